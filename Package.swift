@@ -1,0 +1,32 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "ckport",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "CKPort", targets: ["Records", "Store", "Formats"]),
+        .executable(name: "ckport", targets: ["ckport"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .target(name: "Records"),
+        .target(name: "Store", dependencies: [
+            "Records",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+        ]),
+        .target(name: "Formats", dependencies: ["Records", "Store"]),
+        .executableTarget(name: "ckport", dependencies: [
+            "Records", "Store", "Formats",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .testTarget(name: "RecordsTests", dependencies: ["Records"]),
+        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats"]),
+        .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats"]),
+    ]
+)

@@ -1,0 +1,154 @@
+import Foundation
+import Records
+
+/// A file or standard input read in large chunks, with line and column tracking.
+///
+/// Readers take lines (JSON Lines, CSV) or balanced JSON values from it without ever holding
+/// more than the current chunk and the item being read, so memory stays flat at any file size.
+public final class ByteInput {
+    public let name: String
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    var buffer: [UInt8]
+    /// Bytes before `position` are consumed.
+    var position = 0
+    /// Bytes from `end` on are not read yet.
+    var end = 0
+    private(set) var atEOF = false
+    /// Absolute offset of `buffer[0]` in the input.
+    private(set) var bufferOffset: Int64 = 0
+    public let totalBytes: Int64?
+    private let chunkSize: Int
+
+    /// Opens a file, or standard input for `-`.
+    public init(path: String, chunkSize: Int = 1 << 20) throws {
+        self.chunkSize = chunkSize
+        buffer = [UInt8](repeating: 0, count: chunkSize)
+        if path == "-" {
+            name = "<stdin>"
+            fd = 0
+            ownsDescriptor = false
+            totalBytes = nil
+        } else {
+            name = path
+            fd = open(path, O_RDONLY)
+            guard fd >= 0 else { throw InputIssue(position: SourcePosition(file: path), message: "cannot open: \(String(cString: strerror(errno)))") }
+            ownsDescriptor = true
+            var info = stat()
+            if fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+                close(fd)
+                throw InputIssue(position: SourcePosition(file: path), message: "is a directory, not a file")
+            }
+            totalBytes = (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : nil
+        }
+    }
+
+    /// Reads from bytes in memory (for tests and small inputs).
+    public init(name: String, bytes: [UInt8]) {
+        self.name = name
+        fd = -1
+        ownsDescriptor = false
+        buffer = bytes
+        end = bytes.count
+        atEOF = true
+        totalBytes = Int64(bytes.count)
+        chunkSize = max(bytes.count, 1)
+    }
+
+    deinit {
+        if ownsDescriptor { close(fd) }
+    }
+
+    /// Bytes consumed so far.
+    public var bytesRead: Int64 { bufferOffset + Int64(position) }
+
+    /// Reads more input after `end`, first moving the unconsumed bytes to the front.
+    /// Returns false at the end of the input.
+    func fill() throws -> Bool {
+        guard !atEOF else { return false }
+        if position > 0 {
+            let remaining = end - position
+            if remaining > 0 {
+                buffer.withUnsafeMutableBytes { raw in
+                    _ = memmove(raw.baseAddress!, raw.baseAddress! + position, remaining)
+                }
+            }
+            bufferOffset += Int64(position)
+            end = remaining
+            position = 0
+        }
+        if buffer.count - end < chunkSize / 2 {
+            buffer.append(contentsOf: repeatElement(0, count: max(chunkSize, buffer.count)))
+        }
+        let count = buffer.withUnsafeMutableBytes { raw -> Int in
+            while true {
+                let n = read(fd, raw.baseAddress! + end, raw.count - end)
+                if n < 0 && errno == EINTR { continue }
+                return n
+            }
+        }
+        if count < 0 {
+            throw InputIssue(position: SourcePosition(file: name), message: "read failed: \(String(cString: strerror(errno)))")
+        }
+        if count == 0 {
+            atEOF = true
+            return false
+        }
+        end += count
+        return true
+    }
+
+    /// The next line without its line ending (LF or CRLF), or nil at the end of the input.
+    /// The bytes stay valid until the next call.
+    func nextLine() throws -> UnsafeRawBufferPointer? {
+        var searchFrom = position
+        while true {
+            let found: Int? = buffer.withUnsafeBytes { raw in
+                guard searchFrom < end, let hit = memchr(raw.baseAddress! + searchFrom, 0x0A, end - searchFrom) else { return nil }
+                return raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
+            }
+            if let newline = found {
+                let start = position
+                position = newline + 1
+                var stop = newline
+                if stop > start && buffer[stop - 1] == 0x0D { stop -= 1 }
+                return slice(start, stop)
+            }
+            let scanned = end - position
+            if try !fill() {
+                guard position < end else { return nil }
+                let start = position
+                position = end
+                var stop = end
+                if stop > start && buffer[stop - 1] == 0x0D { stop -= 1 }
+                return slice(start, stop)
+            }
+            searchFrom = position + scanned
+        }
+    }
+
+    private func slice(_ start: Int, _ stop: Int) -> UnsafeRawBufferPointer {
+        buffer.withUnsafeBytes { raw in UnsafeRawBufferPointer(rebasing: raw[start..<stop]) }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Line and column (1-based, columns counted in characters) of a byte offset, counting
+    /// from a starting line and column.
+    func position(of offset: Int, startLine: Int, startColumn: Int) -> (line: Int, column: Int) {
+        var line = startLine
+        var column = startColumn
+        var i = 0
+        while i < Swift.min(offset, count) {
+            let b = self[i]
+            if b == 0x0A {
+                line += 1
+                column = 1
+            } else if b & 0xC0 != 0x80 {
+                column += 1
+            }
+            i += 1
+        }
+        return (line, column)
+    }
+}

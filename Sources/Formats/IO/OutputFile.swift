@@ -1,0 +1,107 @@
+import Foundation
+
+/// An output file written through a buffer, put in place only when complete.
+///
+/// A file is written beside its final path under a temporary name and renamed over it by
+/// `commit()`, so a failed or interrupted export never leaves a half-written file (nor
+/// clobbers an older complete one). `-` writes to standard output as it goes.
+public final class OutputFile {
+    public let path: String
+    private let fd: Int32
+    private let temporaryPath: String?
+    private var buffer: [UInt8] = []
+    private let flushSize = 1 << 20
+    private var finished = false
+    /// Bytes written so far.
+    public private(set) var bytesWritten: Int64 = 0
+
+    public init(path: String) throws {
+        self.path = path
+        if path == "-" {
+            fd = 1
+            temporaryPath = nil
+        } else {
+            let url = URL(fileURLWithPath: path)
+            let directory = url.deletingLastPathComponent().path
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw OutputError(path: path, message: "is a directory")
+            }
+            guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory) else {
+                throw OutputError(path: path, message: "its folder \(directory) does not exist")
+            }
+            let temporary = (directory.isEmpty ? "." : directory) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw OutputError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
+            temporaryPath = temporary
+        }
+        buffer.reserveCapacity(flushSize + 65536)
+    }
+
+    deinit {
+        if !finished { discard() }
+    }
+
+    /// Appends bytes; they reach the file in large writes.
+    @inline(__always) public func write(_ bytes: [UInt8]) throws {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= flushSize { try flush() }
+    }
+
+    public func write(_ text: String) throws {
+        try write(Array(text.utf8))
+    }
+
+    public func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try buffer.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw OutputError(path: path, message: "write failed: \(String(cString: strerror(errno)))")
+                }
+                offset += n
+            }
+        }
+        bytesWritten += Int64(buffer.count)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, syncs and moves the file into place.
+    public func commit() throws {
+        try flush()
+        finished = true
+        guard let temporaryPath else { return }
+        if fsync(fd) != 0 && errno != EINVAL {
+            let message = String(cString: strerror(errno))
+            close(fd)
+            unlink(temporaryPath)
+            throw OutputError(path: path, message: "sync failed: \(message)")
+        }
+        close(fd)
+        guard rename(temporaryPath, path) == 0 else {
+            let message = String(cString: strerror(errno))
+            unlink(temporaryPath)
+            throw OutputError(path: path, message: "cannot move into place: \(message)")
+        }
+    }
+
+    /// Removes what was written; the path is left as it was.
+    public func discard() {
+        guard !finished else { return }
+        finished = true
+        if let temporaryPath {
+            close(fd)
+            unlink(temporaryPath)
+        }
+    }
+}
+
+public struct OutputError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+
+    public var description: String { "\(path): \(message)" }
+}

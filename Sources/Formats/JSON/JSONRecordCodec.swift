@@ -1,0 +1,346 @@
+import Foundation
+import Records
+
+/// A record object that cannot be read, with the path inside it where it went wrong.
+public struct RecordDecodingError: Error, Sendable {
+    public var path: [JSONPathComponent]
+    public var field: String?
+    public var recordName: String?
+    public var recordType: String?
+    public var message: String
+}
+
+/// Reads and writes records as JSON objects, in CloudKit Web Services' shape (`canonical`)
+/// or flat (`plain`).
+///
+/// Canonical:
+/// ```json
+/// {"recordName":"task-1","recordType":"Task","scope":"shared",
+///  "zoneID":{"zoneName":"Household-1","ownerRecordName":"_a1b2"},
+///  "created":{"timestamp":1768208400000,"userRecordName":"_a1b2"},
+///  "fields":{"title":{"value":"Take out trash","type":"STRING"}}}
+/// ```
+/// Plain:
+/// ```json
+/// {"recordName":"task-1","recordType":"Task","scope":"shared","zoneName":"Household-1",
+///  "title":"Take out trash","dueDate":"2026-01-12T09:00:00.000Z"}
+/// ```
+/// `scope` is ckport's addition (Web Services names the database in the URL instead); a record
+/// without it takes the default scope.
+///
+/// Reading is lenient where real exports differ: a field without `type` takes the schema's,
+/// INT64 may come as text, TIMESTAMP as ISO-8601 text, and unknown keys (`pluginFields`,
+/// `shortGUID`, …) are ignored.
+public struct JSONRecordCodec: Sendable {
+    /// Keys of a plain record that are not fields.
+    public static let plainSystemKeys: Set<String> = [
+        "recordName", "recordType", "scope", "zoneName", "ownerRecordName", "recordChangeTag",
+        "created", "createdBy", "createdDevice", "modified", "modifiedBy", "modifiedDevice", "deleted",
+    ]
+
+    public var schema: Schema
+    /// The style to read; nil detects it per record.
+    public var readStyle: ValueStyle?
+    /// Type for records that name none.
+    public var defaultRecordType: String?
+    /// Zone (and scope) for records that name none.
+    public var defaultZone: ZoneID
+    /// Time zone for timestamps written without an offset.
+    public var timeZone: TimeZone?
+
+    public init(schema: Schema, readStyle: ValueStyle? = nil, defaultRecordType: String? = nil,
+                defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil) {
+        self.schema = schema
+        self.readStyle = readStyle
+        self.defaultRecordType = defaultRecordType
+        self.defaultZone = defaultZone
+        self.timeZone = timeZone
+    }
+
+    /// Fields of `types` whose names a plain record would confuse with its system keys.
+    public static func plainCollisions(in schema: Schema, types: [String]? = nil) -> [String] {
+        schema.recordTypes
+            .filter { types == nil || types!.contains($0.name) }
+            .flatMap { type in type.userFields.filter { plainSystemKeys.contains($0.name) }.map { "\(type.name).\($0.name)" } }
+    }
+
+    // MARK: Reading
+
+    public func decode(_ json: JSONValue) throws(RecordDecodingError) -> Record {
+        guard case .object(let object) = json else {
+            throw RecordDecodingError(path: [], message: "expected a record object, found \(json.summary)")
+        }
+        let recordName = object["recordName"]?.stringValue
+        let recordType = object["recordType"]?.stringValue ?? defaultRecordType
+        func fail(_ path: [JSONPathComponent], _ message: String, field: String? = nil) -> RecordDecodingError {
+            RecordDecodingError(path: path, field: field, recordName: recordName, recordType: recordType, message: message)
+        }
+        guard let recordName else {
+            throw fail(object["recordName"] == nil ? [] : [.key("recordName")],
+                       object["recordName"] == nil ? "a record needs \"recordName\"" : "\"recordName\" must be text, found \(object["recordName"]!.summary)")
+        }
+        guard let recordType else {
+            throw fail(object["recordType"] == nil ? [] : [.key("recordType")],
+                       object["recordType"] == nil ? "a record needs \"recordType\" (or pass --type)" : "\"recordType\" must be text")
+        }
+        let style = readStyle ?? detectStyle(object)
+        var zone = defaultZone
+        if let scopeValue = object["scope"] ?? object["databaseScope"] {
+            guard case .string(let text) = scopeValue, let scope = DatabaseScope(text: text) else {
+                throw fail([.key("scope")], "scope is private, shared or public, found \(scopeValue.summary)")
+            }
+            zone.scope = scope
+        }
+        var record = Record(id: RecordID(recordName: recordName, zone: zone), recordType: recordType)
+        if case .bool(true)? = object["deleted"] { record.isDeleted = true }
+        if style == .canonical {
+            try decodeCanonicalSystem(object, into: &record, fail: fail)
+            if !record.isDeleted { try decodeCanonicalFields(object, into: &record, fail: fail) }
+        } else {
+            try decodePlain(object, into: &record, fail: fail)
+        }
+        return record
+    }
+
+    private func detectStyle(_ object: JSONObject) -> ValueStyle {
+        if case .object(let fields)? = object["fields"] {
+            let typeHasFieldsField = schema.recordType(named: object["recordType"]?.stringValue ?? defaultRecordType ?? "")?.field(named: "fields") != nil
+            if !typeHasFieldsField && fields.members.allSatisfy({ if case .object(let o) = $0.value { return o["value"] != nil || o["type"] != nil } else { return false } }) {
+                return .canonical
+            }
+        }
+        if object["zoneID"] != nil || object["recordChangeTag"] != nil { return .canonical }
+        return object["fields"] == nil ? .plain : .canonical
+    }
+
+    private func decodeCanonicalSystem(_ object: JSONObject, into record: inout Record,
+                                       fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
+        if let zoneValue = object["zoneID"] {
+            guard case .object(let zoneObject) = zoneValue else { throw fail([.key("zoneID")], "zoneID must be an object {zoneName, ownerRecordName}", nil) }
+            if let name = zoneObject["zoneName"] {
+                guard case .string(let text) = name, !text.isEmpty else { throw fail([.key("zoneID"), .key("zoneName")], "zoneName must be text", nil) }
+                record.id.zone.zoneName = text
+            }
+            if let owner = zoneObject["ownerRecordName"] {
+                guard case .string(let text) = owner, !text.isEmpty else { throw fail([.key("zoneID"), .key("ownerRecordName")], "ownerRecordName must be text", nil) }
+                record.id.zone.ownerRecordName = text
+            }
+        }
+        if let tag = object["recordChangeTag"] {
+            guard case .string(let text) = tag else { throw fail([.key("recordChangeTag")], "recordChangeTag must be text", nil) }
+            record.changeTag = text
+        }
+        record.created = try stamp(object, "created", fail: fail)
+        record.modified = try stamp(object, "modified", fail: fail)
+    }
+
+    private func stamp(_ object: JSONObject, _ key: String, fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) -> RecordStamp? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .object(let stampObject) = value else { throw fail([.key(key)], "\(key) must be an object {timestamp, userRecordName, deviceID}", nil) }
+        guard let timestampValue = stampObject["timestamp"] else { throw fail([.key(key)], "\(key) needs a timestamp", nil) }
+        let timestamp: Int64
+        do {
+            guard case .timestamp(let t) = try FieldValueJSON.read(timestampValue, as: .timestamp, timeZone: timeZone) else { return nil }
+            timestamp = t
+        } catch {
+            throw fail([.key(key), .key("timestamp")], error.message, nil)
+        }
+        var result = RecordStamp(timestamp: timestamp)
+        for (name, path) in [("userRecordName", \RecordStamp.userRecordName), ("deviceID", \RecordStamp.deviceID)] {
+            guard let v = stampObject[name], v != .null else { continue }
+            guard case .string(let text) = v else { throw fail([.key(key), .key(name)], "\(name) must be text", nil) }
+            result[keyPath: path] = text
+        }
+        return result
+    }
+
+    private func decodeCanonicalFields(_ object: JSONObject, into record: inout Record,
+                                       fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
+        guard let fieldsValue = object["fields"], fieldsValue != .null else { return }
+        guard case .object(let fields) = fieldsValue else { throw fail([.key("fields")], "fields must be an object of {value, type}", nil) }
+        let type = schema.recordType(named: record.recordType)
+        var values: [String: FieldValue] = [:]
+        values.reserveCapacity(fields.members.count)
+        for member in fields.members {
+            let name = member.key
+            let path: [JSONPathComponent] = [.key("fields"), .key(name)]
+            guard case .object(let entry) = member.value else {
+                throw fail(path, "a field is {\"value\": …, \"type\": …}, found \(member.value.summary)", name)
+            }
+            guard let json = entry["value"], json != .null else { continue }
+            var declared: FieldType? = nil
+            if let typeValue = entry["type"] {
+                guard case .string(let typeName) = typeValue, let parsed = FieldType(webServicesName: typeName) else {
+                    throw fail(path + [.key("type")], "unknown field type \(typeValue.summary) (expected STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION, ENCRYPTED_… or …_LIST)", name)
+                }
+                declared = parsed
+            }
+            let valueType: FieldType
+            if let field = type?.field(named: name), !field.isSystem {
+                if let declared, !field.type.accepts(declared) {
+                    throw fail(path + [.key("type")], "the schema says \(type!.name).\(name) is \(field.type), but the record says \(declared.webServicesName)", name)
+                }
+                valueType = field.type.primitive == .number ? (declared ?? field.type) : field.type
+            } else if let declared {
+                valueType = declared
+            } else if let inferred = FieldValueJSON.inferType(of: json) {
+                valueType = inferred
+            } else {
+                throw fail(path, "field '\(name)' is not in the schema and has no \"type\"", name)
+            }
+            do {
+                values[name] = try FieldValueJSON.read(json, as: valueType, zone: record.zone, timeZone: timeZone)
+            } catch {
+                throw fail(path + [.key("value")] + error.path, error.message, name)
+            }
+        }
+        record.fields = values
+    }
+
+    private func decodePlain(_ object: JSONObject, into record: inout Record,
+                             fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
+        func text(_ key: String) throws(RecordDecodingError) -> String? {
+            guard let value = object[key], value != .null else { return nil }
+            guard case .string(let s) = value, !s.isEmpty else { throw fail([.key(key)], "\(key) must be text, found \(value.summary)", nil) }
+            return s
+        }
+        if let zoneName = try text("zoneName") { record.id.zone.zoneName = zoneName }
+        if let owner = try text("ownerRecordName") { record.id.zone.ownerRecordName = owner }
+        record.changeTag = try text("recordChangeTag")
+        for (key, byKey, deviceKey) in [("created", "createdBy", "createdDevice"), ("modified", "modifiedBy", "modifiedDevice")] {
+            guard let value = object[key], value != .null else { continue }
+            let timestamp: Int64
+            do {
+                guard case .timestamp(let t) = try FieldValueJSON.read(value, as: .timestamp, timeZone: timeZone) else { continue }
+                timestamp = t
+            } catch {
+                throw fail([.key(key)], error.message, nil)
+            }
+            let stamp = RecordStamp(timestamp: timestamp, userRecordName: try text(byKey), deviceID: try text(deviceKey))
+            if key == "created" { record.created = stamp } else { record.modified = stamp }
+        }
+        if record.isDeleted { return }
+        let type = schema.recordType(named: record.recordType)
+        var values: [String: FieldValue] = [:]
+        values.reserveCapacity(object.members.count)
+        for member in object.members where !JSONRecordCodec.plainSystemKeys.contains(member.key) {
+            let name = member.key
+            if member.value == .null { continue }
+            let valueType: FieldType
+            if let field = type?.field(named: name), !field.isSystem {
+                valueType = field.type
+            } else if let inferred = FieldValueJSON.inferType(of: member.value) {
+                valueType = inferred
+            } else {
+                throw fail([.key(name)], "field '\(name)' is not in the schema, and its type cannot be told from \(member.value.summary)", name)
+            }
+            do {
+                values[name] = try FieldValueJSON.read(member.value, as: valueType, zone: record.zone, timeZone: timeZone)
+            } catch {
+                throw fail([.key(name)] + error.path, error.message, name)
+            }
+        }
+        record.fields = values
+    }
+
+    /// Where a field's value sits in a record object of the given style, as a JSON path.
+    public static func path(ofField field: String, style: ValueStyle) -> [JSONPathComponent] {
+        style == .canonical ? [.key("fields"), .key(field), .key("value")] : [.key(field)]
+    }
+
+    public func style(of json: JSONValue) -> ValueStyle {
+        if let readStyle { return readStyle }
+        if case .object(let object) = json { return detectStyle(object) }
+        return .canonical
+    }
+
+    // MARK: Writing
+
+    /// Writes one record as a compact JSON object.
+    public func encode(_ record: Record, style: ValueStyle, to out: inout JSONWriter) {
+        let type = schema.recordType(named: record.recordType)
+        out.raw("{\"recordName\":")
+        out.string(record.recordName)
+        out.raw(",\"recordType\":")
+        out.string(record.recordType)
+        out.raw(",\"scope\":")
+        out.string(record.zone.scope.rawValue)
+        if style == .canonical {
+            out.raw(",\"zoneID\":{\"zoneName\":")
+            out.string(record.zone.zoneName)
+            out.raw(",\"ownerRecordName\":")
+            out.string(record.zone.ownerRecordName)
+            out.byte(UInt8(ascii: "}"))
+            if let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+            for (key, stamp) in [("created", record.created), ("modified", record.modified)] {
+                guard let stamp else { continue }
+                out.raw(",\"")
+                out.bytes.append(contentsOf: key.utf8)
+                out.raw("\":{\"timestamp\":")
+                out.int(stamp.timestamp)
+                if let user = stamp.userRecordName { out.raw(",\"userRecordName\":"); out.string(user) }
+                if let device = stamp.deviceID { out.raw(",\"deviceID\":"); out.string(device) }
+                out.byte(UInt8(ascii: "}"))
+            }
+            if record.isDeleted {
+                out.raw(",\"deleted\":true}")
+                return
+            }
+            out.raw(",\"fields\":{")
+            var first = true
+            for name in record.sortedFieldNames {
+                let value = record.fields[name]!
+                if !first { out.byte(UInt8(ascii: ",")) }
+                first = false
+                out.string(name)
+                out.raw(":{\"value\":")
+                FieldValueJSON.write(value, style: .canonical, to: &out)
+                out.raw(",\"type\":")
+                var fieldType = value.type
+                if let declared = type?.field(named: name)?.type, declared.isEncrypted { fieldType.isEncrypted = true }
+                out.string(fieldType.webServicesName)
+                out.byte(UInt8(ascii: "}"))
+            }
+            out.raw("}}")
+        } else {
+            out.raw(",\"zoneName\":")
+            out.string(record.zone.zoneName)
+            if record.zone.ownerRecordName != ZoneID.defaultOwnerName {
+                out.raw(",\"ownerRecordName\":")
+                out.string(record.zone.ownerRecordName)
+            }
+            if let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+            for (key, stamp) in [("created", record.created), ("modified", record.modified)] {
+                guard let stamp else { continue }
+                out.raw(",\"")
+                out.bytes.append(contentsOf: key.utf8)
+                out.raw("\":\"")
+                ISO8601.append(milliseconds: stamp.timestamp, to: &out.bytes)
+                out.byte(UInt8(ascii: "\""))
+                if let user = stamp.userRecordName {
+                    out.raw(",\"")
+                    out.bytes.append(contentsOf: (key == "created" ? "createdBy" : "modifiedBy").utf8)
+                    out.raw("\":")
+                    out.string(user)
+                }
+                if let device = stamp.deviceID {
+                    out.raw(",\"")
+                    out.bytes.append(contentsOf: (key == "created" ? "createdDevice" : "modifiedDevice").utf8)
+                    out.raw("\":")
+                    out.string(device)
+                }
+            }
+            if record.isDeleted {
+                out.raw(",\"deleted\":true}")
+                return
+            }
+            for name in record.sortedFieldNames {
+                out.byte(UInt8(ascii: ","))
+                out.string(name)
+                out.byte(UInt8(ascii: ":"))
+                FieldValueJSON.write(record.fields[name]!, style: .plain, to: &out)
+            }
+            out.byte(UInt8(ascii: "}"))
+        }
+    }
+}

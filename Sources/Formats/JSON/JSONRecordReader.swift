@@ -1,0 +1,288 @@
+import Foundation
+import Records
+
+/// Reads records from JSON Lines (one record per line) or from a JSON document
+/// (`{"records": [ … ]}` as CloudKit's `records/query` returns it, or a bare array), streaming:
+/// one record in memory at a time, whatever the size of the file.
+public final class JSONRecordReader: RecordSource {
+    public enum Layout: String, Sendable {
+        /// One record object per line (`.jsonl`, `.ndjson`).
+        case lines
+        /// A document holding an array of records (`.json`).
+        case document
+    }
+
+    private let input: ByteInput
+    private let codec: JSONRecordCodec
+    private var layout: Layout?
+    private var lineNumber = 0
+    private var scanner: JSONDocumentScanner?
+    private var elementIndex = 0
+
+    public init(input: ByteInput, layout: Layout?, codec: JSONRecordCodec) {
+        self.input = input
+        self.layout = layout
+        self.codec = codec
+    }
+
+    public var name: String { input.name }
+    public var bytesRead: Int64 { input.bytesRead }
+    public var totalBytes: Int64? { input.totalBytes }
+
+    /// The layout a file name implies: `.jsonl`/`.ndjson` are lines, `.json` a document.
+    public static func layout(forPath path: String) -> Layout? {
+        let lower = path.lowercased()
+        if lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson") { return .lines }
+        if lower.hasSuffix(".json") { return .document }
+        return nil
+    }
+
+    public func next() throws -> SourceItem? {
+        if layout == nil { layout = try sniffLayout() }
+        switch layout! {
+        case .lines: return try nextLine()
+        case .document: return try nextElement()
+        }
+    }
+
+    /// A document starts with `[`, or with `{` followed by a `"records"` key; anything else is lines.
+    private func sniffLayout() throws -> Layout {
+        var index = input.position
+        while true {
+            while index < input.end {
+                switch input.buffer[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                case UInt8(ascii: "["): return .document
+                case UInt8(ascii: "{"):
+                    // Look at the first key.
+                    let window = input.buffer[index..<min(input.end, index + 64)]
+                    let text = String(decoding: window, as: UTF8.self)
+                    let afterBrace = text.dropFirst().drop { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
+                    return afterBrace.hasPrefix("\"records\"") ? .document : .lines
+                default: return .lines
+                }
+            }
+            let consumed = index - input.position
+            if try !input.fill() { return .lines }
+            index = input.position + consumed
+        }
+    }
+
+    // MARK: Lines
+
+    private func nextLine() throws -> SourceItem? {
+        while let line = try input.nextLine() {
+            lineNumber += 1
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            let bytes = [UInt8](line)
+            return item(bytes, line: lineNumber, column: 1, pathPrefix: [])
+        }
+        return nil
+    }
+
+    // MARK: Documents
+
+    private func nextElement() throws -> SourceItem? {
+        if scanner == nil { scanner = JSONDocumentScanner(input: input) }
+        guard let (bytes, line, column) = try scanner!.nextElement() else { return nil }
+        defer { elementIndex += 1 }
+        return item(bytes, line: line, column: column, pathPrefix: scanner!.elementPath(elementIndex))
+    }
+
+    // MARK: Records
+
+    private func item(_ bytes: [UInt8], line: Int, column: Int, pathPrefix: [JSONPathComponent]) -> SourceItem {
+        let file = input.name
+        func position(at offset: Int, path: [JSONPathComponent]) -> SourcePosition {
+            let (l, c) = bytes.withUnsafeBytes { $0.position(of: offset, startLine: line, startColumn: column) }
+            return SourcePosition(file: file, line: l, column: c, path: (pathPrefix + path).pathString)
+        }
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse(bytes)
+        } catch {
+            return .invalid(InputIssue(position: position(at: error.offset, path: []), message: "not valid JSON: \(error.message)"), raw: bytes)
+        }
+        let start = SourcePosition(file: file, line: line, column: column, path: pathPrefix.isEmpty ? nil : pathPrefix.pathString)
+        do {
+            let record = try codec.decode(json)
+            let style = codec.style(of: json)
+            let locate: @Sendable (String) -> SourcePosition = { field in
+                let path = JSONRecordCodec.path(ofField: field, style: style)
+                let offset = bytes.withUnsafeBytes { JSONParser.offset(of: path, in: $0) }
+                guard let offset else { return start }
+                let (l, c) = bytes.withUnsafeBytes { $0.position(of: offset, startLine: line, startColumn: column) }
+                return SourcePosition(file: file, line: l, column: c, path: (pathPrefix + path).pathString)
+            }
+            return .record(SourcedRecord(record: record, position: start, raw: bytes, locateField: locate))
+        } catch {
+            let offset = bytes.withUnsafeBytes { JSONParser.offset(of: error.path, in: $0) } ?? 0
+            return .invalid(InputIssue(position: position(at: offset, path: error.path), recordName: error.recordName,
+                                       recordType: error.recordType, field: error.field, message: error.message), raw: bytes)
+        }
+    }
+}
+
+/// Walks a JSON document to the records array and hands out each element's bytes.
+final class JSONDocumentScanner {
+    private let input: ByteInput
+    private var line = 1
+    private var column = 1
+    private enum State { case start, inArray(first: Bool), afterArray, done }
+    private var state = State.start
+    /// True when the records array sits under a `"records"` key.
+    private var enveloped = false
+
+    init(input: ByteInput) {
+        self.input = input
+    }
+
+    func elementPath(_ index: Int) -> [JSONPathComponent] {
+        enveloped ? [.key("records"), .index(index)] : [.index(index)]
+    }
+
+    private var here: SourcePosition { SourcePosition(file: input.name, line: line, column: column) }
+
+    private func fail(_ message: String) -> InputIssue {
+        InputIssue(position: here, message: message)
+    }
+
+    /// The next element's bytes and where it starts, or nil after the last one.
+    func nextElement() throws -> ([UInt8], Int, Int)? {
+        while true {
+            switch state {
+            case .start:
+                try skipWhitespace()
+                guard let b = try peek() else { throw fail("the file is empty: expected {\"records\": [ … ]} or [ … ]") }
+                if b == UInt8(ascii: "[") {
+                    advance()
+                    state = .inArray(first: true)
+                } else if b == UInt8(ascii: "{") {
+                    advance()
+                    enveloped = true
+                    try seekRecordsKey(afterMember: false)
+                } else {
+                    throw fail("expected {\"records\": [ … ]} or [ … ], found '\(Character(UnicodeScalar(b)))'")
+                }
+            case .inArray(let first):
+                try skipWhitespace()
+                guard let b = try peek() else { throw fail("the file ends inside the records array: expected ']'") }
+                if b == UInt8(ascii: "]") {
+                    advance()
+                    state = .afterArray
+                    continue
+                }
+                if !first {
+                    guard b == UInt8(ascii: ",") else { throw fail("expected ',' or ']' between records, found '\(Character(UnicodeScalar(b)))'") }
+                    advance()
+                    try skipWhitespace()
+                }
+                state = .inArray(first: false)
+                let (startLine, startColumn) = (line, column)
+                return (try captureValue(), startLine, startColumn)
+            case .afterArray:
+                if enveloped {
+                    try seekRecordsKey(afterMember: true)
+                    if case .afterArray = state { state = .done }
+                } else {
+                    state = .done
+                }
+            case .done:
+                try skipWhitespace()
+                if let b = try peek() { throw fail("unexpected '\(Character(UnicodeScalar(b)))' after the records") }
+                return nil
+            }
+        }
+    }
+
+    /// Reads object members, skipping all but `"records"`, until the records array opens
+    /// (state becomes inArray) or the object closes.
+    private func seekRecordsKey(afterMember: Bool) throws {
+        var needComma = afterMember
+        while true {
+            try skipWhitespace()
+            guard let b = try peek() else { throw fail("the file ends inside the top-level object: expected '}'") }
+            if b == UInt8(ascii: "}") {
+                advance()
+                if case .start = state { throw fail("the object has no \"records\" array") }
+                state = .done
+                return
+            }
+            if needComma {
+                guard b == UInt8(ascii: ",") else { throw fail("expected ',' or '}' in the top-level object") }
+                advance()
+                try skipWhitespace()
+            }
+            needComma = true
+            let keyBytes = try captureValue()
+            guard case .string(let key)? = try? JSONParser.parse(keyBytes) else { throw fail("expected a key in double quotes") }
+            try skipWhitespace()
+            guard try peek() == UInt8(ascii: ":") else { throw fail("expected ':' after \"\(key)\"") }
+            advance()
+            try skipWhitespace()
+            if key == "records" {
+                guard try peek() == UInt8(ascii: "[") else { throw fail("\"records\" must be an array") }
+                advance()
+                state = .inArray(first: true)
+                return
+            }
+            _ = try captureValue() // continuationMarker and the like
+        }
+    }
+
+    private func peek() throws -> UInt8? {
+        if input.position >= input.end, try !input.fill() { return nil }
+        return input.buffer[input.position]
+    }
+
+    private func advance() {
+        let b = input.buffer[input.position]
+        input.position += 1
+        if b == 0x0A { line += 1; column = 1 } else if b & 0xC0 != 0x80 { column += 1 }
+    }
+
+    private func skipWhitespace() throws {
+        while let b = try peek(), b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 { advance() }
+    }
+
+    /// Copies one balanced JSON value (object, array, string or scalar) out of the input.
+    private func captureValue() throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(1024)
+        var depth = 0
+        var inString = false
+        var escaped = false
+        guard let first = try peek() else { throw fail("unexpected end of file, expected a value") }
+        let scalar = first != UInt8(ascii: "{") && first != UInt8(ascii: "[") && first != UInt8(ascii: "\"")
+        while true {
+            if input.position >= input.end, try !input.fill() {
+                if scalar && !out.isEmpty { return out }
+                throw fail("the file ends inside a value")
+            }
+            let b = input.buffer[input.position]
+            if scalar {
+                if b == UInt8(ascii: ",") || b == UInt8(ascii: "]") || b == UInt8(ascii: "}") || b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 {
+                    return out
+                }
+            }
+            out.append(b)
+            advance()
+            if scalar { continue }
+            if inString {
+                if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") {
+                    inString = false
+                    if depth == 0 { return out }
+                }
+                continue
+            }
+            switch b {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                if depth == 0 { return out }
+            default: break
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+/// The value types of CloudKit's schema language.
+public enum PrimitiveType: String, Sendable, CaseIterable, Hashable {
+    case asset = "ASSET"
+    case bytes = "BYTES"
+    case double = "DOUBLE"
+    case int64 = "INT64"
+    case location = "LOCATION"
+    case number = "NUMBER"
+    case reference = "REFERENCE"
+    case string = "STRING"
+    case timestamp = "TIMESTAMP"
+
+    /// The types CloudKit can encrypt (`ENCRYPTED STRING`, …). Assets are always encrypted and
+    /// references never are, so both are refused.
+    public var canBeEncrypted: Bool {
+        switch self {
+        case .bytes, .string, .double, .int64, .location, .timestamp: return true
+        case .asset, .reference, .number: return false
+        }
+    }
+
+    /// The types CloudKit can index at all.
+    public var canBeIndexed: Bool {
+        self != .bytes && self != .asset
+    }
+}
+
+/// The preferred representation of a legacy `NUMBER` field.
+public enum NumberPreference: String, Sendable, Hashable {
+    case int64 = "INT64"
+    case double = "DOUBLE"
+}
+
+/// A field's declared type: a primitive, optionally a `LIST<…>` of it, optionally `ENCRYPTED`.
+public struct FieldType: Hashable, Sendable, CustomStringConvertible {
+    public var primitive: PrimitiveType
+    public var isList: Bool
+    public var isEncrypted: Bool
+    /// For `NUMBER PREFERRED AS …`; nil for every other type and for a bare `NUMBER`.
+    public var numberPreference: NumberPreference?
+
+    public init(_ primitive: PrimitiveType, list: Bool = false, encrypted: Bool = false, numberPreference: NumberPreference? = nil) {
+        self.primitive = primitive
+        self.isList = list
+        self.isEncrypted = encrypted
+        self.numberPreference = numberPreference
+    }
+
+    public static let string = FieldType(.string)
+    public static let int64 = FieldType(.int64)
+    public static let double = FieldType(.double)
+    public static let timestamp = FieldType(.timestamp)
+    public static let bytes = FieldType(.bytes)
+    public static let reference = FieldType(.reference)
+    public static let asset = FieldType(.asset)
+    public static let location = FieldType(.location)
+
+    public static func list(_ element: PrimitiveType, encrypted: Bool = false) -> FieldType {
+        FieldType(element, list: true, encrypted: encrypted)
+    }
+
+    /// The element type: the same type without `LIST`.
+    public var element: FieldType {
+        var copy = self
+        copy.isList = false
+        return copy
+    }
+
+    /// The type in schema-language form: `LIST<ENCRYPTED STRING>`, `NUMBER PREFERRED AS INT64`.
+    public var description: String {
+        var base = primitive.rawValue
+        if let numberPreference { base += " PREFERRED AS \(numberPreference.rawValue)" }
+        if isEncrypted { base = "ENCRYPTED " + base }
+        return isList ? "LIST<\(base)>" : base
+    }
+
+    /// The type name CloudKit Web Services uses in a record's `fields`: `STRING`, `ASSETID`,
+    /// `ENCRYPTED_STRING`, `TIMESTAMP_LIST`, `ENCRYPTED_STRING_LIST`.
+    public var webServicesName: String {
+        var name: String
+        switch primitive {
+        case .asset: name = "ASSETID"
+        case .number: name = numberPreference == .int64 ? "INT64" : "DOUBLE"
+        default: name = primitive.rawValue
+        }
+        if isEncrypted { name = "ENCRYPTED_" + name }
+        if isList { name += "_LIST" }
+        return name
+    }
+
+    /// Reads a Web Services type name back. `NUMBER_INT64` and `NUMBER_DOUBLE`, `ASSET` and
+    /// `LIST<…>`-free spellings found in older exports are accepted too.
+    public init?(webServicesName: String) {
+        var name = Substring(webServicesName.uppercased())
+        var list = false
+        var encrypted = false
+        if name.hasSuffix("_LIST") { list = true; name = name.dropLast(5) }
+        if name.hasPrefix("ENCRYPTED_") { encrypted = true; name = name.dropFirst(10) }
+        let primitive: PrimitiveType
+        switch name {
+        case "ASSETID", "ASSET": primitive = .asset
+        case "NUMBER_INT64": primitive = .int64
+        case "NUMBER_DOUBLE": primitive = .double
+        default:
+            guard let known = PrimitiveType(rawValue: String(name)), known != .number else { return nil }
+            primitive = known
+        }
+        self.init(primitive, list: list, encrypted: encrypted)
+    }
+
+    /// Whether a value of `other`'s Web Services type may be stored in a field of this type.
+    /// Encryption is a property of the field, so it is not compared; `NUMBER` takes both numbers.
+    public func accepts(_ other: FieldType) -> Bool {
+        guard isList == other.isList else { return false }
+        if primitive == .number { return other.primitive == .int64 || other.primitive == .double }
+        return primitive == other.primitive
+    }
+}

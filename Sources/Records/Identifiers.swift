@@ -1,0 +1,72 @@
+/// A CloudKit database scope: every zone belongs to one of them.
+///
+/// The declaration order is the order ckport exports in.
+public enum DatabaseScope: String, Sendable, CaseIterable, Comparable, Codable {
+    case `private`
+    case shared
+    case `public`
+
+    public static func < (lhs: DatabaseScope, rhs: DatabaseScope) -> Bool {
+        lhs.rank < rhs.rank
+    }
+
+    var rank: Int { DatabaseScope.allCases.firstIndex(of: self)! }
+
+    /// Reads a scope the way people write it: `private`, `PRIVATE`, `Private`.
+    public init?(text: String) {
+        self.init(rawValue: text.lowercased())
+    }
+}
+
+/// A record zone inside a database scope.
+///
+/// CloudKit names a zone by `zoneName` and `ownerRecordName`; ckport adds the scope because a
+/// store holds the private, shared and public databases side by side.
+public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The zone every database has, which needs no creating.
+    public static let defaultZoneName = "_defaultZone"
+    /// The owner CloudKit reports for zones of the current user (`CKCurrentUserDefaultName`).
+    public static let defaultOwnerName = "__defaultOwner__"
+
+    public var scope: DatabaseScope
+    public var zoneName: String
+    public var ownerRecordName: String
+
+    public init(
+        scope: DatabaseScope = .private,
+        zoneName: String = ZoneID.defaultZoneName,
+        ownerRecordName: String = ZoneID.defaultOwnerName
+    ) {
+        self.scope = scope
+        self.zoneName = zoneName
+        self.ownerRecordName = ownerRecordName
+    }
+
+    public static let defaultZone = ZoneID()
+
+    public static func < (lhs: ZoneID, rhs: ZoneID) -> Bool {
+        if lhs.scope != rhs.scope { return lhs.scope < rhs.scope }
+        if lhs.zoneName != rhs.zoneName { return lhs.zoneName.utf8.lexicographicallyPrecedes(rhs.zoneName.utf8) }
+        return lhs.ownerRecordName.utf8.lexicographicallyPrecedes(rhs.ownerRecordName.utf8)
+    }
+
+    public var description: String {
+        ownerRecordName == ZoneID.defaultOwnerName
+            ? "\(scope.rawValue)/\(zoneName)"
+            : "\(scope.rawValue)/\(zoneName)(\(ownerRecordName))"
+    }
+}
+
+/// The identity of a record: its name inside a zone. Record names are unique per zone,
+/// whatever the record type.
+public struct RecordID: Hashable, Sendable, CustomStringConvertible {
+    public var zone: ZoneID
+    public var recordName: String
+
+    public init(recordName: String, zone: ZoneID = .defaultZone) {
+        self.recordName = recordName
+        self.zone = zone
+    }
+
+    public var description: String { "\(zone)/\(recordName)" }
+}

@@ -1,0 +1,83 @@
+/// The naming rules CloudKit enforces, in one place.
+public enum Names {
+    public static let maxRecordNameLength = 255
+    public static let maxIdentifierLength = 255
+
+    /// The implicit system fields of every record type, in the order cktool prints them.
+    public static let systemFields: [(name: String, type: PrimitiveType)] = [
+        ("___createTime", .timestamp),
+        ("___createdBy", .reference),
+        ("___etag", .string),
+        ("___modTime", .timestamp),
+        ("___modifiedBy", .reference),
+        ("___recordID", .reference),
+    ]
+
+    /// Roles every container has.
+    public static let implicitRoles: Set<String> = ["_world", "_icloud", "_creator"]
+
+    public static func isSystemField(_ name: String) -> Bool {
+        name.hasPrefix("___")
+    }
+
+    /// Why `name` cannot be a record name, or nil when it can.
+    ///
+    /// CloudKit record names are ASCII, 1–255 characters, and may not start with `_`, which
+    /// CloudKit keeps for its own records.
+    public static func recordNameProblem(_ name: String) -> String? {
+        let utf8 = name.utf8
+        if utf8.isEmpty { return "a record name cannot be empty" }
+        if utf8.count > maxRecordNameLength {
+            return "a record name has at most \(maxRecordNameLength) characters, this one has \(utf8.count)"
+        }
+        if utf8.first == UInt8(ascii: "_") { return "a record name cannot start with '_' (CloudKit keeps those names)" }
+        for byte in utf8 where byte < 0x20 || byte > 0x7E {
+            return byte > 0x7E
+                ? "a record name must be ASCII"
+                : "a record name cannot hold control characters"
+        }
+        return nil
+    }
+
+    /// Why `name` cannot be a record type name, or nil when it can: `[A-Za-z][A-Za-z0-9_]*`.
+    public static func recordTypeNameProblem(_ name: String) -> String? {
+        identifierProblem(name, what: "a record type name", allowLeadingUnderscore: false)
+    }
+
+    /// Why `name` cannot be a field name, or nil when it can.
+    ///
+    /// Field names follow `[A-Za-z][A-Za-z0-9_]*`. A single leading underscore is accepted for
+    /// the metadata fields apps keep beside their data (`_schemaVersion`, `_appVersion`); names
+    /// starting with three underscores are CloudKit's system fields.
+    public static func fieldNameProblem(_ name: String) -> String? {
+        if isSystemField(name) {
+            return "'\(name)' starts with '___', which CloudKit keeps for system fields"
+        }
+        return identifierProblem(name, what: "a field name", allowLeadingUnderscore: true)
+    }
+
+    static func identifierProblem(_ name: String, what: String, allowLeadingUnderscore: Bool) -> String? {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty else { return "\(what) cannot be empty" }
+        if bytes.count > maxIdentifierLength {
+            return "\(what) has at most \(maxIdentifierLength) characters"
+        }
+        var index = 0
+        if allowLeadingUnderscore && bytes[0] == UInt8(ascii: "_") { index = 1 }
+        guard index < bytes.count, isLetter(bytes[index]) else {
+            return "\(what) must start with a letter: '\(name)'"
+        }
+        for byte in bytes[(index + 1)...] where !(isLetter(byte) || isDigit(byte) || byte == UInt8(ascii: "_")) {
+            return "\(what) may hold only letters, digits and '_': '\(name)'"
+        }
+        return nil
+    }
+
+    @inline(__always) static func isLetter(_ b: UInt8) -> Bool {
+        (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+    }
+
+    @inline(__always) static func isDigit(_ b: UInt8) -> Bool {
+        b >= 0x30 && b <= 0x39
+    }
+}

@@ -1,0 +1,109 @@
+/// Where something is in an input: a file, a line and column, and for JSON the path inside
+/// the document.
+public struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    public var column: Int?
+    /// A JSON path such as `records[3].fields.dueDate.value`, when the input is JSON.
+    public var path: String?
+
+    public init(file: String, line: Int? = nil, column: Int? = nil, path: String? = nil) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+    }
+
+    /// `tasks.jsonl:12:34` (with ` (fields.dueDate.value)` when a path is known).
+    public var description: String {
+        var text = file
+        if let line { text += ":\(line)" }
+        if let column { text += ":\(column)" }
+        if let path, !path.isEmpty { text += " (\(path))" }
+        return text
+    }
+}
+
+/// A problem with one input record, or with the input itself, that says where it is and what
+/// was expected: `tasks.jsonl:12:34: record 'task-7' (Task), field 'dueDate': expected …`.
+public struct InputIssue: Error, Sendable, CustomStringConvertible {
+    public var position: SourcePosition
+    public var recordName: String?
+    public var recordType: String?
+    public var field: String?
+    public var message: String
+
+    public init(position: SourcePosition, recordName: String? = nil, recordType: String? = nil, field: String? = nil, message: String) {
+        self.position = position
+        self.recordName = recordName
+        self.recordType = recordType
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String {
+        var subject: [String] = []
+        if let recordName {
+            subject.append("record '\(recordName)'" + (recordType.map { " (\($0))" } ?? ""))
+        } else if let recordType {
+            subject.append("a \(recordType) record")
+        }
+        if let field { subject.append("field '\(field)'") }
+        return "\(position): " + (subject.isEmpty ? "" : subject.joined(separator: ", ") + ": ") + message
+    }
+}
+
+/// A record read from an input, with where it came from.
+public struct SourcedRecord: Sendable {
+    public var record: Record
+    public var position: SourcePosition
+    /// The record's own bytes in the input, kept for a rejects file.
+    public var raw: [UInt8]?
+    /// Finds a field of this record in the input, for messages about that field.
+    public var locateField: (@Sendable (String) -> SourcePosition)?
+
+    public init(record: Record, position: SourcePosition, raw: [UInt8]? = nil, locateField: (@Sendable (String) -> SourcePosition)? = nil) {
+        self.record = record
+        self.position = position
+        self.raw = raw
+        self.locateField = locateField
+    }
+
+    public func position(ofField field: String?) -> SourcePosition {
+        guard let field, let locateField else { return position }
+        return locateField(field)
+    }
+}
+
+/// What a reader yields: a record, or a record it could not read (which an import may skip).
+public enum SourceItem: Sendable {
+    case record(SourcedRecord)
+    case invalid(InputIssue, raw: [UInt8]?)
+}
+
+/// A reader of records: the source end of every pipeline.
+///
+/// `next()` returns items until the input ends (nil). A problem confined to one record comes
+/// back as `.invalid`; a problem that stops the input from being read further is thrown.
+public protocol RecordSource: AnyObject {
+    func next() throws -> SourceItem?
+    /// The name of the input in messages.
+    var name: String { get }
+    /// Bytes consumed so far and in all, for progress; nil when unknown (a pipe).
+    var bytesRead: Int64 { get }
+    var totalBytes: Int64? { get }
+}
+
+/// A writer of records: the sink end of an export pipeline.
+public protocol RecordSink: AnyObject {
+    func write(_ record: Record) throws
+    /// Completes the output. Until then nothing is in place: a failed export leaves no file.
+    func finish() throws
+    /// Abandons the output and removes what was written.
+    func discard()
+}
+
+/// Receives records an import rejects (for `--rejects FILE`), with the reason.
+public protocol RejectSink: AnyObject {
+    func reject(_ issue: InputIssue, raw: [UInt8]?) throws
+}

@@ -1,0 +1,291 @@
+/// Reads CloudKit's schema language: the `DEFINE SCHEMA` text that `cktool export-schema` writes.
+///
+/// ```swift
+/// let schema = try SchemaParser.parse(text, file: "schema.ckdb")
+/// ```
+///
+/// The whole grammar is read: `CREATE ROLE`, `RECORD TYPE` with fields and `GRANT` lines mixed,
+/// every field type (`LIST<…>`, `ENCRYPTED …`, `NUMBER PREFERRED AS …`), the index options,
+/// quoted names and the three comment styles. Keywords are read in any case. After the syntax,
+/// the meaning is checked (duplicate names, ENCRYPTED where CloudKit refuses it, indexes on
+/// encrypted or unindexable fields, unknown roles); every problem is reported with its
+/// line and column.
+public struct SchemaParser {
+    private var tokens: [SchemaToken]
+    private var index = 0
+    private var fieldPositions: [String: [String: TextPosition]] = [:]
+    private var typePositions: [String: TextPosition] = [:]
+    private var grantPositions: [(type: String, role: String, position: TextPosition)] = []
+    private var rolePositions: [String: TextPosition] = [:]
+    private var diagnostics: [SchemaDiagnostic] = []
+
+    /// Parses and checks schema text.
+    public static func parse(_ text: String, file: String? = nil) throws(SchemaError) -> Schema {
+        do {
+            var lexer = SchemaLexer(text)
+            var parser = SchemaParser(tokens: try lexer.tokenize())
+            return try parser.parseSchema()
+        } catch {
+            var error = error
+            error.file = file
+            throw error
+        }
+    }
+
+    /// Whether `text` is schema-language text: its first word, after comments, is `DEFINE SCHEMA`.
+    public static func looksLikeSchema(_ text: some StringProtocol) -> Bool {
+        var lexer = SchemaLexer(String(text.prefix(4096)))
+        guard let tokens = try? lexer.tokenize() else {
+            // The prefix may end inside a comment or name; look at the words we can read.
+            let trimmed = text.drop { $0.isWhitespace }
+            return trimmed.uppercased().hasPrefix("DEFINE") && trimmed.dropFirst(6).drop { $0.isWhitespace }.uppercased().hasPrefix("SCHEMA")
+        }
+        return tokens.count >= 2 && tokens[0].isKeyword("DEFINE") && tokens[1].isKeyword("SCHEMA")
+    }
+
+    private init(tokens: [SchemaToken]) {
+        self.tokens = tokens
+    }
+
+    // MARK: Grammar
+
+    private mutating func parseSchema() throws(SchemaError) -> Schema {
+        try expectKeyword("DEFINE", "a schema starts with 'DEFINE SCHEMA'")
+        try expectKeyword("SCHEMA", "a schema starts with 'DEFINE SCHEMA'")
+        var schema = Schema()
+        while !isAtEnd {
+            if current.isKeyword("CREATE") {
+                advance()
+                try expectKeyword("ROLE", "expected 'ROLE' after 'CREATE'")
+                let (role, position) = try parseName("a role name")
+                if Names.implicitRoles.contains(role) {
+                    report(position, "role '\(role)' is implicit in every schema and cannot be created")
+                } else if rolePositions[role] != nil {
+                    report(position, "role '\(role)' is created twice (first at \(rolePositions[role]!))")
+                } else {
+                    rolePositions[role] = position
+                    schema.roles.append(role)
+                }
+            } else if current.isKeyword("RECORD") {
+                advance()
+                try expectKeyword("TYPE", "expected 'TYPE' after 'RECORD'")
+                let recordType = try parseRecordType()
+                if schema.recordType(named: recordType.name) != nil {
+                    report(typePositions[recordType.name]!, "record type '\(recordType.name)' is defined twice")
+                } else {
+                    schema.recordTypes.append(recordType)
+                }
+            } else {
+                throw SchemaError(current.position, "expected 'RECORD TYPE' or 'CREATE ROLE', found \(current.display)")
+            }
+            try expectPunctuation(";", "expected ';' to end the statement")
+        }
+        checkGrants(schema)
+        if !diagnostics.isEmpty { throw SchemaError(diagnostics: diagnostics.sorted { ($0.position.line, $0.position.column) < ($1.position.line, $1.position.column) }) }
+        return schema
+    }
+
+    private mutating func parseRecordType() throws(SchemaError) -> RecordTypeDefinition {
+        let (name, namePosition) = try parseName("a record type name")
+        if let problem = Names.recordTypeNameProblem(name) { report(namePosition, problem) }
+        if typePositions[name] == nil { typePositions[name] = namePosition }
+        var definition = RecordTypeDefinition(name: name)
+        var declared: [String: TextPosition] = [:]
+        try expectPunctuation("(", "expected '(' after the record type name")
+        if case .punctuation(")") = current.kind {
+            advance()
+            return definition
+        }
+        repeat {
+            if current.isKeyword("GRANT") {
+                let grantPosition = current.position
+                advance()
+                var permissions: [Permission] = []
+                repeat {
+                    guard case .word(let word) = current.kind, let permission = Permission(rawValue: word.uppercased()) else {
+                        throw SchemaError(current.position, "expected READ, CREATE or WRITE, found \(current.display)")
+                    }
+                    if permissions.contains(permission) { report(current.position, "\(permission.rawValue) is granted twice in one GRANT") }
+                    permissions.append(permission)
+                    advance()
+                } while consumePunctuation(",")
+                try expectKeyword("TO", "expected ',' or 'TO' after the permissions of a GRANT")
+                let (role, _) = try parseName("a role name")
+                definition.grants.append(Grant(permissions, to: role))
+                grantPositions.append((name, role, grantPosition))
+            } else {
+                let (fieldName, fieldPosition) = try parseName("a field name or GRANT")
+                let type = try parseFieldType()
+                var options: FieldOptions = []
+                while case .word(let word) = current.kind, let option = Self.option(word) {
+                    if options.contains(option) { report(current.position, "option \(word.uppercased()) is given twice") }
+                    options.insert(option)
+                    advance()
+                }
+                let field = FieldDefinition(name: fieldName, type: type, options: options)
+                check(field, at: fieldPosition, in: name)
+                if let first = declared[fieldName] {
+                    report(fieldPosition, "field '\(fieldName)' is declared twice in '\(name)' (first at \(first))")
+                } else {
+                    declared[fieldName] = fieldPosition
+                    if let index = definition.fields.firstIndex(where: { $0.name == fieldName }) {
+                        definition.fields[index] = field
+                    } else {
+                        definition.fields.append(field)
+                    }
+                }
+            }
+        } while consumePunctuation(",")
+        if case .punctuation(")") = current.kind {
+            advance()
+        } else if case .word = current.kind {
+            throw SchemaError(current.position, "expected ',' or ')' after a field, found \(current.display) (is a comma missing?)")
+        } else {
+            throw SchemaError(current.position, "expected ',' or ')' in record type '\(name)', found \(current.display)")
+        }
+        fieldPositions[name] = declared
+        return definition
+    }
+
+    private static func option(_ word: String) -> FieldOptions? {
+        switch word.uppercased() {
+        case "QUERYABLE": return .queryable
+        case "SORTABLE": return .sortable
+        case "SEARCHABLE": return .searchable
+        default: return nil
+        }
+    }
+
+    private static let typeNames = "ASSET, BYTES, DOUBLE, INT64, LOCATION, NUMBER, REFERENCE, STRING, TIMESTAMP or LIST<…>"
+
+    private mutating func parseFieldType() throws(SchemaError) -> FieldType {
+        if current.isKeyword("LIST") {
+            advance()
+            try expectPunctuation("<", "expected '<' after LIST")
+            if current.isKeyword("LIST") {
+                throw SchemaError(current.position, "a LIST cannot hold another LIST")
+            }
+            var element = try parsePrimitiveType()
+            try expectPunctuation(">", "expected '>' to close LIST<…>")
+            element.isList = true
+            return element
+        }
+        return try parsePrimitiveType()
+    }
+
+    private mutating func parsePrimitiveType() throws(SchemaError) -> FieldType {
+        var encrypted = false
+        if current.isKeyword("ENCRYPTED") {
+            encrypted = true
+            advance()
+        }
+        let position = current.position
+        guard case .word(let word) = current.kind, let primitive = PrimitiveType(rawValue: word.uppercased()) else {
+            throw SchemaError(current.position, "expected a field type (\(encrypted ? "BYTES, DOUBLE, INT64, LOCATION, STRING or TIMESTAMP" : Self.typeNames)), found \(current.display)")
+        }
+        advance()
+        if encrypted && !primitive.canBeEncrypted {
+            let why: String
+            switch primitive {
+            case .reference: why = "REFERENCE fields stay readable so that CloudKit can follow them"
+            case .asset: why = "ASSET files are always encrypted already"
+            default: why = "only BYTES, STRING, DOUBLE, INT64, LOCATION and TIMESTAMP can be"
+            }
+            report(position, "\(primitive.rawValue) cannot be ENCRYPTED: \(why)")
+        }
+        var type = FieldType(primitive, encrypted: encrypted)
+        if primitive == .number && current.isKeyword("PREFERRED") {
+            advance()
+            try expectKeyword("AS", "expected 'AS' after 'PREFERRED'")
+            guard case .word(let word) = current.kind, let preference = NumberPreference(rawValue: word.uppercased()) else {
+                throw SchemaError(current.position, "expected INT64 or DOUBLE after 'PREFERRED AS', found \(current.display)")
+            }
+            advance()
+            type.numberPreference = preference
+        }
+        return type
+    }
+
+    // MARK: Meaning
+
+    private mutating func check(_ field: FieldDefinition, at position: TextPosition, in typeName: String) {
+        if field.isSystem {
+            guard let system = Names.systemFields.first(where: { $0.name == field.name }) else {
+                report(position, "'\(field.name)' is not a CloudKit system field (those are \(Names.systemFields.map(\.name).joined(separator: ", "))); names starting with '___' are reserved")
+                return
+            }
+            if field.type != FieldType(system.type) {
+                report(position, "system field '\(field.name)' is \(system.type.rawValue), not \(field.type)")
+            }
+        } else if let problem = Names.fieldNameProblem(field.name) {
+            report(position, problem)
+        }
+        let options = field.options
+        guard !options.isEmpty else { return }
+        if field.type.isEncrypted {
+            report(position, "field '\(field.name)' is ENCRYPTED and cannot have \(options.names.joined(separator: " ")): CloudKit does not index encrypted fields")
+        } else if !field.type.primitive.canBeIndexed {
+            report(position, "field '\(field.name)' is \(field.type) and cannot have \(options.names.joined(separator: " ")): CloudKit cannot index \(field.type.primitive.rawValue)")
+        } else if options.contains(.searchable) && field.type.primitive != .string {
+            report(position, "field '\(field.name)' is \(field.type): only STRING fields can be SEARCHABLE")
+        }
+    }
+
+    private mutating func checkGrants(_ schema: Schema) {
+        let known = Names.implicitRoles.union(schema.roles)
+        for grant in grantPositions where !known.contains(grant.role) {
+            report(grant.position, "GRANT in '\(grant.type)' names role '\(grant.role)', which is not created (add CREATE ROLE \(SchemaPrinter.quoteIfNeeded(grant.role)); or use _world, _icloud or _creator)")
+        }
+    }
+
+    // MARK: Tokens
+
+    private var current: SchemaToken { tokens[index] }
+    private var isAtEnd: Bool { current.kind == .end }
+
+    private mutating func advance() {
+        if index < tokens.count - 1 { index += 1 }
+    }
+
+    private mutating func report(_ position: TextPosition, _ message: String) {
+        diagnostics.append(SchemaDiagnostic(position: position, message: message))
+    }
+
+    private mutating func expectKeyword(_ keyword: String, _ message: String) throws(SchemaError) {
+        guard current.isKeyword(keyword) else {
+            throw SchemaError(current.position, "\(message), found \(current.display)")
+        }
+        advance()
+    }
+
+    private mutating func expectPunctuation(_ mark: Character, _ message: String) throws(SchemaError) {
+        guard consumePunctuation(mark) else {
+            throw SchemaError(current.position, "\(message), found \(current.display)")
+        }
+    }
+
+    private mutating func consumePunctuation(_ mark: Character) -> Bool {
+        if case .punctuation(let c) = current.kind, c == mark {
+            advance()
+            return true
+        }
+        return false
+    }
+
+    private mutating func parseName(_ what: String) throws(SchemaError) -> (String, TextPosition) {
+        let position = current.position
+        switch current.kind {
+        case .word(let word):
+            if word.uppercased() == "GRANT" && what != "a role name" {
+                throw SchemaError(position, "expected \(what), found the keyword GRANT (quote a field named grant: \"grant\")")
+            }
+            advance()
+            return (word, position)
+        case .quoted(let name):
+            advance()
+            return (name, position)
+        default:
+            throw SchemaError(position, "expected \(what), found \(current.display)")
+        }
+    }
+}

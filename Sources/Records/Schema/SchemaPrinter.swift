@@ -1,0 +1,60 @@
+import Foundation
+
+/// Writes a schema in the layout `cktool export-schema` uses.
+///
+/// Roles come first, then record types sorted by name, each indented four spaces with its
+/// fields indented eight: the six system fields first, then the others sorted by name, the type
+/// column aligned one space after the longest name, options in QUERYABLE SEARCHABLE SORTABLE
+/// order, and grants last, one per role, sorted by role. Names that start with `_`, are keywords
+/// or are not plain identifiers are double-quoted.
+public enum SchemaPrinter {
+    public static func print(_ schema: Schema) -> String {
+        var out = "DEFINE SCHEMA\n"
+        for role in schema.roles.sorted(by: byteOrder) {
+            out += "\n    CREATE ROLE \(quoteIfNeeded(role));\n"
+        }
+        for type in schema.recordTypes.sorted(by: { byteOrder($0.name, $1.name) }) {
+            out += "\n" + print(type)
+        }
+        return out
+    }
+
+    static func print(_ type: RecordTypeDefinition) -> String {
+        let system = Names.systemFields.compactMap { entry in type.fields.first { $0.name == entry.name } }
+        let others = type.userFields.sorted { byteOrder($0.name, $1.name) }
+        let fields = system + others
+        let width = fields.map { quoteIfNeeded($0.name).count }.max() ?? 0
+        var lines: [String] = fields.map { field in
+            let name = quoteIfNeeded(field.name)
+            var line = "        " + name + String(repeating: " ", count: width - name.count + 1) + field.type.description
+            for option in field.options.names { line += " " + option }
+            return line
+        }
+        var permissionsByRole: [String: Set<Permission>] = [:]
+        for grant in type.grants { permissionsByRole[grant.role, default: []].formUnion(grant.permissions) }
+        for role in permissionsByRole.keys.sorted(by: byteOrder) {
+            let permissions = Permission.allCases.filter { permissionsByRole[role]!.contains($0) }
+            lines.append("        GRANT \(permissions.map(\.rawValue).joined(separator: ", ")) TO \(quoteIfNeeded(role))")
+        }
+        return "    RECORD TYPE \(quoteIfNeeded(type.name)) (\n" + lines.joined(separator: ",\n") + "\n    );\n"
+    }
+
+    static let keywords: Set<String> = [
+        "AS", "ASSET", "BYTES", "CREATE", "DEFINE", "DOUBLE", "ENCRYPTED", "GRANT", "INT64", "LIST", "LOCATION",
+        "NUMBER", "PREFERRED", "QUERYABLE", "READ", "RECORD", "REFERENCE", "ROLE", "SCHEMA", "SEARCHABLE",
+        "SORTABLE", "STRING", "TIMESTAMP", "TO", "TYPE", "WRITE",
+    ]
+
+    /// `name` as it must appear in schema text.
+    public static func quoteIfNeeded(_ name: String) -> String {
+        let bytes = Array(name.utf8)
+        let plain = !bytes.isEmpty && Names.isLetter(bytes[0])
+            && bytes.allSatisfy { Names.isLetter($0) || Names.isDigit($0) || $0 == UInt8(ascii: "_") }
+        if plain && !keywords.contains(name.uppercased()) { return name }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func byteOrder(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import GRDB
+import Records
+
+/// How an import treats its input.
+public struct ImportOptions: Sendable {
+    public var mode: WriteMode
+    /// Add unknown fields and types to the schema, as CloudKit's development environment does.
+    public var allowNewFields: Bool
+    /// Import the valid records and reject the others, instead of importing nothing.
+    public var skipInvalid: Bool
+    /// Validate and count, then roll everything back.
+    public var dryRun: Bool
+    /// Stop reading after this many problems (the import fails anyway; more would be noise).
+    public var maxErrors: Int
+
+    public init(mode: WriteMode = .upsert, allowNewFields: Bool = false, skipInvalid: Bool = false, dryRun: Bool = false, maxErrors: Int = 20) {
+        self.mode = mode
+        self.allowNewFields = allowNewFields
+        self.skipInvalid = skipInvalid
+        self.dryRun = dryRun
+        self.maxErrors = maxErrors
+    }
+}
+
+/// Counts of what an import did (or would do) to one record type.
+public struct ImportCounts: Sendable, Hashable {
+    public var inserted = 0
+    public var updated = 0
+    public var unchanged = 0
+    public var deleted = 0
+    public var rejected = 0
+
+    public var total: Int { inserted + updated + unchanged + deleted + rejected }
+}
+
+/// The outcome of an import.
+public struct ImportSummary: Sendable {
+    /// Counts per record type.
+    public var counts: [String: ImportCounts] = [:]
+    /// Every problem found (all of them were rejected with --skip-invalid; otherwise they
+    /// made the import fail).
+    public var issues: [InputIssue] = []
+    public var schemaChanges: [String] = []
+    public var dryRun = false
+    /// The store's change token after the import.
+    public var token: ChangeToken?
+
+    public var totals: ImportCounts {
+        counts.values.reduce(into: ImportCounts()) { total, counts in
+            total.inserted += counts.inserted
+            total.updated += counts.updated
+            total.unchanged += counts.unchanged
+            total.deleted += counts.deleted
+            total.rejected += counts.rejected
+        }
+    }
+}
+
+/// An import that wrote nothing because its input had problems.
+public struct ImportFailure: Error, Sendable, CustomStringConvertible {
+    public var summary: ImportSummary
+    /// True when reading stopped at the error limit, so there may be more problems.
+    public var truncated: Bool
+
+    public var description: String {
+        let lines = summary.issues.map(\.description)
+        var text = lines.joined(separator: "\n")
+        if truncated { text += "\n(stopped after \(lines.count) problems; there may be more)" }
+        text += "\nnothing was imported: the store is unchanged (use --skip-invalid --rejects FILE to import the valid records)"
+        return text
+    }
+}
+
+/// Moves records from sources into a store in one transaction: the store end of every import.
+///
+/// Each record is validated against the store's schema and CloudKit's limits, then saved by
+/// the import mode. Without `skipInvalid` one bad record fails the whole import and the
+/// store stays exactly as it was.
+public final class RecordImporter {
+    public let store: RecordStore
+    public let options: ImportOptions
+    public var rejects: RejectSink?
+    /// Called now and then with the number of records read so far.
+    public var progress: ((Int) -> Void)?
+
+    public init(store: RecordStore, options: ImportOptions) {
+        self.store = store
+        self.options = options
+    }
+
+    /// Imports everything the sources yield, after first applying `schema` when given.
+    public func run(_ sources: [RecordSource], schema newSchema: Schema? = nil) throws -> ImportSummary {
+        var summary = ImportSummary()
+        summary.dryRun = options.dryRun
+        var truncated = false
+        var failed = false
+        do {
+            summary = try store.write(dryRun: options.dryRun) { session in
+                var summary = summary
+                if let newSchema {
+                    summary.schemaChanges += try session.apply(schema: newSchema).summary
+                }
+                var validator = RecordValidator(schema: session.schema)
+                var read = 0
+                let bulk = try BulkLoad(session: session)
+                sources: for source in sources {
+                    while let item = try source.next() {
+                        read += 1
+                        if read % 4096 == 0 { progress?(read) }
+                        let issue: InputIssue?
+                        var raw: [UInt8]? = nil
+                        switch item {
+                        case .invalid(let problem, let bytes):
+                            issue = problem
+                            raw = bytes
+                        case .record(let sourced):
+                            raw = sourced.raw
+                            issue = try importRecord(sourced, session: session, validator: &validator, bulk: bulk, summary: &summary)
+                        }
+                        guard let issue else { continue }
+                        summary.counts[issue.recordType ?? "(unknown type)", default: ImportCounts()].rejected += 1
+                        summary.issues.append(issue)
+                        if options.skipInvalid {
+                            try rejects?.reject(issue, raw: raw)
+                        } else {
+                            failed = true
+                            if summary.issues.count >= options.maxErrors {
+                                truncated = true
+                                break sources
+                            }
+                        }
+                    }
+                }
+                progress?(read)
+                if failed { throw ImportFailure(summary: summary, truncated: truncated) }
+                try bulk.finish()
+                summary.schemaChanges = summary.schemaChanges.uniqued()
+                summary.token = session.currentToken
+                return summary
+            }
+        }
+        if options.dryRun { summary.token = try store.read { $0.currentToken } }
+        return summary
+    }
+
+    private func importRecord(_ sourced: SourcedRecord, session: StoreSession, validator: inout RecordValidator,
+                              bulk: BulkLoad, summary: inout ImportSummary) throws -> InputIssue? {
+        let record = sourced.record
+        func issue(_ field: String?, _ message: String) -> InputIssue {
+            InputIssue(position: sourced.position(ofField: field), recordName: record.recordName, recordType: record.recordType, field: field, message: message)
+        }
+        let problems = validator.issues(in: record, allowNewFields: options.allowNewFields)
+        if let first = problems.first {
+            return issue(first.field, problems.count == 1 ? first.message : first.message + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)")
+        }
+        if options.allowNewFields && !record.isDeleted {
+            let type = session.schema.recordType(named: record.recordType)
+            for name in record.sortedFieldNames where type?.field(named: name) == nil {
+                let field = FieldDefinition(name: name, type: record.fields[name]!.type)
+                try session.addField(field, toType: record.recordType)
+                summary.schemaChanges.append("+ \(record.recordType).\(name) \(field.type)")
+            }
+            if type == nil && record.fields.isEmpty {
+                var schema = session.schema
+                schema.recordTypes.append(RecordTypeDefinition(name: record.recordType))
+                try session.apply(schema: schema)
+                summary.schemaChanges.append("+ record type \(record.recordType)")
+            }
+            validator.schema = session.schema
+        }
+        try bulk.prepare(for: record.recordType)
+        let outcome: SaveOutcome
+        do {
+            outcome = try session.save(record, mode: options.mode)
+        } catch let refusal as SaveRefusal {
+            return issue(nil, refusal.message)
+        }
+        switch outcome {
+        case .inserted: summary.counts[record.recordType, default: ImportCounts()].inserted += 1
+        case .updated: summary.counts[record.recordType, default: ImportCounts()].updated += 1
+        case .unchanged: summary.counts[record.recordType, default: ImportCounts()].unchanged += 1
+        case .deleted: summary.counts[record.recordType, default: ImportCounts()].deleted += 1
+        }
+        return nil
+    }
+}
+
+extension Array where Element: Hashable {
+    func uniqued() -> [Element] {
+        var seen: Set<Element> = []
+        return filter { seen.insert($0).inserted }
+    }
+}

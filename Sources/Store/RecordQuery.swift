@@ -1,0 +1,241 @@
+import Foundation
+import GRDB
+import Records
+
+/// Which records to read, in which order.
+///
+/// Without a sort, records come in export order: scope, zone, record type, record name — so two
+/// exports of one store are byte-identical.
+public struct RecordQuery: Sendable {
+    /// Record types to read; empty means every type.
+    public var recordTypes: [String]
+    public var scope: DatabaseScope?
+    public var zoneName: String?
+    public var predicate: RecordPredicate?
+    /// The text the predicate was parsed from, for error messages.
+    public var predicateText: String?
+    public var sortField: String?
+    public var descending: Bool
+    public var limit: Int?
+
+    public init(recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil, predicate: RecordPredicate? = nil,
+                predicateText: String? = nil, sortField: String? = nil, descending: Bool = false, limit: Int? = nil) {
+        self.recordTypes = recordTypes
+        self.scope = scope
+        self.zoneName = zoneName
+        self.predicate = predicate
+        self.predicateText = predicateText
+        self.sortField = sortField
+        self.descending = descending
+        self.limit = limit
+    }
+}
+
+/// One SQL statement of a query: a record type, an optional zone, its SQL and arguments.
+struct CompiledQuery {
+    let layout: TableLayout
+    let zone: ZoneID?
+    let sql: String
+    let arguments: [SQLArgument]
+}
+
+enum SQLArgument {
+    case int(Int64)
+    case double(Double)
+    case text(String)
+
+    func bind(to statement: PreparedStatement, at index: Int32) {
+        switch self {
+        case .int(let i): statement.bind(index, i)
+        case .double(let d): statement.bind(index, d)
+        case .text(let t): statement.bind(index, t)
+        }
+    }
+}
+
+extension StoreSession {
+    /// Calls `body` with every record the query selects, streaming: one record in memory at a time.
+    public func forEach(_ query: RecordQuery, _ body: (Records.Record) throws -> Void) throws {
+        var remaining = query.limit ?? Int.max
+        for compiled in try compile(query) {
+            guard remaining > 0 else { return }
+            let statement = try PreparedStatement(db, compiled.sql)
+            for (index, argument) in compiled.arguments.enumerated() { argument.bind(to: statement, at: Int32(index + 1)) }
+            while remaining > 0, try statement.step(db) {
+                let zone = try compiled.zone ?? self.zone(row: statement.int64(0))
+                try body(try compiled.layout.decode(statement, zone: zone))
+                remaining -= 1
+            }
+        }
+    }
+
+    /// How many records the query selects.
+    public func count(_ query: RecordQuery) throws -> Int {
+        var total = 0
+        for compiled in try compile(query) {
+            let countSQL = "SELECT count(*) FROM (\(compiled.sql))"
+            let statement = try PreparedStatement(db, countSQL)
+            for (index, argument) in compiled.arguments.enumerated() { argument.bind(to: statement, at: Int32(index + 1)) }
+            if try statement.step(db) { total += Int(statement.int64(0)) }
+        }
+        if let limit = query.limit { total = min(total, limit) }
+        return total
+    }
+
+    /// SQLite's plan for each statement of the query (`EXPLAIN QUERY PLAN`), to see which
+    /// indexes it uses.
+    public func queryPlan(_ query: RecordQuery) throws -> [(sql: String, plan: [String])] {
+        try compile(query).map { compiled in
+            let statement = try PreparedStatement(db, "EXPLAIN QUERY PLAN " + compiled.sql)
+            for (index, argument) in compiled.arguments.enumerated() { argument.bind(to: statement, at: Int32(index + 1)) }
+            var lines: [String] = []
+            while try statement.step(db) { lines.append(statement.text(3)) }
+            return (compiled.sql, lines)
+        }
+    }
+
+    /// The record types a query reads, checked against the schema.
+    func queryTypes(_ query: RecordQuery) throws -> [TableLayout] {
+        if query.recordTypes.isEmpty {
+            return schema.recordTypes.map(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { layouts[$0]! }
+        }
+        return try query.recordTypes.map { try layout($0) }
+    }
+
+    func compile(_ query: RecordQuery) throws -> [CompiledQuery] {
+        let zones = self.zones.filter { zone in
+            (query.scope == nil || zone.scope == query.scope) && (query.zoneName == nil || zone.zoneName == query.zoneName)
+        }
+        var compiled: [CompiledQuery] = []
+        for layout in try queryTypes(query) {
+            var clauses: [String] = []
+            var arguments: [SQLArgument] = []
+            if let predicate = query.predicate {
+                for condition in predicate.conditions {
+                    let (sql, args) = try compile(condition, layout: layout, text: query.predicateText)
+                    clauses.append(sql)
+                    arguments.append(contentsOf: args)
+                }
+            }
+            if let sortField = query.sortField {
+                let column = try sortColumn(sortField, layout: layout)
+                var where_ = clauses
+                if query.scope != nil || query.zoneName != nil {
+                    let rows = try zones.map { try zoneRow($0, create: false)! }
+                    where_.insert("___zone IN (\(rows.map(String.init).joined(separator: ", ")))", at: 0)
+                }
+                let direction = query.descending ? " DESC" : ""
+                let sql = layout.selectSQL + (where_.isEmpty ? "" : " WHERE " + where_.joined(separator: " AND "))
+                    + " ORDER BY \(column)\(direction), ___recordID\(direction), ___zone"
+                compiled.append(CompiledQuery(layout: layout, zone: nil, sql: sql, arguments: arguments))
+            } else {
+                for zone in zones {
+                    let row = try zoneRow(zone, create: false)!
+                    let sql = layout.selectSQL + " WHERE " + (["___zone = \(row)"] + clauses).joined(separator: " AND ") + " ORDER BY ___recordID"
+                    compiled.append(CompiledQuery(layout: layout, zone: zone, sql: sql, arguments: arguments))
+                }
+            }
+        }
+        return compiled
+    }
+
+    private func queryError(_ message: String, column: Int, text: String?) -> StoreError {
+        guard let text else { return .badQuery(message) }
+        return .badQuery("--where \"\(text)\"\n  at column \(column): \(message)")
+    }
+
+    /// System fields a predicate or sort may name, with the column and type behind them.
+    private static let systemQueryFields: [String: (column: String, type: FieldType)] = [
+        "recordName": ("___recordID", .string), "___recordID": ("___recordID", .string),
+        "___createTime": ("___createTime", .timestamp), "createdTimestamp": ("___createTime", .timestamp),
+        "___modTime": ("___modTime", .timestamp), "modifiedTimestamp": ("___modTime", .timestamp),
+        "___createdBy": ("___createdBy", .string), "___modifiedBy": ("___modifiedBy", .string),
+    ]
+
+    private func sortColumn(_ name: String, layout: TableLayout) throws -> String {
+        if let system = StoreSession.systemQueryFields[name] { return system.column }
+        guard let field = layout.fieldsByName[name].map({ layout.fields[$0] }) else {
+            throw StoreError.badQuery("--sort \(name): record type \(layout.typeName) has no field '\(name)'")
+        }
+        guard !field.type.isList, ![.asset, .location, .bytes].contains(field.type.primitive) else {
+            throw StoreError.badQuery("--sort \(name): \(field.type) fields cannot be sorted")
+        }
+        return field.column
+    }
+
+    private func compile(_ condition: Condition, layout: TableLayout, text: String?) throws -> (String, [SQLArgument]) {
+        let column: String
+        let type: FieldType
+        if let system = StoreSession.systemQueryFields[condition.field] {
+            (column, type) = system
+        } else if let index = layout.fieldsByName[condition.field] {
+            column = layout.fields[index].column
+            type = layout.fields[index].type
+        } else {
+            let known = layout.fields.map(\.name).joined(separator: ", ")
+            throw queryError("record type \(layout.typeName) has no field '\(condition.field)' (its fields: \(known); also recordName, ___createTime, ___modTime)", column: condition.fieldColumn, text: text)
+        }
+        func value(_ literal: PredicateValue, as type: FieldType) throws -> SQLArgument {
+            if let argument = StoreSession.argument(literal, as: type) { return argument }
+            throw queryError("field '\(condition.field)' is \(type); \(literal) is not a \(StoreSession.literalForm(type))", column: condition.valueColumn, text: text)
+        }
+        if type.isList || [.asset, .location, .bytes].contains(type.primitive) {
+            guard condition.op == .contains, type.isList, ![.asset, .location].contains(type.primitive) else {
+                let hint = type.isList ? " (use CONTAINS to test list membership)" : ""
+                throw queryError("field '\(condition.field)' is \(type) and cannot be compared with \(condition.op.rawValue)\(hint)", column: condition.fieldColumn, text: text)
+            }
+            let element = type.primitive == .reference ? "json_extract(json_each.value, '$.recordName')" : "json_each.value"
+            return ("EXISTS (SELECT 1 FROM json_each(\(column)) WHERE \(element) = ?)", [try value(condition.value, as: type.element)])
+        }
+        switch condition.op {
+        case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual:
+            let sqlOp = condition.op == .equal ? "=" : condition.op.rawValue
+            return ("\(column) \(sqlOp) ?", [try value(condition.value, as: type)])
+        case .in:
+            guard case .list(let values) = condition.value else { throw queryError("IN needs a list", column: condition.valueColumn, text: text) }
+            if values.isEmpty { return ("0", []) }
+            return ("\(column) IN (\(values.map { _ in "?" }.joined(separator: ", ")))", try values.map { try value($0, as: type) })
+        case .beginsWith:
+            guard type.primitive == .string || type.primitive == .reference, case .string(let prefix) = condition.value else {
+                throw queryError("BEGINSWITH needs a text field and 'text'", column: condition.fieldColumn, text: text)
+            }
+            // A range on the index rather than LIKE, which ignores case and cannot use one.
+            return ("(\(column) >= ? AND \(column) < ?)", [.text(prefix), .text(prefix + "\u{10FFFF}")])
+        case .contains:
+            throw queryError("CONTAINS tests list membership, and field '\(condition.field)' is \(type), not a LIST", column: condition.fieldColumn, text: text)
+        }
+    }
+
+    static func literalForm(_ type: FieldType) -> String {
+        switch type.primitive {
+        case .string, .reference: return "'text'"
+        case .int64: return "whole number (or true/false)"
+        case .double, .number: return "number"
+        case .timestamp: return "date such as 2026-03-01 or 2026-03-01T09:00:00Z"
+        default: return "value of that type"
+        }
+    }
+
+    static func argument(_ literal: PredicateValue, as type: FieldType) -> SQLArgument? {
+        switch (type.primitive, literal) {
+        case (.string, .string(let s)), (.reference, .string(let s)), (.bytes, .string(let s)):
+            return .text(s)
+        case (.int64, .number(let n)):
+            return Int64(n).map(SQLArgument.int)
+        case (.int64, .bool(let b)):
+            return .int(b ? 1 : 0)
+        case (.double, .number(let n)):
+            return Double(n).map(SQLArgument.double)
+        case (.number, .number(let n)):
+            return Int64(n).map(SQLArgument.int) ?? Double(n).map(SQLArgument.double)
+        case (.number, .bool(let b)):
+            return .int(b ? 1 : 0)
+        case (.timestamp, .date(let text)), (.timestamp, .string(let text)):
+            return ISO8601.parse(text).map(SQLArgument.int)
+        case (.timestamp, .number(let n)):
+            return Int64(n).map(SQLArgument.int)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Records
+
+/// What changes between two schemas, type by type and field by field.
+public struct SchemaChange: Sendable {
+    public var addedTypes: [RecordTypeDefinition] = []
+    public var removedTypes: [String] = []
+    public var addedFields: [(type: String, field: FieldDefinition)] = []
+    public var removedFields: [(type: String, field: FieldDefinition)] = []
+    /// Fields whose storage changes (another primitive type, or LIST added or removed).
+    public var retypedFields: [(type: String, old: FieldDefinition, new: FieldDefinition)] = []
+    /// Fields whose storage stays but whose options, encryption or number preference change.
+    public var reindexedFields: [(type: String, old: FieldDefinition, new: FieldDefinition)] = []
+    /// Grants and roles changed.
+    public var permissionsChanged = false
+
+    public init(from old: Schema, to new: Schema) {
+        for type in new.recordTypes {
+            guard let previous = old.recordType(named: type.name) else {
+                addedTypes.append(type)
+                continue
+            }
+            for field in type.userFields {
+                guard let before = previous.field(named: field.name) else {
+                    addedFields.append((type.name, field))
+                    continue
+                }
+                if before.type.primitive != field.type.primitive || before.type.isList != field.type.isList {
+                    retypedFields.append((type.name, before, field))
+                } else if before != field {
+                    reindexedFields.append((type.name, before, field))
+                }
+            }
+            for field in previous.userFields where type.field(named: field.name) == nil {
+                removedFields.append((type.name, field))
+            }
+            if Set(previous.grants.map { "\($0)" }) != Set(type.grants.map { "\($0)" }) { permissionsChanged = true }
+        }
+        removedTypes = old.recordTypes.map(\.name).filter { new.recordType(named: $0) == nil }
+        if Set(old.roles) != Set(new.roles) { permissionsChanged = true }
+    }
+
+    public var changesSchema: Bool {
+        !addedTypes.isEmpty || !removedTypes.isEmpty || !addedFields.isEmpty || !removedFields.isEmpty
+            || !retypedFields.isEmpty || !reindexedFields.isEmpty || permissionsChanged
+    }
+
+    /// One line per change, for people.
+    public var summary: [String] {
+        var lines: [String] = []
+        for type in addedTypes { lines.append("+ record type \(type.name) (\(type.userFields.count) fields)") }
+        for name in removedTypes { lines.append("- record type \(name)") }
+        for (type, field) in addedFields { lines.append("+ \(type).\(field.name) \(field.type)") }
+        for (type, field) in removedFields { lines.append("- \(type).\(field.name) \(field.type)") }
+        for (type, old, new) in retypedFields { lines.append("~ \(type).\(old.name) \(old.type) -> \(new.type)") }
+        for (type, old, new) in reindexedFields {
+            lines.append("~ \(type).\(old.name) \(old.type) \(old.options.names.joined(separator: " ")) -> \(new.type) \(new.options.names.joined(separator: " "))")
+        }
+        if permissionsChanged { lines.append("~ roles or grants") }
+        return lines
+    }
+}

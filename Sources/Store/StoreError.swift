@@ -1,0 +1,40 @@
+/// Errors of the record store itself (input errors are `InputError`).
+public enum StoreError: Error, Sendable, CustomStringConvertible {
+    /// No store at the path, for a command that only reads.
+    case missing(path: String)
+    /// The file exists but is not a ckport store.
+    case notAStore(path: String, reason: String)
+    /// The store was written by a newer ckport.
+    case unsupportedFormat(path: String, version: Int)
+    /// The store holds something it should not; the message says what.
+    case corrupt(String)
+    /// A schema change the stored records do not allow.
+    case schemaChangeRefused([String])
+    /// A change token that does not belong to this store or is not a token.
+    case badToken(String)
+    /// A delete refused by a VALIDATE reference.
+    case deleteRefused(String)
+    /// A query that cannot run against this schema; `position` is a column in the query text.
+    case badQuery(String)
+
+    public var description: String {
+        switch self {
+        case .missing(let path):
+            return "no store at \(path) (create one with 'ckport schema import schema.ckdb --store \(path)')"
+        case .notAStore(let path, let reason):
+            return "\(path) is not a ckport store: \(reason)"
+        case .unsupportedFormat(let path, let version):
+            return "\(path) was written by a newer ckport (store format \(version)); upgrade ckport to read it"
+        case .corrupt(let message):
+            return "the store is damaged: \(message)"
+        case .schemaChangeRefused(let reasons):
+            return "the schema change is refused; nothing was changed:\n" + reasons.map { "  - " + $0 }.joined(separator: "\n")
+        case .badToken(let message):
+            return message
+        case .deleteRefused(let message):
+            return message
+        case .badQuery(let message):
+            return message
+        }
+    }
+}

@@ -1,0 +1,342 @@
+import Foundation
+import GRDB
+import Records
+
+/// How an incoming record combines with a stored record of the same name.
+public enum WriteMode: String, Sendable, CaseIterable {
+    /// A new record only: an existing record name is an error.
+    case insert
+    /// Set the fields given, keep the others.
+    case upsert
+    /// The record becomes exactly what is given: fields not given are cleared.
+    case replace
+    /// Last writer wins: whichever side has the later `modified` timestamp is kept; a tie, or
+    /// an incoming record without a `modified` time, keeps the stored record.
+    case newer
+}
+
+/// What saving one record did.
+public enum SaveOutcome: Sendable {
+    case inserted
+    case updated
+    case unchanged
+    case deleted
+}
+
+/// A record the store refuses as it stands (an insert over an existing record, a record name
+/// already used by another type). The transaction can go on without it.
+public struct SaveRefusal: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// Access to the store inside one transaction. Obtain one from ``RecordStore/write(dryRun:_:)``
+/// or ``RecordStore/read(_:)``; it is valid only inside that closure.
+public final class StoreSession {
+    let db: Database
+    unowned let store: RecordStore
+    let writable: Bool
+    public private(set) var schema: Schema
+    var schemaChanged = false
+    var layouts: [String: TableLayout] = [:]
+    private var zoneRows: [ZoneID: Int64] = [:]
+    private var zonesByRow: [Int64: ZoneID] = [:]
+    private var statements: [String: PreparedStatement] = [:]
+    /// The last change sequence number handed out.
+    public private(set) var changeSequence: Int64
+    private var sequenceAtStart: Int64
+
+    init(db: Database, store: RecordStore, writable: Bool) throws {
+        self.db = db
+        self.store = store
+        self.writable = writable
+        schema = store.schema
+        changeSequence = try Int64.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'changeSeq'") ?? 0
+        sequenceAtStart = changeSequence
+        for type in schema.recordTypes { layouts[type.name] = TableLayout(type) }
+        for row in try Row.fetchAll(db, sql: "SELECT id, scope, zoneName, ownerRecordName FROM _ck_zone") {
+            guard let scope = DatabaseScope(rawValue: row["scope"]) else { throw StoreError.corrupt("zone \(row["id"] as Int64) has scope '\(row["scope"] as String)'") }
+            let zone = ZoneID(scope: scope, zoneName: row["zoneName"], ownerRecordName: row["ownerRecordName"])
+            zoneRows[zone] = row["id"]
+            zonesByRow[row["id"]] = zone
+        }
+    }
+
+    /// Writes what the transaction changed in the store's metadata.
+    func finish() throws {
+        if changeSequence != sequenceAtStart {
+            try db.execute(sql: "UPDATE _ck_meta SET value = ? WHERE key = 'changeSeq'", arguments: [changeSequence])
+        }
+        if schemaChanged {
+            try db.execute(sql: "UPDATE _ck_meta SET value = ? WHERE key = 'schema'", arguments: [SchemaPrinter.print(schema)])
+        }
+    }
+
+    /// The store's identifier (change tokens carry it).
+    public var storeID: String { store.storeID }
+
+    /// The current change token: export `--since` it later to get what changed after now.
+    public var currentToken: ChangeToken { ChangeToken(storeID: store.storeID, sequence: changeSequence) }
+
+    func statement(_ sql: String) throws -> PreparedStatement {
+        if let cached = statements[sql] { return cached }
+        let prepared = try PreparedStatement(db, sql)
+        statements[sql] = prepared
+        return prepared
+    }
+
+    /// Forgets prepared statements, which SQLite must prepare again after a schema change.
+    func dropCachedStatements() {
+        statements = [:]
+    }
+
+    func nextSequence() -> Int64 {
+        changeSequence += 1
+        return changeSequence
+    }
+
+    func layout(_ typeName: String) throws -> TableLayout {
+        guard let layout = layouts[typeName] else {
+            throw StoreError.badQuery("unknown record type '\(typeName)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+        }
+        return layout
+    }
+
+    // MARK: Zones
+
+    /// All zones that hold or held records, in export order.
+    public var zones: [ZoneID] { zoneRows.keys.sorted() }
+
+    func zoneRow(_ zone: ZoneID, create: Bool) throws -> Int64? {
+        if let row = zoneRows[zone] { return row }
+        guard create else { return nil }
+        try db.execute(sql: "INSERT INTO _ck_zone (scope, zoneName, ownerRecordName) VALUES (?, ?, ?)",
+                       arguments: [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName])
+        let row = db.lastInsertedRowID
+        zoneRows[zone] = row
+        zonesByRow[row] = zone
+        return row
+    }
+
+    func zone(row: Int64) throws -> ZoneID {
+        guard let zone = zonesByRow[row] else { throw StoreError.corrupt("a record names zone \(row), which does not exist") }
+        return zone
+    }
+
+    // MARK: Reading records
+
+    /// The live record with this identity, or nil.
+    public func record(_ id: RecordID) throws -> Records.Record? {
+        guard let entry = try registryEntry(id), !entry.deleted, let layout = layouts[entry.recordType] else { return nil }
+        return try fetch(id, layout: layout)
+    }
+
+    func registryEntry(_ id: RecordID) throws -> (recordType: String, deleted: Bool)? {
+        guard let zone = try zoneRow(id.zone, create: false) else { return nil }
+        let lookup = try statement("SELECT recordType, deleted FROM _ck_record WHERE zone = ?1 AND recordName = ?2")
+        lookup.reset()
+        lookup.bind(1, zone)
+        lookup.bind(2, id.recordName)
+        defer { lookup.reset() }
+        guard try lookup.step(db) else { return nil }
+        return (lookup.text(0), lookup.int64(1) != 0)
+    }
+
+    func fetch(_ id: RecordID, layout: TableLayout) throws -> Records.Record? {
+        guard let zone = try zoneRow(id.zone, create: false) else { return nil }
+        let select = try statement(layout.selectSQL + " WHERE ___zone = ?1 AND ___recordID = ?2")
+        select.reset()
+        select.bind(1, zone)
+        select.bind(2, id.recordName)
+        defer { select.reset() }
+        guard try select.step(db) else { return nil }
+        return try layout.decode(select, zone: id.zone)
+    }
+
+    // MARK: Writing records
+
+    /// Saves one record according to `mode`. The record must already be valid for the schema
+    /// (see ``RecordValidator``); a tombstone (`isDeleted`) deletes the stored record, without
+    /// reference actions, since the source that deleted it already applied them.
+    ///
+    /// - Throws: ``SaveRefusal`` when the record cannot be saved as it stands; the transaction
+    ///   is unharmed and may go on.
+    @discardableResult
+    public func save(_ incoming: Records.Record, mode: WriteMode) throws -> SaveOutcome {
+        precondition(writable, "save(_:mode:) needs a write transaction")
+        let zone = try zoneRow(incoming.zone, create: true)!
+        if incoming.isDeleted {
+            return try applyTombstone(incoming, zone: zone)
+        }
+        let layout = try self.layout(incoming.recordType)
+        let sequence = changeSequence + 1
+        let claim = try statement("INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING")
+        claim.reset()
+        claim.bind(1, zone)
+        claim.bind(2, incoming.recordName)
+        claim.bind(3, incoming.recordType)
+        claim.bind(4, sequence)
+        try claim.execute(db)
+        if db.lastChanges == 1 {
+            _ = nextSequence()
+            try insertRow(incoming, zone: zone, layout: layout)
+            return .inserted
+        }
+        guard let entry = try registryEntry(incoming.id) else { throw StoreError.corrupt("record \(incoming.id) vanished during a write") }
+        if entry.deleted {
+            try setRegistry(zone: zone, name: incoming.recordName, type: incoming.recordType, deleted: false)
+            try insertRow(incoming, zone: zone, layout: layout)
+            return .inserted
+        }
+        guard entry.recordType == incoming.recordType else {
+            throw SaveRefusal(message: "record name '\(incoming.recordName)' is already used in zone \(incoming.zone.zoneName) by a record of type \(entry.recordType)")
+        }
+        guard let existing = try fetch(incoming.id, layout: layout) else {
+            throw StoreError.corrupt("record \(incoming.id) is registered as \(entry.recordType) but has no row")
+        }
+        let result: Records.Record
+        switch mode {
+        case .insert:
+            throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (mode insert adds new records only; use --mode upsert, replace or newer)")
+        case .upsert:
+            result = merged(existing, with: incoming)
+        case .replace:
+            result = replaced(existing, with: incoming)
+        case .newer:
+            guard let incomingTime = incoming.modified?.timestamp,
+                  incomingTime > (existing.modified?.timestamp ?? Int64.min) else { return .unchanged }
+            result = replaced(existing, with: incoming)
+        }
+        if result == existing { return .unchanged }
+        let update = try statement(layout.updateSQL)
+        layout.bind(result, zone: zone, to: update)
+        try update.execute(db)
+        try setRegistry(zone: zone, name: incoming.recordName, type: incoming.recordType, deleted: false)
+        return .updated
+    }
+
+    private func merged(_ existing: Records.Record, with incoming: Records.Record) -> Records.Record {
+        var result = existing
+        for (name, value) in incoming.fields { result.fields[name] = value }
+        if incoming.changeTag != nil { result.changeTag = incoming.changeTag }
+        if incoming.created != nil { result.created = incoming.created }
+        if incoming.modified != nil { result.modified = incoming.modified }
+        return result
+    }
+
+    private func replaced(_ existing: Records.Record, with incoming: Records.Record) -> Records.Record {
+        var result = incoming
+        result.changeTag = incoming.changeTag ?? existing.changeTag
+        result.created = incoming.created ?? existing.created
+        result.modified = incoming.modified ?? existing.modified
+        return result
+    }
+
+    private func insertRow(_ record: Records.Record, zone: Int64, layout: TableLayout) throws {
+        let insert = try statement(layout.insertSQL)
+        layout.bind(record, zone: zone, to: insert)
+        try insert.execute(db)
+    }
+
+    func setRegistry(zone: Int64, name: String, type: String, deleted: Bool) throws {
+        let update = try statement("UPDATE _ck_record SET recordType = ?3, seq = ?4, deleted = ?5 WHERE zone = ?1 AND recordName = ?2")
+        update.reset()
+        update.bind(1, zone)
+        update.bind(2, name)
+        update.bind(3, type)
+        update.bind(4, nextSequence())
+        update.bind(5, deleted ? Int64(1) : Int64(0))
+        try update.execute(db)
+    }
+
+    private func applyTombstone(_ tombstone: Records.Record, zone: Int64) throws -> SaveOutcome {
+        guard let entry = try registryEntry(tombstone.id), !entry.deleted else { return .unchanged }
+        try removeRow(zone: zone, name: tombstone.recordName, type: entry.recordType)
+        return .deleted
+    }
+
+    /// Deletes a record's row and leaves its tombstone.
+    func removeRow(zone: Int64, name: String, type: String) throws {
+        if let layout = layouts[type] {
+            let delete = try statement("DELETE FROM \(layout.table) WHERE ___zone = ?1 AND ___recordID = ?2")
+            delete.reset()
+            delete.bind(1, zone)
+            delete.bind(2, name)
+            try delete.execute(db)
+        }
+        try setRegistry(zone: zone, name: name, type: type, deleted: true)
+    }
+
+    // MARK: Schema
+
+    /// Adds a field to the schema and its column to the table, inside this transaction.
+    public func addField(_ field: FieldDefinition, toType typeName: String) throws {
+        precondition(writable)
+        var newSchema = schema
+        newSchema.addField(field, toType: typeName)
+        try apply(schema: newSchema)
+    }
+
+    /// Changes tables, columns and indexes from the session's schema to `newSchema`.
+    @discardableResult
+    func apply(schema newSchema: Schema) throws -> SchemaChange {
+        let change = SchemaChange(from: schema, to: newSchema)
+        var refusals: [String] = []
+        for typeName in change.removedTypes {
+            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(typeName))") ?? 0
+            if count > 0 { refusals.append("record type \(typeName) would go away, but \(count) record\(count == 1 ? "" : "s") of it are stored (delete them first, or keep the type)") }
+        }
+        for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
+            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(typeName)) WHERE \(quoted(field.name)) IS NOT NULL") ?? 0
+            guard count > 0 else { continue }
+            if let retyped = change.retypedFields.first(where: { $0.type == typeName && $0.old.name == field.name }) {
+                refusals.append("field \(typeName).\(field.name) would change from \(retyped.old.type) to \(retyped.new.type), but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (convert them with a migration instead)")
+            } else {
+                refusals.append("field \(typeName).\(field.name) would go away, but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (CloudKit never removes a field from a production schema either)")
+            }
+        }
+        guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
+
+        for typeName in change.removedTypes {
+            try db.execute(sql: "DROP TABLE \(quoted(typeName))")
+            layouts[typeName] = nil
+        }
+        for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
+            try dropColumn(type: typeName, field: field)
+        }
+        for type in change.addedTypes {
+            let layout = TableLayout(type)
+            for sql in layout.createStatements(for: type) { try db.execute(sql: sql) }
+        }
+        for (typeName, field) in change.addedFields + change.retypedFields.map({ ($0.type, $0.new) }) {
+            let column = TableLayout(RecordTypeDefinition(name: typeName, fields: [field])).fields[0]
+            for definition in TableLayout.columnDefinitions(column) {
+                try db.execute(sql: "ALTER TABLE \(quoted(typeName)) ADD COLUMN \(definition)")
+            }
+            if TableLayout.needsIndex(field) { try db.execute(sql: TableLayout.indexStatement(type: typeName, field: field.name)) }
+        }
+        for (typeName, old, new) in change.reindexedFields {
+            if TableLayout.needsIndex(old) && !TableLayout.needsIndex(new) {
+                try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: typeName, field: old.name))")
+            } else if !TableLayout.needsIndex(old) && TableLayout.needsIndex(new) {
+                try db.execute(sql: TableLayout.indexStatement(type: typeName, field: new.name))
+            }
+        }
+        if change.changesSchema {
+            schema = newSchema
+            schemaChanged = true
+            layouts = [:]
+            statements = [:]
+            for type in schema.recordTypes { layouts[type.name] = TableLayout(type) }
+        }
+        return change
+    }
+
+    private func dropColumn(type: String, field: FieldDefinition) throws {
+        try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: type, field: field.name))")
+        try db.execute(sql: "ALTER TABLE \(quoted(type)) DROP COLUMN \(quoted(field.name))")
+        if field.type == .reference {
+            try db.execute(sql: "ALTER TABLE \(quoted(type)) DROP COLUMN \(quoted(field.name + ":action"))")
+        }
+    }
+}

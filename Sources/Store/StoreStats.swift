@@ -1,0 +1,39 @@
+import GRDB
+import Records
+
+/// What a store holds: counts per scope, zone and type, its size and its current change token.
+public struct StoreStats: Sendable {
+    public struct Entry: Sendable, Hashable {
+        public var zone: ZoneID
+        public var recordType: String
+        public var records: Int
+        public var tombstones: Int
+    }
+
+    public var path: String
+    public var fileSize: Int64
+    public var token: ChangeToken
+    public var entries: [Entry]
+    public var recordTypeCount: Int
+
+    public var totalRecords: Int { entries.reduce(0) { $0 + $1.records } }
+    public var totalTombstones: Int { entries.reduce(0) { $0 + $1.tombstones } }
+}
+
+extension StoreSession {
+    public func stats() throws -> StoreStats {
+        var entries: [StoreStats.Entry] = []
+        let statement = try PreparedStatement(db, "SELECT zone, recordType, sum(deleted = 0), sum(deleted != 0) FROM _ck_record GROUP BY zone, recordType")
+        while try statement.step(db) {
+            entries.append(StoreStats.Entry(zone: try zone(row: statement.int64(0)), recordType: statement.text(1),
+                                            records: Int(statement.int64(2)), tombstones: Int(statement.int64(3))))
+        }
+        entries.sort { ($0.zone, $0.recordType) < ($1.zone, $1.recordType) }
+        return StoreStats(path: store.path, fileSize: store.fileSize, token: currentToken, entries: entries,
+                          recordTypeCount: schema.recordTypes.count)
+    }
+}
+
+private func < (lhs: (ZoneID, String), rhs: (ZoneID, String)) -> Bool {
+    lhs.0 != rhs.0 ? lhs.0 < rhs.0 : lhs.1.utf8.lexicographicallyPrecedes(rhs.1.utf8)
+}

@@ -1,0 +1,203 @@
+import Foundation
+import GRDB
+import Records
+
+/// How one record type lives in SQLite: a table named after the type, keyed by zone and record
+/// name, with the system fields in CloudKit's own `___` names and one typed column per field.
+///
+/// | field type                   | column                                                |
+/// |------------------------------|-------------------------------------------------------|
+/// | STRING                       | TEXT                                                  |
+/// | INT64, TIMESTAMP (ms)        | INTEGER                                               |
+/// | DOUBLE                       | REAL                                                  |
+/// | NUMBER                       | no affinity, so 3 and 3.0 stay apart                  |
+/// | BYTES                        | BLOB                                                  |
+/// | REFERENCE                    | TEXT (target record name) + `field:action` INTEGER    |
+/// | ASSET, LOCATION, LIST<…>     | TEXT holding the Web Services JSON of the value       |
+///
+/// A missing field is NULL, so an empty string, an empty list and "no value" stay apart.
+struct TableLayout {
+    struct FieldColumn {
+        let name: String
+        let type: FieldType
+        let column: String
+        let actionColumn: String?
+    }
+
+    /// The system columns, in the order every statement uses.
+    static let systemColumns = [
+        "___zone", "___recordID", "___etag",
+        "___createTime", "___createdBy", "___createdDevice",
+        "___modTime", "___modifiedBy", "___modifiedDevice",
+    ]
+
+    let typeName: String
+    let table: String
+    let fields: [FieldColumn]
+    let fieldsByName: [String: Int]
+    /// All columns in statement order.
+    let columnList: String
+    let insertSQL: String
+    let updateSQL: String
+    let selectSQL: String
+
+    init(_ type: RecordTypeDefinition) {
+        typeName = type.name
+        table = quoted(type.name)
+        fields = type.userFields.map { field in
+            FieldColumn(name: field.name, type: field.type, column: quoted(field.name),
+                        actionColumn: field.type == .reference ? quoted(field.name + ":action") : nil)
+        }
+        var index: [String: Int] = [:]
+        for (i, field) in fields.enumerated() { index[field.name] = i }
+        fieldsByName = index
+        var columns = TableLayout.systemColumns
+        for field in fields {
+            columns.append(field.column)
+            if let action = field.actionColumn { columns.append(action) }
+        }
+        columnList = columns.joined(separator: ", ")
+        insertSQL = "INSERT INTO \(table) (\(columnList)) VALUES (\(columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
+        let assignments = columns.enumerated().dropFirst(2).map { "\($0.element) = ?\($0.offset + 1)" }
+        updateSQL = "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE ___zone = ?1 AND ___recordID = ?2"
+        selectSQL = "SELECT \(columnList) FROM \(table)"
+    }
+
+    var columnCount: Int { TableLayout.systemColumns.count + fields.count + fields.filter { $0.actionColumn != nil }.count }
+
+    // MARK: DDL
+
+    func createStatements(for type: RecordTypeDefinition) -> [String] {
+        var definitions = [
+            "___zone INTEGER NOT NULL", "___recordID TEXT NOT NULL", "___etag TEXT",
+            "___createTime INTEGER", "___createdBy TEXT", "___createdDevice TEXT",
+            "___modTime INTEGER", "___modifiedBy TEXT", "___modifiedDevice TEXT",
+        ]
+        for field in fields { definitions.append(contentsOf: TableLayout.columnDefinitions(field)) }
+        definitions.append("PRIMARY KEY (___zone, ___recordID)")
+        var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n) WITHOUT ROWID"]
+        for field in type.userFields where TableLayout.needsIndex(field) {
+            statements.append(TableLayout.indexStatement(type: type.name, field: field.name))
+        }
+        return statements
+    }
+
+    static func columnDefinitions(_ field: FieldColumn) -> [String] {
+        let sqlType: String
+        if field.type.isList {
+            sqlType = "TEXT"
+        } else {
+            switch field.type.primitive {
+            case .string, .asset, .location, .reference: sqlType = "TEXT"
+            case .int64, .timestamp: sqlType = "INTEGER"
+            case .double: sqlType = "REAL"
+            case .number: sqlType = ""
+            case .bytes: sqlType = "BLOB"
+            }
+        }
+        var definitions = [sqlType.isEmpty ? field.column : "\(field.column) \(sqlType)"]
+        if let action = field.actionColumn { definitions.append("\(action) INTEGER") }
+        return definitions
+    }
+
+    /// QUERYABLE and SORTABLE fields are indexed, and so is every single REFERENCE, which
+    /// CloudKit indexes itself and which cascading deletes look up.
+    static func needsIndex(_ field: FieldDefinition) -> Bool {
+        field.options.needsIndex || field.type == .reference
+    }
+
+    static func indexName(type: String, field: String) -> String {
+        quoted("\(type).\(field)")
+    }
+
+    static func indexStatement(type: String, field: String) -> String {
+        "CREATE INDEX \(indexName(type: type, field: field)) ON \(quoted(type)) (\(quoted(field)))"
+    }
+
+    // MARK: Rows
+
+    /// Binds a record in statement order (for both `insertSQL` and `updateSQL`).
+    func bind(_ record: Records.Record, zone: Int64, to statement: PreparedStatement) {
+        statement.reset()
+        statement.bind(1, zone)
+        statement.bind(2, record.recordName)
+        statement.bind(3, record.changeTag)
+        statement.bind(4, record.created?.timestamp)
+        statement.bind(5, record.created?.userRecordName)
+        statement.bind(6, record.created?.deviceID)
+        statement.bind(7, record.modified?.timestamp)
+        statement.bind(8, record.modified?.userRecordName)
+        statement.bind(9, record.modified?.deviceID)
+        var index: Int32 = 10
+        for field in fields {
+            let value = record.fields[field.name]
+            switch value {
+            case nil:
+                statement.bindNull(index)
+                if field.actionColumn != nil { index += 1; statement.bindNull(index) }
+            case .string(let s)?: statement.bind(index, s)
+            case .int64(let i)?: statement.bind(index, i)
+            case .timestamp(let t)?: statement.bind(index, t)
+            case .double(let d)?: statement.bind(index, d)
+            case .bytes(let b)?: statement.bind(index, blob: b)
+            case .reference(let r)?:
+                statement.bind(index, r.recordName)
+                if field.actionColumn != nil { index += 1; statement.bind(index, r.action.code) }
+            case let other?:
+                statement.bind(index, FieldValueJSON.canonicalText(other))
+                if field.actionColumn != nil { index += 1; statement.bindNull(index) }
+            }
+            index += 1
+        }
+    }
+
+    /// Reads the record in the current row of a statement selecting `columnList`.
+    func decode(_ statement: PreparedStatement, zone: ZoneID) throws -> Records.Record {
+        var record = Records.Record(id: RecordID(recordName: statement.text(1), zone: zone), recordType: typeName)
+        record.changeTag = statement.optionalText(2)
+        if let created = statement.optionalInt64(3) {
+            record.created = RecordStamp(timestamp: created, userRecordName: statement.optionalText(4), deviceID: statement.optionalText(5))
+        }
+        if let modified = statement.optionalInt64(6) {
+            record.modified = RecordStamp(timestamp: modified, userRecordName: statement.optionalText(7), deviceID: statement.optionalText(8))
+        }
+        var fieldValues: [String: FieldValue] = [:]
+        fieldValues.reserveCapacity(fields.count)
+        var index: Int32 = 9
+        for field in fields {
+            defer { index += field.actionColumn == nil ? 1 : 2 }
+            if statement.isNull(index) { continue }
+            fieldValues[field.name] = try decodeValue(statement, index, field)
+        }
+        record.fields = fieldValues
+        return record
+    }
+
+    private func decodeValue(_ statement: PreparedStatement, _ index: Int32, _ field: FieldColumn) throws -> FieldValue {
+        if field.type.isList {
+            return try decodeJSON(statement.text(index), field)
+        }
+        switch field.type.primitive {
+        case .string: return .string(statement.text(index))
+        case .int64: return .int64(statement.int64(index))
+        case .timestamp: return .timestamp(statement.int64(index))
+        case .double: return .double(statement.double(index))
+        case .bytes: return .bytes(statement.blob(index))
+        case .number:
+            return statement.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(statement.int64(index)) : .double(statement.double(index))
+        case .reference:
+            let action = statement.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
+            return .reference(Reference(recordName: statement.text(index), action: action))
+        case .asset, .location:
+            return try decodeJSON(statement.text(index), field)
+        }
+    }
+
+    private func decodeJSON(_ text: String, _ field: FieldColumn) throws -> FieldValue {
+        do {
+            return try FieldValueJSON.read(try JSONParser.parse(text), as: field.type)
+        } catch {
+            throw StoreError.corrupt("\(typeName).\(field.name) holds a value that is not valid \(field.type): \(error)")
+        }
+    }
+}
