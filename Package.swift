@@ -5,7 +5,7 @@ let package = Package(
     name: "ckport",
     platforms: [.macOS(.v13)],
     products: [
-        .library(name: "CKPort", targets: ["Records", "Store", "Formats"]),
+        .library(name: "CKPort", targets: ["Records", "Store", "Formats", "SampleApps"]),
         .executable(name: "ckport", targets: ["ckport"]),
     ],
     dependencies: [
@@ -14,19 +14,21 @@ let package = Package(
     ],
     targets: [
         .target(name: "Records"),
+        .target(name: "CSQLiteConfig", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(name: "Store", dependencies: [
-            "Records",
+            "Records", "CSQLiteConfig",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "Formats", dependencies: ["Records", "Store"]),
+        .target(name: "Formats", dependencies: ["Records"]),
+        .target(name: "SampleApps", dependencies: ["Records"]),
         .executableTarget(name: "ckport", dependencies: [
-            "Records", "Store", "Formats",
+            "Records", "Store", "Formats", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "RecordsTests", dependencies: ["Records"]),
-        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats"]),
-        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats"]),
-        .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats"]),
+        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
+        .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats", "SampleApps"]),
     ]
 )

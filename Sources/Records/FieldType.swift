@@ -88,6 +88,33 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
         return name
     }
 
+    /// Appends `webServicesName` as UTF-8 without building a String (the export hot path).
+    public func appendWebServicesName(to out: inout [UInt8]) {
+        if !isEncrypted && !isList && primitive != .asset && primitive != .number {
+            out.append(contentsOf: primitive.rawValue.utf8)
+        } else {
+            out.append(contentsOf: webServicesName.utf8)
+        }
+    }
+
+    private static let knownWebServicesNames: [String: FieldType] = {
+        var table: [String: FieldType] = [:]
+        for primitive in PrimitiveType.allCases where primitive != .number {
+            for list in [false, true] {
+                for encrypted in [false, true] where !encrypted || primitive.canBeEncrypted {
+                    let type = FieldType(primitive, list: list, encrypted: encrypted)
+                    table[type.webServicesName] = type
+                }
+            }
+        }
+        return table
+    }()
+
+    /// Reads a Web Services type name, the common spellings from a table.
+    public static func parseWebServicesName(_ name: String) -> FieldType? {
+        knownWebServicesNames[name] ?? FieldType(webServicesName: name)
+    }
+
     /// Reads a Web Services type name back. `NUMBER_INT64` and `NUMBER_DOUBLE`, `ASSET` and
     /// `LIST<…>`-free spellings found in older exports are accepted too.
     public init?(webServicesName: String) {

@@ -242,13 +242,13 @@ public enum FieldValueJSON {
     static func reference(_ json: JSONValue, zone: ZoneID?) throws(ValueError) -> Reference {
         switch json {
         case .string(let name):
-            if let problem = Names.recordNameProblem(name) { throw ValueError("a REFERENCE names its target record: \(problem)") }
+            if let problem = Names.referenceTargetProblem(name) { throw ValueError("a REFERENCE names its target record: \(problem)") }
             return Reference(recordName: name)
         case .object(let object):
             guard case .string(let name)? = object["recordName"] else {
                 throw ValueError("a REFERENCE needs \"recordName\" (text)", path: object["recordName"] == nil ? [] : [.key("recordName")])
             }
-            if let problem = Names.recordNameProblem(name) { throw ValueError("a REFERENCE names its target record: \(problem)", path: [.key("recordName")]) }
+            if let problem = Names.referenceTargetProblem(name) { throw ValueError("a REFERENCE names its target record: \(problem)", path: [.key("recordName")]) }
             var action = ReferenceAction.none
             if let raw = object["action"] {
                 guard case .string(let text) = raw, let parsed = ReferenceAction(rawValue: text.uppercased()) else {

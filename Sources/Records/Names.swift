@@ -39,6 +39,16 @@ public enum Names {
         return nil
     }
 
+    /// Why `name` cannot be the target of a reference, or nil when it can. Targets follow the
+    /// record name rules, except that a leading `_` is allowed: references to a user's record
+    /// (`_a1b2…`, CloudKit's own records) are common.
+    public static func referenceTargetProblem(_ name: String) -> String? {
+        if name.hasPrefix("_") {
+            return recordNameProblem("x" + name.dropFirst())
+        }
+        return recordNameProblem(name)
+    }
+
     /// Why `name` cannot be a record type name, or nil when it can: `[A-Za-z][A-Za-z0-9_]*`.
     public static func recordTypeNameProblem(_ name: String) -> String? {
         identifierProblem(name, what: "a record type name", allowLeadingUnderscore: false)

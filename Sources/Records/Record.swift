@@ -22,9 +22,9 @@ public struct Record: Hashable, Sendable {
     public var modified: RecordStamp?
     /// True for a tombstone: a record that was deleted, reported by change queries.
     public var isDeleted: Bool
-    public var fields: [String: FieldValue]
+    public var fields: RecordFields
 
-    public init(id: RecordID, recordType: String, fields: [String: FieldValue] = [:], changeTag: String? = nil,
+    public init(id: RecordID, recordType: String, fields: RecordFields = RecordFields(), changeTag: String? = nil,
                 created: RecordStamp? = nil, modified: RecordStamp? = nil, isDeleted: Bool = false) {
         self.id = id
         self.recordType = recordType
@@ -45,13 +45,11 @@ public struct Record: Hashable, Sendable {
 
     /// The record's size as CloudKit counts it toward the 1 MB limit (assets excluded).
     public var encodedSize: Int {
-        fields.reduce(recordName.utf8.count + recordType.utf8.count) { total, entry in
-            total + entry.key.utf8.count + entry.value.encodedSize
+        fields.entries.reduce(recordName.utf8.count + recordType.utf8.count) { total, entry in
+            total + entry.name.utf8.count + entry.value.encodedSize
         }
     }
 
     /// Field names in the order ckport writes them: byte order of their UTF-8.
-    public var sortedFieldNames: [String] {
-        fields.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    }
+    public var sortedFieldNames: [String] { fields.names }
 }

@@ -42,14 +42,13 @@ public struct RecordValidator: Sendable {
                 issues.append(ValidationIssue(message: problem))
             }
             if allowNewFields {
-                for name in record.fields.keys.sorted() {
+                for name in record.fields.names {
                     if let problem = Names.fieldNameProblem(name) { issues.append(ValidationIssue(field: name, message: problem)) }
                 }
             }
             return issues
         }
-        for name in record.sortedFieldNames {
-            let value = record.fields[name]!
+        for (name, value) in record.fields {
             guard let field = type.field(named: name), !field.isSystem else {
                 if Names.isSystemField(name) {
                     issues.append(ValidationIssue(field: name, message: "system fields are set through the record's system keys, not its fields"))
@@ -67,7 +66,7 @@ public struct RecordValidator: Sendable {
         let size = record.encodedSize
         if size > RecordValidator.maxRecordSize {
             let largest = record.fields.max { $0.value.encodedSize < $1.value.encodedSize }
-            issues.append(ValidationIssue(field: largest?.key, message: "the record is \(size) bytes, over CloudKit's limit of \(RecordValidator.maxRecordSize) bytes (assets excluded); keep large data in an ASSET field"))
+            issues.append(ValidationIssue(field: largest?.name, message: "the record is \(size) bytes, over CloudKit's limit of \(RecordValidator.maxRecordSize) bytes (assets excluded); keep large data in an ASSET field"))
         }
         return issues
     }

@@ -1,3 +1,4 @@
+import CSQLiteConfig
 import Foundation
 import GRDB
 import Records
@@ -38,7 +39,11 @@ public final class RecordStore {
     ///
     /// - Parameter create: create an empty store when no file is there. Commands that only
     ///   read pass false, so a mistyped path is an error rather than a new empty store.
+    /// SQLite's process-wide settings, applied once before the first connection opens.
+    private static let sqliteConfigured: Int32 = ckport_configure_sqlite()
+
     public init(path: String, create: Bool = true) throws {
+        _ = RecordStore.sqliteConfigured
         self.path = path
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists && !create { throw StoreError.missing(path: path) }
@@ -47,8 +52,9 @@ public final class RecordStore {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             // A rollback journal keeps the store one file at rest, and costs nothing for the
-            // new pages of a bulk import; FULL sync makes every commit durable.
-            try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
+            // new pages of a bulk import; FULL sync makes every commit durable; a second
+            // thread helps SQLite sort when it builds indexes.
+            try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE; PRAGMA threads = 2")
         }
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)

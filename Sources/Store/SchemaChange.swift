@@ -10,8 +10,10 @@ public struct SchemaChange: Sendable {
     public var retypedFields: [(type: String, old: FieldDefinition, new: FieldDefinition)] = []
     /// Fields whose storage stays but whose options, encryption or number preference change.
     public var reindexedFields: [(type: String, old: FieldDefinition, new: FieldDefinition)] = []
-    /// Grants and roles changed.
-    public var permissionsChanged = false
+    public var addedRoles: [String] = []
+    public var removedRoles: [String] = []
+    /// Record types whose grants changed.
+    public var regrantedTypes: [String] = []
 
     public init(from old: Schema, to new: Schema) {
         for type in new.recordTypes {
@@ -33,15 +35,17 @@ public struct SchemaChange: Sendable {
             for field in previous.userFields where type.field(named: field.name) == nil {
                 removedFields.append((type.name, field))
             }
-            if Set(previous.grants.map { "\($0)" }) != Set(type.grants.map { "\($0)" }) { permissionsChanged = true }
+            if Set(previous.grants.map { "\($0)" }) != Set(type.grants.map { "\($0)" }) { regrantedTypes.append(type.name) }
         }
         removedTypes = old.recordTypes.map(\.name).filter { new.recordType(named: $0) == nil }
-        if Set(old.roles) != Set(new.roles) { permissionsChanged = true }
+        addedRoles = new.roles.filter { !old.roles.contains($0) }
+        removedRoles = old.roles.filter { !new.roles.contains($0) }
     }
 
     public var changesSchema: Bool {
         !addedTypes.isEmpty || !removedTypes.isEmpty || !addedFields.isEmpty || !removedFields.isEmpty
-            || !retypedFields.isEmpty || !reindexedFields.isEmpty || permissionsChanged
+            || !retypedFields.isEmpty || !reindexedFields.isEmpty || !addedRoles.isEmpty || !removedRoles.isEmpty
+            || !regrantedTypes.isEmpty
     }
 
     /// One line per change, for people.
@@ -55,7 +59,9 @@ public struct SchemaChange: Sendable {
         for (type, old, new) in reindexedFields {
             lines.append("~ \(type).\(old.name) \(old.type) \(old.options.names.joined(separator: " ")) -> \(new.type) \(new.options.names.joined(separator: " "))")
         }
-        if permissionsChanged { lines.append("~ roles or grants") }
+        for role in addedRoles { lines.append("+ role \(role)") }
+        for role in removedRoles { lines.append("- role \(role)") }
+        for type in regrantedTypes { lines.append("~ \(type) grants") }
         return lines
     }
 }

@@ -31,9 +31,16 @@ struct TableLayout {
         "___modTime", "___modifiedBy", "___modifiedDevice",
     ]
 
+    /// How a column is read back; a trivial enum, so the decode loop copies nothing.
+    enum ColumnKind {
+        case string, int64, timestamp, double, bytes, number, reference, json
+    }
+
     let typeName: String
     let table: String
     let fields: [FieldColumn]
+    let fieldNames: [String]
+    let kinds: [ColumnKind]
     let fieldsByName: [String: Int]
     /// All columns in statement order.
     let columnList: String
@@ -44,9 +51,24 @@ struct TableLayout {
     init(_ type: RecordTypeDefinition) {
         typeName = type.name
         table = quoted(type.name)
-        fields = type.userFields.map { field in
+        // Sorted by name, the order records keep their fields in, so decoding appends.
+        fields = type.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map { field in
             FieldColumn(name: field.name, type: field.type, column: quoted(field.name),
                         actionColumn: field.type == .reference ? quoted(field.name + ":action") : nil)
+        }
+        fieldNames = fields.map(\.name)
+        kinds = fields.map { field in
+            if field.type.isList { return .json }
+            switch field.type.primitive {
+            case .string: return .string
+            case .int64: return .int64
+            case .timestamp: return .timestamp
+            case .double: return .double
+            case .bytes: return .bytes
+            case .number: return .number
+            case .reference: return .reference
+            case .asset, .location: return .json
+            }
         }
         var index: [String: Int] = [:]
         for (i, field) in fields.enumerated() { index[field.name] = i }
@@ -128,9 +150,18 @@ struct TableLayout {
         statement.bind(7, record.modified?.timestamp)
         statement.bind(8, record.modified?.userRecordName)
         statement.bind(9, record.modified?.deviceID)
+        // Both lists are sorted by name: walk them side by side.
+        let entries = record.fields.entries
+        var next = 0
         var index: Int32 = 10
         for field in fields {
-            let value = record.fields[field.name]
+            var value: FieldValue? = nil
+            while next < entries.count {
+                let name = entries[next].name
+                if name == field.name { value = entries[next].value; next += 1; break }
+                if field.name.utf8.lexicographicallyPrecedes(name.utf8) { break }
+                next += 1
+            }
             switch value {
             case nil:
                 statement.bindNull(index)
@@ -161,36 +192,33 @@ struct TableLayout {
         if let modified = statement.optionalInt64(6) {
             record.modified = RecordStamp(timestamp: modified, userRecordName: statement.optionalText(7), deviceID: statement.optionalText(8))
         }
-        var fieldValues: [String: FieldValue] = [:]
-        fieldValues.reserveCapacity(fields.count)
+        var entries: [RecordFields.Entry] = []
+        entries.reserveCapacity(fields.count)
         var index: Int32 = 9
-        for field in fields {
-            defer { index += field.actionColumn == nil ? 1 : 2 }
+        for position in 0..<kinds.count {
+            let kind = kinds[position]
+            defer { index += kind == .reference ? 2 : 1 }
             if statement.isNull(index) { continue }
-            fieldValues[field.name] = try decodeValue(statement, index, field)
+            let value: FieldValue
+            switch kind {
+            case .string: value = .string(statement.text(index))
+            case .int64: value = .int64(statement.int64(index))
+            case .timestamp: value = .timestamp(statement.int64(index))
+            case .double: value = .double(statement.double(index))
+            case .bytes: value = .bytes(statement.blob(index))
+            case .number:
+                value = statement.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(statement.int64(index)) : .double(statement.double(index))
+            case .reference:
+                let action = statement.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
+                value = .reference(Reference(recordName: statement.text(index), action: action))
+            case .json:
+                value = try decodeJSON(statement.text(index), fields[position])
+            }
+            entries.append(RecordFields.Entry(name: fieldNames[position], value: value))
         }
-        record.fields = fieldValues
+        // The layout's fields are sorted by name, so the entries are too.
+        record.fields = RecordFields(sortedEntries: entries)
         return record
-    }
-
-    private func decodeValue(_ statement: PreparedStatement, _ index: Int32, _ field: FieldColumn) throws -> FieldValue {
-        if field.type.isList {
-            return try decodeJSON(statement.text(index), field)
-        }
-        switch field.type.primitive {
-        case .string: return .string(statement.text(index))
-        case .int64: return .int64(statement.int64(index))
-        case .timestamp: return .timestamp(statement.int64(index))
-        case .double: return .double(statement.double(index))
-        case .bytes: return .bytes(statement.blob(index))
-        case .number:
-            return statement.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(statement.int64(index)) : .double(statement.double(index))
-        case .reference:
-            let action = statement.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
-            return .reference(Reference(recordName: statement.text(index), action: action))
-        case .asset, .location:
-            return try decodeJSON(statement.text(index), field)
-        }
     }
 
     private func decodeJSON(_ text: String, _ field: FieldColumn) throws -> FieldValue {

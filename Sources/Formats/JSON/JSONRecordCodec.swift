@@ -4,6 +4,8 @@ import Records
 /// A record object that cannot be read, with the path inside it where it went wrong.
 public struct RecordDecodingError: Error, Sendable {
     public var path: [JSONPathComponent]
+    /// Where the problem is, when known as a byte offset rather than a path.
+    public var byteOffset: Int? = nil
     public var field: String?
     public var recordName: String?
     public var recordType: String?
@@ -48,9 +50,19 @@ public struct JSONRecordCodec: Sendable {
     /// Time zone for timestamps written without an offset.
     public var timeZone: TimeZone?
 
+    /// Declared types of every user field, by record type and field name.
+    private let fieldTypes: [String: [String: FieldType]]
+    private let scanner: CanonicalRecordScanner
+
     public init(schema: Schema, readStyle: ValueStyle? = nil, defaultRecordType: String? = nil,
                 defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil) {
         self.schema = schema
+        var types: [String: [String: FieldType]] = [:]
+        for type in schema.recordTypes {
+            types[type.name] = Dictionary(type.userFields.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+        }
+        fieldTypes = types
+        scanner = CanonicalRecordScanner(fieldTypes: types, defaultRecordType: defaultRecordType, defaultZone: defaultZone)
         self.readStyle = readStyle
         self.defaultRecordType = defaultRecordType
         self.defaultZone = defaultZone
@@ -65,6 +77,19 @@ public struct JSONRecordCodec: Sendable {
     }
 
     // MARK: Reading
+
+    /// Reads a record from its JSON bytes: the common canonical shape directly, anything else
+    /// (and every error) through the general reader below.
+    public func decode(bytes: UnsafeRawBufferPointer) throws(RecordDecodingError) -> (Record, ValueStyle) {
+        if readStyle != .plain, let record = scanner.scan(bytes) { return (record, .canonical) }
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse(bytes)
+        } catch {
+            throw RecordDecodingError(path: [], byteOffset: error.offset, message: "not valid JSON: \(error.message)")
+        }
+        return (try decode(json), style(of: json))
+    }
 
     public func decode(_ json: JSONValue) throws(RecordDecodingError) -> Record {
         guard case .object(let object) = json else {
@@ -104,7 +129,7 @@ public struct JSONRecordCodec: Sendable {
 
     private func detectStyle(_ object: JSONObject) -> ValueStyle {
         if case .object(let fields)? = object["fields"] {
-            let typeHasFieldsField = schema.recordType(named: object["recordType"]?.stringValue ?? defaultRecordType ?? "")?.field(named: "fields") != nil
+            let typeHasFieldsField = fieldTypes[object["recordType"]?.stringValue ?? defaultRecordType ?? ""]?["fields"] != nil
             if !typeHasFieldsField && fields.members.allSatisfy({ if case .object(let o) = $0.value { return o["value"] != nil || o["type"] != nil } else { return false } }) {
                 return .canonical
             }
@@ -158,9 +183,8 @@ public struct JSONRecordCodec: Sendable {
                                        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
         guard let fieldsValue = object["fields"], fieldsValue != .null else { return }
         guard case .object(let fields) = fieldsValue else { throw fail([.key("fields")], "fields must be an object of {value, type}", nil) }
-        let type = schema.recordType(named: record.recordType)
-        var values: [String: FieldValue] = [:]
-        values.reserveCapacity(fields.members.count)
+        let declaredTypes = fieldTypes[record.recordType]
+        var values = RecordFields(minimumCapacity: fields.members.count)
         for member in fields.members {
             let name = member.key
             let path: [JSONPathComponent] = [.key("fields"), .key(name)]
@@ -170,17 +194,17 @@ public struct JSONRecordCodec: Sendable {
             guard let json = entry["value"], json != .null else { continue }
             var declared: FieldType? = nil
             if let typeValue = entry["type"] {
-                guard case .string(let typeName) = typeValue, let parsed = FieldType(webServicesName: typeName) else {
+                guard case .string(let typeName) = typeValue, let parsed = FieldType.parseWebServicesName(typeName) else {
                     throw fail(path + [.key("type")], "unknown field type \(typeValue.summary) (expected STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION, ENCRYPTED_… or …_LIST)", name)
                 }
                 declared = parsed
             }
             let valueType: FieldType
-            if let field = type?.field(named: name), !field.isSystem {
-                if let declared, !field.type.accepts(declared) {
-                    throw fail(path + [.key("type")], "the schema says \(type!.name).\(name) is \(field.type), but the record says \(declared.webServicesName)", name)
+            if let schemaType = declaredTypes?[name] {
+                if let declared, !schemaType.accepts(declared) {
+                    throw fail(path + [.key("type")], "the schema says \(record.recordType).\(name) is \(schemaType), but the record says \(declared.webServicesName)", name)
                 }
-                valueType = field.type.primitive == .number ? (declared ?? field.type) : field.type
+                valueType = schemaType.primitive == .number ? (declared ?? schemaType) : schemaType
             } else if let declared {
                 valueType = declared
             } else if let inferred = FieldValueJSON.inferType(of: json) {
@@ -220,15 +244,14 @@ public struct JSONRecordCodec: Sendable {
             if key == "created" { record.created = stamp } else { record.modified = stamp }
         }
         if record.isDeleted { return }
-        let type = schema.recordType(named: record.recordType)
-        var values: [String: FieldValue] = [:]
-        values.reserveCapacity(object.members.count)
+        let declaredTypes = fieldTypes[record.recordType]
+        var values = RecordFields(minimumCapacity: object.members.count)
         for member in object.members where !JSONRecordCodec.plainSystemKeys.contains(member.key) {
             let name = member.key
             if member.value == .null { continue }
             let valueType: FieldType
-            if let field = type?.field(named: name), !field.isSystem {
-                valueType = field.type
+            if let schemaType = declaredTypes?[name] {
+                valueType = schemaType
             } else if let inferred = FieldValueJSON.inferType(of: member.value) {
                 valueType = inferred
             } else {
@@ -256,9 +279,17 @@ public struct JSONRecordCodec: Sendable {
 
     // MARK: Writing
 
+    private func writeStamp(_ stamp: RecordStamp, to out: inout JSONWriter) {
+        out.raw("{\"timestamp\":")
+        out.int(stamp.timestamp)
+        if let user = stamp.userRecordName { out.raw(",\"userRecordName\":"); out.string(user) }
+        if let device = stamp.deviceID { out.raw(",\"deviceID\":"); out.string(device) }
+        out.byte(UInt8(ascii: "}"))
+    }
+
     /// Writes one record as a compact JSON object.
     public func encode(_ record: Record, style: ValueStyle, to out: inout JSONWriter) {
-        let type = schema.recordType(named: record.recordType)
+        let declaredTypes = style == .canonical ? fieldTypes[record.recordType] : nil
         out.raw("{\"recordName\":")
         out.string(record.recordName)
         out.raw(",\"recordType\":")
@@ -272,15 +303,13 @@ public struct JSONRecordCodec: Sendable {
             out.string(record.zone.ownerRecordName)
             out.byte(UInt8(ascii: "}"))
             if let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
-            for (key, stamp) in [("created", record.created), ("modified", record.modified)] {
-                guard let stamp else { continue }
-                out.raw(",\"")
-                out.bytes.append(contentsOf: key.utf8)
-                out.raw("\":{\"timestamp\":")
-                out.int(stamp.timestamp)
-                if let user = stamp.userRecordName { out.raw(",\"userRecordName\":"); out.string(user) }
-                if let device = stamp.deviceID { out.raw(",\"deviceID\":"); out.string(device) }
-                out.byte(UInt8(ascii: "}"))
+            if let stamp = record.created {
+                out.raw(",\"created\":")
+                writeStamp(stamp, to: &out)
+            }
+            if let stamp = record.modified {
+                out.raw(",\"modified\":")
+                writeStamp(stamp, to: &out)
             }
             if record.isDeleted {
                 out.raw(",\"deleted\":true}")
@@ -288,18 +317,17 @@ public struct JSONRecordCodec: Sendable {
             }
             out.raw(",\"fields\":{")
             var first = true
-            for name in record.sortedFieldNames {
-                let value = record.fields[name]!
+            for entry in record.fields.entries {
                 if !first { out.byte(UInt8(ascii: ",")) }
                 first = false
-                out.string(name)
+                out.string(entry.name)
                 out.raw(":{\"value\":")
-                FieldValueJSON.write(value, style: .canonical, to: &out)
-                out.raw(",\"type\":")
-                var fieldType = value.type
-                if let declared = type?.field(named: name)?.type, declared.isEncrypted { fieldType.isEncrypted = true }
-                out.string(fieldType.webServicesName)
-                out.byte(UInt8(ascii: "}"))
+                FieldValueJSON.write(entry.value, style: .canonical, to: &out)
+                out.raw(",\"type\":\"")
+                var fieldType = entry.value.type
+                if let declared = declaredTypes?[entry.name], declared.isEncrypted { fieldType.isEncrypted = true }
+                fieldType.appendWebServicesName(to: &out.bytes)
+                out.raw("\"}")
             }
             out.raw("}}")
         } else {
@@ -310,35 +338,29 @@ public struct JSONRecordCodec: Sendable {
                 out.string(record.zone.ownerRecordName)
             }
             if let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
-            for (key, stamp) in [("created", record.created), ("modified", record.modified)] {
-                guard let stamp else { continue }
-                out.raw(",\"")
-                out.bytes.append(contentsOf: key.utf8)
-                out.raw("\":\"")
+            if let stamp = record.created {
+                out.raw(",\"created\":\"")
                 ISO8601.append(milliseconds: stamp.timestamp, to: &out.bytes)
                 out.byte(UInt8(ascii: "\""))
-                if let user = stamp.userRecordName {
-                    out.raw(",\"")
-                    out.bytes.append(contentsOf: (key == "created" ? "createdBy" : "modifiedBy").utf8)
-                    out.raw("\":")
-                    out.string(user)
-                }
-                if let device = stamp.deviceID {
-                    out.raw(",\"")
-                    out.bytes.append(contentsOf: (key == "created" ? "createdDevice" : "modifiedDevice").utf8)
-                    out.raw("\":")
-                    out.string(device)
-                }
+                if let user = stamp.userRecordName { out.raw(",\"createdBy\":"); out.string(user) }
+                if let device = stamp.deviceID { out.raw(",\"createdDevice\":"); out.string(device) }
+            }
+            if let stamp = record.modified {
+                out.raw(",\"modified\":\"")
+                ISO8601.append(milliseconds: stamp.timestamp, to: &out.bytes)
+                out.byte(UInt8(ascii: "\""))
+                if let user = stamp.userRecordName { out.raw(",\"modifiedBy\":"); out.string(user) }
+                if let device = stamp.deviceID { out.raw(",\"modifiedDevice\":"); out.string(device) }
             }
             if record.isDeleted {
                 out.raw(",\"deleted\":true}")
                 return
             }
-            for name in record.sortedFieldNames {
+            for entry in record.fields.entries {
                 out.byte(UInt8(ascii: ","))
-                out.string(name)
+                out.string(entry.name)
                 out.byte(UInt8(ascii: ":"))
-                FieldValueJSON.write(record.fields[name]!, style: .plain, to: &out)
+                FieldValueJSON.write(entry.value, style: .plain, to: &out)
             }
             out.byte(UInt8(ascii: "}"))
         }

@@ -97,16 +97,12 @@ public final class JSONRecordReader: RecordSource {
             let (l, c) = bytes.withUnsafeBytes { $0.position(of: offset, startLine: line, startColumn: column) }
             return SourcePosition(file: file, line: l, column: c, path: (pathPrefix + path).pathString)
         }
-        let json: JSONValue
-        do {
-            json = try JSONParser.parse(bytes)
-        } catch {
-            return .invalid(InputIssue(position: position(at: error.offset, path: []), message: "not valid JSON: \(error.message)"), raw: bytes)
-        }
         let start = SourcePosition(file: file, line: line, column: column, path: pathPrefix.isEmpty ? nil : pathPrefix.pathString)
-        do {
-            let record = try codec.decode(json)
-            let style = codec.style(of: json)
+        let decoded = bytes.withUnsafeBytes { raw in
+            Result { () throws(RecordDecodingError) in try codec.decode(bytes: raw) }
+        }
+        switch decoded {
+        case .success(let (record, style)):
             let locate: @Sendable (String) -> SourcePosition = { field in
                 let path = JSONRecordCodec.path(ofField: field, style: style)
                 let offset = bytes.withUnsafeBytes { JSONParser.offset(of: path, in: $0) }
@@ -115,8 +111,8 @@ public final class JSONRecordReader: RecordSource {
                 return SourcePosition(file: file, line: l, column: c, path: (pathPrefix + path).pathString)
             }
             return .record(SourcedRecord(record: record, position: start, raw: bytes, locateField: locate))
-        } catch {
-            let offset = bytes.withUnsafeBytes { JSONParser.offset(of: error.path, in: $0) } ?? 0
+        case .failure(let error):
+            let offset = error.byteOffset ?? bytes.withUnsafeBytes { JSONParser.offset(of: error.path, in: $0) } ?? 0
             return .invalid(InputIssue(position: position(at: offset, path: error.path), recordName: error.recordName,
                                        recordType: error.recordType, field: error.field, message: error.message), raw: bytes)
         }

@@ -13,11 +13,11 @@ public struct JSONSyntaxError: Error, Sendable, CustomStringConvertible {
 public struct JSONParser {
     public static let maxDepth = 512
 
-    private let bytes: UnsafeRawBufferPointer
-    private var i = 0
+    let bytes: UnsafeRawBufferPointer
+    var i = 0
     private var depth = 0
 
-    private init(_ bytes: UnsafeRawBufferPointer) {
+    init(_ bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
     }
 
@@ -57,7 +57,7 @@ public struct JSONParser {
 
     // MARK: Values
 
-    private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
+    mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
         guard i < bytes.count else { throw error("unexpected end of JSON, expected a value") }
         switch bytes[i] {
         case UInt8(ascii: "{"): return .object(try parseObject())
@@ -75,6 +75,7 @@ public struct JSONParser {
         try enter()
         i += 1
         var members: [JSONObject.Member] = []
+        members.reserveCapacity(8)
         skipWhitespace()
         if i < bytes.count && bytes[i] == UInt8(ascii: "}") {
             i += 1
@@ -136,7 +137,7 @@ public struct JSONParser {
         return elements
     }
 
-    private mutating func parseString() throws(JSONSyntaxError) -> String {
+    mutating func parseString() throws(JSONSyntaxError) -> String {
         let start = i
         i += 1
         let contentStart = i
@@ -146,8 +147,9 @@ public struct JSONParser {
             if b == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[contentStart..<i])
                 i += 1
-                guard let string = String(validating: slice, as: UTF8.self) else {
-                    throw JSONSyntaxError(offset: contentStart + firstInvalidUTF8(slice), message: "a string is not valid UTF-8")
+                guard let string = UTF8Validation.string(slice) else {
+                    let offset = UTF8Validation.firstInvalidOffset(slice.bindMemory(to: UInt8.self)) ?? 0
+                    throw JSONSyntaxError(offset: contentStart + offset, message: "a string is not valid UTF-8")
                 }
                 return string
             }
@@ -161,7 +163,7 @@ public struct JSONParser {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
                 i += 1
-                guard let string = String(validating: out, as: UTF8.self) else {
+                guard let string = out.withUnsafeBytes({ UTF8Validation.string($0) }) else {
                     throw JSONSyntaxError(offset: start, message: "a string is not valid UTF-8")
                 }
                 return string
@@ -227,7 +229,7 @@ public struct JSONParser {
         return value
     }
 
-    private mutating func parseNumber() throws(JSONSyntaxError) -> String {
+    mutating func parseNumber() throws(JSONSyntaxError) -> String {
         let start = i
         if bytes[i] == UInt8(ascii: "-") { i += 1 }
         guard i < bytes.count, isDigit(bytes[i]) else { throw error("a number needs digits") }
@@ -308,7 +310,7 @@ public struct JSONParser {
         if depth > JSONParser.maxDepth { throw error("JSON nests deeper than \(JSONParser.maxDepth) levels") }
     }
 
-    @inline(__always) private mutating func skipWhitespace() {
+    @inline(__always) mutating func skipWhitespace() {
         while i < bytes.count {
             switch bytes[i] {
             case 0x20, 0x0A, 0x0D, 0x09: i += 1
@@ -332,17 +334,6 @@ public struct JSONParser {
         b >= 0x20 && b < 0x7F ? String(UnicodeScalar(b)) : "\\x" + String(b, radix: 16)
     }
 
-    private func firstInvalidUTF8(_ slice: UnsafeRawBufferPointer) -> Int {
-        var offset = 0
-        var iterator = slice.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar): offset += UTF8.width(scalar)
-            case .emptyInput, .error: return offset
-            }
-        }
-    }
 }
 
 #if canImport(Glibc)

@@ -39,11 +39,9 @@ public enum SchemaPrinter {
         return "    RECORD TYPE \(quoteIfNeeded(type.name)) (\n" + lines.joined(separator: ",\n") + "\n    );\n"
     }
 
-    static let keywords: Set<String> = [
-        "AS", "ASSET", "BYTES", "CREATE", "DEFINE", "DOUBLE", "ENCRYPTED", "GRANT", "INT64", "LIST", "LOCATION",
-        "NUMBER", "PREFERRED", "QUERYABLE", "READ", "RECORD", "REFERENCE", "ROLE", "SCHEMA", "SEARCHABLE",
-        "SORTABLE", "STRING", "TIMESTAMP", "TO", "TYPE", "WRITE",
-    ]
+    /// Names that must be quoted to be read as names: GRANT starts a grant where a field could
+    /// start. Other keywords are unambiguous where names stand, and cktool leaves them bare.
+    static let keywords: Set<String> = ["GRANT"]
 
     /// `name` as it must appear in schema text.
     public static func quoteIfNeeded(_ name: String) -> String {

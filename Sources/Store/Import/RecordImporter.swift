@@ -23,6 +23,14 @@ public struct ImportOptions: Sendable {
     }
 }
 
+/// How far an import has come.
+public struct ImportProgress: Sendable {
+    public var records: Int
+    public var bytesRead: Int64
+    /// Nil when an input's size is unknown (a pipe).
+    public var totalBytes: Int64?
+}
+
 /// Counts of what an import did (or would do) to one record type.
 public struct ImportCounts: Sendable, Hashable {
     public var inserted = 0
@@ -81,8 +89,8 @@ public final class RecordImporter {
     public let store: RecordStore
     public let options: ImportOptions
     public var rejects: RejectSink?
-    /// Called now and then with the number of records read so far.
-    public var progress: ((Int) -> Void)?
+    /// Called now and then with how far the import has come.
+    public var progress: ((ImportProgress) -> Void)?
 
     public init(store: RecordStore, options: ImportOptions) {
         self.store = store
@@ -90,7 +98,23 @@ public final class RecordImporter {
     }
 
     /// Imports everything the sources yield, after first applying `schema` when given.
-    public func run(_ sources: [RecordSource], schema newSchema: Schema? = nil) throws -> ImportSummary {
+    ///
+    /// Each source is read on a background thread while records are written on this one.
+    public func run(_ inputs: [RecordSource], schema newSchema: Schema? = nil) throws -> ImportSummary {
+        // With a fixed schema, records are validated on the reading thread as well.
+        var earlyValidation: (@Sendable (SourceItem) -> SourceItem)? = nil
+        if !options.allowNewFields {
+            let validator = RecordValidator(schema: newSchema ?? store.schema)
+            earlyValidation = { item in
+                guard case .record(let sourced) = item, let issue = RecordImporter.validate(sourced, validator, allowNewFields: false) else { return item }
+                return .invalid(issue, raw: sourced.raw)
+            }
+        }
+        let sources = inputs.map { PrefetchingSource($0, transform: earlyValidation) }
+        let totalBytes = inputs.allSatisfy { $0.totalBytes != nil } ? inputs.reduce(0) { $0 + $1.totalBytes! } : nil
+        func report(_ records: Int) {
+            progress?(ImportProgress(records: records, bytesRead: sources.reduce(0) { $0 + $1.bytesRead }, totalBytes: totalBytes))
+        }
         var summary = ImportSummary()
         summary.dryRun = options.dryRun
         var truncated = false
@@ -107,7 +131,7 @@ public final class RecordImporter {
                 sources: for source in sources {
                     while let item = try source.next() {
                         read += 1
-                        if read % 4096 == 0 { progress?(read) }
+                        if read % 4096 == 0 { report(read) }
                         let issue: InputIssue?
                         var raw: [UInt8]? = nil
                         switch item {
@@ -116,7 +140,7 @@ public final class RecordImporter {
                             raw = bytes
                         case .record(let sourced):
                             raw = sourced.raw
-                            issue = try importRecord(sourced, session: session, validator: &validator, bulk: bulk, summary: &summary)
+                            issue = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil, bulk: bulk, summary: &summary)
                         }
                         guard let issue else { continue }
                         summary.counts[issue.recordType ?? "(unknown type)", default: ImportCounts()].rejected += 1
@@ -132,7 +156,7 @@ public final class RecordImporter {
                         }
                     }
                 }
-                progress?(read)
+                report(read)
                 if failed { throw ImportFailure(summary: summary, truncated: truncated) }
                 try bulk.finish()
                 summary.schemaChanges = summary.schemaChanges.uniqued()
@@ -144,15 +168,23 @@ public final class RecordImporter {
         return summary
     }
 
-    private func importRecord(_ sourced: SourcedRecord, session: StoreSession, validator: inout RecordValidator,
+    /// The first problem the validator finds with a record, placed in its input.
+    static func validate(_ sourced: SourcedRecord, _ validator: RecordValidator, allowNewFields: Bool) -> InputIssue? {
+        let record = sourced.record
+        let problems = validator.issues(in: record, allowNewFields: allowNewFields)
+        guard let first = problems.first else { return nil }
+        let message = problems.count == 1 ? first.message : first.message + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)"
+        return InputIssue(position: sourced.position(ofField: first.field), recordName: record.recordName, recordType: record.recordType, field: first.field, message: message)
+    }
+
+    private func importRecord(_ sourced: SourcedRecord, session: StoreSession, validator: inout RecordValidator, validated: Bool,
                               bulk: BulkLoad, summary: inout ImportSummary) throws -> InputIssue? {
         let record = sourced.record
         func issue(_ field: String?, _ message: String) -> InputIssue {
             InputIssue(position: sourced.position(ofField: field), recordName: record.recordName, recordType: record.recordType, field: field, message: message)
         }
-        let problems = validator.issues(in: record, allowNewFields: options.allowNewFields)
-        if let first = problems.first {
-            return issue(first.field, problems.count == 1 ? first.message : first.message + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)")
+        if !validated, let problem = RecordImporter.validate(sourced, validator, allowNewFields: options.allowNewFields) {
+            return problem
         }
         if options.allowNewFields && !record.isDeleted {
             let type = session.schema.recordType(named: record.recordType)

@@ -1,0 +1,146 @@
+import Records
+
+extension SampleGenerator {
+    static let areas: [(name: String, icon: String)] = [
+        ("Kitchen", "fork.knife"), ("Bathroom", "shower"), ("Living Room", "sofa"),
+        ("Bedroom", "bed.double"), ("Garden", "leaf"), ("Repairs", "wrench"),
+    ]
+    static let chores: [(title: String, type: String, day: Int?, dayOfMonth: Int?, area: Int)] = [
+        ("Take out the trash", "weekly", 1, nil, 0), ("Wash the dishes", "daily", nil, nil, 0),
+        ("Clean the bathroom", "biweekly", 6, nil, 1), ("Water the plants", "weekly", 3, nil, 4),
+        ("Pay the rent", "monthly", nil, 1, 5), ("Change the bed sheets", "biweekly", 7, nil, 3),
+        ("Replace the air filter", "monthly", nil, 31, 5), ("Vacuum the living room", "weekly", 5, nil, 2),
+    ]
+    static let taskTitles: [(title: String, area: Int?)] = [
+        ("Take out the trash", 0), ("Empty the dishwasher", 0), ("Wipe the kitchen counters", 0), ("Clean the fridge", 0),
+        ("Descale the kettle", 0), ("Scrub the bathtub", 1), ("Restock toilet paper", 1), ("Clean the bathroom mirror", 1),
+        ("Vacuum the living room", 2), ("Dust the bookshelves", 2), ("Fold the laundry", 3), ("Change the bed sheets", 3),
+        ("Mow the lawn", 4), ("Water the tomatoes", 4), ("Rake the leaves", 4), ("Fix the leaking tap", 5),
+        ("Replace the smoke detector battery", 5), ("Oil the squeaky door", 5), ("Buy groceries", nil), ("Walk the dog", nil),
+        ("Book a dentist appointment", nil), ("Pay the electricity bill", nil), ("Return library books", nil), ("Feed the cat", nil),
+    ]
+    static let taskNotes = [
+        "Bins go out Sunday night; recycling is the blue one ♻️", "Use the eco programme, not the quick one.",
+        "Spare batteries are in the drawer under the microwave.", "Ask Oma for the recipe first.",
+        "Plumber's number is on the fridge: 0176 555 0142", "Only the green bags — the paper ones tear.",
+        "Kids' rooms first, then the hallway.", "Check the \"best before\" dates while you're at it.",
+        "Mehl, Eier, Milch, Äpfel", "Don't forget the receipt for the warranty.",
+    ]
+
+    mutating func uuid() -> String {
+        let h = random.hex(32).uppercased()
+        let c = Array(h)
+        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+    }
+
+    mutating func familyTodo() throws {
+        let households = limit >= 20_000 ? limit / 10_000 : max(1, min(2, limit / 30))
+        let fixed = 16
+        let tasksTotal = max(0, limit - households * fixed)
+        try run { g in
+            for h in 1...households {
+                let tasks = tasksTotal / households + (h <= tasksTotal % households ? 1 : 0)
+                try g.todoHousehold(h, tasks: tasks)
+            }
+        }
+    }
+
+    private mutating func todoHousehold(_ h: Int, tasks: Int) throws {
+        let surname = Self.surnames[(h - 1) % Self.surnames.count]
+        let familyName = surname + " Family" + (h > Self.surnames.count ? " \(h)" : "")
+        let owner = userRecordName()
+        let zone = ZoneID(scope: .shared, zoneName: "household-\(h)", ownerRecordName: owner)
+        let start = Self.epoch - 30 * Self.day + Int64(h) * Self.hour
+        let householdName = "household-\(h)"
+        let householdRef = FieldValue.reference(Reference(recordName: householdName, action: .deleteSelf))
+        try emit(record("Household", householdName, zone: zone, at: start, by: owner, modifiedAt: start + 2 * Self.day, [
+            "id": .string(uuid()), "name": .string(familyName), "ownerId": .string(owner),
+            "createdAt": .timestamp(start), "updatedAt": .timestamp(start + 2 * Self.day),
+        ]))
+
+        var memberNames: [String] = []
+        var memberUsers: [String] = []
+        for k in 1...4 {
+            let user = k == 1 ? owner : userRecordName()
+            let first = k <= 2 ? Self.adults[(h * 2 + k) % Self.adults.count] : Self.children[(h * 3 + k) % Self.children.count]
+            let name = "member-\(h)-\(k)"
+            let joined = start + Int64(k - 1) * Self.day
+            memberNames.append(name)
+            memberUsers.append(user)
+            try emit(record("Member", name, zone: zone, at: joined, by: user, [
+                "id": .string(uuid()), "householdId": householdRef, "userId": .string(user),
+                "displayName": .string(first), "role": .string(k == 1 ? "owner" : "member"),
+                "joinedAt": .timestamp(joined), "isActive": .int64(k == 4 && h % 3 == 0 ? 0 : 1),
+            ]))
+        }
+
+        var areaNames: [String] = []
+        for (index, area) in Self.areas.enumerated() {
+            let name = "area-\(h)-\(area.name.lowercased().replacingSpaces())"
+            areaNames.append(name)
+            try emit(record("Area", name, zone: zone, at: start + Int64(index) * Self.minute, by: owner, [
+                "id": .string(uuid()), "householdId": householdRef, "name": .string(area.name),
+                "icon": .string(area.icon), "sortOrder": .int64(Int64(index)), "createdAt": .timestamp(start + Int64(index) * Self.minute),
+            ]))
+        }
+
+        var choreNames: [String] = []
+        let offset = h % Self.chores.count
+        for c in 0..<5 {
+            let chore = Self.chores[(offset + c) % Self.chores.count]
+            let name = "chore-\(h)-\(c + 1)"
+            choreNames.append(name)
+            let created = start + 3 * Self.day + Int64(c) * Self.hour
+            let last = Self.epoch + Int64(random.int(0...6)) * Self.day
+            var fields: RecordFields = [
+                "id": .string(uuid()), "householdId": householdRef, "title": .string(chore.title),
+                "recurrenceType": .string(chore.type), "areaId": .reference(Reference(recordName: areaNames[chore.area])),
+                "isActive": .int64(c == 4 && h % 2 == 0 ? 0 : 1), "lastGeneratedDate": .timestamp(last),
+                "nextScheduledDate": .timestamp(last + (chore.type == "daily" ? 1 : chore.type == "weekly" ? 7 : chore.type == "biweekly" ? 14 : 30) * Self.day),
+                "createdAt": .timestamp(created), "updatedAt": .timestamp(created + Self.day),
+            ]
+            if let day = chore.day { fields["recurrenceDay"] = .int64(Int64(day)) }
+            if let dayOfMonth = chore.dayOfMonth { fields["recurrenceDayOfMonth"] = .int64(Int64(dayOfMonth)) }
+            if random.chance(0.6) { fields["defaultAssigneeId"] = .reference(Reference(recordName: random.pick(memberNames))) }
+            if c == 0 { fields["notes"] = .string("Rotates between everyone who is home that week.") }
+            try emit(record("RecurringChore", name, zone: zone, at: created, by: owner, modifiedAt: created + Self.day, fields))
+        }
+
+        guard tasks > 0 else { return }
+        for t in 1...tasks {
+            let template = random.pick(Self.taskTitles)
+            let author = random.int(0...3)
+            let created = Self.epoch + Int64(t) * 37 * Self.minute % (120 * Self.day) + Int64(h) * Self.minute
+            let roll = random.int(0...99)
+            let status = roll < 45 ? "backlog" : roll < 70 ? "next" : "done"
+            var fields: RecordFields = [
+                "id": .string(uuid()), "householdId": householdRef, "title": .string(template.title),
+                "status": .string(status), "createdAt": .timestamp(created),
+            ]
+            if random.chance(0.75) { fields["assigneeId"] = .reference(Reference(recordName: memberNames[random.int(0...3)])) }
+            if let area = template.area ?? (random.chance(0.3) ? random.int(0...5) : nil) {
+                fields["areaId"] = .reference(Reference(recordName: areaNames[area]))
+            }
+            if random.chance(0.8) { fields["dueDate"] = .timestamp(created + Int64(random.int(1...14)) * Self.day + 18 * Self.hour - created % Self.day) }
+            var updated = created
+            if status == "done" {
+                updated = created + Int64(random.int(1...72)) * Self.hour
+                fields["completedAt"] = .timestamp(updated)
+                fields["completedById"] = .string(memberUsers[random.int(0...3)])
+            }
+            if random.chance(0.2) {
+                fields["taskType"] = .string("recurring")
+                fields["recurringChoreId"] = .reference(Reference(recordName: choreNames[random.int(0...4)]))
+            } else {
+                fields["taskType"] = .string("one-off")
+            }
+            if random.chance(0.25) { fields["notes"] = .string(random.pick(Self.taskNotes)) }
+            fields["updatedAt"] = .timestamp(updated)
+            try emit(record("Task", "task-\(h)-\(Self.pad(t, 6))", zone: zone, at: created, by: memberUsers[author], modifiedAt: updated, fields))
+        }
+    }
+}
+
+extension String {
+    func replacingSpaces() -> String { String(map { $0 == " " ? "-" : $0 }) }
+}

@@ -1,0 +1,113 @@
+import Records
+
+/// SplitMix64: small, fast, and the same sequence on every machine.
+struct SeededRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func int(_ range: ClosedRange<Int>) -> Int {
+        range.lowerBound + Int(next() % UInt64(range.count))
+    }
+
+    mutating func chance(_ probability: Double) -> Bool {
+        Double(next() >> 11) / Double(1 << 53) < probability
+    }
+
+    mutating func pick<T>(_ items: [T]) -> T {
+        items[Int(next() % UInt64(items.count))]
+    }
+
+    mutating func hex(_ count: Int) -> String {
+        var out = ""
+        for _ in 0..<count { out.append("0123456789abcdef".randomCharacter(Int(next() % 16))) }
+        return out
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
+    }
+}
+
+private extension String {
+    func randomCharacter(_ index: Int) -> Character { self[self.index(startIndex, offsetBy: index)] }
+}
+
+/// Sentinel thrown when the requested number of records has been emitted.
+struct GenerationComplete: Error {}
+
+/// Generates the records of the sample apps. Times start on Monday 2026-01-05 and move forward
+/// by fixed steps, so output never depends on the clock.
+struct SampleGenerator {
+    static let day: Int64 = 86_400_000
+    static let hour: Int64 = 3_600_000
+    static let minute: Int64 = 60_000
+    /// 2026-01-05T00:00:00Z, a Monday.
+    static let epoch: Int64 = 1_767_571_200_000
+
+    var random: SeededRandom
+    let limit: Int
+    var emitted = 0
+    let emitRecord: (Record) throws -> Void
+
+    init(seed: UInt64, limit: Int, emit: @escaping (Record) throws -> Void) {
+        random = SeededRandom(seed: seed)
+        self.limit = limit
+        emitRecord = emit
+    }
+
+    var remaining: Int { limit - emitted }
+
+    mutating func emit(_ record: Record) throws {
+        guard emitted < limit else { throw GenerationComplete() }
+        try emitRecord(record)
+        emitted += 1
+    }
+
+    /// Runs a generator until it is done or the limit is reached.
+    mutating func run(_ body: (inout SampleGenerator) throws -> Void) throws {
+        do {
+            try body(&self)
+        } catch is GenerationComplete {}
+    }
+
+    mutating func record(_ type: String, _ name: String, zone: ZoneID, at time: Int64, by user: String,
+                         modifiedAt: Int64? = nil, _ fields: RecordFields) -> Record {
+        let device = Self.deviceID(of: user)
+        return Record(id: RecordID(recordName: name, zone: zone), recordType: type, fields: fields,
+                      changeTag: random.hex(8),
+                      created: RecordStamp(timestamp: time, userRecordName: user, deviceID: device),
+                      modified: RecordStamp(timestamp: modifiedAt ?? time, userRecordName: user, deviceID: device))
+    }
+
+    mutating func userRecordName() -> String { "_" + random.hex(32) }
+
+    /// A stable device identifier per user (FNV-1a of the name, so it never depends on the run).
+    static func deviceID(of user: String) -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in user.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        let models = ["iPhone", "iPad", "Mac"]
+        return models[Int(hash % 3)] + "-" + String(hash >> 40, radix: 16, uppercase: true)
+    }
+
+    static func pad(_ n: Int, _ width: Int) -> String {
+        let text = String(n)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+
+    // MARK: Vocabulary
+
+    static let surnames = ["Smith", "García", "Nguyen", "Okafor", "Müller", "Rossi", "Kowalski", "Tanaka", "Haddad", "Johansson",
+                           "O'Brien", "Patel", "Silva", "Dubois", "Kim", "Andersen", "Novak", "Mensah", "Lindqvist", "Moreau"]
+    static let adults = ["Emma", "Liam", "Olivia", "Noah", "Sofia", "Mateo", "Amara", "Jonas", "Priya", "Daniel", "Chloé", "Marco",
+                         "Yuki", "Fatima", "Grace", "Tomás", "Ingrid", "Kwame", "Leila", "Ravi"]
+    static let children = ["Mia", "Leo", "Zoe", "Ethan", "Ava", "Lucas", "Nora", "Felix", "Isla", "Omar", "Hana", "Theo", "Lina", "Sami"]
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import Store
+
+struct CKPortCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ckport",
+        abstract: "Move CloudKit records in and out of a local store, and keep them safe through schema changes.",
+        discussion: """
+        ckport keeps CloudKit data — record types, zones, records with typed fields, system \
+        fields and change tokens — in one SQLite file, and moves it to and from JSON.
+
+        Start with a schema (the text 'cktool export-schema' writes), then import records:
+
+          ckport schema import samples/family-calendar/schema.ckdb
+          ckport import samples/family-calendar/records.jsonl
+          ckport export --type Event --where "familyID == 'family-1' AND isDeleted == false" --sort startDate
+
+        The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite.
+        Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure.
+        """,
+        version: "0.1.0",
+        subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self]
+    )
+}
+
+/// Options every command that touches a store takes.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The store file.", discussion: "Default: $CKPORT_STORE, else ./ckport.sqlite.", valueName: "path"))
+    var store: String?
+
+    @Flag(name: [.short, .long], help: "No progress and no summary on standard error (errors are still reported).")
+    var quiet = false
+
+    var path: String { RecordStore.resolvePath(store) }
+
+    /// Opens the store; commands that only read pass `create: false`.
+    func open(create: Bool) throws -> RecordStore {
+        try RecordStore(path: path, create: create)
+    }
+}

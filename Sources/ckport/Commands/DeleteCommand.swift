@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import Records
+import Store
+
+struct DeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete records, honouring reference actions.",
+        discussion: """
+        Deleting a record also deletes, transitively, every record that points at it with a \
+        DELETE_SELF reference, and is refused — with nothing deleted — while a VALIDATE \
+        reference from a record that stays points at it. Deleted records leave tombstones, so \
+        'ckport export --since' reports them.
+
+          ckport delete family-1                          # the family, its members and events, their participants…
+          ckport delete --type Event --where "isDeleted == true"
+          ckport delete --type Task --where "status == 'done'" --dry-run
+        """
+    )
+
+    @Argument(help: ArgumentHelp("Record names to delete.", valueName: "recordName"))
+    var recordNames: [String] = []
+
+    @Option(name: .customLong("type"), help: ArgumentHelp("Delete records of this type matching --where.", valueName: "type"))
+    var recordType: String?
+
+    @Option(name: .customLong("where"), help: ArgumentHelp("A CloudKit predicate selecting the records to delete.", valueName: "predicate"))
+    var predicate: String?
+
+    @Option(help: ArgumentHelp("The zone of the named records, when a name is in several zones.", valueName: "name"))
+    var zone: String?
+
+    @Option(help: "The scope of the named records or of --where: private, shared or public.")
+    var scope: DatabaseScope?
+
+    @Flag(help: "Show what would be deleted; delete nothing.")
+    var dryRun = false
+
+    @Flag(help: "List every deleted record, not only the counts.")
+    var verbose = false
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        if recordNames.isEmpty && recordType == nil { throw ValidationError("name records to delete, or give --type (with --where)") }
+        if !recordNames.isEmpty && (recordType != nil || predicate != nil) { throw ValidationError("give record names or --type/--where, not both") }
+        if predicate != nil && recordType == nil { throw ValidationError("--where needs --type") }
+    }
+
+    func run() throws {
+        let store = try storeOptions.open(create: false)
+        var parsed: RecordPredicate?
+        if let predicate {
+            do { parsed = try RecordPredicate.parse(predicate) } catch {
+                throw CommandFailure.invalid("--where \"\(predicate)\"\n  at column \(error.column): \(error.message)")
+            }
+        }
+        let deleted = try store.write(dryRun: dryRun) { session -> [DeletedRecord] in
+            if let recordType {
+                let query = RecordQuery(recordTypes: [recordType], scope: scope, zoneName: zone, predicate: parsed, predicateText: predicate)
+                return try session.delete(matching: query)
+            }
+            let ids = try recordNames.map { name -> RecordID in try resolve(name, in: session) }
+            return try session.delete(ids)
+        }
+        if !storeOptions.quiet {
+            var counts: [String: Int] = [:]
+            for record in deleted { counts[record.recordType, default: 0] += 1 }
+            let verb = dryRun ? "would delete" : "deleted"
+            var lines = ["\(verb) \(Console.count(deleted.count)) record\(deleted.count == 1 ? "" : "s")" + (counts.isEmpty ? "" : ": " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", "))]
+            if verbose {
+                for record in deleted {
+                    let why = record.cause.map { "cascade: points at '\($0.recordName)' through \(record.field!) with DELETE_SELF" } ?? "asked for"
+                    lines.append("  \(record.recordType) '\(record.id.recordName)' in \(record.id.zone) — \(why)")
+                }
+            }
+            if dryRun { lines.append("dry run: nothing was deleted") }
+            Console.error(lines.joined(separator: "\n"))
+        }
+    }
+
+    /// The zone holding `name`: the one given, else the only zone where the name is live.
+    private func resolve(_ name: String, in session: StoreSession) throws -> RecordID {
+        let candidates = session.zones.filter { (zone == nil || $0.zoneName == zone) && (scope == nil || $0.scope == scope) }
+        let hits = try candidates.filter { try session.record(RecordID(recordName: name, zone: $0)) != nil }
+        if hits.count > 1 {
+            throw CommandFailure.invalid("'\(name)' is in several zones (\(hits.map(\.description).joined(separator: ", "))); pick one with --zone and --scope")
+        }
+        return RecordID(recordName: name, zone: hits.first ?? candidates.first ?? ZoneID(scope: scope ?? .private, zoneName: zone ?? ZoneID.defaultZoneName))
+    }
+}

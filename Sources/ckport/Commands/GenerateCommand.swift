@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import Formats
+import Records
+import SampleApps
+
+extension SampleApp: ExpressibleByArgument {}
+
+struct GenerateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "generate",
+        abstract: "Generate realistic records for a sample app, for tests and benchmarks.",
+        discussion: """
+        The same --seed gives the same records, byte for byte, on every machine; memory stays \
+        flat at any --records.
+
+          ckport generate --app family-todo --records 1000000 -o big.jsonl
+          ckport generate --app family-calendar --schema -o schema.ckdb
+          ckport generate --app notes --records 50 --style plain
+
+        Apps: \(SampleApp.allCases.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: "; ")).
+        """
+    )
+
+    @Option(help: "The sample app.")
+    var app: SampleApp
+
+    @Option(help: "How many records to generate.")
+    var records: Int = 1000
+
+    @Option(help: "Seed for the generator.")
+    var seed: UInt64 = 1
+
+    @Flag(help: "Write the app's schema instead of records.")
+    var schema = false
+
+    @Option(help: "canonical or plain.")
+    var style: ValueStyle = .canonical
+
+    @Option(help: "json or jsonl/ndjson. Default: from -o's extension, else jsonl.")
+    var format: DataFormat?
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
+    var output: String = "-"
+
+    @Flag(name: [.short, .long], help: "No progress on standard error.")
+    var quiet = false
+
+    func validate() throws {
+        if records < 0 { throw ValidationError("--records cannot be negative") }
+    }
+
+    func run() throws {
+        let file = try OutputFile(path: output)
+        if schema {
+            try file.write(app.schemaText)
+            try file.commit()
+            return
+        }
+        let layout = (format ?? DataFormat.infer(output) ?? .jsonl).layout
+        let writer = BackgroundSink(JSONRecordWriter(output: file, layout: layout, style: style, schema: app.schema))
+        let progress = ProgressLine("generating", quiet: quiet)
+        do {
+            var count = 0
+            try app.generate(records: records, seed: seed) { record in
+                try writer.write(record)
+                count += 1
+                if count % 8192 == 0 { progress.update(records: count) }
+            }
+            try writer.finish()
+            progress.finish()
+        } catch {
+            progress.finish()
+            writer.discard()
+            throw error
+        }
+    }
+}

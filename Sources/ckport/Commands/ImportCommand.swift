@@ -1,0 +1,199 @@
+import ArgumentParser
+import Foundation
+import Formats
+import Records
+import Store
+
+enum DataFormat: String, ExpressibleByArgument, CaseIterable {
+    case json, jsonl, ndjson
+
+    /// The format a file name implies.
+    static func infer(_ path: String) -> DataFormat? {
+        let lower = path.lowercased()
+        if lower.hasSuffix(".jsonl") { return .jsonl }
+        if lower.hasSuffix(".ndjson") { return .ndjson }
+        if lower.hasSuffix(".json") { return .json }
+        return nil
+    }
+
+    var layout: JSONRecordReader.Layout { self == .json ? .document : .lines }
+}
+
+enum StyleOption: String, ExpressibleByArgument, CaseIterable {
+    case auto, canonical, plain
+
+    var valueStyle: ValueStyle? {
+        switch self {
+        case .auto: return nil
+        case .canonical: return .canonical
+        case .plain: return .plain
+        }
+    }
+}
+
+extension WriteMode: ExpressibleByArgument {}
+
+extension DatabaseScope: ExpressibleByArgument {
+    public init?(argument: String) { self.init(text: argument) }
+}
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import records from JSON or JSON Lines files into the store.",
+        discussion: """
+        Each file is JSON Lines (.jsonl, .ndjson: one record per line) or a JSON document \
+        (.json: {"records": [ … ]} as CloudKit's records/query returns it, or a bare array); '-' \
+        reads standard input. Records may be in CloudKit Web Services' shape or plain (flat) \
+        objects; a schema file (cktool's 'DEFINE SCHEMA' text, any extension) among the files is \
+        applied first.
+
+        Every record is checked against the schema and CloudKit's limits. By default one bad \
+        record fails the whole import and the store is left as it was; --skip-invalid imports \
+        the rest and --rejects FILE keeps what was turned away, with the reasons.
+
+          ckport import samples/family-todo/schema.ckdb samples/family-todo/records.jsonl
+          ckport import tasks.json --mode newer
+          ckport import entries.jsonl --dry-run
+          ckport import export.json --skip-invalid --rejects rejected.jsonl
+          jq -c '.records[]' export.json | ckport import - --type Task
+
+        Modes: upsert (default) sets the given fields and keeps the others; insert fails on an \
+        existing record; replace clears fields not given; newer keeps whichever side has the \
+        later modified time (a tie keeps the stored record).
+        """
+    )
+
+    @Argument(help: ArgumentHelp("Files to import ('-' for standard input).", valueName: "file"))
+    var files: [String]
+
+    @Option(help: "How incoming records combine with stored ones: insert, upsert, replace or newer.")
+    var mode: WriteMode = .upsert
+
+    @Option(help: "File format when the extension does not say: json, jsonl or ndjson.")
+    var format: DataFormat?
+
+    @Option(help: "Record shape: canonical (CloudKit Web Services), plain (flat objects) or auto.")
+    var style: StyleOption = .auto
+
+    @Option(name: .customLong("type"), help: ArgumentHelp("Record type for records that name none.", valueName: "type"))
+    var recordType: String?
+
+    @Option(help: ArgumentHelp("Zone for records that name none.", valueName: "name"))
+    var zone: String = ZoneID.defaultZoneName
+
+    @Option(help: ArgumentHelp("Zone owner for records that name none.", valueName: "userRecordName"))
+    var owner: String = ZoneID.defaultOwnerName
+
+    @Option(help: "Database scope for records that name none: private, shared or public.")
+    var scope: DatabaseScope = .private
+
+    @Option(help: ArgumentHelp("Time zone for timestamps written without an offset (default UTC).", valueName: "zone"))
+    var tz: String?
+
+    @Flag(help: "Add fields and record types the schema lacks, as CloudKit's development environment does.")
+    var allowNewFields = false
+
+    @Flag(help: "Import the valid records and reject the others (see --rejects).")
+    var skipInvalid = false
+
+    @Option(help: ArgumentHelp("With --skip-invalid: write rejected records here as JSON Lines, with reasons.", valueName: "file"))
+    var rejects: String?
+
+    @Flag(help: "Check everything and report what would change; write nothing.")
+    var dryRun = false
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        if rejects != nil && !skipInvalid { throw ValidationError("--rejects needs --skip-invalid") }
+        if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("unknown time zone '\(tz)' (use a name such as Europe/Berlin)") }
+        if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input ('-') can be read once") }
+    }
+
+    func run() throws {
+        var schemaFile: (path: String, schema: Schema)?
+        var dataFiles: [String] = []
+        for file in files {
+            if file != "-", try ImportCommand.isSchemaFile(file) {
+                if let first = schemaFile { throw CommandFailure.usage("two schema files given (\(first.path) and \(file)); import one schema at a time") }
+                schemaFile = (file, try SchemaCommand.read(file))
+            } else {
+                if file != "-", !FileManager.default.fileExists(atPath: file) {
+                    throw CommandFailure.invalid("\(file): no such file")
+                }
+                if let format = format ?? DataFormat.infer(file) { _ = format } else if file.lowercased().hasSuffix(".csv") || file.lowercased().hasSuffix(".ics") {
+                    throw CommandFailure.invalid("\(file): ckport reads JSON and JSON Lines here; CSV and iCalendar import are separate features not in this version")
+                }
+                dataFiles.append(file)
+            }
+        }
+        let store = try storeOptions.open(create: true)
+        let schema = schemaFile?.schema ?? store.schema
+        let codec = JSONRecordCodec(schema: schema, readStyle: style.valueStyle, defaultRecordType: recordType,
+                                    defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
+                                    timeZone: tz.flatMap(TimeZone.init(identifier:)))
+        let sources: [JSONRecordReader] = try dataFiles.map { file in
+            JSONRecordReader(input: try ByteInput(path: file), layout: (format ?? DataFormat.infer(file))?.layout, codec: codec)
+        }
+        var rejectsWriter: RejectsWriter?
+        if let rejects { rejectsWriter = RejectsWriter(output: try OutputFile(path: rejects)) }
+        let importer = RecordImporter(store: store, options: ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun))
+        importer.rejects = rejectsWriter
+        let progress = ProgressLine(dryRun ? "checking" : "importing", quiet: storeOptions.quiet)
+        importer.progress = { step in
+            progress.update(records: step.records, bytesDone: step.bytesRead, bytesTotal: step.totalBytes)
+        }
+        let summary: ImportSummary
+        do {
+            summary = try importer.run(sources, schema: schemaFile?.schema)
+            progress.finish()
+        } catch {
+            progress.finish()
+            rejectsWriter?.discard()
+            throw error
+        }
+        try rejectsWriter?.finish()
+        if !storeOptions.quiet {
+            Console.error(ImportCommand.report(summary, files: dataFiles.count, seconds: progress.elapsed, rejects: rejects))
+        }
+    }
+
+    static func isSchemaFile(_ path: String) throws -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 4096)) ?? Data()
+        return SchemaParser.looksLikeSchema(String(decoding: head, as: UTF8.self))
+    }
+
+    static func report(_ summary: ImportSummary, files: Int, seconds: Double, rejects: String?) -> String {
+        var lines: [String] = []
+        if !summary.schemaChanges.isEmpty {
+            lines.append("schema \(summary.dryRun ? "would change" : "changed"):")
+            lines += summary.schemaChanges.map { "  " + $0 }
+        }
+        let totals = summary.totals
+        let rows = summary.counts.keys.sorted().map { type -> [String] in
+            let c = summary.counts[type]!
+            return [type, Console.count(c.inserted), Console.count(c.updated), Console.count(c.unchanged), Console.count(c.deleted), Console.count(c.rejected)]
+        } + [["total", Console.count(totals.inserted), Console.count(totals.updated), Console.count(totals.unchanged), Console.count(totals.deleted), Console.count(totals.rejected)]]
+        let verb = summary.dryRun ? "checked" : "imported"
+        let rate = seconds > 0 ? " (\(Console.count(Int(Double(totals.total) / seconds)))/s)" : ""
+        lines.append("\(verb) \(Console.count(totals.total)) records from \(files) file\(files == 1 ? "" : "s") in \(Console.seconds(seconds))\(rate)")
+        if totals.total > 0 {
+            let header = summary.dryRun ? ["type", "would insert", "would update", "unchanged", "would delete", "rejected"] : ["type", "inserted", "updated", "unchanged", "deleted", "rejected"]
+            lines.append(Console.table(header, rows, numeric: [1, 2, 3, 4, 5]))
+        }
+        if totals.rejected > 0 {
+            for issue in summary.issues.prefix(5) { lines.append("rejected: \(issue)") }
+            if summary.issues.count > 5 { lines.append("… and \(summary.issues.count - 5) more") }
+            if let rejects { lines.append("rejected records are in \(rejects)") }
+        }
+        if summary.dryRun {
+            lines.append("dry run: nothing was written")
+        } else if let token = summary.token {
+            lines.append("change token: \(token)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,120 @@
+import ArgumentParser
+import Foundation
+import Formats
+import Records
+import Store
+
+struct SchemaCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schema",
+        abstract: "Import, export and check schemas in CloudKit's schema language.",
+        discussion: """
+        Schemas are the 'DEFINE SCHEMA' text that 'xcrun cktool export-schema' writes \
+        (usually saved as schema.ckdb); ckport reads them exactly as cktool writes them and \
+        writes them back the same way.
+
+          ckport schema check schema.ckdb
+          ckport schema import schema.ckdb
+          ckport schema export -o schema.ckdb
+        """,
+        subcommands: [Import.self, Export.self, Check.self]
+    )
+
+    static func read(_ path: String) throws -> Schema {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw CommandFailure(status: .failure, message: "\(path): cannot read: \(error.localizedDescription)")
+        }
+        return try SchemaParser.parse(text, file: path)
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make the store's schema the one in FILE.",
+            discussion: """
+            Record types and fields that are new are added. A type or field that goes away, or \
+            a field whose type changes, is accepted only while no stored record holds a value \
+            for it; otherwise nothing changes and ckport says which values are in the way.
+
+              ckport schema import samples/family-todo/schema.ckdb --store family.sqlite
+            """
+        )
+
+        @Argument(help: ArgumentHelp("A schema file (cktool's 'DEFINE SCHEMA' text).", valueName: "file"))
+        var file: String
+
+        @Flag(help: "Show what would change, and change nothing.")
+        var dryRun = false
+
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() throws {
+            let schema = try SchemaCommand.read(file)
+            let store = try storeOptions.open(create: true)
+            let change = try store.importSchema(schema, dryRun: dryRun)
+            if !storeOptions.quiet {
+                let lines = change.summary
+                Console.error(lines.isEmpty ? "schema unchanged" : (dryRun ? "would change:\n" : "schema changed:\n") + lines.map { "  " + $0 }.joined(separator: "\n"))
+            }
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write the store's schema in cktool's layout.",
+            discussion: """
+              ckport schema export                 # to standard output
+              ckport schema export -o schema.ckdb
+            """
+        )
+
+        @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
+        var output: String = "-"
+
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() throws {
+            let store = try storeOptions.open(create: false)
+            let file = try OutputFile(path: output)
+            try file.write(SchemaPrinter.print(store.schema))
+            try file.commit()
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check schema files without touching a store.",
+            discussion: """
+            Reports every problem with its line and column: syntax, duplicate names, ENCRYPTED \
+            where CloudKit refuses it, indexes on encrypted or unindexable fields, unknown roles.
+
+              ckport schema check schema.ckdb
+              ckport schema check --print schema.ckdb   # also print it in cktool's layout
+            """
+        )
+
+        @Argument(help: ArgumentHelp("Schema files.", valueName: "file"))
+        var files: [String]
+
+        @Flag(name: .customLong("print"), help: "Print each schema in cktool's layout.")
+        var printSchema = false
+
+        func run() throws {
+            var failed = false
+            for file in files {
+                do {
+                    let schema = try SchemaCommand.read(file)
+                    let fields = schema.recordTypes.reduce(0) { $0 + $1.userFields.count }
+                    Console.error("\(file): ok — \(schema.recordTypes.count) record types, \(fields) fields, \(schema.roles.count) roles")
+                    if printSchema { print(SchemaPrinter.print(schema), terminator: "") }
+                } catch {
+                    failed = true
+                    Console.error(Failures.classify(error).1)
+                }
+            }
+            if failed { throw ExitCode(ExitStatus.invalidInput.rawValue) }
+        }
+    }
+}

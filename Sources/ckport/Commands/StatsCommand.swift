@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Records
+import Store
+
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats",
+        abstract: "Show what the store holds: counts per scope, zone and type, size and change token.",
+        discussion: """
+          ckport stats
+          ckport stats --json | jq '.token'
+        """
+    )
+
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func run() throws {
+        let store = try storeOptions.open(create: false)
+        let stats = try store.read { try $0.stats() }
+        if json {
+            var out = JSONWriter()
+            out.raw("{\"store\":"); out.string(stats.path)
+            out.raw(",\"bytes\":"); out.int(stats.fileSize)
+            out.raw(",\"token\":"); out.string(stats.token.description)
+            out.raw(",\"recordTypes\":"); out.int(Int64(stats.recordTypeCount))
+            out.raw(",\"records\":"); out.int(Int64(stats.totalRecords))
+            out.raw(",\"tombstones\":"); out.int(Int64(stats.totalTombstones))
+            out.raw(",\"zones\":[")
+            for (index, entry) in stats.entries.enumerated() {
+                if index > 0 { out.raw(",") }
+                out.raw("{\"scope\":"); out.string(entry.zone.scope.rawValue)
+                out.raw(",\"zoneName\":"); out.string(entry.zone.zoneName)
+                out.raw(",\"ownerRecordName\":"); out.string(entry.zone.ownerRecordName)
+                out.raw(",\"recordType\":"); out.string(entry.recordType)
+                out.raw(",\"records\":"); out.int(Int64(entry.records))
+                out.raw(",\"tombstones\":"); out.int(Int64(entry.tombstones))
+                out.raw("}")
+            }
+            out.raw("]}")
+            print(out.text)
+            return
+        }
+        print("store   \(stats.path) (\(Console.bytes(stats.fileSize)))")
+        print("schema  \(stats.recordTypeCount) record types")
+        print("token   \(stats.token)")
+        print("")
+        let rows = stats.entries.map { entry in
+            [entry.zone.scope.rawValue, entry.zone.zoneName, entry.recordType, Console.count(entry.records), Console.count(entry.tombstones)]
+        } + [["total", "", "", Console.count(stats.totalRecords), Console.count(stats.totalTombstones)]]
+        print(Console.table(["scope", "zone", "type", "records", "tombstones"], rows, numeric: [3, 4]))
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// Messages for people go to standard error, so standard output stays clean for data.
+enum Console {
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    }
+
+    static var stderrIsTerminal: Bool { isatty(2) != 0 }
+
+    /// `1234567` → `1,234,567`.
+    static func count(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (index, character) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(character)
+        }
+        return n < 0 ? "-" + out : out
+    }
+
+    static func bytes(_ n: Int64) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var value = Double(n)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    static func seconds(_ s: Double) -> String {
+        s < 10 ? String(format: "%.2f s", s) : s < 120 ? String(format: "%.0f s", s) : String(format: "%d:%02d", Int(s) / 60, Int(s) % 60)
+    }
+
+    /// Left-aligned text columns, right-aligned number columns.
+    static func table(_ header: [String], _ rows: [[String]], numeric: Set<Int>) -> String {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { column, cell in
+                let pad = String(repeating: " ", count: widths[column] - cell.count)
+                return numeric.contains(column) ? pad + cell : cell + pad
+            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+}
+
+/// A one-line progress display on standard error: shown only on a terminal, only once the
+/// work has lasted a second, and redrawn at most a few times a second.
+final class ProgressLine {
+    private let label: String
+    private let enabled: Bool
+    private let start = Date()
+    private var lastDraw = Date.distantPast
+    private var drawn = false
+
+    init(_ label: String, quiet: Bool) {
+        self.label = label
+        enabled = !quiet && Console.stderrIsTerminal
+    }
+
+    func update(records: Int, bytesDone: Int64? = nil, bytesTotal: Int64? = nil) {
+        guard enabled else { return }
+        let now = Date()
+        let elapsed = now.timeIntervalSince(start)
+        guard elapsed >= 1, now.timeIntervalSince(lastDraw) >= 0.25 else { return }
+        lastDraw = now
+        var line = "\(label) \(Console.count(records)) records · \(Console.count(Int(Double(records) / elapsed)))/s"
+        if let done = bytesDone, let total = bytesTotal, total > 0, done > 0 {
+            let fraction = min(1, Double(done) / Double(total))
+            line += String(format: " · %.0f%%", fraction * 100)
+            if fraction > 0.01 { line += " · ETA " + Console.seconds(elapsed / fraction - elapsed) }
+        }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        drawn = true
+    }
+
+    func finish() {
+        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        drawn = false
+    }
+
+    var elapsed: Double { Date().timeIntervalSince(start) }
+}

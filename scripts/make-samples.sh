@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Writes samples/<app>/schema.ckdb and records.jsonl from ckport's seeded generator.
+# The tests check that the committed samples equal this output, so run it after changing
+# a generator or a sample schema.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift build --product ckport >/dev/null
+bin=$(swift build --show-bin-path)/ckport
+while read -r app records; do
+  mkdir -p "samples/$app"
+  "$bin" generate --app "$app" --schema -o "samples/$app/schema.ckdb"
+  "$bin" generate --app "$app" --records "$records" --seed 1 -o "samples/$app/records.jsonl"
+  echo "samples/$app: $records records"
+done <<'APPS'
+family-todo 80
+family-calendar 120
+relationship-checkin 61
+screen-time-rewards 90
+notes 60
+APPS
