@@ -32,7 +32,8 @@ public enum ISO8601 {
         let (shifted, overflow) = ms.addingReportingOverflow(Int64(offsetSeconds) * 1000)
         let local = overflow ? ms : shifted
         let days = floorDiv(local, 86_400_000)
-        let msOfDay = local - days * 86_400_000
+        // Not local - days * 86_400_000: for the earliest instants that product overflows.
+        let msOfDay = (local % 86_400_000 + 86_400_000) % 86_400_000
         let (year, month, day) = civil(fromDays: days)
         if year < 0 {
             out.append(UInt8(ascii: "-"))
@@ -213,10 +214,16 @@ public enum ISO8601 {
                 guard i == bytes.count else { return nil }
             }
             let days = ISO8601.days(year: year, month: month, day: day)
-            let (dayMs, o1) = days.multipliedReportingOverflow(by: 86_400_000)
-            let (local, o2) = dayMs.addingReportingOverflow(((hour * 60 + minute) * 60 + second) * 1000 + millis)
-            guard !o1 && !o2 else { return nil }
-            if let offset { return local - offset * 1000 }
+            // 128-bit arithmetic: the first and last representable instants sit beyond the
+            // midnight of their day in 64 bits.
+            let wide = Int128(days) * 86_400_000 + Int128(((hour * 60 + minute) * 60 + second) * 1000 + millis)
+            if let offset {
+                let instant = wide - Int128(offset) * 1000
+                guard instant >= Int128(Int64.min) && instant <= Int128(Int64.max) else { return nil }
+                return Int64(instant)
+            }
+            guard wide >= Int128(Int64.min) && wide <= Int128(Int64.max) else { return nil }
+            let local = Int64(wide)
             guard let timeZone else { return local }
             // Local wall time: find the instant whose offset maps back to it.
             let first = Int64(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(local) / 1000))) * 1000

@@ -52,9 +52,8 @@ public final class RecordStore {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             // A rollback journal keeps the store one file at rest, and costs nothing for the
-            // new pages of a bulk import; FULL sync makes every commit durable; a second
-            // thread helps SQLite sort when it builds indexes.
-            try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE; PRAGMA threads = 2")
+            // new pages of a bulk import; FULL sync makes every commit durable.
+            try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
         }
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)

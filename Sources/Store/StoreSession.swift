@@ -40,6 +40,10 @@ public final class StoreSession {
     var schemaChanged = false
     var layouts: [String: TableLayout] = [:]
     private var zoneRows: [ZoneID: Int64] = [:]
+    private var lastZone: (zone: ZoneID, row: Int64)?
+    /// Statements every save uses, kept at hand rather than looked up by their SQL.
+    private var claimStatement: PreparedStatement?
+    private var insertStatements: [String: PreparedStatement] = [:]
     private var zonesByRow: [Int64: ZoneID] = [:]
     private var statements: [String: PreparedStatement] = [:]
     /// The last change sequence number handed out.
@@ -88,6 +92,8 @@ public final class StoreSession {
     /// Forgets prepared statements, which SQLite must prepare again after a schema change.
     func dropCachedStatements() {
         statements = [:]
+        claimStatement = nil
+        insertStatements = [:]
     }
 
     func nextSequence() -> Int64 {
@@ -108,7 +114,12 @@ public final class StoreSession {
     public var zones: [ZoneID] { zoneRows.keys.sorted() }
 
     func zoneRow(_ zone: ZoneID, create: Bool) throws -> Int64? {
-        if let row = zoneRows[zone] { return row }
+        // Records come zone by zone: check the last zone before hashing.
+        if let last = lastZone, last.zone == zone { return last.row }
+        if let row = zoneRows[zone] {
+            lastZone = (zone, row)
+            return row
+        }
         guard create else { return nil }
         try db.execute(sql: "INSERT INTO _ck_zone (scope, zoneName, ownerRecordName) VALUES (?, ?, ?)",
                        arguments: [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName])
@@ -170,7 +181,10 @@ public final class StoreSession {
         }
         let layout = try self.layout(incoming.recordType)
         let sequence = changeSequence + 1
-        let claim = try statement("INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING")
+        if claimStatement == nil {
+            claimStatement = try statement("INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING")
+        }
+        let claim = claimStatement!
         claim.reset()
         claim.bind(1, zone)
         claim.bind(2, incoming.recordName)
@@ -233,7 +247,13 @@ public final class StoreSession {
     }
 
     private func insertRow(_ record: Records.Record, zone: Int64, layout: TableLayout) throws {
-        let insert = try statement(layout.insertSQL)
+        let insert: PreparedStatement
+        if let cached = insertStatements[layout.typeName] {
+            insert = cached
+        } else {
+            insert = try statement(layout.insertSQL)
+            insertStatements[layout.typeName] = insert
+        }
         layout.bind(record, zone: zone, to: insert)
         try insert.execute(db)
     }
@@ -326,7 +346,7 @@ public final class StoreSession {
             schema = newSchema
             schemaChanged = true
             layouts = [:]
-            statements = [:]
+            dropCachedStatements()
             for type in schema.recordTypes { layouts[type.name] = TableLayout(type) }
         }
         return change

@@ -9,7 +9,7 @@ import Records
 /// |------------------------------|-------------------------------------------------------|
 /// | STRING                       | TEXT                                                  |
 /// | INT64, TIMESTAMP (ms)        | INTEGER                                               |
-/// | DOUBLE                       | REAL                                                  |
+/// | DOUBLE                       | no affinity (REAL affinity loses the sign of -0.0)   |
 /// | NUMBER                       | no affinity, so 3 and 3.0 stay apart                  |
 /// | BYTES                        | BLOB                                                  |
 /// | REFERENCE                    | TEXT (target record name) + `field:action` INTEGER    |
@@ -112,8 +112,9 @@ struct TableLayout {
             switch field.type.primitive {
             case .string, .asset, .location, .reference: sqlType = "TEXT"
             case .int64, .timestamp: sqlType = "INTEGER"
-            case .double: sqlType = "REAL"
-            case .number: sqlType = ""
+            // No affinity for numbers: REAL affinity would store -0.0 as the integer 0 and
+            // read it back as 0.0, and would fold NUMBER's 3 and 3.0 together.
+            case .double, .number: sqlType = ""
             case .bytes: sqlType = "BLOB"
             }
         }

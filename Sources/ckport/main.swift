@@ -23,6 +23,18 @@ do {
 } catch let exit as ExitCode {
     Foundation.exit(exit.rawValue)
 } catch {
+    // Help and argument errors can surface here too (ArgumentParser's own help command).
+    if !Failures.isLibraryError(error) {
+        let code = CKPortCommand.exitCode(for: error)
+        if code == .success {
+            print(CKPortCommand.fullMessage(for: error))
+            exit(0)
+        }
+        if code == .validationFailure {
+            Console.error(CKPortCommand.fullMessage(for: error))
+            exit(ExitStatus.usage.rawValue)
+        }
+    }
     let (status, message) = Failures.classify(error)
     Console.error("error: " + message)
     exit(status.rawValue)

@@ -134,7 +134,7 @@ public struct JSONRecordCodec: Sendable {
                 return .canonical
             }
         }
-        if object["zoneID"] != nil || object["recordChangeTag"] != nil { return .canonical }
+        if object["zoneID"] != nil { return .canonical }
         return object["fields"] == nil ? .plain : .canonical
     }
 

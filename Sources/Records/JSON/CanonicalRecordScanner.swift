@@ -12,22 +12,26 @@ public struct CanonicalRecordScanner: Sendable {
     struct FieldTable: Sendable {
         let names: [String]
         let types: [FieldType]
+        /// The `type` each field's values usually carry (`STRING`, `ENCRYPTED_STRING`, …).
+        let typeNames: [String]
         let hasFieldsField: Bool
 
         init(names: [String], types: [FieldType]) {
             self.names = names
             self.types = types
+            typeNames = types.map(\.webServicesName)
             hasFieldsField = names.contains("fields")
         }
 
-        func lookup(_ name: String, from hint: inout Int) -> FieldType? {
+        /// The index of a field, searching from where the last lookup matched.
+        func lookup(_ name: String, from hint: inout Int) -> Int? {
             let count = names.count
             guard count > 0 else { return nil }
             for step in 0..<count {
                 let index = (hint + step) % count
                 if names[index] == name {
                     hint = index + 1
-                    return types[index]
+                    return index
                 }
             }
             return nil
@@ -174,7 +178,8 @@ extension JSONParser {
         guard let table = scanner.tables[type], !table.hasFieldsField else { throw GiveUp() }
         var hint = 0
         try members { p, name in
-            guard let schemaType = table.lookup(name, from: &hint), !schemaType.isList else { throw GiveUp() }
+            guard let field = table.lookup(name, from: &hint), !table.types[field].isList else { throw GiveUp() }
+            let schemaType = table.types[field]
             var value: FieldValue?
             var sawValue = false, sawType = false
             try p.members { q, key in
@@ -184,7 +189,10 @@ extension JSONParser {
                     if !q.isNull() { value = try q.value(as: schemaType) }
                 case "type" where !sawType:
                     sawType = true
-                    guard let given = FieldType.parseWebServicesName(try q.string()), schemaType.accepts(given) else { throw GiveUp() }
+                    let given = try q.string()
+                    if given != table.typeNames[field] {
+                        guard let parsed = FieldType.parseWebServicesName(given), schemaType.accepts(parsed) else { throw GiveUp() }
+                    }
                 default: throw GiveUp()
                 }
             }
@@ -259,7 +267,7 @@ extension JSONParser {
         }
         skipWhitespace()
         // Without these keys the general reader takes a record for the plain style.
-        guard sawFields || sawZone || sawTag else { throw GiveUp() }
+        guard sawFields || sawZone else { throw GiveUp() }
         guard i == bytes.count, let recordName, let type = recordType ?? scanner.defaultRecordType else { throw GiveUp() }
         if let fieldsStart {
             let end = i

@@ -52,9 +52,10 @@ struct SchemaLexer {
         scalars = Array(text.unicodeScalars)
     }
 
-    mutating func tokenize() throws(SchemaError) -> [SchemaToken] {
+    /// The tokens of the text, or only the first `limit` of them.
+    mutating func tokenize(limit: Int = Int.max) throws(SchemaError) -> [SchemaToken] {
         var tokens: [SchemaToken] = []
-        while true {
+        while tokens.count < limit {
             try skipTrivia()
             let start = TextPosition(line: line, column: column)
             guard let c = peek() else {
@@ -90,6 +91,7 @@ struct SchemaLexer {
                 throw SchemaError(start, "unexpected character '\(c)'")
             }
         }
+        return tokens
     }
 
     private mutating func skipTrivia() throws(SchemaError) {

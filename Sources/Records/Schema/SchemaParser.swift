@@ -21,6 +21,11 @@ public struct SchemaParser {
 
     /// Parses and checks schema text.
     public static func parse(_ text: String, file: String? = nil) throws(SchemaError) -> Schema {
+        if !looksLikeSchema(text) {
+            var error = SchemaError(firstSignificantPosition(text), "a schema starts with 'DEFINE SCHEMA' (the text 'cktool export-schema' writes), found \(excerpt(text))")
+            error.file = file
+            throw error
+        }
         do {
             var lexer = SchemaLexer(text)
             var parser = SchemaParser(tokens: try lexer.tokenize())
@@ -34,13 +39,26 @@ public struct SchemaParser {
 
     /// Whether `text` is schema-language text: its first word, after comments, is `DEFINE SCHEMA`.
     public static func looksLikeSchema(_ text: some StringProtocol) -> Bool {
-        var lexer = SchemaLexer(String(text.prefix(4096)))
-        guard let tokens = try? lexer.tokenize() else {
-            // The prefix may end inside a comment or name; look at the words we can read.
-            let trimmed = text.drop { $0.isWhitespace }
-            return trimmed.uppercased().hasPrefix("DEFINE") && trimmed.dropFirst(6).drop { $0.isWhitespace }.uppercased().hasPrefix("SCHEMA")
-        }
+        var lexer = SchemaLexer(String(text.prefix(16384)))
+        guard let tokens = try? lexer.tokenize(limit: 2) else { return false }
         return tokens.count >= 2 && tokens[0].isKeyword("DEFINE") && tokens[1].isKeyword("SCHEMA")
+    }
+
+    /// Where the first character after whitespace and comments is.
+    private static func firstSignificantPosition(_ text: String) -> TextPosition {
+        var lexer = SchemaLexer(text)
+        if let tokens = try? lexer.tokenize(limit: 1), let first = tokens.first { return first.position }
+        var line = 1, column = 1
+        for c in text.unicodeScalars {
+            if c == "\n" { line += 1; column = 1 } else if c == " " || c == "\t" || c == "\r" { column += 1 } else { break }
+        }
+        return TextPosition(line: line, column: column)
+    }
+
+    private static func excerpt(_ text: String) -> String {
+        let start = text.drop { $0.isWhitespace }
+        guard !start.isEmpty else { return "an empty file" }
+        return "'" + String(start.prefix { $0 != "\n" }.prefix(24)) + "'"
     }
 
     private init(tokens: [SchemaToken]) {
@@ -69,9 +87,10 @@ public struct SchemaParser {
             } else if current.isKeyword("RECORD") {
                 advance()
                 try expectKeyword("TYPE", "expected 'TYPE' after 'RECORD'")
+                let namePosition = current.position
                 let recordType = try parseRecordType()
                 if schema.recordType(named: recordType.name) != nil {
-                    report(typePositions[recordType.name]!, "record type '\(recordType.name)' is defined twice")
+                    report(namePosition, "record type '\(recordType.name)' is defined twice (first at \(typePositions[recordType.name]!))")
                 } else {
                     schema.recordTypes.append(recordType)
                 }

@@ -48,9 +48,11 @@ struct StatsCommand: ParsableCommand {
         print("schema  \(stats.recordTypeCount) record types")
         print("token   \(stats.token)")
         print("")
+        // Zones of other owners share names ("RelationshipZone"); the owner tells them apart.
         let rows = stats.entries.map { entry in
-            [entry.zone.scope.rawValue, entry.zone.zoneName, entry.recordType, Console.count(entry.records), Console.count(entry.tombstones)]
-        } + [["total", "", "", Console.count(stats.totalRecords), Console.count(stats.totalTombstones)]]
-        print(Console.table(["scope", "zone", "type", "records", "tombstones"], rows, numeric: [3, 4]))
+            let owner = entry.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : String(entry.zone.ownerRecordName.prefix(9)) + "…"
+            return [entry.zone.scope.rawValue, entry.zone.zoneName, owner, entry.recordType, Console.count(entry.records), Console.count(entry.tombstones)]
+        } + [["total", "", "", "", Console.count(stats.totalRecords), Console.count(stats.totalTombstones)]]
+        print(Console.table(["scope", "zone", "owner", "type", "records", "tombstones"], rows, numeric: [4, 5]))
     }
 }

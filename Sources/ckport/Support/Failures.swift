@@ -22,6 +22,12 @@ struct CommandFailure: Error, CustomStringConvertible {
 }
 
 enum Failures {
+    /// Whether the error comes from ckport rather than from argument parsing.
+    static func isLibraryError(_ error: Error) -> Bool {
+        error is CommandFailure || error is ImportFailure || error is InputIssue || error is SchemaError
+            || error is OutputError || error is StoreError
+    }
+
     /// How an error from the library reads, and the status it exits with.
     static func classify(_ error: Error) -> (ExitStatus, String) {
         switch error {

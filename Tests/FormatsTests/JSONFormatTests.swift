@@ -1,0 +1,188 @@
+import Foundation
+import Testing
+@testable import Formats
+import Records
+import SampleApps
+
+@Suite("JSON records")
+struct JSONFormatTests {
+    @Test("every value of every type survives JSON and back", arguments: ValueStyle.allCases)
+    func roundTrip(style: ValueStyle) throws {
+        let original = EveryType.records
+        let bytes = encode(original, style: style)
+        let codec = JSONRecordCodec(schema: EveryType.schema)
+        let items = try readAll(bytes, codec: codec)
+        #expect(issues(items).isEmpty, "\(issues(items))")
+        let decoded = records(items)
+        #expect(decoded == original)
+        #expect(encode(decoded, style: style) == bytes)
+    }
+
+    @Test("canonical output is CloudKit Web Services' record shape")
+    func canonicalShape() throws {
+        let text = String(decoding: encode([EveryType.records[0]], style: .canonical), as: UTF8.self)
+        #expect(text.hasPrefix(#"{"recordName":"thing-full","recordType":"Thing","scope":"shared","zoneID":{"zoneName":"Kitchen-Zone","ownerRecordName":"_0123abcd"},"recordChangeTag":"k9","created":{"timestamp":-236131200000,"userRecordName":"_0123abcd","deviceID":"iPhone-1"},"modified":{"timestamp":1768208400123},"fields":{"blob":{"value":"AAEC/v8=","type":"BYTES"},"#))
+        #expect(text.contains(#""count":{"value":-9223372036854775808,"type":"INT64"}"#))
+        #expect(text.contains(#""ref":{"value":{"recordName":"other","action":"DELETE_SELF"},"type":"REFERENCE"}"#))
+        #expect(text.contains(#""secret":{"value":"","type":"ENCRYPTED_STRING"}"#))
+        #expect(text.contains(#""secrets":{"value":["s"],"type":"ENCRYPTED_STRING_LIST"}"#))
+        #expect(text.contains(#""file":{"value":{"fileChecksum":"AXyz+/==","size":1234567,"#))
+        #expect(text.contains(#""legacy":{"value":3.0,"type":"DOUBLE"}"#))
+        #expect(text.contains(#""ratios":{"value":[5e-324,1.7976931348623157e+308,-0.0,1e-05,123456789.125],"type":"DOUBLE_LIST"}"#))
+        #expect(text.contains(#""files":{"value":[],"type":"ASSETID_LIST"}"#))
+    }
+
+    @Test("plain output is flat, with ISO-8601 times")
+    func plainShape() {
+        let text = String(decoding: encode([EveryType.records[0]], style: .plain), as: UTF8.self)
+        #expect(text.hasPrefix(#"{"recordName":"thing-full","recordType":"Thing","scope":"shared","zoneName":"Kitchen-Zone","ownerRecordName":"_0123abcd","recordChangeTag":"k9","created":"1962-07-09T00:00:00.000Z","createdBy":"_0123abcd","createdDevice":"iPhone-1","modified":"2026-01-12T09:00:00.123Z","blob":"AAEC/v8=","#))
+        #expect(text.contains(#""when":"1969-12-31T23:59:59.999Z""#))
+        #expect(text.contains(#""ref":{"recordName":"other","action":"DELETE_SELF"}"#))
+        #expect(text.contains(#""refs":["a",{"recordName":"_userRecord","action":"VALIDATE"}]"#))
+        let lists = String(decoding: encode([EveryType.records[2]], style: .plain), as: UTF8.self)
+        #expect(lists.contains(#""zoneName":"_defaultZone","count""#))
+    }
+
+    @Test("a {\"records\": […]} document and a bare array read like lines")
+    func documents() throws {
+        let codec = JSONRecordCodec(schema: EveryType.schema)
+        let lines = encode(EveryType.records, style: .canonical)
+        let body = String(decoding: lines, as: UTF8.self).split(separator: "\n").joined(separator: ",\n")
+        let document = Array("{\"records\": [\n\(body)\n], \"continuationMarker\": \"abc\"}".utf8)
+        #expect(records(try readAll(document, name: "x.json", layout: .document, codec: codec)) == EveryType.records)
+        #expect(records(try readAll(document, name: "x.json", layout: nil, codec: codec)) == EveryType.records)
+        let array = Array("  [\(body)]  \n".utf8)
+        #expect(records(try readAll(array, name: "x.json", codec: codec)) == EveryType.records)
+        #expect(records(try readAll(Array("{\"records\": []}".utf8), name: "x.json", codec: codec)).isEmpty)
+        let crlf = Array(String(decoding: lines, as: UTF8.self).replacingOccurrences(of: "\n", with: "\r\n\r\n").utf8)
+        #expect(records(try readAll(crlf, codec: codec)) == EveryType.records)
+    }
+
+    @Test("real exports are read leniently")
+    func lenient() throws {
+        let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (title STRING, n INT64, due TIMESTAMP, done INT64);")
+        let codec = JSONRecordCodec(schema: schema)
+        let text = """
+        {"recordName":"t1","recordType":"Task","shortGUID":"x","pluginFields":{},"fields":{"title":{"value":"A"},"n":{"value":"9007199254740993","type":"INT64"},"due":{"value":"2026-01-12T09:00:00Z","type":"TIMESTAMP"}}}
+        {"recordName":"t2","recordType":"Task","title":"B","due":"2026-01-12","done":true,"n":12}
+        """
+        let read = records(try readAll(Array(text.utf8), codec: codec))
+        #expect(read.count == 2)
+        #expect(read[0].fields == ["title": .string("A"), "n": .int64(9_007_199_254_740_993), "due": .timestamp(1_768_208_400_000)])
+        #expect(read[1].fields == ["title": .string("B"), "due": .timestamp(1_768_176_000_000), "done": .int64(1), "n": .int64(12)])
+    }
+
+    @Test("errors name the file, line, column, path, record and field")
+    func errorPositions() throws {
+        let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (title STRING, due TIMESTAMP);")
+        let codec = JSONRecordCodec(schema: schema)
+        let text = """
+        {"recordName":"t1","recordType":"Task","fields":{"title":{"value":"ok","type":"STRING"}}}
+        {"recordName":"t2","recordType":"Task","fields":{"due":{"value":"next tuesday","type":"TIMESTAMP"}}}
+        {"recordName":"t3","recordType":"Task","title":"x","due":42.5}
+        {"recordName":"t4", "recordType":"Task" "title":"x"}
+        {"recordName":"t5","recordType":"Task","fields":{"due":{"value":1,"type":"STRING"}}}
+        """
+        let found = issues(try readAll(Array(text.utf8), name: "tasks.jsonl", codec: codec))
+        #expect(found.count == 4)
+        #expect(found[0].description == "tasks.jsonl:2:65 (fields.due.value): record 't2' (Task), field 'due': expected TIMESTAMP (milliseconds since 1970, or ISO-8601 text such as 2026-01-12T09:00:00.000Z), found the string \"next tuesday\"")
+        #expect(found[1].description == "tasks.jsonl:3:58 (due): record 't3' (Task), field 'due': expected TIMESTAMP, found the number 42.5: milliseconds since 1970 are whole numbers")
+        #expect(found[2].description == "tasks.jsonl:4:41: not valid JSON: expected ',' or '}' in an object, found '\"'")
+        #expect(found[3].position.column == 74)
+        #expect(found[3].message == "the schema says Task.due is TIMESTAMP, but the record says STRING")
+    }
+
+    @Test("a record in a .json document is placed by its line and array index")
+    func documentPositions() throws {
+        let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (title STRING);")
+        let text = "{\"records\": [\n  {\"recordName\": \"a\", \"recordType\": \"Task\", \"title\": \"x\"},\n  {\"recordName\": \"b\", \"recordType\": \"Task\", \"title\": 5}\n]}"
+        let found = issues(try readAll(Array(text.utf8), name: "export.json", codec: JSONRecordCodec(schema: schema)))
+        #expect(found.map(\.description) == ["export.json:3:54 (records[1].title): record 'b' (Task), field 'title': expected STRING (a JSON string), found the number 5"])
+    }
+
+    @Test("a broken document is an error that says where")
+    func brokenDocument() throws {
+        let codec = JSONRecordCodec(schema: EveryType.schema)
+        #expect(throws: InputIssue.self) { try readAll(Array("{\"records\": [{\"recordName\": \"a\"}".utf8), name: "x.json", codec: codec) }
+        do { _ = try readAll(Array("{\"records\": 5}".utf8), name: "x.json", codec: codec) } catch let issue as InputIssue {
+            #expect(issue.description == "x.json:1:13: \"records\" must be an array")
+        }
+    }
+
+    @Test("the direct reader gives the same records as the general one, on every sample", arguments: SampleApp.allCases)
+    func scannerMatchesGeneralReader(app: SampleApp) throws {
+        let codec = JSONRecordCodec(schema: app.schema)
+        let text = try String(contentsOf: packageRoot.appendingPathComponent("samples/\(app.rawValue)/records.jsonl"), encoding: .utf8)
+        var fast = 0
+        for line in text.split(separator: "\n") {
+            let bytes = Array(line.utf8)
+            let general = try codec.decode(try JSONParser.parse(bytes))
+            let (decoded, _) = try bytes.withUnsafeBytes { try codec.decode(bytes: $0) }
+            #expect(decoded == general)
+            if bytes.withUnsafeBytes({ CanonicalRecordScanner(fieldTypes: fieldTypes(app.schema), defaultRecordType: nil, defaultZone: .defaultZone).scan($0) }) != nil { fast += 1 }
+        }
+        if app == .familyTodo || app == .familyCalendar { #expect(fast == text.split(separator: "\n").count) }
+    }
+
+    @Test("the direct reader steps aside for every shape it does not cover")
+    func scannerFallsBack() throws {
+        let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (title STRING, n INT64, ref REFERENCE, tags LIST<STRING>);")
+        let scanner = CanonicalRecordScanner(fieldTypes: fieldTypes(schema), defaultRecordType: nil, defaultZone: .defaultZone)
+        let codec = JSONRecordCodec(schema: schema)
+        let cases = [
+            #"{"recordName":"a","recordType":"Task","fields":{"n":{"value":"12","type":"INT64"}}}"#,
+            #"{"recordName":"a","recordType":"Task","fields":{"tags":{"value":["x"],"type":"STRING_LIST"}}}"#,
+            #"{"recordName":"a","recordType":"Task","fields":{"extra":{"value":1,"type":"INT64"}}}"#,
+            #"{"recordName":"a","recordType":"Task","shortGUID":"g","fields":{}}"#,
+            #"{"recordName":"a","recordType":"Task","fields":{"n":{"value":1.0,"type":"INT64"}}}"#,
+            #"{"recordName":"a","recordType":"Task","fields":{"ref":{"value":{"recordName":"b","zoneID":{"zoneName":"_defaultZone"}},"type":"REFERENCE"}}}"#,
+            #"{"recordName":"a","recordType":"Task","created":{"timestamp":1}}"#,
+        ]
+        for text in cases {
+            let bytes = Array(text.utf8)
+            #expect(bytes.withUnsafeBytes { scanner.scan($0) } == nil, "\(text)")
+            let general = Result { try codec.decode(try JSONParser.parse(bytes)) }.map { $0 }
+            let combined = Result { try bytes.withUnsafeBytes { try codec.decode(bytes: $0) }.0 }
+            switch (general, combined) {
+            case let (.success(a), .success(b)): #expect(a == b)
+            case let (.failure(a), .failure(b)): #expect("\(a)" == "\(b)")
+            default: Issue.record("the readers disagree on \(text): \(general) / \(combined)")
+            }
+        }
+        let fieldsFirst = Array(#"{"fields":{"title":{"type":"STRING","value":"x \"y\"\n"}},"recordName":"a","recordType":"Task"}"#.utf8)
+        #expect(fieldsFirst.withUnsafeBytes { scanner.scan($0) }?.fields == ["title": .string("x \"y\"\n")])
+    }
+
+    func fieldTypes(_ schema: Schema) -> [String: [String: FieldType]] {
+        Dictionary(uniqueKeysWithValues: schema.recordTypes.map { type in (type.name, Dictionary(uniqueKeysWithValues: type.userFields.map { ($0.name, $0.type) })) })
+    }
+
+    @Test("the committed samples are the generator's output", arguments: [
+        (SampleApp.familyTodo, 80), (.familyCalendar, 120), (.relationshipCheckin, 61), (.screenTimeRewards, 90), (.notes, 60),
+    ])
+    func samplesMatchGenerator(app: SampleApp, count: Int) throws {
+        let directory = packageRoot.appendingPathComponent("samples/\(app.rawValue)")
+        #expect(try String(contentsOf: directory.appendingPathComponent("schema.ckdb"), encoding: .utf8) == app.schemaText)
+        var generated: [Record] = []
+        try app.generate(records: count, seed: 1) { generated.append($0) }
+        #expect(generated.count == count)
+        let committed = try Data(contentsOf: directory.appendingPathComponent("records.jsonl"))
+        #expect(encode(generated, style: .canonical, schema: app.schema) == [UInt8](committed))
+    }
+
+    @Test("generation is deterministic and exact at any size")
+    func generatorCounts() throws {
+        for app in SampleApp.allCases {
+            for count in [0, 1, 7, 500] {
+                var first: [Record] = []
+                var second: [Record] = []
+                try app.generate(records: count, seed: 9) { first.append($0) }
+                try app.generate(records: count, seed: 9) { second.append($0) }
+                #expect(first.count == count)
+                #expect(first == second)
+                let validator = RecordValidator(schema: app.schema)
+                for record in first { #expect(validator.issues(in: record).isEmpty, "\(app) \(record.recordName)") }
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Testing
+@testable import Records
+
+@Suite("Record validation")
+struct ValidationTests {
+    let schema = try! SchemaParser.parse("""
+        DEFINE SCHEMA
+            RECORD TYPE Task (title STRING, due TIMESTAMP, tags LIST<STRING>, n NUMBER, blob BYTES);
+        """)
+
+    func record(_ fields: RecordFields = [:], name: String = "task-1", type: String = "Task") -> Record {
+        Record(id: RecordID(recordName: name), recordType: type, fields: fields)
+    }
+
+    @Test("a good record has no issues")
+    func good() {
+        let validator = RecordValidator(schema: schema)
+        #expect(validator.issues(in: record(["title": .string("x"), "due": .timestamp(0), "tags": .list(.string, []), "n": .double(1.5)])).isEmpty)
+        #expect(validator.issues(in: record(["n": .int64(3)])).isEmpty)
+    }
+
+    @Test("names, types, unknown fields and the size limit")
+    func problems() {
+        let validator = RecordValidator(schema: schema)
+        #expect(validator.issues(in: record(name: "_hidden")).first?.message.contains("cannot start with '_'") == true)
+        #expect(validator.issues(in: record(name: "")).first?.message.contains("cannot be empty") == true)
+        #expect(validator.issues(in: record(name: "naïve")).first?.message.contains("ASCII") == true)
+        #expect(validator.issues(in: record(name: String(repeating: "a", count: 256))).first?.message.contains("at most 255") == true)
+        #expect(validator.issues(in: record(type: "Note")).first?.message.contains("unknown record type 'Note'") == true)
+        let mismatch = validator.issues(in: record(["due": .string("tomorrow")]))
+        #expect(mismatch == [ValidationIssue(field: "due", message: "expected TIMESTAMP, found a STRING value")])
+        let unknown = validator.issues(in: record(["colour": .string("red")]))
+        #expect(unknown.first?.field == "colour")
+        #expect(unknown.first?.message.contains("--allow-new-fields") == true)
+        #expect(validator.issues(in: record(["colour": .string("red")]), allowNewFields: true).isEmpty)
+        let big = validator.issues(in: record(["blob": .bytes([UInt8](repeating: 7, count: 1_048_577))]))
+        #expect(big.first?.field == "blob")
+        #expect(big.first?.message.contains("over CloudKit's limit of 1048576 bytes") == true)
+        #expect(validator.issues(in: record(["blob": .bytes([UInt8](repeating: 7, count: 1_000_000))])).isEmpty)
+    }
+
+    @Test("record fields stay sorted and unique")
+    func fields() {
+        var fields = RecordFields()
+        fields["b"] = .int64(2)
+        fields["a"] = .int64(1)
+        fields["c"] = .int64(3)
+        fields["b"] = .int64(20)
+        #expect(fields.names == ["a", "b", "c"])
+        #expect(fields["b"] == .int64(20))
+        fields["a"] = nil
+        #expect(fields.names == ["b", "c"])
+        let duplicate = fields.insertNew("c", .int64(0))
+        #expect(!duplicate)
+        let added = fields.insertNew("d", .int64(4))
+        #expect(added)
+        #expect(RecordFields(["z": .int64(1), "y": .int64(2)]).names == ["y", "z"])
+    }
+
+    @Test("doubles compare by bits, so -0.0 is a change")
+    func doubleEquality() {
+        #expect(FieldValue.double(0.0) != FieldValue.double(-0.0))
+        #expect(FieldValue.double(.nan) == FieldValue.double(.nan))
+    }
+}

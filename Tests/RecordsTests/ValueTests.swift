@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+@testable import Records
+
+@Suite("Timestamps")
+struct TimestampTests {
+    @Test("format and parse round trip, before 1970 and far from it",
+          arguments: [Int64(0), 1_768_208_400_000, -1, -236_131_200_000, -62_135_596_800_000, 253_402_300_799_999,
+                      951_782_400_000, Int64.min, Int64.max, -1_000_000_000_000_001])
+    func roundTrip(ms: Int64) throws {
+        let text = ISO8601.format(milliseconds: ms)
+        #expect(ISO8601.parse(text) == ms, "\(text)")
+    }
+
+    @Test("known instants")
+    func known() {
+        #expect(ISO8601.format(milliseconds: 1_768_208_400_000) == "2026-01-12T09:00:00.000Z")
+        #expect(ISO8601.format(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(ISO8601.format(milliseconds: 951_782_400_000) == "2000-02-29T00:00:00.000Z")
+        #expect(ISO8601.format(milliseconds: -62_167_219_200_000) == "0000-01-01T00:00:00.000Z")
+        #expect(ISO8601.format(milliseconds: -62_167_219_200_001) == "-0001-12-31T23:59:59.999Z")
+        #expect(ISO8601.format(milliseconds: 1_768_208_400_000, offsetSeconds: 3600) == "2026-01-12T10:00:00.000+01:00")
+    }
+
+    @Test("the forms people write")
+    func forms() {
+        #expect(ISO8601.parse("2026-01-12") == 1_768_176_000_000)
+        #expect(ISO8601.parse("2026-01-12T09:00Z") == 1_768_208_400_000)
+        #expect(ISO8601.parse("2026-01-12 09:00") == 1_768_208_400_000)
+        #expect(ISO8601.parse("2026-01-12T09:00:00.5Z") == 1_768_208_400_500)
+        #expect(ISO8601.parse("2026-01-12T10:00:00+01:00") == 1_768_208_400_000)
+        #expect(ISO8601.parse("2026-01-12T10:00:00+0100") == 1_768_208_400_000)
+        #expect(ISO8601.parse("2026-01-12T09:00:00.123000Z") == 1_768_208_400_123)
+        #expect(ISO8601.parse("2026-01-12T10:00", timeZone: TimeZone(identifier: "Europe/Berlin")) == 1_768_208_400_000)
+        #expect(ISO8601.parse("2026-07-12T11:00", timeZone: TimeZone(identifier: "Europe/Berlin")) == ISO8601.parse("2026-07-12T09:00Z"))
+    }
+
+    @Test("text that is not a timestamp", arguments: ["", "2026-13-01", "2026-02-30", "2025-02-29", "26-01-12", "2026-01-12T24:00", "2026-01-12T09:00:00.1234Z", "next tuesday", "2026-01-12T09:00:00Zjunk"])
+    func invalid(text: String) {
+        #expect(ISO8601.parse(text) == nil)
+    }
+}
+
+@Suite("JSON")
+struct JSONTests {
+    @Test("numbers keep their text; strings, escapes and surrogate pairs decode")
+    func values() throws {
+        let value = try JSONParser.parse(#"{"a": 9223372036854775807, "b": -0.0, "c": "tab\there \u00e9 \ud83d\ude00", "d": [true, false, null]}"#)
+        guard case .object(let object) = value else { Issue.record("not an object"); return }
+        #expect(object["a"] == .number("9223372036854775807"))
+        #expect(object["b"] == .number("-0.0"))
+        #expect(object["c"] == .string("tab\there é 😀"))
+        #expect(object["d"] == .array([.bool(true), .bool(false), .null]))
+    }
+
+    struct Bad: Sendable, CustomStringConvertible {
+        var bytes: [UInt8]
+        var offset: Int
+        var message: String
+        var description: String { message }
+    }
+
+    static let bad: [Bad] = [
+        Bad(bytes: Array(#"{"a": 1, "a": 2}"#.utf8), offset: 9, message: "key \"a\" appears twice"),
+        Bad(bytes: [0x22, 0x61, 0xFF, 0x22], offset: 2, message: "not valid UTF-8"),
+        Bad(bytes: [0x22, 0xC0, 0xAF, 0x22], offset: 1, message: "not valid UTF-8"),
+        Bad(bytes: [0x22, 0xED, 0xA0, 0x80, 0x22], offset: 1, message: "not valid UTF-8"),
+        Bad(bytes: Array(#""\ud800""#.utf8), offset: 1, message: "half a surrogate pair"),
+        Bad(bytes: Array("\"a\nb\"".utf8), offset: 2, message: "control character"),
+        Bad(bytes: Array("[1, 2,]".utf8), offset: 6, message: "expected a value"),
+        Bad(bytes: Array("01".utf8), offset: 1, message: "cannot start with 0"),
+        Bad(bytes: Array("{\"a\": 1} x".utf8), offset: 9, message: "after the JSON value"),
+        Bad(bytes: Array(String(repeating: "[", count: 600).utf8), offset: 512, message: "deeper than 512"),
+    ]
+
+    @Test("malformed JSON is refused at the right byte", arguments: bad)
+    func malformed(_ bad: Bad) {
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(bad.bytes) }
+        do { _ = try JSONParser.parse(bad.bytes) } catch {
+            #expect(error.offset == bad.offset, "\(error)")
+            #expect(error.message.contains(bad.message), "\(error)")
+        }
+    }
+
+    @Test("a path is located in the text")
+    func locate() {
+        let text = Array(#"{"fields": {"title": {"value": 5}}, "x": [0, {"y": 1}]}"#.utf8)
+        text.withUnsafeBytes { raw in
+            #expect(JSONParser.offset(of: [.key("fields"), .key("title"), .key("value")], in: raw) == 31)
+            #expect(JSONParser.offset(of: [.key("x"), .index(1), .key("y")], in: raw) == 51)
+            #expect(JSONParser.offset(of: [.key("nope")], in: raw) == nil)
+        }
+    }
+
+    @Test("the writer escapes what JSON requires and nothing else")
+    func writer() throws {
+        var out = JSONWriter()
+        out.string("quote \" backslash \\ newline \n control \u{01} emoji 😀 é")
+        #expect(out.text == #""quote \" backslash \\ newline \n control \u0001 emoji 😀 é""#)
+        #expect(try JSONParser.parse(out.bytes) == .string("quote \" backslash \\ newline \n control \u{01} emoji 😀 é"))
+        for value in [Int64.min, Int64.max, 0, -7, 1_000_000] {
+            var w = JSONWriter()
+            w.int(value)
+            #expect(w.text == String(value))
+        }
+    }
+
+    @Test("Base64 both ways, padding optional, garbage refused")
+    func base64() {
+        for length in 0..<10 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 37 + 11) }
+            let text = Base64.encode(bytes)
+            #expect(Base64.decode(text) == bytes)
+            #expect(text == Data(bytes).base64EncodedString())
+        }
+        #expect(Base64.decode("AQID") == [1, 2, 3])
+        #expect(Base64.decode("AQ") == [1])
+        #expect(Base64.decode("A") == nil)
+        #expect(Base64.decode("AQ!D") == nil)
+        #expect(Base64.decode("AR==") == nil)
+    }
+}
+
+@Suite("Predicates")
+struct PredicateTests {
+    @Test("the CloudKit subset parses")
+    func parses() throws {
+        let predicate = try RecordPredicate.parse("familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false AND status IN ['a', \"b\"] AND recordName BEGINSWITH 'DailyEntry_' AND tags CONTAINS 'x' AND n < -1.5e3")
+        #expect(predicate.conditions.count == 7)
+        #expect(predicate.conditions[0] == Condition(field: "familyID", op: .equal, value: .string("family-1"), fieldColumn: 1, valueColumn: 13))
+        #expect(predicate.conditions[1].value == .date("2026-03-01"))
+        #expect(predicate.conditions[2].value == .bool(false))
+        #expect(predicate.conditions[3].value == .list([.string("a"), .string("b")]))
+        #expect(predicate.conditions[4].op == .beginsWith)
+        #expect(predicate.conditions[5].op == .contains)
+        #expect(predicate.conditions[6].value == .number("-1.5e3"))
+        #expect(try RecordPredicate.parse("title == 'it''s'").conditions[0].value == .string("it's"))
+        #expect(try RecordPredicate.parse("\"grant\" == 1").conditions[0].field == "grant")
+    }
+
+    @Test("errors say where", arguments: [
+        ("title == ", 10, "expected a value"),
+        ("title = 'x' OR a = 1", 13, "OR is not supported"),
+        ("title ~ 'x'", 7, "unexpected character '~'"),
+        ("title 'x'", 7, "expected an operator"),
+        ("status IN 'a'", 11, "IN needs a list"),
+        ("title == 'open", 10, "not closed"),
+        ("", 1, "empty"),
+        ("a == 1 b == 2", 8, "expected AND"),
+    ])
+    func errors(text: String, column: Int, message: String) {
+        do {
+            _ = try RecordPredicate.parse(text)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.column == column, "\(error)")
+            #expect(error.message.contains(message), "\(error)")
+        }
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+import Formats
+import Records
+@testable import Store
+
+@Suite("Store")
+struct StoreTests {
+    @Test("queries select and sort with CloudKit's predicate subset")
+    func queries() throws {
+        let scratch = Scratch()
+        let store = try scratch.store(taskSchema)
+        let input = [
+            task("a", #""title":{"value":"Trash"},"status":{"value":"next"},"priority":{"value":2},"due":{"value":1768208400000},"tags":{"value":["home","weekly"]}"#),
+            task("b", #""title":{"value":"Dishes"},"status":{"value":"done"},"priority":{"value":1},"due":{"value":1767571200000},"tags":{"value":[]}"#),
+            task("c", #""title":{"value":"Taxes"},"status":{"value":"backlog"},"priority":{"value":3},"due":{"value":1772323200000}"#),
+            task("d", #""title":{"value":"Tidy"},"status":{"value":"next"}"#),
+        ].joined(separator: "\n")
+        _ = try importText(input, into: store)
+        func names(_ predicate: String? = nil, sort: String? = nil, desc: Bool = false) throws -> [String] {
+            let query = RecordQuery(recordTypes: ["Task"], predicate: try predicate.map { try RecordPredicate.parse($0) }, predicateText: predicate, sortField: sort, descending: desc)
+            return try allRecords(store, query).map(\.recordName)
+        }
+        #expect(try names() == ["a", "b", "c", "d"])
+        #expect(try names("status == 'next'") == ["a", "d"])
+        #expect(try names("status != 'next'") == ["b", "c"])
+        #expect(try names("priority >= 2") == ["a", "c"])
+        #expect(try names("priority < 2 AND status == 'done'") == ["b"])
+        #expect(try names("status IN ['done', 'backlog']") == ["b", "c"])
+        #expect(try names("title BEGINSWITH 'T'") == ["a", "c", "d"])
+        #expect(try names("tags CONTAINS 'weekly'") == ["a"])
+        #expect(try names("due >= 2026-01-12") == ["a", "c"])
+        #expect(try names("due < 2026-01-12T09:00:00Z") == ["b"])
+        #expect(try names("recordName BEGINSWITH 'c'") == ["c"])
+        #expect(try names(sort: "due") == ["d", "b", "a", "c"])
+        #expect(try names("priority > 0", sort: "priority", desc: true) == ["c", "a", "b"])
+        #expect(try store.read { try $0.count(RecordQuery(recordTypes: ["Task"], predicate: try RecordPredicate.parse("status == 'next'"))) } == 2)
+        #expect(throws: StoreError.self) { try names("due == 'soon'") }
+        #expect(throws: StoreError.self) { try names("tags == 'x'") }
+        #expect(throws: StoreError.self) { try names("nope == 1") }
+    }
+
+    @Test("an indexed query uses the index, as SQLite's query plan shows")
+    func queryPlan() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore("family-calendar")
+        let query = RecordQuery(recordTypes: ["Event"], predicate: try RecordPredicate.parse("familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false"), sortField: "startDate")
+        let plans = try store.read { try $0.queryPlan(query) }
+        #expect(plans.count == 1)
+        let plan = plans[0].plan.joined(separator: "\n")
+        #expect(plan.contains("USING INDEX Event."), "\(plan)")
+        #expect(!plan.contains("SCAN Event"), "\(plan)")
+        // An unindexed field needs a scan: the plan says so too.
+        let scan = try store.read { try $0.queryPlan(RecordQuery(recordTypes: ["Event"], predicate: try RecordPredicate.parse("title == 'Piano lesson'"), sortField: "title")) }
+        #expect(scan[0].plan.joined().contains("SCAN Event"))
+        let selected = try allRecords(store, query)
+        #expect(!selected.isEmpty)
+        #expect(selected.allSatisfy { $0.fields["familyID"] == .reference(Reference(recordName: "family-1", action: .deleteSelf)) && $0.fields["isDeleted"] == .int64(0) })
+        let starts = selected.compactMap { if case .timestamp(let t)? = $0.fields["startDate"] { return t } else { return nil } }
+        #expect(starts == starts.sorted())
+        #expect(starts.allSatisfy { $0 >= ISO8601.parse("2026-03-01")! })
+    }
+
+    @Test("deleting a family cascades through DELETE_SELF references, transitively")
+    func cascade() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore("family-calendar")
+        let before = try store.read { try $0.stats() }
+        let familyZone = try #require(try store.read { $0.zones }.first { $0.zoneName == "family-1-zone" })
+        let family1 = try allRecords(store).filter { $0.zone == familyZone }
+        let deleted = try store.write { try $0.delete([RecordID(recordName: "family-1", zone: familyZone)]) }
+        // Everything in the family's zone pointed, directly or through its event, at the family.
+        #expect(Set(deleted.map(\.id)) == Set(family1.map(\.id)))
+        let participant = try #require(deleted.first { $0.recordType == "EventParticipant" })
+        #expect(participant.field == "eventID")
+        #expect(participant.cause?.recordName.hasPrefix("event-1-") == true)
+        let after = try store.read { try $0.stats() }
+        #expect(after.totalRecords == before.totalRecords - family1.count)
+        #expect(after.totalTombstones == family1.count)
+        // The private records (users, notifications) are untouched.
+        #expect(try allRecords(store, RecordQuery(scope: .private)).count == before.entries.filter { $0.zone.scope == .private }.reduce(0) { $0 + $1.records })
+    }
+
+    @Test("a VALIDATE reference blocks the delete, and nothing is deleted")
+    func validate() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore("relationship-checkin")
+        let zone = try #require(try allRecords(store).first { $0.recordName == "couple-1" }?.zone)
+        let before = fileBytes(store.path)
+        do {
+            _ = try store.write { try $0.delete([RecordID(recordName: "couple-1", zone: zone)]) }
+            Issue.record("the delete should be refused")
+        } catch StoreError.deleteRefused(let message) {
+            #expect(message.hasPrefix("nothing was deleted: "))
+            #expect(message.contains("DailyEntry 'DailyEntry_2026-01-05__"))
+            #expect(message.contains("through couple (VALIDATE)"))
+        }
+        #expect(fileBytes(store.path) == before)
+        // Deleting the entries first lets the couple go.
+        let entries = try allRecords(store, RecordQuery(recordTypes: ["DailyEntry"])).filter { $0.zone == zone }.map(\.id)
+        let deleted = try store.write { try $0.delete(entries + [RecordID(recordName: "couple-1", zone: zone)]) }
+        #expect(deleted.count == entries.count + 1)
+    }
+
+    @Test("a missing record name is an error that deletes nothing")
+    func deleteMissing() throws {
+        let scratch = Scratch()
+        let store = try scratch.store(taskSchema)
+        _ = try importText(task("a", #""title":{"value":"x"}"#), into: store)
+        #expect(throws: StoreError.self) { try store.write { try $0.delete([RecordID(recordName: "a"), RecordID(recordName: "zzz")]) } }
+        #expect(try allRecords(store).count == 1)
+    }
+
+    @Test("change tokens follow inserts, updates and deletes")
+    func changeTokens() throws {
+        let scratch = Scratch()
+        let store = try scratch.store(taskSchema)
+        func changes(since token: ChangeToken) throws -> [String] {
+            try store.read { session in
+                var out: [String] = []
+                try session.forEachChange(since: token) { out.append(($0.isDeleted ? "-" : "+") + $0.recordName) }
+                return out
+            }
+        }
+        let start = try store.read { $0.currentToken }
+        #expect(start.sequence == 0)
+        _ = try importText([task("a", #""title":{"value":"1"}"#), task("b", #""title":{"value":"1"}"#), task("c", #""title":{"value":"1"}"#)].joined(separator: "\n"), into: store)
+        let t1 = try store.read { $0.currentToken }
+        #expect(try changes(since: start) == ["+a", "+b", "+c"])
+        #expect(try changes(since: t1).isEmpty)
+        _ = try importText(task("b", #""title":{"value":"2"}"#) + "\n" + task("c", #""title":{"value":"1"}"#), into: store)
+        let t2 = try store.read { $0.currentToken }
+        #expect(try changes(since: t1) == ["+b"])
+        try store.write { _ = try $0.delete([RecordID(recordName: "a")]) }
+        #expect(try changes(since: t2) == ["-a"])
+        #expect(try changes(since: t1) == ["+b", "-a"])
+        #expect(try changes(since: start) == ["+c", "+b", "-a"])
+        let token = try ChangeToken(parsing: t2.description)
+        #expect(token == t2)
+        // A tombstone import deletes; re-inserting after a delete counts as an insert.
+        _ = try importText(task("a", #""title":{"value":"back"}"#), into: store)
+        #expect(try changes(since: t2) == ["+a"])
+        let tombstone = #"{"recordName":"b","recordType":"Task","zoneID":{"zoneName":"_defaultZone"},"deleted":true}"#
+        #expect(try importText(tombstone, into: store).totals.deleted == 1)
+        #expect(try allRecords(store).map(\.recordName) == ["a", "c"])
+        // Tokens from elsewhere or from the future are refused.
+        let other = ChangeToken(storeID: "000000000000", sequence: 1)
+        #expect(throws: StoreError.self) { try changes(since: other) }
+        #expect(throws: StoreError.self) { try changes(since: ChangeToken(storeID: store.storeID, sequence: 999)) }
+        #expect(throws: StoreError.self) { try ChangeToken(parsing: "yesterday") }
+    }
+
+    @Test("schema changes: additions apply, removals and retyping wait until no value is in the way")
+    func schemaChanges() throws {
+        let scratch = Scratch()
+        let store = try scratch.store(taskSchema)
+        _ = try importText(task("a", #""title":{"value":"x"},"priority":{"value":1}"#), into: store)
+        let grown = taskSchema.replacingOccurrences(of: "notes STRING", with: "notes STRING, colour STRING QUERYABLE") + "\n RECORD TYPE Note (text STRING);"
+        let change = try store.importSchema(try SchemaParser.parse(grown))
+        #expect(change.summary == ["+ record type Note (1 fields)", "+ Task.colour STRING"])
+        let before = fileBytes(store.path)
+        let withoutPriority = grown.replacingOccurrences(of: "priority INT64,", with: "")
+        do { try store.importSchema(try SchemaParser.parse(withoutPriority)); Issue.record("accepted") } catch StoreError.schemaChangeRefused(let reasons) {
+            #expect(reasons == ["field Task.priority would go away, but 1 stored record holds a value for it (CloudKit never removes a field from a production schema either)"])
+        }
+        let retyped = grown.replacingOccurrences(of: "priority INT64", with: "priority STRING")
+        do { try store.importSchema(try SchemaParser.parse(retyped)); Issue.record("accepted") } catch StoreError.schemaChangeRefused(let reasons) {
+            #expect(reasons[0].contains("would change from INT64 to STRING"))
+        }
+        #expect(fileBytes(store.path) == before)
+        // Empty columns and types can go.
+        let smaller = grown.replacingOccurrences(of: ", colour STRING QUERYABLE", with: "").replacingOccurrences(of: "\n RECORD TYPE Note (text STRING);", with: "")
+        let shrink = try store.importSchema(try SchemaParser.parse(smaller))
+        #expect(shrink.summary == ["- record type Note", "- Task.colour STRING"])
+        #expect(try allRecords(store)[0].fields == ["title": .string("x"), "priority": .int64(1)])
+    }
+
+    @Test("a store reopens with its schema, zones and token; other files are refused")
+    func reopen() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore("notes")
+        let token = try store.read { $0.currentToken }
+        let reopened = try RecordStore(path: store.path, create: false)
+        #expect(reopened.schema.isEquivalent(to: store.schema))
+        #expect(try reopened.read { $0.currentToken } == token)
+        #expect(try allRecords(reopened) == allRecords(store))
+        #expect(throws: StoreError.self) { try RecordStore(path: scratch.path("missing.sqlite"), create: false) }
+        let text = scratch.write("notes.txt", "hello, this is not a database, just words that go on for a while")
+        #expect(throws: StoreError.self) { try RecordStore(path: text, create: false) }
+        #expect(RecordStore.resolvePath(nil, environment: ["CKPORT_STORE": "/x/y.sqlite"]) == "/x/y.sqlite")
+        #expect(RecordStore.resolvePath("a.sqlite", environment: ["CKPORT_STORE": "/x/y.sqlite"]) == "a.sqlite")
+        #expect(RecordStore.resolvePath(nil, environment: [:]) == "ckport.sqlite")
+    }
+
+    @Test("every value type survives the store unchanged")
+    func storeRoundTrip() throws {
+        let scratch = Scratch()
+        let store = try scratch.store("""
+            DEFINE SCHEMA RECORD TYPE Thing (s STRING, i INT64, d DOUBLE, t TIMESTAMP, b BYTES, r REFERENCE, a ASSET, l LOCATION,
+              n NUMBER, ls LIST<STRING>, li LIST<INT64>, lt LIST<TIMESTAMP>, lr LIST<REFERENCE>, ld LIST<DOUBLE>);
+            """)
+        var thing = Record(id: RecordID(recordName: "x", zone: ZoneID(scope: .public, zoneName: "Z", ownerRecordName: "_o")), recordType: "Thing",
+                           changeTag: "tag", created: RecordStamp(timestamp: -5, userRecordName: "u", deviceID: "d"), modified: RecordStamp(timestamp: Int64.max))
+        thing.fields = ["s": .string(""), "i": .int64(Int64.min), "d": .double(-0.0), "t": .timestamp(Int64.min), "b": .bytes([]),
+                        "r": .reference(Reference(recordName: "_user", action: .validate)), "a": .asset(Asset(fileChecksum: "c", size: 0)),
+                        "l": .location(Location(latitude: 1.5, longitude: -2.25, course: 0)), "n": .double(2.0),
+                        "ls": .list(.string, []), "li": .list(.int64, [.int64(Int64.max)]), "lt": .list(.timestamp, [.timestamp(-1)]),
+                        "lr": .list(.reference, [.reference(Reference(recordName: "y", action: .deleteSelf))]), "ld": .list(.double, [.double(0.1)])]
+        var other = Record(id: RecordID(recordName: "y", zone: thing.zone), recordType: "Thing")
+        other.fields = ["n": .int64(2), "s": .string("😀")]
+        let outcomes = try store.write { session in
+            [try session.save(thing, mode: .insert), try session.save(other, mode: .insert), try session.save(thing, mode: .upsert)]
+        }
+        #expect("\(outcomes)" == "[Store.SaveOutcome.inserted, Store.SaveOutcome.inserted, Store.SaveOutcome.unchanged]")
+        let read = try allRecords(store)
+        for (name, value) in thing.fields { #expect(read.first?.fields[name] == value, "field \(name)") }
+        #expect(read == [thing, other])
+        #expect(read[0].fields["n"] == .double(2.0))
+        #expect(read[1].fields["n"] == .int64(2))
+        // The list reference cascades too.
+        let deleted = try store.write { try $0.delete([other.id]) }
+        #expect(deleted.map(\.id.recordName) == ["y", "x"])
+    }
+}

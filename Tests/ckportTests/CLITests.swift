@@ -1,0 +1,234 @@
+import Foundation
+import Testing
+
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// The ckport binary built beside this test bundle.
+let ckportBinary: URL = {
+    let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    var directory = testBinary.deletingLastPathComponent()
+    // Inside a .xctest bundle on some platforms; the products sit beside the bundle.
+    while directory.pathExtension == "xctest" || directory.lastPathComponent == "MacOS" || directory.lastPathComponent == "Contents" {
+        directory = directory.deletingLastPathComponent()
+    }
+    return directory.appendingPathComponent("ckport")
+}()
+
+struct Run {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs ckport in `directory` with a clean environment (no $CKPORT_STORE).
+@discardableResult
+func ckport(_ arguments: [String], in directory: URL, environment: [String: String] = [:], stdin: String? = nil) throws -> Run {
+    let process = Process()
+    process.executableURL = ckportBinary
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    var env = ProcessInfo.processInfo.environment
+    env["CKPORT_STORE"] = nil
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    // Output goes to files: a pipe nobody reads while the process runs could fill and stall it.
+    let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-out-\(UUID().uuidString)")
+    let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-err-\(UUID().uuidString)")
+    FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    defer {
+        try? FileManager.default.removeItem(at: outURL)
+        try? FileManager.default.removeItem(at: errURL)
+    }
+    let outHandle = try FileHandle(forWritingTo: outURL)
+    let errHandle = try FileHandle(forWritingTo: errURL)
+    process.standardOutput = outHandle
+    process.standardError = errHandle
+    let input = Pipe()
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    process.waitUntilExit()
+    try outHandle.close()
+    try errHandle.close()
+    let outData = try Data(contentsOf: outURL)
+    let errData = try Data(contentsOf: errURL)
+    return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+}
+
+final class Folder {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-cli-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    func data(_ name: String) -> Data { (try? Data(contentsOf: url.appendingPathComponent(name))) ?? Data() }
+    func text(_ name: String) -> String { String(decoding: data(name), as: UTF8.self) }
+    func write(_ name: String, _ text: String) { try! text.write(to: url.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+}
+
+func sample(_ app: String, _ file: String) -> String {
+    packageRoot.appendingPathComponent("samples/\(app)/\(file)").path
+}
+
+@Suite("ckport command line")
+struct CLITests {
+    @Test("the README's quick start: import a sample, query it, export it, round trip it")
+    func quickStart() throws {
+        let folder = Folder()
+        let imported = try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stderr.contains("imported 120 records from 1 file"))
+        #expect(imported.stderr.contains("change token: ck1-"))
+        #expect(FileManager.default.fileExists(atPath: folder.path("ckport.sqlite")))
+        let events = try ckport(["export", "--type", "Event", "--where", "familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false", "--sort", "startDate", "--style", "plain"], in: folder.url)
+        #expect(events.status == 0, "\(events.stderr)")
+        let lines = events.stdout.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines {
+            #expect(line.contains(#""familyID":{"recordName":"family-1","action":"DELETE_SELF"}"#))
+            #expect(line.contains(#""isDeleted":0"#))
+        }
+        let exported = try ckport(["export", "-o", "all.jsonl"], in: folder.url)
+        #expect(exported.status == 0)
+        let again = try ckport(["export", "-o", "again.jsonl"], in: folder.url)
+        #expect(again.status == 0)
+        #expect(folder.data("all.jsonl") == folder.data("again.jsonl"))
+        // A second store built from the export exports the same bytes.
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "all.jsonl", "--store", "copy.sqlite"], in: folder.url).status == 0)
+        #expect(try ckport(["export", "--store", "copy.sqlite", "-o", "copy.jsonl"], in: folder.url).status == 0)
+        #expect(folder.data("copy.jsonl") == folder.data("all.jsonl"))
+        // The document form too, and plain style.
+        #expect(try ckport(["export", "-o", "all.json"], in: folder.url).status == 0)
+        #expect(folder.text("all.json").hasPrefix("{\"records\":[\n{\"recordName\":"))
+        #expect(try ckport(["export", "--style", "plain", "-o", "plain.jsonl"], in: folder.url).status == 0)
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "plain.jsonl", "--store", "plain.sqlite"], in: folder.url).status == 0)
+        #expect(try ckport(["export", "--store", "plain.sqlite", "-o", "from-plain.jsonl"], in: folder.url).status == 0)
+        #expect(folder.data("from-plain.jsonl") == folder.data("all.jsonl"))
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "all.json", "--store", "doc.sqlite"], in: folder.url).status == 0)
+        #expect(try ckport(["export", "--store", "doc.sqlite", "-o", "from-doc.jsonl"], in: folder.url).status == 0)
+        #expect(folder.data("from-doc.jsonl") == folder.data("all.jsonl"))
+    }
+
+    @Test("exit status 1 for usage errors, 2 for invalid input, 3 for other failures")
+    func exitStatus() throws {
+        let folder = Folder()
+        #expect(try ckport(["export", "--no-such-flag"], in: folder.url).status == 1)
+        #expect(try ckport(["frobnicate"], in: folder.url).status == 1)
+        #expect(try ckport(["import", "x.jsonl", "--rejects", "r.jsonl"], in: folder.url).status == 1)
+        let missing = try ckport(["export"], in: folder.url)
+        #expect(missing.status == 3)
+        #expect(missing.stderr.contains("no store at ckport.sqlite"))
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl")], in: folder.url).status == 0)
+        let before = folder.data("ckport.sqlite")
+        folder.write("bad.jsonl", #"{"recordName":"n1","recordType":"Note","fields":{"title":{"value":7}}}"# + "\n")
+        let bad = try ckport(["import", "bad.jsonl"], in: folder.url)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("bad.jsonl:1:67 (fields.title.value): record 'n1' (Note), field 'title': expected STRING (a JSON string), found the number 7"))
+        #expect(bad.stderr.contains("nothing was imported: the store is unchanged"))
+        #expect(folder.data("ckport.sqlite") == before)
+        let query = try ckport(["export", "--type", "Note", "--where", "title ==", "-o", "x.jsonl"], in: folder.url)
+        #expect(query.status == 2)
+        #expect(query.stderr.contains("at column 9: expected a value"))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("x.jsonl")))
+        let schema = try ckport(["schema", "check", sample("notes", "records.jsonl")], in: folder.url)
+        #expect(schema.status == 2)
+        #expect(schema.stderr.contains("records.jsonl:1:1: a schema starts with 'DEFINE SCHEMA'"))
+        #expect(try ckport(["delete", "no-such-record"], in: folder.url).status == 2)
+    }
+
+    @Test("every command's help teaches with an example", arguments: [
+        [], ["schema"], ["schema", "import"], ["schema", "export"], ["schema", "check"], ["import"], ["export"], ["delete"], ["stats"], ["generate"],
+    ])
+    func help(command: [String]) throws {
+        let run = try ckport(command + ["--help"], in: packageRoot)
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("USAGE: ckport"))
+        #expect(run.stdout.contains("  ckport "), "an example line for \(command)")
+    }
+
+    @Test("skip-invalid writes the rejects file; dry run writes nothing")
+    func rejectsAndDryRun() throws {
+        let folder = Folder()
+        #expect(try ckport(["schema", "import", sample("family-todo", "schema.ckdb")], in: folder.url).status == 0)
+        let good = try String(contentsOfFile: sample("family-todo", "records.jsonl"), encoding: .utf8).split(separator: "\n").prefix(5).joined(separator: "\n")
+        folder.write("mixed.jsonl", good + "\n{broken\n" + #"{"recordName":"x","recordType":"Chore"}"# + "\n")
+        let before = folder.data("ckport.sqlite")
+        let dry = try ckport(["import", "mixed.jsonl", "--dry-run", "--skip-invalid", "--rejects", "dry-rejects.jsonl"], in: folder.url)
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.stderr.contains("dry run: nothing was written"))
+        #expect(folder.data("ckport.sqlite") == before)
+        let run = try ckport(["import", "mixed.jsonl", "--skip-invalid", "--rejects", "rejects.jsonl"], in: folder.url)
+        #expect(run.status == 0)
+        #expect(run.stderr.contains("rejected records are in rejects.jsonl"))
+        let rejects = folder.text("rejects.jsonl").split(separator: "\n")
+        #expect(rejects.count == 2)
+        #expect(rejects[0].hasPrefix(#"{"error":"not valid JSON: "#))
+        #expect(rejects[0].contains(#""position":"mixed.jsonl:6:2""#))
+        #expect(rejects[1].contains("unknown record type 'Chore'"))
+        #expect(rejects[1].contains(#""record":{"recordName":"x","recordType":"Chore"}"#))
+        let stats = try ckport(["stats", "--json"], in: folder.url)
+        #expect(stats.stdout.contains(#""records":5"#))
+    }
+
+    @Test("export --since reports changes and deletions, and prints the next token")
+    func since() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url).status == 0)
+        let first = try ckport(["export", "--type", "Family", "--token-file", "token.txt"], in: folder.url)
+        let token = folder.text("token.txt").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(first.stderr.contains("change token: \(token)"))
+        let deleted = try ckport(["delete", "event-1-00002"], in: folder.url)
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(deleted.stderr.contains("deleted 5 records: 1 Event, 4 EventParticipant"))
+        let changes = try ckport(["export", "--since", token, "--style", "plain"], in: folder.url)
+        #expect(changes.status == 0)
+        let lines = changes.stdout.split(separator: "\n")
+        #expect(lines.count == 5)
+        #expect(lines.allSatisfy { $0.hasSuffix(#""deleted":true}"#) })
+        #expect(lines[0].hasPrefix(#"{"recordName":"event-1-00002","recordType":"Event""#))
+        let bad = try ckport(["export", "--since", "ck1-000000000000-3"], in: folder.url)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("comes from another store"))
+    }
+
+    @Test("stats shows counts per scope, zone and type")
+    func stats() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("relationship-checkin", "schema.ckdb"), sample("relationship-checkin", "records.jsonl")], in: folder.url).status == 0)
+        let run = try ckport(["stats"], in: folder.url)
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("owner"))
+        #expect(run.stdout.contains("Couple            1           0"))
+        #expect(run.stdout.split(separator: "\n").last?.hasSuffix("61           0") == true)
+    }
+
+    @Test("generate writes a schema and records that import cleanly")
+    func generate() throws {
+        let folder = Folder()
+        #expect(try ckport(["generate", "--app", "screen-time-rewards", "--schema", "-o", "s.ckdb"], in: folder.url).status == 0)
+        #expect(try ckport(["generate", "--app", "screen-time-rewards", "--records", "3000", "--seed", "5", "-o", "r.jsonl"], in: folder.url).status == 0)
+        #expect(folder.text("r.jsonl").split(separator: "\n").count == 3000)
+        let run = try ckport(["import", "s.ckdb", "r.jsonl", "--store", "g.sqlite", "--mode", "insert"], in: folder.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("imported 3,000 records"))
+        let explain = try ckport(["export", "--store", "g.sqlite", "--type", "PointsLedgerEntry", "--where", "type == 'redemption'", "--explain"], in: folder.url)
+        #expect(explain.stdout.contains("USING INDEX PointsLedgerEntry.type"))
+    }
+
+    @Test("standard input and $CKPORT_STORE work as documented")
+    func stdinAndEnvironment() throws {
+        let folder = Folder()
+        let env = ["CKPORT_STORE": folder.path("env.sqlite")]
+        #expect(try ckport(["schema", "import", sample("notes", "schema.ckdb")], in: folder.url, environment: env).status == 0)
+        let record = #"{"recordName":"n1","title":"From a pipe","tags":["a"]}"#
+        let run = try ckport(["import", "-", "--type", "Note", "--zone", "Notes"], in: folder.url, environment: env, stdin: record + "\n")
+        #expect(run.status == 0, "\(run.stderr)")
+        let out = try ckport(["export", "--type", "Note", "--style", "plain"], in: folder.url, environment: env)
+        #expect(out.stdout == #"{"recordName":"n1","recordType":"Note","scope":"private","zoneName":"Notes","tags":["a"],"title":"From a pipe"}"# + "\n")
+        #expect(!FileManager.default.fileExists(atPath: folder.path("ckport.sqlite")))
+    }
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ckport's benchmark: JSONL import, JSONL export and an indexed --where export of a generated
+# family-todo data set, beside the sqlite3 shell doing the same work on the same rows
+# (.import of an equivalent CSV, and -json output), with peak memory. Prints one table.
+#
+#   scripts/bench.sh              # 1,000,000 records, plus 100,000 for the memory column
+#   scripts/bench.sh 200000       # a quicker run
+#
+# Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time). Work files go to $BENCH_DIR
+# (default: a temporary folder, removed afterwards).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+records=${1:-1000000}
+small=${BENCH_SMALL:-100000}
+work=${BENCH_DIR:-$(mktemp -d)}
+[ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"
+
+for tool in sqlite3 /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "bench: $tool is missing (apt-get install sqlite3 time)" >&2; exit 1; }
+done
+swift build -c release --product ckport >/dev/null
+ckport=$(swift build -c release --show-bin-path)/ckport
+
+# run LABEL CMD...: runs once, records seconds and peak RSS (MB) in $work/LABEL.
+run() {
+  local label=$1; shift
+  /usr/bin/time -f "%e %M" -o "$work/$label.time" "$@" >/dev/null 2>"$work/$label.err" || { cat "$work/$label.err" >&2; exit 1; }
+}
+secs() { awk '{print $1}' "$work/$1.time"; }
+mb() { awk '{printf "%.0f", $2/1024}' "$work/$1.time"; }
+rate() { awk -v n="$2" -v s="$(secs "$1")" 'BEGIN {printf "%\047.0f", n/s}'; }
+ratio() { awk -v a="$(secs "$1")" -v b="$(secs "$2")" 'BEGIN {printf "%.2f", a/b}'; }
+
+measure() {
+  local n=$1 tag=$2
+  local data="$work/$tag.jsonl" store="$work/$tag.sqlite" ref="$work/$tag-ref.sqlite"
+  "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$data"
+  "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
+  rm -f "$store" "$ref"
+  "$ckport" schema import "$work/schema.ckdb" --store "$store" -q
+  run "$tag-import" "$ckport" import "$data" --store "$store" -q
+  run "$tag-export" "$ckport" export --store "$store" -o "$work/$tag-out.jsonl" -q
+  # About 1 % of the records: one household of a hundred.
+  run "$tag-where" "$ckport" export --store "$store" --type Task --where "householdId == 'household-42'" -o "$work/$tag-where.jsonl" -q
+  wc -l < "$work/$tag-where.jsonl" > "$work/$tag-where.count"
+
+  # The reference: the same Task rows through the sqlite3 shell.
+  local columns
+  columns=$(sqlite3 "$store" "SELECT group_concat(quote(name), ', ') FROM pragma_table_info('Task')")
+  sqlite3 -csv "$store" 'SELECT * FROM "Task"' > "$work/$tag-tasks.csv"
+  sqlite3 "$ref" "CREATE TABLE Task ($columns)"
+  run "$tag-ref-import" sqlite3 "$ref" ".import --csv $work/$tag-tasks.csv Task"
+  run "$tag-ref-export" sqlite3 -json "$ref" 'SELECT * FROM Task'
+  sqlite3 "$ref" 'CREATE INDEX t_household ON Task (householdId)'
+  run "$tag-ref-where" sqlite3 -json "$ref" "SELECT * FROM Task WHERE householdId = 'household-42'"
+  ls -l "$data" | awk '{print $5}' > "$work/$tag-bytes"
+}
+
+measure "$small" small
+measure "$records" big
+tasks=$(sqlite3 "$work/big.sqlite" 'SELECT count(*) FROM "Task"')
+where=$(cat "$work/big-where.count")
+
+echo
+echo "ckport benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m), $(sqlite3 --version | awk '{print "sqlite3 " $1}')"
+echo "data: family-todo, $(printf "%'d" "$records") records ($(printf "%'d" "$tasks") Task), JSONL $(awk '{printf "%.0f MB", $1/1048576}' "$work/big-bytes")"
+echo
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "sqlite3 shell, same rows" "ratio" "peak RSS ${small}/${records}"
+printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "----------" "--------------" "------------------------------" "----------" "---------------"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import JSONL into an empty store" "$(secs big-import)" "$(rate big-import "$records")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-import big-ref-import)×" "$(mb small-import) / $(mb big-import) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export all to JSONL" "$(secs big-export)" "$(rate big-export "$records")" "-json: $(secs big-ref-export) s" "$(ratio big-export big-ref-export)×" "$(mb small-export) / $(mb big-export) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export --where (indexed, $where rows)" "$(secs big-where)" "$(rate big-where "$where")" "-json WHERE: $(secs big-ref-where) s" "$(ratio big-where big-ref-where)×" "$(mb small-where) / $(mb big-where) MB"
+echo
+echo "ratio = ckport time / sqlite3 shell time on the same rows (lower is better). The shell's"
+echo ".import fills one plain table; ckport also validates every record, keeps the change log"
+echo "and builds the schema's indexes (6 on Task) in the same transaction."
