@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# ckport end to end on the bundled sample apps, with the embedded SQLite store:
+# for each app, import its schema and records, query them, export them, and prove the export
+# imports into a fresh store and exports back byte for byte. Work goes to ./quickstart/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift build --product ckport >/dev/null
+ckport() { "$(swift build --show-bin-path)/ckport" "$@"; }
+out=quickstart
+rm -rf "$out"
+mkdir -p "$out"
+
+query() {
+  case $1 in
+    family-todo) echo "Task|status == 'next' AND householdId == 'household-1'|dueDate" ;;
+    family-calendar) echo "Event|familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false|startDate" ;;
+    relationship-checkin) echo "DailyEntry|recordName BEGINSWITH 'DailyEntry_2026-01-0' AND eveningMood >= 1|date" ;;
+    screen-time-rewards) echo "PointsLedgerEntry|type IN ['redemption', 'adjustment']|timestamp" ;;
+    notes) echo "Note|tags CONTAINS 'trip'|title" ;;
+  esac
+}
+
+for app in family-todo family-calendar relationship-checkin screen-time-rewards notes; do
+  store="$out/$app.sqlite"
+  echo "== $app"
+  ckport import "samples/$app/schema.ckdb" "samples/$app/records.jsonl" --store "$store" 2>&1 | grep -E "^imported|^change token"
+  IFS='|' read -r type predicate sort <<<"$(query "$app")"
+  matches=$(ckport export --store "$store" --type "$type" --where "$predicate" --sort "$sort" -q | wc -l)
+  echo "query: $type where $predicate → $matches records"
+  ckport export --store "$store" -o "$out/$app.jsonl" -q
+  ckport import "samples/$app/schema.ckdb" "$out/$app.jsonl" --store "$out/$app-copy.sqlite" -q
+  ckport export --store "$out/$app-copy.sqlite" -o "$out/$app-copy.jsonl" -q
+  if cmp -s "$out/$app.jsonl" "$out/$app-copy.jsonl"; then
+    echo "round trip: store → JSONL → new store → JSONL is byte-identical"
+  else
+    echo "round trip: the second export differs from the first" >&2
+    exit 1
+  fi
+done
+echo
+ckport stats --store "$out/family-calendar.sqlite"
