@@ -17,13 +17,7 @@ extension SampleGenerator {
     ]
 
     mutating func familyCalendar() throws {
-        let families = limit >= 20_000 ? limit / 10_000 : max(1, min(2, limit / 40))
-        let budget = limit / families
-        try run { g in
-            for f in 1...families {
-                try g.calendarFamily(f, until: f == families ? Int.max : f * budget)
-            }
-        }
+        try groups(groupCount(perGroup: 10_000, smallDivisor: 40)) { g, f, end in try g.calendarFamily(f, until: end) }
     }
 
     private mutating func calendarFamily(_ f: Int, until end: Int) throws {

@@ -34,7 +34,7 @@ extension SampleGenerator {
     }
 
     mutating func familyTodo() throws {
-        let households = limit >= 20_000 ? limit / 10_000 : max(1, min(2, limit / 30))
+        let households = groupCount(perGroup: 10_000, smallDivisor: 30)
         let fixed = 16
         let tasksTotal = max(0, limit - households * fixed)
         try run { g in

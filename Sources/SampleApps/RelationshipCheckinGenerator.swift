@@ -15,13 +15,7 @@ extension SampleGenerator {
     ]
 
     mutating func relationshipCheckin() throws {
-        let couples = limit >= 20_000 ? limit / 20_000 : max(1, min(2, limit / 20))
-        let budget = limit / couples
-        try run { g in
-            for c in 1...couples {
-                try g.checkinCouple(c, until: c == couples ? Int.max : c * budget)
-            }
-        }
+        try groups(groupCount(perGroup: 20_000, smallDivisor: 20)) { g, c, end in try g.checkinCouple(c, until: end) }
     }
 
     private mutating func checkinCouple(_ c: Int, until end: Int) throws {

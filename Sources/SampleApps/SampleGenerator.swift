@@ -79,6 +79,23 @@ struct SampleGenerator {
         } catch is GenerationComplete {}
     }
 
+    /// Generates `count` groups (families, couples…), group `n` running until `until` records
+    /// are out; the last group runs until the limit.
+    mutating func groups(_ count: Int, _ body: (inout SampleGenerator, _ index: Int, _ until: Int) throws -> Void) throws {
+        let budget = limit / count
+        try run { g in
+            for index in 1...count {
+                try body(&g, index, index == count ? Int.max : index * budget)
+            }
+        }
+    }
+
+    /// How many groups a data set of `limit` records has: one per `perGroup` records at large
+    /// sizes, one or two for a sample.
+    func groupCount(perGroup: Int, smallDivisor: Int) -> Int {
+        limit >= 20_000 ? limit / perGroup : max(1, min(2, limit / smallDivisor))
+    }
+
     mutating func record(_ type: String, _ name: String, zone: ZoneID, at time: Int64, by user: String,
                          modifiedAt: Int64? = nil, _ fields: RecordFields) -> Record {
         let device = Self.deviceID(of: user)

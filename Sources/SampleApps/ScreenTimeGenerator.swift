@@ -2,13 +2,7 @@ import Records
 
 extension SampleGenerator {
     mutating func screenTimeRewards() throws {
-        let families = limit >= 20_000 ? limit / 10_000 : max(1, min(2, limit / 40))
-        let budget = limit / families
-        try run { g in
-            for f in 1...families {
-                try g.rewardsFamily(f, until: f == families ? Int.max : f * budget)
-            }
-        }
+        try groups(groupCount(perGroup: 10_000, smallDivisor: 40)) { g, f, end in try g.rewardsFamily(f, until: end) }
     }
 
     private mutating func token() -> String {

@@ -105,15 +105,10 @@ struct ExportCommand: ParsableCommand {
         let jsonWriter = JSONRecordWriter(output: file, layout: layout, style: style, schema: store.schema)
         let writer = BackgroundSink(jsonWriter)
         let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
-        let newToken: ChangeToken
-        do {
-            newToken = try store.read { session in
-                var count = 0
-                let emit: (Records.Record) throws -> Void = { record in
-                    try writer.write(record)
-                    count += 1
-                    if count % 8192 == 0 { progress.update(records: count) }
-                }
+        let newToken = try store.read { session in
+            // The count is one quick pass over the primary keys; it gives the progress line an ETA.
+            let total = progress.isEnabled && token == nil ? try session.count(query) : nil
+            return try stream(into: writer, progress: progress, total: total) { emit in
                 if let token {
                     try session.forEachChange(since: token, recordTypes: recordTypes, scope: scope, zoneName: zone, emit)
                 } else {
@@ -121,12 +116,6 @@ struct ExportCommand: ParsableCommand {
                 }
                 return session.currentToken
             }
-            try writer.finish()
-            progress.finish()
-        } catch {
-            progress.finish()
-            writer.discard()
-            throw error
         }
         if let tokenFile {
             let out = try OutputFile(path: tokenFile)

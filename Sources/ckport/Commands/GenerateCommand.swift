@@ -60,19 +60,8 @@ struct GenerateCommand: ParsableCommand {
         let layout = (format ?? DataFormat.infer(output) ?? .jsonl).layout
         let writer = BackgroundSink(JSONRecordWriter(output: file, layout: layout, style: style, schema: app.schema))
         let progress = ProgressLine("generating", quiet: quiet)
-        do {
-            var count = 0
-            try app.generate(records: records, seed: seed) { record in
-                try writer.write(record)
-                count += 1
-                if count % 8192 == 0 { progress.update(records: count) }
-            }
-            try writer.finish()
-            progress.finish()
-        } catch {
-            progress.finish()
-            writer.discard()
-            throw error
+        try stream(into: writer, progress: progress, total: records) { emit in
+            try app.generate(records: records, seed: seed, emit: emit)
         }
     }
 }

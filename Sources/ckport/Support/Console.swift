@@ -58,6 +58,13 @@ final class ProgressLine {
         enabled = !quiet && Console.stderrIsTerminal
     }
 
+    var isEnabled: Bool { enabled }
+
+    func update(records: Int, total: Int?) {
+        update(records: records, bytesDone: total.map { _ in Int64(records) }, bytesTotal: total.map(Int64.init))
+    }
+
+    /// Redraws the line; `bytesDone` of `bytesTotal` (any unit) gives the percentage and ETA.
     func update(records: Int, bytesDone: Int64? = nil, bytesTotal: Int64? = nil) {
         guard enabled else { return }
         let now = Date()
