@@ -76,8 +76,8 @@ echo
 echo "ckport benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m), $(sqlite3 --version | awk '{print "sqlite3 " $1}')"
 echo "data: family-todo, $(commas "$records") records ($(commas "$tasks") Task), JSONL $(awk '{printf "%.0f MB", $1/1048576}' "$work/big-bytes")"
 echo
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "sqlite3 shell, same rows" "ratio" "peak RSS ${small}/${records}"
-printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "----------" "--------------" "------------------------------" "----------" "---------------"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "sqlite3 shell, same rows" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
+printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import JSONL into an empty store" "$(secs big-import)" "$(rate big-import "$records")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-import big-ref-import)×" "$(mb small-import) / $(mb big-import) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export all to JSONL" "$(secs big-export)" "$(rate big-export "$records")" "-json: $(secs big-ref-export) s" "$(ratio big-export big-ref-export)×" "$(mb small-export) / $(mb big-export) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export --where (indexed, $where rows)" "$(secs big-where)" "$(rate big-where "$where")" "-json WHERE: $(secs big-ref-where) s" "$(ratio big-where big-ref-where)×" "$(mb small-where) / $(mb big-where) MB"

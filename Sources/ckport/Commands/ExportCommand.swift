@@ -73,6 +73,13 @@ struct ExportCommand: ParsableCommand {
         if since != nil && (predicate != nil || sort != nil) { throw ValidationError("--since exports changes in change order; it does not combine with --where or --sort") }
         if (predicate != nil || sort != nil) && recordTypes.isEmpty { throw ValidationError("--where and --sort need --type") }
         if let limit, limit < 0 { throw ValidationError("--limit cannot be negative") }
+        if since != nil && limit != nil { throw ValidationError("--since exports every change; it does not combine with --limit") }
+        if format == nil && DataFormat.infer(output) == nil, let dot = output.lastIndex(of: "."), output != "-" {
+            let ext = output[output.index(after: dot)...].lowercased()
+            if ["csv", "tsv", "ics", "ckbundle", "gz"].contains(ext) {
+                throw ValidationError("-o \(output): ckport writes JSON (.json) and JSON Lines (.jsonl, .ndjson) here; .\(ext) output is a separate feature not in this version")
+            }
+        }
     }
 
     func run() throws {
