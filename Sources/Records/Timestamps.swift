@@ -115,7 +115,7 @@ public enum ISO8601 {
         }
     }
 
-    @inline(__always) static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    @inline(__always) public static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }

@@ -1,3 +1,4 @@
+import Testing
 import Foundation
 @testable import Formats
 import Records
@@ -78,4 +79,16 @@ func records(_ items: [SourceItem]) -> [Record] {
 
 func issues(_ items: [SourceItem]) -> [InputIssue] {
     items.compactMap { if case .invalid(let issue, _) = $0 { return issue } else { return nil } }
+}
+
+/// Compares records and reports each difference by record and field, not as one wall of text.
+func expectSameRecords(_ actual: [Record], _ expected: [Record], sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+    #expect(actual.map(\.recordName) == expected.map(\.recordName), sourceLocation: sourceLocation)
+    for (a, e) in zip(actual, expected) {
+        #expect(a.id == e.id, "\(e.recordName): id", sourceLocation: sourceLocation)
+        #expect(a.changeTag == e.changeTag && a.created == e.created && a.modified == e.modified, "\(e.recordName): system fields \(a.created.map { "\($0)" } ?? "-") vs \(e.created.map { "\($0)" } ?? "-")", sourceLocation: sourceLocation)
+        for name in Set(a.fields.names + e.fields.names).sorted() where a.fields[name] != e.fields[name] {
+            Issue.record("\(e.recordName).\(name): \(a.fields[name].map { "\($0)" } ?? "nil") vs expected \(e.fields[name].map { "\($0)" } ?? "nil")", sourceLocation: sourceLocation)
+        }
+    }
 }

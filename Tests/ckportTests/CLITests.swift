@@ -231,4 +231,49 @@ struct CLITests {
         #expect(out.stdout == #"{"recordName":"n1","recordType":"Note","scope":"private","zoneName":"Notes","tags":["a"],"title":"From a pipe"}"# + "\n")
         #expect(!FileManager.default.fileExists(atPath: folder.path("ckport.sqlite")))
     }
+
+    @Test("CSV export and import from the command line")
+    func csv() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl")], in: folder.url).status == 0)
+        let one = try ckport(["export", "--type", "Task", "--where", "status == 'next'", "--sort", "dueDate", "--fields", "title,status,dueDate,assigneeId", "-o", "next.csv"], in: folder.url)
+        #expect(one.status == 0, "\(one.stderr)")
+        let lines = folder.text("next.csv").components(separatedBy: "\r\n")
+        #expect(lines[0] == "recordName,title,status,dueDate,assigneeId,assigneeId:action")
+        #expect(lines.dropFirst().filter { !$0.isEmpty }.allSatisfy { $0.contains(",next,") })
+        let all = try ckport(["export", "-o", "sheets/", "--system"], in: folder.url)
+        #expect(all.status == 0, "\(all.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path("sheets")).sorted()
+        #expect(files == ["Area.csv", "Household.csv", "Member.csv", "RecurringChore.csv", "Task.csv"])
+        #expect(try ckport(["schema", "import", sample("family-todo", "schema.ckdb"), "--store", "copy.sqlite"], in: folder.url).status == 0)
+        for file in files {
+            let run = try ckport(["import", "sheets/\(file)", "--type", String(file.dropLast(4)), "--store", "copy.sqlite", "--mode", "insert"], in: folder.url)
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        #expect(try ckport(["export", "-o", "a.jsonl"], in: folder.url).status == 0)
+        #expect(try ckport(["export", "--store", "copy.sqlite", "-o", "b.jsonl"], in: folder.url).status == 0)
+        #expect(folder.data("a.jsonl") == folder.data("b.jsonl"))
+        // Dialect options.
+        #expect(try ckport(["export", "--type", "Area", "--format", "tsv", "--lf", "--bom", "-o", "areas.tsv"], in: folder.url).status == 0)
+        let tsv = folder.data("areas.tsv")
+        #expect(Array(tsv.prefix(3)) == [0xEF, 0xBB, 0xBF])
+        #expect(String(decoding: tsv.dropFirst(3), as: UTF8.self).hasPrefix("recordName\tcreatedAt\thouseholdId\thouseholdId:action\ticon\tid\t"))
+        #expect(!String(decoding: tsv, as: UTF8.self).contains("\r"))
+        #expect(try ckport(["export", "--type", "Area", "--delimiter", ";", "-o", "areas.csv"], in: folder.url).status == 0)
+        #expect(folder.text("areas.csv").hasPrefix("recordName;createdAt;householdId;householdId:action;icon;id;"))
+        // A spreadsheet's own file: other headers, a sniffed delimiter, names from a template.
+        folder.write("chores.csv", "Chore;Household;Status;Notes;Colour\r\nWater the plants;household-1;next;\"=1+1\";green\r\n")
+        let refused = try ckport(["import", "chores.csv", "--type", "Task"], in: folder.url)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("chores.csv:1:1: a Task record: column 'Chore' is not a field of Task"))
+        let imported = try ckport(["import", "chores.csv", "--type", "Task", "--zone", "household-1", "--map", "Chore=title", "--map", "Household=householdId",
+                                   "--map", "Status=status", "--map", "Notes=notes", "--ignore-columns", "--name-template", "task-{householdId}-{title}"], in: folder.url)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let back = try ckport(["export", "--type", "Task", "--where", "recordName BEGINSWITH 'task-household-1-'", "--style", "plain"], in: folder.url)
+        #expect(back.stdout.contains(#""recordName":"task-household-1-Water the plants""#))
+        #expect(back.stdout.contains(#""notes":"=1+1""#))
+        // CSV refuses what it cannot hold.
+        #expect(try ckport(["export", "--format", "csv"], in: folder.url).status == 1)
+        #expect(try ckport(["export", "--type", "Task", "--since", "ck1-x-1", "-o", "x.csv"], in: folder.url).status == 1)
+    }
 }

@@ -1,16 +1,16 @@
 /// Strict UTF-8 checks (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF),
 /// with an ASCII fast path. Input that fails is reported, never repaired: repairing would
 /// silently change a user's text.
-enum UTF8Validation {
+public enum UTF8Validation {
     /// The string these bytes spell, or nil when they are not valid UTF-8.
-    static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
+    public static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
         let utf8 = bytes.bindMemory(to: UInt8.self)
         guard firstInvalidOffset(utf8) == nil else { return nil }
         return String(decoding: utf8, as: UTF8.self)
     }
 
     /// The offset of the first byte that is not part of valid UTF-8, or nil when all are.
-    static func firstInvalidOffset(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    public static func firstInvalidOffset(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var i = 0
         let count = bytes.count
         guard let base = bytes.baseAddress else { return nil }

@@ -7,7 +7,7 @@ import Store
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export records from the store as JSON or JSON Lines.",
+        abstract: "Export records from the store as JSON, JSON Lines or CSV.",
         discussion: """
         Records come in a fixed order (scope, zone, record type, record name), so two exports \
         of one store are byte-identical. Output goes to standard output unless -o names a file; \
@@ -25,14 +25,50 @@ struct ExportCommand: ParsableCommand {
 
         --since TOKEN exports what changed after TOKEN, deleted records as \
         {"recordName": …, "deleted": true}, and prints the token to pass next time.
+
+        CSV (--format csv or tsv, or a .csv/.tsv file) holds one record type per file: \
+        recordName, then the fields in schema order (or --fields), then with --system the zone, \
+        owner, change tag and created/modified columns. A REFERENCE cell is the target's record \
+        name, with its action in a field:action column; an ASSET cell is its checksum, with its \
+        size in field:size; LOCATION is lat,lon; a LIST is a JSON array; TIMESTAMP is ISO-8601 \
+        UTC (--tz for local time). An empty unquoted cell is no value, "" the empty string.
+
+          ckport export --type Task -o tasks.csv
+          ckport export --type Task --type Area -o sheets/           # sheets/Task.csv, sheets/Area.csv
+          ckport export --type Event --format csv --fields title,startDate,location --tz Europe/Berlin --bom
+          ckport export --type Task -o tasks.csv --spreadsheet-safe  # before opening in a spreadsheet
         """
     )
 
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
     var output: String = "-"
 
-    @Option(help: "json (a {\"records\": [ … ]} document) or jsonl/ndjson (one record per line). Default: from -o's extension, else jsonl.")
+    @Option(help: "json (a {\"records\": [ … ]} document), jsonl/ndjson (one record per line), csv or tsv. Default: from -o's extension, else jsonl.")
     var format: DataFormat?
+
+    @Option(help: ArgumentHelp("CSV: the fields to write, in order, e.g. title,status,dueDate.", valueName: "a,b,c"))
+    var fields: String?
+
+    @Flag(help: "CSV: add the system columns (scope, zoneName, ownerRecordName, recordChangeTag, created, createdBy, createdDevice, modified, modifiedBy, modifiedDevice).")
+    var system = false
+
+    @Option(help: ArgumentHelp("CSV: write timestamps as local time with offset in this time zone.", valueName: "zone"))
+    var tz: String?
+
+    @Option(help: "CSV: LOCATION cells as latlon (lat,lon) or json.")
+    var location: LocationForm = .latlon
+
+    @Flag(help: "CSV: end rows with LF instead of CRLF.")
+    var lf = false
+
+    @Flag(help: "CSV: start the file with a UTF-8 byte order mark, for Excel.")
+    var bom = false
+
+    @Option(help: ArgumentHelp("CSV: the cell delimiter, e.g. ';'.", valueName: "char"))
+    var delimiter: String?
+
+    @Flag(help: "CSV: put ' before text cells starting with = + - @ so a spreadsheet cannot run them as formulas.")
+    var spreadsheetSafe = false
 
     @Option(help: "canonical (CloudKit Web Services' record shape) or plain (flat objects).")
     var style: ValueStyle = .canonical
@@ -74,12 +110,29 @@ struct ExportCommand: ParsableCommand {
         if (predicate != nil || sort != nil) && recordTypes.isEmpty { throw ValidationError("--where and --sort need --type") }
         if let limit, limit < 0 { throw ValidationError("--limit cannot be negative") }
         if since != nil && limit != nil { throw ValidationError("--since exports every change; it does not combine with --limit") }
-        if format == nil && DataFormat.infer(output) == nil, let dot = output.lastIndex(of: "."), output != "-" {
-            let ext = output[output.index(after: dot)...].lowercased()
-            if ["csv", "tsv", "ics", "ckbundle", "gz"].contains(ext) {
-                throw ValidationError("-o \(output): ckport writes JSON (.json) and JSON Lines (.jsonl, .ndjson) here; .\(ext) output is a separate feature not in this version")
+        if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("unknown time zone '\(tz)' (use a name such as Europe/Berlin)") }
+        if let delimiter, delimiter.utf8.count != 1 || delimiter == "\"" { throw ValidationError("--delimiter is one ASCII character other than '\"', such as ';' or '|'") }
+        if isCSV {
+            if since != nil { throw ValidationError("CSV has no place for deleted records: export changes (--since) as JSON") }
+            if recordTypes.count != 1 && !writesDirectory {
+                throw ValidationError("CSV holds one record type per file: give one --type, or -o DIR/ for one file per type")
             }
         }
+        if format == nil && DataFormat.infer(output) == nil, let dot = output.lastIndex(of: "."), output != "-" {
+            let ext = output[output.index(after: dot)...].lowercased()
+            if ["ics", "ckbundle", "gz"].contains(ext) {
+                throw ValidationError("-o \(output): ckport writes JSON (.json), JSON Lines (.jsonl, .ndjson) and CSV (.csv, .tsv) here; .\(ext) output is a separate feature not in this version")
+            }
+        }
+    }
+
+    /// CSV output, by --format or by -o's extension (a folder's files are .csv unless tsv).
+    var isCSV: Bool { (format ?? DataFormat.infer(output))?.isCSV == true || (writesDirectory && format == nil) }
+
+    /// `-o DIR/` (or an existing folder) takes one file per record type.
+    var writesDirectory: Bool {
+        var isDirectory: ObjCBool = false
+        return output.hasSuffix("/") || (FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
     func run() throws {
@@ -98,6 +151,10 @@ struct ExportCommand: ParsableCommand {
                 print(sql)
                 for line in plan { print("  " + line) }
             }
+            return
+        }
+        if isCSV && !explain {
+            try exportCSV(store: store, query: query)
             return
         }
         let token = try since.map { try ChangeToken(parsing: $0) }
@@ -138,3 +195,50 @@ struct ExportCommand: ParsableCommand {
 }
 
 extension ValueStyle: ExpressibleByArgument {}
+
+enum LocationForm: String, ExpressibleByArgument, CaseIterable {
+    case latlon, json
+}
+
+extension ExportCommand {
+    func csvOptions() -> CSVWriteOptions {
+        var dialect = (format == .tsv || output.lowercased().hasSuffix(".tsv")) ? CSVDialect.tsv : CSVDialect.csv
+        if let delimiter { dialect.delimiter = delimiter.utf8.first! }
+        dialect.crlf = !lf
+        dialect.byteOrderMark = bom
+        dialect.spreadsheetSafe = spreadsheetSafe
+        let chosen = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        return CSVWriteOptions(dialect: dialect, values: CSVValues(timeZone: tz.flatMap(TimeZone.init(identifier:)), locationAsJSON: location == .json),
+                               fields: chosen, includeSystem: system)
+    }
+
+    /// One CSV file for one type, or a file per type in a folder.
+    func exportCSV(store: RecordStore, query: RecordQuery) throws {
+        let options = csvOptions()
+        let types = recordTypes.isEmpty ? store.schema.recordTypes.map(\.name).sorted() : recordTypes
+        let directory = writesDirectory ? output : nil
+        if let directory { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        let fileExtension = options.dialect.delimiter == 0x09 ? "tsv" : "csv"
+        var total = 0
+        let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
+        for typeName in types {
+            guard let type = store.schema.recordType(named: typeName) else {
+                throw CommandFailure.invalid("unknown record type '\(typeName)' (the schema has \(store.schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+            }
+            let path = directory.map { URL(fileURLWithPath: $0).appendingPathComponent("\(typeName).\(fileExtension)").path } ?? output
+            let csv: CSVRecordWriter
+            do { csv = try CSVRecordWriter(output: try OutputFile(path: path), type: type, options: options) } catch let error as ValueError {
+                throw CommandFailure.invalid(error.message)
+            }
+            var typeQuery = query
+            typeQuery.recordTypes = [typeName]
+            try store.read { session in
+                let count = progress.isEnabled ? try session.count(typeQuery) : nil
+                try stream(into: BackgroundSink(csv), progress: progress, total: count) { emit in try session.forEach(typeQuery, emit) }
+            }
+            total += csv.recordsWritten
+            if !storeOptions.quiet && output != "-" { Console.error("exported \(Console.count(csv.recordsWritten)) \(typeName) records to \(path)") }
+        }
+        if !storeOptions.quiet && types.count > 1 { Console.error("exported \(Console.count(total)) records in \(types.count) files in \(Console.seconds(progress.elapsed))") }
+    }
+}

@@ -5,18 +5,17 @@ import Records
 import Store
 
 enum DataFormat: String, ExpressibleByArgument, CaseIterable {
-    case json, jsonl, ndjson
+    case json, jsonl, ndjson, csv, tsv
 
     /// The format a file name implies.
     static func infer(_ path: String) -> DataFormat? {
         let lower = path.lowercased()
-        if lower.hasSuffix(".jsonl") { return .jsonl }
-        if lower.hasSuffix(".ndjson") { return .ndjson }
-        if lower.hasSuffix(".json") { return .json }
+        for format in allCases where lower.hasSuffix("." + format.rawValue) { return format }
         return nil
     }
 
     var layout: JSONRecordReader.Layout { self == .json ? .document : .lines }
+    var isCSV: Bool { self == .csv || self == .tsv }
 }
 
 enum StyleOption: String, ExpressibleByArgument, CaseIterable {
@@ -40,13 +39,20 @@ extension DatabaseScope: ExpressibleByArgument {
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import records from JSON or JSON Lines files into the store.",
+        abstract: "Import records from JSON, JSON Lines or CSV files into the store.",
         discussion: """
-        Each file is JSON Lines (.jsonl, .ndjson: one record per line) or a JSON document \
-        (.json: {"records": [ … ]} as CloudKit's records/query returns it, or a bare array); '-' \
-        reads standard input. Records may be in CloudKit Web Services' shape or plain (flat) \
-        objects; a schema file (cktool's 'DEFINE SCHEMA' text, any extension) among the files is \
-        applied first.
+        Each file is JSON Lines (.jsonl, .ndjson: one record per line), a JSON document \
+        (.json: {"records": [ … ]} as CloudKit's records/query returns it, or a bare array), or \
+        CSV (.csv, .tsv); '-' reads standard input. JSON records may be in CloudKit Web \
+        Services' shape or plain (flat) objects; a schema file (cktool's 'DEFINE SCHEMA' text, \
+        any extension) among the files is applied first.
+
+        CSV is typed by the schema: the header names the fields (--map renames columns), cells \
+        are parsed by each field's type, and an empty unquoted cell is no value while "" is the \
+        empty string. Rows without a recordName column are named by --name-template:
+
+          ckport import tasks.csv --type Task --map "Due date=dueDate"
+          ckport import entries.csv --type DailyEntry --name-template 'DailyEntry_{date:yyyy-MM-dd}_{authorUserRecordID}'
 
         Every record is checked against the schema and CloudKit's limits. By default one bad \
         record fails the whole import and the store is left as it was; --skip-invalid imports \
@@ -70,8 +76,23 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "How incoming records combine with stored ones: insert, upsert, replace or newer.")
     var mode: WriteMode = .upsert
 
-    @Option(help: "File format when the extension does not say: json, jsonl or ndjson.")
+    @Option(help: "File format when the extension does not say: json, jsonl, ndjson, csv or tsv.")
     var format: DataFormat?
+
+    @Option(help: ArgumentHelp("CSV: rename a column, \"Header=field\"; repeat for several.", valueName: "header=field"))
+    var map: [String] = []
+
+    @Flag(help: "CSV: let columns that are not fields pass instead of refusing the file.")
+    var ignoreColumns = false
+
+    @Option(help: ArgumentHelp("CSV: record names from fields for rows without recordName, e.g. 'DailyEntry_{date:yyyy-MM-dd}_{authorUserRecordID}'.", valueName: "template"))
+    var nameTemplate: String?
+
+    @Option(help: ArgumentHelp("CSV: the cell delimiter (default: sniffed from the header).", valueName: "char"))
+    var delimiter: String?
+
+    @Flag(help: "CSV: take off the ' that an export with --spreadsheet-safe put before formula-like text.")
+    var spreadsheetSafe = false
 
     @Option(help: "Record shape: canonical (CloudKit Web Services), plain (flat objects) or auto.")
     var style: StyleOption = .auto
@@ -109,6 +130,8 @@ struct ImportCommand: ParsableCommand {
         if rejects != nil && !skipInvalid { throw ValidationError("--rejects needs --skip-invalid") }
         if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("unknown time zone '\(tz)' (use a name such as Europe/Berlin)") }
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input ('-') can be read once") }
+        if let delimiter, delimiter.utf8.count != 1 || delimiter == "\"" { throw ValidationError("--delimiter is one ASCII character other than '\"', such as ';' or '|'") }
+        for entry in map where !entry.contains("=") { throw ValidationError("--map takes \"Header=field\", found \"\(entry)\"") }
     }
 
     func run() throws {
@@ -122,8 +145,8 @@ struct ImportCommand: ParsableCommand {
                 if file != "-", !FileManager.default.fileExists(atPath: file) {
                     throw CommandFailure.invalid("\(file): no such file")
                 }
-                if let format = format ?? DataFormat.infer(file) { _ = format } else if file.lowercased().hasSuffix(".csv") || file.lowercased().hasSuffix(".ics") {
-                    throw CommandFailure.invalid("\(file): ckport reads JSON and JSON Lines here; CSV and iCalendar import are separate features not in this version")
+                if file.lowercased().hasSuffix(".ics") {
+                    throw CommandFailure.invalid("\(file): ckport reads JSON, JSON Lines and CSV here; iCalendar import is a separate feature not in this version")
                 }
                 dataFiles.append(file)
             }
@@ -133,8 +156,12 @@ struct ImportCommand: ParsableCommand {
         let codec = JSONRecordCodec(schema: schema, readStyle: style.valueStyle, defaultRecordType: recordType,
                                     defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
                                     timeZone: tz.flatMap(TimeZone.init(identifier:)))
-        let sources: [JSONRecordReader] = try dataFiles.map { file in
-            JSONRecordReader(input: try ByteInput(path: file), layout: (format ?? DataFormat.infer(file))?.layout, codec: codec)
+        let sources: [RecordSource] = try dataFiles.map { file in
+            let fileFormat = format ?? DataFormat.infer(file)
+            if fileFormat?.isCSV == true {
+                return CSVRecordReader(input: try ByteInput(path: file), schema: schema, options: try csvOptions(fileFormat!))
+            }
+            return JSONRecordReader(input: try ByteInput(path: file), layout: fileFormat?.layout, codec: codec)
         }
         var rejectsWriter: RejectsWriter?
         if let rejects { rejectsWriter = RejectsWriter(output: try OutputFile(path: rejects)) }
@@ -157,6 +184,22 @@ struct ImportCommand: ParsableCommand {
         if !storeOptions.quiet {
             Console.error(ImportCommand.report(summary, files: dataFiles.count, seconds: progress.elapsed, rejects: rejects))
         }
+    }
+
+    func csvOptions(_ format: DataFormat) throws -> CSVReadOptions {
+        var columnMap: [String: String] = [:]
+        for entry in map {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            columnMap[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        var template: NameTemplate?
+        if let nameTemplate {
+            do { template = try NameTemplate(nameTemplate) } catch { throw CommandFailure.usage(error.message) }
+        }
+        return CSVReadOptions(delimiter: delimiter.map { $0.utf8.first! } ?? (format == .tsv ? 0x09 : nil),
+                              spreadsheetSafe: spreadsheetSafe, values: CSVValues(timeZone: tz.flatMap(TimeZone.init(identifier:))),
+                              defaultRecordType: recordType, defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
+                              columnMap: columnMap, ignoreUnknownColumns: ignoreColumns, allowNewFields: allowNewFields, nameTemplate: template)
     }
 
     static func isSchemaFile(_ path: String) throws -> Bool {
