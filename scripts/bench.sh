@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# ckport's benchmark: JSONL import, JSONL export and an indexed --where export of a generated
-# family-todo data set, beside the sqlite3 shell doing the same work on the same rows
-# (.import of an equivalent CSV, and -json output), with peak memory. Prints one table.
+# ckport's benchmark: JSONL and CSV import, JSONL and CSV export, and an indexed --where
+# export of a generated family-todo data set, beside the sqlite3 shell doing the same work on
+# the same rows (.import of a CSV, -json and -csv output), with peak memory. Prints one table.
 #
 #   scripts/bench.sh              # 1,000,000 records, plus 100,000 for the memory column
 #   scripts/bench.sh 200000       # a quicker run
@@ -54,6 +54,9 @@ measure() {
   # One household: about 1 % of the records at 1,000,000 (a hundred households).
   run "$tag-where" "$ckport" export --store "$store" --type Task --where "householdId == 'household-1'" -o "$work/$tag-where.jsonl" -q
   wc -l < "$work/$tag-where.jsonl" > "$work/$tag-where.count"
+  run "$tag-csv-export" "$ckport" export --store "$store" --type Task -o "$work/$tag-tasks-ckport.csv" -q
+  "$ckport" schema import "$work/schema.ckdb" --store "$store-csv.empty" -q
+  fresh="$store-csv.empty" run "$tag-csv-import" "$ckport" import "$work/$tag-tasks-ckport.csv" --type Task --store "$store-csv" -q
 
   # The reference: the same Task rows through the sqlite3 shell.
   local columns
@@ -62,6 +65,7 @@ measure() {
   sqlite3 "$ref.empty" "CREATE TABLE Task ($columns)"
   fresh="$ref.empty" run "$tag-ref-import" sqlite3 "$ref" ".import --csv $work/$tag-tasks.csv Task"
   run "$tag-ref-export" sqlite3 -json "$ref" 'SELECT * FROM Task'
+  run "$tag-ref-csv-export" sqlite3 -csv "$ref" 'SELECT * FROM Task'
   sqlite3 "$ref" 'CREATE INDEX t_household ON Task (householdId)'
   run "$tag-ref-where" sqlite3 -json "$ref" "SELECT * FROM Task WHERE householdId = 'household-1'"
   ls -l "$data" | awk '{print $5}' > "$work/$tag-bytes"
@@ -80,6 +84,8 @@ printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "re
 printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import JSONL into an empty store" "$(secs big-import)" "$(rate big-import "$records")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-import big-ref-import)×" "$(mb small-import) / $(mb big-import) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export all to JSONL" "$(secs big-export)" "$(rate big-export "$records")" "-json: $(secs big-ref-export) s" "$(ratio big-export big-ref-export)×" "$(mb small-export) / $(mb big-export) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import CSV (Task) into an empty store" "$(secs big-csv-import)" "$(rate big-csv-import "$tasks")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-csv-import big-ref-import)×" "$(mb small-csv-import) / $(mb big-csv-import) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export Task to CSV" "$(secs big-csv-export)" "$(rate big-csv-export "$tasks")" "-csv: $(secs big-ref-csv-export) s" "$(ratio big-csv-export big-ref-csv-export)×" "$(mb small-csv-export) / $(mb big-csv-export) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export --where (indexed, $where rows)" "$(secs big-where)" "$(rate big-where "$where")" "-json WHERE: $(secs big-ref-where) s" "$(ratio big-where big-ref-where)×" "$(mb small-where) / $(mb big-where) MB"
 echo
 echo "Median of $repeat runs each. ratio = ckport time / sqlite3 shell time on the same rows (lower is better). The shell's"

@@ -18,10 +18,24 @@ public struct RecordValidator: Sendable {
     /// CloudKit's record size limit, assets excluded.
     public static let maxRecordSize = 1_048_576
 
-    public var schema: Schema
+    public var schema: Schema {
+        didSet { index = RecordValidator.index(schema) }
+    }
+
+    /// The schema's types and fields by name: every record is checked field by field.
+    private var index: [String: (type: RecordTypeDefinition, fields: [String: FieldDefinition])]
 
     public init(schema: Schema) {
         self.schema = schema
+        index = RecordValidator.index(schema)
+    }
+
+    private static func index(_ schema: Schema) -> [String: (type: RecordTypeDefinition, fields: [String: FieldDefinition])] {
+        var index: [String: (type: RecordTypeDefinition, fields: [String: FieldDefinition])] = [:]
+        for type in schema.recordTypes where index[type.name] == nil {
+            index[type.name] = (type, Dictionary(type.fields.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }))
+        }
+        return index
     }
 
     /// Every problem with `record`, or an empty array when it can be stored.
@@ -34,7 +48,7 @@ public struct RecordValidator: Sendable {
             issues.append(ValidationIssue(message: "bad recordName '\(record.recordName)': \(problem)"))
         }
         if record.isDeleted { return issues }
-        guard let type = schema.recordType(named: record.recordType) else {
+        guard let (type, fields) = index[record.recordType] else {
             if !allowNewFields {
                 let known = schema.recordTypes.map(\.name).sorted()
                 issues.append(ValidationIssue(message: "unknown record type '\(record.recordType)' (the schema has \(known.isEmpty ? "no record types; import one with 'ckport schema import'" : known.joined(separator: ", ")))"))
@@ -49,7 +63,7 @@ public struct RecordValidator: Sendable {
             return issues
         }
         for (name, value) in record.fields {
-            guard let field = type.field(named: name), !field.isSystem else {
+            guard let field = fields[name], !field.isSystem else {
                 if Names.isSystemField(name) {
                     issues.append(ValidationIssue(field: name, message: "system fields are set through the record's system keys, not its fields"))
                 } else if !allowNewFields {

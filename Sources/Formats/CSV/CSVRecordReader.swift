@@ -49,7 +49,11 @@ public final class CSVRecordReader: RecordSource {
     private var header: [CSVCell]?
     private var headerNames: [String] = []
     private var layouts: [String: [CSVColumn?]] = [:]
+    private var lastLayout: (type: String, columns: [CSVColumn?])?
     private var typeColumn: Int?
+    /// Companion cells of the current row, kept between rows so their storage is reused.
+    private var actions: [(field: String, action: ReferenceAction)] = []
+    private var sizes: [(field: String, text: String, cell: CSVCell)] = []
 
     public init(input: ByteInput, schema: Schema, options: CSVReadOptions) {
         rows = CSVRowReader(input: input, delimiter: options.delimiter ?? UInt8(ascii: ","))
@@ -134,15 +138,20 @@ public final class CSVRecordReader: RecordSource {
             return issue(typeColumn.map { cells[$0] }, field: nil, name: nil, type: nil, "the row names no record type")
         }
         let columns: [CSVColumn?]
-        do {
-            columns = try layout(for: typeName, header: header!)
-        } catch let problem as InputIssue {
-            return .invalid(InputIssue(position: problem.position, recordType: typeName, message: problem.message), raw: raw)
+        if let lastLayout, lastLayout.type == typeName {
+            columns = lastLayout.columns
+        } else {
+            do {
+                columns = try layout(for: typeName, header: header!)
+            } catch let problem as InputIssue {
+                return .invalid(InputIssue(position: problem.position, recordType: typeName, message: problem.message), raw: raw)
+            }
+            lastLayout = (typeName, columns)
         }
         var record = Record(id: RecordID(recordName: "", zone: options.defaultZone), recordType: typeName)
         var recordName: String?
-        var actions: [String: (ReferenceAction, CSVCell)] = [:]
-        var sizes: [String: (String, CSVCell)] = [:]
+        actions.removeAll(keepingCapacity: true)
+        sizes.removeAll(keepingCapacity: true)
         var createdStamp = RecordStamp(timestamp: 0), modifiedStamp = RecordStamp(timestamp: 0)
         var hasCreated = false, hasModified = false
         var fields = RecordFields(minimumCapacity: columns.count)
@@ -160,17 +169,17 @@ public final class CSVRecordReader: RecordSource {
             case .recordType, .ignored: break
             case .field(let name, let type):
                 do {
-                    if let value = try options.values.value(text, as: type) { fields[name] = value }
+                    if let value = try options.values.value(text, as: type) { _ = fields.insertNew(name, value) }
                 } catch {
                     return issue(cell, field: name, name: recordName, type: typeName, error.message)
                 }
             case .referenceAction(let name):
-                guard let action = ReferenceAction(rawValue: text.uppercased()) else {
+                guard let action = ReferenceAction(rawValue: text) ?? ReferenceAction(rawValue: text.uppercased()) else {
                     return issue(cell, field: name, name: recordName, type: typeName, "expected a reference action (NONE, DELETE_SELF or VALIDATE), found \"\(text)\"")
                 }
-                actions[name] = (action, cell)
+                actions.append((name, action))
             case .assetSize(let name):
-                sizes[name] = (text, cell)
+                sizes.append((name, text, cell))
             case .system(let system), .escapedSystem(let system):
                 switch system {
                 case .scope:
@@ -197,12 +206,12 @@ public final class CSVRecordReader: RecordSource {
         for entry in fields.entries {
             switch entry.value {
             case .reference(var reference):
-                if let (action, _) = actions[entry.name] {
-                    reference.action = action
+                if let companion = actions.first(where: { $0.field == entry.name }) {
+                    reference.action = companion.action
                     fields[entry.name] = .reference(reference)
                 }
             case .asset(var asset) where asset.size < 0:
-                guard let (text, cell) = sizes[entry.name] else {
+                guard let (_, text, cell) = sizes.first(where: { $0.field == entry.name }) else {
                     let fieldCell = columns.firstIndex { if case .field(let name, _)? = $0 { return name == entry.name } else { return false } }.map { cells[$0] }
                     return issue(fieldCell, field: entry.name, name: recordName, type: typeName, "an ASSET cell holds its checksum and needs its size in column \(entry.name):size")
                 }

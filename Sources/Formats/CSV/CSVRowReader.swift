@@ -37,7 +37,7 @@ public final class CSVRowReader {
         InputIssue(position: SourcePosition(file: input.name, line: line, column: column), message: message)
     }
 
-    /// Makes `input.buffer[input.position + offset]` readable; false at the end of the input.
+    /// Makes `input[input.position + offset]` readable; false at the end of the input.
     @inline(__always) private func ensure(_ offset: Int) throws -> Bool {
         while input.position + offset >= input.end {
             if try !input.fill() { return false }
@@ -46,7 +46,7 @@ public final class CSVRowReader {
     }
 
     @inline(__always) private func byte(_ offset: Int) -> UInt8 {
-        input.buffer[input.position + offset]
+        input[input.position + offset]
     }
 
     /// Looks at the start of the input to choose a delimiter: the candidate appearing most often
@@ -91,42 +91,46 @@ public final class CSVRowReader {
                 break
             }
         }
+        // The scan works on locals: properties of a class are checked for exclusive access on
+        // every read, which would cost more than the scan itself.
+        var scan = Scan(base: input.buffer, start: input.position, end: input.end)
+        let delimiter = self.delimiter
         var cells: [CSVCell] = []
-        var offset = 0
+        cells.reserveCapacity(16)
         var column = 1
         var currentLine = line
         while true {
             let cellLine = currentLine, cellColumn = column
             var text: String
             var quoted = false
-            if try ensure(offset), byte(offset) == UInt8(ascii: "\"") {
+            if try scan.has(0, refill: refill), scan[0] == UInt8(ascii: "\"") {
                 quoted = true
-                offset += 1
+                scan.offset += 1
                 column += 1
                 var content: [UInt8] = []
                 while true {
-                    guard try ensure(offset) else {
+                    guard try scan.has(0, refill: refill) else {
                         throw fail("a quoted cell is not closed: expected '\"' before the end of the file", line: cellLine, column: cellColumn)
                     }
-                    let b = byte(offset)
+                    let b = scan[0]
                     if b == UInt8(ascii: "\"") {
-                        if try ensure(offset + 1), byte(offset + 1) == UInt8(ascii: "\"") {
+                        if try scan.has(1, refill: refill), scan[1] == UInt8(ascii: "\"") {
                             content.append(b)
-                            offset += 2
+                            scan.offset += 2
                             column += 2
                             continue
                         }
-                        offset += 1
+                        scan.offset += 1
                         column += 1
                         break
                     }
                     content.append(b)
-                    offset += 1
+                    scan.offset += 1
                     if b == 0x0A {
                         currentLine += 1
                         column = 1
                     } else if b == 0x0D {
-                        if !(try ensure(offset) && byte(offset) == 0x0A) {
+                        if !(try scan.has(0, refill: refill) && scan[0] == 0x0A) {
                             currentLine += 1
                             column = 1
                         }
@@ -138,46 +142,79 @@ public final class CSVRowReader {
                     throw fail("a cell is not valid UTF-8", line: cellLine, column: cellColumn)
                 }
                 text = decoded
-                if try ensure(offset) {
-                    let next = byte(offset)
+                if try scan.has(0, refill: refill) {
+                    let next = scan[0]
                     if next != delimiter && next != 0x0A && next != 0x0D {
                         throw fail("unexpected '\(Character(UnicodeScalar(next)))' after a closing quote (a quote inside a quoted cell is written twice: \"\")", line: currentLine, column: column)
                     }
                 }
             } else {
-                let start = offset
-                while try ensure(offset) {
-                    let b = byte(offset)
+                let start = scan.offset
+                while try scan.has(0, refill: refill) {
+                    let b = scan[0]
                     if b == delimiter || b == 0x0A || b == 0x0D { break }
                     if b & 0xC0 != 0x80 { column += 1 }
-                    offset += 1
+                    scan.offset += 1
                 }
-                let slice = input.buffer[(input.position + start)..<(input.position + offset)]
-                guard let decoded = slice.withUnsafeBytes({ UTF8Validation.string($0) }) else {
+                guard let decoded = UTF8Validation.string(UnsafeRawBufferPointer(start: scan.base + scan.start + start, count: scan.offset - start)) else {
                     throw fail("a cell is not valid UTF-8", line: cellLine, column: cellColumn)
                 }
                 text = decoded
             }
             cells.append(CSVCell(text: text, quoted: quoted, line: cellLine, column: cellColumn))
-            guard try ensure(offset) else { break }
-            let b = byte(offset)
+            guard try scan.has(0, refill: refill) else { break }
+            let b = scan[0]
             if b == delimiter {
-                offset += 1
+                scan.offset += 1
                 column += 1
                 continue
             }
             if b == 0x0D {
-                offset += 1
-                if try ensure(offset), byte(offset) == 0x0A { offset += 1 }
+                scan.offset += 1
+                if try scan.has(0, refill: refill), scan[0] == 0x0A { scan.offset += 1 }
             } else if b == 0x0A {
-                offset += 1
+                scan.offset += 1
             }
             currentLine += 1
             break
         }
-        lastRowBytes = Array(input.buffer[input.position..<(input.position + offset)])
-        input.position += offset
+        lastRowBytes = Array(UnsafeBufferPointer(start: scan.base + scan.start, count: scan.offset))
+        input.position = scan.start + scan.offset
         line = currentLine
         return cells
+    }
+
+    /// Reads more input; the scan's view moves with the buffer.
+    private func refill(_ scan: inout Scan) throws -> Bool {
+        input.position = scan.start
+        let more = try input.fill()
+        scan.base = input.buffer
+        scan.start = input.position
+        scan.end = input.end
+        return more
+    }
+
+    /// A row being scanned: bytes `start + offset` of `base`, readable up to `end`.
+    struct Scan {
+        var base: UnsafeMutablePointer<UInt8>
+        var start: Int
+        var end: Int
+        var offset = 0
+
+        init(base: UnsafeMutablePointer<UInt8>, start: Int, end: Int) {
+            self.base = base
+            self.start = start
+            self.end = end
+        }
+
+        @inline(__always) subscript(ahead: Int) -> UInt8 { base[start + offset + ahead] }
+
+        /// Whether the byte `ahead` of the offset can be read, reading more input when needed.
+        @inline(__always) mutating func has(_ ahead: Int, refill: (inout Scan) throws -> Bool) throws -> Bool {
+            while start + offset + ahead >= end {
+                if try !refill(&self) { return false }
+            }
+            return true
+        }
     }
 }

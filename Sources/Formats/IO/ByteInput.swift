@@ -9,7 +9,11 @@ public final class ByteInput {
     public let name: String
     private let fd: Int32
     private let ownsDescriptor: Bool
-    var buffer: [UInt8]
+    /// The bytes read and not yet dropped, in memory this object owns. A raw buffer rather
+    /// than an array: readers index it byte by byte, and an array would be retained and
+    /// checked for exclusive access on every byte.
+    private(set) var buffer: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
     /// Bytes before `position` are consumed.
     var position = 0
     /// Bytes from `end` on are not read yet.
@@ -23,7 +27,8 @@ public final class ByteInput {
     /// Opens a file, or standard input for `-`.
     public init(path: String, chunkSize: Int = 1 << 20) throws {
         self.chunkSize = chunkSize
-        buffer = [UInt8](repeating: 0, count: chunkSize)
+        capacity = chunkSize
+        buffer = .allocate(capacity: capacity)
         if path == "-" {
             name = "<stdin>"
             fd = 0
@@ -32,11 +37,15 @@ public final class ByteInput {
         } else {
             name = path
             fd = open(path, O_RDONLY)
-            guard fd >= 0 else { throw InputIssue(position: SourcePosition(file: path), message: "cannot open: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                buffer.deallocate()
+                throw InputIssue(position: SourcePosition(file: path), message: "cannot open: \(String(cString: strerror(errno)))")
+            }
             ownsDescriptor = true
             var info = stat()
             if fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
                 close(fd)
+                buffer.deallocate()
                 throw InputIssue(position: SourcePosition(file: path), message: "is a directory, not a file")
             }
             totalBytes = (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : nil
@@ -48,19 +57,34 @@ public final class ByteInput {
         self.name = name
         fd = -1
         ownsDescriptor = false
-        buffer = bytes
+        capacity = max(bytes.count, 1)
+        buffer = .allocate(capacity: capacity)
+        buffer.initialize(from: bytes, count: bytes.count)
         end = bytes.count
         atEOF = true
         totalBytes = Int64(bytes.count)
-        chunkSize = max(bytes.count, 1)
+        chunkSize = capacity
     }
 
     deinit {
         if ownsDescriptor { close(fd) }
+        buffer.deallocate()
     }
 
     /// Bytes consumed so far.
     public var bytesRead: Int64 { bufferOffset + Int64(position) }
+
+    @inline(__always) subscript(index: Int) -> UInt8 { buffer[index] }
+
+    /// A view of `start..<stop`, valid until the next `fill()`.
+    @inline(__always) func bytes(_ start: Int, _ stop: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: buffer + start, count: stop - start)
+    }
+
+    /// A copy of `start..<stop`.
+    func copy(_ start: Int, _ stop: Int) -> [UInt8] {
+        Array(UnsafeBufferPointer(start: buffer + start, count: stop - start))
+    }
 
     /// Reads more input after `end`, first moving the unconsumed bytes to the front.
     /// Returns false at the end of the input.
@@ -68,25 +92,23 @@ public final class ByteInput {
         guard !atEOF else { return false }
         if position > 0 {
             let remaining = end - position
-            if remaining > 0 {
-                buffer.withUnsafeMutableBytes { raw in
-                    _ = memmove(raw.baseAddress!, raw.baseAddress! + position, remaining)
-                }
-            }
+            if remaining > 0 { (buffer).update(from: buffer + position, count: remaining) }
             bufferOffset += Int64(position)
             end = remaining
             position = 0
         }
-        if buffer.count - end < chunkSize / 2 {
-            buffer.append(contentsOf: repeatElement(0, count: max(chunkSize, buffer.count)))
+        if capacity - end < chunkSize / 2 {
+            // An item larger than the buffer: grow it.
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
+            grown.update(from: buffer, count: end)
+            buffer.deallocate()
+            buffer = grown
+            capacity *= 2
         }
-        let count = buffer.withUnsafeMutableBytes { raw -> Int in
-            while true {
-                let n = read(fd, raw.baseAddress! + end, raw.count - end)
-                if n < 0 && errno == EINTR { continue }
-                return n
-            }
-        }
+        var count: Int
+        repeat {
+            count = read(fd, buffer + end, capacity - end)
+        } while count < 0 && errno == EINTR
         if count < 0 {
             throw InputIssue(position: SourcePosition(file: name), message: "read failed: \(String(cString: strerror(errno)))")
         }
@@ -103,16 +125,13 @@ public final class ByteInput {
     func nextLine() throws -> UnsafeRawBufferPointer? {
         var searchFrom = position
         while true {
-            let found: Int? = buffer.withUnsafeBytes { raw in
-                guard searchFrom < end, let hit = memchr(raw.baseAddress! + searchFrom, 0x0A, end - searchFrom) else { return nil }
-                return raw.baseAddress!.distance(to: UnsafeRawPointer(hit))
-            }
-            if let newline = found {
+            if searchFrom < end, let hit = memchr(buffer + searchFrom, 0x0A, end - searchFrom) {
+                let newline = UnsafeMutableRawPointer(buffer).distance(to: hit)
                 let start = position
                 position = newline + 1
                 var stop = newline
                 if stop > start && buffer[stop - 1] == 0x0D { stop -= 1 }
-                return slice(start, stop)
+                return bytes(start, stop)
             }
             let scanned = end - position
             if try !fill() {
@@ -121,14 +140,10 @@ public final class ByteInput {
                 position = end
                 var stop = end
                 if stop > start && buffer[stop - 1] == 0x0D { stop -= 1 }
-                return slice(start, stop)
+                return bytes(start, stop)
             }
             searchFrom = position + scanned
         }
-    }
-
-    private func slice(_ start: Int, _ stop: Int) -> UnsafeRawBufferPointer {
-        buffer.withUnsafeBytes { raw in UnsafeRawBufferPointer(rebasing: raw[start..<stop]) }
     }
 }
 

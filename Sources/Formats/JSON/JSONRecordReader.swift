@@ -50,13 +50,12 @@ public final class JSONRecordReader: RecordSource {
         var index = input.position
         while true {
             while index < input.end {
-                switch input.buffer[index] {
+                switch input[index] {
                 case 0x20, 0x09, 0x0A, 0x0D: index += 1
                 case UInt8(ascii: "["): return .document
                 case UInt8(ascii: "{"):
                     // Look at the first key.
-                    let window = input.buffer[index..<min(input.end, index + 64)]
-                    let text = String(decoding: window, as: UTF8.self)
+                    let text = String(decoding: input.bytes(index, min(input.end, index + 64)), as: UTF8.self)
                     let afterBrace = text.dropFirst().drop { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
                     return afterBrace.hasPrefix("\"records\"") ? .document : .lines
                 default: return .lines
@@ -228,11 +227,11 @@ final class JSONDocumentScanner {
 
     private func peek() throws -> UInt8? {
         if input.position >= input.end, try !input.fill() { return nil }
-        return input.buffer[input.position]
+        return input[input.position]
     }
 
     private func advance() {
-        let b = input.buffer[input.position]
+        let b = input[input.position]
         input.position += 1
         if b == 0x0A { line += 1; column = 1 } else if b & 0xC0 != 0x80 { column += 1 }
     }
@@ -255,7 +254,7 @@ final class JSONDocumentScanner {
                 if scalar && !out.isEmpty { return out }
                 throw fail("the file ends inside a value")
             }
-            let b = input.buffer[input.position]
+            let b = input[input.position]
             if scalar {
                 if b == UInt8(ascii: ",") || b == UInt8(ascii: "]") || b == UInt8(ascii: "}") || b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 {
                     return out
