@@ -112,6 +112,13 @@ struct ExportCommand: ParsableCommand {
         if since != nil && limit != nil { throw ValidationError("--since exports every change; it does not combine with --limit") }
         if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("unknown time zone '\(tz)' (use a name such as Europe/Berlin)") }
         if let delimiter, delimiter.utf8.count != 1 || delimiter == "\"" { throw ValidationError("--delimiter is one ASCII character other than '\"', such as ';' or '|'") }
+        if !isCSV {
+            let csvOnly = [("--fields", fields != nil), ("--system", system), ("--tz", tz != nil), ("--location", location != .latlon),
+                           ("--lf", lf), ("--bom", bom), ("--delimiter", delimiter != nil), ("--spreadsheet-safe", spreadsheetSafe)]
+            if let (flag, _) = csvOnly.first(where: { $0.1 }) {
+                throw ValidationError("\(flag) applies to CSV output; add --format csv or write to a .csv file")
+            }
+        }
         if isCSV {
             if since != nil { throw ValidationError("CSV has no place for deleted records: export changes (--since) as JSON") }
             if recordTypes.count != 1 && !writesDirectory {

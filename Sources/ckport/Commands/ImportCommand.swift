@@ -151,6 +151,13 @@ struct ImportCommand: ParsableCommand {
                 dataFiles.append(file)
             }
         }
+        if !dataFiles.contains(where: { (format ?? DataFormat.infer($0))?.isCSV == true }) {
+            let csvOnly = [("--map", !map.isEmpty), ("--ignore-columns", ignoreColumns), ("--name-template", nameTemplate != nil),
+                           ("--delimiter", delimiter != nil), ("--spreadsheet-safe", spreadsheetSafe)]
+            if let (flag, _) = csvOnly.first(where: { $0.1 }) {
+                throw CommandFailure.usage("\(flag) applies to CSV files; none of the files is CSV (.csv, .tsv, or --format csv)")
+            }
+        }
         let store = try storeOptions.open(create: true)
         let schema = schemaFile?.schema ?? store.schema
         let codec = JSONRecordCodec(schema: schema, readStyle: style.valueStyle, defaultRecordType: recordType,
