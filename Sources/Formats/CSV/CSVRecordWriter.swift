@@ -62,7 +62,7 @@ public final class CSVRecordWriter: RecordSink {
         }
         rows.endRow(&buffer)
         recordsWritten += 1
-        if buffer.count >= 1 << 16 {
+        if buffer.count >= 1 << 18 {
             try output.write(buffer)
             buffer.removeAll(keepingCapacity: true)
         }

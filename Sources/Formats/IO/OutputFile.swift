@@ -42,8 +42,14 @@ public final class OutputFile {
         if !finished { discard() }
     }
 
-    /// Appends bytes; they reach the file in large writes.
+    /// Appends bytes; they reach the file in large writes. A large chunk goes straight to the
+    /// file rather than through the buffer.
     @inline(__always) public func write(_ bytes: [UInt8]) throws {
+        if buffer.isEmpty && bytes.count >= flushSize / 4 {
+            try bytes.withUnsafeBytes { try writeAll($0) }
+            bytesWritten += Int64(bytes.count)
+            return
+        }
         buffer.append(contentsOf: bytes)
         if buffer.count >= flushSize { try flush() }
     }
@@ -54,19 +60,21 @@ public final class OutputFile {
 
     public func flush() throws {
         guard !buffer.isEmpty else { return }
-        try buffer.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw OutputError(path: path, message: "write failed: \(String(cString: strerror(errno)))")
-                }
-                offset += n
-            }
-        }
+        try buffer.withUnsafeBytes { try writeAll($0) }
         bytesWritten += Int64(buffer.count)
         buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func writeAll(_ raw: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < raw.count {
+            let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw OutputError(path: path, message: "write failed: \(String(cString: strerror(errno)))")
+            }
+            offset += n
+        }
     }
 
     /// Flushes, syncs and moves the file into place.

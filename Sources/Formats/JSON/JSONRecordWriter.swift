@@ -28,7 +28,7 @@ public final class JSONRecordWriter: RecordSink {
         codec.encode(record, style: style, to: &buffer)
         if layout == .lines { buffer.byte(0x0A) }
         count += 1
-        if buffer.bytes.count >= 1 << 16 {
+        if buffer.bytes.count >= 1 << 18 {
             try output.write(buffer.bytes)
             buffer.bytes.removeAll(keepingCapacity: true)
         }

@@ -19,31 +19,39 @@ public struct JSONWriter: Sendable {
     /// Writes a JSON string: quotes, escapes for `"`, `\` and control characters, UTF-8 as is.
     public mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
-        var value = value
-        value.withUTF8 { utf8 in
-            var runStart = 0
-            for index in 0..<utf8.count {
-                let b = utf8[index]
-                guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
-                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-                switch b {
-                case 0x22: bytes.append(0x5C); bytes.append(0x22)
-                case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
-                case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
-                case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
-                case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
-                case 0x08: bytes.append(0x5C); bytes.append(UInt8(ascii: "b"))
-                case 0x0C: bytes.append(0x5C); bytes.append(UInt8(ascii: "f"))
-                default:
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
-                }
-                runStart = index + 1
-            }
-            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])) }
+        // Native strings lend their UTF-8 directly; copying into a `var` first would cost a
+        // retain and a release for every string of every record.
+        if value.utf8.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
+            var copy = value
+            copy.withUTF8 { appendEscaped($0) }
         }
         bytes.append(UInt8(ascii: "\""))
     }
+
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var runStart = 0
+        for index in 0..<utf8.count {
+            let b = utf8[index]
+            guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
+            if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
+            switch b {
+            case 0x22: bytes.append(0x5C); bytes.append(0x22)
+            case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+            case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
+            case 0x08: bytes.append(0x5C); bytes.append(UInt8(ascii: "b"))
+            case 0x0C: bytes.append(0x5C); bytes.append(UInt8(ascii: "f"))
+            default:
+                let hex = JSONWriter.hexDigits
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
+            }
+            runStart = index + 1
+        }
+        if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])) }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     public mutating func int(_ value: Int64) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
