@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ckport end to end on the bundled sample apps, with the embedded SQLite store:
-# for each app, import its schema and records, query them, export them, and prove the export
-# imports into a fresh store and exports back byte for byte. Work goes to ./quickstart/.
+# for each app, import its schema and records, query them, export them as JSON Lines and as
+# CSV, and prove each export imports into a fresh store that exports back byte for byte.
+# Work goes to ./quickstart/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --product ckport >/dev/null
@@ -34,6 +35,18 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
     echo "round trip: store → JSONL → new store → JSONL is byte-identical"
   else
     echo "round trip: the second export differs from the first" >&2
+    exit 1
+  fi
+  ckport export --store "$store" -o "$out/$app-csv/" --system -q
+  ckport schema import "samples/$app/schema.ckdb" --store "$out/$app-from-csv.sqlite" -q
+  for sheet in "$out/$app-csv"/*.csv; do
+    ckport import "$sheet" --type "$(basename "$sheet" .csv)" --store "$out/$app-from-csv.sqlite" -q
+  done
+  ckport export --store "$out/$app-from-csv.sqlite" -o "$out/$app-from-csv.jsonl" -q
+  if cmp -s "$out/$app.jsonl" "$out/$app-from-csv.jsonl"; then
+    echo "round trip: store → CSV ($(ls "$out/$app-csv" | wc -l) files) → new store gives back the same records"
+  else
+    echo "round trip: the records that came back from CSV differ" >&2
     exit 1
   fi
 done
