@@ -110,8 +110,8 @@ struct ExportCommand: ParsableCommand {
         if (predicate != nil || sort != nil) && recordTypes.isEmpty { throw ValidationError("--where and --sort need --type") }
         if let limit, limit < 0 { throw ValidationError("--limit cannot be negative") }
         if since != nil && limit != nil { throw ValidationError("--since exports every change; it does not combine with --limit") }
-        if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("unknown time zone '\(tz)' (use a name such as Europe/Berlin)") }
-        if let delimiter, delimiter.utf8.count != 1 || delimiter == "\"" { throw ValidationError("--delimiter is one ASCII character other than '\"', such as ';' or '|'") }
+        _ = try ArgumentChecks.timeZone(tz)
+        _ = try ArgumentChecks.delimiter(delimiter)
         if !isCSV {
             let csvOnly = [("--fields", fields != nil), ("--system", system), ("--tz", tz != nil), ("--location", location != .latlon),
                            ("--lf", lf), ("--bom", bom), ("--delimiter", delimiter != nil), ("--spreadsheet-safe", spreadsheetSafe)]
@@ -208,20 +208,20 @@ enum LocationForm: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension ExportCommand {
-    func csvOptions() -> CSVWriteOptions {
+    func csvOptions() throws -> CSVWriteOptions {
         var dialect = (format == .tsv || output.lowercased().hasSuffix(".tsv")) ? CSVDialect.tsv : CSVDialect.csv
-        if let delimiter { dialect.delimiter = delimiter.utf8.first! }
+        if let byte = try ArgumentChecks.delimiter(delimiter) { dialect.delimiter = byte }
         dialect.crlf = !lf
         dialect.byteOrderMark = bom
         dialect.spreadsheetSafe = spreadsheetSafe
         let chosen = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-        return CSVWriteOptions(dialect: dialect, values: CSVValues(timeZone: tz.flatMap(TimeZone.init(identifier:)), locationAsJSON: location == .json),
+        return CSVWriteOptions(dialect: dialect, values: CSVValues(timeZone: try ArgumentChecks.timeZone(tz), locationAsJSON: location == .json),
                                fields: chosen, includeSystem: system)
     }
 
     /// One CSV file for one type, or a file per type in a folder.
     func exportCSV(store: RecordStore, query: RecordQuery) throws {
-        let options = csvOptions()
+        let options = try csvOptions()
         let types = recordTypes.isEmpty ? store.schema.recordTypes.map(\.name).sorted() : recordTypes
         let directory = writesDirectory ? output : nil
         if let directory { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }

@@ -128,9 +128,9 @@ struct ImportCommand: ParsableCommand {
 
     func validate() throws {
         if rejects != nil && !skipInvalid { throw ValidationError("--rejects needs --skip-invalid") }
-        if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("unknown time zone '\(tz)' (use a name such as Europe/Berlin)") }
+        _ = try ArgumentChecks.timeZone(tz)
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input ('-') can be read once") }
-        if let delimiter, delimiter.utf8.count != 1 || delimiter == "\"" { throw ValidationError("--delimiter is one ASCII character other than '\"', such as ';' or '|'") }
+        _ = try ArgumentChecks.delimiter(delimiter)
         for entry in map where !entry.contains("=") { throw ValidationError("--map takes \"Header=field\", found \"\(entry)\"") }
     }
 
@@ -162,7 +162,7 @@ struct ImportCommand: ParsableCommand {
         let schema = schemaFile?.schema ?? store.schema
         let codec = JSONRecordCodec(schema: schema, readStyle: style.valueStyle, defaultRecordType: recordType,
                                     defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
-                                    timeZone: tz.flatMap(TimeZone.init(identifier:)))
+                                    timeZone: try ArgumentChecks.timeZone(tz))
         let sources: [RecordSource] = try dataFiles.map { file in
             let fileFormat = format ?? DataFormat.infer(file)
             if fileFormat?.isCSV == true {
@@ -203,8 +203,8 @@ struct ImportCommand: ParsableCommand {
         if let nameTemplate {
             do { template = try NameTemplate(nameTemplate) } catch { throw CommandFailure.usage(error.message) }
         }
-        return CSVReadOptions(delimiter: delimiter.map { $0.utf8.first! } ?? (format == .tsv ? 0x09 : nil),
-                              spreadsheetSafe: spreadsheetSafe, values: CSVValues(timeZone: tz.flatMap(TimeZone.init(identifier:))),
+        return CSVReadOptions(delimiter: try ArgumentChecks.delimiter(delimiter) ?? (format == .tsv ? 0x09 : nil),
+                              spreadsheetSafe: spreadsheetSafe, values: CSVValues(timeZone: try ArgumentChecks.timeZone(tz)),
                               defaultRecordType: recordType, defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
                               columnMap: columnMap, ignoreUnknownColumns: ignoreColumns, allowNewFields: allowNewFields, nameTemplate: template)
     }
