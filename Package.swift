@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .target(name: "Records"),
@@ -20,7 +21,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "Formats", dependencies: ["Records"]),
+        .target(name: "Formats", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams")]),
         .target(name: "SampleApps", dependencies: ["Records"]),
         .executableTarget(name: "ckport", dependencies: [
             "Records", "Store", "Formats", "SampleApps",
@@ -28,7 +29,7 @@ let package = Package(
         ]),
         .testTarget(name: "RecordsTests", dependencies: ["Records"]),
         .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
-        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps"], exclude: ["Fixtures"]),
         .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats", "SampleApps"]),
     ]
 )

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Writes samples/<app>/schema.ckdb and records.jsonl from ckport's seeded generator.
+# Writes samples/<app>/schema.ckdb, records.jsonl and (for the apps with a calendar side)
+# calendar.yaml from ckport's seeded generator.
 # The tests check that the committed samples equal this output, so run it after changing
 # a generator or a sample schema.
 set -euo pipefail
@@ -10,6 +11,7 @@ while read -r app records; do
   mkdir -p "samples/$app"
   "$bin" generate --app "$app" --schema -o "samples/$app/schema.ckdb"
   "$bin" generate --app "$app" --records "$records" --seed 1 -o "samples/$app/records.jsonl"
+  if "$bin" generate --app "$app" --mapping -o "samples/$app/calendar.yaml" 2>/dev/null; then :; else rm -f "samples/$app/calendar.yaml"; fi
   echo "samples/$app: $records records"
 done <<'APPS'
 family-todo 80

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ckport end to end on the bundled sample apps, with the embedded SQLite store:
 # for each app, import its schema and records, query them, export them as JSON Lines and as
-# CSV, and prove each export imports into a fresh store that exports back byte for byte.
+# CSV, and prove each export imports into a fresh store that exports back byte for byte; for
+# the apps with a calendar, export iCalendar, check it, and import it back without a change.
 # Work goes to ./quickstart/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,22 @@ ckport() { "$(swift build --show-bin-path)/ckport" "$@"; }
 out=quickstart
 rm -rf "$out"
 mkdir -p "$out"
+
+# The independent RFC 5545 checker beside the project, when it is set up
+# (../shared/conformance/setup.sh).
+checker=../shared/conformance/ical_check.py
+checker_python=${ICAL_CHECK_VENV:-$HOME/.cache/ical-check-venv}/bin/python
+check_ics() {
+  if [ -f "$checker" ] && [ -x "$checker_python" ]; then
+    "$checker_python" "$checker" --quiet "$1" >"$1.check" 2>&1 || { cat "$1.check" >&2; exit 1; }
+    echo "iCalendar: $1 passes the RFC 5545 checker and its peers (icalendar, libical)"
+  elif [ "${CKPORT_CONFORMANCE:-}" = required ]; then
+    echo "iCalendar: the RFC 5545 checker is required but not set up" >&2
+    exit 1
+  else
+    echo "iCalendar: $1 written (the RFC 5545 checker is not set up here)"
+  fi
+}
 
 query() {
   case $1 in
@@ -48,6 +65,18 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
   else
     echo "round trip: the records that came back from CSV differ" >&2
     exit 1
+  fi
+  if [ -f "samples/$app/calendar.yaml" ]; then
+    ckport export --store "$store" -o "$out/$app.ics" --include-deleted -q
+    check_ics "$out/$app.ics"
+    ckport import "$out/$app.ics" --store "$store" -q
+    ckport export --store "$store" -o "$out/$app-after-ics.jsonl" -q
+    if cmp -s "$out/$app.jsonl" "$out/$app-after-ics.jsonl"; then
+      echo "round trip: store → iCalendar ($(grep -cE '^BEGIN:V(EVENT|TODO|JOURNAL)' "$out/$app.ics") components) → the same store changes nothing"
+    else
+      echo "round trip: importing the iCalendar export changed records" >&2
+      exit 1
+    fi
   fi
 done
 echo

@@ -46,7 +46,8 @@ public struct InputIssue: Error, Sendable, CustomStringConvertible {
         if let recordName {
             subject.append("record '\(recordName)'" + (recordType.map { " (\($0))" } ?? ""))
         } else if let recordType {
-            subject.append("a \(recordType) record")
+            let article = recordType.first.map { "AEIOU".contains($0) } == true ? "an" : "a"
+            subject.append("\(article) \(recordType) record")
         }
         if let field { subject.append("field '\(field)'") }
         return "\(position): " + (subject.isEmpty ? "" : subject.joined(separator: ", ") + ": ") + message
@@ -92,6 +93,17 @@ public protocol RecordSource: AnyObject {
     /// Bytes consumed so far and in all, for progress; nil when unknown (a pipe).
     var bytesRead: Int64 { get }
     var totalBytes: Int64? { get }
+}
+
+extension RecordSource {
+    /// Remarks on what the source read but did not turn into records (skipped properties,
+    /// rules it could not keep), for the import's summary.
+    public var notes: [String] { [] }
+}
+
+/// A source with remarks for the summary.
+public protocol AnnotatedRecordSource: RecordSource {
+    var notes: [String] { get }
 }
 
 /// A writer of records: the sink end of an export pipeline.

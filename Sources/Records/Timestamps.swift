@@ -107,7 +107,7 @@ public enum ISO8601 {
         return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    static func daysInMonth(year: Int64, month: Int64) -> Int64 {
+    public static func daysInMonth(year: Int64, month: Int64) -> Int64 {
         switch month {
         case 2: return (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28
         case 4, 6, 9, 11: return 30

@@ -11,6 +11,29 @@ extension SampleGenerator {
         ("Pay the rent", "monthly", nil, 1, 5), ("Change the bed sheets", "biweekly", 7, nil, 3),
         ("Replace the air filter", "monthly", nil, 31, 5), ("Vacuum the living room", "weekly", 5, nil, 2),
     ]
+    /// The chore's next date after `last` that its rule allows, at the same time of day, so
+    /// that an exported RRULE starts on one of its own occurrences: the next day; the next
+    /// `weekday` (1 = Monday … 7 = Sunday), a week later for biweekly; `dayOfMonth` of the
+    /// next month, or that month's last day when it is shorter.
+    static func nextScheduled(after last: Int64, type: String, weekday: Int?, dayOfMonth: Int?) -> Int64 {
+        let days = ISO8601.floorDiv(last, day)
+        let timeOfDay = last - days * day
+        switch type {
+        case "weekly", "biweekly":
+            let today = (days + 3) % 7 + 1 // 1970-01-01 was a Thursday
+            var ahead = (Int64(weekday ?? Int(today)) - today + 7) % 7
+            if ahead == 0 { ahead = 7 }
+            return last + (ahead + (type == "biweekly" ? 7 : 0)) * day
+        case "monthly":
+            let date = ISO8601.civil(fromDays: days)
+            let (year, month) = date.month == 12 ? (date.year + 1, Int64(1)) : (date.year, date.month + 1)
+            let target = min(Int64(dayOfMonth ?? Int(date.day)), ISO8601.daysInMonth(year: year, month: month))
+            return ISO8601.days(year: year, month: month, day: target) * day + timeOfDay
+        default:
+            return last + day
+        }
+    }
+
     static let taskTitles: [(title: String, area: Int?)] = [
         ("Take out the trash", 0), ("Empty the dishwasher", 0), ("Wipe the kitchen counters", 0), ("Clean the fridge", 0),
         ("Descale the kettle", 0), ("Scrub the bathtub", 1), ("Restock toilet paper", 1), ("Clean the bathroom mirror", 1),
@@ -96,7 +119,7 @@ extension SampleGenerator {
                 "id": .string(uuid()), "householdId": householdRef, "title": .string(chore.title),
                 "recurrenceType": .string(chore.type), "areaId": .reference(Reference(recordName: areaNames[chore.area])),
                 "isActive": .int64(c == 4 && h % 2 == 0 ? 0 : 1), "lastGeneratedDate": .timestamp(last),
-                "nextScheduledDate": .timestamp(last + (chore.type == "daily" ? 1 : chore.type == "weekly" ? 7 : chore.type == "biweekly" ? 14 : 30) * Self.day),
+                "nextScheduledDate": .timestamp(Self.nextScheduled(after: last, type: chore.type, weekday: chore.day, dayOfMonth: chore.dayOfMonth)),
                 "createdAt": .timestamp(created), "updatedAt": .timestamp(created + Self.day),
             ]
             if let day = chore.day { fields["recurrenceDay"] = .int64(Int64(day)) }

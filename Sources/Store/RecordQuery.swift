@@ -217,25 +217,14 @@ extension StoreSession {
     }
 
     static func argument(_ literal: PredicateValue, as type: FieldType) -> SQLArgument? {
-        switch (type.primitive, literal) {
-        case (.string, .string(let s)), (.reference, .string(let s)), (.bytes, .string(let s)):
-            return .text(s)
-        case (.int64, .number(let n)):
-            return Int64(n).map(SQLArgument.int)
-        case (.int64, .bool(let b)):
-            return .int(b ? 1 : 0)
-        case (.double, .number(let n)):
-            return Double(n).map(SQLArgument.double)
-        case (.number, .number(let n)):
-            return Int64(n).map(SQLArgument.int) ?? Double(n).map(SQLArgument.double)
-        case (.number, .bool(let b)):
-            return .int(b ? 1 : 0)
-        case (.timestamp, .date(let text)), (.timestamp, .string(let text)):
-            return ISO8601.parse(text).map(SQLArgument.int)
-        case (.timestamp, .number(let n)):
-            return Int64(n).map(SQLArgument.int)
-        default:
-            return nil
+        // Bytes are compared as their Base64 text, as lists keep them.
+        if type.primitive == .bytes, case .string(let s) = literal { return .text(s) }
+        switch literal.fieldValue(as: type) {
+        case .string(let s)?: return .text(s)
+        case .reference(let r)?: return .text(r.recordName)
+        case .int64(let i)?, .timestamp(let i)?: return .int(i)
+        case .double(let d)?: return .double(d)
+        default: return nil
         }
     }
 }

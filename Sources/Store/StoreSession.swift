@@ -232,18 +232,27 @@ public final class StoreSession {
     private func merged(_ existing: Records.Record, with incoming: Records.Record) -> Records.Record {
         var result = existing
         for (name, value) in incoming.fields { result.fields[name] = value }
-        if incoming.changeTag != nil { result.changeTag = incoming.changeTag }
-        if incoming.created != nil { result.created = incoming.created }
-        if incoming.modified != nil { result.modified = incoming.modified }
+        result.changeTag = incoming.changeTag ?? existing.changeTag
+        result.created = StoreSession.merged(existing.created, incoming.created)
+        result.modified = StoreSession.merged(existing.modified, incoming.modified)
         return result
     }
 
     private func replaced(_ existing: Records.Record, with incoming: Records.Record) -> Records.Record {
         var result = incoming
         result.changeTag = incoming.changeTag ?? existing.changeTag
-        result.created = incoming.created ?? existing.created
-        result.modified = incoming.modified ?? existing.modified
+        result.created = StoreSession.merged(existing.created, incoming.created)
+        result.modified = StoreSession.merged(existing.modified, incoming.modified)
         return result
+    }
+
+    /// System stamps merge part by part: a source that knows a time but not who or which
+    /// device (an .ics, a CSV without those columns) does not erase them.
+    static func merged(_ existing: RecordStamp?, _ incoming: RecordStamp?) -> RecordStamp? {
+        guard let incoming else { return existing }
+        guard let existing else { return incoming }
+        return RecordStamp(timestamp: incoming.timestamp, userRecordName: incoming.userRecordName ?? existing.userRecordName,
+                           deviceID: incoming.deviceID ?? existing.deviceID)
     }
 
     private func insertRow(_ record: Records.Record, zone: Int64, layout: TableLayout) throws {

@@ -163,6 +163,8 @@ struct JSONFormatTests {
     func samplesMatchGenerator(app: SampleApp, count: Int) throws {
         let directory = packageRoot.appendingPathComponent("samples/\(app.rawValue)")
         #expect(try String(contentsOf: directory.appendingPathComponent("schema.ckdb"), encoding: .utf8) == app.schemaText)
+        let mapping = try? String(contentsOf: directory.appendingPathComponent("calendar.yaml"), encoding: .utf8)
+        #expect(mapping == app.calendarMappingText)
         var generated: [Record] = []
         try app.generate(records: count, seed: 1) { generated.append($0) }
         #expect(generated.count == count)

@@ -276,4 +276,72 @@ struct CLITests {
         #expect(try ckport(["export", "--format", "csv"], in: folder.url).status == 1)
         #expect(try ckport(["export", "--type", "Task", "--since", "ck1-x-1", "-o", "x.csv"], in: folder.url).status == 1)
     }
+
+    @Test("iCalendar: a family's month out, a calendar file in, and the flags that go with them")
+    func iCalendar() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url).status == 0)
+        let month = "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"
+        let export = try ckport(["export", "--where", month, "-o", "march.ics", "--dtstamp", "2026-03-01T00:00:00Z"], in: folder.url)
+        #expect(export.status == 0, "\(export.stderr)")
+        let ics = folder.text("march.ics")
+        #expect(ics.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n"))
+        let live = try ckport(["export", "--type", "Event", "--where", month + " AND isDeleted == false", "-q"], in: folder.url)
+        let liveCount = live.stdout.split(separator: "\n").count
+        #expect(liveCount > 0)
+        #expect(ics.components(separatedBy: "BEGIN:VEVENT\r\n").count - 1 == liveCount)
+        #expect(ics.contains("DTSTAMP:20260301T000000Z\r\n"))
+        // The same store gives the same bytes.
+        #expect(try ckport(["export", "--where", month, "-o", "again.ics", "--dtstamp", "2026-03-01T00:00:00Z", "-q"], in: folder.url).status == 0)
+        #expect(folder.data("again.ics") == folder.data("march.ics"))
+        // Standard output with --format ics, local times with --tz.
+        let berlin = try ckport(["export", "--format", "ics", "--where", month, "--tz", "Europe/Berlin", "-q"], in: folder.url)
+        #expect(berlin.stdout.contains("BEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\n"))
+
+        // A Google Calendar file, expanded into the family's zone.
+        let google = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/google.ics").path
+        let arguments = ["import", google, "--expand", "2026-01-01..2026-12-31", "--set", "familyID=family-1",
+                         "--scope", "shared", "--zone", "family-1-zone", "--owner", "_4f00e3e229b648635c6f63dca8da05ef"]
+        let first = try ckport(arguments, in: folder.url)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("Event                   10        0          0"), "\(first.stderr)")
+        #expect(first.stderr.contains("note: skipped components the mapping does not name: VFREEBUSY ×1"), "\(first.stderr)")
+        let second = try ckport(arguments, in: folder.url)
+        #expect(second.stderr.contains("total                    0        0         24"), "\(second.stderr)")
+        let imported = try ckport(["export", "--type", "Event", "--where", "recordName BEGINSWITH 'swim-training'", "--style", "plain", "-q"], in: folder.url)
+        #expect(imported.stdout.split(separator: "\n").count == 8)
+        #expect(imported.stdout.contains(#""scope":"shared""#))
+        // From standard input too (spooled, since --expand reads the file twice).
+        let piped = try ckport(["import", sample("family-calendar", "schema.ckdb"), "-", "--format", "ics", "--expand", "2026-03-01..2026-03-31", "--store", "piped.sqlite"],
+                               in: folder.url, stdin: try String(contentsOfFile: google, encoding: .utf8))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stderr.contains("Event                   10"), "\(piped.stderr)")
+
+        // Mistakes.
+        let broken = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART:20260230T100000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        folder.write("broken.ics", broken)
+        let before = folder.data("ckport.sqlite")
+        let refused = try ckport(["import", "broken.ics"], in: folder.url)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("broken.ics:4: record 'x' (Event): DTSTART is not a date or date-time: \"20260230T100000Z\""), "\(refused.stderr)")
+        #expect(folder.data("ckport.sqlite") == before)
+        let usage: [([String], String)] = [
+            (["import", sample("family-calendar", "records.jsonl"), "--expand", "2026-01-01..2026-02-01"], "--expand applies to iCalendar files"),
+            (["import", "broken.ics", "--expand", "2026-02-01..2026-01-01"], "--expand: TO comes before FROM"),
+            (["import", "broken.ics", "--expand", "soon"], "--expand takes FROM..TO"),
+            (["export", "-o", "out.jsonl", "--include-deleted"], "--include-deleted applies to iCalendar output"),
+            (["export", "-o", "out.ics", "--dtstamp", "yesterday"], "--dtstamp is an ISO-8601 time"),
+        ]
+        for (arguments, message) in usage {
+            let run = try ckport(arguments, in: folder.url)
+            #expect(run.status == 1, "\(arguments)")
+            #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+        }
+        // A store whose schema has no sample mapping needs --mapping.
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl"), "--store", "notes.sqlite"], in: folder.url).status == 0)
+        let unmapped = try ckport(["export", "--store", "notes.sqlite", "-o", "notes.ics"], in: folder.url)
+        #expect(unmapped.status == 1)
+        #expect(unmapped.stderr.contains("pass --mapping FILE"))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("notes.ics")))
+    }
 }

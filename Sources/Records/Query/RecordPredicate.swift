@@ -56,9 +56,18 @@ public struct Condition: Sendable, Hashable {
     public var field: String
     public var op: ComparisonOperator
     public var value: PredicateValue
-    /// 1-based columns of the field and of the value in the predicate text.
+    /// 1-based columns of the field and of the value in the predicate text (0 when the
+    /// condition was built in code).
     public var fieldColumn: Int
     public var valueColumn: Int
+
+    public init(field: String, op: ComparisonOperator, value: PredicateValue, fieldColumn: Int = 0, valueColumn: Int = 0) {
+        self.field = field
+        self.op = op
+        self.value = value
+        self.fieldColumn = fieldColumn
+        self.valueColumn = valueColumn
+    }
 }
 
 public struct PredicateError: Error, Sendable, CustomStringConvertible {

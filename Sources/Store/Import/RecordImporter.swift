@@ -50,6 +50,8 @@ public struct ImportSummary: Sendable {
     /// made the import fail).
     public var issues: [InputIssue] = []
     public var schemaChanges: [String] = []
+    /// Remarks from the sources: what they read but did not import.
+    public var notes: [String] = []
     public var dryRun = false
     /// The store's change token after the import.
     public var token: ChangeToken?
@@ -160,6 +162,7 @@ public final class RecordImporter {
                 if failed { throw ImportFailure(summary: summary, truncated: truncated) }
                 try bulk.finish()
                 summary.schemaChanges = summary.schemaChanges.uniqued()
+                summary.notes = inputs.flatMap { ($0 as? AnnotatedRecordSource)?.notes ?? [] }
                 summary.token = session.currentToken
                 return summary
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Formats
 import Records
+import SampleApps
 import Store
 
 struct ExportCommand: ParsableCommand {
@@ -70,6 +71,15 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "CSV: put ' before text cells starting with = + - @ so a spreadsheet cannot run them as formulas.")
     var spreadsheetSafe = false
 
+    @Option(help: ArgumentHelp("iCalendar: the mapping file (YAML or JSON); default: the sample app's mapping when the store's schema is one.", valueName: "file"))
+    var mapping: String?
+
+    @Option(help: ArgumentHelp("iCalendar: pin DTSTAMP (ISO-8601) so that two exports are byte-identical.", valueName: "time"))
+    var dtstamp: String?
+
+    @Flag(help: "iCalendar: write records the mapping calls cancelled (soft-deleted events) with STATUS:CANCELLED instead of leaving them out.")
+    var includeDeleted = false
+
     @Option(help: "canonical (CloudKit Web Services' record shape) or plain (flat objects).")
     var style: ValueStyle = .canonical
 
@@ -107,13 +117,22 @@ struct ExportCommand: ParsableCommand {
 
     func validate() throws {
         if since != nil && (predicate != nil || sort != nil) { throw ValidationError("--since exports changes in change order; it does not combine with --where or --sort") }
-        if (predicate != nil || sort != nil) && recordTypes.isEmpty { throw ValidationError("--where and --sort need --type") }
+        if (predicate != nil || sort != nil) && recordTypes.isEmpty && !isICS { throw ValidationError("--where and --sort need --type") }
         if let limit, limit < 0 { throw ValidationError("--limit cannot be negative") }
         if since != nil && limit != nil { throw ValidationError("--since exports every change; it does not combine with --limit") }
         _ = try ArgumentChecks.timeZone(tz)
         _ = try ArgumentChecks.delimiter(delimiter)
+        if !isICS {
+            let icsOnly = [("--mapping", mapping != nil), ("--dtstamp", dtstamp != nil), ("--include-deleted", includeDeleted)]
+            if let (flag, _) = icsOnly.first(where: { $0.1 }) {
+                throw ValidationError("\(flag) applies to iCalendar output; add --format ics or write to a .ics file")
+            }
+        } else {
+            if since != nil { throw ValidationError("iCalendar has no place for deleted records: export changes (--since) as JSON") }
+            if let dtstamp, ISO8601.parse(dtstamp) == nil { throw ValidationError("--dtstamp is an ISO-8601 time such as 2026-01-01T00:00:00Z") }
+        }
         if !isCSV {
-            let csvOnly = [("--fields", fields != nil), ("--system", system), ("--tz", tz != nil), ("--location", location != .latlon),
+            let csvOnly = [("--fields", fields != nil), ("--system", system), ("--tz", tz != nil && !isICS), ("--location", location != .latlon),
                            ("--lf", lf), ("--bom", bom), ("--delimiter", delimiter != nil), ("--spreadsheet-safe", spreadsheetSafe)]
             if let (flag, _) = csvOnly.first(where: { $0.1 }) {
                 throw ValidationError("\(flag) applies to CSV output; add --format csv or write to a .csv file")
@@ -132,6 +151,9 @@ struct ExportCommand: ParsableCommand {
             }
         }
     }
+
+    /// iCalendar output, by --format or by -o's extension.
+    var isICS: Bool { (format ?? DataFormat.infer(output)) == .ics }
 
     /// CSV output, by --format or by -o's extension (a folder's files are .csv unless tsv).
     var isCSV: Bool { (format ?? DataFormat.infer(output))?.isCSV == true || (writesDirectory && format == nil) }
@@ -162,6 +184,10 @@ struct ExportCommand: ParsableCommand {
         }
         if isCSV && !explain {
             try exportCSV(store: store, query: query)
+            return
+        }
+        if isICS && !explain {
+            try exportICS(store: store, query: query)
             return
         }
         let token = try since.map { try ChangeToken(parsing: $0) }
@@ -247,5 +273,44 @@ extension ExportCommand {
             if !storeOptions.quiet && output != "-" { Console.error("exported \(Console.count(csv.recordsWritten)) \(typeName) records to \(path)") }
         }
         if !storeOptions.quiet && types.count > 1 { Console.error("exported \(Console.count(total)) records in \(types.count) files in \(Console.seconds(progress.elapsed))") }
+    }
+}
+
+extension ExportCommand {
+    /// The mapping named by --mapping, else the sample app's whose schema the store has.
+    static func calendarMapping(_ path: String?, store: RecordStore, schema: Schema? = nil) throws -> CalendarMapping {
+        let schema = schema ?? store.schema
+        if let path {
+            do { return try CalendarMapping.load(path: path, schema: schema) } catch { throw CommandFailure.invalid(error.description) }
+        }
+        for app in SampleApp.allCases where app.schema.isEquivalent(to: schema) {
+            guard let text = app.calendarMappingText else { break }
+            do { return try CalendarMapping.parse(text, file: "\(app.rawValue) mapping", schema: schema) } catch { throw CommandFailure.invalid(error.description) }
+        }
+        throw CommandFailure.usage("iCalendar needs a mapping from record types to calendar components: pass --mapping FILE (see samples/family-calendar/calendar.yaml)")
+    }
+
+    func exportICS(store: RecordStore, query: RecordQuery) throws {
+        let calendarMapping = try ExportCommand.calendarMapping(mapping, store: store)
+        var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: includeDeleted)
+        if let dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }
+        let file = try OutputFile(path: output)
+        let progress = ProgressLine("exporting", quiet: true)
+        let summary: ICalExportSummary
+        do {
+            summary = try store.read { session in
+                try ICalendarExporter(session: session, mapping: calendarMapping, options: options).export(query, to: file)
+            }
+        } catch {
+            file.discard()
+            throw error
+        }
+        if !storeOptions.quiet {
+            let parts = summary.written.keys.sorted().map { "\(Console.count(summary.written[$0]!)) \($0)" }
+            var line = "exported " + (parts.isEmpty ? "nothing" : parts.joined(separator: ", ")) + (output == "-" ? "" : " to \(output)") + " in \(Console.seconds(progress.elapsed))"
+            if let name = summary.calendarName { line += " (calendar \"\(name)\")" }
+            Console.error(line)
+            if summary.cancelledLeftOut > 0 { Console.error("left out \(summary.cancelledLeftOut) cancelled records (--include-deleted writes them with STATUS:CANCELLED)") }
+        }
     }
 }

@@ -16,6 +16,7 @@ struct GenerateCommand: ParsableCommand {
 
           ckport generate --app family-todo --records 1000000 -o big.jsonl
           ckport generate --app family-calendar --schema -o schema.ckdb
+          ckport generate --app family-calendar --mapping -o calendar.yaml
           ckport generate --app notes --records 50 --style plain
 
         Apps: \(SampleApp.allCases.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: "; ")).
@@ -34,6 +35,9 @@ struct GenerateCommand: ParsableCommand {
     @Flag(help: "Write the app's schema instead of records.")
     var schema = false
 
+    @Flag(help: "Write the app's iCalendar mapping (family-calendar, family-todo, relationship-checkin) instead of records.")
+    var mapping = false
+
     @Option(help: "canonical or plain.")
     var style: ValueStyle = .canonical
 
@@ -48,12 +52,16 @@ struct GenerateCommand: ParsableCommand {
 
     func validate() throws {
         if records < 0 { throw ValidationError("--records cannot be negative") }
+        if schema && mapping { throw ValidationError("--schema and --mapping each write a whole file; pass one") }
+        if mapping && app.calendarMappingText == nil {
+            throw ValidationError("\(app.rawValue) has no iCalendar mapping (apps with one: \(SampleApp.allCases.filter { $0.calendarMappingText != nil }.map(\.rawValue).joined(separator: ", ")))")
+        }
     }
 
     func run() throws {
         let file = try OutputFile(path: output)
-        if schema {
-            try file.write(app.schemaText)
+        if schema || mapping {
+            try file.write(schema ? app.schemaText : app.calendarMappingText!)
             try file.commit()
             return
         }

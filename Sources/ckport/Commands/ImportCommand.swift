@@ -5,7 +5,7 @@ import Records
 import Store
 
 enum DataFormat: String, ExpressibleByArgument, CaseIterable {
-    case json, jsonl, ndjson, csv, tsv
+    case json, jsonl, ndjson, csv, tsv, ics
 
     /// The format a file name implies.
     static func infer(_ path: String) -> DataFormat? {
@@ -94,6 +94,15 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "CSV: take off the ' that an export with --spreadsheet-safe put before formula-like text.")
     var spreadsheetSafe = false
 
+    @Option(help: ArgumentHelp("iCalendar: the mapping file (YAML or JSON); default: the sample app's mapping when the store's schema is one.", valueName: "file"))
+    var mapping: String?
+
+    @Option(help: ArgumentHelp("iCalendar: expand recurring events into their occurrences starting in FROM..TO (dates or ISO-8601 times; TO's day included).", valueName: "from..to"))
+    var expand: String?
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("iCalendar: give every imported record this field value, e.g. familyID=family-1; repeat for several.", valueName: "field=value"))
+    var fixedFields: [String] = []
+
     @Option(help: "Record shape: canonical (CloudKit Web Services), plain (flat objects) or auto.")
     var style: StyleOption = .auto
 
@@ -132,6 +141,8 @@ struct ImportCommand: ParsableCommand {
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input ('-') can be read once") }
         _ = try ArgumentChecks.delimiter(delimiter)
         for entry in map where !entry.contains("=") { throw ValidationError("--map takes \"Header=field\", found \"\(entry)\"") }
+        for entry in fixedFields where !entry.contains("=") { throw ValidationError("--set takes field=value, found \"\(entry)\"") }
+        _ = try expandWindow()
     }
 
     func run() throws {
@@ -145,9 +156,6 @@ struct ImportCommand: ParsableCommand {
                 if file != "-", !FileManager.default.fileExists(atPath: file) {
                     throw CommandFailure.invalid("\(file): no such file")
                 }
-                if file.lowercased().hasSuffix(".ics") {
-                    throw CommandFailure.invalid("\(file): ckport reads JSON, JSON Lines and CSV here; iCalendar import is a separate feature not in this version")
-                }
                 dataFiles.append(file)
             }
         }
@@ -158,13 +166,29 @@ struct ImportCommand: ParsableCommand {
                 throw CommandFailure.usage("\(flag) applies to CSV files; none of the files is CSV (.csv, .tsv, or --format csv)")
             }
         }
+        if !dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
+            let icsOnly = [("--mapping", mapping != nil), ("--expand", expand != nil), ("--set", !fixedFields.isEmpty)]
+            if let (flag, _) = icsOnly.first(where: { $0.1 }) {
+                throw CommandFailure.usage("\(flag) applies to iCalendar files; none of the files is .ics (or --format ics)")
+            }
+        }
         let store = try storeOptions.open(create: true)
         let schema = schemaFile?.schema ?? store.schema
         let codec = JSONRecordCodec(schema: schema, readStyle: style.valueStyle, defaultRecordType: recordType,
                                     defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
                                     timeZone: try ArgumentChecks.timeZone(tz))
+        var calendarMapping: CalendarMapping?
+        var people: [String: String] = [:]
+        if dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
+            let mappingStore = try storeOptions.open(create: true)
+            calendarMapping = try ExportCommand.calendarMapping(mapping, store: mappingStore, schema: schema)
+            people = try ImportCommand.people(calendarMapping!, store: mappingStore)
+        }
         let sources: [RecordSource] = try dataFiles.map { file in
             let fileFormat = format ?? DataFormat.infer(file)
+            if fileFormat == .ics, let calendarMapping {
+                return try icsReader(file, mapping: calendarMapping, schema: schema, people: people)
+            }
             if fileFormat?.isCSV == true {
                 return CSVRecordReader(input: try ByteInput(path: file), schema: schema, options: try csvOptions(fileFormat!))
             }
@@ -209,6 +233,59 @@ struct ImportCommand: ParsableCommand {
                               columnMap: columnMap, ignoreUnknownColumns: ignoreColumns, allowNewFields: allowNewFields, nameTemplate: template)
     }
 
+    /// `--expand FROM..TO` in UTC milliseconds, TO's whole day included when it is a date.
+    func expandWindow() throws -> (from: Int64, to: Int64)? {
+        guard let expand else { return nil }
+        let parts = expand.components(separatedBy: "..")
+        let zone = try ArgumentChecks.timeZone(tz)
+        guard parts.count == 2, let from = ISO8601.parse(parts[0], timeZone: zone), var to = ISO8601.parse(parts[1], timeZone: zone) else {
+            throw ValidationError("--expand takes FROM..TO, e.g. 2026-01-01..2026-12-31")
+        }
+        if !parts[1].contains("T") && !parts[1].contains(" ") { to += 86_400_000 }
+        guard to > from else { throw ValidationError("--expand: TO comes before FROM") }
+        return (from, to)
+    }
+
+    /// Calendar addresses → record names of the people the mapping looks up.
+    static func people(_ mapping: CalendarMapping, store: RecordStore) throws -> [String: String] {
+        var lookups: [(type: String, email: String)] = []
+        for component in mapping.components {
+            for person in [component.organizer, component.attendees?.person].compactMap({ $0 }) {
+                if let type = person.lookup, let email = person.email { lookups.append((type, email)) }
+            }
+        }
+        var people: [String: String] = [:]
+        try store.read { session in
+            for (type, email) in lookups where session.schema.recordType(named: type) != nil {
+                try session.forEach(RecordQuery(recordTypes: [type])) { record in
+                    if case .string(let address)? = record.fields[email] { people[address.lowercased()] = record.recordName }
+                }
+            }
+        }
+        return people
+    }
+
+    func icsReader(_ file: String, mapping: CalendarMapping, schema: Schema, people: [String: String]) throws -> ICalendarRecordReader {
+        var path = file
+        let window = try expandWindow()
+        if file == "-" && window != nil {
+            // Overrides are found in a first pass, so standard input is kept in a file first.
+            let spool = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-stdin-\(UUID().uuidString).ics")
+            try FileHandle.standardInput.readDataToEndOfFile().write(to: spool)
+            path = spool.path
+        }
+        var fixed: [(field: String, text: String)] = []
+        for entry in fixedFields {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            fixed.append((String(parts[0]), parts.count > 1 ? String(parts[1]) : ""))
+        }
+        let zone = try ArgumentChecks.timeZone(tz)
+        var options = ICalImportOptions(timeZone: zone, expand: window, zone: ZoneID(scope: scope, zoneName: self.zone, ownerRecordName: owner),
+                                        fixedFields: fixed, people: people)
+        if window != nil { options.overrides = try ICalendarRecordReader.overrides(in: try ByteInput(path: path), timeZone: zone) }
+        return ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: schema, options: options)
+    }
+
     static func isSchemaFile(_ path: String) throws -> Bool {
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
@@ -218,6 +295,7 @@ struct ImportCommand: ParsableCommand {
 
     static func report(_ summary: ImportSummary, files: Int, seconds: Double, rejects: String?) -> String {
         var lines: [String] = []
+        for note in summary.notes { lines.append("note: " + note) }
         if !summary.schemaChanges.isEmpty {
             lines.append("schema \(summary.dryRun ? "would change" : "changed"):")
             lines += summary.schemaChanges.map { "  " + $0 }

@@ -1,0 +1,330 @@
+import Foundation
+import Records
+import Store
+
+/// How a calendar export is written.
+public struct ICalExportOptions: Sendable {
+    /// Write times as local times with TZID, and a VTIMEZONE; nil writes UTC.
+    public var timeZone: TimeZone?
+    /// DTSTAMP of every component, in milliseconds: the export time unless pinned.
+    public var dtstamp: Int64
+    /// Write records the mapping calls cancelled, with STATUS:CANCELLED, instead of leaving them out.
+    public var includeCancelled: Bool
+    public var productID: String
+
+    public init(timeZone: TimeZone? = nil, dtstamp: Int64 = Int64(Date().timeIntervalSince1970 * 1000), includeCancelled: Bool = false,
+                productID: String = "-//ckport//ckport 0.1//EN") {
+        self.timeZone = timeZone
+        self.dtstamp = dtstamp
+        self.includeCancelled = includeCancelled
+        self.productID = productID
+    }
+}
+
+/// What an export wrote.
+public struct ICalExportSummary: Sendable {
+    /// Components written per record type.
+    public var written: [String: Int] = [:]
+    /// Records left out because the mapping calls them cancelled.
+    public var cancelledLeftOut = 0
+    public var calendarName: String?
+}
+
+/// Writes records as an iCalendar file (RFC 5545) through a mapping.
+///
+/// Output is deterministic: the same store gives the same bytes, DTSTAMP aside (which the
+/// options can pin). Components come in the mapping's order, records in export order, and
+/// attendees by record name.
+public final class ICalendarExporter {
+    private let session: StoreSession
+    private let mapping: CalendarMapping
+    private let options: ICalExportOptions
+    private var people: [String: Records.Record?] = [:]
+    private var writer = ICalLineWriter()
+
+    public init(session: StoreSession, mapping: CalendarMapping, options: ICalExportOptions) {
+        self.session = session
+        self.mapping = mapping
+        self.options = options
+    }
+
+    /// The query for each component the export writes: the user's predicate (which every
+    /// chosen type must be able to answer) and the mapping's own `where`.
+    public func queries(_ base: RecordQuery) throws -> [(CalendarMapping.Component, RecordQuery)] {
+        var out: [(CalendarMapping.Component, RecordQuery)] = []
+        for component in mapping.components where base.recordTypes.isEmpty || base.recordTypes.contains(component.recordType) {
+            var query = base
+            query.recordTypes = [component.recordType]
+            var conditions = base.predicate?.conditions ?? []
+            if let type = session.schema.recordType(named: component.recordType) {
+                for condition in conditions where type.field(named: condition.field) == nil && !["recordName", "___createTime", "___modTime"].contains(condition.field) {
+                    throw StoreError.badQuery("--where names field '\(condition.field)', which \(component.recordType) does not have; pick the record types with --type")
+                }
+            }
+            conditions += component.filter?.conditions ?? []
+            query.predicate = conditions.isEmpty ? nil : RecordPredicate(conditions)
+            out.append((component, query))
+        }
+        return out
+    }
+
+    public func export(_ base: RecordQuery, to output: OutputFile) throws -> ICalExportSummary {
+        var summary = ICalExportSummary()
+        let plan = try queries(base)
+        writer.line("BEGIN", "VCALENDAR")
+        writer.line("VERSION", "2.0")
+        writer.line("PRODID", ICalText.escape(options.productID))
+        writer.line("CALSCALE", "GREGORIAN")
+        if let name = try calendarName(plan) {
+            summary.calendarName = name
+            writer.line("X-WR-CALNAME", ICalText.escape(name))
+        }
+        if let zone = options.timeZone {
+            writer.line("X-WR-TIMEZONE", zone.identifier)
+            var low: Int64?, high: Int64?
+            for (component, query) in plan {
+                let fields = component.properties.compactMap { property -> String? in
+                    CalendarMapping.timeProperties.contains(property.name) ? property.value.sourceField : nil
+                }
+                if let (a, b) = try session.bounds(query, fields: fields) {
+                    low = min(low ?? a, a)
+                    high = max(high ?? b, b)
+                }
+            }
+            let from = low ?? options.dtstamp, to = max(high ?? options.dtstamp, from) + 86_400_000
+            for (name, value) in VTimeZoneBuilder.lines(for: zone, from: from, to: to) { writer.line(name, value) }
+        }
+        try output.write(writer.take())
+        for (component, query) in plan {
+            guard let type = session.schema.recordType(named: component.recordType) else { continue }
+            try session.forEach(query) { record in
+                let cancelled = try component.cancelled.map { predicate throws in try predicate.matches(record, type: type) } ?? false
+                if cancelled && !options.includeCancelled {
+                    summary.cancelledLeftOut += 1
+                    return
+                }
+                try write(record, component, cancelled: cancelled)
+                summary.written[component.recordType, default: 0] += 1
+                if writer.bytes.count >= 1 << 18 { try output.write(writer.take()) }
+            }
+        }
+        writer.line("END", "VCALENDAR")
+        try output.write(writer.take())
+        try output.commit()
+        return summary
+    }
+
+    /// X-WR-CALNAME: a fixed text, or read through the first record's reference when every
+    /// exported record points at the same target (one family's calendar).
+    private func calendarName(_ plan: [(CalendarMapping.Component, RecordQuery)]) throws -> String? {
+        guard let spec = mapping.calendarName, let (_, query) = plan.first else { return nil }
+        switch spec {
+        case .constant(let text): return text
+        case .reference(let field, let target):
+            var first: Records.Record?
+            var limited = query
+            limited.limit = 1
+            try session.forEach(limited) { first = $0 }
+            guard let first, case .reference(let reference)? = first.fields[field] else { return nil }
+            var others = query
+            others.limit = 1
+            var conditions = others.predicate?.conditions ?? []
+            conditions.append(Condition(field: field, op: .notEqual, value: .string(reference.recordName), fieldColumn: 0, valueColumn: 0))
+            others.predicate = RecordPredicate(conditions)
+            if try session.count(others) > 0 { return nil }
+            guard let targetRecord = try session.record(RecordID(recordName: reference.recordName, zone: first.zone)),
+                  case .string(let name)? = targetRecord.fields[target] else { return nil }
+            return name
+        case .field, .mapped, .date:
+            return nil
+        }
+    }
+
+    // MARK: Components
+
+    private func write(_ record: Records.Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
+        writer.line("BEGIN", component.component)
+        writer.line("UID", ICalText.escape(record.recordName))
+        writer.line("DTSTAMP", CalendarTime.utcText(options.dtstamp))
+        // Where the record lives and what it is, so that importing this file updates it.
+        if record.zone != .defaultZone {
+            var parameters: [(String, String)] = [("SCOPE", record.zone.scope.rawValue)]
+            if record.zone.ownerRecordName != ZoneID.defaultOwnerName { parameters.append(("OWNER", record.zone.ownerRecordName)) }
+            writer.line(CalendarMapping.zoneProperty, parameters, ICalText.escape(record.zone.zoneName))
+        }
+        if mapping.isShared(component.component) { writer.line(CalendarMapping.typeProperty, ICalText.escape(record.recordType)) }
+        let start = timestamp(record, component.property("DTSTART"))
+        let end = timestamp(record, component.property("DTEND"))
+        // An event from local midnight to local midnight is an all-day event.
+        let allDay = component.component == "VEVENT" && start != nil && end != nil && isMidnight(start!) && isMidnight(end!) && end! > start!
+        var wroteStatus = false
+        for (name, value) in component.properties {
+            if name == "STATUS" { wroteStatus = true }
+            try writeProperty(name, value, of: record, allDay: allDay && (name == "DTSTART" || name == "DTEND"))
+        }
+        if component.property("CREATED") == nil, let created = record.created { writer.line("CREATED", CalendarTime.utcText(created.timestamp)) }
+        if component.property("LAST-MODIFIED") == nil, let modified = record.modified { writer.line("LAST-MODIFIED", CalendarTime.utcText(modified.timestamp)) }
+        if component.property("SEQUENCE") == nil { writer.line("SEQUENCE", "0") }
+        if cancelled && !wroteStatus { writer.line("STATUS", "CANCELLED") }
+        if let recurrence = component.recurrence, let rule = rule(recurrence, record) { writer.line("RRULE", rule) }
+        if let organizer = component.organizer, let (name, address) = try person(organizer, record) {
+            writer.line("ORGANIZER", name.map { [("CN", $0)] } ?? [], address)
+        }
+        if let attendees = component.attendees {
+            for attendee in try session.records(ofType: attendees.recordType, whose: attendees.reference, pointsAt: record.id) {
+                guard let (name, address) = try person(attendees.person, attendee) else { continue }
+                var parameters: [(String, String)] = []
+                if let name { parameters.append(("CN", name)) }
+                parameters.append(("ROLE", "REQ-PARTICIPANT"))
+                if let partstat = attendees.partstat, let text = try text(partstat, of: attendee) { parameters.append(("PARTSTAT", text.uppercased())) }
+                // The participant record's own name, so that importing this file updates it.
+                parameters.append((ICalendarExporter.recordParameter, attendee.recordName))
+                writer.line("ATTENDEE", parameters, address)
+            }
+        }
+        for alarm in component.alarms {
+            guard case .timestamp(let at)? = record.fields[alarm.trigger] else { continue }
+            writer.line("BEGIN", "VALARM")
+            writer.line("ACTION", alarm.action)
+            if let start {
+                writer.line("TRIGGER", CalendarDuration.format(seconds: ISO8601.floorDiv(at - start, 1000)))
+            } else {
+                writer.line("TRIGGER", [("VALUE", "DATE-TIME")], CalendarTime.utcText(at))
+            }
+            if alarm.action == "DISPLAY" {
+                let description = try alarm.description.flatMap { try text($0, of: record) } ?? (try component.property("SUMMARY").flatMap { try text($0, of: record) }) ?? "Reminder"
+                writer.line("DESCRIPTION", ICalText.escape(description))
+            }
+            writer.line("END", "VALARM")
+        }
+        writer.line("END", component.component)
+    }
+
+    private func writeProperty(_ name: String, _ value: CalendarMapping.Value, of record: Records.Record, allDay: Bool) throws {
+        if CalendarMapping.timeProperties.contains(name) {
+            guard let ms = timestamp(record, value) else { return }
+            let utcOnly = name == "CREATED" || name == "LAST-MODIFIED" || name == "COMPLETED"
+            if case .date = value {
+                writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
+            } else if allDay {
+                writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
+            } else if let zone = options.timeZone, !utcOnly {
+                writer.line(name, [("TZID", zone.identifier)], CalendarTime.basic(local(ms), date: false))
+            } else {
+                writer.line(name, CalendarTime.utcText(ms))
+            }
+            return
+        }
+        switch name {
+        case "SEQUENCE", "PRIORITY", "PERCENT-COMPLETE":
+            guard let text = try text(value, of: record), Int(text) != nil else { return }
+            writer.line(name, text)
+        case "CATEGORIES":
+            if let field = value.sourceField, case .list(_, let items)? = record.fields[field], case .field = value {
+                let texts = items.compactMap { if case .string(let s) = $0 { return ICalText.escape(s) } else { return nil } }
+                if !texts.isEmpty { writer.line(name, texts.joined(separator: ",")) }
+            } else if let text = try text(value, of: record), !text.isEmpty {
+                writer.line(name, ICalText.escape(text))
+            }
+        case "URL":
+            if let text = try text(value, of: record), !text.isEmpty { writer.line(name, text) }
+        default:
+            if let text = try text(value, of: record) { writer.line(name, ICalText.escape(text)) }
+        }
+    }
+
+    /// The text a value spec gives for a record, or nil when it gives nothing.
+    func text(_ value: CalendarMapping.Value, of record: Records.Record) throws -> String? {
+        switch value {
+        case .constant(let text): return text
+        case .field(let name), .date(let name): return record.fields[name].flatMap(Self.plainText)
+        case .mapped(let name, let values):
+            guard let raw = record.fields[name].flatMap(Self.plainText) else { return nil }
+            return values[raw] ?? raw
+        case .reference(let name, let target):
+            guard case .reference(let reference)? = record.fields[name],
+                  let targetRecord = try session.record(RecordID(recordName: reference.recordName, zone: record.zone)) else { return nil }
+            return targetRecord.fields[target].flatMap(Self.plainText)
+        }
+    }
+
+    static func plainText(_ value: FieldValue) -> String? {
+        switch value {
+        case .string(let s): return s
+        case .int64(let i): return String(i)
+        case .double(let d): return d.description
+        case .timestamp(let t): return ISO8601.format(milliseconds: t)
+        case .reference(let r): return r.recordName
+        case .list(_, let items): return items.compactMap(plainText).joined(separator: ", ")
+        default: return nil
+        }
+    }
+
+    private func timestamp(_ record: Records.Record, _ value: CalendarMapping.Value?) -> Int64? {
+        guard let field = value?.sourceField, case .timestamp(let ms)? = record.fields[field] else { return nil }
+        return ms
+    }
+
+    private func local(_ ms: Int64) -> LocalDateTime {
+        let seconds = ISO8601.floorDiv(ms, 1000)
+        let offset = options.timeZone.map { Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))) } ?? 0
+        return LocalDateTime(wallSeconds: seconds + offset)
+    }
+
+    private func isMidnight(_ ms: Int64) -> Bool {
+        let wall = local(ms)
+        return ms % 1000 == 0 && wall.hour == 0 && wall.minute == 0 && wall.second == 0
+    }
+
+    /// A person's CN and calendar address.
+    private func person(_ spec: CalendarMapping.Person, _ record: Records.Record) throws -> (String?, String)? {
+        let key: String
+        switch record.fields[spec.field] {
+        case .string(let s)?: key = s
+        case .reference(let r)?: key = r.recordName
+        default: return nil
+        }
+        var name: String?, email: String?
+        if let lookup = spec.lookup {
+            let cacheKey = lookup + "\u{0}" + key
+            if people[cacheKey] == nil { people[cacheKey] = .some(try session.record(named: key, ofType: lookup)) }
+            if let found = people[cacheKey] ?? nil {
+                if let field = spec.name, case .string(let s)? = found.fields[field] { name = s }
+                if let field = spec.email, case .string(let s)? = found.fields[field] { email = s }
+            }
+        }
+        if email == nil && key.contains("@") { email = key }
+        let address = email.map { "mailto:" + $0 } ?? "urn:x-ckport:" + key.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))!
+        return (name, address)
+    }
+
+    /// The ATTENDEE parameter that carries the participant record's name.
+    public static let recordParameter = "X-CKPORT-RECORD"
+
+    /// RRULE text for a record, or nil when its fields give none.
+    func rule(_ recurrence: CalendarMapping.Recurrence, _ record: Records.Record) -> String? {
+        switch recurrence {
+        case .rule(let field):
+            guard case .string(let text)? = record.fields[field], let rule = try? RecurrenceRule(parsing: text) else { return nil }
+            return rule.text
+        case .chore(let typeField, let weekdayField, let monthDayField):
+            guard case .string(let kind)? = record.fields[typeField] else { return nil }
+            var weekday: String?
+            if let weekdayField, case .int64(let n)? = record.fields[weekdayField], (1...7).contains(n) {
+                weekday = RecurrenceRule.weekdayNames[Int(n) - 1]
+            }
+            switch kind.lowercased() {
+            case "daily": return "FREQ=DAILY"
+            case "weekly": return "FREQ=WEEKLY" + (weekday.map { ";BYDAY=" + $0 } ?? "")
+            case "biweekly": return "FREQ=WEEKLY;INTERVAL=2" + (weekday.map { ";BYDAY=" + $0 } ?? "")
+            case "monthly":
+                guard let monthDayField, case .int64(let day)? = record.fields[monthDayField], (1...31).contains(day) else { return "FREQ=MONTHLY" }
+                // Days 29–31 fall on the month's last day in shorter months (a chore for the
+                // 31st happens on 30 April and 28 February), rather than skipping those months.
+                if day <= 28 { return "FREQ=MONTHLY;BYMONTHDAY=\(day)" }
+                return "FREQ=MONTHLY;BYMONTHDAY=" + (28...day).map(String.init).joined(separator: ",") + ";BYSETPOS=-1"
+            default: return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,429 @@
+import Foundation
+import Records
+
+/// How an iCalendar import reads its file.
+public struct ICalImportOptions: Sendable {
+    /// The zone for floating times and DATE values; nil is UTC.
+    public var timeZone: TimeZone?
+    /// Expand recurring components into one record per occurrence starting in this window
+    /// (UTC milliseconds, end exclusive).
+    public var expand: (from: Int64, to: Int64)?
+    /// Zone and scope of the records made.
+    public var zone: ZoneID
+    /// Field values every main record gets (`--set familyID=family-1`), as CSV cells.
+    public var fixedFields: [(field: String, text: String)]
+    /// Calendar addresses (lowercased e-mail) → the record names of the people they belong to.
+    public var people: [String: String]
+    /// RECURRENCE-ID overrides found by a first pass: UID + NUL + UTC seconds.
+    public var overrides: Set<String>
+
+    public init(timeZone: TimeZone? = nil, expand: (from: Int64, to: Int64)? = nil, zone: ZoneID = .defaultZone,
+                fixedFields: [(field: String, text: String)] = [], people: [String: String] = [:], overrides: Set<String> = []) {
+        self.timeZone = timeZone
+        self.expand = expand
+        self.zone = zone
+        self.fixedFields = fixedFields
+        self.people = people
+        self.overrides = overrides
+    }
+}
+
+/// Reads records from an iCalendar file through a mapping: VEVENT → Event (and an
+/// EventParticipant per ATTENDEE), VTODO → Task, and so on. Records are named from the UID, so
+/// importing the same file twice changes nothing; recurring components expand into their
+/// occurrences within a window.
+public final class ICalendarRecordReader: AnnotatedRecordSource {
+    private let parser: ICalParser
+    private let input: ByteInput
+    private let mapping: CalendarMapping
+    private let schema: Schema
+    private let options: ICalImportOptions
+    private let zones: ZoneResolver
+    private let values: CSVValues
+    private var queue: [SourceItem] = []
+    private var queueIndex = 0
+    private var skippedProperties: [String: Int] = [:]
+    private var skippedComponents: [String: Int] = [:]
+    private var recurringKeptOnce = 0
+    private var calendars = 0
+
+    public init(input: ByteInput, mapping: CalendarMapping, schema: Schema, options: ICalImportOptions) {
+        self.input = input
+        parser = ICalParser(input: input)
+        self.mapping = mapping
+        self.schema = schema
+        self.options = options
+        zones = ZoneResolver(defaultZone: options.timeZone)
+        values = CSVValues(timeZone: options.timeZone)
+    }
+
+    public var name: String { input.name }
+    public var bytesRead: Int64 { input.bytesRead }
+    public var totalBytes: Int64? { input.totalBytes }
+
+    public var notes: [String] {
+        var notes: [String] = []
+        if !skippedComponents.isEmpty {
+            notes.append("skipped components the mapping does not name: " + skippedComponents.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
+        }
+        if !skippedProperties.isEmpty {
+            notes.append("skipped properties the mapping does not name: " + skippedProperties.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
+        }
+        if recurringKeptOnce > 0 {
+            notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (pass --expand FROM..TO for their occurrences, or map RRULE to a field)")
+        }
+        return notes
+    }
+
+    /// The RECURRENCE-ID overrides of a file, read in a first pass so that an override wins
+    /// over its occurrence wherever it stands in the file.
+    public static func overrides(in input: ByteInput, timeZone: TimeZone?) throws -> Set<String> {
+        let parser = ICalParser(input: input)
+        let zones = ZoneResolver(defaultZone: timeZone)
+        var found: Set<String> = []
+        while let component = try parser.next() {
+            if component.name == "VTIMEZONE" { try? zones.add(component); continue }
+            guard let uid = component.property("UID")?.value, let property = component.property("RECURRENCE-ID"),
+                  let time = CalendarTime.parse(property), let ms = try? zones.milliseconds(time) else { continue }
+            found.insert(uid + "\u{0}" + String(ISO8601.floorDiv(ms, 1000)))
+        }
+        return found
+    }
+
+    public func next() throws -> SourceItem? {
+        while queueIndex >= queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueIndex = 0
+            guard let component = try parser.next() else { return nil }
+            read(component)
+        }
+        queueIndex += 1
+        return queue[queueIndex - 1]
+    }
+
+    private func issue(_ line: Int, _ message: String, name: String? = nil, type: String? = nil, field: String? = nil) -> SourceItem {
+        .invalid(InputIssue(position: SourcePosition(file: input.name, line: line), recordName: name, recordType: type, field: field, message: message), raw: nil)
+    }
+
+    private func read(_ component: ICalComponent) {
+        if let problem = component.problem {
+            queue.append(.invalid(InputIssue(position: problem.position, recordType: mapping.component(for: component)?.recordType,
+                                             message: "\(problem.message) (in the \(component.name) of line \(component.line))"), raw: nil))
+            return
+        }
+        if component.name == "VTIMEZONE" {
+            do { try zones.add(component) } catch { queue.append(issue(component.line, error.message)) }
+            return
+        }
+        guard let spec = mapping.component(for: component), let type = schema.recordType(named: spec.recordType) else {
+            skippedComponents[component.name, default: 0] += 1
+            return
+        }
+        do {
+            try convert(component, spec, type)
+        } catch let problem as ComponentProblem {
+            queue.append(issue(problem.line ?? component.line, problem.message, name: problem.recordName, type: spec.recordType, field: problem.field))
+        } catch {
+            queue.append(issue(component.line, "\(error)", type: spec.recordType))
+        }
+    }
+
+    struct ComponentProblem: Error {
+        var line: Int?
+        var message: String
+        var recordName: String?
+        var field: String?
+    }
+
+    /// Properties ckport reads itself, whatever the mapping says.
+    static let structural: Set<String> = [CalendarMapping.typeProperty, CalendarMapping.zoneProperty, "UID", "DTSTAMP", "SEQUENCE", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID", "ORGANIZER", "ATTENDEE", "DURATION", "STATUS", "CREATED", "LAST-MODIFIED"]
+
+    /// The zone a ckport file names for the component, else the one the options give.
+    private func zone(of component: ICalComponent, recordName: String) throws -> ZoneID {
+        guard let property = component.property(CalendarMapping.zoneProperty) else { return options.zone }
+        var zone = ZoneID(zoneName: ICalText.unescape(property.value))
+        if let text = property.parameter("SCOPE") {
+            guard let scope = DatabaseScope(text: text) else {
+                throw ComponentProblem(line: property.line, message: "\(property.name): SCOPE is private, shared or public, found \"\(text)\"", recordName: recordName)
+            }
+            zone.scope = scope
+        }
+        if let owner = property.parameter("OWNER") { zone.ownerRecordName = owner }
+        if zone.zoneName.isEmpty || zone.ownerRecordName.isEmpty {
+            throw ComponentProblem(line: property.line, message: "\(property.name) needs a zone name (and OWNER, when given, a user record name)", recordName: recordName)
+        }
+        return zone
+    }
+
+    private func time(_ property: ContentLine, recordName: String?) throws -> (CalendarTime, Int64) {
+        guard let time = CalendarTime.parse(property) else {
+            throw ComponentProblem(line: property.line, message: "\(property.name) is not a date or date-time: \"\(property.value)\"", recordName: recordName)
+        }
+        if case .zoned(_, let tzid) = time, !zones.knows(tzid) {
+            throw ComponentProblem(line: property.line, message: "\(property.name) names TZID \"\(tzid)\", which has no VTIMEZONE in the calendar and is not a time-zone name this system knows", recordName: recordName)
+        }
+        do { return (time, try zones.milliseconds(time)) } catch {
+            throw ComponentProblem(line: property.line, message: error.message, recordName: recordName)
+        }
+    }
+
+    private func convert(_ component: ICalComponent, _ spec: CalendarMapping.Component, _ type: RecordTypeDefinition) throws {
+        guard let uid = component.property("UID")?.value, !uid.isEmpty else {
+            throw ComponentProblem(line: component.line, message: "a \(component.name) without UID: ckport names records from it")
+        }
+        let baseName = ICalendarRecordReader.recordName(from: ICalText.unescape(uid))
+        var record = Records.Record(id: RecordID(recordName: baseName, zone: try zone(of: component, recordName: baseName)), recordType: type.name)
+        for (field, text) in options.fixedFields {
+            guard let definition = type.field(named: field) else { continue }
+            do {
+                if var value = try values.value(text, as: definition.type) {
+                    if case .reference(var reference) = value, let action = spec.referenceActions[field] {
+                        reference.action = action
+                        value = .reference(reference)
+                    }
+                    record.fields[field] = value
+                }
+            } catch {
+                throw ComponentProblem(line: component.line, message: "--set \(field)=\(text): \(error.message)", recordName: baseName, field: field)
+            }
+        }
+        if let created = component.property("CREATED"), let (_, ms) = try? time(created, recordName: baseName) { record.created = RecordStamp(timestamp: ms) }
+        if let modified = component.property("LAST-MODIFIED"), let (_, ms) = try? time(modified, recordName: baseName) { record.modified = RecordStamp(timestamp: ms) }
+
+        // Properties the mapping names.
+        var used: Set<String> = ICalendarRecordReader.structural
+        var start: (CalendarTime, Int64)?
+        var startField: String?
+        var endField: String?
+        for (name, value) in spec.properties {
+            used.insert(name)
+            if name == "DTSTART", let field = value.sourceField { startField = field }
+            if name == "DTEND" || name == "DUE", let field = value.sourceField { endField = field }
+            guard let property = component.property(name) else { continue }
+            if CalendarMapping.timeProperties.contains(name) {
+                let parsed = try time(property, recordName: baseName)
+                if name == "DTSTART" { start = parsed }
+                if let field = value.sourceField, case .field = value { record.fields[field] = .timestamp(parsed.1) }
+                if let field = value.sourceField, case .date = value { record.fields[field] = .timestamp(parsed.1) }
+                continue
+            }
+            try assign(property, value, to: &record, type: type)
+        }
+        // DURATION stands for DTEND (or DUE) when those are absent.
+        if let durationProperty = component.property("DURATION"), let endField, record.fields[endField] == nil, let start {
+            guard let seconds = CalendarDuration.parse(durationProperty.value) else {
+                throw ComponentProblem(line: durationProperty.line, message: "DURATION is not a duration: \"\(durationProperty.value)\"", recordName: baseName)
+            }
+            record.fields[endField] = .timestamp(start.1 + seconds * 1000)
+        }
+        // Cancelled components set the mapping's cancel flag; the others clear it.
+        if let cancelled = spec.cancelled, cancelled.conditions.count == 1, cancelled.conditions[0].op == .equal,
+           let definition = type.field(named: cancelled.conditions[0].field) {
+            let condition = cancelled.conditions[0]
+            let isCancelled = component.property("STATUS")?.value.uppercased() == "CANCELLED"
+            if isCancelled, let value = condition.value.fieldValue(as: definition.type) {
+                record.fields[condition.field] = value
+            } else if !isCancelled, case .bool(let flag) = condition.value {
+                record.fields[condition.field] = .int64(flag ? 0 : 1)
+            }
+        }
+        if let organizerSpec = spec.organizer, let organizer = component.property("ORGANIZER"),
+           let definition = type.field(named: organizerSpec.field) {
+            record.fields[organizerSpec.field] = personValue(organizer.value, definition.type)
+        }
+        for (index, alarmSpec) in spec.alarms.enumerated() {
+            let alarms = component.components.filter { $0.name == "VALARM" }
+            guard index < alarms.count, let trigger = alarms[index].property("TRIGGER") else { continue }
+            if trigger.parameter("VALUE")?.uppercased() == "DATE-TIME" {
+                record.fields[alarmSpec.trigger] = .timestamp(try time(trigger, recordName: baseName).1)
+            } else if let seconds = CalendarDuration.parse(trigger.value) {
+                let relatedToEnd = trigger.parameter("RELATED")?.uppercased() == "END"
+                let anchorField = relatedToEnd ? endField : startField
+                if let anchorField, case .timestamp(let anchor)? = record.fields[anchorField] {
+                    record.fields[alarmSpec.trigger] = .timestamp(anchor + seconds * 1000)
+                }
+            } else {
+                throw ComponentProblem(line: trigger.line, message: "TRIGGER is neither a duration nor a date-time: \"\(trigger.value)\"", recordName: baseName)
+            }
+        }
+        for property in component.properties where !used.contains(property.name) {
+            skippedProperties[property.name, default: 0] += 1
+        }
+
+        // Recurrence: keep the rule, expand it, or note it.
+        let rules = component.all("RRULE")
+        let recurrenceID = component.property("RECURRENCE-ID")
+        if let recurrenceID {
+            let (time, ms) = try self.time(recurrenceID, recordName: baseName)
+            record.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
+            emit(record, component, spec)
+            return
+        }
+        if rules.isEmpty && component.all("RDATE").isEmpty {
+            emit(record, component, spec)
+            return
+        }
+        if let recurrenceSpec = spec.recurrence, let rule = rules.first {
+            try keep(rule, recurrenceSpec, in: &record, type: type)
+            emit(record, component, spec)
+            return
+        }
+        guard let window = options.expand, let start else {
+            recurringKeptOnce += 1
+            emit(record, component, spec)
+            return
+        }
+        var parsedRules: [RecurrenceRule] = []
+        for rule in rules {
+            do { parsedRules.append(try RecurrenceRule(parsing: rule.value)) } catch {
+                throw ComponentProblem(line: rule.line, message: error.message, recordName: baseName)
+            }
+        }
+        let dates = try component.all("RDATE").flatMap { try timeList($0, recordName: baseName) }
+        let exceptions = try component.all("EXDATE").flatMap { try timeList($0, recordName: baseName) }
+        let tzid: String?
+        switch start.0 {
+        case .zoned(_, let id): tzid = id
+        case .utc: tzid = "UTC"
+        default: tzid = nil
+        }
+        let zones = self.zones
+        let set = RecurrenceSet(start: start.0.local, isDate: start.0.isDate, rules: parsedRules, dates: dates, exceptions: exceptions,
+                                instant: { (try? zones.instant(wall: $0, tzid: tzid)) ?? $0.wallSeconds },
+                                instantOf: { ((try? zones.milliseconds($0)) ?? $0.local.wallSeconds * 1000) / 1000 })
+        let occurrences: [LocalDateTime]
+        do {
+            occurrences = try set.occurrences(from: ISO8601.floorDiv(window.from, 1000), to: ISO8601.floorDiv(window.to, 1000))
+        } catch {
+            throw ComponentProblem(line: component.line, message: error.message, recordName: baseName)
+        }
+        for occurrence in occurrences {
+            let ms = set.instant(occurrence) * 1000
+            if options.overrides.contains(uid + "\u{0}" + String(ms / 1000)) { continue }
+            var copy = record
+            let shift = ms - start.1
+            for field in [startField, endField] + spec.alarms.map(\.trigger) {
+                if let field, case .timestamp(let t)? = copy.fields[field] { copy.fields[field] = .timestamp(t + shift) }
+            }
+            let time: CalendarTime = start.0.isDate ? .date(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
+            copy.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
+            emit(copy, component, spec, isOccurrence: true)
+        }
+    }
+
+    private func timeList(_ property: ContentLine, recordName: String) throws -> [CalendarTime] {
+        try property.value.split(separator: ",").map { value in
+            let text = String(value.split(separator: "/").first ?? value) // a PERIOD starts with its start
+            return try time(ContentLine(name: property.name, parameters: property.parameters, value: text, line: property.line), recordName: recordName).0
+        }
+    }
+
+    /// The record, then one attendee record per ATTENDEE.
+    private func emit(_ record: Records.Record, _ component: ICalComponent, _ spec: CalendarMapping.Component, isOccurrence: Bool = false) {
+        let position = SourcePosition(file: input.name, line: component.line)
+        queue.append(.record(SourcedRecord(record: record, position: position)))
+        guard let attendees = spec.attendees, let attendeeType = schema.recordType(named: attendees.recordType) else { return }
+        for attendee in component.all("ATTENDEE") {
+            guard let personField = attendeeType.field(named: attendees.person.field) else { continue }
+            let person = personValue(attendee.value, personField.type)
+            let key: String
+            switch person {
+            case .string(let s): key = s
+            case .reference(let r): key = r.recordName
+            default: key = attendee.value
+            }
+            // A file ckport wrote names the participant record; others get a name from the event's and the person's.
+            var participantName = ICalendarRecordReader.recordName(from: record.recordName + "_" + key)
+            if !isOccurrence, let named = attendee.parameter(ICalendarExporter.recordParameter), Names.recordNameProblem(named) == nil {
+                participantName = named
+            }
+            var participant = Records.Record(id: RecordID(recordName: participantName, zone: record.zone), recordType: attendees.recordType)
+            participant.fields[attendees.reference] = .reference(Reference(recordName: record.recordName, action: attendees.referenceAction))
+            participant.fields[attendees.person.field] = person
+            if let partstat = attendees.partstat, let state = attendee.parameter("PARTSTAT") {
+                var text = state.uppercased()
+                if case .mapped(_, let values) = partstat { text = values.first { $0.value.uppercased() == text }?.key ?? state.lowercased() }
+                if let field = partstat.sourceField { participant.fields[field] = .string(text) }
+            }
+            queue.append(.record(SourcedRecord(record: participant, position: SourcePosition(file: input.name, line: attendee.line))))
+        }
+    }
+
+    private func assign(_ property: ContentLine, _ value: CalendarMapping.Value, to record: inout Records.Record, type: RecordTypeDefinition) throws {
+        guard let field = value.sourceField, let definition = type.field(named: field) else { return }
+        switch value {
+        case .constant, .reference:
+            return
+        case .mapped(_, let map):
+            let raw = ICalText.unescape(property.value)
+            let key = map.first { $0.value.uppercased() == raw.uppercased() }?.key ?? raw.lowercased()
+            record.fields[field] = .string(key)
+        case .field, .date:
+            if property.name == "CATEGORIES" || definition.type.isList {
+                let items = ICalText.splitList(property.value)
+                if definition.type.isList {
+                    record.fields[field] = .list(definition.type.primitive, items.map(FieldValue.string))
+                } else if let first = items.first {
+                    record.fields[field] = .string(first)
+                }
+                return
+            }
+            let text = ICalText.unescape(property.value)
+            do {
+                if let parsed = try values.value(text, as: definition.type) { record.fields[field] = parsed }
+            } catch {
+                throw ComponentProblem(line: property.line, message: "\(property.name) → \(type.name).\(field): \(error.message)", recordName: record.recordName, field: field)
+            }
+        }
+    }
+
+    /// A calendar address as the person field holds it: the record name of the person whose
+    /// e-mail it is, else the address itself (or the name ckport wrote as urn:x-ckport:NAME).
+    private func personValue(_ address: String, _ type: FieldType) -> FieldValue {
+        var key = address
+        if key.lowercased().hasPrefix("mailto:") { key = String(key.dropFirst(7)) }
+        if key.hasPrefix("urn:x-ckport:") { key = String(key.dropFirst(13)).removingPercentEncoding ?? key }
+        let name = options.people[key.lowercased()] ?? key
+        return type.primitive == .reference ? .reference(Reference(recordName: name)) : .string(name)
+    }
+
+    /// Puts a rule back into the fields it came from.
+    private func keep(_ rule: ContentLine, _ spec: CalendarMapping.Recurrence, in record: inout Records.Record, type: RecordTypeDefinition) throws {
+        let parsed: RecurrenceRule
+        do { parsed = try RecurrenceRule(parsing: rule.value) } catch {
+            throw ComponentProblem(line: rule.line, message: error.message, recordName: record.recordName)
+        }
+        switch spec {
+        case .rule(let field):
+            record.fields[field] = .string(parsed.text)
+        case .chore(let typeField, let weekdayField, let monthDayField):
+            let weekday = parsed.byDay.first.map { Int64($0.weekday + 1) }
+            switch (parsed.frequency, parsed.interval) {
+            case (.daily, 1): record.fields[typeField] = .string("daily")
+            case (.weekly, 1): record.fields[typeField] = .string("weekly")
+            case (.weekly, 2): record.fields[typeField] = .string("biweekly")
+            case (.monthly, 1):
+                record.fields[typeField] = .string("monthly")
+                if let monthDayField, let day = parsed.byMonthDay.max(), day > 0 { record.fields[monthDayField] = .int64(Int64(day)) }
+            default:
+                throw ComponentProblem(line: rule.line, message: "RRULE \(rule.value) is not one of the chore rules (daily, weekly, biweekly, monthly)", recordName: record.recordName)
+            }
+            if let weekdayField, let weekday, parsed.frequency == .weekly { record.fields[weekdayField] = .int64(weekday) }
+        }
+    }
+
+    /// A record name from a UID: the UID itself when it is a valid record name, else a stable
+    /// hash of it.
+    static func recordName(from uid: String) -> String {
+        if Names.recordNameProblem(uid) == nil { return uid }
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in uid.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        let readable = String(uid.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-.@".unicodeScalars.contains($0)) }.prefix(40).map(Character.init))
+        return (readable.isEmpty || readable.hasPrefix("_") ? "ics" : readable) + "-" + String(hash, radix: 16)
+    }
+
+    static func occurrenceName(_ base: String, _ time: CalendarTime, _ ms: Int64) -> String {
+        let suffix = time.isDate ? CalendarTime.basic(time.local, date: true) : CalendarTime.utcText(ms)
+        return recordName(from: base + "_" + suffix)
+    }
+}

@@ -1,0 +1,327 @@
+import Foundation
+import Testing
+@testable import Formats
+import Records
+import SampleApps
+@testable import Store
+
+/// Imports calendar files into a family-calendar store through the sample mapping.
+final class CalendarImport {
+    let scratch = CalendarScratch()
+    let store: RecordStore
+    let mapping: CalendarMapping
+    /// The sample family's addresses → user record names, as `ckport import` looks them up.
+    let people: [String: String]
+
+    init() throws {
+        store = try scratch.sampleStore(.familyCalendar)
+        mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "calendar.yaml", schema: store.schema)
+        people = try store.read { session in
+            var people: [String: String] = [:]
+            try session.forEach(RecordQuery(recordTypes: ["User"])) { user in
+                if case .string(let address)? = user.fields["appleID"] { people[address.lowercased()] = user.recordName }
+            }
+            return people
+        }
+    }
+
+    func fixture(_ name: String) -> String {
+        packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/\(name)").path
+    }
+
+    /// Writes `text` to a scratch file and returns its path: LF line ends become CRLF, and
+    /// U+FFFD becomes the lone byte E9 (Latin-1 é), which is not UTF-8.
+    func file(_ text: String, name: String = "input.ics") throws -> String {
+        let path = scratch.path(name)
+        var bytes: [UInt8] = []
+        for scalar in text.replacingOccurrences(of: "\n", with: "\r\n").unicodeScalars {
+            if scalar == "\u{FFFD}" { bytes.append(0xE9) } else { bytes.append(contentsOf: Array(String(scalar).utf8)) }
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @discardableResult
+    func run(_ path: String, expand: ClosedRange<String>? = nil, timeZone: TimeZone? = nil, skipInvalid: Bool = false,
+             fixed: [(field: String, text: String)] = [("familyID", "family-1")]) throws -> ImportSummary {
+        var options = ICalImportOptions(timeZone: timeZone, fixedFields: fixed, people: people)
+        if let expand {
+            options.expand = (ISO8601.parse(expand.lowerBound)!, ISO8601.parse(expand.upperBound)!)
+            options.overrides = try ICalendarRecordReader.overrides(in: try ByteInput(path: path), timeZone: timeZone)
+        }
+        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: options)
+        return try RecordImporter(store: store, options: ImportOptions(skipInvalid: skipInvalid)).run([reader])
+    }
+
+    func event(_ name: String) throws -> Records.Record? {
+        try store.read { try $0.record(named: name, ofType: "Event") }
+    }
+
+    func records(_ type: String, _ predicate: String) throws -> [Records.Record] {
+        try store.read { session in
+            var found: [Records.Record] = []
+            try session.forEach(RecordQuery(recordTypes: [type], predicate: try RecordPredicate.parse(predicate))) { found.append($0) }
+            return found.sorted { $0.recordName < $1.recordName }
+        }
+    }
+
+    var storeBytes: Data { (try? Data(contentsOf: URL(fileURLWithPath: scratch.path("family-calendar.sqlite")))) ?? Data() }
+}
+
+func at(_ text: String) -> FieldValue { .timestamp(ISO8601.parse(text)!) }
+
+@Suite("iCalendar import")
+struct ICalendarImportTests {
+    @Test("a Google Calendar file: a weekly rule with EXDATE and an override across DST, all-day, floating, DURATION, cancelled")
+    func googleCalendar() throws {
+        let calendar = try CalendarImport()
+        let summary = try calendar.run(calendar.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01")
+        // Mondays and Wednesdays in March, less the EXDATE (4th), the 18th replaced by its override.
+        let swims = try calendar.records("Event", "title BEGINSWITH 'Swim training'")
+        #expect(swims.map { $0.fields["startDate"] } == [
+            at("2026-03-02T16:00:00Z"), at("2026-03-09T16:00:00Z"), at("2026-03-11T16:00:00Z"), at("2026-03-16T16:00:00Z"),
+            at("2026-03-18T17:00:00Z"), at("2026-03-23T16:00:00Z"), at("2026-03-25T16:00:00Z"),
+            // Berlin is on summer time from the 29th: 17:00 local is 15:00 UTC.
+            at("2026-03-30T15:00:00Z"),
+        ])
+        #expect(swims.map(\.recordName).first == "swim-training@google.com_20260302T160000Z")
+        let override = swims[4]
+        #expect(override.recordName == "swim-training@google.com_20260318T160000Z")
+        #expect(override.fields["title"] == .string("Swim training (late start)"))
+        #expect(override.fields["endDate"] == at("2026-03-18T18:30:00Z"))
+        let last = swims[7]
+        #expect(last.fields["endDate"] == at("2026-03-30T16:30:00Z"))
+        #expect(last.fields["reminderTime"] == at("2026-03-30T14:00:00Z"))
+        #expect(last.fields["description"] == .string("Bring goggles, towel and a snack\nPool B"))
+        #expect(last.fields["location"] == .string("Aquatic Centre, Pool B"))
+        #expect(last.fields["creatorID"] == .string("user-1-4"))
+        #expect(last.fields["familyID"] == .reference(Reference(recordName: "family-1", action: .deleteSelf)))
+        #expect(last.fields["isDeleted"] == .int64(0))
+        #expect(last.created?.timestamp == ISO8601.parse("2026-01-01T12:00:00Z"))
+        #expect(last.modified?.timestamp == ISO8601.parse("2026-01-15T12:00:00Z"))
+        // Attendees: one participant per ATTENDEE of each occurrence; known addresses become users.
+        let participants = try calendar.records("EventParticipant", "eventID == 'swim-training@google.com_20260330T150000Z'")
+        #expect(participants.map(\.recordName) == ["swim-training@google.com_20260330T150000Z_coach@example.com",
+                                                   "swim-training@google.com_20260330T150000Z_user-1-1"])
+        #expect(participants.map { $0.fields["userID"] } == [.string("coach@example.com"), .string("user-1-1")])
+        #expect(participants.map { $0.fields["status"] } == [.string("pending"), .string("accepted")])
+        #expect(participants[0].fields["eventID"] == .reference(Reference(recordName: "swim-training@google.com_20260330T150000Z", action: .deleteSelf)))
+        // An all-day event: DATE values are midnights (UTC here), DTEND exclusive.
+        let easter = try #require(try calendar.event("easter-2026"))
+        #expect(easter.fields["startDate"] == at("2026-04-04T00:00:00Z"))
+        #expect(easter.fields["endDate"] == at("2026-04-06T00:00:00Z"))
+        // Floating time, DURATION instead of DTEND, and STATUS:CANCELLED as the soft delete.
+        let dentist = try #require(try calendar.event("dentist-floating"))
+        #expect(dentist.fields["startDate"] == at("2026-03-10T09:00:00Z"))
+        #expect(dentist.fields["endDate"] == at("2026-03-10T09:45:00Z"))
+        #expect(dentist.fields["isDeleted"] == .int64(1))
+        #expect(summary.counts["Event"]?.inserted == 10)
+        #expect(summary.counts["EventParticipant"]?.inserted == 14)
+        #expect(summary.notes.contains("skipped components the mapping does not name: VFREEBUSY ×1"))
+        #expect(summary.notes.contains("skipped properties the mapping does not name: X-GOOGLE-CONFERENCE ×1"))
+    }
+
+    @Test("floating times and dates take the zone given")
+    func floatingInAZone() throws {
+        let calendar = try CalendarImport()
+        try calendar.run(calendar.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01", timeZone: TimeZone(identifier: "America/New_York"))
+        #expect(try calendar.event("dentist-floating")?.fields["startDate"] == at("2026-03-10T13:00:00Z"))
+        #expect(try calendar.event("easter-2026")?.fields["startDate"] == at("2026-04-04T04:00:00Z"))
+        // Zoned times keep their own zone.
+        #expect(try calendar.event("swim-training@google.com_20260302T160000Z") != nil)
+    }
+
+    @Test("importing the same file twice changes nothing; a changed SEQUENCE or LAST-MODIFIED updates")
+    func idempotentReimport() throws {
+        let calendar = try CalendarImport()
+        let first = try calendar.run(calendar.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01")
+        let token = first.token
+        let again = try calendar.run(calendar.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01")
+        #expect(again.totals.inserted == 0)
+        #expect(again.totals.updated == 0)
+        #expect(again.totals.unchanged == first.totals.inserted)
+        #expect(again.token == token)
+        // The organiser moved the late start and said so.
+        var text = try String(contentsOfFile: calendar.fixture("google.ics"), encoding: .utf8)
+        text = text.replacingOccurrences(of: "SUMMARY:Swim training (late start)\r\nSEQUENCE:3", with: "SUMMARY:Swim training (moved)\r\nSEQUENCE:4")
+        let changed = calendar.scratch.path("changed.ics")
+        try Data(text.utf8).write(to: URL(fileURLWithPath: changed))
+        let update = try calendar.run(changed, expand: "2026-01-01"..."2027-01-01")
+        #expect(update.counts["Event"]?.updated == 1)
+        #expect(update.counts["Event"]?.unchanged == 9)
+        #expect(try calendar.event("swim-training@google.com_20260318T160000Z")?.fields["title"] == .string("Swim training (moved)"))
+    }
+
+    @Test("importing ckport's own export back changes nothing: records keep their names, zones and types",
+          arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
+    func ownExportBack(app: SampleApp) throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(app)
+        let path = scratch.path("own.ics")
+        let exported = try export(store, app, to: path, options: ICalExportOptions(dtstamp: 0, includeCancelled: true))
+        func everything() throws -> [Records.Record] {
+            try store.read { session in
+                var all: [Records.Record] = []
+                try session.forEach(RecordQuery()) { all.append($0) }
+                return all
+            }
+        }
+        let before = try everything()
+        let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "m", schema: store.schema)
+        var people: [String: String] = [:]
+        if app == .familyCalendar {
+            try store.read { session in
+                try session.forEach(RecordQuery(recordTypes: ["User"])) { user in
+                    if case .string(let address)? = user.fields["appleID"] { people[address.lowercased()] = user.recordName }
+                }
+            }
+        }
+        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: ICalImportOptions(people: people))
+        let summary = try RecordImporter(store: store, options: ImportOptions()).run([reader])
+        #expect(summary.totals.inserted == 0)
+        #expect(summary.totals.updated == 0)
+        #expect(summary.totals.unchanged >= exported.written.values.reduce(0, +))
+        #expect(try everything() == before)
+    }
+
+    @Test("an Outlook file: a Windows zone name defined in the file, quoted TZID, folded UID, RELATED=START alarm")
+    func outlook() throws {
+        let calendar = try CalendarImport()
+        let summary = try calendar.run(calendar.fixture("outlook.ics"))
+        let uid = "040000008200E00074C5B7101A82E0080000000010F3B6FDA28FDC010000000000000000100000005D1B2A9AC1E44D4E8F0F8D12D6C1B4F5"
+        let evening = try #require(try calendar.event(uid))
+        #expect(evening.fields["startDate"] == at("2026-03-27T17:00:00Z"))
+        #expect(evening.fields["endDate"] == at("2026-03-27T18:30:00Z"))
+        #expect(evening.fields["reminderTime"] == at("2026-03-27T16:45:00Z"))
+        #expect(evening.fields["title"] == .string("Parent evening"))
+        #expect(evening.fields["description"] == .string("Parents, please bring\n a dish to share."))
+        #expect(try calendar.event("after-dst-change")?.fields["startDate"] == at("2026-10-30T17:00:00Z"))
+        #expect(summary.notes.contains("skipped properties the mapping does not name: CLASS ×1, PRIORITY ×1, TRANSP ×1, X-MICROSOFT-CDO-BUSYSTATUS ×1"))
+    }
+
+    @Test("without --expand a recurring event comes in once and is reported")
+    func recurringWithoutWindow() throws {
+        let calendar = try CalendarImport()
+        let summary = try calendar.run(calendar.fixture("google.ics"))
+        let swims = try calendar.records("Event", "title BEGINSWITH 'Swim training'")
+        #expect(swims.map(\.recordName) == ["swim-training@google.com", "swim-training@google.com_20260318T160000Z"])
+        #expect(swims[0].fields["startDate"] == at("2026-03-02T16:00:00Z"))
+        #expect(summary.notes.contains { $0.hasPrefix("1 recurring component was imported once, without the rule") })
+    }
+
+    @Test("an RRULE kept in a field when the mapping names one")
+    func ruleKeptInAField() throws {
+        let scratch = CalendarScratch()
+        let store = try RecordStore(path: scratch.path("s.sqlite"))
+        try store.importSchema(try SchemaParser.parse("""
+        DEFINE SCHEMA
+            RECORD TYPE Appointment (
+                "___recordID" REFERENCE QUERYABLE,
+                title STRING,
+                startsAt TIMESTAMP,
+                rule STRING
+            );
+        """))
+        let mapping = try CalendarMapping.parse("""
+        components:
+          - recordType: Appointment
+            component: VEVENT
+            properties: { SUMMARY: title, DTSTART: startsAt }
+            recurrence: { rule: rule }
+        """, file: "m.yaml", schema: store.schema)
+        let reader = ICalendarRecordReader(input: try ByteInput(path: packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/google.ics").path),
+                                           mapping: mapping, schema: store.schema, options: ICalImportOptions())
+        _ = try RecordImporter(store: store, options: ImportOptions()).run([reader])
+        let swim = try #require(try store.read { try $0.record(named: "swim-training@google.com", ofType: "Appointment") })
+        #expect(swim.fields["rule"] == .string("FREQ=WEEKLY;UNTIL=20260401T000000Z;BYDAY=MO,WE"))
+    }
+
+    static let good = """
+    BEGIN:VCALENDAR
+    VERSION:2.0
+    PRODID:-//test//EN
+    BEGIN:VEVENT
+    UID:good-1
+    DTSTAMP:20260101T000000Z
+    DTSTART:20260105T090000Z
+    DTEND:20260105T100000Z
+    SUMMARY:Fine
+    END:VEVENT
+
+    """
+
+    /// Bad input: (what is wrong, the rest of the calendar, the line reported, words of the message).
+    static let badComponents: [(String, String, Int, String)] = [
+        ("malformed line", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nSUMMARY Missing colon\nEND:VEVENT\n", 15, "found ' ' in \"SUMMARY Missing colon\" (in the VEVENT of line 11)"),
+        ("impossible date", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260230T090000Z\nEND:VEVENT\n", 14, "DTSTART is not a date or date-time: \"20260230T090000Z\""),
+        ("undefined TZID", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART;TZID=Mars/Olympus:20260106T090000\nEND:VEVENT\n", 14, "TZID \"Mars/Olympus\""),
+        ("bad DURATION", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nDURATION:soon\nEND:VEVENT\n", 15, "DURATION is not a duration"),
+        ("bad RRULE", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nRRULE:FREQ=SOMETIMES\nEND:VEVENT\n", 15, "FREQ"),
+        ("no UID", "BEGIN:VEVENT\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nEND:VEVENT\n", 11, "without UID"),
+        ("not UTF-8", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nSUMMARY:caf\u{FFFD}\nEND:VEVENT\n", 14, "the line is not valid UTF-8"),
+        ("bad TRIGGER", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nBEGIN:VALARM\nACTION:DISPLAY\nTRIGGER:later\nEND:VALARM\nEND:VEVENT\n", 17, "TRIGGER"),
+    ]
+
+    @Test("a bad component fails the import with its line, and the store stays byte for byte as it was",
+          arguments: 0..<badComponents.count)
+    func badComponent(index: Int) throws {
+        let (what, bad, line, words) = ICalendarImportTests.badComponents[index]
+        let calendar = try CalendarImport()
+        let path = try calendar.file(ICalendarImportTests.good + bad + "END:VCALENDAR\n")
+        let before = calendar.storeBytes
+        do {
+            try calendar.run(path, expand: "2026-01-01"..."2027-01-01")
+            Issue.record("\(what): the import succeeded")
+        } catch let failure as ImportFailure {
+            let issue = try #require(failure.summary.issues.first)
+            #expect(failure.summary.issues.count == 1, "\(what)")
+            #expect(issue.position.line == line, "\(what): \(issue)")
+            #expect(issue.position.file == path)
+            #expect(issue.description.contains(words), "\(what): \(issue)")
+        }
+        #expect(calendar.storeBytes == before, "\(what)")
+        #expect(try calendar.event("good-1") == nil)
+        // --skip-invalid leaves out the bad component only.
+        let summary = try calendar.run(path, expand: "2026-01-01"..."2027-01-01", skipInvalid: true)
+        #expect(summary.counts["Event"]?.inserted == 1, "\(what)")
+        #expect(summary.issues.count == 1, "\(what)")
+        #expect(try calendar.event("good-1") != nil)
+        #expect(try calendar.event("bad") == nil)
+    }
+
+    @Test("a --set value the field cannot take names the field")
+    func badFixedField() throws {
+        let calendar = try CalendarImport()
+        let path = try calendar.file(ICalendarImportTests.good + "END:VCALENDAR\n")
+        #expect { try calendar.run(path, fixed: [("isDeleted", "maybe")]) } throws: { error in
+            let text = "\(error)"
+            return text.contains("\(path):4: record 'good-1' (Event), field 'isDeleted': --set isDeleted=maybe: expected INT64")
+        }
+    }
+
+    /// Broken structure: nothing can be trusted after it, so the whole file fails, even with --skip-invalid.
+    static let brokenFiles: [(String, String, Int, String)] = [
+        ("unterminated component", "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\nDTSTART:20260105T090000Z\nEND:VCALENDAR\n", 6, "END:VCALENDAR closes BEGIN:VEVENT of line 3"),
+        ("file ends inside a component", "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\n", 3, "BEGIN:VEVENT is never closed"),
+        ("file ends inside the calendar", "BEGIN:VCALENDAR\nVERSION:2.0\n", 2, "the file ends inside BEGIN:VCALENDAR"),
+        ("no calendar", "BEGIN:VEVENT\nUID:a\nEND:VEVENT\n", 1, "expected BEGIN:VCALENDAR"),
+        ("stray END", "BEGIN:VCALENDAR\nEND:VEVENT\nEND:VCALENDAR\n", 2, "END:VEVENT without a matching BEGIN"),
+        ("continuation first", " folded\nBEGIN:VCALENDAR\nEND:VCALENDAR\n", 1, "a folded continuation line"),
+        ("calendar line not UTF-8", "BEGIN:VCALENDAR\nX-WR-CALNAME:caf\u{FFFD}\nEND:VCALENDAR\n", 2, "the line is not valid UTF-8"),
+    ]
+
+    @Test("broken structure fails the whole file with its line, whatever --skip-invalid says", arguments: 0..<brokenFiles.count)
+    func brokenFile(index: Int) throws {
+        let (what, text, line, words) = ICalendarImportTests.brokenFiles[index]
+        let calendar = try CalendarImport()
+        let path = try calendar.file(text)
+        let before = calendar.storeBytes
+        for skip in [false, true] {
+            #expect(throws: (any Error).self, "\(what)") { try calendar.run(path, skipInvalid: skip) }
+            do { try calendar.run(path, skipInvalid: skip) } catch {
+                #expect("\(error)".contains("\(path):\(line): \(words)"), "\(what): \(error)")
+            }
+        }
+        #expect(calendar.storeBytes == before)
+    }
+}

@@ -1,0 +1,407 @@
+import Foundation
+import Testing
+@testable import Formats
+import Records
+import SampleApps
+@testable import Store
+
+/// The independent RFC 5545 checker beside the project, with its Python, when set up
+/// (`../shared/conformance/setup.sh`; CI does it).
+enum Conformance {
+    static var python: String? {
+        let venv = ProcessInfo.processInfo.environment["ICAL_CHECK_VENV"] ?? (NSHomeDirectory() + "/.cache/ical-check-venv")
+        let path = venv + "/bin/python"
+        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+    }
+
+    static var checker: String? {
+        let path = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/conformance/ical_check.py").path
+        return FileManager.default.fileExists(atPath: path) ? path : nil
+    }
+
+    static func run(_ python: String, _ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = arguments
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-py-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+    }
+
+    /// CI sets CKPORT_CONFORMANCE=required once it has set the checker up, so that a missing
+    /// checker fails there instead of skipping.
+    static var required: Bool { ProcessInfo.processInfo.environment["CKPORT_CONFORMANCE"] == "required" }
+
+    /// Runs the checker on a file; nil when the checker is not set up here.
+    static func check(_ path: String) throws -> (Int32, String)? {
+        guard let python, let checker else {
+            if required { Issue.record("CKPORT_CONFORMANCE=required, but the checker or its venv is missing") }
+            return nil
+        }
+        return try run(python, [checker, "--quiet", path])
+    }
+}
+
+final class CalendarScratch {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-ics-\(UUID().uuidString)")
+    init() { try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    func sampleStore(_ app: SampleApp) throws -> RecordStore {
+        let store = try RecordStore(path: path("\(app.rawValue).sqlite"))
+        try store.importSchema(app.schema)
+        let reader = JSONRecordReader(input: try ByteInput(path: packageRoot.appendingPathComponent("samples/\(app.rawValue)/records.jsonl").path),
+                                      layout: .lines, codec: JSONRecordCodec(schema: store.schema))
+        _ = try RecordImporter(store: store, options: ImportOptions()).run([reader])
+        return store
+    }
+}
+
+func export(_ store: RecordStore, _ app: SampleApp, to path: String, query: RecordQuery = RecordQuery(), options: ICalExportOptions = ICalExportOptions(dtstamp: 1_767_225_600_000)) throws -> ICalExportSummary {
+    let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "mapping", schema: store.schema)
+    return try store.read { session in try ICalendarExporter(session: session, mapping: mapping, options: options).export(query, to: try OutputFile(path: path)) }
+}
+
+@Suite("iCalendar text")
+struct ICalendarTextTests {
+    @Test("lines fold at 75 octets and never inside a UTF-8 sequence")
+    func folding() throws {
+        for prefix in 0..<8 {
+            var writer = ICalLineWriter()
+            let text = String(repeating: "x", count: prefix) + String(repeating: "Größe 😀 ", count: 30)
+            writer.line("SUMMARY", ICalText.escape(text))
+            let bytes = writer.take()
+            let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: true)
+            for line in lines {
+                #expect(line.last == 0x0D)
+                #expect(line.count - 1 <= 75)
+                #expect(String(validating: Array(line), as: UTF8.self) != nil, "a fold split a character")
+            }
+            let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: Array("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\n".utf8) + bytes + Array("END:VEVENT\r\nEND:VCALENDAR\r\n".utf8)))
+            let component = try #require(try parser.next())
+            #expect(ICalText.unescape(component.property("SUMMARY")!.value) == text)
+        }
+    }
+
+    @Test("TEXT escaping of backslash, semicolon, comma and newlines")
+    func escaping() {
+        let text = "a\\b;c,d\ne\r\nf"
+        #expect(ICalText.escape(text) == "a\\\\b\\;c\\,d\\ne\\nf")
+        #expect(ICalText.unescape(ICalText.escape(text)) == "a\\b;c,d\ne\nf")
+        #expect(ICalText.splitList("family,school\\, sports,x\\\\") == ["family", "school, sports", "x\\"])
+    }
+
+    @Test("content lines: quoted and listed parameters, LF files, tab continuations, several calendars")
+    func parsing() throws {
+        let text = "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\nATTENDEE;CN=\"Coach, Bob\";MEMBER=\"mailto:x@y\",\"mailto:z@w\";PARTSTAT=ACCEPTED:mailto:coach@\n\texample.com\nEND:VEVENT\nEND:VCALENDAR\nBEGIN:VCALENDAR\nBEGIN:VTODO\nUID:b\nEND:VTODO\nEND:VCALENDAR\n"
+        let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: Array(text.utf8)))
+        let event = try #require(try parser.next())
+        let attendee = try #require(event.property("ATTENDEE"))
+        #expect(attendee.parameter("CN") == "Coach, Bob")
+        #expect(attendee.parameterValues("MEMBER") == ["mailto:x@y", "mailto:z@w"])
+        #expect(attendee.value == "mailto:coach@example.com")
+        #expect(attendee.line == 5)
+        #expect(try parser.next()?.name == "VTODO")
+        #expect(try parser.next() == nil)
+        #expect(parser.calendarCount == 2)
+    }
+
+    @Test("times: UTC, system zones, a calendar's own VTIMEZONE across DST, floating, dates, durations")
+    func times() throws {
+        let zones = ZoneResolver(defaultZone: TimeZone(identifier: "America/New_York"))
+        func ms(_ value: String, _ parameters: [(name: String, values: [String])] = []) throws -> Int64 {
+            try zones.milliseconds(try #require(CalendarTime.parse(ContentLine(name: "DTSTART", parameters: parameters, value: value))))
+        }
+        #expect(try ms("20260112T090000Z") == 1_768_208_400_000)
+        #expect(try ms("20260112T100000", [("TZID", ["Europe/Berlin"])]) == 1_768_208_400_000)
+        #expect(try ms("20260712T110000", [("TZID", ["Europe/Berlin"])]) == ISO8601.parse("2026-07-12T09:00:00Z"))
+        #expect(try ms("20260112T040000") == 1_768_208_400_000)
+        #expect(try ms("20260112", [("VALUE", ["DATE"])]) == ISO8601.parse("2026-01-12T05:00:00Z"))
+        // Outlook's Windows zone name, defined by the calendar itself.
+        let outlook = ICalParser(input: try ByteInput(path: packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/outlook.ics").path))
+        let vtimezone = try #require(try outlook.next())
+        try zones.add(vtimezone)
+        #expect(try ms("20260327T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-03-27T17:00:00Z"))
+        #expect(try ms("20260330T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-03-30T16:00:00Z"))
+        #expect(try ms("20261030T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-10-30T17:00:00Z"))
+        #expect(throws: RecurrenceError.self) { try ms("20260112T090000", [("TZID", ["Mars/Olympus_Mons"])]) }
+        #expect(CalendarTime.parse(ContentLine(name: "DTSTART", value: "20260230T090000")) == nil)
+        #expect(CalendarDuration.parse("-PT15M") == -900)
+        #expect(CalendarDuration.parse("P1DT2H") == 93_600)
+        #expect(CalendarDuration.parse("P2W") == 1_209_600)
+        #expect(CalendarDuration.parse("PT") == nil)
+        #expect(CalendarDuration.format(seconds: -900) == "-PT15M")
+        #expect(CalendarDuration.format(seconds: 93_601) == "P1DT2H1S")
+        #expect(UTCOffset.parse("-0530") == -19_800)
+        #expect(UTCOffset.format(3600) == "+0100")
+    }
+
+    @Test("a VTIMEZONE built from the system database covers the exported dates, DST included")
+    func vtimezone() throws {
+        let zone = TimeZone(identifier: "Europe/Berlin")!
+        let lines = VTimeZoneBuilder.lines(for: zone, from: ISO8601.parse("2026-01-10T00:00:00Z")!, to: ISO8601.parse("2026-12-01T00:00:00Z")!)
+        let text = lines.map { "\($0.name):\($0.value)" }
+        #expect(text.contains("DTSTART:20260329T020000"))
+        #expect(text.contains("DTSTART:20261025T030000"))
+        #expect(text.filter { $0 == "BEGIN:DAYLIGHT" }.count == 1)
+        #expect(text.filter { $0 == "BEGIN:STANDARD" }.count == 2)
+        // The definition read back gives the system's offsets on both sides of each change.
+        let component = ICalComponent(name: "VTIMEZONE", properties: [ContentLine(name: "TZID", value: "X")],
+                                      components: stride(from: 2, to: lines.count - 1, by: 6).map { start in
+                                          ICalComponent(name: lines[start].value, properties: lines[(start + 1)..<(start + 5)].map { ContentLine(name: $0.name, value: $0.value) })
+                                      })
+        let defined = try DefinedZone(component)
+        for instant in ["2026-03-29T00:59:59Z", "2026-03-29T01:00:00Z", "2026-10-25T00:59:59Z", "2026-10-25T01:00:00Z", "2026-06-01T12:00:00Z"] {
+            let seconds = ISO8601.parse(instant)! / 1000
+            #expect(defined.offset(at: seconds) == Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))), "\(instant)")
+        }
+    }
+}
+
+@Suite("iCalendar export")
+struct ICalendarExportTests {
+    @Test("every sample's calendar passes the independent checker, and its peers count what we wrote",
+          arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
+    func samplesPassIndependentParsers(app: SampleApp) throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(app)
+        let path = scratch.path("\(app.rawValue).ics")
+        let summary = try export(store, app, to: path)
+        let written = summary.written.values.reduce(0, +)
+        #expect(written > 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        // Deterministic: the same store gives the same bytes.
+        let again = scratch.path("again.ics")
+        _ = try export(store, app, to: again)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: again)) == bytes)
+        if let (status, report) = try Conformance.check(path) {
+            #expect(status == 0, "\(report)")
+        }
+        guard let python = Conformance.python else { return }
+        let script = """
+        import json, sys, icalendar
+        cal = icalendar.Calendar.from_ical(open(sys.argv[1], 'rb').read())
+        out = []
+        for c in cal.walk():
+            if c.name in ('VEVENT', 'VTODO', 'VJOURNAL'):
+                start = c.get('DTSTART')
+                attendees = c.get('ATTENDEE')
+                attendees = [] if attendees is None else (attendees if isinstance(attendees, list) else [attendees])
+                out.append([c.name, str(c.get('UID')), start.to_ical().decode() if start is not None else None, len(attendees)])
+        print(json.dumps(out))
+        """
+        let (status, output) = try Conformance.run(python, ["-c", script, path])
+        #expect(status == 0, "\(output)")
+        let theirs = try JSONDecoder().decode([[JSONScalar]].self, from: Data(output.utf8))
+        // Our own reading of the same file.
+        let parser = ICalParser(input: try ByteInput(path: path))
+        var ours: [[JSONScalar]] = []
+        while let component = try parser.next() {
+            if component.name == "VTIMEZONE" { continue }
+            ours.append([.text(component.name), .text(ICalText.unescape(component.property("UID")!.value)),
+                         component.property("DTSTART").map { .text($0.value) } ?? .null, .number(component.all("ATTENDEE").count)])
+        }
+        #expect(theirs == ours)
+        #expect(ours.count == written)
+        // And what the store holds: every record the mapping exports, under its own name.
+        let expected = try store.read { session -> [String] in
+            var names: [String] = []
+            let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "mapping", schema: store.schema)
+            for (component, query) in try ICalendarExporter(session: session, mapping: mapping, options: ICalExportOptions()).queries(RecordQuery()) {
+                let type = session.schema.recordType(named: component.recordType)!
+                try session.forEach(query) { record in
+                    if try !(component.cancelled?.matches(record, type: type) ?? false) { names.append(record.recordName) }
+                }
+            }
+            return names
+        }
+        #expect(ours.map { $0[1] } == expected.map { JSONScalar.text($0) })
+    }
+
+    @Test("family-calendar: a family's month, attendees, alarms, all-day events and cancelled events")
+    func familyCalendar() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let query = RecordQuery(predicate: try RecordPredicate.parse("familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"))
+        let path = scratch.path("march.ics")
+        let summary = try export(store, .familyCalendar, to: path, query: query)
+        #expect(summary.calendarName == "The Müllers")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//ckport//ckport 0.1//EN\r\nCALSCALE:GREGORIAN\r\nX-WR-CALNAME:The Müllers\r\n"))
+        #expect(!text.contains("METHOD:"))
+        let events = try store.read { session -> [Records.Record] in
+            var found: [Records.Record] = []
+            try session.forEach(RecordQuery(recordTypes: ["Event"], predicate: query.predicate)) { found.append($0) }
+            return found
+        }
+        let live = events.filter { $0.fields["isDeleted"] != .int64(1) }
+        #expect(summary.written["Event"] == live.count)
+        #expect(summary.cancelledLeftOut == events.count - live.count)
+        for event in live {
+            #expect(text.contains("UID:\(event.recordName)\r\n"))
+        }
+        // With --include-deleted the soft-deleted ones come too, as cancelled.
+        let all = try export(store, .familyCalendar, to: scratch.path("all.ics"), options: ICalExportOptions(dtstamp: 0, includeCancelled: true))
+        #expect(try String(contentsOfFile: scratch.path("all.ics"), encoding: .utf8).components(separatedBy: "STATUS:CANCELLED").count - 1 == all.written["Event"]! - (try store.read { try $0.count(RecordQuery(recordTypes: ["Event"], predicate: try RecordPredicate.parse("isDeleted == false"))) }))
+        // Alarms: one VALARM per event with a reminder, triggered relative to the start.
+        let reminders = live.filter { $0.fields["reminderTime"] != nil }
+        #expect(text.components(separatedBy: "BEGIN:VALARM\r\nACTION:DISPLAY\r\n").count - 1 == reminders.count)
+    }
+
+    @Test("--tz writes local times with TZID and a VTIMEZONE; reading them back gives the same instants")
+    func timeZoneRoundTrip() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let path = scratch.path("berlin.ics")
+        _ = try export(store, .familyCalendar, to: path, options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0, includeCancelled: true))
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("BEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\n"))
+        #expect(text.contains("DTSTART;TZID=Europe/Berlin:"))
+        if let (status, report) = try Conformance.check(path) { #expect(status == 0, "\(report)") }
+        let copy = try RecordStore(path: scratch.path("copy.sqlite"))
+        try copy.importSchema(store.schema)
+        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "m", schema: store.schema)
+        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: ICalImportOptions())
+        _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
+        let originals = try allEvents(store), copies = try allEvents(copy)
+        #expect(copies.count == originals.count)
+        for (original, copy) in zip(originals, copies) {
+            #expect(copy.recordName == original.recordName)
+            for field in ["startDate", "endDate", "title", "reminderTime", "isDeleted", "createdAt", "updatedAt", "location", "category"] {
+                #expect(copy.fields[field] == original.fields[field], "\(original.recordName).\(field)")
+            }
+        }
+    }
+
+    @Test("an event from local midnight to midnight is an all-day event, in UTC and under --tz")
+    func allDayEvents() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let name = try #require(try allEvents(store).first { $0.fields["isDeleted"] != .int64(1) }?.recordName)
+        func setTimes(_ start: String, _ end: String) throws {
+            try store.write { session in
+                var record = try #require(try session.record(named: name, ofType: "Event"))
+                record.fields["startDate"] = .timestamp(ISO8601.parse(start)!)
+                record.fields["endDate"] = .timestamp(ISO8601.parse(end)!)
+                try session.save(record, mode: .upsert)
+            }
+        }
+        func event(_ path: String) throws -> ICalComponent {
+            let parser = ICalParser(input: try ByteInput(path: path))
+            while let component = try parser.next() {
+                if component.property("UID")?.value == name { return component }
+            }
+            throw CalendarTestFailure.missing(name)
+        }
+        // Midnight to midnight UTC, two days: DATE values, DTEND exclusive.
+        try setTimes("2026-04-05T00:00:00Z", "2026-04-07T00:00:00Z")
+        _ = try export(store, .familyCalendar, to: scratch.path("utc.ics"))
+        var component = try event(scratch.path("utc.ics"))
+        #expect(component.property("DTSTART")?.parameter("VALUE") == "DATE")
+        #expect(component.property("DTSTART")?.value == "20260405")
+        #expect(component.property("DTEND")?.value == "20260407")
+        // The same instants are not midnight in Berlin, so there they stay timed.
+        _ = try export(store, .familyCalendar, to: scratch.path("berlin.ics"), options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
+        component = try event(scratch.path("berlin.ics"))
+        #expect(component.property("DTSTART")?.value == "20260405T020000")
+        #expect(component.property("DTSTART")?.parameter("TZID") == "Europe/Berlin")
+        // Berlin's midnights across the spring change (a 23-hour day) are an all-day event there.
+        try setTimes("2026-03-28T23:00:00Z", "2026-03-29T22:00:00Z")
+        _ = try export(store, .familyCalendar, to: scratch.path("dst.ics"), options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
+        component = try event(scratch.path("dst.ics"))
+        #expect(component.property("DTSTART")?.value == "20260329")
+        #expect(component.property("DTEND")?.value == "20260330")
+        if let (status, report) = try Conformance.check(scratch.path("dst.ics")) { #expect(status == 0, "\(report)") }
+        // Reading it back under the same zone gives the same instants.
+        let copy = try RecordStore(path: scratch.path("copy.sqlite"))
+        try copy.importSchema(store.schema)
+        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "m", schema: store.schema)
+        let reader = ICalendarRecordReader(input: try ByteInput(path: scratch.path("dst.ics")), mapping: mapping, schema: store.schema,
+                                           options: ICalImportOptions(timeZone: TimeZone(identifier: "Europe/Berlin")))
+        _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
+        let back = try #require(try copy.read { try $0.record(named: name, ofType: "Event") })
+        #expect(back.fields["startDate"] == .timestamp(ISO8601.parse("2026-03-28T23:00:00Z")!))
+        #expect(back.fields["endDate"] == .timestamp(ISO8601.parse("2026-03-29T22:00:00Z")!))
+    }
+
+    func allEvents(_ store: RecordStore) throws -> [Records.Record] {
+        try store.read { session in
+            var events: [Records.Record] = []
+            try session.forEach(RecordQuery(recordTypes: ["Event"])) { events.append($0) }
+            return events.sorted { $0.recordName < $1.recordName }
+        }
+    }
+
+    @Test("family-todo: statuses, area categories and chore rules, days 29–31 on the month's last day")
+    func familyTodo() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.familyTodo)
+        let path = scratch.path("todo.ics")
+        let summary = try export(store, .familyTodo, to: path)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let activeChores = try store.read { try $0.count(RecordQuery(recordTypes: ["RecurringChore"], predicate: try RecordPredicate.parse("isActive == 1"))) }
+        #expect(summary.written["RecurringChore"] == activeChores)
+        #expect(summary.written["Task"] == 48)
+        #expect(text.contains("STATUS:IN-PROCESS\r\n"))
+        #expect(text.contains("STATUS:COMPLETED\r\n"))
+        #expect(text.contains("CATEGORIES:Kitchen\r\n"))
+        // Every chore's DTSTART is one of its rule's own occurrences (RFC 5545 3.8.5.3 asks for it).
+        let parser = ICalParser(input: try ByteInput(path: path))
+        var rules = 0
+        while let todo = try parser.next() {
+            guard let rrule = todo.property("RRULE"), let start = todo.property("DTSTART") else { continue }
+            rules += 1
+            let rule = try RecurrenceRule(parsing: rrule.value)
+            let date = try #require(CalendarTime.parse(start)).local
+            if let weekday = rule.byDay.first?.weekday { #expect(Int((date.dayNumber + 3) % 7) == weekday, "\(rrule.value) from \(start.value)") }
+            if let monthDay = rule.byMonthDay.max() {
+                #expect(date.day == min(Int64(monthDay), ISO8601.daysInMonth(year: date.year, month: date.month)), "\(rrule.value) from \(start.value)")
+            }
+        }
+        #expect(rules == activeChores)
+        let exporter = try store.read { session in ICalendarExporter(session: session, mapping: try CalendarMapping.parse(SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema), options: ICalExportOptions()) }
+        func chore(_ fields: RecordFields) -> String? {
+            exporter.rule(.chore(type: "recurrenceType", weekday: "recurrenceDay", monthDay: "recurrenceDayOfMonth"),
+                          Records.Record(id: RecordID(recordName: "c"), recordType: "RecurringChore", fields: fields))
+        }
+        #expect(chore(["recurrenceType": .string("daily")]) == "FREQ=DAILY")
+        #expect(chore(["recurrenceType": .string("weekly"), "recurrenceDay": .int64(1)]) == "FREQ=WEEKLY;BYDAY=MO")
+        #expect(chore(["recurrenceType": .string("biweekly"), "recurrenceDay": .int64(7)]) == "FREQ=WEEKLY;INTERVAL=2;BYDAY=SU")
+        #expect(chore(["recurrenceType": .string("monthly"), "recurrenceDayOfMonth": .int64(15)]) == "FREQ=MONTHLY;BYMONTHDAY=15")
+        let lastDay = try #require(chore(["recurrenceType": .string("monthly"), "recurrenceDayOfMonth": .int64(31)]))
+        #expect(lastDay == "FREQ=MONTHLY;BYMONTHDAY=28,29,30,31;BYSETPOS=-1")
+        let resolver = ZoneResolver()
+        let set = RecurrenceSet(start: LocalDateTime(year: 2026, month: 1, day: 31, hour: 9), isDate: false, rules: [try RecurrenceRule(parsing: lastDay)],
+                                instant: { $0.wallSeconds }, instantOf: { try! resolver.milliseconds($0) / 1000 })
+        let days = try set.occurrences(from: 0, to: ISO8601.parse("2026-06-01")! / 1000).map(\.day)
+        #expect(days == [31, 28, 31, 30, 31])
+    }
+}
+
+enum CalendarTestFailure: Error { case missing(String) }
+
+/// A JSON scalar for comparing what Python printed with what we read.
+enum JSONScalar: Decodable, Equatable, CustomStringConvertible {
+    case text(String), number(Int), null
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null } else if let n = try? container.decode(Int.self) { self = .number(n) } else { self = .text(try container.decode(String.self)) }
+    }
+
+    var description: String {
+        switch self {
+        case .text(let s): return s
+        case .number(let n): return String(n)
+        case .null: return "null"
+        }
+    }
+}
