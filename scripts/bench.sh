@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# ckport's benchmark: JSONL and CSV import, JSONL and CSV export, and an indexed --where
-# export of a generated family-todo data set, beside the sqlite3 shell doing the same work on
-# the same rows (.import of a CSV, -json and -csv output), with peak memory. Prints one table.
+# ckport's benchmark, in two tables with peak memory:
+#  1. JSONL and CSV import, JSONL and CSV export, and an indexed --where export of a generated
+#     family-todo data set, beside the sqlite3 shell doing the same work on the same rows
+#     (.import of a CSV, -json and -csv output);
+#  2. iCalendar export and import of family-calendar events with three participants each,
+#     beside Python's icalendar package doing the same (scripts/bench_calendar.py).
 #
-#   scripts/bench.sh              # 1,000,000 records, plus 100,000 for the memory column
-#   scripts/bench.sh 200000       # a quicker run
+#   scripts/bench.sh              # 1,000,000 records and 100,000 events, plus 100,000 records
+#                                 # and 10,000 events for the memory column
+#   scripts/bench.sh 200000 20000 # a quicker run
 #
-# Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time). Work files go to $BENCH_DIR
-# (default: a temporary folder, removed afterwards).
+# Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time), python3 with venv; icalendar
+# is installed into a venv ($BENCH_VENV, default ~/.cache/ckport-bench-venv). Work files go
+# to $BENCH_DIR (default: a temporary folder, removed afterwards).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 records=${1:-1000000}
+events=${2:-100000}
 small=${BENCH_SMALL:-100000}
+small_events=${BENCH_SMALL_EVENTS:-10000}
 work=${BENCH_DIR:-$(mktemp -d)}
 [ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
 mkdir -p "$work"
@@ -19,6 +26,9 @@ mkdir -p "$work"
 for tool in sqlite3 /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is missing (apt-get install sqlite3 time)" >&2; exit 1; }
 done
+venv=${BENCH_VENV:-$HOME/.cache/ckport-bench-venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import icalendar' 2>/dev/null || "$venv/bin/pip" install -q 'icalendar==7.3.0'
 swift build -c release --product ckport >/dev/null
 ckport=$(swift build -c release --show-bin-path)/ckport
 
@@ -72,8 +82,32 @@ measure() {
   ls -l "$data" | awk '{print $5}' > "$work/$tag-bytes"
 }
 
+# The calendar: a family's events with three participants each, out to iCalendar and back in.
+measure_calendar() {
+  local n=$1 tag=$2
+  local data="$work/$tag.jsonl" store="$work/$tag.sqlite"
+  python3 scripts/bench_calendar.py data "$n" "$data"
+  "$ckport" generate --app family-calendar --schema -o "$work/calendar-schema.ckdb"
+  rm -f "$store"
+  "$ckport" import "$work/calendar-schema.ckdb" "$data" --store "$store" -q
+  run "$tag-export" "$ckport" export --store "$store" -o "$work/$tag.ics" -q
+  run "$tag-ref-export" "$venv/bin/python" scripts/bench_calendar.py export "$data" "$work/$tag-ref.ics"
+  # Importing starts from the family and its users, without the events.
+  grep -v '"recordType":"Event' "$data" > "$work/$tag-base.jsonl"
+  rm -f "$store-in.empty"
+  "$ckport" import "$work/calendar-schema.ckdb" "$work/$tag-base.jsonl" --store "$store-in.empty" -q
+  fresh="$store-in.empty" run "$tag-import" "$ckport" import "$work/$tag.ics" --store "$store-in" -q
+  : > "$work/$tag-ref-in.sqlite.empty"
+  fresh="$work/$tag-ref-in.sqlite.empty" run "$tag-ref-import" "$venv/bin/python" scripts/bench_calendar.py import "$work/$tag-ref.ics" "$work/$tag-ref-in.sqlite"
+  [ "$(grep -c '^BEGIN:VEVENT' "$work/$tag.ics")" = "$n" ] || { echo "bench: $tag.ics does not hold $n events" >&2; exit 1; }
+  [ "$(sqlite3 "$store-in" 'SELECT count(*) FROM "EventParticipant"')" = "$((3 * n))" ] || { echo "bench: $tag import lost participants" >&2; exit 1; }
+  ls -l "$work/$tag.ics" | awk '{print $5}' > "$work/$tag-bytes"
+}
+
 measure "$small" small
 measure "$records" big
+measure_calendar "$small_events" small-cal
+measure_calendar "$events" cal
 tasks=$(sqlite3 "$work/big.sqlite" 'SELECT count(*) FROM "Task"')
 where=$(cat "$work/big-where.count")
 
@@ -93,3 +127,16 @@ echo "Median of $repeat runs each. ratio = ckport time / sqlite3 shell time on t
 echo "Exports write a file and sync it, both tools. The shell's .import fills one plain table; ckport"
 echo "also validates every record, keeps the change log and builds the schema's indexes (6 on Task)"
 echo "in the same transaction."
+echo
+echo "data: family-calendar, $(commas "$events") events × 3 participants ($(commas $((4 * events))) records), iCalendar $(awk '{printf "%.0f MB", $1/1048576}' "$work/cal-bytes")"
+echo
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "events/s" "Python icalendar, same data" "ratio" "peak RSS $(commas "$small_events") / $(commas "$events")"
+printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export events to iCalendar" "$(secs cal-export)" "$(rate cal-export "$events")" "$(secs cal-ref-export) s" "$(ratio cal-export cal-ref-export)×" "$(mb small-cal-export) / $(mb cal-export) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import iCalendar (events + attendees)" "$(secs cal-import)" "$(rate cal-import "$events")" "$(secs cal-ref-import) s" "$(ratio cal-import cal-ref-import)×" "$(mb small-cal-import) / $(mb cal-import) MB"
+echo
+echo "Targets: export ≥ 50,000 events/s, import ≥ 30,000 events/s. ratio = ckport time / Python time."
+echo "Python's export reads the same records from JSON Lines and writes with icalendar's to_ical();"
+echo "its import parses with from_ical() and inserts the events and attendees into SQLite. ckport"
+echo "exports from its store (attendees looked up per event) and imports through the mapping,"
+echo "validating every record, into a store with the schema's indexes."

@@ -367,6 +367,19 @@ struct ICalendarExportTests {
             }
         }
         #expect(rules == activeChores)
+        // Under --tz, the zone's changes are written for years ahead, since the chores repeat.
+        let berlin = scratch.path("berlin.ics")
+        _ = try export(store, .familyTodo, to: berlin, options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
+        let zoned = try String(contentsOfFile: berlin, encoding: .utf8)
+        #expect(zoned.components(separatedBy: "BEGIN:DAYLIGHT\r\n").count - 1 >= ICalendarExporter.recurrenceHorizonYears)
+        if let (status, report) = try Conformance.check(berlin) { #expect(status == 0, "\(report)") }
+        // A record type the mapping does not name is refused, not silently left out.
+        #expect(throws: StoreError.self) {
+            try store.read { session in
+                try ICalendarExporter(session: session, mapping: try CalendarMapping.parse(SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema), options: ICalExportOptions())
+                    .queries(RecordQuery(recordTypes: ["Household"]))
+            }
+        }
         let exporter = try store.read { session in ICalendarExporter(session: session, mapping: try CalendarMapping.parse(SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema), options: ICalExportOptions()) }
         func chore(_ fields: RecordFields) -> String? {
             exporter.rule(.chore(type: "recurrenceType", weekday: "recurrenceDay", monthDay: "recurrenceDayOfMonth"),

@@ -64,12 +64,13 @@ public enum CalendarTime: Hashable, Sendable {
 
     /// Parses a property's value with its VALUE and TZID parameters.
     public static func parse(_ property: ContentLine) -> CalendarTime? {
-        let text = property.value.trimmingCharacters(in: .whitespaces)
-        if property.parameter("VALUE")?.uppercased() == "DATE" || (text.count == 8 && !text.contains("T")) {
-            guard let date = parseDate(text) else { return nil }
+        let text = trimmedBytes(property.value)
+        let isDate = property.parameter("VALUE").map { $0.uppercased() == "DATE" } ?? false
+        if isDate || (text.count == 8 && !text.contains(UInt8(ascii: "T"))) {
+            guard let date = parseDate(text[...]) else { return nil }
             return .date(date)
         }
-        guard let (time, utc) = parseDateTime(text) else { return nil }
+        guard let (time, utc) = parseDateTime(text[...]) else { return nil }
         if utc { return .utc(time) }
         if let tzid = property.parameter("TZID") { return .zoned(time, tzid: tzid) }
         return .floating(time)
@@ -77,9 +78,13 @@ public enum CalendarTime: Hashable, Sendable {
 
     /// `yyyyMMdd`, checked to be a real date.
     static func parseDate<S: StringProtocol>(_ text: S) -> LocalDateTime? {
-        let digits = Array(text.utf8)
+        parseDate(Array(text.utf8)[...])
+    }
+
+    static func parseDate(_ digits: ArraySlice<UInt8>) -> LocalDateTime? {
         guard digits.count == 8, digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
-        func number(_ range: Range<Int>) -> Int64 { digits[range].reduce(0) { $0 * 10 + Int64($1 - 48) } }
+        let base = digits.startIndex
+        func number(_ range: Range<Int>) -> Int64 { digits[(base + range.lowerBound)..<(base + range.upperBound)].reduce(0) { $0 * 10 + Int64($1 - 48) } }
         let year = number(0..<4), month = number(4..<6), day = number(6..<8)
         guard (1...12).contains(month), day >= 1, day <= daysInMonth(year, month) else { return nil }
         return LocalDateTime(year: year, month: month, day: day)
@@ -87,20 +92,35 @@ public enum CalendarTime: Hashable, Sendable {
 
     /// `yyyyMMddTHHmmss[Z]`.
     static func parseDateTime<S: StringProtocol>(_ text: S) -> (LocalDateTime, Bool)? {
-        var utf8 = Array(text.utf8)
+        parseDateTime(Array(text.utf8)[...])
+    }
+
+    static func parseDateTime(_ text: ArraySlice<UInt8>) -> (LocalDateTime, Bool)? {
+        var utf8 = text
         var utc = false
         if utf8.last == UInt8(ascii: "Z") || utf8.last == UInt8(ascii: "z") { utc = true; utf8.removeLast() }
-        guard utf8.count == 15, utf8[8] == UInt8(ascii: "T") || utf8[8] == UInt8(ascii: "t"),
-              var date = parseDate(String(decoding: utf8[0..<8], as: UTF8.self)) else { return nil }
-        let time = utf8[9..<15]
+        let base = utf8.startIndex
+        guard utf8.count == 15, utf8[base + 8] == UInt8(ascii: "T") || utf8[base + 8] == UInt8(ascii: "t"),
+              var date = parseDate(utf8[base..<(base + 8)]) else { return nil }
+        let time = utf8[(base + 9)..<(base + 15)]
         guard time.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
-        let digits = Array(time).map { Int64($0 - 48) }
-        let hour = digits[0] * 10 + digits[1], minute = digits[2] * 10 + digits[3], second = digits[4] * 10 + digits[5]
+        func pair(_ offset: Int) -> Int64 { Int64(time[time.startIndex + offset] - 48) * 10 + Int64(time[time.startIndex + offset + 1] - 48) }
+        let hour = pair(0), minute = pair(2), second = pair(4)
         guard hour < 24, minute < 60, second <= 60 else { return nil }
         date.hour = hour
         date.minute = minute
         date.second = min(second, 59) // a leap second is read as :59
         return (date, utc)
+    }
+
+    /// The bytes of a value without surrounding spaces and tabs.
+    static func trimmedBytes(_ text: String) -> [UInt8] {
+        var bytes = Array(text.utf8)
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
+        var start = 0
+        while start < bytes.count, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        if start > 0 { bytes.removeFirst(start) }
+        return bytes
     }
 
     static func daysInMonth(_ year: Int64, _ month: Int64) -> Int64 {
@@ -113,12 +133,35 @@ public enum CalendarTime: Hashable, Sendable {
 
     /// `20260112` or `20260112T090000`.
     public static func basic(_ time: LocalDateTime, date: Bool) -> String {
-        func pad(_ n: Int64, _ width: Int) -> String {
-            let text = String(n.magnitude)
-            return (n < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - text.count)) + text
+        var out: [UInt8] = []
+        appendBasic(time, date: date, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendBasic(_ time: LocalDateTime, date: Bool, to out: inout [UInt8]) {
+        if time.year < 0 || time.year > 9999 {
+            out.append(contentsOf: String(time.year).utf8) // outside what iCalendar can say; kept visible
+        } else {
+            append(time.year, width: 4, to: &out)
         }
-        let day = pad(time.year, 4) + pad(time.month, 2) + pad(time.day, 2)
-        return date ? day : day + "T" + pad(time.hour, 2) + pad(time.minute, 2) + pad(time.second, 2)
+        append(time.month, width: 2, to: &out)
+        append(time.day, width: 2, to: &out)
+        guard !date else { return }
+        out.append(UInt8(ascii: "T"))
+        append(time.hour, width: 2, to: &out)
+        append(time.minute, width: 2, to: &out)
+        append(time.second, width: 2, to: &out)
+    }
+
+    @inline(__always)
+    private static func append(_ value: Int64, width: Int, to out: inout [UInt8]) {
+        var divisor: Int64 = width == 4 ? 1000 : 10
+        var n = value
+        while divisor > 0 {
+            out.append(UInt8(48 + n / divisor))
+            n %= divisor
+            divisor /= 10
+        }
     }
 
     /// The UTC form of an instant in milliseconds: `20260112T090000Z`. Milliseconds are dropped,
@@ -131,28 +174,33 @@ public enum CalendarTime: Hashable, Sendable {
 /// iCalendar DURATION (`-PT15M`, `P1D`, `P2W`), in seconds.
 public enum CalendarDuration {
     public static func parse(_ text: String) -> Int64? {
-        var scalars = Array(text.trimmingCharacters(in: .whitespaces).uppercased().unicodeScalars)
+        let bytes = CalendarTime.trimmedBytes(text)
+        var i = 0
         var sign: Int64 = 1
-        if scalars.first == "-" { sign = -1; scalars.removeFirst() } else if scalars.first == "+" { scalars.removeFirst() }
-        guard scalars.first == "P" else { return nil }
-        scalars.removeFirst()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { sign = -1; i += 1 } else if i < bytes.count, bytes[i] == UInt8(ascii: "+") { i += 1 }
+        guard i < bytes.count, bytes[i] | 0x20 == UInt8(ascii: "p") else { return nil }
+        i += 1
         var total: Int64 = 0
         var number: Int64? = nil
         var inTime = false
         var sawUnit = false
-        for c in scalars {
-            if let digit = Int64(String(c)), c.isASCII {
-                number = (number ?? 0) * 10 + digit
+        while i < bytes.count {
+            let c = bytes[i]
+            i += 1
+            if c >= 48 && c <= 57 {
+                guard (number ?? 0) < Int64.max / 100 else { return nil }
+                number = (number ?? 0) * 10 + Int64(c - 48)
                 continue
             }
-            if c == "T" { inTime = true; continue }
+            let unit = c & ~0x20 // upper case
+            if unit == UInt8(ascii: "T") && !inTime && number == nil { inTime = true; continue }
             guard let n = number else { return nil }
-            switch (c, inTime) {
-            case ("W", false): total += n * 604_800
-            case ("D", false): total += n * 86_400
-            case ("H", true): total += n * 3600
-            case ("M", true): total += n * 60
-            case ("S", true): total += n
+            switch (unit, inTime) {
+            case (UInt8(ascii: "W"), false): total += n * 604_800
+            case (UInt8(ascii: "D"), false): total += n * 86_400
+            case (UInt8(ascii: "H"), true): total += n * 3600
+            case (UInt8(ascii: "M"), true): total += n * 60
+            case (UInt8(ascii: "S"), true): total += n
             default: return nil
             }
             number = nil
@@ -183,7 +231,7 @@ public enum CalendarDuration {
 /// iCalendar UTC-OFFSET (`+0100`, `-0500`, `+053000`), in seconds.
 public enum UTCOffset {
     public static func parse(_ text: String) -> Int64? {
-        let utf8 = Array(text.trimmingCharacters(in: .whitespaces).utf8)
+        let utf8 = CalendarTime.trimmedBytes(text)
         guard utf8.count == 5 || utf8.count == 7, utf8[0] == UInt8(ascii: "+") || utf8[0] == UInt8(ascii: "-"),
               utf8.dropFirst().allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
         let digits = utf8.dropFirst().map { Int64($0 - 48) }

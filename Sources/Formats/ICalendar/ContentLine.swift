@@ -39,62 +39,68 @@ public struct ContentLine: Sendable, Hashable {
 /// TEXT values (RFC 5545 §3.3.11): backslash, semicolon, comma and newline are escaped.
 public enum ICalText {
     public static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case ";": out += "\\;"
-            case ",": out += "\\,"
-            case "\n": out += "\\n"
-            case "\r": continue
-            default: out.unicodeScalars.append(scalar)
+        guard text.utf8.contains(where: ICalText.needsEscape) else { return text }
+        var out: [UInt8] = []
+        appendEscaped(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func needsEscape(_ byte: UInt8) -> Bool {
+        byte == 0x5C || byte == 0x3B || byte == 0x2C || byte == 0x0A || byte == 0x0D
+    }
+
+    /// Appends `text` escaped; a carriage return is dropped (CRLF inside a value is a newline).
+    @inline(__always)
+    static func appendEscaped(_ text: String, to out: inout [UInt8]) {
+        for byte in text.utf8 {
+            switch byte {
+            case 0x5C, 0x3B, 0x2C: out.append(0x5C); out.append(byte)
+            case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))
+            case 0x0D: continue
+            default: out.append(byte)
             }
         }
-        return out
     }
 
     /// Undoes the escaping; a stray backslash before another character keeps that character.
     public static func unescape(_ text: String) -> String {
-        guard text.contains("\\") else { return text }
-        var out = ""
+        guard text.utf8.contains(0x5C) else { return text }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
         var escaped = false
-        for scalar in text.unicodeScalars {
+        for byte in text.utf8 {
             if escaped {
-                switch scalar {
-                case "n", "N": out += "\n"
-                default: out.unicodeScalars.append(scalar)
-                }
+                out.append(byte == UInt8(ascii: "n") || byte == UInt8(ascii: "N") ? 0x0A : byte)
                 escaped = false
-            } else if scalar == "\\" {
+            } else if byte == 0x5C {
                 escaped = true
             } else {
-                out.unicodeScalars.append(scalar)
+                out.append(byte)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Splits a multi-valued TEXT (CATEGORIES) on unescaped commas, unescaping each part.
     public static func splitList(_ text: String) -> [String] {
+        guard text.utf8.contains(0x5C) || text.utf8.contains(0x2C) else { return [text] }
         var parts: [String] = []
-        var current = ""
+        var current: [UInt8] = []
         var escaped = false
-        for scalar in text.unicodeScalars {
+        for byte in text.utf8 {
             if escaped {
-                current.unicodeScalars.append("\\")
-                current.unicodeScalars.append(scalar)
+                current.append(byte == UInt8(ascii: "n") || byte == UInt8(ascii: "N") ? 0x0A : byte)
                 escaped = false
-            } else if scalar == "\\" {
+            } else if byte == 0x5C {
                 escaped = true
-            } else if scalar == "," {
-                parts.append(unescape(current))
-                current = ""
+            } else if byte == 0x2C {
+                parts.append(String(decoding: current, as: UTF8.self))
+                current.removeAll(keepingCapacity: true)
             } else {
-                current.unicodeScalars.append(scalar)
+                current.append(byte)
             }
         }
-        parts.append(unescape(current))
+        parts.append(String(decoding: current, as: UTF8.self))
         return parts
     }
 }
@@ -103,6 +109,8 @@ public enum ICalText {
 /// sequence, parameter values quoted when they hold `:`, `;` or `,`.
 public struct ICalLineWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
+    /// The line being built, before folding.
+    private var pending: [UInt8] = []
 
     public init() {}
 
@@ -111,44 +119,72 @@ public struct ICalLineWriter: Sendable {
     }
 
     public mutating func line(_ name: String, _ parameters: [(String, String)], _ value: String) {
-        var text = name
-        for (key, parameterValue) in parameters {
-            text += ";" + key + "="
-            let needsQuotes = parameterValue.contains(where: { $0 == ":" || $0 == ";" || $0 == "," })
-            text += needsQuotes ? "\"" + parameterValue.replacingQuotes() + "\"" : parameterValue
-        }
-        text += ":" + value
-        fold(text)
+        begin(name, parameters)
+        pending.append(contentsOf: value.utf8)
+        finish()
     }
 
-    /// Appends `text` as one content line, folded at 75 octets.
-    mutating func fold(_ text: String) {
-        var utf8 = Array(text.utf8)
+    /// A TEXT value (RFC 5545 §3.3.11), escaped as it is written.
+    public mutating func text(_ name: String, _ value: String) {
+        text(name, [], value)
+    }
+
+    public mutating func text(_ name: String, _ parameters: [(String, String)], _ value: String) {
+        begin(name, parameters)
+        ICalText.appendEscaped(value, to: &pending)
+        finish()
+    }
+
+    /// A UTC date-time such as `20260112T090000Z`, from milliseconds since 1970.
+    public mutating func utc(_ name: String, _ ms: Int64) {
+        begin(name, [])
+        CalendarTime.appendBasic(LocalDateTime(wallSeconds: ISO8601.floorDiv(ms, 1000)), date: false, to: &pending)
+        pending.append(UInt8(ascii: "Z"))
+        finish()
+    }
+
+    private mutating func begin(_ name: String, _ parameters: [(String, String)]) {
+        pending.removeAll(keepingCapacity: true)
+        pending.append(contentsOf: name.utf8)
+        for (key, parameterValue) in parameters {
+            pending.append(0x3B)
+            pending.append(contentsOf: key.utf8)
+            pending.append(0x3D)
+            let needsQuotes = parameterValue.utf8.contains { (byte: UInt8) -> Bool in byte == 0x3A || byte == 0x3B || byte == 0x2C }
+            if needsQuotes { pending.append(0x22) }
+            // A parameter value cannot hold a double quote (RFC 5545 §3.1); it becomes a single quote.
+            for byte in parameterValue.utf8 { pending.append(byte == 0x22 ? 0x27 : byte) }
+            if needsQuotes { pending.append(0x22) }
+        }
+        pending.append(0x3A)
+    }
+
+    /// Appends the pending line, folded at 75 octets, never inside a UTF-8 sequence.
+    private mutating func finish() {
+        let count = pending.count
+        if count <= 75 {
+            bytes.append(contentsOf: pending)
+            bytes.append(0x0D)
+            bytes.append(0x0A)
+            return
+        }
         var start = 0
         var first = true
-        while start < utf8.count {
+        while start < count {
             let room = first ? 75 : 74 // a continuation line starts with a space
-            var stop = min(start + room, utf8.count)
-            // Never end a physical line inside a UTF-8 sequence.
-            while stop < utf8.count && stop > start && (utf8[stop] & 0xC0) == 0x80 { stop -= 1 }
+            var stop = min(start + room, count)
+            while stop < count && stop > start && (pending[stop] & 0xC0) == 0x80 { stop -= 1 }
             if !first { bytes.append(0x20) }
-            bytes.append(contentsOf: utf8[start..<stop])
+            bytes.append(contentsOf: pending[start..<stop])
             bytes.append(0x0D)
             bytes.append(0x0A)
             start = stop
             first = false
         }
-        if utf8.isEmpty { bytes += [0x0D, 0x0A] }
-        utf8.removeAll()
     }
 
     public mutating func take() -> [UInt8] {
         defer { bytes.removeAll(keepingCapacity: true) }
         return bytes
     }
-}
-
-extension String {
-    /// Parameter values cannot hold a double quote (RFC 5545 §3.1); it becomes a single quote.
-    func replacingQuotes() -> String { String(map { $0 == "\"" ? "'" : $0 }) }
 }

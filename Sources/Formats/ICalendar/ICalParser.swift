@@ -77,61 +77,70 @@ public final class ICalParser {
         return current
     }
 
-    /// Splits a logical line into a content line.
+    /// Splits a logical line into a content line. The delimiters are all ASCII, so the line is
+    /// scanned as bytes once it is known to be UTF-8; only names, parameter values and the
+    /// value become strings.
     func parse(_ bytes: [UInt8], line: Int) throws -> ContentLine {
-        guard let text = bytes.withUnsafeBytes({ UTF8Validation.string($0) }) else {
-            throw fail("the line is not valid UTF-8", line: line)
-        }
-        var scalars = text.unicodeScalars[...]
-        var name = ""
-        while let c = scalars.first, c != ";" && c != ":" {
-            guard c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "-" else {
-                throw fail("expected a property name (letters, digits, '-'), found '\(c)' in \"\(text.prefix(60))\"", line: line)
+        try bytes.withUnsafeBufferPointer { buffer -> ContentLine in
+            if UTF8Validation.firstInvalidOffset(buffer) != nil {
+                throw fail("the line is not valid UTF-8", line: line)
             }
-            name.unicodeScalars.append(c)
-            scalars.removeFirst()
-        }
-        guard !name.isEmpty else { throw fail("a content line needs a name before ':' or ';': \"\(text.prefix(60))\"", line: line) }
-        var parameters: [(name: String, values: [String])] = []
-        while scalars.first == ";" {
-            scalars.removeFirst()
-            var parameterName = ""
-            while let c = scalars.first, c != "=" && c != ":" && c != ";" {
-                parameterName.unicodeScalars.append(c)
-                scalars.removeFirst()
+            let count = buffer.count
+            func text(_ from: Int, _ to: Int) -> String {
+                String(decoding: UnsafeBufferPointer(rebasing: buffer[from..<to]), as: UTF8.self)
             }
-            guard scalars.first == "=" else {
-                throw fail("parameter '\(parameterName)' of \(name) has no '=value'", line: line)
+            func preview() -> String { String(text(0, count).prefix(60)) }
+            /// A property or parameter name, upper-cased: letters, digits and '-' (RFC 5545 §3.1).
+            func name(_ from: Int, _ to: Int) -> String {
+                var upper = [UInt8](UnsafeBufferPointer(rebasing: buffer[from..<to]))
+                for index in upper.indices where upper[index] >= 0x61 && upper[index] <= 0x7A { upper[index] -= 0x20 }
+                return String(decoding: upper, as: UTF8.self)
             }
-            scalars.removeFirst()
-            var values: [String] = []
-            while true {
-                var value = ""
-                if scalars.first == "\"" {
-                    scalars.removeFirst()
-                    while let c = scalars.first, c != "\"" {
-                        value.unicodeScalars.append(c)
-                        scalars.removeFirst()
-                    }
-                    guard scalars.first == "\"" else { throw fail("a quoted parameter value of \(name) is not closed", line: line) }
-                    scalars.removeFirst()
-                } else {
-                    while let c = scalars.first, c != "," && c != ":" && c != ";" {
-                        value.unicodeScalars.append(c)
-                        scalars.removeFirst()
-                    }
+            var i = 0
+            while i < count, buffer[i] != 0x3B, buffer[i] != 0x3A { // ';' ':'
+                let c = buffer[i]
+                guard (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D else {
+                    let found = text(i, count).first.map(String.init) ?? "?"
+                    throw fail("expected a property name (letters, digits, '-'), found '\(found)' in \"\(preview())\"", line: line)
                 }
-                values.append(value)
-                if scalars.first == "," { scalars.removeFirst(); continue }
-                break
+                i += 1
             }
-            parameters.append((parameterName.uppercased(), values))
+            guard i > 0 else { throw fail("a content line needs a name before ':' or ';': \"\(preview())\"", line: line) }
+            let propertyName = name(0, i)
+            var parameters: [(name: String, values: [String])] = []
+            while i < count, buffer[i] == 0x3B {
+                i += 1
+                let nameStart = i
+                while i < count, buffer[i] != 0x3D, buffer[i] != 0x3A, buffer[i] != 0x3B { i += 1 } // '=' ':' ';'
+                guard i < count, buffer[i] == 0x3D else {
+                    throw fail("parameter '\(text(nameStart, i))' of \(propertyName) has no '=value'", line: line)
+                }
+                let parameterName = name(nameStart, i)
+                i += 1
+                var values: [String] = []
+                while true {
+                    if i < count, buffer[i] == 0x22 { // '"'
+                        let valueStart = i + 1
+                        i = valueStart
+                        while i < count, buffer[i] != 0x22 { i += 1 }
+                        guard i < count else { throw fail("a quoted parameter value of \(propertyName) is not closed", line: line) }
+                        values.append(text(valueStart, i))
+                        i += 1
+                    } else {
+                        let valueStart = i
+                        while i < count, buffer[i] != 0x2C, buffer[i] != 0x3A, buffer[i] != 0x3B { i += 1 } // ',' ':' ';'
+                        values.append(text(valueStart, i))
+                    }
+                    if i < count, buffer[i] == 0x2C { i += 1; continue }
+                    break
+                }
+                parameters.append((parameterName, values))
+            }
+            guard i < count, buffer[i] == 0x3A else {
+                throw fail("expected ':' before the value of \(propertyName)", line: line)
+            }
+            return ContentLine(name: propertyName, parameters: parameters, value: text(i + 1, count), line: line)
         }
-        guard scalars.first == ":" else {
-            throw fail("expected ':' before the value of \(name)", line: line)
-        }
-        scalars.removeFirst()
-        return ContentLine(name: name.uppercased(), parameters: parameters, value: String(String.UnicodeScalarView(scalars)), line: line)
     }
 
     /// The next component inside a VCALENDAR, or nil at the end of the input.

@@ -50,8 +50,15 @@ public final class ICalendarExporter {
 
     /// The query for each component the export writes: the user's predicate (which every
     /// chosen type must be able to answer) and the mapping's own `where`.
+    /// How many years past the last stored date a VTIMEZONE reaches when the calendar has
+    /// repeating components.
+    public static let recurrenceHorizonYears = 10
+
     public func queries(_ base: RecordQuery) throws -> [(CalendarMapping.Component, RecordQuery)] {
         var out: [(CalendarMapping.Component, RecordQuery)] = []
+        for type in base.recordTypes where !mapping.components.contains(where: { $0.recordType == type }) {
+            throw StoreError.badQuery("the calendar mapping has no component for \(type) (it maps \(mapping.components.map(\.recordType).joined(separator: ", ")))")
+        }
         for component in mapping.components where base.recordTypes.isEmpty || base.recordTypes.contains(component.recordType) {
             var query = base
             query.recordTypes = [component.recordType]
@@ -73,11 +80,11 @@ public final class ICalendarExporter {
         let plan = try queries(base)
         writer.line("BEGIN", "VCALENDAR")
         writer.line("VERSION", "2.0")
-        writer.line("PRODID", ICalText.escape(options.productID))
+        writer.text("PRODID", options.productID)
         writer.line("CALSCALE", "GREGORIAN")
         if let name = try calendarName(plan) {
             summary.calendarName = name
-            writer.line("X-WR-CALNAME", ICalText.escape(name))
+            writer.text("X-WR-CALNAME", name)
         }
         if let zone = options.timeZone {
             writer.line("X-WR-TIMEZONE", zone.identifier)
@@ -91,7 +98,13 @@ public final class ICalendarExporter {
                     high = max(high ?? b, b)
                 }
             }
-            let from = low ?? options.dtstamp, to = max(high ?? options.dtstamp, from) + 86_400_000
+            let from = low ?? options.dtstamp
+            var to = max(high ?? options.dtstamp, from) + 86_400_000
+            // Repeating components go on past their last stored date: their occurrences need
+            // the zone's changes too, for as far as a family plans ahead.
+            if plan.contains(where: { $0.0.recurrence != nil }) {
+                to += Int64(ICalendarExporter.recurrenceHorizonYears) * 366 * 86_400_000
+            }
             for (name, value) in VTimeZoneBuilder.lines(for: zone, from: from, to: to) { writer.line(name, value) }
         }
         try output.write(writer.take())
@@ -144,15 +157,15 @@ public final class ICalendarExporter {
 
     private func write(_ record: Records.Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
         writer.line("BEGIN", component.component)
-        writer.line("UID", ICalText.escape(record.recordName))
-        writer.line("DTSTAMP", CalendarTime.utcText(options.dtstamp))
+        writer.text("UID", record.recordName)
+        writer.utc("DTSTAMP", options.dtstamp)
         // Where the record lives and what it is, so that importing this file updates it.
         if record.zone != .defaultZone {
             var parameters: [(String, String)] = [("SCOPE", record.zone.scope.rawValue)]
             if record.zone.ownerRecordName != ZoneID.defaultOwnerName { parameters.append(("OWNER", record.zone.ownerRecordName)) }
-            writer.line(CalendarMapping.zoneProperty, parameters, ICalText.escape(record.zone.zoneName))
+            writer.text(CalendarMapping.zoneProperty, parameters, record.zone.zoneName)
         }
-        if mapping.isShared(component.component) { writer.line(CalendarMapping.typeProperty, ICalText.escape(record.recordType)) }
+        if mapping.isShared(component.component) { writer.text(CalendarMapping.typeProperty, record.recordType) }
         let start = timestamp(record, component.property("DTSTART"))
         let end = timestamp(record, component.property("DTEND"))
         // An event from local midnight to local midnight is an all-day event.
@@ -162,8 +175,8 @@ public final class ICalendarExporter {
             if name == "STATUS" { wroteStatus = true }
             try writeProperty(name, value, of: record, allDay: allDay && (name == "DTSTART" || name == "DTEND"))
         }
-        if component.property("CREATED") == nil, let created = record.created { writer.line("CREATED", CalendarTime.utcText(created.timestamp)) }
-        if component.property("LAST-MODIFIED") == nil, let modified = record.modified { writer.line("LAST-MODIFIED", CalendarTime.utcText(modified.timestamp)) }
+        if component.property("CREATED") == nil, let created = record.created { writer.utc("CREATED", created.timestamp) }
+        if component.property("LAST-MODIFIED") == nil, let modified = record.modified { writer.utc("LAST-MODIFIED", modified.timestamp) }
         if component.property("SEQUENCE") == nil { writer.line("SEQUENCE", "0") }
         if cancelled && !wroteStatus { writer.line("STATUS", "CANCELLED") }
         if let recurrence = component.recurrence, let rule = rule(recurrence, record) { writer.line("RRULE", rule) }
@@ -193,7 +206,7 @@ public final class ICalendarExporter {
             }
             if alarm.action == "DISPLAY" {
                 let description = try alarm.description.flatMap { try text($0, of: record) } ?? (try component.property("SUMMARY").flatMap { try text($0, of: record) }) ?? "Reminder"
-                writer.line("DESCRIPTION", ICalText.escape(description))
+                writer.text("DESCRIPTION", description)
             }
             writer.line("END", "VALARM")
         }
@@ -211,7 +224,7 @@ public final class ICalendarExporter {
             } else if let zone = options.timeZone, !utcOnly {
                 writer.line(name, [("TZID", zone.identifier)], CalendarTime.basic(local(ms), date: false))
             } else {
-                writer.line(name, CalendarTime.utcText(ms))
+                writer.utc(name, ms)
             }
             return
         }
@@ -224,12 +237,12 @@ public final class ICalendarExporter {
                 let texts = items.compactMap { if case .string(let s) = $0 { return ICalText.escape(s) } else { return nil } }
                 if !texts.isEmpty { writer.line(name, texts.joined(separator: ",")) }
             } else if let text = try text(value, of: record), !text.isEmpty {
-                writer.line(name, ICalText.escape(text))
+                writer.text(name, text)
             }
         case "URL":
             if let text = try text(value, of: record), !text.isEmpty { writer.line(name, text) }
         default:
-            if let text = try text(value, of: record) { writer.line(name, ICalText.escape(text)) }
+            if let text = try text(value, of: record) { writer.text(name, text) }
         }
     }
 
