@@ -193,9 +193,11 @@ struct ICalendarExportTests {
         for c in cal.walk():
             if c.name in ('VEVENT', 'VTODO', 'VJOURNAL'):
                 start = c.get('DTSTART')
+                end = c.get('DTEND') if c.get('DTEND') is not None else c.get('DUE')
                 attendees = c.get('ATTENDEE')
                 attendees = [] if attendees is None else (attendees if isinstance(attendees, list) else [attendees])
-                out.append([c.name, str(c.get('UID')), start.to_ical().decode() if start is not None else None, len(attendees)])
+                out.append([c.name, str(c.get('UID')), start.to_ical().decode() if start is not None else None,
+                            end.to_ical().decode() if end is not None else None, len(attendees)])
         print(json.dumps(out))
         """
         let (status, output) = try Conformance.run(python, ["-c", script, path])
@@ -207,23 +209,46 @@ struct ICalendarExportTests {
         while let component = try parser.next() {
             if component.name == "VTIMEZONE" { continue }
             ours.append([.text(component.name), .text(ICalText.unescape(component.property("UID")!.value)),
-                         component.property("DTSTART").map { .text($0.value) } ?? .null, .number(component.all("ATTENDEE").count)])
+                         component.property("DTSTART").map { .text($0.value) } ?? .null,
+                         (component.property("DTEND") ?? component.property("DUE")).map { .text($0.value) } ?? .null,
+                         .number(component.all("ATTENDEE").count)])
         }
         #expect(theirs == ours)
         #expect(ours.count == written)
         // And what the store holds: every record the mapping exports, under its own name.
-        let expected = try store.read { session -> [String] in
-            var names: [String] = []
+        let expected = try store.read { session -> [(name: String, start: Int64?)] in
+            var records: [(name: String, start: Int64?)] = []
             let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "mapping", schema: store.schema)
             for (component, query) in try ICalendarExporter(session: session, mapping: mapping, options: ICalExportOptions()).queries(RecordQuery()) {
                 let type = session.schema.recordType(named: component.recordType)!
+                let startField = component.property("DTSTART")?.sourceField
                 try session.forEach(query) { record in
-                    if try !(component.cancelled?.matches(record, type: type) ?? false) { names.append(record.recordName) }
+                    guard try !(component.cancelled?.matches(record, type: type) ?? false) else { return }
+                    var start: Int64?
+                    if let startField, case .timestamp(let ms)? = record.fields[startField] { start = ms }
+                    records.append((record.recordName, start))
                 }
             }
-            return names
+            return records
         }
-        #expect(ours.map { $0[1] } == expected.map { JSONScalar.text($0) })
+        #expect(ours.map { $0[1] } == expected.map { JSONScalar.text($0.name) })
+        // The times are the records' own: to the second, or to the day for DATE values.
+        let resolver = ZoneResolver()
+        let parser2 = ICalParser(input: try ByteInput(path: path))
+        var index = 0
+        while let component = try parser2.next() {
+            if component.name == "VTIMEZONE" { continue }
+            defer { index += 1 }
+            guard index < expected.count, let stored = expected[index].start else {
+                #expect(component.property("DTSTART") == nil)
+                continue
+            }
+            let property = try #require(component.property("DTSTART"))
+            let time = try #require(CalendarTime.parse(property))
+            let written = try resolver.milliseconds(time)
+            let day: Int64 = 86_400_000
+            #expect(written == (time.isDate ? ISO8601.floorDiv(stored, day) * day : ISO8601.floorDiv(stored, 1000) * 1000), "\(expected[index].name)")
+        }
     }
 
     @Test("family-calendar: a family's month, attendees, alarms, all-day events and cancelled events")
