@@ -15,14 +15,9 @@ final class CalendarImport {
 
     init() throws {
         store = try scratch.sampleStore(.familyCalendar)
-        mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "calendar.yaml", schema: store.schema)
-        people = try store.read { session in
-            var people: [String: String] = [:]
-            try session.forEach(RecordQuery(recordTypes: ["User"])) { user in
-                if case .string(let address)? = user.fields["appleID"] { people[address.lowercased()] = user.recordName }
-            }
-            return people
-        }
+        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "calendar.yaml", schema: store.schema)
+        self.mapping = mapping
+        people = try store.read { try ICalendarRecordReader.people(mapping, in: $0) }
     }
 
     func fixture(_ name: String) -> String {
@@ -168,14 +163,7 @@ struct ICalendarImportTests {
         }
         let before = try everything()
         let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "m", schema: store.schema)
-        var people: [String: String] = [:]
-        if app == .familyCalendar {
-            try store.read { session in
-                try session.forEach(RecordQuery(recordTypes: ["User"])) { user in
-                    if case .string(let address)? = user.fields["appleID"] { people[address.lowercased()] = user.recordName }
-                }
-            }
-        }
+        let people = try store.read { try ICalendarRecordReader.people(mapping, in: $0) }
         let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: ICalImportOptions(people: people))
         let summary = try RecordImporter(store: store, options: ImportOptions()).run([reader])
         #expect(summary.totals.inserted == 0)

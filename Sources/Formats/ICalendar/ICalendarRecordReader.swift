@@ -1,5 +1,6 @@
 import Foundation
 import Records
+import Store
 
 /// How an iCalendar import reads its file.
 public struct ICalImportOptions: Sendable {
@@ -73,6 +74,24 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
             notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (pass --expand FROM..TO for their occurrences, or map RRULE to a field)")
         }
         return notes
+    }
+
+    /// The store's calendar addresses → the record names of the people they belong to: every
+    /// record of the types the mapping looks people up in, by their e-mail field.
+    public static func people(_ mapping: CalendarMapping, in session: StoreSession) throws -> [String: String] {
+        var lookups: [(type: String, email: String)] = []
+        for component in mapping.components {
+            for person in [component.organizer, component.attendees?.person].compactMap({ $0 }) {
+                if let type = person.lookup, let email = person.email { lookups.append((type, email)) }
+            }
+        }
+        var people: [String: String] = [:]
+        for (type, email) in lookups where session.schema.recordType(named: type) != nil {
+            try session.forEach(RecordQuery(recordTypes: [type])) { record in
+                if case .string(let address)? = record.fields[email] { people[address.lowercased()] = record.recordName }
+            }
+        }
+        return people
     }
 
     /// The RECURRENCE-ID overrides of a file, read in a first pass so that an override wins

@@ -8,7 +8,7 @@ import Store
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export records from the store as JSON, JSON Lines or CSV.",
+        abstract: "Export records from the store as JSON, JSON Lines, CSV or iCalendar.",
         discussion: """
         Records come in a fixed order (scope, zone, record type, record name), so two exports \
         of one store are byte-identical. Output goes to standard output unless -o names a file; \
@@ -38,13 +38,23 @@ struct ExportCommand: ParsableCommand {
           ckport export --type Task --type Area -o sheets/           # sheets/Task.csv, sheets/Area.csv
           ckport export --type Event --format csv --fields title,startDate,location --tz Europe/Berlin --bom
           ckport export --type Task -o tasks.csv --spreadsheet-safe  # before opening in a spreadsheet
+
+        iCalendar (--format ics, or a .ics file) goes through a mapping from record types to \
+        components (--mapping FILE, or the sample app's when the store's schema is one): \
+        events with attendees and alarms, to-dos, chores with their RRULE. Times are UTC \
+        unless --tz names a zone, which is then written as a VTIMEZONE; soft-deleted events \
+        stay out unless --include-deleted. UIDs are record names, so calendars that subscribe \
+        see the same events again.
+
+          ckport export --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01" -o march.ics
+          ckport export --type Task --type RecurringChore -o chores.ics --tz Europe/Berlin
         """
     )
 
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
     var output: String = "-"
 
-    @Option(help: "json (a {\"records\": [ … ]} document), jsonl/ndjson (one record per line), csv or tsv. Default: from -o's extension, else jsonl.")
+    @Option(help: "json (a {\"records\": [ … ]} document), jsonl/ndjson (one record per line), csv, tsv or ics. Default: from -o's extension, else jsonl.")
     var format: DataFormat?
 
     @Option(help: ArgumentHelp("CSV: the fields to write, in order, e.g. title,status,dueDate.", valueName: "a,b,c"))
@@ -53,7 +63,7 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "CSV: add the system columns (scope, zoneName, ownerRecordName, recordChangeTag, created, createdBy, createdDevice, modified, modifiedBy, modifiedDevice).")
     var system = false
 
-    @Option(help: ArgumentHelp("CSV: write timestamps as local time with offset in this time zone.", valueName: "zone"))
+    @Option(help: ArgumentHelp("CSV and iCalendar: write times as local time in this time zone (CSV with its offset, iCalendar with TZID and a VTIMEZONE).", valueName: "zone"))
     var tz: String?
 
     @Option(help: "CSV: LOCATION cells as latlon (lat,lon) or json.")

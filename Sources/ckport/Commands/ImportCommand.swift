@@ -39,7 +39,7 @@ extension DatabaseScope: ExpressibleByArgument {
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import records from JSON, JSON Lines or CSV files into the store.",
+        abstract: "Import records from JSON, JSON Lines, CSV or iCalendar files into the store.",
         discussion: """
         Each file is JSON Lines (.jsonl, .ndjson: one record per line), a JSON document \
         (.json: {"records": [ … ]} as CloudKit's records/query returns it, or a bare array), or \
@@ -53,6 +53,16 @@ struct ImportCommand: ParsableCommand {
 
           ckport import tasks.csv --type Task --map "Due date=dueDate"
           ckport import entries.csv --type DailyEntry --name-template 'DailyEntry_{date:yyyy-MM-dd}_{authorUserRecordID}'
+
+        iCalendar (.ics) goes through a mapping from components to record types (--mapping, or \
+        the sample app's when the store's schema is one): VEVENT → Event with an \
+        EventParticipant per ATTENDEE, VTODO → Task, and so on. Records are named from the UID, \
+        so importing a file twice changes nothing. --expand FROM..TO turns recurring events \
+        into one record per occurrence in the window; --set fills a field of every record; \
+        floating times and dates are read in --tz (else UTC):
+
+          ckport import family.ics --expand 2026-01-01..2026-12-31 --set familyID=family-1 \
+              --scope shared --zone family-1-zone --owner _4f00e3e229b648635c6f63dca8da05ef
 
         Every record is checked against the schema and CloudKit's limits. By default one bad \
         record fails the whole import and the store is left as it was; --skip-invalid imports \
@@ -76,7 +86,7 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "How incoming records combine with stored ones: insert, upsert, replace or newer.")
     var mode: WriteMode = .upsert
 
-    @Option(help: "File format when the extension does not say: json, jsonl, ndjson, csv or tsv.")
+    @Option(help: "File format when the extension does not say: json, jsonl, ndjson, csv, tsv or ics.")
     var format: DataFormat?
 
     @Option(help: ArgumentHelp("CSV: rename a column, \"Header=field\"; repeat for several.", valueName: "header=field"))
@@ -118,7 +128,7 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "Database scope for records that name none: private, shared or public.")
     var scope: DatabaseScope = .private
 
-    @Option(help: ArgumentHelp("Time zone for timestamps written without an offset (default UTC).", valueName: "zone"))
+    @Option(help: ArgumentHelp("Time zone for timestamps written without an offset, and for iCalendar's floating times and dates (default UTC).", valueName: "zone"))
     var tz: String?
 
     @Flag(help: "Add fields and record types the schema lacks, as CloudKit's development environment does.")
@@ -182,7 +192,7 @@ struct ImportCommand: ParsableCommand {
         if dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
             let mappingStore = try storeOptions.open(create: true)
             calendarMapping = try ExportCommand.calendarMapping(mapping, store: mappingStore, schema: schema)
-            people = try ImportCommand.people(calendarMapping!, store: mappingStore)
+            people = try mappingStore.read { try ICalendarRecordReader.people(calendarMapping!, in: $0) }
         }
         let sources: [RecordSource] = try dataFiles.map { file in
             let fileFormat = format ?? DataFormat.infer(file)
@@ -246,24 +256,6 @@ struct ImportCommand: ParsableCommand {
         return (from, to)
     }
 
-    /// Calendar addresses → record names of the people the mapping looks up.
-    static func people(_ mapping: CalendarMapping, store: RecordStore) throws -> [String: String] {
-        var lookups: [(type: String, email: String)] = []
-        for component in mapping.components {
-            for person in [component.organizer, component.attendees?.person].compactMap({ $0 }) {
-                if let type = person.lookup, let email = person.email { lookups.append((type, email)) }
-            }
-        }
-        var people: [String: String] = [:]
-        try store.read { session in
-            for (type, email) in lookups where session.schema.recordType(named: type) != nil {
-                try session.forEach(RecordQuery(recordTypes: [type])) { record in
-                    if case .string(let address)? = record.fields[email] { people[address.lowercased()] = record.recordName }
-                }
-            }
-        }
-        return people
-    }
 
     func icsReader(_ file: String, mapping: CalendarMapping, schema: Schema, people: [String: String]) throws -> ICalendarRecordReader {
         var path = file
