@@ -40,7 +40,7 @@ enum EveryType {
             "secretPlace": .location(Location(latitude: 0, longitude: -0.0)),
             "texts": .list(.string, [.string(""), .string("ünï"), .string("🏳️‍🌈")]),
             "counts": .list(.int64, [.int64(Int64.max), .int64(0), .int64(-1)]),
-            "ratios": .list(.double, [.double(5e-324), .double(1.7976931348623157e308), .double(-0.0), .double(1e-5), .double(123456789.125)]),
+            "ratios": .list(.double, [.double(Double.leastNonzeroMagnitude), .double(1.7976931348623157e308), .double(-0.0), .double(1e-5), .double(123456789.125)]),
             "whens": .list(.timestamp, [.timestamp(Int64.min), .timestamp(Int64.max), .timestamp(0)]),
             "blobs": .list(.bytes, [.bytes([]), .bytes([7])]),
             "refs": .list(.reference, [.reference(Reference(recordName: "a")), .reference(Reference(recordName: "_userRecord", action: .validate))]),

@@ -24,7 +24,7 @@ enum Conformance {
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = arguments
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-py-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         let handle = try FileHandle(forWritingTo: output)
         process.standardOutput = handle

@@ -34,8 +34,8 @@ func ckport(_ arguments: [String], in directory: URL, environment: [String: Stri
     // Output goes to files: a pipe nobody reads while the process runs could fill and stall it.
     let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-out-\(UUID().uuidString)")
     let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-err-\(UUID().uuidString)")
-    FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
     defer {
         try? FileManager.default.removeItem(at: outURL)
         try? FileManager.default.removeItem(at: errURL)
