@@ -16,12 +16,13 @@ let package = Package(
     targets: [
         .target(name: "Records"),
         .target(name: "CSQLiteConfig", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "Store", dependencies: [
             "Records", "CSQLiteConfig",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "Formats", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams")]),
+        .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", .product(name: "Yams", package: "Yams")]),
         .target(name: "SampleApps", dependencies: ["Records"]),
         .executableTarget(name: "ckport", dependencies: [
             "Records", "Store", "Formats", "SampleApps",

@@ -1,0 +1,219 @@
+import CZlib
+import Foundation
+
+/// A problem with compressed input: where it is and what is wrong.
+public struct ArchiveError: Error, Sendable, CustomStringConvertible {
+    public var file: String
+    public var message: String
+
+    public init(file: String, message: String) {
+        self.file = file
+        self.message = message
+    }
+
+    public var description: String { "\(file): \(message)" }
+}
+
+/// Compresses a byte stream into gzip (RFC 1952) through the system's zlib, one chunk at a time.
+/// Each `GzipCompressor` makes one gzip member; members written one after another form a valid
+/// gzip file, which `gzip -d` and `tar -z` read as one stream.
+public final class GzipCompressor {
+    private var stream = z_stream()
+    private var finished = false
+    private var output: [UInt8] = []
+
+    /// `level` as gzip's: 1 (fastest) … 9 (smallest); 6 is gzip's default.
+    public init(level: Int32 = 6) {
+        let status = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                                   zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        precondition(status == Z_OK, "zlib's deflateInit2 failed (\(status))")
+    }
+
+    deinit { deflateEnd(&stream) }
+
+    /// Compresses `bytes` and returns what zlib has ready (often nothing for small inputs).
+    public func compress(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        run(bytes, flush: Z_NO_FLUSH)
+    }
+
+    public func compress(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { compress($0) }
+    }
+
+    /// Ends the member: the rest of the compressed data and the gzip trailer (CRC-32, size).
+    public func finish() -> [UInt8] {
+        precondition(!finished, "finish() called twice")
+        finished = true
+        return run(UnsafeRawBufferPointer(start: nil, count: 0), flush: Z_FINISH)
+    }
+
+    private func run(_ bytes: UnsafeRawBufferPointer, flush: Int32) -> [UInt8] {
+        output.removeAll(keepingCapacity: true)
+        let chunk = 1 << 16
+        var scratch = [UInt8](repeating: 0, count: chunk)
+        stream.next_in = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: Bytef.self))
+        stream.avail_in = uInt(bytes.count)
+        while true {
+            let produced: Int = scratch.withUnsafeMutableBufferPointer { buffer in
+                stream.next_out = buffer.baseAddress
+                stream.avail_out = uInt(chunk)
+                let status = deflate(&stream, flush)
+                precondition(status != Z_STREAM_ERROR, "zlib's deflate state is broken")
+                return chunk - Int(stream.avail_out)
+            }
+            output.append(contentsOf: scratch[0..<produced])
+            if flush == Z_FINISH {
+                if produced < chunk && stream.avail_in == 0 { break }
+            } else if stream.avail_in == 0 && produced < chunk {
+                break
+            }
+        }
+        return output
+    }
+
+    /// `bytes` as one whole gzip member.
+    public static func member(_ bytes: [UInt8], level: Int32 = 6) -> [UInt8] {
+        let compressor = GzipCompressor(level: level)
+        return compressor.compress(bytes) + compressor.finish()
+    }
+}
+
+/// Limits that keep a hostile archive from filling the disk or memory: a "decompression bomb"
+/// expands a few kilobytes into gigabytes.
+public struct DecompressionLimits: Sendable {
+    /// The most bytes the whole stream may expand to.
+    public var maxTotalBytes: Int64
+    /// The most the stream may expand relative to its compressed size, checked once it has
+    /// produced more than `ratioGrace` bytes (small files of zeros compress extremely well).
+    public var maxRatio: Int64
+    public var ratioGrace: Int64
+
+    public init(maxTotalBytes: Int64 = 64 << 30, maxRatio: Int64 = 200, ratioGrace: Int64 = 16 << 20) {
+        self.maxTotalBytes = maxTotalBytes
+        self.maxRatio = maxRatio
+        self.ratioGrace = ratioGrace
+    }
+}
+
+/// Reads a gzip file (one or several members) and hands out its decompressed bytes in chunks,
+/// checking each member's CRC-32 and length (zlib does) and the limits.
+public final class GzipReader {
+    public let name: String
+    private let source: (UnsafeMutableRawBufferPointer) throws -> Int
+    private var stream = z_stream()
+    private let input: UnsafeMutablePointer<UInt8>
+    private let inputCapacity = 1 << 16
+    private var sourceDone = false
+    private var streamEnded = false
+    private var inMember = false
+    private var members = 0
+    private let limits: DecompressionLimits
+    /// Compressed bytes read so far, and decompressed bytes produced.
+    public private(set) var compressedBytes: Int64 = 0
+    public private(set) var decompressedBytes: Int64 = 0
+
+    /// - Parameter source: fills the buffer with the next compressed bytes and returns how many
+    ///   (0 at the end).
+    public init(name: String, limits: DecompressionLimits = DecompressionLimits(), source: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) {
+        self.name = name
+        self.source = source
+        self.limits = limits
+        input = .allocate(capacity: inputCapacity)
+        let status = inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        precondition(status == Z_OK, "zlib's inflateInit2 failed (\(status))")
+    }
+
+    /// Reads a file.
+    public convenience init(path: String, limits: DecompressionLimits = DecompressionLimits()) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ArchiveError(file: path, message: "cannot open the file")
+        }
+        self.init(name: path, limits: limits) { buffer in
+            while true {
+                let n = Foundation.read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
+                if n >= 0 { return n }
+                if errno != EINTR { throw ArchiveError(file: path, message: "cannot read: \(String(cString: strerror(errno)))") }
+            }
+        }
+    }
+
+    /// Reads from bytes in memory.
+    public convenience init(name: String, bytes: [UInt8], limits: DecompressionLimits = DecompressionLimits()) {
+        var offset = 0
+        self.init(name: name, limits: limits) { buffer in
+            let n = min(buffer.count, bytes.count - offset)
+            if n > 0 { bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)])) } }
+            offset += n
+            return n
+        }
+    }
+
+    deinit {
+        inflateEnd(&stream)
+        input.deallocate()
+    }
+
+    private func fail(_ message: String) -> ArchiveError {
+        ArchiveError(file: name, message: message)
+    }
+
+    /// Fills `buffer` with decompressed bytes; returns how many, 0 at the end of the stream.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard buffer.count > 0 else { return 0 }
+        while !streamEnded {
+            if stream.avail_in == 0 {
+                if !sourceDone {
+                    let n = try source(UnsafeMutableRawBufferPointer(start: input, count: inputCapacity))
+                    compressedBytes += Int64(n)
+                    stream.next_in = input
+                    stream.avail_in = uInt(n)
+                    if n == 0 { sourceDone = true }
+                    continue
+                }
+                if inMember { throw fail("the gzip data ends early (truncated after \(compressedBytes) compressed bytes)") }
+                if members == 0 { throw fail("the file is empty, not gzip data") }
+                streamEnded = true
+                return 0
+            }
+            if !inMember {
+                // A new member starts here; anything but the gzip magic after a member is refused.
+                if members > 0 && stream.next_in.pointee != 0x1F {
+                    throw fail("unexpected bytes after the end of the gzip data (at compressed byte \(compressedBytes - Int64(stream.avail_in)))")
+                }
+                inMember = true
+            }
+            stream.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream.avail_out = uInt(buffer.count)
+            let status = inflate(&stream, Z_NO_FLUSH)
+            let produced = buffer.count - Int(stream.avail_out)
+            decompressedBytes += Int64(produced)
+            try checkLimits()
+            switch status {
+            case Z_OK, Z_BUF_ERROR:
+                break
+            case Z_STREAM_END:
+                inMember = false
+                members += 1
+                inflateReset(&stream)
+            case Z_DATA_ERROR:
+                let detail = stream.msg.map { String(cString: $0) } ?? "corrupt data"
+                throw fail("the gzip data is damaged near compressed byte \(compressedBytes - Int64(stream.avail_in)): \(detail)")
+            case Z_MEM_ERROR:
+                throw fail("zlib ran out of memory")
+            default:
+                throw fail("zlib reported error \(status)")
+            }
+            if produced > 0 { return produced }
+        }
+        return 0
+    }
+
+    private func checkLimits() throws {
+        if decompressedBytes > limits.maxTotalBytes {
+            throw fail("expands past the limit of \(limits.maxTotalBytes) bytes; refused as a possible decompression bomb")
+        }
+        if decompressedBytes > limits.ratioGrace, decompressedBytes / max(compressedBytes, 1) > limits.maxRatio {
+            throw fail("expands more than \(limits.maxRatio)× (\(decompressedBytes) bytes from \(compressedBytes)); refused as a possible decompression bomb")
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+@testable import Formats
+
+/// Runs a system tool; (status, what it printed).
+private func tool(_ path: String, _ arguments: [String]) throws -> (Int32, String) {
+    try Conformance.run(path, arguments)
+}
+
+/// Bytes that compress like records do: the same shape line after line, the values changing.
+private func sampleBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
+    var state = seed
+    var out: [UInt8] = []
+    out.reserveCapacity(count + 200)
+    let titles = ["Take out the trash", "Water the plants", "Pay the rent", "Fold the laundry", "Feed the cat"]
+    var n = 0
+    while out.count < count {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        n += 1
+        out += Array("{\"recordName\":\"task-\(seed)-\(n)\",\"fields\":{\"title\":\"\(titles[Int(state >> 61) % titles.count])\",\"due\":\(1_767_225_600_000 + Int64(state >> 40))}}\n".utf8)
+    }
+    return Array(out.prefix(count))
+}
+
+private func decompressAll(_ reader: GzipReader) throws -> [UInt8] {
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 15)
+    while true {
+        let n = try chunk.withUnsafeMutableBytes { try reader.read(into: $0) }
+        if n == 0 { return out }
+        out += chunk[0..<n]
+    }
+}
+
+/// A tar.gz built from (path, content) members, with the writer's own headers.
+private func archive(_ members: [(String, [UInt8])], end: Bool = true) -> [UInt8] {
+    var tar: [UInt8] = []
+    for (path, content) in members {
+        tar += Tar.header(path: path, size: Int64(content.count), modified: 1_767_225_600)
+        tar += content + Tar.padding(Int64(content.count))
+    }
+    if end { tar += Tar.end }
+    return GzipCompressor.member(tar)
+}
+
+private func readAll(_ bytes: [UInt8], name: String = "bundle.tar.gz", limits: DecompressionLimits = DecompressionLimits()) throws -> [(String, [UInt8])] {
+    let reader = TarReader(gzip: GzipReader(name: name, bytes: bytes, limits: limits))
+    var members: [(String, [UInt8])] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while let entry = try reader.next() {
+        var content: [UInt8] = []
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try reader.readContent(into: $0) }
+            if n == 0 { break }
+            content += chunk[0..<n]
+        }
+        #expect(Int64(content.count) == entry.size)
+        members.append((entry.path, content))
+    }
+    return members
+}
+
+private func errorText(_ body: () throws -> Void) -> String? {
+    do { try body() } catch { return "\(error)" }
+    return nil
+}
+
+@Suite("gzip and tar")
+struct ArchiveTests {
+    @Test("gzip: chunked and multi-member streams round trip, and gzip itself agrees")
+    func gzipRoundTrip() throws {
+        let data = sampleBytes(3_000_000)
+        // Two members, each compressed in uneven chunks, one after the other in one file.
+        var file: [UInt8] = []
+        for half in [data[..<1_234_567], data[1_234_567...]] {
+            let compressor = GzipCompressor(level: 6)
+            var offset = half.startIndex
+            while offset < half.endIndex {
+                let next = min(offset + 77_777, half.endIndex)
+                file += Array(half[offset..<next]).withUnsafeBytes { compressor.compress($0) }
+                offset = next
+            }
+            file += compressor.finish()
+        }
+        #expect(file.count < data.count / 3)
+        #expect(try decompressAll(GzipReader(name: "x.gz", bytes: file)) == data)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).gz").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(file).write(to: URL(fileURLWithPath: path))
+        #expect(try tool("/bin/gzip", ["-t", path]).0 == 0)
+        #expect(try decompressAll(try GzipReader(path: path)) == data)
+    }
+
+    @Test("tar: short, prefixed and pax-long names, empty members; tar lists exactly them")
+    func tarRoundTrip() throws {
+        let long = "records/shared/" + String(repeating: "a-very-long-zone-name-", count: 14) + "/Task.jsonl"
+        let prefixed = "records/shared/" + String(repeating: "z", count: 90) + "/EventParticipant-with-a-long-name.jsonl"
+        let members: [(String, [UInt8])] = [
+            ("manifest.json", Array("{\"format\":1}\n".utf8)),
+            ("schema.ckdb", []),
+            (prefixed, sampleBytes(10_000, seed: 2)),
+            (long, sampleBytes(70_000, seed: 3)),
+            ("assets/e3b0c442", [1, 2, 3]),
+        ]
+        #expect(long.utf8.count > 255)
+        #expect(Tar.split(prefixed) != nil && prefixed.utf8.count > 100)
+        let bytes = archive(members)
+        let back = try readAll(bytes)
+        #expect(back.map(\.0) == members.map(\.0))
+        #expect(back.map(\.1) == members.map(\.1))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).tar.gz").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let (status, listing) = try tool("/bin/tar", ["-tzf", path])
+        #expect(status == 0)
+        #expect(listing.split(separator: "\n").map(String.init) == members.map(\.0))
+    }
+
+    @Test("truncation anywhere and a flipped byte anywhere are errors, never silent")
+    func damage() throws {
+        let bytes = archive([("manifest.json", Array("{}".utf8)), ("records/private/_defaultZone/Task.jsonl", sampleBytes(200_000))])
+        for cut in [1, 10, 18, bytes.count / 3, bytes.count / 2, bytes.count - 9, bytes.count - 1] {
+            let message = errorText { _ = try readAll(Array(bytes[..<cut])) }
+            #expect(message != nil, "cut at \(cut)")
+            #expect(message?.hasPrefix("bundle.tar.gz: ") == true, "\(message ?? "")")
+        }
+        for position in stride(from: 12, to: bytes.count - 4, by: max(1, bytes.count / 23)) {
+            var damaged = bytes
+            damaged[position] ^= 0x40
+            #expect(errorText { _ = try readAll(damaged) } != nil, "flipped byte \(position)")
+        }
+        // Junk after the last member, and bytes that are not gzip at all.
+        #expect(errorText { _ = try readAll(bytes + [0x00, 0x01]) }?.contains("unexpected bytes after the end") == true)
+        #expect(errorText { _ = try readAll(Array("not gzip".utf8)) } != nil)
+        #expect(errorText { _ = try readAll([]) }?.contains("empty") == true)
+    }
+
+    /// Hand-built hostile archives: (what, tar bytes, words of the refusal).
+    static func hostile() -> [(String, [UInt8], String)] {
+        func member(_ path: String, type: UInt8 = UInt8(ascii: "0"), content: [UInt8] = [0x41]) -> [UInt8] {
+            Tar.block(name: path, prefix: "", size: Int64(content.count), modified: 0, mode: 0o644, type: type) + content + Tar.padding(Int64(content.count))
+        }
+        var badSum = member("manifest.json")
+        badSum[0] = UInt8(ascii: "M")
+        let paxRecord = Array("30 path=../../etc/cron.d/evil\n".utf8)
+        return [
+            ("parent directory", member("../outside.jsonl") + Tar.end, "climbs out of the bundle"),
+            ("nested parent", member("records/../../x") + Tar.end, "climbs out of the bundle"),
+            ("absolute path", member("/etc/passwd") + Tar.end, "absolute path"),
+            ("pax path escaping", Tar.block(name: "PaxHeaders/x", prefix: "", size: Int64(paxRecord.count), modified: 0, mode: 0o644, type: UInt8(ascii: "x"))
+                + paxRecord + Tar.padding(Int64(paxRecord.count)) + member("innocent") + Tar.end, "climbs out of the bundle"),
+            ("symbolic link", member("schema.ckdb", type: UInt8(ascii: "2"), content: []) + Tar.end, "is a link"),
+            ("hard link", member("schema.ckdb", type: UInt8(ascii: "1"), content: []) + Tar.end, "is a link"),
+            ("character device", member("records/dev", type: UInt8(ascii: "3"), content: []) + Tar.end, "device"),
+            ("directory", member("records/", type: UInt8(ascii: "5"), content: []) + Tar.end, "directory"),
+            ("duplicate member", member("manifest.json") + member("manifest.json") + Tar.end, "appears twice"),
+            ("damaged header", badSum + Tar.end, "checksum does not match"),
+            ("no end blocks", member("manifest.json"), "ends early"),
+            ("member cut short", Array(member("records/a.jsonl", content: [UInt8](repeating: 0x41, count: 5000)).prefix(1500)), "ends inside a member"),
+        ]
+    }
+
+    @Test("hostile archives are refused with a message naming the member", arguments: 0..<12)
+    func hostileArchives(index: Int) throws {
+        let (what, tar, words) = ArchiveTests.hostile()[index]
+        let message = errorText { _ = try readAll(GzipCompressor.member(tar)) }
+        #expect(message?.contains(words) == true, "\(what): \(message ?? "accepted")")
+    }
+
+    @Test("a decompression bomb is refused by ratio and by total size")
+    func bomb() throws {
+        let zeros = [UInt8](repeating: 0, count: 64 << 20)
+        let bomb = GzipCompressor.member(zeros, level: 9)
+        #expect(bomb.count < 100_000)
+        let byRatio = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: bomb)) }
+        #expect(byRatio?.contains("possible decompression bomb") == true, "\(byRatio ?? "accepted")")
+        let bySize = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: GzipCompressor.member(sampleBytes(3_000_000)), limits: DecompressionLimits(maxTotalBytes: 1_000_000))) }
+        #expect(bySize?.contains("limit of 1000000 bytes") == true, "\(bySize ?? "accepted")")
+        // The limits can be raised for a file known to be good.
+        let allowed = try decompressAll(GzipReader(name: "zeros.gz", bytes: bomb, limits: DecompressionLimits(maxRatio: 10_000)))
+        #expect(allowed.count == zeros.count)
+    }
+}
