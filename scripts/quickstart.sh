@@ -2,7 +2,8 @@
 # ckport end to end on the bundled sample apps, with the embedded SQLite store:
 # for each app, import its schema and records, query them, export them as JSON Lines and as
 # CSV, and prove each export imports into a fresh store that exports back byte for byte; for
-# the apps with a calendar, export iCalendar, check it, and import it back without a change.
+# the apps with a calendar, export iCalendar, check it, and import it back without a change;
+# back each app up to a bundle, verify it and restore it into a fresh store.
 # Work goes to ./quickstart/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,16 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
     echo "round trip: store → CSV ($(ls "$out/$app-csv" | wc -l) files) → new store gives back the same records"
   else
     echo "round trip: the records that came back from CSV differ" >&2
+    exit 1
+  fi
+  ckport backup --store "$store" -o "$out/$app.ckbundle" -q
+  ckport verify "$out/$app.ckbundle" -q
+  ckport restore "$out/$app.ckbundle" --store "$out/$app-restored.sqlite" -q
+  ckport export --store "$out/$app-restored.sqlite" -o "$out/$app-restored.jsonl" -q
+  if cmp -s "$out/$app.jsonl" "$out/$app-restored.jsonl" && gzip -t "$out/$app.ckbundle" && tar -tzf "$out/$app.ckbundle" >/dev/null; then
+    echo "round trip: store → bundle ($(tar -tzf "$out/$app.ckbundle" | wc -l) members, tar and gzip accept it) → new store gives back the same records"
+  else
+    echo "round trip: the bundle did not restore the same records" >&2
     exit 1
   fi
   if [ -f "samples/$app/calendar.yaml" ]; then

@@ -20,7 +20,8 @@ struct CKPortCommand: ParsableCommand {
         Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure.
         """,
         version: "0.1.0",
-        subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self]
+        subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
+                      RestoreCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self]
     )
 }
 

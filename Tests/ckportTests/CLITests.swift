@@ -142,6 +142,7 @@ struct CLITests {
 
     @Test("every command's help teaches with an example", arguments: [
         [], ["schema"], ["schema", "import"], ["schema", "export"], ["schema", "check"], ["import"], ["export"], ["delete"], ["stats"], ["generate"],
+        ["backup"], ["verify"], ["inspect"], ["restore"],
     ])
     func help(command: [String]) throws {
         let run = try ckport(command + ["--help"], in: packageRoot)
@@ -343,5 +344,40 @@ struct CLITests {
         #expect(unmapped.status == 1)
         #expect(unmapped.stderr.contains("pass --mapping FILE"))
         #expect(!FileManager.default.fileExists(atPath: folder.path("notes.ics")))
+    }
+
+    @Test("backup, inspect, verify and restore from the command line; a damaged bundle restores nothing")
+    func bundles() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url).status == 0)
+        let backup = try ckport(["backup", "-o", "family.ckbundle"], in: folder.url)
+        #expect(backup.status == 0, "\(backup.stderr)")
+        #expect(backup.stderr.contains("backed up 120 records"), "\(backup.stderr)")
+        let inspect = try ckport(["inspect", "family.ckbundle"], in: folder.url)
+        #expect(inspect.stdout.contains("total") && inspect.stdout.contains("120"), "\(inspect.stdout)")
+        let verify = try ckport(["verify", "family.ckbundle"], in: folder.url)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stdout.contains("sound — 120 records"), "\(verify.stdout)")
+        let restore = try ckport(["restore", "family.ckbundle", "--store", "copy.sqlite"], in: folder.url)
+        #expect(restore.status == 0, "\(restore.stderr)")
+        #expect(try ckport(["export", "-o", "a.jsonl"], in: folder.url).status == 0)
+        #expect(try ckport(["export", "--store", "copy.sqlite", "-o", "b.jsonl"], in: folder.url).status == 0)
+        #expect(folder.data("a.jsonl") == folder.data("b.jsonl"))
+        // A store that holds records needs --mode.
+        let again = try ckport(["restore", "family.ckbundle", "--store", "copy.sqlite"], in: folder.url)
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("pass --mode upsert, replace or newer"))
+        let newer = try ckport(["restore", "family.ckbundle", "--store", "copy.sqlite", "--mode", "newer"], in: folder.url)
+        #expect(newer.status == 0, "\(newer.stderr)")
+        // A damaged bundle: verify names the problem, restore writes nothing.
+        let bytes = folder.data("family.ckbundle")
+        try bytes.prefix(bytes.count / 2).write(to: folder.url.appendingPathComponent("half.ckbundle"))
+        let bad = try ckport(["verify", "half.ckbundle"], in: folder.url)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("half.ckbundle"), "\(bad.stderr)")
+        let refused = try ckport(["restore", "half.ckbundle", "--store", "empty.sqlite"], in: folder.url)
+        #expect(refused.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: folder.path("empty.sqlite")))
+        #expect(try ckport(["backup", "-o", "-"], in: folder.url).status == 1)
     }
 }

@@ -23,10 +23,13 @@ public final class ByteInput {
     private(set) var bufferOffset: Int64 = 0
     public let totalBytes: Int64?
     private let chunkSize: Int
+    /// Where the bytes come from when not a file descriptor (a member of an archive).
+    private let reader: ((UnsafeMutableRawBufferPointer) throws -> Int)?
 
     /// Opens a file, or standard input for `-`.
     public init(path: String, chunkSize: Int = 1 << 20) throws {
         self.chunkSize = chunkSize
+        reader = nil
         capacity = chunkSize
         buffer = .allocate(capacity: capacity)
         if path == "-" {
@@ -55,6 +58,7 @@ public final class ByteInput {
     /// Reads from bytes in memory (for tests and small inputs).
     public init(name: String, bytes: [UInt8]) {
         self.name = name
+        reader = nil
         fd = -1
         ownsDescriptor = false
         capacity = max(bytes.count, 1)
@@ -64,6 +68,18 @@ public final class ByteInput {
         atEOF = true
         totalBytes = Int64(bytes.count)
         chunkSize = capacity
+    }
+
+    /// Reads from a stream: `read` fills the buffer and returns how many bytes it gave, 0 at the end.
+    public init(name: String, totalBytes: Int64?, chunkSize: Int = 1 << 20, read: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) {
+        self.name = name
+        self.chunkSize = chunkSize
+        capacity = chunkSize
+        buffer = .allocate(capacity: capacity)
+        fd = -1
+        ownsDescriptor = false
+        self.totalBytes = totalBytes
+        reader = read
     }
 
     deinit {
@@ -106,9 +122,13 @@ public final class ByteInput {
             capacity *= 2
         }
         var count: Int
-        repeat {
-            count = read(fd, buffer + end, capacity - end)
-        } while count < 0 && errno == EINTR
+        if let reader {
+            count = try reader(UnsafeMutableRawBufferPointer(start: buffer + end, count: capacity - end))
+        } else {
+            repeat {
+                count = read(fd, buffer + end, capacity - end)
+            } while count < 0 && errno == EINTR
+        }
         if count < 0 {
             throw InputIssue(position: SourcePosition(file: name), message: "read failed: \(String(cString: strerror(errno)))")
         }

@@ -25,7 +25,7 @@ enum Failures {
     /// Whether the error comes from ckport rather than from argument parsing.
     static func isLibraryError(_ error: Error) -> Bool {
         error is CommandFailure || error is ImportFailure || error is InputIssue || error is SchemaError
-            || error is OutputError || error is StoreError
+            || error is OutputError || error is StoreError || error is ArchiveError || error is BundleError
     }
 
     /// How an error from the library reads, and the status it exits with.
@@ -36,6 +36,8 @@ enum Failures {
         case let issue as InputIssue: return (.invalidInput, issue.description)
         case let error as SchemaError: return (.invalidInput, error.description)
         case let error as OutputError: return (.failure, error.description)
+        case let error as ArchiveError: return (.invalidInput, error.description)
+        case let error as BundleError: return (.invalidInput, error.description)
         case let error as StoreError:
             switch error {
             case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return (.invalidInput, error.description)

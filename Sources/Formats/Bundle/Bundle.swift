@@ -1,0 +1,316 @@
+import Crypto
+import Foundation
+import Records
+import Store
+
+/// What a bundle holds, written first in it as `manifest.json`.
+public struct BundleManifest: Codable, Sendable, Equatable {
+    public static let currentFormat = 1
+
+    public struct Member: Codable, Sendable, Equatable {
+        public var path: String
+        /// `schema` or `records`.
+        public var kind: String
+        public var bytes: Int64
+        public var sha256: String
+        /// For records members: how many records, and which.
+        public var records: Int?
+        public var scope: String?
+        public var zoneName: String?
+        public var ownerRecordName: String?
+        public var recordType: String?
+    }
+
+    public var format: Int
+    public var ckportVersion: String
+    /// ISO-8601 UTC.
+    public var created: String
+    public var storeID: String
+    /// The store's change token when the bundle was made.
+    public var token: String
+    /// For an incremental bundle: the token it starts from.
+    public var baseToken: String?
+    public var recordTypes: [String]
+    public var members: [Member]
+
+    public var recordCount: Int { members.reduce(0) { $0 + ($1.records ?? 0) } }
+}
+
+/// Writes a backup bundle: a gzip-compressed POSIX tar with `manifest.json` first, then
+/// `schema.ckdb`, then `records/<scope>/<zone>/<RecordType>.jsonl` in the canonical JSON shape.
+/// Records are first spooled (uncompressed, hashed and counted) to a temporary file beside the
+/// output so that the manifest, which names every member's size and SHA-256, can come first;
+/// then everything goes through zlib once. Memory stays flat.
+public struct BundleWriter {
+    public var level: Int32 = 6
+    public var version = "0.1"
+
+    public init() {}
+
+    public struct Summary: Sendable {
+        public var manifest: BundleManifest
+        public var bytesWritten: Int64
+    }
+
+    /// The member path of a zone's records of one type. Names are percent-encoded outside
+    /// letters, digits, `-`, `_` and `.`; the owner is added when it is not the default.
+    public static func memberPath(_ zone: ZoneID, _ type: String) -> String {
+        func safe(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")) ?? text
+        }
+        var zonePart = safe(zone.zoneName)
+        if zone.ownerRecordName != ZoneID.defaultOwnerName { zonePart += "@" + safe(zone.ownerRecordName) }
+        return "records/\(zone.scope.rawValue)/\(zonePart)/\(safe(type)).jsonl"
+    }
+
+    public func write(_ store: RecordStore, query: RecordQuery = RecordQuery(), to path: String,
+                      progress: ((Int) -> Void)? = nil) throws -> Summary {
+        let output = try OutputFile(path: path)
+        let spoolDirectory = path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
+        let spoolPath = (spoolDirectory.isEmpty ? "." : spoolDirectory) + "/.ckport-spool-\(UUID().uuidString)"
+        guard FileManager.default.createFile(atPath: spoolPath, contents: nil), let spool = FileHandle(forUpdatingAtPath: spoolPath) else {
+            throw OutputError(path: spoolPath, message: "cannot create a temporary file beside the bundle")
+        }
+        defer {
+            try? spool.close()
+            try? FileManager.default.removeItem(atPath: spoolPath)
+        }
+        // Pass 1: records into the spool, one member per (scope, zone, type).
+        var members: [BundleManifest.Member] = []
+        var ranges: [(Int64, Int64)] = []
+        let (schemaText, token, storeID) = try store.read { session -> (String, ChangeToken, String) in
+            let codec = JSONRecordCodec(schema: session.schema)
+            var writer = JSONWriter(capacity: 1 << 18)
+            var hasher = SHA256()
+            var current: (zone: ZoneID, type: String)?
+            var count = 0
+            var memberStart: Int64 = 0
+            var spooled: Int64 = 0
+            var total = 0
+            func flush() throws {
+                guard !writer.bytes.isEmpty else { return }
+                hasher.update(data: writer.bytes)
+                try spool.write(contentsOf: writer.bytes)
+                spooled += Int64(writer.bytes.count)
+                writer.bytes.removeAll(keepingCapacity: true)
+            }
+            func close() throws {
+                guard let open = current else { return }
+                try flush()
+                let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+                members.append(BundleManifest.Member(path: BundleWriter.memberPath(open.zone, open.type), kind: "records", bytes: spooled - memberStart,
+                                                     sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
+                                                     ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
+                ranges.append((memberStart, spooled - memberStart))
+                hasher = SHA256()
+                count = 0
+                memberStart = spooled
+            }
+            try session.forEach(query) { record in
+                if current == nil || current!.zone != record.zone || current!.type != record.recordType {
+                    try close()
+                    current = (record.zone, record.recordType)
+                }
+                codec.encode(record, style: .canonical, to: &writer)
+                writer.byte(0x0A)
+                count += 1
+                total += 1
+                if writer.bytes.count >= 1 << 18 { try flush() }
+                if total % 10_000 == 0 { progress?(total) }
+            }
+            try close()
+            return (SchemaPrinter.print(session.schema), session.currentToken, session.storeID)
+        }
+        let schemaBytes = Array(schemaText.utf8)
+        members.insert(BundleManifest.Member(path: "schema.ckdb", kind: "schema", bytes: Int64(schemaBytes.count),
+                                             sha256: SHA256.hash(data: schemaBytes).map { String(format: "%02x", $0) }.joined()), at: 0)
+        let manifest = BundleManifest(format: BundleManifest.currentFormat, ckportVersion: version,
+                                      created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+                                      storeID: storeID, token: token.description, baseToken: nil,
+                                      recordTypes: store.schema.recordTypes.map(\.name), members: members)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let manifestBytes = Array(try encoder.encode(manifest)) + [0x0A]
+
+        // Pass 2: the archive.
+        let modified = Int64(Date().timeIntervalSince1970)
+        let gzip = GzipCompressor(level: level)
+        func put(_ bytes: [UInt8]) throws {
+            let compressed = gzip.compress(bytes)
+            if !compressed.isEmpty { try output.write(compressed) }
+        }
+        do {
+            for (name, bytes) in [("manifest.json", manifestBytes), ("schema.ckdb", schemaBytes)] {
+                try put(Tar.header(path: name, size: Int64(bytes.count), modified: modified) + bytes + Tar.padding(Int64(bytes.count)))
+            }
+            for (member, range) in zip(members.dropFirst(), ranges) {
+                try put(Tar.header(path: member.path, size: member.bytes, modified: modified))
+                try spool.seek(toOffset: UInt64(range.0))
+                var left = range.1
+                while left > 0 {
+                    let chunk = try spool.read(upToCount: Int(min(left, 1 << 20))) ?? Data()
+                    guard !chunk.isEmpty else { throw OutputError(path: spoolPath, message: "the temporary file ended early") }
+                    try put(Array(chunk))
+                    left -= Int64(chunk.count)
+                }
+                try put(Tar.padding(member.bytes))
+            }
+            try put(Tar.end)
+            try output.write(gzip.finish())
+            try output.commit()
+        } catch {
+            output.discard()
+            throw error
+        }
+        return Summary(manifest: manifest, bytesWritten: output.bytesWritten)
+    }
+}
+
+/// A problem found in a bundle.
+public struct BundleError: Error, Sendable, CustomStringConvertible {
+    public var file: String
+    public var member: String?
+    public var message: String
+
+    public var description: String { "\(file)" + (member.map { " (\($0))" } ?? "") + ": " + message }
+}
+
+/// Reads a bundle: the manifest and the schema first, then every records member as one stream
+/// of records, each member's size, SHA-256 and record count checked against the manifest as it
+/// ends, and the manifest's members all present at the end. Nothing is extracted to disk.
+public final class BundleReader: RecordSource {
+    public let path: String
+    public let manifest: BundleManifest
+    public let schema: Schema
+    private let gzip: GzipReader
+    private let tar: TarReader
+    private var expected: [String: BundleManifest.Member] = [:]
+    private var current: (member: BundleManifest.Member, reader: JSONRecordReader, hasher: Box<SHA256>, bytes: Box<Int64>, records: Int)?
+    private var done = false
+    public private(set) var recordsRead = 0
+
+    final class Box<T> {
+        var value: T
+        init(_ value: T) { self.value = value }
+    }
+
+    public init(path: String, limits: DecompressionLimits = DecompressionLimits()) throws {
+        self.path = path
+        gzip = try GzipReader(path: path, limits: limits)
+        tar = TarReader(gzip: gzip)
+        func fail(_ member: String?, _ message: String) -> BundleError { BundleError(file: path, member: member, message: message) }
+        guard let first = try tar.next(), first.path == "manifest.json" else {
+            throw fail(nil, "not a ckport bundle: manifest.json is not its first member")
+        }
+        guard first.size <= 64 << 20 else { throw fail("manifest.json", "is \(first.size) bytes, too large for a manifest") }
+        let manifestBytes = try TarReader.readAll(tar, limit: Int(first.size))
+        do {
+            manifest = try JSONDecoder().decode(BundleManifest.self, from: Data(manifestBytes))
+        } catch {
+            throw fail("manifest.json", "cannot be read: \(error)")
+        }
+        guard manifest.format <= BundleManifest.currentFormat else {
+            throw fail("manifest.json", "bundle format \(manifest.format) is newer than this ckport reads (\(BundleManifest.currentFormat)); update ckport")
+        }
+        for member in manifest.members {
+            try Tar.checkPath(member.path, archive: path)
+            guard expected.updateValue(member, forKey: member.path) == nil else { throw fail("manifest.json", "names member '\(member.path)' twice") }
+        }
+        guard let schemaEntry = try tar.next(), schemaEntry.path == "schema.ckdb", let schemaMember = expected.removeValue(forKey: "schema.ckdb") else {
+            throw fail(nil, "schema.ckdb must follow manifest.json")
+        }
+        guard schemaEntry.size == schemaMember.bytes else {
+            throw fail("schema.ckdb", "is \(schemaEntry.size) bytes; the manifest says \(schemaMember.bytes)")
+        }
+        let schemaBytes = try TarReader.readAll(tar, limit: Int(min(schemaEntry.size, 64 << 20)))
+        guard BundleReader.hex(SHA256.hash(data: schemaBytes)) == schemaMember.sha256 else {
+            throw fail("schema.ckdb", "its SHA-256 does not match the manifest: the member is damaged")
+        }
+        do {
+            schema = try SchemaParser.parse(String(decoding: schemaBytes, as: UTF8.self), file: path + "/schema.ckdb")
+        } catch {
+            throw fail("schema.ckdb", "\(error)")
+        }
+    }
+
+    static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+        digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    public var name: String { path }
+    public var bytesRead: Int64 { gzip.compressedBytes }
+    public var totalBytes: Int64? { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil }
+
+    private func fail(_ member: String?, _ message: String) -> BundleError {
+        BundleError(file: path, member: member, message: message)
+    }
+
+    public func next() throws -> SourceItem? {
+        while !done {
+            if let open = current {
+                if let item = try open.reader.next() {
+                    current!.records += 1
+                    recordsRead += 1
+                    if case .invalid(var issue, let raw) = item {
+                        issue.position.file = path + "/" + open.member.path
+                        return .invalid(issue, raw: raw)
+                    }
+                    return item
+                }
+                try finish(open.member, hasher: open.hasher.value, bytes: open.bytes.value, records: current!.records)
+                current = nil
+                continue
+            }
+            guard let entry = try tar.next() else {
+                done = true
+                if let missing = expected.keys.sorted().first {
+                    throw fail(missing, "is in the manifest but not in the bundle (\(expected.count) member\(expected.count == 1 ? "" : "s") missing)")
+                }
+                return nil
+            }
+            guard let member = expected.removeValue(forKey: entry.path) else {
+                throw fail(entry.path, "is not in the manifest")
+            }
+            guard entry.size == member.bytes else {
+                throw fail(entry.path, "is \(entry.size) bytes; the manifest says \(member.bytes)")
+            }
+            let hasher = Box(SHA256())
+            let bytes = Box<Int64>(0)
+            let tar = self.tar
+            let input = ByteInput(name: path + "/" + entry.path, totalBytes: entry.size) { buffer in
+                let n = try tar.readContent(into: buffer)
+                if n > 0 {
+                    hasher.value.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    bytes.value += Int64(n)
+                }
+                return n
+            }
+            current = (member, JSONRecordReader(input: input, layout: .lines, codec: JSONRecordCodec(schema: schema)), hasher, bytes, 0)
+        }
+        return nil
+    }
+
+    private func finish(_ member: BundleManifest.Member, hasher: SHA256, bytes: Int64, records: Int) throws {
+        guard bytes == member.bytes else { throw fail(member.path, "holds \(bytes) bytes; the manifest says \(member.bytes)") }
+        guard BundleReader.hex(hasher.finalize()) == member.sha256 else {
+            throw fail(member.path, "its SHA-256 does not match the manifest: the member is damaged")
+        }
+        if let expectedRecords = member.records, expectedRecords != records {
+            throw fail(member.path, "holds \(records) records; the manifest says \(expectedRecords)")
+        }
+    }
+}
+
+extension TarReader {
+    /// The rest of the current member, which must be at most `limit` bytes.
+    static func readAll(_ tar: TarReader, limit: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try tar.readContent(into: $0) }
+            if n == 0 { return out }
+            out += chunk[0..<n]
+            if out.count > limit { throw ArchiveError(file: tar.name, message: "a member is larger than its header says") }
+        }
+    }
+}

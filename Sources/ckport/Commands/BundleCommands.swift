@@ -1,0 +1,238 @@
+import ArgumentParser
+import Foundation
+import Formats
+import Records
+import Store
+
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Write the store (or a part of it) to one compressed bundle.",
+        discussion: """
+        A bundle is a gzip-compressed POSIX tar: manifest.json first (counts, sizes and \
+        SHA-256 of every member, the schema's record types, the store's change token), then \
+        schema.ckdb, then records/<scope>/<zone>/<RecordType>.jsonl in CloudKit's record shape. \
+        `tar -tzf` lists it and `gzip -t` checks it; `ckport verify` checks everything.
+
+          ckport backup -o family.ckbundle
+          ckport backup -o tasks.ckbundle --type Task --where "status != 'done'"
+        """
+    )
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The bundle to write (.ckbundle or .tar.gz).", valueName: "file"))
+    var output: String
+
+    @Option(name: .customLong("type"), help: ArgumentHelp("Record type to back up; repeat for several. Default: all.", valueName: "type"))
+    var recordTypes: [String] = []
+
+    @Option(help: "Only this database scope: private, shared or public.")
+    var scope: DatabaseScope?
+
+    @Option(help: ArgumentHelp("Only zones with this name.", valueName: "name"))
+    var zone: String?
+
+    @Option(name: .customLong("where"), help: ArgumentHelp("A CloudKit predicate, as for export.", valueName: "predicate"))
+    var predicate: String?
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        if output == "-" { throw ValidationError("a bundle goes to a file: -o family.ckbundle") }
+    }
+
+    func run() throws {
+        let store = try storeOptions.open(create: false)
+        var query = RecordQuery(recordTypes: recordTypes, scope: scope, zoneName: zone)
+        if let predicate {
+            do {
+                query.predicate = try RecordPredicate.parse(predicate)
+                query.predicateText = predicate
+            } catch {
+                throw CommandFailure.invalid("--where \"\(predicate)\"\n  at column \(error.column): \(error.message)")
+            }
+        }
+        let progress = ProgressLine("backing up", quiet: storeOptions.quiet)
+        let started = Date()
+        let summary = try BundleWriter().write(store, query: query, to: output) { progress.update(records: $0) }
+        progress.finish()
+        if !storeOptions.quiet {
+            let manifest = summary.manifest
+            Console.error("backed up \(Console.count(manifest.recordCount)) records in \(manifest.members.count - 1) members to \(output) "
+                + "(\(Console.bytes(summary.bytesWritten))) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            Console.error("change token: \(manifest.token)")
+        }
+    }
+}
+
+/// Options shared by the commands that read bundles.
+struct BundleLimitOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Refuse a bundle that expands more than this many times its compressed size.", valueName: "ratio"))
+    var maxRatio: Int64 = DecompressionLimits().maxRatio
+
+    @Option(help: ArgumentHelp("Refuse a bundle that expands to more than this many GiB.", valueName: "GiB"))
+    var maxSize: Int64 = DecompressionLimits().maxTotalBytes >> 30
+
+    var limits: DecompressionLimits { DecompressionLimits(maxTotalBytes: maxSize << 30, maxRatio: maxRatio) }
+}
+
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check a bundle completely without restoring it.",
+        discussion: """
+        Checks the gzip and tar structure, every member's size, SHA-256 and record count \
+        against the manifest, and every record against the bundled schema. Exits 2 on any \
+        problem, naming the member.
+
+          ckport verify family.ckbundle
+        """
+    )
+
+    @Argument(help: "The bundle.")
+    var bundle: String
+
+    @OptionGroup var limits: BundleLimitOptions
+
+    @Flag(name: [.short, .long], help: "Print nothing when the bundle is sound.")
+    var quiet = false
+
+    func run() throws {
+        let started = Date()
+        let reader = try BundleReader(path: bundle, limits: limits.limits)
+        let validator = RecordValidator(schema: reader.schema)
+        var problems: [String] = []
+        var perType: [String: Int] = [:]
+        var referenceTargets: Set<RecordID> = []
+        var references: [(from: String, to: RecordID)] = []
+        while let item = try reader.next() {
+            switch item {
+            case .invalid(let issue, _):
+                problems.append(issue.description)
+            case .record(let sourced):
+                let record = sourced.record
+                perType[record.recordType, default: 0] += 1
+                referenceTargets.insert(record.id)
+                for issue in validator.issues(in: record) {
+                    problems.append("\(sourced.position): record '\(record.recordName)' (\(record.recordType)): \(issue)")
+                }
+                for (_, value) in record.fields {
+                    if case .reference(let target) = value, references.count < 1_000_000 {
+                        references.append((record.recordName, RecordID(recordName: target.recordName, zone: record.zone)))
+                    }
+                }
+            }
+            if problems.count >= 20 { break }
+        }
+        guard problems.isEmpty else {
+            throw CommandFailure.invalid(problems.joined(separator: "\n") + "\n\(bundle) is not sound")
+        }
+        let outside = references.filter { !referenceTargets.contains($0.to) }
+        if !quiet {
+            let manifest = reader.manifest
+            print("\(bundle): sound — \(Console.count(reader.recordsRead)) records in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
+            print("made \(manifest.created) by ckport \(manifest.ckportVersion) from store \(manifest.storeID) at \(manifest.token)")
+            for (type, count) in perType.sorted(by: { $0.key < $1.key }) { print("  \(type): \(Console.count(count))") }
+            if !outside.isEmpty {
+                print("note: \(Console.count(outside.count)) references point at records outside the bundle, e.g. \(outside.prefix(3).map { "\($0.from) → \($0.to.recordName)" }.joined(separator: ", "))")
+            }
+            print("checked in \(Console.seconds(Date().timeIntervalSince(started)))")
+        }
+    }
+}
+
+struct InspectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Show a bundle's manifest: when and from where it was made, and what it holds.",
+        discussion: """
+        Reads only the manifest and the schema at the front of the bundle.
+
+          ckport inspect family.ckbundle
+          ckport inspect family.ckbundle --json | jq '.members[].records'
+        """
+    )
+
+    @Argument(help: "The bundle.")
+    var bundle: String
+
+    @Flag(help: "Print the manifest itself, as JSON.")
+    var json = false
+
+    @OptionGroup var limits: BundleLimitOptions
+
+    func run() throws {
+        let reader = try BundleReader(path: bundle, limits: limits.limits)
+        let manifest = reader.manifest
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(manifest), as: UTF8.self))
+            return
+        }
+        print("bundle   \(bundle)")
+        print("made     \(manifest.created) by ckport \(manifest.ckportVersion) (format \(manifest.format))")
+        print("store    \(manifest.storeID), token \(manifest.token)")
+        print("schema   \(reader.schema.recordTypes.count) record types: \(reader.schema.recordTypes.map(\.name).joined(separator: ", "))")
+        print("")
+        let rows = manifest.members.filter { $0.kind == "records" }.map { member in
+            [member.scope ?? "", member.zoneName ?? "", member.recordType ?? "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
+        } + [["total", "", "", Console.count(manifest.recordCount), Console.bytes(manifest.members.reduce(0) { $0 + $1.bytes })]]
+        print(Console.table(["scope", "zone", "type", "records", "bytes"], rows, numeric: [3, 4]))
+    }
+}
+
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Restore a bundle into a store.",
+        discussion: """
+        The bundle is verified completely first; then its schema and records go into the store \
+        in one transaction, so a damaged bundle restores nothing. A store that already holds \
+        records needs --mode (upsert, replace or newer, as for import).
+
+          ckport restore family.ckbundle --store restored.sqlite
+          ckport restore family.ckbundle --mode newer
+        """
+    )
+
+    @Argument(help: "The bundle.")
+    var bundle: String
+
+    @Option(help: "How bundled records combine with stored ones, for a store that is not empty: upsert, replace or newer.")
+    var mode: WriteMode?
+
+    @OptionGroup var limits: BundleLimitOptions
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func run() throws {
+        let started = Date()
+        // Pass 1: the whole bundle, checked before anything is written.
+        let check = try BundleReader(path: bundle, limits: limits.limits)
+        let validator = RecordValidator(schema: check.schema)
+        let progress = ProgressLine("verifying", quiet: storeOptions.quiet)
+        while let item = try check.next() {
+            if case .invalid(let issue, _) = item { throw issue }
+            if case .record(let sourced) = item, let issue = validator.issues(in: sourced.record).first {
+                throw CommandFailure.invalid("\(sourced.position): record '\(sourced.record.recordName)' (\(sourced.record.recordType)): \(issue)\n\(bundle) is not sound; nothing was restored")
+            }
+            if check.recordsRead % 10_000 == 0 { progress.update(records: check.recordsRead, bytesDone: check.bytesRead, bytesTotal: check.totalBytes) }
+        }
+        progress.finish()
+        let store = try storeOptions.open(create: true)
+        let stored = try store.read { try $0.stats().totalRecords }
+        if stored > 0 && mode == nil {
+            throw CommandFailure.usage("the store \(storeOptions.path) already holds \(Console.count(stored)) records; pass --mode upsert, replace or newer to restore into it")
+        }
+        if mode == .insert { throw CommandFailure.usage("--mode insert cannot restore; use upsert, replace or newer") }
+        // Pass 2: schema and records.
+        _ = try store.importSchema(check.schema)
+        let reader = try BundleReader(path: bundle, limits: limits.limits)
+        let importer = RecordImporter(store: store, options: ImportOptions(mode: mode ?? .upsert))
+        let summary = try importer.run([reader])
+        if !storeOptions.quiet {
+            Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records (\(Console.count(summary.totals.unchanged)) unchanged) from \(bundle) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            Console.error("change token: \(summary.token?.description ?? "")")
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import Testing
+@testable import Formats
+import Records
+import SampleApps
+@testable import Store
+
+/// A bundle taken apart into its members and put back together, for building damaged ones.
+private struct Unpacked {
+    var members: [(path: String, bytes: [UInt8])]
+
+    init(_ path: String) throws {
+        let tar = TarReader(gzip: try GzipReader(path: path))
+        members = []
+        while let entry = try tar.next() {
+            members.append((entry.path, try TarReader.readAll(tar, limit: Int(entry.size))))
+        }
+    }
+
+    func write(_ path: String) throws {
+        var tar: [UInt8] = []
+        for (name, bytes) in members {
+            tar += Tar.header(path: name, size: Int64(bytes.count)) + bytes + Tar.padding(Int64(bytes.count))
+        }
+        tar += Tar.end
+        try Data(GzipCompressor.member(tar)).write(to: URL(fileURLWithPath: path))
+    }
+
+    var manifestText: String {
+        get { String(decoding: members[0].bytes, as: UTF8.self) }
+        set { members[0].bytes = Array(newValue.utf8) }
+    }
+}
+
+private func everything(_ store: RecordStore) throws -> [Records.Record] {
+    try store.read { session in
+        var all: [Records.Record] = []
+        try session.forEach(RecordQuery()) { all.append($0) }
+        return all
+    }
+}
+
+/// Restores a bundle into a fresh store the way `ckport restore` does.
+private func restore(_ bundle: String, into path: String) throws -> RecordStore {
+    let reader = try BundleReader(path: bundle)
+    let store = try RecordStore(path: path)
+    try store.importSchema(reader.schema)
+    _ = try RecordImporter(store: store, options: ImportOptions()).run([reader])
+    return store
+}
+
+/// Reads a whole bundle, as `ckport verify` does; the error text, or nil when sound.
+private func verify(_ bundle: String) -> String? {
+    do {
+        let reader = try BundleReader(path: bundle)
+        while let item = try reader.next() {
+            if case .invalid(let issue, _) = item { return issue.description }
+        }
+        return nil
+    } catch {
+        return "\(error)"
+    }
+}
+
+@Suite("backup bundles")
+struct BundleTests {
+    @Test("store → bundle → new store gives back every record, and tar and gzip accept the bundle",
+          arguments: SampleApp.allCases)
+    func roundTrip(app: SampleApp) throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(app)
+        let bundle = scratch.path("\(app.rawValue).ckbundle")
+        let summary = try BundleWriter().write(store, to: bundle)
+        let original = try everything(store)
+        #expect(summary.manifest.recordCount == original.count)
+        #expect(summary.manifest.members.first?.path == "schema.ckdb")
+        let copy = try restore(bundle, into: scratch.path("copy.sqlite"))
+        #expect(try everything(copy) == original)
+        #expect(SchemaPrinter.print(copy.schema) == SchemaPrinter.print(store.schema))
+        #expect(try Conformance.run("/bin/gzip", ["-t", bundle]).0 == 0)
+        let (status, listing) = try Conformance.run("/bin/tar", ["-tzf", bundle])
+        #expect(status == 0)
+        #expect(listing.split(separator: "\n").map(String.init) == ["manifest.json"] + summary.manifest.members.map(\.path))
+        #expect(verify(bundle) == nil)
+    }
+
+    @Test("every value type survives, assets included, and a selection backs up only itself")
+    func valuesAndSelection() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.notes)
+        let query = RecordQuery(recordTypes: ["Note"], predicate: try RecordPredicate.parse("tags CONTAINS 'trip'"))
+        let bundle = scratch.path("trip.ckbundle")
+        let summary = try BundleWriter().write(store, query: query, to: bundle)
+        let expected = try store.read { session in
+            var found: [Records.Record] = []
+            try session.forEach(query) { found.append($0) }
+            return found
+        }
+        #expect(summary.manifest.recordCount == expected.count && expected.count > 0)
+        let copy = try restore(bundle, into: scratch.path("trip.sqlite"))
+        #expect(try everything(copy) == expected)
+        let types = Set(expected.flatMap { $0.fields.map { $0.value.type.primitive } })
+        #expect(types.contains(.asset) && types.contains(.location) && types.contains(.bytes) && types.contains(.double))
+    }
+
+    @Test("truncation and flipped bytes anywhere are refused")
+    func damage() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.familyTodo)
+        let bundle = scratch.path("b.ckbundle")
+        _ = try BundleWriter().write(store, to: bundle)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: bundle)))
+        for cut in [5, 100, bytes.count / 4, bytes.count / 2, bytes.count - 20, bytes.count - 2] {
+            let damaged = scratch.path("cut-\(cut).ckbundle")
+            try Data(bytes[..<cut]).write(to: URL(fileURLWithPath: damaged))
+            #expect(verify(damaged) != nil, "cut at \(cut)")
+        }
+        for position in stride(from: 20, to: bytes.count - 8, by: bytes.count / 15) {
+            var flipped = bytes
+            flipped[position] ^= 0x01
+            let damaged = scratch.path("flip-\(position).ckbundle")
+            try Data(flipped).write(to: URL(fileURLWithPath: damaged))
+            #expect(verify(damaged) != nil, "flipped byte \(position)")
+        }
+    }
+
+    @Test("a manifest that lies, a missing member, an extra member, a damaged member are refused by name")
+    func lies() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.familyTodo)
+        let bundle = scratch.path("b.ckbundle")
+        let summary = try BundleWriter().write(store, to: bundle)
+        let task = try #require(summary.manifest.members.first { $0.recordType == "Task" })
+        var cases: [(String, Unpacked, String)] = []
+
+        var wrongSum = try Unpacked(bundle)
+        wrongSum.manifestText = wrongSum.manifestText.replacingOccurrences(of: task.sha256, with: String(task.sha256.reversed()))
+        cases.append(("wrong checksum", wrongSum, "\(task.path)): its SHA-256 does not match the manifest"))
+
+        var wrongCount = try Unpacked(bundle)
+        var lyingManifest = try JSONDecoder().decode(BundleManifest.self, from: Data(wrongCount.members[0].bytes))
+        let taskIndex = try #require(lyingManifest.members.firstIndex { $0.path == task.path })
+        lyingManifest.members[taskIndex].records = task.records! + 1
+        wrongCount.members[0].bytes = Array(try JSONEncoder().encode(lyingManifest))
+        cases.append(("wrong count", wrongCount, "holds \(task.records!) records; the manifest says \(task.records! + 1)"))
+
+        var missing = try Unpacked(bundle)
+        missing.members.removeAll { $0.path == task.path }
+        cases.append(("missing member", missing, "\(task.path)): is in the manifest but not in the bundle"))
+
+        var extra = try Unpacked(bundle)
+        extra.members.append(("records/private/_defaultZone/Task.jsonl", Array("{}\n".utf8)))
+        cases.append(("extra member", extra, "is not in the manifest"))
+
+        var edited = try Unpacked(bundle)
+        let index = try #require(edited.members.firstIndex { $0.path == task.path })
+        edited.members[index].bytes = Array(String(decoding: edited.members[index].bytes, as: UTF8.self).replacingOccurrences(of: "Take out the trash", with: "Take out the trasH").utf8)
+        cases.append(("edited member", edited, "\(task.path)): its SHA-256 does not match the manifest"))
+
+        var noManifest = try Unpacked(bundle)
+        noManifest.members.removeFirst()
+        cases.append(("no manifest", noManifest, "manifest.json is not its first member"))
+
+        for (what, unpacked, words) in cases {
+            let path = scratch.path("\(what).ckbundle")
+            try unpacked.write(path)
+            let message = verify(path)
+            #expect(message?.contains(words) == true, "\(what): \(message ?? "accepted")")
+            // And a restore writes nothing.
+            let target = scratch.path("\(what).sqlite")
+            #expect(throws: (any Error).self) { _ = try restore(path, into: target) }
+            if FileManager.default.fileExists(atPath: target) {
+                #expect(try everything(try RecordStore(path: target)).isEmpty, "\(what)")
+            }
+        }
+    }
+}
