@@ -3,6 +3,7 @@
 #  1. JSONL and CSV import, JSONL and CSV export, and an indexed --where export of a generated
 #     family-todo data set, beside the sqlite3 shell doing the same work on the same rows
 #     (.import of a CSV, -json and -csv output);
+#     and backup bundles (backup, verify, restore) of the same records beside export | gzip -6;
 #  2. iCalendar export and import of family-calendar events with three participants each,
 #     beside Python's icalendar package doing the same (scripts/bench_calendar.py).
 #
@@ -77,6 +78,12 @@ measure() {
   # Both write a file and make it durable (ckport syncs an export before moving it into place).
   run "$tag-ref-export" sh -c "sqlite3 -json '$ref' 'SELECT * FROM Task' > '$work/$tag-ref.json' && sync '$work/$tag-ref.json'"
   run "$tag-ref-csv-export" sh -c "sqlite3 -csv '$ref' 'SELECT * FROM Task' > '$work/$tag-ref.csv' && sync '$work/$tag-ref.csv'"
+  # Backup bundles, beside a JSONL export piped through gzip -6.
+  run "$tag-backup" "$ckport" backup --store "$store" -o "$work/$tag.ckbundle" -q
+  run "$tag-ref-backup" sh -c "'$ckport' export --store '$store' -q | gzip -6 > '$work/$tag-ref.jsonl.gz' && sync '$work/$tag-ref.jsonl.gz'"
+  run "$tag-verify" "$ckport" verify "$work/$tag.ckbundle" -q
+  rm -f "$work/$tag-restored.sqlite"
+  run "$tag-restore" sh -c "rm -f '$work/$tag-restored.sqlite' && '$ckport' restore '$work/$tag.ckbundle' --store '$work/$tag-restored.sqlite' -q"
   sqlite3 "$ref" 'CREATE INDEX t_household ON Task (householdId)'
   run "$tag-ref-where" sh -c "sqlite3 -json '$ref' \"SELECT * FROM Task WHERE householdId = 'household-1'\" > '$work/$tag-ref-where.json' && sync '$work/$tag-ref-where.json'"
   ls -l "$data" | awk '{print $5}' > "$work/$tag-bytes"
@@ -127,6 +134,18 @@ echo "Median of $repeat runs each. ratio = ckport time / sqlite3 shell time on t
 echo "Exports write a file and sync it, both tools. The shell's .import fills one plain table; ckport"
 echo "also validates every record, keeps the change log and builds the schema's indexes (6 on Task)"
 echo "in the same transaction."
+echo
+echo "Backup bundles of the same $(commas "$records") records ($(ls -l "$work/big.ckbundle" | awk '{printf "%.0f MB", $5/1048576}')):"
+echo
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "reference, same records" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
+printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "backup to a bundle" "$(secs big-backup)" "$(rate big-backup "$records")" "export | gzip -6: $(secs big-ref-backup) s" "$(ratio big-backup big-ref-backup)×" "$(mb small-backup) / $(mb big-backup) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "verify the bundle" "$(secs big-verify)" "$(rate big-verify "$records")" "restore: $(secs big-restore) s" "$(ratio big-verify big-restore)×" "$(mb small-verify) / $(mb big-verify) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "restore into an empty store" "$(secs big-restore)" "$(rate big-restore "$records")" "JSONL import: $(secs big-import) s" "$(ratio big-restore big-import)×" "$(mb small-restore) / $(mb big-restore) MB"
+echo
+echo "Targets: backup ≤ 1.3× the export piped through gzip -6, restore ≥ 100,000 records/s, verify at"
+echo "least twice as fast as restore, memory under 200 MB. restore verifies the whole bundle first,"
+echo "then writes."
 echo
 echo "data: family-calendar, $(commas "$events") events × 3 participants ($(commas $((4 * events))) records), iCalendar $(awk '{printf "%.0f MB", $1/1048576}' "$work/cal-bytes")"
 echo

@@ -102,8 +102,18 @@ struct VerifyCommand: ParsableCommand {
         let validator = RecordValidator(schema: reader.schema)
         var problems: [String] = []
         var perType: [String: Int] = [:]
-        var referenceTargets: Set<RecordID> = []
-        var references: [(from: String, to: RecordID)] = []
+        // Records and reference targets are kept as 64-bit hashes, so that memory stays small
+        // at millions of records; a reference to a record not seen yet keeps its names (up to
+        // a limit) for the report.
+        func key(_ zone: ZoneID, _ name: String) -> Int {
+            var hasher = Hasher()
+            hasher.combine(zone)
+            hasher.combine(name)
+            return hasher.finalize()
+        }
+        var seen: Set<Int> = []
+        var forward: [(hash: Int, from: String, to: String)] = []
+        var forwardHashes: [Int] = []
         while let item = try reader.next() {
             switch item {
             case .invalid(let issue, _):
@@ -111,14 +121,15 @@ struct VerifyCommand: ParsableCommand {
             case .record(let sourced):
                 let record = sourced.record
                 perType[record.recordType, default: 0] += 1
-                referenceTargets.insert(record.id)
+                seen.insert(key(record.zone, record.recordName))
                 for issue in validator.issues(in: record) {
                     problems.append("\(sourced.position): record '\(record.recordName)' (\(record.recordType)): \(issue)")
                 }
                 for (_, value) in record.fields {
-                    if case .reference(let target) = value, references.count < 1_000_000 {
-                        references.append((record.recordName, RecordID(recordName: target.recordName, zone: record.zone)))
-                    }
+                    guard case .reference(let target) = value else { continue }
+                    let hash = key(record.zone, target.recordName)
+                    if seen.contains(hash) { continue }
+                    if forward.count < 10_000 { forward.append((hash, record.recordName, target.recordName)) } else { forwardHashes.append(hash) }
                 }
             }
             if problems.count >= 20 { break }
@@ -126,14 +137,15 @@ struct VerifyCommand: ParsableCommand {
         guard problems.isEmpty else {
             throw CommandFailure.invalid(problems.joined(separator: "\n") + "\n\(bundle) is not sound")
         }
-        let outside = references.filter { !referenceTargets.contains($0.to) }
+        let outside = forward.filter { !seen.contains($0.hash) }
+        let outsideCount = outside.count + forwardHashes.filter { !seen.contains($0) }.count
         if !quiet {
             let manifest = reader.manifest
             print("\(bundle): sound — \(Console.count(reader.recordsRead)) records in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
             print("made \(manifest.created) by ckport \(manifest.ckportVersion) from store \(manifest.storeID) at \(manifest.token)")
             for (type, count) in perType.sorted(by: { $0.key < $1.key }) { print("  \(type): \(Console.count(count))") }
-            if !outside.isEmpty {
-                print("note: \(Console.count(outside.count)) references point at records outside the bundle, e.g. \(outside.prefix(3).map { "\($0.from) → \($0.to.recordName)" }.joined(separator: ", "))")
+            if outsideCount > 0 {
+                print("note: \(Console.count(outsideCount)) references point at records outside the bundle, e.g. \(outside.prefix(3).map { "\($0.from) → \($0.to)" }.joined(separator: ", "))")
             }
             print("checked in \(Console.seconds(Date().timeIntervalSince(started)))")
         }
