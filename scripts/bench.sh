@@ -144,8 +144,8 @@ printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "verify the bundle" "$(se
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "restore into an empty store" "$(secs big-restore)" "$(rate big-restore "$records")" "JSONL import: $(secs big-import) s" "$(ratio big-restore big-import)×" "$(mb small-restore) / $(mb big-restore) MB"
 echo
 echo "Targets: backup ≤ 1.3× the export piped through gzip -6, restore ≥ 100,000 records/s, verify at"
-echo "least twice as fast as restore, memory under 200 MB. restore verifies the whole bundle first,"
-echo "then writes."
+echo "least twice as fast as restore, memory under 200 MB. restore checks the bundle as it writes,"
+echo "in one transaction that commits only when every member has checked out."
 echo
 echo "data: family-calendar, $(commas "$events") events × 3 participants ($(commas $((4 * events))) records), iCalendar $(awk '{printf "%.0f MB", $1/1048576}' "$work/cal-bytes")"
 echo

@@ -114,7 +114,9 @@ struct VerifyCommand: ParsableCommand {
         var seen: Set<Int> = []
         var forward: [(hash: Int, from: String, to: String)] = []
         var forwardHashes: [Int] = []
-        while let item = try reader.next() {
+        // Decompressing, hashing and parsing run on a thread of their own; checking runs here.
+        let items = PrefetchingSource(reader)
+        while let item = try items.next() {
             switch item {
             case .invalid(let issue, _):
                 problems.append(issue.description)
@@ -198,8 +200,9 @@ struct RestoreCommand: ParsableCommand {
         commandName: "restore",
         abstract: "Restore a bundle into a store.",
         discussion: """
-        The bundle is verified completely first; then its schema and records go into the store \
-        in one transaction, so a damaged bundle restores nothing. A store that already holds \
+        The bundle's schema and records go into the store in one transaction, which commits only \
+        once the whole bundle has checked out (every size, checksum and count, every record \
+        valid), so a damaged bundle restores nothing. A store that already holds \
         records needs --mode (upsert, replace or newer, as for import).
 
           ckport restore family.ckbundle --store restored.sqlite
@@ -219,32 +222,32 @@ struct RestoreCommand: ParsableCommand {
 
     func run() throws {
         let started = Date()
-        // Pass 1: the whole bundle, checked before anything is written.
-        let check = try BundleReader(path: bundle, limits: limits.limits)
-        let validator = RecordValidator(schema: check.schema)
-        let progress = ProgressLine("verifying", quiet: storeOptions.quiet)
-        while let item = try check.next() {
-            if case .invalid(let issue, _) = item { throw issue }
-            if case .record(let sourced) = item, let issue = validator.issues(in: sourced.record).first {
-                throw CommandFailure.invalid("\(sourced.position): record '\(sourced.record.recordName)' (\(sourced.record.recordType)): \(issue)\n\(bundle) is not sound; nothing was restored")
-            }
-            if check.recordsRead % 10_000 == 0 { progress.update(records: check.recordsRead, bytesDone: check.bytesRead, bytesTotal: check.totalBytes) }
-        }
-        progress.finish()
-        let store = try storeOptions.open(create: true)
-        let stored = try store.read { try $0.stats().totalRecords }
-        if stored > 0 && mode == nil {
-            throw CommandFailure.usage("the store \(storeOptions.path) already holds \(Console.count(stored)) records; pass --mode upsert, replace or newer to restore into it")
-        }
         if mode == .insert { throw CommandFailure.usage("--mode insert cannot restore; use upsert, replace or newer") }
-        // Pass 2: schema and records.
-        _ = try store.importSchema(check.schema)
         let reader = try BundleReader(path: bundle, limits: limits.limits)
-        let importer = RecordImporter(store: store, options: ImportOptions(mode: mode ?? .upsert))
-        let summary = try importer.run([reader])
-        if !storeOptions.quiet {
-            Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records (\(Console.count(summary.totals.unchanged)) unchanged) from \(bundle) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
-            Console.error("change token: \(summary.token?.description ?? "")")
+        let existed = FileManager.default.fileExists(atPath: storeOptions.path)
+        let store = try storeOptions.open(create: true)
+        do {
+            let stored = try store.read { try $0.stats().totalRecords }
+            if stored > 0 && mode == nil {
+                throw CommandFailure.usage("the store \(storeOptions.path) already holds \(Console.count(stored)) records; pass --mode upsert, replace or newer to restore into it")
+            }
+            // The schema and every record go in one transaction, which commits only once the
+            // whole bundle has checked out (sizes, checksums, counts, every record valid).
+            let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
+            let importer = RecordImporter(store: store, options: ImportOptions(mode: mode ?? .upsert))
+            importer.progress = { progress.update(records: $0.records, bytesDone: $0.bytesRead, bytesTotal: $0.totalBytes) }
+            let summary = try importer.run([reader], schema: reader.schema)
+            progress.finish()
+            if !storeOptions.quiet {
+                Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records (\(Console.count(summary.totals.unchanged)) unchanged) from \(bundle) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+                Console.error("change token: \(summary.token?.description ?? "")")
+            }
+        } catch {
+            // A store this restore created and could not fill is removed again.
+            if !existed {
+                for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storeOptions.path + suffix) }
+            }
+            throw error
         }
     }
 }
