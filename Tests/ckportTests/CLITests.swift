@@ -378,6 +378,10 @@ struct CLITests {
         let refused = try ckport(["restore", "half.ckbundle", "--store", "empty.sqlite"], in: folder.url)
         #expect(refused.status == 2)
         #expect(!FileManager.default.fileExists(atPath: folder.path("empty.sqlite")))
+        let before = folder.data("copy.sqlite")
+        let intoExisting = try ckport(["restore", "half.ckbundle", "--store", "copy.sqlite", "--mode", "replace"], in: folder.url)
+        #expect(intoExisting.status == 2)
+        #expect(folder.data("copy.sqlite") == before)
         #expect(try ckport(["backup", "-o", "-"], in: folder.url).status == 1)
     }
 }
