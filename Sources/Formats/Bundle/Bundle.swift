@@ -63,7 +63,13 @@ public struct BundleWriter {
         return "records/\(zone.scope.rawValue)/\(zonePart)/\(safe(type)).jsonl"
     }
 
-    public func write(_ store: RecordStore, query: RecordQuery = RecordQuery(), to path: String,
+    /// The member of an incremental bundle: every change after its base token, in the order
+    /// the changes happened, deletions as tombstones.
+    public static let changesPath = "changes.jsonl"
+
+    /// Writes the records `query` selects, or with `since` every change after that token (an
+    /// incremental bundle: `query`'s types, scope and zone still apply, its predicate does not).
+    public func write(_ store: RecordStore, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
                       progress: ((Int) -> Void)? = nil) throws -> Summary {
         let output = try OutputFile(path: path)
         let spoolDirectory = path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
@@ -82,7 +88,7 @@ public struct BundleWriter {
             let codec = JSONRecordCodec(schema: session.schema)
             var writer = JSONWriter(capacity: 1 << 18)
             var hasher = SHA256()
-            var current: (zone: ZoneID, type: String)?
+            var current: (zone: ZoneID, type: String, path: String)?
             var count = 0
             var memberStart: Int64 = 0
             var spooled: Int64 = 0
@@ -98,25 +104,37 @@ public struct BundleWriter {
                 guard let open = current else { return }
                 try flush()
                 let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-                members.append(BundleManifest.Member(path: BundleWriter.memberPath(open.zone, open.type), kind: "records", bytes: spooled - memberStart,
-                                                     sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
-                                                     ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
+                if since != nil {
+                    members.append(BundleManifest.Member(path: open.path, kind: "changes", bytes: spooled - memberStart, sha256: digest, records: count))
+                } else {
+                    members.append(BundleManifest.Member(path: open.path, kind: "records", bytes: spooled - memberStart,
+                                                         sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
+                                                         ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
+                }
                 ranges.append((memberStart, spooled - memberStart))
                 hasher = SHA256()
                 count = 0
                 memberStart = spooled
             }
-            try session.forEach(query) { record in
-                if current == nil || current!.zone != record.zone || current!.type != record.recordType {
-                    try close()
-                    current = (record.zone, record.recordType)
-                }
+            func add(_ record: Records.Record) throws {
                 codec.encode(record, style: .canonical, to: &writer)
                 writer.byte(0x0A)
                 count += 1
                 total += 1
                 if writer.bytes.count >= 1 << 18 { try flush() }
                 if total % 10_000 == 0 { progress?(total) }
+            }
+            if let since {
+                current = (.defaultZone, "", BundleWriter.changesPath)
+                try session.forEachChange(since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, add)
+            } else {
+                try session.forEach(query) { record in
+                    if current == nil || current!.zone != record.zone || current!.type != record.recordType {
+                        try close()
+                        current = (record.zone, record.recordType, BundleWriter.memberPath(record.zone, record.recordType))
+                    }
+                    try add(record)
+                }
             }
             try close()
             return (SchemaPrinter.print(session.schema), session.currentToken, session.storeID)
@@ -126,7 +144,7 @@ public struct BundleWriter {
                                              sha256: SHA256.hash(data: schemaBytes).map { String(format: "%02x", $0) }.joined()), at: 0)
         let manifest = BundleManifest(format: BundleManifest.currentFormat, ckportVersion: version,
                                       created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
-                                      storeID: storeID, token: token.description, baseToken: nil,
+                                      storeID: storeID, token: token.description, baseToken: since?.description,
                                       recordTypes: store.schema.recordTypes.map(\.name), members: members)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -16,6 +16,13 @@ struct BackupCommand: ParsableCommand {
 
           ckport backup -o family.ckbundle
           ckport backup -o tasks.ckbundle --type Task --where "status != 'done'"
+
+        --since PREVIOUS.ckbundle writes an incremental bundle: only what changed or was \
+        deleted after PREVIOUS was made, in the order it happened. Restore a chain in order:
+
+          ckport backup -o monday.ckbundle
+          ckport backup -o tuesday.ckbundle --since monday.ckbundle
+          ckport restore monday.ckbundle tuesday.ckbundle --store restored.sqlite
         """
     )
 
@@ -34,10 +41,14 @@ struct BackupCommand: ParsableCommand {
     @Option(name: .customLong("where"), help: ArgumentHelp("A CloudKit predicate, as for export.", valueName: "predicate"))
     var predicate: String?
 
+    @Option(help: ArgumentHelp("Write only what changed after this earlier bundle of the same store was made.", valueName: "bundle"))
+    var since: String?
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         if output == "-" { throw ValidationError("a bundle goes to a file: -o family.ckbundle") }
+        if since != nil && predicate != nil { throw ValidationError("--since writes every change; it does not combine with --where") }
     }
 
     func run() throws {
@@ -53,11 +64,16 @@ struct BackupCommand: ParsableCommand {
         }
         let progress = ProgressLine("backing up", quiet: storeOptions.quiet)
         let started = Date()
-        let summary = try BundleWriter().write(store, query: query, to: output) { progress.update(records: $0) }
+        var base: ChangeToken?
+        if let since {
+            let previous = try BundleReader(path: since)
+            base = try ChangeToken(parsing: previous.manifest.token)
+        }
+        let summary = try BundleWriter().write(store, query: query, since: base, to: output) { progress.update(records: $0) }
         progress.finish()
         if !storeOptions.quiet {
             let manifest = summary.manifest
-            Console.error("backed up \(Console.count(manifest.recordCount)) records in \(manifest.members.count - 1) members to \(output) "
+            Console.error("backed up \(Console.count(manifest.recordCount)) \(base == nil ? "records" : "changes") in \(manifest.members.count - 1) members to \(output) "
                 + "(\(Console.bytes(summary.bytesWritten))) in \(Console.seconds(Date().timeIntervalSince(started)))")
             Console.error("change token: \(manifest.token)")
         }
@@ -186,10 +202,13 @@ struct InspectCommand: ParsableCommand {
         print("bundle   \(bundle)")
         print("made     \(manifest.created) by ckport \(manifest.ckportVersion) (format \(manifest.format))")
         print("store    \(manifest.storeID), token \(manifest.token)")
+        if let base = manifest.baseToken { print("base     \(base): incremental, the changes after that token") }
         print("schema   \(reader.schema.recordTypes.count) record types: \(reader.schema.recordTypes.map(\.name).joined(separator: ", "))")
         print("")
-        let rows = manifest.members.filter { $0.kind == "records" }.map { member in
-            [member.scope ?? "", member.zoneName ?? "", member.recordType ?? "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
+        let rows = manifest.members.filter { $0.kind != "schema" }.map { member in
+            member.kind == "changes"
+                ? ["(changes)", "", "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
+                : [member.scope ?? "", member.zoneName ?? "", member.recordType ?? "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
         } + [["total", "", "", Console.count(manifest.recordCount), Console.bytes(manifest.members.reduce(0) { $0 + $1.bytes })]]
         print(Console.table(["scope", "zone", "type", "records", "bytes"], rows, numeric: [3, 4]))
     }
@@ -207,11 +226,15 @@ struct RestoreCommand: ParsableCommand {
 
           ckport restore family.ckbundle --store restored.sqlite
           ckport restore family.ckbundle --mode newer
+          ckport restore monday.ckbundle tuesday.ckbundle wednesday.ckbundle
+
+        A chain is checked before anything is written: each incremental bundle must start \
+        where the one before it ended, from the same store.
         """
     )
 
-    @Argument(help: "The bundle.")
-    var bundle: String
+    @Argument(help: "The bundle, or a full bundle and the incremental ones after it, in order.")
+    var bundles: [String]
 
     @Option(help: "How bundled records combine with stored ones, for a store that is not empty: upsert, replace or newer.")
     var mode: WriteMode?
@@ -223,7 +246,8 @@ struct RestoreCommand: ParsableCommand {
     func run() throws {
         let started = Date()
         if mode == .insert { throw CommandFailure.usage("--mode insert cannot restore; use upsert, replace or newer") }
-        let reader = try BundleReader(path: bundle, limits: limits.limits)
+        let readers = try bundles.map { try BundleReader(path: $0, limits: limits.limits) }
+        try RestoreCommand.checkChain(readers, intoExisting: mode != nil)
         let existed = FileManager.default.fileExists(atPath: storeOptions.path)
         let store = try storeOptions.open(create: true)
         do {
@@ -236,10 +260,10 @@ struct RestoreCommand: ParsableCommand {
             let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
             let importer = RecordImporter(store: store, options: ImportOptions(mode: mode ?? .upsert))
             importer.progress = { progress.update(records: $0.records, bytesDone: $0.bytesRead, bytesTotal: $0.totalBytes) }
-            let summary = try importer.run([reader], schema: reader.schema)
+            let summary = try importer.run(readers, schema: readers.last!.schema)
             progress.finish()
             if !storeOptions.quiet {
-                Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records (\(Console.count(summary.totals.unchanged)) unchanged) from \(bundle) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+                Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
                 Console.error("change token: \(summary.token?.description ?? "")")
             }
         } catch {
@@ -248,6 +272,32 @@ struct RestoreCommand: ParsableCommand {
                 for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storeOptions.path + suffix) }
             }
             throw error
+        }
+    }
+
+    /// A chain starts with a full bundle (or, into a store that already holds an earlier
+    /// restore, with an incremental one) and each incremental bundle starts where the one
+    /// before it ended.
+    static func checkChain(_ readers: [BundleReader], intoExisting: Bool) throws {
+        guard let first = readers.first else { throw CommandFailure.usage("name a bundle to restore") }
+        if first.manifest.baseToken != nil && !intoExisting {
+            throw CommandFailure.invalid("\(first.path) is incremental (it starts at \(first.manifest.baseToken!)); restore the full bundle it builds on first, or pass --mode to apply it to a store restored earlier")
+        }
+        for (previous, next) in zip(readers, readers.dropFirst()) {
+            guard let base = next.manifest.baseToken else {
+                throw CommandFailure.invalid("\(next.path) is a full bundle; only incremental bundles can follow \(previous.path) in a chain")
+            }
+            guard next.manifest.storeID == previous.manifest.storeID else {
+                throw CommandFailure.invalid("\(next.path) comes from store \(next.manifest.storeID), \(previous.path) from \(previous.manifest.storeID): they are not one chain")
+            }
+            guard base == previous.manifest.token else {
+                let baseSequence = (try? ChangeToken(parsing: base))?.sequence ?? 0
+                let previousSequence = (try? ChangeToken(parsing: previous.manifest.token))?.sequence ?? 0
+                let what = baseSequence > previousSequence
+                    ? "a bundle is missing between them (the one that starts at \(previous.manifest.token))"
+                    : "they are in the wrong order, or \(next.path) belongs to another chain"
+                throw CommandFailure.invalid("\(next.path) starts at \(base), but \(previous.path) ends at \(previous.manifest.token): \(what)")
+            }
         }
     }
 }
