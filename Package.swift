@@ -12,7 +12,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "4.5.2"..<"5.0.0"),
     ],
     targets: [
         .target(name: "Records"),
@@ -24,7 +24,8 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", .product(name: "Yams", package: "Yams"),
-                                                 .product(name: "Crypto", package: "swift-crypto")]),
+                                                 .product(name: "Crypto", package: "swift-crypto"),
+                                                 .product(name: "CryptoExtras", package: "swift-crypto")]),
         .target(name: "SampleApps", dependencies: ["Records"]),
         .executableTarget(name: "ckport", dependencies: [
             "Records", "Store", "Formats", "SampleApps",

@@ -174,4 +174,82 @@ struct BundleTests {
             }
         }
     }
+
+    @Test("encrypted bundles: round trip, a wrong passphrase, any changed, dropped or moved byte is refused")
+    func encryption() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.relationshipCheckin)
+        let bundle = scratch.path("secret.ckbundle")
+        _ = try BundleWriter().write(store, to: bundle, passphrase: "correct horse battery staple")
+        #expect(BundleEncryption.isEncrypted(path: bundle))
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: bundle)))
+        // The records are not readable in the file.
+        #expect(!String(decoding: bytes, as: UTF8.self).contains("DailyEntry_"))
+        #expect(throws: BundleError.self) { _ = try BundleReader(path: bundle) }
+        let reader = try BundleReader(path: bundle, passphrase: "correct horse battery staple")
+        let copy = try RecordStore(path: scratch.path("copy.sqlite"))
+        _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader], schema: reader.schema)
+        #expect(try everything(copy) == (try everything(store)))
+        let wrong = "\((try? BundleReader(path: bundle, passphrase: "Correct horse battery staple")).map { _ in "accepted" } ?? "")"
+        #expect(wrong.isEmpty)
+        do { _ = try BundleReader(path: bundle, passphrase: "wrong") } catch { #expect("\(error)".contains("passphrase is wrong")) }
+        func read(_ damaged: [UInt8]) -> String? {
+            let path = scratch.path("damaged.ckbundle")
+            try? Data(damaged).write(to: URL(fileURLWithPath: path))
+            do {
+                let reader = try BundleReader(path: path, passphrase: "correct horse battery staple")
+                while try reader.next() != nil {}
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        for position in stride(from: 30, to: bytes.count, by: max(1, bytes.count / 12)) {
+            var damaged = bytes
+            damaged[position] ^= 0x20
+            #expect(read(damaged) != nil, "changed byte \(position)")
+        }
+        #expect(read(Array(bytes.dropLast(5)))?.contains("cut short") == true)
+
+        // Chunks moved or dropped: several small chunks through the encryptor directly.
+        var sealed: [UInt8] = []
+        var header = BundleEncryption.newHeader(chunkSize: 1000)
+        header.n = 1 << 10
+        let plain = (0..<5500).map { UInt8($0 % 251) }
+        let encryptor = try BundleEncryptor(passphrase: "p", header: header) { sealed += $0 }
+        try encryptor.write(plain)
+        try encryptor.finish()
+        func decrypt(_ file: [UInt8]) -> Result<[UInt8], Error> {
+            let path = scratch.path("chunks.bin")
+            try? Data(file).write(to: URL(fileURLWithPath: path))
+            return Result {
+                let decryptor = try BundleDecryptor(path: path, passphrase: "p")
+                var out: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 700)
+                while true {
+                    let n = try buffer.withUnsafeMutableBytes { try decryptor.read(into: $0) }
+                    if n == 0 { return out }
+                    out += buffer[0..<n]
+                }
+            }
+        }
+        #expect((try? decrypt(sealed).get()) == plain)
+        let headerLength = sealed.firstIndex(of: 0x0A, after: BundleEncryption.magic.count)! + 1
+        let chunkLength = 4 + 1000 + 16
+        var swapped = Array(sealed[..<headerLength])
+        swapped += sealed[(headerLength + chunkLength)..<(headerLength + 2 * chunkLength)]
+        swapped += sealed[headerLength..<(headerLength + chunkLength)]
+        swapped += sealed[(headerLength + 2 * chunkLength)...]
+        #expect((try? decrypt(swapped).get()) == nil, "swapped chunks")
+        let dropped = Array(sealed[..<headerLength]) + Array(sealed[(headerLength + chunkLength)...])
+        #expect((try? decrypt(dropped).get()) == nil, "dropped first chunk")
+        let cut = Array(sealed[..<(headerLength + 2 * chunkLength)])
+        if case .failure(let error) = decrypt(cut) { #expect("\(error)".contains("cut short")) } else { Issue.record("a cut after a whole chunk was accepted") }
+    }
+}
+
+private extension Array where Element == UInt8 {
+    func firstIndex(of byte: UInt8, after start: Int) -> Int? {
+        self[start...].firstIndex(of: byte)
+    }
 }

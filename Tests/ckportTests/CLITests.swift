@@ -415,4 +415,25 @@ struct CLITests {
         #expect(!folder.text("b.jsonl").contains(#""status":{"value":"done""#))
         #expect(try ckport(["backup", "-o", "x.ckbundle", "--since", "full.ckbundle", "--where", "status == 'next'"], in: folder.url).status == 1)
     }
+
+    @Test("an encrypted bundle needs its passphrase, from a file or the environment, never a flag")
+    func encryptedBundles() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("relationship-checkin", "schema.ckdb"), sample("relationship-checkin", "records.jsonl")], in: folder.url).status == 0)
+        folder.write("pass.txt", "correct horse battery staple\n")
+        folder.write("wrong.txt", "incorrect horse\n")
+        #expect(try ckport(["backup", "-o", "s.ckbundle", "--encrypt"], in: folder.url).status == 1)
+        let sealed = try ckport(["backup", "-o", "s.ckbundle", "--encrypt", "--passphrase-file", "pass.txt"], in: folder.url)
+        #expect(sealed.status == 0, "\(sealed.stderr)")
+        #expect(try ckport(["verify", "s.ckbundle"], in: folder.url).stderr.contains("the bundle is encrypted"))
+        let wrong = try ckport(["verify", "s.ckbundle", "--passphrase-file", "wrong.txt"], in: folder.url)
+        #expect(wrong.status == 2)
+        #expect(wrong.stderr.contains("passphrase is wrong"))
+        let restored = try ckport(["restore", "s.ckbundle", "--store", "r.sqlite"], in: folder.url, environment: ["CKPORT_PASSPHRASE": "correct horse battery staple"])
+        #expect(restored.status == 0, "\(restored.stderr)")
+        #expect(try ckport(["export", "-o", "a.jsonl"], in: folder.url).status == 0)
+        #expect(try ckport(["export", "--store", "r.sqlite", "-o", "b.jsonl"], in: folder.url).status == 0)
+        #expect(folder.data("a.jsonl") == folder.data("b.jsonl"))
+        #expect(try ckport(["backup", "-o", "x.ckbundle", "--passphrase", "secret"], in: folder.url).status == 1)
+    }
 }

@@ -69,9 +69,14 @@ public struct BundleWriter {
 
     /// Writes the records `query` selects, or with `since` every change after that token (an
     /// incremental bundle: `query`'s types, scope and zone still apply, its predicate does not).
+    /// With `passphrase`, the bundle is encrypted (see ``BundleEncryption``).
     public func write(_ store: RecordStore, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
-                      progress: ((Int) -> Void)? = nil) throws -> Summary {
+                      passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
         let output = try OutputFile(path: path)
+        let encryptor = try passphrase.map { try BundleEncryptor(passphrase: $0) { try output.write($0) } }
+        func emit(_ bytes: [UInt8]) throws {
+            if let encryptor { try encryptor.write(bytes) } else { try output.write(bytes) }
+        }
         let spoolDirectory = path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
         let spoolPath = (spoolDirectory.isEmpty ? "." : spoolDirectory) + "/.ckport-spool-\(UUID().uuidString)"
         guard FileManager.default.createFile(atPath: spoolPath, contents: nil), let spool = FileHandle(forUpdatingAtPath: spoolPath) else {
@@ -155,7 +160,7 @@ public struct BundleWriter {
         let gzip = GzipCompressor(level: level)
         func put(_ bytes: [UInt8]) throws {
             let compressed = gzip.compress(bytes)
-            if !compressed.isEmpty { try output.write(compressed) }
+            if !compressed.isEmpty { try emit(compressed) }
         }
         do {
             for (name, bytes) in [("manifest.json", manifestBytes), ("schema.ckdb", schemaBytes)] {
@@ -174,7 +179,8 @@ public struct BundleWriter {
                 try put(Tar.padding(member.bytes))
             }
             try put(Tar.end)
-            try output.write(gzip.finish())
+            try emit(gzip.finish())
+            try encryptor?.finish()
             try output.commit()
         } catch {
             output.discard()
@@ -212,9 +218,18 @@ public final class BundleReader: RecordSource {
         init(_ value: T) { self.value = value }
     }
 
-    public init(path: String, limits: DecompressionLimits = DecompressionLimits()) throws {
+    /// An encrypted bundle needs its passphrase.
+    public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil) throws {
         self.path = path
-        gzip = try GzipReader(path: path, limits: limits)
+        if BundleEncryption.isEncrypted(path: path) {
+            guard let passphrase else {
+                throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase (--passphrase-file FILE, or $CKPORT_PASSPHRASE)")
+            }
+            let decryptor = try BundleDecryptor(path: path, passphrase: passphrase)
+            gzip = GzipReader(name: path, limits: limits) { try decryptor.read(into: $0) }
+        } else {
+            gzip = try GzipReader(path: path, limits: limits)
+        }
         tar = TarReader(gzip: gzip)
         func fail(_ member: String?, _ message: String) -> BundleError { BundleError(file: path, member: member, message: message) }
         guard let first = try tar.next(), first.path == "manifest.json" else {

@@ -23,6 +23,11 @@ struct BackupCommand: ParsableCommand {
           ckport backup -o monday.ckbundle
           ckport backup -o tuesday.ckbundle --since monday.ckbundle
           ckport restore monday.ckbundle tuesday.ckbundle --store restored.sqlite
+
+        --encrypt seals the whole bundle with AES-256-GCM under a key derived from a \
+        passphrase (scrypt, random salt), read from --passphrase-file or $CKPORT_PASSPHRASE:
+
+          CKPORT_PASSPHRASE="$(cat ~/.ckport-pass)" ckport backup -o family.ckbundle --encrypt
         """
     )
 
@@ -43,6 +48,11 @@ struct BackupCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Write only what changed after this earlier bundle of the same store was made.", valueName: "bundle"))
     var since: String?
+
+    @Flag(help: "Encrypt the bundle (AES-256-GCM, key from the passphrase by scrypt).")
+    var encrypt = false
+
+    @OptionGroup var passphrase: PassphraseOptions
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -66,10 +76,17 @@ struct BackupCommand: ParsableCommand {
         let started = Date()
         var base: ChangeToken?
         if let since {
-            let previous = try BundleReader(path: since)
+            let previous = try BundleReader(path: since, passphrase: try passphrase.passphrase())
             base = try ChangeToken(parsing: previous.manifest.token)
         }
-        let summary = try BundleWriter().write(store, query: query, since: base, to: output) { progress.update(records: $0) }
+        var key: String?
+        if encrypt {
+            guard let given = try passphrase.passphrase() else {
+                throw CommandFailure.usage("--encrypt needs a passphrase: --passphrase-file FILE, or $CKPORT_PASSPHRASE")
+            }
+            key = given
+        }
+        let summary = try BundleWriter().write(store, query: query, since: base, to: output, passphrase: key) { progress.update(records: $0) }
         progress.finish()
         if !storeOptions.quiet {
             let manifest = summary.manifest
@@ -77,6 +94,27 @@ struct BackupCommand: ParsableCommand {
                 + "(\(Console.bytes(summary.bytesWritten))) in \(Console.seconds(Date().timeIntervalSince(started)))")
             Console.error("change token: \(manifest.token)")
         }
+    }
+}
+
+/// Where a bundle's passphrase comes from: a file, or $CKPORT_PASSPHRASE — never the command
+/// line, where other users and the shell history would see it.
+struct PassphraseOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Read the passphrase of an encrypted bundle from this file (its first line). Default: $CKPORT_PASSPHRASE.", valueName: "file"))
+    var passphraseFile: String?
+
+    func passphrase() throws -> String? {
+        if let passphraseFile {
+            guard let text = try? String(contentsOfFile: passphraseFile, encoding: .utf8) else {
+                throw CommandFailure.usage("cannot read the passphrase file \(passphraseFile)")
+            }
+            let line = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+                .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+            guard !line.isEmpty else { throw CommandFailure.usage("the passphrase file \(passphraseFile) is empty") }
+            return line
+        }
+        if let value = ProcessInfo.processInfo.environment["CKPORT_PASSPHRASE"], !value.isEmpty { return value }
+        return nil
     }
 }
 
@@ -109,12 +147,14 @@ struct VerifyCommand: ParsableCommand {
 
     @OptionGroup var limits: BundleLimitOptions
 
+    @OptionGroup var passphrase: PassphraseOptions
+
     @Flag(name: [.short, .long], help: "Print nothing when the bundle is sound.")
     var quiet = false
 
     func run() throws {
         let started = Date()
-        let reader = try BundleReader(path: bundle, limits: limits.limits)
+        let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase())
         let validator = RecordValidator(schema: reader.schema)
         var problems: [String] = []
         var perType: [String: Int] = [:]
@@ -190,8 +230,10 @@ struct InspectCommand: ParsableCommand {
 
     @OptionGroup var limits: BundleLimitOptions
 
+    @OptionGroup var passphrase: PassphraseOptions
+
     func run() throws {
-        let reader = try BundleReader(path: bundle, limits: limits.limits)
+        let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase())
         let manifest = reader.manifest
         if json {
             let encoder = JSONEncoder()
@@ -241,12 +283,15 @@ struct RestoreCommand: ParsableCommand {
 
     @OptionGroup var limits: BundleLimitOptions
 
+    @OptionGroup var passphrase: PassphraseOptions
+
     @OptionGroup var storeOptions: StoreOptions
 
     func run() throws {
         let started = Date()
         if mode == .insert { throw CommandFailure.usage("--mode insert cannot restore; use upsert, replace or newer") }
-        let readers = try bundles.map { try BundleReader(path: $0, limits: limits.limits) }
+        let key = try passphrase.passphrase()
+        let readers = try bundles.map { try BundleReader(path: $0, limits: limits.limits, passphrase: key) }
         try RestoreCommand.checkChain(readers, intoExisting: mode != nil)
         let existed = FileManager.default.fileExists(atPath: storeOptions.path)
         let store = try storeOptions.open(create: true)
