@@ -383,6 +383,17 @@ struct CLITests {
         #expect(intoExisting.status == 2)
         #expect(folder.data("copy.sqlite") == before)
         #expect(try ckport(["backup", "-o", "-"], in: folder.url).status == 1)
+        // A part of a bundle, and a zone restored under another name beside the original.
+        let part = try ckport(["restore", "family.ckbundle", "--type", "Event", "--zone", "family-1-zone", "--store", "part.sqlite"], in: folder.url)
+        #expect(part.status == 0, "\(part.stderr)")
+        let events = try ckport(["export", "--store", "part.sqlite", "-q"], in: folder.url).stdout.split(separator: "\n")
+        #expect(events.count == 9)
+        #expect(events.allSatisfy { $0.contains(#""recordType":"Event""#) && $0.contains(#""zoneName":"family-1-zone""#) })
+        let renamed = try ckport(["restore", "family.ckbundle", "--zone", "family-1-zone", "--rename-zone", "family-1-zone=family-1-before", "--mode", "upsert"], in: folder.url)
+        #expect(renamed.status == 0, "\(renamed.stderr)")
+        let stats = try ckport(["stats"], in: folder.url).stdout
+        #expect(stats.contains("family-1-before") && stats.contains("family-1-zone"), "\(stats)")
+        #expect(stats.split(separator: "\n").contains { $0.hasPrefix("total") && $0.hasSuffix(" 173           0") }, "\(stats)")
     }
 
     @Test("an incremental chain: changes and deletions since the last bundle, gaps and wrong orders refused")

@@ -269,6 +269,8 @@ struct RestoreCommand: ParsableCommand {
           ckport restore family.ckbundle --store restored.sqlite
           ckport restore family.ckbundle --mode newer
           ckport restore monday.ckbundle tuesday.ckbundle wednesday.ckbundle
+          ckport restore family.ckbundle --type Event --type EventParticipant --zone family-1-zone
+          ckport restore family.ckbundle --rename-zone family-1-zone=family-1-before-upgrade --mode upsert
 
         A chain is checked before anything is written: each incremental bundle must start \
         where the one before it ended, from the same store.
@@ -280,6 +282,15 @@ struct RestoreCommand: ParsableCommand {
 
     @Option(help: "How bundled records combine with stored ones, for a store that is not empty: upsert, replace or newer.")
     var mode: WriteMode?
+
+    @Option(name: .customLong("type"), help: ArgumentHelp("Restore only this record type; repeat for several.", valueName: "type"))
+    var recordTypes: [String] = []
+
+    @Option(help: ArgumentHelp("Restore only zones with this name; repeat for several.", valueName: "name"))
+    var zone: [String] = []
+
+    @Option(help: ArgumentHelp("Restore the records of zone OLD into zone NEW (same scope and owner); repeat for several.", valueName: "old=new"))
+    var renameZone: [String] = []
 
     @OptionGroup var limits: BundleLimitOptions
 
@@ -305,7 +316,16 @@ struct RestoreCommand: ParsableCommand {
             let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
             let importer = RecordImporter(store: store, options: ImportOptions(mode: mode ?? .upsert))
             importer.progress = { progress.update(records: $0.records, bytesDone: $0.bytesRead, bytesTotal: $0.totalBytes) }
-            let summary = try importer.run(readers, schema: readers.last!.schema)
+            var renames: [String: String] = [:]
+            for entry in renameZone {
+                let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw CommandFailure.usage("--rename-zone takes OLD=NEW, e.g. family-1-zone=family-1-copy") }
+                renames[parts[0]] = parts[1]
+            }
+            let sources: [RecordSource] = recordTypes.isEmpty && zone.isEmpty && renames.isEmpty
+                ? readers
+                : readers.map { SelectingSource($0, types: Set(recordTypes), zones: Set(zone), renames: renames) }
+            let summary = try importer.run(sources, schema: readers.last!.schema)
             progress.finish()
             if !storeOptions.quiet {
                 Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
@@ -344,5 +364,36 @@ struct RestoreCommand: ParsableCommand {
                 throw CommandFailure.invalid("\(next.path) starts at \(base), but \(previous.path) ends at \(previous.manifest.token): \(what)")
             }
         }
+    }
+}
+
+/// Passes on the records of some types and zones only, renaming zones on the way. Every
+/// record is still read, so that every member's checksum is checked.
+final class SelectingSource: RecordSource {
+    private let source: RecordSource
+    private let types: Set<String>
+    private let zones: Set<String>
+    private let renames: [String: String]
+
+    init(_ source: RecordSource, types: Set<String>, zones: Set<String>, renames: [String: String]) {
+        self.source = source
+        self.types = types
+        self.zones = zones
+        self.renames = renames
+    }
+
+    var name: String { source.name }
+    var bytesRead: Int64 { source.bytesRead }
+    var totalBytes: Int64? { source.totalBytes }
+
+    func next() throws -> SourceItem? {
+        while let item = try source.next() {
+            guard case .record(var sourced) = item else { return item }
+            if !types.isEmpty && !types.contains(sourced.record.recordType) { continue }
+            if !zones.isEmpty && !zones.contains(sourced.record.zone.zoneName) { continue }
+            if let renamed = renames[sourced.record.zone.zoneName] { sourced.record.id.zone.zoneName = renamed }
+            return .record(sourced)
+        }
+        return nil
     }
 }
