@@ -221,6 +221,7 @@ public final class BundleReader: RecordSource {
     /// An encrypted bundle needs its passphrase.
     public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil) throws {
         self.path = path
+        totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         if BundleEncryption.isEncrypted(path: path) {
             guard let passphrase else {
                 throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase (--passphrase-file FILE, or $CKPORT_PASSPHRASE)")
@@ -272,7 +273,7 @@ public final class BundleReader: RecordSource {
 
     public var name: String { path }
     public var bytesRead: Int64 { gzip.compressedBytes }
-    public var totalBytes: Int64? { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil }
+    public let totalBytes: Int64?
 
     private func fail(_ member: String?, _ message: String) -> BundleError {
         BundleError(file: path, member: member, message: message)

@@ -34,17 +34,7 @@ struct BackupCommand: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The bundle to write (.ckbundle or .tar.gz).", valueName: "file"))
     var output: String
 
-    @Option(name: .customLong("type"), help: ArgumentHelp("Record type to back up; repeat for several. Default: all.", valueName: "type"))
-    var recordTypes: [String] = []
-
-    @Option(help: "Only this database scope: private, shared or public.")
-    var scope: DatabaseScope?
-
-    @Option(help: ArgumentHelp("Only zones with this name.", valueName: "name"))
-    var zone: String?
-
-    @Option(name: .customLong("where"), help: ArgumentHelp("A CloudKit predicate, as for export.", valueName: "predicate"))
-    var predicate: String?
+    @OptionGroup var filter: RecordFilterOptions
 
     @Option(help: ArgumentHelp("Write only what changed after this earlier bundle of the same store was made.", valueName: "bundle"))
     var since: String?
@@ -58,20 +48,12 @@ struct BackupCommand: ParsableCommand {
 
     func validate() throws {
         if output == "-" { throw ValidationError("a bundle goes to a file: -o family.ckbundle") }
-        if since != nil && predicate != nil { throw ValidationError("--since writes every change; it does not combine with --where") }
+        if since != nil && filter.predicate != nil { throw ValidationError("--since writes every change; it does not combine with --where") }
     }
 
     func run() throws {
         let store = try storeOptions.open(create: false)
-        var query = RecordQuery(recordTypes: recordTypes, scope: scope, zoneName: zone)
-        if let predicate {
-            do {
-                query.predicate = try RecordPredicate.parse(predicate)
-                query.predicateText = predicate
-            } catch {
-                throw CommandFailure.invalid("--where \"\(predicate)\"\n  at column \(error.column): \(error.message)")
-            }
-        }
+        let query = try filter.query()
         let progress = ProgressLine("backing up", quiet: storeOptions.quiet)
         let started = Date()
         var base: ChangeToken?

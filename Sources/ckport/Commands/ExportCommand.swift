@@ -93,17 +93,11 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "canonical (CloudKit Web Services' record shape) or plain (flat objects).")
     var style: ValueStyle = .canonical
 
-    @Option(name: .customLong("type"), help: ArgumentHelp("Record type to export; repeat for several. Default: all.", valueName: "type"))
-    var recordTypes: [String] = []
-
-    @Option(help: "Only this database scope: private, shared or public.")
-    var scope: DatabaseScope?
-
-    @Option(help: ArgumentHelp("Only zones with this name.", valueName: "name"))
-    var zone: String?
-
-    @Option(name: .customLong("where"), help: ArgumentHelp("A CloudKit predicate, e.g. \"status == 'next' AND dueDate < 2026-02-01\".", valueName: "predicate"))
-    var predicate: String?
+    @OptionGroup var filter: RecordFilterOptions
+    var recordTypes: [String] { filter.recordTypes }
+    var scope: DatabaseScope? { filter.scope }
+    var zone: String? { filter.zone }
+    var predicate: String? { filter.predicate }
 
     @Option(help: ArgumentHelp("Sort by this field.", valueName: "field"))
     var sort: String?
@@ -176,15 +170,10 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         let store = try storeOptions.open(create: false)
-        var query = RecordQuery(recordTypes: recordTypes, scope: scope, zoneName: zone, sortField: sort, descending: desc, limit: limit)
-        if let predicate {
-            do {
-                query.predicate = try RecordPredicate.parse(predicate)
-                query.predicateText = predicate
-            } catch {
-                throw CommandFailure.invalid("--where \"\(predicate)\"\n  at column \(error.column): \(error.message)")
-            }
-        }
+        var query = try filter.query()
+        query.sortField = sort
+        query.descending = desc
+        query.limit = limit
         if explain {
             for (sql, plan) in try store.read({ try $0.queryPlan(query) }) {
                 print(sql)
