@@ -22,6 +22,7 @@ let package = Package(
             "Records", "CSQLiteConfig",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", .product(name: "Yams", package: "Yams"),
                                                  .product(name: "Crypto", package: "swift-crypto"),

@@ -47,9 +47,12 @@ public struct Asset: Hashable, Sendable {
     public var downloadURL: String?
     /// Where a copy of the file lives on this machine, when ckport knows one.
     public var localPath: String?
+    /// The SHA-256 (lowercase hex) of the file's bytes when a store holds them: the key of
+    /// the bytes in the store and of the `assets/<sha256>` member of a bundle.
+    public var sha256: String?
 
     public init(fileChecksum: String, size: Int64, referenceChecksum: String? = nil, wrappingKey: String? = nil,
-                receipt: String? = nil, downloadURL: String? = nil, localPath: String? = nil) {
+                receipt: String? = nil, downloadURL: String? = nil, localPath: String? = nil, sha256: String? = nil) {
         self.fileChecksum = fileChecksum
         self.size = size
         self.referenceChecksum = referenceChecksum
@@ -57,6 +60,12 @@ public struct Asset: Hashable, Sendable {
         self.receipt = receipt
         self.downloadURL = downloadURL
         self.localPath = localPath
+        self.sha256 = sha256
+    }
+
+    /// True when `text` is a SHA-256 in the form ckport keeps: 64 lowercase hex digits.
+    public static func isSHA256(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 }
 

@@ -63,6 +63,7 @@ public enum FieldValueJSON {
             if let v = a.receipt { out.raw(",\"receipt\":"); out.string(v) }
             if let v = a.downloadURL { out.raw(",\"downloadURL\":"); out.string(v) }
             if let v = a.localPath { out.raw(",\"localPath\":"); out.string(v) }
+            if let v = a.sha256 { out.raw(",\"sha256\":"); out.string(v) }
             out.byte(UInt8(ascii: "}"))
         case .location(let l):
             out.raw("{\"latitude\":")
@@ -286,9 +287,13 @@ public enum FieldValueJSON {
             guard case .string(let s) = value else { throw ValueError("expected text, found \(value.summary)", path: [.key(key)]) }
             return s
         }
+        let sha256 = try text("sha256")
+        if let sha256, !Asset.isSHA256(sha256) {
+            throw ValueError("expected a SHA-256 as 64 lowercase hex digits, found \"\(sha256.prefix(80))\"", path: [.key("sha256")])
+        }
         return Asset(fileChecksum: checksum, size: size, referenceChecksum: try text("referenceChecksum"),
                      wrappingKey: try text("wrappingKey"), receipt: try text("receipt"),
-                     downloadURL: try text("downloadURL"), localPath: try text("localPath"))
+                     downloadURL: try text("downloadURL"), localPath: try text("localPath"), sha256: sha256)
     }
 
     static func location(_ json: JSONValue, timeZone: TimeZone?) throws(ValueError) -> Location {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where something is in an input: a file, a line and column, and for JSON the path inside
 /// the document.
 public struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
@@ -80,6 +82,31 @@ public struct SourcedRecord: Sendable {
 public enum SourceItem: Sendable {
     case record(SourcedRecord)
     case invalid(InputIssue, raw: [UInt8]?)
+    /// Asset bytes that travel beside the records (a bundle's `assets/<sha256>` members).
+    case asset(StagedAsset)
+}
+
+/// Asset bytes a source carries, already checked against their SHA-256 and size, and kept in a
+/// temporary file until the consumer stores them (and then removes the file).
+public struct StagedAsset: Sendable {
+    public var sha256: String
+    public var size: Int64
+    /// The temporary file; nil when the source only checked the bytes and kept nothing.
+    public var path: String?
+    /// Where the bytes came from, for messages (`family.ckbundle/assets/3f…`).
+    public var origin: String
+
+    public init(sha256: String, size: Int64, path: String?, origin: String) {
+        self.sha256 = sha256
+        self.size = size
+        self.path = path
+        self.origin = origin
+    }
+
+    /// Removes the temporary file.
+    public func discard() {
+        if let path { try? FileManager.default.removeItem(atPath: path) }
+    }
 }
 
 /// A reader of records: the source end of every pipeline.
@@ -118,4 +145,26 @@ public protocol RecordSink: AnyObject {
 /// Receives records an import rejects (for `--rejects FILE`), with the reason.
 public protocol RejectSink: AnyObject {
     func reject(_ issue: InputIssue, raw: [UInt8]?) throws
+}
+
+/// Records already in memory as a source: for programs that build records themselves, and
+/// for tests.
+public final class ArrayRecordSource: RecordSource {
+    private var iterator: IndexingIterator<[Record]>
+    private var index = 0
+    public let name: String
+
+    public init(_ records: [Record], name: String = "records") {
+        iterator = records.makeIterator()
+        self.name = name
+    }
+
+    public func next() throws -> SourceItem? {
+        guard let record = iterator.next() else { return nil }
+        index += 1
+        return .record(SourcedRecord(record: record, position: SourcePosition(file: name, line: index)))
+    }
+
+    public var bytesRead: Int64 { 0 }
+    public var totalBytes: Int64? { nil }
 }

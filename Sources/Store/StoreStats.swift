@@ -15,6 +15,9 @@ public struct StoreStats: Sendable {
     public var token: ChangeToken
     public var entries: [Entry]
     public var recordTypeCount: Int
+    /// Asset files held, and their total size.
+    public var assetFiles = 0
+    public var assetBytes: Int64 = 0
 
     public var totalRecords: Int { entries.reduce(0) { $0 + $1.records } }
     public var totalTombstones: Int { entries.reduce(0) { $0 + $1.tombstones } }
@@ -29,8 +32,10 @@ extension StoreSession {
                                             records: Int(statement.int64(2)), tombstones: Int(statement.int64(3))))
         }
         entries.sort { ($0.zone, $0.recordType) < ($1.zone, $1.recordType) }
-        return StoreStats(path: store.path, fileSize: store.fileSize, token: currentToken, entries: entries,
-                          recordTypeCount: schema.recordTypes.count)
+        var stats = StoreStats(path: store.path, fileSize: store.fileSize, token: currentToken, entries: entries,
+                               recordTypeCount: schema.recordTypes.count)
+        (stats.assetFiles, stats.assetBytes) = try assetTotals()
+        return stats
     }
 }
 

@@ -103,6 +103,136 @@ struct BundleTests {
         #expect(types.contains(.asset) && types.contains(.location) && types.contains(.bytes) && types.contains(.double))
     }
 
+    /// A store whose records name real asset files: an empty one, a 2.5 MB one (several
+    /// chunks), one shared by two records, and a list of assets.
+    private func assetStore(_ scratch: CalendarScratch) throws -> (RecordStore, [String: [UInt8]]) {
+        let store = try RecordStore(path: scratch.path("assets.sqlite"))
+        try store.importSchema(SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Photo (title STRING, cover ASSET, pages LIST<ASSET>);"))
+        var generator = SystemRandomNumberGenerator()
+        let files: [String: [UInt8]] = [
+            "empty": [],
+            "big": (0..<2_500_000).map { _ in UInt8.random(in: 0...255, using: &generator) },
+            "small": Array("a page of a family recipe book".utf8),
+            "other": Array("another page".utf8),
+        ]
+        for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: scratch.path(name))) }
+        func asset(_ name: String) -> FieldValue { .asset(Asset(fileChecksum: "ck-\(name)", size: Int64(files[name]!.count), localPath: name)) }
+        let lines = [
+            ("p1", ["cover": asset("big"), "pages": .list(.asset, [asset("small"), asset("other")])]),
+            ("p2", ["cover": asset("small"), "title": .string("shares a file with p1")]),
+            ("p3", ["cover": asset("empty")]),
+            ("p4", ["title": .string("no assets")]),
+        ].map { name, fields in Records.Record(id: RecordID(recordName: name), recordType: "Photo", fields: RecordFields(fields)) }
+        var options = ImportOptions()
+        options.assetDirectory = scratch.url.path
+        let summary = try RecordImporter(store: store, options: options).run([ArrayRecordSource(lines)])
+        #expect(summary.assets == 4)
+        return (store, files)
+    }
+
+    private func assetBytes(_ store: RecordStore) throws -> [String: [UInt8]] {
+        try store.read { session in
+            var found: [String: [UInt8]] = [:]
+            try session.forEach(RecordQuery()) { record in
+                record.forEachAsset { _, asset in
+                    guard let sha256 = asset.sha256 else { return }
+                    var bytes: [UInt8] = []
+                    if (try? session.readAsset(sha256) { bytes += $0 }) == true { found[sha256] = bytes }
+                }
+            }
+            return found
+        }
+    }
+
+    @Test("asset files go into the store on import and travel in the bundle as assets/<sha256>")
+    func assetFiles() throws {
+        let scratch = CalendarScratch()
+        let (store, files) = try assetStore(scratch)
+        let stored = try assetBytes(store)
+        #expect(Set(stored.values) == Set(files.values))
+        let p1 = try #require(try store.read { try $0.record(RecordID(recordName: "p1")) })
+        guard case .asset(let cover)? = p1.fields["cover"] else { Issue.record("p1 has no cover"); return }
+        #expect(cover.size == 2_500_000 && stored[cover.sha256!] == files["big"])
+
+        let bundle = scratch.path("photos.ckbundle")
+        let summary = try BundleWriter().write(store, to: bundle)
+        let assetMembers = summary.manifest.members.filter { $0.kind == "asset" }
+        #expect(assetMembers.count == 4)
+        #expect(assetMembers.allSatisfy { $0.path == "assets/" + $0.sha256 && stored[$0.sha256]?.count == Int($0.bytes) })
+        let (status, listing) = try Conformance.run("/bin/tar", ["-tzf", bundle])
+        #expect(status == 0 && listing.contains("assets/\(cover.sha256!)"))
+        #expect(verify(bundle) == nil)
+
+        let copy = try restore(bundle, into: scratch.path("copy.sqlite"))
+        #expect(try everything(copy) == everything(store))
+        #expect(try assetBytes(copy) == stored)
+        #expect(try copy.read { try $0.assetTotals() } == store.read { try $0.assetTotals() })
+
+        // A selection carries only the files its records name.
+        let part = scratch.path("p2.ckbundle")
+        let partSummary = try BundleWriter().write(store, query: RecordQuery(predicate: try RecordPredicate.parse("title = 'shares a file with p1'")), to: part)
+        #expect(partSummary.manifest.members.filter { $0.kind == "asset" }.map(\.sha256) == [stored.first { $0.value == files["small"] }!.key])
+    }
+
+    @Test("a damaged or misnamed asset member is refused and restores nothing")
+    func damagedAssets() throws {
+        let scratch = CalendarScratch()
+        let (store, _) = try assetStore(scratch)
+        let bundle = scratch.path("photos.ckbundle")
+        _ = try BundleWriter().write(store, to: bundle)
+        let unpacked = try Unpacked(bundle)
+        let index = try #require(unpacked.members.firstIndex { $0.path.hasPrefix("assets/") && $0.bytes.count > 1000 })
+
+        var flipped = unpacked
+        flipped.members[index].bytes[1234] ^= 0x40
+        let flippedPath = scratch.path("flipped.ckbundle")
+        try flipped.write(flippedPath)
+        #expect(verify(flippedPath)?.contains("\(unpacked.members[index].path)): its SHA-256 does not match") == true)
+        #expect(throws: BundleError.self) { _ = try restore(flippedPath, into: scratch.path("never.sqlite")) }
+        let never = try RecordStore(path: scratch.path("never.sqlite"))
+        #expect(try never.read { try $0.assetTotals().count } == 0 && everything(never).isEmpty)
+
+        var dropped = unpacked
+        let droppedPath = unpacked.members[index].path
+        dropped.members.remove(at: index)
+        let droppedFile = scratch.path("dropped.ckbundle")
+        try dropped.write(droppedFile)
+        #expect(verify(droppedFile)?.contains("\(droppedPath)): is in the manifest but not in the bundle") == true)
+
+        // The manifest renamed to a path that is not the member's own SHA-256.
+        var renamed = unpacked
+        let sha = String(unpacked.members[index].path.dropFirst("assets/".count))
+        let fake = String(repeating: "0", count: 64)
+        renamed.manifestText = renamed.manifestText.replacingOccurrences(of: "assets/\(sha)", with: "assets/\(fake)")
+        renamed.members[index].path = "assets/\(fake)"
+        let renamedFile = scratch.path("renamed.ckbundle")
+        try renamed.write(renamedFile)
+        #expect(verify(renamedFile)?.contains("must be named after its SHA-256") == true)
+    }
+
+    @Test("import --assets refuses a file that is not the bytes the value names, and climbing out of the folder")
+    func assetImportErrors() throws {
+        let scratch = CalendarScratch()
+        let store = try RecordStore(path: scratch.path("a.sqlite"))
+        try store.importSchema(SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Photo (cover ASSET);"))
+        try Data("twelve bytes".utf8).write(to: URL(fileURLWithPath: scratch.path("f")))
+        var options = ImportOptions()
+        options.assetDirectory = scratch.url.path
+        func run(_ asset: Asset) -> String? {
+            let record = Records.Record(id: RecordID(recordName: "p"), recordType: "Photo", fields: ["cover": .asset(asset)])
+            do { _ = try RecordImporter(store: store, options: options).run([ArrayRecordSource([record])]); return nil } catch { return "\(error)" }
+        }
+        #expect(run(Asset(fileChecksum: "x", size: 13, localPath: "f"))?.contains("the asset is 12 bytes; 13 were expected") == true)
+        #expect(run(Asset(fileChecksum: "x", size: 12, localPath: "../f"))?.contains("leaves the assets folder") == true)
+        #expect(run(Asset(fileChecksum: "x", size: 12, localPath: "nope"))?.contains("does not exist") == true)
+        #expect(run(Asset(fileChecksum: "x", size: 12, sha256: String(repeating: "a", count: 64)))?.contains("no file for asset") == true)
+        #expect(try store.read { try $0.assetTotals().count } == 0 && everything(store).isEmpty)
+        #expect(run(Asset(fileChecksum: "x", size: -1, localPath: "f")) == nil)
+        let record = try #require(try store.read { try $0.record(RecordID(recordName: "p")) })
+        let (_, sum) = try Conformance.run("/usr/bin/sha256sum", [scratch.path("f")])
+        #expect(record.fields["cover"] == .asset(Asset(fileChecksum: "x", size: 12, localPath: "f", sha256: String(sum.prefix(64)))))
+    }
+
     @Test("truncation and flipped bytes anywhere are refused")
     func damage() throws {
         let scratch = CalendarScratch()

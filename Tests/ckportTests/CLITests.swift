@@ -396,6 +396,45 @@ struct CLITests {
         #expect(stats.split(separator: "\n").contains { $0.hasPrefix("total") && $0.hasSuffix(" 173           0") }, "\(stats)")
     }
 
+    @Test("asset files: import --assets, backup, inspect, verify, restore, export --assets")
+    func assets() throws {
+        let folder = Folder()
+        folder.write("schema.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Photo (\n        title STRING,\n        image ASSET\n    );\n")
+        try FileManager.default.createDirectory(atPath: folder.path("in"), withIntermediateDirectories: true)
+        let picture = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        try Data(picture).write(to: URL(fileURLWithPath: folder.path("in/kitchen.jpg")))
+        folder.write("photos.jsonl", """
+            {"recordName":"ph-1","recordType":"Photo","fields":{"title":{"value":"Kitchen"},"image":{"value":{"fileChecksum":"AbC","size":300000,"localPath":"kitchen.jpg"}}}}
+            {"recordName":"ph-2","recordType":"Photo","fields":{"title":{"value":"Same picture"},"image":{"value":{"fileChecksum":"AbC","size":300000,"localPath":"kitchen.jpg"}}}}
+
+            """)
+        let imported = try ckport(["import", "schema.ckdb", "photos.jsonl", "--assets", "in"], in: folder.url)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stderr.contains("stored 1 asset file"), "\(imported.stderr)")
+        let backup = try ckport(["backup", "-o", "photos.ckbundle"], in: folder.url)
+        #expect(backup.status == 0 && !backup.stderr.contains("warning"), "\(backup.stderr)")
+        #expect(try ckport(["inspect", "photos.ckbundle"], in: folder.url).stdout.contains("(assets)"))
+        let verify = try ckport(["verify", "photos.ckbundle"], in: folder.url)
+        #expect(verify.stdout.contains("2 records and 1 asset files"), "\(verify.stdout)")
+        let restore = try ckport(["restore", "photos.ckbundle", "--store", "copy.sqlite"], in: folder.url)
+        #expect(restore.stderr.contains("restored 2 records and 1 asset files"), "\(restore.stderr)")
+        let exported = try ckport(["export", "--store", "copy.sqlite", "-o", "out.jsonl", "--assets", "out"], in: folder.url)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path("out"))
+        #expect(files.count == 1 && files[0].count == 64)
+        #expect(folder.data("out/" + files[0]) == Data(picture))
+        #expect(folder.text("out.jsonl").contains(#""sha256":"\#(files[0])""#))
+        // Back in through the exported files alone: the values name their bytes by SHA-256.
+        let again = try ckport(["import", "schema.ckdb", "out.jsonl", "--assets", "out", "--store", "again.sqlite"], in: folder.url)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try ckport(["export", "--store", "again.sqlite", "-o", "again.jsonl"], in: folder.url).status == 0)
+        #expect(folder.data("again.jsonl") == folder.data("out.jsonl"))
+        // Without the files, an import that names them is refused and changes nothing.
+        try FileManager.default.createDirectory(atPath: folder.path("empty"), withIntermediateDirectories: true)
+        let missing = try ckport(["import", "schema.ckdb", "out.jsonl", "--assets", "empty", "--store", "none.sqlite"], in: folder.url)
+        #expect(missing.status == 2 && missing.stderr.contains("empty/kitchen.jpg does not exist") && missing.stderr.contains("ph-1"), "\(missing.stderr)")
+    }
+
     @Test("an incremental chain: changes and deletions since the last bundle, gaps and wrong orders refused")
     func incrementalBundles() throws {
         let folder = Folder()

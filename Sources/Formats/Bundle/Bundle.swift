@@ -9,7 +9,7 @@ public struct BundleManifest: Codable, Sendable, Equatable {
 
     public struct Member: Codable, Sendable, Equatable {
         public var path: String
-        /// `schema` or `records`.
+        /// `schema`, `records`, `changes` or `asset`.
         public var kind: String
         public var bytes: Int64
         public var sha256: String
@@ -37,7 +37,8 @@ public struct BundleManifest: Codable, Sendable, Equatable {
 }
 
 /// Writes a backup bundle: a gzip-compressed POSIX tar with `manifest.json` first, then
-/// `schema.ckdb`, then `records/<scope>/<zone>/<RecordType>.jsonl` in the canonical JSON shape.
+/// `schema.ckdb`, then `records/<scope>/<zone>/<RecordType>.jsonl` in the canonical JSON shape,
+/// then `assets/<sha256>` for every asset file the records name and the store holds.
 /// Records are first spooled (uncompressed, hashed and counted) to a temporary file beside the
 /// output so that the manifest, which names every member's size and SHA-256, can come first;
 /// then everything goes through zlib once. Memory stays flat.
@@ -50,7 +51,13 @@ public struct BundleWriter {
     public struct Summary: Sendable {
         public var manifest: BundleManifest
         public var bytesWritten: Int64
+        /// Assets the records name (by SHA-256) whose bytes the store does not hold: the
+        /// bundle keeps the values but cannot carry the files.
+        public var missingAssets: [String] = []
     }
+
+    /// The member path of an asset file.
+    public static func assetPath(_ sha256: String) -> String { "assets/" + sha256 }
 
     /// The member path of a zone's records of one type. Names are percent-encoded outside
     /// letters, digits, `-`, `_` and `.`; the owner is added when it is not the default.
@@ -89,8 +96,12 @@ public struct BundleWriter {
         // Pass 1: records into the spool, one member per (scope, zone, type).
         var members: [BundleManifest.Member] = []
         var ranges: [(Int64, Int64)] = []
+        var assetMembers: [BundleManifest.Member] = []
+        var missingAssets: [String] = []
         let (schemaText, token, storeID) = try store.read { session -> (String, ChangeToken, String) in
             let codec = JSONRecordCodec(schema: session.schema)
+            let typesWithAssets = Set(session.schema.recordTypes.filter { $0.fields.contains { $0.type.primitive == .asset } }.map(\.name))
+            var assetHashes = Set<String>()
             var writer = JSONWriter(capacity: 1 << 18)
             var hasher = SHA256()
             var current: (zone: ZoneID, type: String, path: String)?
@@ -122,6 +133,9 @@ public struct BundleWriter {
                 memberStart = spooled
             }
             func add(_ record: Records.Record) throws {
+                if typesWithAssets.contains(record.recordType) {
+                    record.forEachAsset { _, asset in if let sha256 = asset.sha256 { assetHashes.insert(sha256) } }
+                }
                 codec.encode(record, style: .canonical, to: &writer)
                 writer.byte(0x0A)
                 count += 1
@@ -142,6 +156,13 @@ public struct BundleWriter {
                 }
             }
             try close()
+            for sha256 in assetHashes.sorted() {
+                if let size = try session.assetSize(sha256) {
+                    assetMembers.append(BundleManifest.Member(path: BundleWriter.assetPath(sha256), kind: "asset", bytes: size, sha256: sha256))
+                } else {
+                    missingAssets.append(sha256)
+                }
+            }
             return (SchemaPrinter.print(session.schema), session.currentToken, session.storeID)
         }
         let schemaBytes = Array(schemaText.utf8)
@@ -150,7 +171,7 @@ public struct BundleWriter {
         let manifest = BundleManifest(format: BundleManifest.currentFormat, ckportVersion: version,
                                       created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
                                       storeID: storeID, token: token.description, baseToken: since?.description,
-                                      recordTypes: store.schema.recordTypes.map(\.name), members: members)
+                                      recordTypes: store.schema.recordTypes.map(\.name), members: members + assetMembers)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let manifestBytes = Array(try encoder.encode(manifest)) + [0x0A]
@@ -178,6 +199,24 @@ public struct BundleWriter {
                 }
                 try put(Tar.padding(member.bytes))
             }
+            if !assetMembers.isEmpty {
+                try store.read { session in
+                    for member in assetMembers {
+                        try put(Tar.header(path: member.path, size: member.bytes, modified: modified))
+                        var hasher = SHA256()
+                        var written: Int64 = 0
+                        try session.readAsset(member.sha256) { chunk in
+                            hasher.update(bufferPointer: chunk)
+                            written += Int64(chunk.count)
+                            try put(Array(chunk))
+                        }
+                        guard written == member.bytes, BundleReader.hex(hasher.finalize()) == member.sha256 else {
+                            throw StoreError.corrupt("asset \(member.sha256) does not hold the bytes its SHA-256 names")
+                        }
+                        try put(Tar.padding(member.bytes))
+                    }
+                }
+            }
             try put(Tar.end)
             try emit(gzip.finish())
             try encryptor?.finish()
@@ -186,7 +225,7 @@ public struct BundleWriter {
             output.discard()
             throw error
         }
-        return Summary(manifest: manifest, bytesWritten: output.bytesWritten)
+        return Summary(manifest: manifest, bytesWritten: output.bytesWritten, missingAssets: missingAssets)
     }
 }
 
@@ -201,7 +240,9 @@ public struct BundleError: Error, Sendable, CustomStringConvertible {
 
 /// Reads a bundle: the manifest and the schema first, then every records member as one stream
 /// of records, each member's size, SHA-256 and record count checked against the manifest as it
-/// ends, and the manifest's members all present at the end. Nothing is extracted to disk.
+/// ends, and the manifest's members all present at the end. Records are never extracted to
+/// disk; an asset member comes out as a ``SourceItem/asset(_:)`` staged in a temporary file of
+/// ckport's own (or, without `stageAssets`, only checked).
 public final class BundleReader: RecordSource {
     public let path: String
     public let manifest: BundleManifest
@@ -211,6 +252,10 @@ public final class BundleReader: RecordSource {
     private var expected: [String: BundleManifest.Member] = [:]
     private var current: (member: BundleManifest.Member, reader: JSONRecordReader, hasher: Box<SHA256>, bytes: Box<Int64>, records: Int)?
     private var done = false
+    private let stageAssets: Bool
+    /// Every temporary file staged, removed when the reader goes away in case a consumer
+    /// stopped before storing them.
+    private var stagedPaths: [String] = []
     public private(set) var recordsRead = 0
 
     final class Box<T> {
@@ -218,9 +263,11 @@ public final class BundleReader: RecordSource {
         init(_ value: T) { self.value = value }
     }
 
-    /// An encrypted bundle needs its passphrase.
-    public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil) throws {
+    /// An encrypted bundle needs its passphrase. Without `stageAssets`, asset members are
+    /// checked but not kept (`StagedAsset.path` is nil), as verify wants.
+    public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil, stageAssets: Bool = true) throws {
         self.path = path
+        self.stageAssets = stageAssets
         totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         if BundleEncryption.isEncrypted(path: path) {
             guard let passphrase else {
@@ -267,6 +314,10 @@ public final class BundleReader: RecordSource {
         }
     }
 
+    deinit {
+        for path in stagedPaths { try? FileManager.default.removeItem(atPath: path) }
+    }
+
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
         digest.map { String(format: "%02x", $0) }.joined()
     }
@@ -308,6 +359,9 @@ public final class BundleReader: RecordSource {
             guard entry.size == member.bytes else {
                 throw fail(entry.path, "is \(entry.size) bytes; the manifest says \(member.bytes)")
             }
+            if member.kind == "asset" {
+                return .asset(try readAsset(member))
+            }
             let hasher = Box(SHA256())
             let bytes = Box<Int64>(0)
             let tar = self.tar
@@ -322,6 +376,47 @@ public final class BundleReader: RecordSource {
             current = (member, JSONRecordReader(input: input, layout: .lines, codec: JSONRecordCodec(schema: schema)), hasher, bytes, 0)
         }
         return nil
+    }
+
+    /// Reads an asset member through, hashing it and (with `stageAssets`) copying it to a
+    /// temporary file.
+    private func readAsset(_ member: BundleManifest.Member) throws -> StagedAsset {
+        guard member.path == BundleWriter.assetPath(member.sha256) else {
+            throw fail(member.path, "an asset member must be named after its SHA-256 (\(BundleWriter.assetPath(member.sha256)))")
+        }
+        var stagedPath: String?
+        var handle: FileHandle?
+        if stageAssets {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-asset-\(UUID().uuidString)").path
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
+                  let opened = FileHandle(forWritingAtPath: path) else {
+                throw OutputError(path: path, message: "cannot create a temporary file for an asset (set TMPDIR to a writable folder)")
+            }
+            stagedPath = path
+            stagedPaths.append(path)
+            handle = opened
+        }
+        do {
+            defer { try? handle?.close() }
+            var hasher = SHA256()
+            var bytes: Int64 = 0
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let n = try buffer.withUnsafeMutableBytes { try tar.readContent(into: $0) }
+                if n == 0 { break }
+                try buffer.withUnsafeBytes { raw in
+                    let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+                    hasher.update(bufferPointer: chunk)
+                    try handle?.write(contentsOf: chunk)
+                }
+                bytes += Int64(n)
+            }
+            try finish(member, hasher: hasher, bytes: bytes, records: 0)
+        } catch {
+            if let stagedPath { try? FileManager.default.removeItem(atPath: stagedPath) }
+            throw error
+        }
+        return StagedAsset(sha256: member.sha256, size: member.bytes, path: stagedPath, origin: path + "/" + member.path)
     }
 
     private func finish(_ member: BundleManifest.Member, hasher: SHA256, bytes: Int64, records: Int) throws {

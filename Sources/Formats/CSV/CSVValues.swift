@@ -49,7 +49,7 @@ public struct CSVValues: Sendable {
     }
 
     func isPlainAsset(_ a: Asset) -> Bool {
-        a.referenceChecksum == nil && a.wrappingKey == nil && a.receipt == nil && a.downloadURL == nil && a.localPath == nil
+        a.referenceChecksum == nil && a.wrappingKey == nil && a.receipt == nil && a.downloadURL == nil && a.localPath == nil && a.sha256 == nil
     }
 
     func isPlainLocation(_ l: Location) -> Bool {

@@ -13,6 +13,10 @@ public struct ImportOptions: Sendable {
     public var dryRun: Bool
     /// Stop reading after this many problems (the import fails anyway; more would be noise).
     public var maxErrors: Int
+    /// Where asset files are: each ASSET value with a `sha256` the store lacks is read from
+    /// `<dir>/<sha256>`, one with only a `localPath` from that path (relative paths inside
+    /// `<dir>`), and the bytes are stored with the record. Nil leaves asset values as given.
+    public var assetDirectory: String?
 
     public init(mode: WriteMode = .upsert, allowNewFields: Bool = false, skipInvalid: Bool = false, dryRun: Bool = false, maxErrors: Int = 20) {
         self.mode = mode
@@ -52,6 +56,8 @@ public struct ImportSummary: Sendable {
     public var schemaChanges: [String] = []
     /// Remarks from the sources: what they read but did not import.
     public var notes: [String] = []
+    /// Asset files stored (files the store already held are not counted).
+    public var assets = 0
     public var dryRun = false
     /// The store's change token after the import.
     public var token: ChangeToken?
@@ -143,6 +149,16 @@ public final class RecordImporter {
                         case .record(let sourced):
                             raw = sourced.raw
                             issue = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil, bulk: bulk, summary: &summary)
+                        case .asset(let staged):
+                            defer { staged.discard() }
+                            read -= 1
+                            guard let file = staged.path else { continue }
+                            do {
+                                if try session.putAsset(file: file, expectedSHA256: staged.sha256, expectedSize: staged.size).added { summary.assets += 1 }
+                            } catch let error as AssetError {
+                                throw AssetError("\(staged.origin): \(error.message)")
+                            }
+                            continue
                         }
                         guard let issue else { continue }
                         summary.counts[issue.recordType ?? "(unknown type)", default: ImportCounts()].rejected += 1
@@ -182,12 +198,25 @@ public final class RecordImporter {
 
     private func importRecord(_ sourced: SourcedRecord, session: StoreSession, validator: inout RecordValidator, validated: Bool,
                               bulk: BulkLoad, summary: inout ImportSummary) throws -> InputIssue? {
-        let record = sourced.record
+        var record = sourced.record
         func issue(_ field: String?, _ message: String) -> InputIssue {
             InputIssue(position: sourced.position(ofField: field), recordName: record.recordName, recordType: record.recordType, field: field, message: message)
         }
         if !validated, let problem = RecordImporter.validate(sourced, validator, allowNewFields: options.allowNewFields) {
             return problem
+        }
+        if let directory = options.assetDirectory, !record.isDeleted {
+            var problem: InputIssue?
+            record = try record.mappingAssets { field, asset in
+                guard problem == nil else { return asset }
+                do {
+                    return try attach(asset, from: directory, session: session, summary: &summary)
+                } catch let error as AssetError {
+                    problem = issue(field, error.message)
+                    return asset
+                }
+            }
+            if let problem { return problem }
         }
         if options.allowNewFields && !record.isDeleted {
             let type = session.schema.recordType(named: record.recordType)
@@ -218,6 +247,44 @@ public final class RecordImporter {
         case .deleted: summary.counts[record.recordType, default: ImportCounts()].deleted += 1
         }
         return nil
+    }
+}
+
+extension RecordImporter {
+    /// The asset with its bytes stored, read from `directory` (see ``ImportOptions/assetDirectory``).
+    func attach(_ asset: Asset, from directory: String, session: StoreSession, summary: inout ImportSummary) throws -> Asset {
+        var asset = asset
+        let file: String
+        if let sha256 = asset.sha256 {
+            if try session.assetSize(sha256) != nil { return asset }
+            let byHash = (directory as NSString).appendingPathComponent(sha256)
+            if FileManager.default.fileExists(atPath: byHash) {
+                file = byHash
+            } else if let local = asset.localPath {
+                file = try RecordImporter.resolve(local, in: directory)
+            } else {
+                throw AssetError("no file for asset \(sha256) in \(directory)")
+            }
+        } else if let local = asset.localPath {
+            file = try RecordImporter.resolve(local, in: directory)
+        } else {
+            return asset
+        }
+        guard FileManager.default.fileExists(atPath: file) else { throw AssetError("the asset file \(file) does not exist") }
+        let stored = try session.putAsset(file: file, expectedSHA256: asset.sha256, expectedSize: asset.size >= 0 ? asset.size : nil)
+        if stored.added { summary.assets += 1 }
+        asset.sha256 = stored.sha256
+        asset.size = stored.size
+        return asset
+    }
+
+    /// A `localPath` inside `directory`: relative paths may not climb out of it.
+    static func resolve(_ localPath: String, in directory: String) throws -> String {
+        if localPath.hasPrefix("/") { return localPath }
+        guard !localPath.split(separator: "/").contains("..") else {
+            throw AssetError("the asset path '\(localPath)' leaves the assets folder")
+        }
+        return (directory as NSString).appendingPathComponent(localPath)
     }
 }
 

@@ -11,7 +11,8 @@ struct BackupCommand: ParsableCommand {
         discussion: """
         A bundle is a gzip-compressed POSIX tar: manifest.json first (counts, sizes and \
         SHA-256 of every member, the schema's record types, the store's change token), then \
-        schema.ckdb, then records/<scope>/<zone>/<RecordType>.jsonl in CloudKit's record shape. \
+        schema.ckdb, then records/<scope>/<zone>/<RecordType>.jsonl in CloudKit's record shape, \
+        then assets/<sha256> for every asset file the records name. \
         `tar -tzf` lists it and `gzip -t` checks it; `ckport verify` checks everything.
 
           ckport backup -o family.ckbundle
@@ -76,6 +77,9 @@ struct BackupCommand: ParsableCommand {
                 + "(\(Console.bytes(summary.bytesWritten))) in \(Console.seconds(Date().timeIntervalSince(started)))")
             Console.error("change token: \(manifest.token)")
         }
+        if !summary.missingAssets.isEmpty {
+            Console.error("warning: \(Console.count(summary.missingAssets.count)) assets the records name are not held by the store, so the bundle keeps their values without the files (e.g. \(summary.missingAssets.prefix(2).joined(separator: ", ")))")
+        }
     }
 }
 
@@ -136,8 +140,11 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         let started = Date()
-        let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase())
+        let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase(), stageAssets: false)
         let validator = RecordValidator(schema: reader.schema)
+        var assetsInBundle = Set<String>()
+        var assetsNamed = Set<String>()
+        var assetBytes: Int64 = 0
         var problems: [String] = []
         var perType: [String: Int] = [:]
         // Records and reference targets are kept as 64-bit hashes, so that memory stays small
@@ -171,6 +178,10 @@ struct VerifyCommand: ParsableCommand {
                     if seen.contains(hash) { continue }
                     if forward.count < 10_000 { forward.append((hash, record.recordName, target.recordName)) } else { forwardHashes.append(hash) }
                 }
+                record.forEachAsset { _, asset in if let sha256 = asset.sha256 { assetsNamed.insert(sha256) } }
+            case .asset(let asset):
+                assetsInBundle.insert(asset.sha256)
+                assetBytes += asset.size
             }
             if problems.count >= 20 { break }
         }
@@ -181,11 +192,16 @@ struct VerifyCommand: ParsableCommand {
         let outsideCount = outside.count + forwardHashes.filter { !seen.contains($0) }.count
         if !quiet {
             let manifest = reader.manifest
-            print("\(bundle): sound — \(Console.count(reader.recordsRead)) records in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
+            let assetNote = assetsInBundle.isEmpty ? "" : " and \(Console.count(assetsInBundle.count)) asset files (\(Console.bytes(assetBytes)))"
+            print("\(bundle): sound — \(Console.count(reader.recordsRead)) records\(assetNote) in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
             print("made \(manifest.created) by ckport \(manifest.ckportVersion) from store \(manifest.storeID) at \(manifest.token)")
             for (type, count) in perType.sorted(by: { $0.key < $1.key }) { print("  \(type): \(Console.count(count))") }
             if outsideCount > 0 {
                 print("note: \(Console.count(outsideCount)) references point at records outside the bundle, e.g. \(outside.prefix(3).map { "\($0.from) → \($0.to)" }.joined(separator: ", "))")
+            }
+            let absent = assetsNamed.subtracting(assetsInBundle)
+            if !absent.isEmpty {
+                print("note: \(Console.count(absent.count)) assets the records name are not in the bundle (their bytes were not in the store), e.g. \(absent.sorted().prefix(2).joined(separator: ", "))")
             }
             print("checked in \(Console.seconds(Date().timeIntervalSince(started)))")
         }
@@ -229,11 +245,13 @@ struct InspectCommand: ParsableCommand {
         if let base = manifest.baseToken { print("base     \(base): incremental, the changes after that token") }
         print("schema   \(reader.schema.recordTypes.count) record types: \(reader.schema.recordTypes.map(\.name).joined(separator: ", "))")
         print("")
-        let rows = manifest.members.filter { $0.kind != "schema" }.map { member in
+        let assets = manifest.members.filter { $0.kind == "asset" }
+        let assetRows = assets.isEmpty ? [] : [["(assets)", "", "\(Console.count(assets.count)) files", "", Console.bytes(assets.reduce(0) { $0 + $1.bytes })]]
+        let rows = manifest.members.filter { $0.kind != "schema" && $0.kind != "asset" }.map { member in
             member.kind == "changes"
                 ? ["(changes)", "", "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
                 : [member.scope ?? "", member.zoneName ?? "", member.recordType ?? "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
-        } + [["total", "", "", Console.count(manifest.recordCount), Console.bytes(manifest.members.reduce(0) { $0 + $1.bytes })]]
+        } + assetRows + [["total", "", "", Console.count(manifest.recordCount), Console.bytes(manifest.members.reduce(0) { $0 + $1.bytes })]]
         print(Console.table(["scope", "zone", "type", "records", "bytes"], rows, numeric: [3, 4]))
     }
 }
@@ -310,7 +328,8 @@ struct RestoreCommand: ParsableCommand {
             let summary = try importer.run(sources, schema: readers.last!.schema)
             progress.finish()
             if !storeOptions.quiet {
-                Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+                let assets = summary.assets > 0 ? " and \(Console.count(summary.assets)) asset files" : ""
+                Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
                 Console.error("change token: \(summary.token?.description ?? "")")
             }
         } catch {

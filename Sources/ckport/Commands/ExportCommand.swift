@@ -114,12 +114,16 @@ struct ExportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also write the new change token to this file.", valueName: "file"))
     var tokenFile: String?
 
+    @Option(help: ArgumentHelp("JSON and CSV: also write the asset files the exported records name to DIR/<sha256> (import them back with import --assets DIR).", valueName: "dir"))
+    var assets: String?
+
     @Flag(help: "Print the SQL and SQLite's query plan (which indexes it uses) instead of exporting.")
     var explain = false
 
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
+        if assets != nil && (isICS || explain) { throw ValidationError("--assets goes with JSON and CSV exports") }
         if since != nil && (predicate != nil || sort != nil) { throw ValidationError("--since exports changes in change order; it does not combine with --where or --sort") }
         if (predicate != nil || sort != nil) && recordTypes.isEmpty && !isICS { throw ValidationError("--where and --sort need --type") }
         if let limit, limit < 0 { throw ValidationError("--limit cannot be negative") }
@@ -201,17 +205,21 @@ struct ExportCommand: ParsableCommand {
         let jsonWriter = JSONRecordWriter(output: file, layout: layout, style: style, schema: store.schema)
         let writer = BackgroundSink(jsonWriter)
         let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
+        let assetFiles = AssetFolderWriter(directory: assets)
         let newToken = try store.read { session in
             // The count is one quick pass over the primary keys; it gives the progress line an ETA.
             let total = progress.isEnabled && token == nil ? try session.count(query) : nil
-            return try stream(into: writer, progress: progress, total: total) { emit in
+            let newToken = try stream(into: writer, progress: progress, total: total) { emit in
+                let collect: (Records.Record) throws -> Void = { assetFiles.note($0); try emit($0) }
                 if let token {
-                    try session.forEachChange(since: token, recordTypes: recordTypes, scope: scope, zoneName: zone, emit)
+                    try session.forEachChange(since: token, recordTypes: recordTypes, scope: scope, zoneName: zone, collect)
                 } else {
-                    try session.forEach(query, emit)
+                    try session.forEach(query, collect)
                 }
                 return session.currentToken
             }
+            try assetFiles.write(from: session)
+            return newToken
         }
         if let tokenFile {
             let out = try OutputFile(path: tokenFile)
@@ -222,6 +230,7 @@ struct ExportCommand: ParsableCommand {
             let target = output == "-" ? "" : " to \(output)"
             Console.error("exported \(Console.count(jsonWriter.recordsWritten)) records\(target) in \(Console.seconds(progress.elapsed))")
             Console.error("change token: \(newToken)")
+            assetFiles.report()
         }
     }
 }
@@ -253,6 +262,7 @@ extension ExportCommand {
         let fileExtension = options.dialect.delimiter == 0x09 ? "tsv" : "csv"
         var total = 0
         let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
+        let assetFiles = AssetFolderWriter(directory: assets)
         for typeName in types {
             guard let type = store.schema.recordType(named: typeName) else {
                 throw CommandFailure.invalid("unknown record type '\(typeName)' (the schema has \(store.schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
@@ -266,12 +276,14 @@ extension ExportCommand {
             typeQuery.recordTypes = [typeName]
             try store.read { session in
                 let count = progress.isEnabled ? try session.count(typeQuery) : nil
-                try stream(into: BackgroundSink(csv), progress: progress, total: count) { emit in try session.forEach(typeQuery, emit) }
+                try stream(into: BackgroundSink(csv), progress: progress, total: count) { emit in try session.forEach(typeQuery) { assetFiles.note($0); try emit($0) } }
+                try assetFiles.write(from: session)
             }
             total += csv.recordsWritten
             if !storeOptions.quiet && output != "-" { Console.error("exported \(Console.count(csv.recordsWritten)) \(typeName) records to \(path)") }
         }
         if !storeOptions.quiet && types.count > 1 { Console.error("exported \(Console.count(total)) records in \(types.count) files in \(Console.seconds(progress.elapsed))") }
+        if !storeOptions.quiet { assetFiles.report() }
     }
 }
 

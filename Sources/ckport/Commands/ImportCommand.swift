@@ -143,9 +143,18 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Check everything and report what would change; write nothing.")
     var dryRun = false
 
+    @Option(help: ArgumentHelp("Store asset files from this folder with their records: DIR/<sha256> for values with a sha256, else the value's localPath (relative to DIR).", valueName: "dir"))
+    var assets: String?
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
+        if let assets {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: assets, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--assets \(assets): no such folder")
+            }
+        }
         if rejects != nil && !skipInvalid { throw ValidationError("--rejects needs --skip-invalid") }
         _ = try ArgumentChecks.timeZone(tz)
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input ('-') can be read once") }
@@ -206,7 +215,9 @@ struct ImportCommand: ParsableCommand {
         }
         var rejectsWriter: RejectsWriter?
         if let rejects { rejectsWriter = RejectsWriter(output: try OutputFile(path: rejects)) }
-        let importer = RecordImporter(store: store, options: ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun))
+        var options = ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun)
+        options.assetDirectory = assets
+        let importer = RecordImporter(store: store, options: options)
         importer.rejects = rejectsWriter
         let progress = ProgressLine(dryRun ? "checking" : "importing", quiet: storeOptions.quiet)
         importer.progress = { step in
@@ -308,6 +319,9 @@ struct ImportCommand: ParsableCommand {
             for issue in summary.issues.prefix(5) { lines.append("rejected: \(issue)") }
             if summary.issues.count > 5 { lines.append("… and \(summary.issues.count - 5) more") }
             if let rejects { lines.append("rejected records are in \(rejects)") }
+        }
+        if summary.assets > 0 {
+            lines.append("\(summary.dryRun ? "would store" : "stored") \(Console.count(summary.assets)) asset file\(summary.assets == 1 ? "" : "s")")
         }
         if summary.dryRun {
             lines.append("dry run: nothing was written")

@@ -29,6 +29,8 @@ struct StatsCommand: ParsableCommand {
             out.raw(",\"recordTypes\":"); out.int(Int64(stats.recordTypeCount))
             out.raw(",\"records\":"); out.int(Int64(stats.totalRecords))
             out.raw(",\"tombstones\":"); out.int(Int64(stats.totalTombstones))
+            out.raw(",\"assetFiles\":"); out.int(Int64(stats.assetFiles))
+            out.raw(",\"assetBytes\":"); out.int(stats.assetBytes)
             out.raw(",\"zones\":[")
             for (index, entry) in stats.entries.enumerated() {
                 if index > 0 { out.raw(",") }
@@ -47,6 +49,7 @@ struct StatsCommand: ParsableCommand {
         print("store   \(stats.path) (\(Console.bytes(stats.fileSize)))")
         print("schema  \(stats.recordTypeCount) record types")
         print("token   \(stats.token)")
+        if stats.assetFiles > 0 { print("assets  \(Console.count(stats.assetFiles)) files (\(Console.bytes(stats.assetBytes)))") }
         print("")
         // Zones of other owners share names ("RelationshipZone"); the owner tells them apart.
         let rows = stats.entries.map { entry in

@@ -1,4 +1,5 @@
 import Foundation
+import Formats
 
 /// Messages for people go to standard error, so standard output stays clean for data.
 enum Console {
@@ -87,4 +88,18 @@ final class ProgressLine {
     }
 
     var elapsed: Double { Date().timeIntervalSince(start) }
+}
+
+extension AssetFolderWriter {
+    /// One line about the asset files written, on standard error.
+    func report() {
+        guard let directory else { return }
+        if written + alreadyThere > 0 {
+            let kept = alreadyThere > 0 ? " (\(Console.count(alreadyThere)) already there)" : ""
+            Console.error("wrote \(Console.count(written)) asset files (\(Console.bytes(bytesWritten))) to \(directory)\(kept)")
+        }
+        if !missing.isEmpty {
+            Console.error("warning: \(Console.count(missing.count)) assets the records name are not held by the store, so no file was written for them (e.g. \(missing.prefix(2).joined(separator: ", ")))")
+        }
+    }
 }
