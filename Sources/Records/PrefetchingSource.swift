@@ -22,7 +22,6 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
     private let depth: Int
     private var started = false
     private var current: [SourceItem] = []
-    private var currentIndex = 0
 
     /// - Parameter transform: work to do on each item on the background thread too, such as
     ///   validation.
@@ -79,6 +78,9 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
                     shared.condition.unlock()
                     return
                 }
+                // Reversed, so that the consumer can pop items off the end: moving each out of
+                // the batch rather than copying it costs no reference counting.
+                batch.reverse()
                 if !batch.isEmpty { shared.batches.append(batch) }
                 shared.bytesRead = bytes
                 if ended {
@@ -95,10 +97,7 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
     }
 
     public func next() throws -> SourceItem? {
-        if currentIndex < current.count {
-            currentIndex += 1
-            return current[currentIndex - 1]
-        }
+        if let item = current.popLast() { return item }
         if !started { start() }
         shared.condition.lock()
         while shared.batches.isEmpty && !shared.finished { shared.condition.wait() }
@@ -111,7 +110,6 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
         current = shared.batches.removeFirst()
         shared.condition.broadcast()
         shared.condition.unlock()
-        currentIndex = 1
-        return current[0]
+        return current.popLast()
     }
 }
