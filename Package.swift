@@ -5,7 +5,7 @@ let package = Package(
     name: "ckport",
     platforms: [.macOS(.v13)],
     products: [
-        .library(name: "CKPort", targets: ["Records", "Store", "Formats", "SampleApps"]),
+        .library(name: "CKPort", targets: ["Records", "Store", "Formats", "Migrations", "SampleApps"]),
         .executable(name: "ckport", targets: ["ckport"]),
     ],
     dependencies: [
@@ -27,14 +27,17 @@ let package = Package(
         .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", .product(name: "Yams", package: "Yams"),
                                                  .product(name: "Crypto", package: "swift-crypto"),
                                                  .product(name: "CryptoExtras", package: "swift-crypto")]),
+        .target(name: "Migrations", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams"),
+                                                    .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "SampleApps", dependencies: ["Records"]),
         .executableTarget(name: "ckport", dependencies: [
-            "Records", "Store", "Formats", "SampleApps",
+            "Records", "Store", "Formats", "Migrations", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "RecordsTests", dependencies: ["Records"]),
         .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
         .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps"], exclude: ["Fixtures"]),
+        .testTarget(name: "MigrationsTests", dependencies: ["Records", "Store", "Formats", "Migrations", "SampleApps"]),
         .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats", "SampleApps"]),
     ]
 )

@@ -36,7 +36,7 @@ public final class StoreSession {
     let db: Database
     unowned let store: RecordStore
     let writable: Bool
-    public private(set) var schema: Schema
+    public internal(set) var schema: Schema
     var schemaChanged = false
     var layouts: [String: TableLayout] = [:]
     private var zoneRows: [ZoneID: Int64] = [:]

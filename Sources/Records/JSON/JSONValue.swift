@@ -36,6 +36,11 @@ public struct JSONObject: Sendable, Equatable {
     public struct Member: Sendable, Equatable {
         public var key: String
         public var value: JSONValue
+
+        public init(key: String, value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
     }
 
     public var members: [Member]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Formats
+import Migrations
 import Records
 import Store
 
@@ -16,8 +17,9 @@ struct SchemaCommand: ParsableCommand {
           ckport schema check schema.ckdb
           ckport schema import schema.ckdb
           ckport schema export -o schema.ckdb
+          ckport schema diff old.ckdb new.ckdb
         """,
-        subcommands: [Import.self, Export.self, Check.self]
+        subcommands: [Import.self, Export.self, Check.self, Diff.self]
     )
 
     static func read(_ path: String) throws -> Schema {
@@ -28,6 +30,53 @@ struct SchemaCommand: ParsableCommand {
             throw CommandFailure(status: .failure, message: "\(path): cannot read: \(error.localizedDescription)")
         }
         return try SchemaParser.parse(text, file: path)
+    }
+
+    struct Diff: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Compare two schemas and mark each change as deployable to CloudKit's production schema or not.",
+            discussion: """
+            Lists added, removed and changed record types, fields, indexes, roles and grants. \
+            A production schema only ever adds types and fields, so removing or retyping one is \
+            marked NOT deployable. With --check the command exits 2 when any change is not.
+
+              ckport schema diff schema-v1.ckdb schema-v2.ckdb
+              ckport schema diff production.ckdb development.ckdb --check
+            """
+        )
+
+        @Argument(help: ArgumentHelp("The schema before.", valueName: "old"))
+        var old: String
+
+        @Argument(help: ArgumentHelp("The schema after.", valueName: "new"))
+        var new: String
+
+        @Flag(help: "Exit 2 when a change could not deploy to production.")
+        var check = false
+
+        @Flag(help: "Print the differences as JSON.")
+        var json = false
+
+        func run() throws {
+            let differences = SchemaDiff.differences(from: try SchemaCommand.read(old), to: try SchemaCommand.read(new))
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(differences), as: UTF8.self))
+            } else if differences.isEmpty {
+                print("the schemas say the same thing")
+            } else {
+                let width = differences.map(\.change.count).max() ?? 0
+                for difference in differences {
+                    let mark = difference.deployable ? "deployable" : "NOT deployable: " + (difference.reason ?? "")
+                    print(difference.change.padding(toLength: width + 2, withPad: " ", startingAt: 0) + mark)
+                }
+            }
+            let refused = differences.filter { !$0.deployable }.count
+            if check && refused > 0 {
+                throw CommandFailure.invalid("\(refused) change\(refused == 1 ? "" : "s") could not deploy to CloudKit's production schema")
+            }
+        }
     }
 
     struct Import: ParsableCommand {

@@ -40,7 +40,7 @@ enum Console {
             row.enumerated().map { column, cell in
                 let pad = String(repeating: " ", count: widths[column] - cell.count)
                 return numeric.contains(column) ? pad + cell : cell + pad
-            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+            }.joined(separator: "  ").trimmingTrailingSpaces()
         }.joined(separator: "\n")
     }
 }
@@ -101,5 +101,14 @@ extension AssetFolderWriter {
         if !missing.isEmpty {
             Console.error("warning: \(Console.count(missing.count)) assets the records name are not held by the store, so no file was written for them (e.g. \(missing.prefix(2).joined(separator: ", ")))")
         }
+    }
+}
+
+extension String {
+    /// The text without the spaces at its end (a table's last column is not padded).
+    func trimmingTrailingSpaces() -> String {
+        var end = endIndex
+        while end > startIndex, self[index(before: end)] == " " { end = index(before: end) }
+        return String(self[..<end])
     }
 }

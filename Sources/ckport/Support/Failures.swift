@@ -1,5 +1,6 @@
 import ArgumentParser
 import Formats
+import Migrations
 import Records
 import Store
 
@@ -26,6 +27,7 @@ enum Failures {
     static func isLibraryError(_ error: Error) -> Bool {
         error is CommandFailure || error is ImportFailure || error is InputIssue || error is SchemaError
             || error is OutputError || error is StoreError || error is ArchiveError || error is BundleError
+            || error is MigrationError || error is RecordFailure || error is AssetError || error is SaveRefusal
     }
 
     /// How an error from the library reads, and the status it exits with.
@@ -38,6 +40,10 @@ enum Failures {
         case let error as OutputError: return (.failure, error.description)
         case let error as ArchiveError: return (.invalidInput, error.description)
         case let error as BundleError: return (.invalidInput, error.description)
+        case let error as MigrationError: return (.invalidInput, error.description)
+        case let failure as RecordFailure: return (.invalidInput, "\(failure)\nthe migration was rolled back: the store is as it was before it")
+        case let error as AssetError: return (.invalidInput, error.description)
+        case let refusal as SaveRefusal: return (.invalidInput, refusal.message)
         case let error as StoreError:
             switch error {
             case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return (.invalidInput, error.description)

@@ -1,0 +1,372 @@
+import Records
+
+/// What a migration does to one record.
+public enum RecordOutcome: Sendable {
+    /// No step changes it (or it is already at the migration's version).
+    case unchanged
+    /// Its `_schemaVersion` is above every migration the set knows: left alone and reported.
+    case future(Int64)
+    /// The records it becomes (none: it is deleted).
+    case changed([Record])
+    case failed(RecordFailure)
+}
+
+/// Why a record cannot be migrated.
+public struct RecordFailure: Error, Sendable, CustomStringConvertible {
+    public var recordName: String
+    public var recordType: String
+    public var field: String?
+    /// Where the step is: `0002_priority.yaml:9 (changeType)`.
+    public var step: String
+    public var message: String
+
+    public var description: String {
+        "record '\(recordName)' (\(recordType))\(field.map { ", field '\($0)'" } ?? ""): \(message) [\(step)]"
+    }
+}
+
+/// A migration checked against the schema it starts from: the schema it leaves, and the
+/// function that takes each record from one to the other.
+public struct CompiledMigration: Sendable {
+    public let migration: Migration
+    public let schemaBefore: Schema
+    public let schemaAfter: Schema
+    /// The types whose records the migration reads.
+    public let sourceTypes: Set<String>
+    /// The types it writes records into (its sources and their targets).
+    public let touchedTypes: Set<String>
+    let steps: [CompiledStep]
+    let latestVersion: Int
+    let appendOnly: Set<String>
+    let force: Bool
+    /// Names of records whose names change (`migrateRecordType` with a template), by zone,
+    /// for repointing references; filled in by the runner before the records flow.
+    var renamed: [ZoneID: [String: String]] = [:]
+
+    public static let versionField = "_schemaVersion"
+    public static let migratedFromField = "_migratedFrom"
+
+    struct CompiledStep: Sendable {
+        var index: Int
+        var step: MigrationStep
+        /// The source type's definition as the step sees it.
+        var type: RecordTypeDefinition?
+        var setValue: FieldValue?
+        var setType: FieldType?
+    }
+
+    /// Checks `migration` against `schema` and works out the schema it leaves.
+    public init(_ migration: Migration, schema: Schema, latestVersion: Int, appendOnly: Set<String> = [], force: Bool = false) throws {
+        self.migration = migration
+        self.latestVersion = latestVersion
+        self.appendOnly = appendOnly
+        self.force = force
+        schemaBefore = schema
+        var schema = schema
+        var compiled: [CompiledStep] = []
+        var sources: Set<String> = []
+        var touched: Set<String> = []
+        func fail(_ index: Int, _ message: String) -> MigrationError {
+            MigrationError(file: migration.file, line: migration.stepLines.indices.contains(index) && migration.stepLines[index] > 0 ? migration.stepLines[index] : nil,
+                           "\(migration.steps[index].kind): \(message)")
+        }
+        func typeIndex(_ name: String, _ index: Int) throws -> Int {
+            guard let found = schema.recordTypes.firstIndex(where: { $0.name == name }) else {
+                throw fail(index, "the schema has no record type '\(name)' here (it has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+            }
+            return found
+        }
+        func fieldIndex(_ name: String, in type: Int, _ index: Int) throws -> Int {
+            guard let found = schema.recordTypes[type].fields.firstIndex(where: { $0.name == name && !$0.isSystem }) else {
+                throw fail(index, "record type \(schema.recordTypes[type].name) has no field '\(name)' here (it has \(schema.recordTypes[type].userFields.map(\.name).joined(separator: ", ")))")
+            }
+            return found
+        }
+        func addField(_ field: FieldDefinition, to type: Int, _ index: Int) throws {
+            if let existing = schema.recordTypes[type].field(named: field.name) {
+                guard existing.type == field.type else {
+                    throw fail(index, "\(schema.recordTypes[type].name).\(field.name) already exists as \(existing.type), not \(field.type)")
+                }
+                return
+            }
+            if let problem = Names.fieldNameProblem(field.name) { throw fail(index, problem) }
+            schema.recordTypes[type].fields.append(field)
+        }
+        func stampable(_ type: Int, _ index: Int) throws {
+            try addField(FieldDefinition(name: CompiledMigration.versionField, type: .int64, options: .queryable), to: type, index)
+        }
+        for (index, step) in migration.steps.enumerated() {
+            var entry = CompiledStep(index: index, step: step)
+            switch step {
+            case .addField(let typeName, let field, _):
+                let t = try typeIndex(typeName, index)
+                try addField(field, to: t, index)
+                entry.type = schema.recordTypes[t]
+                try stampable(t, index)
+            case .renameField(let typeName, let from, let to):
+                let t = try typeIndex(typeName, index)
+                let f = try fieldIndex(from, in: t, index)
+                if schema.recordTypes[t].field(named: to) != nil { throw fail(index, "\(typeName) already has a field '\(to)'") }
+                if let problem = Names.fieldNameProblem(to) { throw fail(index, problem) }
+                schema.recordTypes[t].fields[f].name = to
+                entry.type = schema.recordTypes[t]
+                try stampable(t, index)
+            case .changeType(let typeName, let field, let conversion, let into):
+                let t = try typeIndex(typeName, index)
+                let f = try fieldIndex(field, in: t, index)
+                let source = schema.recordTypes[t].fields[f]
+                if let into {
+                    var target = source
+                    target.name = into
+                    target.type = conversion.to
+                    try addField(target, to: t, index)
+                } else {
+                    schema.recordTypes[t].fields[f].type = conversion.to
+                }
+                entry.type = schema.recordTypes[t]
+                try stampable(t, index)
+            case .removeField(let typeName, let field, _):
+                let t = try typeIndex(typeName, index)
+                let f = try fieldIndex(field, in: t, index)
+                schema.recordTypes[t].fields.remove(at: f)
+                entry.type = schema.recordTypes[t]
+            case .migrateRecordType(let from, let to, let fields, let drop, let template, let keepSource):
+                let s = try typeIndex(from, index)
+                let source = schema.recordTypes[s]
+                if keepSource && template == nil { throw fail(index, "keepSource: true needs a name template, since both records live on (name: v2-{recordName})") }
+                for name in fields.keys.sorted() + drop.sorted() where source.field(named: name) == nil {
+                    throw fail(index, "record type \(from) has no field '\(name)' (it has \(source.userFields.map(\.name).joined(separator: ", ")))")
+                }
+                if schema.recordType(named: to) == nil {
+                    schema.recordTypes.append(RecordTypeDefinition(name: to, fields: source.fields.filter(\.isSystem), grants: source.grants))
+                }
+                let t = try typeIndex(to, index)
+                for field in source.userFields where !drop.contains(field.name) {
+                    var target = field
+                    if let mapping = fields[field.name] {
+                        target.name = mapping.to
+                        if let conversion = mapping.conversion { target.type = conversion.to }
+                    }
+                    try addField(target, to: t, index)
+                }
+                try addField(FieldDefinition(name: CompiledMigration.migratedFromField, type: .string), to: t, index)
+                try stampable(t, index)
+                entry.type = source
+                touched.insert(to)
+            case .setField(let typeName, let field, let value, let fieldType, let predicate):
+                let t = try typeIndex(typeName, index)
+                var type = fieldType
+                if case .constant(let json) = value, type == nil, schema.recordTypes[t].field(named: field) == nil {
+                    type = FieldValueJSON.inferType(of: json)
+                }
+                if schema.recordTypes[t].field(named: field) == nil {
+                    guard let type else { throw fail(index, "\(typeName) has no field '\(field)'; give its fieldType to add it") }
+                    try addField(FieldDefinition(name: field, type: type), to: t, index)
+                }
+                let definition = schema.recordTypes[t].field(named: field)!
+                entry.setType = definition.type
+                switch value {
+                case .constant(let json):
+                    do { entry.setValue = try FieldValueJSON.read(json, as: definition.type) } catch {
+                        throw fail(index, "value is not a \(definition.type): \(error.message)")
+                    }
+                case .expression(let expression):
+                    for name in expression.fieldNames where schema.recordTypes[t].field(named: name) == nil {
+                        throw fail(index, "the expression reads '\(name)', which \(typeName) does not have")
+                    }
+                }
+                if let predicate {
+                    for name in predicate.fieldNames where !["recordName", "___createTime", "___modTime"].contains(name) && schema.recordTypes[t].field(named: name) == nil {
+                        throw fail(index, "where names '\(name)', which \(typeName) does not have")
+                    }
+                }
+                entry.type = schema.recordTypes[t]
+                try stampable(t, index)
+            case .deleteRecords(let typeName, _):
+                let t = try typeIndex(typeName, index)
+                entry.type = schema.recordTypes[t]
+            case .custom(let custom):
+                do { try custom.schema(&schema) } catch { throw fail(index, "\(custom.name): \(error)") }
+                for name in custom.recordTypes {
+                    let t = try typeIndex(name, index)
+                    try stampable(t, index)
+                }
+            }
+            sources.formUnion(step.sourceTypes)
+            touched.formUnion(step.sourceTypes)
+            compiled.append(entry)
+        }
+        steps = compiled
+        schemaAfter = schema
+        sourceTypes = sources
+        touchedTypes = touched
+    }
+
+    /// The name templates of the migration's `migrateRecordType` steps, by source type.
+    public var renamingTypes: [String: (template: String, keepSource: Bool)] {
+        var result: [String: (String, Bool)] = [:]
+        for entry in steps {
+            if case .migrateRecordType(let from, _, _, _, let template?, let keep) = entry.step { result[from] = (template, keep) }
+        }
+        return result
+    }
+
+    static func name(_ template: String, _ recordName: String) -> String {
+        template.replacingOccurrences(of: "{recordName}", with: recordName)
+    }
+
+    /// Takes one record through every step.
+    public func migrate(_ record: Record) -> RecordOutcome {
+        if case .int64(let version)? = record.fields[CompiledMigration.versionField] {
+            if version > Int64(latestVersion) { return .future(version) }
+            if version >= Int64(migration.version) { return .unchanged }
+        }
+        var current = [record]
+        for entry in steps {
+            var next: [Record] = []
+            next.reserveCapacity(current.count)
+            for item in current {
+                do {
+                    next += try apply(entry, to: item)
+                } catch let failure as RecordFailure {
+                    return .failed(failure)
+                } catch {
+                    return .failed(RecordFailure(recordName: item.recordName, recordType: item.recordType, field: nil,
+                                                 step: migration.place(ofStep: entry.index), message: "\(error)"))
+                }
+            }
+            current = next
+        }
+        // References to records that moved to new names follow them.
+        if !renamed.isEmpty, let names = renamed[record.zone] {
+            current = current.map { repoint($0, names) }
+        }
+        if current.count == 1 && current[0] == record { return .unchanged }
+        if appendOnly.contains(record.recordType) && !force && !current.contains(record) {
+            return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: migration.place(ofStep: 0),
+                                         message: "\(record.recordType) is append-only in this migration set: existing records are not changed (--force to do it anyway)"))
+        }
+        let stamped = current.map { item -> Record in
+            if item == record { return item }
+            var item = item
+            if schemaAfter.recordType(named: item.recordType)?.field(named: CompiledMigration.versionField) != nil {
+                item.fields[CompiledMigration.versionField] = .int64(Int64(migration.version))
+            }
+            return item
+        }
+        return .changed(stamped)
+    }
+
+    private func repoint(_ record: Record, _ names: [String: String]) -> Record {
+        var copy = record
+        for (field, value) in record.fields {
+            switch value {
+            case .reference(var reference):
+                if let moved = names[reference.recordName] { reference.recordName = moved; copy.fields[field] = .reference(reference) }
+            case .list(.reference, let items):
+                let mapped = items.map { item -> FieldValue in
+                    if case .reference(var reference) = item, let moved = names[reference.recordName] {
+                        reference.recordName = moved
+                        return .reference(reference)
+                    }
+                    return item
+                }
+                if mapped != items { copy.fields[field] = .list(.reference, mapped) }
+            default: break
+            }
+        }
+        return copy
+    }
+
+    private func apply(_ entry: CompiledStep, to record: Record) throws -> [Record] {
+        let place = migration.place(ofStep: entry.index)
+        func failure(_ field: String?, _ message: String) -> RecordFailure {
+            RecordFailure(recordName: record.recordName, recordType: record.recordType, field: field, step: place, message: message)
+        }
+        switch entry.step {
+        case .addField(let type, let field, let defaultValue):
+            guard record.recordType == type, let defaultValue, record.fields[field.name] == nil else { return [record] }
+            var copy = record
+            copy.fields[field.name] = defaultValue
+            return [copy]
+        case .renameField(let type, let from, let to):
+            guard record.recordType == type, let value = record.fields[from] else { return [record] }
+            var copy = record
+            copy.fields[from] = nil
+            copy.fields[to] = value
+            return [copy]
+        case .changeType(let type, let field, let conversion, let into):
+            guard record.recordType == type else { return [record] }
+            let target = into ?? field
+            // Converting into a field that already holds a value keeps that value.
+            if into != nil, record.fields[target] != nil { return [record] }
+            switch conversion.apply(record.fields[field]) {
+            case .success(let value):
+                var copy = record
+                copy.fields[target] = value
+                return [copy]
+            case .failure(let problem):
+                throw failure(field, problem.message)
+            }
+        case .removeField(let type, let field, let purge):
+            guard record.recordType == type, record.fields[field] != nil else { return [record] }
+            guard purge else {
+                throw failure(field, "holds a value, which removing the field would lose (purge: true removes the values too)")
+            }
+            var copy = record
+            copy.fields[field] = nil
+            return [copy]
+        case .migrateRecordType(let from, let to, let fields, let drop, let template, let keepSource):
+            guard record.recordType == from else { return [record] }
+            var migrated = Record(id: record.id, recordType: to, changeTag: record.changeTag, created: record.created, modified: record.modified)
+            if let template { migrated.id.recordName = CompiledMigration.name(template, record.recordName) }
+            for (name, value) in record.fields where !drop.contains(name) && name != CompiledMigration.versionField {
+                guard let mapping = fields[name] else { migrated.fields[name] = value; continue }
+                if let conversion = mapping.conversion {
+                    switch conversion.apply(value) {
+                    case .success(let converted): migrated.fields[mapping.to] = converted
+                    case .failure(let problem): throw failure(name, problem.message)
+                    }
+                } else {
+                    migrated.fields[mapping.to] = value
+                }
+            }
+            migrated.fields[CompiledMigration.migratedFromField] = .string(record.recordName)
+            return keepSource ? [record, migrated] : [migrated]
+        case .setField(let type, let field, let value, _, let predicate):
+            guard record.recordType == type else { return [record] }
+            if let predicate, let definition = entry.type {
+                do { guard try predicate.matches(record, type: definition) else { return [record] } } catch {
+                    throw failure(nil, "where: \(error)")
+                }
+            }
+            var copy = record
+            switch value {
+            case .constant:
+                copy.fields[field] = entry.setValue
+            case .expression(let expression):
+                do {
+                    copy.fields[field] = try expression.evaluate(record).fieldValue(as: entry.setType!)
+                } catch {
+                    throw failure(field, "\(expression): \(error.message)")
+                }
+            }
+            return [copy]
+        case .deleteRecords(let type, let predicate):
+            guard record.recordType == type else { return [record] }
+            if let predicate, let definition = entry.type {
+                do { guard try predicate.matches(record, type: definition) else { return [record] } } catch {
+                    throw failure(nil, "where: \(error)")
+                }
+            }
+            return []
+        case .custom(let custom):
+            guard custom.recordTypes.contains(record.recordType) else { return [record] }
+            do {
+                return try custom.transform(record).map { [$0] } ?? []
+            } catch {
+                throw failure(nil, "\(custom.name): \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,294 @@
+import Foundation
+import Records
+import Store
+
+/// Counts of what a migration did (or would do) to one record type.
+public struct MigrationCounts: Sendable, Hashable, Codable {
+    public var scanned = 0
+    public var changed = 0
+    public var unchanged = 0
+    public var failed = 0
+    /// Of the changed: records deleted (not kept under their name).
+    public var deleted = 0
+    /// Records from the future: `_schemaVersion` above every version the set knows.
+    public var future = 0
+    public init() {}
+}
+
+/// One record's change, field by field: `- body: "Buy milk"` / `+ content: "Buy milk"`.
+public struct RecordDiff: Sendable, Hashable, Codable {
+    public var recordName: String
+    public var recordType: String
+    public var zoneName: String
+    public var lines: [String]
+}
+
+/// What one migration did, or would do.
+public struct MigrationReport: Sendable {
+    public var version: Int
+    public var description: String
+    public var file: String
+    public var counts: [String: MigrationCounts] = [:]
+    /// The first records' diffs (up to the limit asked for).
+    public var diffs: [RecordDiff] = []
+    public var failures: [RecordFailure] = []
+    /// A few records from the future, by name.
+    public var futureExamples: [String] = []
+    public var schemaChanges: [String] = []
+    public var durationMilliseconds: Int64 = 0
+
+    public var totals: MigrationCounts {
+        counts.values.reduce(into: MigrationCounts()) { total, c in
+            total.scanned += c.scanned; total.changed += c.changed; total.unchanged += c.unchanged
+            total.failed += c.failed; total.deleted += c.deleted; total.future += c.future
+        }
+    }
+}
+
+/// Where a store stands with a migration set.
+public struct MigrationStatus: Sendable {
+    public var set: String
+    public var applied: [MigrationHistoryEntry]
+    public var pending: [Migration]
+    /// What stops the set from being applied: edited files, missing files, versions out of order.
+    public var problems: [String]
+    /// The store's version: the newest applied migration's.
+    public var currentVersion: Int { applied.last?.version ?? 0 }
+}
+
+/// Plans and applies a migration set to a store.
+///
+/// ```swift
+/// let set = try MigrationSet.load(directory: "migrations/notes")
+/// let runner = MigrationRunner(store: store, set: set)
+/// for report in try runner.plan(diffLimit: 20) { print(report.totals) }
+/// try runner.apply()
+/// ```
+///
+/// `plan` only reads: the store file stays byte for byte as it was. `apply` runs each
+/// migration in a transaction of its own, so a record that fails leaves the store as the
+/// previous migration left it, and records it in the store's history with its file's SHA-256.
+public final class MigrationRunner {
+    public let store: RecordStore
+    public let set: MigrationSet
+    /// Change records of append-only types anyway.
+    public var force = false
+    /// Accept applied files whose checksum changed, recording the new checksum.
+    public var repair = false
+    /// Called with the migration's version and how many records it has read.
+    public var progress: ((Int, Int) -> Void)?
+
+    public init(store: RecordStore, set: MigrationSet) {
+        self.store = store
+        self.set = set
+    }
+
+    public func status() throws -> MigrationStatus {
+        let history = try store.read { try $0.migrationHistory(set: set.name) }
+        return status(history)
+    }
+
+    func status(_ history: [MigrationHistoryEntry]) -> MigrationStatus {
+        var problems: [String] = []
+        let files = Dictionary(set.migrations.map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
+        for entry in history {
+            guard let migration = files[entry.version] else {
+                problems.append("migration \(entry.version) (\(entry.file)) was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) but is not in \(set.directory): put the file back")
+                continue
+            }
+            if migration.checksum != entry.checksum && !repair {
+                problems.append("\(migration.file) was edited after it was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) (SHA-256 \(entry.checksum.prefix(12))… then, \(migration.checksum.prefix(12))… now): undo the edit and write a new migration, or pass --repair to accept the edit on purpose")
+            }
+        }
+        let appliedVersions = Set(history.map(\.version))
+        let newest = history.map(\.version).max() ?? 0
+        for migration in set.migrations where migration.version < newest && !appliedVersions.contains(migration.version) {
+            problems.append("\(migration.file) (version \(migration.version)) was never applied, but version \(newest) was: migrations run in order, so renumber it to \(String(format: "%04d", set.latestVersion + 1)) or later")
+        }
+        return MigrationStatus(set: set.name, applied: history, pending: set.migrations.filter { $0.version > newest }, problems: problems)
+    }
+
+    private func pending(upTo target: Int?, _ status: MigrationStatus) throws -> [Migration] {
+        guard status.problems.isEmpty else { throw MigrationError(status.problems.joined(separator: "\n")) }
+        if let target {
+            guard target >= status.currentVersion else {
+                throw MigrationError("the store is at version \(status.currentVersion); migrating down to \(target) is not something migrations do (restore a backup instead)")
+            }
+            guard target <= set.latestVersion else { throw MigrationError("there is no version \(target) in \(set.directory) (the newest is \(set.latestVersion))") }
+            return status.pending.filter { $0.version <= target }
+        }
+        return status.pending
+    }
+
+    /// Names of records that will move to new names, by zone, for repointing references:
+    /// found by taking each record of a renaming type through the migration once.
+    private func renamedNames(_ compiled: CompiledMigration, _ session: StoreSession) throws -> [ZoneID: [String: String]] {
+        var result: [ZoneID: [String: String]] = [:]
+        for type in compiled.renamingTypes.keys.sorted() where session.schema.recordType(named: type) != nil {
+            try session.forEach(RecordQuery(recordTypes: [type])) { record in
+                guard case .changed(let results) = compiled.migrate(record) else { return }
+                for item in results where item.recordName != record.recordName && item.fields[CompiledMigration.migratedFromField] == .string(record.recordName) {
+                    result[record.zone, default: [:]][record.recordName] = item.recordName
+                }
+            }
+        }
+        return result
+    }
+
+    private static func referenceTypes(_ schema: Schema) -> Set<String> {
+        Set(schema.recordTypes.filter { type in type.userFields.contains { $0.type.primitive == .reference } }.map(\.name))
+    }
+
+    /// What the pending migrations (up to `target`) would do, record by record, without
+    /// writing anything. Each record goes through the migrations in turn, as `apply` would.
+    public func plan(to target: Int? = nil, diffLimit: Int = 20) throws -> [MigrationReport] {
+        try store.read { session in
+            let migrations = try pending(upTo: target, status(try session.migrationHistory(set: set.name)))
+            var compiled: [CompiledMigration] = []
+            var schema = session.schema
+            for migration in migrations {
+                var next = try CompiledMigration(migration, schema: schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
+                next.renamed = try renamedNames(next, session)
+                compiled.append(next)
+                schema = next.schemaAfter
+            }
+            var reports = compiled.map { c in
+                MigrationReport(version: c.migration.version, description: c.migration.description, file: c.migration.file,
+                                schemaChanges: SchemaChange(from: c.schemaBefore, to: c.schemaAfter).summary)
+            }
+            var readTypes = Set<String>()
+            for c in compiled {
+                readTypes.formUnion(c.sourceTypes)
+                if !c.renamed.isEmpty { readTypes.formUnion(MigrationRunner.referenceTypes(c.schemaBefore)) }
+            }
+            var read = 0
+            for type in readTypes.sorted() where session.schema.recordType(named: type) != nil {
+                try session.forEach(RecordQuery(recordTypes: [type])) { record in
+                    read += 1
+                    if read % 8192 == 0 { progress?(compiled.first?.migration.version ?? 0, read) }
+                    var inputs = [record]
+                    for (index, c) in compiled.enumerated() {
+                        var outputs: [Records.Record] = []
+                        for item in inputs {
+                            guard c.sourceTypes.contains(item.recordType) || !c.renamed.isEmpty else { outputs.append(item); continue }
+                            let outcome = c.migrate(item)
+                            var counts = reports[index].counts[item.recordType, default: MigrationCounts()]
+                            counts.scanned += 1
+                            switch outcome {
+                            case .unchanged:
+                                counts.unchanged += 1
+                                outputs.append(item)
+                            case .future:
+                                counts.future += 1
+                                if reports[index].futureExamples.count < 5 { reports[index].futureExamples.append(item.recordName) }
+                                outputs.append(item)
+                            case .changed(let results):
+                                counts.changed += 1
+                                if !results.contains(where: { $0.recordName == item.recordName }) { counts.deleted += 1 }
+                                if reports[index].diffs.count < diffLimit { reports[index].diffs.append(MigrationRunner.diff(item, results)) }
+                                outputs += results
+                            case .failed(let failure):
+                                counts.failed += 1
+                                if reports[index].failures.count < max(diffLimit, 20) { reports[index].failures.append(failure) }
+                                outputs.append(item)
+                            }
+                            reports[index].counts[item.recordType] = counts
+                        }
+                        inputs = outputs
+                    }
+                }
+            }
+            return reports
+        }
+    }
+
+    /// Applies the pending migrations (up to `target`), each in a transaction of its own.
+    /// A record that fails stops the migration it is in: that migration writes nothing, the
+    /// ones before it stay applied, and the error names the record, the field and the step.
+    @discardableResult
+    public func apply(to target: Int? = nil) throws -> [MigrationReport] {
+        let history = try store.read { try $0.migrationHistory(set: set.name) }
+        let current = status(history)
+        let migrations = try pending(upTo: target, current)
+        if repair {
+            try store.write { session in
+                for var entry in history {
+                    guard let migration = set.migrations.first(where: { $0.version == entry.version }), migration.checksum != entry.checksum else { continue }
+                    entry.checksum = migration.checksum
+                    try session.recordMigration(entry)
+                }
+            }
+        }
+        var reports: [MigrationReport] = []
+        for migration in migrations {
+            let started = Date()
+            let report = try store.write { session -> MigrationReport in
+                var compiled = try CompiledMigration(migration, schema: session.schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
+                compiled.renamed = try renamedNames(compiled, session)
+                var report = MigrationReport(version: migration.version, description: migration.description, file: migration.file,
+                                             schemaChanges: SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter).summary)
+                var types = compiled.sourceTypes.union(compiled.touchedTypes)
+                if !compiled.renamed.isEmpty { types.formUnion(MigrationRunner.referenceTypes(compiled.schemaBefore)) }
+                var read = 0
+                try session.rewrite(types: types, into: compiled.schemaAfter) { record in
+                    read += 1
+                    if read % 8192 == 0 { progress?(migration.version, read) }
+                    guard compiled.sourceTypes.contains(record.recordType) || !compiled.renamed.isEmpty else { return [record] }
+                    var counts = report.counts[record.recordType, default: MigrationCounts()]
+                    counts.scanned += 1
+                    defer { report.counts[record.recordType] = counts }
+                    switch compiled.migrate(record) {
+                    case .unchanged:
+                        counts.unchanged += 1
+                        return [record]
+                    case .future:
+                        counts.future += 1
+                        if report.futureExamples.count < 5 { report.futureExamples.append(record.recordName) }
+                        return [record]
+                    case .changed(let results):
+                        counts.changed += 1
+                        if !results.contains(where: { $0.recordName == record.recordName }) { counts.deleted += 1 }
+                        return results
+                    case .failed(let failure):
+                        throw failure
+                    }
+                }
+                report.durationMilliseconds = Int64(Date().timeIntervalSince(started) * 1000)
+                try session.recordMigration(MigrationHistoryEntry(
+                    set: set.name, version: migration.version, description: migration.description,
+                    file: (migration.file as NSString).lastPathComponent, checksum: migration.checksum,
+                    appliedAt: Int64(Date().timeIntervalSince1970 * 1000), durationMilliseconds: report.durationMilliseconds,
+                    recordsChanged: report.totals.changed))
+                return report
+            }
+            reports.append(report)
+        }
+        return reports
+    }
+
+    /// Field-level lines between a record and what it becomes.
+    static func diff(_ before: Records.Record, _ after: [Records.Record]) -> RecordDiff {
+        var lines: [String] = []
+        if after.isEmpty { lines.append("deleted") }
+        for result in after {
+            if result == before { continue }
+            if result.recordName != before.recordName || result.recordType != before.recordType {
+                lines.append("→ \(result.recordType) \(result.recordName)")
+            }
+            let names = Set(before.fields.map(\.name)).union(result.fields.map(\.name)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            for name in names {
+                let old = before.fields[name], new = result.fields[name]
+                if old == new { continue }
+                if let old { lines.append("- \(name): \(text(old))") }
+                if let new { lines.append("+ \(name): \(text(new))") }
+            }
+        }
+        return RecordDiff(recordName: before.recordName, recordType: before.recordType, zoneName: before.zone.zoneName, lines: lines)
+    }
+
+    static func text(_ value: FieldValue) -> String {
+        var writer = JSONWriter(capacity: 64)
+        FieldValueJSON.write(value, style: .plain, to: &writer)
+        return writer.text
+    }
+}
