@@ -142,7 +142,8 @@ struct CLITests {
 
     @Test("every command's help teaches with an example", arguments: [
         [], ["schema"], ["schema", "import"], ["schema", "export"], ["schema", "check"], ["import"], ["export"], ["delete"], ["stats"], ["generate"],
-        ["backup"], ["verify"], ["inspect"], ["restore"],
+        ["backup"], ["verify"], ["inspect"], ["restore"], ["schema", "diff"],
+        ["migrate"], ["migrate", "status"], ["migrate", "plan"], ["migrate", "apply"], ["migrate", "lint"],
     ])
     func help(command: [String]) throws {
         let run = try ckport(command + ["--help"], in: packageRoot)
@@ -433,6 +434,63 @@ struct CLITests {
         try FileManager.default.createDirectory(atPath: folder.path("empty"), withIntermediateDirectories: true)
         let missing = try ckport(["import", "schema.ckdb", "out.jsonl", "--assets", "empty", "--store", "none.sqlite"], in: folder.url)
         #expect(missing.status == 2 && missing.stderr.contains("empty/kitchen.jpg does not exist") && missing.stderr.contains("ph-1"), "\(missing.stderr)")
+    }
+
+    @Test("migrate: status, plan (nothing written), apply with a backup, re-apply, an edited file, lint, schema diff")
+    func migrate() throws {
+        let folder = Folder()
+        let notes = packageRoot.appendingPathComponent("migrations/notes").path
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl")], in: folder.url).status == 0)
+        let status = try ckport(["migrate", "status", "--dir", notes], in: folder.url)
+        #expect(status.status == 0 && status.stdout.contains("the store is at version 0 of 3") && status.stdout.contains("0003_note_v2.yaml"), "\(status.stdout)")
+        let before = folder.data("ckport.sqlite")
+        let plan = try ckport(["migrate", "plan", "--dir", notes, "--limit", "1"], in: folder.url)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("- body: \"Wants more ownership of the release process.\\nFollow up on conference budget.\""), "\(plan.stdout)")
+        #expect(plan.stdout.contains("+ priorityLevel: \"medium\""))
+        #expect(plan.stdout.contains("→ NoteV2 legacy-000003"))
+        #expect(folder.data("ckport.sqlite") == before)
+        let json = try ckport(["migrate", "plan", "--dir", notes, "--format", "json", "-q"], in: folder.url)
+        let parsed = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
+        #expect(parsed?.count == 3)
+        #expect(((parsed?[1]["counts"] as? [String: Any])?["NoteV1"] as? [String: Any])?["change"] as? Int == 18)
+        let dryRun = try ckport(["migrate", "apply", "--dir", notes, "--dry-run"], in: folder.url)
+        #expect(dryRun.stdout == plan.stdout.replacingOccurrences(of: "--limit 1", with: "") || dryRun.stdout.contains("migration 3"))
+        #expect(folder.data("ckport.sqlite") == before)
+
+        let apply = try ckport(["migrate", "apply", "--dir", notes], in: folder.url)
+        #expect(apply.status == 0, "\(apply.stderr)")
+        #expect(apply.stderr.contains("backed up 60 records to ckport.before-notes-0001.ckbundle"), "\(apply.stderr)")
+        #expect(apply.stderr.contains("applied 3 NoteV1 records become NoteV2: 18 of 18 records changed"))
+        #expect(try ckport(["verify", "ckport.before-notes-0001.ckbundle", "-q"], in: folder.url).status == 0)
+        let after = try ckport(["migrate", "status", "--dir", notes], in: folder.url)
+        #expect(after.stdout.contains("the store is at version 3 of 3") && !after.stdout.contains("pending"), "\(after.stdout)")
+        let again = try ckport(["migrate", "apply", "--dir", notes], in: folder.url)
+        #expect(again.status == 0 && again.stderr.contains("nothing to apply"))
+
+        // An applied file edited afterwards: status and apply refuse, --repair accepts.
+        try FileManager.default.createDirectory(atPath: folder.path("edited"), withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: notes) where name.hasSuffix(".yaml") {
+            try FileManager.default.copyItem(atPath: notes + "/" + name, toPath: folder.path("edited/" + name))
+        }
+        try (String(contentsOfFile: folder.path("edited/0002_content_and_priority_level.yaml"), encoding: .utf8) + "# a comment\n")
+            .write(toFile: folder.path("edited/0002_content_and_priority_level.yaml"), atomically: true, encoding: .utf8)
+        try FileManager.default.moveItem(atPath: folder.path("edited"), toPath: folder.path("notes"))
+        let edited = try ckport(["migrate", "status", "--dir", "notes"], in: folder.url)
+        #expect(edited.status == 2 && edited.stderr.contains("0002_content_and_priority_level.yaml was edited after it was applied"), "\(edited.stderr)")
+        #expect(try ckport(["migrate", "apply", "--dir", "notes", "--no-backup"], in: folder.url).status == 2)
+        #expect(try ckport(["migrate", "apply", "--dir", "notes", "--repair", "--no-backup"], in: folder.url).status == 0)
+        #expect(try ckport(["migrate", "status", "--dir", "notes"], in: folder.url).status == 0)
+
+        let lint = try ckport(["migrate", "lint", "--dir", notes], in: folder.url)
+        #expect(lint.status == 2 && lint.stdout.contains("0002_content_and_priority_level.yaml:4: renameField"), "\(lint.stdout)")
+        #expect(try ckport(["migrate", "lint", "--dir", packageRoot.appendingPathComponent("migrations/family-todo").path], in: folder.url).status == 0)
+
+        #expect(try ckport(["schema", "export", "-o", "after.ckdb"], in: folder.url).status == 0)
+        let diff = try ckport(["schema", "diff", sample("notes", "schema.ckdb"), "after.ckdb"], in: folder.url)
+        #expect(diff.status == 0 && diff.stdout.contains("+ record type NoteV2") && diff.stdout.contains("deployable"), "\(diff.stdout)")
+        let check = try ckport(["schema", "diff", "after.ckdb", sample("notes", "schema.ckdb"), "--check"], in: folder.url)
+        #expect(check.status == 2 && check.stdout.contains("- record type NoteV2") && check.stdout.contains("NOT deployable"), "\(check.stdout)")
     }
 
     @Test("an incremental chain: changes and deletions since the last bundle, gaps and wrong orders refused")

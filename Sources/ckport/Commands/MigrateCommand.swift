@@ -189,6 +189,7 @@ struct MigrateCommand: ParsableCommand {
             let store = try storeOptions.open(create: false)
             let runner = MigrationRunner(store: store, set: set)
             runner.force = force
+            let status = try runner.status()
             runner.repair = repair
             if dryRun {
                 let reports = try runner.plan(to: to, diffLimit: limit)
@@ -196,7 +197,6 @@ struct MigrateCommand: ParsableCommand {
                 Console.error("dry run: nothing was written")
                 return
             }
-            let status = try runner.status()
             if status.problems.isEmpty || repair {
                 let pending = status.pending.filter { to == nil || $0.version <= to! }
                 if pending.isEmpty && status.problems.isEmpty {
@@ -220,6 +220,12 @@ struct MigrateCommand: ParsableCommand {
                 throw error
             }
             if !storeOptions.quiet {
+                if repair {
+                    for entry in status.applied {
+                        guard let migration = set.migrations.first(where: { $0.version == entry.version }), migration.checksum != entry.checksum else { continue }
+                        Console.error("repaired: \(entry.file) is accepted as edited; its SHA-256 is now \(migration.checksum.prefix(12))… (was \(entry.checksum.prefix(12))…)")
+                    }
+                }
                 for report in reports {
                     let totals = report.totals
                     let future = totals.future > 0 ? ", \(Console.count(totals.future)) from the future left alone (e.g. \(report.futureExamples.joined(separator: ", ")))" : ""
