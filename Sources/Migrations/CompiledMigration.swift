@@ -36,6 +36,10 @@ public struct CompiledMigration: Sendable {
     /// The types it writes records into (its sources and their targets).
     public let touchedTypes: Set<String>
     let steps: [CompiledStep]
+    /// Types that carry `_schemaVersion` after the migration.
+    let stampedTypes: Set<String>
+    /// Where each step is, for messages (worked out once, not per record).
+    let places: [String]
     let latestVersion: Int
     let appendOnly: Set<String>
     let force: Bool
@@ -197,6 +201,8 @@ public struct CompiledMigration: Sendable {
             compiled.append(entry)
         }
         steps = compiled
+        places = migration.steps.indices.map { migration.place(ofStep: $0) }
+        stampedTypes = Set(schema.recordTypes.filter { $0.field(named: CompiledMigration.versionField) != nil }.map(\.name))
         schemaAfter = schema
         sourceTypes = sources
         touchedTypes = touched
@@ -215,54 +221,78 @@ public struct CompiledMigration: Sendable {
         template.replacingOccurrences(of: "{recordName}", with: recordName)
     }
 
+    /// What one step did to a record.
+    enum StepEffect {
+        case same
+        case changed
+        /// The record became these (none: deleted; two: kept beside a copy).
+        case replaced([Record])
+    }
+
     /// Takes one record through every step.
     public func migrate(_ record: Record) -> RecordOutcome {
         if case .int64(let version)? = record.fields[CompiledMigration.versionField] {
             if version > Int64(latestVersion) { return .future(version) }
             if version >= Int64(migration.version) { return .unchanged }
         }
-        var current = [record]
+        // Most records stay one record through every step: that path allocates nothing extra.
+        var single = record
+        var many: [Record]?
+        var changed = false
         for entry in steps {
-            var next: [Record] = []
-            next.reserveCapacity(current.count)
-            for item in current {
-                do {
-                    next += try apply(entry, to: item)
-                } catch let failure as RecordFailure {
-                    return .failed(failure)
-                } catch {
-                    return .failed(RecordFailure(recordName: item.recordName, recordType: item.recordType, field: nil,
-                                                 step: migration.place(ofStep: entry.index), message: "\(error)"))
+            do {
+                if many == nil {
+                    switch try apply(entry, to: &single) {
+                    case .same: break
+                    case .changed: changed = true
+                    case .replaced(let records): many = records; changed = true
+                    }
+                } else {
+                    var next: [Record] = []
+                    for var item in many! {
+                        switch try apply(entry, to: &item) {
+                        case .same: next.append(item)
+                        case .changed: next.append(item); changed = true
+                        case .replaced(let records): next += records; changed = true
+                        }
+                    }
+                    many = next
                 }
+            } catch let failure as RecordFailure {
+                return .failed(failure)
+            } catch {
+                return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil,
+                                             step: places[entry.index], message: "\(error)"))
             }
-            current = next
         }
+        var current = many ?? [single]
         // References to records that moved to new names follow them.
         if !renamed.isEmpty, let names = renamed[record.zone] {
-            current = current.map { repoint($0, names) }
+            for index in current.indices where repoint(&current[index], names) { changed = true }
         }
+        guard changed else { return .unchanged }
         if current.count == 1 && current[0] == record { return .unchanged }
         if appendOnly.contains(record.recordType) && !force && !current.contains(record) {
-            return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: migration.place(ofStep: 0),
+            return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: places.first ?? migration.file,
                                          message: "\(record.recordType) is append-only in this migration set: existing records are not changed (--force to do it anyway)"))
         }
-        let stamped = current.map { item -> Record in
-            if item == record { return item }
-            var item = item
-            if schemaAfter.recordType(named: item.recordType)?.field(named: CompiledMigration.versionField) != nil {
-                item.fields[CompiledMigration.versionField] = .int64(Int64(migration.version))
-            }
-            return item
+        for index in current.indices where stampedTypes.contains(current[index].recordType) && current[index] != record {
+            current[index].fields[CompiledMigration.versionField] = .int64(Int64(migration.version))
         }
-        return .changed(stamped)
+        return .changed(current)
     }
 
-    private func repoint(_ record: Record, _ names: [String: String]) -> Record {
-        var copy = record
+    /// Points references at records' new names; true when something changed.
+    private func repoint(_ record: inout Record, _ names: [String: String]) -> Bool {
+        var changed = false
         for (field, value) in record.fields {
             switch value {
             case .reference(var reference):
-                if let moved = names[reference.recordName] { reference.recordName = moved; copy.fields[field] = .reference(reference) }
+                if let moved = names[reference.recordName] {
+                    reference.recordName = moved
+                    record.fields[field] = .reference(reference)
+                    changed = true
+                }
             case .list(.reference, let items):
                 let mapped = items.map { item -> FieldValue in
                     if case .reference(var reference) = item, let moved = names[reference.recordName] {
@@ -271,53 +301,52 @@ public struct CompiledMigration: Sendable {
                     }
                     return item
                 }
-                if mapped != items { copy.fields[field] = .list(.reference, mapped) }
+                if mapped != items {
+                    record.fields[field] = .list(.reference, mapped)
+                    changed = true
+                }
             default: break
             }
         }
-        return copy
+        return changed
     }
 
-    private func apply(_ entry: CompiledStep, to record: Record) throws -> [Record] {
-        let place = migration.place(ofStep: entry.index)
+    private func apply(_ entry: CompiledStep, to record: inout Record) throws -> StepEffect {
         func failure(_ field: String?, _ message: String) -> RecordFailure {
-            RecordFailure(recordName: record.recordName, recordType: record.recordType, field: field, step: place, message: message)
+            RecordFailure(recordName: record.recordName, recordType: record.recordType, field: field, step: places[entry.index], message: message)
         }
         switch entry.step {
         case .addField(let type, let field, let defaultValue):
-            guard record.recordType == type, let defaultValue, record.fields[field.name] == nil else { return [record] }
-            var copy = record
-            copy.fields[field.name] = defaultValue
-            return [copy]
+            guard record.recordType == type, let defaultValue, record.fields[field.name] == nil else { return .same }
+            record.fields[field.name] = defaultValue
+            return .changed
         case .renameField(let type, let from, let to):
-            guard record.recordType == type, let value = record.fields[from] else { return [record] }
-            var copy = record
-            copy.fields[from] = nil
-            copy.fields[to] = value
-            return [copy]
+            guard record.recordType == type, let value = record.fields[from] else { return .same }
+            record.fields[from] = nil
+            record.fields[to] = value
+            return .changed
         case .changeType(let type, let field, let conversion, let into):
-            guard record.recordType == type else { return [record] }
+            guard record.recordType == type else { return .same }
             let target = into ?? field
             // Converting into a field that already holds a value keeps that value.
-            if into != nil, record.fields[target] != nil { return [record] }
+            if into != nil, record.fields[target] != nil { return .same }
             switch conversion.apply(record.fields[field]) {
             case .success(let value):
-                var copy = record
-                copy.fields[target] = value
-                return [copy]
+                if record.fields[target] == value { return .same }
+                record.fields[target] = value
+                return .changed
             case .failure(let problem):
                 throw failure(field, problem.message)
             }
         case .removeField(let type, let field, let purge):
-            guard record.recordType == type, record.fields[field] != nil else { return [record] }
+            guard record.recordType == type, record.fields[field] != nil else { return .same }
             guard purge else {
                 throw failure(field, "holds a value, which removing the field would lose (purge: true removes the values too)")
             }
-            var copy = record
-            copy.fields[field] = nil
-            return [copy]
+            record.fields[field] = nil
+            return .changed
         case .migrateRecordType(let from, let to, let fields, let drop, let template, let keepSource):
-            guard record.recordType == from else { return [record] }
+            guard record.recordType == from else { return .same }
             var migrated = Record(id: record.id, recordType: to, changeTag: record.changeTag, created: record.created, modified: record.modified)
             if let template { migrated.id.recordName = CompiledMigration.name(template, record.recordName) }
             for (name, value) in record.fields where !drop.contains(name) && name != CompiledMigration.versionField {
@@ -332,41 +361,46 @@ public struct CompiledMigration: Sendable {
                 }
             }
             migrated.fields[CompiledMigration.migratedFromField] = .string(record.recordName)
-            return keepSource ? [record, migrated] : [migrated]
+            return .replaced(keepSource ? [record, migrated] : [migrated])
         case .setField(let type, let field, let value, _, let predicate):
-            guard record.recordType == type else { return [record] }
+            guard record.recordType == type else { return .same }
             if let predicate, let definition = entry.type {
-                do { guard try predicate.matches(record, type: definition) else { return [record] } } catch {
+                do { guard try predicate.matches(record, type: definition) else { return .same } } catch {
                     throw failure(nil, "where: \(error)")
                 }
             }
-            var copy = record
+            let newValue: FieldValue?
             switch value {
             case .constant:
-                copy.fields[field] = entry.setValue
+                newValue = entry.setValue
             case .expression(let expression):
                 do {
-                    copy.fields[field] = try expression.evaluate(record).fieldValue(as: entry.setType!)
+                    newValue = try expression.evaluate(record).fieldValue(as: entry.setType!)
                 } catch {
                     throw failure(field, "\(expression): \(error.message)")
                 }
             }
-            return [copy]
+            if record.fields[field] == newValue { return .same }
+            record.fields[field] = newValue
+            return .changed
         case .deleteRecords(let type, let predicate):
-            guard record.recordType == type else { return [record] }
+            guard record.recordType == type else { return .same }
             if let predicate, let definition = entry.type {
-                do { guard try predicate.matches(record, type: definition) else { return [record] } } catch {
+                do { guard try predicate.matches(record, type: definition) else { return .same } } catch {
                     throw failure(nil, "where: \(error)")
                 }
             }
-            return []
+            return .replaced([])
         case .custom(let custom):
-            guard custom.recordTypes.contains(record.recordType) else { return [record] }
-            do {
-                return try custom.transform(record).map { [$0] } ?? []
-            } catch {
+            guard custom.recordTypes.contains(record.recordType) else { return .same }
+            let result: Record?
+            do { result = try custom.transform(record) } catch {
                 throw failure(nil, "\(custom.name): \(error)")
             }
+            guard let result else { return .replaced([]) }
+            if result == record { return .same }
+            record = result
+            return .changed
         }
     }
 }

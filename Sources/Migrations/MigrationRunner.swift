@@ -233,18 +233,18 @@ public final class MigrationRunner {
                 try session.rewrite(types: types, into: compiled.schemaAfter) { record in
                     read += 1
                     if read % 8192 == 0 { progress?(migration.version, read) }
-                    guard compiled.sourceTypes.contains(record.recordType) || !compiled.renamed.isEmpty else { return [record] }
+                    guard compiled.sourceTypes.contains(record.recordType) || !compiled.renamed.isEmpty else { return nil }
                     var counts = report.counts[record.recordType, default: MigrationCounts()]
                     counts.scanned += 1
                     defer { report.counts[record.recordType] = counts }
                     switch compiled.migrate(record) {
                     case .unchanged:
                         counts.unchanged += 1
-                        return [record]
+                        return nil
                     case .future:
                         counts.future += 1
                         if report.futureExamples.count < 5 { report.futureExamples.append(record.recordName) }
-                        return [record]
+                        return nil
                     case .changed(let results):
                         counts.changed += 1
                         if !results.contains(where: { $0.recordName == record.recordName }) { counts.deleted += 1 }

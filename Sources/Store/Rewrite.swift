@@ -16,7 +16,7 @@ extension StoreSession {
     /// The affected types are `types` plus every type whose definition differs between the
     /// two schemas. Each is rebuilt: its old table is set aside, a table in the new layout is
     /// created, every old record is read once and `transform`'s answer written in its place:
-    /// the records it returns — the same record, a changed one (perhaps of another affected
+    /// nil keeps the record as it is; otherwise the records it returns — the same record, a changed one (perhaps of another affected
     /// type), others under new names — and a tombstone when none of them keeps the old
     /// record's name. Records that
     /// change get a new change sequence number, so `export --since` and incremental bundles
@@ -24,7 +24,7 @@ extension StoreSession {
     /// transaction: when `transform` throws, nothing has changed.
     @discardableResult
     public func rewrite(types requested: Set<String>, into newSchema: Schema,
-                        _ transform: (Records.Record) throws -> [Records.Record]) throws -> [String: RewriteCounts] {
+                        _ transform: (Records.Record) throws -> [Records.Record]?) throws -> [String: RewriteCounts] {
         precondition(writable, "rewrite needs a write transaction")
         let oldSchema = schema
         var types = requested
@@ -82,8 +82,7 @@ extension StoreSession {
                 let zoneRow = select.int64(0)
                 let record = try old.decode(select, zone: try zone(row: zoneRow))
                 typeCounts.scanned += 1
-                let results = try transform(record)
-                if results.count == 1 && results[0] == record {
+                guard let results = try transform(record) else {
                     try insert(record, zoneRow: zoneRow)
                     continue
                 }

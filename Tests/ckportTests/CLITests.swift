@@ -467,6 +467,12 @@ struct CLITests {
         #expect(after.stdout.contains("the store is at version 3 of 3") && !after.stdout.contains("pending"), "\(after.stdout)")
         let again = try ckport(["migrate", "apply", "--dir", notes], in: folder.url)
         #expect(again.status == 0 && again.stderr.contains("nothing to apply"))
+        // A bundle of the migrated store carries its history; the restored store knows its version.
+        #expect(try ckport(["backup", "-o", "migrated.ckbundle"], in: folder.url).status == 0)
+        #expect(try ckport(["inspect", "migrated.ckbundle"], in: folder.url).stdout.contains("history  3 migrations applied: notes at version 3"))
+        #expect(try ckport(["restore", "migrated.ckbundle", "--store", "restored.sqlite"], in: folder.url).status == 0)
+        let restored = try ckport(["migrate", "status", "--dir", notes, "--store", "restored.sqlite"], in: folder.url)
+        #expect(restored.stdout.contains("the store is at version 3 of 3"), "\(restored.stdout)")
 
         // An applied file edited afterwards: status and apply refuse, --repair accepts.
         try FileManager.default.createDirectory(atPath: folder.path("edited"), withIntermediateDirectories: true)

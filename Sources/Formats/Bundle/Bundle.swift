@@ -9,7 +9,7 @@ public struct BundleManifest: Codable, Sendable, Equatable {
 
     public struct Member: Codable, Sendable, Equatable {
         public var path: String
-        /// `schema`, `records`, `changes` or `asset`.
+        /// `schema`, `migrations`, `records`, `changes` or `asset`.
         public var kind: String
         public var bytes: Int64
         public var sha256: String
@@ -38,7 +38,8 @@ public struct BundleManifest: Codable, Sendable, Equatable {
 
 /// Writes a backup bundle: a gzip-compressed POSIX tar with `manifest.json` first, then
 /// `schema.ckdb`, then `records/<scope>/<zone>/<RecordType>.jsonl` in the canonical JSON shape,
-/// then `assets/<sha256>` for every asset file the records name and the store holds.
+/// then `assets/<sha256>` for every asset file the records name and the store holds. A store
+/// that has had migrations adds `migrations.json` (its history) right after the schema.
 /// Records are first spooled (uncompressed, hashed and counted) to a temporary file beside the
 /// output so that the manifest, which names every member's size and SHA-256, can come first;
 /// then everything goes through zlib once. Memory stays flat.
@@ -55,6 +56,8 @@ public struct BundleWriter {
         /// bundle keeps the values but cannot carry the files.
         public var missingAssets: [String] = []
     }
+
+    public static let migrationsPath = "migrations.json"
 
     /// The member path of an asset file.
     public static func assetPath(_ sha256: String) -> String { "assets/" + sha256 }
@@ -98,7 +101,14 @@ public struct BundleWriter {
         var ranges: [(Int64, Int64)] = []
         var assetMembers: [BundleManifest.Member] = []
         var missingAssets: [String] = []
+        var historyBytes: [UInt8] = []
         let (schemaText, token, storeID) = try store.read { session -> (String, ChangeToken, String) in
+            let history = try session.migrationHistory()
+            if !history.isEmpty {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                historyBytes = Array(try encoder.encode(history)) + [0x0A]
+            }
             let codec = JSONRecordCodec(schema: session.schema)
             let typesWithAssets = Set(session.schema.recordTypes.filter { $0.fields.contains { $0.type.primitive == .asset } }.map(\.name))
             var assetHashes = Set<String>()
@@ -166,6 +176,10 @@ public struct BundleWriter {
             return (SchemaPrinter.print(session.schema), session.currentToken, session.storeID)
         }
         let schemaBytes = Array(schemaText.utf8)
+        if !historyBytes.isEmpty {
+            members.insert(BundleManifest.Member(path: BundleWriter.migrationsPath, kind: "migrations", bytes: Int64(historyBytes.count),
+                                                 sha256: BundleReader.hex(SHA256.hash(data: historyBytes))), at: 0)
+        }
         members.insert(BundleManifest.Member(path: "schema.ckdb", kind: "schema", bytes: Int64(schemaBytes.count),
                                              sha256: SHA256.hash(data: schemaBytes).map { String(format: "%02x", $0) }.joined()), at: 0)
         let manifest = BundleManifest(format: BundleManifest.currentFormat, ckportVersion: version,
@@ -184,10 +198,12 @@ public struct BundleWriter {
             if !compressed.isEmpty { try emit(compressed) }
         }
         do {
-            for (name, bytes) in [("manifest.json", manifestBytes), ("schema.ckdb", schemaBytes)] {
+            var small = [("manifest.json", manifestBytes), ("schema.ckdb", schemaBytes)]
+            if !historyBytes.isEmpty { small.append((BundleWriter.migrationsPath, historyBytes)) }
+            for (name, bytes) in small {
                 try put(Tar.header(path: name, size: Int64(bytes.count), modified: modified) + bytes + Tar.padding(Int64(bytes.count)))
             }
-            for (member, range) in zip(members.dropFirst(), ranges) {
+            for (member, range) in zip(members.dropFirst(small.count - 1), ranges) {
                 try put(Tar.header(path: member.path, size: member.bytes, modified: modified))
                 try spool.seek(toOffset: UInt64(range.0))
                 var left = range.1
@@ -247,6 +263,8 @@ public final class BundleReader: RecordSource {
     public let path: String
     public let manifest: BundleManifest
     public let schema: Schema
+    /// The migrations the source store had had (`migrations.json`), oldest first.
+    public private(set) var migrationHistory: [MigrationHistoryEntry] = []
     private let gzip: GzipReader
     private let tar: TarReader
     private var expected: [String: BundleManifest.Member] = [:]
@@ -311,6 +329,23 @@ public final class BundleReader: RecordSource {
             schema = try SchemaParser.parse(String(decoding: schemaBytes, as: UTF8.self), file: path + "/schema.ckdb")
         } catch {
             throw fail("schema.ckdb", "\(error)")
+        }
+        if let historyMember = expected.removeValue(forKey: BundleWriter.migrationsPath) {
+            guard let entry = try tar.next(), entry.path == BundleWriter.migrationsPath else {
+                throw fail(BundleWriter.migrationsPath, "must follow schema.ckdb")
+            }
+            guard entry.size == historyMember.bytes else {
+                throw fail(BundleWriter.migrationsPath, "is \(entry.size) bytes; the manifest says \(historyMember.bytes)")
+            }
+            let bytes = try TarReader.readAll(tar, limit: Int(min(entry.size, 64 << 20)))
+            guard BundleReader.hex(SHA256.hash(data: bytes)) == historyMember.sha256 else {
+                throw fail(BundleWriter.migrationsPath, "its SHA-256 does not match the manifest: the member is damaged")
+            }
+            do {
+                migrationHistory = try JSONDecoder().decode([MigrationHistoryEntry].self, from: Data(bytes))
+            } catch {
+                throw fail(BundleWriter.migrationsPath, "cannot be read: \(error)")
+            }
         }
     }
 

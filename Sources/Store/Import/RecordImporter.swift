@@ -99,6 +99,9 @@ public final class RecordImporter {
     public var rejects: RejectSink?
     /// Called now and then with how far the import has come.
     public var progress: ((ImportProgress) -> Void)?
+    /// Last writes of the same transaction, once every record is in (a restore's migration
+    /// history).
+    public var finishing: ((StoreSession) throws -> Void)?
 
     public init(store: RecordStore, options: ImportOptions) {
         self.store = store
@@ -177,6 +180,7 @@ public final class RecordImporter {
                 report(read)
                 if failed { throw ImportFailure(summary: summary, truncated: truncated) }
                 try bulk.finish()
+                try finishing?(session)
                 summary.schemaChanges = summary.schemaChanges.uniqued()
                 summary.notes = inputs.flatMap { ($0 as? AnnotatedRecordSource)?.notes ?? [] }
                 summary.token = session.currentToken

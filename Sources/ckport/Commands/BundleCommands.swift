@@ -247,7 +247,11 @@ struct InspectCommand: ParsableCommand {
         print("")
         let assets = manifest.members.filter { $0.kind == "asset" }
         let assetRows = assets.isEmpty ? [] : [["(assets)", "", "\(Console.count(assets.count)) files", "", Console.bytes(assets.reduce(0) { $0 + $1.bytes })]]
-        let rows = manifest.members.filter { $0.kind != "schema" && $0.kind != "asset" }.map { member in
+        if !reader.migrationHistory.isEmpty {
+            let sets = Dictionary(grouping: reader.migrationHistory, by: \.set).map { "\($0.key) at version \($0.value.map(\.version).max() ?? 0)" }.sorted()
+            print("history  \(reader.migrationHistory.count) migrations applied: \(sets.joined(separator: ", "))")
+        }
+        let rows = manifest.members.filter { !["schema", "asset", "migrations"].contains($0.kind) }.map { member in
             member.kind == "changes"
                 ? ["(changes)", "", "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
                 : [member.scope ?? "", member.zoneName ?? "", member.recordType ?? "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
@@ -325,6 +329,13 @@ struct RestoreCommand: ParsableCommand {
             let sources: [RecordSource] = recordTypes.isEmpty && zone.isEmpty && renames.isEmpty
                 ? readers
                 : readers.map { SelectingSource($0, types: Set(recordTypes), zones: Set(zone), renames: renames) }
+            // The migration history comes along: the newest bundle's, added to what the store has.
+            let history = readers.last!.migrationHistory
+            if !history.isEmpty {
+                importer.finishing = { session in
+                    for entry in history { try session.recordMigration(entry) }
+                }
+            }
             let summary = try importer.run(sources, schema: readers.last!.schema)
             progress.finish()
             if !storeOptions.quiet {
