@@ -89,6 +89,18 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
       exit 1
     fi
   fi
+  if [ -d "migrations/$app" ]; then
+    cp "$out/$app-restored.sqlite" "$out/$app-migrated.sqlite"
+    ckport migrate plan --dir "migrations/$app" --store "$out/$app-migrated.sqlite" -q > "$out/$app-plan.txt"
+    ckport migrate apply --dir "migrations/$app" --store "$out/$app-migrated.sqlite" --no-backup -q
+    ckport export --store "$out/$app-migrated.sqlite" -o "$out/$app-migrated.jsonl" -q
+    if cmp -s "$out/$app-migrated.jsonl" "migrations/$app/expected/records.jsonl"; then
+      echo "migrate: plan, then apply migrations/$app ($(ls migrations/$app/0*.yaml | wc -l) files) → the records in migrations/$app/expected"
+    else
+      echo "migrate: migrations/$app did not leave the expected records" >&2
+      exit 1
+    fi
+  fi
 done
 echo
 ckport stats --store "$out/family-calendar.sqlite"
