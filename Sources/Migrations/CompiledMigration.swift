@@ -208,6 +208,49 @@ public struct CompiledMigration: Sendable {
         touchedTypes = touched
     }
 
+    /// Whether every step only adds, renames, sets or deletes, so that the store can migrate
+    /// each type in place instead of rebuilding its table.
+    public var canRunInPlace: Bool {
+        steps.allSatisfy { entry in
+            switch entry.step {
+            case .addField, .renameField, .setField, .deleteRecords: return true
+            case .changeType(_, _, _, let into): return into != nil
+            default: return false
+            }
+        }
+    }
+
+    /// For each type, its renamed fields: the name before the migration → the name after.
+    public var renames: [String: [String: String]] {
+        var result: [String: [String: String]] = [:]
+        for entry in steps {
+            guard case .renameField(let type, let from, let to) = entry.step else { continue }
+            var map = result[type, default: [:]]
+            let original = map.first(where: { $0.value == from })?.key ?? from
+            map[original] = to
+            result[type] = map
+        }
+        return result
+    }
+
+    /// For each type, the fields (by their names after the migration) whose values the steps
+    /// may write; renamed fields keep their values under the new name without a write.
+    public var writes: [String: Set<String>] {
+        var result: [String: Set<String>] = [:]
+        for entry in steps {
+            switch entry.step {
+            case .addField(let type, let field, _): result[type, default: []].insert(field.name)
+            case .changeType(let type, let field, _, let into): result[type, default: []].insert(into ?? field)
+            case .setField(let type, let field, _, _, _): result[type, default: []].insert(field)
+            default: break
+            }
+        }
+        for type in Array(result.keys) + sourceTypes.map({ $0 }) where stampedTypes.contains(type) {
+            result[type, default: []].insert(CompiledMigration.versionField)
+        }
+        return result
+    }
+
     /// The name templates of the migration's `migrateRecordType` steps, by source type.
     public var renamingTypes: [String: (template: String, keepSource: Bool)] {
         var result: [String: (String, Bool)] = [:]

@@ -77,6 +77,8 @@ public final class MigrationRunner {
     public var repair = false
     /// Called with the migration's version and how many records it has read.
     public var progress: ((Int, Int) -> Void)?
+    /// Migrate in place when the steps allow it (faster); false always rebuilds the tables.
+    public var inPlace = true
 
     public init(store: RecordStore, set: MigrationSet) {
         self.store = store
@@ -230,7 +232,7 @@ public final class MigrationRunner {
                 var types = compiled.sourceTypes.union(compiled.touchedTypes)
                 if !compiled.renamed.isEmpty { types.formUnion(MigrationRunner.referenceTypes(compiled.schemaBefore)) }
                 var read = 0
-                try session.rewrite(types: types, into: compiled.schemaAfter) { record in
+                func transform(_ record: Records.Record) throws -> [Records.Record]? {
                     read += 1
                     if read % 8192 == 0 { progress?(migration.version, read) }
                     guard compiled.sourceTypes.contains(record.recordType) || !compiled.renamed.isEmpty else { return nil }
@@ -252,6 +254,24 @@ public final class MigrationRunner {
                     case .failed(let failure):
                         throw failure
                     }
+                }
+                let change = SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter)
+                let changedTypes = Set(change.addedFields.map(\.type) + change.removedFields.map(\.type) + change.retypedFields.map(\.type)
+                                       + change.reindexedFields.map(\.type) + change.regrantedTypes)
+                let renames = compiled.renames
+                let writes = compiled.writes
+                let present = compiled.sourceTypes.filter { session.schema.recordType(named: $0) != nil }
+                if inPlace && compiled.canRunInPlace && compiled.renamed.isEmpty && change.addedTypes.isEmpty && change.removedTypes.isEmpty
+                    && changedTypes.isSubset(of: present)
+                    && present.allSatisfy({ session.canUpdateInPlace(type: $0, into: compiled.schemaAfter, renames: renames[$0] ?? [:]) }) {
+                    for type in present.sorted() {
+                        try session.updateInPlace(type: type, into: compiled.schemaAfter, renames: renames[type] ?? [:], writes: writes[type] ?? [], transform)
+                    }
+                    guard session.schema.isEquivalent(to: compiled.schemaAfter) else {
+                        throw StoreError.corrupt("migrating in place did not leave the schema the migration describes")
+                    }
+                } else {
+                    try session.rewrite(types: types, into: compiled.schemaAfter, transform)
                 }
                 report.durationMilliseconds = Int64(Date().timeIntervalSince(started) * 1000)
                 try session.recordMigration(MigrationHistoryEntry(

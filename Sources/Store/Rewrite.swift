@@ -127,3 +127,158 @@ extension StoreSession {
         return counts
     }
 }
+
+extension StoreSession {
+    /// Whether ``updateInPlace(type:into:renames:writes:_:)`` can take a type from the
+    /// session's schema to `newSchema`: fields may be added (and re-indexed) and renamed
+    /// (`renames`: old name → new name), but none removed or retyped.
+    public func canUpdateInPlace(type name: String, into newSchema: Schema, renames: [String: String]) -> Bool {
+        guard let old = schema.recordType(named: name), let new = newSchema.recordType(named: name), old.grants == new.grants else { return false }
+        let newNames = Set(new.userFields.map(\.name))
+        for field in old.userFields {
+            let target = renames[field.name] ?? field.name
+            guard let after = new.field(named: target), after.type == field.type else { return false }
+        }
+        // A new field may not take a name an old field still has until the renames at the end.
+        let oldNames = Set(old.userFields.map(\.name))
+        let renamedTargets = Set(renames.values)
+        for field in new.userFields where !renamedTargets.contains(field.name) && !oldNames.contains(field.name) {
+            if renames.keys.contains(field.name) { return false }
+        }
+        return renamedTargets.isSubset(of: newNames)
+    }
+
+    /// Migrates one type's records where they are: the new fields are added as columns, each
+    /// record goes through `transform` (nil keeps it; one record of the same name and type
+    /// replaces it; none deletes it, leaving a tombstone), only the columns of `writes` (new
+    /// field names) are written, and renamed columns take their new names at the end. Cheaper
+    /// than ``rewrite(types:into:_:)`` for a migration that adds, renames and sets fields, since
+    /// the table and its other indexes stay as they are.
+    @discardableResult
+    public func updateInPlace(type name: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+                              _ transform: @escaping (Records.Record) throws -> [Records.Record]?) throws -> RewriteCounts {
+        precondition(writable, "updateInPlace needs a write transaction")
+        guard canUpdateInPlace(type: name, into: newSchema, renames: renames),
+              let old = schema.recordType(named: name), let new = newSchema.recordType(named: name) else {
+            throw StoreError.corrupt("\(name) cannot be migrated in place")
+        }
+        let inverse = Dictionary(uniqueKeysWithValues: renames.map { ($0.value, $0.key) })
+        let oldNames = Set(old.userFields.map(\.name))
+        let added = new.userFields.filter { inverse[$0.name] == nil && !oldNames.contains($0.name) }
+        // The working shape: the old fields under their old names, plus the new ones.
+        let working = RecordTypeDefinition(name: name, fields: old.userFields + added, grants: old.grants)
+        let layout = TableLayout(working)
+        for field in added {
+            for definition in TableLayout.columnDefinitions(layout.fields[layout.fieldsByName[field.name]!]) {
+                try db.execute(sql: "ALTER TABLE \(quoted(name)) ADD COLUMN \(definition)")
+            }
+        }
+        // The columns this migration may write, by their working names.
+        let written = layout.fields.enumerated().filter { writes.contains(renames[$0.element.name] ?? $0.element.name) }
+        var assignments: [String] = []
+        var slot: Int32 = 3
+        for (_, field) in written {
+            assignments.append("\(field.column) = ?\(slot)")
+            slot += 1
+            if let action = field.actionColumn {
+                assignments.append("\(action) = ?\(slot)")
+                slot += 1
+            }
+        }
+        let update = assignments.isEmpty ? nil : try PreparedStatement(db, "UPDATE \(quoted(name)) SET \(assignments.joined(separator: ", ")) WHERE ___zone = ?1 AND ___recordID = ?2")
+        let delete = try PreparedStatement(db, "DELETE FROM \(quoted(name)) WHERE ___zone = ?1 AND ___recordID = ?2")
+        let select = try PreparedStatement(db, layout.selectSQL + " ORDER BY ___zone, ___recordID")
+        var counts = RewriteCounts()
+        func write(_ record: Records.Record, _ results: [Records.Record]?, zoneRow: Int64) throws {
+            guard let results else { return }
+            counts.changed += 1
+            guard let result = results.first else {
+                delete.reset()
+                delete.bind(1, zoneRow)
+                delete.bind(2, record.recordName)
+                try delete.execute(db)
+                try setRegistry(zone: zoneRow, name: record.recordName, type: name, deleted: true)
+                counts.deleted += 1
+                return
+            }
+            guard results.count == 1, result.id == record.id, result.recordType == name else {
+                throw StoreError.corrupt("record '\(record.recordName)' changed its name or type in a migration done in place")
+            }
+            if let update {
+                update.reset()
+                update.bind(1, zoneRow)
+                update.bind(2, record.recordName)
+                var index: Int32 = 3
+                for (_, field) in written {
+                    let value = result.fields[renames[field.name] ?? field.name]
+                    switch value {
+                    case nil:
+                        update.bindNull(index)
+                        if field.actionColumn != nil { index += 1; update.bindNull(index) }
+                    case .string(let s)?: update.bind(index, s)
+                    case .int64(let i)?: update.bind(index, i)
+                    case .timestamp(let t)?: update.bind(index, t)
+                    case .double(let d)?: update.bind(index, d)
+                    case .bytes(let b)?: update.bind(index, blob: b)
+                    case .reference(let r)?:
+                        update.bind(index, r.recordName)
+                        if field.actionColumn != nil { index += 1; update.bind(index, r.action.code) }
+                    case let other?:
+                        update.bind(index, FieldValueJSON.canonicalText(other))
+                        if field.actionColumn != nil { index += 1; update.bindNull(index) }
+                    }
+                    index += 1
+                }
+                try update.execute(db)
+            }
+            try setRegistry(zone: zoneRow, name: record.recordName, type: name, deleted: false)
+        }
+        // Reading the next batch here overlaps with migrating the last one on the worker.
+        let pipeline = TransformPipeline(transform)
+        defer { pipeline.stop() }
+        var inFlight: [(record: Records.Record, zoneRow: Int64)] = []
+        var more = true
+        while more || !inFlight.isEmpty {
+            var batch: [(record: Records.Record, zoneRow: Int64)] = []
+            batch.reserveCapacity(512)
+            while more && batch.count < 512 {
+                guard try select.step(db) else { more = false; break }
+                let zoneRow = select.int64(0)
+                batch.append((try layout.decode(select, zone: try zone(row: zoneRow)), zoneRow))
+            }
+            counts.scanned += batch.count
+            if !inFlight.isEmpty {
+                let results = try pipeline.collect()
+                for (item, result) in zip(inFlight, results) { try write(item.record, result, zoneRow: item.zoneRow) }
+            }
+            if !batch.isEmpty { pipeline.submit(batch.map(\.record)) }
+            inFlight = batch
+        }
+        // Renamed columns take their new names; their indexes are made again under the new name.
+        for (from, to) in renames.sorted(by: { $0.key < $1.key }) {
+            guard let field = old.field(named: from) else { continue }
+            try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: name, field: from))")
+            try db.execute(sql: "ALTER TABLE \(quoted(name)) RENAME COLUMN \(quoted(from)) TO \(quoted(to))")
+            if field.type == .reference {
+                try db.execute(sql: "ALTER TABLE \(quoted(name)) RENAME COLUMN \(quoted(from + ":action")) TO \(quoted(to + ":action"))")
+            }
+        }
+        // Indexes as the new definition wants them.
+        let existing = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", arguments: [name]))
+        for field in new.userFields {
+            let indexName = "\(name).\(field.name)"
+            if TableLayout.needsIndex(field) && !existing.contains(indexName) {
+                try db.execute(sql: TableLayout.indexStatement(type: name, field: field.name))
+            } else if !TableLayout.needsIndex(field) && existing.contains(indexName) {
+                try db.execute(sql: "DROP INDEX \(TableLayout.indexName(type: name, field: field.name))")
+            }
+        }
+        var updated = schema
+        if let index = updated.recordTypes.firstIndex(where: { $0.name == name }) { updated.recordTypes[index] = new }
+        schema = updated
+        schemaChanged = true
+        layouts[name] = TableLayout(new)
+        dropCachedStatements()
+        return counts
+    }
+}

@@ -34,6 +34,26 @@ struct ShippedSetTests {
         #expect(try store.integrityCheck() == ["ok"])
     }
 
+    @Test("migrating in place and rebuilding the tables leave the same store", arguments: ["notes", "family-todo", "screen-time-rewards"])
+    func inPlaceMatchesRebuild(app: String) throws {
+        let scratch = Scratch()
+        let set = try MigrationSet.load(directory: packageRoot.appendingPathComponent("migrations/\(app)").path)
+        let fast = try scratch.sampleStore(app)
+        try MigrationRunner(store: fast, set: set).apply()
+        let slowPath = scratch.path("rebuilt.sqlite")
+        let slow = try RecordStore(path: slowPath)
+        try slow.importSchema(SchemaParser.parse(String(contentsOf: packageRoot.appendingPathComponent("samples/\(app)/schema.ckdb"), encoding: .utf8)))
+        let reader = JSONRecordReader(input: try ByteInput(path: packageRoot.appendingPathComponent("samples/\(app)/records.jsonl").path),
+                                      layout: .lines, codec: JSONRecordCodec(schema: slow.schema))
+        _ = try RecordImporter(store: slow, options: ImportOptions()).run([reader])
+        let runner = MigrationRunner(store: slow, set: set)
+        runner.inPlace = false
+        try runner.apply()
+        #expect(try exportText(fast) == exportText(slow))
+        #expect(SchemaPrinter.print(fast.schema) == SchemaPrinter.print(slow.schema))
+        #expect(try fast.integrityCheck() == ["ok"] && slow.integrityCheck() == ["ok"])
+    }
+
     @Test("notes: NoteV1 records become NoteV2 with content, a priority level, tags and _migratedFrom")
     func notesValues() throws {
         let scratch = Scratch()
@@ -149,6 +169,40 @@ struct StepTests {
         }
         #expect(Set(changes).isSuperset(of: ["o1 (deleted)", "o2 (deleted)", "new-o1", "pet1", "p1", "p2"]))
         #expect(try store.integrityCheck() == ["ok"])
+    }
+
+    @Test("a migration that only adds, renames, sets and deletes gives the same store in place as rebuilt")
+    func inPlace() throws {
+        let yaml = """
+            version: 1
+            description: in place
+            steps:
+              - renameField: {type: Person, from: nickname, to: alias}
+              - renameField: {type: Pet, from: owner, to: keeper}
+              - addField: {type: Person, field: city, fieldType: STRING QUERYABLE, default: Lisbon}
+              - changeType: {type: Person, field: level, to: STRING, into: levelName, map: {0: low, 1: mid, 2: high}}
+              - setField: {type: Person, field: score, expression: "coalesce(score, 0) + 1"}
+              - setField: {type: Pet, field: name, expression: "name + '!'"}
+              - deleteRecords: {type: Person, where: "name == 'Bo'"}
+            """
+        var exports: [String] = []
+        for inPlace in [true, false] {
+            let scratch = Scratch()
+            let store = try scratch.store(schema: StepTests.schema, records: StepTests.records())
+            let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: scratch.migrations("i", ["0001_in_place.yaml": yaml])))
+            runner.inPlace = inPlace
+            let report = try #require(try runner.apply().first)
+            #expect(report.counts["Person"]?.changed == 2 && report.counts["Person"]?.future == 1)
+            #expect(try stored(store, "pet1")?["keeper"] == .reference(Reference(recordName: "o1")))
+            #expect(try stored(store, "p2") == nil && stored(store, "p1")?["city"] == .string("Lisbon"))
+            // The store keeps working: a query on the renamed reference and the new indexed field.
+            let found = try store.read { try $0.count(RecordQuery(recordTypes: ["Person"], predicate: try RecordPredicate.parse("city == 'Lisbon'"))) }
+            #expect(found == 1)
+            #expect(try store.integrityCheck() == ["ok"])
+            let reopened = try RecordStore(path: store.path)
+            exports.append(try exportText(reopened) + SchemaPrinter.print(reopened.schema))
+        }
+        #expect(exports[0] == exports[1])
     }
 
     @Test("a diff shows each field before and after")
