@@ -94,6 +94,24 @@ measure() {
   cp "$store" "$store-sqlmig.empty"
   fresh="$store-sqlmig.empty" run "$tag-ref-apply" sh -c "sqlite3 '$store-sqlmig' < scripts/bench-migration.sql"
   rm -f "$store-mig" "$store-mig.empty" "$store-sqlmig" "$store-sqlmig.empty"
+  # A migration that fails on the middle record must leave the store byte for byte as it was.
+  local middle
+  middle=$(sqlite3 "$store" 'SELECT ___recordID FROM "Task" ORDER BY ___zone, ___recordID LIMIT 1 OFFSET (SELECT count(*) / 2 FROM "Task")')
+  mkdir -p "$work/$tag-failing"
+  sed "s/MIDDLE/$middle/" > "$work/$tag-failing/0001_fails_halfway.yaml" <<'YAML'
+version: 1
+description: the same steps, and one that fails on the middle record
+steps:
+  - renameField: {type: Task, from: notes, to: details}
+  - changeType: {type: Task, field: status, to: INT64, into: statusCode, map: {backlog: 0, next: 1, done: 2}, default: 0, onError: default}
+  - setField: {type: Task, field: boom, fieldType: INT64, expression: "1 / 0", where: "recordName == 'MIDDLE'"}
+YAML
+  cp "$store" "$store-failing"
+  if "$ckport" migrate apply --dir "$work/$tag-failing" --store "$store-failing" --no-backup -q 2>"$work/$tag-failing.err"; then
+    echo "bench: the failing migration did not fail" >&2; exit 1
+  fi
+  if cmp -s "$store" "$store-failing" && grep -q "$middle" "$work/$tag-failing.err"; then echo "byte-identical" > "$work/$tag-atomic"; else echo "CHANGED" > "$work/$tag-atomic"; fi
+  rm -f "$store-failing"
   sqlite3 "$ref" 'CREATE INDEX t_household ON Task (householdId)'
   run "$tag-ref-where" sh -c "sqlite3 -json '$ref' \"SELECT * FROM Task WHERE householdId = 'household-1'\" > '$work/$tag-ref-where.json' && sync '$work/$tag-ref-where.json'"
   ls -l "$data" | awk '{print $5}' > "$work/$tag-bytes"
@@ -164,9 +182,10 @@ printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "-----
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "migrate plan (per-record diffs)" "$(secs big-plan)" "$(rate big-plan "$tasks")" "SQL: $(secs big-ref-apply) s" "$(ratio big-plan big-ref-apply)×" "$(mb small-plan) / $(mb big-plan) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "migrate apply (one transaction)" "$(secs big-apply)" "$(rate big-apply "$tasks")" "SQL: $(secs big-ref-apply) s" "$(ratio big-apply big-ref-apply)×" "$(mb small-apply) / $(mb big-apply) MB"
 echo
+echo "A migration failing on the middle record ($(commas $((tasks / 2))) of $(commas "$tasks")) left the store: $(cat "$work/big-atomic")."
 echo "Targets: plan and apply ≥ 100,000 records/s, memory under 200 MB. The SQL updates the rows in"
 echo "place without checking or converting anything; apply validates the steps against the schema,"
-echo "converts every value in Swift, rebuilds the table in the new layout and keeps the change log."
+echo "converts every value in Swift on a second thread, writes the changed columns and keeps the change log."
 echo
 echo "data: family-calendar, $(commas "$events") events × 3 participants ($(commas $((4 * events))) records), iCalendar $(awk '{printf "%.0f MB", $1/1048576}' "$work/cal-bytes")"
 echo
