@@ -210,24 +210,7 @@ extension StoreSession {
                 update.bind(2, record.recordName)
                 var index: Int32 = 3
                 for (_, field) in written {
-                    let value = result.fields[renames[field.name] ?? field.name]
-                    switch value {
-                    case nil:
-                        update.bindNull(index)
-                        if field.actionColumn != nil { index += 1; update.bindNull(index) }
-                    case .string(let s)?: update.bind(index, s)
-                    case .int64(let i)?: update.bind(index, i)
-                    case .timestamp(let t)?: update.bind(index, t)
-                    case .double(let d)?: update.bind(index, d)
-                    case .bytes(let b)?: update.bind(index, blob: b)
-                    case .reference(let r)?:
-                        update.bind(index, r.recordName)
-                        if field.actionColumn != nil { index += 1; update.bind(index, r.action.code) }
-                    case let other?:
-                        update.bind(index, FieldValueJSON.canonicalText(other))
-                        if field.actionColumn != nil { index += 1; update.bindNull(index) }
-                    }
-                    index += 1
+                    TableLayout.bind(result.fields[renames[field.name] ?? field.name], field, at: &index, to: update)
                 }
                 try update.execute(db)
             }

@@ -163,24 +163,29 @@ struct TableLayout {
                 if field.name.utf8.lexicographicallyPrecedes(name.utf8) { break }
                 next += 1
             }
-            switch value {
-            case nil:
-                statement.bindNull(index)
-                if field.actionColumn != nil { index += 1; statement.bindNull(index) }
-            case .string(let s)?: statement.bind(index, s)
-            case .int64(let i)?: statement.bind(index, i)
-            case .timestamp(let t)?: statement.bind(index, t)
-            case .double(let d)?: statement.bind(index, d)
-            case .bytes(let b)?: statement.bind(index, blob: b)
-            case .reference(let r)?:
-                statement.bind(index, r.recordName)
-                if field.actionColumn != nil { index += 1; statement.bind(index, r.action.code) }
-            case let other?:
-                statement.bind(index, FieldValueJSON.canonicalText(other))
-                if field.actionColumn != nil { index += 1; statement.bindNull(index) }
-            }
-            index += 1
+            TableLayout.bind(value, field, at: &index, to: statement)
         }
+    }
+
+    /// Binds one field's value (and a reference's action) at `index`, and moves `index` past it.
+    @inline(__always) static func bind(_ value: FieldValue?, _ field: FieldColumn, at index: inout Int32, to statement: PreparedStatement) {
+        switch value {
+        case nil:
+            statement.bindNull(index)
+            if field.actionColumn != nil { index += 1; statement.bindNull(index) }
+        case .string(let s)?: statement.bind(index, s)
+        case .int64(let i)?: statement.bind(index, i)
+        case .timestamp(let t)?: statement.bind(index, t)
+        case .double(let d)?: statement.bind(index, d)
+        case .bytes(let b)?: statement.bind(index, blob: b)
+        case .reference(let r)?:
+            statement.bind(index, r.recordName)
+            if field.actionColumn != nil { index += 1; statement.bind(index, r.action.code) }
+        case let other?:
+            statement.bind(index, FieldValueJSON.canonicalText(other))
+            if field.actionColumn != nil { index += 1; statement.bindNull(index) }
+        }
+        index += 1
     }
 
     /// Reads the record in the current row of a statement selecting `columnList`.

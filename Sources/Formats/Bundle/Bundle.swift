@@ -88,7 +88,8 @@ public struct BundleWriter {
             if let encryptor { try encryptor.write(bytes) } else { try output.write(bytes) }
         }
         let spoolDirectory = path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
-        let spoolPath = (spoolDirectory.isEmpty ? "." : spoolDirectory) + "/.ckport-spool-\(UUID().uuidString)"
+        OutputFile.removeStale(in: spoolDirectory.isEmpty ? "." : spoolDirectory, prefix: ".ckport-spool-")
+        let spoolPath = (spoolDirectory.isEmpty ? "." : spoolDirectory) + "/.ckport-spool-\(getpid())-\(UUID().uuidString)"
         guard FileManager.default.createFile(atPath: spoolPath, contents: nil), let spool = FileHandle(forUpdatingAtPath: spoolPath) else {
             throw OutputError(path: spoolPath, message: "cannot create a temporary file beside the bundle")
         }
@@ -286,6 +287,7 @@ public final class BundleReader: RecordSource {
     public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil, stageAssets: Bool = true) throws {
         self.path = path
         self.stageAssets = stageAssets
+        if stageAssets { OutputFile.removeStale(in: FileManager.default.temporaryDirectory.path, prefix: "ckport-asset-") }
         totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         if BundleEncryption.isEncrypted(path: path) {
             guard let passphrase else {
@@ -422,7 +424,7 @@ public final class BundleReader: RecordSource {
         var stagedPath: String?
         var handle: FileHandle?
         if stageAssets {
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-asset-\(UUID().uuidString)").path
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-asset-\(getpid())-\(UUID().uuidString)").path
             guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
                   let opened = FileHandle(forWritingAtPath: path) else {
                 throw OutputError(path: path, message: "cannot create a temporary file for an asset (set TMPDIR to a writable folder)")

@@ -30,6 +30,7 @@ public final class OutputFile {
             guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory) else {
                 throw OutputError(path: path, message: "its folder \(directory) does not exist")
             }
+            OutputFile.removeStale(in: directory.isEmpty ? "." : directory, prefix: "." + url.lastPathComponent + ".ckport-")
             let temporary = (directory.isEmpty ? "." : directory) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw OutputError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
@@ -40,6 +41,19 @@ public final class OutputFile {
 
     deinit {
         if !finished { discard() }
+    }
+
+    /// Removes temporary files that a ckport killed while writing left behind: names that
+    /// start with `prefix` followed by the process id of a process that no longer runs.
+    public static func removeStale(in directory: String, prefix: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let pidText = name.dropFirst(prefix.count).prefix { $0.isNumber }
+            guard let pid = Int32(pidText), pid > 0, pid != getpid() else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                try? FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent(name))
+            }
+        }
     }
 
     /// Appends bytes; they reach the file in large writes. A large chunk goes straight to the
