@@ -131,6 +131,14 @@ public final class RecordStore {
     /// Runs `body` in one write transaction and commits it, or rolls everything back when
     /// `body` throws or `dryRun` is true.
     public func write<T>(dryRun: Bool = false, _ body: (StoreSession) throws -> T) throws -> T {
+        do {
+            return try writeTransaction(dryRun: dryRun, body)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL || error.resultCode == .SQLITE_IOERR {
+            throw StoreError.cannotWrite(path: path, reason: "SQLite: \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    private func writeTransaction<T>(dryRun: Bool, _ body: (StoreSession) throws -> T) throws -> T {
         try queue.inDatabase { db in
             var result: T?
             var newSchema: Schema?

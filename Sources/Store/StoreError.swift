@@ -16,6 +16,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case deleteRefused(String)
     /// A query that cannot run against this schema; `position` is a column in the query text.
     case badQuery(String)
+    /// The store file could not be written (a full disk, a file size limit, an I/O error);
+    /// the transaction was rolled back.
+    case cannotWrite(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -35,6 +38,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
             return message
         case .badQuery(let message):
             return message
+        case .cannotWrite(let path, let reason):
+            return "cannot write to the store \(path) (\(reason)): the disk may be full, or a file size limit reached. The change was rolled back; the store is as it was before it."
         }
     }
 }

@@ -499,6 +499,28 @@ struct CLITests {
         #expect(check.status == 2 && check.stdout.contains("- record type NoteV2") && check.stdout.contains("NOT deployable"), "\(check.stdout)")
     }
 
+    @Test("a full disk (a file size limit) gives a clear error and leaves the store byte for byte as it was")
+    func diskFull() throws {
+        let folder = Folder()
+        #expect(try ckport(["generate", "--app", "family-todo", "--records", "20000", "--seed", "3", "-o", "many.jsonl", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["import", sample("family-todo", "schema.ckdb")], in: folder.url).status == 0)
+        let before = folder.data("ckport.sqlite")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // SIGXFSZ ignored, so a write past the limit fails with EFBIG as on a full disk.
+        process.arguments = ["-c", "trap '' XFSZ; ulimit -f 1024; exec \"$0\" import many.jsonl", ckportBinary.path]
+        process.currentDirectoryURL = folder.url
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 3, "\(message)")
+        #expect(message.contains("cannot write to the store ckport.sqlite") && message.contains("the store is as it was before it"), "\(message)")
+        #expect(folder.data("ckport.sqlite") == before)
+    }
+
     @Test("an incremental chain: changes and deletions since the last bundle, gaps and wrong orders refused")
     func incrementalBundles() throws {
         let folder = Folder()
