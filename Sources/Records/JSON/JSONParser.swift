@@ -141,12 +141,29 @@ public struct JSONParser {
         let start = i
         i += 1
         let contentStart = i
-        // Fast path: no escapes.
+        // Fast path: no escapes. Text that is all ASCII needs no UTF-8 check of its own.
+        var high: UInt8 = 0
+        // Eight bytes at a time while none of them is a quote, a backslash or a control
+        // character (the usual bit tricks: a byte is zero in x - 0x01… & ~x & 0x80…).
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            var wide: UInt64 = 0
+            while i + 8 <= bytes.count {
+                let word = (base + i).loadUnaligned(as: UInt64.self)
+                let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
+                let stops = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if stops & highs != 0 { break }
+                wide |= word
+                i += 8
+            }
+            if wide & highs != 0 { high = 0x80 }
+        }
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[contentStart..<i])
                 i += 1
+                if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 guard let string = UTF8Validation.string(slice) else {
                     let offset = UTF8Validation.firstInvalidOffset(slice.bindMemory(to: UInt8.self)) ?? 0
                     throw JSONSyntaxError(offset: contentStart + offset, message: "a string is not valid UTF-8")
@@ -155,6 +172,7 @@ public struct JSONParser {
             }
             if b == UInt8(ascii: "\\") { break }
             if b < 0x20 { throw error("a control character (0x\(String(b, radix: 16))) must be escaped inside a string") }
+            high |= b
             i += 1
         }
         guard i < bytes.count else { throw JSONSyntaxError(offset: start, message: "a string is not closed") }
