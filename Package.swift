@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-crypto", "4.5.2"..<"5.0.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         .target(name: "Records"),
@@ -36,8 +37,10 @@ let package = Package(
         ]),
         .testTarget(name: "RecordsTests", dependencies: ["Records"]),
         .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
-        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps"], exclude: ["Fixtures"]),
-        .testTarget(name: "MigrationsTests", dependencies: ["Records", "Store", "Formats", "Migrations", "SampleApps"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps",
+                                                         .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"]),
+        .testTarget(name: "MigrationsTests", dependencies: ["Records", "Store", "Formats", "Migrations", "SampleApps",
+                                                            .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats", "SampleApps"]),
     ]
 )

@@ -200,6 +200,11 @@ public struct CompiledMigration: Sendable {
             touched.formUnion(step.sourceTypes)
             compiled.append(entry)
         }
+        do {
+            _ = try SchemaParser.parse(SchemaPrinter.print(schema), file: "the schema after version \(migration.version)")
+        } catch {
+            throw MigrationError(file: migration.file, "leaves a schema CloudKit would not accept: \(error)")
+        }
         steps = compiled
         places = migration.steps.indices.map { migration.place(ofStep: $0) }
         stampedTypes = Set(schema.recordTypes.filter { $0.field(named: CompiledMigration.versionField) != nil }.map(\.name))

@@ -137,6 +137,31 @@ public final class MigrationRunner {
         return result
     }
 
+    /// The same, for a migration that runs after `earlier` ones: each stored record is taken
+    /// through those first.
+    private func renamedNames(_ compiled: CompiledMigration, after earlier: [CompiledMigration], _ session: StoreSession) throws -> [ZoneID: [String: String]] {
+        guard !compiled.renamingTypes.isEmpty else { return [:] }
+        var result: [ZoneID: [String: String]] = [:]
+        for type in session.schema.recordTypes.map(\.name).sorted() {
+            try session.forEach(RecordQuery(recordTypes: [type])) { record in
+                var items = [record]
+                for prior in earlier {
+                    items = items.flatMap { item -> [Records.Record] in
+                        if case .changed(let results) = prior.migrate(item) { return results }
+                        return [item]
+                    }
+                }
+                for item in items where compiled.renamingTypes[item.recordType] != nil {
+                    guard case .changed(let results) = compiled.migrate(item) else { continue }
+                    for moved in results where moved.recordName != item.recordName && moved.fields[CompiledMigration.migratedFromField] == .string(item.recordName) {
+                        result[item.zone, default: [:]][item.recordName] = moved.recordName
+                    }
+                }
+            }
+        }
+        return result
+    }
+
     private static func referenceTypes(_ schema: Schema) -> Set<String> {
         Set(schema.recordTypes.filter { type in type.userFields.contains { $0.type.primitive == .reference } }.map(\.name))
     }
@@ -150,7 +175,9 @@ public final class MigrationRunner {
             var schema = session.schema
             for migration in migrations {
                 var next = try CompiledMigration(migration, schema: schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
-                next.renamed = try renamedNames(next, session)
+                // Records that a later migration renames are found as the migrations before it
+                // will have left them (one extra pass over the store for such a migration).
+                next.renamed = compiled.isEmpty ? try renamedNames(next, session) : try renamedNames(next, after: compiled, session)
                 compiled.append(next)
                 schema = next.schemaAfter
             }

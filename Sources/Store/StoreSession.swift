@@ -310,6 +310,12 @@ public final class StoreSession {
     @discardableResult
     func apply(schema newSchema: Schema) throws -> SchemaChange {
         let change = SchemaChange(from: schema, to: newSchema)
+        // The store keeps only schemas its own schema language accepts: one it could not read
+        // back (built in code, say, with an index CloudKit does not allow) would make every
+        // backup of the store unrestorable.
+        if change.changesSchema {
+            _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
+        }
         var refusals: [String] = []
         for typeName in change.removedTypes {
             let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(typeName))") ?? 0

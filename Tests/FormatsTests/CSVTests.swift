@@ -126,6 +126,24 @@ struct CSVRowTests {
 
 @Suite("CSV records")
 struct CSVRecordTests {
+    @Test("an empty STRING and an empty BYTES value are \"\" and come back; a missing value stays missing")
+    func emptyValues() throws {
+        let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE T (s STRING, b BYTES, n INT64);")
+        let scratch = CalendarScratch()
+        let path = scratch.path("t.csv")
+        let writer = try CSVRecordWriter(output: try OutputFile(path: path), type: schema.recordTypes[0], options: CSVWriteOptions())
+        try writer.write(Record(id: RecordID(recordName: "r1"), recordType: "T", fields: ["s": .string(""), "b": .bytes([])]))
+        try writer.write(Record(id: RecordID(recordName: "r2"), recordType: "T", fields: ["n": .int64(1)]))
+        try writer.finish()
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text == "recordName,s,b,n\r\nr1,\"\",\"\",\r\nr2,,,1\r\n", "\(text.debugDescription)")
+        let reader = CSVRecordReader(input: try ByteInput(path: path), schema: schema, options: CSVReadOptions(defaultRecordType: "T"))
+        var items: [SourceItem] = []
+        while let item = try reader.next() { items.append(item) }
+        let read = records(items)
+        #expect(read.map { $0.fields } == [RecordFields(["b": .bytes([]), "s": .string("")]), RecordFields(["n": .int64(1)])])
+    }
+
     @Test("every value of every type survives CSV and back", arguments: [false, true])
     func roundTrip(system: Bool) throws {
         let original = EveryType.records.filter { system || $0.zone == .defaultZone || true }

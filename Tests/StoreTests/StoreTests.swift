@@ -6,6 +6,18 @@ import Records
 
 @Suite("Store")
 struct StoreTests {
+    @Test("a schema built in code that the schema language would refuse is refused, and the store keeps its own")
+    func invalidSchemaFromCode() throws {
+        let scratch = Scratch()
+        let store = try scratch.store(taskSchema)
+        let before = FileManager.default.contents(atPath: store.path)
+        var schema = store.schema
+        schema.addField(FieldDefinition(name: "photo", type: FieldType(.asset), options: .queryable), toType: "Task")
+        #expect(throws: SchemaError.self) { try store.importSchema(schema) }
+        #expect(FileManager.default.contents(atPath: store.path) == before)
+        #expect(store.schema.recordType(named: "Task")?.field(named: "photo") == nil)
+    }
+
     @Test("queries select and sort with CloudKit's predicate subset")
     func queries() throws {
         let scratch = Scratch()

@@ -66,9 +66,17 @@ public struct CSVValues: Sendable {
 
     /// Reads a cell as a value of `type`. Call it for cells that hold something — an unquoted
     /// empty cell is no value. An empty quoted cell (`""`) is the empty string for a STRING
-    /// field, and no value for the others, which have no empty form.
+    /// field and no bytes for a BYTES field, and no value for the others, which have no empty
+    /// form.
     public func value(_ text: String, as type: FieldType) throws(ValueError) -> FieldValue? {
-        if text.isEmpty { return type.primitive == .string && !type.isList ? .string("") : nil }
+        if text.isEmpty {
+            guard !type.isList else { return nil }
+            switch type.primitive {
+            case .string: return .string("")
+            case .bytes: return .bytes([])
+            default: return nil
+            }
+        }
         if type.isList || (text.first == "{" && (type.primitive == .asset || type.primitive == .location)) {
             let json: JSONValue
             do { json = try JSONParser.parse(text) } catch {
