@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Checks ckport's outputs with readers ckport did not write: Python's json, csv, tarfile and
+# hashlib (scripts/peer_check.py), gzip and tar, sqlite3's integrity check, Python's
+# icalendar and the RFC 5545 checker in ../shared/conformance when it is set up.
+#
+#   scripts/peer-check.sh
+#
+# Every sample app is imported, exported as JSON, JSON Lines and CSV, backed up, and (for the
+# calendar apps) exported as iCalendar; each output goes through its peer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v sqlite3 >/dev/null || { echo "peer-check: sqlite3 is missing (apt-get install sqlite3)" >&2; exit 1; }
+swift build --product ckport >/dev/null
+ckport() { "$(swift build --show-bin-path)/ckport" "$@"; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+checker=../shared/conformance/ical_check.py
+checker_python=${CKPORT_CONFORMANCE_PYTHON:-$HOME/.cache/ical-check-venv/bin/python}
+
+for app in family-todo family-calendar relationship-checkin screen-time-rewards notes; do
+  echo "== $app"
+  store="$work/$app.sqlite"
+  ckport import "samples/$app/schema.ckdb" "samples/$app/records.jsonl" --store "$store" -q
+  [ "$(sqlite3 "$store" 'PRAGMA integrity_check')" = ok ] || { echo "peer-check: $store fails sqlite3's integrity check" >&2; exit 1; }
+  echo "sqlite3: $store: integrity_check ok"
+  count=$(sqlite3 "$store" 'SELECT count(*) FROM _ck_record WHERE deleted = 0')
+  ckport export --store "$store" -o "$work/$app.jsonl" -q
+  ckport export --store "$store" -o "$work/$app.json" -q
+  python3 -m json.tool "$work/$app.json" > /dev/null
+  python3 scripts/peer_check.py json "$work/$app.json" "$count"
+  python3 scripts/peer_check.py jsonl "$work/$app.jsonl" "$count"
+  ckport export --store "$store" -o "$work/$app-csv/" -q
+  for sheet in "$work/$app-csv"/*.csv; do
+    python3 scripts/peer_check.py csv "$sheet" "$work/$app.jsonl" "$(basename "$sheet" .csv)"
+  done
+  ckport backup --store "$store" -o "$work/$app.ckbundle" -q
+  gzip -t "$work/$app.ckbundle"
+  tar -tzf "$work/$app.ckbundle" > /dev/null
+  python3 scripts/peer_check.py bundle "$work/$app.ckbundle" "$count"
+  if [ -f "samples/$app/calendar.yaml" ]; then
+    ckport export --store "$store" -o "$work/$app.ics" -q
+    if [ -f "$checker" ] && [ -x "$checker_python" ]; then
+      "$checker_python" "$checker" "$work/$app.ics" > "$work/$app.ics.report" || { cat "$work/$app.ics.report" >&2; exit 1; }
+      echo "iCalendar (own rules, icalendar, libical): $(grep -m1 "^== " "$work/$app.ics.report")"
+    else
+      echo "iCalendar: the checker in ../shared/conformance is not set up; skipped"
+    fi
+  fi
+done
+echo "peer check: every output read back by tools ckport did not write"

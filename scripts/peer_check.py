@@ -1,0 +1,154 @@
+"""Reads ckport's outputs with tools ckport did not write, and compares what they see.
+
+    python3 scripts/peer_check.py jsonl FILE.jsonl COUNT
+    python3 scripts/peer_check.py json FILE.json COUNT
+    python3 scripts/peer_check.py csv FILE.csv RECORDS.jsonl TYPE
+    python3 scripts/peer_check.py bundle FILE.ckbundle COUNT
+
+Each prints one line saying what it checked, or exits 1 naming the first difference.
+Only the standard library: json, csv, tarfile, gzip, hashlib, base64.
+"""
+import base64
+import csv
+import gzip
+import hashlib
+import json
+import sys
+import tarfile
+
+
+def fail(message):
+    print("peer check: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def check_jsonl(path, count):
+    records = 0
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                fail(f"{path}:{number}: Python's json cannot read the line: {error}")
+            if "recordName" not in record or "recordType" not in record:
+                fail(f"{path}:{number}: a record without recordName or recordType")
+            records += 1
+    if records != count:
+        fail(f"{path}: {records} records, expected {count}")
+    print(f"json (Python): {path}: {records} records, every line a JSON object")
+
+
+def check_json(path, count):
+    with open(path, encoding="utf-8") as handle:
+        try:
+            document = json.load(handle)
+        except ValueError as error:
+            fail(f"{path}: Python's json cannot read the document: {error}")
+    records = document.get("records") if isinstance(document, dict) else None
+    if not isinstance(records, list) or len(records) != count:
+        fail(f"{path}: expected {{\"records\": [...]}} with {count} records")
+    print(f"json (Python): {path}: one document, {len(records)} records")
+
+
+def cell_of(value, field_type):
+    """The text ckport's CSV holds for a canonical JSON value, for the types compared here."""
+    if field_type == "STRING":
+        return value
+    if field_type == "INT64":
+        return str(value)
+    if field_type == "BYTES":
+        return value  # Base64 in both
+    return None
+
+
+def check_csv(path, jsonl_path, record_type):
+    expected = {}
+    with open(jsonl_path, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record["recordType"] == record_type:
+                expected[record["recordName"]] = record.get("fields", {})
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        fail(f"{path}: no header")
+    header = rows[0]
+    if "recordName" not in header:
+        fail(f"{path}: no recordName column")
+    name_column = header.index("recordName")
+    compared = 0
+    for number, row in enumerate(rows[1:], 2):
+        if len(row) != len(header):
+            fail(f"{path}:{number}: {len(row)} cells, the header has {len(header)}")
+        name = row[name_column]
+        if name not in expected:
+            fail(f"{path}:{number}: record {name!r} is not in {jsonl_path}")
+        fields = expected.pop(name)
+        for column, text in zip(header, row):
+            field = fields.get(column)
+            if field is None:
+                continue
+            wanted = cell_of(field["value"], field.get("type"))
+            if wanted is not None and wanted != text:
+                fail(f"{path}:{number}: {name}.{column}: Python's csv reads {text!r}, the JSON export says {wanted!r}")
+            if wanted is not None:
+                compared += 1
+    if expected:
+        fail(f"{path}: {len(expected)} {record_type} records missing, e.g. {next(iter(expected))}")
+    print(f"csv (Python): {path}: {len(rows) - 1} rows × {len(header)} columns, {compared} STRING/INT64/BYTES cells equal to the JSON export")
+
+
+def check_bundle(path, count):
+    with gzip.open(path, "rb") as handle:
+        while handle.read(1 << 20):
+            pass
+    with tarfile.open(path, "r:gz") as archive:
+        members = archive.getmembers()
+        if not members or members[0].name != "manifest.json":
+            fail(f"{path}: manifest.json is not the first member")
+        manifest = json.load(archive.extractfile(members[0]))
+        listed = {member["path"]: member for member in manifest["members"]}
+        seen = 0
+        records = 0
+        for member in members[1:]:
+            if not member.isfile():
+                fail(f"{path}: {member.name} is not a regular file")
+            entry = listed.get(member.name)
+            if entry is None:
+                fail(f"{path}: {member.name} is not in the manifest")
+            data = archive.extractfile(member).read()
+            if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+                fail(f"{path}: {member.name}: size or SHA-256 differs from the manifest")
+            if member.name.endswith(".jsonl"):
+                lines = data.decode("utf-8").splitlines()
+                for line in lines:
+                    json.loads(line)
+                if entry.get("records") != len(lines):
+                    fail(f"{path}: {member.name} holds {len(lines)} records, the manifest says {entry.get('records')}")
+                records += len(lines)
+            seen += 1
+        if seen != len(listed):
+            fail(f"{path}: {len(listed) - seen} manifest members missing")
+    if records != count:
+        fail(f"{path}: {records} records, expected {count}")
+    print(f"tar and gzip (Python): {path}: {seen + 1} members, every size and SHA-256 as the manifest says, {records} records")
+
+
+def main(arguments):
+    if len(arguments) < 3:
+        fail(__doc__)
+    kind = arguments[0]
+    if kind == "jsonl":
+        check_jsonl(arguments[1], int(arguments[2]))
+    elif kind == "json":
+        check_json(arguments[1], int(arguments[2]))
+    elif kind == "csv":
+        check_csv(arguments[1], arguments[2], arguments[3])
+    elif kind == "bundle":
+        check_bundle(arguments[1], int(arguments[2]))
+    else:
+        fail(f"unknown check {kind}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
