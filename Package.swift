@@ -35,6 +35,8 @@ let package = Package(
             "Records", "Store", "Formats", "Migrations", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
+        .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
         .testTarget(name: "RecordsTests", dependencies: ["Records"]),
         .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
         .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps",

@@ -1,0 +1,84 @@
+import Foundation
+import Formats
+import Records
+import SampleApps
+import Store
+
+/// libFuzzer targets for ckport's readers. `scripts/fuzz.sh TARGET SECONDS` builds this with
+/// `--sanitize fuzzer --sanitize address` and runs one target, chosen by $CKPORT_FUZZ_TARGET:
+///
+/// | target   | reads the input as                                                       |
+/// |----------|--------------------------------------------------------------------------|
+/// | schema   | a schema (`DEFINE SCHEMA …`)                                              |
+/// | json     | JSON Lines, then a JSON document, of notes records (every field type)     |
+/// | csv      | a CSV file of Note records                                                |
+/// | ics      | an iCalendar file through the family-calendar mapping                     |
+/// | bundle   | a backup bundle                                                           |
+/// | where    | a `--where` predicate, then evaluated on a record                         |
+///
+/// Errors are expected; a crash, a hang or a leak is a finding.
+enum FuzzTargets {
+    static let target = ProcessInfo.processInfo.environment["CKPORT_FUZZ_TARGET"] ?? "schema"
+    static let notes = SampleApp.notes.schema
+    static let calendar = SampleApp.familyCalendar.schema
+    static let mapping = try! CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: calendar)
+    static let bundlePath = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-fuzz-\(getpid()).ckbundle").path
+
+    static func drain(_ source: RecordSource) {
+        do {
+            while let item = try source.next() {
+                if case .asset(let staged) = item { staged.discard() }
+            }
+        } catch {}
+    }
+
+    static func run(_ bytes: [UInt8]) {
+        switch target {
+        case "schema":
+            _ = try? SchemaParser.parse(String(decoding: bytes, as: UTF8.self), file: "fuzz")
+        case "json":
+            drain(JSONRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), layout: .lines, codec: JSONRecordCodec(schema: notes)))
+            drain(JSONRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), layout: nil, codec: JSONRecordCodec(schema: notes)))
+        case "csv":
+            drain(CSVRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), schema: notes, options: CSVReadOptions(defaultRecordType: "Note")))
+        case "ics":
+            drain(ICalendarRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), mapping: mapping, schema: calendar, options: ICalImportOptions()))
+        case "bundle":
+            guard FileManager.default.createFile(atPath: bundlePath, contents: Data(bytes)) else { return }
+            if let reader = try? BundleReader(path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200), stageAssets: true) {
+                drain(reader)
+            }
+        case "where":
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let predicate = try? RecordPredicate.parse(text), let type = notes.recordType(named: "Note") {
+                let record = Record(id: RecordID(recordName: "n"), recordType: "Note", fields: [
+                    "title": .string("Milk"), "pinned": .int64(1), "createdAt": .timestamp(0), "tags": .list(.string, [.string("a")]),
+                    "readingMinutes": .double(2.5), "folder": .reference(Reference(recordName: "f")),
+                ])
+                _ = try? predicate.matches(record, type: type)
+            }
+        default:
+            fatalError("CKPORT_FUZZ_TARGET must be schema, json, csv, ics, bundle or where")
+        }
+    }
+}
+
+#if FUZZING
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    FuzzTargets.run(Array(UnsafeBufferPointer(start: data, count: size)))
+    return 0
+}
+#else
+@main
+struct FuzzTargetsMain {
+    /// Without the fuzzer: runs each file named on the command line through the target once,
+    /// which replays a crash file or a corpus.
+    static func main() {
+        for path in CommandLine.arguments.dropFirst() {
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            FuzzTargets.run(Array(data))
+        }
+    }
+}
+#endif
