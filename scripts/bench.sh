@@ -33,6 +33,7 @@ done
 venv=${BENCH_VENV:-$HOME/.cache/ckport-bench-venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import icalendar' 2>/dev/null || "$venv/bin/pip" install -q 'icalendar==7.3.0'
+[ -x "$venv/bin/sqlite-utils" ] || "$venv/bin/pip" install -q 'sqlite-utils==4.2.1'
 swift build -c release --product ckport >/dev/null
 ckport=$(swift build -c release --show-bin-path)/ckport
 
@@ -71,6 +72,12 @@ measure() {
   run "$tag-csv-export" "$ckport" export --store "$store" --type Task -o "$work/$tag-tasks-ckport.csv" -q
   "$ckport" schema import "$work/schema.ckdb" --store "$store-csv.empty" -q
   fresh="$store-csv.empty" run "$tag-csv-import" "$ckport" import "$work/$tag-tasks-ckport.csv" --type Task --store "$store-csv" -q
+  # sqlite-utils (PyPI) inserting the same Task rows, as flat JSON Lines and as CSV.
+  "$ckport" export --store "$store" --type Task --style plain -o "$work/$tag-tasks-plain.jsonl" -q
+  fresh="$store-csv.empty" run "$tag-plain-import" "$ckport" import "$work/$tag-tasks-plain.jsonl" --store "$store-csv" -q
+  : > "$work/$tag-su.sqlite.empty"
+  fresh="$work/$tag-su.sqlite.empty" run "$tag-su-json" "$venv/bin/sqlite-utils" insert "$work/$tag-su.sqlite" Task "$work/$tag-tasks-plain.jsonl" --nl
+  fresh="$work/$tag-su.sqlite.empty" run "$tag-su-csv" "$venv/bin/sqlite-utils" insert "$work/$tag-su.sqlite" Task "$work/$tag-tasks-ckport.csv" --csv
 
   # The reference: the same Task rows through the sqlite3 shell.
   local columns
@@ -155,10 +162,13 @@ printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "-----
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import JSONL into an empty store" "$(secs big-import)" "$(rate big-import "$records")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-import big-ref-import)×" "$(mb small-import) / $(mb big-import) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export all to JSONL" "$(secs big-export)" "$(rate big-export "$records")" "-json: $(secs big-ref-export) s" "$(ratio big-export big-ref-export)×" "$(mb small-export) / $(mb big-export) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import CSV (Task) into an empty store" "$(secs big-csv-import)" "$(rate big-csv-import "$tasks")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-csv-import big-ref-import)×" "$(mb small-csv-import) / $(mb big-csv-import) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import Task, flat JSON Lines" "$(secs big-plain-import)" "$(rate big-plain-import "$tasks")" "sqlite-utils: $(secs big-su-json) s" "$(ratio big-plain-import big-su-json)×" "$(mb small-plain-import) / $(mb big-plain-import) MB"
+printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import Task, CSV (as above)" "$(secs big-csv-import)" "$(rate big-csv-import "$tasks")" "sqlite-utils: $(secs big-su-csv) s" "$(ratio big-csv-import big-su-csv)×" "$(mb small-csv-import) / $(mb big-csv-import) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export Task to CSV" "$(secs big-csv-export)" "$(rate big-csv-export "$tasks")" "-csv: $(secs big-ref-csv-export) s" "$(ratio big-csv-export big-ref-csv-export)×" "$(mb small-csv-export) / $(mb big-csv-export) MB"
 printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export --where (indexed, $where rows)" "$(secs big-where)" "$(rate big-where "$where")" "-json WHERE: $(secs big-ref-where) s" "$(ratio big-where big-ref-where)×" "$(mb small-where) / $(mb big-where) MB"
 echo
-echo "Median of $repeat runs each. ratio = ckport time / sqlite3 shell time on the same rows (lower is better)."
+echo "Median of $repeat runs each. ratio = ckport time / reference time on the same rows (lower is better):"
+echo "the sqlite3 shell, or sqlite-utils $("$venv/bin/sqlite-utils" --version | awk '{print $3}') (PyPI) inserting the same Task rows."
 echo "Exports write a file and sync it, both tools. The shell's .import fills one plain table; ckport"
 echo "also validates every record, keeps the change log and builds the schema's indexes (6 on Task)"
 echo "in the same transaction."

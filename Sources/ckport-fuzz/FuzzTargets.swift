@@ -13,7 +13,8 @@ import Store
 /// | json     | JSON Lines, then a JSON document, of notes records (every field type)     |
 /// | csv      | a CSV file of Note records                                                |
 /// | ics      | an iCalendar file through the family-calendar mapping                     |
-/// | bundle   | a backup bundle                                                           |
+/// | bundle   | a backup bundle, or a plain tar that the target gzips first (so that the  |
+/// |          | fuzzer reaches the tar, manifest and record parsing, not only zlib)       |
 /// | where    | a `--where` predicate, then evaluated on a record                         |
 ///
 /// Errors are expected; a crash, a hang or a leak is a finding.
@@ -44,7 +45,8 @@ enum FuzzTargets {
         case "ics":
             drain(ICalendarRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), mapping: mapping, schema: calendar, options: ICalImportOptions()))
         case "bundle":
-            guard FileManager.default.createFile(atPath: bundlePath, contents: Data(bytes)) else { return }
+            let gzipped = bytes.starts(with: [0x1F, 0x8B]) ? bytes : GzipCompressor.member(bytes)
+            guard FileManager.default.createFile(atPath: bundlePath, contents: Data(gzipped)) else { return }
             if let reader = try? BundleReader(path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200), stageAssets: true) {
                 drain(reader)
             }
