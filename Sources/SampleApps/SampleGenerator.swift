@@ -1,12 +1,16 @@
 import Records
 
-/// SplitMix64: small, fast, and the same sequence on every machine.
-struct SeededRandom {
+/// SplitMix64: small, fast, and the same sequence on every machine (tests build their random
+/// data on it too).
+public struct SeededRandom: Sendable {
     private var state: UInt64
 
     init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
 
-    mutating func next() -> UInt64 {
+    /// Starts from this exact state.
+    public init(state: UInt64) { self.state = state }
+
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

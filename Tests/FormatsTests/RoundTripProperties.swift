@@ -1,5 +1,6 @@
 import Foundation
 import PropertyBased
+import SampleApps
 import Testing
 @testable import Formats
 import Records
@@ -8,15 +9,11 @@ import Records
 /// Random schemas and records, built from one seed so that a failure can be run again
 /// (PropertyBased reports the seed; `.fixedSeed(…)` on the test replays it).
 struct RandomData {
-    var state: UInt64
+    var random: SeededRandom
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    init(state: UInt64) { random = SeededRandom(state: state) }
+
+    mutating func next() -> UInt64 { random.next() }
     mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     mutating func chance(_ p: Double) -> Bool { Double(next() % 1_000_000) / 1_000_000 < p }
     mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }

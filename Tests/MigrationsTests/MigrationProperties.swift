@@ -1,5 +1,6 @@
 import Foundation
 import PropertyBased
+import SampleApps
 import Testing
 @testable import Migrations
 import Records
@@ -9,14 +10,9 @@ import Store
 @Suite("random migrations")
 struct MigrationProperties {
     struct Dice {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var random: SeededRandom
+        init(state: UInt64) { random = SeededRandom(state: state) }
+        mutating func next() -> UInt64 { random.next() }
         mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
         mutating func chance(_ p: Double) -> Bool { Double(next() % 1000) / 1000 < p }
         mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }

@@ -1,3 +1,4 @@
+import SampleApps
 import Testing
 @testable import Records
 
@@ -5,14 +6,9 @@ import Testing
 struct JSONStringTests {
     /// A small deterministic generator, so a failure names a case that can be run again.
     struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var random: SeededRandom
+        init(state: UInt64) { random = SeededRandom(state: state) }
+        mutating func next() -> UInt64 { random.next() }
         mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     }
 
