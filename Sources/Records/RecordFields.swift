@@ -72,17 +72,15 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     /// Adds a field that is not there yet; false when it is (the caller decides what a
     /// duplicate means). Appending in name order costs one comparison.
-    public mutating func insertNew(_ name: String, _ value: FieldValue) -> Bool {
-        if let last = entries.last {
-            if RecordFields.precedes(last.name, name) {
-                entries.append(Entry(name: name, value: value))
-                return true
-            }
-            if self[name] != nil { return false }
-            self[name] = value
+    public mutating func insertNew(_ name: consuming String, _ value: consuming FieldValue) -> Bool {
+        let count = entries.count
+        if count == 0 || RecordFields.precedes(entries[count - 1].name, name) {
+            entries.append(Entry(name: name, value: value))
             return true
         }
-        entries.append(Entry(name: name, value: value))
+        let copy = copy name
+        if self[copy] != nil { return false }
+        self[copy] = value
         return true
     }
 

@@ -22,20 +22,65 @@ public struct RecordValidator: Sendable {
         didSet { index = RecordValidator.index(schema) }
     }
 
-    /// The schema's types and fields by name: every record is checked field by field.
-    private var index: [String: (type: RecordTypeDefinition, fields: [String: FieldDefinition])]
+    /// The schema's types by name: every record is checked field by field.
+    private var index: [String: TypeCheck]
+
+    /// One record type's user fields sorted by name, the order records keep their fields in, so
+    /// that a record is checked in one walk down both lists.
+    private final class TypeCheck: Sendable {
+        let type: RecordTypeDefinition
+        let fields: [String: FieldDefinition]
+        let names: [String]
+        let types: [FieldType]
+
+        init(_ type: RecordTypeDefinition) {
+            self.type = type
+            fields = Dictionary(type.fields.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            var seen = Set<String>()
+            let user = type.fields.filter { !$0.isSystem && seen.insert($0.name).inserted }
+                .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            names = user.map(\.name)
+            types = user.map(\.type)
+        }
+    }
 
     public init(schema: Schema) {
         self.schema = schema
         index = RecordValidator.index(schema)
     }
 
-    private static func index(_ schema: Schema) -> [String: (type: RecordTypeDefinition, fields: [String: FieldDefinition])] {
-        var index: [String: (type: RecordTypeDefinition, fields: [String: FieldDefinition])] = [:]
+    private static func index(_ schema: Schema) -> [String: TypeCheck] {
+        var index: [String: TypeCheck] = [:]
         for type in schema.recordTypes where index[type.name] == nil {
-            index[type.name] = (type, Dictionary(type.fields.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }))
+            index[type.name] = TypeCheck(type)
         }
         return index
+    }
+
+    /// Whether every field of `record` is a field of `check` with a value its type accepts, and
+    /// the record's size counted on the way — the common case, without building anything.
+    private static func quickCheck(_ record: Record, _ check: TypeCheck) -> (sound: Bool, size: Int) {
+        var size = record.recordName.utf8.count + record.recordType.utf8.count
+        let sound = record.fields.entries.withUnsafeBufferPointer { entries in
+            check.names.withUnsafeBufferPointer { names in
+                check.types.withUnsafeBufferPointer { types in
+                    var next = 0
+                    for k in 0..<entries.count {
+                        // Usually the next name matches at once; otherwise skip the fields the
+                        // record does not have.
+                        while next < names.count, names[next] != entries[k].name {
+                            guard names[next].utf8.lexicographicallyPrecedes(entries[k].name.utf8) else { return false }
+                            next += 1
+                        }
+                        guard next < names.count, types[next].accepts(entries[k].value.type) else { return false }
+                        size += entries[k].name.utf8.count + entries[k].value.encodedSize
+                        next += 1
+                    }
+                    return true
+                }
+            }
+        }
+        return (sound, size)
     }
 
     /// Every problem with `record`, or an empty array when it can be stored.
@@ -48,7 +93,7 @@ public struct RecordValidator: Sendable {
             issues.append(ValidationIssue(message: "bad recordName '\(record.recordName)': \(problem)"))
         }
         if record.isDeleted { return issues }
-        guard let (type, fields) = index[record.recordType] else {
+        guard let check = index[record.recordType] else {
             if !allowNewFields {
                 let known = schema.recordTypes.map(\.name).sorted()
                 issues.append(ValidationIssue(message: "unknown record type '\(record.recordType)' (the schema has \(known.isEmpty ? "no record types; import one with 'ckport schema import'" : known.joined(separator: ", ")))"))
@@ -62,6 +107,11 @@ public struct RecordValidator: Sendable {
             }
             return issues
         }
+        let (sound, quickSize) = RecordValidator.quickCheck(record, check)
+        if sound && quickSize <= RecordValidator.maxRecordSize { return issues }
+        // Something is wrong: look again, field by field, to say what.
+        let size = sound ? quickSize : record.encodedSize
+        let type = check.type, fields = check.fields
         for (name, value) in record.fields {
             guard let field = fields[name], !field.isSystem else {
                 if Names.isSystemField(name) {
@@ -77,7 +127,6 @@ public struct RecordValidator: Sendable {
                 issues.append(ValidationIssue(field: name, message: "expected \(field.type), found a \(value.type) value"))
             }
         }
-        let size = record.encodedSize
         if size > RecordValidator.maxRecordSize {
             let largest = record.fields.max { $0.value.encodedSize < $1.value.encodedSize }
             issues.append(ValidationIssue(field: largest?.name, message: "the record is \(size) bytes, over CloudKit's limit of \(RecordValidator.maxRecordSize) bytes (assets excluded); keep large data in an ASSET field"))

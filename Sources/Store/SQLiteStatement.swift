@@ -34,13 +34,24 @@ final class PreparedStatement {
     }
 
     @inline(__always) func bind(_ index: Int32, _ value: String?) {
-        guard var value else { sqlite3_bind_null(raw, index); return }
-        value.withUTF8 { utf8 in
-            if let base = utf8.baseAddress, utf8.count > 0 {
-                _ = sqlite3_bind_text(raw, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), SQLITE_TRANSIENT)
-            } else {
-                _ = sqlite3_bind_text(raw, index, "", 0, SQLITE_TRANSIENT)
-            }
+        guard let value else { sqlite3_bind_null(raw, index); return }
+        bind(index, value)
+    }
+
+    @inline(__always) func bind(_ index: Int32, _ value: String) {
+        // Native strings lend their bytes as they are; anything else is copied once.
+        let done: Void? = value.utf8.withContiguousStorageIfAvailable { utf8 in bindText(index, utf8) }
+        if done == nil {
+            var copy = value
+            copy.withUTF8 { utf8 in bindText(index, utf8) }
+        }
+    }
+
+    @inline(__always) private func bindText(_ index: Int32, _ utf8: UnsafeBufferPointer<UInt8>) {
+        if let base = utf8.baseAddress, utf8.count > 0 {
+            _ = sqlite3_bind_text(raw, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), SQLITE_TRANSIENT)
+        } else {
+            _ = sqlite3_bind_text(raw, index, "", 0, SQLITE_TRANSIENT)
         }
     }
 

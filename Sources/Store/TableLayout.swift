@@ -16,7 +16,10 @@ import Records
 /// | ASSET, LOCATION, LIST<…>     | TEXT holding the Web Services JSON of the value       |
 ///
 /// A missing field is NULL, so an empty string, an empty list and "no value" stay apart.
-struct TableLayout {
+///
+/// A class, so that handing a layout to every save costs one reference count, not one per
+/// string and array inside it.
+final class TableLayout {
     struct FieldColumn {
         let name: String
         let type: FieldType
@@ -41,6 +44,8 @@ struct TableLayout {
     let fields: [FieldColumn]
     let fieldNames: [String]
     let kinds: [ColumnKind]
+    /// Whether each field has a second column (a reference's action).
+    let hasActionColumn: [Bool]
     let fieldsByName: [String: Int]
     /// All columns in statement order.
     let columnList: String
@@ -70,6 +75,7 @@ struct TableLayout {
             case .asset, .location: return .json
             }
         }
+        hasActionColumn = fields.map { $0.actionColumn != nil }
         var index: [String: Int] = [:]
         for (i, field) in fields.enumerated() { index[field.name] = i }
         fieldsByName = index
@@ -151,39 +157,57 @@ struct TableLayout {
         statement.bind(7, record.modified?.timestamp)
         statement.bind(8, record.modified?.userRecordName)
         statement.bind(9, record.modified?.deviceID)
-        // Both lists are sorted by name: walk them side by side.
-        let entries = record.fields.entries
-        var next = 0
-        var index: Int32 = 10
-        for field in fields {
-            var value: FieldValue? = nil
-            while next < entries.count {
-                let name = entries[next].name
-                if name == field.name { value = entries[next].value; next += 1; break }
-                if field.name.utf8.lexicographicallyPrecedes(name.utf8) { break }
-                next += 1
+        // Both lists are sorted by name: walk them side by side, borrowing rather than copying
+        // (this loop runs for every field of every record saved).
+        record.fields.entries.withUnsafeBufferPointer { entries in
+            fieldNames.withUnsafeBufferPointer { names in
+                hasActionColumn.withUnsafeBufferPointer { actions in
+                    var next = 0
+                    var index: Int32 = 10
+                    for position in 0..<names.count {
+                        var found = -1
+                        while next < entries.count {
+                            if entries[next].name == names[position] { found = next; next += 1; break }
+                            if names[position].utf8.lexicographicallyPrecedes(entries[next].name.utf8) { break }
+                            next += 1
+                        }
+                        if found < 0 {
+                            statement.bindNull(index)
+                            if actions[position] { index += 1; statement.bindNull(index) }
+                            index += 1
+                        } else {
+                            TableLayout.bind(entries[found].value, hasActionColumn: actions[position], at: &index, to: statement)
+                        }
+                    }
+                }
             }
-            TableLayout.bind(value, field, at: &index, to: statement)
         }
     }
 
     /// Binds one field's value (and a reference's action) at `index`, and moves `index` past it.
     @inline(__always) static func bind(_ value: FieldValue?, _ field: FieldColumn, at index: inout Int32, to statement: PreparedStatement) {
-        switch value {
-        case nil:
+        guard let value else {
             statement.bindNull(index)
             if field.actionColumn != nil { index += 1; statement.bindNull(index) }
-        case .string(let s)?: statement.bind(index, s)
-        case .int64(let i)?: statement.bind(index, i)
-        case .timestamp(let t)?: statement.bind(index, t)
-        case .double(let d)?: statement.bind(index, d)
-        case .bytes(let b)?: statement.bind(index, blob: b)
-        case .reference(let r)?:
+            index += 1
+            return
+        }
+        bind(value, hasActionColumn: field.actionColumn != nil, at: &index, to: statement)
+    }
+
+    @inline(__always) static func bind(_ value: FieldValue, hasActionColumn: Bool, at index: inout Int32, to statement: PreparedStatement) {
+        switch value {
+        case .string(let s): statement.bind(index, s)
+        case .int64(let i): statement.bind(index, i)
+        case .timestamp(let t): statement.bind(index, t)
+        case .double(let d): statement.bind(index, d)
+        case .bytes(let b): statement.bind(index, blob: b)
+        case .reference(let r):
             statement.bind(index, r.recordName)
-            if field.actionColumn != nil { index += 1; statement.bind(index, r.action.code) }
-        case let other?:
-            statement.bind(index, FieldValueJSON.canonicalText(other))
-            if field.actionColumn != nil { index += 1; statement.bindNull(index) }
+            if hasActionColumn { index += 1; statement.bind(index, r.action.code) }
+        default:
+            statement.bind(index, FieldValueJSON.canonicalText(value))
+            if hasActionColumn { index += 1; statement.bindNull(index) }
         }
         index += 1
     }

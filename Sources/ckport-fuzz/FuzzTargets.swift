@@ -59,10 +59,20 @@ enum FuzzTargets {
                 ])
                 _ = try? predicate.matches(record, type: type)
             }
+        case "leak-canary":
+            // Leaks on purpose (two objects that own each other), so that scripts/leak-check.sh
+            // can show that its checker sees a leak before it reports that the readers have none.
+            let first = LeakCanary(), second = LeakCanary()
+            first.other = second
+            second.other = first
         default:
             fatalError("CKPORT_FUZZ_TARGET must be schema, json, csv, ics, bundle or where")
         }
     }
+}
+
+final class LeakCanary {
+    var other: LeakCanary?
 }
 
 #if FUZZING
@@ -74,13 +84,27 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 #else
 @main
 struct FuzzTargetsMain {
-    /// Without the fuzzer: runs each file named on the command line through the target once,
-    /// which replays a crash file or a corpus.
+    /// Without the fuzzer: runs each file named on the command line (or each file in a folder
+    /// named there) through the target once, which replays a crash file or a whole corpus.
     static func main() {
+        var count = 0
         for path in CommandLine.arguments.dropFirst() {
-            guard let data = FileManager.default.contents(atPath: path) else { continue }
-            FuzzTargets.run(Array(data))
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+                FileHandle.standardError.write(Data("ckport-fuzz: no such file: \(path)\n".utf8))
+                exit(1)
+            }
+            let files = isFolder.boolValue
+                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { path + "/" + $0 }
+                : [path]
+            for file in files {
+                guard let data = FileManager.default.contents(atPath: file) else { continue }
+                FuzzTargets.run(Array(data))
+                count += 1
+            }
         }
+        try? FileManager.default.removeItem(atPath: FuzzTargets.bundlePath)
+        print("ckport-fuzz: \(FuzzTargets.target): \(count) inputs replayed")
     }
 }
 #endif

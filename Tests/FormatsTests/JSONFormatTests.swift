@@ -153,6 +153,50 @@ struct JSONFormatTests {
         #expect(fieldsFirst.withUnsafeBytes { scanner.scan($0) }?.fields == ["title": .string("x \"y\"\n")])
     }
 
+    @Test("the direct reader's shortcuts give what the general reader gives: owner names shared, keys, scope, action and type compared as bytes")
+    func scannerShortcuts() throws {
+        let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (title STRING, n INT64, ref REFERENCE);")
+        let scanner = CanonicalRecordScanner(fieldTypes: fieldTypes(schema), defaultRecordType: nil, defaultZone: .defaultZone)
+        let codec = JSONRecordCodec(schema: schema)
+        let owner = "_0123456789abcdef0123456789abcdef"
+        let zone = #""zoneID":{"zoneName":"home","ownerRecordName":"\#(owner)"}"#
+        // (text, whether the direct reader takes it)
+        let cases: [(String, Bool)] = [
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"userRecordName":"\#(owner)"},"modified":{"timestamp":2,"userRecordName":"\#(owner)"},"fields":{}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"userRecordName":"\#(owner)"},"modified":{"timestamp":2,"userRecordName":"_someone_else_entirely_0000000000"},"fields":{}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"userRecordName":"\#(owner.dropLast())"},"fields":{}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"userRecordName":"\#(owner)x"},"fields":{}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"userRecordName":"_0123456789abcdef0123456789abcde\u0066"},"fields":{}}"#, true),
+            (#"{"recordName":"a","recordType":"Task","scope":"shared",\#(zone),"fields":{"ref":{"value":{"recordName":"b","action":"VALIDATE"},"type":"REFERENCE"}}}"#, true),
+            (#"{"recordName":"a","recordType":"Task","scope":"public",\#(zone),"fields":{"ref":{"value":{"recordName":"b","action":"DELETE_SELF"}}}}"#, true),
+            (#"{"recordName":"a","recordType":"Task","scope":"Shared",\#(zone),"fields":{}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"ref":{"value":{"recordName":"b","action":"validate"},"type":"REFERENCE"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"ti\u0074le":{"value":"x","type":"STRING"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"ENCRYPTED_STRING"}}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"INT64"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING"},"title":{"value":"y","type":"STRING"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"n":{"value":1,"type":"INT64"},"title":{"value":"é \u00e9","type":"STRING"}}}"#, true),
+        ]
+        for (text, direct) in cases {
+            let bytes = Array(text.utf8)
+            let scanned = bytes.withUnsafeBytes { scanner.scan($0) }
+            #expect((scanned != nil) == direct, "\(text)")
+            let general = Result { try codec.decode(try JSONParser.parse(bytes)) }
+            switch general {
+            case .success(let record):
+                if let scanned { #expect(scanned == record, "\(text)") }
+                #expect(try bytes.withUnsafeBytes { try codec.decode(bytes: $0) }.0 == record)
+            case .failure:
+                #expect(scanned == nil, "\(text)")
+            }
+        }
+        // Shared owner names are still the right names.
+        let shared = try Array(cases[1].0.utf8).withUnsafeBytes { try #require(scanner.scan($0)) }
+        #expect(shared.zone.ownerRecordName == owner)
+        #expect(shared.created?.userRecordName == owner)
+        #expect(shared.modified?.userRecordName == "_someone_else_entirely_0000000000")
+    }
+
     func fieldTypes(_ schema: Schema) -> [String: [String: FieldType]] {
         Dictionary(uniqueKeysWithValues: schema.recordTypes.map { type in (type.name, Dictionary(uniqueKeysWithValues: type.userFields.map { ($0.name, $0.type) })) })
     }

@@ -266,10 +266,28 @@ public final class BundleReader: RecordSource {
     public let schema: Schema
     /// The migrations the source store had had (`migrations.json`), oldest first.
     public private(set) var migrationHistory: [MigrationHistoryEntry] = []
-    private let gzip: GzipReader
+    /// Decompression (and decryption) run a few chunks ahead on a thread of their own.
+    private let readAhead: ReadAhead
     private let tar: TarReader
     private var expected: [String: BundleManifest.Member] = [:]
-    private var current: (member: BundleManifest.Member, reader: JSONRecordReader, hasher: Box<SHA256>, bytes: Box<Int64>, records: Int)?
+    /// The records member being read. A class, so that looking at it for every record costs one
+    /// reference count rather than a copy of the member's description.
+    private final class OpenMember {
+        let member: BundleManifest.Member
+        let reader: JSONRecordReader
+        let hasher: MemberHasher
+        let bytes: Box<Int64>
+        var records = 0
+
+        init(member: BundleManifest.Member, reader: JSONRecordReader, hasher: MemberHasher, bytes: Box<Int64>) {
+            self.member = member
+            self.reader = reader
+            self.hasher = hasher
+            self.bytes = bytes
+        }
+    }
+
+    private var current: OpenMember?
     private var done = false
     private let stageAssets: Bool
     /// Every temporary file staged, removed when the reader goes away in case a consumer
@@ -282,13 +300,21 @@ public final class BundleReader: RecordSource {
         init(_ value: T) { self.value = value }
     }
 
+    /// Decodes records on a second thread too, when the consumer is light (verify).
+    private let sideThread: SideThread<[SourceItem]>?
+
     /// An encrypted bundle needs its passphrase. Without `stageAssets`, asset members are
-    /// checked but not kept (`StagedAsset.path` is nil), as verify wants.
-    public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil, stageAssets: Bool = true) throws {
+    /// checked but not kept (`StagedAsset.path` is nil), as verify wants. `decodeOnTwoThreads`
+    /// suits a consumer that does little with each record: for one that works hard (a restore
+    /// writing to SQLite) the second thread only takes time from it.
+    public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil,
+                stageAssets: Bool = true, decodeOnTwoThreads: Bool = false) throws {
         self.path = path
         self.stageAssets = stageAssets
+        sideThread = decodeOnTwoThreads ? SideThread() : nil
         if stageAssets { OutputFile.removeStale(in: FileManager.default.temporaryDirectory.path, prefix: "ckport-asset-") }
         totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        let gzip: GzipReader
         if BundleEncryption.isEncrypted(path: path) {
             guard let passphrase else {
                 throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase (--passphrase-file FILE, or $CKPORT_PASSPHRASE)")
@@ -298,7 +324,9 @@ public final class BundleReader: RecordSource {
         } else {
             gzip = try GzipReader(path: path, limits: limits)
         }
-        tar = TarReader(gzip: gzip)
+        let readAhead = ReadAhead(progress: { gzip.compressedBytes }) { try gzip.read(into: $0) }
+        self.readAhead = readAhead
+        tar = TarReader(name: path) { try readAhead.read(into: $0) }
         func fail(_ member: String?, _ message: String) -> BundleError { BundleError(file: path, member: member, message: message) }
         guard let first = try tar.next(), first.path == "manifest.json" else {
             throw fail(nil, "not a ckport bundle: manifest.json is not its first member")
@@ -360,7 +388,7 @@ public final class BundleReader: RecordSource {
     }
 
     public var name: String { path }
-    public var bytesRead: Int64 { gzip.compressedBytes }
+    public var bytesRead: Int64 { readAhead.bytesRead }
     public let totalBytes: Int64?
 
     private func fail(_ member: String?, _ message: String) -> BundleError {
@@ -371,7 +399,7 @@ public final class BundleReader: RecordSource {
         while !done {
             if let open = current {
                 if let item = try open.reader.next() {
-                    current!.records += 1
+                    open.records += 1
                     recordsRead += 1
                     if case .invalid(var issue, let raw) = item {
                         issue.position.file = path + "/" + open.member.path
@@ -379,7 +407,7 @@ public final class BundleReader: RecordSource {
                     }
                     return item
                 }
-                try finish(open.member, hasher: open.hasher.value, bytes: open.bytes.value, records: current!.records)
+                try finish(open.member, hasher: open.hasher.finish(), bytes: open.bytes.value, records: open.records)
                 current = nil
                 continue
             }
@@ -399,18 +427,21 @@ public final class BundleReader: RecordSource {
             if member.kind == "asset" {
                 return .asset(try readAsset(member))
             }
-            let hasher = Box(SHA256())
+            let hasher = MemberHasher(deferred: sideThread != nil)
             let bytes = Box<Int64>(0)
             let tar = self.tar
             let input = ByteInput(name: path + "/" + entry.path, totalBytes: entry.size) { buffer in
                 let n = try tar.readContent(into: buffer)
                 if n > 0 {
-                    hasher.value.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    hasher.add(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                     bytes.value += Int64(n)
                 }
                 return n
             }
-            current = (member, JSONRecordReader(input: input, layout: .lines, codec: JSONRecordCodec(schema: schema)), hasher, bytes, 0)
+            let reader = JSONRecordReader(input: input, layout: .lines, codec: JSONRecordCodec(schema: schema), sideThread: sideThread)
+            // With a second thread, hashing happens there too, between batches.
+            if hasher.deferred { reader.sideWork = { hasher.catchUp() } }
+            current = OpenMember(member: member, reader: reader, hasher: hasher, bytes: bytes)
         }
         return nil
     }
@@ -448,7 +479,7 @@ public final class BundleReader: RecordSource {
                 }
                 bytes += Int64(n)
             }
-            try finish(member, hasher: hasher, bytes: bytes, records: 0)
+            try finish(member, hasher: hasher.finalize(), bytes: bytes, records: 0)
         } catch {
             if let stagedPath { try? FileManager.default.removeItem(atPath: stagedPath) }
             throw error
@@ -456,14 +487,42 @@ public final class BundleReader: RecordSource {
         return StagedAsset(sha256: member.sha256, size: member.bytes, path: stagedPath, origin: path + "/" + member.path)
     }
 
-    private func finish(_ member: BundleManifest.Member, hasher: SHA256, bytes: Int64, records: Int) throws {
+    private func finish(_ member: BundleManifest.Member, hasher: SHA256.Digest, bytes: Int64, records: Int) throws {
         guard bytes == member.bytes else { throw fail(member.path, "holds \(bytes) bytes; the manifest says \(member.bytes)") }
-        guard BundleReader.hex(hasher.finalize()) == member.sha256 else {
+        guard BundleReader.hex(hasher) == member.sha256 else {
             throw fail(member.path, "its SHA-256 does not match the manifest: the member is damaged")
         }
         if let expectedRecords = member.records, expectedRecords != records {
             throw fail(member.path, "holds \(records) records; the manifest says \(expectedRecords)")
         }
+    }
+}
+
+/// The SHA-256 of a records member, taken as its bytes are read — or, `deferred`, kept as
+/// copies until ``catchUp()`` hashes them, which the reader runs on its side thread between
+/// batches so that hashing and parsing share the cores.
+final class MemberHasher: @unchecked Sendable {
+    let deferred: Bool
+    private var sha = SHA256()
+    private var pending: [[UInt8]] = []
+
+    init(deferred: Bool) {
+        self.deferred = deferred
+    }
+
+    func add(_ bytes: UnsafeRawBufferPointer) {
+        if deferred { pending.append(Array(bytes)) } else { sha.update(bufferPointer: bytes) }
+    }
+
+    /// Hashes the bytes waiting, in the order they came.
+    func catchUp() {
+        for chunk in pending { chunk.withUnsafeBytes { sha.update(bufferPointer: $0) } }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    func finish() -> SHA256.Digest {
+        catchUp()
+        return sha.finalize()
     }
 }
 

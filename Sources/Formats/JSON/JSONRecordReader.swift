@@ -18,11 +18,28 @@ public final class JSONRecordReader: RecordSource {
     private var lineNumber = 0
     private var scanner: JSONDocumentScanner?
     private var elementIndex = 0
+    /// With two threads: lines decoded ahead, last first, and an error to throw after them.
+    private var decoded: [SourceItem] = []
+    private var pendingError: Error?
+    private var inputEnded = false
+    private let side: SideThread<[SourceItem]>?
+    static let linesPerBatch = 256
+    /// Work to do on the side thread before each batch it decodes (the bundle reader's hashing).
+    var sideWork: (() -> Void)?
 
-    public init(input: ByteInput, layout: Layout?, codec: JSONRecordCodec) {
+    /// - Parameter twoThreads: decode JSON Lines on two threads (this one and one more), in
+    ///   batches, the records still coming out in file order. Worth it when decoding is the
+    ///   slow part and the consumer is light.
+    public convenience init(input: ByteInput, layout: Layout?, codec: JSONRecordCodec, twoThreads: Bool = false) {
+        self.init(input: input, layout: layout, codec: codec, sideThread: twoThreads ? SideThread() : nil)
+    }
+
+    /// Decodes on `sideThread` too when given; readers read one after another can share one.
+    init(input: ByteInput, layout: Layout?, codec: JSONRecordCodec, sideThread: SideThread<[SourceItem]>?) {
         self.input = input
         self.layout = layout
         self.codec = codec
+        side = sideThread
     }
 
     public var name: String { input.name }
@@ -70,6 +87,7 @@ public final class JSONRecordReader: RecordSource {
     // MARK: Lines
 
     private func nextLine() throws -> SourceItem? {
+        if let side { return try nextLineDecodedInPairs(side) }
         while let line = try input.nextLine() {
             lineNumber += 1
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
@@ -77,6 +95,57 @@ public final class JSONRecordReader: RecordSource {
             return item(bytes, line: lineNumber, column: 1, pathPrefix: [])
         }
         return nil
+    }
+
+    /// Reads two batches of lines, decodes the second on the side thread while decoding the
+    /// first here, and hands out both in order. A read error comes after the records read
+    /// before it, as reading line by line.
+    private func nextLineDecodedInPairs(_ side: SideThread<[SourceItem]>) throws -> SourceItem? {
+        while true {
+            if let item = decoded.popLast() { return item }
+            if let error = pendingError {
+                pendingError = nil
+                throw error
+            }
+            if inputEnded { return nil }
+            let first = batch()
+            var second: (lines: [(bytes: [UInt8], line: Int)], failure: Error?) = ([], nil)
+            if first.failure == nil && !inputEnded { second = batch() }
+            pendingError = first.failure ?? second.failure
+            var items: [SourceItem]
+            if second.lines.isEmpty {
+                items = first.lines.map { item($0.bytes, line: $0.line, column: 1, pathPrefix: []) }
+            } else {
+                side.start { [self] in
+                    sideWork?()
+                    return second.lines.map { item($0.bytes, line: $0.line, column: 1, pathPrefix: []) }
+                }
+                items = first.lines.map { item($0.bytes, line: $0.line, column: 1, pathPrefix: []) }
+                items += side.collect()
+            }
+            items.reverse()
+            decoded = items
+        }
+    }
+
+    /// The next lines that are not blank, up to a batch, and the read error that cut it short.
+    private func batch() -> (lines: [(bytes: [UInt8], line: Int)], failure: Error?) {
+        var lines: [(bytes: [UInt8], line: Int)] = []
+        lines.reserveCapacity(JSONRecordReader.linesPerBatch)
+        do {
+            while lines.count < JSONRecordReader.linesPerBatch {
+                guard let line = try input.nextLine() else {
+                    inputEnded = true
+                    break
+                }
+                lineNumber += 1
+                if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                lines.append(([UInt8](line), lineNumber))
+            }
+        } catch {
+            return (lines, error)
+        }
+        return (lines, nil)
     }
 
     // MARK: Documents

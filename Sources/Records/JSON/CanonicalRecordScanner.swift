@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Reads the common shape of a canonical (CloudKit Web Services) record straight from its
 /// bytes, without building a JSON tree first — the import hot path.
 ///
@@ -8,33 +14,63 @@
 /// error message. Both ways give the same record for the same bytes.
 public struct CanonicalRecordScanner: Sendable {
     /// A type's fields sorted by name. Records list their fields in the same order, so each
-    /// lookup starts where the last one matched and usually succeeds at once.
-    struct FieldTable: Sendable {
+    /// lookup starts where the last one matched and usually succeeds at once. Names are compared
+    /// as bytes, straight against the input, so reading a key allocates nothing.
+    final class FieldTable: Sendable {
         let names: [String]
         let types: [FieldType]
-        /// The `type` each field's values usually carry (`STRING`, `ENCRYPTED_STRING`, …).
-        let typeNames: [String]
+        /// The names' UTF-8 bytes one after another; name k is `nameBytes[offsets[k]..<offsets[k + 1]]`.
+        let nameBytes: [UInt8]
+        let nameOffsets: [Int]
+        /// The `type` each field's values usually carry (`STRING`, `ENCRYPTED_STRING`, …), stored the same way.
+        let typeNameBytes: [UInt8]
+        let typeNameOffsets: [Int]
         let hasFieldsField: Bool
 
         init(names: [String], types: [FieldType]) {
             self.names = names
             self.types = types
-            typeNames = types.map(\.webServicesName)
+            (nameBytes, nameOffsets) = FieldTable.flatten(names)
+            (typeNameBytes, typeNameOffsets) = FieldTable.flatten(types.map(\.webServicesName))
             hasFieldsField = names.contains("fields")
         }
 
-        /// The index of a field, searching from where the last lookup matched.
-        func lookup(_ name: String, from hint: inout Int) -> Int? {
+        private static func flatten(_ strings: [String]) -> ([UInt8], [Int]) {
+            var bytes: [UInt8] = []
+            var offsets = [0]
+            for string in strings {
+                bytes.append(contentsOf: string.utf8)
+                offsets.append(bytes.count)
+            }
+            return (bytes, offsets)
+        }
+
+        /// The index of the field named by `key`, searching from where the last lookup matched.
+        func lookup(_ key: UnsafeRawBufferPointer, from hint: inout Int) -> Int? {
             let count = names.count
             guard count > 0 else { return nil }
-            for step in 0..<count {
-                let index = (hint + step) % count
-                if names[index] == name {
-                    hint = index + 1
-                    return index
+            return nameBytes.withUnsafeBytes { all in
+                for step in 0..<count {
+                    let index = (hint + step) % count
+                    if FieldTable.equal(all, nameOffsets[index], nameOffsets[index + 1], key) {
+                        hint = index + 1
+                        return index
+                    }
                 }
+                return nil
             }
-            return nil
+        }
+
+        /// Whether `text` is the type name field `index`'s values usually carry.
+        func isUsualTypeName(_ text: UnsafeRawBufferPointer, of index: Int) -> Bool {
+            typeNameBytes.withUnsafeBytes { all in
+                FieldTable.equal(all, typeNameOffsets[index], typeNameOffsets[index + 1], text)
+            }
+        }
+
+        @inline(__always)
+        private static func equal(_ all: UnsafeRawBufferPointer, _ from: Int, _ to: Int, _ key: UnsafeRawBufferPointer) -> Bool {
+            to - from == key.count && (key.count == 0 || memcmp(all.baseAddress! + from, key.baseAddress!, key.count) == 0)
         }
     }
 
@@ -68,30 +104,79 @@ extension JSONParser {
         i += 1
     }
 
-    /// Iterates an object's members: `body` is called with each key, positioned at its value.
-    private mutating func members(_ body: (inout JSONParser, String) throws -> Void) throws {
+    // Objects are walked with three calls, without a closure per member:
+    //
+    //     if try openObject() { repeat { let key = try memberKey(); …read the value… } while try nextMember() }
+
+    /// Consumes `{`; true when a member follows, false for `{}`.
+    @inline(__always) private mutating func openObject() throws -> Bool {
         try expect(UInt8(ascii: "{"))
         skipWhitespace()
-        if current == UInt8(ascii: "}") { i += 1; return }
-        while true {
-            skipWhitespace()
-            guard current == UInt8(ascii: "\"") else { throw GiveUp() }
-            let key = try parseString()
-            try expect(UInt8(ascii: ":"))
-            skipWhitespace()
-            try body(&self, key)
-            skipWhitespace()
-            guard let b = current else { throw GiveUp() }
-            i += 1
-            if b == UInt8(ascii: ",") { continue }
-            if b == UInt8(ascii: "}") { return }
-            throw GiveUp()
+        if current == UInt8(ascii: "}") { i += 1; return false }
+        return true
+    }
+
+    /// Reads `"key":` and stops at the value. The key's bytes are borrowed from the input; a key
+    /// with an escape or a control character is left to the general reader.
+    @inline(__always) private mutating func memberKey() throws -> UnsafeRawBufferPointer {
+        skipWhitespace()
+        let key = try rawString()
+        try expect(UInt8(ascii: ":"))
+        skipWhitespace()
+        return key
+    }
+
+    /// After a member's value: true when another member follows, false at the closing brace.
+    @inline(__always) private mutating func nextMember() throws -> Bool {
+        skipWhitespace()
+        guard let b = current else { throw GiveUp() }
+        i += 1
+        if b == UInt8(ascii: ",") { return true }
+        if b == UInt8(ascii: "}") { return false }
+        throw GiveUp()
+    }
+
+    /// The bytes of a string without escapes, borrowed from the input.
+    private mutating func rawString() throws -> UnsafeRawBufferPointer {
+        guard current == UInt8(ascii: "\"") else { throw GiveUp() }
+        let start = i + 1
+        var j = start
+        _ = skipPlainWords(&j)
+        while j < bytes.count {
+            let b = bytes[j]
+            if b == UInt8(ascii: "\"") {
+                i = j + 1
+                return UnsafeRawBufferPointer(rebasing: bytes[start..<j])
+            }
+            if b == UInt8(ascii: "\\") || b < 0x20 { throw GiveUp() }
+            j += 1
         }
+        throw GiveUp()
+    }
+
+    @inline(__always) private func key(_ key: UnsafeRawBufferPointer, is name: StaticString) -> Bool {
+        key.count == name.utf8CodeUnitCount && memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
     }
 
     private mutating func string() throws -> String {
         guard current == UInt8(ascii: "\"") else { throw GiveUp() }
         return try parseString()
+    }
+
+    /// A string; one equal to `known` comes back as `known` itself, sharing its storage. A
+    /// record names its owner up to three times (zone, created, modified).
+    private mutating func string(reusing known: String?) throws -> String {
+        if let known, current == UInt8(ascii: "\"") {
+            let start = i
+            if let raw = try? rawString() {
+                let same = known.utf8.withContiguousStorageIfAvailable { utf8 in
+                    utf8.count == raw.count && (raw.count == 0 || memcmp(utf8.baseAddress!, raw.baseAddress!, raw.count) == 0)
+                }
+                if same == true { return known }
+            }
+            i = start
+        }
+        return try string()
     }
 
     /// A JSON integer (no fraction, no exponent) that fits an Int64.
@@ -124,17 +209,18 @@ extension JSONParser {
         return true
     }
 
-    private mutating func stamp() throws -> RecordStamp {
+    private mutating func stamp(usualUser: String?) throws -> RecordStamp {
         var timestamp: Int64?
         var user: String?
         var device: String?
-        try members { p, key in
-            switch key {
-            case "timestamp" where timestamp == nil: timestamp = try p.integer()
-            case "userRecordName" where user == nil: user = try p.string()
-            case "deviceID" where device == nil: device = try p.string()
-            default: throw GiveUp()
-            }
+        if try openObject() {
+            repeat {
+                let name = try memberKey()
+                if key(name, is: "timestamp"), timestamp == nil { timestamp = try integer() }
+                else if key(name, is: "userRecordName"), user == nil { user = try string(reusing: usualUser) }
+                else if key(name, is: "deviceID"), device == nil { device = try string() }
+                else { throw GiveUp() }
+            } while try nextMember()
         }
         guard let timestamp else { throw GiveUp() }
         return RecordStamp(timestamp: timestamp, userRecordName: user, deviceID: device)
@@ -156,15 +242,19 @@ extension JSONParser {
             var name: String?
             var action = ReferenceAction.none
             var sawAction = false
-            try members { p, key in
-                switch key {
-                case "recordName" where name == nil: name = try p.string()
-                case "action" where !sawAction:
-                    sawAction = true
-                    guard let parsed = ReferenceAction(rawValue: try p.string()) else { throw GiveUp() }
-                    action = parsed
-                default: throw GiveUp()
-                }
+            if try openObject() {
+                repeat {
+                    let member = try memberKey()
+                    if key(member, is: "recordName"), name == nil { name = try string() }
+                    else if key(member, is: "action"), !sawAction {
+                        sawAction = true
+                        let text = try rawString()
+                        if key(text, is: "DELETE_SELF") { action = .deleteSelf }
+                        else if key(text, is: "VALIDATE") { action = .validate }
+                        else if key(text, is: "NONE") { action = .none }
+                        else { throw GiveUp() }
+                    } else { throw GiveUp() }
+                } while try nextMember()
             }
             guard let name, Names.referenceTargetProblem(name) == nil else { throw GiveUp() }
             return .reference(Reference(recordName: name, action: action))
@@ -176,28 +266,32 @@ extension JSONParser {
     private mutating func scanFields(of type: String, _ scanner: CanonicalRecordScanner, into fields: inout RecordFields) throws {
         // A type with a field named "fields" makes the general reader look closer; let it.
         guard let table = scanner.tables[type], !table.hasFieldsField else { throw GiveUp() }
+        guard try openObject() else { return }
         var hint = 0
-        try members { p, name in
-            guard let field = table.lookup(name, from: &hint), !table.types[field].isList else { throw GiveUp() }
+        repeat {
+            guard let field = table.lookup(try memberKey(), from: &hint), !table.types[field].isList else { throw GiveUp() }
             let schemaType = table.types[field]
-            var value: FieldValue?
             var sawValue = false, sawType = false
-            try p.members { q, key in
-                switch key {
-                case "value" where !sawValue:
-                    sawValue = true
-                    if !q.isNull() { value = try q.value(as: schemaType) }
-                case "type" where !sawType:
-                    sawType = true
-                    let given = try q.string()
-                    if given != table.typeNames[field] {
-                        guard let parsed = FieldType.parseWebServicesName(given), schemaType.accepts(parsed) else { throw GiveUp() }
+            if try openObject() {
+                repeat {
+                    let member = try memberKey()
+                    if key(member, is: "value"), !sawValue {
+                        sawValue = true
+                        // Stored at once (a later "type" that does not fit discards the whole scan).
+                        if !isNull(), !fields.insertNew(table.names[field], try self.value(as: schemaType)) { throw GiveUp() }
+                    } else if key(member, is: "type"), !sawType {
+                        sawType = true
+                        let given = try rawString()
+                        if !table.isUsualTypeName(given, of: field) {
+                            guard let parsed = FieldType.parseWebServicesName(String(decoding: given, as: UTF8.self)),
+                                  schemaType.accepts(parsed) else { throw GiveUp() }
+                        }
+                    } else {
+                        throw GiveUp()
                     }
-                default: throw GiveUp()
-                }
+                } while try nextMember()
             }
-            if let value, !fields.insertNew(name, value) { throw GiveUp() }
-        }
+        } while try nextMember()
     }
 
     mutating func scanCanonicalRecord(_ scanner: CanonicalRecordScanner) throws -> Record {
@@ -214,56 +308,64 @@ extension JSONParser {
         // Fields may come before recordType; their bytes wait until the type is known.
         var fieldsStart: Int?
         skipWhitespace()
-        try members { p, key in
-            switch key {
-            case "recordName" where recordName == nil: recordName = try p.string()
-            case "recordType" where recordType == nil: recordType = try p.string()
-            case "scope" where !sawScope:
-                sawScope = true
-                guard let scope = DatabaseScope(text: try p.string()) else { throw GiveUp() }
-                zone.scope = scope
-            case "zoneID" where !sawZone:
-                sawZone = true
-                var sawName = false, sawOwner = false
-                try p.members { q, zoneKey in
-                    switch zoneKey {
-                    case "zoneName" where !sawName:
-                        sawName = true
-                        zone.zoneName = try q.string()
-                        if zone.zoneName.isEmpty { throw GiveUp() }
-                    case "ownerRecordName" where !sawOwner:
-                        sawOwner = true
-                        zone.ownerRecordName = try q.string()
-                        if zone.ownerRecordName.isEmpty { throw GiveUp() }
-                    default: throw GiveUp()
+        if try openObject() {
+            repeat {
+                let name = try memberKey()
+                if key(name, is: "recordName"), recordName == nil { recordName = try string() }
+                else if key(name, is: "recordType"), recordType == nil { recordType = try string() }
+                else if key(name, is: "scope"), !sawScope {
+                    sawScope = true
+                    let text = try rawString()
+                    if key(text, is: "private") { zone.scope = .private }
+                    else if key(text, is: "shared") { zone.scope = .shared }
+                    else if key(text, is: "public") { zone.scope = .public }
+                    else { throw GiveUp() }
+                } else if key(name, is: "zoneID"), !sawZone {
+                    sawZone = true
+                    var sawName = false, sawOwner = false
+                    if try openObject() {
+                        repeat {
+                            let zoneKey = try memberKey()
+                            if key(zoneKey, is: "zoneName"), !sawName {
+                                sawName = true
+                                zone.zoneName = try string()
+                                if zone.zoneName.isEmpty { throw GiveUp() }
+                            } else if key(zoneKey, is: "ownerRecordName"), !sawOwner {
+                                sawOwner = true
+                                zone.ownerRecordName = try string()
+                                if zone.ownerRecordName.isEmpty { throw GiveUp() }
+                            } else {
+                                throw GiveUp()
+                            }
+                        } while try nextMember()
                     }
-                }
-            case "recordChangeTag" where !sawTag:
-                sawTag = true
-                changeTag = try p.string()
-            case "created" where !sawCreated:
-                sawCreated = true
-                created = try p.stamp()
-            case "modified" where !sawModified:
-                sawModified = true
-                modified = try p.stamp()
-            case "deleted" where !sawDeleted:
-                sawDeleted = true
-                if p.bytes.count - p.i >= 4 && p.bytes[p.i] == UInt8(ascii: "t") { deleted = true; p.i += 4 }
-                else if p.bytes.count - p.i >= 5 && p.bytes[p.i] == UInt8(ascii: "f") { p.i += 5 }
-                else { throw GiveUp() }
-            case "fields" where !sawFields:
-                sawFields = true
-                if let type = recordType {
-                    try p.scanFields(of: type, scanner, into: &fields)
+                } else if key(name, is: "recordChangeTag"), !sawTag {
+                    sawTag = true
+                    changeTag = try string()
+                } else if key(name, is: "created"), !sawCreated {
+                    sawCreated = true
+                    created = try stamp(usualUser: sawZone ? zone.ownerRecordName : nil)
+                } else if key(name, is: "modified"), !sawModified {
+                    sawModified = true
+                    modified = try stamp(usualUser: created?.userRecordName ?? (sawZone ? zone.ownerRecordName : nil))
+                } else if key(name, is: "deleted"), !sawDeleted {
+                    sawDeleted = true
+                    if bytes.count - i >= 4 && bytes[i] == UInt8(ascii: "t") { deleted = true; i += 4 }
+                    else if bytes.count - i >= 5 && bytes[i] == UInt8(ascii: "f") { i += 5 }
+                    else { throw GiveUp() }
+                } else if key(name, is: "fields"), !sawFields {
+                    sawFields = true
+                    if let type = recordType {
+                        try scanFields(of: type, scanner, into: &fields)
+                    } else {
+                        // The type comes later: read the fields once it is known.
+                        fieldsStart = i
+                        _ = try parseValue()
+                    }
                 } else {
-                    // The type comes later: read the fields once it is known.
-                    fieldsStart = p.i
-                    _ = try p.parseValue()
+                    throw GiveUp()
                 }
-            default:
-                throw GiveUp()
-            }
+            } while try nextMember()
         }
         skipWhitespace()
         // Without these keys the general reader takes a record for the plain style.

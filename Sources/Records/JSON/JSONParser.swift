@@ -142,22 +142,7 @@ public struct JSONParser {
         i += 1
         let contentStart = i
         // Fast path: no escapes. Text that is all ASCII needs no UTF-8 check of its own.
-        var high: UInt8 = 0
-        // Eight bytes at a time while none of them is a quote, a backslash or a control
-        // character (the usual bit tricks: a byte is zero in x - 0x01… & ~x & 0x80…).
-        if let base = bytes.baseAddress {
-            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-            var wide: UInt64 = 0
-            while i + 8 <= bytes.count {
-                let word = (base + i).loadUnaligned(as: UInt64.self)
-                let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
-                let stops = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                if stops & highs != 0 { break }
-                wide |= word
-                i += 8
-            }
-            if wide & highs != 0 { high = 0x80 }
-        }
+        var high: UInt8 = skipPlainWords(&i)
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
@@ -226,6 +211,31 @@ public struct JSONParser {
             i += 1
         }
         throw JSONSyntaxError(offset: start, message: "a string is not closed")
+    }
+
+    /// Moves `index` eight bytes at a time while none of them is a quote, a backslash or a
+    /// control character (the usual bit tricks: a byte is zero in x - 0x01… & ~x & 0x80…), and
+    /// returns 0x80 when a byte passed over is not ASCII, else 0. The caller finishes byte by byte.
+    @inline(__always) func skipPlainWords(_ index: inout Int) -> UInt8 {
+        guard let base = bytes.baseAddress else { return 0 }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var wide: UInt64 = 0
+        while index + 8 <= bytes.count {
+            let word = (base + index).loadUnaligned(as: UInt64.self)
+            let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
+            let stops = (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)) & highs
+            if stops != 0 {
+                // The lowest flagged byte is exact (only bytes above a true hit can be false
+                // ones): stop on it, counting the bytes before it.
+                let before = stops.trailingZeroBitCount / 8
+                if before > 0 { wide |= word & (UInt64.max >> (64 - 8 * UInt64(before))) }
+                index += before
+                break
+            }
+            wide |= word
+            index += 8
+        }
+        return wide & highs != 0 ? 0x80 : 0
     }
 
     /// Reads the four hex digits after `\u`; leaves `i` on the last digit.

@@ -33,7 +33,7 @@ public enum ComparisonOperator: String, Sendable, Hashable {
 }
 
 /// A literal in a predicate, kept as written until the field's type says how to read it.
-public indirect enum PredicateValue: Sendable, Hashable, CustomStringConvertible {
+public enum PredicateValue: Sendable, Hashable, CustomStringConvertible {
     case string(String)
     case number(String)
     case bool(Bool)
