@@ -158,7 +158,8 @@ struct VerifyCommand: ParsableCommand {
         let typesWithAssets = Set(reader.schema.recordTypes.filter { type in type.fields.contains { $0.type.primitive == .asset } }.map(\.name))
         var lastType = ""
         var lastTypeCount = 0
-        // Decompressing, hashing and parsing run on a thread of their own; checking runs here.
+        // Decompressing runs a thread ahead, hashing and parsing on two more (see BundleReader's
+        // decodeOnTwoThreads); checking runs here.
         let items = PrefetchingSource(reader)
         while let item = try items.next() {
             switch item {
