@@ -47,7 +47,9 @@ enum FuzzTargets {
         case "bundle":
             let gzipped = bytes.starts(with: [0x1F, 0x8B]) ? bytes : GzipCompressor.member(bytes)
             guard FileManager.default.createFile(atPath: bundlePath, contents: Data(gzipped)) else { return }
-            if let reader = try? BundleReader(path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200), stageAssets: true) {
+            // Half the inputs (by their length) go through the two-thread decoding verify uses.
+            if let reader = try? BundleReader(path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200),
+                                              stageAssets: true, decodeOnTwoThreads: bytes.count % 2 == 0) {
                 drain(reader)
             }
         case "where":
