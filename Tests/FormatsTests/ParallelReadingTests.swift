@@ -112,13 +112,16 @@ struct ParallelReadingTests {
         }
     }
 
-    @Test("a reader that stops early lets the read-ahead thread go")
+    @Test("a reader that stops early lets the read-ahead thread end")
     func readAheadStopsEarly() throws {
-        final class Count: @unchecked Sendable { var reads = 0 }
-        let count = Count()
+        final class Token: @unchecked Sendable {}
+        weak var weakToken: Token?
         do {
+            let token = Token()
+            weakToken = token
             let ahead = ReadAhead(chunkSize: 1 << 12, depth: 2) { buffer in
-                count.reads += 1
+                // An endless source; the thread owns the token for as long as it runs.
+                withExtendedLifetime(token) {}
                 buffer.initializeMemory(as: UInt8.self, repeating: 7)
                 return buffer.count
             }
@@ -126,11 +129,7 @@ struct ParallelReadingTests {
             _ = try byte.withUnsafeMutableBytes { try ahead.read(into: $0) }
             #expect(byte == [7])
         }
-        // An endless source: the thread must have stopped, not kept reading.
-        Thread.sleep(forTimeInterval: 0.2)
-        let settled = count.reads
-        Thread.sleep(forTimeInterval: 0.2)
-        #expect(count.reads == settled)
+        for _ in 0..<50 where weakToken != nil { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(weakToken == nil)
     }
-
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Records
 
 /// Runs a byte source — a decompressor, a decryptor — on a thread of its own, a few chunks
 /// ahead of whoever reads it, so that inflating a bundle overlaps with parsing its records.
@@ -15,17 +16,10 @@ final class ReadAhead: @unchecked Sendable {
         var progress: Int64
     }
 
-    private final class Shared: @unchecked Sendable {
-        let condition = NSCondition()
-        var waiting: [Chunk] = []
-        var cancelled = false
-    }
-
-    private let shared = Shared()
+    private let handoff: BoundedHandoff<Chunk>
     private let source: (UnsafeMutableRawBufferPointer) throws -> Int
     private let progress: () -> Int64
     private let chunkSize: Int
-    private let depth: Int
     private var started = false
     private var current = Chunk(bytes: [], failure: nil, isLast: false, progress: 0)
     private var offset = 0
@@ -39,14 +33,11 @@ final class ReadAhead: @unchecked Sendable {
         self.source = source
         self.progress = progress
         self.chunkSize = chunkSize
-        self.depth = depth
+        handoff = BoundedHandoff(depth: depth)
     }
 
     deinit {
-        shared.condition.lock()
-        shared.cancelled = true
-        shared.condition.broadcast()
-        shared.condition.unlock()
+        handoff.cancel()
     }
 
     /// The source's progress as of the chunk being read now.
@@ -58,7 +49,8 @@ final class ReadAhead: @unchecked Sendable {
         while offset == current.bytes.count {
             if let failure = current.failure { throw failure }
             if current.isLast { return 0 }
-            current = take()
+            if !started { start() }
+            current = handoff.take()
             offset = 0
         }
         let n = min(buffer.count, current.bytes.count - offset)
@@ -69,25 +61,13 @@ final class ReadAhead: @unchecked Sendable {
         return n
     }
 
-    private func take() -> Chunk {
-        if !started { start() }
-        let shared = self.shared
-        shared.condition.lock()
-        defer { shared.condition.unlock() }
-        while shared.waiting.isEmpty { shared.condition.wait() }
-        let chunk = shared.waiting.removeFirst()
-        shared.condition.broadcast()
-        return chunk
-    }
-
     private func start() {
         started = true
-        let shared = self.shared
+        let handoff = self.handoff
         // Only the read-ahead thread touches the source from here on.
         nonisolated(unsafe) let source = self.source
         nonisolated(unsafe) let progress = self.progress
         let chunkSize = self.chunkSize
-        let depth = self.depth
         let thread = Thread {
             while true {
                 var failure: Error?
@@ -105,16 +85,7 @@ final class ReadAhead: @unchecked Sendable {
                     }
                 }
                 let chunk = Chunk(bytes: bytes, failure: failure, isLast: reachedEnd, progress: progress())
-                shared.condition.lock()
-                while shared.waiting.count >= depth && !shared.cancelled { shared.condition.wait() }
-                if shared.cancelled {
-                    shared.condition.unlock()
-                    return
-                }
-                shared.waiting.append(chunk)
-                shared.condition.broadcast()
-                shared.condition.unlock()
-                if failure != nil || reachedEnd { return }
+                if !handoff.put(chunk) || failure != nil || reachedEnd { return }
             }
         }
         thread.name = "ckport read-ahead"
