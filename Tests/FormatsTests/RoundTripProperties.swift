@@ -6,20 +6,14 @@ import Testing
 import Records
 @testable import Store
 
-/// Random schemas and records, built from one seed so that a failure can be run again
-/// (PropertyBased reports the seed; `.fixedSeed(…)` on the test replays it).
-struct RandomData {
-    var random: SeededRandom
-
-    init(state: UInt64) { random = SeededRandom(state: state) }
-
-    mutating func next() -> UInt64 { random.next() }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    mutating func chance(_ p: Double) -> Bool { Double(next() % 1_000_000) / 1_000_000 < p }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-
+private enum RandomData {
     static let textPieces = ["a", "Zoë", " ", "", "\"", "'", ",", ";", "\n", "\r\n", "\t", "\\", "=SUM(A1)", "-3", "🥑", "日本", "x\u{0}y".replacingOccurrences(of: "\u{0}", with: ""), "null", "true", "0042", "1e5", "\u{2028}"]
     static let primitives: [PrimitiveType] = [.string, .int64, .double, .timestamp, .bytes, .reference, .asset, .location]
+}
+
+/// Random schemas and records, built from one seed so that a failure can be run again
+/// (PropertyBased reports the seed; `.fixedSeed(…)` on the test replays it).
+extension SeededRandom {
 
     mutating func text() -> String {
         (0..<below(6)).map { _ in pick(RandomData.textPieces) }.joined()
@@ -33,11 +27,11 @@ struct RandomData {
             var fields: [FieldDefinition] = []
             for f in 0..<(1 + below(8)) {
                 let primitive = pick(RandomData.primitives)
-                let list = primitive != .asset && primitive != .location && chance(0.25)
-                let encrypted = !list && primitive.canBeEncrypted && chance(0.1)
+                let list = primitive != .asset && primitive != .location && roll(0.25)
+                let encrypted = !list && primitive.canBeEncrypted && roll(0.1)
                 var options: FieldOptions = []
-                if !encrypted && chance(0.3) { options.insert(.queryable) }
-                if !encrypted && !list && chance(0.2) && primitive != .bytes && primitive != .location { options.insert(.sortable) }
+                if !encrypted && roll(0.3) { options.insert(.queryable) }
+                if !encrypted && !list && roll(0.2) && primitive != .bytes && primitive != .location { options.insert(.sortable) }
                 var field = FieldDefinition(name: "f\(f)_\(primitive.rawValue.lowercased())", type: FieldType(primitive, list: list, encrypted: encrypted), options: options)
                 // Only options CloudKit allows on the type (the schema language says which).
                 if (try? SchemaParser.parse(SchemaPrinter.print(Schema(recordTypes: [RecordTypeDefinition(name: "X", fields: [field])])))) == nil {
@@ -62,11 +56,11 @@ struct RandomData {
         case .bytes: return .bytes((0..<below(20)).map { _ in UInt8(truncatingIfNeeded: next()) })
         case .reference: return .reference(Reference(recordName: pick(names), action: pick(ReferenceAction.allCases)))
         case .asset:
-            return .asset(Asset(fileChecksum: name("ck"), size: Int64(below(5_000_000)), downloadURL: chance(0.3) ? "https://example.com/\(below(99))" : nil))
+            return .asset(Asset(fileChecksum: name("ck"), size: Int64(below(5_000_000)), downloadURL: roll(0.3) ? "https://example.com/\(below(99))" : nil))
         case .location:
             return .location(Location(latitude: Double(below(180_000)) / 1000 - 90, longitude: Double(below(360_000)) / 1000 - 180,
-                                      horizontalAccuracy: chance(0.5) ? Double(below(100)) : nil, altitude: chance(0.3) ? -12.5 : nil,
-                                      timestamp: chance(0.3) ? Int64(below(2_000_000_000_000)) : nil))
+                                      horizontalAccuracy: roll(0.5) ? Double(below(100)) : nil, altitude: roll(0.3) ? -12.5 : nil,
+                                      timestamp: roll(0.3) ? Int64(below(2_000_000_000_000)) : nil))
         case .number: return .int64(Int64(below(1000)))
         }
     }
@@ -79,11 +73,11 @@ struct RandomData {
         return ordered.map { recordName in
             let type = pick(schema.recordTypes)
             var fields = RecordFields()
-            for field in type.userFields where chance(0.8) { fields[field.name] = value(field.type, names: ordered) }
-            let stamp = RecordStamp(timestamp: Int64(below(2_000_000_000_000)), userRecordName: chance(0.7) ? "_u\(below(9))" : nil,
-                                    deviceID: chance(0.5) ? "iPhone-\(below(99))" : nil)
+            for field in type.userFields where roll(0.8) { fields[field.name] = value(field.type, names: ordered) }
+            let stamp = RecordStamp(timestamp: Int64(below(2_000_000_000_000)), userRecordName: roll(0.7) ? "_u\(below(9))" : nil,
+                                    deviceID: roll(0.5) ? "iPhone-\(below(99))" : nil)
             return Record(id: RecordID(recordName: recordName, zone: zones[0]), recordType: type.name, fields: fields,
-                          changeTag: chance(0.8) ? String(next() % 0xFFFF_FFFF, radix: 16) : nil, created: stamp, modified: chance(0.5) ? stamp : nil)
+                          changeTag: roll(0.8) ? String(next() % 0xFFFF_FFFF, radix: 16) : nil, created: stamp, modified: roll(0.5) ? stamp : nil)
         }
     }
 }
@@ -112,7 +106,7 @@ struct RoundTripProperties {
     func everyFormat() async {
         await propertyCheck(count: 25, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
             do {
-                var dice = RandomData(state: seed)
+                var dice = SeededRandom(state: seed)
                 let schema = dice.schema()
                 let records = dice.records(for: schema, count: 1 + dice.below(40))
                 let scratch = CalendarScratch()
@@ -163,7 +157,7 @@ struct RoundTripProperties {
     func bundleChains() async {
         await propertyCheck(count: 15, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
             do {
-                var dice = RandomData(state: seed)
+                var dice = SeededRandom(state: seed)
                 let schema = dice.schema()
                 let scratch = CalendarScratch()
                 let source = try newStore(scratch.path("source.sqlite"), schema)
@@ -177,7 +171,7 @@ struct RoundTripProperties {
                         try session.forEach(RecordQuery()) { all.append($0) }
                         return all
                     }
-                    let changed = existing.filter { _ in dice.chance(0.3) }.map { record -> Record in
+                    let changed = existing.filter { _ in dice.roll(0.3) }.map { record -> Record in
                         var record = record
                         if let field = schema.recordType(named: record.recordType)?.userFields.first {
                             record.fields[field.name] = dice.value(field.type, names: existing.map(\.recordName))
@@ -185,7 +179,7 @@ struct RoundTripProperties {
                         return record
                     }
                     _ = try RecordImporter(store: source, options: ImportOptions(mode: .replace)).run([ArrayRecordSource(changed + dice.records(for: schema, count: dice.below(5)))])
-                    let doomed = existing.filter { _ in dice.chance(0.2) }.map(\.id)
+                    let doomed = existing.filter { _ in dice.roll(0.2) }.map(\.id)
                     if !doomed.isEmpty {
                         do { _ = try source.write { try $0.delete(doomed) } } catch StoreError.deleteRefused {
                             // A VALIDATE reference points at one of them: CloudKit refuses too.

@@ -9,44 +9,35 @@ import Store
 /// Random migrations over random records: what `plan` says is what `apply` does.
 @Suite("random migrations")
 struct MigrationProperties {
-    struct Dice {
-        var random: SeededRandom
-        init(state: UInt64) { random = SeededRandom(state: state) }
-        mutating func next() -> UInt64 { random.next() }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func chance(_ p: Double) -> Bool { Double(next() % 1000) / 1000 < p }
-        mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    }
-
     static let schema = """
         DEFINE SCHEMA
             RECORD TYPE Person (name STRING, age INT64, score DOUBLE, born STRING, level INT64, friend REFERENCE, "_schemaVersion" INT64);
             RECORD TYPE Pet (name STRING, owner REFERENCE, weight DOUBLE);
         """
 
-    static func records(_ dice: inout Dice) -> [Record] {
+    static func records(_ dice: inout SeededRandom) -> [Record] {
         let count = 1 + dice.below(40)
         return (0..<count).map { i in
-            if dice.chance(0.3) {
+            if dice.roll(0.3) {
                 var fields: RecordFields = ["name": .string(dice.pick(["Rex", "Tom", "", "Ünï"]))]
-                if dice.chance(0.7) { fields["owner"] = .reference(Reference(recordName: "p\(dice.below(count))")) }
-                if dice.chance(0.5) { fields["weight"] = .double(Double(dice.below(400)) / 10) }
+                if dice.roll(0.7) { fields["owner"] = .reference(Reference(recordName: "p\(dice.below(count))")) }
+                if dice.roll(0.5) { fields["weight"] = .double(Double(dice.below(400)) / 10) }
                 return record("p\(i)", "Pet", fields)
             }
             var fields = RecordFields()
-            if dice.chance(0.9) { fields["name"] = .string(dice.pick(["Ann", "Bo", "Cy", "Di", "Ed"])) }
-            if dice.chance(0.8) { fields["age"] = .int64(Int64(dice.below(100))) }
-            if dice.chance(0.7) { fields["score"] = .double(dice.pick([0.0, 1.5, 2.0, -3.0, 7.25])) }
-            if dice.chance(0.6) { fields["born"] = .string(dice.pick(["2001-02-03T04:05:06Z", "1969-12-31T23:59:59Z", "soon", ""])) }
-            if dice.chance(0.8) { fields["level"] = .int64(Int64(dice.below(4))) }
-            if dice.chance(0.3) { fields["friend"] = .reference(Reference(recordName: "p\(dice.below(count))")) }
-            if dice.chance(0.1) { fields["_schemaVersion"] = .int64(Int64(dice.pick([1, 2, 50]))) }
+            if dice.roll(0.9) { fields["name"] = .string(dice.pick(["Ann", "Bo", "Cy", "Di", "Ed"])) }
+            if dice.roll(0.8) { fields["age"] = .int64(Int64(dice.below(100))) }
+            if dice.roll(0.7) { fields["score"] = .double(dice.pick([0.0, 1.5, 2.0, -3.0, 7.25])) }
+            if dice.roll(0.6) { fields["born"] = .string(dice.pick(["2001-02-03T04:05:06Z", "1969-12-31T23:59:59Z", "soon", ""])) }
+            if dice.roll(0.8) { fields["level"] = .int64(Int64(dice.below(4))) }
+            if dice.roll(0.3) { fields["friend"] = .reference(Reference(recordName: "p\(dice.below(count))")) }
+            if dice.roll(0.1) { fields["_schemaVersion"] = .int64(Int64(dice.pick([1, 2, 50]))) }
             return record("p\(i)", "Person", fields)
         }
     }
 
     /// One or two migration files of random steps that make sense together.
-    static func migrations(_ dice: inout Dice) -> [String: String] {
+    static func migrations(_ dice: inout SeededRandom) -> [String: String] {
         var files: [String: String] = [:]
         var petName = "name"
         for version in 1...(1 + dice.below(2)) {
@@ -63,11 +54,11 @@ struct MigrationProperties {
                 "  - deleteRecords: {type: Person, where: \"level == 3\"}",
                 "  - deleteRecords: {type: Pet, where: \"weight > 30\"}",
             ]
-            for entry in menu where dice.chance(0.45) {
+            for entry in menu where dice.roll(0.45) {
                 steps.append(entry)
                 if entry.contains("renameField") { petName = "petName\(version)" }
             }
-            if version == 2 && dice.chance(0.3) {
+            if version == 2 && dice.roll(0.3) {
                 steps.append("  - migrateRecordType: {from: Pet, to: Animal, name: 'a-{recordName}'}")
             }
             files[String(format: "%04d_random.yaml", version)] = "version: \(version)\ndescription: random \(version)\nsteps:\n" + (steps.isEmpty ? "  []\n" : steps.joined(separator: "\n") + "\n")
@@ -77,11 +68,11 @@ struct MigrationProperties {
 
     /// Builds records and migrations from `seed`, plans, applies and compares.
     static func check(_ seed: UInt64) throws {
-        var dice = Dice(state: seed)
+        var dice = SeededRandom(state: seed)
         let records = MigrationProperties.records(&dice)
         var files = MigrationProperties.migrations(&dice)
         for (name, text) in files where text.hasSuffix("steps:\n  []\n") { files[name] = text.replacingOccurrences(of: "steps:\n  []\n", with: "steps: []\n") }
-        let inPlace = dice.chance(0.5)
+        let inPlace = dice.roll(0.5)
         let scratch = Scratch()
         let store = try scratch.store(schema: MigrationProperties.schema, records: records)
         let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: scratch.migrations("m", files)))
