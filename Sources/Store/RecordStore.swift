@@ -27,65 +27,80 @@ public final class RecordStore {
     public static let formatVersion = 1
     /// Where the store lives when neither `--store` nor `$CKPORT_STORE` says.
     public static let defaultPath = "ckport.sqlite"
+    /// How long a write waits for another process's write to end before giving up, in seconds.
+    public static let defaultWaitSeconds: Double = 300
 
     public let path: String
     let queue: DatabaseQueue
     /// A random identifier fixed when the store is created; change tokens carry it.
     public let storeID: String
-    /// The schema as of the last committed transaction.
-    public private(set) var schema: Schema
+    private let schemaCache = SchemaCache()
+    private let waiter: LockWaiter
+    /// True while this instance created the file and nothing it wrote has been committed: a
+    /// failed first write then removes the file again rather than leave an empty store behind.
+    private var createdHere: Bool
 
-    /// Opens the store at `path`.
-    ///
-    /// - Parameter create: create an empty store when no file is there. Commands that only
-    ///   read pass false, so a mistyped path is an error rather than a new empty store.
     /// SQLite's process-wide settings, applied once before the first connection opens.
     private static let sqliteConfigured: Int32 = ckport_configure_sqlite()
 
-    public init(path: String, create: Bool = true) throws {
+    /// Opens the store at `path`.
+    ///
+    /// - Parameters:
+    ///   - create: create an empty store when no file is there. Commands that only read pass
+    ///     false, so a mistyped path is an error rather than a new empty store.
+    ///   - waitSeconds: how long a write waits while another process writes to the same store
+    ///     before it gives up with ``StoreError/busy(path:seconds:)``. Readers never wait for
+    ///     writers: they read the last committed state.
+    ///   - waiting: called once each time a write starts to wait for another process.
+    public init(path: String, create: Bool = true, waitSeconds: Double = RecordStore.defaultWaitSeconds,
+                waiting: (@Sendable () -> Void)? = nil) throws {
         _ = RecordStore.sqliteConfigured
         self.path = path
-        let exists = FileManager.default.fileExists(atPath: path)
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if exists && isDirectory.boolValue { throw StoreError.notAStore(path: path, reason: "it is a folder") }
         if !exists && !create { throw StoreError.missing(path: path) }
+        if !exists {
+            let folder = (path as NSString).deletingLastPathComponent
+            if !folder.isEmpty && !FileManager.default.fileExists(atPath: folder) {
+                throw StoreError.unavailable(path: path, reason: "its folder \(folder) does not exist")
+            }
+        }
+        let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
+        self.waiter = waiter
         var configuration = Configuration()
         configuration.label = "ckport"
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .callback { tries in waiter.shouldRetry(tries) }
         configuration.prepareDatabase { db in
-            // A rollback journal keeps the store one file at rest, and costs nothing for the
-            // new pages of a bulk import; FULL sync makes every commit durable.
-            try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
+            // Write-ahead logging: readers keep reading the last committed state while a write
+            // runs, and a write that fails or is killed never touches the main file. FULL sync
+            // makes every commit durable; the log is folded back into the file, and removed,
+            // when the last connection closes.
+            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
         }
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
-            (storeID, schema) = try queue.inDatabase { db in
+            (storeID, createdHere) = try queue.inDatabase { db in
                 try RecordStore.prepare(db, path: path, create: create)
             }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
-            throw StoreError.notAStore(path: path, reason: "it is not an SQLite database")
+        } catch {
+            throw RecordStore.translate(error, path: path, waiter: waiter)
         }
+        if createdHere && exists { createdHere = false }
     }
 
-    private static func prepare(_ db: Database, path: String, create: Bool) throws -> (String, Schema) {
-        if try db.tableExists("_ck_meta") {
-            let version = try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") ?? 0
-            guard version <= formatVersion else { throw StoreError.unsupportedFormat(path: path, version: version) }
-            guard let id = try String.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'storeID'") else {
-                throw StoreError.corrupt("the store has no identifier")
-            }
-            let text = try String.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'schema'") ?? "DEFINE SCHEMA\n"
-            do {
-                return (id, try SchemaParser.parse(text, file: "stored schema"))
-            } catch {
-                throw StoreError.corrupt("its schema does not parse: \(error)")
-            }
-        }
-        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
-        guard tables.isEmpty else {
-            throw StoreError.notAStore(path: path, reason: "it holds other tables (\(tables.prefix(3).joined(separator: ", "))) and no ckport metadata")
-        }
+    private static func prepare(_ db: Database, path: String, create: Bool) throws -> (id: String, created: Bool) {
+        if let id = try existingStoreID(db, path: path) { return (id, false) }
         guard create else { throw StoreError.missing(path: path) }
-        let id = RecordStore.makeStoreID()
-        try db.inTransaction {
+        // Two processes may create the same store at once: the first to take the write lock
+        // creates it, the second finds it made.
+        var result: (String, Bool)?
+        try db.inTransaction(.immediate) {
+            if let id = try existingStoreID(db, path: path) {
+                result = (id, false)
+                return .commit
+            }
+            let id = RecordStore.makeStoreID()
             try db.execute(sql: """
                 CREATE TABLE _ck_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
                 CREATE TABLE _ck_zone (
@@ -109,9 +124,27 @@ public final class RecordStore {
                 """)
             try db.execute(sql: "INSERT INTO _ck_meta (key, value) VALUES ('format', ?), ('storeID', ?), ('changeSeq', 0), ('schema', ?), ('created', ?)",
                            arguments: [formatVersion, id, SchemaPrinter.print(Schema()), ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))])
+            result = (id, true)
             return .commit
         }
-        return (id, Schema())
+        return result!
+    }
+
+    /// The identifier of the store in `db`, nil when the file holds nothing yet.
+    private static func existingStoreID(_ db: Database, path: String) throws -> String? {
+        guard try db.tableExists("_ck_meta") else {
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+            guard tables.isEmpty else {
+                throw StoreError.notAStore(path: path, reason: "it holds other tables (\(tables.prefix(3).joined(separator: ", "))) and no ckport metadata")
+            }
+            return nil
+        }
+        let version = try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") ?? 0
+        guard version <= formatVersion else { throw StoreError.unsupportedFormat(path: path, version: version) }
+        guard let id = try String.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'storeID'") else {
+            throw StoreError.corrupt("the store has no identifier")
+        }
+        return id
     }
 
     static func makeStoreID() -> String {
@@ -126,15 +159,47 @@ public final class RecordStore {
         return defaultPath
     }
 
+    // MARK: Schema
+
+    /// The schema as the store holds it now (read afresh: another process may have changed it).
+    /// Inside a transaction, use the session's ``StoreSession/schema``: it belongs to the
+    /// transaction's snapshot.
+    public var schema: Schema {
+        if let session = activeSession { return session.schema }
+        return (try? read { $0.schema }) ?? schemaCache.schema
+    }
+
+    /// The session of the transaction running now, if any: asked for its schema inside a
+    /// transaction, the store answers from that transaction.
+    private weak var activeSession: StoreSession?
+
+    /// The stored schema, read inside the caller's transaction; parsed only when its text changed.
+    func loadSchema(_ db: Database) throws -> Schema {
+        let text = try String.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'schema'") ?? "DEFINE SCHEMA\n"
+        return try schemaCache.schema(for: text)
+    }
+
+    func schemaCommitted(_ schema: Schema) {
+        schemaCache.store(schema, text: SchemaPrinter.print(schema))
+    }
+
     // MARK: Transactions
 
     /// Runs `body` in one write transaction and commits it, or rolls everything back when
     /// `body` throws or `dryRun` is true.
+    ///
+    /// A write waits while another process writes (see `waitSeconds`); the session reads the
+    /// schema and the change sequence afresh once it holds the lock, so what another process
+    /// committed before is never written over.
     public func write<T>(dryRun: Bool = false, _ body: (StoreSession) throws -> T) throws -> T {
         do {
-            return try writeTransaction(dryRun: dryRun, body)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL || error.resultCode == .SQLITE_IOERR {
-            throw StoreError.cannotWrite(path: path, reason: "SQLite: \(error.message ?? "\(error.resultCode)")")
+            let result = try writeTransaction(dryRun: dryRun, body)
+            if !dryRun { createdHere = false }
+            return result
+        } catch {
+            let translated = RecordStore.translate(error, path: path, waiter: waiter)
+            if createdHere { removeIfUnused() }
+            throw translated
         }
     }
 
@@ -144,27 +209,86 @@ public final class RecordStore {
             var newSchema: Schema?
             try db.inTransaction(.immediate) {
                 let session = try StoreSession(db: db, store: self, writable: true)
+                activeSession = session
+                defer { activeSession = nil }
                 result = try body(session)
                 try session.finish()
                 if session.schemaChanged { newSchema = session.schema }
                 return dryRun ? .rollback : .commit
             }
-            if !dryRun, let newSchema { schema = newSchema }
+            if !dryRun, let newSchema { schemaCommitted(newSchema) }
             return result!
         }
     }
 
-    /// Runs `body` in a read transaction: it sees one consistent state of the store.
+    /// Runs `body` in a read transaction: it sees one consistent state of the store, the last
+    /// one committed when it began, however long it runs and whatever other processes write
+    /// meanwhile. It never waits for a writer.
     public func read<T>(_ body: (StoreSession) throws -> T) throws -> T {
-        try queue.inDatabase { db in
-            var result: T?
-            try db.inTransaction(.deferred) {
-                let session = try StoreSession(db: db, store: self, writable: false)
-                result = try body(session)
-                return .rollback
+        do {
+            return try queue.inDatabase { db in
+                var result: T?
+                try db.inTransaction(.deferred) {
+                    let session = try StoreSession(db: db, store: self, writable: false)
+                    activeSession = session
+                    defer { activeSession = nil }
+                    result = try body(session)
+                    return .rollback
+                }
+                return result!
             }
-            return result!
+        } catch {
+            throw RecordStore.translate(error, path: path, waiter: waiter)
         }
+    }
+
+    /// A store this instance created and never committed to is removed after a failed write,
+    /// unless another connection has it open meanwhile (SQLite leaves write-ahead logging only
+    /// when it is the only connection, which tells exactly that).
+    private func removeIfUnused() {
+        createdHere = false
+        let pristine = (try? queue.inDatabase { db -> Bool in
+            let sequence = try Int64.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'changeSeq'") ?? 0
+            let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\'") ?? 0
+            let schema = try String.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'schema'") ?? ""
+            guard sequence == 0, tables == 0, schema == SchemaPrinter.print(Schema()) else { return false }
+            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+            return mode?.lowercased() == "delete"
+        }) ?? false
+        guard pristine else { return }
+        try? queue.close()
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+
+    /// Store errors in words a user can act on: which store, what happened, never SQL text.
+    static func translate(_ error: Error, path: String, waiter: LockWaiter) -> Error {
+        guard let error = error as? DatabaseError else { return error }
+        let reason = error.message ?? "SQLite result code \(error.resultCode.rawValue)"
+        switch error.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return StoreError.busy(path: path, seconds: waiter.limit)
+        case .SQLITE_FULL, .SQLITE_IOERR:
+            return StoreError.cannotWrite(path: path, reason: "SQLite: \(reason)")
+        case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_CANTOPEN, .SQLITE_AUTH:
+            return StoreError.unavailable(path: path, reason: RecordStore.accessProblem(path) ?? reason)
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return StoreError.notAStore(path: path, reason: "SQLite finds it damaged (\(reason))")
+        default:
+            return StoreError.unavailable(path: path, reason: reason)
+        }
+    }
+
+    /// Why the store's file or folder cannot be written, in the file system's words.
+    static func accessProblem(_ path: String) -> String? {
+        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        if access(folder, W_OK) != 0 { return "its folder \(folder) cannot be written (\(String(cString: strerror(errno))))" }
+        if FileManager.default.fileExists(atPath: path), access(path, W_OK) != 0 {
+            return "the file cannot be written (\(String(cString: strerror(errno))))"
+        }
+        if FileManager.default.fileExists(atPath: path), access(path, R_OK) != 0 {
+            return "the file cannot be read (\(String(cString: strerror(errno))))"
+        }
+        return nil
     }
 
     /// Replaces the store's schema, changing tables, columns and indexes to match.
@@ -184,6 +308,70 @@ public final class RecordStore {
 
     /// Runs SQLite's integrity check and returns its report (`["ok"]` when the file is sound).
     public func integrityCheck() throws -> [String] {
-        try queue.inDatabase { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+        do {
+            return try queue.inDatabase { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+        } catch {
+            throw RecordStore.translate(error, path: path, waiter: waiter)
+        }
+    }
+}
+
+/// The parsed schema for the schema text last read, shared by the store's transactions.
+final class SchemaCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text = ""
+    private(set) var schema = Schema()
+
+    func schema(for text: String) throws -> Schema {
+        lock.lock()
+        defer { lock.unlock() }
+        if text == self.text { return schema }
+        do {
+            schema = try SchemaParser.parse(text, file: "stored schema")
+        } catch {
+            throw StoreError.corrupt("its schema does not parse: \(error)")
+        }
+        self.text = text
+        return schema
+    }
+
+    func store(_ schema: Schema, text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        self.schema = schema
+        self.text = text
+    }
+}
+
+/// SQLite's busy handler: a write that finds another process writing waits, says so once, and
+/// gives up after its limit.
+final class LockWaiter: @unchecked Sendable {
+    let limit: Double
+    private let onWait: (@Sendable () -> Void)?
+    private let lock = NSLock()
+    private var started: UInt64 = 0
+    private var announced = false
+
+    init(limit: Double, onWait: (@Sendable () -> Void)?) {
+        self.limit = limit
+        self.onWait = onWait
+    }
+
+    func shouldRetry(_ tries: Int) -> Bool {
+        let now = DispatchTime.now().uptimeNanoseconds
+        lock.lock()
+        if tries == 0 {
+            started = now
+            announced = false
+        }
+        let waited = Double(now - started) / 1e9
+        let announce = !announced && waited >= 0.25
+        if announce { announced = true }
+        lock.unlock()
+        if waited >= limit { return false }
+        if announce { onWait?() }
+        // 1 ms, doubling to 50 ms: quick to notice a short write, cheap during a long one.
+        usleep(useconds_t(min(1_000 << min(tries, 6), 50_000)))
+        return true
     }
 }

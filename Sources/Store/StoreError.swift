@@ -19,6 +19,11 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// The store file could not be written (a full disk, a file size limit, an I/O error);
     /// the transaction was rolled back.
     case cannotWrite(path: String, reason: String)
+    /// Another process kept writing to the store for longer than this one would wait.
+    case busy(path: String, seconds: Double)
+    /// The store cannot be opened or written for a reason outside it (permissions, a missing
+    /// folder).
+    case unavailable(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -40,6 +45,10 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
             return message
         case .cannotWrite(let path, let reason):
             return "cannot write to the store \(path) (\(reason)): the disk may be full, or a file size limit reached. The change was rolled back; the store is as it was before it."
+        case .busy(let path, let seconds):
+            return "another process is still writing to the store \(path) after \(seconds < 10 ? String(format: "%.1f", seconds) : String(Int(seconds))) s of waiting; nothing was changed"
+        case .unavailable(let path, let reason):
+            return "cannot use the store \(path): \(reason)"
         }
     }
 }

@@ -54,8 +54,10 @@ public final class StoreSession {
         self.db = db
         self.store = store
         self.writable = writable
-        schema = store.schema
-        changeSequence = try Int64.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'changeSeq'") ?? 0
+        // Read inside the transaction: another process may have changed the schema since the
+        // store was opened, and a write must build on what is committed, not on an old copy.
+        schema = try store.loadSchema(db)
+        changeSequence = try StoreSession.storedSequence(db)
         sequenceAtStart = changeSequence
         for type in schema.recordTypes { layouts[type.name] = TableLayout(type) }
         for row in try Row.fetchAll(db, sql: "SELECT id, scope, zoneName, ownerRecordName FROM _ck_zone") {
@@ -64,6 +66,17 @@ public final class StoreSession {
             zoneRows[zone] = row["id"]
             zonesByRow[row["id"]] = zone
         }
+    }
+
+    /// The change sequence, checked: a store whose metadata was edited by hand is damaged.
+    static func storedSequence(_ db: Database) throws -> Int64 {
+        guard let row = try Row.fetchOne(db, sql: "SELECT typeof(value) AS kind, value FROM _ck_meta WHERE key = 'changeSeq'") else {
+            throw StoreError.corrupt("its change sequence is missing")
+        }
+        guard row["kind"] as String == "integer", let sequence = row["value"] as Int64?, sequence >= 0 else {
+            throw StoreError.corrupt("its change sequence is \(row["kind"] as String == "text" ? "the text '\(row["value"] as String? ?? "")'" : "\(row["value"] as DatabaseValue)"), not a count of changes")
+        }
+        return sequence
     }
 
     /// Writes what the transaction changed in the store's metadata.

@@ -33,10 +33,22 @@ struct StoreOptions: ParsableArguments {
     @Flag(name: [.short, .long], help: "No progress and no summary on standard error (errors are still reported).")
     var quiet = false
 
+    @Option(help: ArgumentHelp("How long to wait while another ckport writes to the store, in seconds.", valueName: "seconds"))
+    var wait: Double = RecordStore.defaultWaitSeconds
+
     var path: String { RecordStore.resolvePath(store) }
+
+    func validate() throws {
+        guard wait >= 0, wait.isFinite else { throw ValidationError("--wait takes a number of seconds, 0 or more") }
+    }
 
     /// Opens the store; commands that only read pass `create: false`.
     func open(create: Bool) throws -> RecordStore {
-        try RecordStore(path: path, create: create)
+        let path = self.path
+        var waiting: (@Sendable () -> Void)?
+        if !quiet {
+            waiting = { Console.error("waiting for another ckport writing to \(path)…") }
+        }
+        return try RecordStore(path: path, create: create, waitSeconds: wait, waiting: waiting)
     }
 }

@@ -199,3 +199,44 @@ struct RoundTripProperties {
         }
     }
 }
+
+@Suite("bundles of stores with any zone and owner names")
+struct ZoneNameProperties {
+    static let pieces = [".", "..", "/", "../", "@", "%", "%2E", "a", "Zoë", "日本", " ", "\\", "_", "-", "~", "🥑", "zone"]
+
+    @Test("every zone and owner name the store accepts backs up, verifies and restores")
+    func anyZoneName() async {
+        await propertyCheck(count: 20, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
+            do {
+                var dice = SeededRandom(state: seed)
+                let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Item (title STRING);")
+                var records: [Record] = []
+                for index in 0..<(2 + dice.below(10)) {
+                    let zoneName = (0..<(1 + dice.below(3))).map { _ in dice.pick(ZoneNameProperties.pieces) }.joined()
+                    let owner = dice.roll(0.5) ? ZoneID.defaultOwnerName : (0..<(1 + dice.below(3))).map { _ in dice.pick(ZoneNameProperties.pieces) }.joined()
+                    let zone = ZoneID(scope: dice.pick([.private, .shared, .public]), zoneName: zoneName, ownerRecordName: owner)
+                    var record = Record(id: RecordID(recordName: "item-\(index)", zone: zone), recordType: "Item")
+                    record["title"] = .string("item \(index) in \(zoneName)")
+                    records.append(record)
+                }
+                let scratch = CalendarScratch()
+                let source = try newStore(scratch.path("source.sqlite"), schema)
+                _ = try RecordImporter(store: source, options: ImportOptions()).run([ArrayRecordSource(records)])
+                let expected = try canonicalLines(source)
+                #expect(expected.split(separator: "\n").count == records.count)
+                let bundle = scratch.path("all.ckbundle")
+                let summary = try BundleWriter().write(source, to: bundle)
+                for member in summary.manifest.members {
+                    let segments = member.path.split(separator: "/", omittingEmptySubsequences: false)
+                    #expect(!segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." || $0.hasPrefix(".") }), "seed \(seed): \(member.path)")
+                }
+                let reader = try BundleReader(path: bundle)
+                let restored = try RecordStore(path: scratch.path("restored.sqlite"))
+                _ = try RecordImporter(store: restored, options: ImportOptions()).run([reader], schema: reader.schema)
+                #expect(try canonicalLines(restored) == expected, "seed \(seed)")
+            } catch {
+                Issue.record("seed \(seed): \(error)")
+            }
+        }
+    }
+}

@@ -69,4 +69,7 @@ func exportText(_ store: RecordStore) throws -> String {
     return writer.text
 }
 
-func fileBytes(_ path: String) -> Data { FileManager.default.contents(atPath: path) ?? Data() }
+/// A store's bytes on disk: the file and its write-ahead log.
+func fileBytes(_ path: String) -> Data {
+    (FileManager.default.contents(atPath: path) ?? Data()) + (FileManager.default.contents(atPath: path + "-wal") ?? Data())
+}

@@ -59,8 +59,9 @@ func allRecords(_ store: RecordStore, _ query: RecordQuery = RecordQuery()) thro
     }
 }
 
+/// A store's bytes on disk: the file and its write-ahead log.
 func fileBytes(_ path: String) -> Data {
-    (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
+    ((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()) + ((try? Data(contentsOf: URL(fileURLWithPath: path + "-wal"))) ?? Data())
 }
 
 final class CollectingRejects: RejectSink {

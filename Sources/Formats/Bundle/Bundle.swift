@@ -42,7 +42,8 @@ public struct BundleManifest: Codable, Sendable, Equatable {
 /// that has had migrations adds `migrations.json` (its history) right after the schema.
 /// Records are first spooled (uncompressed, hashed and counted) to a temporary file beside the
 /// output so that the manifest, which names every member's size and SHA-256, can come first;
-/// then everything goes through zlib once. Memory stays flat.
+/// then everything goes through zlib once. Memory stays flat. The spool has no name in the
+/// folder and, for an encrypted bundle, is itself encrypted (see ``BundleSpool``).
 public struct BundleWriter {
     public var level: Int32 = 6
     public var version = "0.1"
@@ -63,10 +64,14 @@ public struct BundleWriter {
     public static func assetPath(_ sha256: String) -> String { "assets/" + sha256 }
 
     /// The member path of a zone's records of one type. Names are percent-encoded outside
-    /// letters, digits, `-`, `_` and `.`; the owner is added when it is not the default.
+    /// letters, digits, `-`, `_` and `.`, and a leading `.` is encoded too, so that no name can
+    /// form a path segment `.` or `..` (or a hidden file); an empty name is `%`, which no
+    /// encoding produces. The owner is added when it is not the default.
     public static func memberPath(_ zone: ZoneID, _ type: String) -> String {
         func safe(_ text: String) -> String {
-            text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")) ?? text
+            guard !text.isEmpty else { return "%" }
+            let encoded = text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")) ?? text
+            return encoded.hasPrefix(".") ? "%2E" + encoded.dropFirst() : encoded
         }
         var zonePart = safe(zone.zoneName)
         if zone.ownerRecordName != ZoneID.defaultOwnerName { zonePart += "@" + safe(zone.ownerRecordName) }
@@ -88,18 +93,11 @@ public struct BundleWriter {
             if let encryptor { try encryptor.write(bytes) } else { try output.write(bytes) }
         }
         let spoolDirectory = path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
-        OutputFile.removeStale(in: spoolDirectory.isEmpty ? "." : spoolDirectory, prefix: ".ckport-spool-")
-        let spoolPath = (spoolDirectory.isEmpty ? "." : spoolDirectory) + "/.ckport-spool-\(getpid())-\(UUID().uuidString)"
-        guard FileManager.default.createFile(atPath: spoolPath, contents: nil), let spool = FileHandle(forUpdatingAtPath: spoolPath) else {
-            throw OutputError(path: spoolPath, message: "cannot create a temporary file beside the bundle")
-        }
-        defer {
-            try? spool.close()
-            try? FileManager.default.removeItem(atPath: spoolPath)
-        }
+        OutputFile.removeStale(in: spoolDirectory.isEmpty ? "." : spoolDirectory)
+        let spool = try BundleSpool(directory: spoolDirectory.isEmpty ? "." : spoolDirectory, sealed: passphrase != nil)
         // Pass 1: records into the spool, one member per (scope, zone, type).
         var members: [BundleManifest.Member] = []
-        var ranges: [(Int64, Int64)] = []
+        var ranges: [Range<Int>] = []
         var assetMembers: [BundleManifest.Member] = []
         var missingAssets: [String] = []
         var historyBytes: [UInt8] = []
@@ -118,12 +116,13 @@ public struct BundleWriter {
             var current: (zone: ZoneID, type: String, path: String)?
             var count = 0
             var memberStart: Int64 = 0
+            var memberFirstChunk = 0
             var spooled: Int64 = 0
             var total = 0
             func flush() throws {
                 guard !writer.bytes.isEmpty else { return }
                 hasher.update(data: writer.bytes)
-                try spool.write(contentsOf: writer.bytes)
+                try spool.append(writer.bytes)
                 spooled += Int64(writer.bytes.count)
                 writer.bytes.removeAll(keepingCapacity: true)
             }
@@ -138,10 +137,11 @@ public struct BundleWriter {
                                                          sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
                                                          ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
                 }
-                ranges.append((memberStart, spooled - memberStart))
+                ranges.append(memberFirstChunk..<spool.count)
                 hasher = SHA256()
                 count = 0
                 memberStart = spooled
+                memberFirstChunk = spool.count
             }
             func add(_ record: Records.Record) throws {
                 if typesWithAssets.contains(record.recordType) {
@@ -206,14 +206,7 @@ public struct BundleWriter {
             }
             for (member, range) in zip(members.dropFirst(small.count - 1), ranges) {
                 try put(Tar.header(path: member.path, size: member.bytes, modified: modified))
-                try spool.seek(toOffset: UInt64(range.0))
-                var left = range.1
-                while left > 0 {
-                    let chunk = try spool.read(upToCount: Int(min(left, 1 << 20))) ?? Data()
-                    guard !chunk.isEmpty else { throw OutputError(path: spoolPath, message: "the temporary file ended early") }
-                    try put(Array(chunk))
-                    left -= Int64(chunk.count)
-                }
+                try spool.read(range) { try put($0) }
                 try put(Tar.padding(member.bytes))
             }
             if !assetMembers.isEmpty {
@@ -312,7 +305,7 @@ public final class BundleReader: RecordSource {
         self.path = path
         self.stageAssets = stageAssets
         sideThread = decodeOnTwoThreads ? SideThread() : nil
-        if stageAssets { OutputFile.removeStale(in: FileManager.default.temporaryDirectory.path, prefix: "ckport-asset-") }
+        if stageAssets { OutputFile.removeStale(in: FileManager.default.temporaryDirectory.path) }
         totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         let gzip: GzipReader
         if BundleEncryption.isEncrypted(path: path) {

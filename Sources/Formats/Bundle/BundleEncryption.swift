@@ -33,6 +33,26 @@ public enum BundleEncryption {
                noncePrefix: Data(randomBytes(4)).base64EncodedString())
     }
 
+    /// The largest scrypt cost a reader accepts: N = 2^17 with r = 8 needs 128 MB, within the
+    /// memory ckport promises; ckport writes N = 2^15.
+    public static let maximumCost = 1 << 17
+    /// The largest chunk a reader accepts; ckport writes 1 MB chunks.
+    public static let maximumChunkSize = 4 << 20
+
+    /// What is wrong with a header's parameters, nil when a reader may use them. As age does,
+    /// r and p are fixed and N is capped, so a crafted header cannot make a reader allocate
+    /// gigabytes or spin for minutes before the passphrase is even checked.
+    static func checkLimits(_ header: Header) -> String? {
+        if header.r != 8 || header.p != 1 { return "scrypt with r = \(header.r) and p = \(header.p) (only r = 8, p = 1 are read)" }
+        if header.n < 1 << 10 || header.n > maximumCost || header.n & (header.n - 1) != 0 {
+            return "scrypt with N = \(header.n) (N must be a power of two from 2^10 to 2^17)"
+        }
+        if header.chunkSize < 1 || header.chunkSize > maximumChunkSize {
+            return "chunks of \(header.chunkSize) bytes (at most \(maximumChunkSize))"
+        }
+        return nil
+    }
+
     static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -130,9 +150,11 @@ public final class BundleDecryptor {
         } catch {
             throw ArchiveError(file: path, message: "the encryption header cannot be read: \(error)")
         }
-        guard header.format == 1, header.cipher == "AES-256-GCM", header.kdf == "scrypt", header.chunkSize > 0, header.chunkSize <= 64 << 20,
-              header.n >= 1 << 10, header.n <= 1 << 22, header.r >= 1, header.r <= 32, header.p >= 1, header.p <= 16 else {
-            throw ArchiveError(file: path, message: "the encryption header names parameters this ckport does not use")
+        guard header.format == 1, header.cipher == "AES-256-GCM", header.kdf == "scrypt" else {
+            throw ArchiveError(file: path, message: "the encryption header names a format, cipher or key derivation this ckport does not use")
+        }
+        if let problem = BundleEncryption.checkLimits(header) {
+            throw ArchiveError(file: path, message: "the encryption header asks for \(problem); refused before any work, since a bundle ckport wrote never does")
         }
         key = try BundleEncryption.key(passphrase, header)
         try handle.seek(toOffset: UInt64(headerBytes.count))

@@ -30,9 +30,10 @@ public final class OutputFile {
             guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory) else {
                 throw OutputError(path: path, message: "its folder \(directory) does not exist")
             }
-            OutputFile.removeStale(in: directory.isEmpty ? "." : directory, prefix: "." + url.lastPathComponent + ".ckport-")
+            OutputFile.removeStale(in: directory.isEmpty ? "." : directory)
             let temporary = (directory.isEmpty ? "." : directory) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
-            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            // Readable by the owner only until it is complete; commit() gives it its final mode.
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw OutputError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
             temporaryPath = temporary
         }
@@ -43,17 +44,34 @@ public final class OutputFile {
         if !finished { discard() }
     }
 
-    /// Removes temporary files that a ckport killed while writing left behind: names that
-    /// start with `prefix` followed by the process id of a process that no longer runs.
-    public static func removeStale(in directory: String, prefix: String) {
+    /// Removes the temporary files that a ckport killed while writing left in `directory`,
+    /// whatever output they were for: `.NAME.ckport-PID-N.tmp` (an output file on its way),
+    /// `.ckport-spool-PID-…` (a bundle's records), `ckport-asset-PID-…` and `ckport-stdin-PID-…`
+    /// (staged input) — each only when process PID no longer runs.
+    public static func removeStale(in directory: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where name.hasPrefix(prefix) {
-            let pidText = name.dropFirst(prefix.count).prefix { $0.isNumber }
-            guard let pid = Int32(pidText), pid > 0, pid != getpid() else { continue }
+        for name in names {
+            guard let pid = temporaryFileOwner(name), pid != getpid() else { continue }
             if kill(pid, 0) != 0 && errno == ESRCH {
                 try? FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent(name))
             }
         }
+    }
+
+    /// The process that made a temporary file of ckport's, from its name; nil for other names.
+    static func temporaryFileOwner(_ name: String) -> Int32? {
+        var rest: Substring
+        if name.hasPrefix("."), name.hasSuffix(".tmp"), let marker = name.range(of: ".ckport-", options: .backwards) {
+            rest = name[marker.upperBound...]
+        } else if let kind = ["ckport-asset-", "ckport-stdin-", ".ckport-spool-"].first(where: { name.hasPrefix($0) }) {
+            rest = name.dropFirst(kind.count)
+        } else {
+            return nil
+        }
+        let digits = rest.prefix { $0.isASCII && $0.isNumber }
+        rest = rest.dropFirst(digits.count)
+        guard !digits.isEmpty, rest.hasPrefix("-"), let pid = Int32(digits), pid > 0 else { return nil }
+        return pid
     }
 
     /// Appends bytes; they reach the file in large writes. A large chunk goes straight to the
@@ -102,6 +120,9 @@ public final class OutputFile {
             unlink(temporaryPath)
             throw OutputError(path: path, message: "sync failed: \(message)")
         }
+        var existing = stat()
+        let mode: mode_t = stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~OutputFile.umask
+        fchmod(fd, mode)
         close(fd)
         guard rename(temporaryPath, path) == 0 else {
             let message = String(cString: strerror(errno))
@@ -109,6 +130,13 @@ public final class OutputFile {
             throw OutputError(path: path, message: "cannot move into place: \(message)")
         }
     }
+
+    /// The process's file creation mask (read once: reading it means setting it).
+    static let umask: mode_t = {
+        let mask = Foundation.umask(0o022)
+        _ = Foundation.umask(mask)
+        return mask
+    }()
 
     /// Removes what was written; the path is left as it was.
     public func discard() {

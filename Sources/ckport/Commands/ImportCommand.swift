@@ -165,6 +165,7 @@ struct ImportCommand: ParsableCommand {
     }
 
     func run() throws {
+        defer { for spool in ImportCommand.stdinSpools { unlink(spool) } }
         var schemaFile: (path: String, schema: Schema)?
         var dataFiles: [String] = []
         for file in files {
@@ -273,8 +274,16 @@ struct ImportCommand: ParsableCommand {
         let window = try expandWindow()
         if file == "-" && window != nil {
             // Overrides are found in a first pass, so standard input is kept in a file first.
-            let spool = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-stdin-\(UUID().uuidString).ics")
-            try FileHandle.standardInput.readDataToEndOfFile().write(to: spool)
+            // Named after this process, so a later run clears it if this one is killed.
+            let spool = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-stdin-\(getpid())-\(UUID().uuidString).ics")
+            OutputFile.removeStale(in: FileManager.default.temporaryDirectory.path)
+            guard FileManager.default.createFile(atPath: spool.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+                  let handle = FileHandle(forWritingAtPath: spool.path) else {
+                throw CommandFailure(status: .failure, message: "cannot create a temporary file in \(FileManager.default.temporaryDirectory.path) (set TMPDIR to a writable folder)")
+            }
+            try handle.write(contentsOf: FileHandle.standardInput.readDataToEndOfFile())
+            try handle.close()
+            ImportCommand.stdinSpools.append(spool.path)
             path = spool.path
         }
         var fixed: [(field: String, text: String)] = []
@@ -288,6 +297,9 @@ struct ImportCommand: ParsableCommand {
         if window != nil { options.overrides = try ICalendarRecordReader.overrides(in: try ByteInput(path: path), timeZone: zone) }
         return ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: schema, options: options)
     }
+
+    /// Standard input kept in files for a second pass; removed when the import ends.
+    nonisolated(unsafe) static var stdinSpools: [String] = []
 
     static func isSchemaFile(_ path: String) throws -> Bool {
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }

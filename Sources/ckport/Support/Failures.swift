@@ -47,6 +47,7 @@ enum Failures {
         case let error as StoreError:
             switch error {
             case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return (.invalidInput, error.description)
+            case .busy: return (.failure, error.description + " (--wait SECONDS waits longer)")
             default: return (.failure, error.description)
             }
         default: return (.failure, "\(error)")
