@@ -31,7 +31,7 @@ log=".build-fuzz/$target.log"
 status=0
 CKPORT_FUZZ_TARGET=$target ASAN_OPTIONS="symbolize=0:detect_leaks=${FUZZ_DETECT_LEAKS:-0}" \
   "$binary" ".build-fuzz/corpus/$target" "Fuzz/corpus/$target" \
-  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=262144 \
   -artifact_prefix="Fuzz/findings/$target-" -print_final_stats=1 > "$log" 2>&1 || status=$?
 grep -E "^(#[0-9]+ +DONE|Done|stat::(number_of_executed_units|new_units_added|peak_rss_mb))|ERROR|SUMMARY|Test unit written" "$log" | tail -n 8
 exit "$status"

@@ -234,8 +234,13 @@ public final class MigrationRunner {
     /// Applies the pending migrations (up to `target`), each in a transaction of its own.
     /// A record that fails stops the migration it is in: that migration writes nothing, the
     /// ones before it stay applied, and the error names the record, the field and the step.
+    ///
+    /// - Parameter beforeFirst: called inside the first pending migration's transaction, once
+    ///   that migration has been checked against the schema and before it changes anything —
+    ///   the place for a safety backup: it sees exactly the state the migration starts from,
+    ///   and no other process can write in between.
     @discardableResult
-    public func apply(to target: Int? = nil) throws -> [MigrationReport] {
+    public func apply(to target: Int? = nil, beforeFirst: ((StoreSession) throws -> Void)? = nil) throws -> [MigrationReport] {
         let history = try store.read { try $0.migrationHistory(set: set.name) }
         let current = status(history)
         let migrations = try pending(upTo: target, current)
@@ -254,6 +259,7 @@ public final class MigrationRunner {
             let report = try store.write { session -> MigrationReport in
                 var compiled = try CompiledMigration(migration, schema: session.schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
                 compiled.renamed = try renamedNames(compiled, session)
+                if migration.version == migrations.first?.version { try beforeFirst?(session) }
                 var report = MigrationReport(version: migration.version, description: migration.description, file: migration.file,
                                              schemaChanges: SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter).summary)
                 var types = compiled.sourceTypes.union(compiled.touchedTypes)

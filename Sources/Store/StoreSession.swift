@@ -66,6 +66,21 @@ public final class StoreSession {
             zoneRows[zone] = row["id"]
             zonesByRow[row["id"]] = zone
         }
+        try checkZoneReferences()
+    }
+
+    /// Every zone the registry and the tables name exists: a store edited by hand is refused
+    /// as damaged by every command, rather than losing records from exports silently. Zones
+    /// lead each table's key, so this visits one row per zone, not every record.
+    private func checkZoneReferences() throws {
+        let tables = [("_ck_record", "zone", "the change log")] + layouts.values.map { ($0.table, "___zone", "a \($0.typeName) record") }
+        for (table, column, what) in tables {
+            var last = Int64.min
+            while let zone = try Int64.fetchOne(db, sql: "SELECT \(column) FROM \(table) WHERE \(column) > ? ORDER BY \(column) LIMIT 1", arguments: [last]) {
+                guard zonesByRow[zone] != nil else { throw StoreError.corrupt("\(what) names zone \(zone), which does not exist") }
+                last = zone
+            }
+        }
     }
 
     /// The change sequence, checked: a store whose metadata was edited by hand is damaged.
@@ -328,6 +343,8 @@ public final class StoreSession {
         // backup of the store unrestorable.
         if change.changesSchema {
             _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
+            let oversized = TableLayout.oversizedTypes(in: newSchema)
+            guard oversized.isEmpty else { throw StoreError.schemaChangeRefused(oversized) }
         }
         var refusals: [String] = []
         for typeName in change.removedTypes {

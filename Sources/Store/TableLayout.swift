@@ -259,3 +259,26 @@ final class TableLayout {
         }
     }
 }
+
+extension TableLayout {
+    /// The most columns a table may have: SQLite's default limit (SQLITE_MAX_COLUMN).
+    static let maximumColumns = 2000
+
+    static func oversizedTypes(in schema: Schema) -> [String] {
+        schema.recordTypes.compactMap { type in
+            let columns = TableLayout(type).columnCount
+            guard columns > maximumColumns else { return nil }
+            return "record type \(type.name) has \(type.userFields.count) fields, which need \(columns) columns in the store; "
+                + "a table holds at most \(maximumColumns) (SQLite's limit), counting \(systemColumns.count) for system fields and one more for each REFERENCE field's action"
+        }
+    }
+}
+
+extension RecordStore {
+    /// Why the store cannot hold `schema` although CloudKit's schema language allows it (a
+    /// record type with more fields than a table can have columns), one sentence a type;
+    /// empty when it can. A store refuses such a schema before it changes anything.
+    public static func schemaProblems(_ schema: Schema) -> [String] {
+        TableLayout.oversizedTypes(in: schema)
+    }
+}

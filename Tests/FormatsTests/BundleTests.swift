@@ -223,8 +223,23 @@ struct BundleTests {
             do { _ = try RecordImporter(store: store, options: options).run([ArrayRecordSource([record])]); return nil } catch { return "\(error)" }
         }
         #expect(run(Asset(fileChecksum: "x", size: 13, localPath: "f"))?.contains("the asset is 12 bytes; 13 were expected") == true)
-        #expect(run(Asset(fileChecksum: "x", size: 12, localPath: "../f"))?.contains("leaves the assets folder") == true)
-        #expect(run(Asset(fileChecksum: "x", size: 12, localPath: "nope"))?.contains("does not exist") == true)
+        #expect(run(Asset(fileChecksum: "x", size: 12, localPath: "nope"))?.contains("names no file inside the assets folder") == true)
+        // Nothing outside the folder is read, and the refusal says nothing about what is there:
+        // an absolute path, a climb out, and links out of the folder to a file, to a folder and
+        // to nothing at all get the same words, never the outside file's size.
+        let outside = CalendarScratch()
+        try Data("secret outside the folder".utf8).write(to: URL(fileURLWithPath: outside.path("secret")))
+        try FileManager.default.createDirectory(atPath: scratch.path("inner"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("inner/link-file"), withDestinationPath: outside.path("secret"))
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("inner/link-folder"), withDestinationPath: outside.url.path)
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("inner/link-nothing"), withDestinationPath: outside.path("nothing"))
+        options.assetDirectory = scratch.path("inner")
+        for path in [outside.path("secret"), "../f", "link-file", "link-folder/secret", "link-nothing", "/etc/hostname"] {
+            let message = run(Asset(fileChecksum: "x", size: 3, localPath: path))
+            #expect(message?.contains("the asset path '\(path)' names no file inside the assets folder") == true, "\(path): \(message ?? "accepted")")
+            #expect(message?.contains("25") == false && message?.contains("bytes") == false, "\(path): \(message ?? "")")
+        }
+        options.assetDirectory = scratch.url.path
         #expect(run(Asset(fileChecksum: "x", size: 12, sha256: String(repeating: "a", count: 64)))?.contains("no file for asset") == true)
         #expect(try store.read { try $0.assetTotals().count } == 0 && everything(store).isEmpty)
         #expect(run(Asset(fileChecksum: "x", size: -1, localPath: "f")) == nil)
@@ -381,5 +396,35 @@ struct BundleTests {
 private extension Array where Element == UInt8 {
     func firstIndex(of byte: UInt8, after start: Int) -> Int? {
         self[start...].firstIndex(of: byte)
+    }
+}
+
+@Suite("encrypted bundle headers")
+struct EncryptionHeaderTests {
+    @Test("a crafted header's scrypt cost or chunk size is refused before any work")
+    func craftedHeaders() throws {
+        let scratch = CalendarScratch()
+        let path = scratch.path("crafted.ckbundle")
+        var generous = BundleEncryption.newHeader()
+        #expect(BundleEncryption.checkLimits(generous) == nil)
+        for (change, expected) in [({ (h: inout BundleEncryption.Header) in h.n = 1 << 22 }, "N = 4194304"),
+                                   ({ h in h.r = 32 }, "r = 32"),
+                                   ({ h in h.p = 16 }, "p = 16"),
+                                   ({ h in h.n = 3 << 12 }, "N = 12288"),
+                                   ({ h in h.chunkSize = 64 << 20 }, "chunks of 67108864 bytes")] as [((inout BundleEncryption.Header) -> Void, String)] {
+            var header = BundleEncryption.newHeader()
+            change(&header)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            try Data(BundleEncryption.magic + Array(try encoder.encode(header)) + [0x0A]).write(to: URL(fileURLWithPath: path))
+            do {
+                _ = try BundleDecryptor(path: path, passphrase: "x")
+                Issue.record("accepted \(expected)")
+            } catch {
+                #expect("\(error)".contains(expected) && "\(error)".contains("refused before any work"), "\(error)")
+            }
+        }
+        generous.n = BundleEncryption.maximumCost
+        #expect(BundleEncryption.checkLimits(generous) == nil)
     }
 }

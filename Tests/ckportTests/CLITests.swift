@@ -433,7 +433,7 @@ struct CLITests {
         // Without the files, an import that names them is refused and changes nothing.
         try FileManager.default.createDirectory(atPath: folder.path("empty"), withIntermediateDirectories: true)
         let missing = try ckport(["import", "schema.ckdb", "out.jsonl", "--assets", "empty", "--store", "none.sqlite"], in: folder.url)
-        #expect(missing.status == 2 && missing.stderr.contains("empty/kitchen.jpg does not exist") && missing.stderr.contains("ph-1"), "\(missing.stderr)")
+        #expect(missing.status == 2 && missing.stderr.contains("the asset path 'kitchen.jpg' names no file inside the assets folder empty") && missing.stderr.contains("ph-1"), "\(missing.stderr)")
     }
 
     @Test("migrate: status, plan (nothing written), apply with a backup, re-apply, an edited file, lint, schema diff")

@@ -177,4 +177,32 @@ struct ConcurrencyTests {
         let exported = try ckport(["export", "--where", "mood == 'calm'", "--type", "Note"], in: folder.url)
         #expect(exported.stdout.contains("with-mood"))
     }
+
+    @Test("migrate apply backs up the very state it migrates: a record written meanwhile is in both or in neither")
+    func migrationBackupSnapshot() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl")], in: folder.url).status == 0)
+        let migrations = packageRoot.appendingPathComponent("migrations/notes").path
+        let store = try RecordStore(path: folder.path("ckport.sqlite"), create: false)
+        var migrating: RunningCKPort?
+        try store.write { session in
+            var record = Record(id: RecordID(recordName: "written-between", zone: ZoneID(scope: .private, zoneName: "Notes")), recordType: "NoteV1")
+            record["title"] = .string("written while the migration waited")
+            record["body"] = .string("between")
+            record["_schemaVersion"] = .int64(1)
+            _ = try session.save(record, mode: .upsert)
+            let started = try RunningCKPort(["migrate", "apply", "--dir", migrations, "--backup", "before.ckbundle"], in: folder.url)
+            migrating = started
+            #expect(eventually(20) { started.stderrSoFar.contains("waiting for another ckport") }, "\(started.stderrSoFar)")
+        }
+        let result = try #require(migrating).finish()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("backed up 61 records to before.ckbundle"), "\(result.stderr)")
+        // Migrated in the store (NoteV1 became NoteV2) and present, unmigrated, in the backup.
+        let migrated = try ckport(["export", "--type", "NoteV2", "--where", "_migratedFrom == 'written-between'"], in: folder.url)
+        #expect(migrated.stdout.contains("written while the migration waited"), "\(migrated.stderr)")
+        #expect(try ckport(["restore", "before.ckbundle", "--store", "before.sqlite"], in: folder.url).status == 0)
+        let backedUp = try ckport(["export", "--store", "before.sqlite", "--type", "NoteV1", "--style", "plain"], in: folder.url)
+        #expect(backedUp.stdout.contains(#""body":"between""#), "\(backedUp.stderr)")
+    }
 }

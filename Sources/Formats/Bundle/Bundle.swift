@@ -87,6 +87,17 @@ public struct BundleWriter {
     /// With `passphrase`, the bundle is encrypted (see ``BundleEncryption``).
     public func write(_ store: RecordStore, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
                       passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
+        try store.read { session in
+            try write(session, query: query, since: since, to: path, passphrase: passphrase, progress: progress)
+        }
+    }
+
+    /// Writes the bundle from a transaction that is already open: everything in it — schema,
+    /// records, history and asset files — comes from that transaction's one state of the
+    /// store. A write transaction may pass its session to back up exactly what it is about
+    /// to change.
+    public func write(_ session: StoreSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
+                      passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
         let output = try OutputFile(path: path)
         let encryptor = try passphrase.map { try BundleEncryptor(passphrase: $0) { try output.write($0) } }
         func emit(_ bytes: [UInt8]) throws {
@@ -101,7 +112,7 @@ public struct BundleWriter {
         var assetMembers: [BundleManifest.Member] = []
         var missingAssets: [String] = []
         var historyBytes: [UInt8] = []
-        let (schemaText, token, storeID) = try store.read { session -> (String, ChangeToken, String) in
+        let (schemaText, token, storeID) = try { () throws -> (String, ChangeToken, String) in
             let history = try session.migrationHistory()
             if !history.isEmpty {
                 let encoder = JSONEncoder()
@@ -175,7 +186,7 @@ public struct BundleWriter {
                 }
             }
             return (SchemaPrinter.print(session.schema), session.currentToken, session.storeID)
-        }
+        }()
         let schemaBytes = Array(schemaText.utf8)
         if !historyBytes.isEmpty {
             members.insert(BundleManifest.Member(path: BundleWriter.migrationsPath, kind: "migrations", bytes: Int64(historyBytes.count),
@@ -186,7 +197,7 @@ public struct BundleWriter {
         let manifest = BundleManifest(format: BundleManifest.currentFormat, ckportVersion: version,
                                       created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
                                       storeID: storeID, token: token.description, baseToken: since?.description,
-                                      recordTypes: store.schema.recordTypes.map(\.name), members: members + assetMembers)
+                                      recordTypes: session.schema.recordTypes.map(\.name), members: members + assetMembers)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let manifestBytes = Array(try encoder.encode(manifest)) + [0x0A]
@@ -210,7 +221,7 @@ public struct BundleWriter {
                 try put(Tar.padding(member.bytes))
             }
             if !assetMembers.isEmpty {
-                try store.read { session in
+                do {
                     for member in assetMembers {
                         try put(Tar.header(path: member.path, size: member.bytes, modified: modified))
                         var hasher = SHA256()

@@ -58,12 +58,18 @@ public final class ICalParser {
         pending = nil
         while let raw = try input.nextLine() {
             physicalLine += 1
+            if input.overlongLine != nil {
+                throw fail("the line is longer than \(ByteInput.maximumLineBytes >> 20) MB", line: physicalLine)
+            }
             if raw.isEmpty {
                 continue
             }
             if raw[0] == 0x20 || raw[0] == 0x09 {
                 guard current != nil else {
                     throw fail("a folded continuation line with no line before it", line: physicalLine)
+                }
+                guard current!.text.count + raw.count <= ByteInput.maximumLineBytes else {
+                    throw fail("the property unfolds to more than \(ByteInput.maximumLineBytes >> 20) MB", line: current!.line)
                 }
                 current!.text.append(contentsOf: raw.dropFirst())
                 continue
@@ -156,7 +162,7 @@ public final class ICalParser {
                     calendarProperties = []
                     continue
                 }
-                return try readComponent(kind, line: line)
+                return try readComponent(kind, line: line, depth: 1)
             }
             if content.name == "END" {
                 guard inCalendar, content.value.uppercased() == "VCALENDAR" else {
@@ -172,7 +178,15 @@ public final class ICalParser {
         return nil
     }
 
-    private func readComponent(_ kind: String, line: Int) throws -> ICalComponent {
+    /// How deep components may nest inside VCALENDAR. RFC 5545 and its extensions nest two or
+    /// three levels (VEVENT › VALARM, VTIMEZONE › STANDARD); deeper input is refused before it
+    /// can exhaust the stack.
+    public static let maximumDepth = 32
+
+    private func readComponent(_ kind: String, line: Int, depth: Int) throws -> ICalComponent {
+        guard depth <= ICalParser.maximumDepth else {
+            throw fail("BEGIN:\(kind) nests components more than \(ICalParser.maximumDepth) levels deep", line: line)
+        }
         var component = ICalComponent(name: kind, line: line)
         while let (bytes, lineNumber) = try nextLogicalLine() {
             let content: ContentLine
@@ -183,7 +197,7 @@ public final class ICalParser {
                 continue
             }
             if content.name == "BEGIN" {
-                let child = try readComponent(content.value.uppercased(), line: lineNumber)
+                let child = try readComponent(content.value.uppercased(), line: lineNumber, depth: depth + 1)
                 if component.problem == nil { component.problem = child.problem }
                 component.components.append(child)
             } else if content.name == "END" {

@@ -43,6 +43,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
     private let values: CSVValues
     private var queue: [SourceItem] = []
     private var queueIndex = 0
+    /// The rest of an expansion: adds the next occurrences' records to the queue, and says
+    /// whether more remain.
+    private var pendingOccurrences: (() -> Bool)?
     private var skippedProperties: [String: Int] = [:]
     private var skippedComponents: [String: Int] = [:]
     private var recurringKeptOnce = 0
@@ -113,6 +116,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
         while queueIndex >= queue.count {
             queue.removeAll(keepingCapacity: true)
             queueIndex = 0
+            if let more = pendingOccurrences {
+                if !more() { pendingOccurrences = nil }
+                continue
+            }
             guard let component = try parser.next() else { return nil }
             read(component)
         }
@@ -316,17 +323,28 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
         } catch {
             throw ComponentProblem(line: component.line, message: error.message, recordName: baseName)
         }
-        for occurrence in occurrences {
-            let ms = set.instant(occurrence) * 1000
-            if options.overrides.contains(uid + "\u{0}" + String(ms / 1000)) { continue }
-            var copy = record
-            let shift = ms - start.1
-            for field in [startField, endField] + spec.alarms.map(\.trigger) {
-                if let field, case .timestamp(let t)? = copy.fields[field] { copy.fields[field] = .timestamp(t + shift) }
+        // Occurrences become records a batch at a time, as the importer asks for them: a
+        // short rule over a long window must not build every record before the first is stored.
+        var index = 0
+        let overrides = options.overrides
+        let shifted = [startField, endField] + spec.alarms.map(\.trigger)
+        pendingOccurrences = { [unowned self] in
+            let stop = min(index + 256, occurrences.count)
+            while index < stop {
+                let occurrence = occurrences[index]
+                index += 1
+                let ms = set.instant(occurrence) * 1000
+                if overrides.contains(uid + "\u{0}" + String(ms / 1000)) { continue }
+                var copy = record
+                let shift = ms - start.1
+                for field in shifted {
+                    if let field, case .timestamp(let t)? = copy.fields[field] { copy.fields[field] = .timestamp(t + shift) }
+                }
+                let time: CalendarTime = start.0.isDate ? .date(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
+                copy.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
+                emit(copy, component, spec, isOccurrence: true)
             }
-            let time: CalendarTime = start.0.isDate ? .date(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
-            copy.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
-            emit(copy, component, spec, isOccurrence: true)
+            return index < occurrences.count
         }
     }
 

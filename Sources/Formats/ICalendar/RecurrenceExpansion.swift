@@ -37,7 +37,7 @@ public struct RecurrenceSet {
         let startInstant = instant(start)
         if startInstant >= from && startInstant < to { found.insert(start) }
         for rule in rules {
-            for occurrence in try expand(rule, until: to) where instant(occurrence) >= from {
+            for occurrence in try expand(rule, from: from, until: to) {
                 found.insert(occurrence)
             }
         }
@@ -59,8 +59,10 @@ public struct RecurrenceSet {
         !isDate && exceptions.contains { $0.isDate && $0.local.dayNumber == occurrence.dayNumber }
     }
 
-    /// The rule's occurrences from DTSTART up to `to` (UTC seconds), honouring COUNT and UNTIL.
-    func expand(_ original: RecurrenceRule, until windowEnd: Int64) throws(RecurrenceError) -> [LocalDateTime] {
+    /// The rule's occurrences in `from..<to` (UTC seconds), honouring COUNT and UNTIL. Only
+    /// those in the window are kept; without COUNT, whole periods before the window are not
+    /// even visited, so an early DTSTART with a short FREQ costs nothing.
+    func expand(_ original: RecurrenceRule, from windowStart: Int64 = Int64.min, until windowEnd: Int64) throws(RecurrenceError) -> [LocalDateTime] {
         var rule = original
         // Defaults from DTSTART (RFC 5545 §3.3.10, as implementations apply them).
         if rule.byWeekNo.isEmpty && rule.byYearDay.isEmpty && rule.byMonthDay.isEmpty && rule.byDay.isEmpty {
@@ -88,6 +90,23 @@ public struct RecurrenceSet {
         var empty = 0
         var period = 0
         let startWall = start.wallSeconds
+        if rule.count == nil, windowStart > instant(start) {
+            // Periods that end before the window starts hold nothing wanted; two periods of
+            // margin cover time zone offsets and daylight saving.
+            let gap = windowStart - instant(start)
+            let periods: Int64
+            switch rule.frequency {
+            case .yearly: periods = gap / (366 * 86_400)
+            case .monthly: periods = gap / (31 * 86_400)
+            case .weekly: periods = gap / (7 * 86_400)
+            case .daily: periods = gap / 86_400
+            case .hourly: periods = gap / 3600
+            case .minutely: periods = gap / 60
+            case .secondly: periods = gap
+            }
+            let interval = Int64(rule.interval)
+            period = Int(max(0, (periods / interval - 2) * interval))
+        }
         while true {
             let (candidates, periodStart) = periodCandidates(rule, period: period)
             period += rule.interval
@@ -102,8 +121,9 @@ public struct RecurrenceSet {
                 if let untilInstant, at > untilInstant { return results }
                 if let count = rule.count, emitted >= count { return results }
                 if at >= windowEnd { return results }
-                results.append(candidate)
                 emitted += 1
+                guard at >= windowStart else { continue }
+                results.append(candidate)
                 if results.count > RecurrenceSet.maxOccurrences {
                     throw RecurrenceError(message: "RRULE \(original.text) has more than \(RecurrenceSet.maxOccurrences) occurrences in the window; narrow --expand")
                 }

@@ -140,21 +140,47 @@ public final class ByteInput {
         return true
     }
 
+    /// The longest line ``nextLine()`` hands out: no record under CloudKit's 1 MB limit needs
+    /// more, even with every character escaped.
+    public static let maximumLineBytes = 8 << 20
+
+    /// The length of the last line ``nextLine()`` passed over because it was longer than
+    /// ``maximumLineBytes`` (it then returned an empty line); nil after a line it returned.
+    public private(set) var overlongLine: Int64?
+
     /// The next line without its line ending (LF or CRLF), or nil at the end of the input.
-    /// The bytes stay valid until the next call.
+    /// The bytes stay valid until the next call. A line longer than ``maximumLineBytes`` is
+    /// skipped as it is read, never held whole: the result is then empty and ``overlongLine``
+    /// says how long the line was.
     func nextLine() throws -> UnsafeRawBufferPointer? {
+        overlongLine = nil
         var searchFrom = position
+        var skipped: Int64 = 0
         while true {
             if searchFrom < end, let hit = memchr(buffer + searchFrom, 0x0A, end - searchFrom) {
                 let newline = UnsafeMutableRawPointer(buffer).distance(to: hit)
                 let start = position
                 position = newline + 1
+                if skipped > 0 {
+                    overlongLine = skipped + Int64(newline - start)
+                    return bytes(newline, newline)
+                }
                 var stop = newline
                 if stop > start && buffer[stop - 1] == 0x0D { stop -= 1 }
                 return bytes(start, stop)
             }
+            if end - position > ByteInput.maximumLineBytes {
+                // Drop what is buffered and keep looking for the line's end.
+                skipped += Int64(end - position)
+                position = end
+            }
             let scanned = end - position
             if try !fill() {
+                if skipped > 0 {
+                    overlongLine = skipped + Int64(end - position)
+                    position = end
+                    return bytes(end, end)
+                }
                 guard position < end else { return nil }
                 let start = position
                 position = end

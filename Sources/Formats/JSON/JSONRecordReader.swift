@@ -22,6 +22,8 @@ public final class JSONRecordReader: RecordSource {
     private var decoded: [SourceItem] = []
     private var pendingError: Error?
     private var inputEnded = false
+    /// Lines of the current batches that were too long to read, by line number.
+    private var overlongLines: [Int: Int64] = [:]
     private let side: SideThread<[SourceItem]>?
     static let linesPerBatch = 256
     /// Work to do on the side thread before each batch it decodes (the bundle reader's hashing).
@@ -90,11 +92,24 @@ public final class JSONRecordReader: RecordSource {
         if let side { return try nextLineDecodedInPairs(side) }
         while let line = try input.nextLine() {
             lineNumber += 1
+            if let length = input.overlongLine { return overlong(length, line: lineNumber) }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             let bytes = [UInt8](line)
             return item(bytes, line: lineNumber, column: 1, pathPrefix: [])
         }
         return nil
+    }
+
+    private func lineItem(_ bytes: [UInt8], line: Int, overlong: [Int: Int64]) -> SourceItem {
+        if let length = overlong[line] { return self.overlong(length, line: line) }
+        return item(bytes, line: line, column: 1, pathPrefix: [])
+    }
+
+    /// A line too long to hold a record, refused without being read into memory.
+    private func overlong(_ length: Int64, line: Int) -> SourceItem {
+        .invalid(InputIssue(position: SourcePosition(file: input.name, line: line, column: 1),
+                            message: "the line is \(length) bytes long, more than the \(ByteInput.maximumLineBytes >> 20) MB a record can take even with every character escaped (CloudKit's limit is 1 MB a record); it was skipped unread"),
+                 raw: nil)
     }
 
     /// Reads two batches of lines, decodes the second on the side thread while decoding the
@@ -112,15 +127,17 @@ public final class JSONRecordReader: RecordSource {
             var second: (lines: [(bytes: [UInt8], line: Int)], failure: Error?) = ([], nil)
             if first.failure == nil && !inputEnded { second = batch() }
             pendingError = first.failure ?? second.failure
+            let overlong = overlongLines
+            overlongLines = [:]
             var items: [SourceItem]
             if second.lines.isEmpty {
-                items = first.lines.map { item($0.bytes, line: $0.line, column: 1, pathPrefix: []) }
+                items = first.lines.map { lineItem($0.bytes, line: $0.line, overlong: overlong) }
             } else {
                 side.start { [self] in
                     sideWork?()
-                    return second.lines.map { item($0.bytes, line: $0.line, column: 1, pathPrefix: []) }
+                    return second.lines.map { lineItem($0.bytes, line: $0.line, overlong: overlong) }
                 }
-                items = first.lines.map { item($0.bytes, line: $0.line, column: 1, pathPrefix: []) }
+                items = first.lines.map { lineItem($0.bytes, line: $0.line, overlong: overlong) }
                 items += side.collect()
             }
             items.reverse()
@@ -139,6 +156,11 @@ public final class JSONRecordReader: RecordSource {
                     break
                 }
                 lineNumber += 1
+                if let length = input.overlongLine {
+                    lines.append(([], lineNumber))
+                    overlongLines[lineNumber] = length
+                    continue
+                }
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
                 lines.append(([UInt8](line), lineNumber))
             }

@@ -261,8 +261,7 @@ extension RecordImporter {
         let file: String
         if let sha256 = asset.sha256 {
             if try session.assetSize(sha256) != nil { return asset }
-            let byHash = (directory as NSString).appendingPathComponent(sha256)
-            if FileManager.default.fileExists(atPath: byHash) {
+            if let byHash = try? RecordImporter.resolve(sha256, in: directory) {
                 file = byHash
             } else if let local = asset.localPath {
                 file = try RecordImporter.resolve(local, in: directory)
@@ -274,7 +273,6 @@ extension RecordImporter {
         } else {
             return asset
         }
-        guard FileManager.default.fileExists(atPath: file) else { throw AssetError("the asset file \(file) does not exist") }
         let stored = try session.putAsset(file: file, expectedSHA256: asset.sha256, expectedSize: asset.size >= 0 ? asset.size : nil)
         if stored.added { summary.assets += 1 }
         asset.sha256 = stored.sha256
@@ -282,13 +280,23 @@ extension RecordImporter {
         return asset
     }
 
-    /// A `localPath` inside `directory`: relative paths may not climb out of it.
+    /// A regular file inside `directory` named by `localPath`. The path must be relative and
+    /// may not climb out with `..`, and once symbolic links are followed the file must still be
+    /// inside the folder. What is outside the folder is never opened, and the error is the same
+    /// whether or not something is there, so a record cannot probe the rest of the disk.
     static func resolve(_ localPath: String, in directory: String) throws -> String {
-        if localPath.hasPrefix("/") { return localPath }
-        guard !localPath.split(separator: "/").contains("..") else {
-            throw AssetError("the asset path '\(localPath)' leaves the assets folder")
-        }
-        return (directory as NSString).appendingPathComponent(localPath)
+        let outside = AssetError("the asset path '\(localPath)' names no file inside the assets folder \(directory)")
+        guard !localPath.isEmpty, !localPath.hasPrefix("/"), !localPath.split(separator: "/").contains("..") else { throw outside }
+        guard let root = realpath(directory, nil) else { throw AssetError("the assets folder \(directory) cannot be read") }
+        defer { free(root) }
+        let folder = String(cString: root)
+        guard let real = realpath((directory as NSString).appendingPathComponent(localPath), nil) else { throw outside }
+        defer { free(real) }
+        let resolved = String(cString: real)
+        guard resolved.hasPrefix(folder == "/" ? "/" : folder + "/") else { throw outside }
+        var info = stat()
+        guard stat(resolved, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw outside }
+        return resolved
     }
 }
 

@@ -253,36 +253,59 @@ extension ExportCommand {
                                fields: chosen, includeSystem: system)
     }
 
-    /// One CSV file for one type, or a file per type in a folder.
+    /// One CSV file for one type, or a file per type in a folder, all from one state of the
+    /// store. A folder this export created is removed again when the export fails.
     func exportCSV(store: RecordStore, query: RecordQuery) throws {
         let options = try csvOptions()
-        let types = recordTypes.isEmpty ? store.schema.recordTypes.map(\.name).sorted() : recordTypes
         let directory = writesDirectory ? output : nil
-        if let directory { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         let fileExtension = options.dialect.delimiter == 0x09 ? "tsv" : "csv"
         var total = 0
         let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
         let assetFiles = AssetFolderWriter(directory: assets)
-        for typeName in types {
-            guard let type = store.schema.recordType(named: typeName) else {
-                throw CommandFailure.invalid("unknown record type '\(typeName)' (the schema has \(store.schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+        var createdDirectory: String?
+        var typeCount = 0
+        do {
+            try store.read { (session: StoreSession) throws -> Void in
+                let schema = session.schema
+                let types = recordTypes.isEmpty ? schema.recordTypes.map(\.name).sorted() : recordTypes
+                typeCount = types.count
+                var definitions: [RecordTypeDefinition] = []
+                for typeName in types {
+                    guard let type = schema.recordType(named: typeName) else {
+                        let known = schema.recordTypes.map(\.name).sorted().joined(separator: ", ")
+                        throw CommandFailure.invalid("unknown record type '\(typeName)' (the schema has \(known))")
+                    }
+                    definitions.append(type)
+                }
+                if let directory, !FileManager.default.fileExists(atPath: directory) {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                    createdDirectory = directory
+                }
+                for type in definitions {
+                    let path = directory.map { URL(fileURLWithPath: $0).appendingPathComponent("\(type.name).\(fileExtension)").path } ?? output
+                    let csv: CSVRecordWriter
+                    do { csv = try CSVRecordWriter(output: try OutputFile(path: path), type: type, options: options) } catch let error as ValueError {
+                        throw CommandFailure.invalid(error.message)
+                    }
+                    var typeQuery = query
+                    typeQuery.recordTypes = [type.name]
+                    let count = progress.isEnabled ? try session.count(typeQuery) : nil
+                    try stream(into: BackgroundSink(csv), progress: progress, total: count) { emit in
+                        try session.forEach(typeQuery) { record in
+                            assetFiles.note(record)
+                            try emit(record)
+                        }
+                    }
+                    try assetFiles.write(from: session)
+                    total += csv.recordsWritten
+                    if !storeOptions.quiet && output != "-" { Console.error("exported \(Console.count(csv.recordsWritten)) \(type.name) records to \(path)") }
+                }
             }
-            let path = directory.map { URL(fileURLWithPath: $0).appendingPathComponent("\(typeName).\(fileExtension)").path } ?? output
-            let csv: CSVRecordWriter
-            do { csv = try CSVRecordWriter(output: try OutputFile(path: path), type: type, options: options) } catch let error as ValueError {
-                throw CommandFailure.invalid(error.message)
-            }
-            var typeQuery = query
-            typeQuery.recordTypes = [typeName]
-            try store.read { session in
-                let count = progress.isEnabled ? try session.count(typeQuery) : nil
-                try stream(into: BackgroundSink(csv), progress: progress, total: count) { emit in try session.forEach(typeQuery) { assetFiles.note($0); try emit($0) } }
-                try assetFiles.write(from: session)
-            }
-            total += csv.recordsWritten
-            if !storeOptions.quiet && output != "-" { Console.error("exported \(Console.count(csv.recordsWritten)) \(typeName) records to \(path)") }
+        } catch {
+            if let createdDirectory { try? FileManager.default.removeItem(atPath: createdDirectory) }
+            throw error
         }
-        if !storeOptions.quiet && types.count > 1 { Console.error("exported \(Console.count(total)) records in \(types.count) files in \(Console.seconds(progress.elapsed))") }
+        if !storeOptions.quiet && typeCount > 1 { Console.error("exported \(Console.count(total)) records in \(typeCount) files in \(Console.seconds(progress.elapsed))") }
         if !storeOptions.quiet { assetFiles.report() }
     }
 }

@@ -197,6 +197,7 @@ struct MigrateCommand: ParsableCommand {
                 Console.error("dry run: nothing was written")
                 return
             }
+            var backupPath: String?
             if status.problems.isEmpty || repair {
                 let pending = status.pending.filter { to == nil || $0.version <= to! }
                 if pending.isEmpty && status.problems.isEmpty {
@@ -204,16 +205,21 @@ struct MigrateCommand: ParsableCommand {
                     return
                 }
                 if !noBackup && !pending.isEmpty {
-                    let path = backup ?? MigrateCommand.backupPath(store: storeOptions.path, set: set.name, version: pending[0].version)
-                    let summary = try BundleWriter().write(store, to: path)
-                    if !storeOptions.quiet { Console.error("backed up \(Console.count(summary.manifest.recordCount)) records to \(path) (to go back: 'ckport restore \(path) --store before.sqlite')") }
+                    backupPath = backup ?? MigrateCommand.backupPath(store: storeOptions.path, set: set.name, version: pending[0].version)
                 }
             }
             let progress = ProgressLine("migrating", quiet: storeOptions.quiet)
             runner.progress = { _, read in progress.update(records: read) }
             let reports: [MigrationReport]
+            let quiet = storeOptions.quiet
             do {
-                reports = try runner.apply(to: to)
+                // The backup is written inside the first migration's transaction, once the
+                // migration is known to fit the schema: it holds exactly the records the
+                // migration starts from, and nothing can be written in between.
+                reports = try runner.apply(to: to, beforeFirst: backupPath.map { path in { session in
+                    let summary = try BundleWriter().write(session, to: path)
+                    if !quiet { Console.error("backed up \(Console.count(summary.manifest.recordCount)) records to \(path) (to go back: 'ckport restore \(path) --store before.sqlite')") }
+                } })
                 progress.finish()
             } catch {
                 progress.finish()

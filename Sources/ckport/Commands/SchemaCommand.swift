@@ -29,7 +29,12 @@ struct SchemaCommand: ParsableCommand {
         } catch {
             throw CommandFailure(status: .failure, message: "\(path): cannot read: \(error.localizedDescription)")
         }
-        return try SchemaParser.parse(text, file: path)
+        let schema = try SchemaParser.parse(text, file: path)
+        let oversized = RecordStore.schemaProblems(schema)
+        guard oversized.isEmpty else {
+            throw CommandFailure.invalid(oversized.map { "\(path): \($0)" }.joined(separator: "\n"))
+        }
+        return schema
     }
 
     struct Diff: ParsableCommand {
