@@ -79,6 +79,8 @@ public final class RecordStore {
             try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
         }
         do {
+            waiter.reading = true
+            defer { waiter.reading = false }
             queue = try DatabaseQueue(path: path, configuration: configuration)
             (storeID, createdHere) = try queue.inDatabase { db in
                 try RecordStore.prepare(db, path: path, create: create)
@@ -225,6 +227,8 @@ public final class RecordStore {
     /// one committed when it began, however long it runs and whatever other processes write
     /// meanwhile. It never waits for a writer.
     public func read<T>(_ body: (StoreSession) throws -> T) throws -> T {
+        waiter.reading = true
+        defer { waiter.reading = false }
         do {
             return try queue.inDatabase { db in
                 var result: T?
@@ -357,15 +361,22 @@ final class LockWaiter: @unchecked Sendable {
         self.onWait = onWait
     }
 
+    /// Set while the store opens or reads. Readers never wait for a writer's transaction, but
+    /// SQLite can be busy for a moment while another connection opens, closes or folds the
+    /// log back into the file; a reader always waits out such moments, whatever `limit` is.
+    var reading = false
+    static let readerGrace: Double = 30
+
     func shouldRetry(_ tries: Int) -> Bool {
         let now = DispatchTime.now().uptimeNanoseconds
+        let limit = reading ? max(self.limit, LockWaiter.readerGrace) : self.limit
         lock.lock()
         if tries == 0 {
             started = now
             announced = false
         }
         let waited = Double(now - started) / 1e9
-        let announce = !announced && waited >= 0.25
+        let announce = !announced && waited >= 0.25 && !reading
         if announce { announced = true }
         lock.unlock()
         if waited >= limit { return false }
