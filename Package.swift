@@ -38,7 +38,7 @@ let package = Package(
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
         .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
         .testTarget(name: "RecordsTests", dependencies: ["Records", "SampleApps"]),
-        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
+        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"]),
         .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps",
                                                          .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"]),
         .testTarget(name: "MigrationsTests", dependencies: ["Records", "Store", "Formats", "Migrations", "SampleApps",

@@ -148,7 +148,6 @@ struct SchemaLanguageTests {
     static let badSchemas: [BadSchema] = [
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    r ENCRYPTED REFERENCE\n  );", line: 3, column: 17, message: "REFERENCE cannot be ENCRYPTED"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    a ENCRYPTED ASSET\n  );", line: 3, column: 17, message: "ASSET cannot be ENCRYPTED"),
-        BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    s ENCRYPTED STRING QUERYABLE\n  );", line: 3, column: 5, message: "CloudKit does not index encrypted fields"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    a STRING,\n    a INT64\n  );", line: 4, column: 5, message: "field 'a' is declared twice in 'T' (first at 3:5)"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    \"1abc\" STRING\n  );", line: 3, column: 5, message: "a field name must start with a letter"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE \"Bad-Name\" (a STRING);", line: 2, column: 15, message: "a record type name may hold only letters, digits and '_'"),
@@ -160,8 +159,6 @@ struct SchemaLanguageTests {
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE \"T (a STRING);", line: 2, column: 15, message: "a quoted name is not closed"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    \"___createTime\" STRING\n  );", line: 3, column: 5, message: "system field '___createTime' is TIMESTAMP, not STRING"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    \"___mine\" STRING\n  );", line: 3, column: 5, message: "'___mine' is not a CloudKit system field"),
-        BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    n INT64 SEARCHABLE\n  );", line: 3, column: 5, message: "only STRING fields can be SEARCHABLE"),
-        BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    b BYTES QUERYABLE\n  );", line: 3, column: 5, message: "CloudKit cannot index BYTES"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    l LIST<LIST<STRING>>\n  );", line: 3, column: 12, message: "a LIST cannot hold another LIST"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    grant STRING\n  );", line: 3, column: 11, message: "expected READ, CREATE or WRITE"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (a STRING);\n  RECORD TYPE T (b STRING);", line: 3, column: 15, message: "record type 'T' is defined twice"),
@@ -181,6 +178,18 @@ struct SchemaLanguageTests {
             #expect(first.position == TextPosition(line: bad.line, column: bad.column), "\(error)")
             #expect(first.message.contains(bad.message), "\(error)")
             #expect(error.description.hasPrefix("schema.ckdb:\(bad.line):\(bad.column): "))
+        }
+    }
+
+    @Test("index options CloudKit accepts but cannot use are warnings: the schema reads")
+    func indexAdvice() throws {
+        for (text, words) in [("s ENCRYPTED STRING QUERYABLE", "CloudKit cannot query, sort or search encrypted values"),
+                              ("n INT64 SEARCHABLE", "CloudKit searches only STRING fields"),
+                              ("b BYTES QUERYABLE", "CloudKit query predicates cannot compare BYTES values")] {
+            let (schema, warnings) = try SchemaParser.check("DEFINE SCHEMA\n  RECORD TYPE T (\n    \(text)\n  );", file: "schema.ckdb")
+            #expect(schema.recordType(named: "T")?.userFields.count == 1)
+            #expect(warnings.count == 1 && warnings[0].severity == .warning && warnings[0].message.contains(words), "\(warnings)")
+            #expect(warnings[0].position == TextPosition(line: 3, column: 5))
         }
     }
 

@@ -12,7 +12,7 @@ struct StoreTests {
         let store = try scratch.store(taskSchema)
         let before = FileManager.default.contents(atPath: store.path)
         var schema = store.schema
-        schema.addField(FieldDefinition(name: "photo", type: FieldType(.asset), options: .queryable), toType: "Task")
+        schema.addField(FieldDefinition(name: "photo", type: FieldType(.reference, encrypted: true)), toType: "Task")
         #expect(throws: SchemaError.self) { try store.importSchema(schema) }
         #expect(FileManager.default.contents(atPath: store.path) == before)
         #expect(store.schema.recordType(named: "Task")?.field(named: "photo") == nil)

@@ -133,4 +133,33 @@ struct SafetyTests {
             #expect(run.status == 3 && run.stderr.contains("its change sequence is the text 'seven'"), "\(command): \(run.stderr)")
         }
     }
+
+    @Test("a rule that started long ago expands over a short window without walking every period since")
+    func earlyRecurrence() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "-q"], in: folder.url).status == 0)
+        folder.write("tick.ics", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//x//y//EN\r\nBEGIN:VEVENT\r\nUID:tick@example.com\r\nDTSTAMP:20260101T000000Z\r\n"
+                     + "DTSTART:19700101T000000Z\r\nDTEND:19700101T000001Z\r\nSUMMARY:tick\r\nRRULE:FREQ=SECONDLY;INTERVAL=2\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+        let run = try ckport(["import", "tick.ics", "--expand", "2026-03-01T10:00:00Z..2026-03-01T11:00:00Z", "--set", "familyID=family-1"], in: folder.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("imported 1,800 records"), "\(run.stderr)")
+        let first = try ckport(["export", "--type", "Event", "--sort", "startDate", "--limit", "1", "--style", "plain"], in: folder.url)
+        #expect(first.stdout.contains(#""startDate":"2026-03-01T10:00:00.000Z""#), "\(first.stdout)")
+    }
+
+    @Test("schema check: a Core Data schema from cktool passes with warnings; --strict makes them errors; it imports")
+    func coreDataSchemaCheck() throws {
+        let folder = Folder()
+        let corpus = packageRoot.appendingPathComponent("Tests/StoreTests/SchemaCorpus/coredata-recipes.ckdb").path
+        let checked = try ckport(["schema", "check", corpus], in: folder.url)
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.stderr.contains("coredata-recipes.ckdb:48:9: warning: field 'CD_parametersJSON' is BYTES with QUERYABLE SORTABLE"), "\(checked.stderr)")
+        #expect(checked.stderr.contains("ok — 4 record types, 19 fields, 1 roles, 2 warnings"), "\(checked.stderr)")
+        let strict = try ckport(["schema", "check", "--strict", corpus], in: folder.url)
+        #expect(strict.status == 2)
+        #expect(strict.stderr.contains("2 warnings, errors under --strict"))
+        #expect(try ckport(["schema", "import", corpus, "-q"], in: folder.url).status == 0)
+        let exported = try ckport(["schema", "export"], in: folder.url)
+        #expect(exported.stdout.contains("CD_parametersJSON BYTES QUERYABLE SORTABLE"), "\(exported.stdout)")
+    }
 }

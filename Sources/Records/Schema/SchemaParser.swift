@@ -19,8 +19,16 @@ public struct SchemaParser {
     private var rolePositions: [String: TextPosition] = [:]
     private var diagnostics: [SchemaDiagnostic] = []
 
-    /// Parses and checks schema text.
+    /// Parses and checks schema text. Warnings (ckport's advice on a schema CloudKit accepts)
+    /// do not stop it; see ``check(_:file:)`` to read them.
     public static func parse(_ text: String, file: String? = nil) throws(SchemaError) -> Schema {
+        try check(text, file: file).schema
+    }
+
+    /// Parses and checks schema text, and returns the schema with ckport's warnings about it.
+    /// Throws only for what CloudKit's schema language refuses; the error lists the warnings
+    /// too, in line order.
+    public static func check(_ text: String, file: String? = nil) throws(SchemaError) -> (schema: Schema, warnings: [SchemaDiagnostic]) {
         if !looksLikeSchema(text) {
             var error = SchemaError(firstSignificantPosition(text), "a schema starts with 'DEFINE SCHEMA' (the text 'cktool export-schema' writes), found \(excerpt(text))")
             error.file = file
@@ -29,7 +37,8 @@ public struct SchemaParser {
         do {
             var lexer = SchemaLexer(text)
             var parser = SchemaParser(tokens: try lexer.tokenize())
-            return try parser.parseSchema()
+            let schema = try parser.parseSchema()
+            return (schema, parser.diagnostics.sortedByPosition())
         } catch {
             var error = error
             error.file = file
@@ -100,7 +109,7 @@ public struct SchemaParser {
             try expectPunctuation(";", "expected ';' to end the statement")
         }
         checkGrants(schema)
-        if !diagnostics.isEmpty { throw SchemaError(diagnostics: diagnostics.sorted { ($0.position.line, $0.position.column) < ($1.position.line, $1.position.column) }) }
+        if diagnostics.contains(where: { $0.severity == .error }) { throw SchemaError(diagnostics: diagnostics.sortedByPosition()) }
         return schema
     }
 
@@ -239,14 +248,18 @@ public struct SchemaParser {
         } else if let problem = Names.fieldNameProblem(field.name) {
             report(position, problem)
         }
+        // Index options CloudKit accepts but cannot use are ckport's advice, not errors:
+        // cktool exports them for Core Data's fields (BYTES QUERYABLE SORTABLE, say), so every
+        // schema CloudKit wrote must still read.
         let options = field.options
         guard !options.isEmpty else { return }
+        let given = options.names.joined(separator: " ")
         if field.type.isEncrypted {
-            report(position, "field '\(field.name)' is ENCRYPTED and cannot have \(options.names.joined(separator: " ")): CloudKit does not index encrypted fields")
+            report(position, "field '\(field.name)' is ENCRYPTED with \(given): CloudKit cannot query, sort or search encrypted values, so the index only costs space", severity: .warning)
         } else if !field.type.primitive.canBeIndexed {
-            report(position, "field '\(field.name)' is \(field.type) and cannot have \(options.names.joined(separator: " ")): CloudKit cannot index \(field.type.primitive.rawValue)")
+            report(position, "field '\(field.name)' is \(field.type) with \(given): CloudKit query predicates cannot compare \(field.type.primitive.rawValue) values, so the index only costs space", severity: .warning)
         } else if options.contains(.searchable) && field.type.primitive != .string {
-            report(position, "field '\(field.name)' is \(field.type): only STRING fields can be SEARCHABLE")
+            report(position, "field '\(field.name)' is \(field.type) with SEARCHABLE: CloudKit searches only STRING fields, so SEARCHABLE does nothing here", severity: .warning)
         }
     }
 
@@ -266,8 +279,8 @@ public struct SchemaParser {
         if index < tokens.count - 1 { index += 1 }
     }
 
-    private mutating func report(_ position: TextPosition, _ message: String) {
-        diagnostics.append(SchemaDiagnostic(position: position, message: message))
+    private mutating func report(_ position: TextPosition, _ message: String, severity: SchemaDiagnostic.Severity = .error) {
+        diagnostics.append(SchemaDiagnostic(position: position, message: message, severity: severity))
     }
 
     private mutating func expectKeyword(_ keyword: String, _ message: String) throws(SchemaError) {
@@ -306,5 +319,11 @@ public struct SchemaParser {
         default:
             throw SchemaError(position, "expected \(what), found \(current.display)")
         }
+    }
+}
+
+extension Array where Element == SchemaDiagnostic {
+    func sortedByPosition() -> [SchemaDiagnostic] {
+        sorted { ($0.position.line, $0.position.column) < ($1.position.line, $1.position.column) }
     }
 }

@@ -23,18 +23,23 @@ struct SchemaCommand: ParsableCommand {
     )
 
     static func read(_ path: String) throws -> Schema {
+        try readChecked(path).schema
+    }
+
+    /// The schema in `path` and ckport's warnings about it (`--strict` makes them errors).
+    static func readChecked(_ path: String) throws -> (schema: Schema, warnings: [SchemaDiagnostic]) {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
             throw CommandFailure(status: .failure, message: "\(path): cannot read: \(error.localizedDescription)")
         }
-        let schema = try SchemaParser.parse(text, file: path)
+        let (schema, warnings) = try SchemaParser.check(text, file: path)
         let oversized = RecordStore.schemaProblems(schema)
         guard oversized.isEmpty else {
             throw CommandFailure.invalid(oversized.map { "\(path): \($0)" }.joined(separator: "\n"))
         }
-        return schema
+        return (schema, warnings)
     }
 
     struct Diff: ParsableCommand {
@@ -105,7 +110,8 @@ struct SchemaCommand: ParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() throws {
-            let schema = try SchemaCommand.read(file)
+            let (schema, warnings) = try SchemaCommand.readChecked(file)
+            if !storeOptions.quiet { for warning in warnings { Console.error("\(file):\(warning)") } }
             let store = try storeOptions.open(create: true)
             let change = try store.importSchema(schema, dryRun: dryRun)
             if !storeOptions.quiet {
@@ -141,10 +147,14 @@ struct SchemaCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check schema files without touching a store.",
             discussion: """
-            Reports every problem with its line and column: syntax, duplicate names, ENCRYPTED \
-            where CloudKit refuses it, indexes on encrypted or unindexable fields, unknown roles.
+            Reports every problem with its line and column. Errors are what CloudKit's schema \
+            language refuses (syntax, unknown types, duplicate names, ENCRYPTED where CloudKit \
+            refuses it, unknown roles); warnings are ckport's advice on a schema CloudKit accepts \
+            (an index on a field CloudKit cannot query, SEARCHABLE on a field that is not a \
+            STRING). Warnings exit 0; --strict makes them errors.
 
               ckport schema check schema.ckdb
+              ckport schema check --strict schema.ckdb
               ckport schema check --print schema.ckdb   # also print it in cktool's layout
             """
         )
@@ -155,13 +165,23 @@ struct SchemaCommand: ParsableCommand {
         @Flag(name: .customLong("print"), help: "Print each schema in cktool's layout.")
         var printSchema = false
 
+        @Flag(help: "Treat warnings (ckport's advice) as errors.")
+        var strict = false
+
         func run() throws {
             var failed = false
             for file in files {
                 do {
-                    let schema = try SchemaCommand.read(file)
+                    let (schema, warnings) = try SchemaCommand.readChecked(file)
+                    for warning in warnings { Console.error("\(file):\(warning)") }
+                    if strict && !warnings.isEmpty {
+                        failed = true
+                        Console.error("\(file): \(warnings.count) warning\(warnings.count == 1 ? "" : "s"), errors under --strict")
+                        continue
+                    }
                     let fields = schema.recordTypes.reduce(0) { $0 + $1.userFields.count }
-                    Console.error("\(file): ok — \(schema.recordTypes.count) record types, \(fields) fields, \(schema.roles.count) roles")
+                    let advice = warnings.isEmpty ? "" : ", \(warnings.count) warning\(warnings.count == 1 ? "" : "s")"
+                    Console.error("\(file): ok — \(schema.recordTypes.count) record types, \(fields) fields, \(schema.roles.count) roles\(advice)")
                     if printSchema { print(SchemaPrinter.print(schema), terminator: "") }
                 } catch {
                     failed = true
