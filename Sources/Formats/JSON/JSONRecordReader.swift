@@ -248,20 +248,22 @@ final class JSONDocumentScanner {
                     enveloped = true
                     try seekRecordsKey(afterMember: false)
                 } else {
-                    throw fail("expected {\"records\": [ … ]} or [ … ], found '\(Character(UnicodeScalar(b)))'")
+                    try validateValue()
+                    throw fail("expected {\"records\": [ … ]} or [ … ], found another JSON value")
                 }
             case .inArray(let first):
                 try skipWhitespace()
-                guard let b = try peek() else { throw fail("the file ends inside the records array: expected ']'") }
+                guard let b = try peek() else { throw fail("not valid JSON: the file ends inside the records array (expected ']')") }
                 if b == UInt8(ascii: "]") {
                     advance()
                     state = .afterArray
                     continue
                 }
                 if !first {
-                    guard b == UInt8(ascii: ",") else { throw fail("expected ',' or ']' between records, found '\(Character(UnicodeScalar(b)))'") }
+                    guard b == UInt8(ascii: ",") else { throw fail("not valid JSON: expected ',' or ']' between records, found \(shown(b))") }
                     advance()
                     try skipWhitespace()
+                    if try peek() == UInt8(ascii: "]") { throw fail("not valid JSON: a comma before ']' (JSON has no trailing commas)") }
                 }
                 state = .inArray(first: false)
                 let (startLine, startColumn) = (line, column)
@@ -275,7 +277,7 @@ final class JSONDocumentScanner {
                 }
             case .done:
                 try skipWhitespace()
-                if let b = try peek() { throw fail("unexpected '\(Character(UnicodeScalar(b)))' after the records") }
+                if let b = try peek() { throw fail("not valid JSON: \(shown(b)) after the end of the document") }
                 return nil
             }
         }
@@ -283,11 +285,17 @@ final class JSONDocumentScanner {
 
     /// Reads object members, skipping all but `"records"`, until the records array opens
     /// (state becomes inArray) or the object closes.
+    /// The top-level object's keys so far: a key given twice is refused, as everywhere else.
+    private var topLevelKeys: Set<[UInt8]> = []
+
+    /// Reads object members until the records array opens (state becomes inArray) or the
+    /// object closes. Every other member (`continuationMarker`, `syncToken`, anything) is
+    /// checked as JSON as it streams past, never held whole.
     private func seekRecordsKey(afterMember: Bool) throws {
         var needComma = afterMember
         while true {
             try skipWhitespace()
-            guard let b = try peek() else { throw fail("the file ends inside the top-level object: expected '}'") }
+            guard let b = try peek() else { throw fail("not valid JSON: the file ends inside the top-level object (expected '}')") }
             if b == UInt8(ascii: "}") {
                 advance()
                 if case .start = state { throw fail("the object has no \"records\" array") }
@@ -295,24 +303,203 @@ final class JSONDocumentScanner {
                 return
             }
             if needComma {
-                guard b == UInt8(ascii: ",") else { throw fail("expected ',' or '}' in the top-level object") }
+                guard b == UInt8(ascii: ",") else { throw fail("not valid JSON: expected ',' or '}' in the top-level object, found \(shown(b))") }
                 advance()
                 try skipWhitespace()
+                if try peek() == UInt8(ascii: "}") { throw fail("not valid JSON: a comma before '}' (JSON has no trailing commas)") }
             }
             needComma = true
-            let keyBytes = try captureValue()
-            guard case .string(let key)? = try? JSONParser.parse(keyBytes) else { throw fail("expected a key in double quotes") }
+            guard try peek() == UInt8(ascii: "\"") else { throw fail("not valid JSON: expected a key in double quotes, found \(shown(try peek()))") }
+            let keyPosition = here
+            let keyBytes = try validateString()
+            guard topLevelKeys.insert(keyBytes).inserted else {
+                throw InputIssue(position: keyPosition, message: "key \"\(String(decoding: keyBytes, as: UTF8.self))\" appears twice in the top-level object: ckport refuses a key given twice in any object, since RFC 8259 leaves its meaning open")
+            }
             try skipWhitespace()
-            guard try peek() == UInt8(ascii: ":") else { throw fail("expected ':' after \"\(key)\"") }
+            guard try peek() == UInt8(ascii: ":") else { throw fail("not valid JSON: expected ':' after a key, found \(shown(try peek()))") }
             advance()
             try skipWhitespace()
-            if key == "records" {
+            if keyBytes == Array("records".utf8) {
                 guard try peek() == UInt8(ascii: "[") else { throw fail("\"records\" must be an array") }
                 advance()
                 state = .inArray(first: true)
                 return
             }
-            _ = try captureValue() // continuationMarker and the like
+            try validateValue()
+        }
+    }
+
+    private func shown(_ byte: UInt8?) -> String {
+        guard let byte else { return "the end of the file" }
+        return byte >= 0x21 && byte < 0x7F ? "'\(Character(UnicodeScalar(byte)))'" : String(format: "byte 0x%02X", byte)
+    }
+
+    // MARK: Checking a value as it streams past
+
+    private enum Container {
+        case object(keys: Set<[UInt8]>), array
+        var isArray: Bool { if case .array = self { return true } else { return false } }
+    }
+
+    /// Reads one JSON value (RFC 8259: UTF-8, no NaN or Infinity, no comments, no trailing
+    /// commas, no unescaped control characters, nesting within the parser's limit, no key
+    /// twice in one object) without keeping it.
+    private func validateValue() throws {
+        var stack: [Container] = []
+        var expectValue = true
+        while true {
+            try skipWhitespace()
+            let b = try peek()
+            if expectValue {
+                guard let b else { throw fail("not valid JSON: the file ends where a value should be") }
+                switch b {
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    guard stack.count < JSONParser.maxDepth else { throw fail("not valid JSON: JSON nests deeper than \(JSONParser.maxDepth) levels") }
+                    advance()
+                    try skipWhitespace()
+                    let close = UInt8(ascii: b == UInt8(ascii: "[") ? "]" : "}")
+                    if try peek() == close {
+                        // Empty: the value ends here.
+                        advance()
+                        if stack.isEmpty { return }
+                        break
+                    }
+                    if b == UInt8(ascii: "[") {
+                        stack.append(.array)
+                        continue
+                    }
+                    stack.append(.object(keys: []))
+                    try objectKey(&stack)
+                    continue
+                case UInt8(ascii: "\""): _ = try validateString(keep: false)
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try validateNumber()
+                case UInt8(ascii: "t"): try literal("true")
+                case UInt8(ascii: "f"): try literal("false")
+                case UInt8(ascii: "n"): try literal("null")
+                default: throw fail("not valid JSON: expected a value, found \(shown(b))")
+                }
+                expectValue = false
+            } else {
+                guard let top = stack.last else { return }
+                guard let b else { throw fail("not valid JSON: the file ends inside \(top.isArray ? "an array" : "an object")") }
+                if b == UInt8(ascii: ",") {
+                    advance()
+                    try skipWhitespace()
+                    let next = try peek()
+                    if next == UInt8(ascii: "]") || next == UInt8(ascii: "}") { throw fail("not valid JSON: a comma before \(shown(next)) (JSON has no trailing commas)") }
+                    if !top.isArray { try objectKey(&stack) }
+                    expectValue = true
+                } else if b == UInt8(ascii: top.isArray ? "]" : "}") {
+                    advance()
+                    stack.removeLast()
+                    if stack.isEmpty { return }
+                } else {
+                    throw fail("not valid JSON: expected ',' or '\(top.isArray ? "]" : "}")', found \(shown(b))")
+                }
+            }
+        }
+    }
+
+    /// A key and its colon, inside the object on top of `stack`.
+    private func objectKey(_ stack: inout [Container]) throws {
+        guard try peek() == UInt8(ascii: "\"") else { throw fail("not valid JSON: expected a key in double quotes, found \(shown(try peek()))") }
+        let position = here
+        let key = try validateString()
+        guard case .object(var keys) = stack.removeLast() else { preconditionFailure("a key outside an object") }
+        guard keys.insert(key).inserted else {
+            throw InputIssue(position: position, message: "key \"\(String(decoding: key, as: UTF8.self))\" appears twice in one object: ckport refuses a key given twice in any object, since RFC 8259 leaves its meaning open")
+        }
+        stack.append(.object(keys: keys))
+        try skipWhitespace()
+        guard try peek() == UInt8(ascii: ":") else { throw fail("not valid JSON: expected ':' after a key, found \(shown(try peek()))") }
+        advance()
+    }
+
+    /// A string, checked for escapes, control characters and UTF-8; its raw bytes when `keep`.
+    @discardableResult
+    private func validateString(keep: Bool = true) throws -> [UInt8] {
+        advance() // the opening quote
+        var kept: [UInt8] = []
+        var continuation = 0
+        var low: UInt8 = 0x80, high: UInt8 = 0xBF
+        while true {
+            guard let b = try peek() else { throw fail("not valid JSON: the file ends inside a string") }
+            if continuation > 0 {
+                guard b >= low && b <= high else { throw fail("not valid JSON: the text is not UTF-8") }
+                continuation -= 1
+                low = 0x80; high = 0xBF
+            } else if b == UInt8(ascii: "\"") {
+                advance()
+                return kept
+            } else if b < 0x20 {
+                throw fail("not valid JSON: a control character (byte 0x\(String(format: "%02X", b))) inside a string must be escaped")
+            } else if b == UInt8(ascii: "\\") {
+                advance()
+                if keep { kept.append(b) }
+                guard let e = try peek() else { throw fail("not valid JSON: the file ends inside a string") }
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    break
+                case UInt8(ascii: "u"):
+                    for _ in 0..<4 {
+                        if keep { kept.append(try peek() ?? 0) }
+                        advance()
+                        guard let h = try peek(), (h >= 0x30 && h <= 0x39) || (h | 0x20 >= 0x61 && h | 0x20 <= 0x66) else {
+                            throw fail("not valid JSON: \\u needs four hexadecimal digits")
+                        }
+                    }
+                default:
+                    throw fail("not valid JSON: '\\\(Character(UnicodeScalar(e)))' is not an escape JSON knows")
+                }
+                if keep { kept.append(try peek()!) }
+                advance()
+                continue
+            } else if b >= 0x80 {
+                switch b {
+                case 0xC2...0xDF: continuation = 1
+                case 0xE0: continuation = 2; low = 0xA0
+                case 0xE1...0xEC, 0xEE, 0xEF: continuation = 2
+                case 0xED: continuation = 2; high = 0x9F
+                case 0xF0: continuation = 3; low = 0x90
+                case 0xF1...0xF3: continuation = 3
+                case 0xF4: continuation = 3; high = 0x8F
+                default: throw fail("not valid JSON: the text is not UTF-8")
+                }
+            }
+            if keep { kept.append(b) }
+            advance()
+        }
+    }
+
+    /// A number as RFC 8259 writes it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    private func validateNumber() throws {
+        func digits() throws -> Int {
+            var count = 0
+            while let d = try peek(), d >= 0x30 && d <= 0x39 { advance(); count += 1 }
+            return count
+        }
+        if try peek() == UInt8(ascii: "-") { advance() }
+        if try peek() == UInt8(ascii: "0") {
+            advance()
+        } else if try digits() == 0 {
+            throw fail("not valid JSON: a number needs digits (NaN and Infinity are not JSON)")
+        }
+        if try peek() == UInt8(ascii: ".") {
+            advance()
+            guard try digits() > 0 else { throw fail("not valid JSON: a decimal point needs digits after it") }
+        }
+        if let e = try peek(), e == UInt8(ascii: "e") || e == UInt8(ascii: "E") {
+            advance()
+            if let sign = try peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { advance() }
+            guard try digits() > 0 else { throw fail("not valid JSON: an exponent needs digits") }
+        }
+        if let next = try peek(), next >= 0x30 && next <= 0x39 { throw fail("not valid JSON: a number cannot start with 0 followed by digits") }
+    }
+
+    private func literal(_ word: String) throws {
+        for expected in word.utf8 {
+            guard try peek() == expected else { throw fail("not valid JSON: expected a value (a word in JSON is true, false or null)") }
+            advance()
         }
     }
 
@@ -331,19 +518,23 @@ final class JSONDocumentScanner {
         while let b = try peek(), b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 { advance() }
     }
 
-    /// Copies one balanced JSON value (object, array, string or scalar) out of the input.
+    /// Copies one balanced JSON value (object, array, string or scalar) out of the input; the
+    /// JSON parser checks it afterwards.
     private func captureValue() throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(1024)
         var depth = 0
         var inString = false
         var escaped = false
-        guard let first = try peek() else { throw fail("unexpected end of file, expected a value") }
+        guard let first = try peek() else { throw fail("not valid JSON: the file ends where a value should be") }
+        if first == UInt8(ascii: ",") || first == UInt8(ascii: "]") || first == UInt8(ascii: "}") || first == UInt8(ascii: ":") {
+            throw fail("not valid JSON: expected a value, found \(shown(first))")
+        }
         let scalar = first != UInt8(ascii: "{") && first != UInt8(ascii: "[") && first != UInt8(ascii: "\"")
         while true {
             if input.position >= input.end, try !input.fill() {
                 if scalar && !out.isEmpty { return out }
-                throw fail("the file ends inside a value")
+                throw fail("not valid JSON: the file ends inside a value")
             }
             let b = input[input.position]
             if scalar {
@@ -372,3 +563,4 @@ final class JSONDocumentScanner {
         }
     }
 }
+
