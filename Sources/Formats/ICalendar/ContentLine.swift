@@ -9,6 +9,8 @@ public struct ContentLine: Sendable, Hashable {
     public var value: String
     /// The physical line the property starts on, for error messages.
     public var line: Int
+    /// The logical line exactly as read (unfolded), when the parser was asked to keep it.
+    public var raw: String?
 
     public init(name: String, parameters: [(name: String, values: [String])] = [], value: String, line: Int = 0) {
         self.name = name
@@ -121,6 +123,13 @@ public struct ICalLineWriter: Sendable {
     public mutating func line(_ name: String, _ parameters: [(String, String)], _ value: String) {
         begin(name, parameters)
         pending.append(contentsOf: value.utf8)
+        finish()
+    }
+
+    /// A logical line written as it is, folded.
+    public mutating func raw(_ line: String) {
+        pending.removeAll(keepingCapacity: true)
+        pending.append(contentsOf: line.utf8)
         finish()
     }
 

@@ -41,6 +41,8 @@ public final class ICalParser {
     /// Properties of the current VCALENDAR (PRODID, X-WR-CALNAME, …).
     public private(set) var calendarProperties: [ContentLine] = []
     public private(set) var calendarCount = 0
+    /// Keep each property's logical line as read (``ContentLine/raw``), for a lossless archive.
+    public var keepRaw = false
 
     public init(input: ByteInput) {
         self.input = input
@@ -145,7 +147,9 @@ public final class ICalParser {
             guard i < count, buffer[i] == 0x3A else {
                 throw fail("expected ':' before the value of \(propertyName)", line: line)
             }
-            return ContentLine(name: propertyName, parameters: parameters, value: text(i + 1, count), line: line)
+            var content = ContentLine(name: propertyName, parameters: parameters, value: text(i + 1, count), line: line)
+            if keepRaw { content.raw = text(0, count) }
+            return content
         }
     }
 

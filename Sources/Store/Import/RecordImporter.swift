@@ -102,6 +102,10 @@ public final class RecordImporter {
     /// Last writes of the same transaction, once every record is in (a restore's migration
     /// history).
     public var finishing: ((StoreSession) throws -> Void)?
+    /// Record types to add to the store's schema, inside the import's transaction, when the
+    /// schema lacks them (a built-in mapping's types, say). Types already there are left as
+    /// they are.
+    public var addingTypes: [RecordTypeDefinition] = []
 
     public init(store: RecordStore, options: ImportOptions) {
         self.store = store
@@ -115,7 +119,9 @@ public final class RecordImporter {
         // With a fixed schema, records are validated on the reading thread as well.
         var earlyValidation: (@Sendable (SourceItem) -> SourceItem)? = nil
         if !options.allowNewFields {
-            let validator = RecordValidator(schema: newSchema ?? store.schema)
+            var expected = newSchema ?? store.schema
+            for type in addingTypes where expected.recordType(named: type.name) == nil { expected.recordTypes.append(type) }
+            let validator = RecordValidator(schema: expected)
             earlyValidation = { item in
                 guard case .record(let sourced) = item, let issue = RecordImporter.validate(sourced, validator, allowNewFields: false) else { return item }
                 return .invalid(issue, raw: sourced.raw)
@@ -135,6 +141,11 @@ public final class RecordImporter {
                 var summary = summary
                 if let newSchema {
                     summary.schemaChanges += try session.apply(schema: newSchema).summary
+                }
+                if addingTypes.contains(where: { session.schema.recordType(named: $0.name) == nil }) {
+                    var schema = session.schema
+                    for type in addingTypes where schema.recordType(named: type.name) == nil { schema.recordTypes.append(type) }
+                    summary.schemaChanges += try session.apply(schema: schema).summary
                 }
                 var validator = RecordValidator(schema: session.schema)
                 var read = 0

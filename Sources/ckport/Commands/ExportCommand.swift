@@ -325,6 +325,24 @@ extension ExportCommand {
     }
 
     func exportICS(store: RecordStore, query: RecordQuery) throws {
+        if mapping == CalendarArchive.mappingName {
+            let file = try OutputFile(path: output)
+            let summary: CalendarArchiveSummary
+            do {
+                summary = try store.read { session in
+                    try CalendarArchiveExporter(session: session).export(predicate: query.predicate, predicateText: query.predicateText, to: file)
+                }
+                try file.commit()
+            } catch {
+                file.discard()
+                throw error
+            }
+            if !storeOptions.quiet {
+                let parts = summary.components.keys.sorted().map { "\(Console.count(summary.components[$0]!)) \($0)" }
+                Console.error("exported " + parts.joined(separator: ", ") + (output == "-" ? "" : " to \(output)") + " from \(summary.calendars.count) archived calendar\(summary.calendars.count == 1 ? "" : "s")")
+            }
+            return
+        }
         let calendarMapping = try ExportCommand.calendarMapping(mapping, store: store)
         var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: includeDeleted)
         if let dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }

@@ -104,7 +104,7 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "CSV: take off the ' that an export with --spreadsheet-safe put before formula-like text.")
     var spreadsheetSafe = false
 
-    @Option(help: ArgumentHelp("iCalendar: the mapping file (YAML or JSON); default: the sample app's mapping when the store's schema is one.", valueName: "file"))
+    @Option(help: ArgumentHelp("iCalendar: the mapping file (YAML or JSON), or 'archive' to keep every calendar whole (its record types are added to the schema); default: the sample app's mapping when the store's schema is one.", valueName: "file"))
     var mapping: String?
 
     @Option(help: ArgumentHelp("iCalendar: expand recurring events into their occurrences starting in FROM..TO (dates or ISO-8601 times; TO's day included).", valueName: "from..to"))
@@ -199,13 +199,20 @@ struct ImportCommand: ParsableCommand {
                                     timeZone: try ArgumentChecks.timeZone(tz))
         var calendarMapping: CalendarMapping?
         var people: [String: String] = [:]
-        if dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
+        let archive = mapping == CalendarArchive.mappingName
+        if archive && expand != nil { throw CommandFailure.usage("--expand does not combine with --mapping archive, which keeps recurring components whole") }
+        if archive && !fixedFields.isEmpty { throw CommandFailure.usage("--set does not combine with --mapping archive, whose record types are fixed") }
+        if !archive && dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
             let mappingStore = try storeOptions.open(create: true)
             calendarMapping = try ExportCommand.calendarMapping(mapping, store: mappingStore, schema: schema)
             people = try mappingStore.read { try ICalendarRecordReader.people(calendarMapping!, in: $0) }
         }
         let sources: [RecordSource] = try dataFiles.map { file in
             let fileFormat = format ?? DataFormat.infer(file)
+            if fileFormat == .ics && archive {
+                return CalendarArchiveReader(input: try ByteInput(path: file), zone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
+                                             timeZone: try ArgumentChecks.timeZone(tz))
+            }
             if fileFormat == .ics, let calendarMapping {
                 return try icsReader(file, mapping: calendarMapping, schema: schema, people: people)
             }
@@ -219,6 +226,7 @@ struct ImportCommand: ParsableCommand {
         var options = ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun)
         options.assetDirectory = assets
         let importer = RecordImporter(store: store, options: options)
+        if archive { importer.addingTypes = CalendarArchive.schema.recordTypes }
         importer.rejects = rejectsWriter
         let progress = ProgressLine(dryRun ? "checking" : "importing", quiet: storeOptions.quiet)
         importer.progress = { step in

@@ -1,0 +1,260 @@
+import Crypto
+import Foundation
+import Records
+import Store
+
+/// The built-in `archive` mapping: any RFC 5545 calendar kept whole, so that import and export
+/// give back the same calendar, component by component.
+///
+/// Each component directly inside VCALENDAR (VEVENT, VTODO, VJOURNAL, VFREEBUSY, VTIMEZONE,
+/// and any other, X- ones included) becomes one `CalendarComponent` record. Its `content`
+/// holds the component's content lines exactly as read (unfolded; parameters, escapes,
+/// non-ASCII text, nested VALARMs and every property ckport has no name for kept byte for byte),
+/// and a few fields are filled from it for queries: `uid`, `recurrenceId`, `sequence`,
+/// `summary`, `start` (DTSTART as an instant) and `tzid`. An override (RECURRENCE-ID, with or
+/// without RANGE) is a record of its own, tied to its master by `uid`. The calendar's own
+/// properties (PRODID, VERSION, CALSCALE, X-WR-CALNAME, …) are a `CalendarInfo` record. Both
+/// carry `calendar`, the calendar's name, so several calendars can share a store; records are
+/// named from the calendar, the component and its UID (and RECURRENCE-ID), so importing a file
+/// again changes nothing.
+public enum CalendarArchive {
+    public static let mappingName = "archive"
+    public static let componentType = "CalendarComponent"
+    public static let infoType = "CalendarInfo"
+
+    public static let schemaText = """
+        DEFINE SCHEMA
+
+            RECORD TYPE CalendarComponent (
+                calendar     STRING QUERYABLE SORTABLE,
+                component    STRING QUERYABLE,
+                content      STRING,
+                position     INT64 QUERYABLE SORTABLE,
+                recurrenceId STRING QUERYABLE,
+                sequence     INT64,
+                start        TIMESTAMP QUERYABLE SORTABLE,
+                summary      STRING QUERYABLE SEARCHABLE SORTABLE,
+                tzid         STRING QUERYABLE,
+                uid          STRING QUERYABLE SORTABLE
+            );
+
+            RECORD TYPE CalendarInfo (
+                calendar     STRING QUERYABLE SORTABLE,
+                content      STRING
+            );
+
+        """
+
+    public static let schema: Schema = try! SchemaParser.parse(schemaText, file: "the archive mapping")
+
+    /// Whether `schema` holds the archive's record types as the archive needs them.
+    public static func fits(_ schema: Schema) -> Bool {
+        [componentType, infoType].allSatisfy { name in
+            guard let have = schema.recordType(named: name), let want = CalendarArchive.schema.recordType(named: name) else { return false }
+            return want.userFields.allSatisfy { field in have.field(named: field.name)?.type == field.type }
+        }
+    }
+
+    /// `schema` with the archive's record types added.
+    public static func adding(to schema: Schema) -> Schema {
+        var result = schema
+        for type in CalendarArchive.schema.recordTypes where result.recordType(named: type.name) == nil {
+            result.recordTypes.append(type)
+        }
+        return result
+    }
+
+    /// The record name for a component: readable, within CloudKit's rules, and the same for
+    /// the same calendar, kind, UID and RECURRENCE-ID.
+    static func recordName(calendar: String, kind: String, key: String) -> String {
+        let digest = SHA256.hash(data: Array("\(calendar)\u{0}\(kind)\u{0}\(key)".utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        return "ical-\(kind.lowercased().prefix(12))-\(digest)"
+    }
+}
+
+/// Reads calendars into archive records (see ``CalendarArchive``).
+public final class CalendarArchiveReader: AnnotatedRecordSource {
+    private let parser: ICalParser
+    private let input: ByteInput
+    private let zone: ZoneID
+    private let calendarName: String?
+    private let zones: ZoneResolver
+    private var pending: [SourceItem] = []
+    private var position = 0
+    private var seen: [String: Int] = [:]
+    private var infoWritten = false
+    private var currentCalendar: String?
+    private var counts: [String: Int] = [:]
+
+    /// - Parameter calendarName: the name records carry in `calendar`; default: the calendar's
+    ///   X-WR-CALNAME, else its NAME (RFC 7986), else the file's name.
+    public init(input: ByteInput, zone: ZoneID = .defaultZone, calendarName: String? = nil, timeZone: TimeZone? = nil) {
+        self.input = input
+        parser = ICalParser(input: input)
+        parser.keepRaw = true
+        self.zone = zone
+        self.calendarName = calendarName
+        zones = ZoneResolver(defaultZone: timeZone)
+    }
+
+    public var name: String { input.name }
+    public var bytesRead: Int64 { input.bytesRead }
+    public var totalBytes: Int64? { input.totalBytes }
+
+    public var notes: [String] {
+        guard !counts.isEmpty else { return [] }
+        return ["archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, every property kept"]
+    }
+
+    public func next() throws -> SourceItem? {
+        while pending.isEmpty {
+            guard let component = try parser.next() else {
+                // The calendar's own properties, once all of them have been read.
+                if !infoWritten && parser.calendarCount > 0 { emitInfo() }
+                if pending.isEmpty { return nil }
+                break
+            }
+            read(component)
+        }
+        return pending.removeFirst()
+    }
+
+    private var calendar: String {
+        if let currentCalendar { return currentCalendar }
+        let name = calendarName
+            ?? parser.calendarProperties.first { $0.name == "X-WR-CALNAME" }.map { ICalText.unescape($0.value) }
+            ?? parser.calendarProperties.first { $0.name == "NAME" }.map { ICalText.unescape($0.value) }
+            ?? ((input.name as NSString).lastPathComponent as NSString).deletingPathExtension
+        currentCalendar = name
+        return name
+    }
+
+    private func emitInfo() {
+        infoWritten = true
+        var record = Record(id: RecordID(recordName: CalendarArchive.recordName(calendar: calendar, kind: "VCALENDAR", key: ""), zone: zone),
+                            recordType: CalendarArchive.infoType)
+        record["calendar"] = .string(calendar)
+        record["content"] = .string(parser.calendarProperties.map { $0.raw ?? "\($0.name):\($0.value)" }.joined(separator: "\n"))
+        pending.append(.record(SourcedRecord(record: record, position: SourcePosition(file: input.name, line: 1))))
+    }
+
+    private func read(_ component: ICalComponent) {
+        position += 1
+        if let problem = component.problem {
+            pending.append(.invalid(problem, raw: nil))
+            return
+        }
+        if component.name == "VTIMEZONE" { try? zones.add(component) }
+        let kind = component.name
+        counts[kind, default: 0] += 1
+        var lines: [String] = []
+        CalendarArchiveReader.lines(of: component, into: &lines)
+        let content = lines.joined(separator: "\n")
+        let uid = component.property("UID").map(\.value)
+        let recurrence = component.property("RECURRENCE-ID")
+        let tzid = component.property("TZID")?.value ?? component.property("DTSTART")?.parameter("TZID")
+        var key: String
+        if let uid {
+            key = uid + "\u{0}" + (recurrence.map { ($0.parameter("TZID") ?? "") + ":" + $0.value } ?? "")
+        } else if kind == "VTIMEZONE", let tzid {
+            key = tzid
+        } else {
+            key = SHA256.hash(data: Array(content.utf8)).map { String(format: "%02x", $0) }.joined()
+        }
+        // The same key twice in one calendar (a client that repeats a UID): both are kept.
+        let repeats = seen[kind + "\u{0}" + key, default: 0]
+        seen[kind + "\u{0}" + key] = repeats + 1
+        if repeats > 0 { key += "\u{0}#\(repeats)" }
+        var record = Record(id: RecordID(recordName: CalendarArchive.recordName(calendar: calendar, kind: kind, key: key), zone: zone),
+                            recordType: CalendarArchive.componentType)
+        record["calendar"] = .string(calendar)
+        record["component"] = .string(kind)
+        record["content"] = .string(content)
+        record["position"] = .int64(Int64(position))
+        if let uid { record["uid"] = .string(uid) }
+        if let recurrence { record["recurrenceId"] = .string(recurrence.raw.map { String($0.drop { $0 != ":" && $0 != ";" }) } ?? recurrence.value) }
+        if let text = component.property("SEQUENCE")?.value, let sequence = Int64(text.trimmingCharacters(in: .whitespaces)) { record["sequence"] = .int64(sequence) }
+        if let summary = component.property("SUMMARY")?.value { record["summary"] = .string(ICalText.unescape(summary)) }
+        if let tzid { record["tzid"] = .string(tzid) }
+        if let start = component.property("DTSTART"), let time = CalendarTime.parse(start), let ms = try? zones.milliseconds(time) {
+            record["start"] = .timestamp(ms)
+        }
+        pending.append(.record(SourcedRecord(record: record, position: SourcePosition(file: input.name, line: component.line))))
+    }
+
+    /// A component's logical lines as read, BEGIN and END included.
+    static func lines(of component: ICalComponent, into lines: inout [String]) {
+        lines.append("BEGIN:" + component.name)
+        for property in component.properties { lines.append(property.raw ?? "\(property.name):\(property.value)") }
+        for child in component.components { CalendarArchiveReader.lines(of: child, into: &lines) }
+        lines.append("END:" + component.name)
+    }
+}
+
+/// What an archive export wrote.
+public struct CalendarArchiveSummary: Sendable {
+    public var components: [String: Int] = [:]
+    public var calendars: [String] = []
+}
+
+/// Writes archive records back as one iCalendar file: the calendar's own properties, then its
+/// components in the order they were read, each line as it was read, folded at 75 octets.
+public struct CalendarArchiveExporter {
+    public let session: StoreSession
+
+    public init(session: StoreSession) {
+        self.session = session
+    }
+
+    /// Writes the components `predicate` selects (all when nil) of every archived calendar.
+    /// An empty selection is an error: an empty VCALENDAR is not a calendar RFC 5545 readers take.
+    public func export(predicate: RecordPredicate? = nil, predicateText: String? = nil, to output: OutputFile) throws -> CalendarArchiveSummary {
+        guard CalendarArchive.fits(session.schema) else {
+            throw StoreError.badQuery("the store holds no archived calendars (import .ics files with --mapping archive first)")
+        }
+        var summary = CalendarArchiveSummary()
+        var infos: [String: String] = [:]
+        try session.forEach(RecordQuery(recordTypes: [CalendarArchive.infoType])) { record in
+            if case .string(let name)? = record["calendar"], case .string(let content)? = record["content"] { infos[name] = content }
+        }
+        var query = RecordQuery(recordTypes: [CalendarArchive.componentType], predicate: predicate, predicateText: predicateText)
+        query.sortField = "position"
+        var writer = ICalLineWriter()
+        var started = false
+        var timeZones: Set<String> = []
+        // Calendar by calendar, each in the order it was read; one record in memory at a time.
+        for name in infos.keys.sorted() {
+            var wroteAny = false
+            try session.forEach(query) { record in
+                guard case .string(let calendar)? = record["calendar"], calendar == name,
+                      case .string(let content)? = record["content"], case .string(let kind)? = record["component"] else { return }
+                if !started {
+                    started = true
+                    writer.raw("BEGIN:VCALENDAR")
+                    var wrote = Set<String>()
+                    for line in (infos[name] ?? "").split(separator: "\n", omittingEmptySubsequences: true) {
+                        writer.raw(String(line))
+                        wrote.insert(String(line.prefix { $0 != ":" && $0 != ";" }).uppercased())
+                    }
+                    if !wrote.contains("PRODID") { writer.raw("PRODID:-//ckport//archive//EN") }
+                    if !wrote.contains("VERSION") { writer.raw("VERSION:2.0") }
+                }
+                if kind == "VTIMEZONE", case .string(let tzid)? = record["tzid"] {
+                    // Several calendars may define the same zone: once is enough.
+                    guard timeZones.insert(tzid).inserted else { return }
+                }
+                for line in content.split(separator: "\n", omittingEmptySubsequences: false) { writer.raw(String(line)) }
+                summary.components[kind, default: 0] += 1
+                wroteAny = true
+                try output.write(writer.take())
+            }
+            if wroteAny { summary.calendars.append(name) }
+        }
+        guard started else {
+            throw StoreError.badQuery("nothing to export: the selection holds no calendar components, and an empty calendar is not one RFC 5545 readers accept")
+        }
+        writer.raw("END:VCALENDAR")
+        try output.write(writer.take())
+        return summary
+    }
+}

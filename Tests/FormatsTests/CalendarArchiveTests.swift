@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+@testable import Formats
+import Records
+@testable import Store
+
+/// Calendars written to look like what Apple Calendar, Google Calendar, Outlook, Thunderbird,
+/// Zimbra and Lotus Notes, and a web app export (their quirks: X- properties everywhere,
+/// Windows zone names, RDATE periods, RFC 7529 RSCALE and SKIP, RFC 7986 properties, overrides
+/// with RANGE, every alarm action, non-ASCII text folded across lines, LF line ends, TAB folds).
+let calendarCorpus: [String] = {
+    let folder = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/calendars").path
+    return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".ics") }.sorted().map { folder + "/" + $0 }
+}()
+
+private func archive(_ paths: [String], into store: RecordStore) throws -> ImportSummary {
+    let importer = RecordImporter(store: store, options: ImportOptions())
+    importer.addingTypes = CalendarArchive.schema.recordTypes
+    return try importer.run(try paths.map { CalendarArchiveReader(input: try ByteInput(path: $0)) })
+}
+
+private func exportArchive(_ store: RecordStore, to path: String, where text: String? = nil) throws -> CalendarArchiveSummary {
+    let output = try OutputFile(path: path)
+    let predicate = try text.map { try RecordPredicate.parse($0) }
+    let summary = try store.read { try CalendarArchiveExporter(session: $0).export(predicate: predicate, predicateText: text, to: output) }
+    try output.commit()
+    return summary
+}
+
+@Suite("the archive mapping")
+struct CalendarArchiveTests {
+    @Test("the corpus is there")
+    func corpusPresent() {
+        #expect(calendarCorpus.count >= 7)
+    }
+
+    @Test("every calendar of the corpus comes back the same, component by component, as Python's icalendar reads it", arguments: calendarCorpus)
+    func roundTrip(_ path: String) throws {
+        let scratch = CalendarScratch()
+        let store = try RecordStore(path: scratch.path("archive.sqlite"))
+        let summary = try archive([path], into: store)
+        #expect(summary.issues.isEmpty, "\(summary.issues)")
+        let out = scratch.path("out.ics")
+        _ = try exportArchive(store, to: out)
+        // Importing the same file again changes nothing.
+        let again = try archive([path], into: store)
+        #expect(again.totals.unchanged == summary.totals.inserted && again.totals.inserted == 0)
+        if let (status, report) = try Conformance.check(out) {
+            #expect(status == 0, "\(path): \(report)")
+        }
+        guard let python = Conformance.python else {
+            if Conformance.required { Issue.record("CKPORT_CONFORMANCE=required, but Python's icalendar is missing") }
+            return
+        }
+        let compare = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/compare_calendars.py").path
+        let (status, report) = try Conformance.run(python, [compare, path, out])
+        #expect(status == 0, "\(report)")
+        #expect(report.contains(", 0 differences"), "\(report)")
+    }
+
+    @Test("the fields for queries: UID, overrides tied to their master, DTSTART as an instant, the original forms kept in content")
+    func fields() throws {
+        let scratch = CalendarScratch()
+        let store = try RecordStore(path: scratch.path("archive.sqlite"))
+        _ = try archive(calendarCorpus, into: store)
+        var byUID: [String: [Record]] = [:]
+        try store.read { session in
+            try session.forEach(RecordQuery(recordTypes: [CalendarArchive.componentType])) { record in
+                if case .string(let uid)? = record["uid"] { byUID[uid, default: []].append(record) }
+            }
+        }
+        let swimming = try #require(byUID["7kukuqrfedlm2f9t0vu7qkt6r3@google.com"])
+        #expect(swimming.count == 2)
+        let override = try #require(swimming.first { $0["recurrenceId"] != nil })
+        #expect(override["recurrenceId"] == .string(";TZID=America/New_York:20260114T170000"))
+        // 17:00 in New York in January is 22:00 UTC.
+        let master = try #require(swimming.first { $0["recurrenceId"] == nil })
+        #expect(master["start"] == .timestamp(ISO8601.parse("2026-01-05T22:00:00Z")!))
+        #expect(master["calendar"] == .string("The Parkers"))
+        guard case .string(let content)? = master["content"] else { Issue.record("no content"); return }
+        #expect(content.contains("ATTENDEE;CUTYPE=INDIVIDUAL;ROLE=CHAIR;PARTSTAT=TENTATIVE;CN=\"Parker, Jo\":mailto:jo@example.com"))
+        #expect(content.contains("BEGIN:VALARM\nACTION:EMAIL"))
+        let hebrew = try #require(byUID["hebrew-birthday@example.com"]?.first)
+        guard case .string(let rule)? = hebrew["content"] else { Issue.record("no content"); return }
+        #expect(rule.contains("RRULE:RSCALE=HEBREW;FREQ=YEARLY;BYMONTH=5L;BYMONTHDAY=8;SKIP=FORWARD"))
+        let text = try #require(byUID["long-text@example.com"]?.first)
+        #expect(text["summary"] == .string("日本語のとても長い件名がここにあります。折り返しが UTF-8 の文字の途中で起きないことを確かめるための文章です 🎌🎌🎌"))
+        let override2 = try #require(byUID["chore-42@chores.example"]?.first { $0["recurrenceId"] != nil })
+        #expect(override2["recurrenceId"] == .string(";RANGE=THISANDFUTURE:20260316T160000Z"))
+    }
+
+    @Test("several calendars share a store; a selection exports alone; an empty one is an error, not an empty calendar")
+    func selections() throws {
+        let scratch = CalendarScratch()
+        let store = try RecordStore(path: scratch.path("archive.sqlite"))
+        _ = try archive(calendarCorpus, into: store)
+        let summary = try exportArchive(store, to: scratch.path("parkers.ics"), where: "calendar == 'The Parkers'")
+        #expect(summary.calendars == ["The Parkers"])
+        #expect(summary.components == ["VEVENT": 4, "VTIMEZONE": 1])
+        let text = try String(contentsOfFile: scratch.path("parkers.ics"), encoding: .utf8)
+        #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nPRODID:-//Google Inc//Google Calendar 70.9054//EN\r\n"))
+        do {
+            _ = try exportArchive(store, to: scratch.path("none.ics"), where: "calendar == 'nobody'")
+            Issue.record("an empty selection was exported")
+        } catch {
+            #expect("\(error)".contains("nothing to export"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("none.ics")))
+        let all = try exportArchive(store, to: scratch.path("all.ics"))
+        #expect(all.calendars.count == calendarCorpus.count)
+        if let (status, report) = try Conformance.check(scratch.path("all.ics")) {
+            #expect(status == 0, "\(report)")
+        }
+    }
+}
