@@ -153,6 +153,12 @@ struct ICalendarTextTests {
         #expect(text.contains("DTSTART:20261025T030000"))
         #expect(text.filter { $0 == "BEGIN:DAYLIGHT" }.count == 1)
         #expect(text.filter { $0 == "BEGIN:STANDARD" }.count == 2)
+        // TZNAME is the zone database's abbreviation, never Foundation's "GMT+1".
+        #expect(Set(text.filter { $0.hasPrefix("TZNAME:") }) == ["TZNAME:CET", "TZNAME:CEST"], "\(text)")
+        for (identifier, names) in [("America/New_York", ["EST", "EDT"]), ("Australia/Sydney", ["AEST", "AEDT"]), ("Asia/Kolkata", ["IST"])] {
+            let other = VTimeZoneBuilder.lines(for: TimeZone(identifier: identifier)!, from: ISO8601.parse("2026-01-10T00:00:00Z")!, to: ISO8601.parse("2026-12-01T00:00:00Z")!)
+            #expect(Set(other.filter { $0.name == "TZNAME" }.map(\.value)) == Set(names), "\(identifier)")
+        }
         // The definition read back gives the system's offsets on both sides of each change.
         let component = ICalComponent(name: "VTIMEZONE", properties: [ContentLine(name: "TZID", value: "X")],
                                       components: stride(from: 2, to: lines.count - 1, by: 6).map { start in

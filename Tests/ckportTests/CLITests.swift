@@ -572,4 +572,14 @@ struct CLITests {
         #expect(folder.data("a.jsonl") == folder.data("b.jsonl"))
         #expect(try ckport(["backup", "-o", "x.ckbundle", "--passphrase", "secret"], in: folder.url).status == 1)
     }
+
+    @Test("an iCalendar export of an empty selection is an error, never an empty VCALENDAR")
+    func emptyCalendar() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl"), "-q"], in: folder.url).status == 0)
+        let empty = try ckport(["export", "--where", "familyID == 'nobody'", "-o", "empty.ics"], in: folder.url)
+        #expect(empty.status == 2, "\(empty.stderr)")
+        #expect(empty.stderr.contains("nothing to export: the selection holds no records for the calendar's components"), "\(empty.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path("empty.ics")))
+    }
 }

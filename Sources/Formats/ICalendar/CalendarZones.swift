@@ -141,6 +141,13 @@ final class DefinedZone {
 /// one observance for the offset in effect at `from`, then one per transition up to `to`,
 /// each with an explicit DTSTART — nothing for a reader to get wrong.
 public enum VTimeZoneBuilder {
+    /// TZNAME: the zone database's abbreviation ("CET", "CEST"), read from the system's TZif
+    /// files; Foundation's own answer ("GMT+1") only when the system has none.
+    static func abbreviation(_ zone: TimeZone, at date: Date) -> String {
+        TZif.abbreviation(zone.identifier, at: Int64(date.timeIntervalSince1970.rounded(.down)), isDST: zone.isDaylightSavingTime(for: date))
+            ?? zone.abbreviation(for: date) ?? zone.identifier
+    }
+
     public static func lines(for zone: TimeZone, from: Int64, to: Int64) -> [(name: String, value: String)] {
         var out: [(String, String)] = [("BEGIN", "VTIMEZONE"), ("TZID", zone.identifier)]
         let startDate = Date(timeIntervalSince1970: Double(ISO8601.floorDiv(from, 1000)))
@@ -155,13 +162,13 @@ public enum VTimeZoneBuilder {
         }
         let previousOffset = Int64(zone.secondsFromGMT(for: previous.addingTimeInterval(-1)))
         out += observance(daylight: isDaylight, at: previous, from: previous == startDate ? offset : previousOffset, to: offset,
-                          name: zone.abbreviation(for: startDate) ?? zone.identifier)
+                          name: VTimeZoneBuilder.abbreviation(zone, at: startDate))
         var at = startDate
         let end = Date(timeIntervalSince1970: Double(ISO8601.floorDiv(to, 1000)))
         while let transition = zone.nextDaylightSavingTimeTransition(after: at), transition <= end {
             let after = Int64(zone.secondsFromGMT(for: transition))
             isDaylight = zone.isDaylightSavingTime(for: transition)
-            out += observance(daylight: isDaylight, at: transition, from: offset, to: after, name: zone.abbreviation(for: transition) ?? zone.identifier)
+            out += observance(daylight: isDaylight, at: transition, from: offset, to: after, name: VTimeZoneBuilder.abbreviation(zone, at: transition))
             offset = after
             at = transition
         }

@@ -121,6 +121,12 @@ public final class ICalendarExporter {
                 if writer.bytes.count >= 1 << 18 { try output.write(writer.take()) }
             }
         }
+        guard !summary.written.isEmpty else {
+            // An empty VCALENDAR is not a calendar RFC 5545 readers accept.
+            output.discard()
+            let cancelled = summary.cancelledLeftOut > 0 ? " (\(summary.cancelledLeftOut) cancelled record\(summary.cancelledLeftOut == 1 ? " was" : "s were") left out)" : ""
+            throw StoreError.badQuery("nothing to export: the selection holds no records for the calendar's components\(cancelled), and an empty calendar is not one RFC 5545 readers accept")
+        }
         writer.line("END", "VCALENDAR")
         try output.write(writer.take())
         try output.commit()
