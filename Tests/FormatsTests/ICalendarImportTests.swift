@@ -312,4 +312,66 @@ struct ICalendarImportTests {
         }
         #expect(calendar.storeBytes == before)
     }
+
+    @Test("--expand: an RDATE period lasts its own length, start/end or start/duration")
+    func rdatePeriods() throws {
+        let calendar = try CalendarImport()
+        let summary = try calendar.run(calendar.fixture("calendars/zimbra-lotus.ics"), expand: "2026-04-01T00:00:00Z"..."2026-06-01T00:00:00Z")
+        #expect(summary.totals.inserted == 5)
+        let events = try calendar.records("Event", "title == 'Gartenarbeit'").sorted { $0["startDate"].map { "\($0)" } ?? "" < $1["startDate"].map { "\($0)" } ?? "" }
+        func hours(_ record: Records.Record) -> Int64? {
+            guard case .timestamp(let start)? = record["startDate"], case .timestamp(let end)? = record["endDate"] else { return nil }
+            return (end - start) / 3_600_000
+        }
+        let byStart = Dictionary(uniqueKeysWithValues: events.compactMap { record -> (String, Int64)? in
+            guard case .timestamp(let start)? = record["startDate"], let length = hours(record) else { return nil }
+            return (ISO8601.format(milliseconds: start), length)
+        })
+        #expect(byStart["2026-04-04T08:00:00.000Z"] == 3)   // DTSTART with DURATION:PT3H
+        #expect(byStart["2026-04-11T08:00:00.000Z"] == 2)   // RDATE period start/PT2H
+        #expect(byStart["2026-04-18T09:00:00.000Z"] == 3)   // RDATE period start/end
+        #expect(byStart["2026-05-02T08:00:00.000Z"] == 3)   // a plain RDATE keeps the event's length
+    }
+
+    @Test("--expand refuses a rule it cannot expand (RFC 7529 RSCALE and SKIP) and names the RFC; without --expand it comes in once")
+    func rscale() throws {
+        let calendar = try CalendarImport()
+        let path = calendar.fixture("calendars/rfc7529-and-text.ics")
+        do {
+            try calendar.run(path, expand: "2026-01-01T00:00:00Z"..."2027-01-01T00:00:00Z")
+            Issue.record("RSCALE was expanded")
+        } catch {
+            #expect("\(error)".contains("uses RSCALE or SKIP (RFC 7529"), "\(error)")
+            #expect("\(error)".contains("rfc7529-and-text.ics:8"), "\(error)")
+        }
+        let once = try calendar.run(path)
+        #expect(once.totals.inserted == 3)
+    }
+
+    @Test("lenient reading: LF line ends, TAB folds, an unknown escape and a stray line after the calendar are read, with counted warnings")
+    func lenient() throws {
+        let calendar = try CalendarImport()
+        let path = calendar.scratch.path("lenient.ics")
+        let text = "BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\nBEGIN:VEVENT\nUID:lenient-1\nDTSTAMP:20260101T000000Z\nDTSTART:20260301T100000Z\n"
+            + "SUMMARY:Say \\\"hi\\\" to\n\tgrandma\nEND:VEVENT\nEND:VCALENDAR\nthis line is stray\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: calendar.mapping, schema: calendar.store.schema,
+                                           options: ICalImportOptions(fixedFields: [("familyID", "family-1")], people: calendar.people))
+        let summary = try RecordImporter(store: calendar.store, options: ImportOptions()).run([reader])
+        #expect(summary.totals.inserted == 1)
+        #expect(summary.notes.contains("warning: a line after END:VCALENDAR was ignored (1×)"), "\(summary.notes)")
+        #expect(summary.notes.contains { $0.contains("an escape TEXT does not know") && $0.contains("(2×)") }, "\(summary.notes)")
+        let event = try #require(try calendar.records("Event", "title BEGINSWITH 'Say'").first)
+        #expect(event["title"] == .string("Say \"hi\" tograndma"))
+        // Broken structure is still an error with its line.
+        for (broken, expected) in [("BEGIN:VEVENT\nUID:x\nEND:VEVENT\n", "input.ics:1: expected BEGIN:VCALENDAR"),
+                                   ("BEGIN:VCALENDAR\nBEGIN:VEVENT\nUID:x\nEND:VCALENDAR\n", "input.ics:4: END:VCALENDAR closes BEGIN:VEVENT of line 2")] {
+            do {
+                try calendar.run(try calendar.file(broken))
+                Issue.record("accepted \(broken)")
+            } catch {
+                #expect("\(error)".contains(expected), "\(error)")
+            }
+        }
+    }
 }

@@ -102,8 +102,10 @@ public final class CalendarArchiveReader: AnnotatedRecordSource {
     public var totalBytes: Int64? { input.totalBytes }
 
     public var notes: [String] {
-        guard !counts.isEmpty else { return [] }
-        return ["archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, every property kept"]
+        var notes: [String] = []
+        if !counts.isEmpty { notes.append("archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, every property kept") }
+        for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
+        return notes
     }
 
     public func next() throws -> SourceItem? {

@@ -43,6 +43,34 @@ public final class ICalParser {
     public private(set) var calendarCount = 0
     /// Keep each property's logical line as read (``ContentLine/raw``), for a lossless archive.
     public var keepRaw = false
+    /// What was read leniently (RFC 5545 says otherwise, but real clients write it), with how
+    /// often: for the import's summary.
+    public private(set) var warnings: [String: Int] = [:]
+
+    static func isCalendarStart(_ bytes: [UInt8]) -> Bool {
+        let text = String(decoding: bytes, as: UTF8.self).uppercased()
+        return text.hasPrefix("BEGIN:VCALENDAR")
+    }
+
+    /// TEXT properties (RFC 5545 §3.3.11), whose escapes are checked.
+    static let textProperties: Set<String> = ["SUMMARY", "DESCRIPTION", "LOCATION", "COMMENT", "CATEGORIES", "CONTACT", "RESOURCES", "TZNAME"]
+
+    /// Counts a backslash before a character TEXT does not escape (`\"`, say): read as that
+    /// character, as the peers do.
+    private func checkEscapes(_ content: ContentLine) {
+        guard ICalParser.textProperties.contains(content.name), content.value.utf8.contains(0x5C) else { return }
+        var escaped = false
+        for byte in content.value.utf8 {
+            if escaped {
+                if !(byte == 0x5C || byte == 0x3B || byte == 0x2C || byte == UInt8(ascii: "n") || byte == UInt8(ascii: "N")) {
+                    warnings["an escape TEXT does not know (such as \\\") was read as the character itself", default: 0] += 1
+                }
+                escaped = false
+            } else if byte == 0x5C {
+                escaped = true
+            }
+        }
+    }
 
     public init(input: ByteInput) {
         self.input = input
@@ -156,6 +184,11 @@ public final class ICalParser {
     /// The next component inside a VCALENDAR, or nil at the end of the input.
     public func next() throws -> ICalComponent? {
         while let (bytes, line) = try nextLogicalLine() {
+            // Some clients leave a line or two after END:VCALENDAR: read on, and say so.
+            if !inCalendar && calendarCount > 0 && !ICalParser.isCalendarStart(bytes) {
+                warnings["a line after END:VCALENDAR was ignored", default: 0] += 1
+                continue
+            }
             let content = try parse(bytes, line: line)
             if content.name == "BEGIN" {
                 let kind = content.value.uppercased()
@@ -210,6 +243,7 @@ public final class ICalParser {
                 }
                 return component
             } else {
+                checkEscapes(content)
                 component.properties.append(content)
             }
         }

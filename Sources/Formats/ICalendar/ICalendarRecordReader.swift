@@ -76,6 +76,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
         if recurringKeptOnce > 0 {
             notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (pass --expand FROM..TO for their occurrences, or map RRULE to a field)")
         }
+        for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
         return notes
     }
 
@@ -301,11 +302,33 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
         }
         var parsedRules: [RecurrenceRule] = []
         for rule in rules {
+            let parts = rule.value.uppercased().split(separator: ";").map { $0.split(separator: "=").first.map(String.init) ?? "" }
+            if parts.contains("RSCALE") || parts.contains("SKIP") {
+                throw ComponentProblem(line: rule.line, message: "RRULE \(rule.value) uses RSCALE or SKIP (RFC 7529, non-Gregorian calendars and skipped days), which ckport cannot expand; import without --expand to keep the component with its rule, or with --mapping archive", recordName: baseName)
+            }
             do { parsedRules.append(try RecurrenceRule(parsing: rule.value)) } catch {
                 throw ComponentProblem(line: rule.line, message: error.message, recordName: baseName)
             }
         }
         let dates = try component.all("RDATE").flatMap { try timeList($0, recordName: baseName) }
+        // An RDATE given as a PERIOD has a length of its own: start/end or start/duration.
+        var periodLengths: [Int64: Int64] = [:]
+        for rdate in component.all("RDATE") where rdate.parameter("VALUE")?.uppercased() == "PERIOD" {
+            for period in rdate.value.split(separator: ",") {
+                let halves = period.split(separator: "/", maxSplits: 1).map(String.init)
+                guard halves.count == 2 else { continue }
+                let (_, startMS) = try time(ContentLine(name: "RDATE", parameters: rdate.parameters.filter { $0.name != "VALUE" }, value: halves[0], line: rdate.line), recordName: baseName)
+                if let seconds = CalendarDuration.parse(halves[1]) {
+                    periodLengths[ISO8601.floorDiv(startMS, 1000)] = seconds * 1000
+                } else {
+                    let (_, endMS) = try time(ContentLine(name: "RDATE", parameters: rdate.parameters.filter { $0.name != "VALUE" }, value: halves[1], line: rdate.line), recordName: baseName)
+                    guard endMS >= startMS else {
+                        throw ComponentProblem(line: rdate.line, message: "RDATE period \(period) ends before it starts", recordName: baseName)
+                    }
+                    periodLengths[ISO8601.floorDiv(startMS, 1000)] = endMS - startMS
+                }
+            }
+        }
         let exceptions = try component.all("EXDATE").flatMap { try timeList($0, recordName: baseName) }
         let tzid: String?
         switch start.0 {
@@ -340,6 +363,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
                 for field in shifted {
                     if let field, case .timestamp(let t)? = copy.fields[field] { copy.fields[field] = .timestamp(t + shift) }
                 }
+                if let length = periodLengths[ms / 1000], let endField { copy.fields[endField] = .timestamp(ms + length) }
                 let time: CalendarTime = start.0.isDate ? .date(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
                 copy.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
                 emit(copy, component, spec, isOccurrence: true)
