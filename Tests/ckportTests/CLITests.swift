@@ -307,7 +307,12 @@ struct CLITests {
         let first = try ckport(arguments, in: folder.url)
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("Event                   10        0          0"), "\(first.stderr)")
-        #expect(first.stderr.contains("note: skipped components the mapping does not name: VFREEBUSY ×1"), "\(first.stderr)")
+        #expect(first.stderr.contains("note: not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-GOOGLE-CONFERENCE in 1 event"), "\(first.stderr)")
+        // --strict turns what a mapping cannot keep into an error, and nothing is written.
+        let beforeStrict = try ckport(["export"], in: folder.url).stdout
+        let strict = try ckport(arguments + ["--strict"], in: folder.url)
+        #expect(strict.status == 2 && strict.stderr.contains("--strict: the mapping would not keep 1 VFREEBUSY"), "\(strict.stderr)")
+        #expect(try ckport(["export"], in: folder.url).stdout == beforeStrict)
         let second = try ckport(arguments, in: folder.url)
         #expect(second.stderr.contains("total                    0        0         24"), "\(second.stderr)")
         let imported = try ckport(["export", "--type", "Event", "--where", "recordName BEGINSWITH 'swim-training'", "--style", "plain", "-q"], in: folder.url)

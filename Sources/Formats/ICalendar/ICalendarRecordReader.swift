@@ -46,8 +46,40 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
     /// The rest of an expansion: adds the next occurrences' records to the queue, and says
     /// whether more remain.
     private var pendingOccurrences: (() -> Bool)?
-    private var skippedProperties: [String: Int] = [:]
     private var skippedComponents: [String: Int] = [:]
+    /// What the mapping had no place for: item → how many, in how many components, and the
+    /// line of the last component counted (components come one at a time).
+    private var notKept: [String: (count: Int, components: Int, lastLine: Int, kind: String)] = [:]
+
+    /// Everything the import did not keep, item by item; empty when it kept everything read.
+    public var notKeptItems: [String] {
+        var items = skippedComponents.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+        items += notKept.sorted { $0.key < $1.key }.map { item, value in
+            let noun = value.kind + (value.components == 1 ? "" : "s")
+            return "\(value.count) \(item) in \(value.components) \(noun)"
+        }
+        return items
+    }
+
+    private func dropped(_ item: String, _ component: ICalComponent, count: Int = 1) {
+        guard count > 0 else { return }
+        var entry = notKept[item] ?? (0, 0, -1, ICalendarRecordReader.noun(component.name))
+        entry.count += count
+        if entry.lastLine != component.line {
+            entry.components += 1
+            entry.lastLine = component.line
+        }
+        notKept[item] = entry
+    }
+
+    static func noun(_ component: String) -> String {
+        switch component {
+        case "VEVENT": return "event"
+        case "VTODO": return "to-do"
+        case "VJOURNAL": return "journal entry"
+        default: return component
+        }
+    }
     private var recurringKeptOnce = 0
     private var calendars = 0
 
@@ -67,11 +99,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
 
     public var notes: [String] {
         var notes: [String] = []
-        if !skippedComponents.isEmpty {
-            notes.append("skipped components the mapping does not name: " + skippedComponents.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
-        }
-        if !skippedProperties.isEmpty {
-            notes.append("skipped properties the mapping does not name: " + skippedProperties.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
+        let items = notKeptItems
+        if !items.isEmpty {
+            notes.append("not kept (the mapping has no place for them): " + items.joined(separator: ", ") + " (--mapping archive keeps a calendar whole; --strict refuses the import)")
         }
         if recurringKeptOnce > 0 {
             notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (pass --expand FROM..TO for their occurrences, or map RRULE to a field)")
@@ -274,8 +304,43 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
             }
         }
         for property in component.properties where !used.contains(property.name) {
-            skippedProperties[property.name, default: 0] += 1
+            dropped(property.name, component)
         }
+        // A second CATEGORIES, or a second value where the field holds one.
+        let categories = component.all("CATEGORIES")
+        if let value = spec.properties.first(where: { $0.0 == "CATEGORIES" })?.1 {
+            dropped("CATEGORIES", component, count: categories.count - 1)
+            if let field = value.sourceField, let definition = type.field(named: field), !definition.type.isList, let first = categories.first {
+                dropped("CATEGORIES value", component, count: ICalText.splitList(first.value).count - 1)
+            }
+        }
+        // Alarms beyond the mapping's, alarms of another action, and what an alarm holds
+        // besides its trigger.
+        let valarms = component.components.filter { $0.name == "VALARM" }
+        dropped("VALARM", component, count: valarms.count - spec.alarms.count)
+        for (alarm, alarmSpec) in zip(valarms, spec.alarms) {
+            if let action = alarm.property("ACTION")?.value.uppercased(), action != alarmSpec.action.uppercased() {
+                dropped("VALARM ACTION:\(action)", component)
+            }
+            for property in alarm.properties where !["ACTION", "TRIGGER", "DESCRIPTION", "SUMMARY", "UID", "X-WR-ALARMUID"].contains(property.name) {
+                dropped("VALARM \(property.name)", component)
+            }
+        }
+        for child in component.components where child.name != "VALARM" { dropped(child.name, component) }
+        // Participants' roles and replies have no field in the mapping.
+        if spec.attendees != nil {
+            for attendee in component.all("ATTENDEE") {
+                for (name, values) in attendee.parameters where ["ROLE", "RSVP", "CUTYPE", "DELEGATED-TO", "DELEGATED-FROM", "MEMBER", "SENT-BY", "DIR"].contains(name) {
+                    if name == "ROLE" && values.first?.uppercased() == "REQ-PARTICIPANT" { continue }
+                    if name == "CUTYPE" && values.first?.uppercased() == "INDIVIDUAL" { continue }
+                    if name == "RSVP" && values.first?.uppercased() == "FALSE" { continue }
+                    dropped("ATTENDEE \(name)=\(values.joined(separator: ","))", component)
+                }
+            }
+        } else {
+            dropped("ATTENDEE", component, count: component.all("ATTENDEE").count)
+        }
+        if spec.organizer == nil { dropped("ORGANIZER", component, count: component.all("ORGANIZER").count) }
 
         // Recurrence: keep the rule, expand it, or note it.
         let rules = component.all("RRULE")
@@ -292,11 +357,15 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
         }
         if let recurrenceSpec = spec.recurrence, let rule = rules.first {
             try keep(rule, recurrenceSpec, in: &record, type: type)
+            dropped("RRULE", component, count: rules.count - 1)
+            dropped("RDATE", component, count: component.all("RDATE").count)
+            dropped("EXDATE", component, count: component.all("EXDATE").count)
             emit(record, component, spec)
             return
         }
         guard let window = options.expand, let start else {
             recurringKeptOnce += 1
+            for name in ["RRULE", "RDATE", "EXDATE"] { dropped(name, component, count: component.all(name).count) }
             emit(record, component, spec)
             return
         }

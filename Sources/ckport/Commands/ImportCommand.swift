@@ -137,6 +137,9 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Import the valid records and reject the others (see --rejects).")
     var skipInvalid = false
 
+    @Flag(help: "iCalendar: refuse the import when the mapping has no place for something the file holds (a second alarm, an RDATE, an attendee's role, an X- property…).")
+    var strict = false
+
     @Option(help: ArgumentHelp("With --skip-invalid: write rejected records here as JSON Lines, with reasons.", valueName: "file"))
     var rejects: String?
 
@@ -227,6 +230,15 @@ struct ImportCommand: ParsableCommand {
         options.assetDirectory = assets
         let importer = RecordImporter(store: store, options: options)
         if archive { importer.addingTypes = CalendarArchive.schema.recordTypes }
+        if strict {
+            let calendars = sources.compactMap { $0 as? ICalendarRecordReader }
+            importer.finishing = { _ in
+                let items = calendars.flatMap(\.notKeptItems)
+                guard items.isEmpty else {
+                    throw CommandFailure.invalid("--strict: the mapping would not keep " + items.joined(separator: ", ") + "; nothing was imported (--mapping archive keeps a calendar whole)")
+                }
+            }
+        }
         importer.rejects = rejectsWriter
         let progress = ProgressLine(dryRun ? "checking" : "importing", quiet: storeOptions.quiet)
         importer.progress = { step in
