@@ -1,5 +1,10 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+// CI builds ckport's own targets with warnings as errors (CKPORT_WARNINGS_AS_ERRORS=1);
+// dependencies are not affected.
+let strict: [SwiftSetting] = ProcessInfo.processInfo.environment["CKPORT_WARNINGS_AS_ERRORS"] == nil ? [] : [.unsafeFlags(["-warnings-as-errors"])]
 
 let package = Package(
     name: "ckport",
@@ -16,7 +21,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
-        .target(name: "Records"),
+        .target(name: "Records", swiftSettings: strict),
         .target(name: "CSQLiteConfig", linkerSettings: [.linkedLibrary("sqlite3")]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "Store", dependencies: [
@@ -24,25 +29,25 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        ], swiftSettings: strict),
         .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", .product(name: "Yams", package: "Yams"),
                                                  .product(name: "Crypto", package: "swift-crypto"),
-                                                 .product(name: "CryptoExtras", package: "swift-crypto")]),
+                                                 .product(name: "CryptoExtras", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "Migrations", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams"),
-                                                    .product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "SampleApps", dependencies: ["Records"]),
+                                                    .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
             "Records", "Store", "Formats", "Migrations", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        ], swiftSettings: strict),
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
-        .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"]),
-        .testTarget(name: "RecordsTests", dependencies: ["Records", "SampleApps"]),
-        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"]),
+        .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
+        .testTarget(name: "RecordsTests", dependencies: ["Records", "SampleApps"], swiftSettings: strict),
+        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"], swiftSettings: strict),
         .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps",
-                                                         .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"]),
+                                                         .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "MigrationsTests", dependencies: ["Records", "Store", "Formats", "Migrations", "SampleApps",
-                                                            .product(name: "PropertyBased", package: "swift-property-based")]),
-        .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats", "SampleApps"]),
+                                                            .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),
+        .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]
 )

@@ -15,7 +15,9 @@ ckport() { "$(swift build --show-bin-path)/ckport" "$@"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 checker=../shared/conformance/ical_check.py
-checker_python=${CKPORT_CONFORMANCE_PYTHON:-$HOME/.cache/ical-check-venv/bin/python}
+# The same variables as the tests, the quick start and ../shared/conformance/setup.sh:
+# ICAL_CHECK_VENV (the checker's venv) and CKPORT_CONFORMANCE=required (a missing checker fails).
+checker_python=${ICAL_CHECK_VENV:-$HOME/.cache/ical-check-venv}/bin/python
 
 for app in family-todo family-calendar relationship-checkin screen-time-rewards notes; do
   echo "== $app"
@@ -42,6 +44,9 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
     if [ -f "$checker" ] && [ -x "$checker_python" ]; then
       "$checker_python" "$checker" "$work/$app.ics" > "$work/$app.ics.report" || { cat "$work/$app.ics.report" >&2; exit 1; }
       echo "iCalendar (own rules, icalendar, libical): $(grep -m1 "^== " "$work/$app.ics.report")"
+    elif [ "${CKPORT_CONFORMANCE:-}" = required ]; then
+      echo "peer-check: the RFC 5545 checker is required (CKPORT_CONFORMANCE=required) but not set up at $checker_python" >&2
+      exit 1
     else
       echo "iCalendar: the checker in ../shared/conformance is not set up; skipped"
     fi

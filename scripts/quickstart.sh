@@ -7,7 +7,12 @@
 # Work goes to ./quickstart/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build --product ckport >/dev/null
+echo "building ckport (debug; the first build takes a few minutes: SwiftPM compiles its dependencies)…"
+set +e
+swift build --product ckport 2>&1 | grep -E "^(Building|Build complete)|error:"
+built=${PIPESTATUS[0]}
+set -e
+[ "$built" -eq 0 ] || { echo "quickstart: the build failed" >&2; exit 1; }
 ckport() { "$(swift build --show-bin-path)/ckport" "$@"; }
 out=quickstart
 rm -rf "$out"

@@ -48,10 +48,7 @@ struct CalendarArchiveTests {
         if let (status, report) = try Conformance.check(out) {
             #expect(status == 0, "\(path): \(report)")
         }
-        guard let python = Conformance.python else {
-            if Conformance.required { Issue.record("CKPORT_CONFORMANCE=required, but Python's icalendar is missing") }
-            return
-        }
+        let python = try Conformance.requirePython()
         let compare = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/compare_calendars.py").path
         let (status, report) = try Conformance.run(python, [compare, path, out])
         #expect(status == 0, "\(report)")

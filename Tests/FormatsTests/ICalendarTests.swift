@@ -39,13 +39,28 @@ enum Conformance {
     /// checker fails there instead of skipping.
     static var required: Bool { ProcessInfo.processInfo.environment["CKPORT_CONFORMANCE"] == "required" }
 
-    /// Runs the checker on a file; nil when the checker is not set up here.
+    /// Runs the checker on a file. When the checker is not set up here, the test stops as
+    /// cancelled — shown as skipped, with the reason, never as passed — or, where CI requires the
+    /// checker, fails.
     static func check(_ path: String) throws -> (Int32, String)? {
         guard let python, let checker else {
-            if required { Issue.record("CKPORT_CONFORMANCE=required, but the checker or its venv is missing") }
-            return nil
+            try missing()
         }
         return try run(python, [checker, "--quiet", path])
+    }
+
+    /// Python with icalendar (the checker's venv), or the test stops as ``check(_:)`` says.
+    static func requirePython() throws -> String {
+        guard let python else { try missing() }
+        return python
+    }
+
+    private static func missing() throws -> Never {
+        if required {
+            Issue.record("CKPORT_CONFORMANCE=required, but the RFC 5545 checker or its venv is missing")
+            throw CancellationError()
+        }
+        try Test.cancel("the RFC 5545 checker is not set up here (../shared/conformance/setup.sh); skipped")
     }
 }
 
@@ -191,7 +206,7 @@ struct ICalendarExportTests {
         if let (status, report) = try Conformance.check(path) {
             #expect(status == 0, "\(report)")
         }
-        guard let python = Conformance.python else { return }
+        let python = try Conformance.requirePython()
         let script = """
         import json, sys, icalendar
         cal = icalendar.Calendar.from_ical(open(sys.argv[1], 'rb').read())

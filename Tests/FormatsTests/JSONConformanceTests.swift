@@ -49,7 +49,7 @@ private enum JSONCorpus {
     static func problems(_ bytes: [UInt8], ext: String) -> (records: Int, problems: [String]) {
         let scratch = CalendarScratch()
         let path = scratch.path("doc.\(ext)")
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         var records = 0
         var problems: [String] = []
         do {

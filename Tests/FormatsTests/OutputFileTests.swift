@@ -32,7 +32,7 @@ struct OutputFileTests {
         let spool = scratch.path(".ckport-spool-\(dead)-6F0C2A4E")
         let staged = scratch.path("ckport-asset-\(dead)-6F0C2A4E")
         let users = [scratch.path("notes.txt"), scratch.path(".notes.ckport-x.tmp"), scratch.path("my-ckport-\(dead)-1.tmp")]
-        for path in [stale, alive, otherOutput, spool, staged] + users { FileManager.default.createFile(atPath: path, contents: Data("partial".utf8)) }
+        for path in [stale, alive, otherOutput, spool, staged] + users { _ = FileManager.default.createFile(atPath: path, contents: Data("partial".utf8)) }
         let output = try OutputFile(path: scratch.path("out.jsonl"))
         try output.write("done\n")
         try output.commit()

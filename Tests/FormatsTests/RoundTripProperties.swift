@@ -51,7 +51,7 @@ extension SeededRandom {
         switch type.primitive {
         case .string: return .string(text())
         case .int64: return .int64(pick([Int64.min, Int64.max, 0, -1, 1, Int64(bitPattern: next())]))
-        case .double: return .double(pick([-0.0, 0.1, 1e308, -1e-300, 5e-324, 3.0, Double(Int64(bitPattern: next() >> 11)) / 1024]))
+        case .double: return .double(pick([-0.0, 0.1, 1e308, -1e-300, Double.leastNonzeroMagnitude, 3.0, Double(Int64(bitPattern: next() >> 11)) / 1024]))
         case .timestamp: return .timestamp(Int64(below(7_000_000_000_000)) - 3_000_000_000_000)
         case .bytes: return .bytes((0..<below(20)).map { _ in UInt8(truncatingIfNeeded: next()) })
         case .reference: return .reference(Reference(recordName: pick(names), action: pick(ReferenceAction.allCases)))

@@ -53,6 +53,12 @@ struct GenerateCommand: ParsableCommand {
     func validate() throws {
         if records < 0 { throw ValidationError("--records cannot be negative") }
         if schema && mapping { throw ValidationError("--schema and --mapping each write a whole file; pass one") }
+        // Generated records are JSON; never write something other than what was asked for.
+        let chosen = format ?? (schema || mapping ? nil : DataFormat.infer(output))
+        if let chosen, ![.json, .jsonl, .ndjson].contains(chosen) {
+            let given = format != nil ? "--format \(chosen.rawValue)" : "-o \(output)"
+            throw ValidationError("generate writes JSON or JSON Lines, not \(chosen.rawValue) (\(given)); generate JSON Lines and 'ckport import' them, then 'ckport export' the format you need")
+        }
         if mapping && app.calendarMappingText == nil {
             throw ValidationError("\(app.rawValue) has no iCalendar mapping (apps with one: \(SampleApp.allCases.filter { $0.calendarMappingText != nil }.map(\.rawValue).joined(separator: ", ")))")
         }

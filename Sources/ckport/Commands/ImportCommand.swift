@@ -195,14 +195,22 @@ struct ImportCommand: ParsableCommand {
                 throw CommandFailure.usage("\(flag) applies to iCalendar files; none of the files is .ics (or --format ics)")
             }
         }
+        // Records need a schema to be checked against: say so once, before any file is made.
+        let archive = mapping == CalendarArchive.mappingName
+        let needsSchema = schemaFile == nil && !allowNewFields && !archive && !dataFiles.isEmpty
+        if needsSchema && !FileManager.default.fileExists(atPath: storeOptions.path) {
+            throw CommandFailure.invalid(ImportCommand.noSchema(storeOptions.path, exists: false))
+        }
         let store = try storeOptions.open(create: true)
+        if needsSchema && store.schema.recordTypes.isEmpty {
+            throw CommandFailure.invalid(ImportCommand.noSchema(storeOptions.path, exists: true))
+        }
         let schema = schemaFile?.schema ?? store.schema
         let codec = JSONRecordCodec(schema: schema, readStyle: style.valueStyle, defaultRecordType: recordType,
                                     defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
                                     timeZone: try ArgumentChecks.timeZone(tz))
         var calendarMapping: CalendarMapping?
         var people: [String: String] = [:]
-        let archive = mapping == CalendarArchive.mappingName
         if archive && expand != nil { throw CommandFailure.usage("--expand does not combine with --mapping archive, which keeps recurring components whole") }
         if archive && !fixedFields.isEmpty { throw CommandFailure.usage("--set does not combine with --mapping archive, whose record types are fixed") }
         if !archive && dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
@@ -255,6 +263,9 @@ struct ImportCommand: ParsableCommand {
         }
         try rejectsWriter?.finish()
         if !storeOptions.quiet {
+            for file in dataFiles where file != "-" && ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? -1) == 0 {
+                Console.error("note: \(file) is empty: it holds no records")
+            }
             Console.error(ImportCommand.report(summary, files: dataFiles.count, seconds: progress.elapsed, rejects: rejects))
         }
     }
@@ -318,6 +329,12 @@ struct ImportCommand: ParsableCommand {
         return ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: schema, options: options)
     }
 
+    static func noSchema(_ store: String, exists: Bool) -> String {
+        "\(exists ? "the store \(store) has no schema yet" : "there is no store at \(store) yet"), so the records cannot be checked against one. "
+            + "Import a schema first ('ckport schema import schema.ckdb'), or name the schema file beside the records "
+            + "('ckport import schema.ckdb records.jsonl'), or let the records build one with --allow-new-fields. Nothing was written."
+    }
+
     /// Standard input kept in files for a second pass; removed when the import ends.
     nonisolated(unsafe) static var stdinSpools: [String] = []
 
@@ -340,9 +357,12 @@ struct ImportCommand: ParsableCommand {
             let c = summary.counts[type]!
             return [type, Console.count(c.inserted), Console.count(c.updated), Console.count(c.unchanged), Console.count(c.deleted), Console.count(c.rejected)]
         } + [["total", Console.count(totals.inserted), Console.count(totals.updated), Console.count(totals.unchanged), Console.count(totals.deleted), Console.count(totals.rejected)]]
-        let verb = summary.dryRun ? "checked" : "imported"
         let rate = seconds > 0 ? " (\(Console.count(Int(Double(totals.total) / seconds)))/s)" : ""
-        lines.append("\(verb) \(Console.count(totals.total)) records from \(files) file\(files == 1 ? "" : "s") in \(Console.seconds(seconds))\(rate)")
+        // The headline counts what went in; rejected records are said apart.
+        let accepted = totals.total - totals.rejected
+        let rejectedPart = totals.rejected > 0 ? "; \(Console.count(totals.rejected)) rejected" : ""
+        let verb = summary.dryRun ? "checked \(Console.count(totals.total)) records" : "imported \(Console.count(accepted)) record\(accepted == 1 ? "" : "s")"
+        lines.append("\(verb) from \(files) file\(files == 1 ? "" : "s") in \(Console.seconds(seconds))\(rate)\(rejectedPart)")
         if totals.total > 0 {
             let header = summary.dryRun ? ["type", "would insert", "would update", "unchanged", "would delete", "rejected"] : ["type", "inserted", "updated", "unchanged", "deleted", "rejected"]
             lines.append(Console.table(header, rows, numeric: [1, 2, 3, 4, 5]))

@@ -27,7 +27,13 @@ struct MigrateCommand: ParsableCommand {
         @Option(help: ArgumentHelp("The folder of migration files.", valueName: "dir"))
         var dir: String
 
-        func load() throws -> MigrationSet { try MigrationSet.load(directory: dir) }
+        func load() throws -> MigrationSet {
+            let set = try MigrationSet.load(directory: dir)
+            guard !set.migrations.isEmpty else {
+                throw CommandFailure.invalid("\(dir): no migration files found (a set is files named NNNN_description.yaml, such as migrations/notes/0001_baseline.yaml)")
+            }
+            return set
+        }
     }
 
     struct Status: ParsableCommand {

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds ckport in release mode and puts the binary on PATH.
+#
+#   scripts/install.sh                 # into ~/.local/bin (no root needed)
+#   scripts/install.sh /usr/local      # into /usr/local/bin (may need sudo)
+#
+# A release build takes a few minutes the first time (SwiftPM prints its progress); a debug
+# build (plain `swift build`) is 4–5 times slower at run time, so use this one for real data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix=${1:-$HOME/.local}
+echo "building ckport (release; the first build takes a few minutes)…"
+swift build -c release --product ckport
+binary="$(swift build -c release --show-bin-path)/ckport"
+mkdir -p "$prefix/bin"
+install -m 0755 "$binary" "$prefix/bin/ckport"
+echo "installed $prefix/bin/ckport"
+case ":$PATH:" in
+  *":$prefix/bin:"*) ;;
+  *) echo "note: $prefix/bin is not on PATH; add it, e.g. export PATH=\"$prefix/bin:\$PATH\"" ;;
+esac
+"$prefix/bin/ckport" --version
