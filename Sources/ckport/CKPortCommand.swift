@@ -14,7 +14,8 @@ struct CKPortCommand: ParsableCommand {
 
           ckport schema import samples/family-calendar/schema.ckdb
           ckport import samples/family-calendar/records.jsonl
-          ckport export --type Event --where "familyID == 'family-1' AND isDeleted == false" --sort startDate
+          ckport export --type Event --sort startDate \\
+              --where "familyID == 'family-1' AND isDeleted == false"
 
         The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite.
         Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure.

@@ -587,4 +587,24 @@ struct CLITests {
         #expect(empty.stderr.contains("nothing to export: the selection holds no records for the calendar's components"), "\(empty.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.path("empty.ics")))
     }
+
+    @Test("help examples fit 80 columns: each on one line, or broken with a backslash where a shell takes it")
+    func helpExamplesFit() throws {
+        let folder = Folder()
+        let commands = [[], ["schema"], ["schema", "import"], ["schema", "export"], ["schema", "check"], ["schema", "diff"], ["import"], ["export"],
+                        ["backup"], ["verify"], ["inspect"], ["restore"], ["migrate"], ["migrate", "status"], ["migrate", "plan"],
+                        ["migrate", "apply"], ["migrate", "lint"], ["delete"], ["stats"], ["generate"]]
+        for command in commands {
+            let help = try ckport(command + ["--help"], in: folder.url, environment: ["COLUMNS": "80"])
+            #expect(help.status == 0)
+            let lines = help.stdout.components(separatedBy: "\n")
+            var examples = 0
+            for (previous, line) in zip(lines, lines.dropFirst()) where previous.hasPrefix("  ") && !previous.hasPrefix("   ") {
+                if previous.hasPrefix("  ckport") { examples += 1 }
+                // A wrapped example continues at the left margin; a shell continuation ends in '\'.
+                #expect(line.isEmpty || line.hasPrefix(" ") || previous.hasSuffix("\\"), "ckport \(command.joined(separator: " ")) --help wraps: \(previous) / \(line)")
+            }
+            if !command.isEmpty && command != ["schema"] && command != ["migrate"] { #expect(examples > 0, "ckport \(command.joined(separator: " ")) --help has no example") }
+        }
+    }
 }

@@ -28,7 +28,8 @@ struct BackupCommand: ParsableCommand {
         --encrypt seals the whole bundle with AES-256-GCM under a key derived from a \
         passphrase (scrypt, random salt), read from --passphrase-file or $CKPORT_PASSPHRASE:
 
-          CKPORT_PASSPHRASE="$(cat ~/.ckport-pass)" ckport backup -o family.ckbundle --encrypt
+          CKPORT_PASSPHRASE="$(cat ~/.ckport-pass)" \\
+              ckport backup -o family.ckbundle --encrypt
         """
     )
 
@@ -284,8 +285,10 @@ struct RestoreCommand: ParsableCommand {
           ckport restore family.ckbundle --store restored.sqlite
           ckport restore family.ckbundle --mode newer
           ckport restore monday.ckbundle tuesday.ckbundle wednesday.ckbundle
-          ckport restore family.ckbundle --type Event --type EventParticipant --zone family-1-zone
-          ckport restore family.ckbundle --rename-zone family-1-zone=family-1-before-upgrade --mode upsert
+          ckport restore family.ckbundle --zone family-1-zone \\
+              --type Event --type EventParticipant
+          ckport restore family.ckbundle --mode upsert \\
+              --rename-zone family-1-zone=family-1-before-upgrade
 
         A chain is checked before anything is written: each incremental bundle must start \
         where the one before it ended, from the same store.

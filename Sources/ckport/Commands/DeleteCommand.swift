@@ -13,7 +13,8 @@ struct DeleteCommand: ParsableCommand {
         reference from a record that stays points at it. Deleted records leave tombstones, so \
         'ckport export --since' reports them.
 
-          ckport delete family-1                          # the family, its members and events, their participants…
+          # the family, its members and events, their participants…
+          ckport delete family-1
           ckport delete --type Event --where "isDeleted == true"
           ckport delete --type Task --where "status == 'done'" --dry-run
         """

@@ -15,7 +15,8 @@ struct ExportCommand: ParsableCommand {
         a file is written under a temporary name and moved into place only when complete.
 
           ckport export -o backup.jsonl
-          ckport export --type Event --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false" --sort startDate
+          ckport export --type Event --sort startDate \\
+              --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false"
           ckport export --type Task --style plain | jq -r '.title'
           ckport export --since ck1-4f0c2a9e81b3-1520 -o changes.jsonl
 
@@ -35,9 +36,11 @@ struct ExportCommand: ParsableCommand {
         UTC (--tz for local time). An empty unquoted cell is no value, "" the empty string.
 
           ckport export --type Task -o tasks.csv
-          ckport export --type Task --type Area -o sheets/           # sheets/Task.csv, sheets/Area.csv
-          ckport export --type Event --format csv --fields title,startDate,location --tz Europe/Berlin --bom
-          ckport export --type Task -o tasks.csv --spreadsheet-safe  # before opening in a spreadsheet
+          ckport export --type Task --type Area -o sheets/  # Task.csv, Area.csv
+          ckport export --type Event --format csv --tz Europe/Berlin --bom \\
+              --fields title,startDate,location
+          # before opening in a spreadsheet:
+          ckport export --type Task -o tasks.csv --spreadsheet-safe
 
         iCalendar (--format ics, or a .ics file) goes through a mapping from record types to \
         components (--mapping FILE, or the sample app's when the store's schema is one): \
@@ -46,8 +49,10 @@ struct ExportCommand: ParsableCommand {
         stay out unless --include-deleted. UIDs are record names, so calendars that subscribe \
         see the same events again.
 
-          ckport export --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01" -o march.ics
-          ckport export --type Task --type RecurringChore -o chores.ics --tz Europe/Berlin
+          ckport export -o march.ics \\
+              --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"
+          ckport export --type Task --type RecurringChore \\
+              -o chores.ics --tz Europe/Berlin
         """
     )
 

@@ -52,7 +52,8 @@ struct ImportCommand: ParsableCommand {
         empty string. Rows without a recordName column are named by --name-template:
 
           ckport import tasks.csv --type Task --map "Due date=dueDate"
-          ckport import entries.csv --type DailyEntry --name-template 'DailyEntry_{date:yyyy-MM-dd}_{authorUserRecordID}'
+          ckport import entries.csv --type DailyEntry \\
+              --name-template 'DailyEntry_{date:yyyy-MM-dd}_{authorUserRecordID}'
 
         iCalendar (.ics) goes through a mapping from components to record types (--mapping, or \
         the sample app's when the store's schema is one): VEVENT → Event with an \
@@ -61,14 +62,16 @@ struct ImportCommand: ParsableCommand {
         into one record per occurrence in the window; --set fills a field of every record; \
         floating times and dates are read in --tz (else UTC):
 
-          ckport import family.ics --expand 2026-01-01..2026-12-31 --set familyID=family-1 \
-              --scope shared --zone family-1-zone --owner _4f00e3e229b648635c6f63dca8da05ef
+          ckport import family.ics --expand 2026-01-01..2026-12-31 \\
+              --set familyID=family-1 --scope shared --zone family-1-zone \\
+              --owner _4f00e3e229b648635c6f63dca8da05ef
 
         Every record is checked against the schema and CloudKit's limits. By default one bad \
         record fails the whole import and the store is left as it was; --skip-invalid imports \
         the rest and --rejects FILE keeps what was turned away, with the reasons.
 
-          ckport import samples/family-todo/schema.ckdb samples/family-todo/records.jsonl
+          ckport import samples/family-todo/schema.ckdb \\
+              samples/family-todo/records.jsonl
           ckport import tasks.json --mode newer
           ckport import entries.jsonl --dry-run
           ckport import export.json --skip-invalid --rejects rejected.jsonl
