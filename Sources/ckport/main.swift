@@ -14,7 +14,8 @@ do {
         print(message)
         exit(0)
     }
-    Console.error(message)
+    // A mistyped command or option gets the nearest real name instead of a guess.
+    Console.error(Suggestions.check(arguments, root: CKPortCommand.self) ?? message)
     exit(ExitStatus.usage.rawValue)
 }
 do {

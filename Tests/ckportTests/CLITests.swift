@@ -607,4 +607,26 @@ struct CLITests {
             if !command.isEmpty && command != ["schema"] && command != ["migrate"] { #expect(examples > 0, "ckport \(command.joined(separator: " ")) --help has no example") }
         }
     }
+
+    @Test("a mistyped command or option is answered with the nearest real one")
+    func suggestions() throws {
+        let folder = Folder()
+        let cases: [([String], String)] = [
+            (["imprt", "x.jsonl"], "error: 'imprt' is not a command of ckport. Did you mean 'import'?"),
+            (["exprot"], "Did you mean 'export'?"),
+            (["schema", "imprt", "x.ckdb"], "error: 'imprt' is not a command of ckport schema. Did you mean 'import'?"),
+            (["import", "x.jsonl", "--stroe", "s.sqlite"], "error: unknown option '--stroe' for ckport import. Did you mean '--store'?"),
+            (["export", "--typ", "Note"], "Did you mean '--type'?"),
+            (["migrate", "aply", "--dir", "m"], "Did you mean 'apply'?"),
+            (["restore", "b.ckbundle", "--rename-zoen", "a=b"], "Did you mean '--rename-zone'?"),
+        ]
+        for (arguments, expected) in cases {
+            let run = try ckport(arguments, in: folder.url)
+            #expect(run.status == 1, "\(arguments)")
+            #expect(run.stderr.contains(expected), "\(arguments): \(run.stderr)")
+        }
+        // Far from every name: ArgumentParser's own message, no guess.
+        let far = try ckport(["frobnicate"], in: folder.url)
+        #expect(far.status == 1 && !far.stderr.contains("Did you mean"))
+    }
 }
