@@ -266,6 +266,7 @@ public final class RecordStore {
 
     /// Store errors in words a user can act on: which store, what happened, never SQL text.
     static func translate(_ error: Error, path: String, waiter: LockWaiter) -> Error {
+        if Interruption.requested && !(error is InterruptedError) { return InterruptedError(signal: ckport_interrupted()) }
         guard let error = error as? DatabaseError else { return error }
         let reason = error.message ?? "SQLite result code \(error.resultCode.rawValue)"
         switch error.resultCode {
@@ -379,7 +380,7 @@ final class LockWaiter: @unchecked Sendable {
         let announce = !announced && waited >= 0.25 && !reading
         if announce { announced = true }
         lock.unlock()
-        if waited >= limit { return false }
+        if waited >= limit || Interruption.requested { return false }
         if announce { onWait?() }
         // 1 ms, doubling to 50 ms: quick to notice a short write, cheap during a long one.
         usleep(useconds_t(min(1_000 << min(tries, 6), 50_000)))

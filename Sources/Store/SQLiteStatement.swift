@@ -72,6 +72,7 @@ final class PreparedStatement {
 
     /// Runs a statement that returns no rows.
     func execute(_ db: Database) throws {
+        try Interruption.check()
         let code = sqlite3_step(raw)
         guard code == SQLITE_DONE || code == SQLITE_ROW else { throw failure(db, code) }
         sqlite3_reset(raw)
@@ -79,6 +80,7 @@ final class PreparedStatement {
 
     /// Steps once: true when a row is available.
     @inline(__always) func step(_ db: Database) throws -> Bool {
+        try Interruption.check()
         let code = sqlite3_step(raw)
         if code == SQLITE_ROW { return true }
         if code == SQLITE_DONE { return false }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Store
 
 // Parse errors exit 1 (ArgumentParser's own default is 64); the library's errors are sorted
 // into 2 (invalid input, nothing written) and 3 (anything else).
@@ -18,8 +19,10 @@ do {
     Console.error(Suggestions.check(arguments, root: CKPortCommand.self) ?? message)
     exit(ExitStatus.usage.rawValue)
 }
+Interruption.install()
 do {
     try command.run()
+    if Interruption.requested { interrupted() }
     exit(0)
 } catch let exit as ExitCode {
     Foundation.exit(exit.rawValue)
@@ -36,7 +39,30 @@ do {
             exit(ExitStatus.usage.rawValue)
         }
     }
+    if error is InterruptedError || Interruption.requested { interrupted() }
     let (status, message) = Failures.classify(error)
     Console.error("error: " + message)
     exit(status.rawValue)
+}
+
+/// Ctrl-C or SIGTERM: the work has stopped and cleaned up (a write rolled back, outputs
+/// discarded); end the progress line, say what happened and exit 130, as shells expect.
+func interrupted() -> Never {
+    if Console.stderrIsTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    let words = arguments.filter { !$0.hasPrefix("-") }.prefix(2)
+    let what: String
+    switch words.first {
+    case "import", "restore", "delete":
+        what = "nothing was written; the store is as it was"
+    case "schema" where words.dropFirst().first == "import":
+        what = "the schema change was rolled back; the store is as it was"
+    case "export", "backup", "generate":
+        what = "no output was left behind"
+    case "migrate" where words.dropFirst().first == "apply":
+        what = "the migration that was running was rolled back; migrations applied before it stay ('ckport migrate status' shows the store's version)"
+    default:
+        what = "stopped"
+    }
+    Console.error("interrupted: " + what)
+    exit(130)
 }

@@ -10,4 +10,15 @@
 /// SQLite was already initialized (then nothing changes, which is safe).
 int ckport_configure_sqlite(void);
 
+/// Catches SIGINT and SIGTERM: the first sets a flag that long work checks, so that it can
+/// stop cleanly (roll back, remove temporary files, say what happened); a second one exits at
+/// once with status 130.
+void ckport_install_interrupt_handler(void);
+
+/// The signal that asked ckport to stop, or 0.
+int ckport_interrupted(void);
+
+/// Sets the flag as a signal would (for tests).
+void ckport_simulate_interrupt(int signal);
+
 #endif

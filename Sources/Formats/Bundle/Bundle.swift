@@ -217,7 +217,10 @@ public struct BundleWriter {
             }
             for (member, range) in zip(members.dropFirst(small.count - 1), ranges) {
                 try put(Tar.header(path: member.path, size: member.bytes, modified: modified))
-                try spool.read(range) { try put($0) }
+                try spool.read(range) { chunk in
+                    try Interruption.check()
+                    try put(chunk)
+                }
                 try put(Tar.padding(member.bytes))
             }
             if !assetMembers.isEmpty {
@@ -400,6 +403,7 @@ public final class BundleReader: RecordSource {
     }
 
     public func next() throws -> SourceItem? {
+        try Interruption.check()
         while !done {
             if let open = current {
                 if let item = try open.reader.next() {

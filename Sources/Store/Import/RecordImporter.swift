@@ -152,6 +152,7 @@ public final class RecordImporter {
                 let bulk = try BulkLoad(session: session)
                 sources: for source in sources {
                     while let item = try source.next() {
+                        try Interruption.check()
                         read += 1
                         if read % 4096 == 0 { report(read) }
                         let issue: InputIssue?
