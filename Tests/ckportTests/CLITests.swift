@@ -629,4 +629,34 @@ struct CLITests {
         let far = try ckport(["frobnicate"], in: folder.url)
         #expect(far.status == 1 && !far.stderr.contains("Did you mean"))
     }
+
+    @Test("one voice for a file that cannot be what a command expects: missing, a folder, binary data — same words, exit 2, every command")
+    func inputFileMistakes() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "-q"], in: folder.url).status == 0)
+        try FileManager.default.createDirectory(atPath: folder.path("afolder"), withIntermediateDirectories: true)
+        try Data([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01, 0x00, 0x00, 0x00, 0xFF, 0xFE]).write(to: URL(fileURLWithPath: folder.path("binary.bin")))
+        // Each command with a placeholder for the file, and what it expected the file to be.
+        let commands: [([String], String, Bool)] = [
+            (["import", "FILE"], "JSON", false), (["import", "FILE", "--format", "csv", "--type", "Event"], "CSV", false),
+            (["import", "FILE", "--format", "ics"], "an iCalendar file", false),
+            (["schema", "check", "FILE"], "a schema", false), (["schema", "import", "FILE"], "a schema", false),
+            (["schema", "diff", "FILE", "FILE"], "a schema", false),
+            (["verify", "FILE"], "a bundle", true), (["inspect", "FILE"], "a bundle", true), (["restore", "FILE", "--store", "r.sqlite"], "a bundle", true),
+            (["backup", "-o", "b.ckbundle", "--since", "FILE"], "a bundle", true),
+            (["export", "--format", "ics", "--mapping", "FILE", "-o", "x.ics"], "a mapping", false),
+        ]
+        for (command, kind, isBundle) in commands {
+            for (file, expected) in [("missing.file", "error: missing.file: no such file"), ("afolder", "error: afolder: is a folder, not \(kind)"),
+                                     ("binary.bin", isBundle ? "error: binary.bin: not \(kind) (a bundle is the gzip-compressed tar" : "error: binary.bin: not \(kind): it holds binary data")] {
+                let arguments = command.map { $0 == "FILE" ? file : $0 }
+                let run = try ckport(arguments, in: folder.url)
+                #expect(run.status == 2, "\(arguments): \(run.status) \(run.stderr)")
+                #expect(run.stderr.hasPrefix(expected), "\(arguments): \(run.stderr)")
+                #expect(!run.stderr.contains("NSCocoaErrorDomain") && !run.stderr.contains("could not be completed"), "\(arguments): \(run.stderr)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path("r.sqlite")))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("x.ics")) && !FileManager.default.fileExists(atPath: folder.path("b.ckbundle")))
+    }
 }

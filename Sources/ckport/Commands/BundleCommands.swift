@@ -60,6 +60,7 @@ struct BackupCommand: ParsableCommand {
         let started = Date()
         var base: ChangeToken?
         if let since {
+            try InputFiles.check(since, as: "a bundle", binary: true)
             let previous = try BundleReader(path: since, passphrase: try passphrase.passphrase())
             base = try ChangeToken(parsing: previous.manifest.token)
         }
@@ -141,6 +142,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         let started = Date()
+        try InputFiles.check(bundle, as: "a bundle", binary: true)
         let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase(), stageAssets: false, decodeOnTwoThreads: true)
         let validator = RecordValidator(schema: reader.schema)
         var assetsInBundle = Set<String>()
@@ -243,6 +245,7 @@ struct InspectCommand: ParsableCommand {
     @OptionGroup var passphrase: PassphraseOptions
 
     func run() throws {
+        try InputFiles.check(bundle, as: "a bundle", binary: true)
         let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase())
         let manifest = reader.manifest
         if json {
@@ -320,6 +323,7 @@ struct RestoreCommand: ParsableCommand {
         let started = Date()
         if mode == .insert { throw CommandFailure.usage("--mode insert cannot restore; use upsert, replace or newer") }
         let key = try passphrase.passphrase()
+        for bundle in bundles { try InputFiles.check(bundle, as: "a bundle", binary: true) }
         let readers = try bundles.map { try BundleReader(path: $0, limits: limits.limits, passphrase: key) }
         try RestoreCommand.checkChain(readers, intoExisting: mode != nil)
         let existed = FileManager.default.fileExists(atPath: storeOptions.path)

@@ -320,6 +320,7 @@ extension ExportCommand {
     static func calendarMapping(_ path: String?, store: RecordStore, schema: Schema? = nil) throws -> CalendarMapping {
         let schema = schema ?? store.schema
         if let path {
+            try InputFiles.check(path, as: "a mapping")
             do { return try CalendarMapping.load(path: path, schema: schema) } catch { throw CommandFailure.invalid(error.description) }
         }
         for app in SampleApp.allCases where app.schema.isEquivalent(to: schema) {

@@ -179,9 +179,13 @@ struct ImportCommand: ParsableCommand {
                 if let first = schemaFile { throw CommandFailure.usage("two schema files given (\(first.path) and \(file)); import one schema at a time") }
                 schemaFile = (file, try SchemaCommand.read(file))
             } else {
-                if file != "-", !FileManager.default.fileExists(atPath: file) {
-                    throw CommandFailure.invalid("\(file): no such file")
+                let kind: String
+                switch format ?? DataFormat.infer(file) {
+                case .csv?, .tsv?: kind = "CSV"
+                case .ics?: kind = "an iCalendar file"
+                default: kind = "JSON"
                 }
+                try InputFiles.check(file, as: kind)
                 dataFiles.append(file)
             }
         }

@@ -28,11 +28,12 @@ struct SchemaCommand: ParsableCommand {
 
     /// The schema in `path` and ckport's warnings about it (`--strict` makes them errors).
     static func readChecked(_ path: String) throws -> (schema: Schema, warnings: [SchemaDiagnostic]) {
+        try InputFiles.check(path, as: "a schema")
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw CommandFailure(status: .failure, message: "\(path): cannot read: \(error.localizedDescription)")
+            throw CommandFailure.invalid("\(path): not a schema: it is not UTF-8 text")
         }
         let (schema, warnings) = try SchemaParser.check(text, file: path)
         let oversized = RecordStore.schemaProblems(schema)
@@ -185,7 +186,9 @@ struct SchemaCommand: ParsableCommand {
                     if printSchema { print(SchemaPrinter.print(schema), terminator: "") }
                 } catch {
                     failed = true
-                    Console.error(Failures.classify(error).1)
+                    // Problems inside the schema read as a compiler's, FILE:LINE:COL: …; a file
+                    // that cannot be read is an error like any other command's.
+                    Console.error((error is SchemaError ? "" : "error: ") + Failures.classify(error).1)
                 }
             }
             if failed { throw ExitCode(ExitStatus.invalidInput.rawValue) }
