@@ -293,6 +293,13 @@ public final class RecordStore {
         if FileManager.default.fileExists(atPath: path), access(path, R_OK) != 0 {
             return "the file cannot be read (\(String(cString: strerror(errno))))"
         }
+        if !FileManager.default.fileExists(atPath: path) {
+            // Ask the file system itself why a file cannot be made there.
+            let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd < 0 { return "the file cannot be created (\(String(cString: strerror(errno))))" }
+            close(fd)
+            unlink(path)
+        }
         return nil
     }
 

@@ -659,4 +659,16 @@ struct CLITests {
         #expect(!FileManager.default.fileExists(atPath: folder.path("r.sqlite")))
         #expect(!FileManager.default.fileExists(atPath: folder.path("x.ics")) && !FileManager.default.fileExists(atPath: folder.path("b.ckbundle")))
     }
+
+    @Test("a store that cannot be opened or made says which path and why, in words, never SQLite's or SQL")
+    func unusableStore() throws {
+        let folder = Folder()
+        for (store, expected) in [("/proc/ckport-test.sqlite", "error: cannot use the store /proc/ckport-test.sqlite: the file cannot be created ("),
+                                  ("no/such/folder/s.sqlite", "error: cannot use the store no/such/folder/s.sqlite: its folder no/such/folder does not exist")] {
+            let run = try ckport(["schema", "import", sample("notes", "schema.ckdb"), "--store", store], in: folder.url)
+            #expect(run.status == 3, "\(run.stderr)")
+            #expect(run.stderr.hasPrefix(expected), "\(run.stderr)")
+            #expect(!run.stderr.contains("SQLite") && !run.stderr.contains("unable to open database file"), "\(run.stderr)")
+        }
+    }
 }
