@@ -646,8 +646,14 @@ struct CLITests {
             (["backup", "-o", "b.ckbundle", "--since", "FILE"], "a bundle", true),
             (["export", "--format", "ics", "--mapping", "FILE", "-o", "x.ics"], "a mapping", false),
         ]
+        // A file nobody may read, root included (tests run as root in CI, where chmod would not do).
+        let probe = open("/proc/1/mem", O_RDONLY)
+        let unreadable: String? = probe < 0 ? "/proc/1/mem" : nil
+        if probe >= 0 { close(probe) }
         for (command, kind, isBundle) in commands {
-            for (file, expected) in [("missing.file", "error: missing.file: no such file"), ("afolder", "error: afolder: is a folder, not \(kind)"),
+            var mistakes = [("missing.file", "error: missing.file: no such file"), ("afolder", "error: afolder: is a folder, not \(kind)")]
+            if let unreadable { mistakes.append((unreadable, "error: \(unreadable): cannot be read (")) }
+            for (file, expected) in mistakes + [
                                      ("binary.bin", isBundle ? "error: binary.bin: not \(kind) (a bundle is the gzip-compressed tar" : "error: binary.bin: not \(kind): it holds binary data")] {
                 let arguments = command.map { $0 == "FILE" ? file : $0 }
                 let run = try ckport(arguments, in: folder.url)
@@ -670,5 +676,20 @@ struct CLITests {
             #expect(run.stderr.hasPrefix(expected), "\(run.stderr)")
             #expect(!run.stderr.contains("SQLite") && !run.stderr.contains("unable to open database file"), "\(run.stderr)")
         }
+    }
+
+    @Test("restoring another app's bundle into a store says so and where it can go, and changes nothing")
+    func wrongAppBundle() throws {
+        let folder = Folder()
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl"), "--store", "notes.sqlite", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["backup", "--store", "notes.sqlite", "-o", "notes.ckbundle", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl"), "-q"], in: folder.url).status == 0)
+        let before = try ckport(["export"], in: folder.url).stdout
+        let run = try ckport(["restore", "notes.ckbundle", "--mode", "upsert"], in: folder.url)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("it is the backup of another app or of another schema. Nothing was changed; restore it into a store of its own (--store NEW.sqlite)"), "\(run.stderr)")
+        #expect(!run.stderr.contains("delete them first"))
+        #expect(try ckport(["export"], in: folder.url).stdout == before)
+        #expect(try ckport(["restore", "notes.ckbundle", "--mode", "insert"], in: folder.url).status == 1)
     }
 }

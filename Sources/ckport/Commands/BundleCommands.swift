@@ -71,7 +71,10 @@ struct BackupCommand: ParsableCommand {
             }
             key = given
         }
-        let summary = try BundleWriter().write(store, query: query, since: base, to: output, passphrase: key) { progress.update(records: $0) }
+        // The count gives the progress line its percentage and ETA (a full backup: records
+        // are read in one pass, so the count is what the pass will meet).
+        let total = progress.isEnabled && base == nil ? try store.read { try $0.count(query) } : nil
+        let summary = try BundleWriter().write(store, query: query, since: base, to: output, passphrase: key) { progress.update(records: $0, total: total) }
         progress.finish()
         if !storeOptions.quiet {
             let manifest = summary.manifest
@@ -301,8 +304,17 @@ struct RestoreCommand: ParsableCommand {
     @Argument(help: "The bundle, or a full bundle and the incremental ones after it, in order.")
     var bundles: [String]
 
-    @Option(help: "How bundled records combine with stored ones, for a store that is not empty: upsert, replace or newer.")
-    var mode: WriteMode?
+    /// The import modes that make sense for a restore (insert would refuse every record a
+    /// store already has).
+    enum RestoreMode: String, ExpressibleByArgument, CaseIterable {
+        case upsert, replace, newer
+        var writeMode: WriteMode { WriteMode(rawValue: rawValue)! }
+    }
+
+    @Option(name: .customLong("mode"), help: "How bundled records combine with stored ones, for a store that is not empty.")
+    var restoreMode: RestoreMode?
+
+    var mode: WriteMode? { restoreMode?.writeMode }
 
     @Option(name: .customLong("type"), help: ArgumentHelp("Restore only this record type; repeat for several.", valueName: "type"))
     var recordTypes: [String] = []
@@ -321,7 +333,6 @@ struct RestoreCommand: ParsableCommand {
 
     func run() throws {
         let started = Date()
-        if mode == .insert { throw CommandFailure.usage("--mode insert cannot restore; use upsert, replace or newer") }
         let key = try passphrase.passphrase()
         for bundle in bundles { try InputFiles.check(bundle, as: "a bundle", binary: true) }
         let readers = try bundles.map { try BundleReader(path: $0, limits: limits.limits, passphrase: key) }
@@ -332,6 +343,14 @@ struct RestoreCommand: ParsableCommand {
             let stored = try store.read { try $0.stats().totalRecords }
             if stored > 0 && mode == nil {
                 throw CommandFailure.usage("the store \(storeOptions.path) already holds \(Console.count(stored)) records; pass --mode upsert, replace or newer to restore into it")
+            }
+            // A bundle of another app (or of another version of the schema) would take away
+            // types this store holds records of: say what it is, and where it can go instead.
+            let bundleTypes = Set(readers.last!.schema.recordTypes.map(\.name))
+            let heldTypes = Set(try store.read { try $0.stats().entries.filter { $0.records > 0 }.map(\.recordType) })
+            let missing = heldTypes.subtracting(bundleTypes).sorted()
+            if !missing.isEmpty {
+                throw CommandFailure.invalid("\(readers.last!.path)'s schema has no record type \(missing.joined(separator: ", ")), which \(storeOptions.path) holds records of: it is the backup of another app or of another schema. Nothing was changed; restore it into a store of its own (--store NEW.sqlite)")
             }
             // The schema and every record go in one transaction, which commits only once the
             // whole bundle has checked out (sizes, checksums, counts, every record valid).
