@@ -20,9 +20,8 @@ struct Run {
     var stderr: String
 }
 
-/// Runs ckport in `directory` with a clean environment (no $CKPORT_STORE).
-@discardableResult
-func ckport(_ arguments: [String], in directory: URL, environment: [String: String] = [:], stdin: String? = nil) throws -> Run {
+/// A ckport process to run in `directory` with a clean environment (no $CKPORT_STORE).
+func ckportProcess(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) -> Process {
     let process = Process()
     process.executableURL = ckportBinary
     process.arguments = arguments
@@ -31,6 +30,29 @@ func ckport(_ arguments: [String], in directory: URL, environment: [String: Stri
     env["CKPORT_STORE"] = nil
     for (key, value) in environment { env[key] = value }
     process.environment = env
+    return process
+}
+
+/// Runs ckport (ARGUMENTS as shell words) with files limited to `kilobytes`, as on a full disk:
+/// SIGXFSZ is ignored, so a write past the limit fails with EFBIG. Its status and standard error.
+func ckportWithFileSizeLimit(kilobytes: Int, _ arguments: String, in directory: URL) throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", "trap '' XFSZ; ulimit -f \(kilobytes); exec \"$0\" \(arguments)", ckportBinary.path]
+    process.currentDirectoryURL = directory
+    let errors = Pipe()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, message)
+}
+
+/// Runs ckport in `directory` with a clean environment (no $CKPORT_STORE).
+@discardableResult
+func ckport(_ arguments: [String], in directory: URL, environment: [String: String] = [:], stdin: String? = nil) throws -> Run {
+    let process = ckportProcess(arguments, in: directory, environment: environment)
     // Output goes to files: a pipe nobody reads while the process runs could fill and stall it.
     let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-out-\(UUID().uuidString)")
     let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-err-\(UUID().uuidString)")
@@ -510,18 +532,8 @@ struct CLITests {
         #expect(try ckport(["generate", "--app", "family-todo", "--records", "20000", "--seed", "3", "-o", "many.jsonl", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb")], in: folder.url).status == 0)
         let before = folder.data("ckport.sqlite")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // SIGXFSZ ignored, so a write past the limit fails with EFBIG as on a full disk.
-        process.arguments = ["-c", "trap '' XFSZ; ulimit -f 1024; exec \"$0\" import many.jsonl", ckportBinary.path]
-        process.currentDirectoryURL = folder.url
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 3, "\(message)")
+        let (status, message) = try ckportWithFileSizeLimit(kilobytes: 1024, "import many.jsonl", in: folder.url)
+        #expect(status == 3, "\(message)")
         #expect(message.contains("cannot write to the store ckport.sqlite") && message.contains("the store is as it was before it"), "\(message)")
         #expect(folder.data("ckport.sqlite") == before)
     }

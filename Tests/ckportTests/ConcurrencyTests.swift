@@ -5,18 +5,12 @@ import Testing
 
 /// A ckport process started in the background; `finish()` waits for it.
 final class RunningCKPort {
-    let process = Process()
+    let process: Process
     private let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-out-\(UUID().uuidString)")
     private let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-err-\(UUID().uuidString)")
 
     init(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws {
-        process.executableURL = ckportBinary
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var env = ProcessInfo.processInfo.environment
-        env["CKPORT_STORE"] = nil
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
+        process = ckportProcess(arguments, in: directory, environment: environment)
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: outURL)

@@ -59,17 +59,8 @@ struct SafetyTests {
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl"), "-q"], in: folder.url).status == 0)
         let before = folder.data("ckport.sqlite")
         let exported = try ckport(["export"], in: folder.url).stdout
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" restore all.ckbundle --mode upsert", ckportBinary.path]
-        process.currentDirectoryURL = folder.url
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 3, "\(message)")
+        let (status, message) = try ckportWithFileSizeLimit(kilobytes: 2048, "restore all.ckbundle --mode upsert", in: folder.url)
+        #expect(status == 3, "\(message)")
         #expect(message.contains("cannot write to the store ckport.sqlite") && message.contains("the store is as it was before it"), "\(message)")
         // Rolled back and closed: no journal or log beside the store, the file as it was.
         for suffix in ["-journal", "-wal", "-shm"] { #expect(!FileManager.default.fileExists(atPath: folder.path("ckport.sqlite" + suffix)), "\(suffix)") }
