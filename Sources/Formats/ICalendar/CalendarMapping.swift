@@ -98,6 +98,10 @@ public struct CalendarMapping: Sendable {
         public var recurrence: Recurrence?
         /// Actions for REFERENCE fields an import fills (`--set familyID=family-1`).
         public var referenceActions: [String: ReferenceAction]
+        /// A STRING field that keeps how the component's times were written: a TZID
+        /// (`Europe/Zurich`), `floating`, or empty for UTC; export writes them the same way
+        /// unless `--tz` says otherwise. Without it, times come back in UTC (or `--tz`).
+        public var timeZone: String?
 
         public func property(_ name: String) -> Value? {
             properties.first { $0.name == name }?.value
@@ -243,7 +247,7 @@ private struct MappingReader {
 
     mutating func component(_ node: Node) throws(MappingError) -> CalendarMapping.Component {
         let fields = try mapping(node, "a component")
-        try keys(fields, allowed: ["recordType", "component", "where", "cancelled", "properties", "organizer", "attendees", "alarms", "recurrence", "referenceActions"], "a component")
+        try keys(fields, allowed: ["recordType", "component", "where", "cancelled", "properties", "organizer", "attendees", "alarms", "recurrence", "referenceActions", "timeZone"], "a component")
         let typeName = try string(fields["recordType"], "recordType")
         let type = try recordType(typeName, fields["recordType"])
         let componentName = try string(fields["component"], "component").uppercased()
@@ -317,6 +321,11 @@ private struct MappingReader {
                 if let node = recurrence["monthDay"] { monthDay = try string(node, "monthDay"); _ = try field(monthDay!, in: type, node, types: [.int64], list: false) }
                 result.recurrence = .chore(type: typeField, weekday: weekday, monthDay: monthDay)
             }
+        }
+        if let zoneNode = fields["timeZone"] {
+            let name = try string(zoneNode, "timeZone")
+            _ = try field(name, in: type, zoneNode, types: [.string], list: false)
+            result.timeZone = name
         }
         if let actionsNode = fields["referenceActions"] {
             for (key, valueNode) in try mapping(actionsNode, "referenceActions") {

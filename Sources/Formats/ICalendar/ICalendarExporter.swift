@@ -41,6 +41,10 @@ public final class ICalendarExporter {
     private let options: ICalExportOptions
     private var people: [String: Records.Record?] = [:]
     private var writer = ICalLineWriter()
+    /// How the record being written keeps its times, when its mapping's `timeZone` field says
+    /// so and `--tz` does not: a zone of its own, or floating.
+    private var recordZone: TimeZone?
+    private var recordFloating = false
 
     public init(session: StoreSession, mapping: CalendarMapping, options: ICalExportOptions) {
         self.session = session
@@ -107,6 +111,7 @@ public final class ICalendarExporter {
             }
             for (name, value) in VTimeZoneBuilder.lines(for: zone, from: from, to: to) { writer.line(name, value) }
         }
+        if options.timeZone == nil { try writeKeptZones(plan) }
         try output.write(writer.take())
         for (component, query) in plan {
             guard let type = session.schema.recordType(named: component.recordType) else { continue }
@@ -131,6 +136,29 @@ public final class ICalendarExporter {
         try output.write(writer.take())
         try output.commit()
         return summary
+    }
+
+    /// A VTIMEZONE for every zone the records' `timeZone` fields keep, covering their times.
+    private func writeKeptZones(_ plan: [(CalendarMapping.Component, RecordQuery)]) throws {
+        var spans: [String: (low: Int64, high: Int64, repeats: Bool)] = [:]
+        for (component, query) in plan {
+            guard let field = component.timeZone else { continue }
+            let timeFields = component.properties.compactMap { CalendarMapping.timeProperties.contains($0.name) ? $0.value.sourceField : nil }
+            try session.forEach(query) { record in
+                guard case .string(let kept)? = record.fields[field], kept != "floating", TimeZone(identifier: kept) != nil else { return }
+                for name in timeFields {
+                    guard case .timestamp(let ms)? = record.fields[name] else { continue }
+                    let span = spans[kept] ?? (ms, ms, false)
+                    spans[kept] = (min(span.low, ms), max(span.high, ms), span.repeats || component.recurrence != nil)
+                }
+            }
+        }
+        for (identifier, span) in spans.sorted(by: { $0.key < $1.key }) {
+            let zone = TimeZone(identifier: identifier)!
+            var to = span.high + 86_400_000
+            if span.repeats { to += Int64(ICalendarExporter.recurrenceHorizonYears) * 366 * 86_400_000 }
+            for (name, value) in VTimeZoneBuilder.lines(for: zone, from: span.low, to: to) { writer.line(name, value) }
+        }
     }
 
     /// X-WR-CALNAME: a fixed text, or read through the first record's reference when every
@@ -162,6 +190,11 @@ public final class ICalendarExporter {
     // MARK: Components
 
     private func write(_ record: Records.Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
+        (recordZone, recordFloating) = (nil, false)
+        if options.timeZone == nil, let field = component.timeZone, case .string(let kept)? = record.fields[field] {
+            if kept == "floating" { recordFloating = true } else { recordZone = TimeZone(identifier: kept) }
+        }
+        defer { (recordZone, recordFloating) = (nil, false) }
         writer.line("BEGIN", component.component)
         writer.text("UID", record.recordName)
         writer.utc("DTSTAMP", options.dtstamp)
@@ -227,8 +260,10 @@ public final class ICalendarExporter {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
             } else if allDay {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
-            } else if let zone = options.timeZone, !utcOnly {
+            } else if let zone = options.timeZone ?? recordZone, !utcOnly {
                 writer.line(name, [("TZID", zone.identifier)], CalendarTime.basic(local(ms), date: false))
+            } else if recordFloating && !utcOnly {
+                writer.line(name, CalendarTime.basic(local(ms), date: false))
             } else {
                 writer.utc(name, ms)
             }
@@ -286,7 +321,7 @@ public final class ICalendarExporter {
 
     private func local(_ ms: Int64) -> LocalDateTime {
         let seconds = ISO8601.floorDiv(ms, 1000)
-        let offset = options.timeZone.map { Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))) } ?? 0
+        let offset = (options.timeZone ?? recordZone).map { Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))) } ?? 0
         return LocalDateTime(wallSeconds: seconds + offset)
     }
 

@@ -266,6 +266,17 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
             }
             try assign(property, value, to: &record, type: type)
         }
+        // How the times were written: kept in the mapping's timeZone field, or said not kept.
+        if let start {
+            switch start.0 {
+            case .zoned(_, let tzid):
+                if let field = spec.timeZone { record.fields[field] = .string(tzid) } else { dropped("DTSTART TZID=\(tzid)", component) }
+            case .floating:
+                if let field = spec.timeZone { record.fields[field] = .string("floating") } else { dropped("floating DTSTART", component) }
+            default:
+                if let field = spec.timeZone, type.field(named: field) != nil { record.fields[field] = nil }
+            }
+        }
         // DURATION stands for DTEND (or DUE) when those are absent.
         if let durationProperty = component.property("DURATION"), let endField, record.fields[endField] == nil, let start {
             guard let seconds = CalendarDuration.parse(durationProperty.value) else {
