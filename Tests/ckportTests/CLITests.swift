@@ -704,4 +704,35 @@ struct CLITests {
         #expect(try ckport(["export"], in: folder.url).stdout == before)
         #expect(try ckport(["restore", "notes.ckbundle", "--mode", "insert"], in: folder.url).status == 1)
     }
+
+    @Test("messages that tell the truth: generate's formats, the import headline, a store without a schema, empty files, empty migration folders, another app's migrations")
+    func truthfulMessages() throws {
+        let folder = Folder()
+        for arguments in [["generate", "--app", "notes", "--format", "csv"], ["generate", "--app", "notes", "-o", "g.ics"], ["generate", "--app", "notes", "--format", "tsv"]] {
+            let run = try ckport(arguments, in: folder.url)
+            #expect(run.status == 1 && run.stderr.contains("generate writes JSON or JSON Lines"), "\(arguments): \(run.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path("g.ics")))
+        // No schema: one message, no store file.
+        let noSchema = try ckport(["import", sample("notes", "records.jsonl")], in: folder.url)
+        #expect(noSchema.status == 2)
+        #expect(noSchema.stderr.components(separatedBy: "\n").filter { !$0.isEmpty }.count == 1, "\(noSchema.stderr)")
+        #expect(noSchema.stderr.contains("there is no store at ckport.sqlite yet, so the records cannot be checked against one"))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("ckport.sqlite")))
+        // The headline counts what went in, the rejects apart.
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), "-q"], in: folder.url).status == 0)
+        folder.write("mixed.jsonl", #"{"recordName":"f1","recordType":"Folder","zoneID":{"zoneName":"Notes"},"fields":{"name":{"value":"A"}}}"# + "\n"
+                     + #"{"recordName":"f2","recordType":"Folder","zoneID":{"zoneName":"Notes"},"fields":{"name":{"value":7}}}"# + "\n")
+        let mixed = try ckport(["import", "mixed.jsonl", "--skip-invalid"], in: folder.url)
+        #expect(mixed.stderr.contains("imported 1 record from 1 file in") && mixed.stderr.contains("; 1 rejected"), "\(mixed.stderr)")
+        folder.write("empty.jsonl", "")
+        #expect(try ckport(["import", "empty.jsonl"], in: folder.url).stderr.contains("note: empty.jsonl is empty: it holds no records"))
+        // Migrations: a folder without any, and another app's set, which is refused before any backup.
+        try FileManager.default.createDirectory(atPath: folder.path("none"), withIntermediateDirectories: true)
+        let none = try ckport(["migrate", "plan", "--dir", "none"], in: folder.url)
+        #expect(none.status == 2 && none.stderr.contains("none: no migration files found"), "\(none.stderr)")
+        let other = try ckport(["migrate", "apply", "--dir", packageRoot.appendingPathComponent("migrations/family-todo").path], in: folder.url)
+        #expect(other.status == 2, "\(other.stderr)")
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: folder.url.path)).contains { $0.hasSuffix(".ckbundle") })
+    }
 }
