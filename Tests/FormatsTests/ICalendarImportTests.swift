@@ -395,7 +395,7 @@ struct ICalendarImportTests {
         #expect(!appleNote.contains("2 CATEGORIES value"))
     }
 
-    @Test("a mapping's timeZone field keeps TZID and floating times: a weekly 09:00 Zurich meeting is still at 09:00 after the clocks change")
+    @Test("a mapping's timeZone field keeps TZID, floating and DATE times: a weekly 09:00 Zurich meeting is still at 09:00 after the clocks change")
     func timesKeepTheirForm() throws {
         let scratch = CalendarScratch()
         let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Meeting (endDate TIMESTAMP, rule STRING, startDate TIMESTAMP, title STRING, zone STRING);")
@@ -410,14 +410,18 @@ struct ICalendarImportTests {
                 properties: { SUMMARY: title, DTSTART: startDate, DTEND: endDate }
             """, file: "meetings.yaml", schema: schema)
         let input = scratch.path("in.ics")
-        try Data(("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:x\r\n"
-            + "BEGIN:VEVENT\r\nUID:weekly\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;TZID=Europe/Zurich:20260302T090000\r\nDTEND;TZID=Europe/Zurich:20260302T100000\r\nRRULE:FREQ=WEEKLY\r\nSUMMARY:Team\r\nEND:VEVENT\r\n"
-            + "BEGIN:VEVENT\r\nUID:floating\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20260305T070000\r\nDTEND:20260305T080000\r\nSUMMARY:Run\r\nEND:VEVENT\r\n"
-            + "BEGIN:VEVENT\r\nUID:utc\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20260306T120000Z\r\nDTEND:20260306T130000Z\r\nSUMMARY:Call\r\nEND:VEVENT\r\n"
-            + "END:VCALENDAR\r\n").utf8).write(to: URL(fileURLWithPath: input))
+        let lines: [String] = [
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:x\r\n",
+            "BEGIN:VEVENT\r\nUID:weekly\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;TZID=Europe/Zurich:20260302T090000\r\nDTEND;TZID=Europe/Zurich:20260302T100000\r\nRRULE:FREQ=WEEKLY\r\nSUMMARY:Team\r\nEND:VEVENT\r\n",
+            "BEGIN:VEVENT\r\nUID:floating\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20260305T070000\r\nDTEND:20260305T080000\r\nSUMMARY:Run\r\nEND:VEVENT\r\n",
+            "BEGIN:VEVENT\r\nUID:utc\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20260306T120000Z\r\nDTEND:20260306T130000Z\r\nSUMMARY:Call\r\nEND:VEVENT\r\n",
+            "BEGIN:VEVENT\r\nUID:day\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;VALUE=DATE:20260314\r\nSUMMARY:Birthday\r\nEND:VEVENT\r\n",
+            "END:VCALENDAR\r\n",
+        ]
+        try Data(lines.joined().utf8).write(to: URL(fileURLWithPath: input))
         let reader = ICalendarRecordReader(input: try ByteInput(path: input), mapping: mapping, schema: schema, options: ICalImportOptions())
         let summary = try RecordImporter(store: store, options: ImportOptions()).run([reader])
-        #expect(summary.totals.inserted == 3)
+        #expect(summary.totals.inserted == 4)
         #expect(!summary.notes.contains { $0.contains("DTSTART") }, "\(summary.notes)")
         let out = scratch.path("out.ics")
         let file = try OutputFile(path: out)
@@ -427,6 +431,8 @@ struct ICalendarImportTests {
         #expect(text.contains("TZID:Europe/Zurich\r\n") && text.contains("TZNAME:CEST"), "\(text)")
         #expect(text.contains("DTSTART:20260305T070000\r\n"), "\(text)")
         #expect(text.contains("DTSTART:20260306T120000Z\r\n"), "\(text)")
+        // A DATE without an end stays a DATE, never a midnight UTC time.
+        #expect(text.contains("DTSTART;VALUE=DATE:20260314\r\n") && !text.contains("20260314T000000Z"), "\(text)")
         // Read back with the rule expanded (through the family calendar's mapping): after the
         // change to summer time the meeting is at 07:00 UTC, 09:00 in Zurich.
         let family = try CalendarImport()

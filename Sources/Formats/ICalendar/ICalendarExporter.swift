@@ -45,6 +45,7 @@ public final class ICalendarExporter {
     /// so and `--tz` does not: a zone of its own, or floating.
     private var recordZone: TimeZone?
     private var recordFloating = false
+    private var recordDate = false
 
     public init(session: StoreSession, mapping: CalendarMapping, options: ICalExportOptions) {
         self.session = session
@@ -190,11 +191,15 @@ public final class ICalendarExporter {
     // MARK: Components
 
     private func write(_ record: Records.Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
-        (recordZone, recordFloating) = (nil, false)
-        if options.timeZone == nil, let field = component.timeZone, case .string(let kept)? = record.fields[field] {
-            if kept == "floating" { recordFloating = true } else { recordZone = TimeZone(identifier: kept) }
+        (recordZone, recordFloating, recordDate) = (nil, false, false)
+        if let field = component.timeZone, case .string(let kept)? = record.fields[field] {
+            if kept == "date" {
+                recordDate = true
+            } else if options.timeZone == nil {
+                if kept == "floating" { recordFloating = true } else { recordZone = TimeZone(identifier: kept) }
+            }
         }
-        defer { (recordZone, recordFloating) = (nil, false) }
+        defer { (recordZone, recordFloating, recordDate) = (nil, false, false) }
         writer.line("BEGIN", component.component)
         writer.text("UID", record.recordName)
         writer.utc("DTSTAMP", options.dtstamp)
@@ -258,7 +263,7 @@ public final class ICalendarExporter {
             let utcOnly = name == "CREATED" || name == "LAST-MODIFIED" || name == "COMPLETED"
             if case .date = value {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
-            } else if allDay {
+            } else if allDay || (recordDate && !utcOnly) {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
             } else if let zone = options.timeZone ?? recordZone, !utcOnly {
                 writer.line(name, [("TZID", zone.identifier)], CalendarTime.basic(local(ms), date: false))

@@ -273,6 +273,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
                 if let field = spec.timeZone { record.fields[field] = .string(tzid) } else { dropped("DTSTART TZID=\(tzid)", component) }
             case .floating:
                 if let field = spec.timeZone { record.fields[field] = .string("floating") } else { dropped("floating DTSTART", component) }
+            case .date:
+                // Without a field a DATE still comes back a DATE when the event spans whole days.
+                if let field = spec.timeZone { record.fields[field] = .string("date") }
             default:
                 if let field = spec.timeZone, type.field(named: field) != nil { record.fields[field] = nil }
             }
