@@ -168,7 +168,10 @@ public final class RecordStore {
     /// transaction's snapshot.
     public var schema: Schema {
         if let session = activeSession { return session.schema }
-        return (try? read { $0.schema }) ?? schemaCache.schema
+        // One statement reads the schema text: no session, no zone checks.
+        waiter.reading = true
+        defer { waiter.reading = false }
+        return (try? queue.inDatabase { db in try loadSchema(db) }) ?? schemaCache.schema
     }
 
     /// The session of the transaction running now, if any: asked for its schema inside a
@@ -211,9 +214,7 @@ public final class RecordStore {
             var newSchema: Schema?
             try db.inTransaction(.immediate) {
                 let session = try StoreSession(db: db, store: self, writable: true)
-                activeSession = session
-                defer { activeSession = nil }
-                result = try body(session)
+                result = try active(session, body)
                 try session.finish()
                 if session.schemaChanged { newSchema = session.schema }
                 return dryRun ? .rollback : .commit
@@ -233,10 +234,7 @@ public final class RecordStore {
             return try queue.inDatabase { db in
                 var result: T?
                 try db.inTransaction(.deferred) {
-                    let session = try StoreSession(db: db, store: self, writable: false)
-                    activeSession = session
-                    defer { activeSession = nil }
-                    result = try body(session)
+                    result = try active(try StoreSession(db: db, store: self, writable: false), body)
                     return .rollback
                 }
                 return result!
@@ -244,6 +242,13 @@ public final class RecordStore {
         } catch {
             throw RecordStore.translate(error, path: path, waiter: waiter)
         }
+    }
+
+    /// Runs `body` with `session` as the store's transaction of the moment.
+    private func active<T>(_ session: StoreSession, _ body: (StoreSession) throws -> T) rethrows -> T {
+        activeSession = session
+        defer { activeSession = nil }
+        return try body(session)
     }
 
     /// A store this instance created and never committed to is removed after a failed write,

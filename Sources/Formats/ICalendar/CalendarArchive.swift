@@ -81,7 +81,7 @@ public final class CalendarArchiveReader: AnnotatedRecordSource {
     private let zones: ZoneResolver
     private var pending: [SourceItem] = []
     private var position = 0
-    private var seen: [String: Int] = [:]
+    private var seen: [Int: Int] = [:]
     private var infoWritten = false
     private var currentCalendar: String?
     private var counts: [String: Int] = [:]
@@ -164,8 +164,10 @@ public final class CalendarArchiveReader: AnnotatedRecordSource {
             key = SHA256.hash(data: Array(content.utf8)).map { String(format: "%02x", $0) }.joined()
         }
         // The same key twice in one calendar (a client that repeats a UID): both are kept.
-        let repeats = seen[kind + "\u{0}" + key, default: 0]
-        seen[kind + "\u{0}" + key] = repeats + 1
+        // A hash per component, not its key: memory stays small however long the calendar.
+        let hash = (kind + "\u{0}" + key).hashValue
+        let repeats = seen[hash, default: 0]
+        seen[hash] = repeats + 1
         if repeats > 0 { key += "\u{0}#\(repeats)" }
         var record = Record(id: RecordID(recordName: CalendarArchive.recordName(calendar: calendar, kind: kind, key: key), zone: zone),
                             recordType: CalendarArchive.componentType)
