@@ -10,6 +10,8 @@ extension SampleGenerator {
         ("Road trip to the lake", "family", "Lake Tahoe", 0), ("Book club", "social", "Café Müller", 90),
         ("Kids' dentist", "health", "Bright Smile Dental", 45), ("Football final 🏆", "sports", "City Stadium", 120),
     ]
+    /// Where each family lives: their events are kept in its local time.
+    static let homeZones = ["America/New_York", "Europe/Zurich", "America/Los_Angeles", "Europe/London", "Australia/Sydney"]
     static let comments = [
         "I'll drive there, can someone pick up?", "Running 10 minutes late!", "Bring the shin guards 🙏",
         "Can we move this to 5pm?", "Grandma says she wants tiramisu.", "Tickets are in my email, I'll forward them.",
@@ -70,9 +72,11 @@ extension SampleGenerator {
             ]
             if template.minutes == 0 {
                 let begin = Self.epoch + day * Self.day
+                fields["timeZone"] = .string("date")
                 fields["startDate"] = .timestamp(begin)
                 fields["endDate"] = .timestamp(begin + Int64(random.int(1...3)) * Self.day)
             } else {
+                fields["timeZone"] = .string(Self.homeZones[f % Self.homeZones.count])
                 let begin = Self.epoch + day * Self.day + Int64(random.int(8...19)) * Self.hour + Int64(random.int(0...3)) * 15 * Self.minute
                 fields["startDate"] = .timestamp(begin)
                 fields["endDate"] = .timestamp(begin + Int64(template.minutes) * Self.minute)

@@ -118,7 +118,7 @@ extension SampleGenerator {
             var fields: RecordFields = [
                 "id": .string(uuid()), "householdId": householdRef, "title": .string(chore.title),
                 "recurrenceType": .string(chore.type), "areaId": .reference(Reference(recordName: areaNames[chore.area])),
-                "isActive": .int64(c == 4 && h % 2 == 0 ? 0 : 1), "lastGeneratedDate": .timestamp(last),
+                "isActive": .int64(c == 4 && h % 2 == 0 ? 0 : 1), "lastGeneratedDate": .timestamp(last), "timeZone": .string("date"),
                 "nextScheduledDate": .timestamp(Self.nextScheduled(after: last, type: chore.type, weekday: chore.day, dayOfMonth: chore.dayOfMonth)),
                 "createdAt": .timestamp(created), "updatedAt": .timestamp(created + Self.day),
             ]

@@ -9,6 +9,8 @@ enum SampleMappings {
       - recordType: Event
         component: VEVENT
         cancelled: "isDeleted == true"
+        # An IANA zone (the times are written with its TZID), "floating" or "date".
+        timeZone: timeZone
         properties:
           SUMMARY: title
           DESCRIPTION: description
@@ -40,6 +42,7 @@ enum SampleMappings {
     components:
       - recordType: Task
         component: VTODO
+        timeZone: timeZone
         properties:
           SUMMARY: title
           DESCRIPTION: notes
@@ -55,6 +58,7 @@ enum SampleMappings {
       - recordType: RecurringChore
         component: VTODO
         where: "isActive == 1"
+        timeZone: timeZone
         properties:
           SUMMARY: title
           DESCRIPTION: notes

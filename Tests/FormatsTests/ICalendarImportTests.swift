@@ -13,9 +13,17 @@ final class CalendarImport {
     /// The sample family's addresses → user record names, as `ckport import` looks them up.
     let people: [String: String]
 
-    init() throws {
+    /// The family calendar's store and mapping; `keepingTimes: false` leaves out the mapping's
+    /// `timeZone` line, as a mapping without a place for how times were written.
+    init(keepingTimes: Bool = true) throws {
         store = try scratch.sampleStore(.familyCalendar)
-        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "calendar.yaml", schema: store.schema)
+        var text = SampleApp.familyCalendar.calendarMappingText!
+        if !keepingTimes {
+            let line = "    timeZone: timeZone\n"
+            #expect(text.contains(line))
+            text = text.replacingOccurrences(of: line, with: "")
+        }
+        let mapping = try CalendarMapping.parse(text, file: "calendar.yaml", schema: store.schema)
         self.mapping = mapping
         people = try store.read { try ICalendarRecordReader.people(mapping, in: $0) }
     }
@@ -112,17 +120,48 @@ struct ICalendarImportTests {
         #expect(dentist.fields["isDeleted"] == .int64(1))
         #expect(summary.counts["Event"]?.inserted == 10)
         #expect(summary.counts["EventParticipant"]?.inserted == 14)
-        #expect(summary.notes.contains("not kept (the mapping has no place for them): 1 VFREEBUSY, 2 DTSTART TZID=Europe/Berlin in 2 events, 1 X-GOOGLE-CONFERENCE in 1 event, 1 floating DTSTART in 1 event (--mapping archive keeps a calendar whole; --strict refuses the import)"), "\(summary.notes)")
+        #expect(summary.notes.contains("not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-GOOGLE-CONFERENCE in 1 event (--mapping archive keeps a calendar whole; --strict refuses the import)"), "\(summary.notes)")
+        // The mapping's timeZone field keeps how each start was written.
+        #expect(swims.allSatisfy { $0.fields["timeZone"] == .string("Europe/Berlin") })
+        #expect(easter.fields["timeZone"] == .string("date"))
+        #expect(dentist.fields["timeZone"] == .string("floating"))
     }
 
-    @Test("floating times and dates take the zone given")
+    @Test("floating times and dates take the zone given, unless the mapping keeps them as wall clocks")
     func floatingInAZone() throws {
-        let calendar = try CalendarImport()
-        try calendar.run(calendar.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01", timeZone: TimeZone(identifier: "America/New_York"))
+        let newYork = TimeZone(identifier: "America/New_York")
+        let calendar = try CalendarImport(keepingTimes: false)
+        try calendar.run(calendar.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01", timeZone: newYork)
         #expect(try calendar.event("dentist-floating")?.fields["startDate"] == at("2026-03-10T13:00:00Z"))
         #expect(try calendar.event("easter-2026")?.fields["startDate"] == at("2026-04-04T04:00:00Z"))
         // Zoned times keep their own zone.
         #expect(try calendar.event("swim-training@google.com_20260302T160000Z") != nil)
+        // With a timeZone field the wall clock is kept (as if UTC) and the field says which
+        // form it was, so that no --tz on import or export moves a date to another day.
+        let keeping = try CalendarImport()
+        try keeping.run(keeping.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01", timeZone: newYork)
+        #expect(try keeping.event("dentist-floating")?.fields["startDate"] == at("2026-03-10T09:00:00Z"))
+        #expect(try keeping.event("easter-2026")?.fields["startDate"] == at("2026-04-04T00:00:00Z"))
+        #expect(try keeping.event("swim-training@google.com_20260302T160000Z")?.fields["startDate"] == at("2026-03-02T16:00:00Z"))
+    }
+
+    @Test("a floating recurrence's override replaces its occurrence whatever --tz says")
+    func floatingOverride() throws {
+        let text = [
+            "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:x",
+            "BEGIN:VEVENT", "UID:yoga", "DTSTAMP:20260101T000000Z", "DTSTART:20260302T070000", "DTEND:20260302T080000",
+            "RRULE:FREQ=DAILY;COUNT=3", "SUMMARY:Yoga", "END:VEVENT",
+            "BEGIN:VEVENT", "UID:yoga", "DTSTAMP:20260101T000000Z", "RECURRENCE-ID:20260303T070000", "DTSTART:20260303T090000",
+            "DTEND:20260303T100000", "SUMMARY:Yoga (late)", "END:VEVENT",
+            "END:VCALENDAR", "",
+        ].joined(separator: "\n")
+        for keepingTimes in [true, false] {
+            let calendar = try CalendarImport(keepingTimes: keepingTimes)
+            let path = try calendar.file(text)
+            try calendar.run(path, expand: "2026-03-01"..."2026-03-10", timeZone: TimeZone(identifier: "Asia/Tokyo"))
+            let titles = try calendar.records("Event", "title BEGINSWITH 'Yoga'").map { $0.fields["title"] }
+            #expect(titles == [.string("Yoga"), .string("Yoga (late)"), .string("Yoga")], "keeping times: \(keepingTimes)")
+        }
     }
 
     @Test("importing the same file twice changes nothing; a changed SEQUENCE or LAST-MODIFIED updates")
@@ -444,7 +483,7 @@ struct ICalendarImportTests {
 
     @Test("without a timeZone field, a TZID or floating time is said not kept")
     func zoneNotKept() throws {
-        let calendar = try CalendarImport()
+        let calendar = try CalendarImport(keepingTimes: false)
         let summary = try calendar.run(calendar.fixture("calendars/google-calendar.ics"))
         #expect(summary.notes.contains { $0.contains("DTSTART TZID=America/New_York in 2 events") }, "\(summary.notes)")
     }

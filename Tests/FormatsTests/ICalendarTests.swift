@@ -327,7 +327,7 @@ struct ICalendarExportTests {
         }
     }
 
-    @Test("an event from local midnight to midnight is an all-day event, in UTC and under --tz")
+    @Test("an event that does not say how its times were written, from local midnight to midnight, is an all-day event, in UTC and under --tz")
     func allDayEvents() throws {
         let scratch = CalendarScratch()
         let store = try scratch.sampleStore(.familyCalendar)
@@ -337,7 +337,8 @@ struct ICalendarExportTests {
                 var record = try #require(try session.record(named: name, ofType: "Event"))
                 record.fields["startDate"] = .timestamp(ISO8601.parse(start)!)
                 record.fields["endDate"] = .timestamp(ISO8601.parse(end)!)
-                try session.save(record, mode: .upsert)
+                record.fields["timeZone"] = nil
+                try session.save(record, mode: .replace)
             }
         }
         func event(_ path: String) throws -> ICalComponent {
@@ -366,16 +367,85 @@ struct ICalendarExportTests {
         #expect(component.property("DTSTART")?.value == "20260329")
         #expect(component.property("DTEND")?.value == "20260330")
         if let (status, report) = try Conformance.check(scratch.path("dst.ics")) { #expect(status == 0, "\(report)") }
-        // Reading it back under the same zone gives the same instants.
+        // Reading it back under the same zone, through a mapping without a timeZone field,
+        // gives the same instants; through the app's mapping, which keeps the form, the dates
+        // are kept as wall clocks (midnight as if UTC) and said to be dates.
+        for keepsForm in [false, true] {
+            let copy = try RecordStore(path: scratch.path("copy-\(keepsForm).sqlite"))
+            try copy.importSchema(store.schema)
+            var text = SampleApp.familyCalendar.calendarMappingText!
+            if !keepsForm { text = text.replacingOccurrences(of: "    timeZone: timeZone\n", with: "") }
+            let mapping = try CalendarMapping.parse(text, file: "m", schema: store.schema)
+            #expect((mapping.components[0].timeZone != nil) == keepsForm)
+            let reader = ICalendarRecordReader(input: try ByteInput(path: scratch.path("dst.ics")), mapping: mapping, schema: store.schema,
+                                               options: ICalImportOptions(timeZone: TimeZone(identifier: "Europe/Berlin")))
+            _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
+            let back = try #require(try copy.read { try $0.record(named: name, ofType: "Event") })
+            #expect(back.fields["startDate"] == .timestamp(ISO8601.parse(keepsForm ? "2026-03-29T00:00:00Z" : "2026-03-28T23:00:00Z")!))
+            #expect(back.fields["endDate"] == .timestamp(ISO8601.parse(keepsForm ? "2026-03-30T00:00:00Z" : "2026-03-29T22:00:00Z")!))
+            #expect(back.fields["timeZone"] == (keepsForm ? .string("date") : nil))
+        }
+    }
+
+    @Test("an event's timeZone field decides its form, and --tz never moves a date or a floating time")
+    func keptFormsUnderTZ() throws {
+        let scratch = CalendarScratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let names = try allEvents(store).filter { $0.fields["isDeleted"] != .int64(1) }.prefix(4).map(\.recordName)
+        try #require(names.count == 4)
+        // (kept form, start, end) for four events.
+        let forms: [(String, String, String)] = [
+            ("date", "2026-04-05T00:00:00Z", "2026-04-07T00:00:00Z"),
+            ("floating", "2026-04-05T00:00:00Z", "2026-04-06T00:00:00Z"),
+            ("Europe/Zurich", "2026-03-28T23:00:00Z", "2026-03-29T22:00:00Z"),
+            ("UTC", "2026-04-05T00:00:00Z", "2026-04-06T00:00:00Z"),
+        ]
+        try store.write { session in
+            for (name, form) in zip(names, forms) {
+                var record = try #require(try session.record(named: name, ofType: "Event"))
+                record.fields["timeZone"] = .string(form.0)
+                record.fields["startDate"] = .timestamp(ISO8601.parse(form.1)!)
+                record.fields["endDate"] = .timestamp(ISO8601.parse(form.2)!)
+                try session.save(record, mode: .upsert)
+            }
+        }
+        func starts(_ path: String) throws -> [String: String] {
+            let parser = ICalParser(input: try ByteInput(path: path))
+            var found: [String: String] = [:]
+            while let component = try parser.next() {
+                guard let uid = component.property("UID")?.value, names.contains(uid), let start = component.property("DTSTART"),
+                      let end = component.property("DTEND") else { continue }
+                let parameters = start.parameters.map { "\($0.name)=\($0.values.joined(separator: ","))" }.joined(separator: ";")
+                found[uid] = "\(parameters)|\(start.value)|\(end.value)"
+            }
+            return found
+        }
+        _ = try export(store, .familyCalendar, to: scratch.path("kept.ics"))
+        // Midnight to midnight, but each says its form: no all-day guess for the zone, floating or UTC.
+        #expect(try starts(scratch.path("kept.ics")) == [
+            names[0]: "VALUE=DATE|20260405|20260407", names[1]: "|20260405T000000|20260406T000000",
+            names[2]: "TZID=Europe/Zurich|20260329T000000|20260330T000000", names[3]: "|20260405T000000Z|20260406T000000Z",
+        ])
+        if let (status, report) = try Conformance.check(scratch.path("kept.ics")) { #expect(status == 0, "\(report)") }
+        // West of UTC the date stays the date; the floating time gets --tz's TZID with its wall clock.
+        _ = try export(store, .familyCalendar, to: scratch.path("la.ics"), options: ICalExportOptions(timeZone: TimeZone(identifier: "America/Los_Angeles"), dtstamp: 0))
+        #expect(try starts(scratch.path("la.ics")) == [
+            names[0]: "VALUE=DATE|20260405|20260407", names[1]: "TZID=America/Los_Angeles|20260405T000000|20260406T000000",
+            names[2]: "TZID=America/Los_Angeles|20260328T160000|20260329T150000", names[3]: "TZID=America/Los_Angeles|20260404T170000|20260405T170000",
+        ])
+        if let (status, report) = try Conformance.check(scratch.path("la.ics")) { #expect(status == 0, "\(report)") }
+        // Imported again under yet another zone, every event is what it was.
         let copy = try RecordStore(path: scratch.path("copy.sqlite"))
         try copy.importSchema(store.schema)
         let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "m", schema: store.schema)
-        let reader = ICalendarRecordReader(input: try ByteInput(path: scratch.path("dst.ics")), mapping: mapping, schema: store.schema,
-                                           options: ICalImportOptions(timeZone: TimeZone(identifier: "Europe/Berlin")))
+        let reader = ICalendarRecordReader(input: try ByteInput(path: scratch.path("kept.ics")), mapping: mapping, schema: store.schema,
+                                           options: ICalImportOptions(timeZone: TimeZone(identifier: "Pacific/Honolulu")))
         _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
-        let back = try #require(try copy.read { try $0.record(named: name, ofType: "Event") })
-        #expect(back.fields["startDate"] == .timestamp(ISO8601.parse("2026-03-28T23:00:00Z")!))
-        #expect(back.fields["endDate"] == .timestamp(ISO8601.parse("2026-03-29T22:00:00Z")!))
+        let originals = try allEvents(store).filter { names.contains($0.recordName) }
+        let copies = try allEvents(copy).filter { names.contains($0.recordName) }
+        #expect(copies.map { $0.fields["timeZone"] } == originals.map { $0.fields["timeZone"] })
+        #expect(copies.map { $0.fields["startDate"] } == originals.map { $0.fields["startDate"] })
+        #expect(copies.map { $0.fields["endDate"] } == originals.map { $0.fields["endDate"] })
     }
 
     func allEvents(_ store: RecordStore) throws -> [Records.Record] {

@@ -85,6 +85,10 @@ public struct CalendarMapping: Sendable {
         case chore(type: String, weekday: String?, monthDay: String?)
     }
 
+    /// The words a `timeZone` field holds besides a TZID.
+    public static let keptUTC = "UTC", keptFloating = "floating", keptDate = "date"
+    public static let keptForms: Set<String> = [keptUTC, keptFloating, keptDate]
+
     public struct Component: Sendable {
         public var recordType: String
         public var component: String
@@ -99,8 +103,10 @@ public struct CalendarMapping: Sendable {
         /// Actions for REFERENCE fields an import fills (`--set familyID=family-1`).
         public var referenceActions: [String: ReferenceAction]
         /// A STRING field that keeps how the component's times were written: a TZID
-        /// (`Europe/Zurich`), `floating`, or empty for UTC; export writes them the same way
-        /// unless `--tz` says otherwise. Without it, times come back in UTC (or `--tz`).
+        /// (`Europe/Zurich`), `UTC`, `floating` or `date`; export writes them the same way
+        /// (a zone unless `--tz` names another). Floating times and dates are stored as their
+        /// wall clock, as if UTC. Empty, or without the field, times come back in UTC (or
+        /// `--tz`), and an event from midnight to midnight as dates.
         public var timeZone: String?
 
         public func property(_ name: String) -> Value? {

@@ -62,6 +62,14 @@ public enum CalendarTime: Hashable, Sendable {
 
     public var isDate: Bool { if case .date = self { return true } else { return false } }
 
+    /// A DATE or a floating time: a wall clock that names no instant until a zone is chosen.
+    public var isWallClock: Bool {
+        switch self {
+        case .date, .floating: return true
+        case .utc, .zoned: return false
+        }
+    }
+
     /// Parses a property's value with its VALUE and TZID parameters.
     public static func parse(_ property: ContentLine) -> CalendarTime? {
         let text = trimmedBytes(property.value)

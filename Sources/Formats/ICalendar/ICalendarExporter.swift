@@ -42,10 +42,15 @@ public final class ICalendarExporter {
     private var people: [String: Records.Record?] = [:]
     private var writer = ICalLineWriter()
     /// How the record being written keeps its times, when its mapping's `timeZone` field says
-    /// so and `--tz` does not: a zone of its own, or floating.
+    /// so: a zone of its own (unless `--tz` names another), UTC, floating or a DATE. Floating
+    /// times and dates are stored as their wall clock (as if UTC) and written as that wall
+    /// clock, whatever `--tz` says; under `--tz` a floating time gets that zone's TZID.
     private var recordZone: TimeZone?
+    private var recordUTC = false
     private var recordFloating = false
     private var recordDate = false
+    /// Whether the record says how its times were written (then no midnight-to-midnight guess).
+    private var recordKeepsForm: Bool { recordZone != nil || recordUTC || recordFloating || recordDate }
 
     public init(session: StoreSession, mapping: CalendarMapping, options: ICalExportOptions) {
         self.session = session
@@ -146,7 +151,7 @@ public final class ICalendarExporter {
             guard let field = component.timeZone else { continue }
             let timeFields = component.properties.compactMap { CalendarMapping.timeProperties.contains($0.name) ? $0.value.sourceField : nil }
             try session.forEach(query) { record in
-                guard case .string(let kept)? = record.fields[field], kept != "floating", TimeZone(identifier: kept) != nil else { return }
+                guard case .string(let kept)? = record.fields[field], !CalendarMapping.keptForms.contains(kept), TimeZone(identifier: kept) != nil else { return }
                 for name in timeFields {
                     guard case .timestamp(let ms)? = record.fields[name] else { continue }
                     let span = spans[kept] ?? (ms, ms, false)
@@ -191,15 +196,16 @@ public final class ICalendarExporter {
     // MARK: Components
 
     private func write(_ record: Records.Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
-        (recordZone, recordFloating, recordDate) = (nil, false, false)
+        (recordZone, recordUTC, recordFloating, recordDate) = (nil, false, false, false)
         if let field = component.timeZone, case .string(let kept)? = record.fields[field] {
-            if kept == "date" {
-                recordDate = true
-            } else if options.timeZone == nil {
-                if kept == "floating" { recordFloating = true } else { recordZone = TimeZone(identifier: kept) }
+            switch kept {
+            case CalendarMapping.keptDate: recordDate = true
+            case CalendarMapping.keptFloating: recordFloating = true
+            case CalendarMapping.keptUTC: recordUTC = options.timeZone == nil
+            default: if options.timeZone == nil { recordZone = TimeZone(identifier: kept) }
             }
         }
-        defer { (recordZone, recordFloating, recordDate) = (nil, false, false) }
+        defer { (recordZone, recordUTC, recordFloating, recordDate) = (nil, false, false, false) }
         writer.line("BEGIN", component.component)
         writer.text("UID", record.recordName)
         writer.utc("DTSTAMP", options.dtstamp)
@@ -213,7 +219,7 @@ public final class ICalendarExporter {
         let start = timestamp(record, component.property("DTSTART"))
         let end = timestamp(record, component.property("DTEND"))
         // An event from local midnight to local midnight is an all-day event.
-        let allDay = component.component == "VEVENT" && start != nil && end != nil && isMidnight(start!) && isMidnight(end!) && end! > start!
+        let allDay = component.component == "VEVENT" && !recordKeepsForm && start != nil && end != nil && isMidnight(start!) && isMidnight(end!) && end! > start!
         var wroteStatus = false
         for (name, value) in component.properties {
             if name == "STATUS" { wroteStatus = true }
@@ -265,10 +271,14 @@ public final class ICalendarExporter {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
             } else if allDay || (recordDate && !utcOnly) {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
+            } else if recordFloating && !utcOnly {
+                if let zone = options.timeZone {
+                    writer.line(name, [("TZID", zone.identifier)], CalendarTime.basic(local(ms), date: false))
+                } else {
+                    writer.line(name, CalendarTime.basic(local(ms), date: false))
+                }
             } else if let zone = options.timeZone ?? recordZone, !utcOnly {
                 writer.line(name, [("TZID", zone.identifier)], CalendarTime.basic(local(ms), date: false))
-            } else if recordFloating && !utcOnly {
-                writer.line(name, CalendarTime.basic(local(ms), date: false))
             } else {
                 writer.utc(name, ms)
             }
@@ -326,6 +336,7 @@ public final class ICalendarExporter {
 
     private func local(_ ms: Int64) -> LocalDateTime {
         let seconds = ISO8601.floorDiv(ms, 1000)
+        if recordDate || recordFloating { return LocalDateTime(wallSeconds: seconds) }
         let offset = (options.timeZone ?? recordZone).map { Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))) } ?? 0
         return LocalDateTime(wallSeconds: seconds + offset)
     }

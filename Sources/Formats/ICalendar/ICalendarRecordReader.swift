@@ -39,7 +39,13 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
     private let mapping: CalendarMapping
     private let schema: Schema
     private let options: ICalImportOptions
-    private let zones: ZoneResolver
+    /// Resolves the times of the component being read: `givenZones` (floating times and dates
+    /// in --tz), or, for a component whose mapping keeps how its times were written and whose
+    /// DTSTART is floating or a DATE, `wallClockZones`: those times are kept as their wall
+    /// clock (stored as if UTC), so that no --tz, on import or export, moves them to another day.
+    private var zones: ZoneResolver
+    private let givenZones: ZoneResolver
+    private let wallClockZones = ZoneResolver()
     private let values: CSVValues
     private var queue: [SourceItem] = []
     private var queueIndex = 0
@@ -89,7 +95,8 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
         self.mapping = mapping
         self.schema = schema
         self.options = options
-        zones = ZoneResolver(defaultZone: options.timeZone)
+        givenZones = ZoneResolver(defaultZone: options.timeZone)
+        zones = givenZones
         values = CSVValues(timeZone: options.timeZone)
     }
 
@@ -137,10 +144,18 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
         while let component = try parser.next() {
             if component.name == "VTIMEZONE" { try? zones.add(component); continue }
             guard let uid = component.property("UID")?.value, let property = component.property("RECURRENCE-ID"),
-                  let time = CalendarTime.parse(property), let ms = try? zones.milliseconds(time) else { continue }
-            found.insert(uid + "\u{0}" + String(ISO8601.floorDiv(ms, 1000)))
+                  let time = CalendarTime.parse(property) else { continue }
+            found.insert(overrideKey(uid: uid, time, zones: zones))
         }
         return found
+    }
+
+    /// What identifies an occurrence its override replaces: the UID and the instant, or for a
+    /// floating or DATE recurrence (whose instant depends on the zone it is read in) the wall clock.
+    static func overrideKey(uid: String, _ time: CalendarTime, zones: ZoneResolver) -> String {
+        if time.isWallClock { return uid + "\u{0}L" + String(time.local.wallSeconds) }
+        guard let ms = try? zones.milliseconds(time) else { return uid + "\u{0}?" }
+        return uid + "\u{0}" + String(ISO8601.floorDiv(ms, 1000))
     }
 
     public func next() throws -> SourceItem? {
@@ -169,7 +184,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
             return
         }
         if component.name == "VTIMEZONE" {
-            do { try zones.add(component) } catch { queue.append(issue(component.line, error.message)) }
+            do {
+                try givenZones.add(component)
+                try wallClockZones.add(component)
+            } catch { queue.append(issue(component.line, error.message)) }
             return
         }
         guard let spec = mapping.component(for: component), let type = schema.recordType(named: spec.recordType) else {
@@ -229,6 +247,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
             throw ComponentProblem(line: component.line, message: "a \(component.name) without UID: ckport names records from it")
         }
         let baseName = ICalendarRecordReader.recordName(from: ICalText.unescape(uid))
+        zones = givenZones
+        if spec.timeZone != nil, let dtstart = component.property("DTSTART"), let form = CalendarTime.parse(dtstart), form.isWallClock {
+            zones = wallClockZones
+        }
         var record = Records.Record(id: RecordID(recordName: baseName, zone: try zone(of: component, recordName: baseName)), recordType: type.name)
         for (field, text) in options.fixedFields {
             guard let definition = type.field(named: field) else { continue }
@@ -272,12 +294,12 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
             case .zoned(_, let tzid):
                 if let field = spec.timeZone { record.fields[field] = .string(tzid) } else { dropped("DTSTART TZID=\(tzid)", component) }
             case .floating:
-                if let field = spec.timeZone { record.fields[field] = .string("floating") } else { dropped("floating DTSTART", component) }
+                if let field = spec.timeZone { record.fields[field] = .string(CalendarMapping.keptFloating) } else { dropped("floating DTSTART", component) }
             case .date:
                 // Without a field a DATE still comes back a DATE when the event spans whole days.
-                if let field = spec.timeZone { record.fields[field] = .string("date") }
-            default:
-                if let field = spec.timeZone, type.field(named: field) != nil { record.fields[field] = nil }
+                if let field = spec.timeZone { record.fields[field] = .string(CalendarMapping.keptDate) }
+            case .utc:
+                if let field = spec.timeZone { record.fields[field] = .string(CalendarMapping.keptUTC) }
             }
         }
         // DURATION stands for DTEND (or DUE) when those are absent.
@@ -440,7 +462,8 @@ public final class ICalendarRecordReader: AnnotatedRecordSource {
                 let occurrence = occurrences[index]
                 index += 1
                 let ms = set.instant(occurrence) * 1000
-                if overrides.contains(uid + "\u{0}" + String(ms / 1000)) { continue }
+                let occurrenceTime: CalendarTime = start.0.isDate ? .date(occurrence) : start.0.isWallClock ? .floating(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
+                if overrides.contains(ICalendarRecordReader.overrideKey(uid: uid, occurrenceTime, zones: zones)) { continue }
                 var copy = record
                 let shift = ms - start.1
                 for field in shifted {

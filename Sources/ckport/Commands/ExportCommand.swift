@@ -316,16 +316,25 @@ extension ExportCommand {
 }
 
 extension ExportCommand {
-    /// The mapping named by --mapping, else the sample app's whose schema the store has.
+    /// The mapping named by --mapping, else the mapping of the sample app whose record types
+    /// the store has (a store its migrations have taken further still counts).
     static func calendarMapping(_ path: String?, store: RecordStore, schema: Schema? = nil) throws -> CalendarMapping {
         let schema = schema ?? store.schema
         if let path {
             try InputFiles.check(path, as: "a mapping")
             do { return try CalendarMapping.load(path: path, schema: schema) } catch { throw CommandFailure.invalid(error.description) }
         }
-        for app in SampleApp.allCases where app.schema.isEquivalent(to: schema) {
-            guard let text = app.calendarMappingText else { break }
-            do { return try CalendarMapping.parse(text, file: "\(app.rawValue) mapping", schema: schema) } catch { throw CommandFailure.invalid(error.description) }
+        for app in SampleApp.allCases {
+            guard let text = app.calendarMappingText,
+                  app.schema.recordTypes.allSatisfy({ schema.recordType(named: $0.name) != nil }) else { continue }
+            do {
+                return try CalendarMapping.parse(text, file: "\(app.rawValue) mapping", schema: schema)
+            } catch {
+                throw CommandFailure.invalid("""
+                    the store holds the \(app.rawValue) sample's record types, but its mapping does not fit them: \(error.description)
+                    (a store made from an older sample: add the missing fields with `ckport generate --app \(app.rawValue) --schema -o new.ckdb && ckport schema import new.ckdb`, or pass --mapping FILE)
+                    """)
+            }
         }
         throw CommandFailure.usage("iCalendar needs a mapping from record types to calendar components: pass --mapping FILE (see samples/family-calendar/calendar.yaml)")
     }
