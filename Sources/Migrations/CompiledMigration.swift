@@ -12,7 +12,9 @@ public enum RecordOutcome: Sendable {
 }
 
 /// Why a record cannot be migrated.
-public struct RecordFailure: Error, Sendable, CustomStringConvertible {
+public struct RecordFailure: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var recordName: String
     public var recordType: String
     public var field: String?

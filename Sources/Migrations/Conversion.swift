@@ -86,7 +86,9 @@ extension Conversion {
 }
 
 /// Why a value does not convert.
-public struct ConversionProblem: Error, Sendable, CustomStringConvertible {
+public struct ConversionProblem: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }

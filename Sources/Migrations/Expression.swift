@@ -187,7 +187,9 @@ public enum ExpressionValue: Sendable, Hashable {
     }
 }
 
-public struct ExpressionError: Error, Sendable, CustomStringConvertible {
+public struct ExpressionError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     /// 1-based column in the expression's text; 0 when the problem came up while computing.
     public var column: Int
     public var message: String

@@ -146,7 +146,9 @@ public struct Migration: Sendable {
 }
 
 /// A problem with a migration set, a file or a step.
-public struct MigrationError: Error, Sendable, CustomStringConvertible {
+public struct MigrationError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var file: String?
     public var line: Int?
     public var message: String

@@ -1,7 +1,9 @@
 import Foundation
 
 /// A field value that does not fit its type, with the path inside the value where it went wrong.
-public struct ValueError: Error, Sendable {
+public struct ValueError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var message: String
     /// Path below the value itself: `[2]` for the third list element, `latitude` in a location.
     public var path: [JSONPathComponent]
@@ -10,6 +12,8 @@ public struct ValueError: Error, Sendable {
         self.message = message
         self.path = path
     }
+
+    public var description: String { path.isEmpty ? message : "\(path.pathString): \(message)" }
 }
 
 /// How field values look in JSON.

@@ -28,7 +28,9 @@ public struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
 
 /// A problem with one input record, or with the input itself, that says where it is and what
 /// was expected: `tasks.jsonl:12:34: record 'task-7' (Task), field 'dueDate': expected …`.
-public struct InputIssue: Error, Sendable, CustomStringConvertible {
+public struct InputIssue: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var position: SourcePosition
     public var recordName: String?
     public var recordType: String?

@@ -5,7 +5,9 @@ import GRDBSQLite
 import Records
 
 /// A problem with an asset file: missing, unreadable, or not the bytes a record says.
-public struct AssetError: Error, Sendable, CustomStringConvertible {
+public struct AssetError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }

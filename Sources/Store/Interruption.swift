@@ -1,3 +1,4 @@
+import Records
 import CSQLiteConfig
 
 /// Ctrl-C and SIGTERM, turned into an error that long work throws where it can stop cleanly:
@@ -17,7 +18,9 @@ public enum Interruption {
 }
 
 /// The work stopped because SIGINT or SIGTERM asked it to.
-public struct InterruptedError: Error, Sendable, CustomStringConvertible {
+public struct InterruptedError: CKPortError, Sendable {
+    public var category: ErrorCategory { .environment }
+
     public var signal: Int32
     public var description: String { signal == 15 ? "terminated" : "interrupted" }
 }

@@ -1,5 +1,14 @@
+import Records
 /// Errors of the record store itself (input errors are `InputError`).
-public enum StoreError: Error, Sendable, CustomStringConvertible {
+public enum StoreError: CKPortError, Sendable {
+    public var category: ErrorCategory {
+        switch self {
+        case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return .invalidInput
+        case .missing, .notAStore, .unsupportedFormat, .cannotWrite, .busy, .unavailable: return .environment
+        case .corrupt: return .internal
+        }
+    }
+
     /// No store at the path, for a command that only reads.
     case missing(path: String)
     /// The file exists but is not a ckport store.

@@ -25,7 +25,9 @@ public enum SaveOutcome: Sendable {
 
 /// A record the store refuses as it stands (an insert over an existing record, a record name
 /// already used by another type). The transaction can go on without it.
-public struct SaveRefusal: Error, Sendable, CustomStringConvertible {
+public struct SaveRefusal: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var message: String
     public var description: String { message }
 }

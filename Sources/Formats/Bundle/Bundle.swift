@@ -254,7 +254,9 @@ public struct BundleWriter {
 }
 
 /// A problem found in a bundle.
-public struct BundleError: Error, Sendable, CustomStringConvertible {
+public struct BundleError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var file: String
     public var member: String?
     public var message: String

@@ -1,8 +1,11 @@
+import Records
 import CZlib
 import Foundation
 
 /// A problem with compressed input: where it is and what is wrong.
-public struct ArchiveError: Error, Sendable, CustomStringConvertible {
+public struct ArchiveError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var file: String
     public var message: String
 

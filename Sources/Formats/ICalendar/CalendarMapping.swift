@@ -152,7 +152,9 @@ public struct CalendarMapping: Sendable {
 }
 
 /// A mapping file that cannot be read or does not fit the schema.
-public struct MappingError: Error, Sendable, CustomStringConvertible {
+public struct MappingError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var file: String
     public var line: Int?
     public var message: String

@@ -1,7 +1,9 @@
 import Records
 
 /// A problem with a recurrence rule, or with expanding one.
-public struct RecurrenceError: Error, Sendable, CustomStringConvertible {
+public struct RecurrenceError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var message: String
     public var description: String { message }
 }

@@ -1,3 +1,4 @@
+import Records
 import Foundation
 
 /// An output file written through a buffer, put in place only when complete.
@@ -149,7 +150,9 @@ public final class OutputFile {
     }
 }
 
-public struct OutputError: Error, Sendable, CustomStringConvertible {
+public struct OutputError: CKPortError, Sendable {
+    public var category: ErrorCategory { .environment }
+
     public var path: String
     public var message: String
 

@@ -2,7 +2,9 @@ import Foundation
 import Records
 
 /// A record object that cannot be read, with the path inside it where it went wrong.
-public struct RecordDecodingError: Error, Sendable {
+public struct RecordDecodingError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var path: [JSONPathComponent]
     /// Where the problem is, when known as a byte offset rather than a path.
     public var byteOffset: Int? = nil
@@ -10,6 +12,13 @@ public struct RecordDecodingError: Error, Sendable {
     public var recordName: String?
     public var recordType: String?
     public var message: String
+
+    public var description: String {
+        var where_: [String] = []
+        if let recordName { where_.append("record '\(recordName)'") }
+        if let field { where_.append("field '\(field)'") } else if !path.isEmpty { where_.append(path.pathString) }
+        return where_.isEmpty ? message : where_.joined(separator: ", ") + ": " + message
+    }
 }
 
 /// Reads and writes records as JSON objects, in CloudKit Web Services' shape (`canonical`)

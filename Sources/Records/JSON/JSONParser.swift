@@ -1,5 +1,7 @@
 /// JSON text that does not parse, at a byte offset of the text given to the parser.
-public struct JSONSyntaxError: Error, Sendable, CustomStringConvertible {
+public struct JSONSyntaxError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var offset: Int
     public var message: String
 

@@ -70,7 +70,9 @@ public struct Condition: Sendable, Hashable {
     }
 }
 
-public struct PredicateError: Error, Sendable, CustomStringConvertible {
+public struct PredicateError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var column: Int
     public var message: String
 

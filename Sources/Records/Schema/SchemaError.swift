@@ -20,7 +20,9 @@ public struct SchemaDiagnostic: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Schema-language text that cannot be read or does not make a valid CloudKit schema.
-public struct SchemaError: Error, Sendable, CustomStringConvertible {
+public struct SchemaError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     /// The file the text came from, when known.
     public var file: String?
     public var diagnostics: [SchemaDiagnostic]

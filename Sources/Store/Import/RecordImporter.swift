@@ -74,7 +74,9 @@ public struct ImportSummary: Sendable {
 }
 
 /// An import that wrote nothing because its input had problems.
-public struct ImportFailure: Error, Sendable, CustomStringConvertible {
+public struct ImportFailure: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+
     public var summary: ImportSummary
     /// True when reading stopped at the error limit, so there may be more problems.
     public var truncated: Bool

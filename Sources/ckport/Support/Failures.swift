@@ -22,35 +22,38 @@ struct CommandFailure: Error, CustomStringConvertible {
     static func usage(_ message: String) -> CommandFailure { CommandFailure(status: .usage, message: message) }
 }
 
+extension ExitStatus {
+    /// The exit status of a library error's category.
+    init(_ category: ErrorCategory) {
+        switch category {
+        case .usage: self = .usage
+        case .invalidInput: self = .invalidInput
+        case .environment, .internal: self = .failure
+        }
+    }
+}
+
 enum Failures {
     /// Whether the error comes from ckport rather than from argument parsing.
     static func isLibraryError(_ error: Error) -> Bool {
-        error is CommandFailure || error is ImportFailure || error is InputIssue || error is SchemaError
-            || error is OutputError || error is StoreError || error is ArchiveError || error is BundleError
-            || error is MigrationError || error is RecordFailure || error is AssetError || error is SaveRefusal
+        error is CommandFailure || error is any CKPortError
     }
 
-    /// How an error from the library reads, and the status it exits with.
+    /// How an error from the library reads, and the status it exits with: its category
+    /// decides the status; the command line adds what only it can say (the flag to use).
     static func classify(_ error: Error) -> (ExitStatus, String) {
         switch error {
-        case let failure as CommandFailure: return (failure.status, failure.message)
-        case let failure as ImportFailure: return (.invalidInput, failure.description)
-        case let issue as InputIssue: return (.invalidInput, issue.description)
-        case let error as SchemaError: return (.invalidInput, error.description)
-        case let error as OutputError: return (.failure, error.description)
-        case let error as ArchiveError: return (.invalidInput, error.description)
-        case let error as BundleError: return (.invalidInput, error.description)
-        case let error as MigrationError: return (.invalidInput, error.description)
-        case let failure as RecordFailure: return (.invalidInput, "\(failure)\nthe migration was rolled back: the store is as it was before it")
-        case let error as AssetError: return (.invalidInput, error.description)
-        case let refusal as SaveRefusal: return (.invalidInput, refusal.message)
+        case let failure as CommandFailure:
+            return (failure.status, failure.message)
+        case let failure as RecordFailure:
+            return (ExitStatus(failure.category), "\(failure)\nthe migration was rolled back: the store is as it was before it")
         case let error as StoreError:
-            switch error {
-            case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return (.invalidInput, error.description)
-            case .busy: return (.failure, error.description + " (--wait SECONDS waits longer)")
-            default: return (.failure, error.description)
-            }
-        default: return (.failure, "\(error)")
+            if case .busy = error { return (ExitStatus(error.category), error.description + " (--wait SECONDS waits longer)") }
+            return (ExitStatus(error.category), error.description)
+        case let error as any CKPortError:
+            return (ExitStatus(error.category), error.description)
+        default:
+            return (.failure, "\(error)")
         }
     }
 }
