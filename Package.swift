@@ -10,7 +10,7 @@ let package = Package(
     name: "ckport",
     platforms: [.macOS(.v13)],
     products: [
-        .library(name: "CKPort", targets: ["Records", "Store", "Formats", "Migrations", "SampleApps"]),
+        .library(name: "CKPort", targets: ["Records", "Store", "Formats", "Migrations"]),
         .executable(name: "ckport", targets: ["ckport"]),
     ],
     dependencies: [
@@ -42,12 +42,14 @@ let package = Package(
         ], swiftSettings: strict),
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
         .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
-        .testTarget(name: "RecordsTests", dependencies: ["Records", "SampleApps"], swiftSettings: strict),
-        .testTarget(name: "StoreTests", dependencies: ["Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"], swiftSettings: strict),
-        .testTarget(name: "FormatsTests", dependencies: ["Records", "Store", "Formats", "SampleApps",
+        // What the test targets share: the package's root, scratch folders, sample stores.
+        .target(name: "TestSupport", dependencies: ["Records", "Store", "Formats", "SampleApps"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "RecordsTests", dependencies: ["TestSupport", "Records", "SampleApps"], swiftSettings: strict),
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"], swiftSettings: strict),
+        .testTarget(name: "FormatsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps",
                                                          .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "MigrationsTests", dependencies: ["Records", "Store", "Formats", "Migrations", "SampleApps",
+        .testTarget(name: "MigrationsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "Migrations", "SampleApps",
                                                             .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),
-        .testTarget(name: "ckportTests", dependencies: ["ckport", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
+        .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]
 )

@@ -1,3 +1,5 @@
+import Records
+
 /// The iCalendar mappings of the sample apps that have a calendar side. `samples/<app>/calendar.yaml`
 /// holds the same text (a test keeps them equal).
 enum SampleMappings {
@@ -95,6 +97,16 @@ extension SampleApp {
         case .familyTodo: return SampleMappings.familyTodo
         case .relationshipCheckin: return SampleMappings.relationshipCheckin
         case .screenTimeRewards, .notes: return nil
+        }
+    }
+}
+
+extension SampleApp {
+    /// The sample app with a calendar mapping whose record types the schema all holds (a store
+    /// its migrations took further still counts), if there is one.
+    public static func withCalendar(holding schema: Schema) -> SampleApp? {
+        allCases.first { app in
+            app.calendarMappingText != nil && app.schema.recordTypes.allSatisfy { schema.recordType(named: $0.name) != nil }
         }
     }
 }

@@ -67,7 +67,7 @@ struct BundleTests {
     @Test("store → bundle → new store gives back every record, and tar and gzip accept the bundle",
           arguments: SampleApp.allCases)
     func roundTrip(app: SampleApp) throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(app)
         let bundle = scratch.path("\(app.rawValue).ckbundle")
         let summary = try BundleWriter().write(store, to: bundle)
@@ -86,7 +86,7 @@ struct BundleTests {
 
     @Test("every value type survives, assets included, and a selection backs up only itself")
     func valuesAndSelection() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.notes)
         let query = RecordQuery(recordTypes: ["Note"], predicate: try RecordPredicate.parse("tags CONTAINS 'trip'"))
         let bundle = scratch.path("trip.ckbundle")
@@ -105,7 +105,7 @@ struct BundleTests {
 
     /// A store whose records name real asset files: an empty one, a 2.5 MB one (several
     /// chunks), one shared by two records, and a list of assets.
-    private func assetStore(_ scratch: CalendarScratch) throws -> (RecordStore, [String: [UInt8]]) {
+    private func assetStore(_ scratch: Scratch) throws -> (RecordStore, [String: [UInt8]]) {
         let store = try RecordStore(path: scratch.path("assets.sqlite"))
         try store.importSchema(SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Photo (title STRING, cover ASSET, pages LIST<ASSET>);"))
         var generator = SystemRandomNumberGenerator()
@@ -146,7 +146,7 @@ struct BundleTests {
 
     @Test("asset files go into the store on import and travel in the bundle as assets/<sha256>")
     func assetFiles() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let (store, files) = try assetStore(scratch)
         let stored = try assetBytes(store)
         #expect(Set(stored.values) == Set(files.values))
@@ -176,7 +176,7 @@ struct BundleTests {
 
     @Test("a damaged or misnamed asset member is refused and restores nothing")
     func damagedAssets() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let (store, _) = try assetStore(scratch)
         let bundle = scratch.path("photos.ckbundle")
         _ = try BundleWriter().write(store, to: bundle)
@@ -212,7 +212,7 @@ struct BundleTests {
 
     @Test("import --assets refuses a file that is not the bytes the value names, and climbing out of the folder")
     func assetImportErrors() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("a.sqlite"))
         try store.importSchema(SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Photo (cover ASSET);"))
         try Data("twelve bytes".utf8).write(to: URL(fileURLWithPath: scratch.path("f")))
@@ -227,7 +227,7 @@ struct BundleTests {
         // Nothing outside the folder is read, and the refusal says nothing about what is there:
         // an absolute path, a climb out, and links out of the folder to a file, to a folder and
         // to nothing at all get the same words, never the outside file's size.
-        let outside = CalendarScratch()
+        let outside = Scratch()
         try Data("secret outside the folder".utf8).write(to: URL(fileURLWithPath: outside.path("secret")))
         try FileManager.default.createDirectory(atPath: scratch.path("inner"), withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: scratch.path("inner/link-file"), withDestinationPath: outside.path("secret"))
@@ -250,7 +250,7 @@ struct BundleTests {
 
     @Test("truncation and flipped bytes anywhere are refused")
     func damage() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.familyTodo)
         let bundle = scratch.path("b.ckbundle")
         _ = try BundleWriter().write(store, to: bundle)
@@ -271,7 +271,7 @@ struct BundleTests {
 
     @Test("a manifest that lies, a missing member, an extra member, a damaged member are refused by name")
     func lies() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.familyTodo)
         let bundle = scratch.path("b.ckbundle")
         let summary = try BundleWriter().write(store, to: bundle)
@@ -322,7 +322,7 @@ struct BundleTests {
 
     @Test("encrypted bundles: round trip, a wrong passphrase, any changed, dropped or moved byte is refused")
     func encryption() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.relationshipCheckin)
         let bundle = scratch.path("secret.ckbundle")
         _ = try BundleWriter().write(store, to: bundle, passphrase: "correct horse battery staple")
@@ -403,7 +403,7 @@ private extension Array where Element == UInt8 {
 struct EncryptionHeaderTests {
     @Test("a crafted header's scrypt cost or chunk size is refused before any work")
     func craftedHeaders() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let path = scratch.path("crafted.ckbundle")
         var generous = BundleEncryption.newHeader()
         #expect(BundleEncryption.checkLimits(generous) == nil)

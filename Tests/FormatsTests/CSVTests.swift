@@ -129,7 +129,7 @@ struct CSVRecordTests {
     @Test("an empty STRING and an empty BYTES value are \"\" and come back; a missing value stays missing")
     func emptyValues() throws {
         let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE T (s STRING, b BYTES, n INT64);")
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let path = scratch.path("t.csv")
         let writer = try CSVRecordWriter(output: try OutputFile(path: path), type: schema.recordTypes[0], options: CSVWriteOptions())
         try writer.write(Record(id: RecordID(recordName: "r1"), recordType: "T", fields: ["s": .string(""), "b": .bytes([])]))

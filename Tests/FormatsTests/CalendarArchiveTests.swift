@@ -36,7 +36,7 @@ struct CalendarArchiveTests {
 
     @Test("every calendar of the corpus comes back the same, component by component, as Python's icalendar reads it", arguments: calendarCorpus)
     func roundTrip(_ path: String) throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
         let summary = try archive([path], into: store)
         #expect(summary.issues.isEmpty, "\(summary.issues)")
@@ -57,7 +57,7 @@ struct CalendarArchiveTests {
 
     @Test("the fields for queries: UID, overrides tied to their master, DTSTART as an instant, the original forms kept in content")
     func fields() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
         _ = try archive(calendarCorpus, into: store)
         var byUID: [String: [Record]] = [:]
@@ -88,7 +88,7 @@ struct CalendarArchiveTests {
 
     @Test("several calendars share a store; a selection exports alone; an empty one is an error, not an empty calendar")
     func selections() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
         _ = try archive(calendarCorpus, into: store)
         let summary = try exportArchive(store, to: scratch.path("parkers.ics"), where: "calendar == 'The Parkers'")

@@ -1,9 +1,9 @@
 import Testing
 import Foundation
+@_exported import TestSupport
 @testable import Formats
 import Records
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// A schema with a field of every type, and records that push each type to its edges.
 enum EveryType {

@@ -7,7 +7,7 @@ import SampleApps
 
 /// Imports calendar files into a family-calendar store through the sample mapping.
 final class CalendarImport {
-    let scratch = CalendarScratch()
+    let scratch = Scratch()
     let store: RecordStore
     let mapping: CalendarMapping
     /// The sample family's addresses → user record names, as `ckport import` looks them up.
@@ -188,7 +188,7 @@ struct ICalendarImportTests {
     @Test("importing ckport's own export back changes nothing: records keep their names, zones and types",
           arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
     func ownExportBack(app: SampleApp) throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(app)
         let path = scratch.path("own.ics")
         let exported = try export(store, app, to: path, options: ICalExportOptions(dtstamp: 0, includeCancelled: true))
@@ -240,7 +240,7 @@ struct ICalendarImportTests {
 
     @Test("an RRULE kept in a field when the mapping names one")
     func ruleKeptInAField() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("s.sqlite"))
         try store.importSchema(try SchemaParser.parse("""
         DEFINE SCHEMA
@@ -436,7 +436,7 @@ struct ICalendarImportTests {
 
     @Test("a mapping's timeZone field keeps TZID, floating and DATE times: a weekly 09:00 Zurich meeting is still at 09:00 after the clocks change")
     func timesKeepTheirForm() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Meeting (endDate TIMESTAMP, rule STRING, startDate TIMESTAMP, title STRING, zone STRING);")
         let store = try RecordStore(path: scratch.path("meetings.sqlite"))
         try store.importSchema(schema)

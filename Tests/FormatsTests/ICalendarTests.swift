@@ -64,21 +64,6 @@ enum Conformance {
     }
 }
 
-final class CalendarScratch {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-ics-\(UUID().uuidString)")
-    init() { try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    func sampleStore(_ app: SampleApp) throws -> RecordStore {
-        let store = try RecordStore(path: path("\(app.rawValue).sqlite"))
-        try store.importSchema(app.schema)
-        let reader = JSONRecordReader(input: try ByteInput(path: packageRoot.appendingPathComponent("samples/\(app.rawValue)/records.jsonl").path),
-                                      layout: .lines, codec: JSONRecordCodec(schema: store.schema))
-        _ = try RecordImporter(store: store, options: ImportOptions()).run([reader])
-        return store
-    }
-}
 
 func export(_ store: RecordStore, _ app: SampleApp, to path: String, query: RecordQuery = RecordQuery(), options: ICalExportOptions = ICalExportOptions(dtstamp: 1_767_225_600_000)) throws -> ICalExportSummary {
     let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "mapping", schema: store.schema)
@@ -192,7 +177,7 @@ struct ICalendarExportTests {
     @Test("every sample's calendar passes the independent checker, and its peers count what we wrote",
           arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
     func samplesPassIndependentParsers(app: SampleApp) throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(app)
         let path = scratch.path("\(app.rawValue).ics")
         let summary = try export(store, app, to: path)
@@ -274,7 +259,7 @@ struct ICalendarExportTests {
 
     @Test("family-calendar: a family's month, attendees, alarms, all-day events and cancelled events")
     func familyCalendar() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let query = RecordQuery(predicate: try RecordPredicate.parse("familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"))
         let path = scratch.path("march.ics")
@@ -304,7 +289,7 @@ struct ICalendarExportTests {
 
     @Test("--tz writes local times with TZID and a VTIMEZONE; reading them back gives the same instants")
     func timeZoneRoundTrip() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let path = scratch.path("berlin.ics")
         _ = try export(store, .familyCalendar, to: path, options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0, includeCancelled: true))
@@ -329,7 +314,7 @@ struct ICalendarExportTests {
 
     @Test("an event that does not say how its times were written, from local midnight to midnight, is an all-day event, in UTC and under --tz")
     func allDayEvents() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let name = try #require(try allEvents(store).first { $0.fields["isDeleted"] != .int64(1) }?.recordName)
         func setTimes(_ start: String, _ end: String) throws {
@@ -389,7 +374,7 @@ struct ICalendarExportTests {
 
     @Test("an event's timeZone field decides its form, and --tz never moves a date or a floating time")
     func keptFormsUnderTZ() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let names = try allEvents(store).filter { $0.fields["isDeleted"] != .int64(1) }.prefix(4).map(\.recordName)
         try #require(names.count == 4)
@@ -458,7 +443,7 @@ struct ICalendarExportTests {
 
     @Test("family-todo: statuses, area categories and chore rules, days 29–31 on the month's last day")
     func familyTodo() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let store = try scratch.sampleStore(.familyTodo)
         let path = scratch.path("todo.ics")
         let summary = try export(store, .familyTodo, to: path)

@@ -47,7 +47,7 @@ private enum JSONCorpus {
 
     /// Reads a file to the end; every problem's text, whether thrown or reported per record.
     static func problems(_ bytes: [UInt8], ext: String) -> (records: Int, problems: [String]) {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let path = scratch.path("doc.\(ext)")
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         var records = 0

@@ -6,7 +6,7 @@ import Testing
 struct OutputFileTests {
     @Test("a file appears only when committed; a discarded one leaves nothing")
     func commitAndDiscard() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let output = try OutputFile(path: scratch.path("out.jsonl"))
         try output.write("one\n")
         #expect(!FileManager.default.fileExists(atPath: scratch.path("out.jsonl")))
@@ -20,7 +20,7 @@ struct OutputFileTests {
 
     @Test("temporary files of a ckport that was killed are cleared, whatever output they were for; a running one's are kept")
     func staleTemporaries() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let finished = Process()
         finished.executableURL = URL(fileURLWithPath: "/bin/true")
         try finished.run()
@@ -43,7 +43,7 @@ struct OutputFileTests {
 
     @Test("an output is readable by its owner only until it is complete, then gets the usual mode")
     func temporaryMode() throws {
-        let scratch = CalendarScratch()
+        let scratch = Scratch()
         let output = try OutputFile(path: scratch.path("secret.jsonl"))
         try output.write("a record\n")
         try output.flush()

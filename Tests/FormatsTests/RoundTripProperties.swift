@@ -109,7 +109,7 @@ struct RoundTripProperties {
                 var dice = SeededRandom(state: seed)
                 let schema = dice.schema()
                 let records = dice.records(for: schema, count: 1 + dice.below(40))
-                let scratch = CalendarScratch()
+                let scratch = Scratch()
                 let source = try newStore(scratch.path("source.sqlite"), schema)
                 _ = try RecordImporter(store: source, options: ImportOptions()).run([ArrayRecordSource(records)])
                 let expected = try canonicalLines(source)
@@ -159,7 +159,7 @@ struct RoundTripProperties {
             do {
                 var dice = SeededRandom(state: seed)
                 let schema = dice.schema()
-                let scratch = CalendarScratch()
+                let scratch = Scratch()
                 let source = try newStore(scratch.path("source.sqlite"), schema)
                 _ = try RecordImporter(store: source, options: ImportOptions()).run([ArrayRecordSource(dice.records(for: schema, count: 1 + dice.below(30)))])
                 var chain = [scratch.path("b0.ckbundle")]
@@ -219,7 +219,7 @@ struct ZoneNameProperties {
                     record["title"] = .string("item \(index) in \(zoneName)")
                     records.append(record)
                 }
-                let scratch = CalendarScratch()
+                let scratch = Scratch()
                 let source = try newStore(scratch.path("source.sqlite"), schema)
                 _ = try RecordImporter(store: source, options: ImportOptions()).run([ArrayRecordSource(records)])
                 let expected = try canonicalLines(source)

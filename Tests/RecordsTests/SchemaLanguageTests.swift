@@ -1,8 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import Records
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 @Suite("Schema language")
 struct SchemaLanguageTests {

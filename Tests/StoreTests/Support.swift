@@ -1,42 +1,8 @@
 import Foundation
+@_exported import TestSupport
 import Formats
 import Records
 @testable import Store
-
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// A folder of its own for one test, removed when the value goes away.
-final class Scratch {
-    let url: URL
-
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-tests-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    func write(_ name: String, _ text: String) -> String {
-        let path = self.path(name)
-        try! text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
-    func store(_ schemaText: String, name: String = "store.sqlite") throws -> RecordStore {
-        let store = try RecordStore(path: path(name))
-        try store.importSchema(try SchemaParser.parse(schemaText))
-        return store
-    }
-
-    func sampleStore(_ app: String) throws -> RecordStore {
-        let schema = try String(contentsOf: packageRoot.appendingPathComponent("samples/\(app)/schema.ckdb"), encoding: .utf8)
-        let store = try self.store(schema, name: "\(app).sqlite")
-        _ = try importFile(packageRoot.appendingPathComponent("samples/\(app)/records.jsonl").path, into: store)
-        return store
-    }
-}
 
 func importText(_ text: String, name: String = "input.jsonl", into store: RecordStore, options: ImportOptions = ImportOptions(), rejects: RejectSink? = nil) throws -> ImportSummary {
     let codec = JSONRecordCodec(schema: store.schema)
@@ -57,11 +23,6 @@ func allRecords(_ store: RecordStore, _ query: RecordQuery = RecordQuery()) thro
         try session.forEach(query) { records.append($0) }
         return records
     }
-}
-
-/// A store's bytes on disk: the file and its write-ahead log.
-func fileBytes(_ path: String) -> Data {
-    ((try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()) + ((try? Data(contentsOf: URL(fileURLWithPath: path + "-wal"))) ?? Data())
 }
 
 final class CollectingRejects: RejectSink {

@@ -1,7 +1,7 @@
 import Foundation
+@_exported import TestSupport
 import Testing
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// The ckport binary built beside this test bundle.
 let ckportBinary: URL = {
@@ -79,28 +79,13 @@ func ckport(_ arguments: [String], in directory: URL, environment: [String: Stri
     return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
 }
 
-final class Folder {
-    let url: URL
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-cli-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    func data(_ name: String) -> Data { (try? Data(contentsOf: url.appendingPathComponent(name))) ?? Data() }
-    func text(_ name: String) -> String { String(decoding: data(name), as: UTF8.self) }
-    func write(_ name: String, _ text: String) { try! text.write(to: url.appendingPathComponent(name), atomically: true, encoding: .utf8) }
-}
 
-func sample(_ app: String, _ file: String) -> String {
-    packageRoot.appendingPathComponent("samples/\(app)/\(file)").path
-}
 
 @Suite("ckport command line")
 struct CLITests {
     @Test("the README's quick start: import a sample, query it, export it, round trip it")
     func quickStart() throws {
-        let folder = Folder()
+        let folder = Scratch()
         let imported = try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url)
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stderr.contains("imported 120 records from 1 file"))
@@ -137,7 +122,7 @@ struct CLITests {
 
     @Test("exit status 1 for usage errors, 2 for invalid input, 3 for other failures")
     func exitStatus() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["export", "--no-such-flag"], in: folder.url).status == 1)
         #expect(try ckport(["frobnicate"], in: folder.url).status == 1)
         #expect(try ckport(["import", "x.jsonl", "--rejects", "r.jsonl"], in: folder.url).status == 1)
@@ -176,7 +161,7 @@ struct CLITests {
 
     @Test("skip-invalid writes the rejects file; dry run writes nothing")
     func rejectsAndDryRun() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["schema", "import", sample("family-todo", "schema.ckdb")], in: folder.url).status == 0)
         let good = try String(contentsOfFile: sample("family-todo", "records.jsonl"), encoding: .utf8).split(separator: "\n").prefix(5).joined(separator: "\n")
         folder.write("mixed.jsonl", good + "\n{broken\n" + #"{"recordName":"x","recordType":"Chore"}"# + "\n")
@@ -200,7 +185,7 @@ struct CLITests {
 
     @Test("export --since reports changes and deletions, and prints the next token")
     func since() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url).status == 0)
         let first = try ckport(["export", "--type", "Family", "--token-file", "token.txt"], in: folder.url)
         let token = folder.text("token.txt").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -221,7 +206,7 @@ struct CLITests {
 
     @Test("stats shows counts per scope, zone and type")
     func stats() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("relationship-checkin", "schema.ckdb"), sample("relationship-checkin", "records.jsonl")], in: folder.url).status == 0)
         let run = try ckport(["stats"], in: folder.url)
         #expect(run.status == 0)
@@ -232,7 +217,7 @@ struct CLITests {
 
     @Test("generate writes a schema and records that import cleanly")
     func generate() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["generate", "--app", "screen-time-rewards", "--schema", "-o", "s.ckdb"], in: folder.url).status == 0)
         #expect(try ckport(["generate", "--app", "screen-time-rewards", "--records", "3000", "--seed", "5", "-o", "r.jsonl"], in: folder.url).status == 0)
         #expect(folder.text("r.jsonl").split(separator: "\n").count == 3000)
@@ -245,7 +230,7 @@ struct CLITests {
 
     @Test("standard input and $CKPORT_STORE work as documented")
     func stdinAndEnvironment() throws {
-        let folder = Folder()
+        let folder = Scratch()
         let env = ["CKPORT_STORE": folder.path("env.sqlite")]
         #expect(try ckport(["schema", "import", sample("notes", "schema.ckdb")], in: folder.url, environment: env).status == 0)
         let record = #"{"recordName":"n1","title":"From a pipe","tags":["a"]}"#
@@ -258,7 +243,7 @@ struct CLITests {
 
     @Test("CSV export and import from the command line")
     func csv() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl")], in: folder.url).status == 0)
         let one = try ckport(["export", "--type", "Task", "--where", "status == 'next'", "--sort", "dueDate", "--fields", "title,status,dueDate,assigneeId", "-o", "next.csv"], in: folder.url)
         #expect(one.status == 0, "\(one.stderr)")
@@ -303,7 +288,7 @@ struct CLITests {
 
     @Test("iCalendar: a family's month out, a calendar file in, and the flags that go with them")
     func iCalendar() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url).status == 0)
         let month = "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"
         let export = try ckport(["export", "--where", month, "-o", "march.ics", "--dtstamp", "2026-03-01T00:00:00Z"], in: folder.url)
@@ -376,7 +361,7 @@ struct CLITests {
 
     @Test("backup, inspect, verify and restore from the command line; a damaged bundle restores nothing")
     func bundles() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url).status == 0)
         let backup = try ckport(["backup", "-o", "family.ckbundle"], in: folder.url)
         #expect(backup.status == 0, "\(backup.stderr)")
@@ -426,7 +411,7 @@ struct CLITests {
 
     @Test("asset files: import --assets, backup, inspect, verify, restore, export --assets")
     func assets() throws {
-        let folder = Folder()
+        let folder = Scratch()
         folder.write("schema.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Photo (\n        title STRING,\n        image ASSET\n    );\n")
         try FileManager.default.createDirectory(atPath: folder.path("in"), withIntermediateDirectories: true)
         let picture = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
@@ -465,7 +450,7 @@ struct CLITests {
 
     @Test("migrate: status, plan (nothing written), apply with a backup, re-apply, an edited file, lint, schema diff")
     func migrate() throws {
-        let folder = Folder()
+        let folder = Scratch()
         let notes = packageRoot.appendingPathComponent("migrations/notes").path
         #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl")], in: folder.url).status == 0)
         let status = try ckport(["migrate", "status", "--dir", notes], in: folder.url)
@@ -528,7 +513,7 @@ struct CLITests {
 
     @Test("the default calendar mapping: a store its migrations took further still gets it; a store from an older sample is told how to add the field")
     func defaultCalendarMapping() throws {
-        let folder = Folder()
+        let folder = Scratch()
         // family-todo after its shipped migration (Task gains a priority) still exports without --mapping.
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl"), "-q"], in: folder.url).status == 0)
         let migrate = try ckport(["migrate", "apply", "--dir", packageRoot.appendingPathComponent("migrations/family-todo").path, "--no-backup", "-q"], in: folder.url)
@@ -554,13 +539,15 @@ struct CLITests {
         #expect(!FileManager.default.fileExists(atPath: folder.path("older.ics")))
         #expect(try ckport(["generate", "--app", "family-calendar", "--schema", "-o", "new.ckdb"], in: folder.url).status == 0)
         #expect(try ckport(["schema", "import", "new.ckdb", "--store", "older.sqlite", "-q"], in: folder.url).status == 0)
-        let exported = try ckport(["export", "--store", "older.sqlite", "-o", "older.ics", "-q"], in: folder.url)
+        let exported = try ckport(["export", "--store", "older.sqlite", "-o", "older.ics"], in: folder.url)
         #expect(exported.status == 0, "\(exported.stderr)")
+        // The mapping chosen for the user is named.
+        #expect(exported.stderr.contains("mapping: the family-calendar sample's (samples/family-calendar/calendar.yaml); --mapping FILE uses another"), "\(exported.stderr)")
     }
 
     @Test("a full disk (a file size limit) gives a clear error and leaves the store byte for byte as it was")
     func diskFull() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["generate", "--app", "family-todo", "--records", "20000", "--seed", "3", "-o", "many.jsonl", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb")], in: folder.url).status == 0)
         let before = folder.data("ckport.sqlite")
@@ -572,7 +559,7 @@ struct CLITests {
 
     @Test("an incremental chain: changes and deletions since the last bundle, gaps and wrong orders refused")
     func incrementalBundles() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl")], in: folder.url).status == 0)
         #expect(try ckport(["backup", "-o", "full.ckbundle", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["delete", "--type", "Task", "--where", "status == 'done'", "-q"], in: folder.url).status == 0)
@@ -603,7 +590,7 @@ struct CLITests {
 
     @Test("an encrypted bundle needs its passphrase, from a file or the environment, never a flag")
     func encryptedBundles() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("relationship-checkin", "schema.ckdb"), sample("relationship-checkin", "records.jsonl")], in: folder.url).status == 0)
         folder.write("pass.txt", "correct horse battery staple\n")
         folder.write("wrong.txt", "incorrect horse\n")
@@ -624,7 +611,7 @@ struct CLITests {
 
     @Test("an iCalendar export of an empty selection is an error, never an empty VCALENDAR")
     func emptyCalendar() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl"), "-q"], in: folder.url).status == 0)
         let empty = try ckport(["export", "--where", "familyID == 'nobody'", "-o", "empty.ics"], in: folder.url)
         #expect(empty.status == 2, "\(empty.stderr)")
@@ -634,7 +621,7 @@ struct CLITests {
 
     @Test("help examples fit 80 columns: each on one line, or broken with a backslash where a shell takes it")
     func helpExamplesFit() throws {
-        let folder = Folder()
+        let folder = Scratch()
         let commands = [[], ["schema"], ["schema", "import"], ["schema", "export"], ["schema", "check"], ["schema", "diff"], ["import"], ["export"],
                         ["backup"], ["verify"], ["inspect"], ["restore"], ["migrate"], ["migrate", "status"], ["migrate", "plan"],
                         ["migrate", "apply"], ["migrate", "lint"], ["delete"], ["stats"], ["generate"]]
@@ -654,7 +641,7 @@ struct CLITests {
 
     @Test("a mistyped command or option is answered with the nearest real one")
     func suggestions() throws {
-        let folder = Folder()
+        let folder = Scratch()
         let cases: [([String], String)] = [
             (["imprt", "x.jsonl"], "error: 'imprt' is not a command of ckport. Did you mean 'import'?"),
             (["exprot"], "Did you mean 'export'?"),
@@ -676,7 +663,7 @@ struct CLITests {
 
     @Test("one voice for a file that cannot be what a command expects: missing, a folder, binary data — same words, exit 2, every command")
     func inputFileMistakes() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "-q"], in: folder.url).status == 0)
         try FileManager.default.createDirectory(atPath: folder.path("afolder"), withIntermediateDirectories: true)
         try Data([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01, 0x00, 0x00, 0x00, 0xFF, 0xFE]).write(to: URL(fileURLWithPath: folder.path("binary.bin")))
@@ -712,7 +699,7 @@ struct CLITests {
 
     @Test("a store that cannot be opened or made says which path and why, in words, never SQLite's or SQL")
     func unusableStore() throws {
-        let folder = Folder()
+        let folder = Scratch()
         for (store, expected) in [("/proc/ckport-test.sqlite", "error: cannot use the store /proc/ckport-test.sqlite: the file cannot be created ("),
                                   ("no/such/folder/s.sqlite", "error: cannot use the store no/such/folder/s.sqlite: its folder no/such/folder does not exist")] {
             let run = try ckport(["schema", "import", sample("notes", "schema.ckdb"), "--store", store], in: folder.url)
@@ -724,7 +711,7 @@ struct CLITests {
 
     @Test("restoring another app's bundle into a store says so and where it can go, and changes nothing")
     func wrongAppBundle() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl"), "--store", "notes.sqlite", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["backup", "--store", "notes.sqlite", "-o", "notes.ckbundle", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl"), "-q"], in: folder.url).status == 0)
@@ -739,7 +726,7 @@ struct CLITests {
 
     @Test("messages that tell the truth: generate's formats, the import headline, a store without a schema, empty files, empty migration folders, another app's migrations")
     func truthfulMessages() throws {
-        let folder = Folder()
+        let folder = Scratch()
         for arguments in [["generate", "--app", "notes", "--format", "csv"], ["generate", "--app", "notes", "-o", "g.ics"], ["generate", "--app", "notes", "--format", "tsv"]] {
             let run = try ckport(arguments, in: folder.url)
             #expect(run.status == 1 && run.stderr.contains("generate writes JSON or JSON Lines"), "\(arguments): \(run.stderr)")

@@ -82,7 +82,7 @@ func noteLines(_ range: Range<Int>, field: String, prefix: String) -> String {
 struct ConcurrencyTests {
     @Test("a reader is never locked out by a writer and sees the last committed state; a waiting writer says so and goes on")
     func readersAndWaitingWriters() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl")], in: folder.url).status == 0)
         let before = try ckport(["export", "-o", "before.jsonl"], in: folder.url)
         #expect(before.status == 0)
@@ -118,7 +118,7 @@ struct ConcurrencyTests {
 
     @Test("a schema change waiting for another write builds on what that write committed, in a loop of real processes")
     func schemaRaces() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("notes", "schema.ckdb")], in: folder.url).status == 0)
         let baseSchema = try String(contentsOfFile: sample("notes", "schema.ckdb"), encoding: .utf8)
         for round in 0..<3 {
@@ -152,7 +152,7 @@ struct ConcurrencyTests {
 
     @Test("a schema import that read the schema before another process changed it does not undo that change")
     func staleSchemaIsNotWrittenBack() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("notes", "schema.ckdb")], in: folder.url).status == 0)
         folder.write("same.ckdb", try String(contentsOfFile: sample("notes", "schema.ckdb"), encoding: .utf8))
         let store = try RecordStore(path: folder.path("ckport.sqlite"), create: false)
@@ -177,7 +177,7 @@ struct ConcurrencyTests {
 
     @Test("migrate apply backs up the very state it migrates: a record written meanwhile is in both or in neither")
     func migrationBackupSnapshot() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl")], in: folder.url).status == 0)
         let migrations = packageRoot.appendingPathComponent("migrations/notes").path
         let store = try RecordStore(path: folder.path("ckport.sqlite"), create: false)

@@ -6,7 +6,7 @@ struct InterruptTests {
     /// Sends `signal` to a run of `arguments` after each delay until one lands while the work is
     /// under way; returns that run (exit 130), after checking that runs that finished first
     /// exited 0.
-    func interrupt(_ arguments: [String], in folder: Folder, signal: Int32 = SIGINT, delays: [useconds_t] = [300_000, 700_000, 150_000, 1_200_000],
+    func interrupt(_ arguments: [String], in folder: Scratch, signal: Int32 = SIGINT, delays: [useconds_t] = [300_000, 700_000, 150_000, 1_200_000],
                    reset: () throws -> Void) throws -> Run? {
         for delay in delays {
             try reset()
@@ -21,13 +21,13 @@ struct InterruptTests {
         return nil
     }
 
-    func leftovers(_ folder: Folder) -> [String] {
+    func leftovers(_ folder: Scratch) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: folder.url.path)) ?? []).filter { $0.contains(".tmp") || $0.contains("ckport-") || $0.hasSuffix("-wal") || $0.hasSuffix("-journal") }
     }
 
     @Test("import, export, backup, restore and migrate stop cleanly: rolled back, nothing left behind, a message, exit 130")
     func signals() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["generate", "--app", "family-todo", "--records", "100000", "-o", "many.jsonl", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["generate", "--app", "family-todo", "--schema", "-o", "schema.ckdb"], in: folder.url).status == 0)
         #expect(try ckport(["import", "schema.ckdb", sample("family-todo", "records.jsonl"), "-q"], in: folder.url).status == 0)

@@ -17,7 +17,7 @@ func filesContaining(_ text: String, under folder: String) -> [String] {
 struct SafetyTests {
     @Test("an encrypted backup killed at any moment leaves no file holding a record's text")
     func encryptedBackupLeavesNoPlaintext() throws {
-        let folder = Folder()
+        let folder = Scratch()
         try FileManager.default.createDirectory(atPath: folder.path("store"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: folder.path("out"), withIntermediateDirectories: true)
         #expect(try ckport(["generate", "--app", "notes", "--schema", "-o", "schema.ckdb"], in: folder.url).status == 0)
@@ -52,7 +52,7 @@ struct SafetyTests {
 
     @Test("a restore into an existing store that fills the disk rolls back before it exits: no journal left, the store as it was")
     func restoreDiskFull() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["generate", "--app", "family-todo", "--records", "20000", "--seed", "3", "-o", "many.jsonl", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), "many.jsonl", "--store", "source.sqlite", "-q"], in: folder.url).status == 0)
         #expect(try ckport(["backup", "--store", "source.sqlite", "-o", "all.ckbundle", "-q"], in: folder.url).status == 0)
@@ -70,7 +70,7 @@ struct SafetyTests {
 
     @Test("a first write that fails leaves no store file, and a failed export to a new folder leaves no folder")
     func nothingLeftBehind() throws {
-        let folder = Folder()
+        let folder = Scratch()
         // Records but no schema: nothing can be imported, so no store is created.
         let noSchema = try ckport(["import", sample("notes", "records.jsonl"), "--store", "new.sqlite"], in: folder.url)
         #expect(noSchema.status == 2)
@@ -92,7 +92,7 @@ struct SafetyTests {
 
     @Test("hostile input: deep nesting, an endless line and a store edited by hand get clear errors, never a crash")
     func hostileInput() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "-q"], in: folder.url).status == 0)
         let depth = 5000
         folder.write("deep.ics", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//x//y//EN\r\n" + String(repeating: "BEGIN:VEVENT\r\n", count: depth)
@@ -127,7 +127,7 @@ struct SafetyTests {
 
     @Test("a rule that started long ago expands over a short window without walking every period since")
     func earlyRecurrence() throws {
-        let folder = Folder()
+        let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "-q"], in: folder.url).status == 0)
         folder.write("tick.ics", "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//x//y//EN\r\nBEGIN:VEVENT\r\nUID:tick@example.com\r\nDTSTAMP:20260101T000000Z\r\n"
                      + "DTSTART:19700101T000000Z\r\nDTEND:19700101T000001Z\r\nSUMMARY:tick\r\nRRULE:FREQ=SECONDLY;INTERVAL=2\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
@@ -140,7 +140,7 @@ struct SafetyTests {
 
     @Test("schema check: a Core Data schema from cktool passes with warnings; --strict makes them errors; it imports")
     func coreDataSchemaCheck() throws {
-        let folder = Folder()
+        let folder = Scratch()
         let corpus = packageRoot.appendingPathComponent("Tests/StoreTests/SchemaCorpus/coredata-recipes.ckdb").path
         let checked = try ckport(["schema", "check", corpus], in: folder.url)
         #expect(checked.status == 0, "\(checked.stderr)")

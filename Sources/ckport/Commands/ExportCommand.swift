@@ -159,8 +159,8 @@ struct ExportCommand: ParsableCommand {
         }
         if format == nil && DataFormat.infer(output) == nil, let dot = output.lastIndex(of: "."), output != "-" {
             let ext = output[output.index(after: dot)...].lowercased()
-            if ["ics", "ckbundle", "gz"].contains(ext) {
-                throw ValidationError("-o \(output): ckport writes JSON (.json), JSON Lines (.jsonl, .ndjson) and CSV (.csv, .tsv) here; .\(ext) output is a separate feature not in this version")
+            if ["ckbundle", "gz"].contains(ext) {
+                throw ValidationError("-o \(output): export writes JSON (.json), JSON Lines (.jsonl, .ndjson), CSV (.csv, .tsv) and iCalendar (.ics); a backup bundle (.\(ext)) is written by 'ckport backup -o \(output)'")
             }
         }
     }
@@ -316,29 +316,6 @@ extension ExportCommand {
 }
 
 extension ExportCommand {
-    /// The mapping named by --mapping, else the mapping of the sample app whose record types
-    /// the store has (a store its migrations have taken further still counts).
-    static func calendarMapping(_ path: String?, store: RecordStore, schema: Schema? = nil) throws -> CalendarMapping {
-        let schema = schema ?? store.schema
-        if let path {
-            try InputFiles.check(path, as: "a mapping")
-            do { return try CalendarMapping.load(path: path, schema: schema) } catch { throw CommandFailure.invalid(error.description) }
-        }
-        for app in SampleApp.allCases {
-            guard let text = app.calendarMappingText,
-                  app.schema.recordTypes.allSatisfy({ schema.recordType(named: $0.name) != nil }) else { continue }
-            do {
-                return try CalendarMapping.parse(text, file: "\(app.rawValue) mapping", schema: schema)
-            } catch {
-                throw CommandFailure.invalid("""
-                    the store holds the \(app.rawValue) sample's record types, but its mapping does not fit them: \(error.description)
-                    (a store made from an older sample: add the missing fields with `ckport generate --app \(app.rawValue) --schema -o new.ckdb && ckport schema import new.ckdb`, or pass --mapping FILE)
-                    """)
-            }
-        }
-        throw CommandFailure.usage("iCalendar needs a mapping from record types to calendar components: pass --mapping FILE (see samples/family-calendar/calendar.yaml)")
-    }
-
     func exportICS(store: RecordStore, query: RecordQuery) throws {
         if mapping == CalendarArchive.mappingName {
             let file = try OutputFile(path: output)
@@ -358,7 +335,7 @@ extension ExportCommand {
             }
             return
         }
-        let calendarMapping = try ExportCommand.calendarMapping(mapping, store: store)
+        let calendarMapping = try CalendarMappingChoice.resolve(mapping, store: store, quiet: storeOptions.quiet)
         var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: includeDeleted)
         if let dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }
         let file = try OutputFile(path: output)

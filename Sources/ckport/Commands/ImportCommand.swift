@@ -222,7 +222,7 @@ struct ImportCommand: ParsableCommand {
         if archive && !fixedFields.isEmpty { throw CommandFailure.usage("--set does not combine with --mapping archive, whose record types are fixed") }
         if !archive && dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
             let mappingStore = try storeOptions.open(create: true)
-            calendarMapping = try ExportCommand.calendarMapping(mapping, store: mappingStore, schema: schema)
+            calendarMapping = try CalendarMappingChoice.resolve(mapping, store: mappingStore, schema: schema, quiet: storeOptions.quiet)
             people = try mappingStore.read { try ICalendarRecordReader.people(calendarMapping!, in: $0) }
         }
         let sources: [RecordSource] = try dataFiles.map { file in
