@@ -10,7 +10,7 @@ let package = Package(
     name: "ckport",
     platforms: [.macOS(.v13)],
     products: [
-        .library(name: "CKPort", targets: ["Records", "Store", "Formats", "Migrations"]),
+        .library(name: "CKPort", targets: ["CKPort"]),
         .executable(name: "ckport", targets: ["ckport"]),
     ],
     dependencies: [
@@ -35,15 +35,18 @@ let package = Package(
                                                  .product(name: "CryptoExtras", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "Migrations", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams"),
                                                     .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // The library's front door: the operations (import, export, backup, verify, restore,
+        // migrate) over the modules above, which it re-exports.
+        .target(name: "CKPort", dependencies: ["Records", "Store", "Formats", "Migrations"], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
-            "Records", "Store", "Formats", "Migrations", "SampleApps",
+            "CKPort", "Records", "Store", "Formats", "Migrations", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
         .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
         // What the test targets share: the package's root, scratch folders, sample stores.
-        .target(name: "TestSupport", dependencies: ["Records", "Store", "Formats", "SampleApps"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["CKPort", "Records", "Store", "Formats", "SampleApps"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "RecordsTests", dependencies: ["TestSupport", "Records", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"], swiftSettings: strict),
         .testTarget(name: "FormatsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps",

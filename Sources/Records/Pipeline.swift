@@ -135,6 +135,19 @@ public protocol AnnotatedRecordSource: RecordSource {
     var notes: [String] { get }
 }
 
+/// A source that can say what of its input it did not turn into records or fields (a
+/// calendar's second alarm, an attendee's role): a strict import refuses when there is any.
+public protocol LossReportingSource: RecordSource {
+    /// Each item not kept, in words; empty when everything read was kept.
+    var notKeptItems: [String] { get }
+}
+
+/// A source whose records are of record types it defines itself (a calendar archive), which
+/// an import adds to the store's schema.
+public protocol SchemaExtendingSource: RecordSource {
+    var addedRecordTypes: [RecordTypeDefinition] { get }
+}
+
 /// A writer of records: the sink end of an export pipeline.
 public protocol RecordSink: AnyObject {
     func write(_ record: Record) throws

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ckport
+@testable import CKPort
 @testable import Formats
 @testable import Migrations
 @testable import Records
@@ -45,6 +46,22 @@ struct ErrorModelTests {
         (StoreError.busy(path: "s.sqlite", seconds: 1), .environment),
         (StoreError.unavailable(path: "s.sqlite", reason: "permission denied"), .environment),
         (StoreError.corrupt("bad page"), .internal),
+        (CalendarMappingMissing(file: "family.ics"), .usage),
+        (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),
+        (OperationError.bundleNotSound(bundle: "b.ckbundle", problems: ["checksum"]), .invalidInput),
+        (OperationError.noBundles, .usage),
+        (OperationError.chainStartsIncremental(bundle: "t.ckbundle", base: "ck1-a-1"), .invalidInput),
+        (OperationError.chainFullBundleInside(bundle: "t.ckbundle", previous: "m.ckbundle"), .invalidInput),
+        (OperationError.chainFromOtherStore(bundle: "t.ckbundle", store: "a", previous: "m.ckbundle", previousStore: "b"), .invalidInput),
+        (OperationError.chainBroken(bundle: "t.ckbundle", base: "ck1-a-5", previous: "m.ckbundle", previousEnd: "ck1-a-3", missing: true), .invalidInput),
+        (OperationError.storeNotEmpty(store: "s.sqlite", records: 1200), .usage),
+        (OperationError.bundleOfAnotherSchema(bundle: "b.ckbundle", missingTypes: ["Note"], store: "s.sqlite"), .invalidInput),
+        (OperationError.noPassphrase, .usage),
+        (OperationError.noSchema(store: "s.sqlite", storeExists: true), .invalidInput),
+        (OperationError.inputNotKept(["1 VALARM"]), .invalidInput),
+        (OperationError.unknownRecordType("Nope", known: ["Note"]), .invalidInput),
+        (OperationError.plainStyleCollisions(["Note.recordName"]), .invalidInput),
+        (OperationError.recordsWouldFail, .invalidInput),
     ]
 
     @Test("every public error type of the library is a CKPortError, and each has a sample here")
@@ -52,7 +69,7 @@ struct ErrorModelTests {
         var declared: Set<String> = []
         var bare: [String] = []
         let sources = packageRoot.appendingPathComponent("Sources")
-        let library = ["Records", "Store", "Formats", "Migrations"]
+        let library = ["Records", "Store", "Formats", "Migrations", "CKPort"]
         let declaration = try Regex(#"public (?:final )?(?:struct|enum|class|actor) (\w+)[^{\n]*:[^{\n]*\b(Error|CKPortError)\b"#)
         for module in library {
             let enumerator = try #require(FileManager.default.enumerator(atPath: sources.appendingPathComponent(module).path))
@@ -67,6 +84,13 @@ struct ErrorModelTests {
         }
         #expect(bare.isEmpty, "public error types that are not CKPortError: \(bare)")
         let sampled = Set(Self.samples.map { String(describing: type(of: $0.0)) })
+        // Every case of the operations' error is sampled too.
+        let operationSource = try String(contentsOf: sources.appendingPathComponent("CKPort/OperationError.swift"), encoding: .utf8)
+        let cases = Set(operationSource.split(separator: "\n").filter { $0.hasPrefix("    case ") }.map { line in
+            String(line.dropFirst(9).prefix { $0.isLetter || $0.isNumber })
+        })
+        let sampledCases = Set(Self.samples.compactMap { $0.0 as? OperationError }.map(Self.caseName))
+        #expect(cases.count >= 10 && cases == sampledCases, "declared: \(cases.sorted()); sampled: \(sampledCases.sorted())")
         #expect(declared.count >= 20, "\(declared)")
         #expect(declared == sampled, "declared but not sampled: \(declared.subtracting(sampled)); sampled but not declared: \(sampled.subtracting(declared))")
     }
@@ -82,12 +106,44 @@ struct ErrorModelTests {
             case .environment, .internal: .failure
             }
             #expect(status == expected, "\(type(of: error))")
-            #expect(message.hasPrefix(error.description), "\(message)")
+            if error is OperationError {
+                // The library speaks of the data; the command line may name its flags instead.
+                #expect(!error.description.contains("--"), "\(error.description)")
+            } else {
+                #expect(message.hasPrefix(error.description), "\(message)")
+            }
             #expect(Failures.isLibraryError(error))
         }
         // An error from outside the library is a failure, never mistaken for invalid input.
         struct Foreign: Error {}
         #expect(Failures.classify(Foreign()).0 == .failure)
         #expect(!Failures.isLibraryError(Foreign()))
+    }
+
+    /// An operation error's case name.
+    static func caseName(_ error: OperationError) -> String {
+        if let label = Mirror(reflecting: error).children.first?.label { return label }
+        switch error {
+        case .noBundles: return "noBundles"
+        case .noPassphrase: return "noPassphrase"
+        case .recordsWouldFail: return "recordsWouldFail"
+        default: return "?"
+        }
+    }
+
+    @Test("the command line names the flag where an operation speaks of a setting, and keeps the data's words")
+    func commandLineHints() {
+        let hinted: [(OperationError, String)] = [
+            (.storeNotEmpty(store: "s.sqlite", records: 1200), "the store s.sqlite already holds 1,200 records; pass --mode upsert, replace or newer to restore into it"),
+            (.noPassphrase, "--encrypt needs a passphrase: --passphrase-file FILE, or $CKPORT_PASSPHRASE"),
+            (.inputNotKept(["1 VALARM"]), "--strict: the mapping would not keep 1 VALARM; nothing was imported (--mapping archive keeps a calendar whole)"),
+            (.chainStartsIncremental(bundle: "t.ckbundle", base: "ck1-a-1"), "t.ckbundle is incremental (it starts at ck1-a-1); restore the full bundle it builds on first, or pass --mode to apply it to a store restored earlier"),
+        ]
+        for (error, text) in hinted {
+            #expect(Failures.classify(error).1 == text)
+            #expect(error.description != text)
+        }
+        let plain = OperationError.chainFromOtherStore(bundle: "t.ckbundle", store: "a", previous: "m.ckbundle", previousStore: "b")
+        #expect(Failures.classify(plain).1 == "t.ckbundle comes from store a, m.ckbundle from b: they are not one chain")
     }
 }

@@ -73,7 +73,8 @@ public enum CalendarArchive {
 }
 
 /// Reads calendars into archive records (see ``CalendarArchive``).
-public final class CalendarArchiveReader: AnnotatedRecordSource {
+public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtendingSource {
+    public var addedRecordTypes: [RecordTypeDefinition] { CalendarArchive.schema.recordTypes }
     private let parser: ICalParser
     private let input: ByteInput
     private let zone: ZoneID

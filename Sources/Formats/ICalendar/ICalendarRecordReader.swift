@@ -33,7 +33,9 @@ public struct ICalImportOptions: Sendable {
 /// EventParticipant per ATTENDEE), VTODO → Task, and so on. Records are named from the UID, so
 /// importing the same file twice changes nothing; recurring components expand into their
 /// occurrences within a window.
-public final class ICalendarRecordReader: AnnotatedRecordSource {
+public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSource {
+    /// A temporary copy of standard input this reader reads, kept until the reader goes.
+    var spool: TemporarySpool?
     private let parser: ICalParser
     private let input: ByteInput
     private let mapping: CalendarMapping

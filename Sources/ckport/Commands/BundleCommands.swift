@@ -1,4 +1,5 @@
 import ArgumentParser
+import CKPort
 import Foundation
 import Formats
 import Records
@@ -55,35 +56,20 @@ struct BackupCommand: ParsableCommand {
 
     func run() throws {
         let store = try storeOptions.open(create: false)
-        let query = try filter.query()
+        if let since { try InputFiles.check(since, as: "a bundle", binary: true) }
+        let options = BackupOptions(query: try filter.query(), since: since, encrypt: encrypt, passphrase: try passphrase.passphrase())
         let progress = ProgressLine("backing up", quiet: storeOptions.quiet)
         let started = Date()
-        var base: ChangeToken?
-        if let since {
-            try InputFiles.check(since, as: "a bundle", binary: true)
-            let previous = try BundleReader(path: since, passphrase: try passphrase.passphrase())
-            base = try ChangeToken(parsing: previous.manifest.token)
-        }
-        var key: String?
-        if encrypt {
-            guard let given = try passphrase.passphrase() else {
-                throw CommandFailure.usage("--encrypt needs a passphrase: --passphrase-file FILE, or $CKPORT_PASSPHRASE")
-            }
-            key = given
-        }
-        // The count gives the progress line its percentage and ETA (a full backup: records
-        // are read in one pass, so the count is what the pass will meet).
-        let total = progress.isEnabled && base == nil ? try store.read { try $0.count(query) } : nil
-        let summary = try BundleWriter().write(store, query: query, since: base, to: output, passphrase: key) { progress.update(records: $0, total: total) }
+        let result = try Backups.write(store, to: output, options: options, progress: progress.handler)
         progress.finish()
         if !storeOptions.quiet {
-            let manifest = summary.manifest
-            Console.error("backed up \(Console.count(manifest.recordCount)) \(base == nil ? "records" : "changes") in \(manifest.members.count - 1) members to \(output) "
-                + "(\(Console.bytes(summary.bytesWritten))) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            let manifest = result.manifest
+            Console.error("backed up \(Console.count(manifest.recordCount)) \(result.isIncremental ? "changes" : "records") in \(result.memberCount) members to \(output) "
+                + "(\(Console.bytes(result.bytesWritten))) in \(Console.seconds(Date().timeIntervalSince(started)))")
             Console.error("change token: \(manifest.token)")
         }
-        if !summary.missingAssets.isEmpty {
-            Console.error("warning: \(Console.count(summary.missingAssets.count)) assets the records name are not held by the store, so the bundle keeps their values without the files (e.g. \(summary.missingAssets.prefix(2).joined(separator: ", ")))")
+        if !result.missingAssets.isEmpty {
+            Console.error("warning: \(Console.count(result.missingAssets.count)) assets the records name are not held by the store, so the bundle keeps their values without the files (e.g. \(result.missingAssets.prefix(2).joined(separator: ", ")))")
         }
     }
 }
@@ -146,79 +132,18 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         let started = Date()
         try InputFiles.check(bundle, as: "a bundle", binary: true)
-        let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase(), stageAssets: false, decodeOnTwoThreads: true)
-        let validator = RecordValidator(schema: reader.schema)
-        var assetsInBundle = Set<String>()
-        var assetsNamed = Set<String>()
-        var assetBytes: Int64 = 0
-        var problems: [String] = []
-        var perType: [String: Int] = [:]
-        // Records and reference targets are kept as 64-bit hashes, so that memory stays small
-        // at millions of records; a reference to a record not seen yet keeps its names (up to
-        // a limit) for the report.
-        var keys = RecordKeyHasher()
-        var seen: Set<Int> = []
-        seen.reserveCapacity(min(reader.manifest.recordCount, 20_000_000))
-        var forward: [(hash: Int, from: String, to: String)] = []
-        var forwardHashes: [Int] = []
-        let typesWithAssets = Set(reader.schema.recordTypes.filter { type in type.fields.contains { $0.type.primitive == .asset } }.map(\.name))
-        var lastType = ""
-        var lastTypeCount = 0
-        // Decompressing runs a thread ahead, hashing and parsing on two more (see BundleReader's
-        // decodeOnTwoThreads); checking runs here.
-        let items = PrefetchingSource(reader)
-        while let item = try items.next() {
-            switch item {
-            case .invalid(let issue, _):
-                problems.append(issue.description)
-            case .record(let sourced):
-                let record = sourced.record
-                if record.recordType == lastType {
-                    lastTypeCount += 1
-                } else {
-                    if lastTypeCount > 0 { perType[lastType, default: 0] += lastTypeCount }
-                    lastType = record.recordType
-                    lastTypeCount = 1
-                }
-                seen.insert(keys.key(record.zone, record.recordName))
-                for issue in validator.issues(in: record) {
-                    problems.append("\(sourced.position): record '\(record.recordName)' (\(record.recordType)): \(issue)")
-                }
-                record.fields.entries.withUnsafeBufferPointer { entries in
-                    for k in 0..<entries.count {
-                        guard case .reference(let target) = entries[k].value else { continue }
-                        let hash = keys.key(record.zone, target.recordName)
-                        if seen.contains(hash) { continue }
-                        if forward.count < 10_000 { forward.append((hash, record.recordName, target.recordName)) } else { forwardHashes.append(hash) }
-                    }
-                }
-                if typesWithAssets.contains(record.recordType) {
-                    record.forEachAsset { _, asset in if let sha256 = asset.sha256 { assetsNamed.insert(sha256) } }
-                }
-            case .asset(let asset):
-                assetsInBundle.insert(asset.sha256)
-                assetBytes += asset.size
-            }
-            if problems.count >= 20 { break }
-        }
-        if lastTypeCount > 0 { perType[lastType, default: 0] += lastTypeCount }
-        guard problems.isEmpty else {
-            throw CommandFailure.invalid(problems.joined(separator: "\n") + "\n\(bundle) is not sound")
-        }
-        let outside = forward.filter { !seen.contains($0.hash) }
-        let outsideCount = outside.count + forwardHashes.filter { !seen.contains($0) }.count
+        let check = try Backups.verify(bundle, options: BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase()))
         if !quiet {
-            let manifest = reader.manifest
-            let assetNote = assetsInBundle.isEmpty ? "" : " and \(Console.count(assetsInBundle.count)) asset files (\(Console.bytes(assetBytes)))"
-            print("\(bundle): sound — \(Console.count(reader.recordsRead)) records\(assetNote) in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
+            let manifest = check.manifest
+            let assetNote = check.assetFiles == 0 ? "" : " and \(Console.count(check.assetFiles)) asset files (\(Console.bytes(check.assetBytes)))"
+            print("\(bundle): sound — \(Console.count(check.records)) records\(assetNote) in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
             print("made \(manifest.created) by ckport \(manifest.ckportVersion) from store \(manifest.storeID) at \(manifest.token)")
-            for (type, count) in perType.sorted(by: { $0.key < $1.key }) { print("  \(type): \(Console.count(count))") }
-            if outsideCount > 0 {
-                print("note: \(Console.count(outsideCount)) references point at records outside the bundle, e.g. \(outside.prefix(3).map { "\($0.from) → \($0.to)" }.joined(separator: ", "))")
+            for (type, count) in check.recordsByType.sorted(by: { $0.key < $1.key }) { print("  \(type): \(Console.count(count))") }
+            if check.outsideReferences > 0 {
+                print("note: \(Console.count(check.outsideReferences)) references point at records outside the bundle, e.g. \(check.outsideReferenceExamples.map { "\($0.from) → \($0.to)" }.joined(separator: ", "))")
             }
-            let absent = assetsNamed.subtracting(assetsInBundle)
-            if !absent.isEmpty {
-                print("note: \(Console.count(absent.count)) assets the records name are not in the bundle (their bytes were not in the store), e.g. \(absent.sorted().prefix(2).joined(separator: ", "))")
+            if !check.absentAssets.isEmpty {
+                print("note: \(Console.count(check.absentAssets.count)) assets the records name are not in the bundle (their bytes were not in the store), e.g. \(check.absentAssets.prefix(2).joined(separator: ", "))")
             }
             print("checked in \(Console.seconds(Date().timeIntervalSince(started)))")
         }
@@ -333,47 +258,23 @@ struct RestoreCommand: ParsableCommand {
 
     func run() throws {
         let started = Date()
-        let key = try passphrase.passphrase()
         for bundle in bundles { try InputFiles.check(bundle, as: "a bundle", binary: true) }
-        let readers = try bundles.map { try BundleReader(path: $0, limits: limits.limits, passphrase: key) }
-        try RestoreCommand.checkChain(readers, intoExisting: mode != nil)
+        var renames: [String: String] = [:]
+        for entry in renameZone {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw CommandFailure.usage("--rename-zone takes OLD=NEW, e.g. family-1-zone=family-1-copy") }
+            renames[parts[0]] = parts[1]
+        }
+        let options = RestoreOptions(mode: mode, recordTypes: Set(recordTypes), zones: Set(zone), zoneRenames: renames,
+                                     read: BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase()))
+        // The chain is checked before a store is made for it.
+        let readers = try bundles.map { try BundleReader(path: $0, limits: options.read.limits, passphrase: options.read.passphrase) }
+        try Backups.checkChain(readers, intoExisting: mode != nil)
         let existed = FileManager.default.fileExists(atPath: storeOptions.path)
         let store = try storeOptions.open(create: true)
         do {
-            let stored = try store.read { try $0.stats().totalRecords }
-            if stored > 0 && mode == nil {
-                throw CommandFailure.usage("the store \(storeOptions.path) already holds \(Console.count(stored)) records; pass --mode upsert, replace or newer to restore into it")
-            }
-            // A bundle of another app (or of another version of the schema) would take away
-            // types this store holds records of: say what it is, and where it can go instead.
-            let bundleTypes = Set(readers.last!.schema.recordTypes.map(\.name))
-            let heldTypes = Set(try store.read { try $0.stats().entries.filter { $0.records > 0 }.map(\.recordType) })
-            let missing = heldTypes.subtracting(bundleTypes).sorted()
-            if !missing.isEmpty {
-                throw CommandFailure.invalid("\(readers.last!.path)'s schema has no record type \(missing.joined(separator: ", ")), which \(storeOptions.path) holds records of: it is the backup of another app or of another schema. Nothing was changed; restore it into a store of its own (--store NEW.sqlite)")
-            }
-            // The schema and every record go in one transaction, which commits only once the
-            // whole bundle has checked out (sizes, checksums, counts, every record valid).
             let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
-            let importer = RecordImporter(store: store, options: ImportOptions(mode: mode ?? .upsert))
-            importer.progress = { progress.update(records: $0.records, bytesDone: $0.bytesRead, bytesTotal: $0.totalBytes) }
-            var renames: [String: String] = [:]
-            for entry in renameZone {
-                let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw CommandFailure.usage("--rename-zone takes OLD=NEW, e.g. family-1-zone=family-1-copy") }
-                renames[parts[0]] = parts[1]
-            }
-            let sources: [RecordSource] = recordTypes.isEmpty && zone.isEmpty && renames.isEmpty
-                ? readers
-                : readers.map { SelectingSource($0, types: Set(recordTypes), zones: Set(zone), renames: renames) }
-            // The migration history comes along: the newest bundle's, added to what the store has.
-            let history = readers.last!.migrationHistory
-            if !history.isEmpty {
-                importer.finishing = { session in
-                    for entry in history { try session.recordMigration(entry) }
-                }
-            }
-            let summary = try importer.run(sources, schema: readers.last!.schema)
+            let summary = try Backups.restore(readers, into: store, options: options, progress: progress.handler)
             progress.finish()
             if !storeOptions.quiet {
                 let assets = summary.assets > 0 ? " and \(Console.count(summary.assets)) asset files" : ""
@@ -386,114 +287,6 @@ struct RestoreCommand: ParsableCommand {
                 for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storeOptions.path + suffix) }
             }
             throw error
-        }
-    }
-
-    /// A chain starts with a full bundle (or, into a store that already holds an earlier
-    /// restore, with an incremental one) and each incremental bundle starts where the one
-    /// before it ended.
-    static func checkChain(_ readers: [BundleReader], intoExisting: Bool) throws {
-        guard let first = readers.first else { throw CommandFailure.usage("name a bundle to restore") }
-        if first.manifest.baseToken != nil && !intoExisting {
-            throw CommandFailure.invalid("\(first.path) is incremental (it starts at \(first.manifest.baseToken!)); restore the full bundle it builds on first, or pass --mode to apply it to a store restored earlier")
-        }
-        for (previous, next) in zip(readers, readers.dropFirst()) {
-            guard let base = next.manifest.baseToken else {
-                throw CommandFailure.invalid("\(next.path) is a full bundle; only incremental bundles can follow \(previous.path) in a chain")
-            }
-            guard next.manifest.storeID == previous.manifest.storeID else {
-                throw CommandFailure.invalid("\(next.path) comes from store \(next.manifest.storeID), \(previous.path) from \(previous.manifest.storeID): they are not one chain")
-            }
-            guard base == previous.manifest.token else {
-                let baseSequence = (try? ChangeToken(parsing: base))?.sequence ?? 0
-                let previousSequence = (try? ChangeToken(parsing: previous.manifest.token))?.sequence ?? 0
-                let what = baseSequence > previousSequence
-                    ? "a bundle is missing between them (the one that starts at \(previous.manifest.token))"
-                    : "they are in the wrong order, or \(next.path) belongs to another chain"
-                throw CommandFailure.invalid("\(next.path) starts at \(base), but \(previous.path) ends at \(previous.manifest.token): \(what)")
-            }
-        }
-    }
-}
-
-/// Passes on the records of some types and zones only, renaming zones on the way. Every
-/// record is still read, so that every member's checksum is checked.
-final class SelectingSource: RecordSource {
-    private let source: RecordSource
-    private let types: Set<String>
-    private let zones: Set<String>
-    private let renames: [String: String]
-
-    init(_ source: RecordSource, types: Set<String>, zones: Set<String>, renames: [String: String]) {
-        self.source = source
-        self.types = types
-        self.zones = zones
-        self.renames = renames
-    }
-
-    var name: String { source.name }
-    var bytesRead: Int64 { source.bytesRead }
-    var totalBytes: Int64? { source.totalBytes }
-
-    func next() throws -> SourceItem? {
-        while let item = try source.next() {
-            guard case .record(var sourced) = item else { return item }
-            if !types.isEmpty && !types.contains(sourced.record.recordType) { continue }
-            if !zones.isEmpty && !zones.contains(sourced.record.zone.zoneName) { continue }
-            if let renamed = renames[sourced.record.zone.zoneName] { sourced.record.id.zone.zoneName = renamed }
-            return .record(sourced)
-        }
-        return nil
-    }
-}
-
-/// 64-bit keys for (zone, record name) pairs, for telling which references point inside a
-/// bundle. The zone's share is worked out once per zone, the name's with a multiply-and-mix
-/// over eight bytes at a time: cheap enough to run twice per record at a million records.
-struct RecordKeyHasher {
-    private var lastZone: ZoneID?
-    private var lastZoneSeed: UInt64 = 0
-
-    mutating func key(_ zone: ZoneID, _ name: String) -> Int {
-        if zone != lastZone {
-            lastZone = zone
-            var seed: UInt64 = 0x243F_6A88_85A3_08D3
-            for part in [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName] { seed = RecordKeyHasher.mix(part, seed) }
-            lastZoneSeed = seed
-        }
-        return Int(bitPattern: UInt(RecordKeyHasher.mix(name, lastZoneSeed)))
-    }
-
-    private static func mix(_ text: String, _ seed: UInt64) -> UInt64 {
-        if let hash = text.utf8.withContiguousStorageIfAvailable({ mix($0, seed) }) { return hash }
-        var copy = text
-        return copy.withUTF8 { mix($0, seed) }
-    }
-
-    private static func mix(_ bytes: UnsafeBufferPointer<UInt8>, _ seed: UInt64) -> UInt64 {
-        do {
-            var hash = seed ^ (UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15)
-            var index = 0
-            while index + 8 <= bytes.count {
-                let word = UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self)
-                hash = (hash ^ word) &* 0xBF58_476D_1CE4_E5B9
-                hash ^= hash >> 31
-                index += 8
-            }
-            var tail: UInt64 = 0
-            var shift: UInt64 = 0
-            while index < bytes.count {
-                tail |= UInt64(bytes[index]) << shift
-                shift += 8
-                index += 1
-            }
-            hash = (hash ^ tail) &* 0x94D0_49BB_1331_11EB
-            // The finalizer of SplitMix64, so that every input bit reaches every output bit.
-            hash ^= hash >> 30
-            hash = hash &* 0xBF58_476D_1CE4_E5B9
-            hash ^= hash >> 27
-            hash = hash &* 0x94D0_49BB_1331_11EB
-            return hash ^ (hash >> 31)
         }
     }
 }

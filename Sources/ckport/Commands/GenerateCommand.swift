@@ -55,7 +55,7 @@ struct GenerateCommand: ParsableCommand {
         if schema && mapping { throw ValidationError("--schema and --mapping each write a whole file; pass one") }
         // Generated records are JSON; never write something other than what was asked for.
         let chosen = format ?? (schema || mapping ? nil : DataFormat.infer(output))
-        if let chosen, ![.json, .jsonl, .ndjson].contains(chosen) {
+        if let chosen, chosen != .json && chosen != .jsonl {
             let given = format != nil ? "--format \(chosen.rawValue)" : "-o \(output)"
             throw ValidationError("generate writes JSON or JSON Lines, not \(chosen.rawValue) (\(given)); generate JSON Lines and 'ckport import' them, then 'ckport export' the format you need")
         }

@@ -1,21 +1,32 @@
 import ArgumentParser
+import CKPort
 import Foundation
 import Formats
 import Records
 import Store
 
-enum DataFormat: String, ExpressibleByArgument, CaseIterable {
-    case json, jsonl, ndjson, csv, tsv, ics
+/// A `--format` value: one of the registry's formats, by any of its names.
+struct DataFormat: ExpressibleByArgument, Equatable {
+    let format: RecordFormat
 
-    /// The format a file name implies.
-    static func infer(_ path: String) -> DataFormat? {
-        let lower = path.lowercased()
-        for format in allCases where lower.hasSuffix("." + format.rawValue) { return format }
-        return nil
+    init(_ format: RecordFormat) { self.format = format }
+
+    init?(argument: String) {
+        guard let format = RecordFormats.named(argument) else { return nil }
+        self.format = format
     }
 
-    var layout: JSONRecordReader.Layout { self == .json ? .document : .lines }
-    var isCSV: Bool { self == .csv || self == .tsv }
+    static var allValueStrings: [String] { RecordFormats.allNames }
+    var defaultValueDescription: String { format.name }
+
+    static let json = DataFormat(.json), jsonl = DataFormat(.jsonLines), csv = DataFormat(.csv), tsv = DataFormat(.tsv), ics = DataFormat(.iCalendar)
+
+    /// The format a file name implies.
+    static func infer(_ path: String) -> DataFormat? { RecordFormats.forPath(path).map(DataFormat.init) }
+
+    var layout: JSONRecordReader.Layout { format == .json ? .document : .lines }
+    var isCSV: Bool { format.oneRecordTypePerFile }
+    var rawValue: String { format.name }
 }
 
 enum StyleOption: String, ExpressibleByArgument, CaseIterable {
@@ -89,32 +100,8 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "How incoming records combine with stored ones: insert, upsert, replace or newer.")
     var mode: WriteMode = .upsert
 
-    @Option(help: "File format when the extension does not say: json, jsonl, ndjson, csv, tsv or ics.")
+    @Option(help: ArgumentHelp("File format when the extension does not say: \(RecordFormats.allNames.joined(separator: ", ")).", valueName: "format"))
     var format: DataFormat?
-
-    @Option(help: ArgumentHelp("CSV: rename a column, \"Header=field\"; repeat for several.", valueName: "header=field"))
-    var map: [String] = []
-
-    @Flag(help: "CSV: let columns that are not fields pass instead of refusing the file.")
-    var ignoreColumns = false
-
-    @Option(help: ArgumentHelp("CSV: record names from fields for rows without recordName, e.g. 'DailyEntry_{date:yyyy-MM-dd}_{authorUserRecordID}'.", valueName: "template"))
-    var nameTemplate: String?
-
-    @Option(help: ArgumentHelp("CSV: the cell delimiter (default: sniffed from the header).", valueName: "char"))
-    var delimiter: String?
-
-    @Flag(help: "CSV: take off the ' that an export with --spreadsheet-safe put before formula-like text.")
-    var spreadsheetSafe = false
-
-    @Option(help: ArgumentHelp("iCalendar: the mapping file (YAML or JSON), or 'archive' to keep every calendar whole (its record types are added to the schema); default: the sample app's mapping when the store's schema is one.", valueName: "file"))
-    var mapping: String?
-
-    @Option(help: ArgumentHelp("iCalendar: expand recurring events into their occurrences starting in FROM..TO (dates or ISO-8601 times; TO's day included).", valueName: "from..to"))
-    var expand: String?
-
-    @Option(name: .customLong("set"), help: ArgumentHelp("iCalendar: give every imported record this field value, e.g. familyID=family-1; repeat for several.", valueName: "field=value"))
-    var fixedFields: [String] = []
 
     @Option(help: "Record shape: canonical (CloudKit Web Services), plain (flat objects) or auto.")
     var style: StyleOption = .auto
@@ -140,9 +127,6 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Import the valid records and reject the others (see --rejects).")
     var skipInvalid = false
 
-    @Flag(help: "iCalendar: refuse the import when the mapping has no place for something the file holds (a second alarm, an RDATE, an attendee's role, an X- property…).")
-    var strict = false
-
     @Option(help: ArgumentHelp("With --skip-invalid: write rejected records here as JSON Lines, with reasons.", valueName: "file"))
     var rejects: String?
 
@@ -151,6 +135,10 @@ struct ImportCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Store asset files from this folder with their records: DIR/<sha256> for values with a sha256, else the value's localPath (relative to DIR).", valueName: "dir"))
     var assets: String?
+
+    @OptionGroup(title: "CSV") var csv: CSVImportOptions
+
+    @OptionGroup(title: "iCalendar") var calendar: CalendarImportOptions
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -164,186 +152,72 @@ struct ImportCommand: ParsableCommand {
         if rejects != nil && !skipInvalid { throw ValidationError("--rejects needs --skip-invalid") }
         _ = try ArgumentChecks.timeZone(tz)
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input ('-') can be read once") }
-        _ = try ArgumentChecks.delimiter(delimiter)
-        for entry in map where !entry.contains("=") { throw ValidationError("--map takes \"Header=field\", found \"\(entry)\"") }
-        for entry in fixedFields where !entry.contains("=") { throw ValidationError("--set takes field=value, found \"\(entry)\"") }
-        _ = try expandWindow()
+        _ = try calendar.expandWindow(tz: tz)
     }
 
     func run() throws {
-        defer { for spool in ImportCommand.stdinSpools { unlink(spool) } }
         var schemaFile: (path: String, schema: Schema)?
-        var dataFiles: [String] = []
+        var inputs: [ImportInput] = []
         for file in files {
             if file != "-", try ImportCommand.isSchemaFile(file) {
                 if let first = schemaFile { throw CommandFailure.usage("two schema files given (\(first.path) and \(file)); import one schema at a time") }
                 schemaFile = (file, try SchemaCommand.read(file))
-            } else {
-                let kind: String
-                switch format ?? DataFormat.infer(file) {
-                case .csv?, .tsv?: kind = "CSV"
-                case .ics?: kind = "an iCalendar file"
-                default: kind = "JSON"
-                }
-                try InputFiles.check(file, as: kind)
-                dataFiles.append(file)
+                continue
+            }
+            let input = ImportInput.file(file, format: format?.format)
+            let kind: String
+            switch input.format {
+            case .csv, .tsv: kind = "CSV"
+            case .iCalendar: kind = "an iCalendar file"
+            default: kind = "JSON"
+            }
+            try InputFiles.check(file, as: kind)
+            inputs.append(input)
+        }
+        // A format's own flags apply only when an input is in that format.
+        let formats = Set(inputs.map(\.format))
+        for group in [csv as FormatOptionGroup, calendar] {
+            if let flag = group.givenFlag, formats.isDisjoint(with: type(of: group).formats) {
+                throw CommandFailure.usage("\(flag) applies to \(type(of: group).inputsWord); \(type(of: group).noneWord)")
             }
         }
-        if !dataFiles.contains(where: { (format ?? DataFormat.infer($0))?.isCSV == true }) {
-            let csvOnly = [("--map", !map.isEmpty), ("--ignore-columns", ignoreColumns), ("--name-template", nameTemplate != nil),
-                           ("--delimiter", delimiter != nil), ("--spreadsheet-safe", spreadsheetSafe)]
-            if let (flag, _) = csvOnly.first(where: { $0.1 }) {
-                throw CommandFailure.usage("\(flag) applies to CSV files; none of the files is CSV (.csv, .tsv, or --format csv)")
-            }
-        }
-        if !dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
-            let icsOnly = [("--mapping", mapping != nil), ("--expand", expand != nil), ("--set", !fixedFields.isEmpty)]
-            if let (flag, _) = icsOnly.first(where: { $0.1 }) {
-                throw CommandFailure.usage("\(flag) applies to iCalendar files; none of the files is .ics (or --format ics)")
-            }
-        }
+        let timeZone = try ArgumentChecks.timeZone(tz)
+        let archive = calendar.keepsCalendarsWhole
         // Records need a schema to be checked against: say so once, before any file is made.
-        let archive = mapping == CalendarArchive.mappingName
-        let needsSchema = schemaFile == nil && !allowNewFields && !archive && !dataFiles.isEmpty
-        if needsSchema && !FileManager.default.fileExists(atPath: storeOptions.path) {
-            throw CommandFailure.invalid(ImportCommand.noSchema(storeOptions.path, exists: false))
+        if schemaFile == nil && !allowNewFields && !archive && !inputs.isEmpty && !FileManager.default.fileExists(atPath: storeOptions.path) {
+            throw OperationError.noSchema(store: storeOptions.path, storeExists: false)
         }
         let store = try storeOptions.open(create: true)
-        if needsSchema && store.schema.recordTypes.isEmpty {
-            throw CommandFailure.invalid(ImportCommand.noSchema(storeOptions.path, exists: true))
-        }
-        let schema = schemaFile?.schema ?? store.schema
-        let codec = JSONRecordCodec(schema: schema, readStyle: style.valueStyle, defaultRecordType: recordType,
-                                    defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
-                                    timeZone: try ArgumentChecks.timeZone(tz))
-        var calendarMapping: CalendarMapping?
-        var people: [String: String] = [:]
-        if archive && expand != nil { throw CommandFailure.usage("--expand does not combine with --mapping archive, which keeps recurring components whole") }
-        if archive && !fixedFields.isEmpty { throw CommandFailure.usage("--set does not combine with --mapping archive, whose record types are fixed") }
-        if !archive && dataFiles.contains(where: { (format ?? DataFormat.infer($0)) == .ics }) {
-            let mappingStore = try storeOptions.open(create: true)
-            calendarMapping = try CalendarMappingChoice.resolve(mapping, store: mappingStore, schema: schema, quiet: storeOptions.quiet)
-            people = try mappingStore.read { try ICalendarRecordReader.people(calendarMapping!, in: $0) }
-        }
-        let sources: [RecordSource] = try dataFiles.map { file in
-            let fileFormat = format ?? DataFormat.infer(file)
-            if fileFormat == .ics && archive {
-                return CalendarArchiveReader(input: try ByteInput(path: file), zone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
-                                             timeZone: try ArgumentChecks.timeZone(tz))
+        var settings = FormatSettings()
+        settings[JSONReadSettings.self] = JSONReadSettings(style: style.valueStyle)
+        settings[CSVReadSettings.self] = try csv.settings()
+        if formats.contains(.iCalendar) {
+            settings[CalendarReadSettings.self] = try calendar.settings(tz: tz) {
+                try CalendarMappingChoice.resolve(calendar.mapping, store: store, schema: schemaFile?.schema ?? store.schema, quiet: storeOptions.quiet)
             }
-            if fileFormat == .ics, let calendarMapping {
-                return try icsReader(file, mapping: calendarMapping, schema: schema, people: people)
-            }
-            if fileFormat?.isCSV == true {
-                return CSVRecordReader(input: try ByteInput(path: file), schema: schema, options: try csvOptions(fileFormat!))
-            }
-            return JSONRecordReader(input: try ByteInput(path: file), layout: fileFormat?.layout, codec: codec)
         }
-        var rejectsWriter: RejectsWriter?
-        if let rejects { rejectsWriter = RejectsWriter(output: try OutputFile(path: rejects)) }
         var options = ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun)
         options.assetDirectory = assets
-        let importer = RecordImporter(store: store, options: options)
-        if archive { importer.addingTypes = CalendarArchive.schema.recordTypes }
-        if strict {
-            let calendars = sources.compactMap { $0 as? ICalendarRecordReader }
-            importer.finishing = { _ in
-                let items = calendars.flatMap(\.notKeptItems)
-                guard items.isEmpty else {
-                    throw CommandFailure.invalid("--strict: the mapping would not keep " + items.joined(separator: ", ") + "; nothing was imported (--mapping archive keeps a calendar whole)")
-                }
-            }
-        }
-        importer.rejects = rejectsWriter
+        let request = ImportRequest(inputs: inputs, schema: schemaFile?.schema, options: options, defaultRecordType: recordType,
+                                    defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner), timeZone: timeZone,
+                                    settings: settings, strict: calendar.strict,
+                                    rejects: try rejects.map { RejectsWriter(output: try OutputFile(path: $0)) })
         let progress = ProgressLine(dryRun ? "checking" : "importing", quiet: storeOptions.quiet)
-        importer.progress = { step in
-            progress.update(records: step.records, bytesDone: step.bytesRead, bytesTotal: step.totalBytes)
-        }
         let summary: ImportSummary
         do {
-            summary = try importer.run(sources, schema: schemaFile?.schema)
+            summary = try Imports.run(request, into: store, progress: progress.handler)
             progress.finish()
         } catch {
             progress.finish()
-            rejectsWriter?.discard()
             throw error
         }
-        try rejectsWriter?.finish()
         if !storeOptions.quiet {
-            for file in dataFiles where file != "-" && ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? -1) == 0 {
-                Console.error("note: \(file) is empty: it holds no records")
+            for input in inputs where input.input.name != "-" && ((try? FileManager.default.attributesOfItem(atPath: input.input.name)[.size] as? NSNumber)?.int64Value ?? -1) == 0 {
+                Console.error("note: \(input.input.name) is empty: it holds no records")
             }
-            Console.error(ImportCommand.report(summary, files: dataFiles.count, seconds: progress.elapsed, rejects: rejects))
+            Console.error(ImportCommand.report(summary, files: inputs.count, seconds: progress.elapsed, rejects: rejects))
         }
     }
-
-    func csvOptions(_ format: DataFormat) throws -> CSVReadOptions {
-        var columnMap: [String: String] = [:]
-        for entry in map {
-            let parts = entry.split(separator: "=", maxSplits: 1)
-            columnMap[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
-        }
-        var template: NameTemplate?
-        if let nameTemplate {
-            do { template = try NameTemplate(nameTemplate) } catch { throw CommandFailure.usage(error.message) }
-        }
-        return CSVReadOptions(delimiter: try ArgumentChecks.delimiter(delimiter) ?? (format == .tsv ? 0x09 : nil),
-                              spreadsheetSafe: spreadsheetSafe, values: CSVValues(timeZone: try ArgumentChecks.timeZone(tz)),
-                              defaultRecordType: recordType, defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner),
-                              columnMap: columnMap, ignoreUnknownColumns: ignoreColumns, allowNewFields: allowNewFields, nameTemplate: template)
-    }
-
-    /// `--expand FROM..TO` in UTC milliseconds, TO's whole day included when it is a date.
-    func expandWindow() throws -> (from: Int64, to: Int64)? {
-        guard let expand else { return nil }
-        let parts = expand.components(separatedBy: "..")
-        let zone = try ArgumentChecks.timeZone(tz)
-        guard parts.count == 2, let from = ISO8601.parse(parts[0], timeZone: zone), var to = ISO8601.parse(parts[1], timeZone: zone) else {
-            throw ValidationError("--expand takes FROM..TO, e.g. 2026-01-01..2026-12-31")
-        }
-        if !parts[1].contains("T") && !parts[1].contains(" ") { to += 86_400_000 }
-        guard to > from else { throw ValidationError("--expand: TO comes before FROM") }
-        return (from, to)
-    }
-
-
-    func icsReader(_ file: String, mapping: CalendarMapping, schema: Schema, people: [String: String]) throws -> ICalendarRecordReader {
-        var path = file
-        let window = try expandWindow()
-        if file == "-" && window != nil {
-            // Overrides are found in a first pass, so standard input is kept in a file first.
-            // Named after this process, so a later run clears it if this one is killed.
-            let spool = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-stdin-\(getpid())-\(UUID().uuidString).ics")
-            OutputFile.removeStale(in: FileManager.default.temporaryDirectory.path)
-            guard FileManager.default.createFile(atPath: spool.path, contents: nil, attributes: [.posixPermissions: 0o600]),
-                  let handle = FileHandle(forWritingAtPath: spool.path) else {
-                throw CommandFailure(status: .failure, message: "cannot create a temporary file in \(FileManager.default.temporaryDirectory.path) (set TMPDIR to a writable folder)")
-            }
-            try handle.write(contentsOf: FileHandle.standardInput.readDataToEndOfFile())
-            try handle.close()
-            ImportCommand.stdinSpools.append(spool.path)
-            path = spool.path
-        }
-        var fixed: [(field: String, text: String)] = []
-        for entry in fixedFields {
-            let parts = entry.split(separator: "=", maxSplits: 1)
-            fixed.append((String(parts[0]), parts.count > 1 ? String(parts[1]) : ""))
-        }
-        let zone = try ArgumentChecks.timeZone(tz)
-        var options = ICalImportOptions(timeZone: zone, expand: window, zone: ZoneID(scope: scope, zoneName: self.zone, ownerRecordName: owner),
-                                        fixedFields: fixed, people: people)
-        if window != nil { options.overrides = try ICalendarRecordReader.overrides(in: try ByteInput(path: path), timeZone: zone) }
-        return ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: schema, options: options)
-    }
-
-    static func noSchema(_ store: String, exists: Bool) -> String {
-        "\(exists ? "the store \(store) has no schema yet" : "there is no store at \(store) yet"), so the records cannot be checked against one. "
-            + "Import a schema first ('ckport schema import schema.ckdb'), or name the schema file beside the records "
-            + "('ckport import schema.ckdb records.jsonl'), or let the records build one with --allow-new-fields. Nothing was written."
-    }
-
-    /// Standard input kept in files for a second pass; removed when the import ends.
-    nonisolated(unsafe) static var stdinSpools: [String] = []
 
     static func isSchemaFile(_ path: String) throws -> Bool {
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }

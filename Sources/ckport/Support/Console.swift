@@ -1,4 +1,5 @@
 import Foundation
+import CKPort
 import Formats
 
 /// Messages for people go to standard error, so standard output stays clean for data.
@@ -110,5 +111,14 @@ extension String {
         var end = endIndex
         while end > startIndex, self[index(before: end)] == " " { end = index(before: end) }
         return String(self[..<end])
+    }
+}
+
+extension ProgressLine {
+    /// The line as an operation's progress callback; nil when it is not shown, so that the
+    /// operation does no work for it.
+    var handler: ProgressHandler? {
+        guard isEnabled else { return nil }
+        return { [self] step in update(records: step.records, bytesDone: step.done, bytesTotal: step.total) }
     }
 }

@@ -1,0 +1,62 @@
+import Foundation
+import Records
+import Store
+
+/// How iCalendar files are read: through a mapping onto the schema's record types, or kept
+/// whole in the archive's own record types.
+public struct CalendarReadSettings: Sendable {
+    /// Components → record types. Needed unless `keepsCalendarsWhole`.
+    public var mapping: CalendarMapping?
+    /// Keep every calendar whole (``CalendarArchive``) instead of mapping it.
+    public var keepsCalendarsWhole: Bool
+    /// Expand recurring components into one record per occurrence starting in this window
+    /// (UTC milliseconds, end exclusive).
+    public var expand: (from: Int64, to: Int64)?
+    /// Field values every main record gets, as CSV cells (`familyID` = `family-1`).
+    public var fixedFields: [(field: String, text: String)]
+
+    public init(mapping: CalendarMapping? = nil, keepsCalendarsWhole: Bool = false, expand: (from: Int64, to: Int64)? = nil,
+                fixedFields: [(field: String, text: String)] = []) {
+        self.mapping = mapping
+        self.keepsCalendarsWhole = keepsCalendarsWhole
+        self.expand = expand
+        self.fixedFields = fixedFields
+    }
+}
+
+/// A calendar import was asked for without a mapping.
+public struct CalendarMappingMissing: CKPortError, Sendable {
+    public var file: String
+    public var category: ErrorCategory { .usage }
+    public var description: String { "\(file): an iCalendar file is read through a calendar mapping, and none was given" }
+}
+
+extension RecordFormat {
+    /// iCalendar (RFC 5545): events, to-dos, journal entries, alarms and attendees.
+    public static let iCalendar = RecordFormat(
+        names: ["ics"], extensions: ["ics"], title: "iCalendar",
+        sniff: { head in
+            Sniffing.firstLine(head).map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }.starts(with: Array("BEGIN:VCALENDAR".utf8))
+        },
+        makeReader: { input, context in
+            let settings = context.settings.get(CalendarReadSettings.self, default: CalendarReadSettings())
+            if settings.keepsCalendarsWhole {
+                return CalendarArchiveReader(input: try input.open(), zone: context.defaultZone, timeZone: context.timeZone)
+            }
+            guard let mapping = settings.mapping else { throw CalendarMappingMissing(file: input.name) }
+            // Attendees become links to the people the store knows by e-mail address.
+            let people = try context.store?.read { try ICalendarRecordReader.people(mapping, in: $0) } ?? [:]
+            var options = ICalImportOptions(timeZone: context.timeZone, expand: settings.expand, zone: context.defaultZone,
+                                            fixedFields: settings.fixedFields, people: people)
+            var source = input
+            if settings.expand != nil {
+                // The overridden occurrences are found in a first pass.
+                source = try input.reopenable()
+                options.overrides = try ICalendarRecordReader.overrides(in: try source.open(), timeZone: context.timeZone)
+            }
+            let reader = ICalendarRecordReader(input: try source.open(), mapping: mapping, schema: context.schema, options: options)
+            reader.spool = source.spool
+            return reader
+        },
+        makeWriter: nil)
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Records
+
+/// An input a reader is made from: a file, standard input, or bytes in memory. A reader that
+/// needs two passes (a calendar whose recurring events are expanded finds the overridden
+/// occurrences first) opens it twice; standard input, which can be read once, is first kept
+/// in a temporary file for that (see ``reopenable()``).
+public struct RecordInput {
+    /// The input's name in messages: its path, `-` for standard input.
+    public let name: String
+    /// Whether ``open()`` may be called more than once.
+    public let isReopenable: Bool
+    private let opener: () throws -> ByteInput
+    /// Keeps a temporary copy of standard input alive while the input is in use.
+    let spool: TemporarySpool?
+
+    /// A file, or standard input for `-`.
+    public static func file(_ path: String) -> RecordInput {
+        RecordInput(name: path, isReopenable: path != "-", opener: { try ByteInput(path: path) }, spool: nil)
+    }
+
+    /// Bytes in memory.
+    public static func bytes(_ bytes: [UInt8], name: String) -> RecordInput {
+        RecordInput(name: name, isReopenable: true, opener: { ByteInput(name: name, bytes: bytes) }, spool: nil)
+    }
+
+    /// Opens the input for reading from its start.
+    public func open() throws -> ByteInput { try opener() }
+
+    /// The input itself when it can be read twice; else (standard input) its bytes kept in a
+    /// temporary file that goes away with the last copy of the returned input. The file is
+    /// named after this process, so that a later run removes it if this one is killed.
+    public func reopenable() throws -> RecordInput {
+        if isReopenable { return self }
+        let spool = try TemporarySpool(copying: try open(), suffix: ".ics")
+        let path = spool.path
+        return RecordInput(name: name, isReopenable: true, opener: { try ByteInput(path: path) }, spool: spool)
+    }
+}
+
+/// A temporary file holding a copy of an input; removed when the last reference goes.
+final class TemporarySpool: @unchecked Sendable {
+    let path: String
+
+    init(copying input: ByteInput, suffix: String) throws {
+        let directory = FileManager.default.temporaryDirectory
+        OutputFile.removeStale(in: directory.path)
+        path = directory.appendingPathComponent("ckport-stdin-\(getpid())-\(UUID().uuidString)\(suffix)").path
+        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
+              let handle = FileHandle(forWritingAtPath: path) else {
+            throw OutputError(path: directory.path, message: "cannot create a temporary file here (set TMPDIR to a writable folder)")
+        }
+        defer { try? handle.close() }
+        do {
+            repeat {
+                if input.end > input.position {
+                    try handle.write(contentsOf: Data(input.bytes(input.position, input.end)))
+                    input.position = input.end
+                }
+            } while try input.fill()
+        } catch {
+            unlink(path)
+            throw error
+        }
+    }
+
+    deinit { unlink(path) }
+}

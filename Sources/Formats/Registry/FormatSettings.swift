@@ -1,0 +1,68 @@
+import Foundation
+import Records
+import Store
+
+/// Settings of particular formats, found by their type: each format defines the settings it
+/// takes (``CSVReadSettings``, ``CalendarReadSettings``…) and reads them from here, so a new
+/// format brings its own without a change anywhere else.
+public struct FormatSettings: @unchecked Sendable {
+    private var values: [ObjectIdentifier: Any] = [:]
+
+    public init() {}
+
+    public subscript<Settings>(_ type: Settings.Type) -> Settings? {
+        get { values[ObjectIdentifier(type)] as? Settings }
+        set { values[ObjectIdentifier(type)] = newValue }
+    }
+
+    /// The settings of `type` that were given, or its defaults.
+    public func get<Settings>(_ type: Settings.Type, default value: @autoclosure () -> Settings) -> Settings {
+        self[type] ?? value()
+    }
+}
+
+/// What a reader is made with: the schema records are checked against, where records that
+/// name no type or zone go, and each format's own settings.
+public struct RecordReadContext {
+    public var schema: Schema
+    /// The record type of records that name none.
+    public var defaultRecordType: String?
+    /// The zone of records that name none.
+    public var defaultZone: ZoneID
+    /// The time zone of times written without an offset (and of floating calendar times).
+    public var timeZone: TimeZone?
+    /// Whether fields and record types the schema lacks may be added.
+    public var allowNewFields: Bool
+    /// The store the records go to, for readers that look something up in it (a calendar's
+    /// attendees by e-mail address). Nil: nothing is looked up.
+    public var store: RecordStore?
+    public var settings: FormatSettings
+
+    public init(schema: Schema, defaultRecordType: String? = nil, defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil,
+                allowNewFields: Bool = false, store: RecordStore? = nil, settings: FormatSettings = FormatSettings()) {
+        self.schema = schema
+        self.defaultRecordType = defaultRecordType
+        self.defaultZone = defaultZone
+        self.timeZone = timeZone
+        self.allowNewFields = allowNewFields
+        self.store = store
+        self.settings = settings
+    }
+}
+
+/// What a writer is made with.
+public struct RecordWriteContext {
+    public var schema: Schema
+    /// For a format that holds one record type per file: that type.
+    public var recordType: RecordTypeDefinition?
+    /// The time zone times are written in (UTC when nil).
+    public var timeZone: TimeZone?
+    public var settings: FormatSettings
+
+    public init(schema: Schema, recordType: RecordTypeDefinition? = nil, timeZone: TimeZone? = nil, settings: FormatSettings = FormatSettings()) {
+        self.schema = schema
+        self.recordType = recordType
+        self.timeZone = timeZone
+        self.settings = settings
+    }
+}
