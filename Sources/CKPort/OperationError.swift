@@ -31,10 +31,14 @@ public enum OperationError: CKPortError, Equatable {
     case plainStyleCollisions([String])
     /// A migration plan found records that would fail.
     case recordsWouldFail
+    /// A folder holds no migration files.
+    case noMigrations(directory: String)
+    /// A format cannot hold what the request asks of it.
+    case formatCannotHold(format: String, what: String)
 
     public var category: ErrorCategory {
         switch self {
-        case .noBundles, .storeNotEmpty, .noPassphrase: return .usage
+        case .noBundles, .storeNotEmpty, .noPassphrase, .formatCannotHold: return .usage
         default: return .invalidInput
         }
     }
@@ -71,6 +75,10 @@ public enum OperationError: CKPortError, Equatable {
             return "unknown record type '\(name)' (the schema has \(known.joined(separator: ", ")))"
         case .plainStyleCollisions(let fields):
             return "plain-style records cannot carry \(fields.joined(separator: ", ")): those field names are plain records' system keys; use the canonical style"
+        case .formatCannotHold(let format, let what):
+            return "\(format) cannot hold \(what)"
+        case .noMigrations(let directory):
+            return "\(directory): no migration files found (a set is files named NNNN_description.yaml, such as migrations/notes/0001_baseline.yaml)"
         case .recordsWouldFail:
             return "some records would fail: apply would stop at the first of them and change nothing in that migration"
         }

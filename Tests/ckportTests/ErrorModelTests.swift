@@ -62,6 +62,8 @@ struct ErrorModelTests {
         (OperationError.unknownRecordType("Nope", known: ["Note"]), .invalidInput),
         (OperationError.plainStyleCollisions(["Note.recordName"]), .invalidInput),
         (OperationError.recordsWouldFail, .invalidInput),
+        (OperationError.noMigrations(directory: "migrations/none"), .invalidInput),
+        (OperationError.formatCannotHold(format: "CSV", what: "deleted records"), .usage),
     ]
 
     @Test("every public error type of the library is a CKPortError, and each has a sample here")

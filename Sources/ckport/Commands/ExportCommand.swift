@@ -1,4 +1,5 @@
 import ArgumentParser
+import CKPort
 import Foundation
 import Formats
 import Records
@@ -59,41 +60,15 @@ struct ExportCommand: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
     var output: String = "-"
 
-    @Option(help: "json (a {\"records\": [ … ]} document), jsonl/ndjson (one record per line), csv, tsv or ics. Default: from -o's extension, else jsonl.")
+    @Option(help: ArgumentHelp("json (a {\"records\": [ … ]} document), jsonl/ndjson (one record per line), csv, tsv or ics. Default: from -o's extension, else jsonl.", valueName: "format"))
     var format: DataFormat?
-
-    @Option(help: ArgumentHelp("CSV: the fields to write, in order, e.g. title,status,dueDate.", valueName: "a,b,c"))
-    var fields: String?
-
-    @Flag(help: "CSV: add the system columns (scope, zoneName, ownerRecordName, recordChangeTag, created, createdBy, createdDevice, modified, modifiedBy, modifiedDevice).")
-    var system = false
 
     @Option(help: ArgumentHelp("CSV and iCalendar: write times as local time in this time zone (CSV with its offset, iCalendar with TZID and a VTIMEZONE).", valueName: "zone"))
     var tz: String?
 
-    @Option(help: "CSV: LOCATION cells as latlon (lat,lon) or json.")
-    var location: LocationForm = .latlon
+    @OptionGroup(title: "CSV") var csv: CSVExportOptions
 
-    @Flag(help: "CSV: end rows with LF instead of CRLF.")
-    var lf = false
-
-    @Flag(help: "CSV: start the file with a UTF-8 byte order mark, for Excel.")
-    var bom = false
-
-    @Option(help: ArgumentHelp("CSV: the cell delimiter, e.g. ';'.", valueName: "char"))
-    var delimiter: String?
-
-    @Flag(help: "CSV: put ' before text cells starting with = + - @ so a spreadsheet cannot run them as formulas.")
-    var spreadsheetSafe = false
-
-    @Option(help: ArgumentHelp("iCalendar: the mapping file (YAML or JSON); default: the sample app's mapping when the store's schema is one.", valueName: "file"))
-    var mapping: String?
-
-    @Option(help: ArgumentHelp("iCalendar: pin DTSTAMP (ISO-8601) so that two exports are byte-identical.", valueName: "time"))
-    var dtstamp: String?
-
-    @Flag(help: "iCalendar: write records the mapping calls cancelled (soft-deleted events) with STATUS:CANCELLED instead of leaving them out.")
-    var includeDeleted = false
+    @OptionGroup(title: "iCalendar") var calendar: CalendarExportOptions
 
     @Option(help: "canonical (CloudKit Web Services' record shape) or plain (flat objects).")
     var style: ValueStyle = .canonical
@@ -134,22 +109,16 @@ struct ExportCommand: ParsableCommand {
         if let limit, limit < 0 { throw ValidationError("--limit cannot be negative") }
         if since != nil && limit != nil { throw ValidationError("--since exports every change; it does not combine with --limit") }
         _ = try ArgumentChecks.timeZone(tz)
-        _ = try ArgumentChecks.delimiter(delimiter)
-        if !isICS {
-            let icsOnly = [("--mapping", mapping != nil), ("--dtstamp", dtstamp != nil), ("--include-deleted", includeDeleted)]
-            if let (flag, _) = icsOnly.first(where: { $0.1 }) {
-                throw ValidationError("\(flag) applies to iCalendar output; add --format ics or write to a .ics file")
-            }
-        } else {
-            if since != nil { throw ValidationError("iCalendar has no place for deleted records: export changes (--since) as JSON") }
-            if let dtstamp, ISO8601.parse(dtstamp) == nil { throw ValidationError("--dtstamp is an ISO-8601 time such as 2026-01-01T00:00:00Z") }
+        // A format's own flags apply only to output in that format.
+        if !isICS, let flag = calendar.givenFlag {
+            throw ValidationError("\(flag) applies to iCalendar output; add --format ics or write to a .ics file")
         }
-        if !isCSV {
-            let csvOnly = [("--fields", fields != nil), ("--system", system), ("--tz", tz != nil && !isICS), ("--location", location != .latlon),
-                           ("--lf", lf), ("--bom", bom), ("--delimiter", delimiter != nil), ("--spreadsheet-safe", spreadsheetSafe)]
-            if let (flag, _) = csvOnly.first(where: { $0.1 }) {
-                throw ValidationError("\(flag) applies to CSV output; add --format csv or write to a .csv file")
-            }
+        if isICS {
+            if since != nil { throw ValidationError("iCalendar has no place for deleted records: export changes (--since) as JSON") }
+            if let dtstamp = calendar.dtstamp, ISO8601.parse(dtstamp) == nil { throw ValidationError("--dtstamp is an ISO-8601 time such as 2026-01-01T00:00:00Z") }
+        }
+        if !isCSV, let flag = tz != nil && !isICS ? "--tz" : csv.givenFlag {
+            throw ValidationError("\(flag) applies to CSV output; add --format csv or write to a .csv file")
         }
         if isCSV {
             if since != nil { throw ValidationError("CSV has no place for deleted records: export changes (--since) as JSON") }
@@ -190,53 +159,37 @@ struct ExportCommand: ParsableCommand {
             }
             return
         }
-        if isCSV && !explain {
-            try exportCSV(store: store, query: query)
-            return
-        }
-        if isICS && !explain {
+        if isICS {
             try exportICS(store: store, query: query)
             return
         }
-        let token = try since.map { try ChangeToken(parsing: $0) }
-        if style == .plain {
-            let collisions = JSONRecordCodec.plainCollisions(in: store.schema, types: recordTypes.isEmpty ? nil : recordTypes)
-            if !collisions.isEmpty {
-                throw CommandFailure.invalid("--style plain cannot export \(collisions.joined(separator: ", ")): those field names are plain records' system keys; use --style canonical")
-            }
-        }
-        let layout = (format ?? DataFormat.infer(output) ?? .jsonl).layout
-        let file = try OutputFile(path: output)
-        let jsonWriter = JSONRecordWriter(output: file, layout: layout, style: style, schema: store.schema)
-        let writer = BackgroundSink(jsonWriter)
+        var settings = FormatSettings()
+        settings[JSONWriteSettings.self] = JSONWriteSettings(style: style)
+        let chosen = format ?? DataFormat.infer(output) ?? (writesDirectory ? .csv : .jsonl)
+        if isCSV { settings[CSVWriteOptions.self] = try csv.options(tsv: chosen == .tsv || output.lowercased().hasSuffix(".tsv"), tz: tz) }
+        let request = ExportRequest(query: query, since: try since.map { try ChangeToken(parsing: $0) }, format: chosen.format,
+                                    timeZone: try ArgumentChecks.timeZone(tz), settings: settings, assetDirectory: assets)
         let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
-        let assetFiles = AssetFolderWriter(directory: assets)
-        let newToken = try store.read { session in
-            // The count is one quick pass over the primary keys; it gives the progress line an ETA.
-            let total = progress.isEnabled && token == nil ? try session.count(query) : nil
-            let newToken = try stream(into: writer, progress: progress, total: total) { emit in
-                let collect: (Records.Record) throws -> Void = { assetFiles.note($0); try emit($0) }
-                if let token {
-                    try session.forEachChange(since: token, recordTypes: recordTypes, scope: scope, zoneName: zone, collect)
-                } else {
-                    try session.forEach(query, collect)
-                }
-                return session.currentToken
-            }
-            try assetFiles.write(from: session)
-            return newToken
-        }
+        let result = try Exports.records(from: store, to: isCSV && writesDirectory ? .directory(output) : .file(output), request: request,
+                                         progress: progress.handler)
+        progress.finish()
         if let tokenFile {
             let out = try OutputFile(path: tokenFile)
-            try out.write(newToken.description + "\n")
+            try out.write(result.token.description + "\n")
             try out.commit()
         }
-        if !storeOptions.quiet {
+        guard !storeOptions.quiet else { return }
+        if isCSV {
+            if output != "-" {
+                for file in result.files { Console.error("exported \(Console.count(file.records)) \(file.recordType ?? "") records to \(file.path)") }
+            }
+            if result.files.count > 1 { Console.error("exported \(Console.count(result.records)) records in \(result.files.count) files in \(Console.seconds(progress.elapsed))") }
+        } else {
             let target = output == "-" ? "" : " to \(output)"
-            Console.error("exported \(Console.count(jsonWriter.recordsWritten)) records\(target) in \(Console.seconds(progress.elapsed))")
-            Console.error("change token: \(newToken)")
-            assetFiles.report()
+            Console.error("exported \(Console.count(result.records)) records\(target) in \(Console.seconds(progress.elapsed))")
+            Console.error("change token: \(result.token)")
         }
+        result.assets?.report()
     }
 }
 
@@ -247,111 +200,23 @@ enum LocationForm: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension ExportCommand {
-    func csvOptions() throws -> CSVWriteOptions {
-        var dialect = (format == .tsv || output.lowercased().hasSuffix(".tsv")) ? CSVDialect.tsv : CSVDialect.csv
-        if let byte = try ArgumentChecks.delimiter(delimiter) { dialect.delimiter = byte }
-        dialect.crlf = !lf
-        dialect.byteOrderMark = bom
-        dialect.spreadsheetSafe = spreadsheetSafe
-        let chosen = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-        return CSVWriteOptions(dialect: dialect, values: CSVValues(timeZone: try ArgumentChecks.timeZone(tz), locationAsJSON: location == .json),
-                               fields: chosen, includeSystem: system)
-    }
-
-    /// One CSV file for one type, or a file per type in a folder, all from one state of the
-    /// store. A folder this export created is removed again when the export fails.
-    func exportCSV(store: RecordStore, query: RecordQuery) throws {
-        let options = try csvOptions()
-        let directory = writesDirectory ? output : nil
-        let fileExtension = options.dialect.delimiter == 0x09 ? "tsv" : "csv"
-        var total = 0
-        let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
-        let assetFiles = AssetFolderWriter(directory: assets)
-        var createdDirectory: String?
-        var typeCount = 0
-        do {
-            try store.read { (session: StoreSession) throws -> Void in
-                let schema = session.schema
-                let types = recordTypes.isEmpty ? schema.recordTypes.map(\.name).sorted() : recordTypes
-                typeCount = types.count
-                var definitions: [RecordTypeDefinition] = []
-                for typeName in types {
-                    guard let type = schema.recordType(named: typeName) else {
-                        let known = schema.recordTypes.map(\.name).sorted().joined(separator: ", ")
-                        throw CommandFailure.invalid("unknown record type '\(typeName)' (the schema has \(known))")
-                    }
-                    definitions.append(type)
-                }
-                if let directory, !FileManager.default.fileExists(atPath: directory) {
-                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                    createdDirectory = directory
-                }
-                for type in definitions {
-                    let path = directory.map { URL(fileURLWithPath: $0).appendingPathComponent("\(type.name).\(fileExtension)").path } ?? output
-                    let csv: CSVRecordWriter
-                    do { csv = try CSVRecordWriter(output: try OutputFile(path: path), type: type, options: options) } catch let error as ValueError {
-                        throw CommandFailure.invalid(error.message)
-                    }
-                    var typeQuery = query
-                    typeQuery.recordTypes = [type.name]
-                    let count = progress.isEnabled ? try session.count(typeQuery) : nil
-                    try stream(into: BackgroundSink(csv), progress: progress, total: count) { emit in
-                        try session.forEach(typeQuery) { record in
-                            assetFiles.note(record)
-                            try emit(record)
-                        }
-                    }
-                    try assetFiles.write(from: session)
-                    total += csv.recordsWritten
-                    if !storeOptions.quiet && output != "-" { Console.error("exported \(Console.count(csv.recordsWritten)) \(type.name) records to \(path)") }
-                }
-            }
-        } catch {
-            if let createdDirectory { try? FileManager.default.removeItem(atPath: createdDirectory) }
-            throw error
-        }
-        if !storeOptions.quiet && typeCount > 1 { Console.error("exported \(Console.count(total)) records in \(typeCount) files in \(Console.seconds(progress.elapsed))") }
-        if !storeOptions.quiet { assetFiles.report() }
-    }
-}
-
-extension ExportCommand {
     func exportICS(store: RecordStore, query: RecordQuery) throws {
-        if mapping == CalendarArchive.mappingName {
-            let file = try OutputFile(path: output)
-            let summary: CalendarArchiveSummary
-            do {
-                summary = try store.read { session in
-                    try CalendarArchiveExporter(session: session).export(predicate: query.predicate, predicateText: query.predicateText, to: file)
-                }
-                try file.commit()
-            } catch {
-                file.discard()
-                throw error
-            }
+        if calendar.keepsCalendarsWhole {
+            let summary = try Exports.calendarArchive(from: store, to: output, query: query)
             if !storeOptions.quiet {
                 let parts = summary.components.keys.sorted().map { "\(Console.count(summary.components[$0]!)) \($0)" }
                 Console.error("exported " + parts.joined(separator: ", ") + (output == "-" ? "" : " to \(output)") + " from \(summary.calendars.count) archived calendar\(summary.calendars.count == 1 ? "" : "s")")
             }
             return
         }
-        let calendarMapping = try CalendarMappingChoice.resolve(mapping, store: store, quiet: storeOptions.quiet)
-        var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: includeDeleted)
-        if let dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }
-        let file = try OutputFile(path: output)
-        let progress = ProgressLine("exporting", quiet: true)
-        let summary: ICalExportSummary
-        do {
-            summary = try store.read { session in
-                try ICalendarExporter(session: session, mapping: calendarMapping, options: options).export(query, to: file)
-            }
-        } catch {
-            file.discard()
-            throw error
-        }
+        let mapping = try CalendarMappingChoice.resolve(calendar.mapping, store: store, quiet: storeOptions.quiet)
+        var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: calendar.includeDeleted)
+        if let dtstamp = calendar.dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }
+        let started = Date()
+        let summary = try Exports.calendar(from: store, to: output, mapping: mapping, query: query, options: options)
         if !storeOptions.quiet {
             let parts = summary.written.keys.sorted().map { "\(Console.count(summary.written[$0]!)) \($0)" }
-            var line = "exported " + (parts.isEmpty ? "nothing" : parts.joined(separator: ", ")) + (output == "-" ? "" : " to \(output)") + " in \(Console.seconds(progress.elapsed))"
+            var line = "exported " + (parts.isEmpty ? "nothing" : parts.joined(separator: ", ")) + (output == "-" ? "" : " to \(output)") + " in \(Console.seconds(Date().timeIntervalSince(started)))"
             if let name = summary.calendarName { line += " (calendar \"\(name)\")" }
             Console.error(line)
             if summary.cancelledLeftOut > 0 { Console.error("left out \(summary.cancelledLeftOut) cancelled records (--include-deleted writes them with STATUS:CANCELLED)") }

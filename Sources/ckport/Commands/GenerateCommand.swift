@@ -1,4 +1,5 @@
 import ArgumentParser
+import CKPort
 import Foundation
 import Formats
 import Records
@@ -74,8 +75,9 @@ struct GenerateCommand: ParsableCommand {
         let layout = (format ?? DataFormat.infer(output) ?? .jsonl).layout
         let writer = BackgroundSink(JSONRecordWriter(output: file, layout: layout, style: style, schema: app.schema))
         let progress = ProgressLine("generating", quiet: quiet)
-        try stream(into: writer, progress: progress, total: records) { emit in
+        try Exports.stream(into: writer, progress: progress.handler, total: records) { emit in
             try app.generate(records: records, seed: seed, emit: emit)
         }
+        progress.finish()
     }
 }

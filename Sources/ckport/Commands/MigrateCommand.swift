@@ -1,4 +1,5 @@
 import ArgumentParser
+import CKPort
 import Foundation
 import Formats
 import Migrations
@@ -27,13 +28,7 @@ struct MigrateCommand: ParsableCommand {
         @Option(help: ArgumentHelp("The folder of migration files.", valueName: "dir"))
         var dir: String
 
-        func load() throws -> MigrationSet {
-            let set = try MigrationSet.load(directory: dir)
-            guard !set.migrations.isEmpty else {
-                throw CommandFailure.invalid("\(dir): no migration files found (a set is files named NNNN_description.yaml, such as migrations/notes/0001_baseline.yaml)")
-            }
-            return set
-        }
+        func load() throws -> MigrationSet { try SchemaMigrations.load(dir) }
     }
 
     struct Status: ParsableCommand {
@@ -57,7 +52,7 @@ struct MigrateCommand: ParsableCommand {
         func run() throws {
             let set = try self.set.load()
             let store = try storeOptions.open(create: false)
-            let status = try MigrationRunner(store: store, set: set).status()
+            let status = try SchemaMigrations.status(set, in: store)
             if json {
                 var out = JSONWriter()
                 out.raw("{\"set\":"); out.string(status.set)
@@ -139,12 +134,10 @@ struct MigrateCommand: ParsableCommand {
         func run() throws {
             let set = try self.set.load()
             let store = try storeOptions.open(create: false)
-            let runner = MigrationRunner(store: store, set: set)
-            runner.force = force
             let progress = ProgressLine("planning", quiet: storeOptions.quiet)
-            runner.progress = { _, read in progress.update(records: read) }
             let started = Date()
-            let reports = try runner.plan(to: to, diffLimit: limit)
+            let reports = try SchemaMigrations.plan(set, in: store, options: MigrationRunOptions(target: to, force: force, diffLimit: limit),
+                                                    progress: progress.handler)
             progress.finish()
             MigrateCommand.show(reports, format: format, dryRun: true)
             if format == .text && !storeOptions.quiet {
@@ -152,7 +145,7 @@ struct MigrateCommand: ParsableCommand {
                 Console.error("planned \(reports.count) migration\(reports.count == 1 ? "" : "s") over \(Console.count(scanned)) records in \(Console.seconds(Date().timeIntervalSince(started))); nothing was written")
             }
             if reports.contains(where: { $0.totals.failed > 0 }) {
-                throw CommandFailure.invalid("some records would fail: apply would stop at the first of them and change nothing in that migration")
+                throw OperationError.recordsWouldFail
             }
         }
     }
@@ -193,59 +186,42 @@ struct MigrateCommand: ParsableCommand {
         func run() throws {
             let set = try self.set.load()
             let store = try storeOptions.open(create: false)
-            let runner = MigrationRunner(store: store, set: set)
-            runner.force = force
-            let status = try runner.status()
-            runner.repair = repair
+            let options = MigrationRunOptions(target: to, force: force, diffLimit: limit)
             if dryRun {
-                let reports = try runner.plan(to: to, diffLimit: limit)
+                let reports = try SchemaMigrations.plan(set, in: store, options: options)
                 MigrateCommand.show(reports, format: .text, dryRun: true)
                 Console.error("dry run: nothing was written")
                 return
             }
-            var backupPath: String?
-            if status.problems.isEmpty || repair {
-                let pending = status.pending.filter { to == nil || $0.version <= to! }
-                if pending.isEmpty && status.problems.isEmpty {
-                    if !storeOptions.quiet { Console.error("nothing to apply: the store is at version \(status.currentVersion), the newest in \(set.directory)") }
-                    return
-                }
-                if !noBackup && !pending.isEmpty {
-                    backupPath = backup ?? MigrateCommand.backupPath(store: storeOptions.path, set: set.name, version: pending[0].version)
-                }
-            }
             let progress = ProgressLine("migrating", quiet: storeOptions.quiet)
-            runner.progress = { _, read in progress.update(records: read) }
-            let reports: [MigrationReport]
             let quiet = storeOptions.quiet
+            let result: MigrationApplyResult
             do {
-                // The backup is written inside the first migration's transaction, once the
-                // migration is known to fit the schema: it holds exactly the records the
-                // migration starts from, and nothing can be written in between.
-                reports = try runner.apply(to: to, beforeFirst: backupPath.map { path in { session in
-                    let summary = try BundleWriter().write(session, to: path)
+                result = try SchemaMigrations.apply(set, to: store, options: options, repair: repair,
+                                                    backup: noBackup ? .none : backup.map { .at($0) } ?? .besideStore,
+                                                    progress: progress.handler) { path, summary in
+                    progress.finish()
                     if !quiet { Console.error("backed up \(Console.count(summary.manifest.recordCount)) records to \(path) (to go back: 'ckport restore \(path) --store before.sqlite')") }
-                } })
+                }
                 progress.finish()
             } catch {
                 progress.finish()
                 throw error
             }
-            if !storeOptions.quiet {
-                if repair {
-                    for entry in status.applied {
-                        guard let migration = set.migrations.first(where: { $0.version == entry.version }), migration.checksum != entry.checksum else { continue }
-                        Console.error("repaired: \(entry.file) is accepted as edited; its SHA-256 is now \(migration.checksum.prefix(12))… (was \(entry.checksum.prefix(12))…)")
-                    }
-                }
-                for report in reports {
-                    let totals = report.totals
-                    let future = totals.future > 0 ? ", \(Console.count(totals.future)) from the future left alone (e.g. \(report.futureExamples.joined(separator: ", ")))" : ""
-                    Console.error("applied \(report.version) \(report.description): \(Console.count(totals.changed)) of \(Console.count(totals.scanned)) records changed\(future) in \(Console.seconds(Double(report.durationMilliseconds) / 1000))")
-                }
-                let now = try runner.status()
-                Console.error("the store is at version \(now.currentVersion) of \(set.latestVersion)")
+            guard !storeOptions.quiet else { return }
+            if result.reports.isEmpty && result.repaired.isEmpty && result.before.problems.isEmpty {
+                Console.error("nothing to apply: the store is at version \(result.before.currentVersion), the newest in \(set.directory)")
+                return
             }
+            for repair in result.repaired {
+                Console.error("repaired: \(repair.file) is accepted as edited; its SHA-256 is now \(repair.newChecksum.prefix(12))… (was \(repair.oldChecksum.prefix(12))…)")
+            }
+            for report in result.reports {
+                let totals = report.totals
+                let future = totals.future > 0 ? ", \(Console.count(totals.future)) from the future left alone (e.g. \(report.futureExamples.joined(separator: ", ")))" : ""
+                Console.error("applied \(report.version) \(report.description): \(Console.count(totals.changed)) of \(Console.count(totals.scanned)) records changed\(future) in \(Console.seconds(Double(report.durationMilliseconds) / 1000))")
+            }
+            Console.error("the store is at version \(result.after.currentVersion) of \(set.latestVersion)")
         }
     }
 
@@ -285,16 +261,6 @@ struct MigrateCommand: ParsableCommand {
 
     enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
         case text, json
-    }
-
-    static func backupPath(store: String, set: String, version: Int) -> String {
-        let base = store.hasSuffix(".sqlite") ? String(store.dropLast(".sqlite".count)) : store
-        var path = "\(base).before-\(set)-\(String(format: "%04d", version)).ckbundle"
-        if FileManager.default.fileExists(atPath: path) {
-            let stamp = ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "")
-            path = "\(base).before-\(set)-\(String(format: "%04d", version))-\(stamp).ckbundle"
-        }
-        return path
     }
 
     static func show(_ reports: [MigrationReport], format: ReportFormat, dryRun: Bool) {

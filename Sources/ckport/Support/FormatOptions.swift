@@ -113,3 +113,63 @@ struct CalendarImportOptions: ParsableArguments, FormatOptionGroup {
         return CalendarReadSettings(mapping: try resolve(), expand: try expandWindow(tz: tz), fixedFields: fixed)
     }
 }
+
+struct CSVExportOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The fields to write, in order, e.g. title,status,dueDate.", valueName: "a,b,c"))
+    var fields: String?
+
+    @Flag(help: "Add the system columns (scope, zoneName, ownerRecordName, recordChangeTag, created, createdBy, createdDevice, modified, modifiedBy, modifiedDevice).")
+    var system = false
+
+    @Option(help: "LOCATION cells as latlon (lat,lon) or json.")
+    var location: LocationForm = .latlon
+
+    @Flag(help: "End rows with LF instead of CRLF.")
+    var lf = false
+
+    @Flag(help: "Start the file with a UTF-8 byte order mark, for Excel.")
+    var bom = false
+
+    @Option(help: ArgumentHelp("The cell delimiter, e.g. ';'.", valueName: "char"))
+    var delimiter: String?
+
+    @Flag(help: "Put ' before text cells starting with = + - @ so a spreadsheet cannot run them as formulas.")
+    var spreadsheetSafe = false
+
+    var givenFlag: String? {
+        [("--fields", fields != nil), ("--system", system), ("--location", location != .latlon),
+         ("--lf", lf), ("--bom", bom), ("--delimiter", delimiter != nil), ("--spreadsheet-safe", spreadsheetSafe)].first { $0.1 }?.0
+    }
+
+    func validate() throws {
+        _ = try ArgumentChecks.delimiter(delimiter)
+    }
+
+    func options(tsv: Bool, tz: String?) throws -> CSVWriteOptions {
+        var dialect = tsv ? CSVDialect.tsv : CSVDialect.csv
+        if let byte = try ArgumentChecks.delimiter(delimiter) { dialect.delimiter = byte }
+        dialect.crlf = !lf
+        dialect.byteOrderMark = bom
+        dialect.spreadsheetSafe = spreadsheetSafe
+        let chosen = fields.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        return CSVWriteOptions(dialect: dialect, values: CSVValues(timeZone: try ArgumentChecks.timeZone(tz), locationAsJSON: location == .json),
+                               fields: chosen, includeSystem: system)
+    }
+}
+
+struct CalendarExportOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The mapping file (YAML or JSON), or 'archive' for calendars an import kept whole; default: the sample app's mapping when the store's schema is one.", valueName: "file"))
+    var mapping: String?
+
+    @Option(help: ArgumentHelp("Pin DTSTAMP (ISO-8601) so that two exports are byte-identical.", valueName: "time"))
+    var dtstamp: String?
+
+    @Flag(help: "Write records the mapping calls cancelled (soft-deleted events) with STATUS:CANCELLED instead of leaving them out.")
+    var includeDeleted = false
+
+    var givenFlag: String? {
+        [("--mapping", mapping != nil), ("--dtstamp", dtstamp != nil), ("--include-deleted", includeDeleted)].first { $0.1 }?.0
+    }
+
+    var keepsCalendarsWhole: Bool { mapping == CalendarArchive.mappingName }
+}
