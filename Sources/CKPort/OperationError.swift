@@ -31,6 +31,8 @@ public enum OperationError: CKPortError, Equatable {
     case plainStyleCollisions([String])
     /// A migration plan found records that would fail.
     case recordsWouldFail
+    /// A record name that is live in several zones, none of them named.
+    case ambiguousRecordName(String, zones: [String])
     /// A folder holds no migration files.
     case noMigrations(directory: String)
     /// A format cannot hold what the request asks of it.
@@ -77,6 +79,8 @@ public enum OperationError: CKPortError, Equatable {
             return "plain-style records cannot carry \(fields.joined(separator: ", ")): those field names are plain records' system keys; use the canonical style"
         case .formatCannotHold(let format, let what):
             return "\(format) cannot hold \(what)"
+        case .ambiguousRecordName(let name, let zones):
+            return "'\(name)' is in several zones (\(zones.joined(separator: ", "))); name its zone and scope"
         case .noMigrations(let directory):
             return "\(directory): no migration files found (a set is files named NNNN_description.yaml, such as migrations/notes/0001_baseline.yaml)"
         case .recordsWouldFail:

@@ -47,6 +47,8 @@ struct ErrorModelTests {
         (StoreError.unavailable(path: "s.sqlite", reason: "permission denied"), .environment),
         (StoreError.corrupt("bad page"), .internal),
         (CalendarMappingMissing(file: "family.ics"), .usage),
+        (InputFileError(path: "in.json", "no such file"), .invalidInput),
+        (OperationError.ambiguousRecordName("n-1", zones: ["private/A", "private/B"]), .invalidInput),
         (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),
         (OperationError.bundleNotSound(bundle: "b.ckbundle", problems: ["checksum"]), .invalidInput),
         (OperationError.noBundles, .usage),

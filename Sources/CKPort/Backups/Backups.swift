@@ -102,6 +102,12 @@ public struct BundleCheck {
 }
 
 extension Backups {
+    /// Opens a bundle: its manifest, schema and migration history, which come first, are read
+    /// at once; its records as the reader is read (once).
+    public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions()) throws -> BundleReader {
+        try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase)
+    }
+
     /// Checks a bundle completely without restoring it: gzip and tar structure, every member's
     /// size, SHA-256 and record count against the manifest, and every record against the
     /// bundled schema. Throws ``OperationError/bundleNotSound(bundle:problems:)`` naming up to
@@ -210,7 +216,7 @@ extension Backups {
     /// The newest bundle's migration history comes along.
     public static func restore(_ bundles: [String], into store: RecordStore, options: RestoreOptions = RestoreOptions(),
                                progress: ProgressHandler? = nil) throws -> ImportSummary {
-        let readers = try bundles.map { try BundleReader(path: $0, limits: options.read.limits, passphrase: options.read.passphrase) }
+        let readers = try bundles.map { try open($0, options: options.read) }
         return try restore(readers, into: store, options: options, progress: progress)
     }
 

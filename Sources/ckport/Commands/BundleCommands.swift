@@ -174,7 +174,7 @@ struct InspectCommand: ParsableCommand {
 
     func run() throws {
         try InputFiles.check(bundle, as: "a bundle", binary: true)
-        let reader = try BundleReader(path: bundle, limits: limits.limits, passphrase: try passphrase.passphrase())
+        let reader = try Backups.open(bundle, options: BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase()))
         let manifest = reader.manifest
         if json {
             let encoder = JSONEncoder()
@@ -268,7 +268,7 @@ struct RestoreCommand: ParsableCommand {
         let options = RestoreOptions(mode: mode, recordTypes: Set(recordTypes), zones: Set(zone), zoneRenames: renames,
                                      read: BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase()))
         // The chain is checked before a store is made for it.
-        let readers = try bundles.map { try BundleReader(path: $0, limits: options.read.limits, passphrase: options.read.passphrase) }
+        let readers = try bundles.map { try Backups.open($0, options: options.read) }
         try Backups.checkChain(readers, intoExisting: mode != nil)
         let existed = FileManager.default.fileExists(atPath: storeOptions.path)
         let store = try storeOptions.open(create: true)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CKPort
 import Foundation
 import Records
 import Store
@@ -57,21 +58,20 @@ struct DeleteCommand: ParsableCommand {
                 throw CommandFailure.invalid("--where \"\(predicate)\"\n  at column \(error.column): \(error.message)")
             }
         }
-        let deleted = try store.write(dryRun: dryRun) { session -> [DeletedRecord] in
-            if let recordType {
-                let query = RecordQuery(recordTypes: [recordType], scope: scope, zoneName: zone, predicate: parsed, predicateText: predicate)
-                return try session.delete(matching: query)
-            }
-            let ids = try recordNames.map { name -> RecordID in try resolve(name, in: session) }
-            return try session.delete(ids)
+        let records: [DeletedRecord]
+        if let recordType {
+            let query = RecordQuery(recordTypes: [recordType], scope: scope, zoneName: zone, predicate: parsed, predicateText: predicate)
+            records = try Deletes.records(matching: query, in: store, dryRun: dryRun)
+        } else {
+            records = try Deletes.records(named: recordNames, zone: zone, scope: scope, in: store, dryRun: dryRun)
         }
         if !storeOptions.quiet {
             var counts: [String: Int] = [:]
-            for record in deleted { counts[record.recordType, default: 0] += 1 }
+            for record in records { counts[record.recordType, default: 0] += 1 }
             let verb = dryRun ? "would delete" : "deleted"
-            var lines = ["\(verb) \(Console.count(deleted.count)) record\(deleted.count == 1 ? "" : "s")" + (counts.isEmpty ? "" : ": " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", "))]
+            var lines = ["\(verb) \(Console.count(records.count)) record\(records.count == 1 ? "" : "s")" + (counts.isEmpty ? "" : ": " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", "))]
             if verbose {
-                for record in deleted {
+                for record in records {
                     let why = record.cause.map { "cascade: points at '\($0.recordName)' through \(record.field!) with DELETE_SELF" } ?? "asked for"
                     lines.append("  \(record.recordType) '\(record.id.recordName)' in \(record.id.zone) — \(why)")
                 }
@@ -79,15 +79,5 @@ struct DeleteCommand: ParsableCommand {
             if dryRun { lines.append("dry run: nothing was deleted") }
             Console.error(lines.joined(separator: "\n"))
         }
-    }
-
-    /// The zone holding `name`: the one given, else the only zone where the name is live.
-    private func resolve(_ name: String, in session: StoreSession) throws -> RecordID {
-        let candidates = session.zones.filter { (zone == nil || $0.zoneName == zone) && (scope == nil || $0.scope == scope) }
-        let hits = try candidates.filter { try session.record(RecordID(recordName: name, zone: $0)) != nil }
-        if hits.count > 1 {
-            throw CommandFailure.invalid("'\(name)' is in several zones (\(hits.map(\.description).joined(separator: ", "))); pick one with --zone and --scope")
-        }
-        return RecordID(recordName: name, zone: hits.first ?? candidates.first ?? ZoneID(scope: scope ?? .private, zoneName: zone ?? ZoneID.defaultZoneName))
     }
 }

@@ -72,8 +72,10 @@ struct GenerateCommand: ParsableCommand {
             try file.commit()
             return
         }
-        let layout = (format ?? DataFormat.infer(output) ?? .jsonl).layout
-        let writer = BackgroundSink(JSONRecordWriter(output: file, layout: layout, style: style, schema: app.schema))
+        let chosen = (format ?? DataFormat.infer(output) ?? .jsonl).format
+        var settings = FormatSettings()
+        settings[JSONWriteSettings.self] = JSONWriteSettings(style: style)
+        let writer = BackgroundSink(try chosen.makeWriter!(file, RecordWriteContext(schema: app.schema, settings: settings)))
         let progress = ProgressLine("generating", quiet: quiet)
         try Exports.stream(into: writer, progress: progress.handler, total: records) { emit in
             try app.generate(records: records, seed: seed, emit: emit)

@@ -24,7 +24,6 @@ struct DataFormat: ExpressibleByArgument, Equatable {
     /// The format a file name implies.
     static func infer(_ path: String) -> DataFormat? { RecordFormats.forPath(path).map(DataFormat.init) }
 
-    var layout: JSONRecordReader.Layout { format == .json ? .document : .lines }
     var isCSV: Bool { format.oneRecordTypePerFile }
     var rawValue: String { format.name }
 }

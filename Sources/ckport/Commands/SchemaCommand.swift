@@ -1,4 +1,5 @@
 import ArgumentParser
+import CKPort
 import Foundation
 import Formats
 import Migrations
@@ -28,19 +29,7 @@ struct SchemaCommand: ParsableCommand {
 
     /// The schema in `path` and ckport's warnings about it (`--strict` makes them errors).
     static func readChecked(_ path: String) throws -> (schema: Schema, warnings: [SchemaDiagnostic]) {
-        try InputFiles.check(path, as: "a schema")
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw CommandFailure.invalid("\(path): not a schema: it is not UTF-8 text")
-        }
-        let (schema, warnings) = try SchemaParser.check(text, file: path)
-        let oversized = RecordStore.schemaProblems(schema)
-        guard oversized.isEmpty else {
-            throw CommandFailure.invalid(oversized.map { "\(path): \($0)" }.joined(separator: "\n"))
-        }
-        return (schema, warnings)
+        try InputFiles.readSchema(path)
     }
 
     struct Diff: ParsableCommand {

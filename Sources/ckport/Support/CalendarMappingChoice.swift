@@ -1,3 +1,4 @@
+import CKPort
 import Formats
 import Records
 import SampleApps

@@ -82,6 +82,8 @@ extension Failures {
             return "--strict: the mapping would not keep " + items.joined(separator: ", ") + "; nothing was imported (--mapping archive keeps a calendar whole)"
         case .plainStyleCollisions(let fields):
             return "--style plain cannot export \(fields.joined(separator: ", ")): those field names are plain records' system keys; use --style canonical"
+        case .ambiguousRecordName(let name, let zones):
+            return "'\(name)' is in several zones (\(zones.joined(separator: ", "))); pick one with --zone and --scope"
         default:
             return error.description
         }

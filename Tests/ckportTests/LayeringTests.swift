@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The command line is flags → options → an operation → what it prints. These checks keep
+/// library work from growing back into it.
+@Suite("the command line stays thin")
+struct LayeringTests {
+    /// Types the command line declares that are not commands, option groups or flag values,
+    /// each with why it belongs to the command line.
+    static let commandLineTypes: [String: String] = [
+        "ExitStatus": "the exit statuses are the command line's promise to shells",
+        "CommandFailure": "an error that already carries its exit status and message",
+        "Failures": "maps a library error's category to an exit status and adds the flag to use",
+        "Console": "messages for people on standard error, numbers grouped for reading",
+        "ProgressLine": "a terminal's one-line progress display",
+        "ArgumentChecks": "turns flag values (time zones, delimiters) into library values",
+        "Suggestions": "the nearest command or flag name for a typo",
+        "CalendarMappingChoice": "the default mapping comes from the sample apps, which the library does not ship",
+        "FormatOptionGroup": "help groups of flags that only some formats take",
+    ]
+
+    static func commandLineFiles() throws -> [(name: String, text: String)] {
+        let root = packageRoot.appendingPathComponent("Sources/ckport")
+        let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
+        return try enumerator.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted().map { file in
+            (file, try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8))
+        }
+    }
+
+    @Test("every type the command line declares is a command, an option group, a flag value, or listed with its reason")
+    func typesBelongToTheCommandLine() throws {
+        let declaration = try Regex(#"(?:struct|enum|class|protocol|actor) (\w+)([^{\n]*)\{"#)
+        var unexpected: [String] = []
+        var seen: Set<String> = []
+        for (file, text) in try Self.commandLineFiles() {
+            for match in text.matches(of: declaration) {
+                let name = String(match.output[1].substring ?? "")
+                let conformances = String(match.output[2].substring ?? "")
+                seen.insert(name)
+                let parsing = ["ParsableCommand", "ParsableArguments", "ExpressibleByArgument"].contains { conformances.contains($0) }
+                if !parsing && Self.commandLineTypes[name] == nil { unexpected.append("\(file): \(name)") }
+            }
+        }
+        #expect(unexpected.isEmpty, "types in the command line that a library user may need: move them to CKPort, or list them here with the reason they stay: \(unexpected)")
+        #expect(Set(Self.commandLineTypes.keys).isSubset(of: seen), "listed but gone: \(Set(Self.commandLineTypes.keys).subtracting(seen))")
+    }
+
+    @Test("the command line reads, writes, imports and migrates only through the operations and the format registry")
+    func noEngineWorkInCommands() throws {
+        let engines = ["RecordImporter(", "MigrationRunner(", "BundleWriter(", "BundleReader(", "ICalendarExporter(", "CalendarArchiveExporter(",
+                       "JSONRecordReader(", "CSVRecordReader(", "ICalendarRecordReader(", "CalendarArchiveReader(",
+                       "JSONRecordWriter(", "CSVRecordWriter(", "RecordValidator("]
+        var uses: [String] = []
+        for (file, text) in try Self.commandLineFiles() {
+            for engine in engines where text.contains(engine) { uses.append("\(file): \(engine)") }
+        }
+        #expect(uses.isEmpty, "\(uses)")
+    }
+}
