@@ -53,6 +53,7 @@ let package = Package(
                                                          .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "MigrationsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "Migrations", "SampleApps",
                                                             .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),
+        .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]
 )

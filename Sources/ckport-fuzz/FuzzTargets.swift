@@ -11,7 +11,7 @@ import Store
 /// |----------|--------------------------------------------------------------------------|
 /// | schema   | a schema (`DEFINE SCHEMA …`)                                              |
 /// | json     | JSON Lines, then a JSON document, of notes records (every field type)     |
-/// | csv      | a CSV file of Note records                                                |
+/// | csv, tsv | CSV or TSV of Note records (any format the registry reads, by its name)   |
 /// | ics      | an iCalendar file through the family-calendar mapping                     |
 /// | bundle   | a backup bundle, or a plain tar that the target gzips first (so that the  |
 /// |          | fuzzer reaches the tar, manifest and record parsing, not only zlib)       |
@@ -33,17 +33,27 @@ enum FuzzTargets {
         } catch {}
     }
 
+    /// Reads the input through the registry's reader of `format`: calendars through the
+    /// family-calendar mapping, everything else as notes records (of type Note when the
+    /// records name none).
+    static func read(_ bytes: [UInt8], as format: RecordFormat) {
+        var context = RecordReadContext(schema: notes, defaultRecordType: "Note")
+        if format == .iCalendar {
+            context = RecordReadContext(schema: calendar)
+            context.settings[CalendarReadSettings.self] = CalendarReadSettings(mapping: mapping)
+        }
+        guard let source = try? format.makeReader!(.bytes(bytes, name: "fuzz"), context) else { return }
+        drain(source)
+    }
+
     static func run(_ bytes: [UInt8]) {
         switch target {
         case "schema":
             _ = try? SchemaParser.parse(String(decoding: bytes, as: UTF8.self), file: "fuzz")
         case "json":
-            drain(JSONRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), layout: .lines, codec: JSONRecordCodec(schema: notes)))
-            drain(JSONRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), layout: nil, codec: JSONRecordCodec(schema: notes)))
-        case "csv":
-            drain(CSVRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), schema: notes, options: CSVReadOptions(defaultRecordType: "Note")))
-        case "ics":
-            drain(ICalendarRecordReader(input: ByteInput(name: "fuzz", bytes: bytes), mapping: mapping, schema: calendar, options: ICalImportOptions()))
+            // Both layouts, and the detection of which one an input is.
+            read(bytes, as: .jsonLines)
+            read(bytes, as: .jsonDetectingLayout)
         case "bundle":
             let gzipped = bytes.starts(with: [0x1F, 0x8B]) ? bytes : GzipCompressor.member(bytes)
             guard FileManager.default.createFile(atPath: bundlePath, contents: Data(gzipped)) else { return }
@@ -68,7 +78,11 @@ enum FuzzTargets {
             first.other = second
             second.other = first
         default:
-            fatalError("CKPORT_FUZZ_TARGET must be schema, json, csv, ics, bundle or where")
+            // Every other reader of the format registry, by the format's name (csv, tsv, ics…).
+            guard let format = RecordFormats.named(target), format.makeReader != nil else {
+                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
+            }
+            read(bytes, as: format)
         }
     }
 }

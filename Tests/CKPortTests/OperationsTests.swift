@@ -1,0 +1,147 @@
+import CKPort
+import Foundation
+import SampleApps
+import Testing
+import TestSupport
+
+/// The operations as a Swift program calls them: typed requests in, typed results out,
+/// progress through a callback.
+@Suite("operations")
+struct OperationsTests {
+    /// A store of `count` generated family-todo records, imported through the operation.
+    func generatedStore(_ scratch: Scratch, count: Int, name: String = "store.sqlite") throws -> (RecordStore, ImportSummary, [OperationProgress]) {
+        let file = scratch.path("generated.jsonl")
+        if !FileManager.default.fileExists(atPath: file) {
+            var settings = FormatSettings()
+            settings[JSONWriteSettings.self] = JSONWriteSettings(style: .canonical)
+            let writer = try RecordFormat.jsonLines.makeWriter!(try OutputFile(path: file), RecordWriteContext(schema: SampleApp.familyTodo.schema, settings: settings))
+            try Exports.stream(into: writer, progress: nil) { emit in try SampleApp.familyTodo.generate(records: count, seed: 7, emit: emit) }
+        }
+        let store = try scratch.store(SampleApp.familyTodo.schemaText, name: name)
+        var steps: [OperationProgress] = []
+        let summary = try Imports.run(ImportRequest(inputs: [.file(file)]), into: store) { steps.append($0) }
+        return (store, summary, steps)
+    }
+
+    func exportText(_ store: RecordStore, _ scratch: Scratch, _ name: String) throws -> String {
+        let path = scratch.path(name)
+        _ = try Exports.records(from: store, to: .file(path), request: ExportRequest(format: .jsonLines))
+        return scratch.text(name)
+    }
+
+    @Test("import reports what it did and its progress; export writes the records back byte for byte")
+    func importAndExport() throws {
+        let scratch = Scratch()
+        let store = try scratch.store(try String(contentsOfFile: sample("family-todo", "schema.ckdb"), encoding: .utf8))
+        let summary = try Imports.run(ImportRequest(inputs: [.file(sample("family-todo", "records.jsonl"))]), into: store)
+        #expect(summary.totals.inserted == 80 && summary.totals.rejected == 0)
+        #expect(summary.token != nil)
+        let result = try Exports.records(from: store, to: .file(scratch.path("out.jsonl")), request: ExportRequest(format: .jsonLines))
+        #expect(result.records == 80 && result.files.map(\.path) == [scratch.path("out.jsonl")])
+        // The same records, line for line, in the store's order (the sample is in the order it was made).
+        let given = try String(contentsOfFile: sample("family-todo", "records.jsonl"), encoding: .utf8)
+        #expect(scratch.text("out.jsonl").split(separator: "\n").sorted() == given.split(separator: "\n").sorted())
+        #expect(scratch.text("out.jsonl") != given)
+        #expect(result.token == summary.token)
+
+        // A file per record type into a folder the export makes.
+        let folder = scratch.path("sheets")
+        let sheets = try Exports.records(from: store, to: .directory(folder), request: ExportRequest(query: RecordQuery(recordTypes: ["Task", "Household"]), format: .csv))
+        #expect(sheets.files.map { ($0.path as NSString).lastPathComponent } == ["Task.csv", "Household.csv"])
+        let held = try store.read { try $0.stats() }.entries
+        for file in sheets.files {
+            #expect(file.records == held.filter { $0.recordType == file.recordType }.reduce(0) { $0 + $1.records })
+            #expect(file.records > 0)
+        }
+        // An unknown type fails before anything is left behind.
+        #expect(throws: OperationError.unknownRecordType("Nope", known: store.schema.recordTypes.map(\.name).sorted())) {
+            _ = try Exports.records(from: store, to: .directory(scratch.path("none")), request: ExportRequest(query: RecordQuery(recordTypes: ["Nope"]), format: .csv))
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("none")))
+    }
+
+    @Test("progress comes in order and ends at the whole: import by bytes, verify by bytes, backup by records")
+    func progress() throws {
+        let scratch = Scratch()
+        let (store, summary, importSteps) = try generatedStore(scratch, count: 40_000)
+        #expect(summary.totals.inserted == 40_000)
+        #expect(!importSteps.isEmpty)
+        #expect(importSteps.map(\.records) == importSteps.map(\.records).sorted())
+        #expect(importSteps.allSatisfy { ($0.fraction ?? 0) <= 1 } && importSteps.last!.total == Int64(FileManager.default.contents(atPath: scratch.path("generated.jsonl"))!.count))
+
+        var backupSteps: [OperationProgress] = []
+        let bundle = scratch.path("all.ckbundle")
+        let backup = try Backups.write(store, to: bundle) { backupSteps.append($0) }
+        #expect(backup.manifest.recordCount == 40_000 && !backup.isIncremental)
+        #expect(backupSteps.count >= 4 && backupSteps.allSatisfy { $0.total == 40_000 })
+        #expect(backupSteps.map(\.records) == backupSteps.map(\.records).sorted())
+
+        var verifySteps: [OperationProgress] = []
+        let check = try Backups.verify(bundle) { verifySteps.append($0) }
+        #expect(check.records == 40_000)
+        #expect(verifySteps.count >= 4 && verifySteps.allSatisfy { ($0.fraction ?? 2) <= 1 })
+    }
+
+    @Test("backup, verify and restore of a chain; the chain is checked before anything is written")
+    func backupChain() throws {
+        let scratch = Scratch()
+        let (store, _, _) = try generatedStore(scratch, count: 2_000)
+        let monday = scratch.path("monday.ckbundle"), tuesday = scratch.path("tuesday.ckbundle")
+        _ = try Backups.write(store, to: monday)
+        let tasks = try store.read { session in
+            var names: [String] = []
+            try session.forEach(RecordQuery(recordTypes: ["Task"], limit: 3)) { names.append($0.recordName) }
+            return names
+        }
+        let deleted = try Deletes.records(named: tasks, in: store)
+        #expect(Set(deleted.map(\.id.recordName)).isSuperset(of: tasks))
+        let incremental = try Backups.write(store, to: tuesday, options: BackupOptions(since: monday))
+        #expect(incremental.isIncremental && incremental.manifest.baseToken != nil)
+
+        let check = try Backups.verify(monday)
+        #expect(check.records == 2_000)
+        #expect(check.recordsByType.values.reduce(0, +) == 2_000)
+
+        let restored = try RecordStore(path: scratch.path("restored.sqlite"))
+        let summary = try Backups.restore([monday, tuesday], into: restored)
+        #expect(summary.totals.inserted == 2_000)
+        #expect(try exportText(restored, scratch, "restored.jsonl") == (try exportText(store, scratch, "original.jsonl")))
+
+        // Out of order, a full bundle inside, a store that already holds records.
+        let other = try RecordStore(path: scratch.path("other.sqlite"))
+        #expect(throws: OperationError.chainStartsIncremental(bundle: tuesday, base: incremental.manifest.baseToken!)) {
+            _ = try Backups.restore([tuesday, monday], into: other)
+        }
+        #expect(throws: OperationError.chainFullBundleInside(bundle: monday, previous: monday)) {
+            _ = try Backups.restore([monday, monday], into: other)
+        }
+        #expect(throws: OperationError.storeNotEmpty(store: restored.path, records: try restored.read { try $0.stats().totalRecords })) {
+            _ = try Backups.restore([monday], into: restored)
+        }
+        #expect(try other.read { try $0.stats().totalRecords } == 0)
+    }
+
+    @Test("a migration set applied with a backup beside it, heard of before the records change")
+    func migrations() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore("notes")
+        let set = try SchemaMigrations.load(packageRoot.appendingPathComponent("migrations/notes").path)
+        let plan = try SchemaMigrations.plan(set, in: store)
+        #expect(plan.map(\.version) == [1, 2, 3])
+        var heard: [String] = []
+        let backup = scratch.path("before.ckbundle")
+        let result = try SchemaMigrations.apply(set, to: store, backup: .at(backup), backedUp: { path, summary in
+            heard.append(path)
+            #expect(summary.manifest.recordCount == 60)
+        })
+        #expect(heard == [backup] && result.backup == backup)
+        #expect(result.reports.map(\.version) == [1, 2, 3] && result.before.currentVersion == 0 && result.after.currentVersion == 3)
+        #expect(try Backups.verify(backup).records == 60)
+        let again = try SchemaMigrations.apply(set, to: store, backup: .at(scratch.path("again.ckbundle")))
+        #expect(again.reports.isEmpty && !FileManager.default.fileExists(atPath: scratch.path("again.ckbundle")))
+        #expect(throws: OperationError.noMigrations(directory: scratch.path("empty"))) {
+            try FileManager.default.createDirectory(atPath: scratch.path("empty"), withIntermediateDirectories: true)
+            _ = try SchemaMigrations.load(scratch.path("empty"))
+        }
+    }
+}
