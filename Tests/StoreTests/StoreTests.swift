@@ -234,30 +234,3 @@ struct StoreTests {
         #expect(deleted.map(\.id.recordName) == ["y", "x"])
     }
 }
-
-@Suite("README")
-struct ReadmeExampleTests {
-    @Test("the library example in README compiles and runs")
-    func libraryExample() throws {
-        let scratch = Scratch()
-        let schemaPath = packageRoot.appendingPathComponent("samples/family-calendar/schema.ckdb").path
-        let recordsPath = packageRoot.appendingPathComponent("samples/family-calendar/records.jsonl").path
-        // As in README.md, with the sample's files.
-        let store = try RecordStore(path: scratch.path("family.sqlite"))
-        try store.importSchema(SchemaParser.parse(String(contentsOfFile: schemaPath, encoding: .utf8)))
-
-        let reader = JSONRecordReader(input: try ByteInput(path: recordsPath), layout: .lines,
-                                      codec: JSONRecordCodec(schema: store.schema))
-        let summary = try RecordImporter(store: store, options: ImportOptions(mode: .upsert)).run([reader])
-        #expect(summary.totals.inserted == 120)
-
-        let query = RecordQuery(recordTypes: ["Event"], predicate: try RecordPredicate.parse("isDeleted == false"), sortField: "startDate")
-        var titles: [String] = []
-        try store.read { session in
-            try session.forEach(query) { record in
-                if case .string(let title)? = record["title"] { titles.append(title) }
-            }
-        }
-        #expect(titles.count == 17)
-    }
-}

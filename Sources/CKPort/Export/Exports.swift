@@ -24,7 +24,7 @@ public struct ExportRequest {
     public var format: RecordFormat
     /// The time zone times are written in, where the format has local times (CSV).
     public var timeZone: TimeZone?
-    /// Settings of the format (``JSONWriteSettings``, `CSVWriteOptions`…).
+    /// Settings of the format (`JSONWriteSettings`, `CSVWriteOptions`…).
     public var settings: FormatSettings
     /// Also write the asset files the records name into this folder, as `DIR/<sha256>`.
     public var assetDirectory: String?

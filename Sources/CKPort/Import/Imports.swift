@@ -44,11 +44,11 @@ public struct ImportRequest {
     public var defaultZone: ZoneID
     /// The time zone of times written without an offset, and of floating calendar times.
     public var timeZone: TimeZone?
-    /// Settings of particular formats (``CSVReadSettings``, ``CalendarReadSettings``…).
+    /// Settings of particular formats (`CSVReadSettings`, `CalendarReadSettings`…).
     public var settings: FormatSettings
     /// Refuse the whole import when an input holds something the records would not keep.
     public var strict: Bool
-    /// Where rejected records go (with ``ImportOptions/skipInvalid``): finished when the import
+    /// Where rejected records go (with `ImportOptions.skipInvalid`): finished when the import
     /// succeeds, discarded when it fails.
     public var rejects: RejectsWriter?
 
