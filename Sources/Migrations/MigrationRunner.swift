@@ -146,7 +146,7 @@ public final class MigrationRunner {
             try session.forEach(RecordQuery(recordTypes: [type])) { record in
                 var items = [record]
                 for prior in earlier {
-                    items = items.flatMap { item -> [Records.Record] in
+                    items = items.flatMap { item -> [Record] in
                         if case .changed(let results) = prior.migrate(item) { return results }
                         return [item]
                     }
@@ -197,7 +197,7 @@ public final class MigrationRunner {
                     if read % 8192 == 0 { progress?(compiled.first?.migration.version ?? 0, read) }
                     var inputs = [record]
                     for (index, c) in compiled.enumerated() {
-                        var outputs: [Records.Record] = []
+                        var outputs: [Record] = []
                         for item in inputs {
                             guard c.sourceTypes.contains(item.recordType) || !c.renamed.isEmpty else { outputs.append(item); continue }
                             let outcome = c.migrate(item)
@@ -265,7 +265,7 @@ public final class MigrationRunner {
                 var types = compiled.sourceTypes.union(compiled.touchedTypes)
                 if !compiled.renamed.isEmpty { types.formUnion(MigrationRunner.referenceTypes(compiled.schemaBefore)) }
                 var read = 0
-                func transform(_ record: Records.Record) throws -> [Records.Record]? {
+                func transform(_ record: Record) throws -> [Record]? {
                     read += 1
                     if read % 8192 == 0 { progress?(migration.version, read) }
                     guard compiled.sourceTypes.contains(record.recordType) || !compiled.renamed.isEmpty else { return nil }
@@ -320,7 +320,7 @@ public final class MigrationRunner {
     }
 
     /// Field-level lines between a record and what it becomes.
-    static func diff(_ before: Records.Record, _ after: [Records.Record]) -> RecordDiff {
+    static func diff(_ before: Record, _ after: [Record]) -> RecordDiff {
         var lines: [String] = []
         if after.isEmpty { lines.append("deleted") }
         for result in after {

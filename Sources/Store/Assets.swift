@@ -1,6 +1,10 @@
 import Crypto
 import Foundation
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import struct GRDB.DatabaseError
+import struct GRDB.DatabaseValue
+import class GRDB.Row
 import GRDBSQLite
 import Records
 
@@ -122,7 +126,7 @@ extension StoreSession {
     }
 }
 
-extension Records.Record {
+extension Record {
     /// Every asset value in the record's fields, lists included, with its field name.
     public func forEachAsset(_ body: (String, Asset) throws -> Void) rethrows {
         for (name, value) in fields {
@@ -136,7 +140,7 @@ extension Records.Record {
     }
 
     /// The record with each asset value replaced by `transform`'s answer.
-    public func mappingAssets(_ transform: (String, Asset) throws -> Asset) rethrows -> Records.Record {
+    public func mappingAssets(_ transform: (String, Asset) throws -> Asset) rethrows -> Record {
         var copy = self
         for (name, value) in fields {
             switch value {

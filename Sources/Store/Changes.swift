@@ -1,4 +1,8 @@
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import struct GRDB.DatabaseError
+import struct GRDB.DatabaseValue
+import class GRDB.Row
 import Records
 
 extension StoreSession {
@@ -6,7 +10,7 @@ extension StoreSession {
     /// changes happened: live records as they are now, deleted ones as tombstones
     /// (`isDeleted`, no fields). A record changed twice is reported once.
     public func forEachChange(since token: ChangeToken, recordTypes: [String] = [], scope: DatabaseScope? = nil,
-                              zoneName: String? = nil, _ body: (Records.Record) throws -> Void) throws {
+                              zoneName: String? = nil, _ body: (Record) throws -> Void) throws {
         guard token.storeID == storeID else {
             throw StoreError.badToken("change token \(token) comes from another store (this store is \(storeID)); export without --since to start a new chain")
         }
@@ -24,7 +28,7 @@ extension StoreSession {
             if !types.isEmpty && !types.contains(type) { continue }
             let id = RecordID(recordName: statement.text(1), zone: zone)
             if statement.int64(3) != 0 {
-                try body(Records.Record(id: id, recordType: type, isDeleted: true))
+                try body(Record(id: id, recordType: type, isDeleted: true))
             } else if let layout = layouts[type], let record = try fetch(id, layout: layout) {
                 try body(record)
             } else {

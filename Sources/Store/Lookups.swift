@@ -1,10 +1,14 @@
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import struct GRDB.DatabaseError
+import struct GRDB.DatabaseValue
+import class GRDB.Row
 import Records
 
 extension StoreSession {
     /// A record of `type` named `name`, in whichever zone holds it (the first zone in export
     /// order when several do). For lookups through fields that hold a record name as text.
-    public func record(named name: String, ofType type: String) throws -> Records.Record? {
+    public func record(named name: String, ofType type: String) throws -> Record? {
         guard let layout = layouts[type] else { return nil }
         // SQLite walks the primary key zone by zone (a skip-scan): cheap while zones are few.
         let select = try statement(layout.selectSQL + " WHERE ___recordID = ?1 ORDER BY ___zone LIMIT 1")
@@ -16,7 +20,7 @@ extension StoreSession {
     }
 
     /// Records of `type` whose REFERENCE field `field` points at `target`, by record name.
-    public func records(ofType type: String, whose field: String, pointsAt target: RecordID) throws -> [Records.Record] {
+    public func records(ofType type: String, whose field: String, pointsAt target: RecordID) throws -> [Record] {
         let layout = try self.layout(type)
         guard let index = layout.fieldsByName[field], layout.fields[index].type == .reference,
               let zone = try zoneRow(target.zone, create: false) else { return [] }
@@ -25,7 +29,7 @@ extension StoreSession {
         select.bind(1, zone)
         select.bind(2, target.recordName)
         defer { select.reset() }
-        var found: [Records.Record] = []
+        var found: [Record] = []
         while try select.step(db) { found.append(try layout.decode(select, zone: target.zone)) }
         return found
     }

@@ -1,5 +1,9 @@
 import Foundation
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import struct GRDB.DatabaseError
+import struct GRDB.DatabaseValue
+import class GRDB.Row
 import Records
 
 /// Which records to read, in which order.
@@ -55,7 +59,7 @@ enum SQLArgument {
 
 extension StoreSession {
     /// Calls `body` with every record the query selects, streaming: one record in memory at a time.
-    public func forEach(_ query: RecordQuery, _ body: (Records.Record) throws -> Void) throws {
+    public func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws {
         var remaining = query.limit ?? Int.max
         for compiled in try compile(query) {
             guard remaining > 0 else { return }

@@ -154,13 +154,6 @@ public final class RecordStore {
         return (0..<12).map { _ in String("0123456789abcdef".randomElement(using: &generator)!) }.joined()
     }
 
-    /// Where the store is, from `--store`, then `$CKPORT_STORE`, then `./ckport.sqlite`.
-    public static func resolvePath(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let option, !option.isEmpty { return option }
-        if let fromEnvironment = environment["CKPORT_STORE"], !fromEnvironment.isEmpty { return fromEnvironment }
-        return defaultPath
-    }
-
     // MARK: Schema
 
     /// The schema as the store holds it now (read afresh: another process may have changed it).

@@ -1,4 +1,8 @@
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import struct GRDB.DatabaseError
+import struct GRDB.DatabaseValue
+import class GRDB.Row
 import Records
 
 /// What a rewrite did.
@@ -24,7 +28,7 @@ extension StoreSession {
     /// transaction: when `transform` throws, nothing has changed.
     @discardableResult
     public func rewrite(types requested: Set<String>, into newSchema: Schema,
-                        _ transform: (Records.Record) throws -> [Records.Record]?) throws -> [String: RewriteCounts] {
+                        _ transform: (Record) throws -> [Record]?) throws -> [String: RewriteCounts] {
         precondition(writable, "rewrite needs a write transaction")
         let oldSchema = schema
         var types = requested
@@ -58,7 +62,7 @@ extension StoreSession {
         var inserts: [String: PreparedStatement] = [:]
         let claim = try statement("INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING")
         let oldNames = Set(oldTypes.map(\.name))
-        func insert(_ result: Records.Record, zoneRow: Int64) throws {
+        func insert(_ result: Record, zoneRow: Int64) throws {
             guard let layout = layouts[result.recordType], types.contains(result.recordType) else {
                 throw StoreError.corrupt("a rewrite turned record '\(result.recordName)' into type \(result.recordType), which it does not rebuild")
             }
@@ -156,7 +160,7 @@ extension StoreSession {
     /// the table and its other indexes stay as they are.
     @discardableResult
     public func updateInPlace(type name: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
-                              _ transform: @escaping (Records.Record) throws -> [Records.Record]?) throws -> RewriteCounts {
+                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
         precondition(writable, "updateInPlace needs a write transaction")
         guard canUpdateInPlace(type: name, into: newSchema, renames: renames),
               let old = schema.recordType(named: name), let new = newSchema.recordType(named: name) else {
@@ -189,7 +193,7 @@ extension StoreSession {
         let delete = try PreparedStatement(db, "DELETE FROM \(quoted(name)) WHERE ___zone = ?1 AND ___recordID = ?2")
         let select = try PreparedStatement(db, layout.selectSQL + " ORDER BY ___zone, ___recordID")
         var counts = RewriteCounts()
-        func write(_ record: Records.Record, _ results: [Records.Record]?, zoneRow: Int64) throws {
+        func write(_ record: Record, _ results: [Record]?, zoneRow: Int64) throws {
             guard let results else { return }
             counts.changed += 1
             guard let result = results.first else {
@@ -219,10 +223,10 @@ extension StoreSession {
         // Reading the next batch here overlaps with migrating the last one on the worker.
         let pipeline = TransformPipeline(transform)
         defer { pipeline.stop() }
-        var inFlight: [(record: Records.Record, zoneRow: Int64)] = []
+        var inFlight: [(record: Record, zoneRow: Int64)] = []
         var more = true
         while more || !inFlight.isEmpty {
-            var batch: [(record: Records.Record, zoneRow: Int64)] = []
+            var batch: [(record: Record, zoneRow: Int64)] = []
             batch.reserveCapacity(512)
             while more && batch.count < 512 {
                 guard try select.step(db) else { more = false; break }

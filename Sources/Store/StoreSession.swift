@@ -1,5 +1,9 @@
 import Foundation
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import struct GRDB.DatabaseError
+import struct GRDB.DatabaseValue
+import class GRDB.Row
 import Records
 
 /// How an incoming record combines with a stored record of the same name.
@@ -167,7 +171,7 @@ public final class StoreSession {
     // MARK: Reading records
 
     /// The live record with this identity, or nil.
-    public func record(_ id: RecordID) throws -> Records.Record? {
+    public func record(_ id: RecordID) throws -> Record? {
         guard let entry = try registryEntry(id), !entry.deleted, let layout = layouts[entry.recordType] else { return nil }
         return try fetch(id, layout: layout)
     }
@@ -183,7 +187,7 @@ public final class StoreSession {
         return (lookup.text(0), lookup.int64(1) != 0)
     }
 
-    func fetch(_ id: RecordID, layout: TableLayout) throws -> Records.Record? {
+    func fetch(_ id: RecordID, layout: TableLayout) throws -> Record? {
         guard let zone = try zoneRow(id.zone, create: false) else { return nil }
         let select = try statement(layout.selectSQL + " WHERE ___zone = ?1 AND ___recordID = ?2")
         select.reset()
@@ -203,7 +207,7 @@ public final class StoreSession {
     /// - Throws: ``SaveRefusal`` when the record cannot be saved as it stands; the transaction
     ///   is unharmed and may go on.
     @discardableResult
-    public func save(_ incoming: Records.Record, mode: WriteMode) throws -> SaveOutcome {
+    public func save(_ incoming: Record, mode: WriteMode) throws -> SaveOutcome {
         precondition(writable, "save(_:mode:) needs a write transaction")
         let zone = try zoneRow(incoming.zone, create: true)!
         if incoming.isDeleted {
@@ -238,7 +242,7 @@ public final class StoreSession {
         guard let existing = try fetch(incoming.id, layout: layout) else {
             throw StoreError.corrupt("record \(incoming.id) is registered as \(entry.recordType) but has no row")
         }
-        let result: Records.Record
+        let result: Record
         switch mode {
         case .insert:
             throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (mode insert adds new records only; use --mode upsert, replace or newer)")
@@ -259,7 +263,7 @@ public final class StoreSession {
         return .updated
     }
 
-    private func merged(_ existing: Records.Record, with incoming: Records.Record) -> Records.Record {
+    private func merged(_ existing: Record, with incoming: Record) -> Record {
         var result = existing
         for (name, value) in incoming.fields { result.fields[name] = value }
         result.changeTag = incoming.changeTag ?? existing.changeTag
@@ -268,7 +272,7 @@ public final class StoreSession {
         return result
     }
 
-    private func replaced(_ existing: Records.Record, with incoming: Records.Record) -> Records.Record {
+    private func replaced(_ existing: Record, with incoming: Record) -> Record {
         var result = incoming
         result.changeTag = incoming.changeTag ?? existing.changeTag
         result.created = StoreSession.merged(existing.created, incoming.created)
@@ -285,7 +289,7 @@ public final class StoreSession {
                            deviceID: incoming.deviceID ?? existing.deviceID)
     }
 
-    private func insertRow(_ record: Records.Record, zone: Int64, layout: TableLayout) throws {
+    private func insertRow(_ record: Record, zone: Int64, layout: TableLayout) throws {
         let insert: PreparedStatement
         if let cached = insertStatements[layout.typeName] {
             insert = cached
@@ -308,7 +312,7 @@ public final class StoreSession {
         try update.execute(db)
     }
 
-    private func applyTombstone(_ tombstone: Records.Record, zone: Int64) throws -> SaveOutcome {
+    private func applyTombstone(_ tombstone: Record, zone: Int64) throws -> SaveOutcome {
         guard let entry = try registryEntry(tombstone.id), !entry.deleted else { return .unchanged }
         try removeRow(zone: zone, name: tombstone.recordName, type: entry.recordType)
         return .deleted

@@ -1,5 +1,9 @@
 import Foundation
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import struct GRDB.DatabaseError
+import struct GRDB.DatabaseValue
+import class GRDB.Row
 import Records
 
 /// How one record type lives in SQLite: a table named after the type, keyed by zone and record
@@ -146,7 +150,7 @@ final class TableLayout {
     // MARK: Rows
 
     /// Binds a record in statement order (for both `insertSQL` and `updateSQL`).
-    func bind(_ record: Records.Record, zone: Int64, to statement: PreparedStatement) {
+    func bind(_ record: Record, zone: Int64, to statement: PreparedStatement) {
         statement.reset()
         statement.bind(1, zone)
         statement.bind(2, record.recordName)
@@ -213,8 +217,8 @@ final class TableLayout {
     }
 
     /// Reads the record in the current row of a statement selecting `columnList`.
-    func decode(_ statement: PreparedStatement, zone: ZoneID) throws -> Records.Record {
-        var record = Records.Record(id: RecordID(recordName: statement.text(1), zone: zone), recordType: typeName)
+    func decode(_ statement: PreparedStatement, zone: ZoneID) throws -> Record {
+        var record = Record(id: RecordID(recordName: statement.text(1), zone: zone), recordType: typeName)
         record.changeTag = statement.optionalText(2)
         if let created = statement.optionalInt64(3) {
             record.created = RecordStamp(timestamp: created, userRecordName: statement.optionalText(4), deviceID: statement.optionalText(5))

@@ -8,11 +8,11 @@ import Records
 /// then collects the results in order. Only the worker ever calls `transform`, and only one
 /// batch is in flight, so the transform needs no locking of its own.
 final class TransformPipeline: @unchecked Sendable {
-    typealias Transform = (Records.Record) throws -> [Records.Record]?
+    typealias Transform = (Record) throws -> [Record]?
 
     private let condition = NSCondition()
-    private var job: [Records.Record]?
-    private var results: [[Records.Record]?]?
+    private var job: [Record]?
+    private var results: [[Record]?]?
     private var failure: Error?
     private var stopped = false
     nonisolated(unsafe) private let transform: Transform
@@ -32,7 +32,7 @@ final class TransformPipeline: @unchecked Sendable {
             let batch = job!
             job = nil
             condition.unlock()
-            var output: [[Records.Record]?] = []
+            var output: [[Record]?] = []
             output.reserveCapacity(batch.count)
             var error: Error?
             for record in batch {
@@ -47,7 +47,7 @@ final class TransformPipeline: @unchecked Sendable {
     }
 
     /// Hands a batch to the worker; the previous one must have been collected.
-    func submit(_ batch: [Records.Record]) {
+    func submit(_ batch: [Record]) {
         condition.lock()
         job = batch
         condition.broadcast()
@@ -55,7 +55,7 @@ final class TransformPipeline: @unchecked Sendable {
     }
 
     /// The results of the batch submitted last, in order; rethrows what the transform threw.
-    func collect() throws -> [[Records.Record]?] {
+    func collect() throws -> [[Record]?] {
         condition.lock()
         while results == nil { condition.wait() }
         let output = results!

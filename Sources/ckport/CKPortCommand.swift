@@ -37,7 +37,14 @@ struct StoreOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How long to wait while another ckport writes to the store, in seconds.", valueName: "seconds"))
     var wait: Double = RecordStore.defaultWaitSeconds
 
-    var path: String { RecordStore.resolvePath(store) }
+    var path: String { StoreOptions.resolvePath(store) }
+
+    /// Where the store is: `--store`, then `$CKPORT_STORE`, then `./ckport.sqlite`.
+    static func resolvePath(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let option, !option.isEmpty { return option }
+        if let fromEnvironment = environment["CKPORT_STORE"], !fromEnvironment.isEmpty { return fromEnvironment }
+        return "ckport.sqlite"
+    }
 
     func validate() throws {
         guard wait >= 0, wait.isFinite else { throw ValidationError("--wait takes a number of seconds, 0 or more") }

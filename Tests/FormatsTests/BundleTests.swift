@@ -32,9 +32,9 @@ private struct Unpacked {
     }
 }
 
-private func everything(_ store: RecordStore) throws -> [Records.Record] {
+private func everything(_ store: RecordStore) throws -> [Record] {
     try store.read { session in
-        var all: [Records.Record] = []
+        var all: [Record] = []
         try session.forEach(RecordQuery()) { all.append($0) }
         return all
     }
@@ -92,7 +92,7 @@ struct BundleTests {
         let bundle = scratch.path("trip.ckbundle")
         let summary = try BundleWriter().write(store, query: query, to: bundle)
         let expected = try store.read { session in
-            var found: [Records.Record] = []
+            var found: [Record] = []
             try session.forEach(query) { found.append($0) }
             return found
         }
@@ -122,7 +122,7 @@ struct BundleTests {
             ("p2", ["cover": asset("small"), "title": .string("shares a file with p1")]),
             ("p3", ["cover": asset("empty")]),
             ("p4", ["title": .string("no assets")]),
-        ].map { name, fields in Records.Record(id: RecordID(recordName: name), recordType: "Photo", fields: RecordFields(fields)) }
+        ].map { name, fields in Record(id: RecordID(recordName: name), recordType: "Photo", fields: RecordFields(fields)) }
         var options = ImportOptions()
         options.assetDirectory = scratch.url.path
         let summary = try RecordImporter(store: store, options: options).run([ArrayRecordSource(lines)])
@@ -219,7 +219,7 @@ struct BundleTests {
         var options = ImportOptions()
         options.assetDirectory = scratch.url.path
         func run(_ asset: Asset) -> String? {
-            let record = Records.Record(id: RecordID(recordName: "p"), recordType: "Photo", fields: ["cover": .asset(asset)])
+            let record = Record(id: RecordID(recordName: "p"), recordType: "Photo", fields: ["cover": .asset(asset)])
             do { _ = try RecordImporter(store: store, options: options).run([ArrayRecordSource([record])]); return nil } catch { return "\(error)" }
         }
         #expect(run(Asset(fileChecksum: "x", size: 13, localPath: "f"))?.contains("the asset is 12 bytes; 13 were expected") == true)

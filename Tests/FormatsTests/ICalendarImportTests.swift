@@ -56,13 +56,13 @@ final class CalendarImport {
         return try RecordImporter(store: store, options: ImportOptions(skipInvalid: skipInvalid)).run([reader])
     }
 
-    func event(_ name: String) throws -> Records.Record? {
+    func event(_ name: String) throws -> Record? {
         try store.read { try $0.record(named: name, ofType: "Event") }
     }
 
-    func records(_ type: String, _ predicate: String) throws -> [Records.Record] {
+    func records(_ type: String, _ predicate: String) throws -> [Record] {
         try store.read { session in
-            var found: [Records.Record] = []
+            var found: [Record] = []
             try session.forEach(RecordQuery(recordTypes: [type], predicate: try RecordPredicate.parse(predicate))) { found.append($0) }
             return found.sorted { $0.recordName < $1.recordName }
         }
@@ -192,9 +192,9 @@ struct ICalendarImportTests {
         let store = try scratch.sampleStore(app)
         let path = scratch.path("own.ics")
         let exported = try export(store, app, to: path, options: ICalExportOptions(dtstamp: 0, includeCancelled: true))
-        func everything() throws -> [Records.Record] {
+        func everything() throws -> [Record] {
             try store.read { session in
-                var all: [Records.Record] = []
+                var all: [Record] = []
                 try session.forEach(RecordQuery()) { all.append($0) }
                 return all
             }
@@ -360,7 +360,7 @@ struct ICalendarImportTests {
         let summary = try calendar.run(calendar.fixture("calendars/zimbra-lotus.ics"), expand: "2026-04-01T00:00:00Z"..."2026-06-01T00:00:00Z")
         #expect(summary.totals.inserted == 5)
         let events = try calendar.records("Event", "title == 'Gartenarbeit'").sorted { $0["startDate"].map { "\($0)" } ?? "" < $1["startDate"].map { "\($0)" } ?? "" }
-        func hours(_ record: Records.Record) -> Int64? {
+        func hours(_ record: Record) -> Int64? {
             guard case .timestamp(let start)? = record["startDate"], case .timestamp(let end)? = record["endDate"] else { return nil }
             return (end - start) / 3_600_000
         }

@@ -268,8 +268,8 @@ struct ICalendarExportTests {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//ckport//ckport 0.1//EN\r\nCALSCALE:GREGORIAN\r\nX-WR-CALNAME:The Müllers\r\n"))
         #expect(!text.contains("METHOD:"))
-        let events = try store.read { session -> [Records.Record] in
-            var found: [Records.Record] = []
+        let events = try store.read { session -> [Record] in
+            var found: [Record] = []
             try session.forEach(RecordQuery(recordTypes: ["Event"], predicate: query.predicate)) { found.append($0) }
             return found
         }
@@ -433,9 +433,9 @@ struct ICalendarExportTests {
         #expect(copies.map { $0.fields["endDate"] } == originals.map { $0.fields["endDate"] })
     }
 
-    func allEvents(_ store: RecordStore) throws -> [Records.Record] {
+    func allEvents(_ store: RecordStore) throws -> [Record] {
         try store.read { session in
-            var events: [Records.Record] = []
+            var events: [Record] = []
             try session.forEach(RecordQuery(recordTypes: ["Event"])) { events.append($0) }
             return events.sorted { $0.recordName < $1.recordName }
         }
@@ -484,7 +484,7 @@ struct ICalendarExportTests {
         let exporter = try store.read { session in ICalendarExporter(session: session, mapping: try CalendarMapping.parse(SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema), options: ICalExportOptions()) }
         func chore(_ fields: RecordFields) -> String? {
             exporter.rule(.chore(type: "recurrenceType", weekday: "recurrenceDay", monthDay: "recurrenceDayOfMonth"),
-                          Records.Record(id: RecordID(recordName: "c"), recordType: "RecurringChore", fields: fields))
+                          Record(id: RecordID(recordName: "c"), recordType: "RecurringChore", fields: fields))
         }
         #expect(chore(["recurrenceType": .string("daily")]) == "FREQ=DAILY")
         #expect(chore(["recurrenceType": .string("weekly"), "recurrenceDay": .int64(1)]) == "FREQ=WEEKLY;BYDAY=MO")

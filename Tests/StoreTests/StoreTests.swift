@@ -199,9 +199,6 @@ struct StoreTests {
         #expect(throws: StoreError.self) { try RecordStore(path: scratch.path("missing.sqlite"), create: false) }
         let text = scratch.write("notes.txt", "hello, this is not a database, just words that go on for a while")
         #expect(throws: StoreError.self) { try RecordStore(path: text, create: false) }
-        #expect(RecordStore.resolvePath(nil, environment: ["CKPORT_STORE": "/x/y.sqlite"]) == "/x/y.sqlite")
-        #expect(RecordStore.resolvePath("a.sqlite", environment: ["CKPORT_STORE": "/x/y.sqlite"]) == "a.sqlite")
-        #expect(RecordStore.resolvePath(nil, environment: [:]) == "ckport.sqlite")
     }
 
     @Test("every value type survives the store unchanged")

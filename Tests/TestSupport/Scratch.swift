@@ -52,7 +52,7 @@ public final class Scratch: @unchecked Sendable {
     }
 
     /// A new store with the schema and records given.
-    public func store(_ name: String = "store.sqlite", schema: String, records: [Records.Record]) throws -> RecordStore {
+    public func store(_ name: String = "store.sqlite", schema: String, records: [Record]) throws -> RecordStore {
         let store = try self.store(schema, name: name)
         _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource(records)])
         return store

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import ckport
 
 /// The command line is flags → options → an operation → what it prints. These checks keep
 /// library work from growing back into it.
@@ -56,5 +57,28 @@ struct LayeringTests {
             for engine in engines where text.contains(engine) { uses.append("\(file): \(engine)") }
         }
         #expect(uses.isEmpty, "\(uses)")
+    }
+
+    @Test("the store's path comes from the command line: --store, then $CKPORT_STORE, then ./ckport.sqlite")
+    func storePath() {
+        #expect(StoreOptions.resolvePath(nil, environment: ["CKPORT_STORE": "/x/y.sqlite"]) == "/x/y.sqlite")
+        #expect(StoreOptions.resolvePath("a.sqlite", environment: ["CKPORT_STORE": "/x/y.sqlite"]) == "a.sqlite")
+        #expect(StoreOptions.resolvePath(nil, environment: [:]) == "ckport.sqlite")
+        #expect(StoreOptions.resolvePath("", environment: ["CKPORT_STORE": ""]) == "ckport.sqlite")
+    }
+
+    @Test("ckport's record type is `Record` everywhere: no file needs its module's name to tell it from GRDB's")
+    func recordNameIsUnambiguous() throws {
+        var spelled: [String] = []
+        let qualified = try Regex(#"\bRecords\.Record\b"#)
+        for folder in ["Sources", "Tests", "Examples/Sources"] {
+            let root = packageRoot.appendingPathComponent(folder)
+            let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
+            for case let file as String in enumerator where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+                if text.contains(qualified) { spelled.append("\(folder)/\(file)") }
+            }
+        }
+        #expect(spelled.isEmpty, "\(spelled)")
     }
 }

@@ -214,7 +214,7 @@ extension Backups {
     /// record go in one transaction, which commits only once every bundle has checked out
     /// (sizes, checksums, counts, every record valid), so a damaged bundle restores nothing.
     /// The newest bundle's migration history comes along.
-    public static func restore(_ bundles: [String], into store: RecordStore, options: RestoreOptions = RestoreOptions(),
+    public static func restore(_ bundles: [String], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
                                progress: ProgressHandler? = nil) throws -> ImportSummary {
         let readers = try bundles.map { try open($0, options: options.read) }
         return try restore(readers, into: store, options: options, progress: progress)
@@ -223,12 +223,12 @@ extension Backups {
     /// Restores bundles already opened (``RestoreOptions/read`` is not used): a program that
     /// checks the chain with ``checkChain(_:intoExisting:)`` before it opens or creates the
     /// store passes the same readers here. Each reader is read once.
-    public static func restore(_ readers: [BundleReader], into store: RecordStore, options: RestoreOptions = RestoreOptions(),
+    public static func restore(_ readers: [BundleReader], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
                                progress: ProgressHandler? = nil) throws -> ImportSummary {
         try checkChain(readers, intoExisting: options.mode != nil)
-        let stats = try store.read { try $0.stats() }
+        let stats = try store.readSession { try $0.stats() }
         if stats.totalRecords > 0 && options.mode == nil {
-            throw OperationError.storeNotEmpty(store: store.path, records: stats.totalRecords)
+            throw OperationError.storeNotEmpty(store: store.location, records: stats.totalRecords)
         }
         // A bundle of another app (or of another version of the schema) would take away
         // types this store holds records of: say what it is, and where it can go instead.
@@ -237,23 +237,24 @@ extension Backups {
         let heldTypes = Set(stats.entries.filter { $0.records > 0 }.map(\.recordType))
         let missing = heldTypes.subtracting(bundleTypes).sorted()
         if !missing.isEmpty {
-            throw OperationError.bundleOfAnotherSchema(bundle: newest.path, missingTypes: missing, store: store.path)
+            throw OperationError.bundleOfAnotherSchema(bundle: newest.path, missingTypes: missing, store: store.location)
         }
-        let importer = RecordImporter(store: store, options: ImportOptions(mode: options.mode ?? .upsert))
+        var hooks = ImportHooks()
         if let progress {
-            importer.progress = { progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes)) }
+            hooks.progress = { progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes)) }
         }
         let selecting = !options.recordTypes.isEmpty || !options.zones.isEmpty || !options.zoneRenames.isEmpty
         let sources: [RecordSource] = selecting
             ? readers.map { SelectingSource($0, types: options.recordTypes, zones: options.zones, renames: options.zoneRenames) }
             : readers
+        // The migration history comes along: the newest bundle's, added to what the store has.
         let history = newest.migrationHistory
         if !history.isEmpty {
-            importer.finishing = { session in
+            hooks.finishing = { session in
                 for entry in history { try session.recordMigration(entry) }
             }
         }
-        return try importer.run(sources, schema: newest.schema)
+        return try store.importRecords(sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .upsert), hooks: hooks)
     }
 
     /// Checks that bundles form a chain: it starts with a full bundle (or, into a store that

@@ -61,7 +61,7 @@ extension Exports {
     /// Writes the records `request` selects, all from one state of the store. Each file is
     /// written under a temporary name and moved into place only when complete; a folder the
     /// export created is removed again when it fails.
-    public static func records(from store: RecordStore, to destination: ExportDestination, request: ExportRequest,
+    public static func records<Store: RecordStoring>(from store: Store, to destination: ExportDestination, request: ExportRequest,
                                progress: ProgressHandler? = nil) throws -> ExportResult {
         guard let makeWriter = request.format.makeWriter else {
             throw OperationError.formatCannotHold(format: request.format.title, what: "records written one by one (it is exported from its mapping)")
@@ -103,7 +103,7 @@ extension Exports {
         return ExportResult(files: [ExportResult.File(path: path, recordType: nil, records: written)], token: token, assets: assetFiles)
     }
 
-    private static func perTypeFiles(from store: RecordStore, to destination: ExportDestination, request: ExportRequest,
+    private static func perTypeFiles<Store: RecordStoring>(from store: Store, to destination: ExportDestination, request: ExportRequest,
                                      makeWriter: (OutputFile, RecordWriteContext) throws -> RecordSink,
                                      progress: ProgressHandler?) throws -> ExportResult {
         if request.since != nil {

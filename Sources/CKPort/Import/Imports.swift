@@ -78,7 +78,7 @@ public struct FormatNotReadable: CKPortError, Sendable {
 extension Imports {
     /// Imports every input in one transaction: all of it, or — when any record is invalid and
     /// invalid records are not skipped, or the import is interrupted — nothing.
-    public static func run(_ request: ImportRequest, into store: RecordStore, progress: ProgressHandler? = nil) throws -> ImportSummary {
+    public static func run<Store: RecordStoring>(_ request: ImportRequest, into store: Store, progress: ProgressHandler? = nil) throws -> ImportSummary {
         let schema = request.schema ?? store.schema
         let context = RecordReadContext(schema: schema, defaultRecordType: request.defaultRecordType, defaultZone: request.defaultZone,
                                         timeZone: request.timeZone, allowNewFields: request.options.allowNewFields, store: store,
@@ -93,23 +93,21 @@ extension Imports {
             for type in source.addedRecordTypes where !added.contains(where: { $0.name == type.name }) { added.append(type) }
         }
         if request.schema == nil && !request.options.allowNewFields && added.isEmpty && !sources.isEmpty && schema.recordTypes.isEmpty {
-            throw OperationError.noSchema(store: store.path, storeExists: true)
+            throw OperationError.noSchema(store: store.location, storeExists: true)
         }
-        let importer = RecordImporter(store: store, options: request.options)
-        importer.addingTypes = added
+        var hooks = ImportHooks(rejects: request.rejects, addingTypes: added)
         if request.strict {
             let reporting = sources.compactMap { $0 as? LossReportingSource }
-            importer.finishing = { _ in
+            hooks.finishing = { _ in
                 let items = reporting.flatMap(\.notKeptItems)
                 guard items.isEmpty else { throw OperationError.inputNotKept(items) }
             }
         }
-        importer.rejects = request.rejects
         if let progress {
-            importer.progress = { progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes)) }
+            hooks.progress = { progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes)) }
         }
         do {
-            let summary = try importer.run(sources, schema: request.schema)
+            let summary = try store.importRecords(sources, schema: request.schema, options: request.options, hooks: hooks)
             try request.rejects?.finish()
             return summary
         } catch {

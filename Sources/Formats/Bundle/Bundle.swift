@@ -154,7 +154,7 @@ public struct BundleWriter {
                 memberStart = spooled
                 memberFirstChunk = spool.count
             }
-            func add(_ record: Records.Record) throws {
+            func add(_ record: Record) throws {
                 if typesWithAssets.contains(record.recordType) {
                     record.forEachAsset { _, asset in if let sha256 = asset.sha256 { assetHashes.insert(sha256) } }
                 }

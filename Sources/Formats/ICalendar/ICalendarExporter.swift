@@ -39,7 +39,7 @@ public final class ICalendarExporter {
     private let session: StoreSession
     private let mapping: CalendarMapping
     private let options: ICalExportOptions
-    private var people: [String: Records.Record?] = [:]
+    private var people: [String: Record?] = [:]
     private var writer = ICalLineWriter()
     /// How the record being written keeps its times, when its mapping's `timeZone` field says
     /// so: a zone of its own (unless `--tz` names another), UTC, floating or a DATE. Floating
@@ -174,7 +174,7 @@ public final class ICalendarExporter {
         switch spec {
         case .constant(let text): return text
         case .reference(let field, let target):
-            var first: Records.Record?
+            var first: Record?
             var limited = query
             limited.limit = 1
             try session.forEach(limited) { first = $0 }
@@ -195,7 +195,7 @@ public final class ICalendarExporter {
 
     // MARK: Components
 
-    private func write(_ record: Records.Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
+    private func write(_ record: Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
         (recordZone, recordUTC, recordFloating, recordDate) = (nil, false, false, false)
         if let field = component.timeZone, case .string(let kept)? = record.fields[field] {
             switch kept {
@@ -263,7 +263,7 @@ public final class ICalendarExporter {
         writer.line("END", component.component)
     }
 
-    private func writeProperty(_ name: String, _ value: CalendarMapping.Value, of record: Records.Record, allDay: Bool) throws {
+    private func writeProperty(_ name: String, _ value: CalendarMapping.Value, of record: Record, allDay: Bool) throws {
         if CalendarMapping.timeProperties.contains(name) {
             guard let ms = timestamp(record, value) else { return }
             let utcOnly = name == "CREATED" || name == "LAST-MODIFIED" || name == "COMPLETED"
@@ -303,7 +303,7 @@ public final class ICalendarExporter {
     }
 
     /// The text a value spec gives for a record, or nil when it gives nothing.
-    func text(_ value: CalendarMapping.Value, of record: Records.Record) throws -> String? {
+    func text(_ value: CalendarMapping.Value, of record: Record) throws -> String? {
         switch value {
         case .constant(let text): return text
         case .field(let name), .date(let name): return record.fields[name].flatMap(Self.plainText)
@@ -329,7 +329,7 @@ public final class ICalendarExporter {
         }
     }
 
-    private func timestamp(_ record: Records.Record, _ value: CalendarMapping.Value?) -> Int64? {
+    private func timestamp(_ record: Record, _ value: CalendarMapping.Value?) -> Int64? {
         guard let field = value?.sourceField, case .timestamp(let ms)? = record.fields[field] else { return nil }
         return ms
     }
@@ -347,7 +347,7 @@ public final class ICalendarExporter {
     }
 
     /// A person's CN and calendar address.
-    private func person(_ spec: CalendarMapping.Person, _ record: Records.Record) throws -> (String?, String)? {
+    private func person(_ spec: CalendarMapping.Person, _ record: Record) throws -> (String?, String)? {
         let key: String
         switch record.fields[spec.field] {
         case .string(let s)?: key = s
@@ -372,7 +372,7 @@ public final class ICalendarExporter {
     public static let recordParameter = "X-CKPORT-RECORD"
 
     /// RRULE text for a record, or nil when its fields give none.
-    func rule(_ recurrence: CalendarMapping.Recurrence, _ record: Records.Record) -> String? {
+    func rule(_ recurrence: CalendarMapping.Recurrence, _ record: Record) -> String? {
         switch recurrence {
         case .rule(let field):
             guard case .string(let text)? = record.fields[field], let rule = try? RecurrenceRule(parsing: text) else { return nil }

@@ -45,7 +45,7 @@ extension RecordFormat {
             }
             guard let mapping = settings.mapping else { throw CalendarMappingMissing(file: input.name) }
             // Attendees become links to the people the store knows by e-mail address.
-            let people = try context.store?.read { try ICalendarRecordReader.people(mapping, in: $0) } ?? [:]
+            let people = try context.store?.readSession { try ICalendarRecordReader.people(mapping, in: $0) } ?? [:]
             var options = ICalImportOptions(timeZone: context.timeZone, expand: settings.expand, zone: context.defaultZone,
                                             fixedFields: settings.fixedFields, people: people)
             var source = input

@@ -121,7 +121,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
 
     /// The store's calendar addresses → the record names of the people they belong to: every
     /// record of the types the mapping looks people up in, by their e-mail field.
-    public static func people(_ mapping: CalendarMapping, in session: StoreSession) throws -> [String: String] {
+    public static func people(_ mapping: CalendarMapping, in session: any RecordSession) throws -> [String: String] {
         var lookups: [(type: String, email: String)] = []
         for component in mapping.components {
             for person in [component.organizer, component.attendees?.person].compactMap({ $0 }) {
@@ -253,7 +253,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         if spec.timeZone != nil, let dtstart = component.property("DTSTART"), let form = CalendarTime.parse(dtstart), form.isWallClock {
             zones = wallClockZones
         }
-        var record = Records.Record(id: RecordID(recordName: baseName, zone: try zone(of: component, recordName: baseName)), recordType: type.name)
+        var record = Record(id: RecordID(recordName: baseName, zone: try zone(of: component, recordName: baseName)), recordType: type.name)
         for (field, text) in options.fixedFields {
             guard let definition = type.field(named: field) else { continue }
             do {
@@ -488,7 +488,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     }
 
     /// The record, then one attendee record per ATTENDEE.
-    private func emit(_ record: Records.Record, _ component: ICalComponent, _ spec: CalendarMapping.Component, isOccurrence: Bool = false) {
+    private func emit(_ record: Record, _ component: ICalComponent, _ spec: CalendarMapping.Component, isOccurrence: Bool = false) {
         let position = SourcePosition(file: input.name, line: component.line)
         queue.append(.record(SourcedRecord(record: record, position: position)))
         guard let attendees = spec.attendees, let attendeeType = schema.recordType(named: attendees.recordType) else { return }
@@ -506,7 +506,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             if !isOccurrence, let named = attendee.parameter(ICalendarExporter.recordParameter), Names.recordNameProblem(named) == nil {
                 participantName = named
             }
-            var participant = Records.Record(id: RecordID(recordName: participantName, zone: record.zone), recordType: attendees.recordType)
+            var participant = Record(id: RecordID(recordName: participantName, zone: record.zone), recordType: attendees.recordType)
             participant.fields[attendees.reference] = .reference(Reference(recordName: record.recordName, action: attendees.referenceAction))
             participant.fields[attendees.person.field] = person
             if let partstat = attendees.partstat, let state = attendee.parameter("PARTSTAT") {
@@ -518,7 +518,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
     }
 
-    private func assign(_ property: ContentLine, _ value: CalendarMapping.Value, to record: inout Records.Record, type: RecordTypeDefinition) throws {
+    private func assign(_ property: ContentLine, _ value: CalendarMapping.Value, to record: inout Record, type: RecordTypeDefinition) throws {
         guard let field = value.sourceField, let definition = type.field(named: field) else { return }
         switch value {
         case .constant, .reference:
@@ -557,7 +557,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     }
 
     /// Puts a rule back into the fields it came from.
-    private func keep(_ rule: ContentLine, _ spec: CalendarMapping.Recurrence, in record: inout Records.Record, type: RecordTypeDefinition) throws {
+    private func keep(_ rule: ContentLine, _ spec: CalendarMapping.Recurrence, in record: inout Record, type: RecordTypeDefinition) throws {
         let parsed: RecurrenceRule
         do { parsed = try RecurrenceRule(parsing: rule.value) } catch {
             throw ComponentProblem(line: rule.line, message: error.message, recordName: record.recordName)

@@ -23,13 +23,13 @@ public final class AssetFolderWriter {
     }
 
     /// Remembers the assets `record` names.
-    public func note(_ record: Records.Record) {
+    public func note(_ record: Record) {
         guard directory != nil else { return }
         record.forEachAsset { _, asset in if let sha256 = asset.sha256 { hashes.insert(sha256) } }
     }
 
     /// Copies every noted asset out of the store.
-    public func write(from session: StoreSession) throws {
+    public func write(from session: any RecordSession) throws {
         guard let directory, !hashes.isEmpty else { return }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for sha256 in hashes.sorted() {

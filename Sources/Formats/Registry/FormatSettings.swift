@@ -35,11 +35,11 @@ public struct RecordReadContext {
     public var allowNewFields: Bool
     /// The store the records go to, for readers that look something up in it (a calendar's
     /// attendees by e-mail address). Nil: nothing is looked up.
-    public var store: RecordStore?
+    public var store: (any RecordStoring)?
     public var settings: FormatSettings
 
     public init(schema: Schema, defaultRecordType: String? = nil, defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil,
-                allowNewFields: Bool = false, store: RecordStore? = nil, settings: FormatSettings = FormatSettings()) {
+                allowNewFields: Bool = false, store: (any RecordStoring)? = nil, settings: FormatSettings = FormatSettings()) {
         self.schema = schema
         self.defaultRecordType = defaultRecordType
         self.defaultZone = defaultZone

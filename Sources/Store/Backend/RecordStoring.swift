@@ -1,0 +1,135 @@
+import Foundation
+import Records
+
+/// A record store, whatever keeps it: what the operations need of one. The SQLite store,
+/// ``RecordStore``, is the first implementation; a client/server database is meant to be the
+/// next, so the seam is drawn for one:
+///
+/// - Every read and every write happens in a transaction the body runs inside (``read(_:)``,
+///   ``write(dryRun:_:)``); on a server that is one connection from a pool, held only for the
+///   body. A body that throws leaves the store exactly as it was.
+/// - Readers see one committed state and never wait for writers. Writers may run at the same
+///   time as other processes' writers; a store that serialises them (SQLite) waits and then
+///   fails with ``StoreError/busy(path:seconds:)``, one that does not (a server) lets them
+///   proceed and reports conflicts the same way.
+/// - Bulk loads go through ``importRecords(_:schema:options:hooks:)``, which each store
+///   implements its own fastest way (SQLite: prepared inserts with indexes rebuilt once; a
+///   server: its copy protocol).
+/// - Change tokens, tombstones and assets belong to the store: a change token names the store
+///   it comes from (``storeID``) and a sequence only that store advances.
+///
+/// `Tests/TestSupport/StoreConformance.swift` holds the checks every implementation must pass.
+public protocol RecordStoring: AnyObject {
+    associatedtype Session: RecordSession
+
+    /// Where the store is, for messages: a file's path, a server's address.
+    var location: String { get }
+    /// The store's identity, the first part of its change tokens.
+    var storeID: String { get }
+    /// The schema as the store holds it now, read afresh.
+    var schema: Schema { get }
+
+    /// Runs `body` in a read transaction: one committed state of the store.
+    func read<T>(_ body: (Session) throws -> T) throws -> T
+    /// Runs `body` in a write transaction that commits when it returns (and rolls back when it
+    /// throws, or when `dryRun` is set).
+    func write<T>(dryRun: Bool, _ body: (Session) throws -> T) throws -> T
+    /// Changes the schema to `schema`, refusing a change that would lose records' data.
+    @discardableResult
+    func importSchema(_ schema: Schema, dryRun: Bool) throws -> SchemaChange
+    /// Loads records from `sources` in one transaction: all of them or, when one is invalid
+    /// and invalid records are not skipped, none.
+    func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws -> ImportSummary
+}
+
+/// What a caller hears of, and adds to, a bulk load.
+public struct ImportHooks {
+    /// Progress: records and bytes read so far.
+    public var progress: ((ImportProgress) -> Void)?
+    /// Where rejected records go, when invalid records are skipped.
+    public var rejects: RejectSink?
+    /// Record types to add to the schema before the records go in.
+    public var addingTypes: [RecordTypeDefinition]
+    /// Runs in the load's transaction after the last record, before it commits; throwing
+    /// rolls the whole load back.
+    public var finishing: ((any RecordSession) throws -> Void)?
+
+    public init(progress: ((ImportProgress) -> Void)? = nil, rejects: RejectSink? = nil, addingTypes: [RecordTypeDefinition] = [],
+                finishing: ((any RecordSession) throws -> Void)? = nil) {
+        self.progress = progress
+        self.rejects = rejects
+        self.addingTypes = addingTypes
+        self.finishing = finishing
+    }
+}
+
+/// One transaction on a record store.
+public protocol RecordSession: AnyObject {
+    /// The schema as this transaction sees it.
+    var schema: Schema { get }
+    var storeID: String { get }
+    /// The token of the last change this transaction sees.
+    var currentToken: ChangeToken { get }
+    /// Every zone that holds or held records, in order.
+    var zones: [ZoneID] { get }
+
+    /// The live record with this ID, if any.
+    func record(_ id: RecordID) throws -> Record?
+    /// Saves a record in `mode`; says whether it was inserted, updated or unchanged.
+    func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome
+    /// Deletes these records and what their reference actions take with them.
+    func delete(_ ids: [RecordID]) throws -> [DeletedRecord]
+    /// Deletes the records `query` selects, and what their reference actions take with them.
+    func delete(matching query: RecordQuery) throws -> [DeletedRecord]
+
+    /// The records `query` selects, in its order (scope, zone, type, name unless sorted).
+    func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws
+    /// How many records `query` selects.
+    func count(_ query: RecordQuery) throws -> Int
+    /// Every change after `token`, in the order it happened; deletions as tombstones.
+    func forEachChange(since token: ChangeToken, recordTypes: [String], scope: DatabaseScope?, zoneName: String?,
+                       _ body: (Record) throws -> Void) throws
+    /// Records and tombstones per zone and type.
+    func stats() throws -> StoreStats
+
+    /// Stores an asset file's bytes, checked against what the record says of them.
+    func putAsset(file path: String, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64, added: Bool)
+    /// Passes an asset's bytes to `body`, a piece at a time; false when the store lacks them.
+    func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
+    /// The size of an asset the store holds.
+    func assetSize(_ sha256: String) throws -> Int64?
+
+    /// The migrations applied, oldest first, of one set or of all.
+    func migrationHistory(set: String?) throws -> [MigrationHistoryEntry]
+    /// Records a migration as applied.
+    func recordMigration(_ entry: MigrationHistoryEntry) throws
+}
+
+// MARK: - The SQLite store
+
+extension RecordStore: RecordStoring {
+    public var location: String { path }
+
+    public func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws -> ImportSummary {
+        let importer = RecordImporter(store: self, options: options)
+        importer.progress = hooks.progress
+        importer.rejects = hooks.rejects
+        importer.addingTypes = hooks.addingTypes
+        if let finishing = hooks.finishing { importer.finishing = { try finishing($0) } }
+        return try importer.run(sources, schema: schema)
+    }
+}
+
+extension StoreSession: RecordSession {}
+
+extension RecordStoring {
+    /// ``read(_:)`` for code that holds the store as `any RecordStoring`.
+    public func readSession<T>(_ body: (any RecordSession) throws -> T) throws -> T {
+        try read { try body($0) }
+    }
+
+    /// ``write(dryRun:_:)`` for code that holds the store as `any RecordStoring`.
+    public func writeSession<T>(dryRun: Bool = false, _ body: (any RecordSession) throws -> T) throws -> T {
+        try write(dryRun: dryRun) { try body($0) }
+    }
+}

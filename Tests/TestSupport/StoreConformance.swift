@@ -1,0 +1,347 @@
+import Foundation
+import Records
+import Store
+
+/// The checks every record store must pass, whatever keeps it: SQLite today, a server next.
+/// Each check starts from new, empty stores that `create` makes (`open` opens a second handle
+/// on the same store, as another process would) and throws ``Failure`` naming what broke.
+///
+///     @Test(arguments: StoreConformance<RecordStore>.checks)
+///     func sqlite(_ check: String) throws { try conformance.run(check) }
+public struct StoreConformance<Store: RecordStoring> {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// A new, empty store; `name` tells stores of one check apart.
+    public let create: (_ name: String) throws -> Store
+    /// A second handle on the store at `location`.
+    public let open: (_ location: String) throws -> Store
+
+    public init(create: @escaping (String) throws -> Store, open: @escaping (String) throws -> Store) {
+        self.create = create
+        self.open = open
+    }
+
+    public static var checks: [String] {
+        ["schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions", "assets",
+         "migration history", "bulk load", "two handles"]
+    }
+
+    public func run(_ check: String) throws {
+        switch check {
+        case "schema": try schema()
+        case "save modes": try saveModes()
+        case "queries": try queries()
+        case "transactions": try transactions()
+        case "change tokens": try changeTokens()
+        case "deletes and reference actions": try deletes()
+        case "assets": try assets()
+        case "migration history": try history()
+        case "bulk load": try bulkLoad()
+        case "two handles": try twoHandles()
+        default: throw Failure(description: "no check named \(check)")
+        }
+    }
+
+    // MARK: - Fixtures
+
+    static var schemaText: String {
+        """
+        DEFINE SCHEMA
+            RECORD TYPE Folder (
+                "___recordID" REFERENCE QUERYABLE,
+                title         STRING QUERYABLE SORTABLE,
+                GRANT WRITE TO "_creator",
+                GRANT CREATE TO "_icloud",
+                GRANT READ TO "_world"
+            );
+            RECORD TYPE Note (
+                "___recordID" REFERENCE QUERYABLE,
+                title         STRING QUERYABLE SORTABLE,
+                pinned        INT64 QUERYABLE SORTABLE,
+                folder        REFERENCE QUERYABLE,
+                attachment    ASSET,
+                GRANT WRITE TO "_creator",
+                GRANT CREATE TO "_icloud",
+                GRANT READ TO "_world"
+            );
+        """
+    }
+
+    static var zone: ZoneID { ZoneID(scope: .private, zoneName: "Notes") }
+
+    static func note(_ name: String, _ title: String, pinned: Int64 = 0, folder: Reference? = nil, modified: Int64 = 1_700_000_000_000,
+                     zone: ZoneID = zone) -> Record {
+        var record = Record(id: RecordID(recordName: name, zone: zone), recordType: "Note",
+                            created: RecordStamp(timestamp: 1_700_000_000_000), modified: RecordStamp(timestamp: modified))
+        record["title"] = .string(title)
+        record["pinned"] = .int64(pinned)
+        if let folder { record["folder"] = .reference(folder) }
+        return record
+    }
+
+    static func folder(_ name: String, zone: ZoneID = zone) -> Record {
+        var record = Record(id: RecordID(recordName: name, zone: zone), recordType: "Folder",
+                            created: RecordStamp(timestamp: 1_700_000_000_000), modified: RecordStamp(timestamp: 1_700_000_000_000))
+        record["title"] = .string(name)
+        return record
+    }
+
+    func require(_ condition: Bool, _ message: @autoclosure () throws -> String) throws {
+        if !condition { throw Failure(description: try message()) }
+    }
+
+    func requireThrows<E: Error>(_ type: E.Type, _ what: String, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch is E {
+            return
+        } catch {
+            throw Failure(description: "\(what): expected \(E.self), got \(error)")
+        }
+        throw Failure(description: "\(what): expected \(E.self), nothing was thrown")
+    }
+
+    func newStore(_ name: String, with records: [Record] = []) throws -> Store {
+        let store = try create(name)
+        try store.importSchema(try SchemaParser.parse(Self.schemaText), dryRun: false)
+        if !records.isEmpty {
+            _ = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        }
+        return store
+    }
+
+    func names(_ store: Store, _ query: RecordQuery = RecordQuery()) throws -> [String] {
+        try store.read { session in
+            var names: [String] = []
+            try session.forEach(query) { names.append($0.recordName) }
+            return names
+        }
+    }
+
+    // MARK: - Checks
+
+    func schema() throws {
+        let store = try create("schema")
+        let schema = try SchemaParser.parse(Self.schemaText)
+        let dry = try store.importSchema(schema, dryRun: true)
+        try require(dry.changesSchema && store.schema.recordTypes.isEmpty, "a dry-run schema import changed the schema")
+        try store.importSchema(schema, dryRun: false)
+        try require(store.schema.isEquivalent(to: schema), "the schema read back differs from the one imported")
+        try require(try store.read { $0.schema.isEquivalent(to: schema) }, "a session sees another schema")
+        _ = try store.importRecords([ArrayRecordSource([Self.note("n-1", "Milk")])], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        // Dropping a type that holds records would lose them: refused, and nothing changes.
+        let withoutNotes = try SchemaParser.parse(Self.schemaText.components(separatedBy: "RECORD TYPE Note")[0].trimmingCharacters(in: .whitespacesAndNewlines))
+        try requireThrows(StoreError.self, "a schema change that loses records") { try store.importSchema(withoutNotes, dryRun: false) }
+        try require(store.schema.isEquivalent(to: schema) && (try names(store)) == ["n-1"], "a refused schema change changed the store")
+    }
+
+    func saveModes() throws {
+        let store = try newStore("modes", with: [Self.note("n-1", "Milk", pinned: 1)])
+        try store.write(dryRun: false) { session in
+            let outcome = try session.save(Self.note("n-2", "Bread"), mode: .insert)
+            guard case .inserted = outcome else { throw Failure(description: "insert of a new record: \(outcome)") }
+        }
+        try requireThrows(SaveRefusal.self, "insert over an existing record") {
+            try store.write(dryRun: false) { session in _ = try session.save(Self.note("n-1", "Eggs"), mode: .insert) }
+        }
+        // upsert sets the fields given and keeps the others.
+        var partial = Record(id: RecordID(recordName: "n-1", zone: Self.zone), recordType: "Note",
+                             modified: RecordStamp(timestamp: 1_700_000_100_000))
+        partial["title"] = .string("Oat milk")
+        try store.write(dryRun: false) { session in _ = try session.save(partial, mode: .upsert) }
+        var stored = try store.read { try $0.record(partial.id) }
+        try require(stored?["title"] == .string("Oat milk") && stored?["pinned"] == .int64(1), "upsert: \(String(describing: stored))")
+        // replace clears what is not given.
+        try store.write(dryRun: false) { session in _ = try session.save(partial, mode: .replace) }
+        stored = try store.read { try $0.record(partial.id) }
+        try require(stored?["title"] == .string("Oat milk") && stored?["pinned"] == nil, "replace: \(String(describing: stored))")
+        // newer keeps whichever side was modified later.
+        let older = Self.note("n-1", "Old title", modified: 1_600_000_000_000)
+        try store.write(dryRun: false) { session in
+            let outcome = try session.save(older, mode: .newer)
+            guard case .unchanged = outcome else { throw Failure(description: "newer with an older record: \(outcome)") }
+        }
+        let newer = Self.note("n-1", "New title", modified: 1_800_000_000_000)
+        try store.write(dryRun: false) { session in _ = try session.save(newer, mode: .newer) }
+        stored = try store.read { try $0.record(partial.id) }
+        try require(stored?["title"] == .string("New title"), "newer with a newer record: \(String(describing: stored))")
+        // System fields come back as they were saved.
+        try require(stored?.modified?.timestamp == 1_800_000_000_000 && stored?.created?.timestamp == 1_700_000_000_000, "system fields: \(String(describing: stored))")
+    }
+
+    func queries() throws {
+        let other = ZoneID(scope: .shared, zoneName: "A", ownerRecordName: "_someone")
+        let store = try newStore("queries", with: [
+            Self.note("n-3", "Cheese", pinned: 1), Self.note("n-1", "Milk", pinned: 0), Self.note("n-2", "Bread", pinned: 1),
+            Self.folder("f-1"), Self.note("n-0", "Jam", zone: other),
+        ])
+        // Scope, zone, type, name.
+        try require(try names(store) == ["f-1", "n-1", "n-2", "n-3", "n-0"], "order: \(try names(store))")
+        var pinned = RecordQuery(recordTypes: ["Note"])
+        pinned.predicate = try RecordPredicate.parse("pinned == 1")
+        try require(try names(store, pinned) == ["n-2", "n-3"], "predicate: \(try names(store, pinned))")
+        var sorted = RecordQuery(recordTypes: ["Note"], zoneName: "Notes")
+        sorted.sortField = "title"
+        try require(try names(store, sorted) == ["n-2", "n-3", "n-1"], "sort: \(try names(store, sorted))")
+        sorted.descending = true
+        sorted.limit = 2
+        try require(try names(store, sorted) == ["n-1", "n-3"], "descending, limit: \(try names(store, sorted))")
+        try require(try store.read { try $0.count(pinned) } == 2, "count")
+        try require(try store.read { try $0.count(RecordQuery(scope: .shared)) } == 1, "count by scope")
+        try require(try store.read { try $0.record(RecordID(recordName: "n-0", zone: other)) }?["title"] == .string("Jam"), "lookup in another zone")
+        try require(try store.read { try $0.record(RecordID(recordName: "n-0", zone: Self.zone)) } == nil, "a name is per zone")
+        let stats = try store.read { try $0.stats() }
+        try require(stats.totalRecords == 5, "stats: \(stats.totalRecords)")
+        try require(try store.read { $0.zones }.contains(other), "zones")
+    }
+
+    func transactions() throws {
+        let store = try newStore("transactions", with: [Self.note("n-1", "Milk")])
+        let before = try store.read { $0.currentToken }
+        do {
+            try store.write(dryRun: false) { session in
+                _ = try session.save(Self.note("n-2", "Bread"), mode: .upsert)
+                throw Failure(description: "on purpose")
+            }
+        } catch is Failure {}
+        try require(try names(store) == ["n-1"], "a write that threw left records behind")
+        try store.write(dryRun: true) { session in _ = try session.save(Self.note("n-3", "Jam"), mode: .upsert) }
+        try require(try names(store) == ["n-1"], "a dry run wrote")
+        try require(try store.read { $0.currentToken } == before, "a rolled-back write moved the change token")
+        let seenInside = try store.write(dryRun: false) { session -> Bool in
+            _ = try session.save(Self.note("n-4", "Tea"), mode: .upsert)
+            return try session.record(RecordID(recordName: "n-4", zone: Self.zone)) != nil
+        }
+        try require(seenInside && (try names(store)) == ["n-1", "n-4"], "a write sees its own records and commits them")
+    }
+
+    func changeTokens() throws {
+        let store = try newStore("tokens", with: [Self.note("n-1", "Milk"), Self.note("n-2", "Bread")])
+        let start = try store.read { $0.currentToken }
+        try require(start.storeID == store.storeID, "a token names its store")
+        try store.write(dryRun: false) { session in
+            _ = try session.save(Self.note("n-3", "Jam"), mode: .upsert)
+            _ = try session.save(Self.note("n-1", "Oat milk"), mode: .upsert)
+            _ = try session.delete([RecordID(recordName: "n-2", zone: Self.zone)])
+        }
+        let end = try store.read { $0.currentToken }
+        try require(end.sequence > start.sequence, "changes advance the token")
+        var changes: [(String, Bool)] = []
+        try store.read { session in
+            try session.forEachChange(since: start, recordTypes: [], scope: nil, zoneName: nil) { changes.append(($0.recordName, $0.isDeleted)) }
+        }
+        try require(changes.map(\.0) == ["n-3", "n-1", "n-2"] && changes.map(\.1) == [false, false, true], "changes in order, deletions as tombstones: \(changes)")
+        var none = 0
+        try store.read { session in try session.forEachChange(since: end, recordTypes: [], scope: nil, zoneName: nil) { _ in none += 1 } }
+        try require(none == 0, "nothing after the current token")
+        try require(try store.read { try $0.stats() }.entries.reduce(0) { $0 + $1.tombstones } == 1, "a tombstone is counted")
+        let foreign = ChangeToken(storeID: "000000000000", sequence: 1)
+        try requireThrows(StoreError.self, "a token of another store") {
+            try store.read { session in try session.forEachChange(since: foreign, recordTypes: [], scope: nil, zoneName: nil) { _ in } }
+        }
+    }
+
+    func deletes() throws {
+        let store = try newStore("deletes", with: [
+            Self.folder("f-1"), Self.folder("f-2"),
+            Self.note("n-1", "Milk", folder: Reference(recordName: "f-1", action: .deleteSelf)),
+            Self.note("n-2", "Bread", folder: Reference(recordName: "f-2", action: .validate)),
+        ])
+        let deleted = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-1", zone: Self.zone)]) }
+        try require(Set(deleted.map(\.id.recordName)) == ["f-1", "n-1"], "DELETE_SELF takes the note along: \(deleted)")
+        try requireThrows(StoreError.self, "deleting a record a VALIDATE reference points at") {
+            _ = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-2", zone: Self.zone)]) }
+        }
+        try require(try names(store) == ["f-2", "n-2"], "a refused delete deleted: \(try names(store))")
+        var bread = RecordQuery(recordTypes: ["Note"])
+        bread.predicate = try RecordPredicate.parse("title == 'Bread'")
+        let byQuery = try store.write(dryRun: false) { try $0.delete(matching: bread) }
+        try require(byQuery.map(\.id.recordName) == ["n-2"], "delete by query")
+        _ = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-2", zone: Self.zone)]) }
+        try require(try names(store).isEmpty, "every record deleted")
+    }
+
+    func assets() throws {
+        let store = try newStore("assets")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-conformance-\(UUID().uuidString)").path
+        let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try bytes.write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let put = try store.write(dryRun: false) { try $0.putAsset(file: file, expectedSHA256: nil, expectedSize: nil) }
+        try require(put.size == 100_000 && put.added && put.sha256.count == 64, "put: \(put)")
+        let again = try store.write(dryRun: false) { try $0.putAsset(file: file, expectedSHA256: put.sha256, expectedSize: 100_000) }
+        try require(!again.added, "the same bytes twice are stored once")
+        var read = Data()
+        let found = try store.read { try $0.readAsset(put.sha256) { read.append(contentsOf: $0) } }
+        try require(found && read == bytes, "read back \(read.count) bytes")
+        try require(try store.read { try $0.assetSize(put.sha256) } == 100_000, "size")
+        try require(!(try store.read { try $0.readAsset(String(repeating: "0", count: 64)) { _ in } }), "an asset the store lacks")
+        try requireThrows(Error.self, "bytes that are not what the record says") {
+            _ = try store.write(dryRun: false) { try $0.putAsset(file: file, expectedSHA256: String(repeating: "a", count: 64), expectedSize: nil) }
+        }
+    }
+
+    func history() throws {
+        let store = try newStore("history")
+        let first = MigrationHistoryEntry(set: "notes", version: 1, description: "first", file: "0001_a.yaml", checksum: String(repeating: "a", count: 64),
+                                          appliedAt: 1_700_000_000_000, durationMilliseconds: 12, recordsChanged: 3)
+        var second = first
+        second.version = 2
+        second.file = "0002_b.yaml"
+        var other = first
+        other.set = "other"
+        try store.write(dryRun: false) { session in
+            try session.recordMigration(first)
+            try session.recordMigration(other)
+            try session.recordMigration(second)
+        }
+        let notes = try store.read { try $0.migrationHistory(set: "notes") }
+        try require(notes.map(\.version) == [1, 2] && notes.map(\.file) == ["0001_a.yaml", "0002_b.yaml"], "history of one set: \(notes)")
+        try require(try store.read { try $0.migrationHistory(set: nil) }.count == 3, "history of all sets")
+    }
+
+    func bulkLoad() throws {
+        let store = try newStore("bulk")
+        var bad = Self.note("n-2", "Bread")
+        bad["pinned"] = .string("yes")
+        let records = [Self.note("n-1", "Milk"), bad, Self.note("n-3", "Jam")]
+        do {
+            _ = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+            throw Failure(description: "an invalid record did not fail the load")
+        } catch is Failure {
+            throw Failure(description: "an invalid record did not fail the load")
+        } catch {}
+        try require(try names(store).isEmpty, "a failed load left records")
+        let summary = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(skipInvalid: true), hooks: ImportHooks())
+        try require(summary.totals.inserted == 2 && summary.totals.rejected == 1, "skipping invalid records: \(summary.totals)")
+        try require(try names(store) == ["n-1", "n-3"], "the valid records went in")
+        var heard = 0
+        let hooks = ImportHooks(finishing: { session in
+            heard = try session.count(RecordQuery(recordTypes: ["Note"]))
+            throw Failure(description: "refused at the end")
+        })
+        do {
+            _ = try store.importRecords([ArrayRecordSource([Self.note("n-4", "Tea")])], schema: nil, options: ImportOptions(), hooks: hooks)
+        } catch is Failure {}
+        try require(heard == 3, "the finishing hook sees the load's records: \(heard)")
+        try require(try names(store) == ["n-1", "n-3"], "a load its hook refused left records")
+    }
+
+    func twoHandles() throws {
+        let store = try newStore("handles", with: [Self.note("n-1", "Milk")])
+        let second = try open(store.location)
+        try require(second.storeID == store.storeID && second.schema.isEquivalent(to: store.schema), "a second handle sees the same store")
+        // A reader keeps its state while another handle commits.
+        try second.read { session in
+            try store.write(dryRun: false) { _ = try $0.save(Self.note("n-2", "Bread"), mode: .upsert) }
+            var inside = 0
+            try session.forEach(RecordQuery()) { _ in inside += 1 }
+            if inside != 1 { throw Failure(description: "a read transaction saw a commit made after it began (\(inside) records)") }
+        }
+        try require(try names(second) == ["n-1", "n-2"], "a new read sees the commit")
+        try second.write(dryRun: false) { _ = try $0.save(Self.note("n-3", "Jam"), mode: .upsert) }
+        try require(try names(store) == ["n-1", "n-2", "n-3"], "writes from both handles")
+    }
+}
