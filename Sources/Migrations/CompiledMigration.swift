@@ -324,7 +324,7 @@ public struct CompiledMigration: Sendable {
         if current.count == 1 && current[0] == record { return .unchanged }
         if appendOnly.contains(record.recordType) && !force && !current.contains(record) {
             return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: places.first ?? migration.file,
-                                         message: "\(record.recordType) is append-only in this migration set: existing records are not changed (--force to do it anyway)"))
+                                         message: "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"))
         }
         for index in current.indices where stampedTypes.contains(current[index].recordType) && current[index] != record {
             current[index].fields[CompiledMigration.versionField] = .int64(Int64(migration.version))

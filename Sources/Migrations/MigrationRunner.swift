@@ -99,7 +99,7 @@ public final class MigrationRunner {
                 continue
             }
             if migration.checksum != entry.checksum && !repair {
-                problems.append("\(migration.file) was edited after it was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) (SHA-256 \(entry.checksum.prefix(12))… then, \(migration.checksum.prefix(12))… now): undo the edit and write a new migration, or pass --repair to accept the edit on purpose")
+                problems.append("\(migration.file) was edited after it was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) (SHA-256 \(entry.checksum.prefix(12))… then, \(migration.checksum.prefix(12))… now): undo the edit and write a new migration, \(Wording.repairHistory.text)")
             }
         }
         let appliedVersions = Set(history.map(\.version))

@@ -117,7 +117,7 @@ public struct RecordValidator: Sendable {
                 if Names.isSystemField(name) {
                     issues.append(ValidationIssue(field: name, message: "system fields are set through the record's system keys, not its fields"))
                 } else if !allowNewFields {
-                    issues.append(ValidationIssue(field: name, message: "record type '\(type.name)' has no field '\(name)' (use --allow-new-fields to add it to the schema)"))
+                    issues.append(ValidationIssue(field: name, message: "record type '\(type.name)' has no field '\(name)' (\(Wording.allowNewFields.text))"))
                 } else if let problem = Names.fieldNameProblem(name) {
                     issues.append(ValidationIssue(field: name, message: problem))
                 }

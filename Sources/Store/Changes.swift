@@ -12,7 +12,7 @@ extension StoreSession {
     public func forEachChange(since token: ChangeToken, recordTypes: [String] = [], scope: DatabaseScope? = nil,
                               zoneName: String? = nil, _ body: (Record) throws -> Void) throws {
         guard token.storeID == storeID else {
-            throw StoreError.badToken("change token \(token) comes from another store (this store is \(storeID)); export without --since to start a new chain")
+            throw StoreError.badToken("change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)")
         }
         guard token.sequence <= changeSequence else {
             throw StoreError.badToken("change token \(token) is ahead of this store, which is at \(currentToken); was the store restored from an older copy?")

@@ -145,7 +145,7 @@ extension StoreSession {
 
     private func queryError(_ message: String, column: Int, text: String?) -> StoreError {
         guard let text else { return .badQuery(message) }
-        return .badQuery("--where \"\(text)\"\n  at column \(column): \(message)")
+        return .badQuery("\(Wording.predicate(text).text)\n  at column \(column): \(message)")
     }
 
     /// System fields a predicate or sort may name, with the column and type behind them.
@@ -159,10 +159,10 @@ extension StoreSession {
     private func sortColumn(_ name: String, layout: TableLayout) throws -> String {
         if let system = StoreSession.systemQueryFields[name] { return system.column }
         guard let field = layout.fieldsByName[name].map({ layout.fields[$0] }) else {
-            throw StoreError.badQuery("--sort \(name): record type \(layout.typeName) has no field '\(name)'")
+            throw StoreError.badQuery("\(Wording.sortField(name).text): record type \(layout.typeName) has no field '\(name)'")
         }
         guard !field.type.isList, ![.asset, .location, .bytes].contains(field.type.primitive) else {
-            throw StoreError.badQuery("--sort \(name): \(field.type) fields cannot be sorted")
+            throw StoreError.badQuery("\(Wording.sortField(name).text): \(field.type) fields cannot be sorted")
         }
         return field.column
     }

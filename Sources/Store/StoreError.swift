@@ -37,7 +37,7 @@ public enum StoreError: CKPortError, Sendable {
     public var description: String {
         switch self {
         case .missing(let path):
-            return "no store at \(path) (create one with 'ckport schema import schema.ckdb --store \(path)')"
+            return "no store at \(path) (\(Wording.createStore(path: path).text))"
         case .notAStore(let path, let reason):
             return "\(path) is not a ckport store: \(reason)"
         case .unsupportedFormat(let path, let version):

@@ -245,7 +245,7 @@ public final class StoreSession {
         let result: Record
         switch mode {
         case .insert:
-            throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (mode insert adds new records only; use --mode upsert, replace or newer)")
+            throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (\(Wording.updatingModes.text))")
         case .upsert:
             result = merged(existing, with: incoming)
         case .replace:

@@ -4,6 +4,8 @@ import Store
 
 // Parse errors exit 1 (ArgumentParser's own default is 64); the library's errors are sorted
 // into 2 (invalid input, nothing written) and 3 (anything else).
+// The library's messages name the command line's flags where they mention a setting.
+CommandLineWords.install()
 let arguments = Array(CommandLine.arguments.dropFirst())
 var command: ParsableCommand
 do {

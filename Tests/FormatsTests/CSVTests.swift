@@ -251,7 +251,7 @@ struct CSVRecordTests {
         berlin.values = CSVValues(timeZone: TimeZone(identifier: "America/Sao_Paulo"))
         #expect(records(try csvRecords(text, schema: schema, options: berlin)).last?.recordName == "DailyEntry_2025-10-10__ABC123DEF456")
         let missing = issues(try csvRecords("date,authorUserRecordID,eveningMood\n2025-10-10,,1\n", schema: schema, options: options))
-        #expect(missing.first?.message == "--name-template needs field 'authorUserRecordID', which this row leaves empty")
+        #expect(missing.first?.message == "the name template needs field 'authorUserRecordID', which this row leaves empty")
         #expect(throws: ValueError.self) { try NameTemplate("no fields") }
         #expect(throws: ValueError.self) { try NameTemplate("open {brace") }
         #expect(NameTemplate.format(1_768_208_400_123, pattern: "yyyyMMdd-HHmmss.SSS", timeZone: nil) == "20260112-090000.123")

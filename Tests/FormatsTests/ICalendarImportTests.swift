@@ -120,7 +120,7 @@ struct ICalendarImportTests {
         #expect(dentist.fields["isDeleted"] == .int64(1))
         #expect(summary.counts["Event"]?.inserted == 10)
         #expect(summary.counts["EventParticipant"]?.inserted == 14)
-        #expect(summary.notes.contains("not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-GOOGLE-CONFERENCE in 1 event (--mapping archive keeps a calendar whole; --strict refuses the import)"), "\(summary.notes)")
+        #expect(summary.notes.contains("not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-GOOGLE-CONFERENCE in 1 event (the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep)"), "\(summary.notes)")
         // The mapping's timeZone field keeps how each start was written.
         #expect(swims.allSatisfy { $0.fields["timeZone"] == .string("Europe/Berlin") })
         #expect(easter.fields["timeZone"] == .string("date"))
@@ -324,7 +324,7 @@ struct ICalendarImportTests {
         let path = try calendar.file(ICalendarImportTests.good + "END:VCALENDAR\n")
         #expect { try calendar.run(path, fixed: [("isDeleted", "maybe")]) } throws: { error in
             let text = "\(error)"
-            return text.contains("\(path):4: record 'good-1' (Event), field 'isDeleted': --set isDeleted=maybe: expected INT64")
+            return text.contains("\(path):4: record 'good-1' (Event), field 'isDeleted': the value isDeleted=maybe given to every record: expected INT64")
         }
     }
 

@@ -297,7 +297,7 @@ struct HistoryTests {
         let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: directory))
         let status = try runner.status()
         #expect(status.problems.count == 1 && status.problems[0].contains("0001_city.yaml was edited after it was applied"))
-        #expect(status.problems[0].contains("--repair"))
+        #expect(status.problems[0].contains("or repair the history to accept the edit on purpose"))
         #expect(throws: MigrationError.self) { try runner.apply() }
         #expect(try stored(store, "p1")?["city"] == .string("Lisbon"))
         runner.repair = true

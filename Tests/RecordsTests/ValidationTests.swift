@@ -31,7 +31,7 @@ struct ValidationTests {
         #expect(mismatch == [ValidationIssue(field: "due", message: "expected TIMESTAMP, found a STRING value")])
         let unknown = validator.issues(in: record(["colour": .string("red")]))
         #expect(unknown.first?.field == "colour")
-        #expect(unknown.first?.message.contains("--allow-new-fields") == true)
+        #expect(unknown.first?.message.contains("(allow new fields to add it to the schema)") == true)
         #expect(validator.issues(in: record(["colour": .string("red")]), allowNewFields: true).isEmpty)
         let big = validator.issues(in: record(["blob": .bytes([UInt8](repeating: 7, count: 1_048_577))]))
         #expect(big.first?.field == "blob")

@@ -27,7 +27,7 @@ struct ImportTests {
             try importText(task("t1", #""title":{"value":"Other"}"#), into: store, options: ImportOptions(mode: .insert))
         }
         do { _ = try importText(task("t1", #""title":{"value":"Other"}"#), into: store, options: ImportOptions(mode: .insert)) } catch let failure as ImportFailure {
-            #expect(failure.summary.issues.first?.message.contains("already exists (mode insert") == true)
+            #expect(failure.summary.issues.first?.message.contains("already exists (the insert mode adds new records only") == true)
         }
         #expect(try store.read { try $0.record(RecordID(recordName: "t1")) }?.fields["title"] == .string("Trash"))
     }

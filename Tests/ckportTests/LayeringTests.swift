@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Records
 import TestSupport
 @testable import ckport
 
@@ -19,6 +20,7 @@ struct LayeringTests {
         "Suggestions": "the nearest command or flag name for a typo",
         "CalendarMappingChoice": "the default mapping comes from the sample apps, which the library does not ship",
         "FormatOptionGroup": "help groups of flags that only some formats take",
+        "CommandLineWords": "the flags the library's messages name, where the library speaks of settings",
     ]
 
     static func commandLineFiles() throws -> [(name: String, text: String)] {
@@ -80,5 +82,35 @@ struct LayeringTests {
             }
         }
         #expect(spelled.isEmpty, "\(spelled)")
+    }
+
+    @Test("the library's messages name no flag: where they mention a setting, the command line's words are installed")
+    func libraryNamesNoFlags() throws {
+        var flagged: [String] = []
+        let flag = try Regex(#"--[a-z][a-z-]+"#)
+        for module in ["Records", "Store", "Formats", "Migrations", "CKPort"] {
+            let root = packageRoot.appendingPathComponent("Sources/\(module)")
+            let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
+            for case let file as String in enumerator where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let code = line.trimmingCharacters(in: .whitespaces)
+                    if code.hasPrefix("//") { continue }
+                    // A flag inside a string literal of code.
+                    if line.contains("\""), line.contains(flag) { flagged.append("\(module)/\(file):\(number + 1)") }
+                }
+            }
+        }
+        #expect(flagged.isEmpty, "\(flagged)")
+        let samples: [Wording] = [.allowNewFields, .startNewChangeChain, .createStore(path: "s.sqlite"), .updatingModes, .predicate("a == 1"),
+                                  .predicateWord, .sortField("title"), .chooseRecordTypes, .skipInvalid, .expansionWindow, .expandForOccurrences,
+                                  .importWithoutExpanding, .keepWholeOrRefuse, .importIntoArchive, .fixedField(field: "f", text: "v"),
+                                  .passphraseSource, .defaultRecordType, .giveRecordType, .fieldList, .mapColumn(header: "Due"),
+                                  .nameTemplate("{x}"), .nameTemplateWord, .repairHistory, .forceAppendOnly]
+        for wording in samples {
+            #expect(!wording.dataText.contains("--"), "\(wording): \(wording.dataText)")
+            let words = try #require(CommandLineWords.words(wording))
+            #expect(words.contains("--") || words.contains("ckport "), "\(wording): \(words)")
+        }
     }
 }

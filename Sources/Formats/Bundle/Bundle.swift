@@ -326,7 +326,7 @@ public final class BundleReader: RecordSource {
         let gzip: GzipReader
         if BundleEncryption.isEncrypted(path: path) {
             guard let passphrase else {
-                throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase (--passphrase-file FILE, or $CKPORT_PASSPHRASE)")
+                throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase\(Wording.passphraseSource.text)")
             }
             let decryptor = try BundleDecryptor(path: path, passphrase: passphrase)
             gzip = GzipReader(name: path, limits: limits) { try decryptor.read(into: $0) }

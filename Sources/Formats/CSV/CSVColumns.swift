@@ -58,7 +58,7 @@ enum CSVLayout {
         if let chosen {
             fields = try chosen.map { name throws(ValueError) in
                 guard let field = type.field(named: name), !field.isSystem else {
-                    throw ValueError("--fields: record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))")
+                    throw ValueError("\(Wording.fieldList.text): record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))")
                 }
                 return field
             }

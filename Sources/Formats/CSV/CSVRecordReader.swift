@@ -81,7 +81,7 @@ public final class CSVRecordReader: RecordSource {
         typeColumn = headerNames.firstIndex(of: "recordType")
         if typeColumn == nil && options.defaultRecordType == nil {
             throw InputIssue(position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
-                             message: "the rows' record type is unknown: give --type, or add a recordType column")
+                             message: "the rows' record type is unknown: \(Wording.giveRecordType.text), or add a recordType column")
         }
         if typeColumn == nil, let type = options.defaultRecordType {
             // One type for the whole file: check the header now, before any row.
@@ -106,7 +106,7 @@ public final class CSVRecordReader: RecordSource {
                 let cell = header[index]
                 let known = type.map { " (its fields: \($0.userFields.map(\.name).joined(separator: ", ")))" } ?? ""
                 throw InputIssue(position: SourcePosition(file: rows.name, line: cell.line, column: cell.column), recordType: typeName,
-                                 message: "column '\(header[index].text)'\(name != header[index].text ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); rename it with --map \"\(header[index].text)=field\" or pass --ignore-columns")
+                                 message: "column '\(header[index].text)'\(name != header[index].text ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); \(Wording.mapColumn(header: header[index].text).text)")
             }
         }
         layouts[typeName] = columns

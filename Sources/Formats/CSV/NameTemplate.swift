@@ -24,11 +24,11 @@ public struct NameTemplate: Sendable {
         while let open = rest.firstIndex(of: "{") {
             literal += rest[..<open]
             guard let close = rest[open...].firstIndex(of: "}") else {
-                throw ValueError("--name-template \"\(text)\": a '{' is not closed")
+                throw ValueError("\(Wording.nameTemplate(text).text): a '{' is not closed")
             }
             let inside = rest[rest.index(after: open)..<close]
             let pieces = inside.split(separator: ":", maxSplits: 1)
-            guard let name = pieces.first, !name.isEmpty else { throw ValueError("--name-template \"\(text)\": '{}' names no field") }
+            guard let name = pieces.first, !name.isEmpty else { throw ValueError("\(Wording.nameTemplate(text).text): '{}' names no field") }
             if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
             parts.append(.field(String(name), pattern: pieces.count > 1 ? String(pieces[1]) : nil))
             rest = rest[rest.index(after: close)...]
@@ -36,7 +36,7 @@ public struct NameTemplate: Sendable {
         literal += rest
         if !literal.isEmpty { parts.append(.literal(literal)) }
         guard parts.contains(where: { if case .field = $0 { return true } else { return false } }) else {
-            throw ValueError("--name-template \"\(text)\" uses no field, so every record would get the same name")
+            throw ValueError("\(Wording.nameTemplate(text).text) uses no field, so every record would get the same name")
         }
         self.parts = parts
     }
@@ -54,7 +54,7 @@ public struct NameTemplate: Sendable {
                 out += text
             case .field(let name, let pattern):
                 guard let value = record.fields[name] else {
-                    throw ValueError("--name-template needs field '\(name)', which this row leaves empty")
+                    throw ValueError("\(Wording.nameTemplateWord.text) needs field '\(name)', which this row leaves empty")
                 }
                 switch value {
                 case .string(let s): out += s
@@ -64,7 +64,7 @@ public struct NameTemplate: Sendable {
                 case .timestamp(let t):
                     out += pattern.map { NameTemplate.format(t, pattern: $0, timeZone: timeZone) } ?? ISO8601.format(milliseconds: t)
                 default:
-                    throw ValueError("--name-template cannot put field '\(name)' (\(value.type)) in a record name")
+                    throw ValueError("\(Wording.nameTemplateWord.text) cannot put field '\(name)' (\(value.type)) in a record name")
                 }
             }
         }

@@ -215,7 +215,7 @@ public struct CalendarArchiveExporter {
     /// An empty selection is an error: an empty VCALENDAR is not a calendar RFC 5545 readers take.
     public func export(predicate: RecordPredicate? = nil, predicateText: String? = nil, to output: OutputFile) throws -> CalendarArchiveSummary {
         guard CalendarArchive.fits(session.schema) else {
-            throw StoreError.badQuery("the store holds no archived calendars (import .ics files with --mapping archive first)")
+            throw StoreError.badQuery("the store holds no archived calendars (\(Wording.importIntoArchive.text))")
         }
         var summary = CalendarArchiveSummary()
         var infos: [String: String] = [:]

@@ -75,7 +75,7 @@ public final class ICalendarExporter {
             var conditions = base.predicate?.conditions ?? []
             if let type = session.schema.recordType(named: component.recordType) {
                 for condition in conditions where type.field(named: condition.field) == nil && !["recordName", "___createTime", "___modTime"].contains(condition.field) {
-                    throw StoreError.badQuery("--where names field '\(condition.field)', which \(component.recordType) does not have; pick the record types with --type")
+                    throw StoreError.badQuery("\(Wording.predicateWord.text) names field '\(condition.field)', which \(component.recordType) does not have; \(Wording.chooseRecordTypes.text)")
                 }
             }
             conditions += component.filter?.conditions ?? []

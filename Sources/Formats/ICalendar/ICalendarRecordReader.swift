@@ -110,10 +110,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         var notes: [String] = []
         let items = notKeptItems
         if !items.isEmpty {
-            notes.append("not kept (the mapping has no place for them): " + items.joined(separator: ", ") + " (--mapping archive keeps a calendar whole; --strict refuses the import)")
+            notes.append("not kept (the mapping has no place for them): " + items.joined(separator: ", ") + " (\(Wording.keepWholeOrRefuse.text))")
         }
         if recurringKeptOnce > 0 {
-            notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (pass --expand FROM..TO for their occurrences, or map RRULE to a field)")
+            notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (\(Wording.expandForOccurrences.text))")
         }
         for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
         return notes
@@ -265,7 +265,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                     record.fields[field] = value
                 }
             } catch {
-                throw ComponentProblem(line: component.line, message: "--set \(field)=\(text): \(error.message)", recordName: baseName, field: field)
+                throw ComponentProblem(line: component.line, message: "\(Wording.fixedField(field: field, text: text).text): \(error.message)", recordName: baseName, field: field)
             }
         }
         if let created = component.property("CREATED"), let (_, ms) = try? time(created, recordName: baseName) { record.created = RecordStamp(timestamp: ms) }
@@ -411,7 +411,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         for rule in rules {
             let parts = rule.value.uppercased().split(separator: ";").map { $0.split(separator: "=").first.map(String.init) ?? "" }
             if parts.contains("RSCALE") || parts.contains("SKIP") {
-                throw ComponentProblem(line: rule.line, message: "RRULE \(rule.value) uses RSCALE or SKIP (RFC 7529, non-Gregorian calendars and skipped days), which ckport cannot expand; import without --expand to keep the component with its rule, or with --mapping archive", recordName: baseName)
+                throw ComponentProblem(line: rule.line, message: "RRULE \(rule.value) uses RSCALE or SKIP (RFC 7529, non-Gregorian calendars and skipped days), which ckport cannot expand; \(Wording.importWithoutExpanding.text)", recordName: baseName)
             }
             do { parsedRules.append(try RecurrenceRule(parsing: rule.value)) } catch {
                 throw ComponentProblem(line: rule.line, message: error.message, recordName: baseName)

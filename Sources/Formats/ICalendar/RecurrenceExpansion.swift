@@ -125,7 +125,7 @@ public struct RecurrenceSet {
                 guard at >= windowStart else { continue }
                 results.append(candidate)
                 if results.count > RecurrenceSet.maxOccurrences {
-                    throw RecurrenceError(message: "RRULE \(original.text) has more than \(RecurrenceSet.maxOccurrences) occurrences in the window; narrow --expand")
+                    throw RecurrenceError(message: "RRULE \(original.text) has more than \(RecurrenceSet.maxOccurrences) occurrences in the window; narrow \(Wording.expansionWindow.text)")
                 }
             }
             empty = any ? 0 : empty + 1

@@ -115,7 +115,7 @@ public struct JSONRecordCodec: Sendable {
         }
         guard let recordType else {
             throw fail(object["recordType"] == nil ? [] : [.key("recordType")],
-                       object["recordType"] == nil ? "a record needs \"recordType\" (or pass --type)" : "\"recordType\" must be text")
+                       object["recordType"] == nil ? "a record needs \"recordType\" (\(Wording.defaultRecordType.text))" : "\"recordType\" must be text")
         }
         let style = readStyle ?? detectStyle(object)
         var zone = defaultZone

@@ -85,7 +85,7 @@ public struct ImportFailure: CKPortError, Sendable {
         let lines = summary.issues.map(\.description)
         var text = lines.joined(separator: "\n")
         if truncated { text += "\n(stopped after \(lines.count) problems; there may be more)" }
-        text += "\nnothing was imported: the store is unchanged (use --skip-invalid --rejects FILE to import the valid records)"
+        text += "\nnothing was imported: the store is unchanged (\(Wording.skipInvalid.text))"
         return text
     }
 }

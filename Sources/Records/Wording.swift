@@ -1,0 +1,114 @@
+import Foundation
+
+/// The words a message uses for a setting or a remedy. The library says them in terms of the
+/// data ("allow new fields to add it to the schema"); a front end that names its settings
+/// otherwise — the command line, with its flags — installs its own words once at start-up
+/// with ``install(_:)``, and every message says them its way.
+public enum Wording: Sendable, Hashable {
+    /// A field the schema lacks could be added.
+    case allowNewFields
+    /// A change token of another store: start again from everything.
+    case startNewChangeChain
+    /// There is no store at `path` yet.
+    case createStore(path: String)
+    /// An insert met a record that exists.
+    case updatingModes
+    /// The predicate `text` given to select records.
+    case predicate(String)
+    /// A predicate, as the subject of a sentence.
+    case predicateWord
+    /// Sorting by `field`.
+    case sortField(String)
+    /// Record types to choose from.
+    case chooseRecordTypes
+    /// Invalid records could be skipped.
+    case skipInvalid
+    /// The window recurring events are expanded in.
+    case expansionWindow
+    /// A recurring component was kept once: it could be expanded instead.
+    case expandForOccurrences
+    /// A rule ckport cannot expand: import it without expanding.
+    case importWithoutExpanding
+    /// Calendars could be kept whole (the archive mapping), or a strict import would refuse.
+    case keepWholeOrRefuse
+    /// The archive holds nothing yet: import calendars through the archive mapping first.
+    case importIntoArchive
+    /// The value `field=text` every imported record gets.
+    case fixedField(field: String, text: String)
+    /// Where an encrypted bundle's passphrase comes from (empty by default).
+    case passphraseSource
+    /// Records that name no record type could be given one.
+    case defaultRecordType
+    /// The same, for CSV rows.
+    case giveRecordType
+    /// The fields a CSV export writes.
+    case fieldList
+    /// A CSV column that is not a field: map it, or let it pass.
+    case mapColumn(header: String)
+    /// The template `text` record names are made from.
+    case nameTemplate(String)
+    /// The name template, as the subject of a sentence.
+    case nameTemplateWord
+    /// An applied migration file was edited: accept the edit on purpose.
+    case repairHistory
+    /// A migration would change append-only records: do it anyway.
+    case forceAppendOnly
+
+    /// The words, as the installed front end says them, else in the library's own.
+    public var text: String {
+        if let words = Wording.installed.withLock({ $0 })?(self) { return words }
+        return dataText
+    }
+
+    /// The library's own words, which speak of the data.
+    public var dataText: String {
+        switch self {
+        case .allowNewFields: return "allow new fields to add it to the schema"
+        case .startNewChangeChain: return "export everything, without a change token, to start a new chain"
+        case .createStore: return "create one by importing a schema into it"
+        case .updatingModes: return "the insert mode adds new records only; upsert, replace or newer update them"
+        case .predicate(let text): return "predicate \"\(text)\""
+        case .predicateWord: return "the predicate"
+        case .sortField(let field): return "sorting by \(field)"
+        case .chooseRecordTypes: return "choose the record types"
+        case .skipInvalid: return "skip invalid records, keeping them in a rejects file, to import the valid ones"
+        case .expansionWindow: return "the expansion window"
+        case .expandForOccurrences: return "expand them in a window for their occurrences, or map RRULE to a field"
+        case .importWithoutExpanding: return "import without expanding to keep the component with its rule, or through the archive mapping"
+        case .keepWholeOrRefuse: return "the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep"
+        case .importIntoArchive: return "import calendars through the archive mapping first"
+        case .fixedField(let field, let text): return "the value \(field)=\(text) given to every record"
+        case .passphraseSource: return ""
+        case .defaultRecordType: return "or a default record type"
+        case .giveRecordType: return "name a default record type"
+        case .fieldList: return "the fields to write"
+        case .mapColumn: return "map it to a field, or let columns that are not fields pass"
+        case .nameTemplate(let text): return "the name template \"\(text)\""
+        case .nameTemplateWord: return "the name template"
+        case .repairHistory: return "or repair the history to accept the edit on purpose"
+        case .forceAppendOnly: return "force the migration to do it anyway"
+        }
+    }
+
+    /// Installs a front end's words: `words` returns its own for a wording, or nil to keep the
+    /// library's. Meant to be called once, before any work starts.
+    public static func install(_ words: @escaping @Sendable (Wording) -> String?) {
+        installed.withLock { $0 = words }
+    }
+
+    private static let installed = LockedValue<(@Sendable (Wording) -> String?)?>(nil)
+}
+
+/// A value behind a lock.
+final class LockedValue<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

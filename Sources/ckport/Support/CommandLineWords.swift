@@ -1,0 +1,38 @@
+import Records
+
+/// The command line's words for the settings the library's messages mention: its flags.
+/// Installed once, before any command runs.
+enum CommandLineWords {
+    static func install() {
+        Wording.install(words)
+    }
+
+    @Sendable static func words(_ wording: Wording) -> String? {
+        switch wording {
+        case .allowNewFields: return "use --allow-new-fields to add it to the schema"
+        case .startNewChangeChain: return "export without --since to start a new chain"
+        case .createStore(let path): return "create one with 'ckport schema import schema.ckdb --store \(path)'"
+        case .updatingModes: return "mode insert adds new records only; use --mode upsert, replace or newer"
+        case .predicate(let text): return "--where \"\(text)\""
+        case .predicateWord: return "--where"
+        case .sortField(let field): return "--sort \(field)"
+        case .chooseRecordTypes: return "pick the record types with --type"
+        case .skipInvalid: return "use --skip-invalid --rejects FILE to import the valid records"
+        case .expansionWindow: return "--expand"
+        case .expandForOccurrences: return "pass --expand FROM..TO for their occurrences, or map RRULE to a field"
+        case .importWithoutExpanding: return "import without --expand to keep the component with its rule, or with --mapping archive"
+        case .keepWholeOrRefuse: return "--mapping archive keeps a calendar whole; --strict refuses the import"
+        case .importIntoArchive: return "import .ics files with --mapping archive first"
+        case .fixedField(let field, let text): return "--set \(field)=\(text)"
+        case .passphraseSource: return " (--passphrase-file FILE, or $CKPORT_PASSPHRASE)"
+        case .defaultRecordType: return "or pass --type"
+        case .giveRecordType: return "give --type"
+        case .fieldList: return "--fields"
+        case .mapColumn(let header): return "rename it with --map \"\(header)=field\" or pass --ignore-columns"
+        case .nameTemplate(let text): return "--name-template \"\(text)\""
+        case .nameTemplateWord: return "--name-template"
+        case .repairHistory: return "or pass --repair to accept the edit on purpose"
+        case .forceAppendOnly: return "--force to do it anyway"
+        }
+    }
+}
