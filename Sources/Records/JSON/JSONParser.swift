@@ -15,11 +15,11 @@ public struct JSONSyntaxError: CKPortError, Sendable {
 public struct JSONParser {
     public static let maxDepth = 512
 
-    let bytes: UnsafeRawBufferPointer
-    var i = 0
+    package let bytes: UnsafeRawBufferPointer
+    package var i = 0
     private var depth = 0
 
-    init(_ bytes: UnsafeRawBufferPointer) {
+    package init(_ bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
     }
 
@@ -59,7 +59,7 @@ public struct JSONParser {
 
     // MARK: Values
 
-    mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
+    package mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
         guard i < bytes.count else { throw error("unexpected end of JSON, expected a value") }
         switch bytes[i] {
         case UInt8(ascii: "{"): return .object(try parseObject())
@@ -139,7 +139,7 @@ public struct JSONParser {
         return elements
     }
 
-    mutating func parseString() throws(JSONSyntaxError) -> String {
+    package mutating func parseString() throws(JSONSyntaxError) -> String {
         let start = i
         i += 1
         let contentStart = i
@@ -218,7 +218,7 @@ public struct JSONParser {
     /// Moves `index` eight bytes at a time while none of them is a quote, a backslash or a
     /// control character (the usual bit tricks: a byte is zero in x - 0x01… & ~x & 0x80…), and
     /// returns 0x80 when a byte passed over is not ASCII, else 0. The caller finishes byte by byte.
-    @inline(__always) func skipPlainWords(_ index: inout Int) -> UInt8 {
+    @inline(__always) package func skipPlainWords(_ index: inout Int) -> UInt8 {
         guard let base = bytes.baseAddress else { return 0 }
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         var wide: UInt64 = 0
@@ -259,7 +259,7 @@ public struct JSONParser {
         return value
     }
 
-    mutating func parseNumber() throws(JSONSyntaxError) -> String {
+    package mutating func parseNumber() throws(JSONSyntaxError) -> String {
         let start = i
         if bytes[i] == UInt8(ascii: "-") { i += 1 }
         guard i < bytes.count, isDigit(bytes[i]) else { throw error("a number needs digits") }
@@ -340,7 +340,7 @@ public struct JSONParser {
         if depth > JSONParser.maxDepth { throw error("JSON nests deeper than \(JSONParser.maxDepth) levels") }
     }
 
-    @inline(__always) mutating func skipWhitespace() {
+    @inline(__always) package mutating func skipWhitespace() {
         while i < bytes.count {
             switch bytes[i] {
             case 0x20, 0x0A, 0x0D, 0x09: i += 1

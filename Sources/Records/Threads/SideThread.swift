@@ -1,12 +1,14 @@
 import Foundation
 
-/// A second thread for fork-join work: hand it one job, do other work meanwhile, then collect
-/// the job's result. The reader of a JSON Lines file decodes one batch of lines here while it
-/// decodes the next batch itself, so decoding uses both cores when the consumer is light.
+/// ckport's one fork-join helper, a second thread: hand it one job, do other work meanwhile,
+/// then collect the job's result. The JSON Lines reader decodes one batch of lines here while
+/// it decodes the next itself; a bundle's reader hashes and parses here; a migration
+/// transforms one batch of records here while the store reads the next.
 ///
 /// One job at a time; `collect` must follow every `start` before the next. The thread ends
-/// when the owner goes away.
-final class SideThread<Result>: @unchecked Sendable {
+/// with ``stop()`` or when the owner goes away. (``PrefetchingSource`` and ``BackgroundSink``,
+/// beside it, are the producer–consumer helpers: a queue of batches in one direction.)
+public final class SideThread<Result>: @unchecked Sendable {
     private final class Shared: @unchecked Sendable {
         let condition = NSCondition()
         var job: (() -> Result)?
@@ -16,10 +18,19 @@ final class SideThread<Result>: @unchecked Sendable {
 
     private let shared = Shared()
     private var running = false
+    private let name: String
+    private let stackSize: Int?
 
-    init() {}
+    /// `stackSize` in bytes, for jobs that recurse deeply (nil: the system's default).
+    public init(name: String = "ckport decode", stackSize: Int? = nil) {
+        self.name = name
+        self.stackSize = stackSize
+    }
 
-    deinit {
+    deinit { stop() }
+
+    /// Ends the thread once its current job, if any, is done.
+    public func stop() {
         shared.condition.lock()
         shared.stopped = true
         shared.condition.broadcast()
@@ -27,7 +38,7 @@ final class SideThread<Result>: @unchecked Sendable {
     }
 
     /// Starts `job` on the side thread.
-    func start(_ job: @escaping () -> Result) {
+    public func start(_ job: @escaping () -> Result) {
         if !running { launch() }
         shared.condition.lock()
         precondition(shared.job == nil && shared.result == nil, "SideThread: collect the last job before starting another")
@@ -37,7 +48,7 @@ final class SideThread<Result>: @unchecked Sendable {
     }
 
     /// Waits for the job started last and returns what it returned.
-    func collect() -> Result {
+    public func collect() -> Result {
         shared.condition.lock()
         defer { shared.condition.unlock() }
         while shared.result == nil { shared.condition.wait() }
@@ -67,7 +78,8 @@ final class SideThread<Result>: @unchecked Sendable {
                 shared.condition.unlock()
             }
         }
-        thread.name = "ckport decode"
+        thread.name = name
+        if let stackSize { thread.stackSize = stackSize }
         thread.start()
     }
 }
