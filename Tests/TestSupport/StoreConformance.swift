@@ -60,6 +60,7 @@ public struct StoreConformance<Store: RecordStoring> {
                 "___recordID" REFERENCE QUERYABLE,
                 title         STRING QUERYABLE SORTABLE,
                 pinned        INT64 QUERYABLE SORTABLE,
+                due           TIMESTAMP QUERYABLE SORTABLE,
                 folder        REFERENCE QUERYABLE,
                 attachment    ASSET,
                 GRANT WRITE TO "_creator",
@@ -72,12 +73,13 @@ public struct StoreConformance<Store: RecordStoring> {
     static var zone: ZoneID { ZoneID(scope: .private, zoneName: "Notes") }
 
     static func note(_ name: String, _ title: String, pinned: Int64 = 0, folder: Reference? = nil, modified: Int64 = 1_700_000_000_000,
-                     zone: ZoneID = zone) -> Record {
+                     due: Int64? = nil, zone: ZoneID = zone) -> Record {
         var record = Record(id: RecordID(recordName: name, zone: zone), recordType: "Note",
                             created: RecordStamp(timestamp: 1_700_000_000_000), modified: RecordStamp(timestamp: modified))
         record["title"] = .string(title)
         record["pinned"] = .int64(pinned)
         if let folder { record["folder"] = .reference(folder) }
+        if let due { record["due"] = .timestamp(due) }
         return record
     }
 
@@ -174,7 +176,8 @@ public struct StoreConformance<Store: RecordStoring> {
     func queries() throws {
         let other = ZoneID(scope: .shared, zoneName: "A", ownerRecordName: "_someone")
         let store = try newStore("queries", with: [
-            Self.note("n-3", "Cheese", pinned: 1), Self.note("n-1", "Milk", pinned: 0), Self.note("n-2", "Bread", pinned: 1),
+            Self.note("n-3", "Cheese", pinned: 1, due: 1_800_000_000_000), Self.note("n-1", "Milk", pinned: 0, due: 1_750_000_000_000),
+            Self.note("n-2", "Bread", pinned: 1),
             Self.folder("f-1"), Self.note("n-0", "Jam", zone: other),
         ])
         // Scope, zone, type, name.
@@ -195,6 +198,12 @@ public struct StoreConformance<Store: RecordStoring> {
         let stats = try store.read { try $0.stats() }
         try require(stats.totalRecords == 5, "stats: \(stats.totalRecords)")
         try require(try store.read { $0.zones }.contains(other), "zones")
+        // Lookups a calendar export makes: by name and type, by reference, the range of a field.
+        try require(try store.read { try $0.record(named: "n-0", ofType: "Note") }?.zone == other, "a record by name and type")
+        try require(try store.read { try $0.record(named: "f-1", ofType: "Note") } == nil, "a name of another type")
+        let bounds = try store.read { try $0.bounds(RecordQuery(recordTypes: ["Note"]), fields: ["due"]) }
+        try require(bounds.map { [$0.0, $0.1] } == [1_750_000_000_000, 1_800_000_000_000], "bounds: \(String(describing: bounds))")
+        try require(try store.read { try $0.bounds(RecordQuery(recordTypes: ["Note"], zoneName: "none"), fields: ["due"]) } == nil, "bounds of nothing")
     }
 
     func transactions() throws {
@@ -249,6 +258,8 @@ public struct StoreConformance<Store: RecordStoring> {
             Self.note("n-1", "Milk", folder: Reference(recordName: "f-1", action: .deleteSelf)),
             Self.note("n-2", "Bread", folder: Reference(recordName: "f-2", action: .validate)),
         ])
+        let pointing = try store.read { try $0.records(ofType: "Note", whose: "folder", pointsAt: RecordID(recordName: "f-1", zone: Self.zone)) }
+        try require(pointing.map(\.recordName) == ["n-1"], "records that point at a record: \(pointing.map(\.recordName))")
         let deleted = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-1", zone: Self.zone)]) }
         try require(Set(deleted.map(\.id.recordName)) == ["f-1", "n-1"], "DELETE_SELF takes the note along: \(deleted)")
         try requireThrows(StoreError.self, "deleting a record a VALIDATE reference points at") {

@@ -44,7 +44,7 @@ public struct BackupResult {
 
 extension Backups {
     /// Writes a bundle of `store` to `path` (a temporary file until it is complete).
-    public static func write(_ store: RecordStore, to path: String, options: BackupOptions = BackupOptions(),
+    public static func write(_ store: some RecordStoring, to path: String, options: BackupOptions = BackupOptions(),
                              progress: ProgressHandler? = nil) throws -> BackupResult {
         var base: ChangeToken?
         if let since = options.since {
@@ -55,7 +55,7 @@ extension Backups {
         // A full backup reads the records in one pass, so their count is what the pass will
         // meet: it gives progress its end. Counting costs a pass over the keys, so only when
         // someone listens.
-        let total = progress != nil && base == nil ? try store.read { try $0.count(options.query) } : nil
+        let total = progress != nil && base == nil ? try store.readSession { try $0.count(options.query) } : nil
         let summary = try BundleWriter().write(store, query: options.query, since: base, to: path,
                                                passphrase: options.encrypt ? options.passphrase : nil) { records in
             progress?(OperationProgress(records: records, done: total.map { _ in Int64(records) }, total: total.map(Int64.init)))

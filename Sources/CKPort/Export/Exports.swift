@@ -180,11 +180,11 @@ extension Exports {
 extension Exports {
     /// Writes the records `query` selects as an iCalendar file through `mapping` (record types
     /// → components), all from one state of the store.
-    public static func calendar(from store: RecordStore, to path: String, mapping: CalendarMapping, query: RecordQuery = RecordQuery(),
+    public static func calendar(from store: some RecordStoring, to path: String, mapping: CalendarMapping, query: RecordQuery = RecordQuery(),
                                 options: ICalExportOptions = ICalExportOptions()) throws -> ICalExportSummary {
         let file = try OutputFile(path: path)
         do {
-            return try store.read { session in
+            return try store.readSession { session in
                 try ICalendarExporter(session: session, mapping: mapping, options: options).export(query, to: file)
             }
         } catch {
@@ -195,10 +195,10 @@ extension Exports {
 
     /// Writes the calendars an archive import kept whole, as they came in (`query`'s predicate
     /// picks components).
-    public static func calendarArchive(from store: RecordStore, to path: String, query: RecordQuery = RecordQuery()) throws -> CalendarArchiveSummary {
+    public static func calendarArchive(from store: some RecordStoring, to path: String, query: RecordQuery = RecordQuery()) throws -> CalendarArchiveSummary {
         let file = try OutputFile(path: path)
         do {
-            let summary = try store.read { session in
+            let summary = try store.readSession { session in
                 try CalendarArchiveExporter(session: session).export(predicate: query.predicate, predicateText: query.predicateText, to: file)
             }
             try file.commit()

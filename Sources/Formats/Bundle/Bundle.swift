@@ -85,9 +85,9 @@ public struct BundleWriter {
     /// Writes the records `query` selects, or with `since` every change after that token (an
     /// incremental bundle: `query`'s types, scope and zone still apply, its predicate does not).
     /// With `passphrase`, the bundle is encrypted (see ``BundleEncryption``).
-    public func write(_ store: RecordStore, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
+    public func write(_ store: some RecordStoring, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
                       passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
-        try store.read { session in
+        try store.readSession { session in
             try write(session, query: query, since: since, to: path, passphrase: passphrase, progress: progress)
         }
     }
@@ -96,7 +96,7 @@ public struct BundleWriter {
     /// records, history and asset files — comes from that transaction's one state of the
     /// store. A write transaction may pass its session to back up exactly what it is about
     /// to change.
-    public func write(_ session: StoreSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
+    public func write(_ session: any RecordSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
                       passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
         let output = try OutputFile(path: path)
         let encryptor = try passphrase.map { try BundleEncryptor(passphrase: $0) { try output.write($0) } }
@@ -113,7 +113,7 @@ public struct BundleWriter {
         var missingAssets: [String] = []
         var historyBytes: [UInt8] = []
         let (schemaText, token, storeID) = try { () throws -> (String, ChangeToken, String) in
-            let history = try session.migrationHistory()
+            let history = try session.migrationHistory(set: nil)
             if !history.isEmpty {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

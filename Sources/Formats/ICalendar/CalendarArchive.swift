@@ -205,9 +205,9 @@ public struct CalendarArchiveSummary: Sendable {
 /// Writes archive records back as one iCalendar file: the calendar's own properties, then its
 /// components in the order they were read, each line as it was read, folded at 75 octets.
 public struct CalendarArchiveExporter {
-    public let session: StoreSession
+    public let session: any RecordSession
 
-    public init(session: StoreSession) {
+    public init(session: any RecordSession) {
         self.session = session
     }
 

@@ -36,7 +36,7 @@ public struct ICalExportSummary: Sendable {
 /// options can pin). Components come in the mapping's order, records in export order, and
 /// attendees by record name.
 public final class ICalendarExporter {
-    private let session: StoreSession
+    private let session: any RecordSession
     private let mapping: CalendarMapping
     private let options: ICalExportOptions
     private var people: [String: Record?] = [:]
@@ -52,7 +52,7 @@ public final class ICalendarExporter {
     /// Whether the record says how its times were written (then no midnight-to-midnight guess).
     private var recordKeepsForm: Bool { recordZone != nil || recordUTC || recordFloating || recordDate }
 
-    public init(session: StoreSession, mapping: CalendarMapping, options: ICalExportOptions) {
+    public init(session: any RecordSession, mapping: CalendarMapping, options: ICalExportOptions) {
         self.session = session
         self.mapping = mapping
         self.options = options

@@ -13,6 +13,8 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
     public let extensions: [String]
     /// What the format is, in a few words, for help texts.
     public let title: String
+    /// What a file in this format is called in a sentence ("not JSON", "not an iCalendar file").
+    public let noun: String
     /// Whether the format holds one record type per file (a header fixes its columns).
     public let oneRecordTypePerFile: Bool
     /// Whether a file of the first bytes `head` is likely in this format.
@@ -23,7 +25,7 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
     /// calendar export pulls its records from the store itself).
     public let makeWriter: (@Sendable (_ output: OutputFile, _ context: RecordWriteContext) throws -> RecordSink)?
 
-    public init(names: [String], extensions: [String], title: String, oneRecordTypePerFile: Bool = false,
+    public init(names: [String], extensions: [String], title: String, noun: String, oneRecordTypePerFile: Bool = false,
                 sniff: @escaping @Sendable ([UInt8]) -> Bool,
                 makeReader: (@Sendable (RecordInput, RecordReadContext) throws -> RecordSource)?,
                 makeWriter: (@Sendable (OutputFile, RecordWriteContext) throws -> RecordSink)?) {
@@ -31,6 +33,7 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
         self.names = names
         self.extensions = extensions
         self.title = title
+        self.noun = noun
         self.oneRecordTypePerFile = oneRecordTypePerFile
         self.sniff = sniff
         self.makeReader = makeReader

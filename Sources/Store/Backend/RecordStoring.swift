@@ -91,6 +91,13 @@ public protocol RecordSession: AnyObject {
                        _ body: (Record) throws -> Void) throws
     /// Records and tombstones per zone and type.
     func stats() throws -> StoreStats
+    /// The live record of `type` named `name`, in whichever zone holds it.
+    func record(named name: String, ofType type: String) throws -> Record?
+    /// The live records of `type` whose REFERENCE field `field` points at `target`.
+    func records(ofType type: String, whose field: String, pointsAt target: RecordID) throws -> [Record]
+    /// The earliest and latest value of these TIMESTAMP fields among the records `query`
+    /// selects; nil when none of them has a value.
+    func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)?
 
     /// Stores an asset file's bytes, checked against what the record says of them.
     func putAsset(file path: String, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64, added: Bool)

@@ -164,13 +164,7 @@ struct ImportCommand: ParsableCommand {
                 continue
             }
             let input = ImportInput.file(file, format: format?.format)
-            let kind: String
-            switch input.format {
-            case .csv, .tsv: kind = "CSV"
-            case .iCalendar: kind = "an iCalendar file"
-            default: kind = "JSON"
-            }
-            try InputFiles.check(file, as: kind)
+            try InputFiles.check(file, as: input.format.noun)
             inputs.append(input)
         }
         // A format's own flags apply only when an input is in that format.
