@@ -55,6 +55,8 @@ public struct ExportResult {
     public var token: ChangeToken
     /// The asset files written, when an asset folder was given.
     public var assets: AssetFolderWriter?
+    /// For a format that exports from the store (a calendar): what it wrote, in its terms.
+    public var summary: FormatExportSummary?
 }
 
 extension Exports {
@@ -64,7 +66,10 @@ extension Exports {
     public static func records<Store: RecordStoring>(from store: Store, to destination: ExportDestination, request: ExportRequest,
                                progress: ProgressHandler? = nil) throws -> ExportResult {
         guard let makeWriter = request.format.makeWriter else {
-            throw OperationError.formatCannotHold(format: request.format.title, what: "records written one by one (it is exported from its mapping)")
+            guard let export = request.format.exportFromStore else {
+                throw OperationError.formatCannotHold(format: request.format.title, what: "records: ckport reads it but does not write it")
+            }
+            return try fromStore(store, to: destination, request: request, export: export)
         }
         if request.format.oneRecordTypePerFile {
             return try perTypeFiles(from: store, to: destination, request: request, makeWriter: makeWriter, progress: progress)
@@ -101,6 +106,29 @@ extension Exports {
             return token
         }
         return ExportResult(files: [ExportResult.File(path: path, recordType: nil, records: written)], token: token, assets: assetFiles)
+    }
+
+    /// A format that writes from the store's transaction itself (a calendar through its mapping).
+    private static func fromStore<Store: RecordStoring>(_ store: Store, to destination: ExportDestination, request: ExportRequest,
+                                                       export: RecordFormat.StoreExporter) throws -> ExportResult {
+        guard case .file(let path) = destination else {
+            throw OperationError.formatCannotHold(format: request.format.title, what: "a file per record type: write one file")
+        }
+        if request.since != nil {
+            throw OperationError.formatCannotHold(format: request.format.title, what: "deleted records: export changes as JSON")
+        }
+        let file = try OutputFile(path: path)
+        do {
+            let (summary, token) = try store.readSession { session in
+                let context = RecordWriteContext(schema: session.schema, timeZone: request.timeZone, settings: request.settings)
+                return (try export(session, request.query, file, context), session.currentToken)
+            }
+            let count = summary.written.values.reduce(0, +)
+            return ExportResult(files: [ExportResult.File(path: path, recordType: nil, records: count)], token: token, assets: nil, summary: summary)
+        } catch {
+            file.discard()
+            throw error
+        }
     }
 
     private static func perTypeFiles<Store: RecordStoring>(from store: Store, to destination: ExportDestination, request: ExportRequest,
@@ -182,30 +210,18 @@ extension Exports {
     /// → components), all from one state of the store.
     public static func calendar(from store: some RecordStoring, to path: String, mapping: CalendarMapping, query: RecordQuery = RecordQuery(),
                                 options: ICalExportOptions = ICalExportOptions()) throws -> ICalExportSummary {
-        let file = try OutputFile(path: path)
-        do {
-            return try store.readSession { session in
-                try ICalendarExporter(session: session, mapping: mapping, options: options).export(query, to: file)
-            }
-        } catch {
-            file.discard()
-            throw error
-        }
+        var settings = FormatSettings()
+        settings[CalendarWriteSettings.self] = CalendarWriteSettings(mapping: mapping, options: options)
+        let result = try records(from: store, to: .file(path), request: ExportRequest(query: query, format: .iCalendar, settings: settings))
+        return result.summary!.details[ICalExportSummary.self]!
     }
 
     /// Writes the calendars an archive import kept whole, as they came in (`query`'s predicate
     /// picks components).
     public static func calendarArchive(from store: some RecordStoring, to path: String, query: RecordQuery = RecordQuery()) throws -> CalendarArchiveSummary {
-        let file = try OutputFile(path: path)
-        do {
-            let summary = try store.readSession { session in
-                try CalendarArchiveExporter(session: session).export(predicate: query.predicate, predicateText: query.predicateText, to: file)
-            }
-            try file.commit()
-            return summary
-        } catch {
-            file.discard()
-            throw error
-        }
+        var settings = FormatSettings()
+        settings[CalendarWriteSettings.self] = CalendarWriteSettings(keepsCalendarsWhole: true)
+        let result = try records(from: store, to: .file(path), request: ExportRequest(query: query, format: .iCalendar, settings: settings))
+        return result.summary!.details[CalendarArchiveSummary.self]!
     }
 }

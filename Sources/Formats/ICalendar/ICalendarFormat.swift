@@ -24,17 +24,34 @@ public struct CalendarReadSettings: Sendable {
     }
 }
 
-/// A calendar import was asked for without a mapping.
+/// How calendars are written: through a mapping from record types to components, or back as an
+/// archive import kept them.
+public struct CalendarWriteSettings: Sendable {
+    public var mapping: CalendarMapping?
+    /// Write the calendars an archive import kept whole.
+    public var keepsCalendarsWhole: Bool
+    /// Time zone, DTSTAMP and whether cancelled records are written. A write context's time
+    /// zone, when it has one, takes the place of the options'.
+    public var options: ICalExportOptions
+
+    public init(mapping: CalendarMapping? = nil, keepsCalendarsWhole: Bool = false, options: ICalExportOptions = ICalExportOptions()) {
+        self.mapping = mapping
+        self.keepsCalendarsWhole = keepsCalendarsWhole
+        self.options = options
+    }
+}
+
+/// A calendar import or export was asked for without a mapping.
 public struct CalendarMappingMissing: CKPortError, Sendable {
     public var file: String
     public var category: ErrorCategory { .usage }
-    public var description: String { "\(file): an iCalendar file is read through a calendar mapping, and none was given" }
+    public var description: String { "\(file): calendars are read and written through a calendar mapping, and none was given" }
 }
 
 extension RecordFormat {
     /// iCalendar (RFC 5545): events, to-dos, journal entries, alarms and attendees.
     public static let iCalendar = RecordFormat(
-        names: ["ics"], extensions: ["ics"], title: "iCalendar", noun: "an iCalendar file",
+        names: ["ics"], extensions: ["ics"], title: "iCalendar", noun: "an iCalendar file", kind: .calendar,
         sniff: { head in
             Sniffing.firstLine(head).map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }.starts(with: Array("BEGIN:VCALENDAR".utf8))
         },
@@ -58,5 +75,21 @@ extension RecordFormat {
             reader.spool = source.spool
             return reader
         },
-        makeWriter: nil)
+        makeWriter: nil,
+        exportFromStore: { session, query, output, context in
+            let settings = context.settings.get(CalendarWriteSettings.self, default: CalendarWriteSettings())
+            var details = FormatSettings()
+            if settings.keepsCalendarsWhole {
+                let summary = try CalendarArchiveExporter(session: session).export(predicate: query.predicate, predicateText: query.predicateText, to: output)
+                try output.commit()
+                details[CalendarArchiveSummary.self] = summary
+                return FormatExportSummary(written: summary.components, details: details)
+            }
+            guard let mapping = settings.mapping else { throw CalendarMappingMissing(file: output.path) }
+            var options = settings.options
+            if context.timeZone != nil { options.timeZone = context.timeZone }
+            let summary = try ICalendarExporter(session: session, mapping: mapping, options: options).export(query, to: output)
+            details[ICalExportSummary.self] = summary
+            return FormatExportSummary(written: summary.written, details: details)
+        })
 }

@@ -21,6 +21,18 @@ public struct FormatSettings: @unchecked Sendable {
     }
 }
 
+/// What a format's export from a store wrote: how many of each kind of thing (components of a
+/// calendar, say), and the format's own summary, found by its type.
+public struct FormatExportSummary {
+    public var written: [String: Int]
+    public var details: FormatSettings
+
+    public init(written: [String: Int], details: FormatSettings = FormatSettings()) {
+        self.written = written
+        self.details = details
+    }
+}
+
 /// What a reader is made with: the schema records are checked against, where records that
 /// name no type or zone go, and each format's own settings.
 public struct RecordReadContext {

@@ -1,5 +1,6 @@
 import Foundation
 import Records
+import Store
 
 /// One file format ckport reads or writes records in: its names, its file extensions, how to
 /// recognise it from its first bytes, and how to make its reader and writer. Each format
@@ -7,6 +8,21 @@ import Records
 /// ``RecordFormats/all``; the operations, the command line, the fuzz targets and the tests
 /// take formats from there.
 public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
+    /// How records and a format's files correspond.
+    public enum Kind: Sendable, Hashable {
+        /// A file holds records, one after another (JSON, CSV…).
+        case records
+        /// A file holds calendars, read and written through a calendar mapping between
+        /// components and record types (iCalendar…).
+        case calendar
+    }
+
+    /// Writes what a query selects straight from a store's transaction into `output`, for a
+    /// format whose files are not a stream of records (a calendar groups each event with its
+    /// attendees and alarms). Commits `output` when done; says what it wrote.
+    public typealias StoreExporter = @Sendable (_ session: any RecordSession, _ query: RecordQuery, _ output: OutputFile,
+                                                _ context: RecordWriteContext) throws -> FormatExportSummary
+
     /// The names a program or the command line gives the format by; the first is its own.
     public let names: [String]
     /// File name endings (without the dot) that mean this format, matched without case.
@@ -15,20 +31,23 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
     public let title: String
     /// What a file in this format is called in a sentence ("not JSON", "not an iCalendar file").
     public let noun: String
+    public let kind: Kind
     /// Whether the format holds one record type per file (a header fixes its columns).
     public let oneRecordTypePerFile: Bool
     /// Whether a file of the first bytes `head` is likely in this format.
     public let sniff: @Sendable (_ head: [UInt8]) -> Bool
     /// Makes a reader of `input`; nil when ckport only writes the format.
     public let makeReader: (@Sendable (_ input: RecordInput, _ context: RecordReadContext) throws -> RecordSource)?
-    /// Makes a writer into `output`; nil when records reach the format another way (a
-    /// calendar export pulls its records from the store itself).
+    /// Makes a writer into `output`; nil when records reach the format another way.
     public let makeWriter: (@Sendable (_ output: OutputFile, _ context: RecordWriteContext) throws -> RecordSink)?
+    /// Exports from a store's transaction, for a format without a record writer.
+    public let exportFromStore: StoreExporter?
 
-    public init(names: [String], extensions: [String], title: String, noun: String, oneRecordTypePerFile: Bool = false,
+    public init(names: [String], extensions: [String], title: String, noun: String, kind: Kind = .records, oneRecordTypePerFile: Bool = false,
                 sniff: @escaping @Sendable ([UInt8]) -> Bool,
                 makeReader: (@Sendable (RecordInput, RecordReadContext) throws -> RecordSource)?,
-                makeWriter: (@Sendable (OutputFile, RecordWriteContext) throws -> RecordSink)?) {
+                makeWriter: (@Sendable (OutputFile, RecordWriteContext) throws -> RecordSink)?,
+                exportFromStore: StoreExporter? = nil) {
         precondition(!names.isEmpty, "a format needs a name")
         self.names = names
         self.extensions = extensions
@@ -38,6 +57,8 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
         self.sniff = sniff
         self.makeReader = makeReader
         self.makeWriter = makeWriter
+        self.exportFromStore = exportFromStore
+        self.kind = kind
     }
 
     /// The format's own name.

@@ -134,8 +134,8 @@ struct ExportCommand: ParsableCommand {
         }
     }
 
-    /// iCalendar output, by --format or by -o's extension.
-    var isICS: Bool { (format ?? DataFormat.infer(output)) == .ics }
+    /// Calendar output (iCalendar), by --format or by -o's extension.
+    var isICS: Bool { (format ?? DataFormat.infer(output))?.format.kind == .calendar }
 
     /// CSV output, by --format or by -o's extension (a folder's files are .csv unless tsv).
     var isCSV: Bool { (format ?? DataFormat.infer(output))?.isCSV == true || (writesDirectory && format == nil) }
@@ -201,25 +201,29 @@ enum LocationForm: String, ExpressibleByArgument, CaseIterable {
 
 extension ExportCommand {
     func exportICS(store: RecordStore, query: RecordQuery) throws {
+        var settings = FormatSettings()
         if calendar.keepsCalendarsWhole {
-            let summary = try Exports.calendarArchive(from: store, to: output, query: query)
-            if !storeOptions.quiet {
-                let parts = summary.components.keys.sorted().map { "\(Console.count(summary.components[$0]!)) \($0)" }
-                Console.error("exported " + parts.joined(separator: ", ") + (output == "-" ? "" : " to \(output)") + " from \(summary.calendars.count) archived calendar\(summary.calendars.count == 1 ? "" : "s")")
-            }
-            return
+            settings[CalendarWriteSettings.self] = CalendarWriteSettings(keepsCalendarsWhole: true)
+        } else {
+            var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: calendar.includeDeleted)
+            if let dtstamp = calendar.dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }
+            let mapping = try CalendarMappingChoice.resolve(calendar.mapping, store: store, quiet: storeOptions.quiet)
+            settings[CalendarWriteSettings.self] = CalendarWriteSettings(mapping: mapping, options: options)
         }
-        let mapping = try CalendarMappingChoice.resolve(calendar.mapping, store: store, quiet: storeOptions.quiet)
-        var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: calendar.includeDeleted)
-        if let dtstamp = calendar.dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }
         let started = Date()
-        let summary = try Exports.calendar(from: store, to: output, mapping: mapping, query: query, options: options)
-        if !storeOptions.quiet {
-            let parts = summary.written.keys.sorted().map { "\(Console.count(summary.written[$0]!)) \($0)" }
-            var line = "exported " + (parts.isEmpty ? "nothing" : parts.joined(separator: ", ")) + (output == "-" ? "" : " to \(output)") + " in \(Console.seconds(Date().timeIntervalSince(started)))"
-            if let name = summary.calendarName { line += " (calendar \"\(name)\")" }
+        let format = (format ?? DataFormat.infer(output) ?? .ics).format
+        let result = try Exports.records(from: store, to: .file(output), request: ExportRequest(query: query, format: format, settings: settings))
+        guard !storeOptions.quiet, let summary = result.summary else { return }
+        let target = output == "-" ? "" : " to \(output)"
+        if let archive = summary.details[CalendarArchiveSummary.self] {
+            let parts = archive.components.keys.sorted().map { "\(Console.count(archive.components[$0]!)) \($0)" }
+            Console.error("exported " + parts.joined(separator: ", ") + target + " from \(archive.calendars.count) archived calendar\(archive.calendars.count == 1 ? "" : "s")")
+        } else if let written = summary.details[ICalExportSummary.self] {
+            let parts = written.written.keys.sorted().map { "\(Console.count(written.written[$0]!)) \($0)" }
+            var line = "exported " + (parts.isEmpty ? "nothing" : parts.joined(separator: ", ")) + target + " in \(Console.seconds(Date().timeIntervalSince(started)))"
+            if let name = written.calendarName { line += " (calendar \"\(name)\")" }
             Console.error(line)
-            if summary.cancelledLeftOut > 0 { Console.error("left out \(summary.cancelledLeftOut) cancelled records (--include-deleted writes them with STATUS:CANCELLED)") }
+            if written.cancelledLeftOut > 0 { Console.error("left out \(written.cancelledLeftOut) cancelled records (--include-deleted writes them with STATUS:CANCELLED)") }
         }
     }
 }

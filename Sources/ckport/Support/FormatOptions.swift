@@ -73,7 +73,7 @@ struct CalendarImportOptions: ParsableArguments, FormatOptionGroup {
     @Flag(help: "Refuse the import when the mapping has no place for something the file holds (a second alarm, an RDATE, an attendee's role, an X- property…).")
     var strict = false
 
-    static let formats: Set<RecordFormat> = [.iCalendar]
+    static let formats = Set(RecordFormats.all.filter { $0.kind == .calendar })
     static let inputsWord = "iCalendar files"
     static let noneWord = "none of the files is .ics (or --format ics)"
 
