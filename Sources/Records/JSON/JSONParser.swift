@@ -15,8 +15,8 @@ public struct JSONSyntaxError: CKPortError, Sendable {
 public struct JSONParser {
     public static let maxDepth = 512
 
-    package let bytes: UnsafeRawBufferPointer
-    package var i = 0
+    @usableFromInline package let bytes: UnsafeRawBufferPointer
+    @usableFromInline package var i = 0
     private var depth = 0
 
     package init(_ bytes: UnsafeRawBufferPointer) {
@@ -218,7 +218,7 @@ public struct JSONParser {
     /// Moves `index` eight bytes at a time while none of them is a quote, a backslash or a
     /// control character (the usual bit tricks: a byte is zero in x - 0x01… & ~x & 0x80…), and
     /// returns 0x80 when a byte passed over is not ASCII, else 0. The caller finishes byte by byte.
-    @inline(__always) package func skipPlainWords(_ index: inout Int) -> UInt8 {
+    @inlinable @inline(__always) package func skipPlainWords(_ index: inout Int) -> UInt8 {
         guard let base = bytes.baseAddress else { return 0 }
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         var wide: UInt64 = 0
@@ -340,7 +340,7 @@ public struct JSONParser {
         if depth > JSONParser.maxDepth { throw error("JSON nests deeper than \(JSONParser.maxDepth) levels") }
     }
 
-    @inline(__always) package mutating func skipWhitespace() {
+    @inlinable @inline(__always) package mutating func skipWhitespace() {
         while i < bytes.count {
             switch bytes[i] {
             case 0x20, 0x0A, 0x0D, 0x09: i += 1
