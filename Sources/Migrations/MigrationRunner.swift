@@ -69,7 +69,7 @@ public struct MigrationStatus: Sendable {
 /// migration in a transaction of its own, so a record that fails leaves the store as the
 /// previous migration left it, and records it in the store's history with its file's SHA-256.
 public final class MigrationRunner {
-    public let store: RecordStore
+    public let store: any RecordStoring
     public let set: MigrationSet
     /// Change records of append-only types anyway.
     public var force = false
@@ -80,13 +80,13 @@ public final class MigrationRunner {
     /// Migrate in place when the steps allow it (faster); false always rebuilds the tables.
     public var inPlace = true
 
-    public init(store: RecordStore, set: MigrationSet) {
+    public init(store: any RecordStoring, set: MigrationSet) {
         self.store = store
         self.set = set
     }
 
     public func status() throws -> MigrationStatus {
-        let history = try store.read { try $0.migrationHistory(set: set.name) }
+        let history = try store.readSession { try $0.migrationHistory(set: set.name) }
         return status(history)
     }
 
@@ -124,7 +124,7 @@ public final class MigrationRunner {
 
     /// Names of records that will move to new names, by zone, for repointing references:
     /// found by taking each record of a renaming type through the migration once.
-    private func renamedNames(_ compiled: CompiledMigration, _ session: StoreSession) throws -> [ZoneID: [String: String]] {
+    private func renamedNames(_ compiled: CompiledMigration, _ session: any RecordSession) throws -> [ZoneID: [String: String]] {
         var result: [ZoneID: [String: String]] = [:]
         for type in compiled.renamingTypes.keys.sorted() where session.schema.recordType(named: type) != nil {
             try session.forEach(RecordQuery(recordTypes: [type])) { record in
@@ -139,7 +139,7 @@ public final class MigrationRunner {
 
     /// The same, for a migration that runs after `earlier` ones: each stored record is taken
     /// through those first.
-    private func renamedNames(_ compiled: CompiledMigration, after earlier: [CompiledMigration], _ session: StoreSession) throws -> [ZoneID: [String: String]] {
+    private func renamedNames(_ compiled: CompiledMigration, after earlier: [CompiledMigration], _ session: any RecordSession) throws -> [ZoneID: [String: String]] {
         guard !compiled.renamingTypes.isEmpty else { return [:] }
         var result: [ZoneID: [String: String]] = [:]
         for type in session.schema.recordTypes.map(\.name).sorted() {
@@ -169,7 +169,7 @@ public final class MigrationRunner {
     /// What the pending migrations (up to `target`) would do, record by record, without
     /// writing anything. Each record goes through the migrations in turn, as `apply` would.
     public func plan(to target: Int? = nil, diffLimit: Int = 20) throws -> [MigrationReport] {
-        try store.read { session in
+        try store.readSession { session in
             let migrations = try pending(upTo: target, status(try session.migrationHistory(set: set.name)))
             var compiled: [CompiledMigration] = []
             var schema = session.schema
@@ -240,12 +240,12 @@ public final class MigrationRunner {
     ///   the place for a safety backup: it sees exactly the state the migration starts from,
     ///   and no other process can write in between.
     @discardableResult
-    public func apply(to target: Int? = nil, beforeFirst: ((StoreSession) throws -> Void)? = nil) throws -> [MigrationReport] {
-        let history = try store.read { try $0.migrationHistory(set: set.name) }
+    public func apply(to target: Int? = nil, beforeFirst: ((any RecordSession) throws -> Void)? = nil) throws -> [MigrationReport] {
+        let history = try store.readSession { try $0.migrationHistory(set: set.name) }
         let current = status(history)
         let migrations = try pending(upTo: target, current)
         if repair {
-            try store.write { session in
+            try store.writeSession { session in
                 for var entry in history {
                     guard let migration = set.migrations.first(where: { $0.version == entry.version }), migration.checksum != entry.checksum else { continue }
                     entry.checksum = migration.checksum
@@ -256,7 +256,7 @@ public final class MigrationRunner {
         var reports: [MigrationReport] = []
         for migration in migrations {
             let started = Date()
-            let report = try store.write { session -> MigrationReport in
+            let report = try store.writeSession { session -> MigrationReport in
                 var compiled = try CompiledMigration(migration, schema: session.schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
                 compiled.renamed = try renamedNames(compiled, session)
                 if migration.version == migrations.first?.version { try beforeFirst?(session) }

@@ -25,7 +25,7 @@ public struct StoreConformance<Store: RecordStoring> {
 
     public static var checks: [String] {
         ["schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions", "assets",
-         "migration history", "bulk load", "two handles"]
+         "migration history", "migration rewrites", "bulk load", "two handles"]
     }
 
     public func run(_ check: String) throws {
@@ -38,6 +38,7 @@ public struct StoreConformance<Store: RecordStoring> {
         case "deletes and reference actions": try deletes()
         case "assets": try assets()
         case "migration history": try history()
+        case "migration rewrites": try rewrites()
         case "bulk load": try bulkLoad()
         case "two handles": try twoHandles()
         default: throw Failure(description: "no check named \(check)")
@@ -311,6 +312,46 @@ public struct StoreConformance<Store: RecordStoring> {
         let notes = try store.read { try $0.migrationHistory(set: "notes") }
         try require(notes.map(\.version) == [1, 2] && notes.map(\.file) == ["0001_a.yaml", "0002_b.yaml"], "history of one set: \(notes)")
         try require(try store.read { try $0.migrationHistory(set: nil) }.count == 3, "history of all sets")
+    }
+
+    func rewrites() throws {
+        let store = try newStore("rewrites", with: [Self.note("n-1", "Milk", pinned: 1), Self.note("n-2", "Bread"), Self.folder("f-1")])
+        let rated = try SchemaParser.parse(Self.schemaText.replacingOccurrences(of: "pinned        INT64 QUERYABLE SORTABLE,",
+                                                                               with: "pinned        INT64 QUERYABLE SORTABLE,\n        rating INT64 QUERYABLE,"))
+        // A transform that throws leaves schema and records as they were.
+        do {
+            _ = try store.write(dryRun: false) { session in
+                try session.rewrite(types: ["Note"], into: rated) { _ in throw Failure(description: "on purpose") }
+            }
+        } catch is Failure {}
+        try require(store.schema.recordType(named: "Note")?.fields.contains { $0.name == "rating" } == false, "a failed rewrite changed the schema")
+        let counts = try store.write(dryRun: false) { session in
+            try session.rewrite(types: ["Note"], into: rated) { record in
+                var changed = record
+                changed["rating"] = .int64(record["pinned"] == .int64(1) ? 5 : 1)
+                return [changed]
+            }
+        }
+        try require(counts["Note"]?.scanned == 2 && counts["Note"]?.changed == 2, "counts: \(counts)")
+        try require(store.schema.isEquivalent(to: rated), "the rewrite's schema")
+        let ratings = try store.read { session in
+            try ["n-1", "n-2"].map { try session.record(RecordID(recordName: $0, zone: Self.zone))?["rating"] }
+        }
+        try require(ratings == [.int64(5), .int64(1)], "rewritten records: \(ratings)")
+        try require(try names(store) == ["f-1", "n-1", "n-2"], "other types untouched")
+        // In place, where the store can: a field set from the others.
+        try store.write(dryRun: false) { session in
+            guard session.canUpdateInPlace(type: "Note", into: rated, renames: [:]) else { return }
+            _ = try session.updateInPlace(type: "Note", into: rated, renames: [:], writes: ["rating"]) { record in
+                var changed = record
+                changed["rating"] = .int64(9)
+                return [changed]
+            }
+            let after = try session.record(RecordID(recordName: "n-2", zone: Self.zone))
+            if after?["rating"] != .int64(9) || after?["title"] != .string("Bread") {
+                throw Failure(description: "in place: \(String(describing: after))")
+            }
+        }
     }
 
     func bulkLoad() throws {

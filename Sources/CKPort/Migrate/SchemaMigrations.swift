@@ -61,12 +61,12 @@ extension SchemaMigrations {
 
     /// The applied migrations (from the store's history), the pending ones, and problems: an
     /// applied file edited or gone, a new file numbered below an applied one.
-    public static func status(_ set: MigrationSet, in store: RecordStore) throws -> MigrationStatus {
+    public static func status(_ set: MigrationSet, in store: some RecordStoring) throws -> MigrationStatus {
         try MigrationRunner(store: store, set: set).status()
     }
 
     /// What the pending migrations would do, record by record. The store file is not written.
-    public static func plan(_ set: MigrationSet, in store: RecordStore, options: MigrationRunOptions = MigrationRunOptions(),
+    public static func plan(_ set: MigrationSet, in store: some RecordStoring, options: MigrationRunOptions = MigrationRunOptions(),
                             progress: ProgressHandler? = nil) throws -> [MigrationReport] {
         let runner = MigrationRunner(store: store, set: set)
         runner.force = options.force
@@ -78,7 +78,7 @@ extension SchemaMigrations {
     /// written inside the first migration's transaction once that migration fits the schema:
     /// it holds exactly the records the migration starts from. `backedUp` hears of it at once,
     /// so that a caller can say where it is even when a later migration fails.
-    public static func apply(_ set: MigrationSet, to store: RecordStore, options: MigrationRunOptions = MigrationRunOptions(),
+    public static func apply(_ set: MigrationSet, to store: some RecordStoring, options: MigrationRunOptions = MigrationRunOptions(),
                              repair: Bool = false, backup: MigrationBackup = .besideStore, progress: ProgressHandler? = nil,
                              backedUp: ((String, BundleWriter.Summary) -> Void)? = nil) throws -> MigrationApplyResult {
         let runner = MigrationRunner(store: store, set: set)
@@ -94,7 +94,7 @@ extension SchemaMigrations {
             if !pending.isEmpty {
                 switch backup {
                 case .none: break
-                case .besideStore: backupPath = defaultBackupPath(store: store.path, set: set.name, version: pending[0].version)
+                case .besideStore: backupPath = defaultBackupPath(store: store.location, set: set.name, version: pending[0].version)
                 case .at(let path): backupPath = path
                 }
             }

@@ -106,6 +106,19 @@ public protocol RecordSession: AnyObject {
     /// The size of an asset the store holds.
     func assetSize(_ sha256: String) throws -> Int64?
 
+    /// Changes the schema to `newSchema` and passes every record of `types` through
+    /// `transform` (nil: unchanged; else the records that take its place), in this transaction:
+    /// how a migration rewrites records. A transform that throws fails the transaction.
+    func rewrite(types: Set<String>, into newSchema: Schema, _ transform: (Record) throws -> [Record]?) throws -> [String: RewriteCounts]
+    /// Whether ``updateInPlace(type:into:renames:writes:_:)`` can migrate `type` (a store may
+    /// always answer false, and every migration then goes through ``rewrite(types:into:_:)``).
+    func canUpdateInPlace(type: String, into newSchema: Schema, renames: [String: String]) -> Bool
+    /// Migrates the records of one type where they are, renaming fields by `renames` and
+    /// writing the fields in `writes` from what `transform` returns: faster than a rewrite
+    /// when a migration only renames and sets fields.
+    func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+                       _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
+
     /// The migrations applied, oldest first, of one set or of all.
     func migrationHistory(set: String?) throws -> [MigrationHistoryEntry]
     /// Records a migration as applied.
