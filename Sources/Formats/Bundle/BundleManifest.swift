@@ -1,0 +1,34 @@
+import Foundation
+
+/// What a bundle holds, written first in it as `manifest.json`.
+public struct BundleManifest: Codable, Sendable, Equatable {
+    public static let currentFormat = 1
+
+    public struct Member: Codable, Sendable, Equatable {
+        public var path: String
+        /// `schema`, `migrations`, `records`, `changes` or `asset`.
+        public var kind: String
+        public var bytes: Int64
+        public var sha256: String
+        /// For records members: how many records, and which.
+        public var records: Int?
+        public var scope: String?
+        public var zoneName: String?
+        public var ownerRecordName: String?
+        public var recordType: String?
+    }
+
+    public var format: Int
+    public var ckportVersion: String
+    /// ISO-8601 UTC.
+    public var created: String
+    public var storeID: String
+    /// The store's change token when the bundle was made.
+    public var token: String
+    /// For an incremental bundle: the token it starts from.
+    public var baseToken: String?
+    public var recordTypes: [String]
+    public var members: [Member]
+
+    public var recordCount: Int { members.reduce(0) { $0 + ($1.records ?? 0) } }
+}

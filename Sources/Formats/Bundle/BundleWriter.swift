@@ -1,0 +1,276 @@
+import Crypto
+import Foundation
+import Records
+import Store
+
+/// Writes a backup bundle: a gzip-compressed POSIX tar with `manifest.json` first, then
+/// `schema.ckdb`, then `records/<scope>/<zone>/<RecordType>.jsonl` in the canonical JSON shape,
+/// then `assets/<sha256>` for every asset file the records name and the store holds. A store
+/// that has had migrations adds `migrations.json` (its history) right after the schema.
+/// Records are first spooled (uncompressed, hashed and counted) to a temporary file beside the
+/// output so that the manifest, which names every member's size and SHA-256, can come first;
+/// then everything goes through zlib once. Memory stays flat. The spool has no name in the
+/// folder and, for an encrypted bundle, is itself encrypted (see ``BundleSpool``).
+public struct BundleWriter {
+    public var level: Int32 = 6
+    public var version = "0.1"
+
+    public init() {}
+
+    public struct Summary: Sendable {
+        public var manifest: BundleManifest
+        public var bytesWritten: Int64
+        /// Assets the records name (by SHA-256) whose bytes the store does not hold: the
+        /// bundle keeps the values but cannot carry the files.
+        public var missingAssets: [String] = []
+    }
+
+    public static let migrationsPath = "migrations.json"
+
+    /// The member path of an asset file.
+    public static func assetPath(_ sha256: String) -> String { "assets/" + sha256 }
+
+    /// The member path of a zone's records of one type. Names are percent-encoded outside
+    /// letters, digits, `-`, `_` and `.`, and a leading `.` is encoded too, so that no name can
+    /// form a path segment `.` or `..` (or a hidden file); an empty name is `%`, which no
+    /// encoding produces. The owner is added when it is not the default.
+    public static func memberPath(_ zone: ZoneID, _ type: String) -> String {
+        func safe(_ text: String) -> String {
+            guard !text.isEmpty else { return "%" }
+            let encoded = text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")) ?? text
+            return encoded.hasPrefix(".") ? "%2E" + encoded.dropFirst() : encoded
+        }
+        var zonePart = safe(zone.zoneName)
+        if zone.ownerRecordName != ZoneID.defaultOwnerName { zonePart += "@" + safe(zone.ownerRecordName) }
+        return "records/\(zone.scope.rawValue)/\(zonePart)/\(safe(type)).jsonl"
+    }
+
+    /// The member of an incremental bundle: every change after its base token, in the order
+    /// the changes happened, deletions as tombstones.
+    public static let changesPath = "changes.jsonl"
+
+    /// Writes the records `query` selects, or with `since` every change after that token (an
+    /// incremental bundle: `query`'s types, scope and zone still apply, its predicate does not).
+    /// With `passphrase`, the bundle is encrypted (see ``BundleEncryption``).
+    public func write(_ store: some RecordStoring, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
+                      passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
+        try store.readSession { session in
+            try write(session, query: query, since: since, to: path, passphrase: passphrase, progress: progress)
+        }
+    }
+
+    /// Writes the bundle from a transaction that is already open: everything in it — schema,
+    /// records, history and asset files — comes from that transaction's one state of the
+    /// store. A write transaction may pass its session to back up exactly what it is about
+    /// to change.
+    public func write(_ session: any RecordSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
+                      passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
+        let output = try OutputFile(path: path)
+        do {
+            return try write(session, query: query, since: since, to: output, passphrase: passphrase, progress: progress)
+        } catch {
+            output.discard()
+            throw error
+        }
+    }
+
+    private func write(_ session: any RecordSession, query: RecordQuery, since: ChangeToken?, to output: OutputFile,
+                       passphrase: String?, progress: ((Int) -> Void)?) throws -> Summary {
+        let path = output.path
+        let spoolDirectory = path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
+        OutputFile.removeStale(in: spoolDirectory.isEmpty ? "." : spoolDirectory)
+        let spool = try BundleSpool(directory: spoolDirectory.isEmpty ? "." : spoolDirectory, sealed: passphrase != nil)
+        // Pass 1: the records into the spool, one member per (scope, zone, type), or one of
+        // changes; the manifest needs every member's size and SHA-256 before it can go first.
+        let records = RecordSpooler(spool: spool, schema: session.schema, changes: since != nil, progress: progress)
+        if let since {
+            try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
+            try session.forEachChange(since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, records.add)
+        } else {
+            try session.forEach(query) { record in
+                if !records.holds(record) { try records.open(BundleWriter.memberPath(record.zone, record.recordType), zone: record.zone, type: record.recordType) }
+                try records.add(record)
+            }
+        }
+        try records.close()
+        var assetMembers: [BundleManifest.Member] = []
+        var missingAssets: [String] = []
+        for sha256 in records.assetHashes.sorted() {
+            if let size = try session.assetSize(sha256) {
+                assetMembers.append(BundleManifest.Member(path: BundleWriter.assetPath(sha256), kind: "asset", bytes: size, sha256: sha256))
+            } else {
+                missingAssets.append(sha256)
+            }
+        }
+        let history = try session.migrationHistory(set: nil)
+        let historyBytes = history.isEmpty ? [] : try BundleWriter.json(history)
+        let schemaBytes = Array(SchemaPrinter.print(session.schema).utf8)
+        var small = [("schema.ckdb", "schema", schemaBytes)]
+        if !historyBytes.isEmpty { small.append((BundleWriter.migrationsPath, "migrations", historyBytes)) }
+        let smallMembers = small.map { BundleManifest.Member(path: $0.0, kind: $0.1, bytes: Int64($0.2.count), sha256: BundleReader.hex(SHA256.hash(data: $0.2))) }
+        let manifest = BundleManifest(format: BundleManifest.currentFormat, ckportVersion: version,
+                                      created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+                                      storeID: session.storeID, token: session.currentToken.description, baseToken: since?.description,
+                                      recordTypes: session.schema.recordTypes.map(\.name), members: smallMembers + records.members + assetMembers)
+        // Pass 2: the archive, compressed once and, with a passphrase, encrypted.
+        let archive = try ArchiveStream(output: output, level: level, passphrase: passphrase)
+        try archive.member("manifest.json", try BundleWriter.json(manifest))
+        for (name, _, bytes) in small { try archive.member(name, bytes) }
+        for (member, range) in zip(records.members, records.ranges) {
+            try archive.member(member.path, size: member.bytes) { put in
+                try spool.read(range) { chunk in
+                    try Interruption.check()
+                    try put(chunk)
+                }
+            }
+        }
+        for member in assetMembers {
+            try archive.member(member.path, size: member.bytes) { put in
+                var hasher = SHA256()
+                var written: Int64 = 0
+                try session.readAsset(member.sha256) { chunk in
+                    hasher.update(bufferPointer: chunk)
+                    written += Int64(chunk.count)
+                    try put(Array(chunk))
+                }
+                guard written == member.bytes, BundleReader.hex(hasher.finalize()) == member.sha256 else {
+                    throw StoreError.corrupt("asset \(member.sha256) does not hold the bytes its SHA-256 names")
+                }
+            }
+        }
+        try archive.finish()
+        try output.commit()
+        return Summary(manifest: manifest, bytesWritten: output.bytesWritten, missingAssets: missingAssets)
+    }
+
+    /// A manifest or a migration history as the bundle holds it: sorted, indented JSON.
+    static func json<Value: Encodable>(_ value: Value) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(value)) + [0x0A]
+    }
+}
+
+/// Pass 1 of a bundle: records encoded as JSON Lines into the spool, member by member, each
+/// member's size, SHA-256 and record count noted for the manifest, and the assets the records
+/// name gathered.
+private final class RecordSpooler {
+    private let spool: BundleSpool
+    private let codec: JSONRecordCodec
+    private let typesWithAssets: Set<String>
+    private let changes: Bool
+    private let progress: ((Int) -> Void)?
+    private var writer = JSONWriter(capacity: 1 << 18)
+    private var hasher = SHA256()
+    private var current: (zone: ZoneID, type: String, path: String)?
+    private var count = 0
+    private var memberStart: Int64 = 0
+    private var memberFirstChunk = 0
+    private var spooled: Int64 = 0
+    private var total = 0
+    private(set) var members: [BundleManifest.Member] = []
+    /// The spool's chunks of each member, in the order of `members`.
+    private(set) var ranges: [Range<Int>] = []
+    private(set) var assetHashes = Set<String>()
+
+    init(spool: BundleSpool, schema: Schema, changes: Bool, progress: ((Int) -> Void)?) {
+        self.spool = spool
+        codec = JSONRecordCodec(schema: schema)
+        typesWithAssets = Set(schema.recordTypes.filter { $0.fields.contains { $0.type.primitive == .asset } }.map(\.name))
+        self.changes = changes
+        self.progress = progress
+    }
+
+    /// Whether `record` belongs to the member being written.
+    func holds(_ record: Record) -> Bool {
+        guard let current else { return false }
+        return current.zone == record.zone && current.type == record.recordType
+    }
+
+    /// Closes the member being written, if any, and starts the next.
+    func open(_ path: String, zone: ZoneID, type: String) throws {
+        try close()
+        current = (zone, type, path)
+    }
+
+    func add(_ record: Record) throws {
+        if typesWithAssets.contains(record.recordType) {
+            record.forEachAsset { _, asset in if let sha256 = asset.sha256 { assetHashes.insert(sha256) } }
+        }
+        codec.encode(record, style: .canonical, to: &writer)
+        writer.byte(0x0A)
+        count += 1
+        total += 1
+        if writer.bytes.count >= 1 << 18 { try flush() }
+        if total % 10_000 == 0 { progress?(total) }
+    }
+
+    func close() throws {
+        guard let open = current else { return }
+        try flush()
+        let digest = BundleReader.hex(hasher.finalize())
+        if changes {
+            members.append(BundleManifest.Member(path: open.path, kind: "changes", bytes: spooled - memberStart, sha256: digest, records: count))
+        } else {
+            members.append(BundleManifest.Member(path: open.path, kind: "records", bytes: spooled - memberStart,
+                                                 sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
+                                                 ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
+        }
+        ranges.append(memberFirstChunk..<spool.count)
+        hasher = SHA256()
+        count = 0
+        memberStart = spooled
+        memberFirstChunk = spool.count
+        current = nil
+    }
+
+    private func flush() throws {
+        guard !writer.bytes.isEmpty else { return }
+        hasher.update(data: writer.bytes)
+        try spool.append(writer.bytes)
+        spooled += Int64(writer.bytes.count)
+        writer.bytes.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Pass 2 of a bundle: tar members through one gzip stream, and through encryption when the
+/// bundle has a passphrase, into the output file.
+private final class ArchiveStream {
+    private let gzip: GzipCompressor
+    private let encryptor: BundleEncryptor?
+    private let output: OutputFile
+    private let modified = Int64(Date().timeIntervalSince1970)
+
+    init(output: OutputFile, level: Int32, passphrase: String?) throws {
+        self.output = output
+        gzip = GzipCompressor(level: level)
+        encryptor = try passphrase.map { try BundleEncryptor(passphrase: $0) { try output.write($0) } }
+    }
+
+    /// A member held in memory.
+    func member(_ path: String, _ bytes: [UInt8]) throws {
+        try put(Tar.header(path: path, size: Int64(bytes.count), modified: modified) + bytes + Tar.padding(Int64(bytes.count)))
+    }
+
+    /// A member of `size` bytes that `body` writes through the function it is given.
+    func member(_ path: String, size: Int64, _ body: (_ put: ([UInt8]) throws -> Void) throws -> Void) throws {
+        try put(Tar.header(path: path, size: size, modified: modified))
+        try body(put)
+        try put(Tar.padding(size))
+    }
+
+    func finish() throws {
+        try put(Tar.end)
+        try emit(gzip.finish())
+        try encryptor?.finish()
+    }
+
+    private func put(_ bytes: [UInt8]) throws {
+        let compressed = gzip.compress(bytes)
+        if !compressed.isEmpty { try emit(compressed) }
+    }
+
+    private func emit(_ bytes: [UInt8]) throws {
+        if let encryptor { try encryptor.write(bytes) } else { try output.write(bytes) }
+    }
+}
