@@ -36,7 +36,7 @@ enum CSVFormatSupport {
     static func format(tab: Bool) -> RecordFormat {
         RecordFormat(
             names: [tab ? "tsv" : "csv"], extensions: [tab ? "tsv" : "csv"],
-            title: tab ? "tab-separated values (a record type per file)" : "CSV (a record type per file)", noun: "CSV",
+            title: tab ? "TSV" : "CSV", summary: tab ? "tab-separated values, a record type per file" : "a record type per file", noun: "CSV",
             oneRecordTypePerFile: true,
             sniff: { head in
                 let line = Sniffing.firstLine(head)

@@ -51,7 +51,7 @@ public struct CalendarMappingMissing: CKPortError, Sendable {
 extension RecordFormat {
     /// iCalendar (RFC 5545): events, to-dos, journal entries, alarms and attendees.
     public static let iCalendar = RecordFormat(
-        names: ["ics"], extensions: ["ics"], title: "iCalendar", noun: "an iCalendar file", kind: .calendar,
+        names: ["ics"], extensions: ["ics"], title: "iCalendar", summary: "calendars, through a mapping", noun: "an iCalendar file", kind: .calendar,
         sniff: { head in
             Sniffing.firstLine(head).map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }.starts(with: Array("BEGIN:VCALENDAR".utf8))
         },

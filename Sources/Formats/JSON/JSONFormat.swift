@@ -17,7 +17,7 @@ public struct JSONWriteSettings: Sendable {
 extension RecordFormat {
     /// A JSON document: `{"records": [ … ]}` as CloudKit's records/query returns it, or an array.
     public static let json = RecordFormat(
-        names: ["json"], extensions: ["json"], title: "JSON (a document of records)", noun: "JSON",
+        names: ["json"], extensions: ["json"], title: "JSON", summary: "a document of records", noun: "JSON",
         sniff: { head in
             let first = Sniffing.firstSignificantByte(head)
             if first == UInt8(ascii: "[") { return true }
@@ -29,7 +29,7 @@ extension RecordFormat {
 
     /// JSON Lines: one record object per line.
     public static let jsonLines = RecordFormat(
-        names: ["jsonl", "ndjson"], extensions: ["jsonl", "ndjson"], title: "JSON Lines (a record per line)", noun: "JSON",
+        names: ["jsonl", "ndjson"], extensions: ["jsonl", "ndjson"], title: "JSON Lines", summary: "a record per line", noun: "JSON",
         sniff: { head in
             Sniffing.firstSignificantByte(head) == UInt8(ascii: "{")
                 && Sniffing.firstLine(head).last(where: { $0 != 0x20 && $0 != 0x09 }) == UInt8(ascii: "}")
@@ -41,7 +41,7 @@ extension RecordFormat {
     /// an input is read as when neither a format nor its name says otherwise. Not in
     /// ``RecordFormats/all``: it is a way of reading the two formats above.
     public static let jsonDetectingLayout = RecordFormat(
-        names: ["json-detected"], extensions: [], title: "JSON or JSON Lines, told by the first bytes", noun: "JSON",
+        names: ["json-detected"], extensions: [], title: "JSON", summary: "a document or a record per line, told by the first bytes", noun: "JSON",
         sniff: { head in RecordFormat.json.sniff(head) || RecordFormat.jsonLines.sniff(head) },
         makeReader: { input, context in try JSONFormatSupport.reader(input, context, layout: nil) },
         makeWriter: nil)

@@ -27,8 +27,10 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
     public let names: [String]
     /// File name endings (without the dot) that mean this format, matched without case.
     public let extensions: [String]
-    /// What the format is, in a few words, for help texts.
+    /// The format's name for people: "JSON Lines".
     public let title: String
+    /// What its files hold, in a few words, for help texts: "a record per line".
+    public let summary: String
     /// What a file in this format is called in a sentence ("not JSON", "not an iCalendar file").
     public let noun: String
     public let kind: Kind
@@ -43,7 +45,7 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
     /// Exports from a store's transaction, for a format without a record writer.
     public let exportFromStore: StoreExporter?
 
-    public init(names: [String], extensions: [String], title: String, noun: String, kind: Kind = .records, oneRecordTypePerFile: Bool = false,
+    public init(names: [String], extensions: [String], title: String, summary: String, noun: String, kind: Kind = .records, oneRecordTypePerFile: Bool = false,
                 sniff: @escaping @Sendable ([UInt8]) -> Bool,
                 makeReader: (@Sendable (RecordInput, RecordReadContext) throws -> RecordSource)?,
                 makeWriter: (@Sendable (OutputFile, RecordWriteContext) throws -> RecordSink)?,
@@ -52,6 +54,7 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
         self.names = names
         self.extensions = extensions
         self.title = title
+        self.summary = summary
         self.noun = noun
         self.oneRecordTypePerFile = oneRecordTypePerFile
         self.sniff = sniff

@@ -60,7 +60,7 @@ struct ExportCommand: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
     var output: String = "-"
 
-    @Option(help: ArgumentHelp("json (a {\"records\": [ … ]} document), jsonl/ndjson (one record per line), csv, tsv or ics. Default: from -o's extension, else jsonl.", valueName: "format"))
+    @Option(help: ArgumentHelp("The output's format: \(ExportCommand.writtenFormats). Default: from -o's extension, else jsonl.", valueName: "format"))
     var format: DataFormat?
 
     @Option(help: ArgumentHelp("CSV and iCalendar: write times as local time in this time zone (CSV with its offset, iCalendar with TZID and a VTIMEZONE).", valueName: "zone"))
@@ -129,7 +129,7 @@ struct ExportCommand: ParsableCommand {
         if format == nil && DataFormat.infer(output) == nil, let dot = output.lastIndex(of: "."), output != "-" {
             let ext = output[output.index(after: dot)...].lowercased()
             if ["ckbundle", "gz"].contains(ext) {
-                throw ValidationError("-o \(output): export writes JSON (.json), JSON Lines (.jsonl, .ndjson), CSV (.csv, .tsv) and iCalendar (.ics); a backup bundle (.\(ext)) is written by 'ckport backup -o \(output)'")
+                throw ValidationError("-o \(output): export writes \(ExportCommand.writtenExtensions); a backup bundle (.\(ext)) is written by 'ckport backup -o \(output)'")
             }
         }
     }
@@ -190,6 +190,20 @@ struct ExportCommand: ParsableCommand {
             Console.error("change token: \(result.token)")
         }
         result.assets?.report()
+    }
+}
+
+extension ExportCommand {
+    /// The formats export writes, from the registry: "json (JSON (a document of records)), …".
+    static var writtenFormats: String {
+        RecordFormats.all.filter { $0.makeWriter != nil || $0.exportFromStore != nil }
+            .map { "\($0.names.joined(separator: "/")) (\($0.summary))" }.joined(separator: ", ")
+    }
+
+    /// "JSON (.json), JSON Lines (.jsonl, .ndjson), …", for messages about -o.
+    static var writtenExtensions: String {
+        RecordFormats.all.filter { $0.makeWriter != nil || $0.exportFromStore != nil }
+            .map { "\($0.title) (\($0.extensions.map { "." + $0 }.joined(separator: ", ")))" }.joined(separator: ", ")
     }
 }
 

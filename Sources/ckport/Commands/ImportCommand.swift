@@ -99,7 +99,7 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "How incoming records combine with stored ones: insert, upsert, replace or newer.")
     var mode: WriteMode = .upsert
 
-    @Option(help: ArgumentHelp("The files' format. Default: each file's extension, else its first bytes (CSV, TSV, iCalendar), else JSON.", valueName: "format"))
+    @Option(help: ArgumentHelp("The files' format. Default: each file's extension, else what its first bytes show, else JSON.", valueName: "format"))
     var format: DataFormat?
 
     @Option(help: "Record shape: canonical (CloudKit Web Services), plain (flat objects) or auto.")
