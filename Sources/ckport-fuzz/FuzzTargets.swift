@@ -33,12 +33,12 @@ enum FuzzTargets {
         } catch {}
     }
 
-    /// Reads the input through the registry's reader of `format`: calendars through the
-    /// family-calendar mapping, everything else as notes records (of type Note when the
-    /// records name none).
+    /// Reads the input through the registry's reader of `format`: calendar formats through the
+    /// family-calendar mapping, record formats as notes records (of type Note when the records
+    /// name none).
     static func read(_ bytes: [UInt8], as format: RecordFormat) {
         var context = RecordReadContext(schema: notes, defaultRecordType: "Note")
-        if format == .iCalendar {
+        if format.kind == .calendar {
             context = RecordReadContext(schema: calendar)
             context.settings[CalendarReadSettings.self] = CalendarReadSettings(mapping: mapping)
         }
