@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ckport
 @testable import CKPort
+import CloudKitWeb
 @testable import Formats
 @testable import Migrations
 @testable import Records
@@ -47,6 +48,8 @@ struct ErrorModelTests {
         (StoreError.unavailable(path: "s.sqlite", reason: "permission denied"), .environment),
         (StoreError.corrupt("bad page"), .internal),
         (CalendarMappingMissing(file: "family.ics"), .usage),
+        (CloudKitRequestError.invalidContainer("com.example"), .usage),
+        (CloudKitServerError(serverErrorCode: "THROTTLED", retryAfter: 5, status: 429), .environment),
         (InputFileError(path: "in.json", "no such file"), .invalidInput),
         (OperationError.ambiguousRecordName("n-1", zones: ["private/A", "private/B"]), .invalidInput),
         (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),
@@ -73,7 +76,7 @@ struct ErrorModelTests {
         var declared: Set<String> = []
         var bare: [String] = []
         let sources = packageRoot.appendingPathComponent("Sources")
-        let library = ["Records", "Store", "Formats", "Migrations", "CKPort"]
+        let library = ["Records", "Store", "Formats", "Migrations", "CKPort", "CloudKitWeb"]
         let declaration = try Regex(#"public (?:final )?(?:struct|enum|class|actor) (\w+)[^{\n]*:[^{\n]*\b(Error|CKPortError)\b"#)
         for module in library {
             let enumerator = try #require(FileManager.default.enumerator(atPath: sources.appendingPathComponent(module).path))

@@ -1,0 +1,88 @@
+import Foundation
+import Records
+
+/// One database of a CloudKit container, as CloudKit Web Services addresses it:
+/// `BASE/database/1/CONTAINER/ENVIRONMENT/DATABASE/OPERATION`.
+public struct CloudKitDatabase: Sendable, Hashable, CustomStringConvertible {
+    /// The container's environment.
+    public enum Environment: String, Sendable, CaseIterable {
+        /// Not reachable by apps in the App Store; its schema may change.
+        case development
+        /// What apps in the App Store use; its schema only grows.
+        case production
+    }
+
+    /// Which of the container's databases.
+    public enum Scope: String, Sendable, CaseIterable {
+        /// Readable by every user of the app; the only one a server-to-server key reaches.
+        case `public`
+        /// The signed-in user's own records.
+        case `private`
+        /// Records other users shared with the signed-in user.
+        case shared
+    }
+
+    /// Apple's CloudKit Web Services.
+    public static let appleBaseURL = URL(string: "https://api.apple-cloudkit.com")!
+    /// The protocol version in every path.
+    public static let protocolVersion = 1
+
+    public var container: String
+    public var environment: Environment
+    public var scope: Scope
+    /// The server: Apple's, or another that speaks the same protocol (an emulator).
+    public var baseURL: URL
+
+    public init(container: String, environment: Environment, scope: Scope, baseURL: URL = CloudKitDatabase.appleBaseURL) throws {
+        guard container.hasPrefix("iCloud."), container.count > "iCloud.".count,
+              container.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            throw CloudKitRequestError.invalidContainer(container)
+        }
+        self.container = container
+        self.environment = environment
+        self.scope = scope
+        self.baseURL = baseURL
+    }
+
+    /// The path of an operation (`records/query`, `zones/list`…): what a server-to-server
+    /// signature covers.
+    public func path(_ operation: String) -> String {
+        "/database/\(CloudKitDatabase.protocolVersion)/\(container)/\(environment.rawValue)/\(scope.rawValue)/\(operation)"
+    }
+
+    /// The full URL of an operation, with query items (an API token and a web auth token).
+    public func url(_ operation: String, query: [URLQueryItem] = []) -> URL {
+        var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
+        let prefix = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
+        components.path = prefix + path(operation)
+        if !query.isEmpty { components.queryItems = query }
+        return components.url!
+    }
+
+    public var description: String { "\(container) (\(environment.rawValue), \(scope.rawValue) database)" }
+}
+
+/// A request ckport refuses to make as it stands.
+public enum CloudKitRequestError: CKPortError, Equatable {
+    case invalidContainer(String)
+    case unreadableKey(path: String, reason: String)
+    case keyNeedsPublicDatabase(CloudKitDatabase.Scope)
+
+    public var category: ErrorCategory {
+        switch self {
+        case .invalidContainer, .keyNeedsPublicDatabase: return .usage
+        case .unreadableKey: return .invalidInput
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidContainer(let name):
+            return "'\(name)' is not a container identifier: it starts with iCloud. and holds letters, digits, '.', '-' and '_' (iCloud.com.example.App)"
+        case .unreadableKey(let path, let reason):
+            return "\(path): not a server-to-server key: \(reason) (a PEM file with an EC P-256 private key, as 'openssl ecparam -name prime256v1 -genkey -noout' writes)"
+        case .keyNeedsPublicDatabase(let scope):
+            return "a server-to-server key reaches the public database only; the \(scope.rawValue) database needs a user's web auth token"
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Records
+
+/// An error CloudKit Web Services answered with: its error dictionary (`serverErrorCode`,
+/// `reason`, `uuid`, and `retryAfter` when a retry may succeed), with the HTTP status.
+public struct CloudKitServerError: CKPortError, Sendable, Equatable, Decodable {
+    /// The server codes the reference documents.
+    public enum Code: String, Sendable, CaseIterable {
+        case accessDenied = "ACCESS_DENIED"
+        case atomicError = "ATOMIC_ERROR"
+        case authenticationFailed = "AUTHENTICATION_FAILED"
+        case authenticationRequired = "AUTHENTICATION_REQUIRED"
+        case badRequest = "BAD_REQUEST"
+        case conflict = "CONFLICT"
+        case exists = "EXISTS"
+        case internalError = "INTERNAL_ERROR"
+        case notFound = "NOT_FOUND"
+        case quotaExceeded = "QUOTA_EXCEEDED"
+        case throttled = "THROTTLED"
+        case tryAgainLater = "TRY_AGAIN_LATER"
+        case validatingReferenceError = "VALIDATING_REFERENCE_ERROR"
+        case zoneNotFound = "ZONE_NOT_FOUND"
+    }
+
+    /// The code as the server sent it (a code this version does not know is kept as text).
+    public var serverErrorCode: String
+    public var reason: String?
+    public var uuid: String?
+    /// Seconds to wait before a retry may succeed; nil: a retry would fail the same way.
+    public var retryAfter: Double?
+    /// Where a person signs in, with AUTHENTICATION_REQUIRED.
+    public var redirectURL: String?
+    /// The record a per-record error of `records/modify` or `records/lookup` is about.
+    public var recordName: String?
+    /// The HTTP status the error came with (0 for a per-record error inside a 200 answer).
+    public var status: Int
+
+    public init(serverErrorCode: String, reason: String? = nil, uuid: String? = nil, retryAfter: Double? = nil,
+                redirectURL: String? = nil, recordName: String? = nil, status: Int = 0) {
+        self.serverErrorCode = serverErrorCode
+        self.reason = reason
+        self.uuid = uuid
+        self.retryAfter = retryAfter
+        self.redirectURL = redirectURL
+        self.recordName = recordName
+        self.status = status
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case serverErrorCode, reason, uuid, retryAfter, redirectURL, recordName
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        serverErrorCode = try container.decode(String.self, forKey: .serverErrorCode)
+        reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        uuid = try container.decodeIfPresent(String.self, forKey: .uuid)
+        retryAfter = try container.decodeIfPresent(Double.self, forKey: .retryAfter)
+        redirectURL = try container.decodeIfPresent(String.self, forKey: .redirectURL)
+        recordName = try container.decodeIfPresent(String.self, forKey: .recordName)
+        status = 0
+    }
+
+    /// The error in an answer's body, if the body is an error dictionary.
+    public static func parse(status: Int, body: Data) -> CloudKitServerError? {
+        guard var error = try? JSONDecoder().decode(CloudKitServerError.self, from: body) else { return nil }
+        error.status = status
+        return error
+    }
+
+    public var code: Code? { Code(rawValue: serverErrorCode) }
+
+    /// Whether waiting and asking again may succeed: the server said so with `retryAfter`.
+    public var isRetryable: Bool { retryAfter != nil }
+
+    public var category: ErrorCategory {
+        switch code {
+        case .conflict?, .exists?, .validatingReferenceError?, .notFound?, .zoneNotFound?, .atomicError?, .badRequest?:
+            return .invalidInput
+        case .accessDenied?, .authenticationFailed?, .authenticationRequired?, .quotaExceeded?, .throttled?, .tryAgainLater?, .internalError?, nil:
+            return .environment
+        }
+    }
+
+    public var description: String {
+        var text = "CloudKit answered \(serverErrorCode)"
+        if status != 0 { text += " (HTTP \(status))" }
+        if let recordName { text += " for record '\(recordName)'" }
+        if let reason, !reason.isEmpty { text += ": \(reason)" }
+        switch code {
+        case .authenticationRequired?:
+            text += redirectURL.map { "; sign in at \($0) to get a new web auth token" } ?? "; a new web auth token is needed"
+        case .authenticationFailed?:
+            text += "; check the key ID and key (server-to-server) or the API token"
+        case .conflict?:
+            text += "; the record changed in CloudKit since its change tag was read"
+        case .quotaExceeded?:
+            text += "; the iCloud account or container is out of space"
+        default:
+            break
+        }
+        if let uuid { text += " [request \(uuid)]" }
+        return text
+    }
+}

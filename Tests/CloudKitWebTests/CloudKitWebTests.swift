@@ -1,0 +1,144 @@
+import CloudKitWeb
+import Foundation
+import Records
+import Testing
+import TestSupport
+
+/// Runs a program and returns its exit status and standard output.
+func run(_ program: String, _ arguments: [String], in directory: URL) throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = out
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, text)
+}
+
+/// openssl, the independent implementation the signatures are checked against. CI installs it;
+/// a machine without it fails here rather than skipping.
+let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/openssl"
+
+@Suite("CloudKit Web Services requests")
+struct CloudKitRequestTests {
+    @Test("operation paths and URLs as the reference composes them")
+    func addresses() throws {
+        let database = try CloudKitDatabase(container: "iCloud.com.example.Family", environment: .production, scope: .private)
+        #expect(database.path("records/query") == "/database/1/iCloud.com.example.Family/production/private/records/query")
+        #expect(database.url("zones/list").absoluteString == "https://api.apple-cloudkit.com/database/1/iCloud.com.example.Family/production/private/zones/list")
+        let local = try CloudKitDatabase(container: "iCloud.com.example.Family", environment: .development, scope: .public,
+                                         baseURL: URL(string: "http://127.0.0.1:8181/")!)
+        let url = local.url("records/modify", query: [URLQueryItem(name: "ckAPIToken", value: "abc"), URLQueryItem(name: "ckWebAuthToken", value: "x+y/z=")])
+        #expect(url.path == "/database/1/iCloud.com.example.Family/development/public/records/modify")
+        #expect(url.host == "127.0.0.1" && url.port == 8181)
+        #expect(url.query?.contains("ckWebAuthToken=x+y/z%3D") == true || url.query?.contains("ckWebAuthToken=x%2By/z%3D") == true, "\(url)")
+        for bad in ["com.example.Family", "iCloud.", "iCloud.com example", "iCloud.com/evil"] {
+            #expect(throws: CloudKitRequestError.invalidContainer(bad)) {
+                _ = try CloudKitDatabase(container: bad, environment: .development, scope: .public)
+            }
+        }
+    }
+
+    @Test("the date header is UTC to the second, without milliseconds")
+    func dates() {
+        #expect(ServerToServerKey.dateString(Date(timeIntervalSince1970: 1_764_000_000.987)) == "2025-11-24T16:00:00Z")
+        #expect(ServerToServerKey.dateString(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00Z")
+    }
+
+    @Test("signatures openssl accepts, from SEC 1 and PKCS #8 keys openssl made; a changed body, path or date fails")
+    func signaturesCheckedByOpenSSL() throws {
+        let scratch = Scratch()
+        let (made, output) = try run(openssl, ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sec1.pem"], in: scratch.url)
+        #expect(made == 0, "\(output)")
+        _ = try run(openssl, ["pkcs8", "-topk8", "-nocrypt", "-in", "sec1.pem", "-out", "pkcs8.pem"], in: scratch.url)
+        _ = try run(openssl, ["ec", "-in", "sec1.pem", "-pubout", "-out", "public.pem"], in: scratch.url)
+        let body = Data(#"{"query":{"recordType":"Articles"}}"#.utf8)
+        let path = "/database/1/iCloud.com.example.Family/development/public/records/query"
+        let date = Date(timeIntervalSince1970: 1_764_000_000)
+        for file in ["sec1.pem", "pkcs8.pem"] {
+            let key = try ServerToServerKey(keyID: "0a1b2c3d4e5f", file: scratch.path(file))
+            let headers = try key.headers(body: body, path: path, date: date)
+            #expect(headers.map(\.name) == ["X-Apple-CloudKit-Request-KeyID", "X-Apple-CloudKit-Request-ISO8601Date", "X-Apple-CloudKit-Request-SignatureV1"])
+            #expect(headers[0].value == "0a1b2c3d4e5f" && headers[1].value == "2025-11-24T16:00:00Z")
+            // What was signed, as openssl would build it: DATE:base64(SHA-256(body)):PATH.
+            try body.write(to: scratch.url.appendingPathComponent("body.json"))
+            let (_, digest) = try run("/bin/sh", ["-c", "\(openssl) dgst -sha256 -binary body.json | base64"], in: scratch.url)
+            let message = "2025-11-24T16:00:00Z:\(digest.trimmingCharacters(in: .whitespacesAndNewlines)):\(path)"
+            #expect(ServerToServerKey.message(date: "2025-11-24T16:00:00Z", body: body, path: path) == Data(message.utf8))
+            try Data(message.utf8).write(to: scratch.url.appendingPathComponent("message"))
+            try Data(base64Encoded: headers[2].value)!.write(to: scratch.url.appendingPathComponent("signature.der"))
+            let (verified, said) = try run(openssl, ["dgst", "-sha256", "-verify", "public.pem", "-signature", "signature.der", "message"], in: scratch.url)
+            #expect(verified == 0 && said.contains("Verified OK"), "\(file): \(said)")
+            // And the other way: what openssl signs, ckport's check accepts.
+            _ = try run(openssl, ["dgst", "-sha256", "-sign", file, "-out", "theirs.der", "message"], in: scratch.url)
+            let theirs = try Data(contentsOf: scratch.url.appendingPathComponent("theirs.der")).base64EncodedString()
+            let publicPEM = scratch.text("public.pem")
+            #expect(ServerToServerKey.verify(signature: theirs, publicKeyPEM: publicPEM, date: "2025-11-24T16:00:00Z", body: body, path: path))
+            #expect(!ServerToServerKey.verify(signature: theirs, publicKeyPEM: publicPEM, date: "2025-11-24T16:00:01Z", body: body, path: path))
+            #expect(!ServerToServerKey.verify(signature: theirs, publicKeyPEM: publicPEM, date: "2025-11-24T16:00:00Z", body: body + Data(" ".utf8), path: path))
+            #expect(!ServerToServerKey.verify(signature: theirs, publicKeyPEM: publicPEM, date: "2025-11-24T16:00:00Z", body: body, path: path + "x"))
+            #expect(key.publicKeyPEM.trimmingCharacters(in: .whitespacesAndNewlines) == publicPEM.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        #expect(throws: CloudKitRequestError.self) { _ = try ServerToServerKey(keyID: "0a1b", pem: "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n") }
+        #expect(throws: CloudKitRequestError.self) { _ = try ServerToServerKey(keyID: "not a key id", file: scratch.path("sec1.pem")) }
+    }
+}
+
+@Suite("CloudKit errors and retries")
+struct CloudKitErrorTests {
+    @Test("error dictionaries: the code, the reason, retryAfter, and what the message tells a person")
+    func errorDictionaries() throws {
+        let throttled = try #require(CloudKitServerError.parse(status: 429, body: Data(#"{"uuid":"8a2b","serverErrorCode":"THROTTLED","reason":"request rate too high","retryAfter":5}"#.utf8)))
+        #expect(throttled.code == .throttled && throttled.retryAfter == 5 && throttled.isRetryable && throttled.category == .environment)
+        #expect(throttled.description == "CloudKit answered THROTTLED (HTTP 429): request rate too high [request 8a2b]")
+        let signIn = try #require(CloudKitServerError.parse(status: 421, body: Data(#"{"uuid":"c1","serverErrorCode":"AUTHENTICATION_REQUIRED","reason":"request needs authorization","redirectURL":"https://idmsa.apple.com/x"}"#.utf8)))
+        #expect(!signIn.isRetryable && signIn.description.contains("sign in at https://idmsa.apple.com/x"))
+        let conflict = CloudKitServerError(serverErrorCode: "CONFLICT", reason: "oplock error", recordName: "task-7")
+        #expect(conflict.category == .invalidInput && !conflict.isRetryable)
+        #expect(conflict.description == "CloudKit answered CONFLICT for record 'task-7': oplock error; the record changed in CloudKit since its change tag was read")
+        #expect(CloudKitServerError.parse(status: 503, body: Data("<html>Service Unavailable</html>".utf8)) == nil)
+        #expect(CloudKitServerError(serverErrorCode: "SOMETHING_NEW").category == .environment)
+        #expect(CloudKitServerError.Code.allCases.count == 14)
+    }
+
+    @Test("retries: retryAfter honoured, backoff doubles with jitter up to a cap, final answers not retried")
+    func retries() {
+        let policy = RetryPolicy(maxAttempts: 5, baseDelay: 1, maxDelay: 10)
+        let top = { 0.999999 }, bottom = { 0.0 }
+        // Connection failures: 1, 2, 4, 8 seconds (to half that with jitter), then no more.
+        #expect([1, 2, 3, 4].map { policy.delay(after: $0, failure: .transport, random: top)!.rounded() } == [1, 2, 4, 8])
+        #expect([1, 2, 3, 4].map { policy.delay(after: $0, failure: .transport, random: bottom)! } == [0.5, 1, 2, 4])
+        #expect(policy.delay(after: 5, failure: .transport) == nil)
+        // The server's retryAfter wins when it is longer than the backoff.
+        #expect(policy.delay(after: 1, failure: .server(retryAfter: 7), random: top) == 7)
+        #expect(policy.delay(after: 4, failure: .server(retryAfter: 3), random: top)!.rounded() == 8)
+        // No retryAfter: a final answer. One longer than the cap: give up rather than block.
+        #expect(policy.delay(after: 1, failure: .server(retryAfter: nil)) == nil)
+        #expect(policy.delay(after: 1, failure: .server(retryAfter: 30)) == nil)
+        // The cap holds however many attempts.
+        let long = RetryPolicy(maxAttempts: 50, baseDelay: 1, maxDelay: 10)
+        #expect(long.delay(after: 40, failure: .transport, random: top)! <= 10)
+    }
+
+    @Test("records/modify batches: at most 200 operations and the byte budget each, in order, nothing lost")
+    func batches() {
+        var batcher = ModifyBatcher(byteBudget: 1_000)
+        var batches: [[[UInt8]]] = []
+        var sizes: [Int] = []
+        for n in 0..<450 {
+            let operation = [UInt8](repeating: UInt8(n % 251), count: n == 300 ? 5_000 : 4)
+            sizes.append(operation.count)
+            if let full = batcher.add(operation) { batches.append(full) }
+        }
+        if let last = batcher.finish() { batches.append(last) }
+        #expect(batcher.finish() == nil)
+        #expect(batches.flatMap { $0 }.map(\.count) == sizes)
+        #expect(batches.allSatisfy { $0.count <= 200 })
+        #expect(batches.allSatisfy { $0.count == 1 || $0.reduce(0) { $0 + $1.count } <= 1_000 })
+        #expect(batches.map(\.count) == [200, 100, 1, 149])
+    }
+}
