@@ -25,7 +25,7 @@ public struct StoreConformance<Store: RecordStoring> {
 
     public static var checks: [String] {
         ["schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions", "assets",
-         "migration history", "migration rewrites", "bulk load", "two handles"]
+         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles"]
     }
 
     public func run(_ check: String) throws {
@@ -39,6 +39,7 @@ public struct StoreConformance<Store: RecordStoring> {
         case "assets": try assets()
         case "migration history": try history()
         case "migration rewrites": try rewrites()
+        case "sync tokens": try syncTokens()
         case "bulk load": try bulkLoad()
         case "two handles": try twoHandles()
         default: throw Failure(description: "no check named \(check)")
@@ -352,6 +353,34 @@ public struct StoreConformance<Store: RecordStoring> {
                 throw Failure(description: "in place: \(String(describing: after))")
             }
         }
+    }
+
+    func syncTokens() throws {
+        let store = try newStore("sync")
+        let source = "iCloud.com.example.Family/production/private"
+        let other = ZoneID(scope: .shared, zoneName: "family-1", ownerRecordName: "_abc")
+        try require(try store.read { try $0.syncStates(source: source) }.isEmpty, "a new store has no sync state")
+        // A page of records and its token commit together, or neither does.
+        do {
+            try store.write(dryRun: false) { session in
+                _ = try session.save(Self.note("n-1", "Milk"), mode: .upsert)
+                try session.saveSyncToken("AAAA", source: source, zone: Self.zone)
+                throw Failure(description: "cut off")
+            }
+        } catch is Failure {}
+        try require(try store.read { try $0.syncStates(source: source) }.isEmpty && (try names(store)).isEmpty, "a rolled-back page left its token or records")
+        try store.write(dryRun: false) { session in
+            _ = try session.save(Self.note("n-1", "Milk"), mode: .upsert)
+            try session.saveSyncToken("AAAA", source: source, zone: Self.zone)
+            try session.saveSyncToken("BBBB", source: source, zone: other)
+            try session.saveSyncToken("ZZZZ", source: "iCloud.com.example.Family/development/private", zone: Self.zone)
+        }
+        try store.write(dryRun: false) { try $0.saveSyncToken("AAAB", source: source, zone: Self.zone) }
+        let states = try store.read { try $0.syncStates(source: source) }
+        try require(Set(states.map { "\($0.zone.zoneName)=\($0.token)" }) == ["Notes=AAAB", "family-1=BBBB"], "states: \(states)")
+        try require(states.first { $0.zone == other }?.zone.ownerRecordName == "_abc", "the zone's owner is kept")
+        try store.write(dryRun: false) { try $0.saveSyncToken(nil, source: source, zone: other) }
+        try require(try store.read { try $0.syncStates(source: source) }.map(\.token) == ["AAAB"], "a forgotten token")
     }
 
     func bulkLoad() throws {

@@ -119,6 +119,12 @@ public protocol RecordSession: AnyObject {
     func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
                        _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
 
+    /// Where pulls from `source` got to, zone by zone.
+    func syncStates(source: String) throws -> [SyncState]
+    /// Saves (or, with nil, forgets) where a pull of `zone` from `source` got to, in this
+    /// transaction, so that a page of records and its token commit together.
+    func saveSyncToken(_ token: String?, source: String, zone: ZoneID) throws
+
     /// The migrations applied, oldest first, of one set or of all.
     func migrationHistory(set: String?) throws -> [MigrationHistoryEntry]
     /// Records a migration as applied.
