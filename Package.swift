@@ -39,10 +39,12 @@ let package = Package(
                                                     .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // The library's front door: the operations (import, export, backup, verify, restore,
         // migrate) over the modules above, which it re-exports.
-        .target(name: "CKPort", dependencies: ["Records", "Store", "Formats", "Migrations"], swiftSettings: strict),
+        .target(name: "CKPort", dependencies: ["Records", "Store", "Formats", "Migrations", "CloudKitWeb"], swiftSettings: strict),
         // CloudKit Web Services: addresses, server-to-server signatures, error dictionaries,
         // retries and request batching.
         .target(name: "CloudKitWeb", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // CloudKit Web Services over an in-memory container, for tests and offline scripts.
+        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb"], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
             "CKPort", "Records", "Store", "Formats", "Migrations", "SampleApps",
@@ -58,7 +60,8 @@ let package = Package(
                                                          .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "MigrationsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "Migrations", "SampleApps",
                                                             .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),
-        .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "Records"], swiftSettings: strict),
+        .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records",
+                                                             .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "CloudKitWeb", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]

@@ -1,0 +1,267 @@
+import CloudKitWeb
+import Foundation
+
+/// CloudKit Web Services over an in-memory container, for tests and for trying scripts
+/// offline: the documented operations (`zones/list`, `zones/modify`, `records/modify`,
+/// `records/changes`, `records/query`), both ways of signing in, the documented limits and
+/// error dictionaries, and faults injected on purpose. It answers requests in-process (it is
+/// a ``CloudKitTransport``); an HTTP server can put it on a port.
+public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
+    public struct Settings: Sendable {
+        /// Records per `records/changes` or `records/query` answer at most: small values force
+        /// clients through many pages.
+        public var pageSize = 200
+        /// Operations per `records/modify` request at most.
+        public var maxOperations = ModifyBatcher.maxOperations
+        /// How far a server-to-server request's date may be from the emulator's clock.
+        public var clockSkew: TimeInterval = 600
+        public init() {}
+    }
+
+    /// A fault to answer with instead of doing the work.
+    public enum Fault: Sendable, Equatable {
+        case throttled(retryAfter: Double)
+        case unavailable
+        case droppedConnection
+        case quotaExceeded
+    }
+
+    /// The connection was cut before an answer came.
+    public struct ConnectionDropped: Error {
+        public init() {}
+    }
+
+    private final class Zone {
+        var records: [String: [String: Any]] = [:]
+        /// Record name → the change sequence of its last change; deletions stay as tombstones.
+        var changedAt: [String: Int] = [:]
+        var deleted: Set<String> = []
+    }
+
+    private let lock = NSLock()
+    public let container: String
+    public var settings: Settings
+    private var zones: [String: [String: Zone]] = [:]   // "environment/database" → zone name → zone
+    private var sequence = 0
+    private var keys: [String: String] = [:]             // key ID → public key PEM
+    private var apiTokens: Set<String> = []
+    private var webTokens: [String: String] = [:]        // current web auth token → user
+    private var faults: [(operation: String, fault: Fault)] = []
+    /// Every operation answered, in order, for tests to look at.
+    public private(set) var log: [String] = []
+
+    public init(container: String, settings: Settings = Settings()) {
+        self.container = container
+        self.settings = settings
+    }
+
+    // MARK: - Setting up
+
+    public func registerKey(id: String, publicKeyPEM: String) { locked { keys[id] = publicKeyPEM } }
+
+    /// Registers an API token and a user signed in with `webAuthToken`.
+    public func registerUser(apiToken: String, webAuthToken: String, user: String = "_user") {
+        locked {
+            apiTokens.insert(apiToken)
+            webTokens[webAuthToken] = user
+        }
+    }
+
+    /// Answers the next request to `operation` (or to any operation, with "*") with `fault`.
+    public func inject(_ fault: Fault, on operation: String = "*", times: Int = 1) {
+        locked { for _ in 0..<times { faults.append((operation, fault)) } }
+    }
+
+    // MARK: - Answering
+
+    public func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+        try locked { try answer(request) }
+    }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    private func answer(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
+        let parts = request.url.path.split(separator: "/").map(String.init)
+        // database / 1 / container / environment / database / operation…
+        guard parts.count >= 6, parts[0] == "database", parts[1] == "1", parts[2] == container,
+              let environment = CloudKitDatabase.Environment(rawValue: parts[3]), let scope = CloudKitDatabase.Scope(rawValue: parts[4]) else {
+            return error(404, "NOT_FOUND", "no such container or path: \(request.url.path)")
+        }
+        let operation = parts[5...].joined(separator: "/")
+        log.append(operation)
+        if let index = faults.firstIndex(where: { $0.operation == operation || $0.operation == "*" }) {
+            let fault = faults.remove(at: index).fault
+            switch fault {
+            case .throttled(let after): return error(429, "THROTTLED", "request rate too high", retryAfter: after)
+            case .unavailable: return CloudKitHTTPResponse(status: 503, body: Data("Service Unavailable".utf8))
+            case .droppedConnection: throw ConnectionDropped()
+            case .quotaExceeded: return error(413, "QUOTA_EXCEEDED", "the container is out of space")
+            }
+        }
+        var rotated: String?
+        if let keyID = request.header(ServerToServerKey.keyIDHeader) {
+            guard scope == .public else { return error(403, "ACCESS_DENIED", "server-to-server keys reach the public database only") }
+            guard let pem = keys[keyID], let date = request.header(ServerToServerKey.dateHeader),
+                  let signature = request.header(ServerToServerKey.signatureHeader),
+                  ServerToServerKey.verify(signature: signature, publicKeyPEM: pem, date: date, body: request.body, path: request.url.path) else {
+                return error(401, "AUTHENTICATION_FAILED", "the request's signature does not match a registered key")
+            }
+            guard let sent = ISO8601DateFormatter().date(from: date), abs(sent.timeIntervalSinceNow) <= settings.clockSkew else {
+                return error(401, "AUTHENTICATION_FAILED", "the request's date is too far from the server's clock")
+            }
+        } else {
+            let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            guard let api = query.first(where: { $0.name == "ckAPIToken" })?.value, apiTokens.contains(api) else {
+                return error(401, "AUTHENTICATION_FAILED", "unknown API token")
+            }
+            guard let web = query.first(where: { $0.name == "ckWebAuthToken" })?.value, let user = webTokens[web] else {
+                return error(421, "AUTHENTICATION_REQUIRED", "request needs authorization", redirectURL: "https://idmsa.apple.com/appleauth/auth/signin")
+            }
+            // Each answer carries the token to use next; the one used is spent.
+            webTokens[web] = nil
+            let next = UUID().uuidString
+            webTokens[next] = user
+            rotated = next
+        }
+        let body = request.body.isEmpty ? [:] : ((try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:])
+        var response: CloudKitHTTPResponse
+        switch operation {
+        case "zones/list": response = listZones("\(environment.rawValue)/\(scope.rawValue)")
+        case "zones/modify": response = modifyZones("\(environment.rawValue)/\(scope.rawValue)", body)
+        case "records/modify": response = modifyRecords("\(environment.rawValue)/\(scope.rawValue)", body)
+        case "records/changes": response = changes("\(environment.rawValue)/\(scope.rawValue)", body)
+        case "records/query": response = query("\(environment.rawValue)/\(scope.rawValue)", body)
+        default: response = error(404, "NOT_FOUND", "no operation \(operation)")
+        }
+        if let rotated { response.headers.append(("X-Apple-CloudKit-Web-Auth-Token", rotated)) }
+        return response
+    }
+
+    // MARK: - Operations
+
+    private func zonesOf(_ database: String) -> [String: Zone] {
+        if zones[database] == nil { zones[database] = ["_defaultZone": Zone()] }
+        return zones[database]!
+    }
+
+    private func zoneName(_ body: [String: Any]) -> String {
+        ((body["zoneID"] as? [String: Any])?["zoneName"] as? String) ?? "_defaultZone"
+    }
+
+    private func listZones(_ database: String) -> CloudKitHTTPResponse {
+        json(["zones": zonesOf(database).keys.sorted().map { ["zoneID": ["zoneName": $0]] }])
+    }
+
+    private func modifyZones(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {
+        _ = zonesOf(database)
+        var results: [[String: Any]] = []
+        for operation in body["operations"] as? [[String: Any]] ?? [] {
+            let name = (((operation["zone"] as? [String: Any])?["zoneID"] as? [String: Any])?["zoneName"] as? String) ?? ""
+            guard !name.isEmpty else { return error(400, "BAD_REQUEST", "a zone operation needs a zoneID") }
+            if operation["operationType"] as? String == "delete" { zones[database]![name] = nil } else if zones[database]![name] == nil { zones[database]![name] = Zone() }
+            results.append(["zoneID": ["zoneName": name]])
+        }
+        return json(["zones": results])
+    }
+
+    private func modifyRecords(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {
+        let operations = body["operations"] as? [[String: Any]] ?? []
+        guard operations.count <= settings.maxOperations else {
+            return error(400, "BAD_REQUEST", "a request holds at most \(settings.maxOperations) operations; this one holds \(operations.count)")
+        }
+        let name = zoneName(body)
+        guard let zone = zonesOf(database)[name] else { return error(404, "ZONE_NOT_FOUND", "no zone \(name)") }
+        var results: [[String: Any]] = []
+        for operation in operations {
+            guard let type = operation["operationType"] as? String, var record = operation["record"] as? [String: Any],
+                  let recordName = record["recordName"] as? String else {
+                return error(400, "BAD_REQUEST", "an operation needs an operationType and a record with a recordName")
+            }
+            let existing = zone.records[recordName]
+            let tag = record["recordChangeTag"] as? String
+            func refuse(_ code: String, _ reason: String) { results.append(["recordName": recordName, "serverErrorCode": code, "reason": reason]) }
+            switch type {
+            case "create" where existing != nil: refuse("EXISTS", "record already exists"); continue
+            case "update", "replace", "delete":
+                guard let existing else { refuse("NOT_FOUND", "record not found"); continue }
+                if tag != existing["recordChangeTag"] as? String { refuse("CONFLICT", "oplock error: the record has changed"); continue }
+            case "create", "forceUpdate", "forceReplace", "forceDelete": break
+            default: return error(400, "BAD_REQUEST", "unknown operationType \(type)")
+            }
+            sequence += 1
+            zone.changedAt[recordName] = sequence
+            if type == "delete" || type == "forceDelete" {
+                zone.records[recordName] = nil
+                zone.deleted.insert(recordName)
+                results.append(["recordName": recordName, "deleted": true])
+                continue
+            }
+            if (type == "update" || type == "forceUpdate"), let existing {
+                var fields = existing["fields"] as? [String: Any] ?? [:]
+                for (key, value) in record["fields"] as? [String: Any] ?? [:] { fields[key] = value }
+                record["fields"] = fields
+                record["created"] = existing["created"]
+            }
+            zone.deleted.remove(recordName)
+            record["recordChangeTag"] = String(sequence, radix: 36)
+            record["zoneID"] = ["zoneName": name]
+            zone.records[recordName] = record
+            results.append(record)
+        }
+        return json(["records": results])
+    }
+
+    private func changes(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {
+        let name = zoneName(body)
+        guard name != "_defaultZone" else { return error(400, "BAD_REQUEST", "record changes are fetched from custom zones only") }
+        guard let zone = zonesOf(database)[name] else { return error(404, "ZONE_NOT_FOUND", "no zone \(name)") }
+        var after = 0
+        if let token = body["syncToken"] as? String {
+            guard let value = Int(token.dropFirst("emu-".count)), token.hasPrefix("emu-") else {
+                return error(400, "BAD_REQUEST", "unknown sync token")
+            }
+            after = value
+        }
+        let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
+        let changed = zone.changedAt.filter { $0.value > after }.sorted { $0.value < $1.value }
+        let page = changed.prefix(limit)
+        let records: [[String: Any]] = page.map { name, _ in zone.records[name] ?? ["recordName": name, "deleted": true] }
+        let last = page.last?.value ?? max(after, zone.changedAt.values.max() ?? 0)
+        return json(["zoneID": ["zoneName": name], "records": records, "syncToken": "emu-\(last)", "moreComing": changed.count > page.count])
+    }
+
+    private func query(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {
+        let name = zoneName(body)
+        guard let zone = zonesOf(database)[name] else { return error(404, "ZONE_NOT_FOUND", "no zone \(name)") }
+        guard let type = (body["query"] as? [String: Any])?["recordType"] as? String else {
+            return error(400, "BAD_REQUEST", "a query needs a recordType")
+        }
+        let start = Int((body["continuationMarker"] as? String) ?? "0") ?? 0
+        let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
+        let matching = zone.records.values.filter { $0["recordType"] as? String == type }.sorted { ($0["recordName"] as! String) < ($1["recordName"] as! String) }
+        let page = Array(matching.dropFirst(start).prefix(limit))
+        var answer: [String: Any] = ["records": page]
+        if start + page.count < matching.count { answer["continuationMarker"] = String(start + page.count) }
+        return json(answer)
+    }
+
+    // MARK: - Answers
+
+    private func json(_ object: [String: Any]) -> CloudKitHTTPResponse {
+        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+    }
+
+    private func error(_ status: Int, _ code: String, _ reason: String, retryAfter: Double? = nil, redirectURL: String? = nil) -> CloudKitHTTPResponse {
+        var object: [String: Any] = ["uuid": UUID().uuidString, "serverErrorCode": code, "reason": reason]
+        if let retryAfter { object["retryAfter"] = retryAfter }
+        if let redirectURL { object["redirectURL"] = redirectURL }
+        var response = json(object)
+        response.status = status
+        return response
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Records
+
+/// An HTTP request to CloudKit Web Services, and its answer.
+public struct CloudKitHTTPRequest: Sendable {
+    public var method: String
+    public var url: URL
+    public var headers: [(name: String, value: String)]
+    public var body: Data
+
+    public init(method: String, url: URL, headers: [(name: String, value: String)], body: Data) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+public struct CloudKitHTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: Data
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// What carries requests to a server: HTTP in production, the emulator's handler in-process
+/// in tests. Throws when no answer came (the connection failed or was cut).
+public protocol CloudKitTransport: Sendable {
+    func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse
+}
+
+/// How requests prove who sends them.
+public enum CloudKitCredentials: Sendable {
+    /// A server-to-server key: the public database only.
+    case serverToServer(ServerToServerKey)
+    /// An API token and a user's web auth token: the private and shared databases (and the
+    /// public one as that user). The web auth token changes with every answer.
+    case webToken(apiToken: String, webAuthToken: String)
+}
+
+/// No answer could be had, after the retries the policy allows.
+public struct CloudKitUnavailable: CKPortError, Sendable {
+    public var operation: String
+    public var attempts: Int
+    public var lastProblem: String
+    public var category: ErrorCategory { .environment }
+    public var description: String {
+        "CloudKit did not answer \(operation) after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(lastProblem)"
+    }
+}
+
+/// Sends CloudKit Web Services requests for one database: signs them or adds the tokens,
+/// keeps the newest web auth token, and retries as the policy and the server say.
+public actor CloudKitClient {
+    nonisolated public let database: CloudKitDatabase
+    private var credentials: CloudKitCredentials
+    private let transport: CloudKitTransport
+    private let policy: RetryPolicy
+    private let sleep: @Sendable (Double) async throws -> Void
+    /// Hears of every wait before a retry: the operation, the seconds, and why.
+    private let onRetry: (@Sendable (String, Double, String) -> Void)?
+
+    public init(database: CloudKitDatabase, credentials: CloudKitCredentials, transport: CloudKitTransport, policy: RetryPolicy = RetryPolicy(),
+                onRetry: (@Sendable (String, Double, String) -> Void)? = nil,
+                sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(nanoseconds: UInt64($0 * 1_000_000_000)) }) throws {
+        if case .serverToServer = credentials, database.scope != .public {
+            throw CloudKitRequestError.keyNeedsPublicDatabase(database.scope)
+        }
+        self.database = database
+        self.credentials = credentials
+        self.transport = transport
+        self.policy = policy
+        self.sleep = sleep
+        self.onRetry = onRetry
+    }
+
+    /// The web auth token to use next, after the rotations so far (nil with a key).
+    public var webAuthToken: String? {
+        if case .webToken(_, let token) = credentials { return token }
+        return nil
+    }
+
+    /// POSTs `body` to `operation` (GET for `zones/list`) and returns the answer's body;
+    /// throws ``CloudKitServerError`` for an error answer, ``CloudKitUnavailable`` when none
+    /// came.
+    public func send(_ operation: String, body: Data = Data()) async throws -> Data {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let request = try makeRequest(operation, body: body)
+            var failure = RetryPolicy.Failure.transport
+            var problem = ""
+            do {
+                let response = try await transport.send(request)
+                if let rotated = response.header("X-Apple-CloudKit-Web-Auth-Token"), case .webToken(let api, _) = credentials {
+                    credentials = .webToken(apiToken: api, webAuthToken: rotated)
+                }
+                if (200..<300).contains(response.status) { return response.body }
+                if let error = CloudKitServerError.parse(status: response.status, body: response.body) {
+                    failure = .server(retryAfter: error.retryAfter)
+                    problem = error.description
+                    guard let wait = policy.delay(after: attempt, failure: failure) else { throw error }
+                    onRetry?(operation, wait, problem)
+                    try await sleep(wait)
+                    continue
+                }
+                guard response.status >= 500 || response.status == 429 else {
+                    throw CloudKitServerError(serverErrorCode: "HTTP_\(response.status)",
+                                              reason: String(decoding: response.body.prefix(200), as: UTF8.self), status: response.status)
+                }
+                failure = .transport
+                problem = "HTTP \(response.status) without an error dictionary"
+            } catch let error as CloudKitServerError {
+                throw error
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                failure = .transport
+                problem = "\(error)"
+            }
+            guard let wait = policy.delay(after: attempt, failure: failure) else {
+                throw CloudKitUnavailable(operation: operation, attempts: attempt, lastProblem: problem)
+            }
+            onRetry?(operation, wait, problem)
+            try await sleep(wait)
+        }
+    }
+
+    private func makeRequest(_ operation: String, body: Data) throws -> CloudKitHTTPRequest {
+        let method = operation == "zones/list" ? "GET" : "POST"
+        let sent = method == "GET" ? Data() : body
+        var headers: [(name: String, value: String)] = method == "POST" ? [("Content-Type", "application/json")] : []
+        switch credentials {
+        case .serverToServer(let key):
+            headers += try key.headers(body: sent, path: database.path(operation))
+            return CloudKitHTTPRequest(method: method, url: database.url(operation), headers: headers, body: sent)
+        case .webToken(let api, let web):
+            let url = database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api), URLQueryItem(name: "ckWebAuthToken", value: web)])
+            return CloudKitHTTPRequest(method: method, url: url, headers: headers, body: sent)
+        }
+    }
+}

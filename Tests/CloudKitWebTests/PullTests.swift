@@ -1,0 +1,189 @@
+import CKPort
+import CloudKitEmulator
+import CloudKitWeb
+import Foundation
+import Testing
+import TestSupport
+
+/// Lets `limit` requests through to the emulator, then cuts every connection: a pull killed
+/// part way.
+final class CuttingTransport: CloudKitTransport, @unchecked Sendable {
+    let inner: CloudKitTransport
+    var remaining: Int
+    init(_ inner: CloudKitTransport, after limit: Int) {
+        self.inner = inner
+        remaining = limit
+    }
+    func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+        remaining -= 1
+        if remaining < 0 { throw CloudKitEmulator.ConnectionDropped() }
+        return try await inner.send(request)
+    }
+}
+
+final class Waits: @unchecked Sendable {
+    var seconds: [Double] = []
+}
+
+@Suite("pulling from CloudKit (the emulator)")
+struct PullTests {
+    static let schema = """
+        DEFINE SCHEMA
+            RECORD TYPE Note (
+                "___recordID" REFERENCE QUERYABLE,
+                title         STRING QUERYABLE,
+                pinned        INT64 QUERYABLE,
+                GRANT WRITE TO "_creator",
+                GRANT CREATE TO "_icloud",
+                GRANT READ TO "_world"
+            );
+        """
+
+    let emulator = CloudKitEmulator(container: "iCloud.com.example.Notes")
+    let database = try! CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .private)
+
+    init() {
+        emulator.registerUser(apiToken: "api-1", webAuthToken: "web-1")
+        emulator.settings.pageSize = 7
+    }
+
+    func client(_ transport: CloudKitTransport? = nil, policy: RetryPolicy = RetryPolicy(), waits: Waits? = nil, token: String = "web-1") throws -> CloudKitClient {
+        try CloudKitClient(database: database, credentials: .webToken(apiToken: "api-1", webAuthToken: token), transport: transport ?? emulator,
+                           policy: policy, sleep: { seconds in waits?.seconds.append(seconds) })
+    }
+
+    func body(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
+
+    /// Creates the zone and `count` notes in it, through the client as an app would.
+    func seed(_ client: CloudKitClient, count: Int, zone: String = "Notes") async throws {
+        _ = try await client.send("zones/modify", body: try body(["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": zone]]]]]))
+        var batcher = ModifyBatcher(maxOperations: 50)
+        var batches: [[[UInt8]]] = []
+        for n in 0..<count {
+            let operation: [String: Any] = ["operationType": "create", "record": [
+                "recordName": String(format: "note-%04d", n), "recordType": "Note",
+                "fields": ["title": ["value": "Note \(n)", "type": "STRING"], "pinned": ["value": n % 2, "type": "INT64"]]]]
+            if let full = batcher.add(Array(try body(operation))) { batches.append(full) }
+        }
+        if let last = batcher.finish() { batches.append(last) }
+        for batch in batches {
+            let operations = try batch.map { try JSONSerialization.jsonObject(with: Data($0)) }
+            _ = try await client.send("records/modify", body: try body(["zoneID": ["zoneName": zone], "operations": operations]))
+        }
+    }
+
+    func names(_ store: RecordStore) throws -> [String] {
+        try store.read { session in
+            var names: [String] = []
+            try session.forEach(RecordQuery(recordTypes: ["Note"])) { names.append($0.recordName) }
+            return names
+        }
+    }
+
+    @Test("a pull reads every page of a zone's change feed, then only what changed; the web auth token turns over on each answer")
+    func incremental() async throws {
+        let scratch = Scratch()
+        let app = try client(token: "web-1")
+        try await seed(app, count: 60)
+        let store = try scratch.store(Self.schema)
+        // ckport signs in as the same user with the token the app's last answer gave.
+        let pulling = try client(token: try #require(await app.webAuthToken))
+        let first = try await CloudSync.pull(pulling, into: store)
+        let notes = try #require(first.zones.first { $0.zone.zoneName == "Notes" })
+        #expect(notes.incremental && notes.saved == 60 && notes.pages == 9 && notes.token != nil)
+        #expect(try names(store).count == 60)
+        let stored = try store.read { try $0.record(RecordID(recordName: "note-0007", zone: ZoneID(scope: .private, zoneName: "Notes"))) }
+        #expect(stored?["title"] == .string("Note 7") && stored?["pinned"] == .int64(1))
+        #expect(try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.map(\.token) == [notes.token!])
+        // Changes in CloudKit: one record edited, two deleted.
+        let other = try client(token: try #require(await pulling.webAuthToken))
+        let edit: [String: Any] = ["operationType": "forceUpdate", "record": ["recordName": "note-0003", "recordType": "Note", "fields": ["title": ["value": "Milk", "type": "STRING"]]]]
+        let deletions = ["note-0010", "note-0011"].map { ["operationType": "forceDelete", "record": ["recordName": $0]] as [String: Any] }
+        _ = try await other.send("records/modify", body: try body(["zoneID": ["zoneName": "Notes"], "operations": [edit] + deletions]))
+        let second = try await CloudSync.pull(try client(token: try #require(await other.webAuthToken)), into: store)
+        let changed = try #require(second.zones.first { $0.zone.zoneName == "Notes" })
+        #expect(changed.saved == 1 && changed.deleted == 2 && changed.pages == 1, "\(changed)")
+        #expect(try names(store).count == 58 && !(try names(store)).contains("note-0010"))
+        let edited = try store.read { try $0.record(RecordID(recordName: "note-0003", zone: ZoneID(scope: .private, zoneName: "Notes"))) }
+        #expect(edited?["title"] == .string("Milk"))
+        // A spent token is refused, as CloudKit refuses it.
+        await #expect(throws: CloudKitServerError.self) { _ = try await CloudSync.pull(try client(token: "web-1"), into: store) }
+    }
+
+    @Test("a pull cut off between pages resumes where it stopped: nothing lost, nothing read twice")
+    func resumes() async throws {
+        let scratch = Scratch()
+        let app = try client()
+        try await seed(app, count: 100)
+        var token = try #require(await app.webAuthToken)
+        let store = try scratch.store(Self.schema)
+        // zones/list, then five pages of changes, then the connection is gone.
+        let cut = try client(CuttingTransport(emulator, after: 6), policy: RetryPolicy(maxAttempts: 1), token: token)
+        await #expect(throws: CloudKitUnavailable.self) { _ = try await CloudSync.pull(cut, into: store) }
+        #expect(try names(store).count == 35)
+        // The emulator spent the token the cut request carried: take the one the last answer gave.
+        token = try #require(await cut.webAuthToken)
+        let resumed = try await CloudSync.pull(try client(token: token), into: store)
+        let notes = try #require(resumed.zones.first { $0.zone.zoneName == "Notes" })
+        #expect(notes.saved == 65 && notes.pages == 10, "\(notes)")
+        #expect(try names(store) == (0..<100).map { String(format: "note-%04d", $0) })
+    }
+
+    @Test("throttling, 503 and a dropped connection are retried after the waits CloudKit asks for; a final error is not")
+    func retries() async throws {
+        let scratch = Scratch()
+        let app = try client()
+        try await seed(app, count: 20)
+        let store = try scratch.store(Self.schema)
+        emulator.inject(.throttled(retryAfter: 3), on: "records/changes")
+        emulator.inject(.unavailable, on: "records/changes")
+        emulator.inject(.droppedConnection, on: "zones/list")
+        let waits = Waits()
+        let pulling = try client(policy: RetryPolicy(maxAttempts: 4, baseDelay: 0.5, maxDelay: 10), waits: waits, token: try #require(await app.webAuthToken))
+        let result = try await CloudSync.pull(pulling, into: store)
+        #expect(result.saved == 20)
+        #expect(waits.seconds.count == 3 && waits.seconds.contains(3), "\(waits.seconds)")
+        #expect(waits.seconds.allSatisfy { $0 >= 0.25 && $0 <= 10 })
+        emulator.inject(.quotaExceeded, on: "records/changes")
+        do {
+            _ = try await CloudSync.pull(try client(token: try #require(await pulling.webAuthToken)), into: store)
+            Issue.record("QUOTA_EXCEEDED without retryAfter is final")
+        } catch let error as CloudKitServerError {
+            #expect(error.code == .quotaExceeded && error.status == 413)
+        }
+    }
+
+    @Test("server-to-server keys: the public database through queries; a wrong key is refused")
+    func serverToServer() async throws {
+        let scratch = Scratch()
+        let key = try ServerToServerKey(keyID: "abc123", pem: P256PEM.make())
+        emulator.registerKey(id: "abc123", publicKeyPEM: key.publicKeyPEM)
+        let publicDatabase = try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .public)
+        let signed = try CloudKitClient(database: publicDatabase, credentials: .serverToServer(key), transport: emulator)
+        var operations: [[String: Any]] = []
+        for n in 0..<12 {
+            operations.append(["operationType": "create", "record": ["recordName": "pub-\(n)", "recordType": "Note", "fields": ["title": ["value": "Public \(n)", "type": "STRING"]]]])
+        }
+        _ = try await signed.send("records/modify", body: try body(["operations": operations]))
+        let store = try scratch.store(Self.schema)
+        let result = try await CloudSync.pull(signed, into: store)
+        #expect(result.zones.map(\.incremental) == [false] && result.saved == 12 && result.zones[0].pages == 2)
+        let stranger = try ServerToServerKey(keyID: "abc123", pem: P256PEM.make())
+        let forged = try CloudKitClient(database: publicDatabase, credentials: .serverToServer(stranger), transport: emulator)
+        do {
+            _ = try await forged.send("zones/list")
+            Issue.record("a signature by another key was accepted")
+        } catch let error as CloudKitServerError {
+            #expect(error.code == .authenticationFailed && error.category == .environment)
+        }
+        #expect(throws: CloudKitRequestError.keyNeedsPublicDatabase(.private)) {
+            _ = try CloudKitClient(database: database, credentials: .serverToServer(key), transport: emulator)
+        }
+    }
+}
+
+import Crypto
+
+enum P256PEM {
+    static func make() -> String { P256.Signing.PrivateKey().pemRepresentation }
+}
