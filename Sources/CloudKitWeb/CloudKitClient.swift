@@ -56,6 +56,13 @@ public struct CloudKitUnavailable: CKPortError, Sendable {
     public var operation: String
     public var attempts: Int
     public var lastProblem: String
+
+    public init(operation: String, attempts: Int, lastProblem: String) {
+        self.operation = operation
+        self.attempts = attempts
+        self.lastProblem = lastProblem
+    }
+
     public var category: ErrorCategory { .environment }
     public var description: String {
         "CloudKit did not answer \(operation) after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(lastProblem)"

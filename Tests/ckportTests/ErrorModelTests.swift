@@ -50,6 +50,7 @@ struct ErrorModelTests {
         (CalendarMappingMissing(file: "family.ics"), .usage),
         (CloudKitRequestError.invalidContainer("com.example"), .usage),
         (CloudKitServerError(serverErrorCode: "THROTTLED", retryAfter: 5, status: 429), .environment),
+        (CloudKitUnavailable(operation: "records/changes", attempts: 6, lastProblem: "connection reset"), .environment),
         (InputFileError(path: "in.json", "no such file"), .invalidInput),
         (OperationError.ambiguousRecordName("n-1", zones: ["private/A", "private/B"]), .invalidInput),
         (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),

@@ -76,10 +76,13 @@ public protocol RecordSession: AnyObject {
     /// The live record with this ID, if any.
     func record(_ id: RecordID) throws -> Record?
     /// Saves a record in `mode`; says whether it was inserted, updated or unchanged.
+    @discardableResult
     func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome
     /// Deletes these records and what their reference actions take with them.
+    @discardableResult
     func delete(_ ids: [RecordID]) throws -> [DeletedRecord]
     /// Deletes the records `query` selects, and what their reference actions take with them.
+    @discardableResult
     func delete(matching query: RecordQuery) throws -> [DeletedRecord]
 
     /// The records `query` selects, in its order (scope, zone, type, name unless sorted).
@@ -100,8 +103,10 @@ public protocol RecordSession: AnyObject {
     func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)?
 
     /// Stores an asset file's bytes, checked against what the record says of them.
+    @discardableResult
     func putAsset(file path: String, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64, added: Bool)
     /// Passes an asset's bytes to `body`, a piece at a time; false when the store lacks them.
+    @discardableResult
     func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
     /// The size of an asset the store holds.
     func assetSize(_ sha256: String) throws -> Int64?
@@ -109,6 +114,7 @@ public protocol RecordSession: AnyObject {
     /// Changes the schema to `newSchema` and passes every record of `types` through
     /// `transform` (nil: unchanged; else the records that take its place), in this transaction:
     /// how a migration rewrites records. A transform that throws fails the transaction.
+    @discardableResult
     func rewrite(types: Set<String>, into newSchema: Schema, _ transform: (Record) throws -> [Record]?) throws -> [String: RewriteCounts]
     /// Whether ``updateInPlace(type:into:renames:writes:_:)`` can migrate `type` (a store may
     /// always answer false, and every migration then goes through ``rewrite(types:into:_:)``).
@@ -116,6 +122,7 @@ public protocol RecordSession: AnyObject {
     /// Migrates the records of one type where they are, renaming fields by `renames` and
     /// writing the fields in `writes` from what `transform` returns: faster than a rewrite
     /// when a migration only renames and sets fields.
+    @discardableResult
     func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
                        _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
 
