@@ -75,7 +75,35 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     // MARK: - Answering
 
     public func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+        try respond(request)
+    }
+
+    /// Answers a request; throws ``ConnectionDropped`` when a fault cuts the connection.
+    public func respond(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
         try locked { try answer(request) }
+    }
+
+    /// Puts records (CloudKit's record dictionaries, as `ckport export` writes them) into a
+    /// database of the container, each in the zone its `zoneID` names (else `zone`), as
+    /// changes the feed will report.
+    public func load(_ records: [[String: Any]], environment: CloudKitDatabase.Environment = .development,
+                     scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone") {
+        locked {
+            let database = "\(environment.rawValue)/\(scope.rawValue)"
+            _ = zonesOf(database)
+            for var record in records {
+                guard let name = record["recordName"] as? String else { continue }
+                let zoneName = ((record["zoneID"] as? [String: Any])?["zoneName"] as? String) ?? defaultZone
+                if zones[database]![zoneName] == nil { zones[database]![zoneName] = Zone() }
+                let zone = zones[database]![zoneName]!
+                sequence += 1
+                record["scope"] = nil
+                record["recordChangeTag"] = String(sequence, radix: 36)
+                record["zoneID"] = ["zoneName": zoneName]
+                zone.records[name] = record
+                zone.changedAt[name] = sequence
+            }
+        }
     }
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T {

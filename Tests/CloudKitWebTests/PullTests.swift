@@ -187,3 +187,31 @@ import Crypto
 enum P256PEM {
     static func make() -> String { P256.Signing.PrivateKey().pemRepresentation }
 }
+
+@Suite("the emulator over HTTP")
+struct HTTPTests {
+    @Test("a pull over HTTP on loopback, through URLSession, with a fault that cuts the connection on the way")
+    func pullOverHTTP() async throws {
+        let scratch = Scratch()
+        let emulator = CloudKitEmulator(container: "iCloud.com.example.Notes")
+        emulator.settings.pageSize = 5
+        emulator.registerUser(apiToken: "api-1", webAuthToken: "web-1")
+        emulator.load((0..<23).map { n in
+            ["recordName": "note-\(n)", "recordType": "Note", "zoneID": ["zoneName": "Notes"],
+             "fields": ["title": ["value": "Note \(n)", "type": "STRING"], "pinned": ["value": 0, "type": "INT64"]]] as [String: Any]
+        })
+        let server = try EmulatorServer(emulator: emulator)
+        server.start()
+        defer { server.stop() }
+        emulator.inject(.droppedConnection, on: "records/changes")
+        let database = try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .private, baseURL: server.baseURL)
+        let waits = Waits()
+        let client = try CloudKitClient(database: database, credentials: .webToken(apiToken: "api-1", webAuthToken: "web-1"),
+                                        transport: URLSessionTransport(timeout: 10), sleep: { waits.seconds.append($0) })
+        let store = try scratch.store(PullTests.schema)
+        let result = try await CloudSync.pull(client, into: store)
+        #expect(result.saved == 23 && waits.seconds.count == 1)
+        #expect(result.zones.first { $0.zone.zoneName == "Notes" }?.pages == 5)
+        #expect(emulator.log.filter { $0 == "records/changes" }.count == 6)
+    }
+}
