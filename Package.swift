@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "CKPort", targets: ["CKPort"]),
         .executable(name: "ckport", targets: ["ckport"]),
+        .executable(name: "ckport-emulator", targets: ["ckport-emulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -47,8 +48,11 @@ let package = Package(
         .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb"], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
-            "CKPort", "Records", "Store", "Formats", "Migrations", "SampleApps",
+            "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], swiftSettings: strict),
+        .executableTarget(name: "ckport-emulator", dependencies: [
+            "CloudKitEmulator", "CloudKitWeb", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
         .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),

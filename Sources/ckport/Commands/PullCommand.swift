@@ -1,0 +1,154 @@
+import ArgumentParser
+import CKPort
+import CloudKitWeb
+import Foundation
+
+/// Where a CloudKit database is and how to sign in to it: flags for the address, files or
+/// environment variables for the secrets (never the command line, where other users and the
+/// shell's history would see them).
+struct CloudOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The container identifier, e.g. iCloud.com.example.App.", valueName: "id"))
+    var container: String
+
+    @Option(help: "development or production.")
+    var environment: String = "development"
+
+    @Option(help: "The database: private, shared or public.")
+    var database: String = "private"
+
+    @Option(help: ArgumentHelp("A server-to-server key's ID (public database only), with --key-file.", valueName: "id"))
+    var keyID: String?
+
+    @Option(help: ArgumentHelp("The PEM file with the server-to-server key's private half.", valueName: "file"))
+    var keyFile: String?
+
+    @Option(help: ArgumentHelp("A file whose first line is the API token. Default: $CKPORT_CK_API_TOKEN.", valueName: "file"))
+    var apiTokenFile: String?
+
+    @Option(help: ArgumentHelp("A file whose first line is the user's web auth token; ckport writes the next token back to it. Default: $CKPORT_CK_WEB_AUTH_TOKEN.", valueName: "file"))
+    var webAuthTokenFile: String?
+
+    @Option(help: ArgumentHelp("The CloudKit Web Services server (default Apple's), e.g. a ckport-emulator's URL.", valueName: "url"))
+    var baseURL: String?
+
+    func validate() throws {
+        guard CloudKitDatabase.Environment(rawValue: environment) != nil else { throw ValidationError("--environment is development or production") }
+        guard CloudKitDatabase.Scope(rawValue: database) != nil else { throw ValidationError("--database is private, shared or public") }
+        if (keyID == nil) != (keyFile == nil) { throw ValidationError("--key-id and --key-file go together") }
+        if let baseURL, URL(string: baseURL)?.scheme == nil { throw ValidationError("--base-url takes a URL such as http://127.0.0.1:8181") }
+    }
+
+    func cloudDatabase() throws -> CloudKitDatabase {
+        try CloudKitDatabase(container: container, environment: CloudKitDatabase.Environment(rawValue: environment)!,
+                             scope: CloudKitDatabase.Scope(rawValue: database)!,
+                             baseURL: baseURL.flatMap(URL.init(string:)) ?? CloudKitDatabase.appleBaseURL)
+    }
+
+    func credentials() throws -> CloudKitCredentials {
+        if let keyID, let keyFile { return .serverToServer(try ServerToServerKey(keyID: keyID, file: keyFile)) }
+        let environment = ProcessInfo.processInfo.environment
+        guard let api = try apiTokenFile.map(Self.firstLine) ?? environment["CKPORT_CK_API_TOKEN"], !api.isEmpty else {
+            throw CommandFailure.usage("give an API token (--api-token-file FILE or $CKPORT_CK_API_TOKEN) and a web auth token, or a server-to-server key (--key-id, --key-file) for the public database")
+        }
+        guard let web = try webAuthTokenFile.map(Self.firstLine) ?? environment["CKPORT_CK_WEB_AUTH_TOKEN"], !web.isEmpty else {
+            throw CommandFailure.usage("give the user's web auth token: --web-auth-token-file FILE or $CKPORT_CK_WEB_AUTH_TOKEN")
+        }
+        return .webToken(apiToken: api, webAuthToken: web)
+    }
+
+    /// CloudKit spends a web auth token on use: keep the one its last answer gave.
+    func keep(_ client: CloudKitClient, quiet: Bool) async throws {
+        guard let next = await client.webAuthToken else { return }
+        if let webAuthTokenFile {
+            let file = try OutputFile(path: webAuthTokenFile)
+            try file.write(next + "\n")
+            try file.commit()
+        } else if !quiet {
+            Console.error("note: CloudKit turned the web auth token over; the one in $CKPORT_CK_WEB_AUTH_TOKEN no longer works (--web-auth-token-file FILE keeps the new one)")
+        }
+    }
+
+    static func firstLine(_ path: String) throws -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let line = text.split(separator: "\n").first.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }), !line.isEmpty else {
+            throw CommandFailure.usage("\(path): no token in its first line")
+        }
+        return line
+    }
+}
+
+struct PullCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pull",
+        abstract: "Pull a CloudKit database into the store, incrementally.",
+        discussion: """
+        Custom zones of the private and shared databases come through their change feeds: each \
+        page of records, its deletions and the zone's sync token commit together, so the next \
+        pull fetches only what changed and a pull cut off anywhere resumes where it stopped. \
+        The public database and default zones are read with queries per record type of the \
+        store's schema: CloudKit answers those only for types whose ___recordID is QUERYABLE, \
+        and queries do not see deletions. Import the container's schema first (cktool \
+        export-schema writes it). Throttling and unavailable servers are retried as CloudKit \
+        asks (retryAfter, else backoff).
+
+          ckport schema import schema.ckdb
+          ckport pull --container iCloud.com.example.App --environment production \\
+              --database private --api-token-file api.txt --web-auth-token-file web.txt
+          ckport pull --container iCloud.com.example.App --database public \\
+              --key-id 2f3a… --key-file eckey.pem
+        """
+    )
+
+    @OptionGroup(title: "CloudKit") var cloud: CloudOptions
+
+    @Option(help: ArgumentHelp("Records per page to ask for (CloudKit's default when not given).", valueName: "count"))
+    var pageSize: Int?
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func run() throws {
+        let store = try storeOptions.open(create: false)
+        guard !store.schema.recordTypes.isEmpty else {
+            throw CommandFailure.invalid("the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)")
+        }
+        let client = try CloudKitClient(database: try cloud.cloudDatabase(), credentials: try cloud.credentials(), transport: URLSessionTransport(),
+                                        onRetry: { [quiet = storeOptions.quiet] operation, seconds, reason in
+                                            if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
+                                        })
+        let progress = ProgressLine("pulling", quiet: storeOptions.quiet)
+        let started = Date()
+        nonisolated(unsafe) let unsafeStore = store
+        nonisolated(unsafe) let handler = progress.handler
+        let cloud = self.cloud
+        let quiet = storeOptions.quiet
+        let result: PullResult = try blocking {
+            do {
+                let result = try await CloudSync.pull(client, into: unsafeStore, resultsLimit: pageSize, progress: handler)
+                try await cloud.keep(client, quiet: quiet)
+                return result
+            } catch {
+                try? await cloud.keep(client, quiet: quiet)
+                throw error
+            }
+        }
+        progress.finish()
+        guard !storeOptions.quiet else { return }
+        for zone in result.zones {
+            let how = zone.incremental ? "change feed" : "queries"
+            Console.error("\(zone.zone.zoneName): \(Console.count(zone.saved)) records saved, \(Console.count(zone.deleted)) deleted, in \(zone.pages) page\(zone.pages == 1 ? "" : "s") (\(how))")
+        }
+        Console.error("pulled \(Console.count(result.saved)) records and \(Console.count(result.deleted)) deletions from \(result.source) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+    }
+}
+
+/// Runs async work from a command's synchronous run and waits for it.
+func blocking<T>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    nonisolated(unsafe) var outcome: Result<T, Error>?
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try outcome!.get()
+}
