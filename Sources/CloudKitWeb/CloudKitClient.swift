@@ -44,6 +44,16 @@ public protocol CloudKitTransport: Sendable {
 
 /// How requests prove who sends them.
 public enum CloudKitCredentials: Sendable {
+    /// A token kept in a file: its first line, without surrounding white space. Tokens are read
+    /// from files (or the environment), never from command lines, where others could see them.
+    public static func token(fromFile path: String) throws -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let line = text.split(separator: "\n").first.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }), !line.isEmpty else {
+            throw CloudKitRequestError.unreadableToken(path: path)
+        }
+        return line
+    }
+
     /// A server-to-server key: the public database only.
     case serverToServer(ServerToServerKey)
     /// An API token and a user's web auth token: the private and shared databases (and the

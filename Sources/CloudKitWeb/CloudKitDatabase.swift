@@ -67,11 +67,12 @@ public enum CloudKitRequestError: CKPortError, Equatable {
     case invalidContainer(String)
     case unreadableKey(path: String, reason: String)
     case keyNeedsPublicDatabase(CloudKitDatabase.Scope)
+    case unreadableToken(path: String)
 
     public var category: ErrorCategory {
         switch self {
         case .invalidContainer, .keyNeedsPublicDatabase: return .usage
-        case .unreadableKey: return .invalidInput
+        case .unreadableKey, .unreadableToken: return .invalidInput
         }
     }
 
@@ -81,6 +82,8 @@ public enum CloudKitRequestError: CKPortError, Equatable {
             return "'\(name)' is not a container identifier: it starts with iCloud. and holds letters, digits, '.', '-' and '_' (iCloud.com.example.App)"
         case .unreadableKey(let path, let reason):
             return "\(path): not a server-to-server key: \(reason) (a PEM file with an EC P-256 private key, as 'openssl ecparam -name prime256v1 -genkey -noout' writes)"
+        case .unreadableToken(let path):
+            return "\(path): no token in its first line"
         case .keyNeedsPublicDatabase(let scope):
             return "a server-to-server key reaches the public database only; the \(scope.rawValue) database needs a user's web auth token"
         }

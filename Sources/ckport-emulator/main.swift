@@ -62,7 +62,7 @@ struct EmulatorCommand: ParsableCommand {
         let emulator = CloudKitEmulator(container: container)
         emulator.settings.pageSize = pageSize
         if let apiTokenFile, let webAuthTokenFile {
-            emulator.registerUser(apiToken: try Self.firstLine(apiTokenFile), webAuthToken: try Self.firstLine(webAuthTokenFile))
+            emulator.registerUser(apiToken: try CloudKitCredentials.token(fromFile: apiTokenFile), webAuthToken: try CloudKitCredentials.token(fromFile: webAuthTokenFile))
         }
         if let keyID, let publicKey {
             emulator.registerKey(id: keyID, publicKeyPEM: try String(contentsOfFile: publicKey, encoding: .utf8))
@@ -76,14 +76,6 @@ struct EmulatorCommand: ParsableCommand {
         server.start()
         FileHandle.standardOutput.write(Data("ckport-emulator: \(container) on \(server.baseURL.absoluteString)\n".utf8))
         while true { sleep(3600) }
-    }
-
-    static func firstLine(_ path: String) throws -> String {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let line = text.split(separator: "\n").first.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }), !line.isEmpty else {
-            throw ValidationError("\(path): no token in its first line")
-        }
-        return line
     }
 }
 

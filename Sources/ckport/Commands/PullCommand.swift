@@ -47,10 +47,10 @@ struct CloudOptions: ParsableArguments {
     func credentials() throws -> CloudKitCredentials {
         if let keyID, let keyFile { return .serverToServer(try ServerToServerKey(keyID: keyID, file: keyFile)) }
         let environment = ProcessInfo.processInfo.environment
-        guard let api = try apiTokenFile.map(Self.firstLine) ?? environment["CKPORT_CK_API_TOKEN"], !api.isEmpty else {
+        guard let api = try apiTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? environment["CKPORT_CK_API_TOKEN"], !api.isEmpty else {
             throw CommandFailure.usage("give an API token (--api-token-file FILE or $CKPORT_CK_API_TOKEN) and a web auth token, or a server-to-server key (--key-id, --key-file) for the public database")
         }
-        guard let web = try webAuthTokenFile.map(Self.firstLine) ?? environment["CKPORT_CK_WEB_AUTH_TOKEN"], !web.isEmpty else {
+        guard let web = try webAuthTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? environment["CKPORT_CK_WEB_AUTH_TOKEN"], !web.isEmpty else {
             throw CommandFailure.usage("give the user's web auth token: --web-auth-token-file FILE or $CKPORT_CK_WEB_AUTH_TOKEN")
         }
         return .webToken(apiToken: api, webAuthToken: web)
@@ -66,14 +66,6 @@ struct CloudOptions: ParsableArguments {
         } else if !quiet {
             Console.error("note: CloudKit turned the web auth token over; the one in $CKPORT_CK_WEB_AUTH_TOKEN no longer works (--web-auth-token-file FILE keeps the new one)")
         }
-    }
-
-    static func firstLine(_ path: String) throws -> String {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let line = text.split(separator: "\n").first.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }), !line.isEmpty else {
-            throw CommandFailure.usage("\(path): no token in its first line")
-        }
-        return line
     }
 }
 
