@@ -79,4 +79,9 @@ struct EmulatorCommand: ParsableCommand {
     }
 }
 
+// A parent may have started this process with signals blocked (a test harness's threads often
+// do): unblock them, so that SIGTERM and SIGINT stop the emulator as they should.
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+pthread_sigmask(SIG_SETMASK, &unblocked, nil)
 EmulatorCommand.main()
