@@ -131,6 +131,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             }
         }
         var rotated: String?
+        var caller = "_server"
         if let keyID = request.header(ServerToServerKey.keyIDHeader) {
             guard scope == .public else { return error(403, "ACCESS_DENIED", "server-to-server keys reach the public database only") }
             guard let pem = keys[keyID], let date = request.header(ServerToServerKey.dateHeader),
@@ -154,13 +155,14 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             let next = UUID().uuidString
             webTokens[next] = user
             rotated = next
+            caller = user
         }
         let body = request.body.isEmpty ? [:] : ((try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:])
         var response: CloudKitHTTPResponse
         switch operation {
         case "zones/list": response = listZones("\(environment.rawValue)/\(scope.rawValue)")
         case "zones/modify": response = modifyZones("\(environment.rawValue)/\(scope.rawValue)", body)
-        case "records/modify": response = modifyRecords("\(environment.rawValue)/\(scope.rawValue)", body)
+        case "records/modify": response = modifyRecords("\(environment.rawValue)/\(scope.rawValue)", body, user: caller)
         case "records/changes": response = changes("\(environment.rawValue)/\(scope.rawValue)", body)
         case "records/query": response = query("\(environment.rawValue)/\(scope.rawValue)", body)
         default: response = error(404, "NOT_FOUND", "no operation \(operation)")
@@ -196,7 +198,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         return json(["zones": results])
     }
 
-    private func modifyRecords(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {
+    private func modifyRecords(_ database: String, _ body: [String: Any], user: String) -> CloudKitHTTPResponse {
+        // The server keeps the system fields: who saved a record when, from where.
+        let stamp: [String: Any] = ["timestamp": Int64(Date().timeIntervalSince1970 * 1000), "userRecordName": user, "deviceID": "ckport-emulator"]
         let operations = body["operations"] as? [[String: Any]] ?? []
         guard operations.count <= settings.maxOperations else {
             return error(400, "BAD_REQUEST", "a request holds at most \(settings.maxOperations) operations; this one holds \(operations.count)")
@@ -232,8 +236,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
                 var fields = existing["fields"] as? [String: Any] ?? [:]
                 for (key, value) in record["fields"] as? [String: Any] ?? [:] { fields[key] = value }
                 record["fields"] = fields
-                record["created"] = existing["created"]
             }
+            record["created"] = existing?["created"] ?? stamp
+            record["modified"] = stamp
             zone.deleted.remove(recordName)
             record["recordChangeTag"] = String(sequence, radix: 36)
             record["zoneID"] = ["zoneName": name]

@@ -51,6 +51,8 @@ struct ErrorModelTests {
         (CloudKitRequestError.invalidContainer("com.example"), .usage),
         (CloudKitServerError(serverErrorCode: "THROTTLED", retryAfter: 5, status: 429), .environment),
         (CloudKitUnavailable(operation: "records/changes", attempts: 6, lastProblem: "connection reset"), .environment),
+        (CloudPushStopped(partial: PushResult(destination: "iCloud.com.example.Notes/development/private"),
+                          underlying: "CloudKit answered QUOTA_EXCEEDED (HTTP 413)", underlyingCategory: .environment), .environment),
         (InputFileError(path: "in.json", "no such file"), .invalidInput),
         (OperationError.ambiguousRecordName("n-1", zones: ["private/A", "private/B"]), .invalidInput),
         (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),

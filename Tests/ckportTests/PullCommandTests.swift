@@ -89,3 +89,38 @@ struct PullCommandTests {
         #expect(bare.status == 1 && bare.stderr.contains("--api-token-file FILE or $CKPORT_CK_API_TOKEN"), "\(bare.stderr)")
     }
 }
+
+@Suite("ckport push")
+struct PushCommandTests {
+    @Test("push a store into an empty container, pull it back into another: the same records; pushing again reports EXISTS per record")
+    func pushThenPull() throws {
+        let folder = Scratch()
+        folder.write("api.txt", "api-1\n")
+        folder.write("web.txt", "web-1\n")
+        let emulator = try EmulatorProcess(["--container", "iCloud.com.example.Notes", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt", "--page-size", "25"], in: folder.url)
+        let cloud = ["--base-url", emulator.url, "--container", "iCloud.com.example.Notes", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"]
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl"), "--store", "src.sqlite", "-q"], in: folder.url).status == 0)
+        // A dry run needs no credentials and sends nothing: the token file is not turned over.
+        let dry = try ckport(["push", "--base-url", emulator.url, "--container", "iCloud.com.example.Notes", "--store", "src.sqlite", "--dry-run", "--type", "Folder"], in: folder.url)
+        #expect(dry.status == 0 && dry.stderr.contains("would send 4 operations in 1 zone"), "\(dry.stderr)")
+        let lines = dry.stdout.split(separator: "\n")
+        #expect(lines.count == 4 && lines.allSatisfy { $0.hasPrefix(#"{"operationType":"create","record":{"recordName":"folder-"#) && $0.hasSuffix(#","zoneName":"Notes"}"#) })
+        #expect(folder.text("web.txt") == "web-1\n")
+        let push = try ckport(["push", "--store", "src.sqlite"] + cloud, in: folder.url)
+        #expect(push.status == 0, "\(push.stderr)")
+        #expect(push.stderr.contains("created zone Notes") && push.stderr.contains("Note: 38 saved") && push.stderr.contains("pushed 60 records and 0 deletions"), "\(push.stderr)")
+        // Again: everything is there already; nothing is overwritten, each record is reported.
+        let again = try ckport(["push", "--store", "src.sqlite", "--rejects", "rejects.jsonl"] + cloud, in: folder.url)
+        #expect(again.status == 3 && again.stderr.contains("NoteV1: 0 saved, 18 already there (EXISTS)") && again.stderr.contains("turned away 60 records; they are in rejects.jsonl"), "\(again.stderr)")
+        let rejected = folder.text("rejects.jsonl").split(separator: "\n")
+        #expect(rejected.count == 60 && rejected.allSatisfy { $0.hasPrefix(#"{"error":"EXISTS: "#) && $0.contains(#""operation":{"operationType":"create""#) })
+        // Pulled back into a second store: the same records (CloudKit keeps its own system fields).
+        #expect(try ckport(["schema", "import", sample("notes", "schema.ckdb"), "--store", "dst.sqlite", "-q"], in: folder.url).status == 0)
+        let pull = try ckport(["pull", "--store", "dst.sqlite"] + cloud, in: folder.url)
+        #expect(pull.status == 0 && pull.stderr.contains("Notes: 60 records saved"), "\(pull.stderr)")
+        let system = try Regex(#""recordChangeTag":"[^"]*",|"(created|modified)":\{[^}]*\},"#)
+        let original = try ckport(["export", "--store", "src.sqlite", "-q"], in: folder.url).stdout.replacing(system, with: "")
+        let roundTripped = try ckport(["export", "--store", "dst.sqlite", "-q"], in: folder.url).stdout.replacing(system, with: "")
+        #expect(original == roundTripped && original.split(separator: "\n").count == 60)
+    }
+}

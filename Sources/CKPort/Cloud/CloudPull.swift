@@ -43,19 +43,13 @@ extension CloudSync {
                             progress: ProgressHandler? = nil) async throws -> PullResult {
         let database = client.database
         let source = source(database)
-        let scope = DatabaseScope(rawValue: database.scope.rawValue)!
-        let listing = try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
-        let zoneIDs = (listing["zones"] as? [[String: Any]] ?? []).compactMap { entry -> ZoneID? in
-            guard let id = entry["zoneID"] as? [String: Any], let name = id["zoneName"] as? String else { return nil }
-            return ZoneID(scope: scope, zoneName: name, ownerRecordName: id["ownerRecordName"] as? String ?? ZoneID.defaultOwnerName)
-        }
+        let zoneIDs = try await listZones(client)
         var results: [ZonePullResult] = []
         var total = 0
         for zone in zoneIDs.sorted() {
             let feed = database.scope != .public && zone.zoneName != ZoneID.defaultZoneName
             var result = ZonePullResult(zone: zone, incremental: feed)
-            var zoneJSON: [String: Any] = ["zoneName": zone.zoneName]
-            if zone.ownerRecordName != ZoneID.defaultOwnerName { zoneJSON["ownerRecordName"] = zone.ownerRecordName }
+            let zoneJSON = zoneJSON(zone)
             if feed {
                 var token = try store.readSession { try $0.syncStates(source: source) }.first { $0.zone == zone }?.token
                 while true {

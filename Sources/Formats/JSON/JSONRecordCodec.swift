@@ -296,6 +296,38 @@ public struct JSONRecordCodec: Sendable {
         out.byte(UInt8(ascii: "}"))
     }
 
+    /// Writes a record as a `records/modify` operation carries it: name, type, the change tag
+    /// when `withChangeTag` (CloudKit checks it for update, replace and delete), and the fields;
+    /// the zone goes in the request and the server keeps its own system fields.
+    public func encodeForModify(_ record: Record, withChangeTag: Bool, to out: inout JSONWriter) {
+        out.raw("{\"recordName\":")
+        out.string(record.recordName)
+        out.raw(",\"recordType\":")
+        out.string(record.recordType)
+        if withChangeTag, let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+        if !record.isDeleted { writeCanonicalFields(record, declaredTypes: fieldTypes[record.recordType], to: &out) }
+        out.byte(UInt8(ascii: "}"))
+    }
+
+    /// `,"fields":{…}` in the canonical style: each value with its CloudKit type.
+    private func writeCanonicalFields(_ record: Record, declaredTypes: [String: FieldType]?, to out: inout JSONWriter) {
+        out.raw(",\"fields\":{")
+        var first = true
+        for entry in record.fields.entries {
+            if !first { out.byte(UInt8(ascii: ",")) }
+            first = false
+            out.string(entry.name)
+            out.raw(":{\"value\":")
+            FieldValueJSON.write(entry.value, style: .canonical, to: &out)
+            out.raw(",\"type\":\"")
+            var fieldType = entry.value.type
+            if let declared = declaredTypes?[entry.name], declared.isEncrypted { fieldType.isEncrypted = true }
+            fieldType.appendWebServicesName(to: &out.bytes)
+            out.raw("\"}")
+        }
+        out.byte(UInt8(ascii: "}"))
+    }
+
     /// Writes one record as a compact JSON object.
     public func encode(_ record: Record, style: ValueStyle, to out: inout JSONWriter) {
         let declaredTypes = style == .canonical ? fieldTypes[record.recordType] : nil
@@ -324,21 +356,8 @@ public struct JSONRecordCodec: Sendable {
                 out.raw(",\"deleted\":true}")
                 return
             }
-            out.raw(",\"fields\":{")
-            var first = true
-            for entry in record.fields.entries {
-                if !first { out.byte(UInt8(ascii: ",")) }
-                first = false
-                out.string(entry.name)
-                out.raw(":{\"value\":")
-                FieldValueJSON.write(entry.value, style: .canonical, to: &out)
-                out.raw(",\"type\":\"")
-                var fieldType = entry.value.type
-                if let declared = declaredTypes?[entry.name], declared.isEncrypted { fieldType.isEncrypted = true }
-                fieldType.appendWebServicesName(to: &out.bytes)
-                out.raw("\"}")
-            }
-            out.raw("}}")
+            writeCanonicalFields(record, declaredTypes: declaredTypes, to: &out)
+            out.byte(UInt8(ascii: "}"))
         } else {
             out.raw(",\"zoneName\":")
             out.string(record.zone.zoneName)

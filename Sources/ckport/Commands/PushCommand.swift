@@ -1,0 +1,154 @@
+import ArgumentParser
+import CKPort
+import CloudKitWeb
+import Foundation
+import Formats
+import Records
+
+struct PushCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Push the store's records to a CloudKit database.",
+        discussion: """
+        Sends the records the filters select (all of the database's scope by default), or what \
+        changed after --since TOKEN, in records/modify requests of at most 200 operations. \
+        Custom zones CloudKit lacks are created first. Safe by default: with --mode create a \
+        record CloudKit already holds is reported as EXISTS; with update or replace one changed \
+        in CloudKit since the store pulled it (its change tag is stale) is reported as CONFLICT, \
+        and one CloudKit lacks as NOT_FOUND. Nothing is overwritten unless --force. Deletions \
+        (with --since) are sent only with --force: the store keeps no change tag for them.
+
+        Turned-away records are listed per type and, with --rejects FILE, written as JSON Lines \
+        with CloudKit's code and reason; the exit status is then 3. CloudKit gives pushed \
+        records new change tags: pull before the next --mode update.
+
+          ckport push --container iCloud.com.example.App --environment development \\
+              --api-token-file api.txt --web-auth-token-file web.txt
+          ckport push --container iCloud.com.example.App --mode update --since ck1-… \\
+              --api-token-file api.txt --web-auth-token-file web.txt --rejects conflicts.jsonl
+          ckport push --container iCloud.com.example.App --type Note --dry-run | jq .operationType
+        """
+    )
+
+    @OptionGroup(title: "CloudKit") var cloud: CloudOptions
+
+    @Option(help: "create (new records only), update (changed fields) or replace (whole records).")
+    var mode: PushMode = .create
+
+    @Flag(help: "Overwrite what CloudKit holds, and send deletions (forceUpdate, forceReplace, forceDelete).")
+    var force = false
+
+    @Flag(help: "Print the operations as JSON Lines instead of sending them; needs no credentials.")
+    var dryRun = false
+
+    @OptionGroup var filter: RecordFilterOptions
+
+    @Option(help: ArgumentHelp("Push what changed after this change token, deletions included.", valueName: "token"))
+    var since: String?
+
+    @Option(help: ArgumentHelp("Write the records CloudKit turned away, with its reasons, to this file (JSON Lines).", valueName: "file"))
+    var rejects: String?
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        if since != nil && filter.predicate != nil { throw ValidationError("--since pushes every change; it does not combine with --where") }
+        if filter.predicate != nil && filter.recordTypes.isEmpty { throw ValidationError("--where needs --type") }
+        if dryRun && rejects != nil { throw ValidationError("--rejects lists what CloudKit turned away; a dry run sends nothing") }
+    }
+
+    func run() throws {
+        let store = try storeOptions.open(create: false)
+        let database = try cloud.cloudDatabase()
+        var request = PushRequest(query: try filter.query(), mode: mode, force: force)
+        if let since { request.since = try ChangeToken(parsing: since) }
+        if dryRun {
+            let output = try OutputFile(path: "-")
+            var count = 0
+            var zones = Set<String>()
+            try CloudSync.plan(store, request: request, database: database) { operation in
+                var line = operation.json
+                line.removeLast()
+                line.append(contentsOf: Array(",\"zoneName\":".utf8))
+                var writer = JSONWriter(capacity: 64)
+                writer.string(operation.zone.zoneName)
+                line.append(contentsOf: writer.bytes)
+                line.append(contentsOf: Array("}\n".utf8))
+                try output.write(line)
+                count += 1
+                zones.insert(operation.zone.zoneName)
+            }
+            try output.commit()
+            if !storeOptions.quiet {
+                Console.error("would send \(Console.count(count)) operations in \(zones.count) zone\(zones.count == 1 ? "" : "s") to \(CloudSync.source(database)) (nothing was sent)")
+            }
+            return
+        }
+        let client = try CloudKitClient(database: database, credentials: try cloud.credentials(), transport: URLSessionTransport(),
+                                        onRetry: { [quiet = storeOptions.quiet] operation, seconds, reason in
+                                            if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
+                                        })
+        nonisolated(unsafe) let rejectsFile = try rejects.map { try OutputFile(path: $0) }
+        let progress = ProgressLine("pushing", quiet: storeOptions.quiet)
+        let started = Date()
+        nonisolated(unsafe) let unsafeStore = store
+        nonisolated(unsafe) let handler = progress.handler
+        let cloud = self.cloud
+        let quiet = storeOptions.quiet
+        let pushing = request
+        let outcome: Result<PushResult, Error> = try blocking {
+            do {
+                let result = try await CloudSync.push(client, from: unsafeStore, request: pushing, progress: handler) { rejection in
+                    try rejectsFile?.write(PushCommand.rejectLine(rejection))
+                }
+                try await cloud.keep(client, quiet: quiet)
+                return .success(result)
+            } catch {
+                try? await cloud.keep(client, quiet: quiet)
+                return .failure(error)
+            }
+        }
+        progress.finish()
+        try rejectsFile?.commit()
+        let result = try outcome.get()
+        let total = result.total
+        if !storeOptions.quiet {
+            for zone in result.zonesCreated { Console.error("created zone \(zone)") }
+            for (type, counts) in result.byType.sorted(by: { $0.key < $1.key }) {
+                Console.error("\(type): " + PushCommand.describe(counts))
+            }
+            Console.error("pushed \(Console.count(total.saved)) records and \(Console.count(total.deleted)) deletions to \(result.destination) in \(result.requests) request\(result.requests == 1 ? "" : "s"), \(Console.seconds(Date().timeIntervalSince(started)))")
+        }
+        if total.rejected > 0 {
+            let kept = rejects.map { "; they are in \($0)" } ?? " (--rejects FILE lists them)"
+            throw CommandFailure(status: .failure, message: "CloudKit turned away \(total.rejected) record\(total.rejected == 1 ? "" : "s")\(kept)")
+        }
+    }
+
+    static func describe(_ counts: PushCounts) -> String {
+        var parts = ["\(Console.count(counts.saved)) saved"]
+        if counts.deleted > 0 { parts.append("\(Console.count(counts.deleted)) deleted") }
+        if counts.exists > 0 { parts.append("\(Console.count(counts.exists)) already there (EXISTS)") }
+        if counts.conflicts > 0 { parts.append("\(Console.count(counts.conflicts)) changed in CloudKit (CONFLICT)") }
+        if counts.missing > 0 { parts.append("\(Console.count(counts.missing)) not in CloudKit (NOT_FOUND)") }
+        if counts.failed > 0 { parts.append("\(Console.count(counts.failed)) not saved") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// `{"error": "CODE: reason", "serverErrorCode": …, "zoneName": …, "operation": {…}}`
+    static func rejectLine(_ rejection: PushRejection) -> [UInt8] {
+        var out = JSONWriter(capacity: rejection.operation.json.count + 128)
+        out.raw("{\"error\":")
+        out.string("\(rejection.serverErrorCode): \(rejection.reason)")
+        out.raw(",\"serverErrorCode\":")
+        out.string(rejection.serverErrorCode)
+        out.raw(",\"zoneName\":")
+        out.string(rejection.operation.zone.zoneName)
+        out.raw(",\"operation\":")
+        out.bytes.append(contentsOf: rejection.operation.json)
+        out.raw("}\n")
+        return out.bytes
+    }
+}
+
+extension PushMode: ExpressibleByArgument {}
