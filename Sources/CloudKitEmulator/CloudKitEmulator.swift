@@ -15,6 +15,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         public var maxOperations = ModifyBatcher.maxOperations
         /// How far a server-to-server request's date may be from the emulator's clock.
         public var clockSkew: TimeInterval = 600
+        /// Where the sign-in page sends the browser with a new web auth token, as an API
+        /// token's "URL Redirect" sign-in callback does; nil: the page says none is set.
+        public var signInCallback: String?
         public init() {}
     }
 
@@ -46,6 +49,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     private var keys: [String: String] = [:]             // key ID → public key PEM
     private var apiTokens: Set<String> = []
     private var webTokens: [String: String] = [:]        // current web auth token → user
+    private var signInUser = "_user"
     private var faults: [(operation: String, fault: Fault)] = []
     /// Every operation answered, in order, for tests to look at.
     public private(set) var log: [String] = []
@@ -62,6 +66,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     /// Registers an API token and a user signed in with `webAuthToken`.
     public func registerUser(apiToken: String, webAuthToken: String, user: String = "_user") {
         locked {
+            signInUser = user
             apiTokens.insert(apiToken)
             webTokens[webAuthToken] = user
         }
@@ -113,6 +118,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     }
 
     private func answer(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
+        if request.url.path == "/signin" { return signIn(request) }
         let parts = request.url.path.split(separator: "/").map(String.init)
         // database / 1 / container / environment / database / operation…
         guard parts.count >= 6, parts[0] == "database", parts[1] == "1", parts[2] == container,
@@ -148,7 +154,13 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
                 return error(401, "AUTHENTICATION_FAILED", "unknown API token")
             }
             guard let web = query.first(where: { $0.name == "ckWebAuthToken" })?.value, let user = webTokens[web] else {
-                return error(421, "AUTHENTICATION_REQUIRED", "request needs authorization", redirectURL: "https://idmsa.apple.com/appleauth/auth/signin")
+                var page = URLComponents()
+                page.scheme = request.url.scheme
+                page.host = request.url.host
+                page.port = request.url.port
+                page.path = "/signin"
+                page.queryItems = [URLQueryItem(name: "ckAPIToken", value: api)]
+                return error(421, "AUTHENTICATION_REQUIRED", "request needs authorization", redirectURL: page.url?.absoluteString)
             }
             // Each answer carries the token to use next; the one used is spent.
             webTokens[web] = nil
@@ -160,6 +172,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         let body = request.body.isEmpty ? [:] : ((try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:])
         var response: CloudKitHTTPResponse
         switch operation {
+        case "users/current": response = json(["userRecordName": caller])
         case "zones/list": response = listZones("\(environment.rawValue)/\(scope.rawValue)")
         case "zones/modify": response = modifyZones("\(environment.rawValue)/\(scope.rawValue)", body)
         case "records/modify": response = modifyRecords("\(environment.rawValue)/\(scope.rawValue)", body, user: caller)
@@ -169,6 +182,22 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         }
         if let rotated { response.headers.append(("X-Apple-CloudKit-Web-Auth-Token", rotated)) }
         return response
+    }
+
+    /// The sign-in page: a browser that opens it is signed in as the registered user at once
+    /// and sent to the callback with a new web auth token.
+    private func signIn(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
+        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        guard let api = query.first(where: { $0.name == "ckAPIToken" })?.value, apiTokens.contains(api) else {
+            return error(401, "AUTHENTICATION_FAILED", "unknown API token")
+        }
+        guard let callback = settings.signInCallback, var target = URLComponents(string: callback) else {
+            return error(400, "BAD_REQUEST", "this API token has no sign-in callback (ckport-emulator --sign-in-callback URL)")
+        }
+        let token = UUID().uuidString
+        webTokens[token] = signInUser
+        target.queryItems = (target.queryItems ?? []) + [URLQueryItem(name: "ckWebAuthToken", value: token)]
+        return CloudKitHTTPResponse(status: 302, headers: [("Location", target.url!.absoluteString)], body: Data())
     }
 
     // MARK: - Operations

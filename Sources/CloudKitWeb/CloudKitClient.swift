@@ -59,6 +59,9 @@ public enum CloudKitCredentials: Sendable {
     /// An API token and a user's web auth token: the private and shared databases (and the
     /// public one as that user). The web auth token changes with every answer.
     case webToken(apiToken: String, webAuthToken: String)
+    /// An API token alone: the public database, read as nobody in particular; every other
+    /// request is answered AUTHENTICATION_REQUIRED with the URL where a user signs in.
+    case apiToken(String)
 }
 
 /// No answer could be had, after the retries the policy allows.
@@ -122,8 +125,11 @@ public actor CloudKitClient {
             var problem = ""
             do {
                 let response = try await transport.send(request)
-                if let rotated = response.header("X-Apple-CloudKit-Web-Auth-Token"), case .webToken(let api, _) = credentials {
-                    credentials = .webToken(apiToken: api, webAuthToken: rotated)
+                if let rotated = response.header("X-Apple-CloudKit-Web-Auth-Token") {
+                    switch credentials {
+                    case .webToken(let api, _), .apiToken(let api): credentials = .webToken(apiToken: api, webAuthToken: rotated)
+                    case .serverToServer: break
+                    }
                 }
                 if (200..<300).contains(response.status) { return response.body }
                 if let error = CloudKitServerError.parse(status: response.status, body: response.body) {
@@ -157,7 +163,7 @@ public actor CloudKitClient {
     }
 
     private func makeRequest(_ operation: String, body: Data) throws -> CloudKitHTTPRequest {
-        let method = operation == "zones/list" ? "GET" : "POST"
+        let method = CloudKitClient.getOperations.contains(operation) ? "GET" : "POST"
         let sent = method == "GET" ? Data() : body
         var headers: [(name: String, value: String)] = method == "POST" ? [("Content-Type", "application/json")] : []
         switch credentials {
@@ -167,6 +173,11 @@ public actor CloudKitClient {
         case .webToken(let api, let web):
             let url = database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api), URLQueryItem(name: "ckWebAuthToken", value: web)])
             return CloudKitHTTPRequest(method: method, url: url, headers: headers, body: sent)
+        case .apiToken(let api):
+            return CloudKitHTTPRequest(method: method, url: database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api)]), headers: headers, body: sent)
         }
     }
+
+    /// The operations CloudKit Web Services reads with GET; every other one is a POST.
+    static let getOperations: Set<String> = ["zones/list", "users/current"]
 }

@@ -68,11 +68,14 @@ public enum CloudKitRequestError: CKPortError, Equatable {
     case unreadableKey(path: String, reason: String)
     case keyNeedsPublicDatabase(CloudKitDatabase.Scope)
     case unreadableToken(path: String)
+    /// CloudKit did not answer a request without a user's token with a place to sign in.
+    case signInNotOffered
 
     public var category: ErrorCategory {
         switch self {
         case .invalidContainer, .keyNeedsPublicDatabase: return .usage
         case .unreadableKey, .unreadableToken: return .invalidInput
+        case .signInNotOffered: return .environment
         }
     }
 
@@ -84,6 +87,8 @@ public enum CloudKitRequestError: CKPortError, Equatable {
             return "\(path): not a server-to-server key: \(reason) (a PEM file with an EC P-256 private key, as 'openssl ecparam -name prime256v1 -genkey -noout' writes)"
         case .unreadableToken(let path):
             return "\(path): no token in its first line"
+        case .signInNotOffered:
+            return "the server answered a request without a user's token without offering a sign-in URL (is this a CloudKit Web Services server?)"
         case .keyNeedsPublicDatabase(let scope):
             return "a server-to-server key reaches the public database only; the \(scope.rawValue) database needs a user's web auth token"
         }

@@ -46,6 +46,12 @@ extension StoreSession {
         }
     }
 
+    /// Every source a pull saved a sync state for, sorted.
+    public func syncSources() throws -> [String] {
+        guard try db.tableExists("_ck_sync") else { return [] }
+        return try String.fetchAll(db, sql: "SELECT DISTINCT source FROM _ck_sync ORDER BY source")
+    }
+
     /// Saves where a pull of `zone` from `source` got to (nil forgets it, so that the next
     /// pull starts over), in this transaction: with the records of the same page, so that
     /// both commit or neither does.

@@ -54,6 +54,9 @@ struct EmulatorCommand: ParsableCommand {
     @Option(help: "Records per page of records/changes and records/query at most.")
     var pageSize = 200
 
+    @Option(help: ArgumentHelp("Where the sign-in page sends a browser with a new web auth token (as an API token's URL Redirect callback), e.g. ckport cloud login's.", valueName: "url"))
+    var signInCallback: String?
+
     func run() throws {
         guard let environment = CloudKitDatabase.Environment(rawValue: environment), let scope = CloudKitDatabase.Scope(rawValue: database) else {
             throw ValidationError("--environment is development or production; --database is private, shared or public")
@@ -61,6 +64,7 @@ struct EmulatorCommand: ParsableCommand {
         _ = try CloudKitDatabase(container: container, environment: environment, scope: scope)
         let emulator = CloudKitEmulator(container: container)
         emulator.settings.pageSize = pageSize
+        emulator.settings.signInCallback = signInCallback
         if let apiTokenFile, let webAuthTokenFile {
             emulator.registerUser(apiToken: try CloudKitCredentials.token(fromFile: apiTokenFile), webAuthToken: try CloudKitCredentials.token(fromFile: webAuthTokenFile))
         }

@@ -22,7 +22,7 @@ struct CKPortCommand: ParsableCommand {
         """,
         version: "0.1.0",
         subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
-                      RestoreCommand.self, MigrateCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self]
+                      RestoreCommand.self, MigrateCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
     )
 }
 

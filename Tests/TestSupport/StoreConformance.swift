@@ -379,6 +379,7 @@ public struct StoreConformance<Store: RecordStoring> {
         let states = try store.read { try $0.syncStates(source: source) }
         try require(Set(states.map { "\($0.zone.zoneName)=\($0.token)" }) == ["Notes=AAAB", "family-1=BBBB"], "states: \(states)")
         try require(states.first { $0.zone == other }?.zone.ownerRecordName == "_abc", "the zone's owner is kept")
+        try require(try store.read { try $0.syncSources() } == ["iCloud.com.example.Family/development/private", source].sorted(), "the sources pulled from")
         try store.write(dryRun: false) { try $0.saveSyncToken(nil, source: source, zone: other) }
         try require(try store.read { try $0.syncStates(source: source) }.map(\.token) == ["AAAB"], "a forgotten token")
     }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 
 /// A ckport-emulator process on a port of its own, stopped when the value goes.
@@ -29,20 +32,25 @@ final class EmulatorProcess {
     }
 }
 
-/// Reads a pipe's first line on a thread of its own, so a caller can stop waiting.
+/// Reads a pipe on a thread of its own until a line satisfies a test, so a caller can stop
+/// waiting.
 final class LineWaiter: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var line: String?
 
-    init(_ handle: FileHandle) {
+    init(_ handle: FileHandle, until wanted: @escaping @Sendable (String) -> Bool = { _ in true }) {
         Thread.detachNewThread { [self] in
             var text = ""
-            while !text.contains("\n") {
+            while line == nil {
                 let data = handle.availableData
                 if data.isEmpty { break }
                 text += String(decoding: data, as: UTF8.self)
+                while let end = text.firstIndex(of: "\n") {
+                    let candidate = String(text[..<end])
+                    text = String(text[text.index(after: end)...])
+                    if wanted(candidate) { line = candidate; break }
+                }
             }
-            line = text.split(separator: "\n").first.map(String.init)
             done.signal()
         }
     }
@@ -50,6 +58,19 @@ final class LineWaiter: @unchecked Sendable {
     func firstLine(within seconds: Double) -> String? {
         done.wait(timeout: .now() + seconds) == .success ? line : nil
     }
+}
+
+/// A port nothing listens on now.
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 @Suite("ckport pull")
@@ -122,5 +143,62 @@ struct PushCommandTests {
         let original = try ckport(["export", "--store", "src.sqlite", "-q"], in: folder.url).stdout.replacing(system, with: "")
         let roundTripped = try ckport(["export", "--store", "dst.sqlite", "-q"], in: folder.url).stdout.replacing(system, with: "")
         #expect(original == roundTripped && original.split(separator: "\n").count == 60)
+    }
+}
+
+@Suite("ckport cloud")
+struct CloudCommandTests {
+    @Test("cloud login: the sign-in URL, the browser's return to the loopback callback, a checked token kept for the owner alone; cloud status shows it all")
+    func loginAndStatus() throws {
+        let folder = Scratch()
+        folder.write("api.txt", "api-1\n")
+        folder.write("someone.txt", "web-of-someone-else\n")
+        let port = freePort()
+        let emulator = try EmulatorProcess(["--container", "iCloud.com.example.Notes", "--api-token-file", "api.txt", "--web-auth-token-file", "someone.txt",
+                                            "--load", sample("notes", "records.jsonl"), "--sign-in-callback", "http://127.0.0.1:\(port)/callback"], in: folder.url)
+        let cloud = ["--base-url", emulator.url, "--container", "iCloud.com.example.Notes", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"]
+        let login = ckportProcess(["cloud", "login", "--port", "\(port)", "--timeout", "30"] + cloud, in: folder.url)
+        let said = Pipe()
+        login.standardError = said
+        login.standardOutput = FileHandle.nullDevice
+        try login.run()
+        defer { if login.isRunning { kill(login.processIdentifier, SIGKILL) } }
+        let line = LineWaiter(said.fileHandleForReading) { $0.contains("/signin?") }.firstLine(within: 30)
+        let signIn = try #require(line.map { $0.trimmingCharacters(in: .whitespaces) }, "ckport cloud login printed no sign-in URL")
+        #expect(signIn.hasPrefix(emulator.url + "/signin?ckAPIToken=api-1"))
+        // The browser: it follows the sign-in page's redirect to ckport's callback.
+        let page = try fetch(URL(string: signIn)!)
+        #expect(page.contains("Signed in"), "\(page)")
+        login.waitUntilExit()
+        #expect(login.terminationStatus == 0)
+        let token = folder.text("web.txt")
+        #expect(token.count > 30 && token.hasSuffix("\n"))
+        let mode = (try FileManager.default.attributesOfItem(atPath: folder.path("web.txt"))[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        // The token works, and status tells what was pulled.
+        #expect(try ckport(["schema", "import", sample("notes", "schema.ckdb"), "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["cloud", "status"], in: folder.url).stdout.contains("pulled: nothing yet"))
+        let pull = try ckport(["pull", "-q"] + cloud, in: folder.url)
+        #expect(pull.status == 0, "\(pull.stderr)")
+        let status = try ckport(["cloud", "status", "--check"] + cloud, in: folder.url)
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("pulled from iCloud.com.example.Notes/development/private:\n  Notes: token emu-60, saved 20"), "\(status.stdout)")
+        #expect(status.stdout.contains("  API token: from api.txt\n  web auth token: from web.txt\n  signed in: yes (as _user)"), "\(status.stdout)")
+        #expect(status.stdout.contains("    Notes: pulled\n    _defaultZone: read by queries"), "\(status.stdout)")
+        #expect(!status.stdout.contains("api-1") && !status.stdout.contains(token.trimmingCharacters(in: .newlines)))
+        // Nobody comes back: a clear error, no token file.
+        let lonely = try ckport(["cloud", "login", "--port", "\(freePort())", "--timeout", "1", "--web-auth-token-file", "other.txt"] + cloud.prefix(6), in: folder.url)
+        #expect(lonely.status == 3 && lonely.stderr.contains("no sign-in came back") && !FileManager.default.fileExists(atPath: folder.path("other.txt")), "\(lonely.stderr)")
+    }
+
+    func fetch(_ url: URL) throws -> String {
+        nonisolated(unsafe) var text = ""
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: url) { data, _, _ in
+            text = String(decoding: data ?? Data(), as: UTF8.self)
+            done.signal()
+        }.resume()
+        _ = done.wait(timeout: .now() + 30)
+        return text
     }
 }

@@ -43,7 +43,7 @@ extension CloudSync {
                             progress: ProgressHandler? = nil) async throws -> PullResult {
         let database = client.database
         let source = source(database)
-        let zoneIDs = try await listZones(client)
+        let zoneIDs = try await zones(client)
         var results: [ZonePullResult] = []
         var total = 0
         for zone in zoneIDs.sorted() {

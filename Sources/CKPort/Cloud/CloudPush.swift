@@ -149,7 +149,7 @@ extension CloudSync {
         let database = client.database
         var result = PushResult(destination: source(database))
         do {
-            var known = Set(try await listZones(client).map(\.zoneName))
+            var known = Set(try await zones(client).map(\.zoneName))
             let feed = BatchFeed<OperationBatch>(depth: 4)
             nonisolated(unsafe) let reading: any RecordStoring = store
             let producer = Thread {
@@ -217,7 +217,7 @@ extension CloudSync {
     }
 
     /// The zones of the database `client` speaks to.
-    static func listZones(_ client: CloudKitClient) async throws -> [ZoneID] {
+    public static func zones(_ client: CloudKitClient) async throws -> [ZoneID] {
         let scope = DatabaseScope(rawValue: client.database.scope.rawValue)!
         let listing = try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
         return (listing["zones"] as? [[String: Any]] ?? []).compactMap { entry -> ZoneID? in

@@ -13,11 +13,15 @@ public final class OutputFile {
     private var buffer: [UInt8] = []
     private let flushSize = 1 << 20
     private var finished = false
+    private let ownerOnly: Bool
     /// Bytes written so far.
     public private(set) var bytesWritten: Int64 = 0
 
-    public init(path: String) throws {
+    /// `ownerOnly`: a file for secrets (a token), readable and writable by its owner alone,
+    /// whatever mode an earlier file of that name had.
+    public init(path: String, ownerOnly: Bool = false) throws {
         self.path = path
+        self.ownerOnly = ownerOnly
         if path == "-" {
             fd = 1
             temporaryPath = nil
@@ -123,7 +127,7 @@ public final class OutputFile {
         }
         var existing = stat()
         let mode: mode_t = stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~OutputFile.umask
-        fchmod(fd, mode)
+        fchmod(fd, ownerOnly ? 0o600 : mode)
         close(fd)
         guard rename(temporaryPath, path) == 0 else {
             let message = String(cString: strerror(errno))

@@ -128,6 +128,8 @@ public protocol RecordSession: AnyObject {
 
     /// Where pulls from `source` got to, zone by zone.
     func syncStates(source: String) throws -> [SyncState]
+    /// Every source a pull saved a sync state for, sorted.
+    func syncSources() throws -> [String]
     /// Saves (or, with nil, forgets) where a pull of `zone` from `source` got to, in this
     /// transaction, so that a page of records and its token commit together.
     func saveSyncToken(_ token: String?, source: String, zone: ZoneID) throws

@@ -7,8 +7,8 @@ import Foundation
 /// environment variables for the secrets (never the command line, where other users and the
 /// shell's history would see them).
 struct CloudOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The container identifier, e.g. iCloud.com.example.App.", valueName: "id"))
-    var container: String
+    @Option(help: ArgumentHelp("The container identifier, e.g. iCloud.com.example.App (required).", valueName: "id"))
+    var container: String?
 
     @Option(help: "development or production.")
     var environment: String = "development"
@@ -39,17 +39,24 @@ struct CloudOptions: ParsableArguments {
     }
 
     func cloudDatabase() throws -> CloudKitDatabase {
-        try CloudKitDatabase(container: container, environment: CloudKitDatabase.Environment(rawValue: environment)!,
+        guard let container else { throw CommandFailure.usage("--container names the CloudKit container, e.g. iCloud.com.example.App") }
+        return try CloudKitDatabase(container: container, environment: CloudKitDatabase.Environment(rawValue: environment)!,
                              scope: CloudKitDatabase.Scope(rawValue: database)!,
                              baseURL: baseURL.flatMap(URL.init(string:)) ?? CloudKitDatabase.appleBaseURL)
+    }
+
+    /// The API token, from its file or the environment.
+    func apiToken() throws -> String {
+        guard let api = try apiTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? ProcessInfo.processInfo.environment["CKPORT_CK_API_TOKEN"], !api.isEmpty else {
+            throw CommandFailure.usage("give an API token (--api-token-file FILE or $CKPORT_CK_API_TOKEN) and a web auth token, or a server-to-server key (--key-id, --key-file) for the public database")
+        }
+        return api
     }
 
     func credentials() throws -> CloudKitCredentials {
         if let keyID, let keyFile { return .serverToServer(try ServerToServerKey(keyID: keyID, file: keyFile)) }
         let environment = ProcessInfo.processInfo.environment
-        guard let api = try apiTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? environment["CKPORT_CK_API_TOKEN"], !api.isEmpty else {
-            throw CommandFailure.usage("give an API token (--api-token-file FILE or $CKPORT_CK_API_TOKEN) and a web auth token, or a server-to-server key (--key-id, --key-file) for the public database")
-        }
+        let api = try apiToken()
         guard let web = try webAuthTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? environment["CKPORT_CK_WEB_AUTH_TOKEN"], !web.isEmpty else {
             throw CommandFailure.usage("give the user's web auth token: --web-auth-token-file FILE or $CKPORT_CK_WEB_AUTH_TOKEN")
         }
@@ -60,7 +67,7 @@ struct CloudOptions: ParsableArguments {
     func keep(_ client: CloudKitClient, quiet: Bool) async throws {
         guard let next = await client.webAuthToken else { return }
         if let webAuthTokenFile {
-            let file = try OutputFile(path: webAuthTokenFile)
+            let file = try OutputFile(path: webAuthTokenFile, ownerOnly: true)
             try file.write(next + "\n")
             try file.commit()
         } else if !quiet {

@@ -1,0 +1,121 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small HTTP/1.1 server on a loopback port: one request per connection (the answer says
+/// `Connection: close`), bodies by Content-Length, each request answered by `handler` (which
+/// throws to cut the connection without an answer). Enough for CloudKit clients, browsers
+/// and curl on the same machine; not a general web server. The emulator serves on it, and
+/// `ckport cloud login` waits on it for the sign-in callback.
+public final class LoopbackHTTPServer: @unchecked Sendable {
+    public typealias Handler = @Sendable (CloudKitHTTPRequest) throws -> CloudKitHTTPResponse
+    /// The port it listens on (chosen by the system when 0 was asked for).
+    public let port: Int
+    private let socket: Int32
+    private let handler: Handler
+    private let running = LockedFlag()
+
+    public init(port: Int = 0, handler: @escaping Handler) throws {
+        self.handler = handler
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerError("cannot open a socket: \(String(cString: strerror(errno)))") }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw ServerError("cannot listen on 127.0.0.1:\(port): \(reason)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+        socket = fd
+    }
+
+    public struct ServerError: Error, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The server's base URL.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Accepts connections on a thread of its own, each answered on a thread of its own.
+    public func start() {
+        let thread = Thread { [self] in
+            while running.value {
+                let client = accept(socket, nil, nil)
+                if client < 0 { if errno == EINTR { continue } else { return } }
+                let worker = Thread { [self] in serve(client) }
+                worker.start()
+            }
+        }
+        thread.name = "ckport loopback server"
+        thread.start()
+    }
+
+    public func stop() {
+        running.value = false
+        shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var buffer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        var headerEnd: Int?
+        while headerEnd == nil {
+            let count = read(client, &chunk, chunk.count)
+            guard count > 0 else { return }
+            buffer += chunk[0..<count]
+            headerEnd = buffer.firstRange(of: [13, 10, 13, 10])?.upperBound
+            if buffer.count > 1 << 20 && headerEnd == nil { return }
+        }
+        let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self).components(separatedBy: "\r\n")
+        let requestLine = head[0].split(separator: " ")
+        guard requestLine.count >= 2 else { return }
+        var headers: [(name: String, value: String)] = []
+        for line in head.dropFirst() where !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        let length = Int(headers.first { $0.name.lowercased() == "content-length" }?.value ?? "0") ?? 0
+        guard length <= 64 << 20 else { return }
+        var body = Array(buffer[headerEnd!...])
+        while body.count < length {
+            let count = read(client, &chunk, chunk.count)
+            guard count > 0 else { return }
+            body += chunk[0..<count]
+        }
+        let request = CloudKitHTTPRequest(method: String(requestLine[0]), url: URL(string: "http://127.0.0.1:\(port)\(requestLine[1])")!,
+                                          headers: headers, body: Data(body.prefix(length)))
+        guard let response = try? handler(request) else { return }   // a dropped connection
+        let phrase = response.status < 300 ? "OK" : response.status < 400 ? "Found" : "Error"
+        var text = "HTTP/1.1 \(response.status) \(phrase)\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
+        let bytes = Array((text + "\r\n").utf8) + Array(response.body)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            sent += count
+        }
+    }
+}
+
+/// A flag two threads read and write.
+final class LockedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var flag = true
+    var value: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return flag }
+        set { lock.lock(); flag = newValue; lock.unlock() }
+    }
+}
