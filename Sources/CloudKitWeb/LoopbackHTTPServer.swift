@@ -1,4 +1,5 @@
 import Foundation
+import Records
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,9 +39,11 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         socket = fd
     }
 
-    public struct ServerError: Error, CustomStringConvertible {
+    /// The port could not be had (taken, or not allowed).
+    public struct ServerError: CKPortError, Sendable {
         public var description: String
-        init(_ description: String) { self.description = description }
+        public var category: ErrorCategory { .environment }
+        public init(_ description: String) { self.description = description }
     }
 
     /// The server's base URL.

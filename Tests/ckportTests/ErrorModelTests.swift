@@ -53,6 +53,7 @@ struct ErrorModelTests {
         (CloudKitUnavailable(operation: "records/changes", attempts: 6, lastProblem: "connection reset"), .environment),
         (CloudPushStopped(partial: PushResult(destination: "iCloud.com.example.Notes/development/private"),
                           underlying: "CloudKit answered QUOTA_EXCEEDED (HTTP 413)", underlyingCategory: .environment), .environment),
+        (LoopbackHTTPServer.ServerError("cannot listen on 127.0.0.1:8642: Address already in use"), .environment),
         (InputFileError(path: "in.json", "no such file"), .invalidInput),
         (OperationError.ambiguousRecordName("n-1", zones: ["private/A", "private/B"]), .invalidInput),
         (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),
