@@ -92,9 +92,13 @@ public actor CloudKitClient {
     private let sleep: @Sendable (Double) async throws -> Void
     /// Hears of every wait before a retry: the operation, the seconds, and why.
     private let onRetry: (@Sendable (String, Double, String) -> Void)?
+    /// Hears of every new web auth token as it arrives. CloudKit spends a token on use, so a
+    /// program that may be killed keeps each one at once (the one it sent no longer works).
+    private let onWebAuthToken: (@Sendable (String) -> Void)?
 
     public init(database: CloudKitDatabase, credentials: CloudKitCredentials, transport: CloudKitTransport, policy: RetryPolicy = RetryPolicy(),
                 onRetry: (@Sendable (String, Double, String) -> Void)? = nil,
+                onWebAuthToken: (@Sendable (String) -> Void)? = nil,
                 sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(nanoseconds: UInt64($0 * 1_000_000_000)) }) throws {
         if case .serverToServer = credentials, database.scope != .public {
             throw CloudKitRequestError.keyNeedsPublicDatabase(database.scope)
@@ -105,6 +109,7 @@ public actor CloudKitClient {
         self.policy = policy
         self.sleep = sleep
         self.onRetry = onRetry
+        self.onWebAuthToken = onWebAuthToken
     }
 
     /// The web auth token to use next, after the rotations so far (nil with a key).
@@ -127,7 +132,9 @@ public actor CloudKitClient {
                 let response = try await transport.send(request)
                 if let rotated = response.header("X-Apple-CloudKit-Web-Auth-Token") {
                     switch credentials {
-                    case .webToken(let api, _), .apiToken(let api): credentials = .webToken(apiToken: api, webAuthToken: rotated)
+                    case .webToken(let api, _), .apiToken(let api):
+                        credentials = .webToken(apiToken: api, webAuthToken: rotated)
+                        onWebAuthToken?(rotated)
                     case .serverToServer: break
                     }
                 }

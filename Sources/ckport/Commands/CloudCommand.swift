@@ -140,7 +140,7 @@ struct CloudStatusCommand: ParsableCommand {
         }
         let pulled = Set((states[CloudSync.source(database)] ?? []).map(\.zone.zoneName))
         if check {
-            let client = try CloudKitClient(database: database, credentials: try cloud.credentials(), transport: URLSessionTransport())
+            let client = try cloud.client(quiet: storeOptions.quiet)
             let quiet = storeOptions.quiet
             let (user, zones): (String?, [ZoneID]) = try blocking {
                 do {

@@ -63,7 +63,20 @@ struct CloudOptions: ParsableArguments {
         return .webToken(apiToken: api, webAuthToken: web)
     }
 
-    /// CloudKit spends a web auth token on use: keep the one its last answer gave.
+    /// A client for the database, over HTTP: retries are reported on standard error, and each
+    /// new web auth token goes to --web-auth-token-file as it arrives (CloudKit spends a token
+    /// on use, so one kept only in memory would be lost with a killed process).
+    func client(quiet: Bool) throws -> CloudKitClient {
+        let keeper = webAuthTokenFile.map(TokenFile.init(path:))
+        return try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: URLSessionTransport(),
+                                  onRetry: { operation, seconds, reason in
+                                      if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
+                                  },
+                                  onWebAuthToken: { token in keeper?.keep(token) })
+    }
+
+    /// At the end: the newest web auth token, synced to disk, or a word that the environment's
+    /// one is spent.
     func keep(_ client: CloudKitClient, quiet: Bool) async throws {
         guard let next = await client.webAuthToken else { return }
         if let webAuthTokenFile {
@@ -73,6 +86,32 @@ struct CloudOptions: ParsableArguments {
         } else if !quiet {
             Console.error("note: CloudKit turned the web auth token over; the one in $CKPORT_CK_WEB_AUTH_TOKEN no longer works (--web-auth-token-file FILE keeps the new one)")
         }
+    }
+}
+
+/// A token file rewritten with each new token: a new file for the owner alone, renamed over
+/// the old one, so that a reader (or a ckport killed half way) sees one token or the other,
+/// never a torn one. Not synced to disk each time: a killed process loses nothing the kernel
+/// has; the last token is synced at the end.
+final class TokenFile: @unchecked Sendable {
+    let path: String
+    private let lock = NSLock()
+
+    init(path: String) { self.path = path }
+
+    func keep(_ token: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        // Named as OutputFile names its temporary files, so that a later ckport removes one a
+        // killed process left.
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).ckport-\(getpid())-0.tmp").path
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array((token + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if written == bytes.count { rename(temporary, path) } else { unlink(temporary) }
     }
 }
 
@@ -110,10 +149,7 @@ struct PullCommand: ParsableCommand {
         guard !store.schema.recordTypes.isEmpty else {
             throw CommandFailure.invalid("the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)")
         }
-        let client = try CloudKitClient(database: try cloud.cloudDatabase(), credentials: try cloud.credentials(), transport: URLSessionTransport(),
-                                        onRetry: { [quiet = storeOptions.quiet] operation, seconds, reason in
-                                            if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
-                                        })
+        let client = try cloud.client(quiet: storeOptions.quiet)
         let progress = ProgressLine("pulling", quiet: storeOptions.quiet)
         let started = Date()
         nonisolated(unsafe) let unsafeStore = store

@@ -84,10 +84,7 @@ struct PushCommand: ParsableCommand {
             }
             return
         }
-        let client = try CloudKitClient(database: database, credentials: try cloud.credentials(), transport: URLSessionTransport(),
-                                        onRetry: { [quiet = storeOptions.quiet] operation, seconds, reason in
-                                            if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
-                                        })
+        let client = try cloud.client(quiet: storeOptions.quiet)
         nonisolated(unsafe) let rejectsFile = try rejects.map { try OutputFile(path: $0) }
         let progress = ProgressLine("pushing", quiet: storeOptions.quiet)
         let started = Date()
