@@ -39,6 +39,14 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         /// Record name → the change sequence of its last change; deletions stay as tombstones.
         var changedAt: [String: Int] = [:]
         var deleted: Set<String> = []
+        /// Every change in order (sequence, record name); an entry a later change of the same
+        /// record superseded is skipped when read.
+        var changes: [(sequence: Int, name: String)] = []
+
+        func changed(_ name: String, at sequence: Int) {
+            changedAt[name] = sequence
+            changes.append((sequence, name))
+        }
     }
 
     private let lock = NSLock()
@@ -106,7 +114,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
                 record["recordChangeTag"] = String(sequence, radix: 36)
                 record["zoneID"] = ["zoneName": zoneName]
                 zone.records[name] = record
-                zone.changedAt[name] = sequence
+                zone.changed(name, at: sequence)
             }
         }
     }
@@ -254,7 +262,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             default: return error(400, "BAD_REQUEST", "unknown operationType \(type)")
             }
             sequence += 1
-            zone.changedAt[recordName] = sequence
+            zone.changed(recordName, at: sequence)
             if type == "delete" || type == "forceDelete" {
                 zone.records[recordName] = nil
                 zone.deleted.insert(recordName)
@@ -289,11 +297,25 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             after = value
         }
         let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
-        let changed = zone.changedAt.filter { $0.value > after }.sorted { $0.value < $1.value }
-        let page = changed.prefix(limit)
-        let records: [[String: Any]] = page.map { name, _ in zone.records[name] ?? ["recordName": name, "deleted": true] }
-        let last = page.last?.value ?? max(after, zone.changedAt.values.max() ?? 0)
-        return json(["zoneID": ["zoneName": name], "records": records, "syncToken": "emu-\(last)", "moreComing": changed.count > page.count])
+        // The first change after the token, by binary search; then the live entries in order.
+        var low = 0, high = zone.changes.count
+        while low < high {
+            let middle = (low + high) / 2
+            if zone.changes[middle].sequence <= after { low = middle + 1 } else { high = middle }
+        }
+        var records: [[String: Any]] = []
+        var last = after
+        var index = low
+        while index < zone.changes.count && records.count < limit {
+            let change = zone.changes[index]
+            index += 1
+            last = change.sequence
+            guard zone.changedAt[change.name] == change.sequence else { continue }
+            records.append(zone.records[change.name] ?? ["recordName": change.name, "deleted": true])
+        }
+        let moreComing = zone.changes[index...].contains { zone.changedAt[$0.name] == $0.sequence }
+        if !moreComing { last = max(last, zone.changes.last?.sequence ?? after) }
+        return json(["zoneID": ["zoneName": name], "records": records, "syncToken": "emu-\(last)", "moreComing": moreComing])
     }
 
     private func query(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {

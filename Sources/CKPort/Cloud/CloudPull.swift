@@ -50,43 +50,45 @@ extension CloudSync {
             let feed = database.scope != .public && zone.zoneName != ZoneID.defaultZoneName
             var result = ZonePullResult(zone: zone, incremental: feed)
             let zoneJSON = zoneJSON(zone)
+            let codec = JSONRecordCodec(schema: store.schema, readStyle: .canonical, defaultZone: zone)
             if feed {
-                var token = try store.readSession { try $0.syncStates(source: source) }.first { $0.zone == zone }?.token
-                while true {
-                    var request: [String: Any] = ["zoneID": zoneJSON]
-                    if let token { request["syncToken"] = token }
+                var first: [String: Any] = ["zoneID": zoneJSON]
+                if let token = try store.readSession({ try $0.syncStates(source: source) }).first(where: { $0.zone == zone })?.token {
+                    first["syncToken"] = token
+                }
+                if let resultsLimit { first["resultsLimit"] = resultsLimit }
+                try await forEachPage(client, "records/changes", first: first, next: { page in
+                    guard page.moreComing, let token = page.syncToken else { return nil }
+                    var request: [String: Any] = ["zoneID": zoneJSON, "syncToken": token]
                     if let resultsLimit { request["resultsLimit"] = resultsLimit }
-                    let page = try await client.send("records/changes", body: try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]))
-                    let answer = try JSONSerialization.jsonObject(with: page) as? [String: Any] ?? [:]
-                    let next = answer["syncToken"] as? String
-                    let counts = try save(answer["records"] as? [[String: Any]] ?? [], zone: zone, into: store, page: result.pages + 1) { session in
-                        try session.saveSyncToken(next, source: source, zone: zone)
-                    }
+                    return request
+                }) { page in
                     result.pages += 1
+                    let counts = try save(page, codec: codec, zone: zone, into: store, number: result.pages) { session in
+                        try session.saveSyncToken(page.syncToken, source: source, zone: zone)
+                    }
                     result.saved += counts.saved
                     result.deleted += counts.deleted
                     total += counts.saved + counts.deleted
+                    result.token = page.syncToken
                     progress?(OperationProgress(records: total))
-                    token = next
-                    result.token = next
-                    guard answer["moreComing"] as? Bool == true else { break }
                 }
             } else {
                 for type in store.schema.recordTypes.map(\.name).sorted() {
-                    var marker: String?
-                    repeat {
-                        var request: [String: Any] = ["zoneID": zoneJSON, "query": ["recordType": type]]
-                        if let marker { request["continuationMarker"] = marker }
-                        if let resultsLimit { request["resultsLimit"] = resultsLimit }
-                        let page = try await client.send("records/query", body: try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]))
-                        let answer = try JSONSerialization.jsonObject(with: page) as? [String: Any] ?? [:]
-                        let counts = try save(answer["records"] as? [[String: Any]] ?? [], zone: zone, into: store, page: result.pages + 1) { _ in }
+                    var first: [String: Any] = ["zoneID": zoneJSON, "query": ["recordType": type]]
+                    if let resultsLimit { first["resultsLimit"] = resultsLimit }
+                    try await forEachPage(client, "records/query", first: first, next: { page in
+                        guard let marker = page.continuationMarker else { return nil }
+                        var request = first
+                        request["continuationMarker"] = marker
+                        return request
+                    }) { page in
                         result.pages += 1
+                        let counts = try save(page, codec: codec, zone: zone, into: store, number: result.pages) { _ in }
                         result.saved += counts.saved
                         total += counts.saved
                         progress?(OperationProgress(records: total))
-                        marker = answer["continuationMarker"] as? String
-                    } while marker != nil
+                    }
                 }
             }
             results.append(result)
@@ -94,22 +96,107 @@ extension CloudSync {
         return PullResult(source: source, zones: results)
     }
 
+    /// Fetches page after page, asking for the next (`next` builds its request from the page
+    /// before) while `body` saves the one before it, so that the network and the store work at
+    /// the same time.
+    private static func forEachPage(_ client: CloudKitClient, _ operation: String, first: [String: Any],
+                                    next: (CloudPage) -> [String: Any]?, _ body: (CloudPage) throws -> Void) async throws {
+        func fetch(_ request: [String: Any]) throws -> Task<CloudPage, Error> {
+            let bytes = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+            return Task { try CloudPage(try await client.send(operation, body: bytes), operation: operation) }
+        }
+        var pending: Task<CloudPage, Error>? = try fetch(first)
+        while let current = pending {
+            let page = try await current.value
+            pending = try next(page).map(fetch)
+            do {
+                try body(page)
+            } catch {
+                // Let the request under way finish: cutting it could lose the web auth token
+                // its answer brings (the one it carried is spent).
+                _ = try? await pending?.value
+                throw error
+            }
+        }
+    }
+
     /// One page in one transaction: the records (checked against the schema, replacing what the
     /// store holds), the deletions, then `finishing` (the page's sync token).
-    private static func save(_ records: [[String: Any]], zone: ZoneID, into store: some RecordStoring, page: Int,
+    private static func save(_ page: CloudPage, codec: JSONRecordCodec, zone: ZoneID, into store: some RecordStoring, number: Int,
                              finishing: @escaping (any RecordSession) throws -> Void) throws -> (saved: Int, deleted: Int) {
-        let live = records.filter { $0["deleted"] as? Bool != true }
-        let gone = records.filter { $0["deleted"] as? Bool == true }.compactMap { $0["recordName"] as? String }
-        let bytes = Array(try JSONSerialization.data(withJSONObject: ["records": live], options: [.sortedKeys, .withoutEscapingSlashes]))
-        let codec = JSONRecordCodec(schema: store.schema, readStyle: .canonical, defaultZone: zone)
-        let reader = JSONRecordReader(input: ByteInput(name: "CloudKit page \(page) of zone \(zone.zoneName)", bytes: bytes), layout: .document, codec: codec)
+        let source = PageRecordSource(page: page, codec: codec, name: "CloudKit page \(number) of zone \(zone.zoneName)")
         var deleted = 0
+        let gone = page.deletedNames
         let hooks = ImportHooks(finishing: { session in
             let present = try gone.map { RecordID(recordName: $0, zone: zone) }.filter { try session.record($0) != nil }
             deleted = try session.delete(present).count
             try finishing(session)
         })
-        let summary = try store.importRecords([reader], schema: nil, options: ImportOptions(mode: .replace), hooks: hooks)
+        let summary = try store.importRecords([source], schema: nil, options: ImportOptions(mode: .replace), hooks: hooks)
         return (summary.totals.inserted + summary.totals.updated + summary.totals.unchanged, deleted)
     }
+}
+
+/// One answer of `records/changes` or `records/query`, parsed once.
+struct CloudPage: @unchecked Sendable {
+    var records: [JSONValue] = []
+    var deletedNames: [String] = []
+    var syncToken: String?
+    var moreComing = false
+    var continuationMarker: String?
+
+    init(_ data: Data, operation: String) throws {
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse([UInt8](data))
+        } catch {
+            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with JSON that does not parse (\(error.description))", status: 200)
+        }
+        guard case .object(let object) = json else {
+            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with \(json.summary), not an object", status: 200)
+        }
+        if case .array(let records) = object["records"] {
+            for record in records {
+                if case .object(let fields) = record, case .bool(true) = fields["deleted"] {
+                    if let name = fields["recordName"]?.stringValue { deletedNames.append(name) }
+                } else {
+                    self.records.append(record)
+                }
+            }
+        }
+        syncToken = object["syncToken"]?.stringValue
+        if case .bool(let more) = object["moreComing"] { moreComing = more }
+        continuationMarker = object["continuationMarker"]?.stringValue
+    }
+}
+
+/// A page's records, decoded as the importer asks for them; one that does not decode is an
+/// issue at its place in the page.
+final class PageRecordSource: RecordSource {
+    private let page: CloudPage
+    private let codec: JSONRecordCodec
+    private var index = 0
+    let name: String
+
+    init(page: CloudPage, codec: JSONRecordCodec, name: String) {
+        self.page = page
+        self.codec = codec
+        self.name = name
+    }
+
+    func next() throws -> SourceItem? {
+        guard index < page.records.count else { return nil }
+        let json = page.records[index]
+        index += 1
+        let position = SourcePosition(file: name, line: index)
+        do {
+            return .record(SourcedRecord(record: try codec.decode(json), position: position))
+        } catch {
+            return .invalid(InputIssue(position: position, recordName: error.recordName, recordType: error.recordType, field: error.field,
+                                       message: error.message), raw: nil)
+        }
+    }
+
+    var bytesRead: Int64 { 0 }
+    var totalBytes: Int64? { nil }
 }
