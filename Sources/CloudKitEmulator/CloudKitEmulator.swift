@@ -35,7 +35,14 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     }
 
     private final class Zone {
+        /// Record name → the record, and its JSON as answers carry it (encoded once, when saved).
         var records: [String: [String: Any]] = [:]
+        var encoded: [String: Data] = [:]
+
+        func save(_ name: String, _ record: [String: Any]?) {
+            records[name] = record
+            encoded[name] = record.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys, .withoutEscapingSlashes]) }
+        }
         /// Record name → the change sequence of its last change; deletions stay as tombstones.
         var changedAt: [String: Int] = [:]
         var deleted: Set<String> = []
@@ -113,7 +120,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
                 record["scope"] = nil
                 record["recordChangeTag"] = String(sequence, radix: 36)
                 record["zoneID"] = ["zoneName": zoneName]
-                zone.records[name] = record
+                zone.save(name, record)
                 zone.changed(name, at: sequence)
             }
         }
@@ -264,7 +271,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             sequence += 1
             zone.changed(recordName, at: sequence)
             if type == "delete" || type == "forceDelete" {
-                zone.records[recordName] = nil
+                zone.save(recordName, nil)
                 zone.deleted.insert(recordName)
                 results.append(["recordName": recordName, "deleted": true])
                 continue
@@ -279,7 +286,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             zone.deleted.remove(recordName)
             record["recordChangeTag"] = String(sequence, radix: 36)
             record["zoneID"] = ["zoneName": name]
-            zone.records[recordName] = record
+            zone.save(recordName, record)
             results.append(record)
         }
         return json(["records": results])
@@ -303,7 +310,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             let middle = (low + high) / 2
             if zone.changes[middle].sequence <= after { low = middle + 1 } else { high = middle }
         }
-        var records: [[String: Any]] = []
+        var records: [Data] = []
         var last = after
         var index = low
         while index < zone.changes.count && records.count < limit {
@@ -311,11 +318,17 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             index += 1
             last = change.sequence
             guard zone.changedAt[change.name] == change.sequence else { continue }
-            records.append(zone.records[change.name] ?? ["recordName": change.name, "deleted": true])
+            records.append(zone.encoded[change.name] ?? Data("{\"deleted\":true,\"recordName\":\(quoted(change.name))}".utf8))
         }
         let moreComing = zone.changes[index...].contains { zone.changedAt[$0.name] == $0.sequence }
         if !moreComing { last = max(last, zone.changes.last?.sequence ?? after) }
-        return json(["zoneID": ["zoneName": name], "records": records, "syncToken": "emu-\(last)", "moreComing": moreComing])
+        var body = Data("{\"moreComing\":\(moreComing),\"records\":[".utf8)
+        for (index, record) in records.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(record)
+        }
+        body.append(Data("],\"syncToken\":\"emu-\(last)\",\"zoneID\":{\"zoneName\":\(quoted(name))}}".utf8))
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
     }
 
     private func query(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {
@@ -334,6 +347,11 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     }
 
     // MARK: - Answers
+
+    /// A string as a JSON string literal.
+    private func quoted(_ text: String) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8), as: UTF8.self).dropFirst().dropLast().description
+    }
 
     private func json(_ object: [String: Any]) -> CloudKitHTTPResponse {
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()

@@ -4,8 +4,8 @@ import Records
 import Glibc
 #endif
 
-/// A small HTTP/1.1 server on a loopback port: one request per connection (the answer says
-/// `Connection: close`), bodies by Content-Length, each request answered by `handler` (which
+/// A small HTTP/1.1 server on a loopback port: persistent connections (until the client
+/// closes one or sends `Connection: close`), bodies by Content-Length, each request answered by `handler` (which
 /// throws to cut the connection without an answer). Enough for CloudKit clients, browsers
 /// and curl on the same machine; not a general web server. The emulator serves on it, and
 /// `ckport cloud login` waits on it for the sign-in callback.
@@ -69,46 +69,54 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         close(socket)
     }
 
+    /// Answers the requests of one connection in turn, until the client closes it or asks to
+    /// (`Connection: close`), or the handler cuts it.
     private func serve(_ client: Int32) {
         defer { close(client) }
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 65_536)
-        var headerEnd: Int?
-        while headerEnd == nil {
-            let count = read(client, &chunk, chunk.count)
-            guard count > 0 else { return }
-            buffer += chunk[0..<count]
-            headerEnd = buffer.firstRange(of: [13, 10, 13, 10])?.upperBound
-            if buffer.count > 1 << 20 && headerEnd == nil { return }
-        }
-        let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self).components(separatedBy: "\r\n")
-        let requestLine = head[0].split(separator: " ")
-        guard requestLine.count >= 2 else { return }
-        var headers: [(name: String, value: String)] = []
-        for line in head.dropFirst() where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
-        }
-        let length = Int(headers.first { $0.name.lowercased() == "content-length" }?.value ?? "0") ?? 0
-        guard length <= 64 << 20 else { return }
-        var body = Array(buffer[headerEnd!...])
-        while body.count < length {
-            let count = read(client, &chunk, chunk.count)
-            guard count > 0 else { return }
-            body += chunk[0..<count]
-        }
-        let request = CloudKitHTTPRequest(method: String(requestLine[0]), url: URL(string: "http://127.0.0.1:\(port)\(requestLine[1])")!,
-                                          headers: headers, body: Data(body.prefix(length)))
-        guard let response = try? handler(request) else { return }   // a dropped connection
-        let phrase = response.status < 300 ? "OK" : response.status < 400 ? "Found" : "Error"
-        var text = "HTTP/1.1 \(response.status) \(phrase)\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
-        for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
-        let bytes = Array((text + "\r\n").utf8) + Array(response.body)
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-            guard count > 0 else { return }
-            sent += count
+        while true {
+            var headerEnd = buffer.firstRange(of: [13, 10, 13, 10])?.upperBound
+            while headerEnd == nil {
+                let count = read(client, &chunk, chunk.count)
+                guard count > 0 else { return }
+                buffer += chunk[0..<count]
+                headerEnd = buffer.firstRange(of: [13, 10, 13, 10])?.upperBound
+                if buffer.count > 1 << 20 && headerEnd == nil { return }
+            }
+            let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self).components(separatedBy: "\r\n")
+            let requestLine = head[0].split(separator: " ")
+            guard requestLine.count >= 2 else { return }
+            var headers: [(name: String, value: String)] = []
+            for line in head.dropFirst() where !line.isEmpty {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            }
+            let length = Int(headers.first { $0.name.lowercased() == "content-length" }?.value ?? "0") ?? 0
+            guard length >= 0, length <= 64 << 20 else { return }
+            while buffer.count - headerEnd! < length {
+                let count = read(client, &chunk, chunk.count)
+                guard count > 0 else { return }
+                buffer += chunk[0..<count]
+            }
+            let body = Data(buffer[headerEnd!..<(headerEnd! + length)])
+            buffer.removeFirst(headerEnd! + length)
+            let closing = headers.contains { $0.name.lowercased() == "connection" && $0.value.lowercased() == "close" }
+            let request = CloudKitHTTPRequest(method: String(requestLine[0]), url: URL(string: "http://127.0.0.1:\(port)\(requestLine[1])")!,
+                                              headers: headers, body: body)
+            guard let response = try? handler(request) else { return }   // a dropped connection
+            let phrase = response.status < 300 ? "OK" : response.status < 400 ? "Found" : "Error"
+            var text = "HTTP/1.1 \(response.status) \(phrase)\r\nContent-Length: \(response.body.count)\r\n"
+            if closing { text += "Connection: close\r\n" }
+            for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
+            let bytes = Array((text + "\r\n").utf8) + Array(response.body)
+            var sent = 0
+            while sent < bytes.count {
+                let count = bytes[sent...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                guard count > 0 else { return }
+                sent += count
+            }
+            if closing { return }
         }
     }
 }

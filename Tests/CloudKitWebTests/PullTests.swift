@@ -153,6 +153,28 @@ struct PullTests {
         }
     }
 
+    @Test("a record that does not fit the schema stops the pull at its page, naming page, record and field; that page and its token are not saved")
+    func badRecord() async throws {
+        let scratch = Scratch()
+        let app = try client()
+        try await seed(app, count: 10)
+        let bad: [String: Any] = ["zoneID": ["zoneName": "Notes"], "operations": [["operationType": "forceReplace", "record": [
+            "recordName": "note-0004", "recordType": "Note", "fields": ["pinned": ["value": "yes", "type": "STRING"]]]]]]
+        _ = try await app.send("records/modify", body: try body(bad))
+        let store = try scratch.store(Self.schema)
+        do {
+            _ = try await CloudSync.pull(try client(token: try #require(await app.webAuthToken)), into: store)
+            Issue.record("a STRING in an INT64 field was accepted")
+        } catch let error as CKPortError {
+            // Pages of 7: the first holds note-0000…0003 and 0005…0007 (note-0004 changed last).
+            #expect(error.description.contains("CloudKit page 2 of zone Notes") && error.description.contains("note-0004")
+                    && error.description.contains("pinned"), "\(error.description)")
+            #expect(error.category == .invalidInput)
+        }
+        #expect(try names(store).count == 7)
+        #expect(try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.map(\.token) == ["emu-8"])
+    }
+
     @Test("server-to-server keys: the public database through queries; a wrong key is refused")
     func serverToServer() async throws {
         let scratch = Scratch()
