@@ -122,6 +122,12 @@ public actor CloudKitClient {
     /// throws ``CloudKitServerError`` for an error answer, ``CloudKitUnavailable`` when none
     /// came.
     public func send(_ operation: String, body: Data = Data()) async throws -> Data {
+        // A web auth token works once and each answer brings the next: requests signed in
+        // with one go one at a time. Keys sign each request alone, so those run side by side.
+        let chained: Bool
+        if case .serverToServer = credentials { chained = false } else { chained = true }
+        if chained { await takeTurn() }
+        defer { if chained { endTurn() } }
         var attempt = 0
         while true {
             attempt += 1
@@ -167,6 +173,21 @@ public actor CloudKitClient {
             onRetry?(operation, wait, problem)
             try await sleep(wait)
         }
+    }
+
+    private var turnTaken = false
+    private var waitingForTurn: [CheckedContinuation<Void, Never>] = []
+
+    private func takeTurn() async {
+        if !turnTaken {
+            turnTaken = true
+            return
+        }
+        await withCheckedContinuation { waitingForTurn.append($0) }
+    }
+
+    private func endTurn() {
+        if waitingForTurn.isEmpty { turnTaken = false } else { waitingForTurn.removeFirst().resume() }
     }
 
     private func makeRequest(_ operation: String, body: Data) throws -> CloudKitHTTPRequest {

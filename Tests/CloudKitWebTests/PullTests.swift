@@ -119,7 +119,8 @@ struct PullTests {
         let store = try scratch.store(Self.schema)
         // zones/list, then five pages of changes, then the connection is gone.
         let cut = try client(CuttingTransport(emulator, after: 6), policy: RetryPolicy(maxAttempts: 1), token: token)
-        await #expect(throws: CloudKitUnavailable.self) { _ = try await CloudSync.pull(cut, into: store) }
+        // One unit at a time, so that the cut falls at a known page.
+        await #expect(throws: CloudKitUnavailable.self) { _ = try await CloudSync.pull(cut, into: store, concurrency: 1) }
         #expect(try names(store).count == 35)
         // The emulator spent the token the cut request carried: take the one the last answer gave.
         token = try #require(await cut.webAuthToken)
@@ -173,6 +174,41 @@ struct PullTests {
         }
         #expect(try names(store).count == 7)
         #expect(try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.map(\.token) == ["emu-8"])
+    }
+
+    @Test("several zones at once: requests signed with a key overlap; requests with a web auth token go one at a time, and every zone arrives whole")
+    func concurrency() async throws {
+        let scratch = Scratch()
+        let app = try client()
+        for zone in ["A", "B", "C", "D", "E"] { try await seed(app, count: 30, zone: zone) }
+        let watched = InFlight(emulator)
+        let store = try scratch.store(Self.schema)
+        let tokens = try CloudKitClient(database: database, credentials: .webToken(apiToken: "api-1", webAuthToken: try #require(await app.webAuthToken)),
+                                        transport: watched)
+        let result = try await CloudSync.pull(tokens, into: store, concurrency: 4)
+        #expect(result.saved == 150 && result.zones.filter(\.incremental).map(\.saved) == [30, 30, 30, 30, 30])
+        #expect(watched.most == 1, "web auth token requests overlapped: \(watched.most)")
+        // The public database with a key: queries per record type and zone may overlap.
+        let key = try ServerToServerKey(keyID: "k1", pem: P256PEM.make())
+        emulator.registerKey(id: "k1", publicKeyPEM: key.publicKeyPEM)
+        let publicDatabase = try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .public)
+        let signed = try CloudKitClient(database: publicDatabase, credentials: .serverToServer(key), transport: watched)
+        let operations: [[String: Any]] = (0..<40).map { n in
+            ["operationType": "create", "record": ["recordName": "pub-\(n)", "recordType": "Note", "fields": ["title": ["value": "Public \(n)", "type": "STRING"]]]]
+        }
+        _ = try await signed.send("records/modify", body: try body(["operations": operations]))
+        let twoTypes = try scratch.store(Self.schema + """
+
+                RECORD TYPE Folder (
+                    "___recordID" REFERENCE QUERYABLE,
+                    name          STRING,
+                    GRANT READ TO "_world"
+                );
+            """, name: "public.sqlite")
+        watched.most = 0
+        let pulled = try await CloudSync.pull(signed, into: twoTypes, concurrency: 4)
+        #expect(pulled.saved == 40)
+        #expect(watched.most == 2, "requests in flight at most: \(watched.most)")
     }
 
     @Test("server-to-server keys: the public database through queries; a wrong key is refused")
@@ -235,5 +271,20 @@ struct HTTPTests {
         #expect(result.saved == 23 && waits.seconds.count == 1)
         #expect(result.zones.first { $0.zone.zoneName == "Notes" }?.pages == 5)
         #expect(emulator.log.filter { $0 == "records/changes" }.count == 6)
+    }
+}
+
+/// Counts requests in flight at once; each takes a little while, so that overlaps show.
+final class InFlight: CloudKitTransport, @unchecked Sendable {
+    let inner: CloudKitTransport
+    private let lock = NSLock()
+    private var now = 0
+    var most = 0
+    init(_ inner: CloudKitTransport) { self.inner = inner }
+    func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+        lock.withLock { now += 1; most = max(most, now) }
+        defer { lock.withLock { now -= 1 } }
+        try await Task.sleep(nanoseconds: 20_000_000)
+        return try await inner.send(request)
     }
 }

@@ -39,83 +39,124 @@ extension CloudSync {
     /// where it stopped. The public database and default zones have no change feed: they are
     /// read by queries per record type of the store's schema (which needs each type's
     /// `___recordID` QUERYABLE in CloudKit), and deletions there are not seen.
+    ///
+    /// Up to `concurrency` zones (or record types) are fetched at once, each a page at a time
+    /// in order, while one writer saves the pages as they come; at most `concurrency` pages
+    /// are on their way or waiting at any moment, so memory stays flat.
     public static func pull(_ client: CloudKitClient, into store: some RecordStoring, resultsLimit: Int? = nil,
-                            progress: ProgressHandler? = nil) async throws -> PullResult {
+                            concurrency: Int = 4, progress: ProgressHandler? = nil) async throws -> PullResult {
         let database = client.database
         let source = source(database)
-        let zoneIDs = try await zones(client)
-        var results: [ZonePullResult] = []
-        var total = 0
-        for zone in zoneIDs.sorted() {
-            let feed = database.scope != .public && zone.zoneName != ZoneID.defaultZoneName
-            var result = ZonePullResult(zone: zone, incremental: feed)
-            let zoneJSON = zoneJSON(zone)
-            let codec = JSONRecordCodec(schema: store.schema, readStyle: .canonical, defaultZone: zone)
-            if feed {
-                var first: [String: Any] = ["zoneID": zoneJSON]
-                if let token = try store.readSession({ try $0.syncStates(source: source) }).first(where: { $0.zone == zone })?.token {
-                    first["syncToken"] = token
+        let zoneIDs = try await zones(client).sorted()
+        let tokens = try store.readSession { try $0.syncStates(source: source) }
+        let feeds = { (zone: ZoneID) in database.scope != .public && zone.zoneName != ZoneID.defaultZoneName }
+        // What to fetch: a zone's change feed, or one record type of a zone by queries.
+        var units: [PullUnit] = []
+        var results: [ZoneID: ZonePullResult] = [:]
+        for zone in zoneIDs {
+            results[zone] = ZonePullResult(zone: zone, incremental: feeds(zone))
+            if feeds(zone) {
+                units.append(PullUnit(zone: zone, recordType: nil, startToken: tokens.first { $0.zone == zone }?.token))
+            } else {
+                units += store.schema.recordTypes.map(\.name).sorted().map { PullUnit(zone: zone, recordType: $0, startToken: nil) }
+            }
+        }
+        let width = max(1, concurrency)
+        let slots = PageSlots(width)
+        let (pages, pageSink) = AsyncThrowingStream<(PullUnit, CloudPage), Error>.makeStream()
+        let fetching = Task {
+            // A fetch that fails stops the others from asking for more; each finishes the request
+            // it has under way (cutting one could lose the web auth token its answer brings, as
+            // the one it carried is spent), then the first failure ends the stream.
+            let firstFailure = await withTaskGroup(of: Error?.self) { group -> Error? in
+                var next = units.makeIterator()
+                var first: Error?
+                func start(_ unit: PullUnit) {
+                    group.addTask {
+                        do {
+                            try await fetch(unit, client: client, resultsLimit: resultsLimit, slots: slots) { pageSink.yield((unit, $0)) }
+                            return nil
+                        } catch {
+                            return error
+                        }
+                    }
                 }
-                if let resultsLimit { first["resultsLimit"] = resultsLimit }
-                try await forEachPage(client, "records/changes", first: first, next: { page in
-                    guard page.moreComing, let token = page.syncToken else { return nil }
-                    var request: [String: Any] = ["zoneID": zoneJSON, "syncToken": token]
-                    if let resultsLimit { request["resultsLimit"] = resultsLimit }
-                    return request
-                }) { page in
-                    result.pages += 1
-                    let counts = try save(page, codec: codec, zone: zone, into: store, number: result.pages) { session in
-                        try session.saveSyncToken(page.syncToken, source: source, zone: zone)
+                for _ in 0..<width {
+                    guard let unit = next.next() else { break }
+                    start(unit)
+                }
+                while let outcome = await group.next() {
+                    if let outcome, first == nil {
+                        first = outcome
+                        await slots.close()
+                    }
+                    if first == nil, let unit = next.next() { start(unit) }
+                }
+                return first
+            }
+            if let firstFailure { pageSink.finish(throwing: firstFailure) } else { pageSink.finish() }
+        }
+        var total = 0
+        var failure: Error?
+        do {
+            for try await (unit, page) in pages {
+                guard failure == nil else {
+                    await slots.release()
+                    continue
+                }
+                var result = results[unit.zone]!
+                result.pages += 1
+                let codec = JSONRecordCodec(schema: store.schema, readStyle: .canonical, defaultZone: unit.zone)
+                do {
+                    let counts = try save(page, codec: codec, zone: unit.zone, into: store, number: result.pages) { session in
+                        if unit.recordType == nil { try session.saveSyncToken(page.syncToken, source: source, zone: unit.zone) }
                     }
                     result.saved += counts.saved
                     result.deleted += counts.deleted
                     total += counts.saved + counts.deleted
-                    result.token = page.syncToken
+                    if unit.recordType == nil { result.token = page.syncToken }
+                    results[unit.zone] = result
                     progress?(OperationProgress(records: total))
+                } catch {
+                    // No new requests; the ones under way finish (see above).
+                    failure = error
+                    await slots.close()
                 }
-            } else {
-                for type in store.schema.recordTypes.map(\.name).sorted() {
-                    var first: [String: Any] = ["zoneID": zoneJSON, "query": ["recordType": type]]
-                    if let resultsLimit { first["resultsLimit"] = resultsLimit }
-                    try await forEachPage(client, "records/query", first: first, next: { page in
-                        guard let marker = page.continuationMarker else { return nil }
-                        var request = first
-                        request["continuationMarker"] = marker
-                        return request
-                    }) { page in
-                        result.pages += 1
-                        let counts = try save(page, codec: codec, zone: zone, into: store, number: result.pages) { _ in }
-                        result.saved += counts.saved
-                        total += counts.saved
-                        progress?(OperationProgress(records: total))
-                    }
-                }
+                await slots.release()
             }
-            results.append(result)
+        } catch {
+            failure = failure ?? error
         }
-        return PullResult(source: source, zones: results)
+        _ = await fetching.result
+        if let failure { throw failure }
+        return PullResult(source: source, zones: zoneIDs.map { results[$0]! })
     }
 
-    /// Fetches page after page, asking for the next (`next` builds its request from the page
-    /// before) while `body` saves the one before it, so that the network and the store work at
-    /// the same time.
-    private static func forEachPage(_ client: CloudKitClient, _ operation: String, first: [String: Any],
-                                    next: (CloudPage) -> [String: Any]?, _ body: (CloudPage) throws -> Void) async throws {
-        func fetch(_ request: [String: Any]) throws -> Task<CloudPage, Error> {
-            let bytes = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
-            return Task { try CloudPage(try await client.send(operation, body: bytes), operation: operation) }
-        }
-        var pending: Task<CloudPage, Error>? = try fetch(first)
-        while let current = pending {
-            let page = try await current.value
-            pending = try next(page).map(fetch)
+    /// Fetches one unit's pages in order, each when a slot is free, handing each to `deliver`.
+    private static func fetch(_ unit: PullUnit, client: CloudKitClient, resultsLimit: Int?, slots: PageSlots,
+                              deliver: (CloudPage) -> Void) async throws {
+        var request: [String: Any] = ["zoneID": zoneJSON(unit.zone)]
+        if let recordType = unit.recordType { request["query"] = ["recordType": recordType] }
+        if let token = unit.startToken { request["syncToken"] = token }
+        if let resultsLimit { request["resultsLimit"] = resultsLimit }
+        let operation = unit.recordType == nil ? "records/changes" : "records/query"
+        while true {
+            guard await slots.acquire() else { return }
+            let body = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+            let page: CloudPage
             do {
-                try body(page)
+                page = try CloudPage(try await client.send(operation, body: body), operation: operation)
             } catch {
-                // Let the request under way finish: cutting it could lose the web auth token
-                // its answer brings (the one it carried is spent).
-                _ = try? await pending?.value
+                await slots.release()
                 throw error
+            }
+            deliver(page)
+            if unit.recordType == nil {
+                guard page.moreComing, let token = page.syncToken else { return }
+                request["syncToken"] = token
+            } else {
+                guard let marker = page.continuationMarker else { return }
+                request["continuationMarker"] = marker
             }
         }
     }
@@ -199,4 +240,47 @@ final class PageRecordSource: RecordSource {
 
     var bytesRead: Int64 { 0 }
     var totalBytes: Int64? { nil }
+}
+
+/// One thing a pull fetches: a zone's change feed (no record type), or a record type of a zone
+/// by queries.
+struct PullUnit: Sendable {
+    var zone: ZoneID
+    var recordType: String?
+    var startToken: String?
+}
+
+/// Pages on their way or waiting to be saved, at most `limit`; once closed, no more are asked
+/// for.
+actor PageSlots {
+    private let limit: Int
+    private var used = 0
+    private var closed = false
+    private var waiting: [CheckedContinuation<Bool, Never>] = []
+
+    init(_ limit: Int) { self.limit = limit }
+
+    /// Waits for a free slot; false once closed.
+    func acquire() async -> Bool {
+        if closed { return false }
+        if used < limit {
+            used += 1
+            return true
+        }
+        return await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if !closed, !waiting.isEmpty {
+            waiting.removeFirst().resume(returning: true)
+        } else {
+            used -= 1
+        }
+    }
+
+    func close() {
+        closed = true
+        for waiter in waiting { waiter.resume(returning: false) }
+        waiting = []
+    }
 }

@@ -67,7 +67,7 @@ struct CloudOptions: ParsableArguments {
     /// new web auth token goes to --web-auth-token-file as it arrives (CloudKit spends a token
     /// on use, so one kept only in memory would be lost with a killed process).
     func client(quiet: Bool) throws -> CloudKitClient {
-        let keeper = webAuthTokenFile.map(TokenFile.init(path:))
+        let keeper = webAuthTokenFile.map(WebAuthTokenFile.init(path:))
         return try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: URLSessionTransport(),
                                   onRetry: { operation, seconds, reason in
                                       if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
@@ -86,32 +86,6 @@ struct CloudOptions: ParsableArguments {
         } else if !quiet {
             Console.error("note: CloudKit turned the web auth token over; the one in $CKPORT_CK_WEB_AUTH_TOKEN no longer works (--web-auth-token-file FILE keeps the new one)")
         }
-    }
-}
-
-/// A token file rewritten with each new token: a new file for the owner alone, renamed over
-/// the old one, so that a reader (or a ckport killed half way) sees one token or the other,
-/// never a torn one. Not synced to disk each time: a killed process loses nothing the kernel
-/// has; the last token is synced at the end.
-final class TokenFile: @unchecked Sendable {
-    let path: String
-    private let lock = NSLock()
-
-    init(path: String) { self.path = path }
-
-    func keep(_ token: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        // Named as OutputFile names its temporary files, so that a later ckport removes one a
-        // killed process left.
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).ckport-\(getpid())-0.tmp").path
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = Array((token + "\n").utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        if written == bytes.count { rename(temporary, path) } else { unlink(temporary) }
     }
 }
 
@@ -142,9 +116,13 @@ struct PullCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Records per page to ask for (CloudKit's default when not given).", valueName: "count"))
     var pageSize: Int?
 
+    @Option(help: ArgumentHelp("Zones (or record types) fetched at once, at most. With a web auth token the requests still go one at a time (each answer brings the next token); pages are saved while the next ones travel.", valueName: "count"))
+    var concurrency = 4
+
     @OptionGroup var storeOptions: StoreOptions
 
     func run() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency is at least 1") }
         let store = try storeOptions.open(create: false)
         guard !store.schema.recordTypes.isEmpty else {
             throw CommandFailure.invalid("the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)")
@@ -158,7 +136,7 @@ struct PullCommand: ParsableCommand {
         let quiet = storeOptions.quiet
         let result: PullResult = try blocking {
             do {
-                let result = try await CloudSync.pull(client, into: unsafeStore, resultsLimit: pageSize, progress: handler)
+                let result = try await CloudSync.pull(client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency, progress: handler)
                 try await cloud.keep(client, quiet: quiet)
                 return result
             } catch {
