@@ -41,7 +41,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
 
         func save(_ name: String, _ record: [String: Any]?) {
             records[name] = record
-            encoded[name] = record.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys, .withoutEscapingSlashes]) }
+            encoded[name] = record.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.withoutEscapingSlashes]) }
         }
         /// Record name → the change sequence of its last change; deletions stay as tombstones.
         var changedAt: [String: Int] = [:]
@@ -354,7 +354,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     }
 
     private func json(_ object: [String: Any]) -> CloudKitHTTPResponse {
-        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])) ?? Data()
         return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
     }
 
