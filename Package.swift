@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-crypto", "4.5.2"..<"5.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // `swift package generate-documentation --target CKPort` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -43,7 +44,8 @@ let package = Package(
         .target(name: "CKPort", dependencies: ["Records", "Store", "Formats", "Migrations", "CloudKitWeb"], swiftSettings: strict),
         // CloudKit Web Services: addresses, server-to-server signatures, error dictionaries,
         // retries and request batching.
-        .target(name: "CloudKitWeb", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .target(name: "CloudKitWeb", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto"),
+                                                     .product(name: "AsyncHTTPClient", package: "async-http-client")], swiftSettings: strict),
         // CloudKit Web Services over an in-memory container, for tests and offline scripts.
         .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb"], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),

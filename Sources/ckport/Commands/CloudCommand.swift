@@ -53,7 +53,7 @@ struct CloudLoginCommand: ParsableCommand {
         let callback = try SignInCallback(port: port)
         callback.start()
         defer { callback.stop() }
-        let transport = URLSessionTransport()
+        let transport = HTTPClientTransport()
         let signInURL = try blocking { try await CloudKitSignIn.signInURL(database: database, apiToken: apiToken, transport: transport) }
         Console.error("""
             Open this address in a browser and sign in with your Apple ID:

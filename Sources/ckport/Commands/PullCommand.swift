@@ -68,7 +68,7 @@ struct CloudOptions: ParsableArguments {
     /// on use, so one kept only in memory would be lost with a killed process).
     func client(quiet: Bool) throws -> CloudKitClient {
         let keeper = webAuthTokenFile.map(WebAuthTokenFile.init(path:))
-        return try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: URLSessionTransport(),
+        return try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: HTTPClientTransport(),
                                   onRetry: { operation, seconds, reason in
                                       if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
                                   },
