@@ -251,7 +251,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         }
         let name = zoneName(body)
         guard let zone = zonesOf(database)[name] else { return error(404, "ZONE_NOT_FOUND", "no zone \(name)") }
-        var results: [[String: Any]] = []
+        var results: [Data] = []   // each operation's outcome as JSON
         for operation in operations {
             guard let type = operation["operationType"] as? String, var record = operation["record"] as? [String: Any],
                   let recordName = record["recordName"] as? String else {
@@ -259,7 +259,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             }
             let existing = zone.records[recordName]
             let tag = record["recordChangeTag"] as? String
-            func refuse(_ code: String, _ reason: String) { results.append(["recordName": recordName, "serverErrorCode": code, "reason": reason]) }
+            func refuse(_ code: String, _ reason: String) {
+                results.append(Data("{\"reason\":\(quoted(reason)),\"recordName\":\(quoted(recordName)),\"serverErrorCode\":\"\(code)\"}".utf8))
+            }
             switch type {
             case "create" where existing != nil: refuse("EXISTS", "record already exists"); continue
             case "update", "replace", "delete":
@@ -273,7 +275,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             if type == "delete" || type == "forceDelete" {
                 zone.save(recordName, nil)
                 zone.deleted.insert(recordName)
-                results.append(["recordName": recordName, "deleted": true])
+                results.append(Data("{\"deleted\":true,\"recordName\":\(quoted(recordName))}".utf8))
                 continue
             }
             if (type == "update" || type == "forceUpdate"), let existing {
@@ -287,9 +289,15 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             record["recordChangeTag"] = String(sequence, radix: 36)
             record["zoneID"] = ["zoneName": name]
             zone.save(recordName, record)
-            results.append(record)
+            results.append(zone.encoded[recordName] ?? Data())
         }
-        return json(["records": results])
+        var answer = Data("{\"records\":[".utf8)
+        for (index, result) in results.enumerated() {
+            if index > 0 { answer.append(UInt8(ascii: ",")) }
+            answer.append(result)
+        }
+        answer.append(Data("]}".utf8))
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
     }
 
     private func changes(_ database: String, _ body: [String: Any]) -> CloudKitHTTPResponse {
