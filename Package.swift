@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "CloudKitWeb", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto"),
                                                      .product(name: "AsyncHTTPClient", package: "async-http-client")], swiftSettings: strict),
         // CloudKit Web Services over an in-memory container, for tests and offline scripts.
-        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb"], swiftSettings: strict),
+        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
             "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps",

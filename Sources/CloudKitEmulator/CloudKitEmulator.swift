@@ -1,4 +1,5 @@
 import CloudKitWeb
+import Crypto
 import Foundation
 
 /// CloudKit Web Services over an in-memory container, for tests and for trying scripts
@@ -13,6 +14,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         public var pageSize = 200
         /// Operations per `records/modify` request at most.
         public var maxOperations = ModifyBatcher.maxOperations
+        /// The largest asset an upload takes, in bytes.
+        public var maxAssetSize = 15 << 20
         /// How far a server-to-server request's date may be from the emulator's clock.
         public var clockSkew: TimeInterval = 600
         /// Where the sign-in page sends the browser with a new web auth token, as an API
@@ -65,6 +68,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     private var apiTokens: Set<String> = []
     private var webTokens: [String: String] = [:]        // current web auth token → user
     private var signInUser = "_user"
+    /// Asset bytes by receipt (uploaded, or put here by ``storeAsset(_:)``).
+    private var assets: [String: Data] = [:]
+    private var pendingUploads: Set<String> = []
     private var faults: [(operation: String, fault: Fault)] = []
     /// Every operation answered, in order, for tests to look at.
     public private(set) var log: [String] = []
@@ -84,6 +90,16 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             signInUser = user
             apiTokens.insert(apiToken)
             webTokens[webAuthToken] = user
+        }
+    }
+
+    /// Keeps asset bytes as an upload would, and returns the receipt that a record's ASSETID
+    /// value names them by (`{"receipt": …, "size": …}` in `records/modify`).
+    public func storeAsset(_ bytes: Data) -> String {
+        locked {
+            let receipt = "r-" + UUID().uuidString.lowercased()
+            assets[receipt] = bytes
+            return receipt
         }
     }
 
@@ -134,6 +150,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
 
     private func answer(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
         if request.url.path == "/signin" { return signIn(request) }
+        if request.url.path.hasPrefix("/upload/") { return receiveAsset(request) }
+        if request.url.path.hasPrefix("/download/") { return sendAsset(request) }
         let parts = request.url.path.split(separator: "/").map(String.init)
         // database / 1 / container / environment / database / operation…
         guard parts.count >= 6, parts[0] == "database", parts[1] == "1", parts[2] == container,
@@ -188,15 +206,65 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         var response: CloudKitHTTPResponse
         switch operation {
         case "users/current": response = json(["userRecordName": caller])
+        case "assets/upload": response = uploadURLs(body, base: request.url)
         case "zones/list": response = listZones("\(environment.rawValue)/\(scope.rawValue)")
         case "zones/modify": response = modifyZones("\(environment.rawValue)/\(scope.rawValue)", body)
-        case "records/modify": response = modifyRecords("\(environment.rawValue)/\(scope.rawValue)", body, user: caller)
+        case "records/modify": response = modifyRecords("\(environment.rawValue)/\(scope.rawValue)", body, user: caller, base: request.url)
         case "records/changes": response = changes("\(environment.rawValue)/\(scope.rawValue)", body)
         case "records/query": response = query("\(environment.rawValue)/\(scope.rawValue)", body)
         default: response = error(404, "NOT_FOUND", "no operation \(operation)")
         }
         if let rotated { response.headers.append(("X-Apple-CloudKit-Web-Auth-Token", rotated)) }
         return response
+    }
+
+    /// `assets/upload`: a URL on this server for each asset field named, to POST the bytes to.
+    private func uploadURLs(_ body: [String: Any], base: URL) -> CloudKitHTTPResponse {
+        var tokens: [[String: Any]] = []
+        for token in body["tokens"] as? [[String: Any]] ?? [] {
+            guard let recordName = token["recordName"] as? String, let fieldName = token["fieldName"] as? String else {
+                return error(400, "BAD_REQUEST", "an upload token names a recordName and a fieldName")
+            }
+            let slot = "u-" + UUID().uuidString.lowercased()
+            pendingUploads.insert(slot)
+            tokens.append(["recordName": recordName, "fieldName": fieldName, "url": address(base, "/upload/\(slot)")])
+        }
+        return json(["tokens": tokens])
+    }
+
+    /// The bytes POSTed to an upload URL: kept, and answered with the dictionary that the
+    /// record's asset field is then saved with.
+    private func receiveAsset(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
+        let slot = String(request.url.path.dropFirst("/upload/".count))
+        guard request.method == "POST", pendingUploads.remove(slot) != nil else { return error(404, "NOT_FOUND", "no such upload") }
+        guard request.body.count <= settings.maxAssetSize else {
+            return error(413, "BAD_REQUEST", "an asset holds at most \(settings.maxAssetSize) bytes; this one holds \(request.body.count)")
+        }
+        let receipt = "r-" + UUID().uuidString.lowercased()
+        assets[receipt] = request.body
+        let checksum = Data(SHA256.hash(data: request.body).prefix(20)).base64EncodedString()
+        return json(["singleFile": ["fileChecksum": checksum, "size": request.body.count, "receipt": receipt,
+                                    "referenceChecksum": checksum, "wrappingKey": "emulator-key"]])
+    }
+
+    private func sendAsset(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
+        let parts = request.url.path.split(separator: "/")
+        guard parts.count >= 2, let bytes = assets[String(parts[1])] else { return error(404, "NOT_FOUND", "no such asset") }
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: bytes)
+    }
+
+    /// Where a record's asset is downloaded from; `${f}` stands for a file name, as in CloudKit's.
+    private func downloadURL(_ receipt: String, base: URL) -> String {
+        address(base, "/download/\(receipt)/") + "${f}"
+    }
+
+    private func address(_ base: URL, _ path: String) -> String {
+        var components = URLComponents()
+        components.scheme = base.scheme
+        components.host = base.host
+        components.port = base.port
+        components.path = path
+        return components.url!.absoluteString
     }
 
     /// The sign-in page: a browser that opens it is signed in as the registered user at once
@@ -242,7 +310,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         return json(["zones": results])
     }
 
-    private func modifyRecords(_ database: String, _ body: [String: Any], user: String) -> CloudKitHTTPResponse {
+    private func modifyRecords(_ database: String, _ body: [String: Any], user: String, base: URL) -> CloudKitHTTPResponse {
         // The server keeps the system fields: who saved a record when, from where.
         let stamp: [String: Any] = ["timestamp": Int64(Date().timeIntervalSince1970 * 1000), "userRecordName": user, "deviceID": "ckport-emulator"]
         let operations = body["operations"] as? [[String: Any]] ?? []
@@ -269,6 +337,25 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
                 if tag != existing["recordChangeTag"] as? String { refuse("CONFLICT", "oplock error: the record has changed"); continue }
             case "create", "forceUpdate", "forceReplace", "forceDelete": break
             default: return error(400, "BAD_REQUEST", "unknown operationType \(type)")
+            }
+            // An asset field names its upload by receipt; the record keeps where to download it.
+            if var fields = record["fields"] as? [String: Any] {
+                var unknown: String?
+                for (fieldName, field) in fields {
+                    guard var entry = field as? [String: Any], var value = entry["value"] as? [String: Any], let receipt = value["receipt"] as? String else { continue }
+                    guard let bytes = assets[receipt] else {
+                        unknown = "field \(fieldName): no uploaded asset has the receipt \(receipt)"
+                        break
+                    }
+                    value["receipt"] = nil
+                    value["size"] = bytes.count
+                    value["fileChecksum"] = Data(SHA256.hash(data: bytes).prefix(20)).base64EncodedString()
+                    value["downloadURL"] = downloadURL(receipt, base: base)
+                    entry["value"] = value
+                    fields[fieldName] = entry
+                }
+                if let unknown { refuse("BAD_REQUEST", unknown); continue }
+                record["fields"] = fields
             }
             sequence += 1
             zone.changed(recordName, at: sequence)

@@ -175,6 +175,49 @@ public actor CloudKitClient {
         }
     }
 
+    /// POSTs an asset's bytes to the URL `assets/upload` gave for it (signed by CloudKit
+    /// already) and returns the answer, `{"singleFile": {…}}`. Retried as any request.
+    public func upload(_ bytes: Data, to url: URL) async throws -> Data {
+        try await sendAsIs(CloudKitHTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/octet-stream")], body: bytes),
+                           what: "an asset upload")
+    }
+
+    /// Downloads an asset from the URL a record gives for it (signed by CloudKit already: no
+    /// token is added). Retried as any request.
+    public func download(_ url: URL) async throws -> Data {
+        try await sendAsIs(CloudKitHTTPRequest(method: "GET", url: url, headers: [], body: Data()), what: "an asset download")
+    }
+
+    /// Sends a request to an address CloudKit signed, as it is, retrying after failures that
+    /// left no answer.
+    private func sendAsIs(_ request: CloudKitHTTPRequest, what: String) async throws -> Data {
+        var attempt = 0
+        while true {
+            attempt += 1
+            var problem: String
+            do {
+                let response = try await transport.send(request)
+                if (200..<300).contains(response.status) { return response.body }
+                problem = "HTTP \(response.status)"
+                guard response.status >= 500 || response.status == 429 else {
+                    if let error = CloudKitServerError.parse(status: response.status, body: response.body) { throw error }
+                    throw CloudKitServerError(serverErrorCode: "HTTP_\(response.status)", reason: "\(what) at \(request.url.host ?? "?") failed", status: response.status)
+                }
+            } catch let error as CloudKitServerError {
+                throw error
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                problem = "\(error)"
+            }
+            guard let wait = policy.delay(after: attempt, failure: .transport) else {
+                throw CloudKitUnavailable(operation: what, attempts: attempt, lastProblem: problem)
+            }
+            onRetry?(what, wait, problem)
+            try await sleep(wait)
+        }
+    }
+
     private var turnTaken = false
     private var waitingForTurn: [CheckedContinuation<Void, Never>] = []
 

@@ -211,6 +211,38 @@ struct PullTests {
         #expect(watched.most == 2, "requests in flight at most: \(watched.most)")
     }
 
+    @Test("assets: with downloads on, each asset a record names is fetched and stored with its page; without, the record keeps checksum and size only")
+    func assets() async throws {
+        let scratch = Scratch()
+        let app = try client()
+        let photo = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        let receipt = emulator.storeAsset(photo)
+        _ = try await app.send("zones/modify", body: try body(["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Notes"]]]]]))
+        let create: [String: Any] = ["zoneID": ["zoneName": "Notes"], "operations": [["operationType": "create", "record": [
+            "recordName": "note-photo", "recordType": "Note",
+            "fields": ["title": ["value": "With a photo", "type": "STRING"], "attachment": ["value": ["receipt": receipt], "type": "ASSETID"]]]]]]
+        _ = try await app.send("records/modify", body: try body(create))
+        let schema = Self.schema.replacingOccurrences(of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
+        let id = RecordID(recordName: "note-photo", zone: ZoneID(scope: .private, zoneName: "Notes"))
+        let bare = try scratch.store(schema, name: "bare.sqlite")
+        let token = try #require(await app.webAuthToken)
+        let first = try client(token: token)
+        _ = try await CloudSync.pull(first, into: bare)
+        guard case .asset(let kept)? = try bare.read({ try $0.record(id) })?["attachment"] else { Issue.record("no asset value"); return }
+        #expect(kept.size == 300_000 && kept.sha256 == nil && kept.downloadURL?.contains("/download/") == true)
+        let full = try scratch.store(schema, name: "full.sqlite")
+        let second = try client(token: try #require(await first.webAuthToken))
+        let result = try await CloudSync.pull(second, into: full, assets: true)
+        #expect(result.saved == 1)
+        guard case .asset(let stored)? = try full.read({ try $0.record(id) })?["attachment"] else { Issue.record("no asset value"); return }
+        let expected = SHA256.hash(data: photo).map { String(format: "%02x", $0) }.joined()
+        #expect(stored.sha256 == expected && stored.size == 300_000)
+        var bytes = Data()
+        #expect(try full.read { session in try session.readAsset(expected) { bytes.append(contentsOf: $0) } })
+        #expect(bytes == photo)
+        #expect(emulator.log.filter { $0 == "records/changes" }.count == 2)
+    }
+
     @Test("server-to-server keys: the public database through queries; a wrong key is refused")
     func serverToServer() async throws {
         let scratch = Scratch()

@@ -1,6 +1,7 @@
 import CKPort
 import CloudKitEmulator
 import CloudKitWeb
+import Crypto
 import Foundation
 import Testing
 import TestSupport
@@ -181,6 +182,50 @@ struct PushTests {
         } catch let error as CloudPushStopped {
             #expect(error.partial.total.saved == 200 && error.partial.requests == 1)
             #expect(error.description.contains("QUOTA_EXCEEDED") && error.description.contains("accepted 200 records"), "\(error.description)")
+        }
+    }
+
+    @Test("assets: a push uploads the bytes the store holds (assets/upload, then the file) and the record carries the receipt; a pull with assets brings the same bytes back")
+    func assetsRoundTrip() async throws {
+        let scratch = Scratch()
+        let schema = Self.schema.replacingOccurrences(of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
+        let source = try scratch.store(schema)
+        let bytes = Data((0..<123_457).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+        let file = scratch.path("photo.bin")
+        try bytes.write(to: URL(fileURLWithPath: file))
+        try source.write { session in
+            let stored = try session.putAsset(file: file, expectedSHA256: nil, expectedSize: nil)
+            for n in 0..<3 {
+                var fields: RecordFields = ["title": .string("Photo \(n)")]
+                fields["attachment"] = .asset(Asset(fileChecksum: "local", size: stored.size, sha256: stored.sha256))
+                _ = try session.save(Record(id: RecordID(recordName: "photo-\(n)", zone: Self.notes), recordType: "Note", fields: fields), mode: .replace)
+            }
+        }
+        let cloud = try Container()
+        let pushed = try await CloudSync.push(cloud.client, from: source, request: PushRequest()) { _ in }
+        #expect(pushed.total.saved == 3)
+        #expect(cloud.emulator.log.filter { $0 == "assets/upload" }.count == 1)
+        let inCloud = try await cloud.records(zone: "Notes")
+        let value = ((inCloud["photo-1"]?["fields"] as? [String: Any])?["attachment"] as? [String: Any])?["value"] as? [String: Any]
+        #expect(value?["receipt"] == nil && (value?["downloadURL"] as? String)?.contains("/download/") == true && value?["size"] as? Int == 123_457)
+        let copy = try scratch.store(schema, name: "copy.sqlite")
+        _ = try await CloudSync.pull(cloud.client, into: copy, assets: true)
+        let sha = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        for n in 0..<3 {
+            guard case .asset(let asset)? = try copy.read({ try $0.record(RecordID(recordName: "photo-\(n)", zone: Self.notes)) })?["attachment"] else {
+                Issue.record("photo-\(n) has no asset"); continue
+            }
+            #expect(asset.sha256 == sha && asset.size == 123_457)
+        }
+        var back = Data()
+        #expect(try copy.read { session in try session.readAsset(sha) { back.append(contentsOf: $0) } } && back == bytes)
+        // A file over the server's limit is refused, and the push says so.
+        cloud.emulator.settings.maxAssetSize = 100_000
+        do {
+            _ = try await CloudSync.push(cloud.client, from: source, request: PushRequest(force: true)) { _ in }
+            Issue.record("an asset over the limit was taken")
+        } catch let error as CloudPushStopped {
+            #expect(error.description.contains("at most 100000 bytes"), "\(error.description)")
         }
     }
 

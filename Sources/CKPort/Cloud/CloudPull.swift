@@ -43,8 +43,13 @@ extension CloudSync {
     /// Up to `concurrency` zones (or record types) are fetched at once, each a page at a time
     /// in order, while one writer saves the pages as they come; at most `concurrency` pages
     /// are on their way or waiting at any moment, so memory stays flat.
+    ///
+    /// With `assets`, each asset a record names is downloaded and stored with the record's
+    /// page, in the same transaction; without, the store keeps the asset's checksum and size.
     public static func pull(_ client: CloudKitClient, into store: some RecordStoring, resultsLimit: Int? = nil,
-                            concurrency: Int = 4, progress: ProgressHandler? = nil) async throws -> PullResult {
+                            concurrency: Int = 4, assets: Bool = false, progress: ProgressHandler? = nil) async throws -> PullResult {
+        let staging: String? = assets ? try makeStagingDirectory() : nil
+        defer { if let staging { try? FileManager.default.removeItem(atPath: staging) } }
         let database = client.database
         let source = source(database)
         let zoneIDs = try await zones(client).sorted()
@@ -74,7 +79,7 @@ extension CloudSync {
                 func start(_ unit: PullUnit) {
                     group.addTask {
                         do {
-                            try await fetch(unit, client: client, resultsLimit: resultsLimit, slots: slots) { pageSink.yield((unit, $0)) }
+                            try await fetch(unit, client: client, resultsLimit: resultsLimit, slots: slots, staging: staging) { pageSink.yield((unit, $0)) }
                             return nil
                         } catch {
                             return error
@@ -108,7 +113,8 @@ extension CloudSync {
                 result.pages += 1
                 let codec = JSONRecordCodec(schema: store.schema, readStyle: .canonical, defaultZone: unit.zone)
                 do {
-                    let counts = try save(page, codec: codec, zone: unit.zone, into: store, number: result.pages) { session in
+                    defer { for file in page.stagedFiles { unlink(file) } }
+                    let counts = try save(page, codec: codec, zone: unit.zone, into: store, number: result.pages, assetDirectory: staging) { session in
                         if unit.recordType == nil { try session.saveSyncToken(page.syncToken, source: source, zone: unit.zone) }
                     }
                     result.saved += counts.saved
@@ -133,7 +139,7 @@ extension CloudSync {
     }
 
     /// Fetches one unit's pages in order, each when a slot is free, handing each to `deliver`.
-    private static func fetch(_ unit: PullUnit, client: CloudKitClient, resultsLimit: Int?, slots: PageSlots,
+    private static func fetch(_ unit: PullUnit, client: CloudKitClient, resultsLimit: Int?, slots: PageSlots, staging: String?,
                               deliver: (CloudPage) -> Void) async throws {
         var request: [String: Any] = ["zoneID": zoneJSON(unit.zone)]
         if let recordType = unit.recordType { request["query"] = ["recordType": recordType] }
@@ -143,9 +149,10 @@ extension CloudSync {
         while true {
             guard await slots.acquire() else { return }
             let body = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
-            let page: CloudPage
+            var page: CloudPage
             do {
                 page = try CloudPage(try await client.send(operation, body: body), operation: operation)
+                if let staging { try await page.downloadAssets(client, into: staging) }
             } catch {
                 await slots.release()
                 throw error
@@ -164,7 +171,7 @@ extension CloudSync {
     /// One page in one transaction: the records (checked against the schema, replacing what the
     /// store holds), the deletions, then `finishing` (the page's sync token).
     private static func save(_ page: CloudPage, codec: JSONRecordCodec, zone: ZoneID, into store: some RecordStoring, number: Int,
-                             finishing: @escaping (any RecordSession) throws -> Void) throws -> (saved: Int, deleted: Int) {
+                             assetDirectory: String?, finishing: @escaping (any RecordSession) throws -> Void) throws -> (saved: Int, deleted: Int) {
         let source = PageRecordSource(page: page, codec: codec, name: "CloudKit page \(number) of zone \(zone.zoneName)")
         var deleted = 0
         let gone = page.deletedNames
@@ -173,7 +180,9 @@ extension CloudSync {
             deleted = try session.delete(present).count
             try finishing(session)
         })
-        let summary = try store.importRecords([source], schema: nil, options: ImportOptions(mode: .replace), hooks: hooks)
+        var options = ImportOptions(mode: .replace)
+        options.assetDirectory = assetDirectory
+        let summary = try store.importRecords([source], schema: nil, options: options, hooks: hooks)
         return (summary.totals.inserted + summary.totals.updated + summary.totals.unchanged, deleted)
     }
 }
@@ -181,6 +190,8 @@ extension CloudSync {
 /// One answer of `records/changes` or `records/query`, parsed once.
 struct CloudPage: @unchecked Sendable {
     var records: [JSONValue] = []
+    /// Asset files downloaded for the page's records, until the page is saved.
+    var stagedFiles: [String] = []
     var deletedNames: [String] = []
     var syncToken: String?
     var moreComing = false
@@ -209,6 +220,50 @@ struct CloudPage: @unchecked Sendable {
         if case .bool(let more) = object["moreComing"] { moreComing = more }
         continuationMarker = object["continuationMarker"]?.stringValue
     }
+}
+
+extension CloudPage {
+    /// Downloads every asset the page's records name into `directory`, and points each asset
+    /// value at its file (`localPath`), for the import to store with the record.
+    mutating func downloadAssets(_ client: CloudKitClient, into directory: String) async throws {
+        for index in records.indices {
+            guard case .object(var record) = records[index], case .object(var fields)? = record["fields"] else { continue }
+            var changed = false
+            for fieldIndex in fields.members.indices {
+                guard case .object(var field) = fields.members[fieldIndex].value, case .object(var value)? = field["value"],
+                      let address = value["downloadURL"]?.stringValue else { continue }
+                let name = fields.members[fieldIndex].key
+                guard let url = URL(string: address.replacingOccurrences(of: "${f}", with: name)) else {
+                    throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "record \(record["recordName"]?.stringValue ?? "?") field \(name): the download URL \(address) does not parse", status: 200)
+                }
+                let bytes = try await client.download(url)
+                if case .number(let size)? = value["size"], Int(size) != bytes.count {
+                    throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "record \(record["recordName"]?.stringValue ?? "?") field \(name): the asset downloaded holds \(bytes.count) bytes; the record says \(size)", status: 200)
+                }
+                let file = UUID().uuidString.lowercased()
+                let path = (directory as NSString).appendingPathComponent(file)
+                guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
+                    throw OutputError(path: path, message: "cannot write the asset of record \(record["recordName"]?.stringValue ?? "?") field \(name)")
+                }
+                stagedFiles.append(path)
+                value.members.append(JSONObject.Member(key: "localPath", value: .string(file)))
+                field.members = field.members.map { $0.key == "value" ? JSONObject.Member(key: "value", value: .object(value)) : $0 }
+                fields.members[fieldIndex].value = .object(field)
+                changed = true
+            }
+            if changed {
+                record.members = record.members.map { $0.key == "fields" ? JSONObject.Member(key: "fields", value: .object(fields)) : $0 }
+                records[index] = .object(record)
+            }
+        }
+    }
+}
+
+/// A folder of its own for the asset files a pull downloads before it stores them.
+func makeStagingDirectory() throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-pull-assets-\(getpid())-\(UUID().uuidString.prefix(8))").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    return path
 }
 
 /// A page's records, decoded as the importer asks for them; one that does not decode is an

@@ -58,6 +58,24 @@ public struct PushOperation: Sendable {
     public var operationType: String
     /// The operation as the request carries it: `{"operationType": …, "record": {…}}`.
     public var json: [UInt8]
+    /// Asset fields whose bytes the store holds (field name → SHA-256): uploaded before the
+    /// operation is sent, which then carries CloudKit's receipt instead.
+    public var uploads: [String: String] = [:]
+    /// The record, while its operation may still change (an upload's receipt).
+    var record: Record?
+    var withChangeTag = false
+
+    /// Rebuilds the operation's JSON from the record.
+    mutating func encode(with codec: JSONRecordCodec) {
+        guard let record else { return }
+        var out = JSONWriter(capacity: 512)
+        out.raw("{\"operationType\":")
+        out.string(operationType)
+        out.raw(",\"record\":")
+        codec.encodeForModify(record, withChangeTag: withChangeTag, to: &out)
+        out.byte(UInt8(ascii: "}"))
+        json = out.bytes
+    }
 }
 
 /// A record CloudKit turned away, or one a push could not send.
@@ -148,6 +166,7 @@ extension CloudSync {
                             progress: ProgressHandler? = nil, rejected: (PushRejection) throws -> Void) async throws -> PushResult {
         let database = client.database
         var result = PushResult(destination: source(database))
+        let codec = JSONRecordCodec(schema: store.schema)
         do {
             var known = Set(try await zones(client).map(\.zoneName))
             let feed = BatchFeed<OperationBatch>(depth: 4)
@@ -177,6 +196,8 @@ extension CloudSync {
                     known.insert(batch.zone.zoneName)
                     result.zonesCreated.append(batch.zone.zoneName)
                 }
+                var batch = batch
+                try await uploadAssets(&batch, client: client, store: store, codec: codec)
                 let answer = try await client.send("records/modify", body: Data(batch.requestBody()))
                 result.requests += 1
                 let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any] ?? [:]
@@ -213,6 +234,44 @@ extension CloudSync {
             throw CancellationError()
         } catch {
             throw CloudPushStopped(partial: result, underlying: "\(error)", underlyingCategory: .environment)
+        }
+    }
+
+    /// Uploads the assets a batch's records hold in the store (`assets/upload` for the URLs,
+    /// then each file's bytes), and puts CloudKit's receipts in their operations.
+    private static func uploadAssets(_ batch: inout OperationBatch, client: CloudKitClient, store: some RecordStoring, codec: JSONRecordCodec) async throws {
+        let wanted = batch.operations.indices.flatMap { index in batch.operations[index].uploads.keys.sorted().map { (index, $0) } }
+        guard !wanted.isEmpty else { return }
+        let tokens: [[String: Any]] = wanted.map { index, field in
+            ["recordName": batch.operations[index].recordName, "recordType": batch.operations[index].recordType, "fieldName": field]
+        }
+        let request = try JSONSerialization.data(withJSONObject: ["zoneID": zoneJSON(batch.zone), "tokens": tokens], options: [.sortedKeys])
+        let answer = try JSONSerialization.jsonObject(with: try await client.send("assets/upload", body: request)) as? [String: Any]
+        let places = answer?["tokens"] as? [[String: Any]] ?? []
+        for (index, field) in wanted {
+            let name = batch.operations[index].recordName
+            guard let place = places.first(where: { $0["recordName"] as? String == name && $0["fieldName"] as? String == field }),
+                  let address = place["url"] as? String, let url = URL(string: address) else {
+                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "assets/upload gave no URL for record \(name) field \(field)", status: 200)
+            }
+            let sha256 = batch.operations[index].uploads[field]!
+            var bytes = Data()
+            let held = try store.readSession { session in try session.readAsset(sha256) { bytes.append(contentsOf: $0) } }
+            guard held else {
+                throw CloudKitServerError(serverErrorCode: "NOT_SENT", reason: "record \(name) field \(field): the store no longer holds asset \(sha256)", status: 0)
+            }
+            let uploaded = try JSONSerialization.jsonObject(with: try await client.upload(bytes, to: url)) as? [String: Any]
+            guard let file = uploaded?["singleFile"] as? [String: Any], let checksum = file["fileChecksum"] as? String else {
+                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "the upload of record \(name) field \(field) was not answered with a singleFile", status: 200)
+            }
+            let asset = Asset(fileChecksum: checksum, size: (file["size"] as? Int).map(Int64.init) ?? Int64(bytes.count),
+                              referenceChecksum: file["referenceChecksum"] as? String, wrappingKey: file["wrappingKey"] as? String,
+                              receipt: file["receipt"] as? String)
+            batch.operations[index].record?[field] = .asset(asset)
+        }
+        for index in Set(wanted.map(\.0)) {
+            batch.operations[index].encode(with: codec)
+            batch.operations[index].record = nil
         }
     }
 
@@ -340,13 +399,15 @@ final class OperationBatches {
     }
 
     private func operation(_ record: Record, type: String) -> PushOperation {
-        var out = JSONWriter(capacity: 512)
-        out.raw("{\"operationType\":")
-        out.string(type)
-        out.raw(",\"record\":")
-        codec.encodeForModify(record, withChangeTag: !type.hasPrefix("force") && type != "create", to: &out)
-        out.byte(UInt8(ascii: "}"))
-        return PushOperation(zone: record.zone, recordType: record.recordType, recordName: record.recordName, operationType: type, json: out.bytes)
+        var operation = PushOperation(zone: record.zone, recordType: record.recordType, recordName: record.recordName, operationType: type, json: [])
+        operation.record = record
+        operation.withChangeTag = !type.hasPrefix("force") && type != "create"
+        for entry in record.fields.entries {
+            if case .asset(let asset) = entry.value, let sha256 = asset.sha256 { operation.uploads[entry.name] = sha256 }
+        }
+        operation.encode(with: codec)
+        if operation.uploads.isEmpty { operation.record = nil }
+        return operation
     }
 }
 

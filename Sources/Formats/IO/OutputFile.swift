@@ -160,5 +160,10 @@ public struct OutputError: CKPortError, Sendable {
     public var path: String
     public var message: String
 
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
+
     public var description: String { "\(path): \(message)" }
 }

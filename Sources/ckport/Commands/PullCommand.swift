@@ -101,7 +101,8 @@ struct PullCommand: ParsableCommand {
         store's schema: CloudKit answers those only for types whose ___recordID is QUERYABLE, \
         and queries do not see deletions. Import the container's schema first (cktool \
         export-schema writes it). Throttling and unavailable servers are retried as CloudKit \
-        asks (retryAfter, else backoff).
+        asks (retryAfter, else backoff). With --assets each asset file is downloaded and kept \
+        in the store with its record (ckport export --assets DIR writes them out again).
 
           ckport schema import schema.ckdb
           ckport pull --container iCloud.com.example.App --environment production \\
@@ -115,6 +116,9 @@ struct PullCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Records per page to ask for (CloudKit's default when not given).", valueName: "count"))
     var pageSize: Int?
+
+    @Flag(help: "Also download each asset file the records name and keep it in the store, with its record (without: the store keeps the asset's checksum, size and download URL).")
+    var assets = false
 
     @Option(help: ArgumentHelp("Zones (or record types) fetched at once, at most. With a web auth token the requests still go one at a time (each answer brings the next token); pages are saved while the next ones travel.", valueName: "count"))
     var concurrency = 4
@@ -136,7 +140,7 @@ struct PullCommand: ParsableCommand {
         let quiet = storeOptions.quiet
         let result: PullResult = try blocking {
             do {
-                let result = try await CloudSync.pull(client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency, progress: handler)
+                let result = try await CloudSync.pull(client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency, assets: assets, progress: handler)
                 try await cloud.keep(client, quiet: quiet)
                 return result
             } catch {

@@ -12,7 +12,8 @@ struct PushCommand: ParsableCommand {
         discussion: """
         Sends the records the filters select (all of the database's scope by default), or what \
         changed after --since TOKEN, in records/modify requests of at most 200 operations. \
-        Custom zones CloudKit lacks are created first. Safe by default: with --mode create a \
+        Custom zones CloudKit lacks are created first, and the asset files the store holds are \
+        uploaded (assets/upload) before the records that name them. Safe by default: with --mode create a \
         record CloudKit already holds is reported as EXISTS; with update or replace one changed \
         in CloudKit since the store pulled it (its change tag is stale) is reported as CONFLICT, \
         and one CloudKit lacks as NOT_FOUND. Nothing is overwritten unless --force. Deletions \
