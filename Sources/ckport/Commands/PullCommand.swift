@@ -66,11 +66,18 @@ struct CloudOptions: ParsableArguments {
     /// A client for the database, over HTTP: retries are reported on standard error, and each
     /// new web auth token goes to --web-auth-token-file as it arrives (CloudKit spends a token
     /// on use, so one kept only in memory would be lost with a killed process).
-    func client(quiet: Bool) throws -> CloudKitClient {
+    /// With a progress line, a wait shows on it (on a terminal); else on a line of its own.
+    func client(quiet: Bool, progress: ProgressLine? = nil) throws -> CloudKitClient {
         let keeper = webAuthTokenFile.map(WebAuthTokenFile.init(path:))
         return try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: HTTPClientTransport(),
                                   onRetry: { operation, seconds, reason in
-                                      if !quiet { Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)") }
+                                      guard !quiet else { return }
+                                      // "CloudKit answered THROTTLED (HTTP 429): …" → THROTTLED
+                                      let answered = "CloudKit answered "
+                                      let code = reason.hasPrefix(answered) ? String(reason.dropFirst(answered.count).prefix { $0 != " " }) : "no answer"
+                                      if progress?.note("\(code): waiting \(Console.seconds(seconds))") != true {
+                                          Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)")
+                                      }
                                   },
                                   onWebAuthToken: { token in keeper?.keep(token) })
     }
@@ -131,8 +138,8 @@ struct PullCommand: ParsableCommand {
         guard !store.schema.recordTypes.isEmpty else {
             throw CommandFailure.invalid("the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)")
         }
-        let client = try cloud.client(quiet: storeOptions.quiet)
         let progress = ProgressLine("pulling", quiet: storeOptions.quiet)
+        let client = try cloud.client(quiet: storeOptions.quiet, progress: progress)
         let started = Date()
         nonisolated(unsafe) let unsafeStore = store
         nonisolated(unsafe) let handler = progress.handler

@@ -85,9 +85,9 @@ struct PushCommand: ParsableCommand {
             }
             return
         }
-        let client = try cloud.client(quiet: storeOptions.quiet)
-        nonisolated(unsafe) let rejectsFile = try rejects.map { try OutputFile(path: $0) }
         let progress = ProgressLine("pushing", quiet: storeOptions.quiet)
+        let client = try cloud.client(quiet: storeOptions.quiet, progress: progress)
+        nonisolated(unsafe) let rejectsFile = try rejects.map { try OutputFile(path: $0) }
         let started = Date()
         nonisolated(unsafe) let unsafeStore = store
         nonisolated(unsafe) let handler = progress.handler

@@ -47,13 +47,19 @@ enum Console {
 }
 
 /// A one-line progress display on standard error: shown only on a terminal, only once the
-/// work has lasted a second, and redrawn at most a few times a second.
-final class ProgressLine {
+/// work has lasted a second, and redrawn at most a few times a second. Safe to update from
+/// several threads.
+final class ProgressLine: @unchecked Sendable {
     private let label: String
     private let enabled: Bool
     private let start = Date()
     private var lastDraw = Date.distantPast
     private var drawn = false
+    private let lock = NSLock()
+    private var records = 0
+    /// A word about a wait (CloudKit throttling), shown at the end of the line until the next
+    /// progress.
+    private var note: String?
 
     init(_ label: String, quiet: Bool) {
         self.label = label
@@ -66,12 +72,36 @@ final class ProgressLine {
         update(records: records, bytesDone: total.map { _ in Int64(records) }, bytesTotal: total.map(Int64.init))
     }
 
+    /// Shows `text` at the end of the line now (a wait the server asked for); it goes with the
+    /// next progress. False when there is no line to show it on.
+    @discardableResult
+    func note(_ text: String) -> Bool {
+        guard enabled else { return false }
+        lock.lock()
+        note = text
+        lastDraw = .distantPast
+        let records = self.records
+        lock.unlock()
+        draw(records: records, bytesDone: nil, bytesTotal: nil, force: true)
+        return true
+    }
+
     /// Redraws the line; `bytesDone` of `bytesTotal` (any unit) gives the percentage and ETA.
     func update(records: Int, bytesDone: Int64? = nil, bytesTotal: Int64? = nil) {
         guard enabled else { return }
+        lock.lock()
+        if records != self.records { note = nil }
+        self.records = records
+        lock.unlock()
+        draw(records: records, bytesDone: bytesDone, bytesTotal: bytesTotal, force: false)
+    }
+
+    private func draw(records: Int, bytesDone: Int64?, bytesTotal: Int64?, force: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
         let now = Date()
         let elapsed = now.timeIntervalSince(start)
-        guard elapsed >= 1, now.timeIntervalSince(lastDraw) >= 0.25 else { return }
+        guard force || (elapsed >= 1 && now.timeIntervalSince(lastDraw) >= 0.25) else { return }
         lastDraw = now
         var line = "\(label) \(Console.count(records)) records · \(Console.count(Int(Double(records) / elapsed)))/s"
         if let done = bytesDone, let total = bytesTotal, total > 0, done > 0 {
@@ -79,11 +109,14 @@ final class ProgressLine {
             line += String(format: " · %.0f%%", fraction * 100)
             if fraction > 0.01 { line += " · ETA " + Console.seconds(elapsed / fraction - elapsed) }
         }
+        if let note { line += " · " + note }
         FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
         drawn = true
     }
 
     func finish() {
+        lock.lock()
+        defer { lock.unlock() }
         if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         drawn = false
     }
