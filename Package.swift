@@ -67,7 +67,8 @@ let package = Package(
         .testTarget(name: "MigrationsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "Migrations", "SampleApps",
                                                             .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),
         .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records",
-                                                             .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+                                                             .product(name: "Crypto", package: "swift-crypto")],
+                    exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "CloudKitWeb", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]
