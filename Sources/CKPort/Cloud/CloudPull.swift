@@ -200,9 +200,9 @@ struct CloudPage: @unchecked Sendable {
     init(_ data: Data, operation: String) throws {
         let json: JSONValue
         do {
-            json = try JSONParser.parse([UInt8](data))
+            json = try data.withUnsafeBytes { bytes throws(JSONSyntaxError) in try JSONParser.parse(bytes) }
         } catch {
-            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with JSON that does not parse (\(error.description))", status: 200)
+            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with JSON that does not parse (\(error))", status: 200)
         }
         guard case .object(let object) = json else {
             throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with \(json.summary), not an object", status: 200)
