@@ -82,7 +82,8 @@ public final class StoreSession {
         let tables = [("_ck_record", "zone", "the change log")] + layouts.values.map { ($0.table, "___zone", "a \($0.typeName) record") }
         for (table, column, what) in tables {
             var last = Int64.min
-            while let zone = try Int64.fetchOne(db, sql: "SELECT \(column) FROM \(table) WHERE \(column) > ? ORDER BY \(column) LIMIT 1", arguments: [last]) {
+            let next = try db.cachedStatement(sql: "SELECT \(column) FROM \(table) WHERE \(column) > ? ORDER BY \(column) LIMIT 1")
+            while let zone = try Int64.fetchOne(next, arguments: [last]) {
                 guard zonesByRow[zone] != nil else { throw StoreError.corrupt("\(what) names zone \(zone), which does not exist") }
                 last = zone
             }

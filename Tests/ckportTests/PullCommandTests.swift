@@ -232,7 +232,7 @@ struct PullKilledTests {
     @Test("kill -9 at any moment: whole pages with their token, or nothing; the next pull fetches only the rest", arguments: [150_000, 400_000] as [useconds_t])
     func killed(after delay: useconds_t) throws {
         let folder = Scratch()
-        let total = 6000
+        let total = 30_000
         folder.write("api.txt", "api-1\n")
         folder.write("web.txt", "web-1\n")
         folder.write("schema.ckdb", Self.schema)

@@ -41,8 +41,9 @@ extension CloudSync {
     /// `___recordID` QUERYABLE in CloudKit), and deletions there are not seen.
     ///
     /// Up to `concurrency` zones (or record types) are fetched at once, each a page at a time
-    /// in order, while one writer saves the pages as they come; at most `concurrency` pages
-    /// are on their way or waiting at any moment, so memory stays flat.
+    /// in order, while one writer saves the pages as they come, all that have arrived in one
+    /// transaction; at most 16 pages (or twice `concurrency`, if more) are on their way or
+    /// waiting at any moment, so memory stays flat.
     ///
     /// With `assets`, each asset a record names is downloaded and stored with the record's
     /// page, in the same transaction; without, the store keeps the asset's checksum and size.
@@ -54,6 +55,7 @@ extension CloudSync {
         let source = source(database)
         let zoneIDs = try await zones(client).sorted()
         let tokens = try store.readSession { try $0.syncStates(source: source) }
+        let schema = store.schema
         let feeds = { (zone: ZoneID) in database.scope != .public && zone.zoneName != ZoneID.defaultZoneName }
         // What to fetch: a zone's change feed, or one record type of a zone by queries.
         var units: [PullUnit] = []
@@ -63,23 +65,25 @@ extension CloudSync {
             if feeds(zone) {
                 units.append(PullUnit(zone: zone, recordType: nil, startToken: tokens.first { $0.zone == zone }?.token))
             } else {
-                units += store.schema.recordTypes.map(\.name).sorted().map { PullUnit(zone: zone, recordType: $0, startToken: nil) }
+                units += schema.recordTypes.map(\.name).sorted().map { PullUnit(zone: zone, recordType: $0, startToken: nil) }
             }
         }
         let width = max(1, concurrency)
-        let slots = PageSlots(width)
-        let (pages, pageSink) = AsyncThrowingStream<(PullUnit, CloudPage), Error>.makeStream()
+        // Pages on their way or waiting: enough that the fetchers keep fetching while the writer
+        // saves what has arrived, and that a writer which falls behind commits many at once.
+        let slots = PageSlots(max(2 * width, 16))
+        let arrivals = PageQueue()
         let fetching = Task {
             // A fetch that fails stops the others from asking for more; each finishes the request
             // it has under way (cutting one could lose the web auth token its answer brings, as
-            // the one it carried is spent), then the first failure ends the stream.
+            // the one it carried is spent), then the first failure ends the queue.
             let firstFailure = await withTaskGroup(of: Error?.self) { group -> Error? in
                 var next = units.makeIterator()
                 var first: Error?
                 func start(_ unit: PullUnit) {
                     group.addTask {
                         do {
-                            try await fetch(unit, client: client, resultsLimit: resultsLimit, slots: slots, staging: staging) { pageSink.yield((unit, $0)) }
+                            try await fetch(unit, client: client, schema: schema, resultsLimit: resultsLimit, slots: slots, staging: staging) { await arrivals.put(unit, $0) }
                             return nil
                         } catch {
                             return error
@@ -99,36 +103,51 @@ extension CloudSync {
                 }
                 return first
             }
-            if let firstFailure { pageSink.finish(throwing: firstFailure) } else { pageSink.finish() }
+            await arrivals.finish(firstFailure)
         }
+        // Saving blocks on SQLite, so it has a thread of its own: the cooperative pool's few
+        // threads stay free for the requests, each of which starts when the one before answers.
+        let writer = DispatchQueue(label: "ckport.pull.writer")
+        nonisolated(unsafe) let writerStore = store
         var total = 0
         var failure: Error?
         do {
-            for try await (unit, page) in pages {
+            // Every page that has arrived is saved in one transaction (each zone's newest token
+            // with them): a writer that falls behind catches up with fewer, larger commits.
+            while let batch = try await arrivals.take() {
                 guard failure == nil else {
-                    await slots.release()
+                    for _ in batch { await slots.release() }
                     continue
                 }
-                var result = results[unit.zone]!
-                result.pages += 1
-                let codec = JSONRecordCodec(schema: store.schema, readStyle: .canonical, defaultZone: unit.zone)
-                do {
-                    defer { for file in page.stagedFiles { unlink(file) } }
-                    let counts = try save(page, codec: codec, zone: unit.zone, into: store, number: result.pages, assetDirectory: staging) { session in
-                        if unit.recordType == nil { try session.saveSyncToken(page.syncToken, source: source, zone: unit.zone) }
+                let pages = batch.map { PulledPage(unit: $0.0, page: $0.1) }
+                for page in pages { results[page.unit.zone]!.pages += 1 }
+                func commit(_ pages: [PulledPage]) async throws {
+                    let counts = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[(saved: Int, deleted: Int)], Error>) in
+                        writer.async { continuation.resume(with: Result { try save(pages, into: writerStore, source: source, assetDirectory: staging) }) }
                     }
-                    result.saved += counts.saved
-                    result.deleted += counts.deleted
-                    total += counts.saved + counts.deleted
-                    if unit.recordType == nil { result.token = page.syncToken }
-                    results[unit.zone] = result
+                    for (entry, count) in zip(pages, counts) {
+                        results[entry.unit.zone]!.saved += count.saved
+                        results[entry.unit.zone]!.deleted += count.deleted
+                        total += count.saved + count.deleted
+                        if entry.unit.recordType == nil { results[entry.unit.zone]!.token = entry.page.syncToken }
+                    }
                     progress?(OperationProgress(records: total))
+                }
+                do {
+                    defer { for entry in batch { for file in entry.1.stagedFiles { unlink(file) } } }
+                    do {
+                        try await commit(pages)
+                    } catch where pages.count > 1 {
+                        // The pages before the one that failed are kept, each with its token, as
+                        // if they had come one at a time; the failure is the first page's that fails.
+                        for page in pages { try await commit([page]) }
+                    }
                 } catch {
                     // No new requests; the ones under way finish (see above).
                     failure = error
                     await slots.close()
                 }
-                await slots.release()
+                for _ in batch { await slots.release() }
             }
         } catch {
             failure = failure ?? error
@@ -139,8 +158,10 @@ extension CloudSync {
     }
 
     /// Fetches one unit's pages in order, each when a slot is free, handing each to `deliver`.
-    private static func fetch(_ unit: PullUnit, client: CloudKitClient, resultsLimit: Int?, slots: PageSlots, staging: String?,
-                              deliver: (CloudPage) -> Void) async throws {
+    private static func fetch(_ unit: PullUnit, client: CloudKitClient, schema: Schema, resultsLimit: Int?, slots: PageSlots, staging: String?,
+                              deliver: (CloudPage) async -> Void) async throws {
+        let codec = JSONRecordCodec(schema: schema, readStyle: .canonical, defaultZone: unit.zone)
+        var number = 0
         var request: [String: Any] = ["zoneID": zoneJSON(unit.zone)]
         if let recordType = unit.recordType { request["query"] = ["recordType": recordType] }
         if let token = unit.startToken { request["syncToken"] = token }
@@ -153,11 +174,14 @@ extension CloudSync {
             do {
                 page = try CloudPage(try await client.send(operation, body: body), operation: operation)
                 if let staging { try await page.downloadAssets(client, into: staging) }
+                // Decoded here, beside the writer, which then only saves.
+                number += 1
+                page.decode(with: codec, name: "CloudKit page \(number) of \(unit.recordType.map { "type \($0) in " } ?? "")zone \(unit.zone.zoneName)")
             } catch {
                 await slots.release()
                 throw error
             }
-            deliver(page)
+            await deliver(page)
             if unit.recordType == nil {
                 guard page.moreComing, let token = page.syncToken else { return }
                 request["syncToken"] = token
@@ -168,66 +192,171 @@ extension CloudSync {
         }
     }
 
-    /// One page in one transaction: the records (checked against the schema, replacing what the
-    /// store holds), the deletions, then `finishing` (the page's sync token).
-    private static func save(_ page: CloudPage, codec: JSONRecordCodec, zone: ZoneID, into store: some RecordStoring, number: Int,
-                             assetDirectory: String?, finishing: @escaping (any RecordSession) throws -> Void) throws -> (saved: Int, deleted: Int) {
-        let source = PageRecordSource(page: page, codec: codec, name: "CloudKit page \(number) of zone \(zone.zoneName)")
-        var deleted = 0
-        let gone = page.deletedNames
+    /// Pages in one transaction: each page's records (checked against the schema, replacing
+    /// what the store holds) in order, the deletions, then each change feed's newest sync
+    /// token. A deletion a later page of the batch undoes (the record made again) is not
+    /// applied; a record a later page deletes is deleted. Returns what each page saved.
+    static func save(_ batch: [PulledPage], into store: some RecordStoring, source: String,
+                             assetDirectory: String?) throws -> [(saved: Int, deleted: Int)] {
+        // The deletions left standing at the end of the batch, with the page that made each.
+        var deletions: [RecordID: Int] = [:]
+        for (index, entry) in batch.enumerated() {
+            for case let name? in entry.page.records.map(\.name) { deletions[RecordID(recordName: name, zone: entry.unit.zone)] = nil }
+            for name in entry.page.deletedNames { deletions[RecordID(recordName: name, zone: entry.unit.zone)] = index }
+        }
+        var counts = batch.map { (saved: $0.page.records.count, deleted: 0) }
         let hooks = ImportHooks(finishing: { session in
-            let present = try gone.map { RecordID(recordName: $0, zone: zone) }.filter { try session.record($0) != nil }
-            deleted = try session.delete(present).count
-            try finishing(session)
+            let ordered = deletions.sorted { ($0.value, $0.key.recordName) < ($1.value, $1.key.recordName) }.map(\.key)
+            let present = try ordered.filter { try session.record($0) != nil }
+            // A record deleted because it pointed at one (DELETE_SELF) counts with that one's page.
+            var pageOf = deletions
+            for gone in try session.delete(present) {
+                let page = gone.cause.flatMap { pageOf[$0] } ?? deletions[gone.id] ?? batch.count - 1
+                pageOf[gone.id] = page
+                counts[page].deleted += 1
+            }
+            for entry in batch where entry.unit.recordType == nil {
+                try session.saveSyncToken(entry.page.syncToken, source: source, zone: entry.unit.zone)
+            }
         })
         var options = ImportOptions(mode: .replace)
         options.assetDirectory = assetDirectory
-        let summary = try store.importRecords([source], schema: nil, options: options, hooks: hooks)
-        return (summary.totals.inserted + summary.totals.updated + summary.totals.unchanged, deleted)
+        _ = try store.importRecords([PagesRecordSource(batch.map(\.page))], schema: nil, options: options, hooks: hooks)
+        return counts
     }
 }
 
-/// One answer of `records/changes` or `records/query`, parsed once.
+/// A page as the writer saves it, and the unit it came from.
+struct PulledPage: Sendable {
+    var unit: PullUnit
+    var page: CloudPage
+}
+
+/// The pages fetched and not yet taken by the writer, in the order they arrived.
+actor PageQueue {
+    private var pages: [(PullUnit, CloudPage)] = []
+    private var finished = false
+    private var failure: Error?
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func put(_ unit: PullUnit, _ page: CloudPage) {
+        pages.append((unit, page))
+        wake()
+    }
+
+    /// No more pages come; `failure` is thrown once the pages already here are taken.
+    func finish(_ failure: Error?) {
+        finished = true
+        self.failure = failure
+        wake()
+    }
+
+    /// Every page waiting (at least one, waiting for it if need be); nil when finished.
+    func take() async throws -> [(PullUnit, CloudPage)]? {
+        while pages.isEmpty, !finished { await withCheckedContinuation { waiter = $0 } }
+        if !pages.isEmpty {
+            defer { pages = [] }
+            return pages
+        }
+        if let failure { throw failure }
+        return nil
+    }
+
+    private func wake() {
+        waiter?.resume()
+        waiter = nil
+    }
+}
+
+/// One answer of `records/changes` or `records/query`. The answer is walked once to find
+/// each record's bytes, its name and whether it is a deletion; the records themselves are
+/// read from those bytes as the writer asks for them, by the same reader as an import's.
 struct CloudPage: @unchecked Sendable {
-    var records: [JSONValue] = []
+    /// The answer's bytes, until the records are decoded.
+    var bytes: [UInt8]
+    /// Where each record (not deleted) lies in `bytes`, and its name.
+    var records: [(range: Range<Int>, name: String?)] = []
+    /// Records rewritten after the answer came (asset values pointed at downloaded files), by index.
+    var rewritten: [Int: JSONValue] = [:]
     /// Asset files downloaded for the page's records, until the page is saved.
     var stagedFiles: [String] = []
     var deletedNames: [String] = []
     var syncToken: String?
     var moreComing = false
     var continuationMarker: String?
+    /// The records decoded (or why one does not decode), in the page's order.
+    var items: [SourceItem] = []
 
     init(_ data: Data, operation: String) throws {
-        let json: JSONValue
+        bytes = [UInt8](data)
+        func bad(_ what: String) -> CloudKitServerError {
+            CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with \(what)", status: 200)
+        }
         do {
-            json = try data.withUnsafeBytes { bytes throws(JSONSyntaxError) in try JSONParser.parse(bytes) }
+            (records, deletedNames, syncToken, moreComing, continuationMarker) = try bytes.withUnsafeBytes { buffer in try CloudPage.walk(buffer) }
         } catch {
-            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with JSON that does not parse (\(error))", status: 200)
+            throw bad("JSON that does not parse (\(error))")
         }
-        guard case .object(let object) = json else {
-            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with \(json.summary), not an object", status: 200)
-        }
-        if case .array(let records) = object["records"] {
-            for record in records {
-                if case .object(let fields) = record, case .bool(true) = fields["deleted"] {
-                    if let name = fields["recordName"]?.stringValue { deletedNames.append(name) }
-                } else {
-                    self.records.append(record)
-                }
-            }
-        }
-        syncToken = object["syncToken"]?.stringValue
-        if case .bool(let more) = object["moreComing"] { moreComing = more }
-        continuationMarker = object["continuationMarker"]?.stringValue
     }
 }
 
 extension CloudPage {
+    /// The answer's parts: where each record lies, the deleted records' names, and the paging keys.
+    private static func walk(_ buffer: UnsafeRawBufferPointer) throws(JSONSyntaxError)
+        -> ([(range: Range<Int>, name: String?)], [String], String?, Bool, String?) {
+        var records: [(range: Range<Int>, name: String?)] = []
+        var deletedNames: [String] = []
+        var syncToken: String?, continuationMarker: String?
+        var moreComing = false
+        var parser = JSONParser(buffer)
+        var keys: Set<String> = []
+        if try parser.walkObject() {
+            repeat {
+                let key = try parser.walkKey()
+                guard keys.insert(key).inserted else { throw JSONSyntaxError(offset: parser.i, message: "key \"\(key)\" appears twice in one object") }
+                switch key {
+                case "records":
+                    guard try parser.walkArray() else { continue }
+                    repeat {
+                        let start = parser.i
+                        var name: String?
+                        var deleted = false
+                        if try parser.walkObject() {
+                            repeat {
+                                switch try parser.walkKey() {
+                                case "recordName": name = try parser.parseValue().stringValue
+                                case "deleted": deleted = try parser.parseValue() == .bool(true)
+                                default: try parser.skipValue()
+                                }
+                            } while try parser.walkNextMember()
+                        }
+                        if deleted {
+                            if let name { deletedNames.append(name) }
+                        } else {
+                            records.append((start..<parser.i, name))
+                        }
+                    } while try parser.walkNextElement()
+                case "syncToken": syncToken = try parser.parseValue().stringValue
+                case "continuationMarker": continuationMarker = try parser.parseValue().stringValue
+                case "moreComing": moreComing = try parser.parseValue() == .bool(true)
+                default: try parser.skipValue()
+                }
+            } while try parser.walkNextMember()
+        }
+        parser.skipWhitespace()
+        if parser.i < buffer.count { throw JSONSyntaxError(offset: parser.i, message: "unexpected bytes after the answer's object") }
+        return (records, deletedNames, syncToken, moreComing, continuationMarker)
+    }
+
     /// Downloads every asset the page's records name into `directory`, and points each asset
     /// value at its file (`localPath`), for the import to store with the record.
     mutating func downloadAssets(_ client: CloudKitClient, into directory: String) async throws {
+        let marker = Array("downloadURL".utf8)
         for index in records.indices {
-            guard case .object(var record) = records[index], case .object(var fields)? = record["fields"] else { continue }
+            // Only a record that mentions a download URL can hold an asset to fetch.
+            guard bytes[records[index].range].firstRange(of: marker) != nil else { continue }
+            let json = try bytes[records[index].range].withUnsafeBytes { buffer in try JSONParser.parse(buffer) }
+            guard case .object(var record) = json, case .object(var fields)? = record["fields"] else { continue }
             var changed = false
             for fieldIndex in fields.members.indices {
                 guard case .object(var field) = fields.members[fieldIndex].value, case .object(var value)? = field["value"],
@@ -253,7 +382,7 @@ extension CloudPage {
             }
             if changed {
                 record.members = record.members.map { $0.key == "fields" ? JSONObject.Member(key: "fields", value: .object(fields)) : $0 }
-                records[index] = .object(record)
+                rewritten[index] = .object(record)
             }
         }
     }
@@ -266,31 +395,55 @@ func makeStagingDirectory() throws -> String {
     return path
 }
 
-/// A page's records, decoded as the importer asks for them; one that does not decode is an
-/// issue at its place in the page.
-final class PageRecordSource: RecordSource {
-    private let page: CloudPage
-    private let codec: JSONRecordCodec
-    private var index = 0
-    let name: String
-
-    init(page: CloudPage, codec: JSONRecordCodec, name: String) {
-        self.page = page
-        self.codec = codec
-        self.name = name
+extension CloudPage {
+    /// Decodes the records, each placed in the page called `name` for an error; the answer's
+    /// bytes are let go.
+    mutating func decode(with codec: JSONRecordCodec, name: String) {
+        items.reserveCapacity(records.count)
+        for (index, record) in records.enumerated() {
+            let position = SourcePosition(file: name, line: index + 1)
+            let decoded: Result<Record, RecordDecodingError>
+            if let json = rewritten[index] {
+                decoded = Result { () throws(RecordDecodingError) in try codec.decode(json) }
+            } else {
+                decoded = bytes[record.range].withUnsafeBytes { buffer in
+                    Result { () throws(RecordDecodingError) in try codec.decode(bytes: buffer).0 }
+                }
+            }
+            switch decoded {
+            case .success(let decoded):
+                items.append(.record(SourcedRecord(record: decoded, position: position)))
+            case .failure(let error):
+                items.append(.invalid(InputIssue(position: position, recordName: error.recordName ?? record.name, recordType: error.recordType,
+                                                 field: error.field, message: error.message), raw: nil))
+            }
+        }
+        bytes = []
+        rewritten = [:]
     }
+}
+
+/// The decoded records of pages, one page after another.
+final class PagesRecordSource: RecordSource {
+    private var pages: [CloudPage]
+    private var page = 0
+    private var index = 0
+
+    init(_ pages: [CloudPage]) { self.pages = pages }
+
+    var name: String { "CloudKit" }
 
     func next() throws -> SourceItem? {
-        guard index < page.records.count else { return nil }
-        let json = page.records[index]
-        index += 1
-        let position = SourcePosition(file: name, line: index)
-        do {
-            return .record(SourcedRecord(record: try codec.decode(json), position: position))
-        } catch {
-            return .invalid(InputIssue(position: position, recordName: error.recordName, recordType: error.recordType, field: error.field,
-                                       message: error.message), raw: nil)
+        while page < pages.count {
+            if index < pages[page].items.count {
+                index += 1
+                return pages[page].items[index - 1]
+            }
+            pages[page].items = []
+            page += 1
+            index = 0
         }
+        return nil
     }
 
     var bytesRead: Int64 { 0 }

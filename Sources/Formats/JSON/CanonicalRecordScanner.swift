@@ -361,7 +361,7 @@ extension JSONParser {
                     } else {
                         // The type comes later: read the fields once it is known.
                         fieldsStart = i
-                        _ = try parseValue()
+                        try skipValue()
                     }
                 } else {
                     throw GiveUp()

@@ -6,6 +6,11 @@ public struct JSONSyntaxError: CKPortError, Sendable {
     public var message: String
 
     public var description: String { "byte \(offset): \(message)" }
+
+    package init(offset: Int, message: String) {
+        self.offset = offset
+        self.message = message
+    }
 }
 
 /// A strict RFC 8259 parser over UTF-8 bytes.
@@ -281,6 +286,136 @@ public struct JSONParser {
             while i < bytes.count && isDigit(bytes[i]) { i += 1 }
         }
         return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+    }
+
+    // Walking a container without building it, for a caller that reads some values and skips
+    // others:
+    //
+    //     if try parser.walkObject() { repeat { let key = try parser.walkKey(); …read or skip… } while try parser.walkNextMember() }
+    //     if try parser.walkArray() { repeat { …read or skip… } while try parser.walkNextElement() }
+
+    /// Consumes `{`; true when a member follows, false for `{}`.
+    package mutating func walkObject() throws(JSONSyntaxError) -> Bool {
+        try open(UInt8(ascii: "{"), UInt8(ascii: "}"), "an object")
+    }
+
+    /// Consumes `[`; true when an element follows, false for `[]`.
+    package mutating func walkArray() throws(JSONSyntaxError) -> Bool {
+        try open(UInt8(ascii: "["), UInt8(ascii: "]"), "an array")
+    }
+
+    /// Reads `"key":` and leaves the parser on the member's value.
+    package mutating func walkKey() throws(JSONSyntaxError) -> String {
+        skipWhitespace()
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a key in double quotes, found \(describeCurrent())") }
+        let key = try parseString()
+        skipWhitespace()
+        guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\", found \(describeCurrent())") }
+        i += 1
+        skipWhitespace()
+        return key
+    }
+
+    /// After a member's value: true when another follows, false past the closing brace.
+    package mutating func walkNextMember() throws(JSONSyntaxError) -> Bool {
+        try next(UInt8(ascii: "}"), "an object")
+    }
+
+    /// After an element: true when another follows, false past the closing bracket.
+    package mutating func walkNextElement() throws(JSONSyntaxError) -> Bool {
+        try next(UInt8(ascii: "]"), "an array")
+    }
+
+    private mutating func open(_ opening: UInt8, _ closing: UInt8, _ what: String) throws(JSONSyntaxError) -> Bool {
+        skipWhitespace()
+        guard i < bytes.count, bytes[i] == opening else { throw error("expected \(what), found \(describeCurrent())") }
+        try enter()
+        i += 1
+        skipWhitespace()
+        guard i < bytes.count, bytes[i] == closing else { return true }
+        i += 1
+        depth -= 1
+        return false
+    }
+
+    private mutating func next(_ closing: UInt8, _ what: String) throws(JSONSyntaxError) -> Bool {
+        skipWhitespace()
+        guard i < bytes.count else { throw error("unexpected end of JSON inside \(what)") }
+        if bytes[i] == UInt8(ascii: ",") {
+            i += 1
+            skipWhitespace()
+            return true
+        }
+        guard bytes[i] == closing else { throw error("expected ',' or '\(describeByte(closing))' in \(what), found \(describeCurrent())") }
+        i += 1
+        depth -= 1
+        return false
+    }
+
+    /// Steps over one value without building it: brackets, separators, literals and string
+    /// ends are checked, nesting is limited as in ``parse(_:)``, but the text of strings and
+    /// numbers is not — for finding where a value ends when whoever reads it later parses it
+    /// strictly.
+    package mutating func skipValue() throws(JSONSyntaxError) {
+        guard i < bytes.count else { throw error("unexpected end of JSON, expected a value") }
+        switch bytes[i] {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let close = bytes[i] == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            let isObject = close == UInt8(ascii: "}")
+            try enter()
+            i += 1
+            skipWhitespace()
+            if i < bytes.count && bytes[i] == close {
+                i += 1
+                depth -= 1
+                return
+            }
+            while true {
+                skipWhitespace()
+                if isObject {
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a key in double quotes, found \(describeCurrent())") }
+                    try skipString()
+                    skipWhitespace()
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':' after a key, found \(describeCurrent())") }
+                    i += 1
+                    skipWhitespace()
+                }
+                try skipValue()
+                skipWhitespace()
+                guard i < bytes.count else { throw error("unexpected end of JSON inside \(isObject ? "an object" : "an array")") }
+                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+                if bytes[i] == close { i += 1; break }
+                throw error("expected ',' or '\(describeByte(close))', found \(describeCurrent())")
+            }
+            depth -= 1
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            i += 1
+            while i < bytes.count {
+                switch bytes[i] {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-"): i += 1
+                default: return
+                }
+            }
+        default: throw error("unexpected \(describeCurrent()), expected a value")
+        }
+    }
+
+    /// Steps over a string from its opening quote to just past its closing one.
+    private mutating func skipString() throws(JSONSyntaxError) {
+        i += 1
+        while true {
+            _ = skipPlainWords(&i)
+            guard i < bytes.count else { throw error("unexpected end of JSON inside a string") }
+            switch bytes[i] {
+            case UInt8(ascii: "\""): i += 1; return
+            case UInt8(ascii: "\\"): i += 2
+            default: i += 1
+            }
+        }
     }
 
     private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {

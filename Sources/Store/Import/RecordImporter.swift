@@ -193,7 +193,7 @@ public final class RecordImporter {
                 }
                 report(read)
                 if failed { throw ImportFailure(summary: summary, truncated: truncated) }
-                try bulk.finish()
+                try bulk.finish(inserted: summary.totals.inserted)
                 try finishing?(session)
                 summary.schemaChanges = summary.schemaChanges.uniqued()
                 summary.notes = inputs.flatMap { ($0 as? AnnotatedRecordSource)?.notes ?? [] }
