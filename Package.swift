@@ -47,14 +47,14 @@ let package = Package(
         .target(name: "CloudKitWeb", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto"),
                                                      .product(name: "AsyncHTTPClient", package: "async-http-client")], swiftSettings: strict),
         // CloudKit Web Services over an in-memory container, for tests and offline scripts.
-        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", "Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
             "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .executableTarget(name: "ckport-emulator", dependencies: [
-            "CloudKitEmulator", "CloudKitWeb", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "CloudKitEmulator", "CloudKitWeb", "Records", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
         .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),

@@ -2,6 +2,7 @@ import ArgumentParser
 import CloudKitEmulator
 import CloudKitWeb
 import Foundation
+import Records
 
 /// CloudKit Web Services over an in-memory container, on a loopback port: for trying ckport
 /// pull and push, or a script of your own, without reaching Apple.
@@ -72,9 +73,40 @@ struct EmulatorCommand: ParsableCommand {
             emulator.registerKey(id: keyID, publicKeyPEM: try String(contentsOfFile: publicKey, encoding: .utf8))
         }
         for file in load {
-            let text = try String(contentsOfFile: file, encoding: .utf8)
-            let records = text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            emulator.load(records, environment: environment, scope: scope)
+            // Read a few megabytes at a time, a thousand records to a load: memory holds the
+            // records as the emulator keeps them, not the file.
+            guard let handle = FileHandle(forReadingAtPath: file) else { throw LoadError(description: "cannot read \(file)") }
+            defer { try? handle.close() }
+            var pending = Data()
+            var records: [JSONValue] = []
+            var line = 0
+            func take(_ text: Data) throws {
+                line += 1
+                guard !text.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }) else { return }
+                let record: JSONValue
+                do {
+                    record = try text.withUnsafeBytes { bytes throws(JSONSyntaxError) in try JSONParser.parse(bytes) }
+                } catch {
+                    throw LoadError(description: "\(file), line \(line): \(error)")
+                }
+                guard case .object = record else { throw LoadError(description: "\(file), line \(line): not a record (a JSON object)") }
+                records.append(record)
+                if records.count == 1000 {
+                    emulator.load(json: records, environment: environment, scope: scope)
+                    records = []
+                }
+            }
+            while let chunk = try handle.read(upToCount: 4 << 20), !chunk.isEmpty {
+                pending.append(chunk)
+                var start = pending.startIndex
+                while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                    try take(pending[start..<newline])
+                    start = newline + 1
+                }
+                pending = Data(pending[start...])
+            }
+            if !pending.isEmpty { try take(pending) }
+            emulator.load(json: records, environment: environment, scope: scope)
         }
         let server = try EmulatorServer(emulator: emulator, port: port)
         server.start()
@@ -89,3 +121,8 @@ var unblocked = sigset_t()
 sigemptyset(&unblocked)
 pthread_sigmask(SIG_SETMASK, &unblocked, nil)
 EmulatorCommand.main()
+
+/// A file given to --load that cannot be loaded.
+struct LoadError: Error, CustomStringConvertible {
+    var description: String
+}

@@ -75,6 +75,26 @@ func freePort() -> Int {
 
 @Suite("ckport pull")
 struct PullCommandTests {
+    @Test("the emulator's --load names the file and line of a record that is not JSON, and serves nothing")
+    func emulatorLoadRefusesBrokenLines() throws {
+        let folder = Scratch()
+        folder.write("api.txt", "api-1\n")
+        folder.write("web.txt", "web-1\n")
+        folder.write("bad.jsonl", #"{"recordName":"a","recordType":"Note","fields":{}}"# + "\n\n" + #"{"recordName":"b","recordType":"Note","fields":{"title":}}"# + "\n")
+        let emulator = Process()
+        emulator.executableURL = ckportBinary.deletingLastPathComponent().appendingPathComponent("ckport-emulator")
+        emulator.arguments = ["--container", "iCloud.com.example.Notes", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt", "--load", "bad.jsonl"]
+        emulator.currentDirectoryURL = folder.url
+        let said = Pipe()
+        emulator.standardError = said
+        emulator.standardOutput = FileHandle.nullDevice
+        try emulator.run()
+        let text = String(decoding: said.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        emulator.waitUntilExit()
+        #expect(emulator.terminationStatus != 0)
+        #expect(text.contains("bad.jsonl, line 3") && text.contains("byte 56: unexpected '}'") && !text.contains("Usage"), "\(text)")
+    }
+
     @Test("pull from the emulator gives the sample's records, field for field; the next pull fetches nothing; the token file turns over")
     func pullFromEmulator() throws {
         let folder = Scratch()
