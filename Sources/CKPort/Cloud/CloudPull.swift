@@ -42,7 +42,7 @@ extension CloudSync {
     ///
     /// Up to `concurrency` zones (or record types) are fetched at once, each a page at a time
     /// in order, while one writer saves the pages as they come, all that have arrived in one
-    /// transaction; at most 16 pages (or twice `concurrency`, if more) are on their way or
+    /// transaction; at most 48 pages (or twice `concurrency`, if more) are on their way or
     /// waiting at any moment, so memory stays flat.
     ///
     /// With `assets`, each asset a record names is downloaded and stored with the record's
@@ -71,7 +71,7 @@ extension CloudSync {
         let width = max(1, concurrency)
         // Pages on their way or waiting: enough that the fetchers keep fetching while the writer
         // saves what has arrived, and that a writer which falls behind commits many at once.
-        let slots = PageSlots(max(2 * width, 16))
+        let slots = PageSlots(max(2 * width, 48))
         let arrivals = PageQueue()
         let fetching = Task {
             // A fetch that fails stops the others from asking for more; each finishes the request
