@@ -21,6 +21,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "4.5.2"..<"5.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation --target CKPort` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -49,6 +53,15 @@ let package = Package(
         // CloudKit Web Services over an in-memory container, for tests and offline scripts.
         .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", "Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
+        // The record store on a PostgreSQL server (postgres-nio).
+        .target(name: "PostgresStore", dependencies: [
+            "Records", "Store",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
             "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -69,6 +82,7 @@ let package = Package(
         .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records",
                                                              .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store"], swiftSettings: strict),
         .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "CloudKitWeb", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]

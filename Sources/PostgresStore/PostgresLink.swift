@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+import Records
+
+/// One connection to the server, used from ordinary (blocking) code: the store's API is
+/// synchronous, like the SQLite store's, so each call waits for the server's answer on the
+/// calling thread, while the connection's work runs on its NIO event loop.
+final class PostgresLink: @unchecked Sendable {
+    let location: PostgresLocation
+    private let connection: PostgresConnection
+    private let logger = Logger(label: "ckport.postgres")
+
+    /// Connects to `location`, with its password, TLS as it asks.
+    init(_ location: PostgresLocation, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        self.location = location
+        let password = try location.password(environment: environment)
+        var configuration: PostgresConnection.Configuration
+        if let directory = location.socketDirectory {
+            configuration = .init(unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user, password: password,
+                                  database: location.database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS
+            switch location.tls {
+            case .disable:
+                tls = .disable
+            case .prefer:
+                tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require:
+                tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+            configuration = .init(host: location.host, port: location.port, username: location.user, password: password,
+                                  database: location.database, tls: tls)
+        }
+        configuration.options.connectTimeout = .seconds(15)
+        let logger = self.logger
+        do {
+            connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration,
+                                                        id: 1, logger: logger).wait()
+        } catch {
+            throw PostgresStoreError.unreachable("cannot connect to \(location): \(PostgresLink.explain(error))")
+        }
+    }
+
+    deinit {
+        try? connection.close().wait()
+    }
+
+    /// Runs statements that return nothing, one after another (each without parameters).
+    func execute(_ statements: String...) throws {
+        for sql in statements {
+            _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql), logger: logger))
+        }
+    }
+
+    /// Runs a query and returns its rows, each column as text (nil for NULL); every column must
+    /// be of a text type (cast others with `::text`).
+    func rows(_ query: PostgresQuery) throws -> [[String?]] {
+        let result = try wait(connection.query(query, logger: logger))
+        do {
+            return try result.rows.map { row in try row.map { cell in try cell.decode(String?.self) } }
+        } catch {
+            throw PostgresStoreError.server("\(location): a column of the answer is not text (\(error))")
+        }
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Waits on this thread for the server's answer, with its errors in ckport's words. The
+    /// work runs on the connection's event loop, so waiting never takes a thread the answer
+    /// needs.
+    private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        do {
+            return try future.wait()
+        } catch {
+            throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
+        }
+    }
+
+    /// The server's own message for an error it sent, else the client's.
+    static func explain(_ error: Error) -> String {
+        if let error = error as? PSQLError {
+            if let info = error.serverInfo, let message = info[.message] {
+                let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+                let detail = info[.detail].map { ": \($0)" } ?? ""
+                return message + detail + state
+            }
+            if let underlying = error.underlying { return "\(underlying)" }
+            return "\(error.code)"
+        }
+        return "\(error)"
+    }
+}

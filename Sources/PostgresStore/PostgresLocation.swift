@@ -1,0 +1,190 @@
+import Foundation
+import Records
+
+/// Where a PostgreSQL store is: `postgresql://USER@HOST:PORT/DATABASE?schema=NAME`.
+///
+/// One PostgreSQL schema (a namespace) holds one ckport store; `schema` defaults to `ckport`.
+/// The URL never carries a password — a store URL is shown in messages, lands in shell
+/// history and in `ps` — so one is refused; the password comes from `PGPASSWORD`, from the
+/// file `passfile=` names, or from `~/.pgpass` (or `PGPASSFILE`), as libpq reads them.
+///
+/// Query parameters: `schema`, `sslmode` (`disable`, `prefer`, `require`; default `prefer`
+/// except on loopback, where it is `disable`), `passfile`, `host` (a directory holding the
+/// server's Unix socket, libpq's way of saying "not over TCP").
+public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    public enum TLSMode: String, Sendable {
+        case disable, prefer, require
+    }
+
+    public var user: String
+    public var host: String
+    public var port: Int
+    public var database: String
+    public var schema: String
+    public var tls: TLSMode
+    /// A directory holding the server's Unix socket (`.s.PGSQL.PORT`), when not over TCP.
+    public var socketDirectory: String?
+    public var passfile: String?
+
+    /// Whether `text` names a PostgreSQL store rather than a file.
+    public static func isURL(_ text: String) -> Bool {
+        text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
+    }
+
+    public init(_ text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        func bad(_ why: String) -> PostgresStoreError {
+            PostgresStoreError.badLocation("\(PostgresLocation.redacted(text)): \(why)")
+        }
+        guard PostgresLocation.isURL(text), let components = URLComponents(string: text) else {
+            throw bad("not a URL of the form postgresql://USER@HOST:PORT/DATABASE?schema=NAME")
+        }
+        if components.password != nil {
+            throw bad("a password does not go in the URL, where shell history and process lists keep it; use PGPASSWORD, ~/.pgpass or passfile=FILE")
+        }
+        var query: [String: String] = [:]
+        for item in components.queryItems ?? [] {
+            guard query[item.name] == nil else { throw bad("'\(item.name)' is given twice") }
+            query[item.name] = item.value ?? ""
+        }
+        let known: Set<String> = ["schema", "sslmode", "passfile", "host"]
+        if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
+            throw bad("unknown parameter '\(unknown)' (known: schema, sslmode, passfile, host)")
+        }
+        user = components.user.flatMap { $0.removingPercentEncoding } ?? environment["PGUSER"] ?? environment["USER"] ?? ""
+        guard !user.isEmpty else { throw bad("no user: write postgresql://USER@HOST/DATABASE") }
+        socketDirectory = query["host"].flatMap { $0.isEmpty ? nil : $0 }
+        if let socketDirectory, !socketDirectory.hasPrefix("/") {
+            throw bad("host=\(socketDirectory) is not a directory path (a Unix socket's directory starts with /)")
+        }
+        host = components.host.flatMap { $0.removingPercentEncoding } ?? ""
+        if host.isEmpty && socketDirectory == nil { host = "localhost" }
+        port = components.port ?? 5432
+        guard (1...65535).contains(port) else { throw bad("port \(port) is out of range") }
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        database = path.removingPercentEncoding ?? path
+        if database.isEmpty { database = user }
+        guard !database.contains("/") else { throw bad("the database name '\(database)' holds '/'") }
+        schema = query["schema"] ?? "ckport"
+        guard PostgresLocation.isPlainName(schema) else {
+            throw bad("schema=\(schema) is not a plain name (a letter or _, then letters, digits or _; at most 63)")
+        }
+        let loopback = socketDirectory != nil || ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host)
+        if let mode = query["sslmode"] {
+            guard let parsed = TLSMode(rawValue: mode) else { throw bad("sslmode=\(mode) is not one of disable, prefer, require") }
+            tls = parsed
+        } else {
+            tls = loopback ? .disable : .prefer
+        }
+        if tls == .require && socketDirectory != nil { throw bad("sslmode=require over a Unix socket: TLS is for TCP connections") }
+        passfile = query["passfile"]
+    }
+
+    /// A name PostgreSQL takes without quoting, lower case: the store's own names need no
+    /// quoting rules of their own.
+    static func isPlainName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, name.utf8.count <= 63 else { return false }
+        guard first == "_" || ("a"..."z").contains(first) else { return false }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+    }
+
+    /// The URL without any secret, for messages.
+    public var description: String {
+        var text = "postgresql://\(user)@\(host):\(port)/\(database)?schema=\(schema)"
+        if let socketDirectory { text += "&host=\(socketDirectory)" }
+        return text
+    }
+
+    /// `text` with any password in it blanked, for an error about the URL itself.
+    static func redacted(_ text: String) -> String {
+        guard var components = URLComponents(string: text), components.password != nil else { return text }
+        components.password = "***"
+        return components.string ?? "postgresql://…"
+    }
+
+    /// The password for this location: `PGPASSWORD`, else the first matching line of the
+    /// password file (`passfile=`, `PGPASSFILE` or `~/.pgpass`), else none (the server may not
+    /// ask for one).
+    public func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+        if let password = environment["PGPASSWORD"] { return password }
+        let file: String
+        var named = false
+        if let passfile {
+            file = passfile
+            named = true
+        } else if let given = environment["PGPASSFILE"] {
+            file = given
+            named = true
+        } else {
+            file = (environment["HOME"] ?? NSHomeDirectory()) + "/.pgpass"
+        }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            if named { throw PostgresStoreError.badLocation("\(self): cannot read the password file \(file)") }
+            return nil
+        }
+        // libpq ignores a password file others can read; so does ckport, saying why.
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+           let mode = attributes[.posixPermissions] as? Int, mode & 0o077 != 0 {
+            throw PostgresStoreError.badLocation("\(self): the password file \(file) can be read by others (mode \(String(mode, radix: 8))); chmod 600 it")
+        }
+        let hostField = socketDirectory ?? host
+        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            if line.hasPrefix("#") { continue }
+            let fields = PostgresLocation.passfileFields(String(line))
+            guard fields.count == 5 else { continue }
+            let wanted = [hostField, String(port), database, user]
+            if zip(fields.prefix(4), wanted).allSatisfy({ $0 == "*" || $0 == $1 || ($0 == "localhost" && hostField.hasPrefix("/")) }) {
+                return fields[4]
+            }
+        }
+        return nil
+    }
+
+    /// A password file line's fields: separated by `:`, with `\:` and `\\` escaped.
+    static func passfileFields(_ line: String) -> [String] {
+        var fields: [String] = []
+        var current = ""
+        var escaped = false
+        for character in line {
+            if escaped {
+                current.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == ":" && fields.count < 4 {
+                fields.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        fields.append(current)
+        return fields
+    }
+}
+
+/// What goes wrong with a PostgreSQL store.
+public enum PostgresStoreError: CKPortError, Equatable {
+    /// The store URL or its password cannot be used.
+    case badLocation(String)
+    /// The server cannot be reached or refused the connection.
+    case unreachable(String)
+    /// The server answered an error.
+    case server(String)
+    /// The namespace holds something that is not a ckport store, or a store of a format this
+    /// ckport does not read.
+    case notAStore(String)
+
+    public var category: ErrorCategory {
+        switch self {
+        case .badLocation: .usage
+        case .unreachable, .server: .environment
+        case .notAStore: .invalidInput
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .badLocation(let text), .unreachable(let text), .server(let text), .notAStore(let text): text
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Records
+import Testing
+import TestSupport
+@testable import PostgresStore
+
+/// The server the tests use: `CKPORT_TEST_POSTGRES`, a store URL (its password in
+/// `PGPASSWORD`), as `.ci/run` sets after starting a throwaway cluster
+/// (`scripts/postgres-cluster.sh`). Outside CI the server tests are skipped without it; in CI
+/// they run, and fail when it is missing.
+enum TestServer {
+    static let environment = ProcessInfo.processInfo.environment
+    static var url: String? { environment["CKPORT_TEST_POSTGRES"] }
+    static var enabled: Bool { url != nil || environment["CI"] != nil }
+
+    /// A location in a namespace of its own, for one test.
+    static func location(_ tag: String) throws -> PostgresLocation {
+        let url = try #require(TestServer.url, "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
+        let schema = "t_\(tag)_\(UUID().uuidString.prefix(8).lowercased())"
+        return try PostgresLocation(url + (url.contains("?") ? "&" : "?") + "schema=\(schema)")
+    }
+
+    /// Removes a test's namespace.
+    static func drop(_ location: PostgresLocation) throws {
+        try PostgresLink(location).execute("DROP SCHEMA IF EXISTS \(location.schema) CASCADE")
+    }
+}
+
+@Suite("PostgreSQL store locations")
+struct PostgresLocationTests {
+    @Test("a store URL gives user, host, port, database, schema and TLS; what is left out has its default")
+    func parse() throws {
+        let full = try PostgresLocation("postgresql://backup@db.example.net:6543/mirror?schema=family_todo&sslmode=require", environment: [:])
+        #expect(full.user == "backup" && full.host == "db.example.net" && full.port == 6543 && full.database == "mirror")
+        #expect(full.schema == "family_todo" && full.tls == .require && full.socketDirectory == nil)
+        let short = try PostgresLocation("postgres://ana@localhost", environment: [:])
+        #expect(short.port == 5432 && short.database == "ana" && short.schema == "ckport" && short.tls == .disable)
+        let remote = try PostgresLocation("postgresql://ana@10.0.0.7/db", environment: [:])
+        #expect(remote.tls == .prefer)
+        let socket = try PostgresLocation("postgresql://ana@/db?host=/var/run/postgresql", environment: [:])
+        #expect(socket.socketDirectory == "/var/run/postgresql" && socket.tls == .disable)
+        #expect(short.description == "postgresql://ana@localhost:5432/ana?schema=ckport")
+    }
+
+    @Test("refused, each with why: a password in the URL (not repeated in the message), unknown or repeated parameters, a schema name that needs quoting, a bad sslmode")
+    func refused() {
+        let cases: [(String, String)] = [
+            ("postgresql://ana:s3cret@localhost/db", "a password does not go in the URL"),
+            ("postgresql://ana@localhost/db?schema=a&schema=b", "'schema' is given twice"),
+            ("postgresql://ana@localhost/db?sslrootcert=x", "unknown parameter 'sslrootcert'"),
+            ("postgresql://ana@localhost/db?schema=Family", "not a plain name"),
+            ("postgresql://ana@localhost/db?schema=a;drop", "not a plain name"),
+            ("postgresql://ana@localhost/db?sslmode=verify-full", "sslmode=verify-full is not one of"),
+            ("postgresql://ana@localhost/db?host=relative/dir", "not a directory path"),
+            ("mysql://ana@localhost/db", "not a URL of the form"),
+        ]
+        for (url, expected) in cases {
+            #expect {
+                _ = try PostgresLocation(url, environment: [:])
+            } throws: { error in
+                let text = "\(error)"
+                return text.contains(expected) && !text.contains("s3cret") && (error as? PostgresStoreError)?.category == .usage
+            }
+        }
+    }
+
+    @Test("the password: PGPASSWORD first, then the password file's first matching line (wildcards, escaped colons); a file others can read is refused")
+    func password() throws {
+        let scratch = Scratch()
+        let location = try PostgresLocation("postgresql://ana@db.example.net:5433/mirror?schema=x", environment: [:])
+        #expect(try location.password(environment: ["PGPASSWORD": "from-env", "HOME": scratch.url.path]) == "from-env")
+        scratch.write(".pgpass", """
+            # host:port:database:user:password
+            db.example.net:5432:mirror:ana:wrong-port
+            db.example.net:5433:other:ana:wrong-database
+            *:5433:mirror:ana:pass\\:with\\\\colon
+            *:*:*:*:fallback
+            """)
+        let file = scratch.path(".pgpass")
+        chmod(file, 0o600)
+        #expect(try location.password(environment: ["HOME": scratch.url.path]) == "pass:with\\colon")
+        let other = try PostgresLocation("postgresql://bo@elsewhere/db", environment: [:])
+        #expect(try other.password(environment: ["PGPASSFILE": file]) == "fallback")
+        chmod(file, 0o644)
+        #expect {
+            _ = try location.password(environment: ["HOME": scratch.url.path])
+        } throws: { error in
+            "\(error)".contains("can be read by others")
+        }
+        // No file at all: no password (the server may not ask for one); a file named but missing is an error.
+        #expect(try location.password(environment: ["HOME": scratch.path("nowhere")]) == nil)
+        let named = try PostgresLocation("postgresql://ana@localhost/db?passfile=\(scratch.path("missing"))", environment: [:])
+        #expect(throws: PostgresStoreError.self) { _ = try named.password(environment: [:]) }
+    }
+}
+
+@Suite("PostgreSQL store: opening and creating", .enabled(if: TestServer.enabled))
+struct PostgresStoreOpeningTests {
+    @Test("created once, then opened: the same identity, an empty schema, no changes; opening without create where there is no store says so")
+    func createThenOpen() throws {
+        let location = try TestServer.location("open")
+        defer { try? TestServer.drop(location) }
+        #expect {
+            _ = try PostgresStore(location, create: false)
+        } throws: { error in
+            "\(error)".contains("no ckport store in schema \(location.schema)")
+        }
+        let created = try PostgresStore(location, create: true)
+        let opened = try PostgresStore(location, create: false)
+        #expect(created.storeID == opened.storeID && created.storeID.count == 36)
+        #expect(try opened.schema() == Schema() && opened.changeSequence() == 0)
+    }
+
+    @Test("four processes' worth of connections creating the same store at once make one store")
+    func concurrentCreation() throws {
+        let location = try TestServer.location("race")
+        defer { try? TestServer.drop(location) }
+        let ids = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            if let store = try? PostgresStore(location, create: true) { ids.withLock { $0.append(store.storeID) } }
+        }
+        let seen = ids.withLock { $0 }
+        #expect(seen.count == 4 && Set(seen).count == 1, "\(seen)")
+    }
+
+    @Test("a namespace that holds other tables is not taken over")
+    func foreignNamespace() throws {
+        let location = try TestServer.location("foreign")
+        defer { try? TestServer.drop(location) }
+        try PostgresLink(location).execute("CREATE SCHEMA \(location.schema)", "CREATE TABLE \(location.schema).invoices (id int)")
+        #expect {
+            _ = try PostgresStore(location, create: true)
+        } throws: { error in
+            "\(error)".contains("holds tables (invoices) but no ckport store")
+        }
+        #expect(try PostgresLink(location).rows("SELECT count(*)::text FROM pg_tables WHERE schemaname = \(location.schema)").first?[0] == "1")
+    }
+
+    @Test("a wrong password: an error naming the server and what it said, never the password")
+    func wrongPassword() throws {
+        let location = try TestServer.location("auth")
+        var environment = TestServer.environment
+        environment["PGPASSWORD"] = "not-the-password-42"
+        #expect {
+            _ = try PostgresStore(location, create: true, environment: environment)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("cannot connect to \(location)") && text.contains("password authentication failed")
+                && !text.contains("not-the-password-42") && (error as? PostgresStoreError)?.category == .environment
+        }
+    }
+}
+
+/// A value behind a lock, for tests that gather results from several threads.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}

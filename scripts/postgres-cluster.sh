@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for the tests and the benchmark.
+#
+#   scripts/postgres-cluster.sh start DIR   initdb into DIR, start the server on 127.0.0.1 (a free
+#                                           port; its Unix socket in DIR), create the role and
+#                                           database `ckport`, and print the store URL
+#   scripts/postgres-cluster.sh stop DIR    stop it (DIR can then be removed)
+#
+# The role's password is written to DIR/password; pass it as PGPASSWORD (ckport never takes a
+# password on its command line). PostgreSQL refuses to run as root: as root, the cluster runs
+# as the system user ckport-pg, created when missing.
+set -euo pipefail
+
+command=${1:-}
+dir=${2:-}
+[ -n "$command" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$bin/initdb" ] || { echo "$0: PostgreSQL's server is not installed (Debian: apt-get install postgresql)" >&2; exit 1; }
+
+as_owner() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u ckport-pg -- "$@"; else "$@"; fi
+}
+
+case $command in
+  start)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    if [ "$(id -u)" -eq 0 ]; then
+      id ckport-pg >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin ckport-pg
+      chown ckport-pg "$dir"
+    fi
+    # The cluster's own password: random, readable by whoever started it.
+    password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+    printf '%s\n' "$password" > "$dir/password"
+    chmod 600 "$dir/password"
+    cp "$dir/password" "$dir/.initdb-password"
+    [ "$(id -u)" -ne 0 ] || chown ckport-pg "$dir/.initdb-password"
+    as_owner "$bin/initdb" -D "$dir/data" -U ckport --pwfile="$dir/.initdb-password" --auth=scram-sha-256 \
+      -E UTF8 --locale=C.UTF-8 > "$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+    rm -f "$dir/.initdb-password"
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=64" start > /dev/null \
+      || { cat "$dir/data/server.log" >&2; exit 1; }
+    PGPASSWORD=$password psql -q -h 127.0.0.1 -p "$port" -U ckport -d postgres -c "CREATE DATABASE ckport" > /dev/null
+    echo "postgresql://ckport@127.0.0.1:$port/ckport"
+    ;;
+  stop)
+    [ -d "$dir/data" ] || exit 0
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop > /dev/null
+    ;;
+  *)
+    echo "usage: $0 start|stop DIR" >&2
+    exit 2
+    ;;
+esac
