@@ -67,12 +67,13 @@ final class PostgresLink: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body` in one transaction: committed when it returns (rolled back instead with
+    /// `rollback`, for a dry run), rolled back when it throws.
+    func transaction<T>(rollback: Bool = false, _ body: () throws -> T) throws -> T {
         try execute("BEGIN")
         do {
             let result = try body()
-            try execute("COMMIT")
+            try execute(rollback ? "ROLLBACK" : "COMMIT")
             return result
         } catch {
             try? execute("ROLLBACK")

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import Records
+import Store
 
 /// A ckport store in a PostgreSQL schema (namespace): the store for data sets and teams that
 /// outgrow one machine.
@@ -40,10 +41,27 @@ public final class PostgresStore: @unchecked Sendable {
             guard create else {
                 throw PostgresStoreError.notAStore("\(location): no ckport store in schema \(schema); import a schema or records to create one")
             }
-            let id = UUID().uuidString.lowercased()
+            // The same form as the SQLite store's: twelve hex digits, the first part of change tokens.
+            var generator = SystemRandomNumberGenerator()
+            let id = String((0..<12).map { _ in "0123456789abcdef".randomElement(using: &generator)! })
             try link.execute(
                 "CREATE SCHEMA IF NOT EXISTS \(schema)",
                 "CREATE TABLE \(schema)._ck_meta (key text PRIMARY KEY, value text NOT NULL)",
+                // The zones that hold or held records, by a number the tables use.
+                """
+                CREATE TABLE \(schema)._ck_zone (
+                  id bigserial PRIMARY KEY, scope text NOT NULL, "zoneName" text NOT NULL, "ownerRecordName" text NOT NULL,
+                  UNIQUE (scope, "zoneName", "ownerRecordName"))
+                """,
+                // One row per record name ever stored, live or tombstone; seq is the change that
+                // last touched it (the change feed reads it in order).
+                """
+                CREATE TABLE \(schema)._ck_record (
+                  zone bigint NOT NULL REFERENCES \(schema)._ck_zone (id), "recordName" text NOT NULL, "recordType" text NOT NULL,
+                  seq bigint NOT NULL, deleted boolean NOT NULL DEFAULT false,
+                  PRIMARY KEY (zone, "recordName"))
+                """,
+                "CREATE INDEX _ck_record_seq ON \(schema)._ck_record (seq)",
                 "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('changeSeq', '0'), ('schema', 'DEFINE SCHEMA\n')")
             return id
         }
@@ -72,6 +90,85 @@ public final class PostgresStore: @unchecked Sendable {
     public func schema() throws -> Schema {
         let text = try link.rows("SELECT value FROM \(name: location.schema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n"
         return try SchemaParser.parse(text)
+    }
+
+    /// Changes the schema to `newSchema` in one transaction, tables and indexes with it
+    /// (PostgreSQL's DDL is transactional: a refused or failed change leaves nothing behind).
+    /// Refused, as in the SQLite store, when a type or field that goes away or changes type
+    /// still holds data. Another process's schema change waits for this one (the schema row is
+    /// locked), and each builds on what the other committed.
+    @discardableResult
+    public func importSchema(_ newSchema: Schema, dryRun: Bool = false) throws -> SchemaChange {
+        let schema = location.schema
+        return try link.transaction(rollback: dryRun) {
+            let text = try link.rows("SELECT value FROM \(name: schema)._ck_meta WHERE key = 'schema' FOR UPDATE").first?[0] ?? "DEFINE SCHEMA\n"
+            let change = SchemaChange(from: try SchemaParser.parse(text, file: "stored schema"), to: newSchema)
+            guard change.changesSchema else { return change }
+            // Only schemas the schema language reads back are kept (a backup must restore).
+            _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
+            var refusals: [String] = []
+            for type in newSchema.recordTypes where PostgresLayout(type: type, schema: schema).columnCount > 1600 {
+                refusals.append("record type \(type.name) would need \(PostgresLayout(type: type, schema: schema).columnCount) columns; PostgreSQL allows 1,600 to a table")
+            }
+            func count(_ sql: String) throws -> Int {
+                Int(try link.rows(PostgresQuery(unsafeSQL: sql)).first?[0] ?? "0") ?? 0
+            }
+            for typeName in change.removedTypes {
+                let stored = try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier(typeName))")
+                if stored > 0 { refusals.append("record type \(typeName) would go away, but \(stored) record\(stored == 1 ? "" : "s") of it are stored (delete them first, or keep the type)") }
+            }
+            for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
+                let stored = try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier(typeName)) WHERE \(PostgresLayout.identifier(field.name)) IS NOT NULL")
+                guard stored > 0 else { continue }
+                if let retyped = change.retypedFields.first(where: { $0.type == typeName && $0.old.name == field.name }) {
+                    refusals.append("field \(typeName).\(field.name) would change from \(retyped.old.type) to \(retyped.new.type), but \(stored) stored record\(stored == 1 ? " holds" : "s hold") a value for it (convert them with a migration instead)")
+                } else {
+                    refusals.append("field \(typeName).\(field.name) would go away, but \(stored) stored record\(stored == 1 ? " holds" : "s hold") a value for it (CloudKit never removes a field from a production schema either)")
+                }
+            }
+            guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
+            var statements: [String] = []
+            for typeName in change.removedTypes { statements.append("DROP TABLE \(schema).\(PostgresLayout.identifier(typeName))") }
+            for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
+                // Dropping a column drops its index; a reference's action column goes with it.
+                var columns = [field.name]
+                if field.type == .reference { columns.append(field.name + ":action") }
+                for column in columns {
+                    statements.append("ALTER TABLE \(schema).\(PostgresLayout.identifier(typeName)) DROP COLUMN \(PostgresLayout.identifier(column))")
+                }
+            }
+            for type in change.addedTypes { statements += PostgresLayout(type: type, schema: schema).createStatements() }
+            for (typeName, field) in change.addedFields + change.retypedFields.map({ ($0.type, $0.new) }) {
+                for definition in PostgresLayout.columnDefinitions(field) {
+                    statements.append("ALTER TABLE \(schema).\(PostgresLayout.identifier(typeName)) ADD COLUMN \(definition)")
+                }
+                if PostgresLayout.needsIndex(field) { statements.append(PostgresLayout.indexStatement(schema: schema, type: typeName, field: field)) }
+            }
+            for (typeName, old, new) in change.reindexedFields where PostgresLayout.needsIndex(old) != PostgresLayout.needsIndex(new) {
+                statements.append(PostgresLayout.needsIndex(new)
+                    ? PostgresLayout.indexStatement(schema: schema, type: typeName, field: new)
+                    : "DROP INDEX \(schema).\(PostgresLayout.indexName(type: typeName, field: new.name))")
+            }
+            for sql in statements { try link.execute(sql) }
+            _ = try link.rows("UPDATE \(name: schema)._ck_meta SET value = \(SchemaPrinter.print(newSchema)) WHERE key = 'schema'")
+            return change
+        }
+    }
+
+    /// The tables and columns the store's namespace holds, with their PostgreSQL types, for
+    /// checks: table → column → type.
+    func catalog() throws -> [String: [String: String]] {
+        var tables: [String: [String: String]] = [:]
+        for row in try link.rows("SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns WHERE table_schema = \(location.schema)") {
+            guard let table = row[0], let column = row[1], let type = row[2] else { continue }
+            tables[table, default: [:]][column] = type
+        }
+        return tables
+    }
+
+    /// The indexes of the store's namespace, by name.
+    func indexes() throws -> Set<String> {
+        Set(try link.rows("SELECT indexname::text FROM pg_indexes WHERE schemaname = \(location.schema)").compactMap { $0[0] })
     }
 
     /// The change sequence: how many changes the store has seen.

@@ -107,7 +107,7 @@ struct PostgresStoreOpeningTests {
         }
         let created = try PostgresStore(location, create: true)
         let opened = try PostgresStore(location, create: false)
-        #expect(created.storeID == opened.storeID && created.storeID.count == 36)
+        #expect(created.storeID == opened.storeID && created.storeID.count == 12)
         #expect(try opened.schema() == Schema() && opened.changeSequence() == 0)
     }
 
@@ -160,5 +160,114 @@ final class Locked<Value>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return body(&value)
+    }
+}
+
+@Suite("PostgreSQL store: schemas as tables", .enabled(if: TestServer.enabled))
+struct PostgresSchemaTests {
+    static let notes = """
+        DEFINE SCHEMA
+            RECORD TYPE Note (
+                "___recordID" REFERENCE QUERYABLE,
+                title         STRING QUERYABLE SORTABLE,
+                body          STRING,
+                pinned        INT64,
+                rating        DOUBLE,
+                due           TIMESTAMP SORTABLE,
+                amount        NUMBER,
+                photo         ASSET,
+                place         LOCATION,
+                tags          LIST<STRING> QUERYABLE,
+                folder        REFERENCE,
+                thumbnail     BYTES,
+                GRANT READ TO "_world"
+            );
+        """
+
+    @Test("each record type a table with a typed column per field, a reference's action beside it, indexes where the SQLite store has them; the same schema again changes nothing")
+    func tables() throws {
+        let location = try TestServer.location("schema")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        let change = try store.importSchema(try SchemaParser.parse(Self.notes))
+        #expect(change.addedTypes.map(\.name) == ["Note"])
+        let columns = try #require(try store.catalog()["Note"])
+        #expect(columns["title"] == "text" && columns["pinned"] == "bigint" && columns["rating"] == "double precision")
+        #expect(columns["due"] == "timestamp with time zone" && columns["amount"] == "numeric" && columns["thumbnail"] == "bytea")
+        #expect(columns["photo"] == "jsonb" && columns["place"] == "jsonb" && columns["tags"] == "jsonb")
+        #expect(columns["folder"] == "text" && columns["folder:action"] == "smallint")
+        #expect(columns["___zone"] == "bigint" && columns["___recordID"] == "text" && columns["___modTime"] == "timestamp with time zone")
+        #expect(columns.count == 9 + 11 + 1)
+        let indexes = try store.indexes()
+        #expect(indexes.isSuperset(of: ["Note.title", "Note.due", "Note.tags", "Note.folder", "Note_pkey", "_ck_record_seq"]))
+        #expect(!indexes.contains("Note.body") && !indexes.contains("Note.pinned"))
+        #expect(try SchemaPrinter.print(store.schema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+        #expect(try store.importSchema(try SchemaParser.parse(Self.notes)).changesSchema == false)
+    }
+
+    @Test("fields and types added, index options changed, a field without data removed; a dry run leaves the tables as they were")
+    func changes() throws {
+        let location = try TestServer.location("change")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(Self.notes))
+        let next = Self.notes
+            .replacingOccurrences(of: "        body          STRING,\n", with: "")
+            .replacingOccurrences(of: "pinned        INT64,", with: "pinned        INT64 QUERYABLE,")
+            .replacingOccurrences(of: "title         STRING QUERYABLE SORTABLE,", with: "title         STRING,\n            mood          STRING,")
+            + "\n    RECORD TYPE Folder (\n        name STRING\n    );\n"
+        let before = try store.catalog()
+        let dry = try store.importSchema(try SchemaParser.parse(next), dryRun: true)
+        #expect(dry.addedTypes.map(\.name) == ["Folder"] && dry.removedFields.map(\.field.name) == ["body"])
+        #expect(try store.catalog() == before && SchemaPrinter.print(store.schema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+        try store.importSchema(try SchemaParser.parse(next))
+        let columns = try #require(try store.catalog()["Note"])
+        let folder = try store.catalog()["Folder"]
+        #expect(columns["body"] == nil && columns["mood"] == "text" && folder?["name"] == "text")
+        let indexes = try store.indexes()
+        #expect(indexes.contains("Note.pinned") && !indexes.contains("Note.title"))
+    }
+
+    @Test("a type or field that still holds data is not removed, and the refusal changes nothing")
+    func refusedWithData() throws {
+        let location = try TestServer.location("refuse")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(Self.notes))
+        let link = try PostgresLink(location)
+        try link.execute("INSERT INTO \(location.schema)._ck_zone (scope, \"zoneName\", \"ownerRecordName\") VALUES ('private', 'Notes', '__defaultOwner__')",
+                         "INSERT INTO \(location.schema).\"Note\" (\"___zone\", \"___recordID\", body) SELECT id, 'n-1', 'kept' FROM \(location.schema)._ck_zone")
+        let before = try store.catalog()
+        let withoutBody = Self.notes.replacingOccurrences(of: "        body          STRING,\n", with: "")
+        #expect {
+            try store.importSchema(try SchemaParser.parse(withoutBody))
+        } throws: { error in
+            "\(error)".contains("field Note.body would go away, but 1 stored record holds a value for it")
+        }
+        #expect {
+            try store.importSchema(try SchemaParser.parse("DEFINE SCHEMA\n"))
+        } throws: { error in
+            "\(error)".contains("record type Note would go away, but 1 record of it are stored")
+        }
+        #expect(try store.catalog() == before && SchemaPrinter.print(store.schema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+    }
+
+    @Test("names longer than PostgreSQL's 63 bytes are shortened the same way every time, without collisions between two that share a beginning")
+    func longNames() throws {
+        let location = try TestServer.location("long")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        let stem = String(repeating: "VeryLongRecordTypeName", count: 4)
+        let text = """
+            DEFINE SCHEMA
+                RECORD TYPE \(stem)A (\(stem.lowercased())_one STRING QUERYABLE, \(stem.lowercased())_two STRING QUERYABLE);
+                RECORD TYPE \(stem)B (name STRING);
+            """
+        try store.importSchema(try SchemaParser.parse(text))
+        let catalog = try store.catalog()
+        #expect(catalog.count == 2 + 3 && catalog.keys.allSatisfy { $0.utf8.count <= 63 })
+        #expect(try store.indexes().filter { $0.contains("~") }.count >= 2)
+        #expect(PostgresLayout.identifier(stem + "A") == PostgresLayout.identifier(stem + "A"))
+        #expect(PostgresLayout.identifier(stem + "A") != PostgresLayout.identifier(stem + "B"))
     }
 }
