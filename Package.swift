@@ -82,7 +82,7 @@ let package = Package(
         .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records",
                                                              .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store"], swiftSettings: strict),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "CloudKitWeb", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]

@@ -81,6 +81,25 @@ final class PostgresLink: @unchecked Sendable {
         }
     }
 
+    /// Runs async work on the connection (COPY has only an async API) from blocking code. The
+    /// work runs on threads of its own, so waiting here never holds a thread it needs, even when
+    /// the caller is itself on Swift concurrency's pool.
+    func run(_ work: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) throws {
+        let done = DispatchSemaphore(value: 0)
+        let failure = FailureBox()
+        Task(executorPreference: PostgresLink.executor) { [connection, logger] in
+            do { try await work(connection, logger) } catch { failure.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = failure.error {
+            if error is PostgresStoreError { throw error }
+            throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
+        }
+    }
+
+    private static let executor = DispatchTaskExecutor()
+
     /// Waits on this thread for the server's answer, with its errors in ckport's words. The
     /// work runs on the connection's event loop, so waiting never takes a thread the answer
     /// needs.
@@ -105,4 +124,20 @@ final class PostgresLink: @unchecked Sendable {
         }
         return "\(error)"
     }
+}
+
+/// A task executor on a dispatch queue of its own.
+final class DispatchTaskExecutor: TaskExecutor, @unchecked Sendable {
+    private let queue = DispatchQueue(label: "ckport.postgres", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
+/// Where a task run from blocking code leaves its error.
+final class FailureBox: @unchecked Sendable {
+    var error: Error?
 }

@@ -3,6 +3,7 @@ import Records
 import Testing
 import TestSupport
 @testable import PostgresStore
+import SampleApps
 
 /// The server the tests use: `CKPORT_TEST_POSTGRES`, a store URL (its password in
 /// `PGPASSWORD`), as `.ci/run` sets after starting a throwaway cluster
@@ -269,5 +270,88 @@ struct PostgresSchemaTests {
         #expect(try store.indexes().filter { $0.contains("~") }.count >= 2)
         #expect(PostgresLayout.identifier(stem + "A") == PostgresLayout.identifier(stem + "A"))
         #expect(PostgresLayout.identifier(stem + "A") != PostgresLayout.identifier(stem + "B"))
+    }
+}
+
+@Suite("PostgreSQL store: records through COPY", .enabled(if: TestServer.enabled))
+struct PostgresRecordTests {
+    @Test("every sample app's records, every field type among them, saved through COPY and read back equal; saved again, replaced, not doubled", arguments: SampleApp.allCases)
+    func roundTrip(app: SampleApp) throws {
+        let location = try TestServer.location("rt")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(app.schema)
+        var generated: [Record] = []
+        try app.generate(records: 400, seed: 11) { generated.append($0) }
+        #expect(try store.save(generated) == generated.count)
+        func readBack() throws -> [Record] {
+            var read: [Record] = []
+            for type in app.schema.recordTypes.map(\.name) { try store.forEach(recordType: type) { read.append($0) } }
+            return read
+        }
+        let key = { (record: Record) in "\(record.recordType)/\(record.zone)/\(record.recordName)" }
+        let read = try readBack()
+        #expect(read.count == generated.count)
+        let expected = Dictionary(generated.map { (key($0), $0) }, uniquingKeysWith: { $1 })
+        for record in read where expected[key(record)] != record {
+            Issue.record("\(key(record)) came back as \(record), was \(String(describing: expected[key(record)]))")
+            break
+        }
+        #expect(try store.changeSequence() == Int64(generated.count))
+        try store.save(generated)
+        let again = try readBack().count
+        #expect(again == generated.count)
+        #expect(try store.changeSequence() == Int64(2 * generated.count))
+    }
+
+    @Test("values at their edges: text with tabs, newlines and backslashes, -0.0, NaN and infinities, huge and tiny integers, empty bytes, timestamps before 1970")
+    func edges() throws {
+        let location = try TestServer.location("edge")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(PostgresSchemaTests.notes))
+        let zone = ZoneID(scope: .private, zoneName: "Notes")
+        var records: [Record] = []
+        let doubles: [Double] = [-0.0, .nan, .infinity, -.infinity, 1e-300, 0.1 + 0.2]
+        for (index, double) in doubles.enumerated() {
+            records.append(Record(id: RecordID(recordName: "edge-\(index)", zone: zone), recordType: "Note", fields: [
+                "title": .string("tab\there\nnew line \\N back\\slash \u{1F951}"),
+                "pinned": .int64(index.isMultiple(of: 2) ? Int64.max : Int64.min),
+                "rating": .double(double),
+                "amount": index.isMultiple(of: 2) ? .int64(3) : .double(3.0),
+                "due": .timestamp(-86_400_123 * Int64(index + 1)),
+                "thumbnail": .bytes(index == 0 ? [] : [0, 9, 10, 92, 255]),
+                "folder": .reference(Reference(recordName: "folder-1", action: .deleteSelf)),
+                "tags": .list(.string, [.string("a\tb"), .string("")]),
+            ], created: RecordStamp(timestamp: 1, userRecordName: "_owner", deviceID: nil)))
+        }
+        try store.save(records)
+        var read: [Record] = []
+        try store.forEach(recordType: "Note") { read.append($0) }
+        #expect(read == records)
+        #expect(read.map { $0.fields["rating"].map { value -> UInt64 in
+            if case .double(let d) = value { return d.bitPattern }
+            return 0
+        } } == doubles.map { $0.bitPattern })
+    }
+
+    @Test("a record of a type the schema does not define: nothing of the batch is saved")
+    func unknownType() throws {
+        let location = try TestServer.location("unknown")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(PostgresSchemaTests.notes))
+        let zone = ZoneID(scope: .private, zoneName: "Notes")
+        let good = Record(id: RecordID(recordName: "ok", zone: zone), recordType: "Note", fields: ["title": .string("fine")])
+        let stray = Record(id: RecordID(recordName: "stray", zone: zone), recordType: "Folder")
+        #expect {
+            try store.save([good, stray])
+        } throws: { error in
+            "\(error)".contains("record stray is of type Folder")
+        }
+        var read: [Record] = []
+        try store.forEach(recordType: "Note") { read.append($0) }
+        #expect(read.isEmpty)
+        #expect(try store.changeSequence() == 0)
     }
 }

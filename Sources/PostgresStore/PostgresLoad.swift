@@ -1,0 +1,300 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+import Records
+import Store
+
+extension PostgresStore {
+    /// Saves `records` (new ones inserted, existing ones replaced) in one transaction, through
+    /// `COPY … FROM STDIN` into a staging table per record type and one statement from there
+    /// into the type's table: the server's bulk path, not a statement per record. Each record
+    /// becomes a change of the store's change log, in order. Every record's type must be in the
+    /// store's schema; nothing is saved when one is not.
+    @discardableResult
+    public func save(_ records: [Record]) throws -> Int {
+        let schema = location.schema
+        return try link.transaction {
+            // One writer of the change sequence at a time; others wait here, then continue from it.
+            guard let text = try link.rows("SELECT value FROM \(name: schema)._ck_meta WHERE key = 'changeSeq' FOR UPDATE").first?[0],
+                  var sequence = Int64(text) else {
+                throw PostgresStoreError.notAStore("\(location): the store's change sequence is missing or not a number")
+            }
+            let storeSchema = try SchemaParser.parse(try link.rows("SELECT value FROM \(name: schema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n",
+                                                     file: "stored schema")
+            var types: [String: RecordTypeDefinition] = [:]
+            for type in storeSchema.recordTypes { types[type.name] = type }
+            if let stray = records.first(where: { types[$0.recordType] == nil }) {
+                throw StoreError.schemaChangeRefused(["record \(stray.recordName) is of type \(stray.recordType), which the store's schema does not define (import a schema that does first)"])
+            }
+            let zones = try zoneNumbers(Set(records.map(\.zone)))
+            var changes: [(zone: Int64, name: String, type: String, sequence: Int64)] = []
+            for (typeName, group) in Dictionary(grouping: records, by: \.recordType).sorted(by: { $0.key < $1.key }) {
+                let layout = PostgresLayout(type: types[typeName]!, schema: schema)
+                let fields = layout.type.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+                var columns = PostgresLayout.systemColumns.map { ($0.name, $0.name == "___zone" ? "bigint" : ($0.name.hasSuffix("Time") ? "timestamp" : "text")) }
+                for field in fields {
+                    columns.append((field.name, PostgresLayout.sqlType(field.type)))
+                    if field.type == .reference { columns.append((field.name + ":action", "smallint")) }
+                }
+                let stage = "_ck_stage"
+                try link.execute("CREATE TEMP TABLE \(stage) (\(columns.indices.map { "c\($0) text" }.joined(separator: ", "))) ON COMMIT DROP")
+                var rows: [UInt8] = []
+                rows.reserveCapacity(group.count * 256)
+                for record in group {
+                    PostgresLoad.appendRow(record, zone: zones[record.zone]!, fields: fields, to: &rows)
+                    sequence += 1
+                    changes.append((zones[record.zone]!, record.recordName, typeName, sequence))
+                }
+                try link.copy(into: stage, rows)
+                let casts = columns.enumerated().map { index, column in PostgresLoad.cast("c\(index)", to: column.1) }
+                let names = columns.map { PostgresLayout.identifier($0.0) }
+                let updates = names.dropFirst(2).map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+                try link.execute("""
+                    INSERT INTO \(layout.table) (\(names.joined(separator: ", ")))
+                    SELECT \(casts.joined(separator: ", ")) FROM \(stage)
+                    ON CONFLICT ("___zone", "___recordID") DO UPDATE SET \(updates)
+                    """, "DROP TABLE \(stage)")
+            }
+            // The change log: one row per record name, pointing at its latest change.
+            var log: [UInt8] = []
+            for change in changes {
+                PostgresLoad.appendFields([String(change.zone), change.name, change.type, String(change.sequence)], to: &log)
+            }
+            try link.execute("CREATE TEMP TABLE _ck_stage_log (zone bigint, name text, type text, seq bigint) ON COMMIT DROP")
+            try link.copy(into: "_ck_stage_log", log)
+            try link.execute("""
+                INSERT INTO \(schema)._ck_record (zone, "recordName", "recordType", seq, deleted)
+                SELECT DISTINCT ON (zone, name) zone, name, type, seq, false FROM _ck_stage_log ORDER BY zone, name, seq DESC
+                ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq, deleted = false
+                """, "DROP TABLE _ck_stage_log")
+            _ = try link.rows("UPDATE \(name: schema)._ck_meta SET value = \(String(sequence)) WHERE key = 'changeSeq'")
+            return records.count
+        }
+    }
+
+    /// The registry number of each zone, registering the ones the store has not seen.
+    private func zoneNumbers(_ zones: Set<ZoneID>) throws -> [ZoneID: Int64] {
+        let schema = location.schema
+        var numbers: [ZoneID: Int64] = [:]
+        for zone in zones.sorted(by: { ($0.scope.rawValue, $0.zoneName, $0.ownerRecordName) < ($1.scope.rawValue, $1.zoneName, $1.ownerRecordName) }) {
+            let row = try link.rows("""
+                WITH added AS (
+                  INSERT INTO \(name: schema)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
+                  ON CONFLICT DO NOTHING RETURNING id)
+                SELECT id::text FROM added
+                UNION ALL SELECT id::text FROM \(name: schema)._ck_zone WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
+                """)
+            guard let text = row.first?[0], let number = Int64(text) else { throw PostgresStoreError.server("\(location): zone \(zone) has no number") }
+            numbers[zone] = number
+        }
+        return numbers
+    }
+
+    /// Every live record of `type`, in zone and name order.
+    public func forEach(recordType type: String, _ body: (Record) throws -> Void) throws {
+        let schema = location.schema
+        guard let definition = try self.schema().recordType(named: type) else {
+            throw StoreError.schemaChangeRefused(["the store's schema has no record type \(type)"])
+        }
+        let layout = PostgresLayout(type: definition, schema: schema)
+        let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        var selected = [
+            "z.scope", "z.\"zoneName\"", "z.\"ownerRecordName\"", "t.\"___recordID\"", "t.\"___etag\"",
+            PostgresLoad.milliseconds("t.\"___createTime\""), "t.\"___createdBy\"", "t.\"___createdDevice\"",
+            PostgresLoad.milliseconds("t.\"___modTime\""), "t.\"___modifiedBy\"", "t.\"___modifiedDevice\"",
+        ]
+        for field in fields {
+            selected.append(PostgresLoad.asText("t.\(PostgresLayout.identifier(field.name))", field.type))
+            if field.type == .reference { selected.append("t.\(PostgresLayout.identifier(field.name + ":action"))::text") }
+        }
+        let sql = """
+            SELECT \(selected.joined(separator: ", ")) FROM \(layout.table) t JOIN \(schema)._ck_zone z ON z.id = t."___zone"
+            ORDER BY z.scope, z."zoneName", z."ownerRecordName", t."___recordID"
+            """
+        for row in try link.rows(PostgresQuery(unsafeSQL: sql)) {
+            guard let scopeText = row[0], let scope = DatabaseScope(rawValue: scopeText), let zoneName = row[1], let owner = row[2], let name = row[3] else {
+                throw PostgresStoreError.notAStore("\(location): a \(type) row lacks its zone or name")
+            }
+            var record = Record(id: RecordID(recordName: name, zone: ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner)), recordType: type)
+            record.changeTag = row[4]
+            if let created = row[5].flatMap(Int64.init) { record.created = RecordStamp(timestamp: created, userRecordName: row[6], deviceID: row[7]) }
+            if let modified = row[8].flatMap(Int64.init) { record.modified = RecordStamp(timestamp: modified, userRecordName: row[9], deviceID: row[10]) }
+            var entries: [RecordFields.Entry] = []
+            var column = 11
+            for field in fields {
+                defer { column += field.type == .reference ? 2 : 1 }
+                guard let text = row[column] else { continue }
+                let value = try PostgresLoad.value(text, field.type, action: field.type == .reference ? row[column + 1] : nil, record: name, field: field.name)
+                entries.append(RecordFields.Entry(name: field.name, value: value))
+            }
+            record.fields = RecordFields(sortedEntries: entries)
+            try body(record)
+        }
+    }
+}
+
+extension PostgresLink {
+    /// Sends `rows` (COPY's text format) into `table` with `COPY … FROM STDIN`.
+    func copy(into table: String, _ rows: [UInt8]) throws {
+        try run { connection, logger in
+            try await connection.copyFrom(table: table, logger: logger) { writer in
+                var start = 0
+                // Pieces of a megabyte: the server starts on the first while the rest travel.
+                while start < rows.count {
+                    let end = min(rows.count, start + (1 << 20))
+                    try await writer.write(ByteBuffer(bytes: rows[start..<end]))
+                    start = end
+                }
+            }
+        }
+    }
+}
+
+/// Values to and from the text the store's bulk path and reads use.
+enum PostgresLoad {
+    /// One record as a line of COPY's text format: the staging columns, all text.
+    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], to out: inout [UInt8]) {
+        var values: [String?] = [
+            String(zone), record.recordName, record.changeTag,
+            record.created.map { String($0.timestamp) }, record.created?.userRecordName, record.created?.deviceID,
+            record.modified.map { String($0.timestamp) }, record.modified?.userRecordName, record.modified?.deviceID,
+        ]
+        for field in fields {
+            let value = record.fields[field.name]
+            switch value {
+            case nil:
+                values.append(nil)
+                if field.type == .reference { values.append(nil) }
+            case .reference(let reference)?:
+                values.append(reference.recordName)
+                values.append(String(reference.action.code))
+            case let value?:
+                values.append(text(value))
+                if field.type == .reference { values.append(nil) }
+            }
+        }
+        appendFields(values, to: &out)
+    }
+
+    /// A value as the staging column holds it (converted by ``cast(_:to:)``).
+    static func text(_ value: FieldValue) -> String {
+        switch value {
+        case .string(let s): return s
+        case .int64(let i): return String(i)
+        case .timestamp(let t): return String(t)
+        case .double(let d):
+            if d.isNaN { return "NaN" }
+            if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
+            return "\(d)"
+        case .bytes(let b):
+            var hex = "\\x"
+            hex.reserveCapacity(2 + 2 * b.count)
+            for byte in b { hex += String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }
+            return hex
+        case .reference(let r): return r.recordName
+        default: return FieldValueJSON.canonicalText(value)
+        }
+    }
+
+    /// A COPY text line: fields separated by tabs, `\N` for NULL, backslash escapes.
+    static func appendFields(_ values: [String?], to out: inout [UInt8]) {
+        for (index, value) in values.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: "\t")) }
+            guard let value else {
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
+                continue
+            }
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                default: out.append(byte)
+                }
+            }
+        }
+        out.append(UInt8(ascii: "\n"))
+    }
+
+    /// The SQL that turns a staging column into the table's type. Timestamps travel as
+    /// milliseconds and are added to the epoch as an interval: exact, where a float would round.
+    static func cast(_ column: String, to type: String) -> String {
+        switch type {
+        case "text": return column
+        case "timestamp", "timestamptz": return "timestamptz 'epoch' + \(column)::bigint * interval '1 millisecond'"
+        default: return "\(column)::\(type)"
+        }
+    }
+
+    /// A timestamptz column read back as milliseconds, exactly.
+    static func milliseconds(_ column: String) -> String {
+        "(extract(epoch from \(column)) * 1000)::bigint::text"
+    }
+
+    /// A field's column read back as text in the form ``value(_:_:action:record:field:)`` reads.
+    static func asText(_ column: String, _ type: FieldType) -> String {
+        if type.isList { return "\(column)::text" }
+        switch type.primitive {
+        case .timestamp: return milliseconds(column)
+        case .bytes: return "encode(\(column), 'hex')"
+        default: return "\(column)::text"
+        }
+    }
+
+    /// A field's value from the text a read gave for it.
+    static func value(_ text: String, _ type: FieldType, action: String?, record: String, field: String) throws -> FieldValue {
+        func bad() -> PostgresStoreError {
+            PostgresStoreError.notAStore("record \(record) field \(field): the store holds '\(text.prefix(40))', not a \(type)")
+        }
+        if type.isList || type.primitive == .asset || type.primitive == .location {
+            do {
+                return try FieldValueJSON.read(try JSONParser.parse(text), as: type)
+            } catch {
+                throw bad()
+            }
+        }
+        switch type.primitive {
+        case .string: return .string(text)
+        case .int64: guard let value = Int64(text) else { throw bad() }; return .int64(value)
+        case .timestamp: guard let value = Int64(text) else { throw bad() }; return .timestamp(value)
+        case .double:
+            switch text {
+            case "NaN": return .double(.nan)
+            case "Infinity": return .double(.infinity)
+            case "-Infinity": return .double(-.infinity)
+            default: guard let value = Double(text) else { throw bad() }; return .double(value)
+            }
+        case .number:
+            if let value = Int64(text) { return .int64(value) }
+            guard let value = Double(text == "NaN" ? "nan" : text) else { throw bad() }
+            return .double(value)
+        case .bytes:
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(text.utf8.count / 2)
+            var high: UInt8?
+            for character in text.utf8 {
+                guard let nibble = character.hexNibble else { throw bad() }
+                if let h = high { bytes.append(h << 4 | nibble); high = nil } else { high = nibble }
+            }
+            guard high == nil else { throw bad() }
+            return .bytes(bytes)
+        case .reference:
+            let code = action.flatMap(Int64.init) ?? 0
+            return .reference(Reference(recordName: text, action: ReferenceAction(code: code) ?? .none))
+        case .asset, .location:
+            throw bad()
+        }
+    }
+}
+
+private extension UInt8 {
+    var hexNibble: UInt8? {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return self - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return self - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return self - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
