@@ -111,7 +111,7 @@ extension PostgresStore {
             SELECT \(selected.joined(separator: ", ")) FROM \(layout.table) t JOIN \(schema)._ck_zone z ON z.id = t."___zone"
             ORDER BY z.scope, z."zoneName", z."ownerRecordName", t."___recordID"
             """
-        for row in try link.rows(PostgresQuery(unsafeSQL: sql)) {
+        try link.forEachRow(sql) { row in
             guard let scopeText = row[0], let scope = DatabaseScope(rawValue: scopeText), let zoneName = row[1], let owner = row[2], let name = row[3] else {
                 throw PostgresStoreError.notAStore("\(location): a \(type) row lacks its zone or name")
             }
@@ -134,6 +134,25 @@ extension PostgresStore {
 }
 
 extension PostgresLink {
+    /// Passes each row of `sql` (every column as text) to `body`, a thousand rows at a time
+    /// through a cursor in one read-only transaction: memory holds one batch, whatever the
+    /// table's size, and the rows are one consistent state.
+    func forEachRow(_ sql: String, batch: Int = 1000, _ body: ([String?]) throws -> Void) throws {
+        try execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        do {
+            try execute("DECLARE _ck_rows NO SCROLL CURSOR FOR \(sql)")
+            while true {
+                let rows = try self.rows(PostgresQuery(unsafeSQL: "FETCH FORWARD \(batch) FROM _ck_rows"))
+                for row in rows { try body(row) }
+                if rows.count < batch { break }
+            }
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Sends `rows` (COPY's text format) into `table` with `COPY … FROM STDIN`.
     func copy(into table: String, _ rows: [UInt8]) throws {
         try run { connection, logger in

@@ -355,3 +355,20 @@ struct PostgresRecordTests {
         #expect(try store.changeSequence() == 0)
     }
 }
+
+@Suite("PostgreSQL store: reading in batches", .enabled(if: TestServer.enabled))
+struct PostgresCursorTests {
+    @Test("rows come a batch at a time through a cursor, all of them, in order, the last batch short or empty")
+    func batches() throws {
+        let link = try PostgresLink(try TestServer.location("cursor"))
+        for (count, batch) in [(25, 7), (21, 7), (0, 7), (3, 1000)] {
+            var seen: [String?] = []
+            try link.forEachRow("SELECT g.n::text AS t FROM generate_series(1, \(count)) AS g(n) ORDER BY g.n", batch: batch) { seen.append($0[0]) }
+            #expect(seen == (0..<count).map { String($0 + 1) }, "\(count) rows in batches of \(batch)")
+        }
+        // A failing body ends the read and leaves the connection usable.
+        struct Stop: Error {}
+        #expect(throws: Stop.self) { try link.forEachRow("SELECT n::text FROM generate_series(1, 10) AS n", batch: 3) { _ in throw Stop() } }
+        #expect(try link.rows("SELECT 'still here'::text").first?[0] == "still here")
+    }
+}
