@@ -113,19 +113,9 @@ public final class PostgresStore: @unchecked Sendable {
             func count(_ sql: String) throws -> Int {
                 Int(try link.rows(PostgresQuery(unsafeSQL: sql)).first?[0] ?? "0") ?? 0
             }
-            for typeName in change.removedTypes {
-                let stored = try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier(typeName))")
-                if stored > 0 { refusals.append("record type \(typeName) would go away, but \(stored) record\(stored == 1 ? "" : "s") of it are stored (delete them first, or keep the type)") }
-            }
-            for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
-                let stored = try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier(typeName)) WHERE \(PostgresLayout.identifier(field.name)) IS NOT NULL")
-                guard stored > 0 else { continue }
-                if let retyped = change.retypedFields.first(where: { $0.type == typeName && $0.old.name == field.name }) {
-                    refusals.append("field \(typeName).\(field.name) would change from \(retyped.old.type) to \(retyped.new.type), but \(stored) stored record\(stored == 1 ? " holds" : "s hold") a value for it (convert them with a migration instead)")
-                } else {
-                    refusals.append("field \(typeName).\(field.name) would go away, but \(stored) stored record\(stored == 1 ? " holds" : "s hold") a value for it (CloudKit never removes a field from a production schema either)")
-                }
-            }
+            refusals += try change.dataLossRefusals(
+                records: { try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier($0))") },
+                values: { try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier($0)) WHERE \(PostgresLayout.identifier($1)) IS NOT NULL") })
             guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
             var statements: [String] = []
             for typeName in change.removedTypes { statements.append("DROP TABLE \(schema).\(PostgresLayout.identifier(typeName))") }

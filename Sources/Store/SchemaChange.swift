@@ -65,3 +65,27 @@ public struct SchemaChange: Sendable {
         return lines
     }
 }
+
+extension SchemaChange {
+    /// Why this change cannot be made without losing stored data: a record type that goes away
+    /// while `records(type)` of it are stored, a field that goes away or changes type while
+    /// `values(type, field)` records hold a value for it. Empty when nothing stands in the way.
+    /// Every store refuses the same changes in the same words.
+    public func dataLossRefusals(records: (_ type: String) throws -> Int, values: (_ type: String, _ field: String) throws -> Int) rethrows -> [String] {
+        var refusals: [String] = []
+        for typeName in removedTypes {
+            let count = try records(typeName)
+            if count > 0 { refusals.append("record type \(typeName) would go away, but \(count) record\(count == 1 ? "" : "s") of it are stored (delete them first, or keep the type)") }
+        }
+        for (typeName, field) in removedFields + retypedFields.map({ ($0.type, $0.old) }) {
+            let count = try values(typeName, field.name)
+            guard count > 0 else { continue }
+            if let retyped = retypedFields.first(where: { $0.type == typeName && $0.old.name == field.name }) {
+                refusals.append("field \(typeName).\(field.name) would change from \(retyped.old.type) to \(retyped.new.type), but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (convert them with a migration instead)")
+            } else {
+                refusals.append("field \(typeName).\(field.name) would go away, but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (CloudKit never removes a field from a production schema either)")
+            }
+        }
+        return refusals
+    }
+}

@@ -353,20 +353,9 @@ public final class StoreSession {
             let oversized = TableLayout.oversizedTypes(in: newSchema)
             guard oversized.isEmpty else { throw StoreError.schemaChangeRefused(oversized) }
         }
-        var refusals: [String] = []
-        for typeName in change.removedTypes {
-            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(typeName))") ?? 0
-            if count > 0 { refusals.append("record type \(typeName) would go away, but \(count) record\(count == 1 ? "" : "s") of it are stored (delete them first, or keep the type)") }
-        }
-        for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
-            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(typeName)) WHERE \(quoted(field.name)) IS NOT NULL") ?? 0
-            guard count > 0 else { continue }
-            if let retyped = change.retypedFields.first(where: { $0.type == typeName && $0.old.name == field.name }) {
-                refusals.append("field \(typeName).\(field.name) would change from \(retyped.old.type) to \(retyped.new.type), but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (convert them with a migration instead)")
-            } else {
-                refusals.append("field \(typeName).\(field.name) would go away, but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (CloudKit never removes a field from a production schema either)")
-            }
-        }
+        let refusals = try change.dataLossRefusals(
+            records: { try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted($0))") ?? 0 },
+            values: { try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted($0)) WHERE \(quoted($1)) IS NOT NULL") ?? 0 })
         guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
 
         for typeName in change.removedTypes {
