@@ -12,13 +12,17 @@ extension PostgresStore {
     /// store's schema; nothing is saved when one is not.
     @discardableResult
     public func save(_ records: [Record]) throws -> Int {
+        try save(records, whileOpen: nil)
+    }
+
+    /// ``save(_:)``, running `whileOpen` just before the transaction commits (for tests that
+    /// hold a write open while others work).
+    func save(_ records: [Record], whileOpen: (() throws -> Void)?) throws -> Int {
         let schema = location.schema
         return try link.transaction {
-            // One writer of the change sequence at a time; others wait here, then continue from it.
-            guard let text = try link.rows("SELECT value FROM \(name: schema)._ck_meta WHERE key = 'changeSeq' FOR UPDATE").first?[0],
-                  var sequence = Int64(text) else {
-                throw PostgresStoreError.notAStore("\(location): the store's change sequence is missing or not a number")
-            }
+            // No store-wide lock: writers into different zones or types run side by side; change
+            // numbers come from a sequence, and change tokens count transactions (see
+            // changeWatermark()).
             let storeSchema = try SchemaParser.parse(try link.rows("SELECT value FROM \(name: schema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n",
                                                      file: "stored schema")
             var types: [String: RecordTypeDefinition] = [:]
@@ -27,7 +31,7 @@ extension PostgresStore {
                 throw StoreError.schemaChangeRefused(["record \(stray.recordName) is of type \(stray.recordType), which the store's schema does not define (import a schema that does first)"])
             }
             let zones = try zoneNumbers(Set(records.map(\.zone)))
-            var changes: [(zone: Int64, name: String, type: String, sequence: Int64)] = []
+            var changes: [(zone: Int64, name: String, type: String)] = []
             for (typeName, group) in Dictionary(grouping: records, by: \.recordType).sorted(by: { $0.key < $1.key }) {
                 let layout = PostgresLayout(type: types[typeName]!, schema: schema)
                 let fields = layout.type.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -42,8 +46,7 @@ extension PostgresStore {
                 rows.reserveCapacity(group.count * 256)
                 for record in group {
                     PostgresLoad.appendRow(record, zone: zones[record.zone]!, fields: fields, to: &rows)
-                    sequence += 1
-                    changes.append((zones[record.zone]!, record.recordName, typeName, sequence))
+                    changes.append((zones[record.zone]!, record.recordName, typeName))
                 }
                 try link.copy(into: stage, rows)
                 let casts = columns.enumerated().map { index, column in PostgresLoad.cast("c\(index)", to: column.1) }
@@ -56,18 +59,23 @@ extension PostgresStore {
                     """, "DROP TABLE \(stage)")
             }
             // The change log: one row per record name, pointing at its latest change.
+            // Every record takes a change number, in the order given; the log keeps each name's last.
             var log: [UInt8] = []
-            for change in changes {
-                PostgresLoad.appendFields([String(change.zone), change.name, change.type, String(change.sequence)], to: &log)
+            for (position, change) in changes.enumerated() {
+                PostgresLoad.appendFields([String(position), String(change.zone), change.name, change.type], to: &log)
             }
-            try link.execute("CREATE TEMP TABLE _ck_stage_log (zone bigint, name text, type text, seq bigint) ON COMMIT DROP")
+            try link.execute("CREATE TEMP TABLE _ck_stage_log (position bigint, zone bigint, name text, type text) ON COMMIT DROP")
             try link.copy(into: "_ck_stage_log", log)
             try link.execute("""
+                CREATE TEMP TABLE _ck_stage_numbered ON COMMIT DROP AS
+                SELECT position, zone, name, type, nextval('\(schema)._ck_seq') AS seq FROM (SELECT * FROM _ck_stage_log ORDER BY position) ordered
+                """, """
                 INSERT INTO \(schema)._ck_record (zone, "recordName", "recordType", seq, deleted)
-                SELECT DISTINCT ON (zone, name) zone, name, type, seq, false FROM _ck_stage_log ORDER BY zone, name, seq DESC
-                ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq, deleted = false
-                """, "DROP TABLE _ck_stage_log")
-            _ = try link.rows("UPDATE \(name: schema)._ck_meta SET value = \(String(sequence)) WHERE key = 'changeSeq'")
+                SELECT DISTINCT ON (zone, name) zone, name, type, seq, false FROM _ck_stage_numbered ORDER BY zone, name, position DESC
+                ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq,
+                    xid = pg_current_xact_id(), deleted = false
+                """, "DROP TABLE _ck_stage_log", "DROP TABLE _ck_stage_numbered")
+            try whileOpen?()
             return records.count
         }
     }

@@ -53,16 +53,21 @@ public final class PostgresStore: @unchecked Sendable {
                   id bigserial PRIMARY KEY, scope text NOT NULL, "zoneName" text NOT NULL, "ownerRecordName" text NOT NULL,
                   UNIQUE (scope, "zoneName", "ownerRecordName"))
                 """,
-                // One row per record name ever stored, live or tombstone; seq is the change that
-                // last touched it (the change feed reads it in order).
+                // Change numbers: handed out to concurrent writers without a lock (a rolled-back
+                // write leaves a gap).
+                "CREATE SEQUENCE \(schema)._ck_seq",
+                // One row per record name ever stored, live or tombstone: seq is the change that
+                // last touched it (the order of a change feed), xid the transaction that made it
+                // (what a change token counts: see changeWatermark()).
                 """
                 CREATE TABLE \(schema)._ck_record (
                   zone bigint NOT NULL REFERENCES \(schema)._ck_zone (id), "recordName" text NOT NULL, "recordType" text NOT NULL,
-                  seq bigint NOT NULL, deleted boolean NOT NULL DEFAULT false,
+                  seq bigint NOT NULL, xid xid8 NOT NULL DEFAULT pg_current_xact_id(), deleted boolean NOT NULL DEFAULT false,
                   PRIMARY KEY (zone, "recordName"))
                 """,
                 "CREATE INDEX _ck_record_seq ON \(schema)._ck_record (seq)",
-                "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('changeSeq', '0'), ('schema', 'DEFINE SCHEMA\n')")
+                "CREATE INDEX _ck_record_xid ON \(schema)._ck_record (xid)",
+                "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('schema', 'DEFINE SCHEMA\n')")
             return id
         }
     }
@@ -161,13 +166,46 @@ public final class PostgresStore: @unchecked Sendable {
         Set(try link.rows("SELECT indexname::text FROM pg_indexes WHERE schemaname = \(location.schema)").compactMap { $0[0] })
     }
 
-    /// The change sequence: how many changes the store has seen.
+    /// The last change number handed out: how many changes the store has numbered (a write
+    /// that rolled back leaves its numbers unused).
     public func changeSequence() throws -> Int64 {
-        guard let text = try link.rows("SELECT value FROM \(name: location.schema)._ck_meta WHERE key = 'changeSeq'").first?[0],
-              let sequence = Int64(text) else {
-            throw PostgresStoreError.notAStore("\(location): the store's change sequence is missing or not a number")
+        guard let row = try link.rows("SELECT last_value::text, is_called::text FROM \(name: location.schema)._ck_seq").first,
+              let text = row[0], let last = Int64(text) else {
+            throw PostgresStoreError.notAStore("\(location): the store's change sequence is missing")
         }
-        return sequence
+        return row[1] == "true" ? last : 0
+    }
+
+    /// Where a change feed can safely stop now: every transaction older than this one has
+    /// finished, so every change it made is either here for good or never will be.
+    ///
+    /// Change numbers alone cannot serve as tokens once writers run side by side: a writer that
+    /// took number 100 may commit after one that took 105, and a reader that had already moved
+    /// past 105 would never see 100. Transaction ids of the oldest running transaction
+    /// (PostgreSQL's snapshot xmin) do not have that hole: a feed returns the changes of
+    /// transactions below the watermark it last reached and below the current one, and changes
+    /// of transactions still running, or committed above the watermark, come in the next feed.
+    public func changeWatermark() throws -> UInt64 {
+        guard let text = try link.rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text").first?[0], let value = UInt64(text) else {
+            throw PostgresStoreError.server("\(location): no snapshot watermark")
+        }
+        return value
+    }
+
+    /// The records changed by transactions from watermark `from` up to (not including) `to`,
+    /// in change order: zone, name, type and whether the change was a deletion.
+    public func changes(from: UInt64, to: UInt64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
+        let schema = location.schema
+        var found: [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] = []
+        try link.forEachRow("""
+            SELECT z.scope, z."zoneName", z."ownerRecordName", r."recordName", r."recordType", r.deleted::text
+            FROM \(schema)._ck_record r JOIN \(schema)._ck_zone z ON z.id = r.zone
+            WHERE r.xid >= '\(from)'::xid8 AND r.xid < '\(to)'::xid8 ORDER BY r.seq
+            """) { row in
+            guard let scope = row[0].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[1], let owner = row[2], let name = row[3], let type = row[4] else { return }
+            found.append((ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), name, type, row[5] == "true"))
+        }
+        return found
     }
 
     /// A 64-bit advisory lock key for a namespace's name (FNV-1a, so every process agrees).
