@@ -9,6 +9,13 @@ public struct DeletedRecord: Sendable, Hashable {
     /// pointed with DELETE_SELF at `cause` through `field`.
     public var cause: RecordID?
     public var field: String?
+
+    public init(id: RecordID, recordType: String, cause: RecordID?, field: String?) {
+        self.id = id
+        self.recordType = recordType
+        self.cause = cause
+        self.field = field
+    }
 }
 
 extension StoreSession {
@@ -30,9 +37,7 @@ extension StoreSession {
             plan.append(DeletedRecord(id: id, recordType: entry.recordType, cause: nil, field: nil))
             queue.append(plan.count - 1)
         }
-        if !missing.isEmpty {
-            throw StoreError.deleteRefused("nothing was deleted: no record named \(missing.prefix(5).map { "'\($0.recordName)' in \($0.zone)" }.joined(separator: ", "))\(missing.count > 5 ? " and \(missing.count - 5) more" : "")")
-        }
+        if !missing.isEmpty { throw StoreError.missingRecords(missing) }
         var blockers: [(source: RecordID, sourceType: String, field: String, target: RecordID)] = []
         var next = 0
         while next < queue.count {
@@ -53,10 +58,7 @@ extension StoreSession {
             }
         }
         let standing = blockers.filter { !planned.contains($0.source) }
-        if !standing.isEmpty {
-            let lines = standing.prefix(5).map { "\($0.sourceType) '\($0.source.recordName)' points at '\($0.target.recordName)' through \($0.field) (VALIDATE)" }
-            throw StoreError.deleteRefused("nothing was deleted: \(standing.count) VALIDATE reference\(standing.count == 1 ? "" : "s") still point\(standing.count == 1 ? "s" : "") at the records to delete:\n  " + lines.joined(separator: "\n  ") + (standing.count > 5 ? "\n  …and \(standing.count - 5) more" : "") + "\ndelete those records first, or change their references")
-        }
+        if !standing.isEmpty { throw StoreError.validateReferences(standing) }
         for entry in plan {
             try removeRow(zone: try zoneRow(entry.id.zone, create: false)!, name: entry.id.recordName, type: entry.recordType)
         }
@@ -105,5 +107,18 @@ extension StoreSession {
             }
         }
         return found
+    }
+}
+
+extension StoreError {
+    /// A delete of records that are not there (every store says it in these words).
+    public static func missingRecords(_ missing: [RecordID]) -> StoreError {
+        .deleteRefused("nothing was deleted: no record named \(missing.prefix(5).map { "'\($0.recordName)' in \($0.zone)" }.joined(separator: ", "))\(missing.count > 5 ? " and \(missing.count - 5) more" : "")")
+    }
+
+    /// A delete that VALIDATE references from records that stay refuse.
+    public static func validateReferences(_ standing: [(source: RecordID, sourceType: String, field: String, target: RecordID)]) -> StoreError {
+        let lines = standing.prefix(5).map { "\($0.sourceType) '\($0.source.recordName)' points at '\($0.target.recordName)' through \($0.field) (VALIDATE)" }
+        return .deleteRefused("nothing was deleted: \(standing.count) VALIDATE reference\(standing.count == 1 ? "" : "s") still point\(standing.count == 1 ? "s" : "") at the records to delete:\n  " + lines.joined(separator: "\n  ") + (standing.count > 5 ? "\n  …and \(standing.count - 5) more" : "") + "\ndelete those records first, or change their references")
     }
 }

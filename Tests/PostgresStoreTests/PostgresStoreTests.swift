@@ -1,5 +1,6 @@
 import Foundation
 import Records
+import Store
 import Testing
 import TestSupport
 @testable import PostgresStore
@@ -433,5 +434,82 @@ struct PostgresConcurrencyTests {
         try reader.forEach(recordType: "Note") { _ in stored += 1 }
         let numbered = try reader.changeSequence()
         #expect(stored == 100 && numbered == 100)
+    }
+}
+
+@Suite("PostgreSQL store: deletes", .enabled(if: TestServer.enabled))
+struct PostgresDeleteTests {
+    @Test("a household deleted: DELETE_SELF takes its members, areas, tasks and chores along, exactly as the SQLite store does, and each leaves a tombstone in the change feed")
+    func cascadeLikeSQLite() throws {
+        let app = SampleApp.familyTodo
+        var records: [Record] = []
+        try app.generate(records: 600, seed: 5) { records.append($0) }
+        let household = try #require(records.first { $0.recordType == "Household" })
+        let scratch = Scratch()
+        let sqlite = try scratch.store(schema: app.schemaText, records: records)
+        let expected = try sqlite.write { try $0.delete([household.id]) }
+        #expect(expected.count > 10)
+
+        let location = try TestServer.location("delete")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(app.schema)
+        try store.save(records)
+        let before = try store.changeWatermark()
+        let deleted = try store.delete([household.id])
+        func key(_ gone: DeletedRecord) -> String { "\(gone.recordType) \(gone.id.recordName) ← \(gone.cause?.recordName ?? "-") \(gone.field ?? "-")" }
+        #expect(Set(deleted.map(key)) == Set(expected.map(key)))
+        var left = 0
+        for type in app.schema.recordTypes.map(\.name) { try store.forEach(recordType: type) { _ in left += 1 } }
+        #expect(left == records.count - deleted.count)
+        let feed = try store.changes(from: before, to: try store.changeWatermark())
+        #expect(feed.count == deleted.count && feed.allSatisfy(\.deleted))
+        #expect(Set(feed.map(\.recordName)) == Set(deleted.map(\.id.recordName)))
+        // Saved again, a deleted record lives again.
+        try store.save([household])
+        var households = 0
+        try store.forEach(recordType: "Household") { if $0.id == household.id { households += 1 } }
+        #expect(households == 1)
+    }
+
+    @Test("refused with nothing deleted, in the SQLite store's words: a record that is not there, a VALIDATE reference from a record that stays")
+    func refusals() throws {
+        let schema = """
+            DEFINE SCHEMA
+                RECORD TYPE Folder (name STRING);
+                RECORD TYPE Note (title STRING, folder REFERENCE, links LIST<REFERENCE>);
+            """
+        let zone = ZoneID(scope: .private, zoneName: "Notes")
+        let records = [
+            Record(id: RecordID(recordName: "f", zone: zone), recordType: "Folder", fields: ["name": .string("Inbox")]),
+            Record(id: RecordID(recordName: "n", zone: zone), recordType: "Note", fields: [
+                "folder": .reference(Reference(recordName: "f", action: .none)),
+                "links": .list(.reference, [.reference(Reference(recordName: "f", action: .validate))]),
+            ]),
+        ]
+        let scratch = Scratch()
+        let sqlite = try scratch.store(schema: schema, records: records)
+        let location = try TestServer.location("validate")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(schema))
+        try store.save(records)
+        for ids in [[RecordID(recordName: "f", zone: zone)], [RecordID(recordName: "nope", zone: zone)]] {
+            var sqliteWords = ""
+            do { _ = try sqlite.write { try $0.delete(ids) } } catch { sqliteWords = "\(error)" }
+            #expect(!sqliteWords.isEmpty)
+            #expect {
+                try store.delete(ids)
+            } throws: { error in
+                "\(error)" == sqliteWords
+            }
+        }
+        var notes = 0
+        try store.forEach(recordType: "Note") { _ in notes += 1 }
+        var folders = 0
+        try store.forEach(recordType: "Folder") { _ in folders += 1 }
+        #expect(notes == 1 && folders == 1)
+        // Deleting the note and the folder together is allowed: the VALIDATE reference goes too.
+        #expect(try store.delete([RecordID(recordName: "f", zone: zone), RecordID(recordName: "n", zone: zone)]).count == 2)
     }
 }

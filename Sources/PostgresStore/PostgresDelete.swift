@@ -1,0 +1,114 @@
+import Foundation
+import PostgresNIO
+import Records
+import Store
+
+extension PostgresStore {
+    /// Deletes records and, transitively, every record that points at one of them with a
+    /// DELETE_SELF reference, in one transaction; refused, with nothing deleted, while a VALIDATE
+    /// reference from a record that stays points at one of them, or when a record is not there.
+    /// Each deleted record leaves a tombstone in the change log. The same rules and words as the
+    /// SQLite store.
+    @discardableResult
+    public func delete(_ ids: [RecordID]) throws -> [DeletedRecord] {
+        try link.transaction {
+            let types = try schema().recordTypes
+            var plan: [DeletedRecord] = []
+            var planned: Set<RecordID> = []
+            var missing: [RecordID] = []
+            var zones: [ZoneID: Int64] = [:]
+            for id in ids where !planned.contains(id) {
+                guard let zone = try zoneNumber(id.zone) else { missing.append(id); continue }
+                zones[id.zone] = zone
+                let entry = try link.rows("""
+                    SELECT "recordType", deleted::text FROM \(name: location.schema)._ck_record WHERE zone = \(zone) AND "recordName" = \(id.recordName)
+                    """).first
+                guard let entry, let type = entry[0], entry[1] == "false" else { missing.append(id); continue }
+                planned.insert(id)
+                plan.append(DeletedRecord(id: id, recordType: type, cause: nil, field: nil))
+            }
+            if !missing.isEmpty { throw StoreError.missingRecords(missing) }
+            var blockers: [(source: RecordID, sourceType: String, field: String, target: RecordID)] = []
+            var next = 0
+            while next < plan.count {
+                let target = plan[next].id
+                next += 1
+                for referrer in try referrers(of: target, zone: zones[target.zone]!, types: types) {
+                    switch referrer.action {
+                    case .deleteSelf:
+                        if planned.insert(referrer.id).inserted {
+                            plan.append(DeletedRecord(id: referrer.id, recordType: referrer.recordType, cause: target, field: referrer.field))
+                        }
+                    case .validate:
+                        blockers.append((referrer.id, referrer.recordType, referrer.field, target))
+                    case .none:
+                        break
+                    }
+                }
+            }
+            let standing = blockers.filter { !planned.contains($0.source) }
+            if !standing.isEmpty { throw StoreError.validateReferences(standing) }
+            for entry in plan {
+                let zone = zones[entry.id.zone]!
+                try link.execute(query: """
+                    DELETE FROM \(unescaped: "\(location.schema).\(PostgresLayout.identifier(entry.recordType))") WHERE "___zone" = \(zone) AND "___recordID" = \(entry.id.recordName)
+                    """)
+                try link.execute(query: """
+                    UPDATE \(name: location.schema)._ck_record SET deleted = true, seq = nextval(\("\(location.schema)._ck_seq")), xid = pg_current_xact_id()
+                    WHERE zone = \(zone) AND "recordName" = \(entry.id.recordName)
+                    """)
+            }
+            return plan
+        }
+    }
+
+    /// The registry number of a zone the store knows, or nil.
+    func zoneNumber(_ zone: ZoneID) throws -> Int64? {
+        try link.rows("""
+            SELECT id::text FROM \(name: location.schema)._ck_zone
+            WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
+            """).first?[0].flatMap { Int64($0) }
+    }
+
+    /// Records in the target's zone holding a reference to it, single or in a list.
+    private func referrers(of target: RecordID, zone: Int64, types: [RecordTypeDefinition]) throws
+        -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)] {
+        var found: [(RecordID, String, String, ReferenceAction)] = []
+        for type in types {
+            let table = "\(location.schema).\(PostgresLayout.identifier(type.name))"
+            for field in type.userFields where field.type.primitive == .reference {
+                let column = PostgresLayout.identifier(field.name)
+                let rows: [[String?]]
+                if field.type.isList {
+                    rows = try link.rows("""
+                        SELECT t."___recordID", e->>'action' FROM \(unescaped: table) t, jsonb_array_elements(t.\(unescaped: column)) e
+                        WHERE t."___zone" = \(zone) AND e->>'recordName' = \(target.recordName)
+                        """)
+                } else {
+                    rows = try link.rows("""
+                        SELECT "___recordID", \(unescaped: PostgresLayout.identifier(field.name + ":action"))::text FROM \(unescaped: table)
+                        WHERE "___zone" = \(zone) AND \(unescaped: column) = \(target.recordName)
+                        """)
+                }
+                for row in rows {
+                    guard let name = row[0] else { continue }
+                    let action: ReferenceAction
+                    if field.type.isList {
+                        action = ReferenceAction(rawValue: row[1] ?? "NONE") ?? .none
+                    } else {
+                        action = row[1].flatMap(Int64.init).flatMap(ReferenceAction.init(code:)) ?? .none
+                    }
+                    found.append((RecordID(recordName: name, zone: target.zone), type.name, field.name, action))
+                }
+            }
+        }
+        return found
+    }
+}
+
+extension PostgresLink {
+    /// Runs one statement with parameters, for its effect.
+    func execute(query: PostgresQuery) throws {
+        _ = try rows(query)
+    }
+}
