@@ -11,7 +11,12 @@ extension PostgresStore {
     /// SQLite store.
     @discardableResult
     public func delete(_ ids: [RecordID]) throws -> [DeletedRecord] {
-        try link.transaction {
+        try write { try $0.delete(ids) }
+    }
+
+    /// ``PostgresSession/delete(_:)``: in the caller's transaction.
+    func deleteInTransaction(_ ids: [RecordID]) throws -> [DeletedRecord] {
+        do {
             let types = try schema().recordTypes
             var plan: [DeletedRecord] = []
             var planned: Set<RecordID> = []

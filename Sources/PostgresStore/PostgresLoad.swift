@@ -18,8 +18,17 @@ extension PostgresStore {
     /// ``save(_:)``, running `whileOpen` just before the transaction commits (for tests that
     /// hold a write open while others work).
     func save(_ records: [Record], whileOpen: (() throws -> Void)?) throws -> Int {
+        try write { session in
+            let saved = try session.save(records)
+            try whileOpen?()
+            return saved
+        }
+    }
+
+    /// ``PostgresSession/save(_:)``: in the caller's transaction.
+    func saveInTransaction(_ records: [Record]) throws -> Int {
         let schema = location.schema
-        return try link.transaction {
+        do {
             // No store-wide lock: writers into different zones or types run side by side; change
             // numbers come from a sequence, and change tokens count transactions (see
             // changeWatermark()).
@@ -75,7 +84,6 @@ extension PostgresStore {
                 ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq,
                     xid = pg_current_xact_id(), deleted = false
                 """, "DROP TABLE _ck_stage_log", "DROP TABLE _ck_stage_numbered")
-            try whileOpen?()
             return records.count
         }
     }

@@ -66,6 +66,13 @@ public final class PostgresStore: @unchecked Sendable {
                   PRIMARY KEY (zone, "recordName"))
                 """,
                 "CREATE INDEX _ck_record_seq ON \(schema)._ck_record (seq)",
+                // Where pulls from CloudKit got to, per source and zone.
+                """
+                CREATE TABLE \(schema)._ck_sync (
+                  source text NOT NULL, scope text NOT NULL, "zoneName" text NOT NULL, "ownerRecordName" text NOT NULL,
+                  token text NOT NULL, "savedAt" bigint NOT NULL,
+                  PRIMARY KEY (source, scope, "zoneName", "ownerRecordName"))
+                """,
                 "CREATE INDEX _ck_record_xid ON \(schema)._ck_record (xid)",
                 "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('schema', 'DEFINE SCHEMA\n')")
             return id

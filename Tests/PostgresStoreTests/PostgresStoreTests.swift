@@ -267,7 +267,7 @@ struct PostgresSchemaTests {
             """
         try store.importSchema(try SchemaParser.parse(text))
         let catalog = try store.catalog()
-        #expect(catalog.count == 2 + 3 && catalog.keys.allSatisfy { $0.utf8.count <= 63 })
+        #expect(catalog.count == 2 + 4 && catalog.keys.allSatisfy { $0.utf8.count <= 63 })
         #expect(try store.indexes().filter { $0.contains("~") }.count >= 2)
         #expect(PostgresLayout.identifier(stem + "A") == PostgresLayout.identifier(stem + "A"))
         #expect(PostgresLayout.identifier(stem + "A") != PostgresLayout.identifier(stem + "B"))
@@ -511,5 +511,47 @@ struct PostgresDeleteTests {
         #expect(notes == 1 && folders == 1)
         // Deleting the note and the folder together is allowed: the VALIDATE reference goes too.
         #expect(try store.delete([RecordID(recordName: "f", zone: zone), RecordID(recordName: "n", zone: zone)]).count == 2)
+    }
+}
+
+@Suite("PostgreSQL store: a pulled page and its token", .enabled(if: TestServer.enabled))
+struct PostgresSyncTests {
+    @Test("records and the zone's sync token commit together; a failure after both leaves neither; nil forgets the token; a dry run keeps nothing")
+    func together() throws {
+        let location = try TestServer.location("sync")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(PostgresSchemaTests.notes))
+        let zone = ZoneID(scope: .private, zoneName: "Notes")
+        let source = "iCloud.com.example.Notes/production/private"
+        func page(_ from: Int) -> [Record] {
+            (from..<from + 5).map { Record(id: RecordID(recordName: "n-\($0)", zone: zone), recordType: "Note", fields: ["title": .string("Note \($0)")]) }
+        }
+        func held() throws -> Int {
+            var count = 0
+            try store.forEach(recordType: "Note") { _ in count += 1 }
+            return count
+        }
+        try store.write { session in
+            try session.save(page(0))
+            try session.saveSyncToken("tok-1", source: source, zone: zone)
+        }
+        #expect(try store.syncStates(source: source).map(\.token) == ["tok-1"] && held() == 5)
+        struct Cut: Error {}
+        #expect(throws: Cut.self) {
+            try store.write { session in
+                try session.save(page(5))
+                try session.saveSyncToken("tok-2", source: source, zone: zone)
+                throw Cut()
+            }
+        }
+        #expect(try store.syncStates(source: source).map(\.token) == ["tok-1"] && held() == 5)
+        try store.write(dryRun: true) { session in
+            try session.save(page(5))
+            try session.saveSyncToken("tok-2", source: source, zone: zone)
+        }
+        #expect(try store.syncStates(source: source).map(\.token) == ["tok-1"] && held() == 5)
+        try store.write { try $0.saveSyncToken(nil, source: source, zone: zone) }
+        #expect(try store.syncStates(source: source).isEmpty && store.syncStates(source: "elsewhere").isEmpty)
     }
 }
