@@ -108,6 +108,50 @@ extension PostgresStore {
 
     /// Every live record of `type`, in zone and name order.
     public func forEach(recordType type: String, _ body: (Record) throws -> Void) throws {
+        let reading = try reader(for: type)
+        try link.forEachRow(reading.sql + " ORDER BY z.scope, z.\"zoneName\", z.\"ownerRecordName\", t.\"___recordID\"") { row in
+            try body(try reading.decode(row))
+        }
+    }
+
+    /// The live record with this ID, if any.
+    public func record(_ id: RecordID) throws -> Record? {
+        guard let zone = try zoneNumber(id.zone),
+              let type = try link.rows("""
+                  SELECT "recordType" FROM \(name: location.schema)._ck_record WHERE zone = \(zone) AND "recordName" = \(id.recordName) AND NOT deleted
+                  """).first?[0] else { return nil }
+        let reading = try reader(for: type)
+        guard let row = try link.rows("\(unescaped: reading.sql) WHERE t.\"___zone\" = \(zone) AND t.\"___recordID\" = \(id.recordName)").first else { return nil }
+        return try reading.decode(row)
+    }
+
+    /// What a store holds: records and tombstones per zone and type, its size on the server
+    /// and its change token (a transaction watermark: see ``changeWatermark()``).
+    public func stats() throws -> StoreStats {
+        let schema = location.schema
+        var entries: [StoreStats.Entry] = []
+        for row in try link.rows("""
+            SELECT z.scope, z."zoneName", z."ownerRecordName", r."recordType", count(*) FILTER (WHERE NOT r.deleted)::text, count(*) FILTER (WHERE r.deleted)::text
+            FROM \(name: schema)._ck_record r JOIN \(name: schema)._ck_zone z ON z.id = r.zone
+            GROUP BY z.scope, z."zoneName", z."ownerRecordName", r."recordType"
+            """) {
+            guard let scope = row[0].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[1], let owner = row[2], let type = row[3],
+                  let records = row[4].flatMap(Int.init), let tombstones = row[5].flatMap(Int.init) else { continue }
+            entries.append(StoreStats.Entry(zone: ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), recordType: type,
+                                            records: records, tombstones: tombstones))
+        }
+        entries.sort { ($0.zone, $0.recordType) < ($1.zone, $1.recordType) }
+        let size = try link.rows("""
+            SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = \(schema) AND c.relkind = 'r'
+            """).first?[0].flatMap(Int64.init) ?? 0
+        return StoreStats(path: location.description, fileSize: size,
+                          token: ChangeToken(storeID: storeID, sequence: Int64(bitPattern: try changeWatermark())),
+                          entries: entries, recordTypeCount: try self.schema().recordTypes.count)
+    }
+
+    /// The SELECT (without ORDER BY) that reads a type's records as text, and how to read a row.
+    private func reader(for type: String) throws -> (sql: String, decode: ([String?]) throws -> Record) {
         let schema = location.schema
         guard let definition = try self.schema().recordType(named: type) else {
             throw StoreError.schemaChangeRefused(["the store's schema has no record type \(type)"])
@@ -123,11 +167,9 @@ extension PostgresStore {
             selected.append(PostgresLoad.asText("t.\(PostgresLayout.identifier(field.name))", field.type))
             if field.type == .reference { selected.append("t.\(PostgresLayout.identifier(field.name + ":action"))::text") }
         }
-        let sql = """
-            SELECT \(selected.joined(separator: ", ")) FROM \(layout.table) t JOIN \(schema)._ck_zone z ON z.id = t."___zone"
-            ORDER BY z.scope, z."zoneName", z."ownerRecordName", t."___recordID"
-            """
-        try link.forEachRow(sql) { row in
+        let sql = "SELECT \(selected.joined(separator: ", ")) FROM \(layout.table) t JOIN \(schema)._ck_zone z ON z.id = t.\"___zone\""
+        let location = self.location
+        return (sql, { row in
             guard let scopeText = row[0], let scope = DatabaseScope(rawValue: scopeText), let zoneName = row[1], let owner = row[2], let name = row[3] else {
                 throw PostgresStoreError.notAStore("\(location): a \(type) row lacks its zone or name")
             }
@@ -144,8 +186,8 @@ extension PostgresStore {
                 entries.append(RecordFields.Entry(name: field.name, value: value))
             }
             record.fields = RecordFields(sortedEntries: entries)
-            try body(record)
-        }
+            return record
+        })
     }
 }
 

@@ -8,6 +8,13 @@ public struct StoreStats: Sendable {
         public var recordType: String
         public var records: Int
         public var tombstones: Int
+
+        public init(zone: ZoneID, recordType: String, records: Int, tombstones: Int) {
+            self.zone = zone
+            self.recordType = recordType
+            self.records = records
+            self.tombstones = tombstones
+        }
     }
 
     public var path: String
@@ -18,6 +25,16 @@ public struct StoreStats: Sendable {
     /// Asset files held, and their total size.
     public var assetFiles = 0
     public var assetBytes: Int64 = 0
+
+    public init(path: String, fileSize: Int64, token: ChangeToken, entries: [Entry], recordTypeCount: Int, assetFiles: Int = 0, assetBytes: Int64 = 0) {
+        self.path = path
+        self.fileSize = fileSize
+        self.token = token
+        self.entries = entries
+        self.recordTypeCount = recordTypeCount
+        self.assetFiles = assetFiles
+        self.assetBytes = assetBytes
+    }
 
     public var totalRecords: Int { entries.reduce(0) { $0 + $1.records } }
     public var totalTombstones: Int { entries.reduce(0) { $0 + $1.tombstones } }

@@ -465,6 +465,16 @@ struct PostgresDeleteTests {
         let feed = try store.changes(from: before, to: try store.changeWatermark())
         #expect(feed.count == deleted.count && feed.allSatisfy(\.deleted))
         #expect(Set(feed.map(\.recordName)) == Set(deleted.map(\.id.recordName)))
+        // Counts per zone and type, records and tombstones, as the SQLite store counts them.
+        let sqliteStats = try sqlite.read { try $0.stats() }
+        let postgresStats = try store.stats()
+        #expect(postgresStats.entries == sqliteStats.entries && postgresStats.recordTypeCount == sqliteStats.recordTypeCount)
+        #expect(postgresStats.token.storeID == store.storeID && postgresStats.fileSize > 0)
+        // One record by its ID: there while live, gone once deleted.
+        let task = try #require(records.first { $0.recordType == "Task" && !Set(deleted.map(\.id)).contains($0.id) })
+        #expect(try store.record(task.id) == task)
+        #expect(try store.record(household.id) == nil)
+        #expect(try store.record(RecordID(recordName: "nobody", zone: household.zone)) == nil)
         // Saved again, a deleted record lives again.
         try store.save([household])
         var households = 0
