@@ -61,6 +61,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
             "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps",
@@ -82,7 +83,8 @@ let package = Package(
         .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records",
                                                              .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store", "SampleApps"], swiftSettings: strict),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store", "SampleApps",
+                                                           .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "CloudKitWeb", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]

@@ -59,12 +59,17 @@ final class PostgresLink: @unchecked Sendable {
     /// Runs a query and returns its rows, each column as text (nil for NULL); every column must
     /// be of a text type (cast others with `::text`).
     func rows(_ query: PostgresQuery) throws -> [[String?]] {
-        let result = try wait(connection.query(query, logger: logger))
+        let result = try rowsRaw(query)
         do {
-            return try result.rows.map { row in try row.map { cell in try cell.decode(String?.self) } }
+            return try result.map { row in try row.map { cell in try cell.decode(String?.self) } }
         } catch {
             throw PostgresStoreError.server("\(location): a column of the answer is not text (\(error))")
         }
+    }
+
+    /// Runs a query and returns its rows as the server sent them.
+    func rowsRaw(_ query: PostgresQuery) throws -> [PostgresRow] {
+        try wait(connection.query(query, logger: logger)).rows
     }
 
     /// Runs `body` in one transaction: committed when it returns (rolled back instead with

@@ -66,6 +66,13 @@ public final class PostgresStore: @unchecked Sendable {
                   PRIMARY KEY (zone, "recordName"))
                 """,
                 "CREATE INDEX _ck_record_seq ON \(schema)._ck_record (seq)",
+                // Asset files: the bytes under their SHA-256, in rows of a megabyte.
+                "CREATE TABLE \(schema)._ck_asset (sha256 text PRIMARY KEY, size bigint NOT NULL)",
+                """
+                CREATE TABLE \(schema)._ck_asset_chunk (
+                  sha256 text NOT NULL REFERENCES \(schema)._ck_asset (sha256) ON DELETE CASCADE, chunk integer NOT NULL, data bytea NOT NULL,
+                  PRIMARY KEY (sha256, chunk))
+                """,
                 // Where pulls from CloudKit got to, per source and zone.
                 """
                 CREATE TABLE \(schema)._ck_sync (

@@ -1,0 +1,99 @@
+import Crypto
+import Foundation
+import NIOCore
+import PostgresNIO
+import Records
+import Store
+
+/// Asset files in a PostgreSQL store: the bytes under their SHA-256, once however many records
+/// name them, in rows of a megabyte, so that neither storing nor reading one holds it whole.
+extension PostgresSession {
+    static let assetChunk = 1 << 20
+
+    /// Stores an asset file's bytes (checked against what the record says of them when given);
+    /// `added` is false when the store held them already.
+    @discardableResult
+    public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw AssetError("\(path): cannot open the asset file") }
+        defer { try? handle.close() }
+        // First pass: hash and measure, so a file the store already holds costs no writes.
+        var hasher = SHA256()
+        var size: Int64 = 0
+        while let chunk = try handle.read(upToCount: PostgresSession.assetChunk), !chunk.isEmpty {
+            hasher.update(data: chunk)
+            size += Int64(chunk.count)
+            guard size <= StoreSession.maximumAssetSize else {
+                throw AssetError("\(path): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset")
+            }
+        }
+        let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        if let expectedSize, expectedSize >= 0, expectedSize != size {
+            throw AssetError("\(path): the asset is \(size) bytes; \(expectedSize) were expected")
+        }
+        if let expectedSHA256, expectedSHA256 != sha256 {
+            throw AssetError("\(path): the asset's SHA-256 is \(sha256); \(expectedSHA256) was expected")
+        }
+        let schema = store.location.schema
+        let inserted = try store.link.rows("""
+            INSERT INTO \(unescaped: schema)._ck_asset (sha256, size) VALUES (\(sha256), \(size)) ON CONFLICT DO NOTHING RETURNING sha256
+            """)
+        guard !inserted.isEmpty else { return (sha256, size, false) }
+        // Second pass: the bytes, hashed again in case the file changed meanwhile.
+        try handle.seek(toOffset: 0)
+        var again = SHA256()
+        var index: Int32 = 0
+        while let chunk = try handle.read(upToCount: PostgresSession.assetChunk), !chunk.isEmpty {
+            again.update(data: chunk)
+            try store.link.execute(query: """
+                INSERT INTO \(unescaped: schema)._ck_asset_chunk (sha256, chunk, data) VALUES (\(sha256), \(index), \(ByteBuffer(bytes: chunk)))
+                """)
+            index += 1
+        }
+        guard again.finalize().map({ String(format: "%02x", $0) }).joined() == sha256 else {
+            throw AssetError("\(path): the file changed while it was being stored")
+        }
+        return (sha256, size, true)
+    }
+}
+
+extension PostgresStore {
+    /// The size of an asset the store holds.
+    public func assetSize(_ sha256: String) throws -> Int64? {
+        try link.rows("SELECT size::text FROM \(name: location.schema)._ck_asset WHERE sha256 = \(sha256)").first?[0].flatMap(Int64.init)
+    }
+
+    /// Passes an asset's bytes to `body` a megabyte at a time, in one snapshot; false when the
+    /// store lacks them.
+    @discardableResult
+    public func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        try link.transaction(rollback: true) {
+            try link.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            guard let size = try assetSize(sha256) else { return false }
+            var index: Int32 = 0
+            var total: Int64 = 0
+            while let bytes = try link.bytes("SELECT data FROM \(name: location.schema)._ck_asset_chunk WHERE sha256 = \(sha256) AND chunk = \(index)") {
+                try bytes.withUnsafeBytes { try body($0) }
+                total += Int64(bytes.count)
+                index += 1
+            }
+            guard total == size else {
+                throw PostgresStoreError.notAStore("\(location): asset \(sha256) holds \(total) bytes; its entry says \(size)")
+            }
+            return true
+        }
+    }
+}
+
+extension PostgresLink {
+    /// The first column of the first row as bytes (a bytea), or nil when there is no row.
+    func bytes(_ query: PostgresQuery) throws -> [UInt8]? {
+        let result = try rowsRaw(query)
+        guard let row = result.first else { return nil }
+        do {
+            guard let buffer = try row.first?.decode(ByteBuffer?.self) else { return [] }
+            return Array(buffer.readableBytesView)
+        } catch {
+            throw PostgresStoreError.server("\(location): a column of the answer is not bytes (\(error))")
+        }
+    }
+}
