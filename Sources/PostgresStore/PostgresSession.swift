@@ -42,7 +42,39 @@ public final class PostgresSession {
     }
 }
 
+extension PostgresSession {
+    /// Adds (or, for the same set and version, replaces) an entry of the migration history, in
+    /// this transaction: with the records the migration rewrote.
+    public func recordMigration(_ entry: MigrationHistoryEntry) throws {
+        try store.link.execute(query: """
+            INSERT INTO \(unescaped: store.location.schema)._ck_migration ("set", version, description, file, checksum, "appliedAt", "durationMs", "recordsChanged")
+            VALUES (\(entry.set), \(entry.version), \(entry.description), \(entry.file), \(entry.checksum), \(entry.appliedAt),
+                    \(entry.durationMilliseconds), \(entry.recordsChanged))
+            ON CONFLICT ("set", version) DO UPDATE SET description = EXCLUDED.description, file = EXCLUDED.file, checksum = EXCLUDED.checksum,
+                "appliedAt" = EXCLUDED."appliedAt", "durationMs" = EXCLUDED."durationMs", "recordsChanged" = EXCLUDED."recordsChanged"
+            """)
+    }
+}
+
 extension PostgresStore {
+    /// The migrations applied to this store, oldest first; only `set`'s when given.
+    public func migrationHistory(set: String? = nil) throws -> [MigrationHistoryEntry] {
+        let sql = """
+            SELECT "set", version::text, description, file, checksum, "appliedAt"::text, "durationMs"::text, "recordsChanged"::text
+            FROM \(location.schema)._ck_migration
+            """
+        let rows = try set.map { try link.rows("\(unescaped: sql) WHERE \"set\" = \($0) ORDER BY \"set\", version") }
+            ?? link.rows(PostgresQuery(unsafeSQL: sql + " ORDER BY \"set\", version"))
+        return try rows.map { row in
+            guard let set = row[0], let version = row[1].flatMap(Int.init), let description = row[2], let file = row[3], let checksum = row[4],
+                  let appliedAt = row[5].flatMap(Int64.init), let duration = row[6].flatMap(Int64.init), let changed = row[7].flatMap(Int.init) else {
+                throw PostgresStoreError.notAStore("\(location): a migration history row is incomplete")
+            }
+            return MigrationHistoryEntry(set: set, version: version, description: description, file: file, checksum: checksum, appliedAt: appliedAt,
+                                         durationMilliseconds: duration, recordsChanged: changed)
+        }
+    }
+
     /// Runs `body` in one write transaction and commits it, or rolls everything back when
     /// `body` throws or `dryRun` is set.
     public func write<T>(dryRun: Bool = false, _ body: (PostgresSession) throws -> T) throws -> T {

@@ -73,6 +73,13 @@ public final class PostgresStore: @unchecked Sendable {
                   sha256 text NOT NULL REFERENCES \(schema)._ck_asset (sha256) ON DELETE CASCADE, chunk integer NOT NULL, data bytea NOT NULL,
                   PRIMARY KEY (sha256, chunk))
                 """,
+                // The migrations applied, per set and version.
+                """
+                CREATE TABLE \(schema)._ck_migration (
+                  "set" text NOT NULL, version integer NOT NULL, description text NOT NULL, file text NOT NULL, checksum text NOT NULL,
+                  "appliedAt" bigint NOT NULL, "durationMs" bigint NOT NULL, "recordsChanged" bigint NOT NULL,
+                  PRIMARY KEY ("set", version))
+                """,
                 // Where pulls from CloudKit got to, per source and zone.
                 """
                 CREATE TABLE \(schema)._ck_sync (

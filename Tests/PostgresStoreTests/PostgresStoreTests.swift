@@ -599,3 +599,28 @@ struct PostgresAssetTests {
         #expect(try store.readAsset(kept.sha256) { emptyRead += $0.count } && emptyRead == 0)
     }
 }
+
+@Suite("PostgreSQL store: migration history", .enabled(if: TestServer.enabled))
+struct PostgresHistoryTests {
+    @Test("entries kept per set and version, oldest first, the same version replaced, filtered by set; one that rolls back is not kept")
+    func history() throws {
+        let location = try TestServer.location("history")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        func entry(_ set: String, _ version: Int, changed: Int) -> MigrationHistoryEntry {
+            MigrationHistoryEntry(set: set, version: version, description: "step \(version)", file: "\(version)-step.yaml", checksum: String(repeating: "c", count: 64),
+                                  appliedAt: 1_764_000_000_000 + Int64(version), durationMilliseconds: 12, recordsChanged: changed)
+        }
+        try store.write { session in
+            try session.recordMigration(entry("notes", 2, changed: 5))
+            try session.recordMigration(entry("notes", 1, changed: 3))
+            try session.recordMigration(entry("todo", 1, changed: 0))
+        }
+        try store.write { try $0.recordMigration(entry("notes", 2, changed: 7)) }
+        struct Cut: Error {}
+        #expect(throws: Cut.self) { try store.write { session in try session.recordMigration(entry("notes", 3, changed: 1)); throw Cut() } }
+        #expect(try store.migrationHistory() == [entry("notes", 1, changed: 3), entry("notes", 2, changed: 7), entry("todo", 1, changed: 0)])
+        #expect(try store.migrationHistory(set: "todo") == [entry("todo", 1, changed: 0)])
+        #expect(try store.migrationHistory(set: "none").isEmpty)
+    }
+}
