@@ -40,8 +40,27 @@ extension PostgresStore {
                 throw StoreError.schemaChangeRefused(["record \(stray.recordName) is of type \(stray.recordType), which the store's schema does not define (import a schema that does first)"])
             }
             let zones = try zoneNumbers(Set(records.map(\.zone)))
-            var changes: [(zone: Int64, name: String, type: String)] = []
-            for (typeName, group) in Dictionary(grouping: records, by: \.recordType).sorted(by: { $0.key < $1.key }) {
+            // The change log first: every record takes a change number in the order given, and a
+            // name another type holds (in the store or in this batch) is refused before anything
+            // is written, as the SQLite store refuses it.
+            var log: [UInt8] = []
+            for (position, record) in records.enumerated() {
+                PostgresLoad.appendFields([String(position), String(zones[record.zone]!), record.recordName, record.recordType], to: &log)
+            }
+            try link.execute("CREATE TEMP TABLE _ck_stage_log (position bigint, zone bigint, name text, type text) ON COMMIT DROP")
+            try link.copy(into: "_ck_stage_log", log)
+            let clashes = try link.rows("""
+                SELECT s.name, r."recordType", s.type FROM _ck_stage_log s JOIN \(name: schema)._ck_record r ON r.zone = s.zone AND r."recordName" = s.name
+                WHERE NOT r.deleted AND r."recordType" <> s.type
+                UNION ALL
+                SELECT a.name, a.type, b.type FROM _ck_stage_log a JOIN _ck_stage_log b ON a.zone = b.zone AND a.name = b.name AND a.position < b.position AND a.type <> b.type
+                LIMIT 1
+                """)
+            if let clash = clashes.first, let name = clash[0], let held = clash[1] {
+                let zone = records.first { $0.recordName == name }?.zone.zoneName ?? "?"
+                throw SaveRefusal(message: "record name '\(name)' is already used in zone \(zone) by a record of type \(held)")
+            }
+            for (typeName, group) in Dictionary(grouping: records.enumerated(), by: \.element.recordType).sorted(by: { $0.key < $1.key }) {
                 let layout = PostgresLayout(type: types[typeName]!, schema: schema)
                 let fields = layout.type.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
                 var columns = PostgresLayout.systemColumns.map { ($0.name, $0.name == "___zone" ? "bigint" : ($0.name.hasSuffix("Time") ? "timestamp" : "text")) }
@@ -50,31 +69,29 @@ extension PostgresStore {
                     if field.type == .reference { columns.append((field.name + ":action", "smallint")) }
                 }
                 let stage = "_ck_stage"
-                try link.execute("CREATE TEMP TABLE \(stage) (\(columns.indices.map { "c\($0) text" }.joined(separator: ", "))) ON COMMIT DROP")
+                try link.execute("CREATE TEMP TABLE \(stage) (\(columns.indices.map { "c\($0) text" }.joined(separator: ", ")), pos bigint) ON COMMIT DROP")
                 var rows: [UInt8] = []
                 rows.reserveCapacity(group.count * 256)
-                for record in group {
-                    PostgresLoad.appendRow(record, zone: zones[record.zone]!, fields: fields, to: &rows)
-                    changes.append((zones[record.zone]!, record.recordName, typeName))
+                for (position, record) in group {
+                    PostgresLoad.appendRow(record, zone: zones[record.zone]!, fields: fields, position: position, to: &rows)
                 }
                 try link.copy(into: stage, rows)
                 let casts = columns.enumerated().map { index, column in PostgresLoad.cast("c\(index)", to: column.1) }
                 let names = columns.map { PostgresLayout.identifier($0.0) }
-                let updates = names.dropFirst(2).map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+                // As the SQLite store's replace: the fields become what is given; the change tag and
+                // the created and modified stamps keep what the incoming record does not say.
+                let systemKept = Set(["___etag", "___createTime", "___createdBy", "___createdDevice", "___modTime", "___modifiedBy", "___modifiedDevice"])
+                let updates = columns.dropFirst(2).map { column -> String in
+                    let name = PostgresLayout.identifier(column.0)
+                    return systemKept.contains(column.0) ? "\(name) = coalesce(EXCLUDED.\(name), t.\(name))" : "\(name) = EXCLUDED.\(name)"
+                }.joined(separator: ", ")
+                // A name given twice in the batch: its last record wins.
                 try link.execute("""
-                    INSERT INTO \(layout.table) (\(names.joined(separator: ", ")))
-                    SELECT \(casts.joined(separator: ", ")) FROM \(stage)
+                    INSERT INTO \(layout.table) AS t (\(names.joined(separator: ", ")))
+                    SELECT \(casts.joined(separator: ", ")) FROM (SELECT DISTINCT ON (c0, c1) * FROM \(stage) ORDER BY c0, c1, pos DESC) latest
                     ON CONFLICT ("___zone", "___recordID") DO UPDATE SET \(updates)
                     """, "DROP TABLE \(stage)")
             }
-            // The change log: one row per record name, pointing at its latest change.
-            // Every record takes a change number, in the order given; the log keeps each name's last.
-            var log: [UInt8] = []
-            for (position, change) in changes.enumerated() {
-                PostgresLoad.appendFields([String(position), String(change.zone), change.name, change.type], to: &log)
-            }
-            try link.execute("CREATE TEMP TABLE _ck_stage_log (position bigint, zone bigint, name text, type text) ON COMMIT DROP")
-            try link.copy(into: "_ck_stage_log", log)
             try link.execute("""
                 CREATE TEMP TABLE _ck_stage_numbered ON COMMIT DROP AS
                 SELECT position, zone, name, type, nextval('\(schema)._ck_seq') AS seq FROM (SELECT * FROM _ck_stage_log ORDER BY position) ordered
@@ -230,7 +247,7 @@ extension PostgresLink {
 /// Values to and from the text the store's bulk path and reads use.
 enum PostgresLoad {
     /// One record as a line of COPY's text format: the staging columns, all text.
-    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], to out: inout [UInt8]) {
+    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int, to out: inout [UInt8]) {
         var values: [String?] = [
             String(zone), record.recordName, record.changeTag,
             record.created.map { String($0.timestamp) }, record.created?.userRecordName, record.created?.deviceID,
@@ -250,6 +267,7 @@ enum PostgresLoad {
                 if field.type == .reference { values.append(nil) }
             }
         }
+        values.append(String(position))
         appendFields(values, to: &out)
     }
 

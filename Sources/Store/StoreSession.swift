@@ -34,6 +34,8 @@ public struct SaveRefusal: CKPortError, Sendable {
 
     public var message: String
     public var description: String { message }
+
+    public init(message: String) { self.message = message }
 }
 
 /// Access to the store inside one transaction. Obtain one from ``RecordStore/write(dryRun:_:)``

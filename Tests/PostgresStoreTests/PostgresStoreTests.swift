@@ -624,3 +624,73 @@ struct PostgresHistoryTests {
         #expect(try store.migrationHistory(set: "none").isEmpty)
     }
 }
+
+@Suite("PostgreSQL store: saving as the SQLite store saves", .enabled(if: TestServer.enabled))
+struct PostgresSaveRulesTests {
+    static let schema = """
+        DEFINE SCHEMA
+            RECORD TYPE Folder (name STRING);
+            RECORD TYPE Note (title STRING, body STRING);
+        """
+    let zone = ZoneID(scope: .private, zoneName: "Notes")
+
+    func note(_ name: String, _ fields: RecordFields, tag: String? = nil, created: RecordStamp? = nil, modified: RecordStamp? = nil) -> Record {
+        Record(id: RecordID(recordName: name, zone: zone), recordType: "Note", fields: fields, changeTag: tag, created: created, modified: modified)
+    }
+
+    @Test("a saved record replaces the stored one as the SQLite store's replace does: fields as given, the change tag and the stamps' parts it does not say kept")
+    func replaceLikeSQLite() throws {
+        let first = note("n", ["title": .string("One"), "body": .string("text")], tag: "t1",
+                         created: RecordStamp(timestamp: 10, userRecordName: "_ana", deviceID: "iPhone"),
+                         modified: RecordStamp(timestamp: 20, userRecordName: "_ana", deviceID: "iPhone"))
+        let second = note("n", ["title": .string("Two")], modified: RecordStamp(timestamp: 30, userRecordName: nil, deviceID: nil))
+        let scratch = Scratch()
+        let sqlite = try scratch.store(Self.schema)
+        try sqlite.write { session in
+            try session.save(first, mode: .replace)
+            try session.save(second, mode: .replace)
+        }
+        let location = try TestServer.location("replace")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(Self.schema))
+        try store.save([first])
+        try store.save([second])
+        let expected = try sqlite.read { try $0.record(first.id) }
+        #expect(try store.record(first.id) == expected)
+        #expect(expected?.changeTag == "t1" && expected?.modified?.userRecordName == "_ana" && expected?.fields["body"] == nil)
+        // The same name twice in one batch: the last one is what stays.
+        try store.save([note("d", ["title": .string("first")]), note("d", ["title": .string("last")])])
+        #expect(try store.record(RecordID(recordName: "d", zone: zone))?.fields["title"] == .string("last"))
+    }
+
+    @Test("a record name another type holds, in the store or earlier in the batch, is refused in the SQLite store's words, and nothing of the batch is saved")
+    func nameHeldByAnotherType() throws {
+        let scratch = Scratch()
+        let sqlite = try scratch.store(Self.schema)
+        let folder = Record(id: RecordID(recordName: "x", zone: zone), recordType: "Folder", fields: ["name": .string("Inbox")])
+        _ = try sqlite.write { try $0.save(folder, mode: .replace) }
+        var words = ""
+        do { _ = try sqlite.write { try $0.save(note("x", ["title": .string("clash")]), mode: .replace) } } catch { words = "\(error)" }
+        #expect(words.contains("already used"))
+        let location = try TestServer.location("clash")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(Self.schema))
+        try store.save([folder])
+        #expect {
+            try store.save([note("fine", ["title": .string("ok")]), note("x", ["title": .string("clash")])])
+        } throws: { error in
+            "\(error)" == words
+        }
+        #expect {
+            try store.save([note("y", ["title": .string("a note")]), Record(id: RecordID(recordName: "y", zone: zone), recordType: "Folder")])
+        } throws: { error in
+            "\(error)".contains("record name 'y' is already used in zone Notes by a record of type Note")
+        }
+        var notes = 0
+        try store.forEach(recordType: "Note") { _ in notes += 1 }
+        let kept = try store.record(folder.id)
+        #expect(notes == 0 && kept == folder)
+    }
+}
