@@ -14,32 +14,14 @@ extension PostgresSession {
     /// `added` is false when the store held them already.
     @discardableResult
     public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw AssetError("\(path): cannot open the asset file") }
+        let (handle, sha256, size) = try AssetFile.open(path, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
         defer { try? handle.close() }
-        // First pass: hash and measure, so a file the store already holds costs no writes.
-        var hasher = SHA256()
-        var size: Int64 = 0
-        while let chunk = try handle.read(upToCount: PostgresSession.assetChunk), !chunk.isEmpty {
-            hasher.update(data: chunk)
-            size += Int64(chunk.count)
-            guard size <= StoreSession.maximumAssetSize else {
-                throw AssetError("\(path): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset")
-            }
-        }
-        let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-        if let expectedSize, expectedSize >= 0, expectedSize != size {
-            throw AssetError("\(path): the asset is \(size) bytes; \(expectedSize) were expected")
-        }
-        if let expectedSHA256, expectedSHA256 != sha256 {
-            throw AssetError("\(path): the asset's SHA-256 is \(sha256); \(expectedSHA256) was expected")
-        }
         let schema = store.location.schema
         let inserted = try store.link.rows("""
             INSERT INTO \(unescaped: schema)._ck_asset (sha256, size) VALUES (\(sha256), \(size)) ON CONFLICT DO NOTHING RETURNING sha256
             """)
         guard !inserted.isEmpty else { return (sha256, size, false) }
         // Second pass: the bytes, hashed again in case the file changed meanwhile.
-        try handle.seek(toOffset: 0)
         var again = SHA256()
         var index: Int32 = 0
         while let chunk = try handle.read(upToCount: PostgresSession.assetChunk), !chunk.isEmpty {

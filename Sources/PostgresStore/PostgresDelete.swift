@@ -33,26 +33,7 @@ extension PostgresStore {
                 plan.append(DeletedRecord(id: id, recordType: type, cause: nil, field: nil))
             }
             if !missing.isEmpty { throw StoreError.missingRecords(missing) }
-            var blockers: [(source: RecordID, sourceType: String, field: String, target: RecordID)] = []
-            var next = 0
-            while next < plan.count {
-                let target = plan[next].id
-                next += 1
-                for referrer in try referrers(of: target, zone: zones[target.zone]!, types: types) {
-                    switch referrer.action {
-                    case .deleteSelf:
-                        if planned.insert(referrer.id).inserted {
-                            plan.append(DeletedRecord(id: referrer.id, recordType: referrer.recordType, cause: target, field: referrer.field))
-                        }
-                    case .validate:
-                        blockers.append((referrer.id, referrer.recordType, referrer.field, target))
-                    case .none:
-                        break
-                    }
-                }
-            }
-            let standing = blockers.filter { !planned.contains($0.source) }
-            if !standing.isEmpty { throw StoreError.validateReferences(standing) }
+            plan = try DeletePlan.expand(plan) { target in try referrers(of: target, zone: zones[target.zone]!, types: types) }
             for entry in plan {
                 let zone = zones[entry.id.zone]!
                 try link.execute(query: """

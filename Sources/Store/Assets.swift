@@ -76,27 +76,8 @@ extension StoreSession {
     @discardableResult
     public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
         precondition(writable, "putAsset needs a write transaction")
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw AssetError("\(path): cannot open the asset file")
-        }
+        let (handle, sha256, size) = try AssetFile.open(path, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
         defer { try? handle.close() }
-        // First pass: hash and measure, so a file the store already holds costs no writes.
-        var hasher = SHA256()
-        var size: Int64 = 0
-        while let chunk = try handle.read(upToCount: StoreSession.assetChunk), !chunk.isEmpty {
-            hasher.update(data: chunk)
-            size += Int64(chunk.count)
-            guard size <= StoreSession.maximumAssetSize else {
-                throw AssetError("\(path): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset")
-            }
-        }
-        let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-        if let expectedSize, expectedSize >= 0, expectedSize != size {
-            throw AssetError("\(path): the asset is \(size) bytes; \(expectedSize) were expected")
-        }
-        if let expectedSHA256, expectedSHA256 != sha256 {
-            throw AssetError("\(path): the asset's SHA-256 is \(sha256); \(expectedSHA256) was expected")
-        }
         if try assetSize(sha256) != nil { return (sha256, size, false) }
         try db.execute(sql: "CREATE TABLE IF NOT EXISTS _ck_asset (sha256 TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, data BLOB NOT NULL)")
         try db.execute(sql: "INSERT INTO _ck_asset (sha256, size, data) VALUES (?, ?, zeroblob(?))", arguments: [sha256, size, size])
@@ -108,7 +89,6 @@ extension StoreSession {
             throw AssetError("\(path): cannot write the asset into the store: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
         }
         defer { sqlite3_blob_close(blob) }
-        try handle.seek(toOffset: 0)
         var again = SHA256()
         var offset: Int64 = 0
         while offset < size, let chunk = try handle.read(upToCount: Int(min(Int64(StoreSession.assetChunk), size - offset))), !chunk.isEmpty {
@@ -154,5 +134,41 @@ extension Record {
             }
         }
         return copy
+    }
+}
+
+/// An asset file about to be stored, hashed and measured first (every store does this the same
+/// way, so a file the store already holds costs no writes, and a file that differs from what
+/// its record says is refused before anything is written).
+public enum AssetFile {
+    /// Opens the file at `path` and reads it once: its SHA-256 and size, checked against what is
+    /// expected when given. The handle is left at the start, for the caller to copy from.
+    public static func open(_ path: String, expectedSHA256: String?, expectedSize: Int64?) throws -> (handle: FileHandle, sha256: String, size: Int64) {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw AssetError("\(path): cannot open the asset file")
+        }
+        do {
+            var hasher = SHA256()
+            var size: Int64 = 0
+            while let chunk = try handle.read(upToCount: StoreSession.assetChunk), !chunk.isEmpty {
+                hasher.update(data: chunk)
+                size += Int64(chunk.count)
+                guard size <= StoreSession.maximumAssetSize else {
+                    throw AssetError("\(path): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset")
+                }
+            }
+            let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            if let expectedSize, expectedSize >= 0, expectedSize != size {
+                throw AssetError("\(path): the asset is \(size) bytes; \(expectedSize) were expected")
+            }
+            if let expectedSHA256, expectedSHA256 != sha256 {
+                throw AssetError("\(path): the asset's SHA-256 is \(sha256); \(expectedSHA256) was expected")
+            }
+            try handle.seek(toOffset: 0)
+            return (handle, sha256, size)
+        } catch {
+            try? handle.close()
+            throw error
+        }
     }
 }

@@ -29,36 +29,14 @@ extension StoreSession {
         precondition(writable, "delete needs a write transaction")
         var plan: [DeletedRecord] = []
         var planned: Set<RecordID> = []
-        var queue: [Int] = []
         var missing: [RecordID] = []
         for id in ids where !planned.contains(id) {
             guard let entry = try registryEntry(id), !entry.deleted else { missing.append(id); continue }
             planned.insert(id)
             plan.append(DeletedRecord(id: id, recordType: entry.recordType, cause: nil, field: nil))
-            queue.append(plan.count - 1)
         }
         if !missing.isEmpty { throw StoreError.missingRecords(missing) }
-        var blockers: [(source: RecordID, sourceType: String, field: String, target: RecordID)] = []
-        var next = 0
-        while next < queue.count {
-            let target = plan[queue[next]].id
-            next += 1
-            for referrer in try referrers(of: target) {
-                switch referrer.action {
-                case .deleteSelf:
-                    if planned.insert(referrer.id).inserted {
-                        plan.append(DeletedRecord(id: referrer.id, recordType: referrer.recordType, cause: target, field: referrer.field))
-                        queue.append(plan.count - 1)
-                    }
-                case .validate:
-                    blockers.append((referrer.id, referrer.recordType, referrer.field, target))
-                case .none:
-                    break
-                }
-            }
-        }
-        let standing = blockers.filter { !planned.contains($0.source) }
-        if !standing.isEmpty { throw StoreError.validateReferences(standing) }
+        plan = try DeletePlan.expand(plan, referrers: referrers(of:))
         for entry in plan {
             try removeRow(zone: try zoneRow(entry.id.zone, create: false)!, name: entry.id.recordName, type: entry.recordType)
         }
@@ -120,5 +98,38 @@ extension StoreError {
     public static func validateReferences(_ standing: [(source: RecordID, sourceType: String, field: String, target: RecordID)]) -> StoreError {
         let lines = standing.prefix(5).map { "\($0.sourceType) '\($0.source.recordName)' points at '\($0.target.recordName)' through \($0.field) (VALIDATE)" }
         return .deleteRefused("nothing was deleted: \(standing.count) VALIDATE reference\(standing.count == 1 ? "" : "s") still point\(standing.count == 1 ? "s" : "") at the records to delete:\n  " + lines.joined(separator: "\n  ") + (standing.count > 5 ? "\n  …and \(standing.count - 5) more" : "") + "\ndelete those records first, or change their references")
+    }
+}
+
+/// How a delete spreads through references; every store walks it the same way.
+public enum DeletePlan {
+    /// The records asked for and, transitively, every record that points at one of them with a
+    /// DELETE_SELF reference (`referrers` lists who points at a record, and how); refused while
+    /// a VALIDATE reference from a record that stays points at one of them.
+    public static func expand(_ asked: [DeletedRecord],
+                              referrers: (RecordID) throws -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)]) throws -> [DeletedRecord] {
+        var plan = asked
+        var planned = Set(asked.map(\.id))
+        var blockers: [(source: RecordID, sourceType: String, field: String, target: RecordID)] = []
+        var next = 0
+        while next < plan.count {
+            let target = plan[next].id
+            next += 1
+            for referrer in try referrers(target) {
+                switch referrer.action {
+                case .deleteSelf:
+                    if planned.insert(referrer.id).inserted {
+                        plan.append(DeletedRecord(id: referrer.id, recordType: referrer.recordType, cause: target, field: referrer.field))
+                    }
+                case .validate:
+                    blockers.append((referrer.id, referrer.recordType, referrer.field, target))
+                case .none:
+                    break
+                }
+            }
+        }
+        let standing = blockers.filter { !planned.contains($0.source) }
+        if !standing.isEmpty { throw StoreError.validateReferences(standing) }
+        return plan
     }
 }
