@@ -16,8 +16,8 @@ extension PostgresSession {
     public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
         let (handle, sha256, size) = try AssetFile.open(path, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
         defer { try? handle.close() }
-        let schema = store.location.schema
-        let inserted = try store.link.rows("""
+        let schema = namespace
+        let inserted = try link.rows("""
             INSERT INTO \(unescaped: schema)._ck_asset (sha256, size) VALUES (\(sha256), \(size)) ON CONFLICT DO NOTHING RETURNING sha256
             """)
         guard !inserted.isEmpty else { return (sha256, size, false) }
@@ -26,7 +26,7 @@ extension PostgresSession {
         var index: Int32 = 0
         while let chunk = try handle.read(upToCount: PostgresSession.assetChunk), !chunk.isEmpty {
             again.update(data: chunk)
-            try store.link.execute(query: """
+            try link.execute(query: """
                 INSERT INTO \(unescaped: schema)._ck_asset_chunk (sha256, chunk, data) VALUES (\(sha256), \(index), \(ByteBuffer(bytes: chunk)))
                 """)
             index += 1
@@ -38,31 +38,27 @@ extension PostgresSession {
     }
 }
 
-extension PostgresStore {
+extension PostgresSession {
     /// The size of an asset the store holds.
     public func assetSize(_ sha256: String) throws -> Int64? {
-        try link.rows("SELECT size::text FROM \(name: location.schema)._ck_asset WHERE sha256 = \(sha256)").first?[0].flatMap(Int64.init)
+        try link.rows("SELECT size::text FROM \(name: namespace)._ck_asset WHERE sha256 = \(sha256)").first?[0].flatMap(Int64.init)
     }
 
-    /// Passes an asset's bytes to `body` a megabyte at a time, in one snapshot; false when the
-    /// store lacks them.
+    /// Passes an asset's bytes to `body` a megabyte at a time; false when the store lacks them.
     @discardableResult
     public func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        try link.transaction(rollback: true) {
-            try link.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            guard let size = try assetSize(sha256) else { return false }
-            var index: Int32 = 0
-            var total: Int64 = 0
-            while let bytes = try link.bytes("SELECT data FROM \(name: location.schema)._ck_asset_chunk WHERE sha256 = \(sha256) AND chunk = \(index)") {
-                try bytes.withUnsafeBytes { try body($0) }
-                total += Int64(bytes.count)
-                index += 1
-            }
-            guard total == size else {
-                throw PostgresStoreError.notAStore("\(location): asset \(sha256) holds \(total) bytes; its entry says \(size)")
-            }
-            return true
+        guard let size = try assetSize(sha256) else { return false }
+        var index: Int32 = 0
+        var total: Int64 = 0
+        while let bytes = try link.bytes("SELECT data FROM \(name: namespace)._ck_asset_chunk WHERE sha256 = \(sha256) AND chunk = \(index)") {
+            try bytes.withUnsafeBytes { try body($0) }
+            total += Int64(bytes.count)
+            index += 1
         }
+        guard total == size else {
+            throw PostgresStoreError.notAStore("\(location): asset \(sha256) holds \(total) bytes; its entry says \(size)")
+        }
+        return true
     }
 }
 

@@ -3,57 +3,47 @@ import PostgresNIO
 import Records
 import Store
 
-extension PostgresStore {
+extension PostgresSession {
     /// Deletes records and, transitively, every record that points at one of them with a
-    /// DELETE_SELF reference, in one transaction; refused, with nothing deleted, while a VALIDATE
-    /// reference from a record that stays points at one of them, or when a record is not there.
-    /// Each deleted record leaves a tombstone in the change log. The same rules and words as the
-    /// SQLite store.
+    /// DELETE_SELF reference; refused, with nothing deleted, while a VALIDATE reference from a
+    /// record that stays points at one of them, or when a record is not there. Each deleted
+    /// record leaves a tombstone in the change log. The same rules and words as the SQLite
+    /// store.
     @discardableResult
     public func delete(_ ids: [RecordID]) throws -> [DeletedRecord] {
-        try write { try $0.delete(ids) }
-    }
-
-    /// ``PostgresSession/delete(_:)``: in the caller's transaction.
-    func deleteInTransaction(_ ids: [RecordID]) throws -> [DeletedRecord] {
-        do {
-            let types = try schema().recordTypes
-            var plan: [DeletedRecord] = []
-            var planned: Set<RecordID> = []
-            var missing: [RecordID] = []
-            var zones: [ZoneID: Int64] = [:]
-            for id in ids where !planned.contains(id) {
-                guard let zone = try zoneNumber(id.zone) else { missing.append(id); continue }
-                zones[id.zone] = zone
-                let entry = try link.rows("""
-                    SELECT "recordType", deleted::text FROM \(name: location.schema)._ck_record WHERE zone = \(zone) AND "recordName" = \(id.recordName)
-                    """).first
-                guard let entry, let type = entry[0], entry[1] == "false" else { missing.append(id); continue }
-                planned.insert(id)
-                plan.append(DeletedRecord(id: id, recordType: type, cause: nil, field: nil))
-            }
-            if !missing.isEmpty { throw StoreError.missingRecords(missing) }
-            plan = try DeletePlan.expand(plan) { target in try referrers(of: target, zone: zones[target.zone]!, types: types) }
-            for entry in plan {
-                let zone = zones[entry.id.zone]!
-                try link.execute(query: """
-                    DELETE FROM \(unescaped: "\(location.schema).\(PostgresLayout.identifier(entry.recordType))") WHERE "___zone" = \(zone) AND "___recordID" = \(entry.id.recordName)
-                    """)
-                try link.execute(query: """
-                    UPDATE \(name: location.schema)._ck_record SET deleted = true, seq = nextval(\("\(location.schema)._ck_seq")), xid = pg_current_xact_id()
-                    WHERE zone = \(zone) AND "recordName" = \(entry.id.recordName)
-                    """)
-            }
-            return plan
+        precondition(writable, "delete needs a write transaction")
+        let types = schema.recordTypes
+        var plan: [DeletedRecord] = []
+        var planned: Set<RecordID> = []
+        var missing: [RecordID] = []
+        var zones: [ZoneID: Int64] = [:]
+        for id in ids where !planned.contains(id) {
+            guard let zone = try zoneNumber(id.zone), let entry = try registryEntry(id), !entry.deleted else { missing.append(id); continue }
+            zones[id.zone] = zone
+            planned.insert(id)
+            plan.append(DeletedRecord(id: id, recordType: entry.recordType, cause: nil, field: nil))
         }
+        if !missing.isEmpty { throw StoreError.missingRecords(missing) }
+        plan = try DeletePlan.expand(plan) { target in try referrers(of: target, zone: zones[target.zone]!, types: types) }
+        for entry in plan {
+            let zone = zones[entry.id.zone]!
+            try link.execute(query: """
+                DELETE FROM \(unescaped: "\(namespace).\(PostgresLayout.identifier(entry.recordType))") WHERE "___zone" = \(zone) AND "___recordID" = \(entry.id.recordName)
+                """)
+            try link.execute(query: """
+                UPDATE \(name: namespace)._ck_record SET deleted = true, seq = nextval(\("\(namespace)._ck_seq")), xid = pg_current_xact_id()
+                WHERE zone = \(zone) AND "recordName" = \(entry.id.recordName)
+                """)
+        }
+        return plan
     }
 
-    /// The registry number of a zone the store knows, or nil.
-    func zoneNumber(_ zone: ZoneID) throws -> Int64? {
-        try link.rows("""
-            SELECT id::text FROM \(name: location.schema)._ck_zone
-            WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
-            """).first?[0].flatMap { Int64($0) }
+    /// Deletes every record a query selects, with the same reference actions.
+    @discardableResult
+    public func delete(matching query: RecordQuery) throws -> [DeletedRecord] {
+        var ids: [RecordID] = []
+        try forEach(query) { ids.append($0.id) }
+        return try delete(ids)
     }
 
     /// Records in the target's zone holding a reference to it, single or in a list.
@@ -61,7 +51,7 @@ extension PostgresStore {
         -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)] {
         var found: [(RecordID, String, String, ReferenceAction)] = []
         for type in types {
-            let table = "\(location.schema).\(PostgresLayout.identifier(type.name))"
+            let table = "\(namespace).\(PostgresLayout.identifier(type.name))"
             for field in type.userFields where field.type.primitive == .reference {
                 let column = PostgresLayout.identifier(field.name)
                 let rows: [[String?]]

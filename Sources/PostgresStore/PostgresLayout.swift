@@ -7,7 +7,7 @@ import Records
 ///
 /// | field type          | column                                                          |
 /// |---------------------|-----------------------------------------------------------------|
-/// | STRING              | text                                                            |
+/// | STRING              | text (collation "C": compared and sorted by bytes, as SQLite)    |
 /// | INT64               | bigint                                                          |
 /// | TIMESTAMP           | timestamptz (CloudKit's milliseconds fit its microseconds)      |
 /// | DOUBLE              | double precision (keeps -0.0, NaN and the infinities)           |
@@ -31,9 +31,9 @@ struct PostgresLayout {
     var table: String { "\(schema).\(PostgresLayout.identifier(type.name))" }
 
     static let systemColumns: [(name: String, sqlType: String)] = [
-        ("___zone", "bigint NOT NULL"), ("___recordID", "text NOT NULL"), ("___etag", "text"),
-        ("___createTime", "timestamptz"), ("___createdBy", "text"), ("___createdDevice", "text"),
-        ("___modTime", "timestamptz"), ("___modifiedBy", "text"), ("___modifiedDevice", "text"),
+        ("___zone", "bigint NOT NULL"), ("___recordID", "text COLLATE \"C\" NOT NULL"), ("___etag", "text COLLATE \"C\""),
+        ("___createTime", "timestamptz"), ("___createdBy", "text COLLATE \"C\""), ("___createdDevice", "text COLLATE \"C\""),
+        ("___modTime", "timestamptz"), ("___modifiedBy", "text COLLATE \"C\""), ("___modifiedDevice", "text COLLATE \"C\""),
     ]
 
     /// PostgreSQL's column type for a field.
@@ -51,9 +51,12 @@ struct PostgresLayout {
         }
     }
 
-    /// The column definitions one field takes (a reference also keeps its action).
+    /// The column definitions one field takes (a reference also keeps its action). Text
+    /// compares and sorts by its bytes (collation "C"), as SQLite's does, whatever the
+    /// database's locale: exports come in the same order from both stores.
     static func columnDefinitions(_ field: FieldDefinition) -> [String] {
-        var definitions = ["\(identifier(field.name)) \(sqlType(field.type))"]
+        let type = sqlType(field.type)
+        var definitions = ["\(identifier(field.name)) \(type)\(type == "text" ? " COLLATE \"C\"" : "")"]
         if field.type == .reference { definitions.append("\(identifier(field.name + ":action")) smallint") }
         return definitions
     }

@@ -72,19 +72,31 @@ final class PostgresLink: @unchecked Sendable {
         try wait(connection.query(query, logger: logger)).rows
     }
 
+    /// False once the connection failed in a way that leaves it unusable (a rollback that did
+    /// not go through): the pool then closes it instead of lending it again.
+    private(set) var usable = true
+
     /// Runs `body` in one transaction: committed when it returns (rolled back instead with
-    /// `rollback`, for a dry run), rolled back when it throws.
-    func transaction<T>(rollback: Bool = false, _ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
+    /// `rollback`, for a dry run), rolled back when it throws. `begin` says which kind.
+    func transaction<T>(rollback: Bool = false, begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
+        try execute(begin)
         do {
             let result = try body()
             try execute(rollback ? "ROLLBACK" : "COMMIT")
             return result
         } catch {
-            try? execute("ROLLBACK")
+            do { try execute("ROLLBACK") } catch { usable = false }
             throw error
         }
     }
+
+    /// A name for the next cursor of this connection (cursors of one transaction may be open
+    /// at once: a body that reads while it walks the rows of another query).
+    func nextCursorName() -> String {
+        cursors += 1
+        return "_ck_rows_\(cursors)"
+    }
+    private var cursors = 0
 
     /// Runs async work on the connection (COPY has only an async API) from blocking code. The
     /// work runs on threads of its own, so waiting here never holds a thread it needs, even when
@@ -128,6 +140,45 @@ final class PostgresLink: @unchecked Sendable {
             return "\(error.code)"
         }
         return "\(error)"
+    }
+}
+
+/// Connections to one server, lent one to a transaction: a process may hold several
+/// transactions at once (a pull's writer beside its readers, a read inside a write), each on a
+/// connection of its own; idle connections are kept for the next transaction.
+final class PostgresPool: @unchecked Sendable {
+    let location: PostgresLocation
+    private let environment: [String: String]
+    private let lock = NSLock()
+    private var idle: [PostgresLink] = []
+    /// Idle connections kept at most; more are closed when they come back.
+    private let keep = 4
+
+    init(_ location: PostgresLocation, environment: [String: String]) {
+        self.location = location
+        self.environment = environment
+    }
+
+    /// Runs `body` on a connection of the pool, opened when none is idle.
+    func withLink<T>(_ body: (PostgresLink) throws -> T) throws -> T {
+        let link = try take()
+        defer { give(link) }
+        return try body(link)
+    }
+
+    private func take() throws -> PostgresLink {
+        lock.lock()
+        let link = idle.popLast()
+        lock.unlock()
+        if let link { return link }
+        return try PostgresLink(location, environment: environment)
+    }
+
+    private func give(_ link: PostgresLink) {
+        guard link.usable else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if idle.count < keep { idle.append(link) }
     }
 }
 

@@ -3,65 +3,301 @@ import PostgresNIO
 import Records
 import Store
 
-/// One write transaction on a PostgreSQL store: what it does commits together, or not at all
-/// (a pulled page of records and its zone's sync token, say).
+/// One transaction on a PostgreSQL store, on a connection of its own: what a write does
+/// commits together, or not at all (a pulled page of records and its zone's sync token, say);
+/// a read sees one committed state.
 public final class PostgresSession {
     let store: PostgresStore
+    let link: PostgresLink
+    let writable: Bool
+    /// The schema as this transaction sees it.
+    public private(set) var schema: Schema
+    private var zoneNumbers: [ZoneID: Int64] = [:]
+    private var zonesByNumber: [Int64: ZoneID] = [:]
 
-    init(_ store: PostgresStore) { self.store = store }
+    var location: PostgresLocation { store.server }
+    /// The PostgreSQL schema (namespace) that holds the store.
+    var namespace: String { store.server.schema }
+    public var storeID: String { store.storeID }
 
-    /// Saves records (new ones inserted, existing ones replaced) through COPY; see
-    /// ``PostgresStore/save(_:)``.
-    @discardableResult
-    public func save(_ records: [Record]) throws -> Int {
-        try store.saveInTransaction(records)
+    init(store: PostgresStore, link: PostgresLink, writable: Bool) throws {
+        self.store = store
+        self.link = link
+        self.writable = writable
+        // A writer holds the schema steady while it runs (a share lock: writers do not wait for
+        // each other, a schema change waits for them); a reader's first statement takes its
+        // snapshot.
+        let lock = writable ? " FOR SHARE" : ""
+        let text = try link.rows(PostgresQuery(unsafeSQL: "SELECT value FROM \(store.server.schema)._ck_meta WHERE key = 'schema'\(lock)")).first?[0]
+        guard let text else { throw PostgresStoreError.notAStore("\(store.server): the store has no schema row in _ck_meta") }
+        schema = try SchemaParser.parse(text, file: "stored schema")
+        try loadZones()
     }
 
-    /// Deletes records with their reference actions; see ``PostgresStore/delete(_:)``.
-    @discardableResult
-    public func delete(_ ids: [RecordID]) throws -> [DeletedRecord] {
-        try store.deleteInTransaction(ids)
+    private func loadZones() throws {
+        for row in try link.rows(PostgresQuery(unsafeSQL: "SELECT id::text, scope, \"zoneName\", \"ownerRecordName\" FROM \(namespace)._ck_zone")) {
+            guard let id = row[0].flatMap(Int64.init), let scope = row[1].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[2], let owner = row[3] else {
+                throw PostgresStoreError.notAStore("\(location): a zone row of _ck_zone is incomplete")
+            }
+            let zone = ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner)
+            zoneNumbers[zone] = id
+            zonesByNumber[id] = zone
+        }
     }
+
+    // MARK: Zones
+
+    /// Every zone that holds or held records, in export order.
+    public var zones: [ZoneID] { zoneNumbers.keys.sorted() }
+
+    /// The registry number of a zone, registering it when `create` is set and the store has
+    /// not seen it (another writer may register it at the same moment: both get one number).
+    func zoneNumber(_ zone: ZoneID, create: Bool = false) throws -> Int64? {
+        if let number = zoneNumbers[zone] { return number }
+        let found = try link.rows("""
+            SELECT id::text FROM \(name: namespace)._ck_zone
+            WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
+            """).first?[0].flatMap { Int64($0) }
+        if let found {
+            zoneNumbers[zone] = found
+            zonesByNumber[found] = zone
+            return found
+        }
+        guard create else { return nil }
+        let row = try link.rows("""
+            WITH added AS (
+              INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
+              ON CONFLICT DO NOTHING RETURNING id)
+            SELECT id::text FROM added
+            UNION ALL SELECT id::text FROM \(name: namespace)._ck_zone WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
+            """)
+        guard let text = row.first?[0], let number = Int64(text) else { throw PostgresStoreError.server("\(location): zone \(zone) has no number") }
+        zoneNumbers[zone] = number
+        zonesByNumber[number] = zone
+        return number
+    }
+
+    /// The zone a registry number stands for.
+    func zone(number: Int64) throws -> ZoneID {
+        if let zone = zonesByNumber[number] { return zone }
+        // Registered by another writer since this transaction began.
+        try loadZones()
+        guard let zone = zonesByNumber[number] else { throw PostgresStoreError.notAStore("\(location): a record names zone \(number), which does not exist") }
+        return zone
+    }
+
+    // MARK: Change tokens
+
+    /// The last change number handed out (a write that rolled back leaves its numbers unused).
+    public func changeSequence() throws -> Int64 {
+        guard let row = try link.rows("SELECT last_value::text, is_called::text FROM \(name: namespace)._ck_seq").first,
+              let text = row[0], let last = Int64(text) else {
+            throw PostgresStoreError.notAStore("\(location): the store's change sequence is missing")
+        }
+        return row[1] == "true" ? last : 0
+    }
+
+    /// Where a change feed can safely stop now: every transaction older than this one has
+    /// finished, so every change it made is either here for good or never will be.
+    ///
+    /// Change numbers alone cannot serve as tokens once writers run side by side: a writer that
+    /// took number 100 may commit after one that took 105, and a reader that had already moved
+    /// past 105 would never see 100. Transaction ids of the oldest running transaction
+    /// (PostgreSQL's snapshot xmin) do not have that hole: a feed returns the changes of
+    /// transactions below the watermark it last reached and below the current one, and changes
+    /// of transactions still running, or committed above the watermark, come in the next feed.
+    public func changeWatermark() throws -> UInt64 {
+        guard let text = try link.rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text").first?[0], let value = UInt64(text) else {
+            throw PostgresStoreError.server("\(location): no snapshot watermark")
+        }
+        return value
+    }
+
+    /// The change token of what this transaction sees: one past the newest transaction below
+    /// the watermark that changed a record. Between two transactions that changed nothing it
+    /// stays the same (a rolled-back write does not move it); a feed from it returns exactly
+    /// the changes of transactions that were not finished yet, or came later.
+    public func changeToken() throws -> ChangeToken {
+        let watermark = try changeWatermark()
+        let newest = try link.rows(PostgresQuery(unsafeSQL: """
+            SELECT xid::text FROM \(namespace)._ck_record WHERE xid < '\(watermark)'::xid8 ORDER BY xid DESC LIMIT 1
+            """)).first?[0].flatMap { UInt64($0) }
+        return ChangeToken(storeID: storeID, sequence: Int64(bitPattern: newest.map { $0 + 1 } ?? 0))
+    }
+
+    /// ``changeToken()``, for callers that cannot throw: on a connection that failed, the
+    /// oldest token (a feed from it repeats, never skips).
+    public var currentToken: ChangeToken {
+        (try? changeToken()) ?? ChangeToken(storeID: storeID, sequence: 0)
+    }
+
+    /// The records changed by transactions from watermark `from` up to (not including) `to`,
+    /// in change order: zone, name, type and whether the change was a deletion.
+    public func changes(from: UInt64, to: UInt64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
+        var found: [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] = []
+        try forEachRow(PostgresQuery(unsafeSQL: """
+            SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
+            WHERE r.xid >= '\(from)'::xid8 AND r.xid < '\(to)'::xid8 ORDER BY r.seq
+            """)) { row in
+            guard let number = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { return }
+            found.append((try zone(number: number), name, type, row[3] == "true"))
+        }
+        return found
+    }
+
+    /// Every change after `token`, in the order it happened: live records as they are now,
+    /// deleted ones as tombstones. A record changed twice is reported once.
+    public func forEachChange(since token: ChangeToken, recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil,
+                              _ body: (Record) throws -> Void) throws {
+        guard token.storeID == storeID else {
+            throw StoreError.badToken("change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)")
+        }
+        let current = try changeToken()
+        guard token.sequence <= current.sequence else {
+            throw StoreError.badToken("change token \(token) is ahead of this store, which is at \(current); was the store restored from an older copy?")
+        }
+        let types = Set(recordTypes)
+        let watermark = try changeWatermark()
+        try forEachRow(PostgresQuery(unsafeSQL: """
+            SELECT zone::text, "recordName", "recordType", deleted::text FROM \(namespace)._ck_record
+            WHERE xid >= '\(UInt64(bitPattern: token.sequence))'::xid8 AND xid < '\(watermark)'::xid8 ORDER BY seq
+            """)) { row in
+            guard let number = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { return }
+            let zone = try self.zone(number: number)
+            if let scope, zone.scope != scope { return }
+            if let zoneName, zone.zoneName != zoneName { return }
+            if !types.isEmpty && !types.contains(type) { return }
+            let id = RecordID(recordName: name, zone: zone)
+            if row[3] == "true" {
+                try body(Record(id: id, recordType: type, isDeleted: true))
+            } else if let record = try fetch(id, type: type) {
+                try body(record)
+            } else {
+                throw StoreError.corrupt("change log names \(type) \(id), which has no row")
+            }
+        }
+    }
+
+    // MARK: Reading records
+
+    /// What the registry says of a record name: its type and whether it is a tombstone.
+    func registryEntry(_ id: RecordID) throws -> (recordType: String, deleted: Bool)? {
+        guard let zone = try zoneNumber(id.zone) else { return nil }
+        guard let row = try link.rows("""
+            SELECT "recordType", deleted::text FROM \(name: namespace)._ck_record WHERE zone = \(zone) AND "recordName" = \(id.recordName)
+            """).first, let type = row[0] else { return nil }
+        return (type, row[1] == "true")
+    }
+
+    /// The live record with this ID, if any.
+    public func record(_ id: RecordID) throws -> Record? {
+        guard let entry = try registryEntry(id), !entry.deleted else { return nil }
+        return try fetch(id, type: entry.recordType)
+    }
+
+    /// The row of a record of `type`, if there is one.
+    func fetch(_ id: RecordID, type: String) throws -> Record? {
+        guard let definition = schema.recordType(named: type), let zone = try zoneNumber(id.zone) else { return nil }
+        let reading = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
+        var bindings = PostgresBindings()
+        bindings.append(id.recordName)
+        guard let row = try link.rows(PostgresQuery(unsafeSQL: reading.sql + " WHERE t.\"___zone\" = \(zone) AND t.\"___recordID\" = $1", binds: bindings)).first else {
+            return nil
+        }
+        return try reading.decode(row)
+    }
+
+    /// Passes each row of `query` (every column as text) to `body`, a thousand rows at a time
+    /// through a cursor of this transaction: memory holds one batch, whatever the table's size.
+    func forEachRow(_ query: PostgresQuery, batch: Int = 1000, _ body: ([String?]) throws -> Void) throws {
+        let cursor = link.nextCursorName()
+        var declare = query
+        declare.sql = "DECLARE \(cursor) NO SCROLL CURSOR FOR " + query.sql
+        try link.execute(query: declare)
+        while true {
+            let rows = try link.rows(PostgresQuery(unsafeSQL: "FETCH FORWARD \(batch) FROM \(cursor)"))
+            for row in rows { try body(row) }
+            if rows.count < batch { break }
+        }
+        try link.execute("CLOSE \(cursor)")
+    }
+
+    // MARK: Statistics
+
+    /// What a store holds: records and tombstones per zone and type, its size on the server
+    /// and its change token.
+    public func stats() throws -> StoreStats {
+        var entries: [StoreStats.Entry] = []
+        for row in try link.rows("""
+            SELECT r.zone::text, r."recordType", count(*) FILTER (WHERE NOT r.deleted)::text, count(*) FILTER (WHERE r.deleted)::text
+            FROM \(name: namespace)._ck_record r GROUP BY r.zone, r."recordType"
+            """) {
+            guard let number = row[0].flatMap(Int64.init), let type = row[1],
+                  let records = row[2].flatMap(Int.init), let tombstones = row[3].flatMap(Int.init) else { continue }
+            entries.append(StoreStats.Entry(zone: try zone(number: number), recordType: type, records: records, tombstones: tombstones))
+        }
+        entries.sort { ($0.zone, $0.recordType) < ($1.zone, $1.recordType) }
+        let size = try link.rows("""
+            SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = \(namespace) AND c.relkind = 'r'
+            """).first?[0].flatMap(Int64.init) ?? 0
+        return StoreStats(path: location.description, fileSize: size, token: try changeToken(), entries: entries, recordTypeCount: schema.recordTypes.count)
+    }
+
+    // MARK: Sync tokens and migration history
 
     /// Saves where a pull of `zone` from `source` got to (nil forgets it), in this transaction.
     public func saveSyncToken(_ token: String?, source: String, zone: ZoneID) throws {
-        let schema = store.location.schema
         if let token {
             let savedAt = Int64(Date().timeIntervalSince1970 * 1000)
-            try store.link.execute(query: """
-                INSERT INTO \(unescaped: schema)._ck_sync (source, scope, "zoneName", "ownerRecordName", token, "savedAt")
+            try link.execute(query: """
+                INSERT INTO \(unescaped: namespace)._ck_sync (source, scope, "zoneName", "ownerRecordName", token, "savedAt")
                 VALUES (\(source), \(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName), \(token), \(savedAt))
                 ON CONFLICT (source, scope, "zoneName", "ownerRecordName") DO UPDATE SET token = EXCLUDED.token, "savedAt" = EXCLUDED."savedAt"
                 """)
         } else {
-            try store.link.execute(query: """
-                DELETE FROM \(unescaped: schema)._ck_sync
+            try link.execute(query: """
+                DELETE FROM \(unescaped: namespace)._ck_sync
                 WHERE source = \(source) AND scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
                 """)
         }
     }
-}
 
-extension PostgresSession {
+    /// The sync states saved for `source`, by zone.
+    public func syncStates(source: String) throws -> [SyncState] {
+        try link.rows("""
+            SELECT source, scope, "zoneName", "ownerRecordName", token, "savedAt"::text FROM \(name: namespace)._ck_sync
+            WHERE source = \(source) ORDER BY scope, "zoneName", "ownerRecordName"
+            """).compactMap { row in
+            guard let source = row[0], let scope = row[1].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[2], let owner = row[3],
+                  let token = row[4], let savedAt = row[5].flatMap(Int64.init) else { return nil }
+            return SyncState(source: source, zone: ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), token: token, savedAt: savedAt)
+        }
+    }
+
+    /// Every source a pull saved a sync state for, sorted.
+    public func syncSources() throws -> [String] {
+        try link.rows(PostgresQuery(unsafeSQL: "SELECT DISTINCT source FROM \(namespace)._ck_sync")).compactMap { $0[0] }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
     /// Adds (or, for the same set and version, replaces) an entry of the migration history, in
     /// this transaction: with the records the migration rewrote.
     public func recordMigration(_ entry: MigrationHistoryEntry) throws {
-        try store.link.execute(query: """
-            INSERT INTO \(unescaped: store.location.schema)._ck_migration ("set", version, description, file, checksum, "appliedAt", "durationMs", "recordsChanged")
+        try link.execute(query: """
+            INSERT INTO \(unescaped: namespace)._ck_migration ("set", version, description, file, checksum, "appliedAt", "durationMs", "recordsChanged")
             VALUES (\(entry.set), \(entry.version), \(entry.description), \(entry.file), \(entry.checksum), \(entry.appliedAt),
                     \(entry.durationMilliseconds), \(entry.recordsChanged))
             ON CONFLICT ("set", version) DO UPDATE SET description = EXCLUDED.description, file = EXCLUDED.file, checksum = EXCLUDED.checksum,
                 "appliedAt" = EXCLUDED."appliedAt", "durationMs" = EXCLUDED."durationMs", "recordsChanged" = EXCLUDED."recordsChanged"
             """)
     }
-}
 
-extension PostgresStore {
     /// The migrations applied to this store, oldest first; only `set`'s when given.
-    public func migrationHistory(set: String? = nil) throws -> [MigrationHistoryEntry] {
+    public func migrationHistory(set: String?) throws -> [MigrationHistoryEntry] {
         let sql = """
             SELECT "set", version::text, description, file, checksum, "appliedAt"::text, "durationMs"::text, "recordsChanged"::text
-            FROM \(location.schema)._ck_migration
+            FROM \(namespace)._ck_migration
             """
         let rows = try set.map { try link.rows("\(unescaped: sql) WHERE \"set\" = \($0) ORDER BY \"set\", version") }
             ?? link.rows(PostgresQuery(unsafeSQL: sql + " ORDER BY \"set\", version"))
@@ -74,22 +310,97 @@ extension PostgresStore {
                                          durationMilliseconds: duration, recordsChanged: changed)
         }
     }
+}
 
-    /// Runs `body` in one write transaction and commits it, or rolls everything back when
-    /// `body` throws or `dryRun` is set.
-    public func write<T>(dryRun: Bool = false, _ body: (PostgresSession) throws -> T) throws -> T {
-        try link.transaction(rollback: dryRun) { try body(PostgresSession(self)) }
+extension PostgresSession: LoadingSession {
+    public func makeLoader() throws -> any RecordLoader { PostgresLoader(self) }
+
+    /// Saves one record in `mode`, as the SQLite store does (see ``RecordLoader``): new names
+    /// inserted, existing ones combined by the mode, a tombstone deleting the stored record.
+    ///
+    /// - Throws: ``SaveRefusal`` when the record cannot be saved as it stands; the transaction
+    ///   is unharmed and may go on.
+    @discardableResult
+    public func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome {
+        precondition(writable, "save(_:mode:) needs a write transaction")
+        let loader = PostgresLoader(self)
+        _ = try loader.save(record, mode: mode)
+        guard let result = try loader.flush().first else { throw StoreError.corrupt("the store did not answer for record \(record.id)") }
+        return try result.get()
     }
 
-    /// The sync states saved for `source`, by zone.
-    public func syncStates(source: String) throws -> [SyncState] {
-        try link.rows("""
-            SELECT source, scope, "zoneName", "ownerRecordName", token, "savedAt"::text FROM \(name: location.schema)._ck_sync
-            WHERE source = \(source) ORDER BY scope, "zoneName", "ownerRecordName"
-            """).compactMap { row in
-            guard let source = row[0], let scope = row[1].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[2], let owner = row[3],
-                  let token = row[4], let savedAt = row[5].flatMap(Int64.init) else { return nil }
-            return SyncState(source: source, zone: ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), token: token, savedAt: savedAt)
+    /// Adds a field to the schema and its column to the table, inside this transaction.
+    public func addField(_ field: FieldDefinition, toType typeName: String) throws {
+        var newSchema = schema
+        newSchema.addField(field, toType: typeName)
+        try apply(schema: newSchema)
+    }
+
+    /// Changes the schema to `newSchema` in this transaction, tables and indexes with it
+    /// (PostgreSQL's DDL is transactional: a refused or failed change leaves nothing behind).
+    /// Refused, as in the SQLite store, when a type or field that goes away or changes type
+    /// still holds data. The schema row is locked first, so another process's schema change
+    /// waits for this one and builds on what it committed.
+    @discardableResult
+    public func apply(schema newSchema: Schema) throws -> SchemaChange {
+        precondition(writable, "a schema change needs a write transaction")
+        let text = try link.rows("SELECT value FROM \(name: namespace)._ck_meta WHERE key = 'schema' FOR UPDATE").first?[0] ?? "DEFINE SCHEMA\n"
+        schema = try SchemaParser.parse(text, file: "stored schema")
+        let change = SchemaChange(from: schema, to: newSchema)
+        guard change.changesSchema else { return change }
+        // Only schemas the schema language reads back are kept (a backup must restore).
+        _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
+        var refusals: [String] = []
+        for type in newSchema.recordTypes where PostgresLayout(type: type, schema: namespace).columnCount > 1600 {
+            refusals.append("record type \(type.name) would need \(PostgresLayout(type: type, schema: namespace).columnCount) columns; PostgreSQL allows 1,600 to a table")
         }
+        let namespace = self.namespace
+        func count(_ sql: String) throws -> Int {
+            Int(try link.rows(PostgresQuery(unsafeSQL: sql)).first?[0] ?? "0") ?? 0
+        }
+        refusals += try change.dataLossRefusals(
+            records: { try count("SELECT count(*)::text FROM \(namespace).\(PostgresLayout.identifier($0))") },
+            values: { try count("SELECT count(*)::text FROM \(namespace).\(PostgresLayout.identifier($0)) WHERE \(PostgresLayout.identifier($1)) IS NOT NULL") })
+        guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
+        var statements: [String] = []
+        for typeName in change.removedTypes { statements.append("DROP TABLE \(namespace).\(PostgresLayout.identifier(typeName))") }
+        for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
+            // Dropping a column drops its index; a reference's action column goes with it.
+            var columns = [field.name]
+            if field.type == .reference { columns.append(field.name + ":action") }
+            for column in columns {
+                statements.append("ALTER TABLE \(namespace).\(PostgresLayout.identifier(typeName)) DROP COLUMN \(PostgresLayout.identifier(column))")
+            }
+        }
+        for type in change.addedTypes { statements += PostgresLayout(type: type, schema: namespace).createStatements() }
+        for (typeName, field) in change.addedFields + change.retypedFields.map({ ($0.type, $0.new) }) {
+            for definition in PostgresLayout.columnDefinitions(field) {
+                statements.append("ALTER TABLE \(namespace).\(PostgresLayout.identifier(typeName)) ADD COLUMN \(definition)")
+            }
+            if PostgresLayout.needsIndex(field) { statements.append(PostgresLayout.indexStatement(schema: namespace, type: typeName, field: field)) }
+        }
+        for (typeName, old, new) in change.reindexedFields where PostgresLayout.needsIndex(old) != PostgresLayout.needsIndex(new) {
+            statements.append(PostgresLayout.needsIndex(new)
+                ? PostgresLayout.indexStatement(schema: namespace, type: typeName, field: new)
+                : "DROP INDEX \(namespace).\(PostgresLayout.indexName(type: typeName, field: new.name))")
+        }
+        for sql in statements { try link.execute(sql) }
+        try writeSchema(newSchema)
+        return change
+    }
+
+    /// Keeps `newSchema` as the store's schema, in this transaction.
+    func writeSchema(_ newSchema: Schema) throws {
+        _ = try link.rows("UPDATE \(name: namespace)._ck_meta SET value = \(SchemaPrinter.print(newSchema)) WHERE key = 'schema'")
+        schema = newSchema
+    }
+
+    /// A store may always answer false; this one does, and migrations rewrite the types they
+    /// change (``rewrite(types:into:_:)``).
+    public func canUpdateInPlace(type: String, into newSchema: Schema, renames: [String: String]) -> Bool { false }
+
+    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
+        throw StoreError.corrupt("the PostgreSQL store migrates records by rewriting their types; updateInPlace is not available (canUpdateInPlace says so)")
     }
 }

@@ -14,19 +14,22 @@ public final class PostgresStore: @unchecked Sendable {
     /// The layout of the namespace this ckport writes and reads.
     public static let format = 1
 
-    public let location: PostgresLocation
+    /// Where the store is: the server, database and namespace.
+    public let server: PostgresLocation
+    /// The store's URL, without a password (it never holds one), for messages.
+    public var location: String { server.description }
     /// The store's identity, the first part of its change tokens.
     public let storeID: String
-    let link: PostgresLink
+    /// Connections, one lent to each transaction.
+    let pool: PostgresPool
 
     /// Opens the store at `location`; with `create`, makes it first when the namespace holds
     /// no store yet.
     public init(_ location: PostgresLocation, create: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
-        self.location = location
-        let link = try PostgresLink(location, environment: environment)
-        self.link = link
+        server = location
+        pool = PostgresPool(location, environment: environment)
         let schema = location.schema
-        storeID = try link.transaction {
+        storeID = try pool.withLink { link in try link.transaction {
             // One creator at a time per namespace (the key: the name's hash, in ckport's own space).
             try link.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(schema)))")
             let namespace = try link.rows("SELECT 1 FROM pg_namespace WHERE nspname = \(schema)").isEmpty == false
@@ -50,7 +53,7 @@ public final class PostgresStore: @unchecked Sendable {
                 // The zones that hold or held records, by a number the tables use.
                 """
                 CREATE TABLE \(schema)._ck_zone (
-                  id bigserial PRIMARY KEY, scope text NOT NULL, "zoneName" text NOT NULL, "ownerRecordName" text NOT NULL,
+                  id bigserial PRIMARY KEY, scope text NOT NULL, "zoneName" text COLLATE "C" NOT NULL, "ownerRecordName" text COLLATE "C" NOT NULL,
                   UNIQUE (scope, "zoneName", "ownerRecordName"))
                 """,
                 // Change numbers: handed out to concurrent writers without a lock (a rolled-back
@@ -61,7 +64,7 @@ public final class PostgresStore: @unchecked Sendable {
                 // (what a change token counts: see changeWatermark()).
                 """
                 CREATE TABLE \(schema)._ck_record (
-                  zone bigint NOT NULL REFERENCES \(schema)._ck_zone (id), "recordName" text NOT NULL, "recordType" text NOT NULL,
+                  zone bigint NOT NULL REFERENCES \(schema)._ck_zone (id), "recordName" text COLLATE "C" NOT NULL, "recordType" text NOT NULL,
                   seq bigint NOT NULL, xid xid8 NOT NULL DEFAULT pg_current_xact_id(), deleted boolean NOT NULL DEFAULT false,
                   PRIMARY KEY (zone, "recordName"))
                 """,
@@ -90,7 +93,7 @@ public final class PostgresStore: @unchecked Sendable {
                 "CREATE INDEX _ck_record_xid ON \(schema)._ck_record (xid)",
                 "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('schema', 'DEFINE SCHEMA\n')")
             return id
-        }
+        } }
     }
 
     /// The identity of the store the namespace holds, checked for a format this ckport reads.
@@ -112,10 +115,36 @@ public final class PostgresStore: @unchecked Sendable {
         return id
     }
 
+    /// The schema as the store holds it now, read afresh (or, when the server cannot be
+    /// reached, the empty schema: the next read or write says why).
+    public var schema: Schema { (try? loadSchema()) ?? Schema() }
+
     /// The schema as the store holds it now, read afresh.
-    public func schema() throws -> Schema {
-        let text = try link.rows("SELECT value FROM \(name: location.schema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n"
-        return try SchemaParser.parse(text)
+    public func loadSchema() throws -> Schema {
+        try pool.withLink { link in
+            let text = try link.rows("SELECT value FROM \(name: server.schema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n"
+            return try SchemaParser.parse(text, file: "stored schema")
+        }
+    }
+
+    /// Runs `body` in a read transaction: one committed state of the store (PostgreSQL's
+    /// repeatable read, taken at its first statement), on a connection of its own, never
+    /// waiting for writers.
+    public func read<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.withLink { link in
+            try link.transaction(rollback: true, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") {
+                try body(try PostgresSession(store: self, link: link, writable: false))
+            }
+        }
+    }
+
+    /// Runs `body` in one write transaction and commits it, or rolls everything back when
+    /// `body` throws or `dryRun` is set. Writers run side by side: each holds the schema
+    /// steady (a share lock on it) for as long as it runs, and a schema change waits for them.
+    public func write<T>(dryRun: Bool = false, _ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.withLink { link in
+            try link.transaction(rollback: dryRun) { try body(try PostgresSession(store: self, link: link, writable: true)) }
+        }
     }
 
     /// Changes the schema to `newSchema` in one transaction, tables and indexes with it
@@ -125,108 +154,44 @@ public final class PostgresStore: @unchecked Sendable {
     /// locked), and each builds on what the other committed.
     @discardableResult
     public func importSchema(_ newSchema: Schema, dryRun: Bool = false) throws -> SchemaChange {
-        let schema = location.schema
-        return try link.transaction(rollback: dryRun) {
-            let text = try link.rows("SELECT value FROM \(name: schema)._ck_meta WHERE key = 'schema' FOR UPDATE").first?[0] ?? "DEFINE SCHEMA\n"
-            let change = SchemaChange(from: try SchemaParser.parse(text, file: "stored schema"), to: newSchema)
-            guard change.changesSchema else { return change }
-            // Only schemas the schema language reads back are kept (a backup must restore).
-            _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
-            var refusals: [String] = []
-            for type in newSchema.recordTypes where PostgresLayout(type: type, schema: schema).columnCount > 1600 {
-                refusals.append("record type \(type.name) would need \(PostgresLayout(type: type, schema: schema).columnCount) columns; PostgreSQL allows 1,600 to a table")
-            }
-            func count(_ sql: String) throws -> Int {
-                Int(try link.rows(PostgresQuery(unsafeSQL: sql)).first?[0] ?? "0") ?? 0
-            }
-            refusals += try change.dataLossRefusals(
-                records: { try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier($0))") },
-                values: { try count("SELECT count(*)::text FROM \(schema).\(PostgresLayout.identifier($0)) WHERE \(PostgresLayout.identifier($1)) IS NOT NULL") })
-            guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
-            var statements: [String] = []
-            for typeName in change.removedTypes { statements.append("DROP TABLE \(schema).\(PostgresLayout.identifier(typeName))") }
-            for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
-                // Dropping a column drops its index; a reference's action column goes with it.
-                var columns = [field.name]
-                if field.type == .reference { columns.append(field.name + ":action") }
-                for column in columns {
-                    statements.append("ALTER TABLE \(schema).\(PostgresLayout.identifier(typeName)) DROP COLUMN \(PostgresLayout.identifier(column))")
-                }
-            }
-            for type in change.addedTypes { statements += PostgresLayout(type: type, schema: schema).createStatements() }
-            for (typeName, field) in change.addedFields + change.retypedFields.map({ ($0.type, $0.new) }) {
-                for definition in PostgresLayout.columnDefinitions(field) {
-                    statements.append("ALTER TABLE \(schema).\(PostgresLayout.identifier(typeName)) ADD COLUMN \(definition)")
-                }
-                if PostgresLayout.needsIndex(field) { statements.append(PostgresLayout.indexStatement(schema: schema, type: typeName, field: field)) }
-            }
-            for (typeName, old, new) in change.reindexedFields where PostgresLayout.needsIndex(old) != PostgresLayout.needsIndex(new) {
-                statements.append(PostgresLayout.needsIndex(new)
-                    ? PostgresLayout.indexStatement(schema: schema, type: typeName, field: new)
-                    : "DROP INDEX \(schema).\(PostgresLayout.indexName(type: typeName, field: new.name))")
-            }
-            for sql in statements { try link.execute(sql) }
-            _ = try link.rows("UPDATE \(name: schema)._ck_meta SET value = \(SchemaPrinter.print(newSchema)) WHERE key = 'schema'")
-            return change
-        }
+        try write(dryRun: dryRun) { try $0.apply(schema: newSchema) }
     }
 
     /// The tables and columns the store's namespace holds, with their PostgreSQL types, for
     /// checks: table → column → type.
     func catalog() throws -> [String: [String: String]] {
         var tables: [String: [String: String]] = [:]
-        for row in try link.rows("SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns WHERE table_schema = \(location.schema)") {
-            guard let table = row[0], let column = row[1], let type = row[2] else { continue }
-            tables[table, default: [:]][column] = type
+        try pool.withLink { link in
+            for row in try link.rows("SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns WHERE table_schema = \(server.schema)") {
+                guard let table = row[0], let column = row[1], let type = row[2] else { continue }
+                tables[table, default: [:]][column] = type
+            }
         }
         return tables
     }
 
     /// The indexes of the store's namespace, by name.
     func indexes() throws -> Set<String> {
-        Set(try link.rows("SELECT indexname::text FROM pg_indexes WHERE schemaname = \(location.schema)").compactMap { $0[0] })
+        try pool.withLink { link in
+            Set(try link.rows("SELECT indexname::text FROM pg_indexes WHERE schemaname = \(server.schema)").compactMap { $0[0] })
+        }
     }
 
     /// The last change number handed out: how many changes the store has numbered (a write
     /// that rolled back leaves its numbers unused).
     public func changeSequence() throws -> Int64 {
-        guard let row = try link.rows("SELECT last_value::text, is_called::text FROM \(name: location.schema)._ck_seq").first,
-              let text = row[0], let last = Int64(text) else {
-            throw PostgresStoreError.notAStore("\(location): the store's change sequence is missing")
-        }
-        return row[1] == "true" ? last : 0
+        try read { try $0.changeSequence() }
     }
 
-    /// Where a change feed can safely stop now: every transaction older than this one has
-    /// finished, so every change it made is either here for good or never will be.
-    ///
-    /// Change numbers alone cannot serve as tokens once writers run side by side: a writer that
-    /// took number 100 may commit after one that took 105, and a reader that had already moved
-    /// past 105 would never see 100. Transaction ids of the oldest running transaction
-    /// (PostgreSQL's snapshot xmin) do not have that hole: a feed returns the changes of
-    /// transactions below the watermark it last reached and below the current one, and changes
-    /// of transactions still running, or committed above the watermark, come in the next feed.
+    /// Where a change feed can safely stop now; see ``PostgresSession/changeWatermark()``.
     public func changeWatermark() throws -> UInt64 {
-        guard let text = try link.rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text").first?[0], let value = UInt64(text) else {
-            throw PostgresStoreError.server("\(location): no snapshot watermark")
-        }
-        return value
+        try read { try $0.changeWatermark() }
     }
 
     /// The records changed by transactions from watermark `from` up to (not including) `to`,
     /// in change order: zone, name, type and whether the change was a deletion.
     public func changes(from: UInt64, to: UInt64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
-        let schema = location.schema
-        var found: [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] = []
-        try link.forEachRow("""
-            SELECT z.scope, z."zoneName", z."ownerRecordName", r."recordName", r."recordType", r.deleted::text
-            FROM \(schema)._ck_record r JOIN \(schema)._ck_zone z ON z.id = r.zone
-            WHERE r.xid >= '\(from)'::xid8 AND r.xid < '\(to)'::xid8 ORDER BY r.seq
-            """) { row in
-            guard let scope = row[0].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[1], let owner = row[2], let name = row[3], let type = row[4] else { return }
-            found.append((ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), name, type, row[5] == "true"))
-        }
-        return found
+        try read { try $0.changes(from: from, to: to) }
     }
 
     /// A 64-bit advisory lock key for a namespace's name (FNV-1a, so every process agrees).

@@ -35,6 +35,22 @@ public struct RecordQuery: Sendable {
     }
 }
 
+extension RecordQuery {
+    /// System fields a predicate or sort may name, with the column and type behind them.
+    public static let systemFields: [String: (column: String, type: FieldType)] = [
+        "recordName": ("___recordID", .string), "___recordID": ("___recordID", .string),
+        "___createTime": ("___createTime", .timestamp), "createdTimestamp": ("___createTime", .timestamp),
+        "___modTime": ("___modTime", .timestamp), "modifiedTimestamp": ("___modTime", .timestamp),
+        "___createdBy": ("___createdBy", .string), "___modifiedBy": ("___modifiedBy", .string),
+    ]
+
+    /// The message for a problem with the predicate, placed at `column` of its text.
+    public static func predicateError(_ message: String, column: Int, text: String?) -> StoreError {
+        guard let text else { return .badQuery(message) }
+        return .badQuery("\(Wording.predicate(text).text)\n  at column \(column): \(message)")
+    }
+}
+
 /// One SQL statement of a query: a record type, an optional zone, its SQL and arguments.
 struct CompiledQuery {
     let layout: TableLayout
@@ -144,20 +160,11 @@ extension StoreSession {
     }
 
     private func queryError(_ message: String, column: Int, text: String?) -> StoreError {
-        guard let text else { return .badQuery(message) }
-        return .badQuery("\(Wording.predicate(text).text)\n  at column \(column): \(message)")
+        RecordQuery.predicateError(message, column: column, text: text)
     }
 
-    /// System fields a predicate or sort may name, with the column and type behind them.
-    private static let systemQueryFields: [String: (column: String, type: FieldType)] = [
-        "recordName": ("___recordID", .string), "___recordID": ("___recordID", .string),
-        "___createTime": ("___createTime", .timestamp), "createdTimestamp": ("___createTime", .timestamp),
-        "___modTime": ("___modTime", .timestamp), "modifiedTimestamp": ("___modTime", .timestamp),
-        "___createdBy": ("___createdBy", .string), "___modifiedBy": ("___modifiedBy", .string),
-    ]
-
     private func sortColumn(_ name: String, layout: TableLayout) throws -> String {
-        if let system = StoreSession.systemQueryFields[name] { return system.column }
+        if let system = RecordQuery.systemFields[name] { return system.column }
         guard let field = layout.fieldsByName[name].map({ layout.fields[$0] }) else {
             throw StoreError.badQuery("\(Wording.sortField(name).text): record type \(layout.typeName) has no field '\(name)'")
         }
@@ -170,7 +177,7 @@ extension StoreSession {
     private func compile(_ condition: Condition, layout: TableLayout, text: String?) throws -> (String, [SQLArgument]) {
         let column: String
         let type: FieldType
-        if let system = StoreSession.systemQueryFields[condition.field] {
+        if let system = RecordQuery.systemFields[condition.field] {
             (column, type) = system
         } else if let index = layout.fieldsByName[condition.field] {
             column = layout.fields[index].column
@@ -210,7 +217,8 @@ extension StoreSession {
         }
     }
 
-    static func literalForm(_ type: FieldType) -> String {
+    /// How a predicate writes a value of `type`, for messages.
+    public static func literalForm(_ type: FieldType) -> String {
         switch type.primitive {
         case .string, .reference: return "'text'"
         case .int64: return "whole number (or true/false)"

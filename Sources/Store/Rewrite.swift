@@ -13,6 +13,23 @@ public struct RewriteCounts: Sendable, Hashable {
     public init() {}
 }
 
+extension SchemaChange {
+    /// The record types a rewrite rebuilds: those asked for, and every type whose definition
+    /// the change touches (added, removed, with fields added, removed, retyped or re-indexed,
+    /// or with other grants).
+    public func rebuiltTypes(_ requested: Set<String>) -> Set<String> {
+        var types = requested
+        types.formUnion(addedTypes.map(\.name))
+        types.formUnion(removedTypes)
+        types.formUnion(addedFields.map(\.type))
+        types.formUnion(removedFields.map(\.type))
+        types.formUnion(retypedFields.map(\.type))
+        types.formUnion(reindexedFields.map(\.type))
+        types.formUnion(regrantedTypes)
+        return types
+    }
+}
+
 extension StoreSession {
     /// Moves the store to `newSchema`, passing every record of the affected types through
     /// `transform` on the way: the engine under migrations.
@@ -31,15 +48,7 @@ extension StoreSession {
                         _ transform: (Record) throws -> [Record]?) throws -> [String: RewriteCounts] {
         precondition(writable, "rewrite needs a write transaction")
         let oldSchema = schema
-        var types = requested
-        let change = SchemaChange(from: oldSchema, to: newSchema)
-        types.formUnion(change.addedTypes.map(\.name))
-        types.formUnion(change.removedTypes)
-        types.formUnion(change.addedFields.map(\.type))
-        types.formUnion(change.removedFields.map(\.type))
-        types.formUnion(change.retypedFields.map(\.type))
-        types.formUnion(change.reindexedFields.map(\.type))
-        types.formUnion(change.regrantedTypes)
+        let types = SchemaChange(from: oldSchema, to: newSchema).rebuiltTypes(requested)
         let oldTypes = oldSchema.recordTypes.filter { types.contains($0.name) }
         let newTypes = newSchema.recordTypes.filter { types.contains($0.name) }
 

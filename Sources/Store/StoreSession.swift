@@ -27,6 +27,34 @@ public enum SaveOutcome: Sendable {
     case deleted
 }
 
+extension WriteMode {
+    /// What saving `incoming` in this mode over the stored `existing` record (of the same name
+    /// and type) makes of it, whatever the store: nil when the stored record stays as it is
+    /// (``newer`` with an incoming record that is not later).
+    ///
+    /// - Throws: ``SaveRefusal`` for ``insert``, which takes new records only.
+    public func combine(_ existing: Record, with incoming: Record) throws -> Record? {
+        var result: Record
+        switch self {
+        case .insert:
+            throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (\(Wording.updatingModes.text))")
+        case .upsert:
+            result = existing
+            for (name, value) in incoming.fields { result.fields[name] = value }
+        case .replace:
+            result = incoming
+        case .newer:
+            guard let incomingTime = incoming.modified?.timestamp,
+                  incomingTime > (existing.modified?.timestamp ?? Int64.min) else { return nil }
+            result = incoming
+        }
+        result.changeTag = incoming.changeTag ?? existing.changeTag
+        result.created = StoreSession.merged(existing.created, incoming.created)
+        result.modified = StoreSession.merged(existing.modified, incoming.modified)
+        return result
+    }
+}
+
 /// A record the store refuses as it stands (an insert over an existing record, a record name
 /// already used by another type). The transaction can go on without it.
 public struct SaveRefusal: CKPortError, Sendable {
@@ -245,19 +273,7 @@ public final class StoreSession {
         guard let existing = try fetch(incoming.id, layout: layout) else {
             throw StoreError.corrupt("record \(incoming.id) is registered as \(entry.recordType) but has no row")
         }
-        let result: Record
-        switch mode {
-        case .insert:
-            throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (\(Wording.updatingModes.text))")
-        case .upsert:
-            result = merged(existing, with: incoming)
-        case .replace:
-            result = replaced(existing, with: incoming)
-        case .newer:
-            guard let incomingTime = incoming.modified?.timestamp,
-                  incomingTime > (existing.modified?.timestamp ?? Int64.min) else { return .unchanged }
-            result = replaced(existing, with: incoming)
-        }
+        guard let result = try mode.combine(existing, with: incoming) else { return .unchanged }
         if result == existing { return .unchanged }
         let update = try statement(layout.updateSQL)
         layout.bind(result, zone: zone, to: update)
@@ -266,26 +282,9 @@ public final class StoreSession {
         return .updated
     }
 
-    private func merged(_ existing: Record, with incoming: Record) -> Record {
-        var result = existing
-        for (name, value) in incoming.fields { result.fields[name] = value }
-        result.changeTag = incoming.changeTag ?? existing.changeTag
-        result.created = StoreSession.merged(existing.created, incoming.created)
-        result.modified = StoreSession.merged(existing.modified, incoming.modified)
-        return result
-    }
-
-    private func replaced(_ existing: Record, with incoming: Record) -> Record {
-        var result = incoming
-        result.changeTag = incoming.changeTag ?? existing.changeTag
-        result.created = StoreSession.merged(existing.created, incoming.created)
-        result.modified = StoreSession.merged(existing.modified, incoming.modified)
-        return result
-    }
-
     /// System stamps merge part by part: a source that knows a time but not who or which
     /// device (an .ics, a CSV without those columns) does not erase them.
-    static func merged(_ existing: RecordStamp?, _ incoming: RecordStamp?) -> RecordStamp? {
+    public static func merged(_ existing: RecordStamp?, _ incoming: RecordStamp?) -> RecordStamp? {
         guard let incoming else { return existing }
         guard let existing else { return incoming }
         return RecordStamp(timestamp: incoming.timestamp, userRecordName: incoming.userRecordName ?? existing.userRecordName,
@@ -345,7 +344,7 @@ public final class StoreSession {
 
     /// Changes tables, columns and indexes from the session's schema to `newSchema`.
     @discardableResult
-    func apply(schema newSchema: Schema) throws -> SchemaChange {
+    public func apply(schema newSchema: Schema) throws -> SchemaChange {
         let change = SchemaChange(from: schema, to: newSchema)
         // The store keeps only schemas its own schema language accepts: one it could not read
         // back (built in code, say, with an index CloudKit does not allow) would make every

@@ -1,4 +1,5 @@
 import Crypto
+import PostgresNIO
 import Foundation
 import Records
 import Store
@@ -111,7 +112,7 @@ struct PostgresStoreOpeningTests {
         let created = try PostgresStore(location, create: true)
         let opened = try PostgresStore(location, create: false)
         #expect(created.storeID == opened.storeID && created.storeID.count == 12)
-        #expect(try opened.schema() == Schema() && opened.changeSequence() == 0)
+        #expect(try opened.loadSchema() == Schema() && opened.changeSequence() == 0)
     }
 
     @Test("four processes' worth of connections creating the same store at once make one store")
@@ -204,7 +205,7 @@ struct PostgresSchemaTests {
         let indexes = try store.indexes()
         #expect(indexes.isSuperset(of: ["Note.title", "Note.due", "Note.tags", "Note.folder", "Note_pkey", "_ck_record_seq"]))
         #expect(!indexes.contains("Note.body") && !indexes.contains("Note.pinned"))
-        #expect(try SchemaPrinter.print(store.schema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+        #expect(try SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
         #expect(try store.importSchema(try SchemaParser.parse(Self.notes)).changesSchema == false)
     }
 
@@ -222,7 +223,7 @@ struct PostgresSchemaTests {
         let before = try store.catalog()
         let dry = try store.importSchema(try SchemaParser.parse(next), dryRun: true)
         #expect(dry.addedTypes.map(\.name) == ["Folder"] && dry.removedFields.map(\.field.name) == ["body"])
-        #expect(try store.catalog() == before && SchemaPrinter.print(store.schema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+        #expect(try store.catalog() == before && SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
         try store.importSchema(try SchemaParser.parse(next))
         let columns = try #require(try store.catalog()["Note"])
         let folder = try store.catalog()["Folder"]
@@ -252,7 +253,7 @@ struct PostgresSchemaTests {
         } throws: { error in
             "\(error)".contains("record type Note would go away, but 1 record of it are stored")
         }
-        #expect(try store.catalog() == before && SchemaPrinter.print(store.schema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+        #expect(try store.catalog() == before && SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
     }
 
     @Test("names longer than PostgreSQL's 63 bytes are shortened the same way every time, without collisions between two that share a beginning")
@@ -277,7 +278,7 @@ struct PostgresSchemaTests {
 
 @Suite("PostgreSQL store: records through COPY", .enabled(if: TestServer.enabled))
 struct PostgresRecordTests {
-    @Test("every sample app's records, every field type among them, saved through COPY and read back equal; saved again, replaced, not doubled", arguments: SampleApp.allCases)
+    @Test("every sample app's records, every field type among them, saved through COPY and read back equal; saved again, not doubled and not renumbered; changed ones renumbered", arguments: SampleApp.allCases)
     func roundTrip(app: SampleApp) throws {
         let location = try TestServer.location("rt")
         defer { try? TestServer.drop(location) }
@@ -303,7 +304,16 @@ struct PostgresRecordTests {
         try store.save(generated)
         let again = try readBack().count
         #expect(again == generated.count)
-        #expect(try store.changeSequence() == Int64(2 * generated.count))
+        // The same records again change nothing, as in the SQLite store: no new change numbers.
+        #expect(try store.changeSequence() == Int64(generated.count))
+        // Every tenth changed: exactly those take new numbers.
+        let changed = generated.enumerated().filter { $0.offset % 10 == 0 }.map { entry -> Record in
+            var record = entry.element
+            record.changeTag = "changed-\(entry.offset)"
+            return record
+        }
+        try store.save(changed)
+        #expect(try store.changeSequence() == Int64(generated.count + changed.count))
     }
 
     @Test("values at their edges: text with tabs, newlines and backslashes, -0.0, NaN and infinities, huge and tiny integers, empty bytes, timestamps before 1970")
@@ -362,16 +372,22 @@ struct PostgresRecordTests {
 struct PostgresCursorTests {
     @Test("rows come a batch at a time through a cursor, all of them, in order, the last batch short or empty")
     func batches() throws {
-        let link = try PostgresLink(try TestServer.location("cursor"))
+        let location = try TestServer.location("cursor")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
         for (count, batch) in [(25, 7), (21, 7), (0, 7), (3, 1000)] {
             var seen: [String?] = []
-            try link.forEachRow("SELECT g.n::text AS t FROM generate_series(1, \(count)) AS g(n) ORDER BY g.n", batch: batch) { seen.append($0[0]) }
+            try store.read { session in
+                try session.forEachRow(PostgresQuery(unsafeSQL: "SELECT g.n::text AS t FROM generate_series(1, \(count)) AS g(n) ORDER BY g.n"), batch: batch) { seen.append($0[0]) }
+            }
             #expect(seen == (0..<count).map { String($0 + 1) }, "\(count) rows in batches of \(batch)")
         }
-        // A failing body ends the read and leaves the connection usable.
+        // A failing body ends the read and leaves the store usable.
         struct Stop: Error {}
-        #expect(throws: Stop.self) { try link.forEachRow("SELECT n::text FROM generate_series(1, 10) AS n", batch: 3) { _ in throw Stop() } }
-        #expect(try link.rows("SELECT 'still here'::text").first?[0] == "still here")
+        #expect(throws: Stop.self) {
+            try store.read { session in try session.forEachRow(PostgresQuery(unsafeSQL: "SELECT n::text FROM generate_series(1, 10) AS n"), batch: 3) { _ in throw Stop() } }
+        }
+        #expect(try store.read { try $0.link.rows("SELECT 'still here'::text").first?[0] } == "still here")
     }
 }
 
@@ -692,5 +708,23 @@ struct PostgresSaveRulesTests {
         try store.forEach(recordType: "Note") { _ in notes += 1 }
         let kept = try store.record(folder.id)
         #expect(notes == 0 && kept == folder)
+    }
+}
+
+/// The PostgreSQL store against the same checks as the SQLite store.
+@Suite("store conformance: PostgreSQL", .enabled(if: TestServer.enabled))
+struct PostgresConformanceTests {
+    @Test(arguments: StoreConformance<PostgresStore>.checks)
+    func check(_ name: String) throws {
+        var created: [PostgresLocation] = []
+        defer { for location in created { try? TestServer.drop(location) } }
+        let conformance = StoreConformance<PostgresStore>(
+            create: { tag in
+                let location = try TestServer.location("c_" + tag.filter(\.isLetter).lowercased())
+                created.append(location)
+                return try PostgresStore(location, create: true)
+            },
+            open: { try PostgresStore(try PostgresLocation($0), create: false) })
+        try conformance.run(name)
     }
 }

@@ -140,11 +140,46 @@ public protocol RecordSession: AnyObject {
     func recordMigration(_ entry: MigrationHistoryEntry) throws
 }
 
+/// A write transaction a bulk load drives: a ``RecordSession`` that also changes the schema as
+/// the load goes (new fields, new types) and saves records through a ``RecordLoader``.
+public protocol LoadingSession: RecordSession {
+    /// Changes tables, columns and indexes to `newSchema` inside this transaction.
+    @discardableResult
+    func apply(schema newSchema: Schema) throws -> SchemaChange
+    /// Adds a field to the schema and its column to the table, inside this transaction.
+    func addField(_ field: FieldDefinition, toType typeName: String) throws
+    /// A saver for the records of one load in this transaction.
+    func makeLoader() throws -> any RecordLoader
+}
+
+/// Saves the records of one bulk load, each as ``RecordSession/save(_:mode:)`` would, in the
+/// store's fastest way: one at a time (SQLite's prepared inserts) or held and saved many at once
+/// (a server's copy protocol).
+public protocol RecordLoader: AnyObject {
+    /// Called before the first record of a type is saved.
+    func prepare(for recordType: String) throws
+    /// Saves `record` now and says what that did, or holds it and answers nil: held records are
+    /// saved by ``flush()``, which ``wantsFlush`` asks for.
+    ///
+    /// - Throws: ``SaveRefusal`` when the record cannot be saved as it stands.
+    func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome?
+    /// True when enough records are held that they should be saved now.
+    var wantsFlush: Bool { get }
+    /// Saves the records held, and says for each, in the order they were given, what that did
+    /// or why it was refused. A load flushes before it changes the schema and at its end.
+    func flush() throws -> [Result<SaveOutcome, SaveRefusal>]
+    /// The end of the load: indexes rebuilt, statistics refreshed, as the store needs.
+    func finish(inserted: Int) throws
+}
+
 // MARK: - The SQLite store
 
 extension RecordStore: RecordStoring {
     public var location: String { path }
+}
 
+extension RecordStoring where Session: LoadingSession {
+    /// A bulk load through ``RecordImporter``, with the store's own ``RecordLoader``.
     public func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws -> ImportSummary {
         let importer = RecordImporter(store: self, options: options)
         importer.progress = hooks.progress
@@ -155,7 +190,9 @@ extension RecordStore: RecordStoring {
     }
 }
 
-extension StoreSession: RecordSession {}
+extension StoreSession: LoadingSession {
+    public func makeLoader() throws -> any RecordLoader { try BulkLoad(session: self) }
+}
 
 extension RecordStoring {
     /// ``read(_:)`` for code that holds the store as `any RecordStoring`.

@@ -1,10 +1,13 @@
-import GRDB
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import class GRDB.Row
+import struct GRDB.DatabaseValue
 import Records
 
 /// Loading into empty tables builds their indexes once at the end, from sorted data, instead
 /// of updating every index for every row: several times faster for a first import. It all
 /// happens inside the import's transaction, so a failed import still leaves nothing behind.
-final class BulkLoad {
+final class BulkLoad: RecordLoader {
     private let session: StoreSession
     private var decided: Set<String> = []
     /// Index statements to run at the end: table name → CREATE INDEX statements.
@@ -34,6 +37,15 @@ final class BulkLoad {
         deferred.append((typeName, indexes.map { $0["sql"] }))
         session.dropCachedStatements()
     }
+
+    /// Saves each record at once: SQLite's inserts are prepared statements in this process.
+    func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome? {
+        try session.save(record, mode: mode)
+    }
+
+    var wantsFlush: Bool { false }
+
+    func flush() throws -> [Result<SaveOutcome, SaveRefusal>] { [] }
 
     /// Rebuilds the indexes dropped, and refreshes the statistics when `inserted` records may
     /// have made them stale.

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Records
 
 /// How an import treats its input.
@@ -96,22 +95,34 @@ public struct ImportFailure: CKPortError, Sendable {
 /// the import mode. Without `skipInvalid` one bad record fails the whole import and the
 /// store stays exactly as it was.
 public final class RecordImporter {
-    public let store: RecordStore
     public let options: ImportOptions
     public var rejects: RejectSink?
     /// Called now and then with how far the import has come.
     public var progress: ((ImportProgress) -> Void)?
     /// Last writes of the same transaction, once every record is in (a restore's migration
     /// history).
-    public var finishing: ((StoreSession) throws -> Void)?
+    public var finishing: ((any RecordSession) throws -> Void)?
     /// Record types to add to the store's schema, inside the import's transaction, when the
     /// schema lacks them (a built-in mapping's types, say). Types already there are left as
     /// they are.
     public var addingTypes: [RecordTypeDefinition] = []
 
-    public init(store: RecordStore, options: ImportOptions) {
-        self.store = store
+    /// The store, as the import uses it: its schema now, a write transaction, a read's token.
+    private let storeSchema: () -> Schema
+    private let writeTransaction: (_ dryRun: Bool, _ body: (any LoadingSession) throws -> ImportSummary) throws -> ImportSummary
+    private let readToken: () throws -> ChangeToken
+
+    public init<S: RecordStoring>(store: S, options: ImportOptions) where S.Session: LoadingSession {
         self.options = options
+        storeSchema = { store.schema }
+        writeTransaction = { dryRun, body in try store.write(dryRun: dryRun) { try body($0) } }
+        readToken = { try store.read { $0.currentToken } }
+    }
+
+    /// The records a loader holds, with what messages about them need, until it saves them.
+    private struct Held {
+        var sourced: SourcedRecord
+        var raw: [UInt8]?
     }
 
     /// Imports everything the sources yield, after first applying `schema` when given.
@@ -121,7 +132,7 @@ public final class RecordImporter {
         // With a fixed schema, records are validated on the reading thread as well.
         var earlyValidation: (@Sendable (SourceItem) -> SourceItem)? = nil
         if !options.allowNewFields {
-            var expected = newSchema ?? store.schema
+            var expected = newSchema ?? storeSchema()
             for type in addingTypes where expected.recordType(named: type.name) == nil { expected.recordTypes.append(type) }
             let validator = RecordValidator(schema: expected)
             earlyValidation = { item in
@@ -139,7 +150,7 @@ public final class RecordImporter {
         var truncated = false
         var failed = false
         do {
-            summary = try store.write(dryRun: options.dryRun) { session in
+            summary = try writeTransaction(options.dryRun) { session in
                 var summary = summary
                 if let newSchema {
                     summary.schemaChanges += try session.apply(schema: newSchema).summary
@@ -151,7 +162,45 @@ public final class RecordImporter {
                 }
                 var validator = RecordValidator(schema: session.schema)
                 var read = 0
-                let bulk = try BulkLoad(session: session)
+                let loader = try session.makeLoader()
+                var held: [Held] = []
+                /// Counts a problem; false when the import should stop reading.
+                func note(_ issue: InputIssue, raw: [UInt8]?) throws -> Bool {
+                    summary.counts[issue.recordType ?? "(unknown type)", default: ImportCounts()].rejected += 1
+                    summary.issues.append(issue)
+                    if options.skipInvalid {
+                        try rejects?.reject(issue, raw: raw)
+                        return true
+                    }
+                    failed = true
+                    if summary.issues.count >= options.maxErrors {
+                        truncated = true
+                        return false
+                    }
+                    return true
+                }
+                /// Saves the records the loader holds and counts what that did.
+                func flush() throws -> Bool {
+                    guard !held.isEmpty else { return true }
+                    let results = try loader.flush()
+                    guard results.count == held.count else {
+                        throw StoreError.corrupt("the store answered for \(results.count) of \(held.count) records")
+                    }
+                    defer { held.removeAll(keepingCapacity: true) }
+                    var going = true
+                    for (entry, result) in zip(held, results) {
+                        switch result {
+                        case .success(let outcome):
+                            RecordImporter.count(outcome, of: entry.sourced.record.recordType, in: &summary)
+                        case .failure(let refusal):
+                            let record = entry.sourced.record
+                            let issue = InputIssue(position: entry.sourced.position, recordName: record.recordName, recordType: record.recordType,
+                                                   field: nil, message: refusal.message)
+                            if going { going = try note(issue, raw: entry.raw) }
+                        }
+                    }
+                    return going
+                }
                 sources: for source in sources {
                     while let item = try source.next() {
                         try Interruption.check()
@@ -165,7 +214,15 @@ public final class RecordImporter {
                             raw = bytes
                         case .record(let sourced):
                             raw = sourced.raw
-                            issue = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil, bulk: bulk, summary: &summary)
+                            // Records held by the loader are saved before the schema changes under them.
+                            if options.allowNewFields, !held.isEmpty, RecordImporter.changesSchema(sourced.record, session.schema), !(try flush()) { break sources }
+                            let step = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil,
+                                                        loader: loader, summary: &summary)
+                            if case .held = step {
+                                held.append(Held(sourced: sourced, raw: raw))
+                                if loader.wantsFlush, !(try flush()) { break sources }
+                            }
+                            if case .refused(let problem) = step { issue = problem } else { issue = nil }
                         case .asset(let staged):
                             defer { staged.discard() }
                             read -= 1
@@ -178,22 +235,13 @@ public final class RecordImporter {
                             continue
                         }
                         guard let issue else { continue }
-                        summary.counts[issue.recordType ?? "(unknown type)", default: ImportCounts()].rejected += 1
-                        summary.issues.append(issue)
-                        if options.skipInvalid {
-                            try rejects?.reject(issue, raw: raw)
-                        } else {
-                            failed = true
-                            if summary.issues.count >= options.maxErrors {
-                                truncated = true
-                                break sources
-                            }
-                        }
+                        if !(try note(issue, raw: raw)) { break sources }
                     }
                 }
+                if !truncated { _ = try flush() }
                 report(read)
                 if failed { throw ImportFailure(summary: summary, truncated: truncated) }
-                try bulk.finish(inserted: summary.totals.inserted)
+                try loader.finish(inserted: summary.totals.inserted)
                 try finishing?(session)
                 summary.schemaChanges = summary.schemaChanges.uniqued()
                 summary.notes = inputs.flatMap { ($0 as? AnnotatedRecordSource)?.notes ?? [] }
@@ -201,8 +249,17 @@ public final class RecordImporter {
                 return summary
             }
         }
-        if options.dryRun { summary.token = try store.read { $0.currentToken } }
+        if options.dryRun { summary.token = try readToken() }
         return summary
+    }
+
+    static func count(_ outcome: SaveOutcome, of recordType: String, in summary: inout ImportSummary) {
+        switch outcome {
+        case .inserted: summary.counts[recordType, default: ImportCounts()].inserted += 1
+        case .updated: summary.counts[recordType, default: ImportCounts()].updated += 1
+        case .unchanged: summary.counts[recordType, default: ImportCounts()].unchanged += 1
+        case .deleted: summary.counts[recordType, default: ImportCounts()].deleted += 1
+        }
     }
 
     /// The first problem the validator finds with a record, placed in its input.
@@ -214,14 +271,30 @@ public final class RecordImporter {
         return InputIssue(position: sourced.position(ofField: first.field), recordName: record.recordName, recordType: record.recordType, field: first.field, message: message)
     }
 
-    private func importRecord(_ sourced: SourcedRecord, session: StoreSession, validator: inout RecordValidator, validated: Bool,
-                              bulk: BulkLoad, summary: inout ImportSummary) throws -> InputIssue? {
+    /// What became of one record read.
+    private enum Step {
+        case saved
+        /// The loader holds it, to save with others.
+        case held
+        case refused(InputIssue)
+    }
+
+    /// Whether saving `record` with new fields allowed would change `schema`.
+    static func changesSchema(_ record: Record, _ schema: Schema) -> Bool {
+        guard !record.isDeleted else { return false }
+        guard let type = schema.recordType(named: record.recordType) else { return true }
+        return record.sortedFieldNames.contains { type.field(named: $0) == nil }
+    }
+
+    /// Validates one record and saves it, or hands it to the loader to save with others.
+    private func importRecord(_ sourced: SourcedRecord, session: any LoadingSession, validator: inout RecordValidator, validated: Bool,
+                              loader: any RecordLoader, summary: inout ImportSummary) throws -> Step {
         var record = sourced.record
         func issue(_ field: String?, _ message: String) -> InputIssue {
             InputIssue(position: sourced.position(ofField: field), recordName: record.recordName, recordType: record.recordType, field: field, message: message)
         }
         if !validated, let problem = RecordImporter.validate(sourced, validator, allowNewFields: options.allowNewFields) {
-            return problem
+            return .refused(problem)
         }
         if let directory = options.assetDirectory, !record.isDeleted {
             var problem: InputIssue?
@@ -234,7 +307,7 @@ public final class RecordImporter {
                     return asset
                 }
             }
-            if let problem { return problem }
+            if let problem { return .refused(problem) }
         }
         if options.allowNewFields && !record.isDeleted {
             let type = session.schema.recordType(named: record.recordType)
@@ -251,26 +324,22 @@ public final class RecordImporter {
             }
             validator.schema = session.schema
         }
-        try bulk.prepare(for: record.recordType)
-        let outcome: SaveOutcome
+        try loader.prepare(for: record.recordType)
+        let outcome: SaveOutcome?
         do {
-            outcome = try session.save(record, mode: options.mode)
+            outcome = try loader.save(record, mode: options.mode)
         } catch let refusal as SaveRefusal {
-            return issue(nil, refusal.message)
+            return .refused(issue(nil, refusal.message))
         }
-        switch outcome {
-        case .inserted: summary.counts[record.recordType, default: ImportCounts()].inserted += 1
-        case .updated: summary.counts[record.recordType, default: ImportCounts()].updated += 1
-        case .unchanged: summary.counts[record.recordType, default: ImportCounts()].unchanged += 1
-        case .deleted: summary.counts[record.recordType, default: ImportCounts()].deleted += 1
-        }
-        return nil
+        guard let outcome else { return .held }
+        RecordImporter.count(outcome, of: record.recordType, in: &summary)
+        return .saved
     }
 }
 
 extension RecordImporter {
     /// The asset with its bytes stored, read from `directory` (see ``ImportOptions/assetDirectory``).
-    func attach(_ asset: Asset, from directory: String, session: StoreSession, summary: inout ImportSummary) throws -> Asset {
+    func attach(_ asset: Asset, from directory: String, session: any RecordSession, summary: inout ImportSummary) throws -> Asset {
         var asset = asset
         let file: String
         if let sha256 = asset.sha256 {

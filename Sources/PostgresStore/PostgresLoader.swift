@@ -1,0 +1,212 @@
+import Foundation
+import PostgresNIO
+import Records
+import Store
+
+/// Saves the records of a load many at a time: what each save does is decided here, record by
+/// record and in order, exactly as the SQLite store decides it (``WriteMode/combine(_:with:)``),
+/// against the stored rows of the batch read in one query; the rows that change then go to the
+/// server through `COPY … FROM STDIN` into a staging table and one statement from there, and
+/// the change log takes one number per changed record, in the order of their last change.
+final class PostgresLoader: RecordLoader {
+    private let session: PostgresSession
+    private var held: [(record: Record, mode: WriteMode)] = []
+    private var touched: Set<String> = []
+    /// Records held before they are saved together.
+    static let batchSize = 4000
+
+    init(_ session: PostgresSession) {
+        self.session = session
+    }
+
+    func prepare(for recordType: String) throws {}
+
+    func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome? {
+        held.append((record, mode))
+        return nil
+    }
+
+    var wantsFlush: Bool { held.count >= PostgresLoader.batchSize }
+
+    /// A record name in a zone, by the zone's registry number.
+    private struct Key: Hashable {
+        var zone: Int64
+        var name: String
+    }
+
+    func flush() throws -> [Result<SaveOutcome, SaveRefusal>] {
+        let batch = held
+        held = []
+        guard !batch.isEmpty else { return [] }
+        let namespace = session.namespace
+        var keys: [Key] = []
+        keys.reserveCapacity(batch.count)
+        for entry in batch { keys.append(Key(zone: try session.zoneNumber(entry.record.zone, create: true)!, name: entry.record.recordName)) }
+        let distinct = Array(Set(keys))
+
+        // What the store holds under these names: the registry, then the live rows by type.
+        var stored: [Key: String] = [:]
+        for row in try session.link.rows("""
+            SELECT r.zone::text, r."recordName", r."recordType" FROM \(unescaped: namespace)._ck_record r
+            JOIN unnest(\(distinct.map(\.zone))::bigint[], \(distinct.map(\.name))::text[]) AS k(zone, name) ON r.zone = k.zone AND r."recordName" = k.name
+            WHERE NOT r.deleted
+            """) {
+            guard let zone = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { continue }
+            stored[Key(zone: zone, name: name)] = type
+        }
+        var current: [Key: Record] = [:]
+        for (type, group) in Dictionary(grouping: stored.keys, by: { stored[$0]! }) {
+            guard let definition = session.schema.recordType(named: type) else {
+                throw StoreError.corrupt("record \(group[0].name) is registered as \(type), which the schema does not define")
+            }
+            let reader = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: session)
+            var bindings = PostgresBindings()
+            bindings.append(group.map(\.zone))
+            bindings.append(group.map(\.name))
+            for row in try session.link.rows(PostgresQuery(unsafeSQL: reader.sql + """
+                 WHERE (t."___zone", t."___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+                """, binds: bindings)) {
+                let record = try reader.decode(row)
+                current[Key(zone: try session.zoneNumber(record.zone)!, name: record.recordName)] = record
+            }
+        }
+
+        // Each record in order, against what the ones before it left.
+        var results: [Result<SaveOutcome, SaveRefusal>] = []
+        results.reserveCapacity(batch.count)
+        var lastChange: [Key: Int] = [:]
+        var lastType: [Key: String] = [:]
+        for (index, entry) in batch.enumerated() {
+            let key = keys[index]
+            let record = entry.record
+            if record.isDeleted {
+                if current[key] != nil {
+                    lastType[key] = current[key]!.recordType
+                    current[key] = nil
+                    lastChange[key] = index
+                    results.append(.success(.deleted))
+                } else {
+                    results.append(.success(.unchanged))
+                }
+                continue
+            }
+            guard let existing = current[key] else {
+                current[key] = record
+                lastType[key] = record.recordType
+                lastChange[key] = index
+                results.append(.success(.inserted))
+                continue
+            }
+            guard existing.recordType == record.recordType else {
+                results.append(.failure(SaveRefusal(message: "record name '\(record.recordName)' is already used in zone \(record.zone.zoneName) by a record of type \(existing.recordType)")))
+                continue
+            }
+            do {
+                guard let combined = try entry.mode.combine(existing, with: record), combined != existing else {
+                    results.append(.success(.unchanged))
+                    continue
+                }
+                current[key] = combined
+                lastChange[key] = index
+                results.append(.success(.updated))
+            } catch let refusal as SaveRefusal {
+                results.append(.failure(refusal))
+            }
+        }
+
+        // The rows that changed: old rows of another type removed, the new ones written, the
+        // change log told, each in the order of its last change.
+        let changed = lastChange.sorted { $0.value < $1.value }.map(\.key)
+        guard !changed.isEmpty else { return results }
+        var removals: [String: [Key]] = [:]
+        var writes: [String: [Record]] = [:]
+        var log: (zones: [Int64], names: [String], types: [String], deleted: [Bool]) = ([], [], [], [])
+        for key in changed {
+            let now = current[key]
+            if let before = stored[key], now?.recordType != before { removals[before, default: []].append(key) }
+            if let now { writes[now.recordType, default: []].append(now) }
+            log.zones.append(key.zone)
+            log.names.append(key.name)
+            log.types.append(now?.recordType ?? lastType[key]!)
+            log.deleted.append(now == nil)
+        }
+        for (type, removed) in removals.sorted(by: { $0.key < $1.key }) {
+            var bindings = PostgresBindings()
+            bindings.append(removed.map(\.zone))
+            bindings.append(removed.map(\.name))
+            try session.link.execute(query: PostgresQuery(unsafeSQL: """
+                DELETE FROM \(namespace).\(PostgresLayout.identifier(type)) WHERE ("___zone", "___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+                """, binds: bindings))
+        }
+        for (type, records) in writes.sorted(by: { $0.key < $1.key }) {
+            guard let definition = session.schema.recordType(named: type) else {
+                throw StoreError.schemaChangeRefused(["record \(records[0].recordName) is of type \(type), which the store's schema does not define (import a schema that does first)"])
+            }
+            touched.insert(type)
+            try session.writeRows(records, of: definition, into: PostgresLayout(type: definition, schema: namespace).table, replacing: true)
+        }
+        try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted)
+        return results
+    }
+
+    /// Fresh statistics for the tables a large load filled, so the planner picks the indexes.
+    func finish(inserted: Int) throws {
+        guard inserted >= 10_000 else { return }
+        for type in touched.sorted() {
+            guard let definition = session.schema.recordType(named: type) else { continue }
+            try session.link.execute("ANALYZE \(PostgresLayout(type: definition, schema: session.namespace).table)")
+        }
+        try session.link.execute("ANALYZE \(session.namespace)._ck_record")
+    }
+}
+
+extension PostgresSession {
+    /// Writes whole rows into `table` (a type's table, or one a rewrite is filling) through COPY
+    /// into a staging table of text columns and one INSERT from there; with `replacing`, a row
+    /// already there under the same zone and name takes the new values, else it is an error.
+    func writeRows(_ records: [Record], of definition: RecordTypeDefinition, into table: String, replacing: Bool) throws {
+        let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        var columns = PostgresLayout.systemColumns.map { ($0.name, $0.name == "___zone" ? "bigint" : ($0.name.hasSuffix("Time") ? "timestamp" : "text")) }
+        for field in fields {
+            columns.append((field.name, PostgresLayout.sqlType(field.type)))
+            if field.type == .reference { columns.append((field.name + ":action", "smallint")) }
+        }
+        var rows: [UInt8] = []
+        rows.reserveCapacity(records.count * 256)
+        for (position, record) in records.enumerated() {
+            PostgresLoad.appendRow(record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: position, to: &rows)
+        }
+        let stage = "_ck_stage"
+        try link.execute("CREATE TEMP TABLE \(stage) (\(columns.indices.map { "c\($0) text" }.joined(separator: ", ")), pos bigint) ON COMMIT DROP")
+        try link.copy(into: stage, rows)
+        let casts = columns.enumerated().map { index, column in PostgresLoad.cast("c\(index)", to: column.1) }
+        let names = columns.map { PostgresLayout.identifier($0.0) }
+        var sql = "INSERT INTO \(table) AS t (\(names.joined(separator: ", "))) SELECT \(casts.joined(separator: ", ")) FROM \(stage) ORDER BY pos"
+        if replacing {
+            sql += " ON CONFLICT (\"___zone\", \"___recordID\") DO UPDATE SET "
+                + names.dropFirst(2).map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        }
+        do {
+            try link.execute(sql, "DROP TABLE \(stage)")
+        } catch let error as PostgresStoreError where "\(error)".contains("SQLSTATE 23505") {
+            throw SaveRefusal(message: "a record of type \(definition.name) would be written twice under one name")
+        }
+    }
+
+    /// Tells the change log of changed records, one change number each in the order given
+    /// (each name at most once).
+    func writeLog(zones: [Int64], names: [String], types: [String], deleted: [Bool]) throws {
+        var bindings = PostgresBindings()
+        bindings.append(zones)
+        bindings.append(names)
+        bindings.append(types)
+        bindings.append(deleted)
+        try link.execute(query: PostgresQuery(unsafeSQL: """
+            INSERT INTO \(namespace)._ck_record (zone, "recordName", "recordType", seq, deleted)
+            SELECT zone, name, type, nextval('\(namespace)._ck_seq'), gone
+            FROM (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[]) WITH ORDINALITY AS k(zone, name, type, gone, n) ORDER BY n) ordered
+            ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq,
+                xid = pg_current_xact_id(), deleted = EXCLUDED.deleted
+            """, binds: bindings))
+    }
+}
