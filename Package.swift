@@ -64,7 +64,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ], swiftSettings: strict),
         .executableTarget(name: "ckport", dependencies: [
-            "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps",
+            "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps", "PostgresStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .executableTarget(name: "ckport-emulator", dependencies: [

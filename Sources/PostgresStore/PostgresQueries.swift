@@ -47,6 +47,16 @@ extension PostgresSession {
         return total
     }
 
+    /// PostgreSQL's plan for each statement of the query (`EXPLAIN`), to see which indexes it
+    /// uses.
+    public func queryPlan(_ query: RecordQuery) throws -> [(sql: String, plan: [String])] {
+        try compile(query).map { compiled in
+            var explain = compiled.query
+            explain.sql = "EXPLAIN " + explain.sql
+            return (compiled.query.sql, try link.rows(explain).compactMap { $0[0] })
+        }
+    }
+
     /// The earliest and latest value of TIMESTAMP `fields` among the records a query selects.
     public func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)? {
         var low: Int64?, high: Int64?

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PostgresStore
 import Store
 
 struct CKPortCommand: ParsableCommand {
@@ -17,18 +18,22 @@ struct CKPortCommand: ParsableCommand {
           ckport export --type Event --sort startDate \\
               --where "familyID == 'family-1' AND isDeleted == false"
 
-        The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite.
+        The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite. A store on a \
+        PostgreSQL server is a URL: --store 'postgresql://USER@HOST:PORT/DB?schema=NAME' (the \
+        password from PGPASSWORD or ~/.pgpass, never the command line).
         Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure.
         """,
         version: "0.1.0",
         subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
-                      RestoreCommand.self, MigrateCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
+                      RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
     )
 }
 
 /// Options every command that touches a store takes.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The store file.", discussion: "Default: $CKPORT_STORE, else ./ckport.sqlite.", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("The store: a SQLite file, or postgresql://USER@HOST:PORT/DB?schema=NAME.",
+                                            discussion: "Default: $CKPORT_STORE, else ./ckport.sqlite. A PostgreSQL store's password comes from PGPASSWORD, passfile=FILE in the URL, or ~/.pgpass.",
+                                            valueName: "path-or-url"))
     var store: String?
 
     @Flag(name: [.short, .long], help: "No progress and no summary on standard error (errors are still reported).")
@@ -50,13 +55,26 @@ struct StoreOptions: ParsableArguments {
         guard wait >= 0, wait.isFinite else { throw ValidationError("--wait takes a number of seconds, 0 or more") }
     }
 
-    /// Opens the store; commands that only read pass `create: false`.
-    func open(create: Bool) throws -> RecordStore {
-        let path = self.path
+    /// Opens the store, on SQLite or PostgreSQL by what `--store` names; commands that only
+    /// read pass `create: false`.
+    func open(create: Bool) throws -> any RecordStoring {
+        try StoreOptions.open(path, create: create, wait: wait, quiet: quiet)
+    }
+
+    /// Opens the store at `path` (a SQLite file or a postgresql:// URL).
+    static func open(_ path: String, create: Bool, wait: Double, quiet: Bool) throws -> any RecordStoring {
+        if PostgresLocation.isURL(path) {
+            return try PostgresStore(PostgresLocation(path), create: create)
+        }
         var waiting: (@Sendable () -> Void)?
         if !quiet {
             waiting = { Console.error("waiting for another ckport writing to \(path)…") }
         }
         return try RecordStore(path: path, create: create, waitSeconds: wait, waiting: waiting)
+    }
+
+    /// The kind of store at `path`, for messages.
+    static func backend(_ path: String) -> String {
+        PostgresLocation.isURL(path) ? "PostgreSQL" : "SQLite"
     }
 }

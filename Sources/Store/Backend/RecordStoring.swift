@@ -89,6 +89,9 @@ public protocol RecordSession: AnyObject {
     func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws
     /// How many records `query` selects.
     func count(_ query: RecordQuery) throws -> Int
+    /// The store's plan for each statement of `query` (which indexes it uses), for
+    /// `export --explain`.
+    func queryPlan(_ query: RecordQuery) throws -> [(sql: String, plan: [String])]
     /// Every change after `token`, in the order it happened; deletions as tombstones.
     func forEachChange(since token: ChangeToken, recordTypes: [String], scope: DatabaseScope?, zoneName: String?,
                        _ body: (Record) throws -> Void) throws

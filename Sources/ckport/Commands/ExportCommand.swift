@@ -153,7 +153,7 @@ struct ExportCommand: ParsableCommand {
         query.descending = desc
         query.limit = limit
         if explain {
-            for (sql, plan) in try store.read({ try $0.queryPlan(query) }) {
+            for (sql, plan) in try store.readSession({ try $0.queryPlan(query) }) {
                 print(sql)
                 for line in plan { print("  " + line) }
             }
@@ -214,7 +214,7 @@ enum LocationForm: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension ExportCommand {
-    func exportICS(store: RecordStore, query: RecordQuery) throws {
+    func exportICS(store: any RecordStoring, query: RecordQuery) throws {
         var settings = FormatSettings()
         if calendar.keepsCalendarsWhole {
             settings[CalendarWriteSettings.self] = CalendarWriteSettings(keepsCalendarsWhole: true)

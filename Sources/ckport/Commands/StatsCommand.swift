@@ -6,10 +6,14 @@ import Store
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats",
-        abstract: "Show what the store holds: counts per scope, zone and type, size and change token.",
+        abstract: "Show what the store holds: its backend, counts per scope, zone and type, size and change token.",
         discussion: """
           ckport stats
           ckport stats --json | jq '.token'
+          ckport stats --store 'postgresql://ckport@db.example:5432/mirror?schema=family'
+
+        The first line names the store and its backend (SQLite or PostgreSQL) with its size: \
+        the file's, or the tables' on the server.
         """
     )
 
@@ -20,10 +24,11 @@ struct StatsCommand: ParsableCommand {
 
     func run() throws {
         let store = try storeOptions.open(create: false)
-        let stats = try store.read { try $0.stats() }
+        let stats = try store.readSession { try $0.stats() }
         if json {
             var out = JSONWriter()
             out.raw("{\"store\":"); out.string(stats.path)
+            out.raw(",\"backend\":"); out.string(StoreOptions.backend(storeOptions.path).lowercased())
             out.raw(",\"bytes\":"); out.int(stats.fileSize)
             out.raw(",\"token\":"); out.string(stats.token.description)
             out.raw(",\"recordTypes\":"); out.int(Int64(stats.recordTypeCount))
@@ -46,7 +51,7 @@ struct StatsCommand: ParsableCommand {
             print(out.text)
             return
         }
-        print("store   \(stats.path) (\(Console.bytes(stats.fileSize)))")
+        print("store   \(stats.path) (\(StoreOptions.backend(storeOptions.path)), \(Console.bytes(stats.fileSize)))")
         print("schema  \(stats.recordTypeCount) record types")
         print("token   \(stats.token)")
         if stats.assetFiles > 0 { print("assets  \(Console.count(stats.assetFiles)) files (\(Console.bytes(stats.assetBytes)))") }

@@ -7,7 +7,7 @@ import Store
 /// Which calendar mapping an iCalendar import or export uses: the file `--mapping` names, else
 /// the mapping of the sample app whose record types the store holds — and then it says so.
 enum CalendarMappingChoice {
-    static func resolve(_ path: String?, store: RecordStore, schema: Schema? = nil, quiet: Bool) throws -> CalendarMapping {
+    static func resolve(_ path: String?, store: any RecordStoring, schema: Schema? = nil, quiet: Bool) throws -> CalendarMapping {
         let schema = schema ?? store.schema
         if let path {
             try InputFiles.check(path, as: "a mapping")
