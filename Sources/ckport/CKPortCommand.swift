@@ -73,6 +73,21 @@ struct StoreOptions: ParsableArguments {
         return try RecordStore(path: path, create: create, waitSeconds: wait, waiting: waiting)
     }
 
+    /// Whether there is a store at `path` yet: a file, or a store in the server's namespace (a
+    /// server that cannot be asked counts as yes: opening the store then says why).
+    static func exists(_ path: String) -> Bool {
+        guard PostgresLocation.isURL(path) else { return FileManager.default.fileExists(atPath: path) }
+        do {
+            _ = try PostgresStore(PostgresLocation(path), create: false)
+            return true
+        } catch let error as PostgresStoreError {
+            if case .notAStore(let message) = error, message.contains("no ckport store") { return false }
+            return true
+        } catch {
+            return true
+        }
+    }
+
     /// The kind of store at `path`, for messages.
     static func backend(_ path: String) -> String {
         PostgresLocation.isURL(path) ? "PostgreSQL" : "SQLite"

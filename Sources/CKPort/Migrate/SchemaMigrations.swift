@@ -114,9 +114,13 @@ extension SchemaMigrations {
         return MigrationApplyResult(reports: reports, before: before, after: try runner.status(), repaired: repaired, backup: backupPath)
     }
 
-    /// `STORE.before-SET-NNNN.ckbundle` beside the store, with a time added when that exists.
+    /// `STORE.before-SET-NNNN.ckbundle` beside the store, with a time added when that exists; for
+    /// a store on a server (a URL), `NAMESPACE.before-SET-NNNN.ckbundle` in the current folder.
     public static func defaultBackupPath(store: String, set: String, version: Int) -> String {
-        let base = store.hasSuffix(".sqlite") ? String(store.dropLast(".sqlite".count)) : store
+        var base = store.hasSuffix(".sqlite") ? String(store.dropLast(".sqlite".count)) : store
+        if store.contains("://") {
+            base = URLComponents(string: store)?.queryItems?.first { $0.name == "schema" }?.value ?? "store"
+        }
         var path = "\(base).before-\(set)-\(String(format: "%04d", version)).ckbundle"
         if FileManager.default.fileExists(atPath: path) {
             let stamp = ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "")

@@ -177,7 +177,7 @@ struct ImportCommand: ParsableCommand {
         let timeZone = try ArgumentChecks.timeZone(tz)
         let archive = calendar.keepsCalendarsWhole
         // Records need a schema to be checked against: say so once, before any file is made.
-        if schemaFile == nil && !allowNewFields && !archive && !inputs.isEmpty && !FileManager.default.fileExists(atPath: storeOptions.path) {
+        if schemaFile == nil && !allowNewFields && !archive && !inputs.isEmpty && !StoreOptions.exists(storeOptions.path) {
             throw OperationError.noSchema(store: storeOptions.path, storeExists: false)
         }
         let store = try storeOptions.open(create: true)
