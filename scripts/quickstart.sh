@@ -5,7 +5,8 @@
 # the apps with a calendar, export iCalendar, check it, and import it back without a change;
 # back each app up to a bundle, verify it and restore it into a fresh store. Then CloudKit, on
 # the emulator: sign in, pull the notes app's container, pull again (nothing new), push the store
-# into the production environment, pull that back and compare; cloud status at the end.
+# into the production environment, pull that back and compare; cloud status at the end. With a
+# PostgreSQL server in CKPORT_TEST_POSTGRES, a second pass does the same on PostgreSQL stores.
 # Work goes to ./quickstart/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +110,49 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
     fi
   fi
 done
+
+# The same apps on a PostgreSQL store, when a server is given (CKPORT_TEST_POSTGRES, a store URL
+# with its password in PGPASSWORD, as .ci/run sets after scripts/postgres-cluster.sh start): every
+# answer must be the SQLite store's, byte for byte.
+if [ -n "${CKPORT_TEST_POSTGRES:-}" ]; then
+  echo "== PostgreSQL (${CKPORT_TEST_POSTGRES})"
+  run=qs$$
+  for app in family-todo family-calendar relationship-checkin screen-time-rewards notes; do
+    pg="${CKPORT_TEST_POSTGRES}?schema=${run}_${app//-/_}"
+    ckport import "samples/$app/schema.ckdb" "samples/$app/records.jsonl" --store "$pg" -q
+    IFS='|' read -r type predicate sort <<<"$(query "$app")"
+    if cmp -s <(ckport export --store "$pg" --type "$type" --where "$predicate" --sort "$sort" -q) \
+              <(ckport export --store "$out/$app.sqlite" --type "$type" --where "$predicate" --sort "$sort" -q) \
+       && cmp -s <(ckport export --store "$pg" -q) "$out/$app.jsonl"; then
+      echo "$app: import, the query and the export on PostgreSQL give SQLite's bytes"
+    else
+      echo "$app: PostgreSQL's answers differ from SQLite's" >&2
+      exit 1
+    fi
+    ckport backup --store "$pg" -o "$out/$app-pg.ckbundle" -q
+    ckport restore "$out/$app-pg.ckbundle" --store "$out/$app-from-pg.sqlite" -q
+    ckport copy --from "$pg" --to "$out/$app-copied-from-pg.sqlite" -q
+    if cmp -s <(ckport export --store "$out/$app-from-pg.sqlite" -q) "$out/$app.jsonl" \
+       && cmp -s <(ckport export --store "$out/$app-copied-from-pg.sqlite" -q) "$out/$app.jsonl"; then
+      echo "$app: PostgreSQL → bundle → SQLite and ckport copy PostgreSQL → SQLite give back the same records"
+    else
+      echo "$app: the records that came back from PostgreSQL differ" >&2
+      exit 1
+    fi
+    if [ -f "samples/$app/calendar.yaml" ]; then
+      ckport export --store "$pg" -o "$out/$app-pg.ics" --include-deleted -q
+      check_ics "$out/$app-pg.ics"
+      cmp -s "$out/$app-pg.ics" "$out/$app.ics" || { echo "$app: the iCalendar export from PostgreSQL differs from SQLite's" >&2; exit 1; }
+    fi
+    if [ -d "migrations/$app" ]; then
+      ckport migrate apply --dir "migrations/$app" --store "$pg" --no-backup -q
+      cmp -s <(ckport export --store "$pg" -q) "migrations/$app/expected/records.jsonl" \
+        || { echo "$app: migrations/$app on PostgreSQL did not leave the expected records" >&2; exit 1; }
+      echo "$app: migrations/$app applied on PostgreSQL → the records in migrations/$app/expected"
+    fi
+  done
+  ckport stats --store "${CKPORT_TEST_POSTGRES}?schema=${run}_family_calendar" | head -3
+fi
 
 echo "== CloudKit (ckport-emulator on 127.0.0.1: the notes app's container)"
 cloud="$out/cloud"

@@ -20,14 +20,14 @@ public final class PostgresSession {
     var namespace: String { store.server.schema }
     public var storeID: String { store.storeID }
 
-    init(store: PostgresStore, link: PostgresLink, writable: Bool) throws {
+    init(store: PostgresStore, link: PostgresLink, writable: Bool, lockingSchema: Bool = false) throws {
         self.store = store
         self.link = link
         self.writable = writable
         // A writer holds the schema steady while it runs (a share lock: writers do not wait for
         // each other, a schema change waits for them); a reader's first statement takes its
         // snapshot.
-        let lock = writable ? " FOR SHARE" : ""
+        let lock = lockingSchema ? " FOR UPDATE" : writable ? " FOR SHARE" : ""
         let text = try link.rows(PostgresQuery(unsafeSQL: "SELECT value FROM \(store.server.schema)._ck_meta WHERE key = 'schema'\(lock)")).first?[0]
         guard let text else { throw PostgresStoreError.notAStore("\(store.server): the store has no schema row in _ck_meta") }
         schema = try SchemaParser.parse(text, file: "stored schema")
@@ -344,6 +344,9 @@ extension PostgresSession: LoadingSession {
     @discardableResult
     public func apply(schema newSchema: Schema) throws -> SchemaChange {
         precondition(writable, "a schema change needs a write transaction")
+        // The session holds the schema row (shared) since it began, so its schema is what is
+        // committed: a load that changes nothing takes no further lock.
+        guard SchemaChange(from: schema, to: newSchema).changesSchema else { return SchemaChange(from: schema, to: newSchema) }
         let text = try link.rows("SELECT value FROM \(name: namespace)._ck_meta WHERE key = 'schema' FOR UPDATE").first?[0] ?? "DEFINE SCHEMA\n"
         schema = try SchemaParser.parse(text, file: "stored schema")
         let change = SchemaChange(from: schema, to: newSchema)

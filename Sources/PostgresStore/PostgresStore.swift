@@ -142,8 +142,15 @@ public final class PostgresStore: @unchecked Sendable {
     /// `body` throws or `dryRun` is set. Writers run side by side: each holds the schema
     /// steady (a share lock on it) for as long as it runs, and a schema change waits for them.
     public func write<T>(dryRun: Bool = false, _ body: (PostgresSession) throws -> T) throws -> T {
+        try write(dryRun: dryRun, lockingSchema: false, body)
+    }
+
+    /// ``write(dryRun:_:)``; with `lockingSchema`, holding the schema for a change from the
+    /// start (a schema import), so that two such writers take turns rather than meet in a
+    /// deadlock when both would change it.
+    func write<T>(dryRun: Bool, lockingSchema: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
         try pool.withLink { link in
-            try link.transaction(rollback: dryRun) { try body(try PostgresSession(store: self, link: link, writable: true)) }
+            try link.transaction(rollback: dryRun) { try body(try PostgresSession(store: self, link: link, writable: true, lockingSchema: lockingSchema)) }
         }
     }
 
@@ -154,7 +161,7 @@ public final class PostgresStore: @unchecked Sendable {
     /// locked), and each builds on what the other committed.
     @discardableResult
     public func importSchema(_ newSchema: Schema, dryRun: Bool = false) throws -> SchemaChange {
-        try write(dryRun: dryRun) { try $0.apply(schema: newSchema) }
+        try write(dryRun: dryRun, lockingSchema: true) { try $0.apply(schema: newSchema) }
     }
 
     /// The tables and columns the store's namespace holds, with their PostgreSQL types, for

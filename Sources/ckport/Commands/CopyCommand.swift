@@ -17,8 +17,10 @@ struct CopyCommand: ParsableCommand {
 
           ckport copy --from family.sqlite \\
               --to 'postgresql://ckport@db.example:5432/mirror?schema=family'
-          ckport copy --from 'postgresql://ckport@db.example/mirror?schema=family' --to family.sqlite
-          ckport copy --from family.sqlite --to family-1.sqlite --zone family-1-zone --type Event
+          ckport copy --from 'postgresql://ckport@db.example/mirror?schema=family' \\
+              --to family.sqlite
+          ckport copy --from family.sqlite --to family-1.sqlite \\
+              --zone family-1-zone --type Event
 
         Exports of the two stores afterwards are byte-identical. A --to that already holds \
         records takes the copied ones by --mode (upsert by default, as import).

@@ -10,7 +10,7 @@ struct StatsCommand: ParsableCommand {
         discussion: """
           ckport stats
           ckport stats --json | jq '.token'
-          ckport stats --store 'postgresql://ckport@db.example:5432/mirror?schema=family'
+          ckport stats --store 'postgresql://ckport@db.example/mirror?schema=family'
 
         The first line names the store and its backend (SQLite or PostgreSQL) with its size: \
         the file's, or the tables' on the server.
