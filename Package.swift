@@ -11,6 +11,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "CKPort", targets: ["CKPort"]),
+        // The record store on a PostgreSQL server, for programs that want it (postgres-nio).
+        .library(name: "CKPortPostgreSQL", targets: ["PostgresStore"]),
         .executable(name: "ckport", targets: ["ckport"]),
         .executable(name: "ckport-emulator", targets: ["ckport-emulator"]),
     ],

@@ -8,13 +8,20 @@
 #     setField with an expression) planned and applied, beside the same steps as SQL in the
 #     sqlite3 shell (scripts/bench-migration.sql);
 #  2. iCalendar export and import of family-calendar events with three participants each,
-#     beside Python's icalendar package doing the same (scripts/bench_calendar.py).
+#     beside Python's icalendar package doing the same (scripts/bench_calendar.py);
+#  3. the same family-todo records on a PostgreSQL store (a throwaway cluster with fsync on,
+#     scripts/postgres-cluster.sh): import, export and --where beside the SQLite store and beside
+#     psql's \copy of the same rows as CSV into the same tables, and four importers into
+#     different zones at once beside one importer of the same records.
 #
 #   scripts/bench.sh              # 1,000,000 records and 100,000 events, plus 100,000 records
 #                                 # and 10,000 events for the memory column
 #   scripts/bench.sh 200000 20000 # a quicker run
+#   BENCH_ONLY=postgres scripts/bench.sh 1000000   # only the PostgreSQL rows (and SQLite's beside)
+#   BENCH_ONLY=postgres BENCH_PG_SCALE=10000000 scripts/bench.sh 1000000   # with a scale row
 #
-# Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time), python3 with venv; icalendar
+# Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time), python3 with venv, PostgreSQL's
+# server and psql (Debian: postgresql); icalendar
 # is installed into a venv ($BENCH_VENV, default ~/.cache/ckport-bench-venv). Work files go
 # to $BENCH_DIR (default: a temporary folder, removed afterwards).
 set -euo pipefail
@@ -192,6 +199,112 @@ cloud_rows() {
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "pull $(commas "$n") records (change feeds)" "$(secs "$tag-pull")" "$(rate "$tag-pull" "$n")" "emulator CPU: $(cat "$work/$tag-pull.server") s" "" "$(mb "$tag-pull") MB"
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "push $(commas "$n") records (forceReplace)" "$(secs "$tag-push")" "$(rate "$tag-push" "$n")" "emulator CPU: $(cat "$work/$tag-push.server") s" "" "$(mb "$tag-push") MB"
 }
+# PostgreSQL: a cluster of its own, durable (fsync on), on loopback.
+pg_url=""
+start_postgres() {
+  [ -z "$pg_url" ] || return 0
+  command -v psql >/dev/null || { echo "bench: psql is missing (apt-get install postgresql)" >&2; exit 1; }
+  CKPORT_PG_DURABLE=1 scripts/postgres-cluster.sh start "$work/pg" > "$work/pg.url"
+  pg_url=$(cat "$work/pg.url")
+  PGPASSWORD=$(cat "$work/pg/password")
+  export PGPASSWORD
+  trap 'scripts/postgres-cluster.sh stop "$work/pg" || true; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
+}
+psql_run() { psql -X -q -v ON_ERROR_STOP=1 "$pg_url" "$@"; }
+measure_postgres() {
+  local n=$1 tag=$2
+  local data="$work/$tag.jsonl" counter="$work/$tag-pg.counter"
+  start_postgres
+  # Each run imports into a namespace of its own (the schema file first, in the same command).
+  echo 0 > "$counter"
+  run "$tag-pg-import" sh -c "i=\$(( \$(cat '$counter') + 1 )); echo \$i > '$counter'; '$ckport' import '$work/schema.ckdb' '$data' --store '$pg_url?schema=${tag}_import_'\$i -q"
+  local store="$pg_url?schema=${tag}_import_1"
+  run "$tag-pg-export" "$ckport" export --store "$store" -o "$work/$tag-pg-out.jsonl" -q
+  cmp -s "$work/$tag-pg-out.jsonl" "$work/$tag-out.jsonl" || { echo "bench: the PostgreSQL export differs from SQLite's" >&2; exit 1; }
+  run "$tag-pg-where" "$ckport" export --store "$store" --type Task --where "householdId == 'household-1'" -o "$work/$tag-pg-where.jsonl" -q
+  cmp -s "$work/$tag-pg-where.jsonl" "$work/$tag-where.jsonl" || { echo "bench: the PostgreSQL --where export differs from SQLite's" >&2; exit 1; }
+  # The reference: psql's \copy of the same rows, as CSV, into empty tables of the same layout
+  # and indexes (CREATE TABLE … LIKE … INCLUDING ALL), every type, in one transaction.
+  local types
+  types=$(grep -o 'RECORD TYPE [A-Za-z0-9_]*' "$work/schema.ckdb" | awk '{print $3}')
+  : > "$work/$tag-ref-load.sql"
+  echo "BEGIN; DROP SCHEMA IF EXISTS ${tag}_ref CASCADE; CREATE SCHEMA ${tag}_ref;" >> "$work/$tag-ref-load.sql"
+  for type in $types; do
+    psql_run -c "\\copy ${tag}_import_1.\"$type\" TO '$work/$tag-pg-$type.csv' CSV"
+    echo "CREATE TABLE ${tag}_ref.\"$type\" (LIKE ${tag}_import_1.\"$type\" INCLUDING ALL);" >> "$work/$tag-ref-load.sql"
+    echo "\\copy ${tag}_ref.\"$type\" FROM '$work/$tag-pg-$type.csv' CSV" >> "$work/$tag-ref-load.sql"
+  done
+  echo "COMMIT;" >> "$work/$tag-ref-load.sql"
+  run "$tag-pg-ref-import" psql -X -q -v ON_ERROR_STOP=1 "$pg_url" -f "$work/$tag-ref-load.sql"
+  # Four importers into different zones (households split four ways) at once, beside one
+  # importer of the same four files; each run into a new store, the schema imported first.
+  rm -f "$work/$tag-part"*.jsonl
+  awk -v out="$work/$tag-part" 'match($0, /"zoneName":"household-[0-9]+"/) { z = substr($0, RSTART + 22, RLENGTH - 23); print > (out (z % 4) ".jsonl") }' "$data"
+  local parts="$work/$tag-part0.jsonl $work/$tag-part1.jsonl $work/$tag-part2.jsonl $work/$tag-part3.jsonl"
+  run "$tag-pg-one" sh -c "i=\$(( \$(cat '$counter') + 1 )); echo \$i > '$counter'; s='$pg_url?schema=${tag}_one_'\$i; '$ckport' schema import '$work/schema.ckdb' --store \"\$s\" -q && '$ckport' import $parts --store \"\$s\" -q"
+  run "$tag-pg-four" bash -c "i=\$(( \$(cat '$counter') + 1 )); echo \$i > '$counter'; s='$pg_url?schema=${tag}_four_'\$i; '$ckport' schema import '$work/schema.ckdb' --store \"\$s\" -q || exit 1
+    for p in $parts; do '$ckport' import \$p --store \"\$s\" -q & done
+    for j in 1 2 3 4; do wait -n || exit 1; done"
+  [ "$("$ckport" stats --store "$pg_url?schema=${tag}_four_$(cat "$counter")" | awk '$1 == "total" { print $2 }' | tr -d ,)" = "$n" ] \
+    || { echo "bench: the four importers did not store $n records" >&2; exit 1; }
+  # Done with this size: the namespaces go, so the next size starts from an empty server.
+  for schema in $(psql_run -At -c "SELECT nspname FROM pg_namespace WHERE nspname LIKE '${tag}\\_%'"); do psql_run -c "DROP SCHEMA $schema CASCADE"; done
+}
+pg_rows() {
+  local tag=$1 n=$2
+  local tasks
+  tasks=$(grep -c '"recordType":"Task"' "$work/$tag.jsonl")
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import $(commas "$n") records (JSONL)" "$(secs "$tag-pg-import")" "$(rate "$tag-pg-import" "$n")" "\\copy CSV: $(secs "$tag-pg-ref-import") s" "$(ratio "$tag-pg-import" "$tag-pg-ref-import")×" "$(mb "$tag-pg-import") MB"
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "  the same on SQLite" "$(secs "$tag-import")" "$(rate "$tag-import" "$n")" "PostgreSQL / SQLite" "$(ratio "$tag-pg-import" "$tag-import")×" "$(mb "$tag-import") MB"
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export all to JSONL" "$(secs "$tag-pg-export")" "$(rate "$tag-pg-export" "$n")" "SQLite: $(secs "$tag-export") s" "$(ratio "$tag-pg-export" "$tag-export")×" "$(mb "$tag-pg-export") MB"
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export --where (indexed, $(cat "$work/$tag-where.count") rows)" "$(secs "$tag-pg-where")" "$(rate "$tag-pg-where" "$(cat "$work/$tag-where.count")")" "SQLite: $(secs "$tag-where") s" "$(ratio "$tag-pg-where" "$tag-where")×" "$(mb "$tag-pg-where") MB"
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "one importer, four zone files" "$(secs "$tag-pg-one")" "$(rate "$tag-pg-one" "$n")" "" "" "$(mb "$tag-pg-one") MB"
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "four importers at once, a file each" "$(secs "$tag-pg-four")" "$(rate "$tag-pg-four" "$n")" "speed-up over one importer" "$(ratio "$tag-pg-one" "$tag-pg-four")×" "$(mb "$tag-pg-four") MB"
+}
+pg_table() {
+  local tag=$1 n=$2
+  echo
+  echo "PostgreSQL $(psql -X -At "$pg_url" -c 'SHOW server_version' | awk '{print $1}') on loopback (fsync on), the same family-todo records, $(commas "$n"):"
+  echo
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "reference" "ratio" "peak RSS"
+  printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
+  pg_rows "$tag" "$n"
+  if [ -n "${BENCH_PG_SCALE:-}" ]; then
+    printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "scale: import $(commas "$BENCH_PG_SCALE") records" "$(secs scale-pg-import)" "$(rate scale-pg-import "$BENCH_PG_SCALE")" "per record vs $(commas "$n")" "$(awk -v a="$(secs scale-pg-import)" -v b="$(secs "$tag-pg-import")" -v m="$BENCH_PG_SCALE" -v k="$n" 'BEGIN { printf "%.2f", (a / m) / (b / k) }')×" "$(mb scale-pg-import) MB"
+    printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "scale: export $(commas "$BENCH_PG_SCALE") records" "$(secs scale-pg-export)" "$(rate scale-pg-export "$BENCH_PG_SCALE")" "per record vs $(commas "$n")" "$(awk -v a="$(secs scale-pg-export)" -v b="$(secs "$tag-pg-export")" -v m="$BENCH_PG_SCALE" -v k="$n" 'BEGIN { printf "%.2f", (a / m) / (b / k) }')×" "$(mb scale-pg-export) MB"
+  fi
+  echo
+  echo "Median of $repeat runs each. \\copy: psql loading the same rows, as CSV, into empty tables with the"
+  echo "same columns and indexes in one transaction; ckport also reads and validates JSON, decides each"
+  echo "record as the SQLite store does (insert, update or unchanged) and keeps the change log."
+  echo "Targets: import within 2× of \\copy; four importers ≥ 1.5× one importer's throughput."
+}
+measure_pg_scale() {
+  local n=$1
+  start_postgres
+  "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$work/scale.jsonl"
+  repeat=1 run scale-pg-import "$ckport" import "$work/schema.ckdb" "$work/scale.jsonl" --store "$pg_url?schema=scale" -q
+  repeat=1 run scale-pg-export "$ckport" export --store "$pg_url?schema=scale" -o "$work/scale-out.jsonl" -q
+  rm -f "$work/scale.jsonl" "$work/scale-out.jsonl"
+}
+if [ "${BENCH_ONLY:-}" = postgres ]; then
+  measure_sqlite_basics() {
+    local n=$1 tag=$2
+    "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$work/$tag.jsonl"
+    "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
+    "$ckport" schema import "$work/schema.ckdb" --store "$work/$tag.sqlite.empty" -q
+    fresh="$work/$tag.sqlite.empty" run "$tag-import" "$ckport" import "$work/$tag.jsonl" --store "$work/$tag.sqlite" -q
+    run "$tag-export" "$ckport" export --store "$work/$tag.sqlite" -o "$work/$tag-out.jsonl" -q
+    run "$tag-where" "$ckport" export --store "$work/$tag.sqlite" --type Task --where "householdId == 'household-1'" -o "$work/$tag-where.jsonl" -q
+    wc -l < "$work/$tag-where.jsonl" > "$work/$tag-where.count"
+  }
+  measure_sqlite_basics "$records" big
+  measure_postgres "$records" big
+  [ -z "${BENCH_PG_SCALE:-}" ] || measure_pg_scale "$BENCH_PG_SCALE"
+  pg_table big "$records"
+  exit 0
+fi
+
 if [ "${BENCH_ONLY:-}" = cloud ]; then
   # Only the CloudKit rows: BENCH_ONLY=cloud scripts/bench.sh RECORDS
   "$ckport" generate --app family-todo --records "$records" --seed 7 -q -o "$work/cloud-data.jsonl"
@@ -211,6 +324,8 @@ measure_cloud "$small" small-cloud "$work/small.sqlite"
 measure_cloud "$records" big-cloud "$work/big.sqlite"
 measure_calendar "$small_events" small-cal
 measure_calendar "$events" cal
+measure_postgres "$records" big
+[ -z "${BENCH_PG_SCALE:-}" ] || measure_pg_scale "$BENCH_PG_SCALE"
 tasks=$(sqlite3 "$work/big.sqlite" 'SELECT count(*) FROM "Task"')
 where=$(cat "$work/big-where.count")
 
@@ -282,3 +397,4 @@ echo "Target: pull ≥ 50,000 records/s with memory under 200 MB. The emulator's
 echo "(answering, encoding pages, keeping the records); ckport's is the rest of the wall time."
 echo "ckport speaks HTTP through AsyncHTTPClient. A push is bound by the emulator, which parses and"
 echo "encodes every record with Foundation's JSONSerialization; its CPU column is that cost."
+pg_table big "$records"

@@ -6,7 +6,8 @@
 #                                           database `ckport`, and print the store URL
 #   scripts/postgres-cluster.sh stop DIR    stop it (DIR can then be removed)
 #
-# The role's password is written to DIR/password; pass it as PGPASSWORD (ckport never takes a
+# The cluster runs without fsync (it is thrown away); CKPORT_PG_DURABLE=1 keeps fsync on, as the
+# benchmark does. The role's password is written to DIR/password; pass it as PGPASSWORD (ckport never takes a
 # password on its command line). PostgreSQL refuses to run as root: as root, the cluster runs
 # as the system user ckport-pg, created when missing.
 set -euo pipefail
@@ -39,8 +40,10 @@ case $command in
       -E UTF8 --locale=C.UTF-8 > "$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     rm -f "$dir/.initdb-password"
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    fsync=off
+    [ "${CKPORT_PG_DURABLE:-}" != 1 ] || fsync=on
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=64" start > /dev/null \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=$fsync -c max_connections=64" start > /dev/null \
       || { cat "$dir/data/server.log" >&2; exit 1; }
     PGPASSWORD=$password psql -q -h 127.0.0.1 -p "$port" -U ckport -d postgres -c "CREATE DATABASE ckport" > /dev/null
     echo "postgresql://ckport@127.0.0.1:$port/ckport"

@@ -25,6 +25,7 @@ extension PostgresSession {
         }
         if !missing.isEmpty { throw StoreError.missingRecords(missing) }
         plan = try DeletePlan.expand(plan) { target in try referrers(of: target, zone: zones[target.zone]!, types: types) }
+        if !plan.isEmpty { changedRecords = true }
         for entry in plan {
             let zone = zones[entry.id.zone]!
             try link.execute(query: """

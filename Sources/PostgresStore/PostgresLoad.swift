@@ -52,10 +52,12 @@ struct PostgresReader {
 }
 
 extension PostgresLink {
-    /// Sends `rows` (COPY's text format) into `table` with `COPY … FROM STDIN`.
-    func copy(into table: String, _ rows: [UInt8]) throws {
+    /// Sends `rows` (COPY's text format) into `table` with `COPY … FROM STDIN`: a table of the
+    /// connection's search path (a temporary table, or one of the store's namespace once the
+    /// session has put it first), by its name unquoted, filling `columns` (all when empty).
+    func copy(into table: String, columns: [String] = [], _ rows: [UInt8]) throws {
         try run { connection, logger in
-            try await connection.copyFrom(table: table, logger: logger) { writer in
+            try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
                 var start = 0
                 // Pieces of a megabyte: the server starts on the first while the rest travel.
                 while start < rows.count {
@@ -70,13 +72,22 @@ extension PostgresLink {
 
 /// Values to and from the text the store's bulk path and reads use.
 enum PostgresLoad {
-    /// One record as a line of COPY's text format: the staging columns, all text.
-    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int, to out: inout [UInt8]) {
+    /// One record as a line of COPY's text format: the system columns and `fields` in order (a
+    /// reference with its action), then `position` when given. Timestamps go as milliseconds for
+    /// a staging table's text columns (converted by ``cast(_:to:)``), or, with
+    /// `timestampsAsText`, as the text a `timestamptz` column reads, for a COPY straight into a
+    /// type's table (``timestampText(_:)`` must have accepted every one of them).
+    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to out: inout [UInt8]) {
+        func stamp(_ milliseconds: Int64?) -> String? {
+            guard let milliseconds else { return nil }
+            return timestampsAsText ? timestampText(milliseconds) : String(milliseconds)
+        }
         var values: [String?] = [
             String(zone), record.recordName, record.changeTag,
-            record.created.map { String($0.timestamp) }, record.created?.userRecordName, record.created?.deviceID,
-            record.modified.map { String($0.timestamp) }, record.modified?.userRecordName, record.modified?.deviceID,
+            stamp(record.created?.timestamp), record.created?.userRecordName, record.created?.deviceID,
+            stamp(record.modified?.timestamp), record.modified?.userRecordName, record.modified?.deviceID,
         ]
+        values.reserveCapacity(values.count + fields.count + 1)
         for field in fields {
             let value = record.fields[field.name]
             switch value {
@@ -86,13 +97,63 @@ enum PostgresLoad {
             case .reference(let reference)?:
                 values.append(reference.recordName)
                 values.append(String(reference.action.code))
+            case .timestamp(let milliseconds)? where timestampsAsText:
+                values.append(timestampText(milliseconds))
             case let value?:
                 values.append(text(value))
                 if field.type == .reference { values.append(nil) }
             }
         }
-        values.append(String(position))
+        if let position { values.append(String(position)) }
         appendFields(values, to: &out)
+    }
+
+    /// Whether every timestamp of `record` outside lists has a `timestamptz` text form
+    /// (``timestampText(_:)``): years 1 to 9999.
+    static func timestampsHaveText(_ record: Record) -> Bool {
+        if let created = record.created, timestampText(created.timestamp) == nil { return false }
+        if let modified = record.modified, timestampText(modified.timestamp) == nil { return false }
+        for (_, value) in record.fields {
+            if case .timestamp(let milliseconds) = value, timestampText(milliseconds) == nil { return false }
+        }
+        return true
+    }
+
+    /// Milliseconds since 1970 as PostgreSQL's `timestamptz` reads them in UTC,
+    /// `2026-03-01 09:30:00.250+00`; nil outside years 1 to 9999.
+    static func timestampText(_ milliseconds: Int64) -> String? {
+        let (days, remainder) = milliseconds.quotientAndRemainder(dividingBy: 86_400_000)
+        let day = remainder < 0 ? days - 1 : days
+        let inDay = remainder < 0 ? remainder + 86_400_000 : remainder
+        // Days to a civil date (the proleptic Gregorian calendar; H. Hinnant's algorithm).
+        let z = day + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let dayOfMonth = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        guard (1...9999).contains(year) else { return nil }
+        var text = [UInt8]()
+        text.reserveCapacity(26)
+        func digits(_ value: Int64, _ count: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<count { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                text.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        digits(year, 4); text.append(UInt8(ascii: "-")); digits(month, 2); text.append(UInt8(ascii: "-")); digits(dayOfMonth, 2)
+        text.append(UInt8(ascii: " "))
+        digits(inDay / 3_600_000, 2); text.append(UInt8(ascii: ":")); digits(inDay / 60_000 % 60, 2); text.append(UInt8(ascii: ":"))
+        digits(inDay / 1000 % 60, 2); text.append(UInt8(ascii: ".")); digits(inDay % 1000, 3)
+        text.append(contentsOf: [UInt8(ascii: "+"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// A value as the staging column holds it (converted by ``cast(_:to:)``).

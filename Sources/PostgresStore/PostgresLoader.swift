@@ -44,15 +44,17 @@ final class PostgresLoader: RecordLoader {
         for entry in batch { keys.append(Key(zone: try session.zoneNumber(entry.record.zone, create: true)!, name: entry.record.recordName)) }
         let distinct = Array(Set(keys))
 
-        // What the store holds under these names: the registry, then the live rows by type.
+        // What the store holds under these names: the registry (each name looked up through
+        // its index, however large the store), then the live rows by type.
         var stored: [Key: String] = [:]
+        var tombstones: Set<Key> = []
         for row in try session.link.rows("""
-            SELECT r.zone::text, r."recordName", r."recordType" FROM \(unescaped: namespace)._ck_record r
-            JOIN unnest(\(distinct.map(\.zone))::bigint[], \(distinct.map(\.name))::text[]) AS k(zone, name) ON r.zone = k.zone AND r."recordName" = k.name
-            WHERE NOT r.deleted
+            SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text
+            FROM unnest(\(distinct.map(\.zone))::bigint[], \(distinct.map(\.name))::text[]) AS k(zone, name)
+            JOIN LATERAL (SELECT * FROM \(unescaped: namespace)._ck_record r WHERE r.zone = k.zone AND r."recordName" = k.name) r ON true
             """) {
             guard let zone = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { continue }
-            stored[Key(zone: zone, name: name)] = type
+            if row[3] == "true" { tombstones.insert(Key(zone: zone, name: name)) } else { stored[Key(zone: zone, name: name)] = type }
         }
         var current: [Key: Record] = [:]
         for (type, group) in Dictionary(grouping: stored.keys, by: { stored[$0]! }) {
@@ -63,8 +65,10 @@ final class PostgresLoader: RecordLoader {
             var bindings = PostgresBindings()
             bindings.append(group.map(\.zone))
             bindings.append(group.map(\.name))
-            for row in try session.link.rows(PostgresQuery(unsafeSQL: reader.sql + """
-                 WHERE (t."___zone", t."___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+            let select = reader.sql.replacingOccurrences(of: " FROM \(PostgresLayout(type: definition, schema: namespace).table) t", with: "")
+            for row in try session.link.rows(PostgresQuery(unsafeSQL: select + """
+                 FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
+                JOIN LATERAL (SELECT * FROM \(PostgresLayout(type: definition, schema: namespace).table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
                 """, binds: bindings)) {
                 let record = try reader.decode(row)
                 current[Key(zone: try session.zoneNumber(record.zone)!, name: record.recordName)] = record
@@ -115,15 +119,25 @@ final class PostgresLoader: RecordLoader {
         }
 
         // The rows that changed: old rows of another type removed, the new ones written, the
-        // change log told, each in the order of its last change.
+        // change log told. Names the store has never held go in through COPY straight into
+        // their tables and the change log, which numbers them in order as they arrive; the rest
+        // (updates, deletions, names that were tombstones) through a staging table and one
+        // upsert, numbered after them in the order of their last change.
         let changed = lastChange.sorted { $0.value < $1.value }.map(\.key)
         guard !changed.isEmpty else { return results }
         var removals: [String: [Key]] = [:]
+        var fresh: [String: [Record]] = [:]
+        var freshLog: [UInt8] = []
         var writes: [String: [Record]] = [:]
         var log: (zones: [Int64], names: [String], types: [String], deleted: [Bool]) = ([], [], [], [])
         for key in changed {
             let now = current[key]
             if let before = stored[key], now?.recordType != before { removals[before, default: []].append(key) }
+            if let now, stored[key] == nil, !tombstones.contains(key), PostgresLoad.timestampsHaveText(now) {
+                fresh[now.recordType, default: []].append(now)
+                PostgresLoad.appendFields([String(key.zone), key.name, now.recordType], to: &freshLog)
+                continue
+            }
             if let now { writes[now.recordType, default: []].append(now) }
             log.zones.append(key.zone)
             log.names.append(key.name)
@@ -138,15 +152,30 @@ final class PostgresLoader: RecordLoader {
                 DELETE FROM \(namespace).\(PostgresLayout.identifier(type)) WHERE ("___zone", "___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
                 """, binds: bindings))
         }
+        if !freshLog.isEmpty {
+            try session.useNamespace()
+            session.changedRecords = true
+            try session.link.copy(into: "_ck_record", columns: ["zone", "recordName", "recordType"], freshLog)
+        }
+        for (type, records) in fresh.sorted(by: { $0.key < $1.key }) {
+            let definition = try definition(type, records[0])
+            touched.insert(type)
+            try session.copyRows(records, of: definition)
+        }
         for (type, records) in writes.sorted(by: { $0.key < $1.key }) {
-            guard let definition = session.schema.recordType(named: type) else {
-                throw StoreError.schemaChangeRefused(["record \(records[0].recordName) is of type \(type), which the store's schema does not define (import a schema that does first)"])
-            }
+            let definition = try definition(type, records[0])
             touched.insert(type)
             try session.writeRows(records, of: definition, into: PostgresLayout(type: definition, schema: namespace).table, replacing: true)
         }
-        try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted)
+        if !log.zones.isEmpty { try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted) }
         return results
+    }
+
+    private func definition(_ type: String, _ record: Record) throws -> RecordTypeDefinition {
+        guard let definition = session.schema.recordType(named: type) else {
+            throw StoreError.schemaChangeRefused(["record \(record.recordName) is of type \(type), which the store's schema does not define (import a schema that does first)"])
+        }
+        return definition
     }
 
     /// Fresh statistics for the tables a large load filled, so the planner picks the indexes.
@@ -193,9 +222,44 @@ extension PostgresSession {
         }
     }
 
+    /// Writes the rows of records whose names the store has never held straight into their
+    /// type's table through COPY (every timestamp must have a text form: see
+    /// ``PostgresLoad/timestampsHaveText(_:)``).
+    func copyRows(_ records: [Record], of definition: RecordTypeDefinition) throws {
+        let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        var columns = PostgresLayout.systemColumns.map(\.name)
+        for field in fields {
+            columns.append(field.name)
+            if field.type == .reference { columns.append(field.name + ":action") }
+        }
+        var rows: [UInt8] = []
+        rows.reserveCapacity(records.count * 384)
+        for record in records {
+            PostgresLoad.appendRow(record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: nil, timestampsAsText: true, to: &rows)
+        }
+        try useNamespace()
+        // COPY quotes the names it is given: the table's and the columns' names as
+        // PostgresLayout.identifier spells them, without its quotes.
+        func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
+        do {
+            try link.copy(into: bare(definition.name), columns: columns.map(bare), rows)
+        } catch let error as PostgresStoreError where "\(error)".contains("SQLSTATE 23505") {
+            throw PostgresStoreError.server("\(location): another writer stored records of type \(definition.name) under some of the same names while this write ran, so this one was rolled back and nothing was written; run it again")
+        }
+    }
+
+    /// Puts the store's namespace first on this transaction's search path (for COPY, which
+    /// takes a table's name unqualified).
+    func useNamespace() throws {
+        guard !namespaceFirst else { return }
+        try link.execute("SET LOCAL search_path TO \(namespace), pg_catalog")
+        namespaceFirst = true
+    }
+
     /// Tells the change log of changed records, one change number each in the order given
     /// (each name at most once).
     func writeLog(zones: [Int64], names: [String], types: [String], deleted: [Bool]) throws {
+        changedRecords = true
         var bindings = PostgresBindings()
         bindings.append(zones)
         bindings.append(names)

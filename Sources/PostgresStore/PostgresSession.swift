@@ -13,6 +13,10 @@ public final class PostgresSession {
     /// The schema as this transaction sees it.
     public private(set) var schema: Schema
     private var zoneNumbers: [ZoneID: Int64] = [:]
+    /// Whether the store's namespace leads this transaction's search path.
+    var namespaceFirst = false
+    /// Whether this transaction changed records (and so numbers its commit).
+    var changedRecords = false
     private var zonesByNumber: [Int64: ZoneID] = [:]
 
     var location: PostgresLocation { store.server }
@@ -97,32 +101,14 @@ public final class PostgresSession {
         return row[1] == "true" ? last : 0
     }
 
-    /// Where a change feed can safely stop now: every transaction older than this one has
-    /// finished, so every change it made is either here for good or never will be.
-    ///
-    /// Change numbers alone cannot serve as tokens once writers run side by side: a writer that
-    /// took number 100 may commit after one that took 105, and a reader that had already moved
-    /// past 105 would never see 100. Transaction ids of the oldest running transaction
-    /// (PostgreSQL's snapshot xmin) do not have that hole: a feed returns the changes of
-    /// transactions below the watermark it last reached and below the current one, and changes
-    /// of transactions still running, or committed above the watermark, come in the next feed.
-    public func changeWatermark() throws -> UInt64 {
-        guard let text = try link.rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text").first?[0], let value = UInt64(text) else {
-            throw PostgresStoreError.server("\(location): no snapshot watermark")
-        }
-        return value
-    }
-
-    /// The change token of what this transaction sees: one past the newest transaction below
-    /// the watermark that changed a record. Between two transactions that changed nothing it
-    /// stays the same (a rolled-back write does not move it); a feed from it returns exactly
-    /// the changes of transactions that were not finished yet, or came later.
+    /// The change token of what this transaction sees: the number of the last commit that
+    /// changed records (``numberCommit()``). Commits of a store are numbered in the order they
+    /// happen, so a token never steps past a change that is yet to commit, and a write that
+    /// rolls back leaves it where it was. Inside a write, the write's own changes are not
+    /// counted yet: a feed from that token repeats them.
     public func changeToken() throws -> ChangeToken {
-        let watermark = try changeWatermark()
-        let newest = try link.rows(PostgresQuery(unsafeSQL: """
-            SELECT xid::text FROM \(namespace)._ck_record WHERE xid < '\(watermark)'::xid8 ORDER BY xid DESC LIMIT 1
-            """)).first?[0].flatMap { UInt64($0) }
-        return ChangeToken(storeID: storeID, sequence: Int64(bitPattern: newest.map { $0 + 1 } ?? 0))
+        let last = try link.rows(PostgresQuery(unsafeSQL: "SELECT coalesce(max(commit), 0)::text FROM \(namespace)._ck_commit")).first?[0].flatMap { Int64($0) } ?? 0
+        return ChangeToken(storeID: storeID, sequence: last)
     }
 
     /// ``changeToken()``, for callers that cannot throw: on a connection that failed, the
@@ -131,13 +117,21 @@ public final class PostgresSession {
         (try? changeToken()) ?? ChangeToken(storeID: storeID, sequence: 0)
     }
 
-    /// The records changed by transactions from watermark `from` up to (not including) `to`,
-    /// in change order: zone, name, type and whether the change was a deletion.
-    public func changes(from: UInt64, to: UInt64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
+    /// Numbers this transaction's commit, just before it commits: the next number of the
+    /// store's commit sequence, taken under a lock that the commit releases, so numbers become
+    /// visible in order.
+    func numberCommit() throws {
+        try link.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(namespace + "\u{0}commit")))",
+                         "INSERT INTO \(namespace)._ck_commit (xid, commit) VALUES (pg_current_xact_id(), nextval('\(namespace)._ck_commit_seq'))")
+    }
+
+    /// The changes of the commits after number `after` up to `through`, in the order they
+    /// happened: zone, name, type and whether the change was a deletion.
+    public func changes(after: Int64, through: Int64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
         var found: [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] = []
         try forEachRow(PostgresQuery(unsafeSQL: """
             SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
-            WHERE r.xid >= '\(from)'::xid8 AND r.xid < '\(to)'::xid8 ORDER BY r.seq
+            JOIN \(namespace)._ck_commit c ON c.xid = r.xid WHERE c.commit > \(after) AND c.commit <= \(through) ORDER BY c.commit, r.seq
             """)) { row in
             guard let number = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { return }
             found.append((try zone(number: number), name, type, row[3] == "true"))
@@ -157,10 +151,9 @@ public final class PostgresSession {
             throw StoreError.badToken("change token \(token) is ahead of this store, which is at \(current); was the store restored from an older copy?")
         }
         let types = Set(recordTypes)
-        let watermark = try changeWatermark()
         try forEachRow(PostgresQuery(unsafeSQL: """
-            SELECT zone::text, "recordName", "recordType", deleted::text FROM \(namespace)._ck_record
-            WHERE xid >= '\(UInt64(bitPattern: token.sequence))'::xid8 AND xid < '\(watermark)'::xid8 ORDER BY seq
+            SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
+            JOIN \(namespace)._ck_commit c ON c.xid = r.xid WHERE c.commit > \(token.sequence) ORDER BY c.commit, r.seq
             """)) { row in
             guard let number = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { return }
             let zone = try self.zone(number: number)

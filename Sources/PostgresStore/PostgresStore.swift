@@ -61,11 +61,12 @@ public final class PostgresStore: @unchecked Sendable {
                 "CREATE SEQUENCE \(schema)._ck_seq",
                 // One row per record name ever stored, live or tombstone: seq is the change that
                 // last touched it (the order of a change feed), xid the transaction that made it
-                // (what a change token counts: see changeWatermark()).
+                // (its commit's number, in _ck_commit, is what change tokens count).
                 """
                 CREATE TABLE \(schema)._ck_record (
                   zone bigint NOT NULL REFERENCES \(schema)._ck_zone (id), "recordName" text COLLATE "C" NOT NULL, "recordType" text NOT NULL,
-                  seq bigint NOT NULL, xid xid8 NOT NULL DEFAULT pg_current_xact_id(), deleted boolean NOT NULL DEFAULT false,
+                  seq bigint NOT NULL DEFAULT nextval('\(schema)._ck_seq'), xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+                  deleted boolean NOT NULL DEFAULT false,
                   PRIMARY KEY (zone, "recordName"))
                 """,
                 "CREATE INDEX _ck_record_seq ON \(schema)._ck_record (seq)",
@@ -91,6 +92,12 @@ public final class PostgresStore: @unchecked Sendable {
                   PRIMARY KEY (source, scope, "zoneName", "ownerRecordName"))
                 """,
                 "CREATE INDEX _ck_record_xid ON \(schema)._ck_record (xid)",
+                // The store's commits in the order they happened: a write transaction that changed
+                // records takes the next number just before it commits, holding a lock that makes
+                // commits of this store take turns (its work does not), so a reader that sees
+                // number n sees every number below it. Change tokens are these numbers.
+                "CREATE SEQUENCE \(schema)._ck_commit_seq",
+                "CREATE TABLE \(schema)._ck_commit (xid xid8 PRIMARY KEY, commit bigint NOT NULL UNIQUE)",
                 "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('schema', 'DEFINE SCHEMA\n')")
             return id
         } }
@@ -150,7 +157,12 @@ public final class PostgresStore: @unchecked Sendable {
     /// deadlock when both would change it.
     func write<T>(dryRun: Bool, lockingSchema: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
         try pool.withLink { link in
-            try link.transaction(rollback: dryRun) { try body(try PostgresSession(store: self, link: link, writable: true, lockingSchema: lockingSchema)) }
+            try link.transaction(rollback: dryRun) {
+                let session = try PostgresSession(store: self, link: link, writable: true, lockingSchema: lockingSchema)
+                let result = try body(session)
+                if session.changedRecords && !dryRun { try session.numberCommit() }
+                return result
+            }
         }
     }
 
@@ -190,15 +202,15 @@ public final class PostgresStore: @unchecked Sendable {
         try read { try $0.changeSequence() }
     }
 
-    /// Where a change feed can safely stop now; see ``PostgresSession/changeWatermark()``.
-    public func changeWatermark() throws -> UInt64 {
-        try read { try $0.changeWatermark() }
+    /// The changes of the commits after commit number `after` up to `through`, in the order
+    /// they happened: zone, name, type and whether the change was a deletion.
+    public func changes(after: Int64, through: Int64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
+        try read { try $0.changes(after: after, through: through) }
     }
 
-    /// The records changed by transactions from watermark `from` up to (not including) `to`,
-    /// in change order: zone, name, type and whether the change was a deletion.
-    public func changes(from: UInt64, to: UInt64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
-        try read { try $0.changes(from: from, to: to) }
+    /// The change token of what is committed now.
+    public func changeToken() throws -> ChangeToken {
+        try read { try $0.changeToken() }
     }
 
     /// A 64-bit advisory lock key for a namespace's name (FNV-1a, so every process agrees).
