@@ -51,6 +51,7 @@ final class PostgresLink: @unchecked Sendable {
 
     /// Runs statements that return nothing, one after another (each without parameters).
     func execute(_ statements: String...) throws {
+        try settle()
         for sql in statements {
             _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql), logger: logger))
         }
@@ -69,7 +70,8 @@ final class PostgresLink: @unchecked Sendable {
 
     /// Runs a query and returns its rows as the server sent them.
     func rowsRaw(_ query: PostgresQuery) throws -> [PostgresRow] {
-        try wait(connection.query(query, logger: logger)).rows
+        try settle()
+        return try wait(connection.query(query, logger: logger)).rows
     }
 
     /// False once the connection failed in a way that leaves it unusable (a rollback that did
@@ -85,6 +87,7 @@ final class PostgresLink: @unchecked Sendable {
             try execute(rollback ? "ROLLBACK" : "COMMIT")
             return result
         } catch {
+            try? settle()
             do { try execute("ROLLBACK") } catch { usable = false }
             throw error
         }
@@ -102,12 +105,41 @@ final class PostgresLink: @unchecked Sendable {
     /// work runs on threads of its own, so waiting here never holds a thread it needs, even when
     /// the caller is itself on Swift concurrency's pool.
     func run(_ work: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) throws {
+        try settle()
         let done = DispatchSemaphore(value: 0)
         let failure = FailureBox()
         Task(executorPreference: PostgresLink.executor) { [connection, logger] in
             do { try await work(connection, logger) } catch { failure.error = error }
             done.signal()
         }
+        done.wait()
+        if let error = failure.error {
+            if error is PostgresStoreError { throw error }
+            throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
+        }
+    }
+
+    /// Starts async work on the connection and returns at once, so that this thread can prepare
+    /// the next piece while the server takes this one in (a load's COPY). Whatever uses the
+    /// connection next waits for it first, and gets its error if it failed.
+    func start(_ work: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) throws {
+        try settle()
+        let done = DispatchSemaphore(value: 0)
+        let failure = FailureBox()
+        Task(executorPreference: PostgresLink.executor) { [connection, logger] in
+            do { try await work(connection, logger) } catch { failure.error = error }
+            done.signal()
+        }
+        pending = (done, failure)
+    }
+
+    /// Work started by ``start(_:)`` that nothing has waited for yet.
+    private var pending: (done: DispatchSemaphore, failure: FailureBox)?
+
+    /// Waits for the work ``start(_:)`` left running, and throws its error.
+    func settle() throws {
+        guard let (done, failure) = pending else { return }
+        pending = nil
         done.wait()
         if let error = failure.error {
             if error is PostgresStoreError { throw error }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import PostgresNIO
 import Records
@@ -56,15 +57,18 @@ extension PostgresLink {
     /// connection's search path (a temporary table, or one of the store's namespace once the
     /// session has put it first), by its name unquoted, filling `columns` (all when empty).
     func copy(into table: String, columns: [String] = [], _ rows: [UInt8]) throws {
-        try run { connection, logger in
-            try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
-                var start = 0
-                // Pieces of a megabyte: the server starts on the first while the rest travel.
-                while start < rows.count {
-                    let end = min(rows.count, start + (1 << 20))
-                    try await writer.write(ByteBuffer(bytes: rows[start..<end]))
-                    start = end
-                }
+        try run { connection, logger in try await PostgresLink.send(rows, into: table, columns: columns, on: connection, logger: logger) }
+    }
+
+    /// Sends `rows` into `table` through one `COPY … FROM STDIN`, a megabyte at a time: the
+    /// server starts on the first while the rest travel.
+    static func send(_ rows: [UInt8], into table: String, columns: [String], on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
+            var start = 0
+            while start < rows.count {
+                let end = min(rows.count, start + (1 << 20))
+                try await writer.write(ByteBuffer(bytes: rows[start..<end]))
+                start = end
             }
         }
     }

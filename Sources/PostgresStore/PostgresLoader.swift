@@ -11,7 +11,6 @@ import Store
 final class PostgresLoader: RecordLoader {
     private let session: PostgresSession
     private var held: [(record: Record, mode: WriteMode)] = []
-    private var touched: Set<String> = []
     /// Records held before they are saved together.
     static let batchSize = 4000
 
@@ -43,6 +42,13 @@ final class PostgresLoader: RecordLoader {
         keys.reserveCapacity(batch.count)
         for entry in batch { keys.append(Key(zone: try session.zoneNumber(entry.record.zone, create: true)!, name: entry.record.recordName)) }
         let distinct = Array(Set(keys))
+        // The common case of a bulk load, names the store has never held, each once: its COPY
+        // is prepared now, while the server still takes in the previous batch's.
+        var prepared: [Copy]?
+        if distinct.count == keys.count,
+           batch.allSatisfy({ !$0.record.isDeleted && session.schema.recordType(named: $0.record.recordType) != nil && PostgresLoad.timestampsHaveText($0.record) }) {
+            prepared = try freshCopies(batch.map(\.record), keys: keys)
+        }
 
         // What the store holds under these names: the registry (each name looked up through
         // its index, however large the store), then the live rows by type.
@@ -55,6 +61,10 @@ final class PostgresLoader: RecordLoader {
             """) {
             guard let zone = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { continue }
             if row[3] == "true" { tombstones.insert(Key(zone: zone, name: name)) } else { stored[Key(zone: zone, name: name)] = type }
+        }
+        if let prepared, stored.isEmpty, tombstones.isEmpty {
+            try start(prepared)
+            return Array(repeating: .success(.inserted), count: batch.count)
         }
         var current: [Key: Record] = [:]
         for (type, group) in Dictionary(grouping: stored.keys, by: { stored[$0]! }) {
@@ -126,16 +136,14 @@ final class PostgresLoader: RecordLoader {
         let changed = lastChange.sorted { $0.value < $1.value }.map(\.key)
         guard !changed.isEmpty else { return results }
         var removals: [String: [Key]] = [:]
-        var fresh: [String: [Record]] = [:]
-        var freshLog: [UInt8] = []
+        var fresh: [(key: Key, record: Record)] = []
         var writes: [String: [Record]] = [:]
         var log: (zones: [Int64], names: [String], types: [String], deleted: [Bool]) = ([], [], [], [])
         for key in changed {
             let now = current[key]
             if let before = stored[key], now?.recordType != before { removals[before, default: []].append(key) }
             if let now, stored[key] == nil, !tombstones.contains(key), PostgresLoad.timestampsHaveText(now) {
-                fresh[now.recordType, default: []].append(now)
-                PostgresLoad.appendFields([String(key.zone), key.name, now.recordType], to: &freshLog)
+                fresh.append((key, now))
                 continue
             }
             if let now { writes[now.recordType, default: []].append(now) }
@@ -152,23 +160,50 @@ final class PostgresLoader: RecordLoader {
                 DELETE FROM \(namespace).\(PostgresLayout.identifier(type)) WHERE ("___zone", "___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
                 """, binds: bindings))
         }
-        if !freshLog.isEmpty {
-            try session.useNamespace()
-            session.changedRecords = true
-            try session.link.copy(into: "_ck_record", columns: ["zone", "recordName", "recordType"], freshLog)
-        }
-        for (type, records) in fresh.sorted(by: { $0.key < $1.key }) {
-            let definition = try definition(type, records[0])
-            touched.insert(type)
-            try session.copyRows(records, of: definition)
-        }
+        if !fresh.isEmpty { try start(try freshCopies(fresh.map(\.record), keys: fresh.map(\.key))) }
         for (type, records) in writes.sorted(by: { $0.key < $1.key }) {
             let definition = try definition(type, records[0])
-            touched.insert(type)
             try session.writeRows(records, of: definition, into: PostgresLayout(type: definition, schema: namespace).table, replacing: true)
         }
         if !log.zones.isEmpty { try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted) }
         return results
+    }
+
+    /// One COPY: the table and column names as COPY takes them, and the rows.
+    typealias Copy = (table: String, columns: [String], rows: [UInt8])
+
+    /// The COPYs that store records under names the store has never held: the change log's
+    /// rows (numbered by the server in this order) and each type's rows.
+    private func freshCopies(_ records: [Record], keys: [Key]) throws -> [Copy] {
+        var log: [UInt8] = []
+        log.reserveCapacity(records.count * 48)
+        var byType: [String: [Record]] = [:]
+        for (record, key) in zip(records, keys) {
+            PostgresLoad.appendFields([String(key.zone), key.name, record.recordType], to: &log)
+            byType[record.recordType, default: []].append(record)
+        }
+        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType"], log)]
+        for (type, group) in byType.sorted(by: { $0.key < $1.key }) {
+            copies.append(try session.copyPayload(group, of: try definition(type, group[0])))
+        }
+        return copies
+    }
+
+    /// Sends `copies` while this thread goes on to the next batch: whatever uses the
+    /// connection next waits for them (and fails with their error).
+    private func start(_ copies: [Copy]) throws {
+        try session.useNamespace()
+        session.changedRecords = true
+        let location = session.location
+        try session.link.start { connection, logger in
+            for copy in copies {
+                do {
+                    try await PostgresLink.send(copy.rows, into: copy.table, columns: copy.columns, on: connection, logger: logger)
+                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                    throw PostgresStoreError.server("\(location): another writer stored some of the same record names while this write ran, so this one was rolled back and nothing was written; run it again")
+                }
+            }
+        }
     }
 
     private func definition(_ type: String, _ record: Record) throws -> RecordTypeDefinition {
@@ -178,15 +213,10 @@ final class PostgresLoader: RecordLoader {
         return definition
     }
 
-    /// Fresh statistics for the tables a large load filled, so the planner picks the indexes.
-    func finish(inserted: Int) throws {
-        guard inserted >= 10_000 else { return }
-        for type in touched.sorted() {
-            guard let definition = session.schema.recordType(named: type) else { continue }
-            try session.link.execute("ANALYZE \(PostgresLayout(type: definition, schema: session.namespace).table)")
-        }
-        try session.link.execute("ANALYZE \(session.namespace)._ck_record")
-    }
+    /// Nothing to do at the end: PostgreSQL's autovacuum refreshes the statistics of tables a
+    /// load filled, in the background (an ANALYZE here cost a third of a second per large
+    /// table on every import).
+    func finish(inserted: Int) throws {}
 }
 
 extension PostgresSession {
@@ -222,10 +252,11 @@ extension PostgresSession {
         }
     }
 
-    /// Writes the rows of records whose names the store has never held straight into their
-    /// type's table through COPY (every timestamp must have a text form: see
-    /// ``PostgresLoad/timestampsHaveText(_:)``).
-    func copyRows(_ records: [Record], of definition: RecordTypeDefinition) throws {
+    /// The COPY that writes the rows of records whose names the store has never held straight
+    /// into their type's table (every timestamp must have a text form: see
+    /// ``PostgresLoad/timestampsHaveText(_:)``): the table and column names as COPY takes them
+    /// (PostgresLayout.identifier's spelling without its quotes), and the rows.
+    func copyPayload(_ records: [Record], of definition: RecordTypeDefinition) throws -> (table: String, columns: [String], rows: [UInt8]) {
         let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         var columns = PostgresLayout.systemColumns.map(\.name)
         for field in fields {
@@ -237,15 +268,8 @@ extension PostgresSession {
         for record in records {
             PostgresLoad.appendRow(record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: nil, timestampsAsText: true, to: &rows)
         }
-        try useNamespace()
-        // COPY quotes the names it is given: the table's and the columns' names as
-        // PostgresLayout.identifier spells them, without its quotes.
         func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
-        do {
-            try link.copy(into: bare(definition.name), columns: columns.map(bare), rows)
-        } catch let error as PostgresStoreError where "\(error)".contains("SQLSTATE 23505") {
-            throw PostgresStoreError.server("\(location): another writer stored records of type \(definition.name) under some of the same names while this write ran, so this one was rolled back and nothing was written; run it again")
-        }
+        return (bare(definition.name), columns.map(bare), rows)
     }
 
     /// Puts the store's namespace first on this transaction's search path (for COPY, which

@@ -64,7 +64,7 @@ public final class PostgresStore: @unchecked Sendable {
                 // (its commit's number, in _ck_commit, is what change tokens count).
                 """
                 CREATE TABLE \(schema)._ck_record (
-                  zone bigint NOT NULL REFERENCES \(schema)._ck_zone (id), "recordName" text COLLATE "C" NOT NULL, "recordType" text NOT NULL,
+                  zone bigint NOT NULL, "recordName" text COLLATE "C" NOT NULL, "recordType" text NOT NULL,
                   seq bigint NOT NULL DEFAULT nextval('\(schema)._ck_seq'), xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
                   deleted boolean NOT NULL DEFAULT false,
                   PRIMARY KEY (zone, "recordName"))
