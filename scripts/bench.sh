@@ -210,7 +210,7 @@ start_postgres() {
   export PGPASSWORD
   trap 'scripts/postgres-cluster.sh stop "$work/pg" || true; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
 }
-psql_run() { psql -X -q -v ON_ERROR_STOP=1 "$pg_url" "$@"; }
+psql_run() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 "$pg_url" "$@"; }
 measure_postgres() {
   local n=$1 tag=$2
   local data="$work/$tag.jsonl" counter="$work/$tag-pg.counter"

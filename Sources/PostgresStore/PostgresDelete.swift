@@ -39,14 +39,6 @@ extension PostgresSession {
         return plan
     }
 
-    /// Deletes every record a query selects, with the same reference actions.
-    @discardableResult
-    public func delete(matching query: RecordQuery) throws -> [DeletedRecord] {
-        var ids: [RecordID] = []
-        try forEach(query) { ids.append($0.id) }
-        return try delete(ids)
-    }
-
     /// Records in the target's zone holding a reference to it, single or in a list.
     private func referrers(of target: RecordID, zone: Int64, types: [RecordTypeDefinition]) throws
         -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)] {

@@ -105,18 +105,8 @@ final class PostgresLink: @unchecked Sendable {
     /// work runs on threads of its own, so waiting here never holds a thread it needs, even when
     /// the caller is itself on Swift concurrency's pool.
     func run(_ work: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) throws {
+        try start(work)
         try settle()
-        let done = DispatchSemaphore(value: 0)
-        let failure = FailureBox()
-        Task(executorPreference: PostgresLink.executor) { [connection, logger] in
-            do { try await work(connection, logger) } catch { failure.error = error }
-            done.signal()
-        }
-        done.wait()
-        if let error = failure.error {
-            if error is PostgresStoreError { throw error }
-            throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
-        }
     }
 
     /// Starts async work on the connection and returns at once, so that this thread can prepare

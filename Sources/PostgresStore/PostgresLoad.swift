@@ -80,84 +80,63 @@ enum PostgresLoad {
     /// reference with its action), then `position` when given. Timestamps go as milliseconds for
     /// a staging table's text columns (converted by ``cast(_:to:)``), or, with
     /// `timestampsAsText`, as the text a `timestamptz` column reads, for a COPY straight into a
-    /// type's table (``timestampText(_:)`` must have accepted every one of them).
+    /// type's table (``timestampsHaveText(_:)`` must have accepted the record). `fields` are
+    /// sorted by name, as a record's fields are, and met in one walk.
     static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to out: inout [UInt8]) {
-        func stamp(_ milliseconds: Int64?) -> String? {
-            guard let milliseconds else { return nil }
-            return timestampsAsText ? timestampText(milliseconds) : String(milliseconds)
+        var line = COPYLine(out: out)
+        out = []
+        func stamp(_ milliseconds: Int64?) {
+            guard let milliseconds else { return line.null() }
+            if timestampsAsText { line.timestamp(milliseconds) } else { line.integer(milliseconds) }
         }
-        var values: [String?] = [
-            String(zone), record.recordName, record.changeTag,
-            stamp(record.created?.timestamp), record.created?.userRecordName, record.created?.deviceID,
-            stamp(record.modified?.timestamp), record.modified?.userRecordName, record.modified?.deviceID,
-        ]
-        values.reserveCapacity(values.count + fields.count + 1)
+        line.integer(zone)
+        line.text(record.recordName)
+        line.text(record.changeTag)
+        stamp(record.created?.timestamp)
+        line.text(record.created?.userRecordName)
+        line.text(record.created?.deviceID)
+        stamp(record.modified?.timestamp)
+        line.text(record.modified?.userRecordName)
+        line.text(record.modified?.deviceID)
+        let entries = record.fields.entries
+        var index = 0
         for field in fields {
-            let value = record.fields[field.name]
+            while index < entries.count, entries[index].name.utf8.lexicographicallyPrecedes(field.name.utf8) { index += 1 }
+            let value = index < entries.count && entries[index].name == field.name ? entries[index].value : nil
             switch value {
             case nil:
-                values.append(nil)
-                if field.type == .reference { values.append(nil) }
+                line.null()
+                if field.type == .reference { line.null() }
             case .reference(let reference)?:
-                values.append(reference.recordName)
-                values.append(String(reference.action.code))
-            case .timestamp(let milliseconds)? where timestampsAsText:
-                values.append(timestampText(milliseconds))
+                line.text(reference.recordName)
+                line.integer(reference.action.code)
+            case .timestamp(let milliseconds)?:
+                if timestampsAsText { line.timestamp(milliseconds) } else { line.integer(milliseconds) }
+            case .int64(let number)?:
+                line.integer(number)
             case let value?:
-                values.append(text(value))
-                if field.type == .reference { values.append(nil) }
+                line.text(text(value))
+                if field.type == .reference { line.null() }
             }
         }
-        if let position { values.append(String(position)) }
-        appendFields(values, to: &out)
+        if let position { line.integer(Int64(position)) }
+        line.end()
+        out = line.out
     }
 
-    /// Whether every timestamp of `record` outside lists has a `timestamptz` text form
-    /// (``timestampText(_:)``): years 1 to 9999.
+    /// The earliest and latest milliseconds ``appendRow(_:zone:fields:position:timestampsAsText:to:)``
+    /// can write as `timestamptz` text: 0001-01-01 and 9999-12-31T23:59:59.999, UTC.
+    static let textTimestamps: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
+
+    /// Whether every timestamp of `record` outside lists has a `timestamptz` text form: years
+    /// 1 to 9999.
     static func timestampsHaveText(_ record: Record) -> Bool {
-        if let created = record.created, timestampText(created.timestamp) == nil { return false }
-        if let modified = record.modified, timestampText(modified.timestamp) == nil { return false }
-        for (_, value) in record.fields {
-            if case .timestamp(let milliseconds) = value, timestampText(milliseconds) == nil { return false }
+        if let created = record.created, !textTimestamps.contains(created.timestamp) { return false }
+        if let modified = record.modified, !textTimestamps.contains(modified.timestamp) { return false }
+        for entry in record.fields.entries {
+            if case .timestamp(let milliseconds) = entry.value, !textTimestamps.contains(milliseconds) { return false }
         }
         return true
-    }
-
-    /// Milliseconds since 1970 as PostgreSQL's `timestamptz` reads them in UTC,
-    /// `2026-03-01 09:30:00.250+00`; nil outside years 1 to 9999.
-    static func timestampText(_ milliseconds: Int64) -> String? {
-        let (days, remainder) = milliseconds.quotientAndRemainder(dividingBy: 86_400_000)
-        let day = remainder < 0 ? days - 1 : days
-        let inDay = remainder < 0 ? remainder + 86_400_000 : remainder
-        // Days to a civil date (the proleptic Gregorian calendar; H. Hinnant's algorithm).
-        let z = day + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let dayOfMonth = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        guard (1...9999).contains(year) else { return nil }
-        var text = [UInt8]()
-        text.reserveCapacity(26)
-        func digits(_ value: Int64, _ count: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<count { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                text.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-                rest %= divisor
-                divisor /= 10
-            }
-        }
-        digits(year, 4); text.append(UInt8(ascii: "-")); digits(month, 2); text.append(UInt8(ascii: "-")); digits(dayOfMonth, 2)
-        text.append(UInt8(ascii: " "))
-        digits(inDay / 3_600_000, 2); text.append(UInt8(ascii: ":")); digits(inDay / 60_000 % 60, 2); text.append(UInt8(ascii: ":"))
-        digits(inDay / 1000 % 60, 2); text.append(UInt8(ascii: ".")); digits(inDay % 1000, 3)
-        text.append(contentsOf: [UInt8(ascii: "+"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// A value as the staging column holds it (converted by ``cast(_:to:)``).
@@ -182,23 +161,11 @@ enum PostgresLoad {
 
     /// A COPY text line: fields separated by tabs, `\N` for NULL, backslash escapes.
     static func appendFields(_ values: [String?], to out: inout [UInt8]) {
-        for (index, value) in values.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: "\t")) }
-            guard let value else {
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
-                continue
-            }
-            for byte in value.utf8 {
-                switch byte {
-                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                default: out.append(byte)
-                }
-            }
-        }
-        out.append(UInt8(ascii: "\n"))
+        var line = COPYLine(out: out)
+        out = []
+        for value in values { line.text(value) }
+        line.end()
+        out = line.out
     }
 
     /// The SQL that turns a staging column into the table's type. Timestamps travel as
@@ -280,5 +247,88 @@ private extension UInt8 {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return self - UInt8(ascii: "A") + 10
         default: return nil
         }
+    }
+}
+
+/// Writes one line of COPY's text format: fields separated by tabs, `\N` for NULL, the
+/// backslash, newline, carriage return and tab escaped, a newline at the end.
+struct COPYLine {
+    var out: [UInt8]
+    private var first = true
+
+    init(out: [UInt8]) { self.out = out }
+
+    private mutating func separate() {
+        if first { first = false } else { out.append(UInt8(ascii: "\t")) }
+    }
+
+    mutating func null() {
+        separate()
+        out.append(UInt8(ascii: "\\"))
+        out.append(UInt8(ascii: "N"))
+    }
+
+    mutating func text(_ value: String?) {
+        guard var value else { return null() }
+        separate()
+        value.withUTF8 { bytes in
+            // Most text needs no escape: copied whole.
+            if !bytes.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 10 || $0 == 13 || $0 == 9 }) {
+                out.append(contentsOf: bytes)
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case 10: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 13: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 9: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                default: out.append(byte)
+                }
+            }
+        }
+    }
+
+    mutating func integer(_ value: Int64) {
+        separate()
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var reversed: [UInt8] = []
+        reversed.reserveCapacity(20)
+        repeat {
+            reversed.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        out.append(contentsOf: reversed.reversed())
+    }
+
+    /// Milliseconds since 1970 as `timestamptz` reads them in UTC, `2026-03-01 09:30:00.250+00`
+    /// (years 1 to 9999: see ``PostgresLoad/textTimestamps``).
+    mutating func timestamp(_ milliseconds: Int64) {
+        separate()
+        let day = ISO8601.floorDiv(milliseconds, 86_400_000)
+        let inDay = milliseconds - day * 86_400_000
+        let (year, month, dayOfMonth) = ISO8601.civil(fromDays: day)
+        digits(year, 4); out.append(UInt8(ascii: "-")); digits(month, 2); out.append(UInt8(ascii: "-")); digits(dayOfMonth, 2)
+        out.append(UInt8(ascii: " "))
+        digits(inDay / 3_600_000, 2); out.append(UInt8(ascii: ":")); digits(inDay / 60_000 % 60, 2); out.append(UInt8(ascii: ":"))
+        digits(inDay / 1000 % 60, 2); out.append(UInt8(ascii: ".")); digits(inDay % 1000, 3)
+        out.append(contentsOf: [UInt8(ascii: "+"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+    }
+
+    /// `value` in exactly `count` digits.
+    private mutating func digits(_ value: Int64, _ count: Int) {
+        var divisor: Int64 = 1
+        for _ in 1..<count { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
+    mutating func end() {
+        out.append(UInt8(ascii: "\n"))
     }
 }

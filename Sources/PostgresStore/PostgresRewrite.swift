@@ -56,17 +56,9 @@ extension PostgresSession {
                     return
                 }
                 typeCounts.changed += 1
-                var kept = false
+                let kept = try RewriteCounts.keepsName(record, in: results)
                 for result in results {
-                    guard result.zone == record.zone else {
-                        throw StoreError.corrupt("a rewrite moved record '\(record.recordName)' to another zone, which records cannot do")
-                    }
-                    if result.recordName == record.recordName {
-                        guard !kept else { throw SaveRefusal(message: "record '\(record.recordName)' would be written twice") }
-                        kept = true
-                    } else {
-                        batch.claims.append((zone, result.recordName, record))
-                    }
+                    if result.recordName != record.recordName { batch.claims.append((zone, result.recordName, record)) }
                     batch.rows[result.recordType, default: []].append(result)
                     batch.log.append((zone, result.recordName, result.recordType, false))
                 }

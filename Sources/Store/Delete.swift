@@ -43,14 +43,6 @@ extension StoreSession {
         return plan
     }
 
-    /// Deletes every record a query selects, with the same reference actions.
-    @discardableResult
-    public func delete(matching query: RecordQuery) throws -> [DeletedRecord] {
-        var ids: [RecordID] = []
-        try forEach(query) { ids.append($0.id) }
-        return try delete(ids)
-    }
-
     /// Records in the target's zone holding a reference to it, single or in a list.
     func referrers(of target: RecordID) throws -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)] {
         guard let zone = try zoneRow(target.zone, create: false) else { return [] }

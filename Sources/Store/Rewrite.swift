@@ -13,6 +13,24 @@ public struct RewriteCounts: Sendable, Hashable {
     public init() {}
 }
 
+extension RewriteCounts {
+    /// Checks what a rewrite's transform made of `record` — every result in the record's zone,
+    /// its own name at most once — and says whether one of the results keeps that name.
+    public static func keepsName(_ record: Record, in results: [Record]) throws -> Bool {
+        var kept = false
+        for result in results {
+            guard result.zone == record.zone else {
+                throw StoreError.corrupt("a rewrite moved record '\(record.recordName)' to another zone, which records cannot do")
+            }
+            if result.recordName == record.recordName {
+                guard !kept else { throw SaveRefusal(message: "record '\(record.recordName)' would be written twice") }
+                kept = true
+            }
+        }
+        return kept
+    }
+}
+
 extension SchemaChange {
     /// The record types a rewrite rebuilds: those asked for, and every type whose definition
     /// the change touches (added, removed, with fields added, removed, retyped or re-indexed,
@@ -100,14 +118,9 @@ extension StoreSession {
                     continue
                 }
                 typeCounts.changed += 1
-                var kept = false
+                let kept = try RewriteCounts.keepsName(record, in: results)
                 for result in results {
-                    guard result.zone == record.zone else {
-                        throw StoreError.corrupt("a rewrite moved record '\(record.recordName)' to another zone, which records cannot do")
-                    }
                     if result.recordName == record.recordName {
-                        guard !kept else { throw SaveRefusal(message: "record '\(record.recordName)' would be written twice") }
-                        kept = true
                         try setRegistry(zone: zoneRow, name: result.recordName, type: result.recordType, deleted: false)
                     } else {
                         claim.reset()

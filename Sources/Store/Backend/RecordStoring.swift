@@ -197,6 +197,17 @@ extension StoreSession: LoadingSession {
     public func makeLoader() throws -> any RecordLoader { try BulkLoad(session: self) }
 }
 
+extension RecordSession {
+    /// Deletes every record a query selects, with the same reference actions: what
+    /// ``delete(_:)`` does to the records ``forEach(_:_:)`` gives.
+    @discardableResult
+    public func delete(matching query: RecordQuery) throws -> [DeletedRecord] {
+        var ids: [RecordID] = []
+        try forEach(query) { ids.append($0.id) }
+        return try delete(ids)
+    }
+}
+
 extension RecordStoring {
     /// ``read(_:)`` for code that holds the store as `any RecordStoring`.
     public func readSession<T>(_ body: (any RecordSession) throws -> T) throws -> T {
