@@ -68,6 +68,24 @@ final class PostgresLink: @unchecked Sendable {
         }
     }
 
+    /// Sends a query and returns at once: ``rows(of:)`` waits for its answer. Other queries
+    /// sent meanwhile run after it, in order (the connection queues them).
+    func send(_ query: PostgresQuery) throws -> EventLoopFuture<PostgresQueryResult> {
+        try settle()
+        return connection.query(query, logger: logger)
+    }
+
+    /// The rows of a query ``send(_:)`` sent, each column as text.
+    func rows(of answer: EventLoopFuture<PostgresQueryResult>) throws -> [[String?]] {
+        do {
+            return try wait(answer).rows.map { row in try row.map { cell in try cell.decode(String?.self) } }
+        } catch let error as PostgresStoreError {
+            throw error
+        } catch {
+            throw PostgresStoreError.server("\(location): a column of the answer is not text (\(error))")
+        }
+    }
+
     /// Runs a query and returns its rows as the server sent them.
     func rowsRaw(_ query: PostgresQuery) throws -> [PostgresRow] {
         try settle()

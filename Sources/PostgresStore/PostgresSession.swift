@@ -200,16 +200,26 @@ public final class PostgresSession {
         return try reading.decode(row)
     }
 
-    /// Passes each row of `query` (every column as text) to `body`, a thousand rows at a time
-    /// through a cursor of this transaction: memory holds one batch, whatever the table's size.
-    func forEachRow(_ query: PostgresQuery, batch: Int = 1000, _ body: ([String?]) throws -> Void) throws {
+    /// Passes each row of `query` (every column as text) to `body`, two thousand rows at a time
+    /// through a cursor of this transaction: memory holds two batches, whatever the table's size.
+    func forEachRow(_ query: PostgresQuery, batch: Int = 2000, _ body: ([String?]) throws -> Void) throws {
         let cursor = link.nextCursorName()
         var declare = query
         declare.sql = "DECLARE \(cursor) NO SCROLL CURSOR FOR " + query.sql
         try link.execute(query: declare)
+        let fetch = PostgresQuery(unsafeSQL: "FETCH FORWARD \(batch) FROM \(cursor)")
+        // The next batch is asked for before this one is handed out: the server reads it while
+        // `body` works (what `body` itself asks of the connection comes after it).
+        var next = try link.send(fetch)
         while true {
-            let rows = try link.rows(PostgresQuery(unsafeSQL: "FETCH FORWARD \(batch) FROM \(cursor)"))
-            for row in rows { try body(row) }
+            let rows = try link.rows(of: next)
+            if rows.count == batch { next = try link.send(fetch) }
+            do {
+                for row in rows { try body(row) }
+            } catch {
+                if rows.count == batch { _ = try? link.rows(of: next) }
+                throw error
+            }
             if rows.count < batch { break }
         }
         try link.execute("CLOSE \(cursor)")
