@@ -10,6 +10,8 @@ import Store
 struct PostgresReader {
     let definition: RecordTypeDefinition
     let fields: [FieldDefinition]
+    /// The select list, over the table as `t`.
+    let columns: String
     let sql: String
     private let session: PostgresSession
 
@@ -26,7 +28,8 @@ struct PostgresReader {
             selected.append(PostgresLoad.asText("t.\(PostgresLayout.identifier(field.name))", field.type))
             if field.type == .reference { selected.append("t.\(PostgresLayout.identifier(field.name + ":action"))::text") }
         }
-        sql = "SELECT \(selected.joined(separator: ", ")) FROM \(table) t"
+        columns = selected.joined(separator: ", ")
+        sql = "SELECT \(columns) FROM \(table) t"
     }
 
     /// The record a row of ``sql`` holds.

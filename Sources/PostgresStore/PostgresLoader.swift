@@ -3,11 +3,12 @@ import PostgresNIO
 import Records
 import Store
 
-/// Saves the records of a load many at a time: what each save does is decided here, record by
-/// record and in order, exactly as the SQLite store decides it (``WriteMode/combine(_:with:)``),
-/// against the stored rows of the batch read in one query; the rows that change then go to the
-/// server through `COPY … FROM STDIN` into a staging table and one statement from there, and
-/// the change log takes one number per changed record, in the order of their last change.
+/// Saves the records of a load a few thousand at a time: what each save does is decided here,
+/// record by record and in order, exactly as the SQLite store decides it
+/// (``WriteMode/combine(_:with:)``), against the batch's stored rows read in one query; the rows
+/// that change then go to the server through `COPY … FROM STDIN` — straight into their tables
+/// for names the store never held, through a staging table and one upsert for the rest — and
+/// the change log takes one number per changed record.
 final class PostgresLoader: RecordLoader {
     private let session: PostgresSession
     private var held: [(record: Record, mode: WriteMode)] = []
@@ -37,7 +38,6 @@ final class PostgresLoader: RecordLoader {
         let batch = held
         held = []
         guard !batch.isEmpty else { return [] }
-        let namespace = session.namespace
         var keys: [Key] = []
         keys.reserveCapacity(batch.count)
         for entry in batch { keys.append(Key(zone: try session.zoneNumber(entry.record.zone, create: true)!, name: entry.record.recordName)) }
@@ -49,107 +49,126 @@ final class PostgresLoader: RecordLoader {
            batch.allSatisfy({ !$0.record.isDeleted && session.schema.recordType(named: $0.record.recordType) != nil && PostgresLoad.timestampsHaveText($0.record) }) {
             prepared = try freshCopies(batch.map(\.record), keys: keys)
         }
-
-        // What the store holds under these names: the registry (each name looked up through
-        // its index, however large the store), then the live rows by type.
-        var stored: [Key: String] = [:]
-        var tombstones: Set<Key> = []
-        for row in try session.link.rows("""
-            SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text
-            FROM unnest(\(distinct.map(\.zone))::bigint[], \(distinct.map(\.name))::text[]) AS k(zone, name)
-            JOIN LATERAL (SELECT * FROM \(unescaped: namespace)._ck_record r WHERE r.zone = k.zone AND r."recordName" = k.name) r ON true
-            """) {
-            guard let zone = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { continue }
-            if row[3] == "true" { tombstones.insert(Key(zone: zone, name: name)) } else { stored[Key(zone: zone, name: name)] = type }
-        }
-        if let prepared, stored.isEmpty, tombstones.isEmpty {
+        let registry = try lookUp(distinct)
+        if let prepared, registry.live.isEmpty, registry.tombstones.isEmpty {
             try start(prepared)
             return Array(repeating: .success(.inserted), count: batch.count)
         }
-        var current: [Key: Record] = [:]
-        for (type, group) in Dictionary(grouping: stored.keys, by: { stored[$0]! }) {
+        var state = Decisions(current: try storedRecords(registry.live))
+        let results = state.decide(batch, keys: keys)
+        try write(state, registry: registry)
+        return results
+    }
+
+    /// What the registry says of these names: the type of each live one, and which are
+    /// tombstones. Each name is looked up through the index, however large the store.
+    private func lookUp(_ keys: [Key]) throws -> (live: [Key: String], tombstones: Set<Key>) {
+        var live: [Key: String] = [:]
+        var tombstones: Set<Key> = []
+        for row in try session.link.rows("""
+            SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text
+            FROM unnest(\(keys.map(\.zone))::bigint[], \(keys.map(\.name))::text[]) AS k(zone, name)
+            JOIN LATERAL (SELECT * FROM \(unescaped: session.namespace)._ck_record r WHERE r.zone = k.zone AND r."recordName" = k.name) r ON true
+            """) {
+            guard let zone = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { continue }
+            if row[3] == "true" { tombstones.insert(Key(zone: zone, name: name)) } else { live[Key(zone: zone, name: name)] = type }
+        }
+        return (live, tombstones)
+    }
+
+    /// The stored records under these live names, read type by type through the index.
+    private func storedRecords(_ live: [Key: String]) throws -> [Key: Record] {
+        var records: [Key: Record] = [:]
+        for (type, group) in Dictionary(grouping: live.keys, by: { live[$0]! }) {
             guard let definition = session.schema.recordType(named: type) else {
                 throw StoreError.corrupt("record \(group[0].name) is registered as \(type), which the schema does not define")
             }
-            let reader = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: session)
+            let table = PostgresLayout(type: definition, schema: session.namespace).table
+            let reader = PostgresReader(definition, table: table, session: session)
             var bindings = PostgresBindings()
             bindings.append(group.map(\.zone))
             bindings.append(group.map(\.name))
-            let select = reader.sql.replacingOccurrences(of: " FROM \(PostgresLayout(type: definition, schema: namespace).table) t", with: "")
-            for row in try session.link.rows(PostgresQuery(unsafeSQL: select + """
-                 FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
-                JOIN LATERAL (SELECT * FROM \(PostgresLayout(type: definition, schema: namespace).table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
+            for row in try session.link.rows(PostgresQuery(unsafeSQL: """
+                SELECT \(reader.columns) FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
+                JOIN LATERAL (SELECT * FROM \(table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
                 """, binds: bindings)) {
                 let record = try reader.decode(row)
-                current[Key(zone: try session.zoneNumber(record.zone)!, name: record.recordName)] = record
+                records[Key(zone: try session.zoneNumber(record.zone)!, name: record.recordName)] = record
             }
         }
+        return records
+    }
 
-        // Each record in order, against what the ones before it left.
-        var results: [Result<SaveOutcome, SaveRefusal>] = []
-        results.reserveCapacity(batch.count)
+    /// What a batch does, decided record by record in order, each against what the ones
+    /// before it left: the records under each name afterwards, and where each name changed last.
+    private struct Decisions {
+        var current: [Key: Record]
         var lastChange: [Key: Int] = [:]
         var lastType: [Key: String] = [:]
-        for (index, entry) in batch.enumerated() {
-            let key = keys[index]
-            let record = entry.record
+
+        mutating func decide(_ batch: [(record: Record, mode: WriteMode)], keys: [Key]) -> [Result<SaveOutcome, SaveRefusal>] {
+            var results: [Result<SaveOutcome, SaveRefusal>] = []
+            results.reserveCapacity(batch.count)
+            for (index, entry) in batch.enumerated() {
+                results.append(decide(entry.record, mode: entry.mode, key: keys[index], index: index))
+            }
+            return results
+        }
+
+        private mutating func decide(_ record: Record, mode: WriteMode, key: Key, index: Int) -> Result<SaveOutcome, SaveRefusal> {
             if record.isDeleted {
-                if current[key] != nil {
-                    lastType[key] = current[key]!.recordType
-                    current[key] = nil
-                    lastChange[key] = index
-                    results.append(.success(.deleted))
-                } else {
-                    results.append(.success(.unchanged))
-                }
-                continue
+                guard let existing = current[key] else { return .success(.unchanged) }
+                lastType[key] = existing.recordType
+                current[key] = nil
+                lastChange[key] = index
+                return .success(.deleted)
             }
             guard let existing = current[key] else {
                 current[key] = record
                 lastType[key] = record.recordType
                 lastChange[key] = index
-                results.append(.success(.inserted))
-                continue
+                return .success(.inserted)
             }
             guard existing.recordType == record.recordType else {
-                results.append(.failure(SaveRefusal(message: "record name '\(record.recordName)' is already used in zone \(record.zone.zoneName) by a record of type \(existing.recordType)")))
-                continue
+                return .failure(SaveRefusal(message: "record name '\(record.recordName)' is already used in zone \(record.zone.zoneName) by a record of type \(existing.recordType)"))
             }
             do {
-                guard let combined = try entry.mode.combine(existing, with: record), combined != existing else {
-                    results.append(.success(.unchanged))
-                    continue
-                }
+                guard let combined = try mode.combine(existing, with: record), combined != existing else { return .success(.unchanged) }
                 current[key] = combined
                 lastChange[key] = index
-                results.append(.success(.updated))
+                return .success(.updated)
             } catch let refusal as SaveRefusal {
-                results.append(.failure(refusal))
+                return .failure(refusal)
+            } catch {
+                return .failure(SaveRefusal(message: "\(error)"))
             }
         }
+    }
 
-        // The rows that changed: old rows of another type removed, the new ones written, the
-        // change log told. Names the store has never held go in through COPY straight into
-        // their tables and the change log, which numbers them in order as they arrive; the rest
-        // (updates, deletions, names that were tombstones) through a staging table and one
-        // upsert, numbered after them in the order of their last change.
-        let changed = lastChange.sorted { $0.value < $1.value }.map(\.key)
-        guard !changed.isEmpty else { return results }
+    /// Writes what a batch changed: old rows of another type removed, the new ones written,
+    /// the change log told. Names the store has never held go in through COPY straight into
+    /// their tables and the change log, which numbers them in order as they arrive; the rest
+    /// (updates, deletions, names that were tombstones) through a staging table and one upsert,
+    /// numbered after them in the order of their last change.
+    private func write(_ state: Decisions, registry: (live: [Key: String], tombstones: Set<Key>)) throws {
+        let changed = state.lastChange.sorted { $0.value < $1.value }.map(\.key)
+        guard !changed.isEmpty else { return }
+        let namespace = session.namespace
         var removals: [String: [Key]] = [:]
         var fresh: [(key: Key, record: Record)] = []
         var writes: [String: [Record]] = [:]
         var log: (zones: [Int64], names: [String], types: [String], deleted: [Bool]) = ([], [], [], [])
         for key in changed {
-            let now = current[key]
-            if let before = stored[key], now?.recordType != before { removals[before, default: []].append(key) }
-            if let now, stored[key] == nil, !tombstones.contains(key), PostgresLoad.timestampsHaveText(now) {
+            let now = state.current[key]
+            if let before = registry.live[key], now?.recordType != before { removals[before, default: []].append(key) }
+            if let now, registry.live[key] == nil, !registry.tombstones.contains(key), PostgresLoad.timestampsHaveText(now) {
                 fresh.append((key, now))
                 continue
             }
             if let now { writes[now.recordType, default: []].append(now) }
             log.zones.append(key.zone)
             log.names.append(key.name)
-            log.types.append(now?.recordType ?? lastType[key]!)
+            log.types.append(now?.recordType ?? state.lastType[key]!)
             log.deleted.append(now == nil)
         }
         for (type, removed) in removals.sorted(by: { $0.key < $1.key }) {
@@ -166,7 +185,6 @@ final class PostgresLoader: RecordLoader {
             try session.writeRows(records, of: definition, into: PostgresLayout(type: definition, schema: namespace).table, replacing: true)
         }
         if !log.zones.isEmpty { try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted) }
-        return results
     }
 
     /// One COPY: the table and column names as COPY takes them, and the rows.

@@ -55,6 +55,34 @@ struct PostgresCommandTests {
         #expect(secret.status != 0 && !secret.stderr.contains("hunter2"), "\(secret.stderr)")
     }
 
+    @Test("records that bring their own fields (--allow-new-fields) and invalid records skipped (--skip-invalid) give the SQLite store's schema, records and rejects")
+    func growingAndRejecting() throws {
+        let folder = Scratch()
+        let pg = try server("grow")
+        let records = sample("family-todo", "records.jsonl")
+        for store in ["grown.sqlite", pg] {
+            let run = try ckport(["import", records, "--allow-new-fields", "--store", store, "-q"], in: folder.url)
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout == ckport(["export", "--store", "grown.sqlite", "-q"], in: folder.url).stdout)
+        #expect(try ckport(["schema", "export", "--store", pg, "-o", "-"], in: folder.url).stdout
+            == ckport(["schema", "export", "--store", "grown.sqlite", "-o", "-"], in: folder.url).stdout)
+        // One good record, one with a field of the wrong type, one good: the bad one rejected.
+        let lines = try String(contentsOfFile: records, encoding: .utf8).split(separator: "\n").prefix(3).map(String.init)
+        let bad = lines[1].replacingOccurrences(of: "\"type\":\"STRING\"", with: "\"type\":\"INT64\"")
+        #expect(bad != lines[1])
+        try ([lines[0], bad, lines[2]].joined(separator: "\n") + "\n").write(toFile: folder.path("mixed.jsonl"), atomically: true, encoding: .utf8)
+        var rejected: [String] = []
+        for (index, store) in ["mixed.sqlite", try server("mixed")].enumerated() {
+            #expect(try ckport(["schema", "import", sample("family-todo", "schema.ckdb"), "--store", store, "-q"], in: folder.url).status == 0)
+            let run = try ckport(["import", "mixed.jsonl", "--skip-invalid", "--rejects", "rejects-\(index).jsonl", "--store", store], in: folder.url)
+            #expect(run.status == 0, "\(run.stderr)")
+            rejected.append(try String(contentsOfFile: folder.path("rejects-\(index).jsonl"), encoding: .utf8))
+            #expect(try ckport(["export", "--store", store, "-q"], in: folder.url).stdout.split(separator: "\n").count == 2)
+        }
+        #expect(rejected[0] == rejected[1] && !rejected[0].isEmpty)
+    }
+
     @Test("moving between backends is lossless: SQLite → bundle → PostgreSQL → bundle → SQLite, and ckport copy both ways, export byte-identical")
     func lossless() throws {
         let folder = Scratch()
