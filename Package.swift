@@ -34,13 +34,15 @@ let package = Package(
         .target(name: "Records", swiftSettings: strict),
         .target(name: "CSQLiteConfig", linkerSettings: [.linkedLibrary("sqlite3")]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // libxml2, the XML layer's parser (streaming reader, no network, no entity expansion).
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .target(name: "Store", dependencies: [
             "Records", "CSQLiteConfig",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ], swiftSettings: strict),
-        .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", .product(name: "Yams", package: "Yams"),
+        .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", "CLibXML2", .product(name: "Yams", package: "Yams"),
                                                  .product(name: "Crypto", package: "swift-crypto"),
                                                  .product(name: "CryptoExtras", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "Migrations", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams"),

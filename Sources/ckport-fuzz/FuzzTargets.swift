@@ -16,6 +16,8 @@ import Store
 /// | bundle   | a backup bundle, or a plain tar that the target gzips first (so that the  |
 /// |          | fuzzer reaches the tar, manifest and record parsing, not only zlib)       |
 /// | where    | a `--where` predicate, then evaluated on a record                         |
+/// | xml      | any XML, through the XML reader (libxml2, entities and limits refused)    |
+/// | coredata | a Core Data model's `contents`, then its CloudKit schema and lint         |
 ///
 /// Errors are expected; a crash, a hang or a leak is a finding.
 enum FuzzTargets {
@@ -71,7 +73,16 @@ enum FuzzTargets {
                 ])
                 _ = try? predicate.matches(record, type: type)
             }
-        case "leak-canary":
+        case "xml":
+            guard let reader = try? XMLReader(bytes: bytes, name: "fuzz", limits: XMLReader.Limits(depth: 64, bytes: 1 << 20, textBytes: 1 << 16)) else { return }
+            while (try? reader.next()) != nil {}
+        case "coredata":
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-fuzz-\(getpid()).xcdatamodel").path
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: folder + "/contents", contents: Data(bytes)),
+                  let model = try? CoreDataModel.read(folder) else { return }
+            _ = try? CoreDataCloudKit.schema(for: model)
+            _ = CoreDataCloudKit.problems(in: model)
             // Leaks on purpose (two objects that own each other), so that scripts/leak-check.sh
             // can show that its checker sees a leak before it reports that the readers have none.
             let first = LeakCanary(), second = LeakCanary()
@@ -80,7 +91,7 @@ enum FuzzTargets {
         default:
             // Every other reader of the format registry, by the format's name (csv, tsv, ics…).
             guard let format = RecordFormats.named(target), format.makeReader != nil else {
-                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
+                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where, xml, coredata or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
             }
             read(bytes, as: format)
         }

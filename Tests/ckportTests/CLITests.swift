@@ -624,7 +624,8 @@ struct CLITests {
         let folder = Scratch()
         let commands = [[], ["schema"], ["schema", "import"], ["schema", "export"], ["schema", "check"], ["schema", "diff"], ["import"], ["export"],
                         ["backup"], ["verify"], ["inspect"], ["restore"], ["migrate"], ["migrate", "status"], ["migrate", "plan"],
-                        ["migrate", "apply"], ["migrate", "lint"], ["delete"], ["stats"], ["generate"], ["copy"]]
+                        ["migrate", "apply"], ["migrate", "lint"], ["delete"], ["stats"], ["generate"], ["copy"],
+                        ["schema", "from-coredata"], ["schema", "lint-coredata"]]
         for command in commands {
             let help = try ckport(command + ["--help"], in: folder.url, environment: ["COLUMNS": "80"])
             #expect(help.status == 0)

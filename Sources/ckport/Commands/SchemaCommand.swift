@@ -19,12 +19,105 @@ struct SchemaCommand: ParsableCommand {
           ckport schema import schema.ckdb
           ckport schema export -o schema.ckdb
           ckport schema diff old.ckdb new.ckdb
+          ckport schema from-coredata Model.xcdatamodeld -o schema.ckdb
+          ckport schema lint-coredata Model.xcdatamodeld
         """,
-        subcommands: [Import.self, Export.self, Check.self, Diff.self]
+        subcommands: [Import.self, Export.self, Check.self, Diff.self, FromCoreData.self, LintCoreData.self]
     )
 
     static func read(_ path: String) throws -> Schema {
         try readChecked(path).schema
+    }
+
+    /// Whether `path` names a Core Data model: an `.xcdatamodeld` or `.xcdatamodel` folder.
+    static func isModel(_ path: String) -> Bool {
+        let trimmed = path.hasSuffix("/") ? String(path.dropLast()) : path
+        return trimmed.hasSuffix(".xcdatamodeld") || trimmed.hasSuffix(".xcdatamodel")
+    }
+
+    /// The schema `path` names: a `.ckdb` file, a Core Data model (its CloudKit schema, of
+    /// `version` when given), or a store.
+    static func schema(of path: String, version: String?, wait: Double) throws -> Schema {
+        if isModel(path) { return try CoreDataCloudKit.schema(for: CoreDataModel.read(path, version: version)).schema }
+        if path.contains("://") || path.hasSuffix(".sqlite") {
+            return try StoreOptions.open(path, create: false, wait: wait, quiet: true).schema
+        }
+        return try read(path)
+    }
+
+    struct FromCoreData: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "from-coredata",
+            abstract: "Print the CloudKit schema NSPersistentCloudKitContainer derives from a Core Data model.",
+            discussion: """
+            Reads the model's current version (or --version) and writes the .ckdb that \
+            cktool export-schema would show once the container's schema is initialized: a \
+            CD_<Entity> record type per root entity (sub-entities share it, told apart by \
+            CD_entityName), CD_<attribute> fields, to-one relationships as CD_<name> STRING \
+            fields holding the related record's name, many-to-many relationships as CDMR \
+            records, and the Users type every container has. Where Apple's documentation is \
+            silent, a comment at the top says what ckport chose.
+
+              ckport schema from-coredata Model.xcdatamodeld
+              ckport schema from-coredata Model.xcdatamodeld --version "Model 3" \\
+                  -o next.ckdb
+              ckport schema from-coredata Model.xcdatamodeld --configuration Cloud
+            """
+        )
+
+        @Argument(help: ArgumentHelp("The model: a .xcdatamodeld or .xcdatamodel folder.", valueName: "model"))
+        var model: String
+
+        @Option(help: ArgumentHelp("The model version to read (default: the current one).", valueName: "name"))
+        var version: String?
+
+        @Option(help: ArgumentHelp("Only the entities of this configuration.", valueName: "name"))
+        var configuration: String?
+
+        @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write the schema ('-' for standard output).", valueName: "file"))
+        var output = "-"
+
+        func run() throws {
+            let derived = try CoreDataCloudKit.schema(for: CoreDataModel.read(model, version: version), configuration: configuration)
+            var text = derived.notes.map { "// ckport: \($0)\n" }.joined()
+            text += SchemaPrinter.print(derived.schema)
+            let file = try OutputFile(path: output)
+            try file.write(text)
+            try file.commit()
+        }
+    }
+
+    struct LintCoreData: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "lint-coredata",
+            abstract: "Check a Core Data model against CloudKit's rules for Core Data.",
+            discussion: """
+            CloudKit takes no uniqueness constraints, no Undefined or ObjectID attributes, no \
+            required attribute without a default, no required relationship, no relationship \
+            without an inverse, no Deny delete rule, and no relationship from one \
+            configuration's entities to another's. Each problem is printed with the file and \
+            line of the element; the command exits 2 when there is one.
+
+              ckport schema lint-coredata Model.xcdatamodeld
+              ckport schema lint-coredata Model.xcdatamodeld --version "Model 2"
+            """
+        )
+
+        @Argument(help: ArgumentHelp("The model: a .xcdatamodeld or .xcdatamodel folder.", valueName: "model"))
+        var model: String
+
+        @Option(help: ArgumentHelp("The model version to check (default: the current one).", valueName: "name"))
+        var version: String?
+
+        func run() throws {
+            let read = try CoreDataModel.read(model, version: version)
+            let problems = CoreDataCloudKit.problems(in: read)
+            for problem in problems { print(problem) }
+            if !problems.isEmpty {
+                throw CommandFailure.invalid("\(problems.count) problem\(problems.count == 1 ? "" : "s") with CloudKit in \(read.file)")
+            }
+            print("\(read.file): \(read.entities.count) entities, nothing CloudKit refuses")
+        }
     }
 
     /// The schema in `path` and ckport's warnings about it (`--strict` makes them errors).
@@ -42,23 +135,32 @@ struct SchemaCommand: ParsableCommand {
 
               ckport schema diff schema-v1.ckdb schema-v2.ckdb
               ckport schema diff production.ckdb development.ckdb --check
+              ckport schema diff production.ckdb Model.xcdatamodeld --version "Model 3"
+
+            OLD and NEW may each be a .ckdb file, a store (a .sqlite file or a \
+            postgresql:// URL) or a Core Data model (.xcdatamodeld or .xcdatamodel), whose \
+            CloudKit schema is compared.
             """
         )
 
-        @Argument(help: ArgumentHelp("The schema before.", valueName: "old"))
+        @Argument(help: ArgumentHelp("The schema before: a .ckdb file, a store or a Core Data model.", valueName: "old"))
         var old: String
 
-        @Argument(help: ArgumentHelp("The schema after.", valueName: "new"))
+        @Argument(help: ArgumentHelp("The schema after: a .ckdb file, a store or a Core Data model.", valueName: "new"))
         var new: String
 
         @Flag(help: "Exit 2 when a change could not deploy to production.")
         var check = false
 
+        @Option(help: ArgumentHelp("The version of a Core Data model given as OLD or NEW (default: its current one).", valueName: "name"))
+        var version: String?
+
         @Flag(help: "Print the differences as JSON.")
         var json = false
 
         func run() throws {
-            let differences = SchemaDiff.differences(from: try SchemaCommand.read(old), to: try SchemaCommand.read(new))
+            let differences = SchemaDiff.differences(from: try SchemaCommand.schema(of: old, version: version, wait: 0),
+                                                     to: try SchemaCommand.schema(of: new, version: version, wait: 0))
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

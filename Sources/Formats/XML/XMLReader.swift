@@ -1,0 +1,228 @@
+import CLibXML2
+import Foundation
+import Records
+
+/// XML that cannot be read, or that ckport refuses to read: the file, the line and column,
+/// and what is wrong.
+public struct XMLInputError: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+    public var file: String
+    public var line: Int
+    public var column: Int
+    public var message: String
+
+    public var description: String {
+        line > 0 ? "\(file):\(line):\(column): \(message)" : "\(file): \(message)"
+    }
+}
+
+/// A streaming reader of XML, on libxml2's `xmlTextReader`: one node at a time, so memory stays
+/// flat whatever the file's size. XML is hostile input here — a model file or a property list
+/// someone sent — so the reader:
+///
+/// - never reaches the network (`XML_PARSE_NONET`) and never loads a DTD, internal or external;
+/// - never expands entities: a document that declares any (`<!ENTITY …>`, the way to external
+///   entity disclosure and to "billion laughs" bombs) or refers to one other than XML's five is
+///   refused;
+/// - refuses elements nested deeper than ``Limits/depth``, inputs larger than ``Limits/bytes``
+///   and text nodes larger than ``Limits/textBytes``.
+///
+/// Every error names the file, the line and the column.
+public final class XMLReader {
+    public struct Limits: Sendable {
+        /// Elements nested deeper than this are refused.
+        public var depth: Int
+        /// An input larger than this is refused before it is read.
+        public var bytes: Int64
+        /// A text node larger than this is refused.
+        public var textBytes: Int
+
+        public init(depth: Int = 128, bytes: Int64 = 4 << 30, textBytes: Int = 64 << 20) {
+            self.depth = depth
+            self.bytes = bytes
+            self.textBytes = textBytes
+        }
+    }
+
+    /// What the reader meets, in document order.
+    public enum Event: Equatable, Sendable {
+        /// An element opens: its name and attributes (in document order). A self-closing
+        /// element is followed at once by its ``end(_:)``.
+        case start(String, attributes: [Attribute])
+        case end(String)
+        /// Character data (text and CDATA); whitespace between elements is left out.
+        case text(String)
+    }
+
+    public struct Attribute: Equatable, Sendable {
+        public var name: String
+        public var value: String
+
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The input's name in messages.
+    public let name: String
+    private let limits: Limits
+    private var reader: xmlTextReaderPtr?
+    /// Kept alive while libxml2 reads from it.
+    private let memory: UnsafeMutableBufferPointer<UInt8>?
+    private var pendingEnd: String?
+
+    /// Reads the file at `path`.
+    public init(path: String, limits: Limits = Limits()) throws {
+        name = path
+        self.limits = limits
+        memory = nil
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw XMLInputError(file: path, line: 0, column: 0, message: "cannot be read (\(String(cString: strerror(errno))))")
+        }
+        guard Int64(info.st_size) <= limits.bytes else {
+            throw XMLInputError(file: path, line: 0, column: 0, message: "is \(info.st_size) bytes; XML input is limited to \(limits.bytes) bytes")
+        }
+        if let handle = FileHandle(forReadingAtPath: path) {
+            defer { try? handle.close() }
+            try XMLReader.checkProlog(Array((try? handle.read(upToCount: XMLReader.prologBytes)) ?? Data()), name: path)
+        }
+        xmlResetLastError()
+        reader = xmlReaderForFile(path, nil, XMLReader.options)
+        guard reader != nil else { throw XMLInputError(file: path, line: 0, column: 0, message: "cannot be opened as XML") }
+    }
+
+    /// Reads `bytes`, called `name` in messages.
+    public init(bytes: [UInt8], name: String, limits: Limits = Limits()) throws {
+        self.name = name
+        self.limits = limits
+        guard Int64(bytes.count) <= limits.bytes, bytes.count <= Int(Int32.max) else {
+            throw XMLInputError(file: name, line: 0, column: 0, message: "is \(bytes.count) bytes; XML input is limited to \(limits.bytes) bytes")
+        }
+        try XMLReader.checkProlog(Array(bytes.prefix(XMLReader.prologBytes)), name: name)
+        xmlResetLastError()
+        let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+        _ = copy.initialize(from: bytes)
+        memory = copy
+        reader = copy.baseAddress!.withMemoryRebound(to: CChar.self, capacity: copy.count) { pointer in
+            xmlReaderForMemory(pointer, Int32(bytes.count), nil, nil, XMLReader.options)
+        }
+        guard reader != nil else { throw XMLInputError(file: name, line: 0, column: 0, message: "cannot be read as XML") }
+    }
+
+    deinit {
+        if let reader { xmlFreeTextReader(reader) }
+        memory?.deallocate()
+    }
+
+    /// No network, no error output of libxml2's own (errors are thrown), no entity
+    /// substitution (`XML_PARSE_NOENT` stays off), no DTD loading or default attributes from
+    /// one, CDATA as text.
+    private static let options = Int32(CKPORT_XML_PARSE_NONET | CKPORT_XML_PARSE_NOERROR | CKPORT_XML_PARSE_NOWARNING | CKPORT_XML_PARSE_NOCDATA)
+
+    /// How much of the input's head is scanned for entity declarations.
+    static let prologBytes = 1 << 20
+
+    /// The line of the node the reader is at (the element just started, say); where it has
+    /// none, the line the parser has come to.
+    public var line: Int {
+        guard let reader else { return 0 }
+        if let node = xmlTextReaderCurrentNode(reader) {
+            let line = xmlGetLineNo(node)
+            if line > 0 { return line }
+        }
+        return Int(xmlTextReaderGetParserLineNumber(reader))
+    }
+
+    private func fail(_ message: String) -> XMLInputError {
+        XMLInputError(file: name, line: line, column: reader.map { Int(xmlTextReaderGetParserColumnNumber($0)) } ?? 0, message: message)
+    }
+
+    /// The next event, or nil at the end of the document.
+    public func next() throws -> Event? {
+        if let end = pendingEnd {
+            pendingEnd = nil
+            return .end(end)
+        }
+        guard let reader else { return nil }
+        while true {
+            xmlResetLastError()
+            let status = xmlTextReaderRead(reader)
+            if status == 0 { return nil }
+            guard status == 1 else { throw parseError() }
+            // libxml2 goes on past some errors (an undeclared entity, say); ckport does not.
+            if let error = xmlGetLastError(), error.pointee.level >= 2 { throw parseError() }
+            let type = xmlTextReaderNodeType(reader)
+            switch type {
+            case Int32(CKPORT_XML_READER_TYPE_ELEMENT):
+                let depth = Int(xmlTextReaderDepth(reader))
+                guard depth < limits.depth else { throw fail("elements are nested more than \(limits.depth) deep") }
+                let name = XMLReader.string(xmlTextReaderConstName(reader))
+                var attributes: [Attribute] = []
+                if xmlTextReaderHasAttributes(reader) == 1 {
+                    while xmlTextReaderMoveToNextAttribute(reader) == 1 {
+                        attributes.append(Attribute(XMLReader.string(xmlTextReaderConstName(reader)), XMLReader.string(xmlTextReaderConstValue(reader))))
+                    }
+                    xmlTextReaderMoveToElement(reader)
+                }
+                if xmlTextReaderIsEmptyElement(reader) == 1 { pendingEnd = name }
+                return .start(name, attributes: attributes)
+            case Int32(CKPORT_XML_READER_TYPE_END_ELEMENT):
+                return .end(XMLReader.string(xmlTextReaderConstName(reader)))
+            case Int32(CKPORT_XML_READER_TYPE_TEXT), Int32(CKPORT_XML_READER_TYPE_CDATA):
+                guard let value = xmlTextReaderConstValue(reader) else { continue }
+                let length = strlen(UnsafeRawPointer(value).assumingMemoryBound(to: CChar.self))
+                guard length <= limits.textBytes else { throw fail("a text of \(length) bytes; XML text is limited to \(limits.textBytes) bytes") }
+                return .text(XMLReader.string(value))
+            case Int32(CKPORT_XML_READER_TYPE_ENTITY_REFERENCE):
+                throw fail("the entity reference &\(XMLReader.string(xmlTextReaderConstName(reader))); is not accepted (ckport expands no entities)")
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Refuses a document whose DOCTYPE declares entities, before libxml2 reads it: the prolog
+    /// (what comes before the root element) is scanned for an internal subset with `<!ENTITY`.
+    /// Cautious on purpose: the same text inside a comment of the subset refuses too.
+    static func checkProlog(_ head: [UInt8], name: String) throws {
+        guard let doctype = head.firstRange(of: Array("<!DOCTYPE".utf8)) else { return }
+        var index = doctype.upperBound
+        var quote: UInt8?
+        while index < head.count {
+            let byte = head[index]
+            if let open = quote {
+                if byte == open { quote = nil }
+            } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+                quote = byte
+            } else if byte == UInt8(ascii: ">") {
+                return
+            } else if byte == UInt8(ascii: "[") {
+                let subset = head[index...]
+                if subset.firstRange(of: Array("<!ENTITY".utf8)) != nil {
+                    let line = head[..<index].reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
+                    throw XMLInputError(file: name, line: line, column: 0,
+                                        message: "the document declares entities in its DOCTYPE; ckport reads no entity declarations (they can reach other files or expand without bound)")
+                }
+                return
+            }
+            index += 1
+        }
+    }
+
+    /// libxml2's own message for the error that stopped the reader, with its position.
+    private func parseError() -> XMLInputError {
+        if let error = xmlGetLastError() {
+            let message = error.pointee.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "not well-formed XML"
+            let line = Int(error.pointee.line)
+            return XMLInputError(file: name, line: line > 0 ? line : self.line, column: Int(error.pointee.int2), message: message)
+        }
+        return fail("not well-formed XML")
+    }
+
+    private static func string(_ pointer: UnsafePointer<xmlChar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self))
+    }
+}
