@@ -21,6 +21,8 @@ public enum Wording: Sendable, Hashable {
     case sortField(String)
     /// Record types to choose from.
     case chooseRecordTypes
+    /// A Core Data model with several versions and none marked current.
+    case chooseModelVersion
     /// Invalid records could be skipped.
     case skipInvalid
     /// The window recurring events are expanded in.
@@ -71,6 +73,7 @@ public enum Wording: Sendable, Hashable {
         case .predicateWord: return "the predicate"
         case .sortField(let field): return "sorting by \(field)"
         case .chooseRecordTypes: return "choose the record types"
+        case .chooseModelVersion: return "name the version to read"
         case .skipInvalid: return "skip invalid records, keeping them in a rejects file, to import the valid ones"
         case .expansionWindow: return "the expansion window"
         case .expandForOccurrences: return "expand them in a window for their occurrences, or map RRULE to a field"

@@ -55,6 +55,7 @@ struct ErrorModelTests {
                           underlying: "CloudKit answered QUOTA_EXCEEDED (HTTP 413)", underlyingCategory: .environment), .environment),
         (LoopbackHTTPServer.ServerError("cannot listen on 127.0.0.1:8642: Address already in use"), .environment),
         (InputFileError(path: "in.json", "no such file"), .invalidInput),
+        (XMLInputError(file: "Model.xcdatamodel/contents", line: 3, column: 7, message: "not well-formed"), .invalidInput),
         (OperationError.ambiguousRecordName("n-1", zones: ["private/A", "private/B"]), .invalidInput),
         (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),
         (OperationError.bundleNotSound(bundle: "b.ckbundle", problems: ["checksum"]), .invalidInput),

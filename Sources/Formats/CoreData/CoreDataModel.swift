@@ -105,7 +105,7 @@ extension CoreDataModel {
         } else if versions.count == 1 {
             chosen = versions[0]
         } else {
-            throw XMLInputError(file: path, line: 0, column: 0, message: "has several versions (\(versions.joined(separator: ", "))) and no .xccurrentversion; name one with --version")
+            throw XMLInputError(file: path, line: 0, column: 0, message: "has several versions (\(versions.joined(separator: ", "))) and no .xccurrentversion; \(Wording.chooseModelVersion.text)")
         }
         return try parse(contents: (path as NSString).appendingPathComponent("\(chosen).xcdatamodel/contents"), version: chosen)
     }

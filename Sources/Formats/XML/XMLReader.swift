@@ -11,6 +11,13 @@ public struct XMLInputError: CKPortError, Sendable {
     public var column: Int
     public var message: String
 
+    public init(file: String, line: Int, column: Int, message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.message = message
+    }
+
     public var description: String {
         line > 0 ? "\(file):\(line):\(column): \(message)" : "\(file): \(message)"
     }

@@ -17,6 +17,7 @@ enum CommandLineWords {
         case .predicateWord: return "--where"
         case .sortField(let field): return "--sort \(field)"
         case .chooseRecordTypes: return "pick the record types with --type"
+        case .chooseModelVersion: return "name one with --version"
         case .skipInvalid: return "use --skip-invalid --rejects FILE to import the valid records"
         case .expansionWindow: return "--expand"
         case .expandForOccurrences: return "pass --expand FROM..TO for their occurrences, or map RRULE to a field"
