@@ -64,7 +64,7 @@ reader() {
   while [ "$(date +%s)" -lt "$deadline" ]; do
     n=$((n + 1))
     if "$ckport" export --store "$store" --type Note --style plain --wait 0 -o "$work/r$r.jsonl" -q 2>"$work/r$r.err"; then
-      python3 - "$work/r$r.jsonl" "$batch" >> "$work/reads.log" <<'PY'
+      python3 - "$work/r$r.jsonl" "$batch" >> "$work/reads-$r.log" <<'PY'
 import collections, json, sys
 counts = collections.Counter()
 names = set()
@@ -81,7 +81,7 @@ partial = [key for key, count in counts.items() if count != int(sys.argv[2])]
 print(("inconsistent: partial batches %s" % partial[:5]) if partial else "consistent %d" % total)
 PY
     else
-      echo "failed: $(head -c 300 "$work/r$r.err" | tr '\n' ' ')" >> "$work/reads.log"
+      echo "failed: $(head -c 300 "$work/r$r.err" | tr '\n' ' ')" >> "$work/reads-$r.log"
     fi
   done
 }
@@ -118,7 +118,7 @@ migration() {
   fi
 }
 
-: > "$work/writes.log"; : > "$work/reads.log"; : > "$work/others.log"
+: > "$work/writes.log"; : > "$work/others.log"
 pids=()
 for w in $(seq 1 "$writers"); do writer "$w" & pids+=($!); done
 for r in $(seq 1 "$readers"); do reader "$r" & pids+=($!); done
@@ -128,7 +128,7 @@ for pid in "${pids[@]}"; do wait "$pid"; done
 
 "$ckport" export --store "$store" --type Note --style plain -o "$work/final.jsonl" -q
 python3 - "$work" "$batch" "$store" <<'PY'
-import collections, json, subprocess, sys
+import collections, glob, json, subprocess, sys
 work, batch, store = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 problems = []
 ok, failed, lock_failures = set(), [], []
@@ -150,7 +150,10 @@ for line in open(f"{work}/final.jsonl", encoding="utf-8"):
 doubled = [n for n, c in names.items() if c > 1]
 lost = [key for key in ok if counts.get(key, 0) != batch]
 stray = [key for key in counts if key not in ok]
-reads = open(f"{work}/reads.log").read().splitlines()
+# Each reader keeps a log of its own (appends from several processes to one file are not
+# guaranteed to stay whole lines on every file system); a reader's checker prints one line
+# per export.
+reads = [line for path in sorted(glob.glob(f"{work}/reads-*.log")) for line in open(path).read().splitlines() if line.strip()]
 consistent = [r for r in reads if r.startswith("consistent")]
 bad_reads = [r for r in reads if not r.startswith("consistent")]
 integrity = subprocess.run(["sqlite3", store, "PRAGMA integrity_check"], capture_output=True, text=True).stdout.strip()
