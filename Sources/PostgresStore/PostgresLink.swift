@@ -60,12 +60,7 @@ final class PostgresLink: @unchecked Sendable {
     /// Runs a query and returns its rows, each column as text (nil for NULL); every column must
     /// be of a text type (cast others with `::text`).
     func rows(_ query: PostgresQuery) throws -> [[String?]] {
-        let result = try rowsRaw(query)
-        do {
-            return try result.map { row in try row.map { cell in try cell.decode(String?.self) } }
-        } catch {
-            throw PostgresStoreError.server("\(location): a column of the answer is not text (\(error))")
-        }
+        try rows(of: send(query))
     }
 
     /// Sends a query and returns at once: ``rows(of:)`` waits for its answer. Other queries

@@ -153,10 +153,15 @@ enum PostgresLoad {
             if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
             return "\(d)"
         case .bytes(let b):
-            var hex = "\\x"
+            // bytea's hex input form, \x and two digits a byte.
+            let digits = Array("0123456789abcdef".utf8)
+            var hex: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
             hex.reserveCapacity(2 + 2 * b.count)
-            for byte in b { hex += String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }
-            return hex
+            for byte in b {
+                hex.append(digits[Int(byte >> 4)])
+                hex.append(digits[Int(byte & 0x0f)])
+            }
+            return String(decoding: hex, as: UTF8.self)
         case .reference(let r): return r.recordName
         default: return FieldValueJSON.canonicalText(value)
         }
