@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target for a while:
 #
-#   scripts/fuzz.sh TARGET [SECONDS]      # TARGET: schema, json, bundle, where, xml, coredata, or a format ckport reads (csv, tsv, ics)
+#   scripts/fuzz.sh TARGET [SECONDS]      # TARGET: schema, json, bundle, where, xml, coredata, or a format ckport reads (csv, tsv, ics, xcal, plist)
 #   scripts/fuzz.sh all 600               # each target in turn
 #
 # Builds Sources/ckport-fuzz with the fuzzer and address sanitizers into .build-fuzz/, starts
@@ -12,13 +12,13 @@
 #   swift run ckport-fuzz Fuzz/findings/FILE     # with CKPORT_FUZZ_TARGET=TARGET
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?"usage: scripts/fuzz.sh TARGET [SECONDS] (TARGET: schema, json, csv, tsv, ics, bundle, where, xml, coredata or all)"}
+target=${1:?"usage: scripts/fuzz.sh TARGET [SECONDS] (TARGET: schema, json, csv, tsv, ics, xcal, plist, bundle, where, xml, coredata or all)"}
 seconds=${2:-60}
 if [ "$target" = all ]; then
-  for one in schema json csv tsv ics bundle where xml coredata; do "$0" "$one" "$seconds"; done
+  for one in schema json csv tsv ics xcal plist bundle where xml coredata; do "$0" "$one" "$seconds"; done
   exit 0
 fi
-case "$target" in schema|json|csv|tsv|ics|bundle|where|xml|coredata) ;; *) echo "fuzz: unknown target $target" >&2; exit 1 ;; esac
+case "$target" in schema|json|csv|tsv|ics|xcal|plist|bundle|where|xml|coredata) ;; *) echo "fuzz: unknown target $target" >&2; exit 1 ;; esac
 # The flags go to every Swift module, so that the readers themselves report coverage.
 swift build -c release --product ckport-fuzz --sanitize fuzzer --sanitize address --scratch-path .build-fuzz \
   -Xswiftc -DFUZZING -Xswiftc -sanitize=fuzzer,address >/dev/null

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Checks ckport's outputs with readers ckport did not write: Python's json, csv, tarfile and
-# hashlib (scripts/peer_check.py), gzip and tar, sqlite3's integrity check, Python's
-# icalendar and the RFC 5545 checker in ../shared/conformance when it is set up.
+# Checks ckport's outputs with readers ckport did not write: Python's json, csv, plistlib,
+# tarfile and hashlib (scripts/peer_check.py), gzip and tar, sqlite3's integrity check,
+# xmllint (well-formed XML; xCal against RFC 6321's RELAX NG schema), Python's icalendar and the
+# RFC 5545 checker in ../shared/conformance when it is set up.
 #
 #   scripts/peer-check.sh
 #
-# Every sample app is imported, exported as JSON, JSON Lines and CSV, backed up, and (for the
-# calendar apps) exported as iCalendar; each output goes through its peer.
+# Every sample app is imported, exported as JSON, JSON Lines, CSV and a property list, backed
+# up, and (for the calendar apps) exported as iCalendar and xCal; each output goes through its
+# peer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v sqlite3 >/dev/null || { echo "peer-check: sqlite3 is missing (apt-get install sqlite3)" >&2; exit 1; }
+command -v xmllint >/dev/null || { echo "peer-check: xmllint is missing (apt-get install libxml2-utils)" >&2; exit 1; }
+xcal=Tests/FormatsTests/Fixtures/xcal
 swift build --product ckport >/dev/null
 ckport() { "$(swift build --show-bin-path)/ckport" "$@"; }
 work=$(mktemp -d)
@@ -35,15 +39,26 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
   for sheet in "$work/$app-csv"/*.csv; do
     python3 scripts/peer_check.py csv "$sheet" "$work/$app.jsonl" "$(basename "$sheet" .csv)"
   done
+  # A property list holds the types without a field named like a system key (as --style plain).
+  type_args=()
+  for type in $(python3 scripts/peer_check.py plist-types "$work/$app.jsonl"); do type_args+=(--type "$type"); done
+  ckport export --store "$store" "${type_args[@]}" -o "$work/$app.plist" -q
+  xmllint --noout "$work/$app.plist"
+  python3 scripts/peer_check.py plist "$work/$app.plist" "$work/$app.jsonl"
   ckport backup --store "$store" -o "$work/$app.ckbundle" -q
   gzip -t "$work/$app.ckbundle"
   tar -tzf "$work/$app.ckbundle" > /dev/null
   python3 scripts/peer_check.py bundle "$work/$app.ckbundle" "$count"
   if [ -f "samples/$app/calendar.yaml" ]; then
-    ckport export --store "$store" -o "$work/$app.ics" -q
+    ckport export --store "$store" -o "$work/$app.ics" -q --dtstamp 2026-01-01T00:00:00Z
+    ckport export --store "$store" -o "$work/$app.xcal" -q --dtstamp 2026-01-01T00:00:00Z
+    python3 "$xcal/xcal_extensions.py" "$work/$app.xcal" "$work/$app.core.xml" > /dev/null
+    xmllint --noout --relaxng "$xcal/icalendar-2.0.rng" "$work/$app.core.xml"
+    python3 "$xcal/xcal_to_ics.py" "$work/$app.xcal" "$work/$app.xcal.ics"
     if [ -f "$checker" ] && [ -x "$checker_python" ]; then
       "$checker_python" "$checker" "$work/$app.ics" > "$work/$app.ics.report" || { cat "$work/$app.ics.report" >&2; exit 1; }
       echo "iCalendar (own rules, icalendar, libical): $(grep -m1 "^== " "$work/$app.ics.report")"
+      "$checker_python" Tests/FormatsTests/Fixtures/compare_calendars.py --xcal "$work/$app.ics" "$work/$app.xcal.ics"
     elif [ "${CKPORT_CONFORMANCE:-}" = required ]; then
       echo "peer-check: the RFC 5545 checker is required (CKPORT_CONFORMANCE=required) but not set up at $checker_python" >&2
       exit 1

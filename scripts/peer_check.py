@@ -4,12 +4,16 @@
     python3 scripts/peer_check.py json FILE.json COUNT
     python3 scripts/peer_check.py csv FILE.csv RECORDS.jsonl TYPE
     python3 scripts/peer_check.py bundle FILE.ckbundle COUNT
+    python3 scripts/peer_check.py plist-types RECORDS.jsonl
+    python3 scripts/peer_check.py plist FILE.plist RECORDS.jsonl
 
 Each prints one line saying what it checked, or exits 1 naming the first difference.
-Only the standard library: json, csv, tarfile, gzip, hashlib, base64.
+Only the standard library: json, csv, tarfile, gzip, hashlib, base64, plistlib.
 """
 import base64
 import csv
+import datetime
+import plistlib
 import gzip
 import hashlib
 import json
@@ -134,8 +138,87 @@ def check_bundle(path, count):
     print(f"tar and gzip (Python): {path}: {seen + 1} members, every size and SHA-256 as the manifest says, {records} records")
 
 
+# Keys of a plain record (and of a property list's record dictionary) that are not fields.
+SYSTEM_KEYS = {"recordName", "recordType", "scope", "zoneName", "ownerRecordName", "recordChangeTag", "created",
+               "createdBy", "createdDevice", "modified", "modifiedBy", "modifiedDevice", "deleted"}
+
+
+def plist_types(jsonl_path):
+    """The record types a property list can hold: those without a field named like a system key."""
+    types, refused = set(), set()
+    with open(jsonl_path, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            types.add(record["recordType"])
+            if SYSTEM_KEYS & set(record.get("fields", {})):
+                refused.add(record["recordType"])
+    print(" ".join(sorted(types - refused)))
+
+
+def plist_value(value, field_type):
+    """What plistlib should read for a canonical JSON value of a CloudKit type."""
+    if field_type.endswith("_LIST") or field_type == "LIST":
+        element = field_type[:-5] if field_type.endswith("_LIST") else "STRING"
+        return [plist_value(v, element) for v in value]
+    field_type = field_type.replace("ENCRYPTED_", "")
+    if field_type == "TIMESTAMP":
+        return plist_time(value)
+    if field_type == "BYTES":
+        return base64.b64decode(value)
+    if field_type == "REFERENCE":
+        out = {"recordName": value["recordName"]}
+        if value.get("action", "NONE") != "NONE":
+            out["action"] = value["action"]
+        return out
+    if field_type == "LOCATION":
+        return {k: (plist_time(v) if k == "timestamp" else v) for k, v in value.items()}
+    return value
+
+
+def plist_time(ms):
+    """A whole second is a plist date; other instants are ISO-8601 text with milliseconds."""
+    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    if ms % 1000 == 0:
+        return moment
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def check_plist(path, jsonl_path):
+    with open(path, "rb") as handle:
+        try:
+            records = plistlib.load(handle)
+        except Exception as error:
+            fail(f"{path}: Python's plistlib cannot read it: {error}")
+    if not isinstance(records, list):
+        fail(f"{path}: the top level is not an array")
+    expected = {}
+    with open(jsonl_path, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            expected[(record["recordType"], record["recordName"])] = record
+    compared = 0
+    for index, record in enumerate(records):
+        key = (record.get("recordType"), record.get("recordName"))
+        want = expected.get(key)
+        if want is None:
+            fail(f"{path}: record {index} {key} is not in {jsonl_path}")
+        if record.get("zoneName") != want["zoneID"]["zoneName"] or record.get("scope") != want.get("scope", "private"):
+            fail(f"{path}: {key}: zone or scope differs")
+        if "created" in want and record.get("created") != plist_time(want["created"]["timestamp"]):
+            fail(f"{path}: {key}: created is {record.get('created')!r}, expected {plist_time(want['created']['timestamp'])!r}")
+        fields = {k: v for k, v in record.items() if k not in SYSTEM_KEYS}
+        if set(fields) != set(want.get("fields", {})):
+            fail(f"{path}: {key}: fields {sorted(fields)} differ from {sorted(want.get('fields', {}))}")
+        for name, field in want.get("fields", {}).items():
+            wanted = plist_value(field["value"], field["type"])
+            if fields[name] != wanted:
+                fail(f"{path}: {key}.{name}: plistlib reads {fields[name]!r}, the JSON export says {wanted!r}")
+            compared += 1
+    print(f"plistlib (Python): {path}: {len(records)} records, {compared} fields equal to the JSON export, each as its plist type")
+
+
 def main(arguments):
-    if len(arguments) < 3:
+    if len(arguments) < 2:
         fail(__doc__)
     kind = arguments[0]
     if kind == "jsonl":
@@ -146,6 +229,10 @@ def main(arguments):
         check_csv(arguments[1], arguments[2], arguments[3])
     elif kind == "bundle":
         check_bundle(arguments[1], int(arguments[2]))
+    elif kind == "plist-types":
+        plist_types(arguments[1])
+    elif kind == "plist":
+        check_plist(arguments[1], arguments[2])
     else:
         fail(f"unknown check {kind}")
 

@@ -41,11 +41,17 @@ enum {
     CKPORT_XML_READER_TYPE_TEXT = 3,
     CKPORT_XML_READER_TYPE_CDATA = 4,
     CKPORT_XML_READER_TYPE_ENTITY_REFERENCE = 5,
+    CKPORT_XML_READER_TYPE_WHITESPACE = 13,
+    CKPORT_XML_READER_TYPE_SIGNIFICANT_WHITESPACE = 14,
     CKPORT_XML_READER_TYPE_END_ELEMENT = 15,
 };
 
 xmlTextReaderPtr xmlReaderForFile(const char *filename, const char *encoding, int options);
 xmlTextReaderPtr xmlReaderForMemory(const char *buffer, int size, const char *URL, const char *encoding, int options);
+// xmlIO.h: the callbacks a reader pulls its bytes through.
+typedef int (*ckport_xml_read_callback)(void *context, char *buffer, int length);
+typedef int (*ckport_xml_close_callback)(void *context);
+xmlTextReaderPtr xmlReaderForIO(ckport_xml_read_callback read, ckport_xml_close_callback close, void *context, const char *URL, const char *encoding, int options);
 void xmlFreeTextReader(xmlTextReaderPtr reader);
 int xmlTextReaderRead(xmlTextReaderPtr reader);
 int xmlTextReaderNodeType(xmlTextReaderPtr reader);
@@ -56,6 +62,8 @@ int xmlTextReaderMoveToNextAttribute(xmlTextReaderPtr reader);
 int xmlTextReaderMoveToElement(xmlTextReaderPtr reader);
 const xmlChar *xmlTextReaderConstName(xmlTextReaderPtr reader);
 const xmlChar *xmlTextReaderConstValue(xmlTextReaderPtr reader);
+const xmlChar *xmlTextReaderConstLocalName(xmlTextReaderPtr reader);
+const xmlChar *xmlTextReaderConstNamespaceUri(xmlTextReaderPtr reader);
 int xmlTextReaderGetParserLineNumber(xmlTextReaderPtr reader);
 int xmlTextReaderGetParserColumnNumber(xmlTextReaderPtr reader);
 // Returns libxml2's xmlErrorPtr, whose layout ckport_xml_error repeats.

@@ -12,7 +12,9 @@ import Store
 /// | schema   | a schema (`DEFINE SCHEMA …`)                                              |
 /// | json     | JSON Lines, then a JSON document, of notes records (every field type)     |
 /// | csv, tsv | CSV or TSV of Note records (any format the registry reads, by its name)   |
+/// | plist    | an XML property list of notes records                                     |
 /// | ics      | an iCalendar file through the family-calendar mapping                     |
+/// | xcal     | an xCal file (RFC 6321) through the family-calendar mapping               |
 /// | bundle   | a backup bundle, or a plain tar that the target gzips first (so that the  |
 /// |          | fuzzer reaches the tar, manifest and record parsing, not only zlib)       |
 /// | where    | a `--where` predicate, then evaluated on a record                         |

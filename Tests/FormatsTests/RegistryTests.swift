@@ -14,7 +14,7 @@ struct RegistryTests {
         let names = RecordFormats.all.flatMap(\.names)
         let extensions = RecordFormats.all.flatMap(\.extensions)
         #expect(Set(names).count == names.count && Set(extensions).count == extensions.count)
-        #expect(names == ["json", "jsonl", "ndjson", "csv", "tsv", "ics"])
+        #expect(names == ["json", "jsonl", "ndjson", "csv", "tsv", "ics", "xcal", "plist"])
         for format in RecordFormats.all {
             for name in format.names { #expect(RecordFormats.named(name.uppercased()) == format) }
             for ext in format.extensions { #expect(RecordFormats.forPath("dir.v2/Family Export.\(ext.uppercased())") == format) }
@@ -37,6 +37,9 @@ struct RegistryTests {
         #expect(RecordFormats.sniff(Array("recordName,title,pinned\r\nn-1,Milk,1\r\n".utf8)) == .csv)
         #expect(RecordFormats.sniff(Array("recordName\ttitle\tnote, with a comma\nn-1\tMilk\tx\n".utf8)) == .tsv)
         #expect(RecordFormats.sniff(Array("begin:vcalendar\r\nVERSION:2.0\r\n".utf8)) == .iCalendar)
+        #expect(RecordFormats.sniff(Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\">\n".utf8)) == .propertyList)
+        #expect(RecordFormats.sniff(Array("<?xml version=\"1.0\"?>\n<icalendar xmlns=\"urn:ietf:params:xml:ns:icalendar-2.0\">\n".utf8)) == .xCal)
+        #expect(RecordFormats.sniff(Array("<?xml version=\"1.0\"?>\n<html>".utf8)) == nil)
         #expect(RecordFormats.sniff(Array("hello".utf8)) == nil && RecordFormats.sniff([]) == nil)
     }
 

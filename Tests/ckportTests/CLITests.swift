@@ -286,6 +286,44 @@ struct CLITests {
         #expect(try ckport(["export", "--type", "Task", "--since", "ck1-x-1", "-o", "x.csv"], in: folder.url).status == 1)
     }
 
+    @Test("property lists and xCal: out and back in through the command line, with their refusals")
+    func xmlFormats() throws {
+        let folder = Scratch()
+        #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: folder.url).status == 0)
+        let jsonl = try ckport(["export", "-q"], in: folder.url).stdout
+        // A plist of every record, read back into a fresh store: the same export, byte for byte.
+        let plist = try ckport(["export", "-o", "family.plist"], in: folder.url)
+        #expect(plist.status == 0 && plist.stderr.contains("exported 120 records to family.plist"), "\(plist.stderr)")
+        #expect(folder.text("family.plist").hasPrefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC"))
+        let back = try ckport(["import", sample("family-calendar", "schema.ckdb"), "family.plist", "--store", "back.sqlite"], in: folder.url)
+        #expect(back.status == 0 && back.stderr.contains("total                  120        0          0"), "\(back.stderr)")
+        #expect(try ckport(["export", "--store", "back.sqlite", "-q"], in: folder.url).stdout == jsonl)
+        // A plist from standard input, told by --format.
+        let piped = try ckport(["import", "-", "--format", "plist", "--store", "back.sqlite", "--mode", "insert", "--dry-run"], in: folder.url, stdin: folder.text("family.plist"))
+        #expect(piped.status == 2 && piped.stderr.contains("already exists"), "\(piped.stderr)")
+        // The same calendar as iCalendar and as xCal, each imported into its own store.
+        for ext in ["ics", "xcal"] {
+            let out = try ckport(["export", "-o", "family.\(ext)", "--tz", "Europe/Berlin", "--dtstamp", "2026-01-01T00:00:00Z"], in: folder.url)
+            #expect(out.status == 0 && out.stderr.contains("exported 17 Event to family.\(ext)"), "\(out.stderr)")
+            let store = "\(ext).sqlite"
+            #expect(try ckport(["schema", "import", sample("family-calendar", "schema.ckdb"), "--store", store, "-q"], in: folder.url).status == 0)
+            let imported = try ckport(["import", "family.\(ext)", "--set", "familyID=family-1", "--store", store], in: folder.url)
+            #expect(imported.status == 0 && imported.stderr.contains("Event                   17"), "\(imported.stderr)")
+        }
+        #expect(folder.text("family.xcal").contains("<icalendar xmlns=\"urn:ietf:params:xml:ns:icalendar-2.0\">"))
+        #expect(try ckport(["export", "--store", "xcal.sqlite", "-q"], in: folder.url).stdout == (try ckport(["export", "--store", "ics.sqlite", "-q"], in: folder.url)).stdout)
+        // Refusals: a calendar has no place for deletions; a broken plist stops at its line and
+        // changes nothing.
+        let since = try ckport(["export", "-o", "changes.xcal", "--since", "ck1-x-1"], in: folder.url)
+        #expect(since.status == 1 && since.stderr.contains("a calendar has no place for deleted records"), "\(since.stderr)")
+        folder.write("broken.plist", "<?xml version=\"1.0\"?>\n<plist><array>\n<dict><key>recordName</key><string>a</string>\n<key>recordName</key><string>b</string></dict></array></plist>\n")
+        let before = folder.data("ckport.sqlite")
+        let refused = try ckport(["import", "broken.plist"], in: folder.url)
+        #expect(refused.status == 2 && refused.stderr.contains("broken.plist:4:"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("the key \"recordName\" appears twice"), "\(refused.stderr)")
+        #expect(folder.data("ckport.sqlite") == before)
+    }
+
     @Test("iCalendar: a family's month out, a calendar file in, and the flags that go with them")
     func iCalendar() throws {
         let folder = Scratch()
@@ -340,10 +378,10 @@ struct CLITests {
         #expect(refused.stderr.contains("broken.ics:4: record 'x' (Event): DTSTART is not a date or date-time: \"20260230T100000Z\""), "\(refused.stderr)")
         #expect(folder.data("ckport.sqlite") == before)
         let usage: [([String], String)] = [
-            (["import", sample("family-calendar", "records.jsonl"), "--expand", "2026-01-01..2026-02-01"], "--expand applies to iCalendar files"),
+            (["import", sample("family-calendar", "records.jsonl"), "--expand", "2026-01-01..2026-02-01"], "--expand applies to iCalendar and xCal files"),
             (["import", "broken.ics", "--expand", "2026-02-01..2026-01-01"], "--expand: TO comes before FROM"),
             (["import", "broken.ics", "--expand", "soon"], "--expand takes FROM..TO"),
-            (["export", "-o", "out.jsonl", "--include-deleted"], "--include-deleted applies to iCalendar output"),
+            (["export", "-o", "out.jsonl", "--include-deleted"], "--include-deleted applies to calendar output"),
             (["export", "-o", "out.ics", "--dtstamp", "yesterday"], "--dtstamp is an ISO-8601 time"),
         ]
         for (arguments, message) in usage {

@@ -77,7 +77,8 @@ extension Exports {
         guard case .file(let path) = destination else {
             throw OperationError.formatCannotHold(format: request.format.title, what: "a file per record type: write one file")
         }
-        if request.settings[JSONWriteSettings.self]?.style == .plain {
+        // A plain record and a property list put fields beside the system keys.
+        if request.settings[JSONWriteSettings.self]?.style == .plain || request.format == .propertyList {
             let collisions = JSONRecordCodec.plainCollisions(in: store.schema, types: request.query.recordTypes.isEmpty ? nil : request.query.recordTypes)
             if !collisions.isEmpty { throw OperationError.plainStyleCollisions(collisions) }
         }

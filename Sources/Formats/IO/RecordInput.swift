@@ -24,6 +24,11 @@ public struct RecordInput {
         RecordInput(name: name, isReopenable: true, opener: { ByteInput(name: name, bytes: bytes) }, spool: nil)
     }
 
+    /// An input whose bytes `open` makes (another format's text converted as it is read, say).
+    public static func converted(name: String, isReopenable: Bool, open: @escaping () throws -> ByteInput) -> RecordInput {
+        RecordInput(name: name, isReopenable: isReopenable, opener: open, spool: nil)
+    }
+
     /// Opens the input for reading from its start.
     public func open() throws -> ByteInput { try opener() }
 

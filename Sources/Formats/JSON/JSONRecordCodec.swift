@@ -100,7 +100,10 @@ public struct JSONRecordCodec: Sendable {
         return (try decode(json), style(of: json))
     }
 
-    public func decode(_ json: JSONValue) throws(RecordDecodingError) -> Record {
+    /// Reads a record from a parsed JSON value. `typeHints` give the types of fields the
+    /// schema lacks where the value alone cannot tell them (a property list's `<date>`,
+    /// carried here as text); the schema's types always come first.
+    public func decode(_ json: JSONValue, typeHints: [String: FieldType] = [:]) throws(RecordDecodingError) -> Record {
         guard case .object(let object) = json else {
             throw RecordDecodingError(path: [], message: "expected a record object, found \(json.summary)")
         }
@@ -131,7 +134,7 @@ public struct JSONRecordCodec: Sendable {
             try decodeCanonicalSystem(object, into: &record, fail: fail)
             if !record.isDeleted { try decodeCanonicalFields(object, into: &record, fail: fail) }
         } else {
-            try decodePlain(object, into: &record, fail: fail)
+            try decodePlain(object, into: &record, typeHints: typeHints, fail: fail)
         }
         return record
     }
@@ -230,7 +233,7 @@ public struct JSONRecordCodec: Sendable {
         record.fields = values
     }
 
-    private func decodePlain(_ object: JSONObject, into record: inout Record,
+    private func decodePlain(_ object: JSONObject, into record: inout Record, typeHints: [String: FieldType],
                              fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
         func text(_ key: String) throws(RecordDecodingError) -> String? {
             guard let value = object[key], value != .null else { return nil }
@@ -261,6 +264,8 @@ public struct JSONRecordCodec: Sendable {
             let valueType: FieldType
             if let schemaType = declaredTypes?[name] {
                 valueType = schemaType
+            } else if let hinted = typeHints[name] {
+                valueType = hinted
             } else if let inferred = FieldValueJSON.inferType(of: member.value) {
                 valueType = inferred
             } else {

@@ -81,7 +81,7 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
 /// The formats ckport knows.
 public enum RecordFormats {
     /// Every format, in the order help texts list them.
-    public static let all: [RecordFormat] = [.json, .jsonLines, .csv, .tsv, .iCalendar]
+    public static let all: [RecordFormat] = [.json, .jsonLines, .csv, .tsv, .iCalendar, .xCal, .propertyList]
 
     /// The format with this name (or one of its other names), if any.
     public static func named(_ name: String) -> RecordFormat? {

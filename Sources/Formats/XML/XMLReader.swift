@@ -44,10 +44,15 @@ public final class XMLReader {
         /// A text node larger than this is refused.
         public var textBytes: Int
 
-        public init(depth: Int = 128, bytes: Int64 = 4 << 30, textBytes: Int = 64 << 20) {
+        /// Report text that is only white space (between elements, or a value such as
+        /// `<string> </string>`) instead of leaving it out.
+        public var keepsWhitespace: Bool
+
+        public init(depth: Int = 128, bytes: Int64 = 4 << 30, textBytes: Int = 64 << 20, keepsWhitespace: Bool = false) {
             self.depth = depth
             self.bytes = bytes
             self.textBytes = textBytes
+            self.keepsWhitespace = keepsWhitespace
         }
     }
 
@@ -78,6 +83,43 @@ public final class XMLReader {
     /// Kept alive while libxml2 reads from it.
     private let memory: UnsafeMutableBufferPointer<UInt8>?
     private var pendingEnd: String?
+    /// The namespace and local name of the element the last ``Event/start(_:attributes:)``
+    /// opened (nil: no namespace).
+    public private(set) var namespaceURI: String?
+    public private(set) var localName = ""
+    /// The input a stream reader pulls from (see ``init(input:limits:)``).
+    private var stream: StreamContext?
+
+    /// Where libxml2's read callback takes bytes from, and what went wrong there.
+    private final class StreamContext {
+        let input: ByteInput
+        let limit: Int64
+        var given: Int64 = 0
+        var failure: Error?
+
+        init(input: ByteInput, limit: Int64) {
+            self.input = input
+            self.limit = limit
+        }
+
+        func read(into buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int32 {
+            do {
+                if input.position >= input.end, !(try input.fill()) { return 0 }
+                let n = min(count, input.end - input.position)
+                given += Int64(n)
+                guard given <= limit else {
+                    failure = XMLInputError(file: input.name, line: 0, column: 0, message: "is more than \(limit) bytes; XML input is limited to that")
+                    return -1
+                }
+                UnsafeMutableRawPointer(buffer).copyMemory(from: input.bytes(input.position, input.position + n).baseAddress!, byteCount: n)
+                input.position += n
+                return Int32(n)
+            } catch {
+                failure = error
+                return -1
+            }
+        }
+    }
 
     /// Reads the file at `path`.
     public init(path: String, limits: Limits = Limits()) throws {
@@ -118,6 +160,30 @@ public final class XMLReader {
         guard reader != nil else { throw XMLInputError(file: name, line: 0, column: 0, message: "cannot be read as XML") }
     }
 
+    /// Reads from `input` as libxml2 asks for bytes: a file or standard input of any size,
+    /// with memory flat. The prolog is checked from the input's first bytes.
+    public init(input: ByteInput, limits: Limits = Limits()) throws {
+        name = input.name
+        self.limits = limits
+        memory = nil
+        while input.end - input.position < XMLReader.prologBytes, try input.fill() {}
+        let head = input.bytes(input.position, min(input.end, input.position + XMLReader.prologBytes))
+        try XMLReader.checkProlog(Array(head), name: input.name)
+        let context = StreamContext(input: input, limit: limits.bytes)
+        stream = context
+        xmlResetLastError()
+        let read: ckport_xml_read_callback = { raw, buffer, count in
+            guard let raw, let buffer, count > 0 else { return 0 }
+            return Unmanaged<StreamContext>.fromOpaque(raw).takeUnretainedValue().read(into: buffer, count: Int(count))
+        }
+        // The context lives as long as this reader (`stream`), which frees libxml2's reader first.
+        reader = xmlReaderForIO(read, nil, Unmanaged.passUnretained(context).toOpaque(), nil, nil, XMLReader.options)
+        guard reader != nil else { throw XMLInputError(file: name, line: 0, column: 0, message: "cannot be read as XML") }
+    }
+
+    /// Bytes of a stream input libxml2 has taken so far (0 for a file or bytes in memory).
+    public var bytesRead: Int64 { stream?.given ?? 0 }
+
     deinit {
         if let reader { xmlFreeTextReader(reader) }
         memory?.deallocate()
@@ -157,7 +223,10 @@ public final class XMLReader {
             xmlResetLastError()
             let status = xmlTextReaderRead(reader)
             if status == 0 { return nil }
-            guard status == 1 else { throw parseError() }
+            guard status == 1 else {
+                if let failure = stream?.failure { throw failure }
+                throw parseError()
+            }
             // libxml2 goes on past some errors (an undeclared entity, say); ckport does not.
             if let error = xmlGetLastError(), error.pointee.level >= 2 { throw parseError() }
             let type = xmlTextReaderNodeType(reader)
@@ -166,6 +235,8 @@ public final class XMLReader {
                 let depth = Int(xmlTextReaderDepth(reader))
                 guard depth < limits.depth else { throw fail("elements are nested more than \(limits.depth) deep") }
                 let name = XMLReader.string(xmlTextReaderConstName(reader))
+                namespaceURI = xmlTextReaderConstNamespaceUri(reader).map { XMLReader.string($0) }
+                localName = XMLReader.string(xmlTextReaderConstLocalName(reader))
                 var attributes: [Attribute] = []
                 if xmlTextReaderHasAttributes(reader) == 1 {
                     while xmlTextReaderMoveToNextAttribute(reader) == 1 {
@@ -177,6 +248,9 @@ public final class XMLReader {
                 return .start(name, attributes: attributes)
             case Int32(CKPORT_XML_READER_TYPE_END_ELEMENT):
                 return .end(XMLReader.string(xmlTextReaderConstName(reader)))
+            case Int32(CKPORT_XML_READER_TYPE_WHITESPACE), Int32(CKPORT_XML_READER_TYPE_SIGNIFICANT_WHITESPACE):
+                guard limits.keepsWhitespace, let value = xmlTextReaderConstValue(reader) else { continue }
+                return .text(XMLReader.string(value))
             case Int32(CKPORT_XML_READER_TYPE_TEXT), Int32(CKPORT_XML_READER_TYPE_CDATA):
                 guard let value = xmlTextReaderConstValue(reader) else { continue }
                 let length = strlen(UnsafeRawPointer(value).assumingMemoryBound(to: CChar.self))

@@ -9,7 +9,7 @@ import Store
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export records from the store as JSON, JSON Lines, CSV or iCalendar.",
+        abstract: "Export records from the store as JSON, JSON Lines, CSV, a property list, iCalendar or xCal.",
         discussion: """
         Records come in a fixed order (scope, zone, record type, record name), so two exports \
         of one store are byte-identical. Output goes to standard output unless -o names a file; \
@@ -42,6 +42,13 @@ struct ExportCommand: ParsableCommand {
               --fields title,startDate,location
           # before opening in a spreadsheet:
           ckport export --type Task -o tasks.csv --spreadsheet-safe
+
+        A property list (--format plist, or a .plist file) is Apple's XML plist: an array \
+        with a dictionary per record, each value as its plist type (string, integer, real, \
+        date, data, array; references and locations as dictionaries). A timestamp with \
+        milliseconds is ISO-8601 text, since a plist date holds whole seconds.
+
+          ckport export --type Task -o tasks.plist
 
         iCalendar (--format ics, or a .ics file) goes through a mapping from record types to \
         components (--mapping FILE, or the sample app's when the store's schema is one): \
@@ -111,10 +118,10 @@ struct ExportCommand: ParsableCommand {
         _ = try ArgumentChecks.timeZone(tz)
         // A format's own flags apply only to output in that format.
         if !isICS, let flag = calendar.givenFlag {
-            throw ValidationError("\(flag) applies to iCalendar output; add --format ics or write to a .ics file")
+            throw ValidationError("\(flag) applies to calendar output; add --format ics or xcal, or write to a .ics or .xcal file")
         }
         if isICS {
-            if since != nil { throw ValidationError("iCalendar has no place for deleted records: export changes (--since) as JSON") }
+            if since != nil { throw ValidationError("a calendar has no place for deleted records: export changes (--since) as JSON") }
             if let dtstamp = calendar.dtstamp, ISO8601.parse(dtstamp) == nil { throw ValidationError("--dtstamp is an ISO-8601 time such as 2026-01-01T00:00:00Z") }
         }
         if !isCSV, let flag = tz != nil && !isICS ? "--tz" : csv.givenFlag {
@@ -134,7 +141,7 @@ struct ExportCommand: ParsableCommand {
         }
     }
 
-    /// Calendar output (iCalendar), by --format or by -o's extension.
+    /// Calendar output (iCalendar, xCal), by --format or by -o's extension.
     var isICS: Bool { (format ?? DataFormat.infer(output))?.format.kind == .calendar }
 
     /// CSV output, by --format or by -o's extension (a folder's files are .csv unless tsv).

@@ -49,13 +49,14 @@ extension DatabaseScope: ExpressibleByArgument {
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import records from JSON, JSON Lines, CSV or iCalendar files into the store.",
+        abstract: "Import records from JSON, JSON Lines, CSV, property list, iCalendar or xCal files into the store.",
         discussion: """
         Each file is JSON Lines (.jsonl, .ndjson: one record per line), a JSON document \
         (.json: {"records": [ … ]} as CloudKit's records/query returns it, or a bare array), or \
-        CSV (.csv, .tsv); '-' reads standard input. JSON records may be in CloudKit Web \
-        Services' shape or plain (flat) objects; a schema file (cktool's 'DEFINE SCHEMA' text, \
-        any extension) among the files is applied first.
+        CSV (.csv, .tsv), or an XML property list (.plist: an array with a dictionary per \
+        record, keys as in the plain style); '-' reads standard input. JSON records may be in \
+        CloudKit Web Services' shape or plain (flat) objects; a schema file (cktool's 'DEFINE \
+        SCHEMA' text, any extension) among the files is applied first.
 
         CSV is typed by the schema: the header names the fields (--map renames columns), cells \
         are parsed by each field's type, and an empty unquoted cell is no value while "" is the \
@@ -65,7 +66,8 @@ struct ImportCommand: ParsableCommand {
           ckport import entries.csv --type DailyEntry \\
               --name-template 'DailyEntry_{date:yyyy-MM-dd}_{authorUserRecordID}'
 
-        iCalendar (.ics) goes through a mapping from components to record types (--mapping, or \
+        iCalendar (.ics) and xCal (.xcal, RFC 6321's XML form of it) go through a mapping from \
+        components to record types (--mapping, or \
         the sample app's when the store's schema is one): VEVENT → Event with an \
         EventParticipant per ATTENDEE, VTODO → Task, and so on. Records are named from the UID, \
         so importing a file twice changes nothing. --expand FROM..TO turns recurring events \
@@ -184,7 +186,7 @@ struct ImportCommand: ParsableCommand {
         var settings = FormatSettings()
         settings[JSONReadSettings.self] = JSONReadSettings(style: style.valueStyle)
         settings[CSVReadSettings.self] = try csv.settings()
-        if formats.contains(.iCalendar) {
+        if formats.contains(where: { $0.kind == .calendar }) {
             settings[CalendarReadSettings.self] = try calendar.settings(tz: tz) {
                 try CalendarMappingChoice.resolve(calendar.mapping, store: store, schema: schemaFile?.schema ?? store.schema, quiet: storeOptions.quiet)
             }

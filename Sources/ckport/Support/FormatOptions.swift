@@ -74,8 +74,8 @@ struct CalendarImportOptions: ParsableArguments, FormatOptionGroup {
     var strict = false
 
     static let formats = Set(RecordFormats.all.filter { $0.kind == .calendar })
-    static let inputsWord = "iCalendar files"
-    static let noneWord = "none of the files is .ics (or --format ics)"
+    static let inputsWord = "iCalendar and xCal files"
+    static let noneWord = "none of the files is .ics or .xcal (or --format ics or xcal)"
 
     var givenFlag: String? {
         [("--mapping", mapping != nil), ("--expand", expand != nil), ("--set", !fixedFields.isEmpty)].first { $0.1 }?.0

@@ -1,13 +1,25 @@
 """Compares two iCalendar files component by component with Python's icalendar.
 
-Usage: compare_calendars.py ORIGINAL EXPORTED
+Usage: compare_calendars.py [--xcal] ORIGINAL EXPORTED
 Exit 0 when every component of ORIGINAL (matched by kind, UID and RECURRENCE-ID, or TZID) is in
 EXPORTED with the same properties (name, parameters and value, in order), the same
 sub-components, and nothing more; and the calendar's own properties agree. Otherwise exit 1
 and print each difference.
+
+--xcal: EXPORTED went through xCal (RFC 6321), whose value elements say a value's type, so a
+VALUE parameter that names the property's default type (ATTACH;VALUE=URI) cannot survive it
+and is not compared.
 """
 import sys
 import icalendar
+
+
+XCAL = "--xcal" in sys.argv
+if XCAL:
+    sys.argv.remove("--xcal")
+DEFAULT_TYPES = {"ATTACH": "URI", "URL": "URI", "TZURL": "URI", "DTSTART": "DATE-TIME", "DTEND": "DATE-TIME",
+                 "DUE": "DATE-TIME", "RECURRENCE-ID": "DATE-TIME", "EXDATE": "DATE-TIME", "RDATE": "DATE-TIME",
+                 "TRIGGER": "DURATION", "DURATION": "DURATION", "ATTENDEE": "CAL-ADDRESS", "ORGANIZER": "CAL-ADDRESS"}
 
 
 def properties(component):
@@ -15,7 +27,8 @@ def properties(component):
     for name, value in component.property_items(recursive=False, sorted=False):
         if name in ("BEGIN", "END"):
             continue
-        params = sorted((k, str(v)) for k, v in getattr(value, "params", {}).items())
+        params = sorted((k, str(v)) for k, v in getattr(value, "params", {}).items()
+                        if not (XCAL and k == "VALUE" and str(v).upper() == DEFAULT_TYPES.get(name)))
         text = value.to_ical() if hasattr(value, "to_ical") else str(value).encode()
         out.append((name, params, text))
     return out
