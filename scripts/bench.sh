@@ -9,6 +9,8 @@
 #     sqlite3 shell (scripts/bench-migration.sql);
 #  2. iCalendar export and import of family-calendar events with three participants each,
 #     beside Python's icalendar package doing the same (scripts/bench_calendar.py);
+#  2b. XML: the family-todo records as a property list, out and back in, beside Python's plistlib
+#     doing the same (scripts/bench_plist.py); the calendar as xCal beside its iCalendar rows;
 #  3. the same family-todo records on a PostgreSQL store (a throwaway cluster with fsync on,
 #     scripts/postgres-cluster.sh): import, export and --where beside the SQLite store and beside
 #     psql's \copy of the same rows as CSV into the same tables, and four importers into
@@ -19,6 +21,7 @@
 #   scripts/bench.sh 200000 20000 # a quicker run
 #   BENCH_ONLY=postgres scripts/bench.sh 1000000   # only the PostgreSQL rows (and SQLite's beside)
 #   BENCH_ONLY=postgres BENCH_PG_SCALE=10000000 scripts/bench.sh 1000000   # with a scale row
+#   BENCH_ONLY=xml scripts/bench.sh 1000000 100000  # only the property-list and xCal rows
 #
 # Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time), python3 with venv, PostgreSQL's
 # server and psql (Debian: postgresql); icalendar
@@ -64,6 +67,9 @@ secs() { awk '{print $1}' "$work/$1.time"; }
 mb() { awk '{printf "%.0f", $2/1024}' "$work/$1.time"; }
 commas() { awk -v n="$1" 'BEGIN { s = sprintf("%.0f", n); out = ""; while (length(s) > 3) { out = "," substr(s, length(s) - 2) out; s = substr(s, 1, length(s) - 3) } print s out }'; }
 rate() { commas "$(awk -v n="$2" -v s="$(secs "$1")" 'BEGIN { r = 0; if (s > 0) r = n / s; printf "%.0f", r }')"; }
+# A table row of six cells, and the rule under a header row.
+row() { printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "$@"; }
+rule() { printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"; }
 ratio() { awk -v a="$(secs "$1")" -v b="$(secs "$2")" 'BEGIN { if (b > 0) printf "%.2f", a/b; else printf "n/a" }'; }
 
 measure() {
@@ -153,6 +159,49 @@ measure_calendar() {
   [ "$(grep -c '^BEGIN:VEVENT' "$work/$tag.ics")" = "$n" ] || { echo "bench: $tag.ics does not hold $n events" >&2; exit 1; }
   [ "$(sqlite3 "$store-in" 'SELECT count(*) FROM "EventParticipant"')" = "$((3 * n))" ] || { echo "bench: $tag import lost participants" >&2; exit 1; }
   ls -l "$work/$tag.ics" | awk '{print $5}' > "$work/$tag-bytes"
+}
+
+# XML: the family-todo records of `measure` as a property list, out and back in, beside Python's
+# plistlib doing the same; the calendar of `measure_calendar` as xCal, beside its iCalendar rows.
+measure_plist() {
+  local n=$1 tag=$2
+  local store="$work/$tag.sqlite"
+  run "$tag-plist-export" "$ckport" export --store "$store" -o "$work/$tag.plist" -q
+  "$ckport" schema import "$work/schema.ckdb" --store "$store-plist.empty" -q
+  fresh="$store-plist.empty" run "$tag-plist-import" "$ckport" import "$work/$tag.plist" --store "$store-plist" -q
+  "$ckport" export --store "$store-plist" -o "$work/$tag-plist-back.jsonl" -q
+  cmp -s "$work/$tag-plist-back.jsonl" "$work/$tag-out.jsonl" || { echo "bench: the plist round trip changed the records" >&2; exit 1; }
+  run "$tag-plist-ref-export" python3 scripts/bench_plist.py export "$work/$tag-out.jsonl" "$work/$tag-ref.plist"
+  : > "$work/$tag-ref-plist.sqlite.empty"
+  fresh="$work/$tag-ref-plist.sqlite.empty" run "$tag-plist-ref-import" python3 scripts/bench_plist.py import "$work/$tag.plist" "$work/$tag-ref-plist.sqlite"
+  ls -l "$work/$tag.plist" | awk '{print $5}' > "$work/$tag-plist-bytes"
+  rm -f "$store-plist" "$work/$tag-ref.plist" "$work/$tag-ref-plist.sqlite"
+}
+measure_xcal() {
+  local n=$1 tag=$2
+  local store="$work/$tag.sqlite"
+  run "$tag-xcal-export" "$ckport" export --store "$store" -o "$work/$tag.xcal" -q
+  fresh="$store-in.empty" run "$tag-xcal-import" "$ckport" import "$work/$tag.xcal" --store "$store-in" -q
+  [ "$(sqlite3 "$store-in" 'SELECT count(*) FROM "EventParticipant"')" = "$((3 * n))" ] || { echo "bench: $tag xCal import lost participants" >&2; exit 1; }
+  ls -l "$work/$tag.xcal" | awk '{print $5}' > "$work/$tag-xcal-bytes"
+}
+xml_table() {
+  echo
+  echo "XML: the same $(commas "$records") family-todo records as a property list ($(awk '{printf "%.0f MB", $1/1048576}' "$work/big-plist-bytes")), and the calendar as xCal ($(awk '{printf "%.0f MB", $1/1048576}' "$work/cal-xcal-bytes")):"
+  echo
+  row "operation" "seconds" "records/s" "reference, same data" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
+  rule
+  row "export all to a plist" "$(secs big-plist-export)" "$(rate big-plist-export "$records")" "plistlib.dump: $(secs big-plist-ref-export) s" "$(ratio big-plist-export big-plist-ref-export)×" "$(mb small-plist-export) / $(mb big-plist-export) MB"
+  row "import the plist into an empty store" "$(secs big-plist-import)" "$(rate big-plist-import "$records")" "plistlib.load: $(secs big-plist-ref-import) s" "$(ratio big-plist-import big-plist-ref-import)×" "$(mb small-plist-import) / $(mb big-plist-import) MB"
+  row "  the same as JSONL: import" "$(secs big-import)" "$(rate big-import "$records")" "plist / JSONL" "$(ratio big-plist-import big-import)×" "$(mb small-import) / $(mb big-import) MB"
+  row "export $(commas "$events") events to xCal" "$(secs cal-xcal-export)" "$(rate cal-xcal-export "$events")" "iCalendar: $(secs cal-export) s" "$(ratio cal-xcal-export cal-export)×" "$(mb small-cal-xcal-export) / $(mb cal-xcal-export) MB"
+  row "import xCal (events + attendees)" "$(secs cal-xcal-import)" "$(rate cal-xcal-import "$events")" "iCalendar: $(secs cal-import) s" "$(ratio cal-xcal-import cal-import)×" "$(mb small-cal-xcal-import) / $(mb cal-xcal-import) MB"
+  echo
+  echo "Median of $repeat runs each; records/s is events/s for the xCal rows. plistlib.dump writes the"
+  echo "records of the JSON Lines export (dates and data converted); plistlib.load reads ckport's plist"
+  echo "whole and inserts each record into SQLite. ckport streams both ways (memory flat) and imports"
+  echo "through the schema's validation into the store's tables and indexes. xCal goes through the"
+  echo "iCalendar exporter and reader (export: iCalendar to a temporary file, then XML)."
 }
 
 # CloudKit on the emulator (loopback HTTP): pull N records through the change feeds of their
@@ -287,21 +336,36 @@ measure_pg_scale() {
   repeat=1 run scale-pg-export "$ckport" export --store "$pg_url?schema=scale" -o "$work/scale-out.jsonl" -q
   rm -f "$work/scale.jsonl" "$work/scale-out.jsonl"
 }
+# The SQLite rows a partial run (BENCH_ONLY) compares with: import, export and --where.
+measure_sqlite_basics() {
+  local n=$1 tag=$2
+  "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$work/$tag.jsonl"
+  "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
+  "$ckport" schema import "$work/schema.ckdb" --store "$work/$tag.sqlite.empty" -q
+  fresh="$work/$tag.sqlite.empty" run "$tag-import" "$ckport" import "$work/$tag.jsonl" --store "$work/$tag.sqlite" -q
+  run "$tag-export" "$ckport" export --store "$work/$tag.sqlite" -o "$work/$tag-out.jsonl" -q
+  run "$tag-where" "$ckport" export --store "$work/$tag.sqlite" --type Task --where "householdId == 'household-1'" -o "$work/$tag-where.jsonl" -q
+  wc -l < "$work/$tag-where.jsonl" > "$work/$tag-where.count"
+}
 if [ "${BENCH_ONLY:-}" = postgres ]; then
-  measure_sqlite_basics() {
-    local n=$1 tag=$2
-    "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$work/$tag.jsonl"
-    "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
-    "$ckport" schema import "$work/schema.ckdb" --store "$work/$tag.sqlite.empty" -q
-    fresh="$work/$tag.sqlite.empty" run "$tag-import" "$ckport" import "$work/$tag.jsonl" --store "$work/$tag.sqlite" -q
-    run "$tag-export" "$ckport" export --store "$work/$tag.sqlite" -o "$work/$tag-out.jsonl" -q
-    run "$tag-where" "$ckport" export --store "$work/$tag.sqlite" --type Task --where "householdId == 'household-1'" -o "$work/$tag-where.jsonl" -q
-    wc -l < "$work/$tag-where.jsonl" > "$work/$tag-where.count"
-  }
   measure_sqlite_basics "$records" big
   measure_postgres "$records" big
   [ -z "${BENCH_PG_SCALE:-}" ] || measure_pg_scale "$BENCH_PG_SCALE"
   pg_table big "$records"
+  exit 0
+fi
+
+if [ "${BENCH_ONLY:-}" = xml ]; then
+  for size in "$small small" "$records big"; do
+    set -- $size
+    measure_sqlite_basics "$1" "$2"
+    measure_plist "$1" "$2"
+  done
+  measure_calendar "$small_events" small-cal
+  measure_xcal "$small_events" small-cal
+  measure_calendar "$events" cal
+  measure_xcal "$events" cal
+  xml_table
   exit 0
 fi
 
@@ -319,11 +383,15 @@ if [ "${BENCH_ONLY:-}" = cloud ]; then
 fi
 
 measure "$small" small
+measure_plist "$small" small
 measure "$records" big
+measure_plist "$records" big
 measure_cloud "$small" small-cloud "$work/small.sqlite"
 measure_cloud "$records" big-cloud "$work/big.sqlite"
 measure_calendar "$small_events" small-cal
+measure_xcal "$small_events" small-cal
 measure_calendar "$events" cal
+measure_xcal "$events" cal
 measure_postgres "$records" big
 [ -z "${BENCH_PG_SCALE:-}" ] || measure_pg_scale "$BENCH_PG_SCALE"
 tasks=$(sqlite3 "$work/big.sqlite" 'SELECT count(*) FROM "Task"')
@@ -397,4 +465,5 @@ echo "Target: pull ≥ 50,000 records/s with memory under 200 MB. The emulator's
 echo "(answering, encoding pages, keeping the records); ckport's is the rest of the wall time."
 echo "ckport speaks HTTP through AsyncHTTPClient. A push is bound by the emulator, which parses and"
 echo "encodes every record with Foundation's JSONSerialization; its CPU column is that cost."
+xml_table
 pg_table big "$records"

@@ -42,7 +42,7 @@ public final class PlistRecordReader: RecordSource {
     private func nextMarkup(in context: String) throws -> XMLReader.Event? {
         while let event = try xml.next() {
             if case .text(let text) = event {
-                guard text.allSatisfy(\.isWhitespace) else {
+                guard XMLReader.isWhitespace(text) else {
                     throw fail("text \"\(text.prefix(40))\" \(context), where a property list has only elements")
                 }
                 continue
@@ -180,25 +180,25 @@ public final class PlistRecordReader: RecordSource {
         case "string":
             return (.string(try scalarText(element)), nil)
         case "integer":
-            let text = try scalarText(element).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = XMLReader.trimmed(try scalarText(element))
             guard PlistRecordReader.isInteger(text) else { throw fail("<integer>\(text.prefix(40))</integer> of \"\(key)\" is not a whole number") }
             return (.number(text.hasPrefix("+") ? String(text.dropFirst()) : text), nil)
         case "real":
-            let text = try scalarText(element).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = XMLReader.trimmed(try scalarText(element))
             guard let number = Double(text) else { throw fail("<real>\(text.prefix(40))</real> of \"\(key)\" is not a number") }
             guard number.isFinite else { throw fail("<real>\(text)</real> of \"\(key)\": CloudKit's DOUBLE holds finite numbers only") }
             return (.number(number.description), nil)
         case "true", "false":
-            guard try scalarText(element).allSatisfy(\.isWhitespace) else { throw fail("<\(element)/> of \"\(key)\" holds text") }
+            guard XMLReader.isWhitespace(try scalarText(element)) else { throw fail("<\(element)/> of \"\(key)\" holds text") }
             return (.number(element == "true" ? "1" : "0"), nil)
         case "date":
-            let text = try scalarText(element).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = XMLReader.trimmed(try scalarText(element))
             guard ISO8601.parse(text, timeZone: TimeZone(identifier: "UTC")) != nil else {
                 throw fail("<date>\(text.prefix(40))</date> of \"\(key)\" is not a date (YYYY-MM-DDTHH:MM:SSZ)")
             }
             return (.string(text), .timestamp)
         case "data":
-            let text = try scalarText(element).filter { !$0.isWhitespace }
+            let text = String(decoding: try scalarText(element).utf8.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
             guard Base64.decode(text) != nil else { throw fail("<data> of \"\(key)\" is not base64") }
             return (.string(text), .bytes)
         case "array":

@@ -95,7 +95,7 @@ final class XCalToICalendar {
     private func nextMarkup(inside element: String) throws -> XMLReader.Event? {
         while let event = try xml.next() {
             if case .text(let text) = event {
-                guard text.allSatisfy(\.isWhitespace) else { throw fail("text \"\(text.prefix(40))\" directly inside <\(element)>, where xCal has only elements") }
+                guard XMLReader.isWhitespace(text) else { throw fail("text \"\(text.prefix(40))\" directly inside <\(element)>, where xCal has only elements") }
                 continue
             }
             return event
@@ -103,7 +103,7 @@ final class XCalToICalendar {
         return nil
     }
 
-    private var isXCal: Bool { xml.namespaceURI == XCalValue.namespace }
+    private var isXCal: Bool { xml.isInNamespace(XCalValue.namespace) }
 
     /// Skips the element just started, whatever it holds.
     private func skipElement() throws {
@@ -144,7 +144,7 @@ final class XCalToICalendar {
         case (nil, .start(_, _)):
             guard !started else { throw fail("a second top-level element <\(xml.localName)>") }
             guard xml.localName == "icalendar", isXCal else {
-                throw fail("expected <icalendar xmlns=\"\(XCalValue.namespace)\">, found <\(xml.localName)>" + (xml.namespaceURI.map { " in namespace \($0)" } ?? " without xCal's namespace"))
+                throw fail("expected <icalendar xmlns=\"\(String(describing: XCalValue.namespace))\">, found <\(xml.localName)>" + (xml.namespaceURI.map { " in namespace \($0)" } ?? " without xCal's namespace"))
             }
             started = true
             stack.append(.icalendar)
@@ -166,9 +166,10 @@ final class XCalToICalendar {
             emit("BEGIN:" + name, xmlLine: xml.line)
             stack.append(.component(name))
         case (.properties, .start(_, _)):
-            guard isXCal else { return try noteSkipped(xml.localName) }
+            let element = xml.localName
+            guard isXCal else { return try noteSkipped(element) }
             let line = xml.line
-            emit(try property(xml.localName), xmlLine: line)
+            emit(try property(element), xmlLine: line)
         case (.component(let name), .end):
             emit("END:" + name, xmlLine: xml.line)
             stack.removeLast()
@@ -204,7 +205,9 @@ final class XCalToICalendar {
                     continue
                 }
                 let inner = xml.localName
-                if inner == "parameters" {
+                if let type = XCalValue.named(inner), type != .period, type != .recur {
+                    values.append(Value(type: type, text: try scalar(type, text: try text(of: inner))))
+                } else if inner == "parameters" {
                     guard parameters.isEmpty else { throw fail("<\(element)> has a second <parameters>") }
                     parameters = try self.parameters(of: element)
                 } else if ["latitude", "longitude", "code", "description", "data"].contains(inner) {
@@ -214,8 +217,6 @@ final class XCalToICalendar {
                     values.append(Value(type: .period, text: try period()))
                 } else if inner == "recur" {
                     values.append(Value(type: .recur, text: try recur()))
-                } else if let type = XCalValue(rawValue: inner) {
-                    values.append(Value(type: type, text: try scalar(type, text: try text(of: inner))))
                 } else {
                     throw fail("<\(inner)> is not an xCal value type (text, date, date-time, duration, period, recur, utc-offset, integer, float, boolean, uri, cal-address, binary, time, unknown)")
                 }
@@ -250,7 +251,7 @@ final class XCalToICalendar {
         case .time: return try converted(XCalValue.iCalTime(Substring(text)))
         case .utcOffset: return try converted(XCalValue.iCalOffset(text))
         case .boolean:
-            switch text.trimmingCharacters(in: .whitespaces) {
+            switch XMLReader.trimmed(text) {
             case "true", "1": return "TRUE"
             case "false", "0": return "FALSE"
             default: throw fail("<boolean>\(text.prefix(20))</boolean> is not true or false")
@@ -295,9 +296,10 @@ final class XCalToICalendar {
                 guard parts["FREQ"] != nil else { throw fail("<recur> needs <freq>") }
                 return XCalValue.recurParts.compactMap { key in parts[key].map { "\(key)=\($0.joined(separator: ","))" } }.joined(separator: ";")
             case .start:
-                let key = xml.localName.uppercased()
-                guard XCalValue.recurParts.contains(key) else { throw fail("<\(xml.localName)> is not a part of <recur>") }
-                var value = try text(of: xml.localName).trimmingCharacters(in: .whitespaces)
+                let element = xml.localName
+                let key = element.uppercased()
+                guard XCalValue.recurParts.contains(key) else { throw fail("<\(element)> is not a part of <recur>") }
+                var value = XMLReader.trimmed(try text(of: element))
                 if key == "UNTIL" {
                     value = try XCalValue.iCalDateOrDateTime(value).orFail { fail("<until>\(value)</until> is neither a date nor a date-time") }
                 }
@@ -328,10 +330,11 @@ final class XCalToICalendar {
                 while true {
                     guard let inner = try nextMarkup(inside: name) else { throw fail("the file ends inside <\(name)>") }
                     if case .end = inner { break }
-                    guard case .start = inner, let type = XCalValue(rawValue: xml.localName) else {
-                        throw fail("a parameter's value is a typed element such as <text>, found <\(xml.localName)> in <\(name)>")
+                    let valueElement = xml.localName
+                    guard case .start = inner, let type = XCalValue.named(valueElement) else {
+                        throw fail("a parameter's value is a typed element such as <text>, found <\(valueElement)> in <\(name)>")
                     }
-                    values.append(try scalar(type, text: try text(of: xml.localName)))
+                    values.append(try scalar(type, text: try text(of: valueElement)))
                 }
                 guard !values.isEmpty else { throw fail("parameter <\(name)> has no value") }
                 for value in values where value.contains(where: { $0 == "\"" || $0 == "\n" || $0 == "\r" }) {

@@ -7,7 +7,12 @@ enum XCalValue: String, CaseIterable {
          utcOffset = "utc-offset", unknown
 
     /// The namespace of every xCal element.
-    static let namespace = "urn:ietf:params:xml:ns:icalendar-2.0"
+    static let namespace: StaticString = "urn:ietf:params:xml:ns:icalendar-2.0"
+
+    /// The value type an element's name says (`date-time`), if any: one hash lookup, where
+    /// `init(rawValue:)` compares the name with each case in turn.
+    static func named(_ element: String) -> XCalValue? { byName[element] }
+    private static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
 
     /// The type's name in iCalendar's VALUE parameter (`DATE-TIME`); nil for `unknown`.
     var iCalendarName: String? { self == .unknown ? nil : rawValue.uppercased() }

@@ -83,10 +83,24 @@ public final class XMLReader {
     /// Kept alive while libxml2 reads from it.
     private let memory: UnsafeMutableBufferPointer<UInt8>?
     private var pendingEnd: String?
-    /// The namespace and local name of the element the last ``Event/start(_:attributes:)``
-    /// opened (nil: no namespace).
-    public private(set) var namespaceURI: String?
-    public private(set) var localName = ""
+    /// The namespace of the element the last ``Event/start(_:attributes:)`` opened (nil: none),
+    /// until the next call of ``next()``.
+    public var namespaceURI: String? {
+        reader.flatMap { xmlTextReaderConstNamespaceUri($0) }.map { XMLReader.string($0) }
+    }
+
+    /// Whether the element the last start opened is in namespace `uri`, compared without
+    /// making a String of it.
+    public func isInNamespace(_ uri: StaticString) -> Bool {
+        guard let reader, let namespace = xmlTextReaderConstNamespaceUri(reader) else { return false }
+        return strcmp(UnsafeRawPointer(namespace).assumingMemoryBound(to: CChar.self), UnsafeRawPointer(uri.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
+    }
+
+    /// The local name (without a prefix) of the element the last start opened, until the next
+    /// call of ``next()``.
+    public var localName: String {
+        reader.map { XMLReader.string(xmlTextReaderConstLocalName($0)) } ?? ""
+    }
     /// The input a stream reader pulls from (see ``init(input:limits:)``).
     private var stream: StreamContext?
 
@@ -235,8 +249,6 @@ public final class XMLReader {
                 let depth = Int(xmlTextReaderDepth(reader))
                 guard depth < limits.depth else { throw fail("elements are nested more than \(limits.depth) deep") }
                 let name = XMLReader.string(xmlTextReaderConstName(reader))
-                namespaceURI = xmlTextReaderConstNamespaceUri(reader).map { XMLReader.string($0) }
-                localName = XMLReader.string(xmlTextReaderConstLocalName(reader))
                 var attributes: [Attribute] = []
                 if xmlTextReaderHasAttributes(reader) == 1 {
                     while xmlTextReaderMoveToNextAttribute(reader) == 1 {
@@ -300,6 +312,20 @@ public final class XMLReader {
             return XMLInputError(file: name, line: line > 0 ? line : self.line, column: Int(error.pointee.int2), message: message)
         }
         return fail("not well-formed XML")
+    }
+
+    /// Whether `text` is only XML's white space (space, tab, line feed, carriage return).
+    public static func isWhitespace(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+    }
+
+    /// `text` without XML white space at either end.
+    public static func trimmed(_ text: String) -> String {
+        let utf8 = text.utf8
+        func space(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = utf8.first, let last = utf8.last, space(first) || space(last) else { return text }
+        guard let start = utf8.firstIndex(where: { !space($0) }), let end = utf8.lastIndex(where: { !space($0) }) else { return "" }
+        return String(text[start...end])
     }
 
     private static func string(_ pointer: UnsafePointer<xmlChar>?) -> String {
