@@ -62,15 +62,30 @@ public struct InputIssue: CKPortError, Sendable {
 public struct SourcedRecord: Sendable {
     public var record: Record
     public var position: SourcePosition
-    /// The record's own bytes in the input, kept for a rejects file.
-    public var raw: [UInt8]?
+    /// The record's own bytes in the input, kept for a rejects file: a slice of a buffer the
+    /// reader may share among the records of a batch (one allocation for many records, freed
+    /// once, rather than one each — the records are freed on another thread than the reader's).
+    public var rawBytes: ArraySlice<UInt8>?
     /// Finds a field of this record in the input, for messages about that field.
     public var locateField: (@Sendable (String) -> SourcePosition)?
+
+    /// The record's own bytes, as an array of their own.
+    public var raw: [UInt8]? {
+        get { rawBytes.map { Array($0) } }
+        set { rawBytes = newValue.map { $0[...] } }
+    }
 
     public init(record: Record, position: SourcePosition, raw: [UInt8]? = nil, locateField: (@Sendable (String) -> SourcePosition)? = nil) {
         self.record = record
         self.position = position
-        self.raw = raw
+        self.rawBytes = raw.map { $0[...] }
+        self.locateField = locateField
+    }
+
+    public init(record: Record, position: SourcePosition, rawBytes: ArraySlice<UInt8>?, locateField: (@Sendable (String) -> SourcePosition)? = nil) {
+        self.record = record
+        self.position = position
+        self.rawBytes = rawBytes
         self.locateField = locateField
     }
 

@@ -25,6 +25,12 @@ final class PreparedStatement {
         sqlite3_clear_bindings(raw)
     }
 
+    /// Resets for a caller that binds every parameter again: clearing them first would only
+    /// cost a pass over them.
+    @inline(__always) func resetForRebinding() {
+        sqlite3_reset(raw)
+    }
+
     @inline(__always) func bind(_ index: Int32, _ value: Int64?) {
         if let value { sqlite3_bind_int64(raw, index, value) } else { sqlite3_bind_null(raw, index) }
     }

@@ -250,7 +250,7 @@ public final class StoreSession {
             claimStatement = try statement("INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING")
         }
         let claim = claimStatement!
-        claim.reset()
+        claim.resetForRebinding()
         claim.bind(1, zone)
         claim.bind(2, incoming.recordName)
         claim.bind(3, incoming.recordType)

@@ -149,9 +149,10 @@ final class TableLayout {
 
     // MARK: Rows
 
-    /// Binds a record in statement order (for both `insertSQL` and `updateSQL`).
+    /// Binds a record in statement order (for both `insertSQL` and `updateSQL`): every
+    /// parameter, a field the record lacks as NULL.
     func bind(_ record: Record, zone: Int64, to statement: PreparedStatement) {
-        statement.reset()
+        statement.resetForRebinding()
         statement.bind(1, zone)
         statement.bind(2, record.recordName)
         statement.bind(3, record.changeTag)

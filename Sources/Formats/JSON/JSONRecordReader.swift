@@ -88,19 +88,28 @@ public final class JSONRecordReader: RecordSource {
 
     // MARK: Lines
 
+    /// Lines are read a batch at a time into one buffer, and each record keeps a slice of it:
+    /// one allocation for a batch rather than one for every line, freed once (by whichever
+    /// thread releases the batch's last record) rather than line by line.
     private func nextLine() throws -> SourceItem? {
         if let side { return try nextLineDecodedInPairs(side) }
-        while let line = try input.nextLine() {
-            lineNumber += 1
-            if let length = input.overlongLine { return overlong(length, line: lineNumber) }
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-            let bytes = [UInt8](line)
-            return item(bytes, line: lineNumber, column: 1, pathPrefix: [])
+        while true {
+            if let item = decoded.popLast() { return item }
+            if let error = pendingError {
+                pendingError = nil
+                throw error
+            }
+            if inputEnded { return nil }
+            let (lines, failure) = batch()
+            pendingError = failure
+            let overlong = overlongLines
+            overlongLines = [:]
+            decoded = lines.items { lineItem($0, line: $1, overlong: overlong) }
+            decoded.reverse()
         }
-        return nil
     }
 
-    private func lineItem(_ bytes: [UInt8], line: Int, overlong: [Int: Int64]) -> SourceItem {
+    private func lineItem(_ bytes: ArraySlice<UInt8>, line: Int, overlong: [Int: Int64]) -> SourceItem {
         if let length = overlong[line] { return self.overlong(length, line: line) }
         return item(bytes, line: line, column: 1, pathPrefix: [])
     }
@@ -124,20 +133,21 @@ public final class JSONRecordReader: RecordSource {
             }
             if inputEnded { return nil }
             let first = batch()
-            var second: (lines: [(bytes: [UInt8], line: Int)], failure: Error?) = ([], nil)
+            var second: (batch: LineBatch, failure: Error?) = (LineBatch(), nil)
             if first.failure == nil && !inputEnded { second = batch() }
             pendingError = first.failure ?? second.failure
             let overlong = overlongLines
             overlongLines = [:]
             var items: [SourceItem]
-            if second.lines.isEmpty {
-                items = first.lines.map { lineItem($0.bytes, line: $0.line, overlong: overlong) }
+            if second.batch.lines.isEmpty {
+                items = first.batch.items { lineItem($0, line: $1, overlong: overlong) }
             } else {
+                let later = second.batch
                 side.start { [self] in
                     sideWork?()
-                    return second.lines.map { lineItem($0.bytes, line: $0.line, overlong: overlong) }
+                    return later.items { lineItem($0, line: $1, overlong: overlong) }
                 }
-                items = first.lines.map { lineItem($0.bytes, line: $0.line, overlong: overlong) }
+                items = first.batch.items { lineItem($0, line: $1, overlong: overlong) }
                 items += side.collect()
             }
             items.reverse()
@@ -145,29 +155,47 @@ public final class JSONRecordReader: RecordSource {
         }
     }
 
+    /// Lines read together, in one buffer: each line's bytes and its number.
+    struct LineBatch: Sendable {
+        var buffer: [UInt8] = []
+        var lines: [(range: Range<Int>, line: Int)] = []
+
+        /// Each line made into an item, in order.
+        func items(_ make: (ArraySlice<UInt8>, Int) -> SourceItem) -> [SourceItem] {
+            lines.map { make(buffer[$0.range], $0.line) }
+        }
+    }
+
+    /// How many bytes of lines a batch holds at most (a batch ends after the line that passes
+    /// this, or after ``linesPerBatch`` lines).
+    static let bytesPerBatch = 1 << 18
+
     /// The next lines that are not blank, up to a batch, and the read error that cut it short.
-    private func batch() -> (lines: [(bytes: [UInt8], line: Int)], failure: Error?) {
-        var lines: [(bytes: [UInt8], line: Int)] = []
-        lines.reserveCapacity(JSONRecordReader.linesPerBatch)
+    private func batch() -> (batch: LineBatch, failure: Error?) {
+        var batch = LineBatch()
+        batch.lines.reserveCapacity(JSONRecordReader.linesPerBatch)
         do {
-            while lines.count < JSONRecordReader.linesPerBatch {
+            while batch.lines.count < JSONRecordReader.linesPerBatch && batch.buffer.count < JSONRecordReader.bytesPerBatch {
                 guard let line = try input.nextLine() else {
                     inputEnded = true
                     break
                 }
                 lineNumber += 1
                 if let length = input.overlongLine {
-                    lines.append(([], lineNumber))
+                    batch.lines.append((0..<0, lineNumber))
                     overlongLines[lineNumber] = length
                     continue
                 }
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                lines.append(([UInt8](line), lineNumber))
+                if batch.buffer.isEmpty { batch.buffer.reserveCapacity(max(JSONRecordReader.bytesPerBatch + (1 << 14), line.count)) }
+                let start = batch.buffer.count
+                batch.buffer.append(contentsOf: line)
+                batch.lines.append((start..<batch.buffer.count, lineNumber))
             }
         } catch {
-            return (lines, error)
+            return (batch, error)
         }
-        return (lines, nil)
+        return (batch, nil)
     }
 
     // MARK: Documents
@@ -176,12 +204,12 @@ public final class JSONRecordReader: RecordSource {
         if scanner == nil { scanner = JSONDocumentScanner(input: input) }
         guard let (bytes, line, column) = try scanner!.nextElement() else { return nil }
         defer { elementIndex += 1 }
-        return item(bytes, line: line, column: column, pathPrefix: scanner!.elementPath(elementIndex))
+        return item(bytes[...], line: line, column: column, pathPrefix: scanner!.elementPath(elementIndex))
     }
 
     // MARK: Records
 
-    private func item(_ bytes: [UInt8], line: Int, column: Int, pathPrefix: [JSONPathComponent]) -> SourceItem {
+    private func item(_ bytes: ArraySlice<UInt8>, line: Int, column: Int, pathPrefix: [JSONPathComponent]) -> SourceItem {
         let file = input.name
         func position(at offset: Int, path: [JSONPathComponent]) -> SourcePosition {
             let (l, c) = bytes.withUnsafeBytes { $0.position(of: offset, startLine: line, startColumn: column) }
@@ -200,11 +228,11 @@ public final class JSONRecordReader: RecordSource {
                 let (l, c) = bytes.withUnsafeBytes { $0.position(of: offset, startLine: line, startColumn: column) }
                 return SourcePosition(file: file, line: l, column: c, path: (pathPrefix + path).pathString)
             }
-            return .record(SourcedRecord(record: record, position: start, raw: bytes, locateField: locate))
+            return .record(SourcedRecord(record: record, position: start, rawBytes: bytes, locateField: locate))
         case .failure(let error):
             let offset = error.byteOffset ?? bytes.withUnsafeBytes { JSONParser.offset(of: error.path, in: $0) } ?? 0
             return .invalid(InputIssue(position: position(at: offset, path: error.path), recordName: error.recordName,
-                                       recordType: error.recordType, field: error.field, message: error.message), raw: bytes)
+                                       recordType: error.recordType, field: error.field, message: error.message), raw: Array(bytes))
         }
     }
 }

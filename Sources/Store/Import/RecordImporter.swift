@@ -122,7 +122,7 @@ public final class RecordImporter {
     /// The records a loader holds, with what messages about them need, until it saves them.
     private struct Held {
         var sourced: SourcedRecord
-        var raw: [UInt8]?
+        var raw: ArraySlice<UInt8>?
     }
 
     /// Imports everything the sources yield, after first applying `schema` when given.
@@ -196,7 +196,7 @@ public final class RecordImporter {
                             let record = entry.sourced.record
                             let issue = InputIssue(position: entry.sourced.position, recordName: record.recordName, recordType: record.recordType,
                                                    field: nil, message: refusal.message)
-                            if going { going = try note(issue, raw: entry.raw) }
+                            if going { going = try note(issue, raw: entry.raw.map { Array($0) }) }
                         }
                     }
                     return going
@@ -207,13 +207,13 @@ public final class RecordImporter {
                         read += 1
                         if read % 4096 == 0 { report(read) }
                         let issue: InputIssue?
-                        var raw: [UInt8]? = nil
+                        var raw: ArraySlice<UInt8>? = nil
                         switch item {
                         case .invalid(let problem, let bytes):
                             issue = problem
-                            raw = bytes
+                            raw = bytes?[...]
                         case .record(let sourced):
-                            raw = sourced.raw
+                            raw = sourced.rawBytes
                             // Records held by the loader are saved before the schema changes under them.
                             if options.allowNewFields, !held.isEmpty, RecordImporter.changesSchema(sourced.record, session.schema), !(try flush()) { break sources }
                             let step = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil,
@@ -235,7 +235,7 @@ public final class RecordImporter {
                             continue
                         }
                         guard let issue else { continue }
-                        if !(try note(issue, raw: raw)) { break sources }
+                        if !(try note(issue, raw: raw.map { Array($0) })) { break sources }
                     }
                 }
                 if !truncated { _ = try flush() }

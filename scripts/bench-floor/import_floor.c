@@ -1,0 +1,113 @@
+/*
+ * The floor of ckport's import: the SQLite work an import of records into an empty store does,
+ * done by a small C program with nothing else to do.
+ *
+ *   import_floor SOURCE.sqlite TARGET.sqlite
+ *
+ * SOURCE is a store ckport imported; TARGET an empty store with the same schema (`ckport schema
+ * import`). In one transaction, with ckport's pragmas, the program drops TARGET's indexes (as
+ * ckport's bulk load does for empty tables), copies the zones, then for every record of every
+ * record type, in primary-key order (which is the generated files' order within a table):
+ * registers it in the change log (_ck_record, with its sequence number) and inserts its row with
+ * a prepared statement; then it rebuilds the indexes, refreshes the statistics as ckport does
+ * (analysis_limit 1000) and commits. What it leaves out is what ckport adds: reading and
+ * validating JSON, deciding each record's fate.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sqlite3 *db;
+
+static void check(int code, const char *what) {
+    if (code != SQLITE_OK && code != SQLITE_DONE && code != SQLITE_ROW) {
+        fprintf(stderr, "import_floor: %s: %s\n", what, sqlite3_errmsg(db));
+        exit(1);
+    }
+}
+
+static void run(const char *sql) {
+    char *error = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &error) != SQLITE_OK) {
+        fprintf(stderr, "import_floor: %s: %s\n", sql, error);
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: import_floor SOURCE.sqlite TARGET.sqlite\n");
+        return 2;
+    }
+    check(sqlite3_open(argv[2], &db), "open");
+    run("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; "
+        "PRAGMA cache_size = -65536; PRAGMA temp_store = FILE");
+    char attach[4096];
+    snprintf(attach, sizeof attach, "ATTACH DATABASE '%s' AS src", argv[1]);
+    run(attach);
+    run("BEGIN IMMEDIATE");
+
+    /* The indexes of the empty tables go, to be built once from the loaded rows. */
+    sqlite3_stmt *list;
+    check(sqlite3_prepare_v2(db, "SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND sql IS NOT NULL", -1, &list, NULL), "indexes");
+    char **rebuild = NULL, **names = NULL;
+    int indexes = 0;
+    while (sqlite3_step(list) == SQLITE_ROW) {
+        rebuild = realloc(rebuild, sizeof(char *) * (indexes + 1));
+        names = realloc(names, sizeof(char *) * (indexes + 1));
+        names[indexes] = strdup((const char *)sqlite3_column_text(list, 0));
+        rebuild[indexes++] = strdup((const char *)sqlite3_column_text(list, 1));
+    }
+    sqlite3_finalize(list);
+    for (int i = 0; i < indexes; i++) {
+        char drop[1024];
+        snprintf(drop, sizeof drop, "DROP INDEX main.\"%s\"", names[i]);
+        run(drop);
+    }
+
+    run("INSERT INTO main._ck_zone SELECT * FROM src._ck_zone");
+
+    sqlite3_stmt *claim;
+    check(sqlite3_prepare_v2(db, "INSERT INTO main._ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) "
+                                 "ON CONFLICT DO NOTHING", -1, &claim, NULL), "claim");
+    sqlite3_stmt *tables;
+    check(sqlite3_prepare_v2(db, "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\' "
+                                 "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name", -1, &tables, NULL), "tables");
+    sqlite3_int64 seq = 0;
+    while (sqlite3_step(tables) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(tables, 0);
+        char sql[1 << 14];
+        snprintf(sql, sizeof sql, "SELECT * FROM src.\"%s\"", table);
+        sqlite3_stmt *rows;
+        check(sqlite3_prepare_v2(db, sql, -1, &rows, NULL), "select");
+        int columns = sqlite3_column_count(rows);
+        int at = snprintf(sql, sizeof sql, "INSERT INTO main.\"%s\" VALUES (?", table);
+        for (int i = 1; i < columns; i++) at += snprintf(sql + at, sizeof sql - at, ", ?");
+        snprintf(sql + at, sizeof sql - at, ")");
+        sqlite3_stmt *insert;
+        check(sqlite3_prepare_v2(db, sql, -1, &insert, NULL), "insert");
+        while (sqlite3_step(rows) == SQLITE_ROW) {
+            sqlite3_bind_int64(claim, 1, sqlite3_column_int64(rows, 0));
+            sqlite3_bind_text(claim, 2, (const char *)sqlite3_column_text(rows, 1), sqlite3_column_bytes(rows, 1), SQLITE_TRANSIENT);
+            sqlite3_bind_text(claim, 3, table, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(claim, 4, ++seq);
+            check(sqlite3_step(claim), "claim");
+            sqlite3_reset(claim);
+            for (int i = 0; i < columns; i++) sqlite3_bind_value(insert, i + 1, sqlite3_column_value(rows, i));
+            check(sqlite3_step(insert), "insert");
+            sqlite3_reset(insert);
+        }
+        sqlite3_finalize(insert);
+        sqlite3_finalize(rows);
+    }
+    sqlite3_finalize(tables);
+    sqlite3_finalize(claim);
+
+    for (int i = 0; i < indexes; i++) run(rebuild[i]);
+    run("PRAGMA analysis_limit = 1000; ANALYZE");
+    run("COMMIT");
+    check(sqlite3_close(db), "close");
+    printf("%lld records\n", (long long)seq);
+    return 0;
+}
