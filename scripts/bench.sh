@@ -306,8 +306,8 @@ scale_table() {
   echo
   echo "Scale: cost per record (µs) and peak RSS at each size; × = cost per record against $(commas "$reference") records:"
   echo
-  printf "| %-10s | %-24s | %-24s | %-24s | %-24s |\n" "records" "import" "export" "import 10,000 more" "--where (indexed)"
-  printf "|%s|%s|%s|%s|%s|\n" "-----------:" "-------------------------:" "-------------------------:" "-------------------------:" "-------------------------:"
+  printf "| %-10s | %-33s | %-33s | %-33s | %-33s |\n" "records" "import" "export" "import 10,000 more" "--where (indexed)"
+  printf "|%s|%s|%s|%s|%s|\n" "-----------:" "----------------------------------:" "----------------------------------:" "----------------------------------:" "----------------------------------:"
   local n cell
   for n in "$@"; do
     cell() {   # cell OPERATION RECORDS: seconds, µs per record, × against the reference size, MB
@@ -315,7 +315,7 @@ scale_table() {
       awk -v s="$(secs "$t")" -v k="$2" -v rs="$(secs "$r")" -v rk="$3" -v m="$(mb "$t")" \
         'BEGIN { u = s / k * 1e6; ru = rs / rk * 1e6; printf "%.2f s, %.2f µs, %.2f×, %d MB", s, u, (ru > 0 ? u / ru : 0), m }'
     }
-    printf "| %10s | %24s | %24s | %24s | %24s |\n" "$(commas "$n")" "$(cell import "$n" "$reference")" "$(cell export "$n" "$reference")" \
+    printf "| %10s | %33s | %33s | %33s | %33s |\n" "$(commas "$n")" "$(cell import "$n" "$reference")" "$(cell export "$n" "$reference")" \
       "$(cell more 10000 10000)" "$(cell where "$(cat "$work/scale-$n-where.count")" "$(cat "$work/scale-$reference-where.count")")"
   done
   echo

@@ -84,6 +84,11 @@ extension Exports {
         }
         let assetFiles = request.assetDirectory.map { AssetFolderWriter(directory: $0) }
         var written = 0
+        if request.format == .jsonLines && request.since == nil && assetFiles == nil
+            && request.settings.get(JSONWriteSettings.self, default: JSONWriteSettings()).style == .canonical,
+           let result = try rowExport(from: store, to: path, query: request.query, progress: progress) {
+            return result
+        }
         let token = try store.read { session in
             let context = RecordWriteContext(schema: session.schema, timeZone: request.timeZone, settings: request.settings)
             let writer = try makeWriter(try OutputFile(path: path), context)
@@ -107,6 +112,39 @@ extension Exports {
             return token
         }
         return ExportResult(files: [ExportResult.File(path: path, recordType: nil, records: written)], token: token, assets: assetFiles)
+    }
+
+    /// Canonical JSON Lines written straight from the SQLite store's rows (``StoreSession/forEachCanonicalJSON(_:into:_:)``),
+    /// the same bytes as the general path without a record between row and text; nil when the
+    /// store or a record type needs the general path.
+    private static func rowExport<Store: RecordStoring>(from store: Store, to path: String, query: RecordQuery,
+                                                        progress: ProgressHandler?) throws -> ExportResult? {
+        try store.read { session -> ExportResult? in
+            guard let rows = session as? StoreSession, rows.canWriteJSONFromRows(query) else { return nil }
+            let output = try OutputFile(path: path)
+            let total = progress != nil ? try rows.count(query) : nil
+            var out = JSONWriter(capacity: 1 << 18 + 1 << 14)
+            var written = 0
+            do {
+                try rows.forEachCanonicalJSON(query, into: &out) { out in
+                    out.byte(0x0A)
+                    written += 1
+                    if out.bytes.count >= 1 << 18 {
+                        try output.write(out.bytes)
+                        out.bytes.removeAll(keepingCapacity: true)
+                    }
+                    if written % 8192 == 0, let progress {
+                        progress(OperationProgress(records: written, done: total.map { _ in Int64(written) }, total: total.map(Int64.init)))
+                    }
+                }
+                try output.write(out.bytes)
+                try output.commit()
+            } catch {
+                output.discard()
+                throw error
+            }
+            return ExportResult(files: [ExportResult.File(path: path, recordType: nil, records: written)], token: rows.currentToken, assets: nil)
+        }
     }
 
     /// A format that writes from the store's transaction itself (a calendar through its mapping).

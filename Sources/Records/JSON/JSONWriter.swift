@@ -28,6 +28,14 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Writes a JSON string from UTF-8 bytes known to be valid (text SQLite hands back, say),
+    /// exactly as ``string(_:)`` writes the same text.
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        appendEscaped(utf8)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
         var runStart = 0
         for index in 0..<utf8.count {
