@@ -299,6 +299,31 @@ struct XCalTests {
         #expect(uidText.hasPrefix("\(scratch.path("broken.xcal")):7: ") && uidText.contains("without UID"), "\(uidText)")
     }
 
+    @Test("the iCalendar text made from xCal is held a read at a time, however long the file")
+    func bounded() throws {
+        var body = ""
+        for e in 0..<4000 {
+            body += "<vevent><properties><uid><text>e-\(e)</text></uid><dtstamp><date-time>2026-01-01T00:00:00Z</date-time></dtstamp>"
+                + "<dtstart><date-time>2026-03-02T17:00:00Z</date-time></dtstart><summary><text>Event \(e) with a summary long enough to matter</text></summary>"
+                + "</properties></vevent>\n"
+        }
+        let text = "<?xml version=\"1.0\"?>\n<icalendar xmlns=\"urn:ietf:params:xml:ns:icalendar-2.0\"><vcalendar><properties>"
+            + "<prodid><text>-//t//t//EN</text></prodid><version><text>2.0</text></version></properties><components>\n"
+            + body + "</components></vcalendar></icalendar>\n"
+        let converter = try XCalToICalendar(input: ByteInput(name: "long.xcal", bytes: Array(text.utf8)), lines: XCalLineMap())
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var total = 0
+        var largest = 0
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try converter.read(into: $0) }
+            if n == 0 { break }
+            total += n
+            largest = max(largest, converter.bufferedBytes)
+        }
+        #expect(total > 500_000)
+        #expect(largest < 8192, "the converter held \(largest) bytes")
+    }
+
     @Test("hostile xCal: a DOCTYPE with entities is refused before anything is read")
     func hostile() throws {
         let scratch = Scratch()

@@ -37,7 +37,6 @@ final class XCalToICalendar {
     private let input: ByteInput
     private let lines: XCalLineMap
     private var pending: [UInt8] = []
-    private var pendingStart = 0
     private var finished = false
     private var started = false
 
@@ -64,21 +63,22 @@ final class XCalToICalendar {
 
     /// Fills `buffer` with the next iCalendar bytes; 0 at the end.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        while pending.count - pendingStart < buffer.count && !finished {
+        while pending.count < buffer.count && !finished {
             try step()
         }
-        let n = min(buffer.count, pending.count - pendingStart)
+        let n = min(buffer.count, pending.count)
         guard n > 0 else { return 0 }
         pending.withUnsafeBytes { source in
-            buffer.baseAddress!.copyMemory(from: source.baseAddress! + pendingStart, byteCount: n)
+            buffer.baseAddress!.copyMemory(from: source.baseAddress!, byteCount: n)
         }
-        pendingStart += n
-        if pendingStart == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            pendingStart = 0
-        }
+        // What is left (the start of a line) moves to the front: the text held is one read's
+        // worth and a property, however long the file.
+        pending.removeSubrange(0..<n)
         return n
     }
+
+    /// iCalendar text made and not yet read.
+    var bufferedBytes: Int { pending.count }
 
     private func fail(_ message: String) -> XMLInputError {
         XMLInputError(file: input.name, line: xml.line, column: 0, message: message)
