@@ -15,8 +15,13 @@ enum ExternalTool {
 
     /// Runs a program; its exit status and what it printed (standard output and error).
     static func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        try run(executable: try path(program), arguments)
+    }
+
+    /// Runs the program at `executable`; its exit status and what it printed.
+    static func run(executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try path(program))
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-tool-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)

@@ -20,19 +20,7 @@ enum Conformance {
     }
 
     static func run(_ python: String, _ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = arguments
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-py-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: output) }
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+        try ExternalTool.run(executable: python, arguments)
     }
 
     /// CI sets CKPORT_CONFORMANCE=required once it has set the checker up, so that a missing

@@ -92,7 +92,6 @@ public final class JSONRecordReader: RecordSource {
     /// one allocation for a batch rather than one for every line, freed once (by whichever
     /// thread releases the batch's last record) rather than line by line.
     private func nextLine() throws -> SourceItem? {
-        if let side { return try nextLineDecodedInPairs(side) }
         while true {
             if let item = decoded.popLast() { return item }
             if let error = pendingError {
@@ -100,11 +99,7 @@ public final class JSONRecordReader: RecordSource {
                 throw error
             }
             if inputEnded { return nil }
-            let (lines, failure) = batch()
-            pendingError = failure
-            let overlong = overlongLines
-            overlongLines = [:]
-            decoded = lines.items { lineItem($0, line: $1, overlong: overlong) }
+            decoded = nextBatches()
             decoded.reverse()
         }
     }
@@ -121,38 +116,36 @@ public final class JSONRecordReader: RecordSource {
                  raw: nil)
     }
 
-    /// Reads two batches of lines, decodes the second on the side thread while decoding the
-    /// first here, and hands out both in order. A read error comes after the records read
-    /// before it, as reading line by line.
-    private func nextLineDecodedInPairs(_ side: SideThread<[SourceItem]>) throws -> SourceItem? {
-        while true {
-            if let item = decoded.popLast() { return item }
-            if let error = pendingError {
-                pendingError = nil
-                throw error
-            }
-            if inputEnded { return nil }
-            let first = batch()
-            var second: (batch: LineBatch, failure: Error?) = (LineBatch(), nil)
-            if first.failure == nil && !inputEnded { second = batch() }
-            pendingError = first.failure ?? second.failure
+    /// The items of the next batch of lines; with a side thread, of the next two batches, the
+    /// second decoded there while the first is decoded here, in order. A read error is kept for
+    /// after the records read before it, as reading line by line.
+    private func nextBatches() -> [SourceItem] {
+        guard let side else {
+            let (lines, failure) = batch()
+            pendingError = failure
             let overlong = overlongLines
             overlongLines = [:]
-            var items: [SourceItem]
-            if second.batch.lines.isEmpty {
-                items = first.batch.items { lineItem($0, line: $1, overlong: overlong) }
-            } else {
-                let later = second.batch
-                side.start { [self] in
-                    sideWork?()
-                    return later.items { lineItem($0, line: $1, overlong: overlong) }
-                }
-                items = first.batch.items { lineItem($0, line: $1, overlong: overlong) }
-                items += side.collect()
-            }
-            items.reverse()
-            decoded = items
+            return lines.items { lineItem($0, line: $1, overlong: overlong) }
         }
+        let first = batch()
+        var second: (batch: LineBatch, failure: Error?) = (LineBatch(), nil)
+        if first.failure == nil && !inputEnded { second = batch() }
+        pendingError = first.failure ?? second.failure
+        let overlong = overlongLines
+        overlongLines = [:]
+        var items: [SourceItem]
+        if second.batch.lines.isEmpty {
+            items = first.batch.items { lineItem($0, line: $1, overlong: overlong) }
+        } else {
+            let later = second.batch
+            side.start { [self] in
+                sideWork?()
+                return later.items { lineItem($0, line: $1, overlong: overlong) }
+            }
+            items = first.batch.items { lineItem($0, line: $1, overlong: overlong) }
+            items += side.collect()
+        }
+        return items
     }
 
     /// Lines read together, in one buffer: each line's bytes and its number.
