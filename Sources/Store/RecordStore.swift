@@ -75,8 +75,11 @@ public final class RecordStore {
             // Write-ahead logging: readers keep reading the last committed state while a write
             // runs, and a write that fails or is killed never touches the main file. FULL sync
             // makes every commit durable; the log is folded back into the file, and removed,
-            // when the last connection closes.
-            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
+            // when the last connection closes. A new store gets 16 KB pages (SQLite's default is
+            // 4 KB; an existing store keeps the size it has): a bulk load writes a quarter as many
+            // pages into the log and reads a quarter as many back while it builds the indexes,
+            // which made importing 10,000,000 records 1.3× faster (README, Benchmark).
+            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
         }
         do {
             waiter.reading = true

@@ -202,4 +202,27 @@ struct ConcurrencyTests {
         let backedUp = try ckport(["export", "--store", "before.sqlite", "--type", "NoteV1", "--style", "plain"], in: folder.url)
         #expect(backedUp.stdout.contains(#""body":"between""#), "\(backedUp.stderr)")
     }
+
+    @Test("a new store has 16 KB pages; a store made with another page size keeps it and works as before")
+    func pageSize() throws {
+        let folder = Scratch()
+        #expect(try ckport(["import", sample("notes", "schema.ckdb"), sample("notes", "records.jsonl")], in: folder.url).status == 0)
+        #expect(try sqlite(folder.path("ckport.sqlite"), "PRAGMA page_size") == "16384\n")
+        #expect(try sqlite(folder.path("ckport.sqlite"), "PRAGMA journal_mode") == "wal\n")
+        let before = try ckport(["export"], in: folder.url)
+        // An older store, 4 KB pages: rewritten by the shell, then written to by ckport again.
+        _ = try sqlite(folder.path("ckport.sqlite"), "PRAGMA journal_mode = DELETE; PRAGMA page_size = 4096; VACUUM; PRAGMA journal_mode = WAL")
+        #expect(try sqlite(folder.path("ckport.sqlite"), "PRAGMA page_size") == "4096\n")
+        folder.write("more.jsonl", noteLines(0..<3, field: "content", prefix: "later"))
+        let more = try ckport(["import", "more.jsonl"], in: folder.url)
+        #expect(more.status == 0, "\(more.stderr)")
+        #expect(try sqlite(folder.path("ckport.sqlite"), "PRAGMA page_size") == "4096\n")
+        #expect(try sqlite(folder.path("ckport.sqlite"), "PRAGMA integrity_check") == "ok\n")
+        let after = try ckport(["export"], in: folder.url)
+        let beforeLines = before.stdout.split(separator: "\n"), afterLines = after.stdout.split(separator: "\n")
+        #expect(!beforeLines.isEmpty)
+        #expect(afterLines.count == beforeLines.count + 3)
+        #expect(Set(beforeLines).isSubset(of: Set(afterLines)))
+        #expect(after.stdout.contains("later-2"))
+    }
 }
