@@ -40,6 +40,9 @@ public final class RecordStore {
     /// failed first write then removes the file again rather than leave an empty store behind.
     private var createdHere: Bool
 
+    /// The page cache of each connection, in SQLite's notation (negative: kibibytes): 64 MB.
+    static let cacheSize = -65536
+
     /// SQLite's process-wide settings, applied once before the first connection opens.
     private static let sqliteConfigured: Int32 = ckport_configure_sqlite()
 
@@ -79,7 +82,7 @@ public final class RecordStore {
             // 4 KB; an existing store keeps the size it has): a bulk load writes a quarter as many
             // pages into the log and reads a quarter as many back while it builds the indexes,
             // which made importing 10,000,000 records 1.3× faster (README, Benchmark).
-            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -65536; PRAGMA temp_store = FILE")
+            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
         }
         do {
             waiter.reading = true
