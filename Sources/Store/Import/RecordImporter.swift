@@ -201,41 +201,48 @@ public final class RecordImporter {
                     }
                     return going
                 }
+                /// Imports one item read; false when the import should stop reading.
+                func take(_ item: SourceItem) throws -> Bool {
+                    try Interruption.check()
+                    read += 1
+                    if read % 4096 == 0 { report(read) }
+                    let issue: InputIssue?
+                    var raw: ArraySlice<UInt8>? = nil
+                    switch item {
+                    case .invalid(let problem, let bytes):
+                        issue = problem
+                        raw = bytes?[...]
+                    case .record(let sourced):
+                        raw = sourced.rawBytes
+                        // Records held by the loader are saved before the schema changes under them.
+                        if options.allowNewFields, !held.isEmpty, RecordImporter.changesSchema(sourced.record, session.schema), !(try flush()) { return false }
+                        let step = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil,
+                                                    loader: loader, summary: &summary)
+                        if case .held = step {
+                            held.append(Held(sourced: sourced, raw: raw))
+                            if loader.wantsFlush, !(try flush()) { return false }
+                        }
+                        if case .refused(let problem) = step { issue = problem } else { issue = nil }
+                    case .asset(let staged):
+                        defer { staged.discard() }
+                        read -= 1
+                        guard let file = staged.path else { return true }
+                        do {
+                            if try session.putAsset(file: file, expectedSHA256: staged.sha256, expectedSize: staged.size).added { summary.assets += 1 }
+                        } catch let error as AssetError {
+                            throw AssetError("\(staged.origin): \(error.message)")
+                        }
+                        return true
+                    }
+                    guard let issue else { return true }
+                    return try note(issue, raw: raw.map { Array($0) })
+                }
                 sources: for source in sources {
                     while let item = try source.next() {
-                        try Interruption.check()
-                        read += 1
-                        if read % 4096 == 0 { report(read) }
-                        let issue: InputIssue?
-                        var raw: ArraySlice<UInt8>? = nil
-                        switch item {
-                        case .invalid(let problem, let bytes):
-                            issue = problem
-                            raw = bytes?[...]
-                        case .record(let sourced):
-                            raw = sourced.rawBytes
-                            // Records held by the loader are saved before the schema changes under them.
-                            if options.allowNewFields, !held.isEmpty, RecordImporter.changesSchema(sourced.record, session.schema), !(try flush()) { break sources }
-                            let step = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil,
-                                                        loader: loader, summary: &summary)
-                            if case .held = step {
-                                held.append(Held(sourced: sourced, raw: raw))
-                                if loader.wantsFlush, !(try flush()) { break sources }
-                            }
-                            if case .refused(let problem) = step { issue = problem } else { issue = nil }
-                        case .asset(let staged):
-                            defer { staged.discard() }
-                            read -= 1
-                            guard let file = staged.path else { continue }
-                            do {
-                                if try session.putAsset(file: file, expectedSHA256: staged.sha256, expectedSize: staged.size).added { summary.assets += 1 }
-                            } catch let error as AssetError {
-                                throw AssetError("\(staged.origin): \(error.message)")
-                            }
-                            continue
-                        }
-                        guard let issue else { continue }
-                        if !(try note(issue, raw: raw.map { Array($0) })) { break sources }
+                        let going = try take(item)
+                        // Freed on the thread that read it.
+                        source.retire(consume item)
+                        if !going { break sources }
                     }
                 }
                 if !truncated { _ = try flush() }
