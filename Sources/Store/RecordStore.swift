@@ -43,6 +43,10 @@ public final class RecordStore {
     /// The page cache of each connection, in SQLite's notation (negative: kibibytes): 64 MB.
     static let cacheSize = -65536
 
+    /// The page cache while a bulk load rebuilds indexes: 16 MB. SQLite's sorter holds as much
+    /// again besides the cache, so the two stay within what the cache alone takes otherwise.
+    static let indexBuildCacheSize = -16384
+
     /// SQLite's process-wide settings, applied once before the first connection opens.
     private static let sqliteConfigured: Int32 = ckport_configure_sqlite()
 

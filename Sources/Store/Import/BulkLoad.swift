@@ -58,7 +58,7 @@ final class BulkLoad: RecordLoader {
             // records peaked at 196 MB. Both at 16 MB while the indexes are built keep it at the
             // row phase's level (150 MB at 1,000,000 and at 10,000,000 records), and the time
             // stayed within the machine's noise at both sizes (README, Benchmark).
-            try session.db.execute(sql: "PRAGMA cache_size = -16384")
+            try session.db.execute(sql: "PRAGMA cache_size = \(RecordStore.indexBuildCacheSize)")
         }
         defer { if rebuilt { try? session.db.execute(sql: "PRAGMA cache_size = \(RecordStore.cacheSize)") } }
         for entry in deferred {
