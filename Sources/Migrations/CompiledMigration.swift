@@ -258,6 +258,47 @@ public struct CompiledMigration: Sendable {
         return result
     }
 
+    /// For each type, the fields whose values `migrate` reads, by their names before the
+    /// migration (and, to be safe, under every name a rename gives them): with the record's
+    /// name and system fields, all it looks at when the migration runs in place. A store may
+    /// hand the transform records that carry only these fields. Nil when a step reads whole
+    /// records (`migrateRecordType`, `removeField`, custom steps).
+    public var reads: [String: Set<String>]? {
+        var result: [String: Set<String>] = [:]
+        // The name each field had before the migration, by the name it has at the current step.
+        var originals: [String: [String: String]] = [:]
+        func read(_ type: String, _ names: [String]) {
+            for name in names {
+                result[type, default: []].insert(name)
+                if let original = originals[type]?[name] { result[type, default: []].insert(original) }
+            }
+        }
+        for entry in steps {
+            switch entry.step {
+            case .addField(let type, let field, _):
+                read(type, [field.name])
+            case .renameField(let type, let from, let to):
+                read(type, [from, to])
+                let original = originals[type]?[from] ?? from
+                originals[type, default: [:]][from] = nil
+                originals[type, default: [:]][to] = original
+            case .changeType(let type, let field, _, let into):
+                read(type, [field, into ?? field])
+            case .setField(let type, let field, let value, _, let predicate):
+                read(type, [field] + (predicate?.fieldNames ?? []))
+                if case .expression(let expression) = value { read(type, expression.fieldNames) }
+            case .deleteRecords(let type, let predicate):
+                read(type, predicate?.fieldNames ?? [])
+            case .migrateRecordType, .removeField, .custom:
+                return nil
+            }
+        }
+        for type in Set(result.keys).union(sourceTypes) {
+            read(type, [CompiledMigration.versionField])
+        }
+        return result
+    }
+
     /// The name templates of the migration's `migrateRecordType` steps, by source type.
     public var renamingTypes: [String: (template: String, keepSource: Bool)] {
         var result: [String: (String, Bool)] = [:]

@@ -293,12 +293,14 @@ public final class MigrationRunner {
                                        + change.reindexedFields.map(\.type) + change.regrantedTypes)
                 let renames = compiled.renames
                 let writes = compiled.writes
+                let reads = compiled.reads
                 let present = compiled.sourceTypes.filter { session.schema.recordType(named: $0) != nil }
                 if inPlace && compiled.canRunInPlace && compiled.renamed.isEmpty && change.addedTypes.isEmpty && change.removedTypes.isEmpty
                     && changedTypes.isSubset(of: present)
                     && present.allSatisfy({ session.canUpdateInPlace(type: $0, into: compiled.schemaAfter, renames: renames[$0] ?? [:]) }) {
                     for type in present.sorted() {
-                        try session.updateInPlace(type: type, into: compiled.schemaAfter, renames: renames[type] ?? [:], writes: writes[type] ?? [], transform)
+                        try session.updateInPlace(type: type, into: compiled.schemaAfter, renames: renames[type] ?? [:], writes: writes[type] ?? [],
+                                                  reads: reads.map { $0[type] ?? [] }, transform)
                     }
                     guard session.schema.isEquivalent(to: compiled.schemaAfter) else {
                         throw StoreError.corrupt("migrating in place did not leave the schema the migration describes")

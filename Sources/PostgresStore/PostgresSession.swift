@@ -405,7 +405,7 @@ extension PostgresSession: LoadingSession {
     /// change (``rewrite(types:into:_:)``).
     public func canUpdateInPlace(type: String, into newSchema: Schema, renames: [String: String]) -> Bool { false }
 
-    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
                               _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
         throw StoreError.corrupt("the PostgreSQL store migrates records by rewriting their types; updateInPlace is not available (canUpdateInPlace says so)")
     }

@@ -155,7 +155,7 @@ extension StoreSession {
 }
 
 extension StoreSession {
-    /// Whether ``updateInPlace(type:into:renames:writes:_:)`` can take a type from the
+    /// Whether ``updateInPlace(type:into:renames:writes:reads:_:)`` can take a type from the
     /// session's schema to `newSchema`: fields may be added (and re-indexed) and renamed
     /// (`renames`: old name → new name), but none removed or retyped.
     public func canUpdateInPlace(type name: String, into newSchema: Schema, renames: [String: String]) -> Bool {
@@ -181,7 +181,7 @@ extension StoreSession {
     /// than ``rewrite(types:into:_:)`` for a migration that adds, renames and sets fields, since
     /// the table and its other indexes stay as they are.
     @discardableResult
-    public func updateInPlace(type name: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+    public func updateInPlace(type name: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
                               _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
         precondition(writable, "updateInPlace needs a write transaction")
         guard canUpdateInPlace(type: name, into: newSchema, renames: renames),
@@ -199,26 +199,71 @@ extension StoreSession {
                 try db.execute(sql: "ALTER TABLE \(quoted(name)) ADD COLUMN \(definition)")
             }
         }
-        // The columns this migration may write, by their working names.
-        let written = layout.fields.enumerated().filter { writes.contains(renames[$0.element.name] ?? $0.element.name) }
+        // The columns this migration may write, by their working names, and the names their
+        // values have in the migrated records.
+        let written = layout.fields.map { ($0, renames[$0.name] ?? $0.name) }.filter { writes.contains($0.1) }
+        // Changed records are written a run at a time (see RunUpdate): their new values are
+        // staged, then one UPDATE covers the run's key range and another gives the run's
+        // registry rows new change sequence numbers.
+        let runs = try RunUpdate(db)
+        defer { runs.remove() }
+        let staging = runs.staging
         var assignments: [String] = []
-        var slot: Int32 = 3
-        for (_, field) in written {
-            assignments.append("\(field.column) = ?\(slot)")
-            slot += 1
-            if let action = field.actionColumn {
-                assignments.append("\(action) = ?\(slot)")
+        var slot = 0
+        for (field, _) in written {
+            for column in [field.column] + (field.actionColumn.map { [$0] } ?? []) {
+                assignments.append("\(column) = \(RunUpdate.valueFunction)(___recordID, \(slot))")
                 slot += 1
             }
         }
-        let update = assignments.isEmpty ? nil : try PreparedStatement(db, "UPDATE \(quoted(name)) SET \(assignments.joined(separator: ", ")) WHERE ___zone = ?1 AND ___recordID = ?2")
+        let update = assignments.isEmpty ? nil : try PreparedStatement(db, """
+            UPDATE \(quoted(name)) SET \(assignments.joined(separator: ", "))
+            WHERE ___zone = ?1 AND ___recordID >= ?2 AND ___recordID <= ?3
+            """)
+        let stamp = try PreparedStatement(db, """
+            UPDATE _ck_record SET seq = \(RunUpdate.sequenceFunction)()
+            WHERE zone = ?1 AND recordName >= ?2 AND recordName <= ?3 AND recordType = ?4 AND deleted = 0
+            """)
         let delete = try PreparedStatement(db, "DELETE FROM \(quoted(name)) WHERE ___zone = ?1 AND ___recordID = ?2")
         let select = try PreparedStatement(db, layout.selectSQL + " ORDER BY ___zone, ___recordID")
+        // The fields the transform reads (under their old names or the names renames give them).
+        let decoded = reads.map { reads in layout.fields.map { reads.contains($0.name) || reads.contains(renames[$0.name] ?? $0.name) } }
+        var runZone: Int64 = 0
+        func writeRun() throws {
+            guard let first = staging.names.first, let last = staging.names.last else { return }
+            defer { staging.clear() }
+            func check(_ what: String) throws {
+                guard db.lastChanges == staging.count else {
+                    throw StoreError.corrupt("\(what) has \(db.lastChanges) \(name) records from '\(first)' to '\(last)' where the migration changed \(staging.count)")
+                }
+            }
+            if let update {
+                update.reset()
+                update.bind(1, runZone)
+                update.bind(2, first)
+                update.bind(3, last)
+                try update.execute(db)
+                try check("the table")
+            }
+            staging.lastSequence = changeSequence
+            stamp.reset()
+            stamp.bind(1, runZone)
+            stamp.bind(2, first)
+            stamp.bind(3, last)
+            stamp.bind(4, name)
+            try stamp.execute(db)
+            try check("the change log")
+            advanceSequence(by: staging.count)
+        }
         var counts = RewriteCounts()
         func write(_ record: Record, _ results: [Record]?, zoneRow: Int64) throws {
-            guard let results else { return }
+            guard let results else {
+                try writeRun()
+                return
+            }
             counts.changed += 1
             guard let result = results.first else {
+                try writeRun()
                 delete.reset()
                 delete.bind(1, zoneRow)
                 delete.bind(2, record.recordName)
@@ -230,19 +275,15 @@ extension StoreSession {
             guard results.count == 1, result.id == record.id, result.recordType == name else {
                 throw StoreError.corrupt("record '\(record.recordName)' changed its name or type in a migration done in place")
             }
-            if let update {
-                update.reset()
-                update.bind(1, zoneRow)
-                update.bind(2, record.recordName)
-                var index: Int32 = 3
-                for (_, field) in written {
-                    TableLayout.bind(result.fields[renames[field.name] ?? field.name], field, at: &index, to: update)
-                }
-                try update.execute(db)
+            if zoneRow != runZone { try writeRun() }
+            runZone = zoneRow
+            staging.begin(record.recordName)
+            var index: Int32 = 0
+            for (field, target) in written {
+                TableLayout.bind(result.fields[target], field, at: &index, to: staging)
             }
-            try setRegistry(zone: zoneRow, name: record.recordName, type: name, deleted: false)
         }
-        // Reading the next batch here overlaps with migrating the last one on the worker.
+        // Reading the next batch and writing the last overlap with migrating one on the worker.
         let pipeline = TransformPipeline(transform)
         defer { pipeline.stop() }
         var inFlight: [(record: Record, zoneRow: Int64)] = []
@@ -253,14 +294,15 @@ extension StoreSession {
             while more && batch.count < 512 {
                 guard try select.step(db) else { more = false; break }
                 let zoneRow = select.int64(0)
-                batch.append((try layout.decode(select, zone: try zone(row: zoneRow)), zoneRow))
+                batch.append((try layout.decode(select, zone: try zone(row: zoneRow), only: decoded), zoneRow))
             }
             counts.scanned += batch.count
-            if !inFlight.isEmpty {
-                let results = try pipeline.collect()
-                for (item, result) in zip(inFlight, results) { try write(item.record, result, zoneRow: item.zoneRow) }
-            }
+            // The worker migrates this batch while the last one is written.
+            let results = inFlight.isEmpty ? [] : try pipeline.collect()
             if !batch.isEmpty { pipeline.submit(batch.map(\.record)) }
+            for index in results.indices { try write(inFlight[index].record, results[index], zoneRow: inFlight[index].zoneRow) }
+            try writeRun()
+            pipeline.retire(results)
             inFlight = batch
         }
         // Renamed columns take their new names; their indexes are made again under the new name.

@@ -136,6 +136,18 @@ final class PreparedStatement {
     }
 }
 
+/// Where a row's column values go: a prepared statement's parameters, or values staged for
+/// an SQL function to hand over (``RunUpdate``).
+protocol ColumnSink {
+    func bind(_ index: Int32, _ value: String)
+    func bind(_ index: Int32, _ value: Int64?)
+    func bind(_ index: Int32, _ value: Double)
+    func bind(_ index: Int32, blob: [UInt8])
+    func bindNull(_ index: Int32)
+}
+
+extension PreparedStatement: ColumnSink {}
+
 extension Database {
     /// The number of rows the last INSERT, UPDATE or DELETE changed.
     var lastChanges: Int { Int(sqlite3_changes(sqliteConnection)) }

@@ -166,6 +166,12 @@ public final class StoreSession {
         return changeSequence
     }
 
+    /// Marks the next `count` sequence numbers as handed out (by a statement that numbered
+    /// rows itself, see ``SequenceFunction``).
+    func advanceSequence(by count: Int) {
+        changeSequence += Int64(count)
+    }
+
     func layout(_ typeName: String) throws -> TableLayout {
         guard let layout = layouts[typeName] else {
             throw StoreError.badQuery("unknown record type '\(typeName)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")

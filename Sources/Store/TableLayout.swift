@@ -190,7 +190,7 @@ final class TableLayout {
     }
 
     /// Binds one field's value (and a reference's action) at `index`, and moves `index` past it.
-    @inline(__always) static func bind(_ value: FieldValue?, _ field: FieldColumn, at index: inout Int32, to statement: PreparedStatement) {
+    @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue?, _ field: FieldColumn, at index: inout Int32, to statement: Sink) {
         guard let value else {
             statement.bindNull(index)
             if field.actionColumn != nil { index += 1; statement.bindNull(index) }
@@ -200,7 +200,7 @@ final class TableLayout {
         bind(value, hasActionColumn: field.actionColumn != nil, at: &index, to: statement)
     }
 
-    @inline(__always) static func bind(_ value: FieldValue, hasActionColumn: Bool, at index: inout Int32, to statement: PreparedStatement) {
+    @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue, hasActionColumn: Bool, at index: inout Int32, to statement: Sink) {
         switch value {
         case .string(let s): statement.bind(index, s)
         case .int64(let i): statement.bind(index, i)
@@ -217,8 +217,9 @@ final class TableLayout {
         index += 1
     }
 
-    /// Reads the record in the current row of a statement selecting `columnList`.
-    func decode(_ statement: PreparedStatement, zone: ZoneID) throws -> Record {
+    /// Reads the record in the current row of a statement selecting `columnList`; with
+    /// `only`, just the fields it marks (by position in `fields`).
+    func decode(_ statement: PreparedStatement, zone: ZoneID, only: [Bool]? = nil) throws -> Record {
         var record = Record(id: RecordID(recordName: statement.text(1), zone: zone), recordType: typeName)
         record.changeTag = statement.optionalText(2)
         if let created = statement.optionalInt64(3) {
@@ -233,6 +234,7 @@ final class TableLayout {
         for position in 0..<kinds.count {
             let kind = kinds[position]
             defer { index += kind == .reference ? 2 : 1 }
+            if let only, !only[position] { continue }
             if statement.isNull(index) { continue }
             let value: FieldValue
             switch kind {

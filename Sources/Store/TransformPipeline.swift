@@ -13,6 +13,13 @@ final class TransformPipeline {
     private let side = SideThread<Result<[[Record]?], Error>>(name: "ckport migrate", stackSize: 8 << 20)
     private let transform: Transform
 
+    /// Results the caller is done with, freed by the worker that allocated them: glibc makes
+    /// a thread that frees another thread's memory wait for that thread's arena lock.
+    private final class Retired: @unchecked Sendable {
+        var results: [[[Record]?]] = []
+    }
+    private var retired = Retired()
+
     init(_ transform: @escaping Transform) {
         self.transform = transform
     }
@@ -20,14 +27,22 @@ final class TransformPipeline {
     /// Hands a batch to the worker; the previous one must have been collected.
     func submit(_ batch: [Record]) {
         let transform = self.transform
+        let retired = self.retired
+        self.retired = Retired()
         side.start {
-            Result {
+            retired.results = []
+            return Result {
                 var output: [[Record]?] = []
                 output.reserveCapacity(batch.count)
                 for record in batch { output.append(try transform(record)) }
                 return output
             }
         }
+    }
+
+    /// Hands back results the caller has written; the worker frees them with its next batch.
+    func retire(_ results: [[Record]?]) {
+        retired.results.append(results)
     }
 
     /// The results of the batch submitted last, in order; rethrows what the transform threw.

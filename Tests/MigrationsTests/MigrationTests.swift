@@ -205,6 +205,32 @@ struct StepTests {
         #expect(exports[0] == exports[1])
     }
 
+    @Test("a migration says which fields its steps read, under every name a rename gives them; one that moves whole records says none")
+    func readSets() throws {
+        let scratch = Scratch()
+        let directory = scratch.migrations("reads", [
+            "0001_reads.yaml": """
+                version: 1
+                description: reads
+                steps:
+                  - renameField: {type: Person, from: nickname, to: alias}
+                  - renameField: {type: Person, from: alias, to: handle}
+                  - setField: {type: Person, field: label, fieldType: STRING, expression: "coalesce(handle, name)", where: "age > 3"}
+                  - changeType: {type: Person, field: level, to: STRING, into: levelName, map: {0: low}, default: other}
+                  - deleteRecords: {type: Old, where: "rank == 2"}
+                """,
+            "0002_move.yaml": "version: 2\ndescription: move\nsteps:\n  - migrateRecordType: {from: Old, to: New}\n",
+        ])
+        let set = try MigrationSet.load(directory: directory)
+        let first = try CompiledMigration(set.migrations[0], schema: SchemaParser.parse(StepTests.schema), latestVersion: 2)
+        #expect(first.reads == [
+            "Person": ["nickname", "alias", "handle", "label", "name", "age", "level", "levelName", "_schemaVersion"],
+            "Old": ["rank", "_schemaVersion"],
+        ])
+        let second = try CompiledMigration(set.migrations[1], schema: first.schemaAfter, latestVersion: 2)
+        #expect(second.reads == nil)
+    }
+
     @Test("a diff shows each field before and after")
     func diffs() throws {
         let scratch = Scratch()

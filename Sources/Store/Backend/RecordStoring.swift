@@ -119,14 +119,16 @@ public protocol RecordSession: AnyObject {
     /// how a migration rewrites records. A transform that throws fails the transaction.
     @discardableResult
     func rewrite(types: Set<String>, into newSchema: Schema, _ transform: (Record) throws -> [Record]?) throws -> [String: RewriteCounts]
-    /// Whether ``updateInPlace(type:into:renames:writes:_:)`` can migrate `type` (a store may
+    /// Whether ``updateInPlace(type:into:renames:writes:reads:_:)`` can migrate `type` (a store may
     /// always answer false, and every migration then goes through ``rewrite(types:into:_:)``).
     func canUpdateInPlace(type: String, into newSchema: Schema, renames: [String: String]) -> Bool
     /// Migrates the records of one type where they are, renaming fields by `renames` and
     /// writing the fields in `writes` from what `transform` returns: faster than a rewrite
-    /// when a migration only renames and sets fields.
+    /// when a migration only renames and sets fields. With `reads` (field names before the
+    /// migration), the records `transform` sees may carry only those fields besides their
+    /// name and system fields; nil hands it whole records.
     @discardableResult
-    func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+    func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
                        _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
 
     /// Where pulls from `source` got to, zone by zone.
@@ -217,5 +219,14 @@ extension RecordStoring {
     /// ``write(dryRun:_:)`` for code that holds the store as `any RecordStoring`.
     public func writeSession<T>(dryRun: Bool = false, _ body: (any RecordSession) throws -> T) throws -> T {
         try write(dryRun: dryRun) { try body($0) }
+    }
+}
+
+extension RecordSession {
+    /// ``updateInPlace(type:into:renames:writes:reads:_:)`` with whole records.
+    @discardableResult
+    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
+        try updateInPlace(type: type, into: newSchema, renames: renames, writes: writes, reads: nil, transform)
     }
 }

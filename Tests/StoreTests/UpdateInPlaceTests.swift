@@ -1,0 +1,130 @@
+import Foundation
+// GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
+import class GRDB.Database
+import protocol GRDB.DatabaseValueConvertible
+import Records
+import Testing
+import TestSupport
+@testable import Store
+
+/// `updateInPlace` writes the records a transform changed a run at a time (one UPDATE over a
+/// run's key range, one over its change-log rows): runs end at unchanged and deleted records,
+/// at zone boundaries and at batch ends, and the records it hands the transform may carry
+/// only the fields asked for.
+@Suite("migrating a type in place")
+struct UpdateInPlaceTests {
+    static let schema = """
+        DEFINE SCHEMA
+            RECORD TYPE Item (n INT64, label STRING, other STRING, link REFERENCE);
+        """
+    static let zone = ZoneID(scope: .private, zoneName: "Second")
+
+    /// 1,300 items in the default zone and 700 in a second one (more than one 512-record batch
+    /// in each); every 7th is left alone and every 11th deleted.
+    static func store(_ scratch: Scratch) throws -> RecordStore {
+        var records: [Record] = []
+        for n in 0..<2000 {
+            let zone: ZoneID = n < 1300 ? .defaultZone : UpdateInPlaceTests.zone
+            var fields: RecordFields = ["n": .int64(Int64(n)), "label": .string("old \(n)"), "other": .string("keep \(n)")]
+            if n % 3 == 0 { fields["link"] = .reference(Reference(recordName: "elsewhere-\(n)", action: .deleteSelf)) }
+            records.append(Record(id: RecordID(recordName: String(format: "i%04d", n), zone: zone), recordType: "Item", fields: fields))
+        }
+        return try scratch.store(schema: schema, records: records)
+    }
+
+    static func everything(_ store: RecordStore) throws -> [String: Record] {
+        try store.read { session in
+            var all: [String: Record] = [:]
+            try session.forEach(RecordQuery()) { all[$0.recordName] = $0 }
+            return all
+        }
+    }
+
+    @Test("changed records between unchanged and deleted ones, in two zones, are written with their change log; unread fields stay")
+    func runs() throws {
+        let scratch = Scratch()
+        let store = try UpdateInPlaceTests.store(scratch)
+        let before = try UpdateInPlaceTests.everything(store)
+        let token = try store.read { $0.currentToken }
+        var newSchema = store.schema
+        newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
+        var seen: Set<String> = []
+        let counts = try store.write { session in
+            try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["label", "twice", "link"], reads: ["n", "link"]) { record in
+                // Only the fields asked for (and the system fields) are read from the row.
+                seen.formUnion(record.fields.map { $0.0 })
+                guard case .int64(let n)? = record.fields["n"] else { throw StoreError.corrupt("no n") }
+                if n % 7 == 0 { return nil }
+                if n % 11 == 0 { return [] }
+                var result = record
+                result.fields["label"] = .string("new \(n)")
+                result.fields["twice"] = .int64(2 * n)
+                if n % 5 == 0 { result.fields["link"] = nil }
+                return [result]
+            }
+        }
+        #expect(seen == ["n", "link"])
+        let after = try UpdateInPlaceTests.everything(store)
+        var changed: Set<String> = []
+        for (name, old) in before {
+            guard case .int64(let n)? = old.fields["n"] else { Issue.record("\(name) has no n"); continue }
+            if n % 7 == 0 {
+                #expect(after[name] == old, "\(name) was left alone")
+            } else if n % 11 == 0 {
+                #expect(after[name] == nil, "\(name) was deleted")
+                changed.insert(name + " (deleted)")
+            } else {
+                let now = try #require(after[name])
+                #expect(now.zone == old.zone)
+                #expect(now.fields["label"] == .string("new \(n)") && now.fields["twice"] == .int64(2 * n))
+                #expect(now.fields["other"] == .string("keep \(n)"), "\(name): a field the transform did not read keeps its value")
+                #expect(now.fields["link"] == (n % 5 == 0 ? nil : old.fields["link"]), "\(name): a reference and its action")
+                changed.insert(name)
+            }
+        }
+        #expect(counts.scanned == 2000 && counts.changed == changed.count && counts.deleted == changed.filter { $0.hasSuffix("(deleted)") }.count)
+        // Every change is in the log once, with a sequence number of its own.
+        var logged: [String] = []
+        try store.read { session in
+            try session.forEachChange(since: token) { logged.append($0.recordName + ($0.isDeleted ? " (deleted)" : "")) }
+            #expect(session.changeSequence == token.sequence + Int64(changed.count))
+            let distinct = try Int.fetchOne(session.db, sql: "SELECT count(DISTINCT seq) FROM _ck_record WHERE seq > ?", arguments: [token.sequence])
+            #expect(distinct == changed.count)
+        }
+        #expect(logged.count == changed.count && Set(logged) == changed)
+        #expect(try store.integrityCheck() == ["ok"])
+    }
+
+    @Test("a change log that disagrees with the table stops the update and leaves the store as it was")
+    func damagedRegistry() throws {
+        let scratch = Scratch()
+        let store = try UpdateInPlaceTests.store(scratch)
+        // Damage: one record's change-log row says it was deleted, yet its row is in the table.
+        try store.write { session in
+            try session.db.execute(sql: "UPDATE _ck_record SET deleted = 1 WHERE recordName = 'i0600'")
+        }
+        func snapshot() throws -> [String] {
+            try store.read { session in
+                try String.fetchAll(session.db, sql: "SELECT zone || ' ' || recordName || ' ' || seq || ' ' || deleted FROM _ck_record ORDER BY zone, recordName")
+                    + String.fetchAll(session.db, sql: "SELECT ___recordID || ' ' || coalesce(label, '') FROM Item ORDER BY ___zone, ___recordID")
+                    + String.fetchAll(session.db, sql: "SELECT name || coalesce(sql, '') FROM sqlite_master ORDER BY name")
+            }
+        }
+        let before = try snapshot()
+        var newSchema = store.schema
+        newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
+        #expect {
+            try store.write { session in
+                try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["label"], reads: nil) { record in
+                    var result = record
+                    result.fields["label"] = .string("new")
+                    return [result]
+                }
+            }
+        } throws: { error in
+            "\(error)".contains("the change log has 511 Item records from 'i0512' to 'i1023' where the migration changed 512")
+        }
+        #expect(try snapshot() == before)
+        #expect(store.schema.recordType(named: "Item")?.field(named: "twice") == nil)
+    }
+}
