@@ -202,6 +202,8 @@ extension StoreSession {
         // The columns this migration may write, by their working names, and the names their
         // values have in the migrated records.
         let written = layout.fields.map { ($0, renames[$0.name] ?? $0.name) }.filter { writes.contains($0.1) }
+        let writtenTargets = written.map(\.1)
+        let writtenActions = written.map { $0.0.actionColumn != nil }
         // Changed records are written a run at a time (see RunUpdate): their new values are
         // staged, then one UPDATE covers the run's key range and another gives the run's
         // registry rows new change sequence numbers.
@@ -279,31 +281,38 @@ extension StoreSession {
             runZone = zoneRow
             staging.begin(record.recordName)
             var index: Int32 = 0
-            for (field, target) in written {
-                TableLayout.bind(result.fields[target], field, at: &index, to: staging)
+            for position in writtenTargets.indices {
+                TableLayout.bind(result.fields[writtenTargets[position]], hasActionColumn: writtenActions[position], at: &index, to: staging)
             }
         }
         // Reading the next batch and writing the last overlap with migrating one on the worker.
         let pipeline = TransformPipeline(transform)
         defer { pipeline.stop() }
-        var inFlight: [(record: Record, zoneRow: Int64)] = []
+        // The records in flight stay here until written, so that they are freed on this
+        // thread, which allocated them.
+        var inFlight: [Record] = []
+        var inFlightZones: [Int64] = []
         var more = true
         while more || !inFlight.isEmpty {
-            var batch: [(record: Record, zoneRow: Int64)] = []
+            var batch: [Record] = []
+            var zoneRows: [Int64] = []
             batch.reserveCapacity(512)
+            zoneRows.reserveCapacity(512)
             while more && batch.count < 512 {
                 guard try select.step(db) else { more = false; break }
                 let zoneRow = select.int64(0)
-                batch.append((try layout.decode(select, zone: try zone(row: zoneRow), only: decoded), zoneRow))
+                batch.append(try layout.decode(select, zone: try zone(row: zoneRow), only: decoded))
+                zoneRows.append(zoneRow)
             }
             counts.scanned += batch.count
             // The worker migrates this batch while the last one is written.
             let results = inFlight.isEmpty ? [] : try pipeline.collect()
-            if !batch.isEmpty { pipeline.submit(batch.map(\.record)) }
-            for index in results.indices { try write(inFlight[index].record, results[index], zoneRow: inFlight[index].zoneRow) }
+            if !batch.isEmpty { pipeline.submit(batch) }
+            for index in results.indices { try write(inFlight[index], results[index], zoneRow: inFlightZones[index]) }
             try writeRun()
             pipeline.retire(results)
             inFlight = batch
+            inFlightZones = zoneRows
         }
         // Renamed columns take their new names; their indexes are made again under the new name.
         for (from, to) in renames.sorted(by: { $0.key < $1.key }) {

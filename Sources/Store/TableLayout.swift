@@ -191,13 +191,18 @@ final class TableLayout {
 
     /// Binds one field's value (and a reference's action) at `index`, and moves `index` past it.
     @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue?, _ field: FieldColumn, at index: inout Int32, to statement: Sink) {
+        bind(value, hasActionColumn: field.actionColumn != nil, at: &index, to: statement)
+    }
+
+    /// Binds a value that may be absent (NULL, and NULL for a reference's action).
+    @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue?, hasActionColumn: Bool, at index: inout Int32, to statement: Sink) {
         guard let value else {
             statement.bindNull(index)
-            if field.actionColumn != nil { index += 1; statement.bindNull(index) }
+            if hasActionColumn { index += 1; statement.bindNull(index) }
             index += 1
             return
         }
-        bind(value, hasActionColumn: field.actionColumn != nil, at: &index, to: statement)
+        bind(value, hasActionColumn: hasActionColumn, at: &index, to: statement)
     }
 
     @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue, hasActionColumn: Bool, at index: inout Int32, to statement: Sink) {

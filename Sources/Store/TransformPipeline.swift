@@ -34,7 +34,8 @@ final class TransformPipeline {
             return Result {
                 var output: [[Record]?] = []
                 output.reserveCapacity(batch.count)
-                for record in batch { output.append(try transform(record)) }
+                // By index: the records are lent to the transform, not copied for it.
+                for index in batch.indices { output.append(try transform(batch[index])) }
                 return output
             }
         }
