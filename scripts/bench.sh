@@ -23,6 +23,7 @@
 #   scripts/bench.sh              # 1,000,000 records and 100,000 events, plus 100,000 records
 #                                 # and 10,000 events for the memory column
 #   scripts/bench.sh 200000 20000 # a quicker run
+#   BENCH_ONLY=sqlite scripts/bench.sh 1000000 100000  # only the SQLite, bundle, migration and calendar tables
 #   BENCH_ONLY=postgres scripts/bench.sh 1000000   # only the PostgreSQL rows (and SQLite's beside)
 #   BENCH_ONLY=postgres BENCH_PG_SCALE=10000000 scripts/bench.sh 1000000   # with a scale row
 #   BENCH_ONLY=xml scripts/bench.sh 1000000 100000  # only the property-list and xCal rows
@@ -457,6 +458,70 @@ measure_pg_scale() {
   repeat=1 run scale-pg-export "$ckport" export --store "$pg_url?schema=scale" -o "$work/scale-out.jsonl" -q
   rm -f "$work/scale.jsonl" "$work/scale-out.jsonl"
 }
+# The SQLite tables: JSON Lines and CSV, backup bundles, the migration and the calendar.
+sqlite_tables() {
+  local tasks where
+  tasks=$(sqlite3 "$work/big.sqlite" 'SELECT count(*) FROM "Task"')
+  where=$(cat "$work/big-where.count")
+
+  echo
+  echo "ckport benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m), $(sqlite3 --version | awk '{print "sqlite3 " $1}')"
+  echo "data: family-todo, $(commas "$records") records ($(commas "$tasks") Task), JSONL $(awk '{printf "%.0f MB", $1/1048576}' "$work/big-bytes")"
+  echo
+  row "operation" "seconds" "records/s" "sqlite3 shell, same rows" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
+  rule
+  row "import JSONL into an empty store" "$(secs big-import)" "$(rate big-import "$records")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-import big-ref-import)×" "$(mb small-import) / $(mb big-import) MB"
+  row "export all to JSONL" "$(secs big-export)" "$(rate big-export "$records")" "-json: $(secs big-ref-export) s" "$(ratio big-export big-ref-export)×" "$(mb small-export) / $(mb big-export) MB"
+  row "import CSV (Task) into an empty store" "$(secs big-csv-import)" "$(rate big-csv-import "$tasks")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-csv-import big-ref-import)×" "$(mb small-csv-import) / $(mb big-csv-import) MB"
+  row "import Task, flat JSON Lines" "$(secs big-plain-import)" "$(rate big-plain-import "$tasks")" "sqlite-utils: $(secs big-su-json) s" "$(ratio big-plain-import big-su-json)×" "$(mb small-plain-import) / $(mb big-plain-import) MB"
+  row "import Task, CSV (as above)" "$(secs big-csv-import)" "$(rate big-csv-import "$tasks")" "sqlite-utils: $(secs big-su-csv) s" "$(ratio big-csv-import big-su-csv)×" "$(mb small-csv-import) / $(mb big-csv-import) MB"
+  row "export Task to CSV" "$(secs big-csv-export)" "$(rate big-csv-export "$tasks")" "-csv: $(secs big-ref-csv-export) s" "$(ratio big-csv-export big-ref-csv-export)×" "$(mb small-csv-export) / $(mb big-csv-export) MB"
+  row "export --where (indexed, $where rows)" "$(secs big-where)" "$(rate big-where "$where")" "-json WHERE: $(secs big-ref-where) s" "$(ratio big-where big-ref-where)×" "$(mb small-where) / $(mb big-where) MB"
+  echo
+  echo "Median of $repeat runs each. ratio = ckport time / reference time on the same rows (lower is better):"
+  echo "the sqlite3 shell, or sqlite-utils $("$venv/bin/sqlite-utils" --version | awk '{print $3}') (PyPI) inserting the same Task rows."
+  echo "Exports write a file and sync it, both tools. The shell's .import fills one plain table; ckport"
+  echo "also validates every record, keeps the change log and builds the schema's indexes (6 on Task)"
+  echo "in the same transaction."
+  echo
+  echo "Backup bundles of the same $(commas "$records") records ($(ls -l "$work/big.ckbundle" | awk '{printf "%.0f MB", $5/1048576}')):"
+  echo
+  row "operation" "seconds" "records/s" "reference, same records" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
+  rule
+  row "backup to a bundle" "$(secs big-backup)" "$(rate big-backup "$records")" "export + gzip -6: $(secs big-ref-backup) s" "$(ratio big-backup big-ref-backup)×" "$(mb small-backup) / $(mb big-backup) MB"
+  row "verify the bundle" "$(secs big-verify)" "$(rate big-verify "$records")" "restore: $(secs big-restore) s" "$(ratio big-verify big-restore)×" "$(mb small-verify) / $(mb big-verify) MB"
+  row "restore into an empty store" "$(secs big-restore)" "$(rate big-restore "$records")" "JSONL import: $(secs big-import) s" "$(ratio big-restore big-import)×" "$(mb small-restore) / $(mb big-restore) MB"
+  echo
+  echo "Targets: backup ≤ 1.3× the export piped through gzip -6, restore ≥ 100,000 records/s, verify at"
+  echo "least twice as fast as restore, memory under 200 MB. restore checks the bundle as it writes,"
+  echo "in one transaction that commits only when every member has checked out."
+  echo
+  echo "A three-step migration of the same $(commas "$tasks") Task records (rename, a type change with a map, setField):"
+  echo
+  row "operation" "seconds" "records/s" "sqlite3 shell, same steps" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
+  rule
+  row "migrate plan (per-record diffs)" "$(secs big-plan)" "$(rate big-plan "$tasks")" "SQL: $(secs big-ref-apply) s" "$(ratio big-plan big-ref-apply)×" "$(mb small-plan) / $(mb big-plan) MB"
+  row "migrate apply (one transaction)" "$(secs big-apply)" "$(rate big-apply "$tasks")" "SQL: $(secs big-ref-apply) s" "$(ratio big-apply big-ref-apply)×" "$(mb small-apply) / $(mb big-apply) MB"
+  echo
+  echo "A migration failing on the middle record ($(commas $((tasks / 2))) of $(commas "$tasks")) left the store: $(cat "$work/big-atomic")."
+  echo "Targets: plan and apply ≥ 100,000 records/s, memory under 200 MB. The SQL updates the rows in"
+  echo "place without checking or converting anything; apply validates the steps against the schema,"
+  echo "converts every value in Swift on a second thread, writes the changed columns and keeps the change log."
+  echo
+  echo "data: family-calendar, $(commas "$events") events × 3 participants ($(commas $((4 * events))) records), iCalendar $(awk '{printf "%.0f MB", $1/1048576}' "$work/cal-bytes")"
+  echo
+  row "operation" "seconds" "events/s" "Python icalendar, same data" "ratio" "peak RSS $(commas "$small_events") / $(commas "$events")"
+  rule
+  row "export events to iCalendar" "$(secs cal-export)" "$(rate cal-export "$events")" "$(secs cal-ref-export) s" "$(ratio cal-export cal-ref-export)×" "$(mb small-cal-export) / $(mb cal-export) MB"
+  row "import iCalendar (events + attendees)" "$(secs cal-import)" "$(rate cal-import "$events")" "$(secs cal-ref-import) s" "$(ratio cal-import cal-ref-import)×" "$(mb small-cal-import) / $(mb cal-import) MB"
+  echo
+  echo "Targets: export ≥ 50,000 events/s, import ≥ 30,000 events/s. ratio = ckport time / Python time."
+  echo "Python's export reads the same records from JSON Lines and writes with icalendar's to_ical();"
+  echo "its import parses with from_ical() and inserts the events and attendees into SQLite. ckport"
+  echo "exports from its store (attendees looked up per event) and imports through the mapping,"
+  echo "validating every record, into a store with the schema's indexes."
+}
+
 # The SQLite rows a partial run (BENCH_ONLY) compares with: import, export and --where.
 measure_sqlite_basics() {
   local n=$1 tag=$2
@@ -468,6 +533,15 @@ measure_sqlite_basics() {
   run "$tag-where" "$ckport" export --store "$work/$tag.sqlite" --type Task --where "householdId == 'household-1'" -o "$work/$tag-where.jsonl" -q
   wc -l < "$work/$tag-where.jsonl" > "$work/$tag-where.count"
 }
+if [ "${BENCH_ONLY:-}" = sqlite ]; then
+  measure "$small" small
+  measure "$records" big
+  measure_calendar "$small_events" small-cal
+  measure_calendar "$events" cal
+  sqlite_tables
+  exit 0
+fi
+
 if [ "${BENCH_ONLY:-}" = postgres ]; then
   measure_sqlite_basics "$records" big
   measure_postgres "$records" big
@@ -530,65 +604,7 @@ measure_calendar "$events" cal
 measure_xcal "$events" cal
 measure_postgres "$records" big
 [ -z "${BENCH_PG_SCALE:-}" ] || measure_pg_scale "$BENCH_PG_SCALE"
-tasks=$(sqlite3 "$work/big.sqlite" 'SELECT count(*) FROM "Task"')
-where=$(cat "$work/big-where.count")
-
-echo
-echo "ckport benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m), $(sqlite3 --version | awk '{print "sqlite3 " $1}')"
-echo "data: family-todo, $(commas "$records") records ($(commas "$tasks") Task), JSONL $(awk '{printf "%.0f MB", $1/1048576}' "$work/big-bytes")"
-echo
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "sqlite3 shell, same rows" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
-printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import JSONL into an empty store" "$(secs big-import)" "$(rate big-import "$records")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-import big-ref-import)×" "$(mb small-import) / $(mb big-import) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export all to JSONL" "$(secs big-export)" "$(rate big-export "$records")" "-json: $(secs big-ref-export) s" "$(ratio big-export big-ref-export)×" "$(mb small-export) / $(mb big-export) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import CSV (Task) into an empty store" "$(secs big-csv-import)" "$(rate big-csv-import "$tasks")" ".import CSV: $(secs big-ref-import) s" "$(ratio big-csv-import big-ref-import)×" "$(mb small-csv-import) / $(mb big-csv-import) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import Task, flat JSON Lines" "$(secs big-plain-import)" "$(rate big-plain-import "$tasks")" "sqlite-utils: $(secs big-su-json) s" "$(ratio big-plain-import big-su-json)×" "$(mb small-plain-import) / $(mb big-plain-import) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import Task, CSV (as above)" "$(secs big-csv-import)" "$(rate big-csv-import "$tasks")" "sqlite-utils: $(secs big-su-csv) s" "$(ratio big-csv-import big-su-csv)×" "$(mb small-csv-import) / $(mb big-csv-import) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export Task to CSV" "$(secs big-csv-export)" "$(rate big-csv-export "$tasks")" "-csv: $(secs big-ref-csv-export) s" "$(ratio big-csv-export big-ref-csv-export)×" "$(mb small-csv-export) / $(mb big-csv-export) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export --where (indexed, $where rows)" "$(secs big-where)" "$(rate big-where "$where")" "-json WHERE: $(secs big-ref-where) s" "$(ratio big-where big-ref-where)×" "$(mb small-where) / $(mb big-where) MB"
-echo
-echo "Median of $repeat runs each. ratio = ckport time / reference time on the same rows (lower is better):"
-echo "the sqlite3 shell, or sqlite-utils $("$venv/bin/sqlite-utils" --version | awk '{print $3}') (PyPI) inserting the same Task rows."
-echo "Exports write a file and sync it, both tools. The shell's .import fills one plain table; ckport"
-echo "also validates every record, keeps the change log and builds the schema's indexes (6 on Task)"
-echo "in the same transaction."
-echo
-echo "Backup bundles of the same $(commas "$records") records ($(ls -l "$work/big.ckbundle" | awk '{printf "%.0f MB", $5/1048576}')):"
-echo
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "reference, same records" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
-printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "backup to a bundle" "$(secs big-backup)" "$(rate big-backup "$records")" "export + gzip -6: $(secs big-ref-backup) s" "$(ratio big-backup big-ref-backup)×" "$(mb small-backup) / $(mb big-backup) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "verify the bundle" "$(secs big-verify)" "$(rate big-verify "$records")" "restore: $(secs big-restore) s" "$(ratio big-verify big-restore)×" "$(mb small-verify) / $(mb big-verify) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "restore into an empty store" "$(secs big-restore)" "$(rate big-restore "$records")" "JSONL import: $(secs big-import) s" "$(ratio big-restore big-import)×" "$(mb small-restore) / $(mb big-restore) MB"
-echo
-echo "Targets: backup ≤ 1.3× the export piped through gzip -6, restore ≥ 100,000 records/s, verify at"
-echo "least twice as fast as restore, memory under 200 MB. restore checks the bundle as it writes,"
-echo "in one transaction that commits only when every member has checked out."
-echo
-echo "A three-step migration of the same $(commas "$tasks") Task records (rename, a type change with a map, setField):"
-echo
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "records/s" "sqlite3 shell, same steps" "ratio" "peak RSS $(commas "$small") / $(commas "$records")"
-printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "migrate plan (per-record diffs)" "$(secs big-plan)" "$(rate big-plan "$tasks")" "SQL: $(secs big-ref-apply) s" "$(ratio big-plan big-ref-apply)×" "$(mb small-plan) / $(mb big-plan) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "migrate apply (one transaction)" "$(secs big-apply)" "$(rate big-apply "$tasks")" "SQL: $(secs big-ref-apply) s" "$(ratio big-apply big-ref-apply)×" "$(mb small-apply) / $(mb big-apply) MB"
-echo
-echo "A migration failing on the middle record ($(commas $((tasks / 2))) of $(commas "$tasks")) left the store: $(cat "$work/big-atomic")."
-echo "Targets: plan and apply ≥ 100,000 records/s, memory under 200 MB. The SQL updates the rows in"
-echo "place without checking or converting anything; apply validates the steps against the schema,"
-echo "converts every value in Swift on a second thread, writes the changed columns and keeps the change log."
-echo
-echo "data: family-calendar, $(commas "$events") events × 3 participants ($(commas $((4 * events))) records), iCalendar $(awk '{printf "%.0f MB", $1/1048576}' "$work/cal-bytes")"
-echo
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "operation" "seconds" "events/s" "Python icalendar, same data" "ratio" "peak RSS $(commas "$small_events") / $(commas "$events")"
-printf "|%s|%s|%s|%s|%s|%s|\n" "----------------------------------------" "---------:" "-------------:" "------------------------------" "---------:" "--------------:"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export events to iCalendar" "$(secs cal-export)" "$(rate cal-export "$events")" "$(secs cal-ref-export) s" "$(ratio cal-export cal-ref-export)×" "$(mb small-cal-export) / $(mb cal-export) MB"
-printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "import iCalendar (events + attendees)" "$(secs cal-import)" "$(rate cal-import "$events")" "$(secs cal-ref-import) s" "$(ratio cal-import cal-ref-import)×" "$(mb small-cal-import) / $(mb cal-import) MB"
-echo
-echo "Targets: export ≥ 50,000 events/s, import ≥ 30,000 events/s. ratio = ckport time / Python time."
-echo "Python's export reads the same records from JSON Lines and writes with icalendar's to_ical();"
-echo "its import parses with from_ical() and inserts the events and attendees into SQLite. ckport"
-echo "exports from its store (attendees looked up per event) and imports through the mapping,"
-echo "validating every record, into a store with the schema's indexes."
+sqlite_tables
 echo
 echo "CloudKit on the emulator (loopback HTTP, pages of 200, requests of at most 200 operations):"
 echo

@@ -208,7 +208,6 @@ extension StoreSession {
         // staged, then one UPDATE covers the run's key range and another gives the run's
         // registry rows new change sequence numbers.
         let runs = try RunUpdate(db)
-        defer { runs.remove() }
         let staging = runs.staging
         var assignments: [String] = []
         var slot = 0
@@ -228,6 +227,14 @@ extension StoreSession {
             """)
         let delete = try PreparedStatement(db, "DELETE FROM \(quoted(name)) WHERE ___zone = ?1 AND ___recordID = ?2")
         let select = try PreparedStatement(db, layout.selectSQL + " ORDER BY ___zone, ___recordID")
+        // SQLite removes a function only while none of the connection's statements runs, so
+        // the ones here stop first (a migration stopped halfway leaves them mid-step).
+        defer {
+            select.resetForRebinding()
+            update?.resetForRebinding()
+            stamp.resetForRebinding()
+            runs.remove()
+        }
         // The fields the transform reads (under their old names or the names renames give them).
         let decoded = reads.map { reads in layout.fields.map { reads.contains($0.name) || reads.contains(renames[$0.name] ?? $0.name) } }
         var runZone: Int64 = 0

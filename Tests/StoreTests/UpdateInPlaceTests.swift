@@ -126,5 +126,18 @@ struct UpdateInPlaceTests {
         }
         #expect(try snapshot() == before)
         #expect(store.schema.recordType(named: "Item")?.field(named: "twice") == nil)
+        // Repaired, the same connection migrates: the failure left no function or statement behind.
+        try store.write { session in
+            try session.db.execute(sql: "UPDATE _ck_record SET deleted = 0 WHERE recordName = 'i0600'")
+        }
+        let counts = try store.write { session in
+            try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["label"], reads: nil) { record in
+                var result = record
+                result.fields["label"] = .string("new")
+                return [result]
+            }
+        }
+        #expect(counts.changed == 2000)
+        #expect(try UpdateInPlaceTests.everything(store).values.allSatisfy { $0.fields["label"] == .string("new") })
     }
 }
