@@ -37,12 +37,12 @@ extension StoreSession {
     /// The earliest and latest value of TIMESTAMP `fields` among the records a query selects.
     public func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)? {
         var low: Int64?, high: Int64?
+        var statements = QueryStatements()
         for compiled in try compile(query) {
             for field in fields {
                 guard let index = compiled.layout.fieldsByName[field], compiled.layout.fields[index].type == .timestamp else { continue }
                 let column = compiled.layout.fields[index].column
-                let statement = try PreparedStatement(db, "SELECT min(\(column)), max(\(column)) FROM (\(compiled.sql))")
-                for (position, argument) in compiled.arguments.enumerated() { argument.bind(to: statement, at: Int32(position + 1)) }
+                let statement = try statements.statement(db, "SELECT min(\(column)), max(\(column)) FROM (\(compiled.sql))", compiled.arguments)
                 guard try statement.step(db), let min = statement.optionalInt64(0), let max = statement.optionalInt64(1) else { continue }
                 low = Swift.min(low ?? min, min)
                 high = Swift.max(high ?? max, max)

@@ -18,10 +18,10 @@ extension StoreSession {
     /// ``forEach(_:_:)`` gives, and calls `written` after each.
     public func forEachCanonicalJSON(_ query: RecordQuery, into out: inout JSONWriter, _ written: (inout JSONWriter) throws -> Void) throws {
         var remaining = query.limit ?? Int.max
+        var statements = QueryStatements()
         for compiled in try compile(query) {
             guard remaining > 0 else { return }
-            let statement = try PreparedStatement(db, compiled.sql)
-            for (index, argument) in compiled.arguments.enumerated() { argument.bind(to: statement, at: Int32(index + 1)) }
+            let statement = try statements.statement(db, compiled.sql, compiled.arguments)
             let names = compiled.layout.jsonNames
             var zonePart: [UInt8] = []
             var zoneRow: Int64?

@@ -107,17 +107,34 @@ public final class StoreSession {
 
     /// Every zone the registry and the tables name exists: a store edited by hand is refused
     /// as damaged by every command, rather than losing records from exports silently. Zones
-    /// lead each table's key, so this visits one row per zone, not every record.
+    /// lead each table's key, so each range of zone numbers that no zone has is one seek per
+    /// table — two when the zones are numbered without gaps — however many zones and records
+    /// the store holds. (Stepping through the zones instead read a page per zone and table:
+    /// 3,000 pages for every session of a store of 1,000 zones.)
     private func checkZoneReferences() throws {
         let tables = [("_ck_record", "zone", "the change log")] + layouts.values.map { ($0.table, "___zone", "a \($0.typeName) record") }
         for (table, column, what) in tables {
-            var last = Int64.min
-            let next = try db.cachedStatement(sql: "SELECT \(column) FROM \(table) WHERE \(column) > ? ORDER BY \(column) LIMIT 1")
-            while let zone = try Int64.fetchOne(next, arguments: [last]) {
-                guard zonesByRow[zone] != nil else { throw StoreError.corrupt("\(what) names zone \(zone), which does not exist") }
-                last = zone
+            let probe = try PreparedStatement(db, "SELECT \(column) FROM \(table) WHERE \(column) BETWEEN ?1 AND ?2 LIMIT 1")
+            for gap in StoreSession.gaps(in: zonesByRow.keys.sorted()) {
+                probe.reset()
+                probe.bind(1, gap.lowerBound)
+                probe.bind(2, gap.upperBound)
+                if try probe.step(db) { throw StoreError.corrupt("\(what) names zone \(probe.int64(0)), which does not exist") }
             }
         }
+    }
+
+    /// The ranges of numbers between `sorted` (ascending, distinct) and beyond its ends.
+    static func gaps(in sorted: [Int64]) -> [ClosedRange<Int64>] {
+        var gaps: [ClosedRange<Int64>] = []
+        var next = Int64.min
+        for id in sorted {
+            if id > next { gaps.append(next...(id - 1)) }
+            guard id < Int64.max else { return gaps }
+            next = id + 1
+        }
+        gaps.append(next...Int64.max)
+        return gaps
     }
 
     /// The change sequence, checked: a store whose metadata was edited by hand is damaged.
