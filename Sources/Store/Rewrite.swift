@@ -207,16 +207,10 @@ extension StoreSession {
         // Changed records are written a run at a time (see RunUpdate): their new values are
         // staged, then one UPDATE covers the run's key range and another gives the run's
         // registry rows new change sequence numbers.
-        let runs = try RunUpdate(db)
+        let columns = written.flatMap { [$0.0.column] + ($0.0.actionColumn.map { [$0] } ?? []) }
+        let assignments = columns.enumerated().map { "\($0.element) = \(RunUpdate.valueFunction)(___recordID, \($0.offset))" }
+        let runs = try RunUpdate(db, width: columns.count)
         let staging = runs.staging
-        var assignments: [String] = []
-        var slot = 0
-        for (field, _) in written {
-            for column in [field.column] + (field.actionColumn.map { [$0] } ?? []) {
-                assignments.append("\(column) = \(RunUpdate.valueFunction)(___recordID, \(slot))")
-                slot += 1
-            }
-        }
         let update = assignments.isEmpty ? nil : try PreparedStatement(db, """
             UPDATE \(quoted(name)) SET \(assignments.joined(separator: ", "))
             WHERE ___zone = ?1 AND ___recordID >= ?2 AND ___recordID <= ?3

@@ -30,9 +30,15 @@ final class RunUpdate {
     /// through the functions' user data.
     final class Staging: ColumnSink {
         var lastSequence: Int64 = 0
+        /// Values staged per record: one per column the UPDATE sets.
+        let width: Int
         private(set) var names: [String] = []
         private(set) var values: [StagedValue] = []
         private var cursor = 0
+
+        init(width: Int) {
+            self.width = width
+        }
 
         var count: Int { names.count }
 
@@ -64,7 +70,6 @@ final class RunUpdate {
         }
 
         fileprivate func value(row: Int, slot: Int) -> StagedValue? {
-            let width = values.count / max(names.count, 1)
             guard slot >= 0, slot < width else { return nil }
             return values[row * width + slot]
         }
@@ -78,10 +83,12 @@ final class RunUpdate {
         }
     }
 
-    let staging = Staging()
+    let staging: Staging
     private let connection: OpaquePointer
 
-    init(_ db: Database) throws {
+    /// `width`: the columns the run's UPDATE sets, each record's values staged in that order.
+    init(_ db: Database, width: Int) throws {
+        staging = Staging(width: width)
         connection = db.sqliteConnection!
         try register(RunUpdate.sequenceFunction, arguments: 0) { call, _, _ in
             let staging = Unmanaged<Staging>.fromOpaque(sqlite3_user_data(call)!).takeUnretainedValue()
