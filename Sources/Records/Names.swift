@@ -31,12 +31,9 @@ public enum Names {
             return "a record name has at most \(maxRecordNameLength) characters, this one has \(utf8.count)"
         }
         if utf8.first == UInt8(ascii: "_") { return "a record name cannot start with '_' (CloudKit keeps those names)" }
-        for byte in utf8 where byte < 0x20 || byte > 0x7E {
-            return byte > 0x7E
-                ? "a record name must be ASCII"
-                : "a record name cannot hold control characters"
-        }
-        return nil
+        let outside = name.withUTF8Bytes { bytes in bytes.first { $0 < 0x20 || $0 > 0x7E } }
+        guard let outside else { return nil }
+        return outside > 0x7E ? "a record name must be ASCII" : "a record name cannot hold control characters"
     }
 
     /// Why `name` cannot be the target of a reference, or nil when it can. Targets follow the

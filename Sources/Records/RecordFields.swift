@@ -40,8 +40,14 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
         for (name, value) in elements { self[name] = value }
     }
 
-    @inline(__always) static func precedes(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+    /// Whether `a` sorts before `b` in the byte order of their UTF-8, the order fields are kept in.
+    @inlinable @inline(__always) public static func precedes(_ a: String, _ b: String) -> Bool {
+        a.withUTF8Bytes { x in
+            b.withUTF8Bytes { y in
+                for index in 0..<Swift.min(x.count, y.count) where x[index] != y[index] { return x[index] < y[index] }
+                return x.count < y.count
+            }
+        }
     }
 
     public var count: Int { entries.count }
@@ -49,23 +55,34 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
     /// Field names, sorted.
     public var names: [String] { entries.map(\.name) }
 
+    /// Where `name` stands or would stand: the first entry that does not sort before it.
+    @inline(__always) private func position(of name: String) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if RecordFields.precedes(entries[middle].name, name) { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
     public subscript(name: String) -> FieldValue? {
         get {
-            for entry in entries where entry.name == name { return entry.value }
-            return nil
+            let index = position(of: name)
+            return index < entries.count && entries[index].name == name ? entries[index].value : nil
         }
         set {
-            if let index = entries.firstIndex(where: { $0.name == name }) {
+            // Fields usually arrive in order: then one comparison finds the place.
+            let count = entries.count
+            let index = count > 0 && RecordFields.precedes(entries[count - 1].name, name) ? count : position(of: name)
+            if index < count && entries[index].name == name {
                 if let newValue { entries[index].value = newValue } else { entries.remove(at: index) }
                 return
             }
             guard let newValue else { return }
-            // Fields usually arrive in order: append when the name sorts last.
-            if let last = entries.last, !RecordFields.precedes(last.name, name) {
-                let index = entries.firstIndex { RecordFields.precedes(name, $0.name) } ?? entries.count
-                entries.insert(Entry(name: name, value: newValue), at: index)
-            } else {
+            if index == count {
                 entries.append(Entry(name: name, value: newValue))
+            } else {
+                entries.insert(Entry(name: name, value: newValue), at: index)
             }
         }
     }
@@ -78,15 +95,16 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
             entries.append(Entry(name: name, value: value))
             return true
         }
-        let copy = copy name
-        if self[copy] != nil { return false }
-        self[copy] = value
+        let index = position(of: name)
+        if index < count && entries[index].name == name { return false }
+        entries.insert(Entry(name: name, value: value), at: index)
         return true
     }
 
     @discardableResult
     public mutating func removeValue(forName name: String) -> FieldValue? {
-        guard let index = entries.firstIndex(where: { $0.name == name }) else { return nil }
+        let index = position(of: name)
+        guard index < entries.count && entries[index].name == name else { return nil }
         return entries.remove(at: index).value
     }
 

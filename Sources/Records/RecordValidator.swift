@@ -69,7 +69,7 @@ public struct RecordValidator: Sendable {
                         // Usually the next name matches at once; otherwise skip the fields the
                         // record does not have.
                         while next < names.count, names[next] != entries[k].name {
-                            guard names[next].utf8.lexicographicallyPrecedes(entries[k].name.utf8) else { return false }
+                            guard RecordFields.precedes(names[next], entries[k].name) else { return false }
                             next += 1
                         }
                         guard next < names.count, types[next].accepts(entries[k].value.type) else { return false }

@@ -173,7 +173,7 @@ final class TableLayout {
                         var found = -1
                         while next < entries.count {
                             if entries[next].name == names[position] { found = next; next += 1; break }
-                            if names[position].utf8.lexicographicallyPrecedes(entries[next].name.utf8) { break }
+                            if RecordFields.precedes(names[position], entries[next].name) { break }
                             next += 1
                         }
                         if found < 0 {

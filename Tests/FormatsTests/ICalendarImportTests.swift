@@ -487,4 +487,41 @@ struct ICalendarImportTests {
         let summary = try calendar.run(calendar.fixture("calendars/google-calendar.ics"))
         #expect(summary.notes.contains { $0.contains("DTSTART TZID=America/New_York in 2 events") }, "\(summary.notes)")
     }
+
+    @Test("names, addresses and words in any case: lower-case property names, MAILTO: and an address in capitals find the person, status:cancelled cancels, partstat=accepted is renamed")
+    func anyCase() throws {
+        let calendar = try CalendarImport()
+        let (address, user) = try #require(calendar.people.sorted { $0.key < $1.key }.first)
+        #expect(address != address.uppercased(), "the sample's addresses are written in lower case")
+        let path = try calendar.file("""
+            BEGIN:VCALENDAR
+            VERSION:2.0
+            BEGIN:VEVENT
+            uid:any-case
+            dtstart:20260301T090000Z
+            DtEnd:20260301T100000Z
+            summary:Case\\, and more
+            status:cancelled
+            organizer:MAILTO:\(address.uppercased())
+            attendee;partstat=accepted;role=REQ-PARTICIPANT:MAILTO:\(address.uppercased())
+            ATTENDEE;PARTSTAT=Declined;ROLE=chair:mailto:Someone@Example.com
+            END:VEVENT
+            END:VCALENDAR
+
+            """)
+        let summary = try calendar.run(path)
+        let event = try #require(try calendar.event("any-case"))
+        #expect(event.fields["title"] == .string("Case, and more"))
+        #expect(event.fields["startDate"] == at("2026-03-01T09:00:00Z"))
+        #expect(event.fields["endDate"] == at("2026-03-01T10:00:00Z"))
+        #expect(event.fields["isDeleted"] == .int64(1))
+        #expect(event.fields["creatorID"] == .string(user))
+        let participants = try calendar.records("EventParticipant", "eventID == 'any-case'")
+        #expect(Set(participants.compactMap { $0.fields["userID"] }) == [.string(user), .string("Someone@Example.com")])
+        #expect(Set(participants.compactMap { $0.fields["status"] }) == [.string("accepted"), .string("declined")])
+        // REQ-PARTICIPANT is the default role whatever its case; CHAIR is not kept.
+        let note = try #require(summary.notes.first { $0.hasPrefix("not kept") })
+        #expect(note.contains("1 ATTENDEE ROLE=chair in 1 event"), "\(note)")
+        #expect(!note.contains("REQ-PARTICIPANT"), "\(note)")
+    }
 }

@@ -79,6 +79,38 @@ struct ICalendarTextTests {
         }
     }
 
+    @Test("words compared in any case as upper-casing compares them, Unicode's mappings included")
+    func anyCase() {
+        for (text, expected) in [("cancelled", true), ("CANCELLED", true), ("CanCelled", true), ("CANCELLE", false), ("CANCELLED ", false),
+                                 ("", false), ("cancelléd", false), ("CANCELLED\u{0}", false)] {
+            #expect(ICalText.equalsIgnoringCase(text, "CANCELLED") == expected, "\(text)")
+        }
+        // Dotless ı upper-cases to I and the long s ſ to S, as String.uppercased() says.
+        #expect(ICalText.equalsIgnoringCase("ındıvıdual", "INDIVIDUAL"))
+        #expect(ICalText.equalsIgnoringCase("falſe", "FALSE"))
+        #expect(!ICalText.equalsIgnoringCase("ündividual", "INDIVIDUAL"))
+    }
+
+    @Test("names in any case, common or not, and times with spaces around them read the same")
+    func namesAndTimes() throws {
+        let long = "X-A-PROPERTY-NAME-LONGER-THAN-SIXTEEN"
+        let text = "BEGIN:VCALENDAR\nbegin:vevent\nuid:a\nDtStart;tzid=Europe/Zurich: 20260301T090000 \nDTEND;VALUE=date:20260302\nRECURRENCE-ID;Value=DATE:\t20260303\n\(long.lowercased());X-P=1:v\nX-:empty\nEND:VEVENT\nEND:VCALENDAR\n"
+        let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: Array(text.utf8)))
+        let event = try #require(try parser.next())
+        #expect(event.name == "VEVENT")
+        #expect(event.properties.map(\.name) == ["UID", "DTSTART", "DTEND", "RECURRENCE-ID", long, "X-"])
+        let start = try #require(event.property("DTSTART"))
+        #expect(start.parameter("TZID") == "Europe/Zurich")
+        #expect(CalendarTime.parse(start) == .zoned(LocalDateTime(year: 2026, month: 3, day: 1, hour: 9), tzid: "Europe/Zurich"))
+        #expect(CalendarTime.parse(try #require(event.property("DTEND"))) == .date(LocalDateTime(year: 2026, month: 3, day: 2)))
+        #expect(CalendarTime.parse(try #require(event.property("RECURRENCE-ID"))) == .date(LocalDateTime(year: 2026, month: 3, day: 3)))
+        #expect(event.property(long)?.parameter("X-P") == "1")
+        for bad in ["2026030", "20260230", "20260301T250000Z", "20260301T0900", "20260301X090000", " "] {
+            #expect(CalendarTime.parse(ContentLine(name: "DTSTART", value: bad)) == nil, "\(bad)")
+        }
+        #expect(CalendarTime.parse(ContentLine(name: "DTSTART", value: "20260301t090000z")) == .utc(LocalDateTime(year: 2026, month: 3, day: 1, hour: 9)))
+    }
+
     @Test("TEXT escaping of backslash, semicolon, comma and newlines")
     func escaping() {
         let text = "a\\b;c,d\ne\r\nf"

@@ -158,3 +158,37 @@ struct PredicateTests {
         }
     }
 }
+
+@Suite("Record fields")
+struct RecordFieldsTests {
+    @Test("fields set in any order are kept in UTF-8 byte order, found, replaced and removed; a name set twice is one field")
+    func sortedFields() {
+        // Byte order, not Unicode's or the locale's: "Z" < "a" < "é" (C3 A9) < "ü" (C3 BC).
+        let names = ["ü", "title", "a", "Z", "é", "startDate", "b", "aa", "", "title2"]
+        var fields = RecordFields()
+        for (index, name) in names.enumerated() { fields[name] = .int64(Int64(index)) }
+        #expect(fields.names == ["", "Z", "a", "aa", "b", "startDate", "title", "title2", "é", "ü"])
+        for (index, name) in names.enumerated() { #expect(fields[name] == .int64(Int64(index)), "\(name)") }
+        #expect(fields["titl"] == nil && fields["zz"] == nil && fields["ü2"] == nil)
+        fields["a"] = .string("again")
+        #expect(fields.count == names.count && fields["a"] == .string("again"))
+        #expect(!fields.insertNew("b", .int64(9)) && fields["b"] == .int64(6))
+        #expect(fields.insertNew("ab", .int64(9)) && fields.names.prefix(5) == ["", "Z", "a", "aa", "ab"])
+        #expect(fields.removeValue(forName: "aa") == .int64(7) && fields.removeValue(forName: "aa") == nil)
+        fields["Z"] = nil
+        fields["never"] = nil
+        #expect(fields.names == ["", "a", "ab", "b", "startDate", "title", "title2", "é", "ü"])
+        #expect(RecordFields(Dictionary(uniqueKeysWithValues: names.map { ($0, FieldValue.int64(0)) })).names
+                == ["", "Z", "a", "aa", "b", "startDate", "title", "title2", "é", "ü"])
+    }
+
+    @Test("byte order of names, long and short, against the standard library's")
+    func precedes() {
+        let names = ["", "a", "A", "ab", "abc", "abcdefghijklmnop", "abcdefghijklmnoq", "abcdefghijklmnopq", "é", "e\u{301}", "ü", "z", "\u{1F600}"]
+        for a in names {
+            for b in names {
+                #expect(RecordFields.precedes(a, b) == a.utf8.lexicographicallyPrecedes(b.utf8), "\(a) < \(b)")
+            }
+        }
+    }
+}

@@ -133,14 +133,20 @@ public struct CalendarMapping: Sendable {
     /// ckport file names (X-CKPORT-TYPE); else, for a recurring component, the entry that keeps
     /// rules; else the first.
     public func component(for ical: ICalComponent) -> Component? {
-        let candidates = components.filter { $0.component == ical.name }
-        guard candidates.count > 1 else { return candidates.first }
+        componentIndex(for: ical).map { components[$0] }
+    }
+
+    /// Where in ``components`` the entry that reads a component stands (see ``component(for:)``).
+    public func componentIndex(for ical: ICalComponent) -> Int? {
+        guard let first = components.firstIndex(where: { $0.component == ical.name }) else { return nil }
+        guard components[(first + 1)...].contains(where: { $0.component == ical.name }) else { return first }
+        let candidates = components.indices[first...].filter { components[$0].component == ical.name }
         if let type = ical.property(CalendarMapping.typeProperty)?.value,
-           let match = candidates.first(where: { $0.recordType == ICalText.unescape(type) }) {
+           let match = candidates.first(where: { components[$0].recordType == ICalText.unescape(type) }) {
             return match
         }
-        if ical.property("RRULE") != nil, let match = candidates.first(where: { $0.recurrence != nil }) { return match }
-        return candidates.first { $0.recurrence == nil } ?? candidates[0]
+        if ical.property("RRULE") != nil, let match = candidates.first(where: { components[$0].recurrence != nil }) { return match }
+        return candidates.first { components[$0].recurrence == nil } ?? first
     }
 
     /// The property naming the record type of a component, written when the component's name

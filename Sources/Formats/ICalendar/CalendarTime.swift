@@ -72,13 +72,20 @@ public enum CalendarTime: Hashable, Sendable {
 
     /// Parses a property's value with its VALUE and TZID parameters.
     public static func parse(_ property: ContentLine) -> CalendarTime? {
-        let text = trimmedBytes(property.value)
-        let isDate = property.parameter("VALUE").map { $0.uppercased() == "DATE" } ?? false
-        if isDate || (text.count == 8 && !text.contains(UInt8(ascii: "T"))) {
-            guard let date = parseDate(text[...]) else { return nil }
-            return .date(date)
+        let isDate = property.parameter("VALUE").map { ICalText.equalsIgnoringCase($0, "DATE") } ?? false
+        // Read in place, without surrounding spaces and tabs.
+        let parsed: (LocalDateTime, isDate: Bool, utc: Bool)? = property.value.withUTF8Bytes { raw in
+            var start = 0, end = raw.count
+            while end > start, raw[end - 1] == 0x20 || raw[end - 1] == 0x09 { end -= 1 }
+            while start < end, raw[start] == 0x20 || raw[start] == 0x09 { start += 1 }
+            let text = raw[start..<end]
+            if isDate || (text.count == 8 && !text.contains(UInt8(ascii: "T"))) {
+                return parseDate(text).map { ($0, true, false) }
+            }
+            return parseDateTime(text).map { ($0.0, false, $0.1) }
         }
-        guard let (time, utc) = parseDateTime(text[...]) else { return nil }
+        guard let (time, isDateValue, utc) = parsed else { return nil }
+        if isDateValue { return .date(time) }
         if utc { return .utc(time) }
         if let tzid = property.parameter("TZID") { return .zoned(time, tzid: tzid) }
         return .floating(time)
@@ -89,7 +96,7 @@ public enum CalendarTime: Hashable, Sendable {
         parseDate(Array(text.utf8)[...])
     }
 
-    static func parseDate(_ digits: ArraySlice<UInt8>) -> LocalDateTime? {
+    static func parseDate<Digits: RandomAccessCollection>(_ digits: Digits) -> LocalDateTime? where Digits.Element == UInt8, Digits.Index == Int {
         guard digits.count == 8, digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
         let base = digits.startIndex
         func number(_ range: Range<Int>) -> Int64 { digits[(base + range.lowerBound)..<(base + range.upperBound)].reduce(0) { $0 * 10 + Int64($1 - 48) } }
@@ -103,10 +110,10 @@ public enum CalendarTime: Hashable, Sendable {
         parseDateTime(Array(text.utf8)[...])
     }
 
-    static func parseDateTime(_ text: ArraySlice<UInt8>) -> (LocalDateTime, Bool)? {
-        var utf8 = text
+    static func parseDateTime<Text: RandomAccessCollection>(_ text: Text) -> (LocalDateTime, Bool)? where Text.Element == UInt8, Text.Index == Int {
+        var utf8 = text[...]
         var utc = false
-        if utf8.last == UInt8(ascii: "Z") || utf8.last == UInt8(ascii: "z") { utc = true; utf8.removeLast() }
+        if utf8.last == UInt8(ascii: "Z") || utf8.last == UInt8(ascii: "z") { utc = true; utf8 = utf8.dropLast() }
         let base = utf8.startIndex
         guard utf8.count == 15, utf8[base + 8] == UInt8(ascii: "T") || utf8[base + 8] == UInt8(ascii: "t"),
               var date = parseDate(utf8[base..<(base + 8)]) else { return nil }

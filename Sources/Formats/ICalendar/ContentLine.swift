@@ -64,9 +64,26 @@ public enum ICalText {
         }
     }
 
+    /// Whether `text.uppercased() == upper` (`upper` is ASCII capitals), without making a
+    /// string when `text` is ASCII.
+    public static func equalsIgnoringCase(_ text: String, _ upper: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: upper.utf8Start, count: upper.utf8CodeUnitCount)
+        // Outside ASCII a letter can upper-case to an ASCII one (ı to I, ſ to S).
+        let match: Bool? = text.withUTF8Bytes { bytes in
+            if bytes.contains(where: { $0 >= 0x80 }) { return nil }
+            guard bytes.count == expected.count else { return false }
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                if (byte >= 0x61 && byte <= 0x7A ? byte - 0x20 : byte) != expected[index] { return false }
+            }
+            return true
+        }
+        return match ?? (text.uppercased() == upper.description)
+    }
+
     /// Undoes the escaping; a stray backslash before another character keeps that character.
     public static func unescape(_ text: String) -> String {
-        guard text.utf8.contains(0x5C) else { return text }
+        guard text.withUTF8Bytes({ $0.contains(0x5C) }) else { return text }
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
         var escaped = false
@@ -85,7 +102,7 @@ public enum ICalText {
 
     /// Splits a multi-valued TEXT (CATEGORIES) on unescaped commas, unescaping each part.
     public static func splitList(_ text: String) -> [String] {
-        guard text.utf8.contains(0x5C) || text.utf8.contains(0x2C) else { return [text] }
+        guard text.withUTF8Bytes({ $0.contains { $0 == 0x5C || $0 == 0x2C } }) else { return [text] }
         var parts: [String] = []
         var current: [UInt8] = []
         var escaped = false

@@ -36,7 +36,6 @@ public struct ICalComponent: Sendable {
 public final class ICalParser {
     private let input: ByteInput
     private var physicalLine = 0
-    private var pending: (text: [UInt8], line: Int)?
     private var inCalendar = false
     /// Properties of the current VCALENDAR (PRODID, X-WR-CALNAME, …).
     public private(set) var calendarProperties: [ContentLine] = []
@@ -52,13 +51,40 @@ public final class ICalParser {
         return text.hasPrefix("BEGIN:VCALENDAR")
     }
 
+    /// The property and parameter names met on nearly every line, by length: a name read is
+    /// matched against these bytes and handed out as the string already made, instead of a
+    /// new string per line.
+    static let commonNames: [[(key: NameKey, name: String)]] = {
+        let names = ["BEGIN", "END", "UID", "DTSTAMP", "DTSTART", "DTEND", "DUE", "DURATION", "SUMMARY", "DESCRIPTION", "LOCATION",
+                     "CATEGORIES", "CREATED", "LAST-MODIFIED", "SEQUENCE", "ORGANIZER", "ATTENDEE", "STATUS", "RRULE", "RDATE",
+                     "EXDATE", "RECURRENCE-ID", "TRIGGER", "ACTION", "TRANSP", "CLASS", "PRIORITY", "URL", "COMPLETED",
+                     "X-CKPORT-ZONE", "X-CKPORT-TYPE", "X-CKPORT-RECORD", "CN", "ROLE", "PARTSTAT", "RSVP", "CUTYPE", "TZID",
+                     "VALUE", "SCOPE", "OWNER", "RELATED", "LANGUAGE", "ALTREP"]
+        var table = [[(key: NameKey, name: String)]](repeating: [], count: 16)
+        for name in names {
+            Array(name.utf8).withUnsafeBufferPointer { table[name.utf8.count].append((NameKey($0), name)) }
+        }
+        return table
+    }()
+
+    /// The bytes of a name shorter than 16, packed into two words: compared in two steps.
+    struct NameKey: Equatable {
+        var low: UInt64 = 0, high: UInt64 = 0
+
+        init(_ bytes: UnsafeBufferPointer<UInt8>) {
+            for index in 0..<bytes.count {
+                if index < 8 { low |= UInt64(bytes[index]) << (8 * index) } else { high |= UInt64(bytes[index]) << (8 * (index - 8)) }
+            }
+        }
+    }
+
     /// TEXT properties (RFC 5545 §3.3.11), whose escapes are checked.
     static let textProperties: Set<String> = ["SUMMARY", "DESCRIPTION", "LOCATION", "COMMENT", "CATEGORIES", "CONTACT", "RESOURCES", "TZNAME"]
 
     /// Counts a backslash before a character TEXT does not escape (`\"`, say): read as that
     /// character, as the peers do.
     private func checkEscapes(_ content: ContentLine) {
-        guard ICalParser.textProperties.contains(content.name), content.value.utf8.contains(0x5C) else { return }
+        guard ICalParser.textProperties.contains(content.name) else { return }
         var escaped = false
         for byte in content.value.utf8 {
             if escaped {
@@ -82,41 +108,67 @@ public final class ICalParser {
         InputIssue(position: SourcePosition(file: input.name, line: line), message: message)
     }
 
-    /// The next logical line (unfolded), with the physical line it starts on.
-    private func nextLogicalLine() throws -> (text: [UInt8], line: Int)? {
-        var current = pending
-        pending = nil
+    /// The logical line `nextLogicalLine()` read (unfolded). It and `lookahead` are reused from
+    /// line to line: a calendar of a million lines allocates no array per line.
+    private var logical: [UInt8] = []
+    /// The physical line read after `logical` to see whether it continued it, with its number;
+    /// it starts the next logical line.
+    private var lookahead: [UInt8] = []
+    private var lookaheadLine: Int?
+
+    /// Reads the next logical line (unfolded) into `logical`; returns the physical line it
+    /// starts on, or nil at the end of the input.
+    private func nextLogicalLine() throws -> Int? {
+        // The buffers and counters are worked on as locals and put back at the end: a class's
+        // stored properties are checked for exclusive access on every use.
+        var text: [UInt8] = []
+        var next: [UInt8] = []
+        swap(&text, &logical)
+        swap(&next, &lookahead)
+        var number = physicalLine
+        defer {
+            swap(&text, &logical)
+            swap(&next, &lookahead)
+            physicalLine = number
+        }
+        text.removeAll(keepingCapacity: true)
+        var start = lookaheadLine
+        if start != nil { swap(&text, &next) }
+        lookaheadLine = nil
         while let raw = try input.nextLine() {
-            physicalLine += 1
+            number += 1
             if input.overlongLine != nil {
-                throw fail("the line is longer than \(ByteInput.maximumLineBytes >> 20) MB", line: physicalLine)
+                throw fail("the line is longer than \(ByteInput.maximumLineBytes >> 20) MB", line: number)
             }
             if raw.isEmpty {
                 continue
             }
             if raw[0] == 0x20 || raw[0] == 0x09 {
-                guard current != nil else {
-                    throw fail("a folded continuation line with no line before it", line: physicalLine)
+                guard let start else {
+                    throw fail("a folded continuation line with no line before it", line: number)
                 }
-                guard current!.text.count + raw.count <= ByteInput.maximumLineBytes else {
-                    throw fail("the property unfolds to more than \(ByteInput.maximumLineBytes >> 20) MB", line: current!.line)
+                guard text.count + raw.count <= ByteInput.maximumLineBytes else {
+                    throw fail("the property unfolds to more than \(ByteInput.maximumLineBytes >> 20) MB", line: start)
                 }
-                current!.text.append(contentsOf: raw.dropFirst())
+                text.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[1...]))
                 continue
             }
-            if let done = current {
-                pending = (Array(raw), physicalLine)
-                return done
+            if start != nil {
+                next.removeAll(keepingCapacity: true)
+                next.append(contentsOf: raw)
+                lookaheadLine = number
+                return start
             }
-            current = (Array(raw), physicalLine)
+            text.append(contentsOf: raw)
+            start = number
         }
-        return current
+        return start
     }
 
     /// Splits a logical line into a content line. The delimiters are all ASCII, so the line is
     /// scanned as bytes once it is known to be UTF-8; only names, parameter values and the
     /// value become strings.
-    func parse(_ bytes: [UInt8], line: Int) throws -> ContentLine {
+    func parse(_ bytes: [UInt8], line: Int, checkingEscapes: Bool = false) throws -> ContentLine {
         try bytes.withUnsafeBufferPointer { buffer -> ContentLine in
             if UTF8Validation.firstInvalidOffset(buffer) != nil {
                 throw fail("the line is not valid UTF-8", line: line)
@@ -128,6 +180,14 @@ public final class ICalParser {
             func preview() -> String { String(text(0, count).prefix(60)) }
             /// A property or parameter name, upper-cased: letters, digits and '-' (RFC 5545 §3.1).
             func name(_ from: Int, _ to: Int) -> String {
+                let bytes = UnsafeBufferPointer(rebasing: buffer[from..<to])
+                if !bytes.contains(where: { $0 >= 0x61 && $0 <= 0x7A }) {
+                    if bytes.count < ICalParser.commonNames.count {
+                        let key = NameKey(bytes)
+                        for common in ICalParser.commonNames[bytes.count] where common.key == key { return common.name }
+                    }
+                    return String(decoding: bytes, as: UTF8.self)
+                }
                 var upper = [UInt8](UnsafeBufferPointer(rebasing: buffer[from..<to]))
                 for index in upper.indices where upper[index] >= 0x61 && upper[index] <= 0x7A { upper[index] -= 0x20 }
                 return String(decoding: upper, as: UTF8.self)
@@ -144,6 +204,7 @@ public final class ICalParser {
             guard i > 0 else { throw fail("a content line needs a name before ':' or ';': \"\(preview())\"", line: line) }
             let propertyName = name(0, i)
             var parameters: [(name: String, values: [String])] = []
+            if i < count, buffer[i] == 0x3B { parameters.reserveCapacity(4) }
             while i < count, buffer[i] == 0x3B {
                 i += 1
                 let nameStart = i
@@ -177,19 +238,20 @@ public final class ICalParser {
             }
             var content = ContentLine(name: propertyName, parameters: parameters, value: text(i + 1, count), line: line)
             if keepRaw { content.raw = text(0, count) }
+            if checkingEscapes, UnsafeBufferPointer(rebasing: buffer[(i + 1)...]).contains(0x5C) { checkEscapes(content) }
             return content
         }
     }
 
     /// The next component inside a VCALENDAR, or nil at the end of the input.
     public func next() throws -> ICalComponent? {
-        while let (bytes, line) = try nextLogicalLine() {
+        while let line = try nextLogicalLine() {
             // Some clients leave a line or two after END:VCALENDAR: read on, and say so.
-            if !inCalendar && calendarCount > 0 && !ICalParser.isCalendarStart(bytes) {
+            if !inCalendar && calendarCount > 0 && !ICalParser.isCalendarStart(logical) {
                 warnings["a line after END:VCALENDAR was ignored", default: 0] += 1
                 continue
             }
-            let content = try parse(bytes, line: line)
+            let content = try parse(logical, line: line)
             if content.name == "BEGIN" {
                 let kind = content.value.uppercased()
                 if !inCalendar {
@@ -225,10 +287,11 @@ public final class ICalParser {
             throw fail("BEGIN:\(kind) nests components more than \(ICalParser.maximumDepth) levels deep", line: line)
         }
         var component = ICalComponent(name: kind, line: line)
-        while let (bytes, lineNumber) = try nextLogicalLine() {
+        component.properties.reserveCapacity(16)
+        while let lineNumber = try nextLogicalLine() {
             let content: ContentLine
             do {
-                content = try parse(bytes, line: lineNumber)
+                content = try parse(logical, line: lineNumber, checkingEscapes: true)
             } catch let issue as InputIssue {
                 if component.problem == nil { component.problem = issue }
                 continue
@@ -243,7 +306,6 @@ public final class ICalParser {
                 }
                 return component
             } else {
-                checkEscapes(content)
                 component.properties.append(content)
             }
         }

@@ -90,6 +90,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     }
     private var recurringKeptOnce = 0
     private var calendars = 0
+    private let numbers: PropertyNumbers
+    /// The mapping's entries prepared for reading, by their index in the mapping; nil where the
+    /// schema lacks the entry's record type.
+    private var plans: [Int: ComponentPlan?] = [:]
 
     public init(input: ByteInput, mapping: CalendarMapping, schema: Schema, options: ICalImportOptions) {
         self.input = input
@@ -100,6 +104,15 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         givenZones = ZoneResolver(defaultZone: options.timeZone)
         zones = givenZones
         values = CSVValues(timeZone: options.timeZone)
+        numbers = PropertyNumbers(mapping)
+    }
+
+    private func plan(_ index: Int) -> ComponentPlan? {
+        if let known = plans[index] { return known }
+        let spec = mapping.components[index]
+        let plan = schema.recordType(named: spec.recordType).map { ComponentPlan(spec: spec, type: $0, schema: schema, numbers: numbers) }
+        plans[index] = plan
+        return plan
     }
 
     public var name: String { input.name }
@@ -192,16 +205,16 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             } catch { queue.append(issue(component.line, error.message)) }
             return
         }
-        guard let spec = mapping.component(for: component), let type = schema.recordType(named: spec.recordType) else {
+        guard let index = mapping.componentIndex(for: component), let plan = plan(index) else {
             skippedComponents[component.name, default: 0] += 1
             return
         }
         do {
-            try convert(component, spec, type)
+            try convert(component, plan)
         } catch let problem as ComponentProblem {
-            queue.append(issue(problem.line ?? component.line, problem.message, name: problem.recordName, type: spec.recordType, field: problem.field))
+            queue.append(issue(problem.line ?? component.line, problem.message, name: problem.recordName, type: plan.spec.recordType, field: problem.field))
         } catch {
-            queue.append(issue(component.line, "\(error)", type: spec.recordType))
+            queue.append(issue(component.line, "\(error)", type: plan.spec.recordType))
         }
     }
 
@@ -212,12 +225,14 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         var field: String?
     }
 
-    /// Properties ckport reads itself, whatever the mapping says.
-    static let structural: Set<String> = [CalendarMapping.typeProperty, CalendarMapping.zoneProperty, "UID", "DTSTAMP", "SEQUENCE", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID", "ORGANIZER", "ATTENDEE", "DURATION", "STATUS", "CREATED", "LAST-MODIFIED"]
+    /// What an alarm holds besides its trigger that is not reported as not kept.
+    static let alarmProperties: Set<String> = ["ACTION", "TRIGGER", "DESCRIPTION", "SUMMARY", "UID", "X-WR-ALARMUID"]
+    /// ATTENDEE parameters the mapping has no field for.
+    static let attendeeParameters: Set<String> = ["ROLE", "RSVP", "CUTYPE", "DELEGATED-TO", "DELEGATED-FROM", "MEMBER", "SENT-BY", "DIR"]
 
     /// The zone a ckport file names for the component, else the one the options give.
-    private func zone(of component: ICalComponent, recordName: String) throws -> ZoneID {
-        guard let property = component.property(CalendarMapping.zoneProperty) else { return options.zone }
+    private func zone(of properties: NumberedProperties, recordName: String) throws -> ZoneID {
+        guard let property = properties.first(PropertyNumbers.zone) else { return options.zone }
         var zone = ZoneID(zoneName: ICalText.unescape(property.value))
         if let text = property.parameter("SCOPE") {
             guard let scope = DatabaseScope(text: text) else {
@@ -244,16 +259,19 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
     }
 
-    private func convert(_ component: ICalComponent, _ spec: CalendarMapping.Component, _ type: RecordTypeDefinition) throws {
-        guard let uid = component.property("UID")?.value, !uid.isEmpty else {
+    private func convert(_ component: ICalComponent, _ plan: ComponentPlan) throws {
+        let spec = plan.spec, type = plan.type
+        let properties = numbers.number(component)
+        guard let uid = properties.first(PropertyNumbers.uid)?.value, !uid.isEmpty else {
             throw ComponentProblem(line: component.line, message: "a \(component.name) without UID: ckport names records from it")
         }
         let baseName = ICalendarRecordReader.recordName(from: ICalText.unescape(uid))
         zones = givenZones
-        if spec.timeZone != nil, let dtstart = component.property("DTSTART"), let form = CalendarTime.parse(dtstart), form.isWallClock {
+        if spec.timeZone != nil, let dtstart = properties.first(PropertyNumbers.dtstart), let form = CalendarTime.parse(dtstart), form.isWallClock {
             zones = wallClockZones
         }
-        var record = Record(id: RecordID(recordName: baseName, zone: try zone(of: component, recordName: baseName)), recordType: type.name)
+        var record = Record(id: RecordID(recordName: baseName, zone: try zone(of: properties, recordName: baseName)), recordType: type.name,
+                            fields: RecordFields(minimumCapacity: type.fields.count))
         for (field, text) in options.fixedFields {
             guard let definition = type.field(named: field) else { continue }
             do {
@@ -268,27 +286,22 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 throw ComponentProblem(line: component.line, message: "\(Wording.fixedField(field: field, text: text).text): \(error.message)", recordName: baseName, field: field)
             }
         }
-        if let created = component.property("CREATED"), let (_, ms) = try? time(created, recordName: baseName) { record.created = RecordStamp(timestamp: ms) }
-        if let modified = component.property("LAST-MODIFIED"), let (_, ms) = try? time(modified, recordName: baseName) { record.modified = RecordStamp(timestamp: ms) }
+        if let created = properties.first(PropertyNumbers.created), let (_, ms) = try? time(created, recordName: baseName) { record.created = RecordStamp(timestamp: ms) }
+        if let modified = properties.first(PropertyNumbers.lastModified), let (_, ms) = try? time(modified, recordName: baseName) { record.modified = RecordStamp(timestamp: ms) }
 
         // Properties the mapping names.
-        var used: Set<String> = ICalendarRecordReader.structural
         var start: (CalendarTime, Int64)?
-        var startField: String?
-        var endField: String?
-        for (name, value) in spec.properties {
-            used.insert(name)
-            if name == "DTSTART", let field = value.sourceField { startField = field }
-            if name == "DTEND" || name == "DUE", let field = value.sourceField { endField = field }
-            guard let property = component.property(name) else { continue }
-            if CalendarMapping.timeProperties.contains(name) {
+        let startField = plan.startField, endField = plan.endField
+        for mapped in plan.mapped {
+            guard let property = properties.first(mapped.number) else { continue }
+            if mapped.isTime {
                 let parsed = try time(property, recordName: baseName)
-                if name == "DTSTART" { start = parsed }
-                if let field = value.sourceField, case .field = value { record.fields[field] = .timestamp(parsed.1) }
-                if let field = value.sourceField, case .date = value { record.fields[field] = .timestamp(parsed.1) }
+                if mapped.number == PropertyNumbers.dtstart { start = parsed }
+                if let field = mapped.value.sourceField, case .field = mapped.value { record.fields[field] = .timestamp(parsed.1) }
+                if let field = mapped.value.sourceField, case .date = mapped.value { record.fields[field] = .timestamp(parsed.1) }
                 continue
             }
-            try assign(property, value, to: &record, type: type)
+            try assign(property, mapped, to: &record, type: type)
         }
         // How the times were written: kept in the mapping's timeZone field, or said not kept.
         if let start {
@@ -305,30 +318,27 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             }
         }
         // DURATION stands for DTEND (or DUE) when those are absent.
-        if let durationProperty = component.property("DURATION"), let endField, record.fields[endField] == nil, let start {
+        if let durationProperty = properties.first(PropertyNumbers.duration), let endField, record.fields[endField] == nil, let start {
             guard let seconds = CalendarDuration.parse(durationProperty.value) else {
                 throw ComponentProblem(line: durationProperty.line, message: "DURATION is not a duration: \"\(durationProperty.value)\"", recordName: baseName)
             }
             record.fields[endField] = .timestamp(start.1 + seconds * 1000)
         }
         // Cancelled components set the mapping's cancel flag; the others clear it.
-        if let cancelled = spec.cancelled, cancelled.conditions.count == 1, cancelled.conditions[0].op == .equal,
-           let definition = type.field(named: cancelled.conditions[0].field) {
-            let condition = cancelled.conditions[0]
-            let isCancelled = component.property("STATUS")?.value.uppercased() == "CANCELLED"
-            if isCancelled, let value = condition.value.fieldValue(as: definition.type) {
-                record.fields[condition.field] = value
-            } else if !isCancelled, case .bool(let flag) = condition.value {
-                record.fields[condition.field] = .int64(flag ? 0 : 1)
+        if let cancelled = plan.cancelled {
+            let isCancelled = properties.first(PropertyNumbers.status).map { ICalText.equalsIgnoringCase($0.value, "CANCELLED") } ?? false
+            if isCancelled, let value = cancelled.whenCancelled {
+                record.fields[cancelled.field] = value
+            } else if !isCancelled, let value = cancelled.otherwise {
+                record.fields[cancelled.field] = value
             }
         }
-        if let organizerSpec = spec.organizer, let organizer = component.property("ORGANIZER"),
-           let definition = type.field(named: organizerSpec.field) {
+        if let organizerSpec = spec.organizer, let organizer = properties.first(PropertyNumbers.organizer), let definition = plan.organizer {
             record.fields[organizerSpec.field] = personValue(organizer.value, definition.type)
         }
+        let valarms = component.components.isEmpty ? [] : component.components.filter { $0.name == "VALARM" }
         for (index, alarmSpec) in spec.alarms.enumerated() {
-            let alarms = component.components.filter { $0.name == "VALARM" }
-            guard index < alarms.count, let trigger = alarms[index].property("TRIGGER") else { continue }
+            guard index < valarms.count, let trigger = valarms[index].property("TRIGGER") else { continue }
             if trigger.parameter("VALUE")?.uppercased() == "DATE-TIME" {
                 record.fields[alarmSpec.trigger] = .timestamp(try time(trigger, recordName: baseName).1)
             } else if let seconds = CalendarDuration.parse(trigger.value) {
@@ -341,70 +351,74 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 throw ComponentProblem(line: trigger.line, message: "TRIGGER is neither a duration nor a date-time: \"\(trigger.value)\"", recordName: baseName)
             }
         }
-        for property in component.properties where !used.contains(property.name) {
-            dropped(property.name, component)
+        for (index, property) in component.properties.enumerated() {
+            let number = properties.numbers[index]
+            if number < 0 || !plan.kept[number] { dropped(property.name, component) }
         }
         // A second CATEGORIES, or a second value where the field holds one.
-        let categories = component.all("CATEGORIES")
-        if let value = spec.properties.first(where: { $0.0 == "CATEGORIES" })?.1 {
-            dropped("CATEGORIES", component, count: categories.count - 1)
-            if let field = value.sourceField, let definition = type.field(named: field), !definition.type.isList, let first = categories.first {
+        if let value = plan.categories {
+            dropped("CATEGORIES", component, count: properties.count(PropertyNumbers.categories) - 1)
+            if let field = value.sourceField, let definition = type.field(named: field), !definition.type.isList,
+               let first = properties.first(PropertyNumbers.categories) {
                 dropped("CATEGORIES value", component, count: ICalText.splitList(first.value).count - 1)
             }
         }
         // Alarms beyond the mapping's, alarms of another action, and what an alarm holds
         // besides its trigger.
-        let valarms = component.components.filter { $0.name == "VALARM" }
         dropped("VALARM", component, count: valarms.count - spec.alarms.count)
         for (alarm, alarmSpec) in zip(valarms, spec.alarms) {
             if let action = alarm.property("ACTION")?.value.uppercased(), action != alarmSpec.action.uppercased() {
                 dropped("VALARM ACTION:\(action)", component)
             }
-            for property in alarm.properties where !["ACTION", "TRIGGER", "DESCRIPTION", "SUMMARY", "UID", "X-WR-ALARMUID"].contains(property.name) {
+            for property in alarm.properties where !ICalendarRecordReader.alarmProperties.contains(property.name) {
                 dropped("VALARM \(property.name)", component)
             }
         }
         for child in component.components where child.name != "VALARM" { dropped(child.name, component) }
         // Participants' roles and replies have no field in the mapping.
         if spec.attendees != nil {
-            for attendee in component.all("ATTENDEE") {
-                for (name, values) in attendee.parameters where ["ROLE", "RSVP", "CUTYPE", "DELEGATED-TO", "DELEGATED-FROM", "MEMBER", "SENT-BY", "DIR"].contains(name) {
-                    if name == "ROLE" && values.first?.uppercased() == "REQ-PARTICIPANT" { continue }
-                    if name == "CUTYPE" && values.first?.uppercased() == "INDIVIDUAL" { continue }
-                    if name == "RSVP" && values.first?.uppercased() == "FALSE" { continue }
+            for (index, attendee) in component.properties.enumerated() where properties.numbers[index] == PropertyNumbers.attendee {
+                // Most parameters are CN, PARTSTAT and ckport's own: the set is asked only about the rest.
+                for (name, values) in attendee.parameters where name != "CN" && name != "PARTSTAT" && name != ICalendarExporter.recordParameter
+                    && ICalendarRecordReader.attendeeParameters.contains(name) {
+                    if name == "ROLE" && values.first.map({ ICalText.equalsIgnoringCase($0, "REQ-PARTICIPANT") }) == true { continue }
+                    if name == "CUTYPE" && values.first.map({ ICalText.equalsIgnoringCase($0, "INDIVIDUAL") }) == true { continue }
+                    if name == "RSVP" && values.first.map({ ICalText.equalsIgnoringCase($0, "FALSE") }) == true { continue }
                     dropped("ATTENDEE \(name)=\(values.joined(separator: ","))", component)
                 }
             }
         } else {
-            dropped("ATTENDEE", component, count: component.all("ATTENDEE").count)
+            dropped("ATTENDEE", component, count: properties.count(PropertyNumbers.attendee))
         }
-        if spec.organizer == nil { dropped("ORGANIZER", component, count: component.all("ORGANIZER").count) }
+        if spec.organizer == nil { dropped("ORGANIZER", component, count: properties.count(PropertyNumbers.organizer)) }
 
         // Recurrence: keep the rule, expand it, or note it.
-        let rules = component.all("RRULE")
-        let recurrenceID = component.property("RECURRENCE-ID")
-        if let recurrenceID {
+        if let recurrenceID = properties.first(PropertyNumbers.recurrenceID) {
             let (time, ms) = try self.time(recurrenceID, recordName: baseName)
             record.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
-            emit(record, component, spec)
+            emit(record, component, properties, plan)
             return
         }
-        if rules.isEmpty && component.all("RDATE").isEmpty {
-            emit(record, component, spec)
+        let ruleCount = properties.count(PropertyNumbers.rrule)
+        if ruleCount == 0 && properties.count(PropertyNumbers.rdate) == 0 {
+            emit(record, component, properties, plan)
             return
         }
+        let rules = properties.all(PropertyNumbers.rrule)
         if let recurrenceSpec = spec.recurrence, let rule = rules.first {
             try keep(rule, recurrenceSpec, in: &record, type: type)
             dropped("RRULE", component, count: rules.count - 1)
-            dropped("RDATE", component, count: component.all("RDATE").count)
-            dropped("EXDATE", component, count: component.all("EXDATE").count)
-            emit(record, component, spec)
+            dropped("RDATE", component, count: properties.count(PropertyNumbers.rdate))
+            dropped("EXDATE", component, count: properties.count(PropertyNumbers.exdate))
+            emit(record, component, properties, plan)
             return
         }
         guard let window = options.expand, let start else {
             recurringKeptOnce += 1
-            for name in ["RRULE", "RDATE", "EXDATE"] { dropped(name, component, count: component.all(name).count) }
-            emit(record, component, spec)
+            dropped("RRULE", component, count: ruleCount)
+            dropped("RDATE", component, count: properties.count(PropertyNumbers.rdate))
+            dropped("EXDATE", component, count: properties.count(PropertyNumbers.exdate))
+            emit(record, component, properties, plan)
             return
         }
         var parsedRules: [RecurrenceRule] = []
@@ -417,10 +431,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 throw ComponentProblem(line: rule.line, message: error.message, recordName: baseName)
             }
         }
-        let dates = try component.all("RDATE").flatMap { try timeList($0, recordName: baseName) }
+        let dates = try properties.all(PropertyNumbers.rdate).flatMap { try timeList($0, recordName: baseName) }
         // An RDATE given as a PERIOD has a length of its own: start/end or start/duration.
         var periodLengths: [Int64: Int64] = [:]
-        for rdate in component.all("RDATE") where rdate.parameter("VALUE")?.uppercased() == "PERIOD" {
+        for rdate in properties.all(PropertyNumbers.rdate) where rdate.parameter("VALUE")?.uppercased() == "PERIOD" {
             for period in rdate.value.split(separator: ",") {
                 let halves = period.split(separator: "/", maxSplits: 1).map(String.init)
                 guard halves.count == 2 else { continue }
@@ -436,7 +450,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 }
             }
         }
-        let exceptions = try component.all("EXDATE").flatMap { try timeList($0, recordName: baseName) }
+        let exceptions = try properties.all(PropertyNumbers.exdate).flatMap { try timeList($0, recordName: baseName) }
         let tzid: String?
         switch start.0 {
         case .zoned(_, let id): tzid = id
@@ -474,7 +488,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 if let length = periodLengths[ms / 1000], let endField { copy.fields[endField] = .timestamp(ms + length) }
                 let time: CalendarTime = start.0.isDate ? .date(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
                 copy.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
-                emit(copy, component, spec, isOccurrence: true)
+                emit(copy, component, properties, plan, isOccurrence: true)
             }
             return index < occurrences.count
         }
@@ -488,44 +502,48 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     }
 
     /// The record, then one attendee record per ATTENDEE.
-    private func emit(_ record: Record, _ component: ICalComponent, _ spec: CalendarMapping.Component, isOccurrence: Bool = false) {
-        let position = SourcePosition(file: input.name, line: component.line)
-        queue.append(.record(SourcedRecord(record: record, position: position)))
-        guard let attendees = spec.attendees, let attendeeType = schema.recordType(named: attendees.recordType) else { return }
-        for attendee in component.all("ATTENDEE") {
-            guard let personField = attendeeType.field(named: attendees.person.field) else { continue }
+    private func emit(_ record: Record, _ component: ICalComponent, _ properties: NumberedProperties, _ plan: ComponentPlan, isOccurrence: Bool = false) {
+        let file = input.name
+        queue.append(.record(SourcedRecord(record: record, position: SourcePosition(file: file, line: component.line))))
+        guard let attendees = plan.attendees else { return }
+        let spec = attendees.spec
+        for (index, attendee) in properties.properties.enumerated() where properties.numbers[index] == PropertyNumbers.attendee {
+            guard let personField = attendees.person else { continue }
             let person = personValue(attendee.value, personField.type)
-            let key: String
-            switch person {
-            case .string(let s): key = s
-            case .reference(let r): key = r.recordName
-            default: key = attendee.value
-            }
             // A file ckport wrote names the participant record; others get a name from the event's and the person's.
-            var participantName = ICalendarRecordReader.recordName(from: record.recordName + "_" + key)
+            let participantName: String
             if !isOccurrence, let named = attendee.parameter(ICalendarExporter.recordParameter), Names.recordNameProblem(named) == nil {
                 participantName = named
+            } else {
+                let key: String
+                switch person {
+                case .string(let s): key = s
+                case .reference(let r): key = r.recordName
+                default: key = attendee.value
+                }
+                participantName = ICalendarRecordReader.recordName(from: record.recordName + "_" + key)
             }
-            var participant = Record(id: RecordID(recordName: participantName, zone: record.zone), recordType: attendees.recordType)
-            participant.fields[attendees.reference] = .reference(Reference(recordName: record.recordName, action: attendees.referenceAction))
-            participant.fields[attendees.person.field] = person
-            if let partstat = attendees.partstat, let state = attendee.parameter("PARTSTAT") {
+            var participant = Record(id: RecordID(recordName: participantName, zone: record.zone), recordType: spec.recordType,
+                                     fields: RecordFields(minimumCapacity: attendees.type.fields.count))
+            participant.fields[spec.reference] = .reference(Reference(recordName: record.recordName, action: spec.referenceAction))
+            participant.fields[spec.person.field] = person
+            if let partstat = spec.partstat, let state = attendee.parameter("PARTSTAT") {
                 var text = state.uppercased()
-                if case .mapped(_, let values) = partstat { text = values.first { $0.value.uppercased() == text }?.key ?? state.lowercased() }
+                if case .mapped = partstat { text = attendees.partstat[text] ?? state.lowercased() }
                 if let field = partstat.sourceField { participant.fields[field] = .string(text) }
             }
-            queue.append(.record(SourcedRecord(record: participant, position: SourcePosition(file: input.name, line: attendee.line))))
+            queue.append(.record(SourcedRecord(record: participant, position: SourcePosition(file: file, line: attendee.line))))
         }
     }
 
-    private func assign(_ property: ContentLine, _ value: CalendarMapping.Value, to record: inout Record, type: RecordTypeDefinition) throws {
-        guard let field = value.sourceField, let definition = type.field(named: field) else { return }
-        switch value {
+    private func assign(_ property: ContentLine, _ mapped: ComponentPlan.Mapped, to record: inout Record, type: RecordTypeDefinition) throws {
+        guard let field = mapped.value.sourceField, let definition = mapped.definition else { return }
+        switch mapped.value {
         case .constant, .reference:
             return
-        case .mapped(_, let map):
+        case .mapped:
             let raw = ICalText.unescape(property.value)
-            let key = map.first { $0.value.uppercased() == raw.uppercased() }?.key ?? raw.lowercased()
+            let key = mapped.renamed[raw.uppercased()] ?? raw.lowercased()
             record.fields[field] = .string(key)
         case .field, .date:
             if property.name == "CATEGORIES" || definition.type.isList {
@@ -546,13 +564,28 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
     }
 
+    private static let mailto = Array("mailto:".utf8)
+
     /// A calendar address as the person field holds it: the record name of the person whose
     /// e-mail it is, else the address itself (or the name ckport wrote as urn:x-ckport:NAME).
     private func personValue(_ address: String, _ type: FieldType) -> FieldValue {
         var key = address
-        if key.lowercased().hasPrefix("mailto:") { key = String(key.dropFirst(7)) }
+        // An ASCII address (nearly every one) is matched byte by byte; the others through
+        // Unicode's case mapping.
+        let (ascii, mailto) = address.withUTF8Bytes { bytes in
+            (!bytes.contains { $0 >= 0x80 },
+             bytes.count >= 7 && ICalendarRecordReader.mailto.indices.allSatisfy { index in
+                 let byte = bytes[index]
+                 return (byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) == ICalendarRecordReader.mailto[index]
+             })
+        }
+        if ascii ? mailto : key.lowercased().hasPrefix("mailto:") { key = String(key.dropFirst(7)) }
         if key.hasPrefix("urn:x-ckport:") { key = String(key.dropFirst(13)).removingPercentEncoding ?? key }
-        let name = options.people[key.lowercased()] ?? key
+        var name = key
+        if !options.people.isEmpty {
+            let lower = key.withUTF8Bytes { !$0.contains { ($0 >= 0x41 && $0 <= 0x5A) || $0 >= 0x80 } }
+            name = options.people[lower ? key : key.lowercased()] ?? key
+        }
         return type.primitive == .reference ? .reference(Reference(recordName: name)) : .string(name)
     }
 
