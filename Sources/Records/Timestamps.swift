@@ -121,14 +121,18 @@ public enum ISO8601 {
     }
 
     static func appendDigits(_ value: Int64, minWidth: Int, to out: inout [UInt8]) {
-        var digits: [UInt8] = []
+        // The digits are made from the last on a stack buffer (an Int64 has at most 19).
         var v = value.magnitude
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
-            v /= 10
-        } while v > 0
-        if digits.count < minWidth { out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: minWidth - digits.count)) }
-        out.append(contentsOf: digits.reversed())
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            } while v > 0
+            for _ in 0..<max(0, minWidth - (20 - start)) { out.append(UInt8(ascii: "0")) }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+        }
     }
 
     private struct Scanner {

@@ -10,8 +10,7 @@ extension StoreSession {
     /// type it reads has fields of scalar types only (lists, assets and locations, kept as JSON
     /// text, take the general path).
     public func canWriteJSONFromRows(_ query: RecordQuery) -> Bool {
-        guard query.sortField == nil, let layouts = try? queryTypes(query) else { return false }
-        return layouts.allSatisfy { !$0.kinds.contains(.json) }
+        canReadRows(query)
     }
 
     /// Appends each record `query` selects to `out` as one canonical JSON object, in the order

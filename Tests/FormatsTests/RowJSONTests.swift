@@ -95,3 +95,86 @@ struct RowJSONTests {
         #expect(used > 0)
     }
 }
+
+/// CSV's row path (cells straight from SQLite's rows) against its general path (each row
+/// decoded into a record, the record's values turned into cells): the same bytes.
+@Suite("CSV from rows")
+struct RowCSVTests {
+    /// The file a CSV writer leaves for `type`, through the rows or through records.
+    private func export(_ store: RecordStore, type: String, options: CSVWriteOptions, rows: Bool, in scratch: Scratch) throws -> [UInt8] {
+        let path = scratch.path("\(type)-\(rows ? "rows" : "records")-\(UUID().uuidString).csv")
+        let writer = try CSVRecordWriter(output: try OutputFile(path: path), type: try #require(store.schema.recordType(named: type)), options: options)
+        let query = RecordQuery(recordTypes: [type])
+        let written = try store.read { session -> Int in
+            if rows {
+                #expect(session.canReadRows(query))
+                return try writer.writeRows(of: session, query)
+            }
+            var count = 0
+            try session.forEach(query) { try writer.write($0); count += 1 }
+            return count
+        }
+        try writer.finish()
+        #expect(writer.recordsWritten == written)
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    static let dialects: [CSVWriteOptions] = [
+        CSVWriteOptions(),
+        CSVWriteOptions(dialect: CSVDialect(delimiter: 0x09, crlf: false, byteOrderMark: true, spreadsheetSafe: true), includeSystem: true),
+        CSVWriteOptions(dialect: CSVDialect(delimiter: UInt8(ascii: ";"), spreadsheetSafe: true),
+                        values: CSVValues(timeZone: TimeZone(identifier: "America/St_Johns")), includeSystem: true),
+    ]
+
+    @Test("every scalar type, quoting, formulas, empty and missing values, zones of every scope, system columns, a zone's offsets: the general path's bytes",
+          arguments: 0..<dialects.count)
+    func scalars(dialect: Int) throws {
+        let scratch = Scratch()
+        let zones = [ZoneID.defaultZone, ZoneID(scope: .shared, zoneName: "Kitchen;Zone", ownerRecordName: "_0123abcd"),
+                     ZoneID(scope: .public, zoneName: "_defaultZone", ownerRecordName: "_x\"y")]
+        var records: [Record] = []
+        let texts = ["Größe \"quoted\", back\nslash\t😀", " leading", "trailing ", "=SUM(A1)", "+1", "", "a;b", "-", "@x", "\r"]
+        for (z, zone) in zones.enumerated() {
+            for (t, text) in texts.enumerated() {
+                var full = Record(id: RecordID(recordName: "s-\(z)-\(t)", zone: zone), recordType: "Scalar", changeTag: t % 2 == 0 ? "tag,\(z)" : nil,
+                                  created: t % 3 == 0 ? nil : RecordStamp(timestamp: -236_131_200_000 + Int64(t), userRecordName: "_0123abcd", deviceID: t % 2 == 0 ? "iPhone \"1\"" : nil),
+                                  modified: RecordStamp(timestamp: 1_768_208_400_123 + Int64(t) * 86_400_000 * 40))
+                full.fields = ["text": .string(text), "count": .int64(t == 0 ? Int64.min : Int64(t) - 5), "ratio": .double(t == 1 ? -0.0 : Double(t) / 3),
+                               "when": .timestamp(t == 2 ? -62_135_596_800_001 : Int64(t) * 15_778_800_000), "blob": .bytes(Array(UInt8(0)..<UInt8(t))),
+                               "ref": .reference(Reference(recordName: "other-\(t)", action: t % 2 == 0 ? .deleteSelf : .none)),
+                               "legacy": t % 2 == 0 ? .double(3.5) : .int64(-7), "secret": .string(text)]
+                if t == 3 { full.fields = ["text": .string("only text")] }
+                records.append(full)
+            }
+            records.append(Record(id: RecordID(recordName: "o-\(z)", zone: zone), recordType: "Other", fields: ["name": .string("n")]))
+        }
+        let store = try scratch.store(schema: RowJSONTests.scalars, records: records)
+        let options = RowCSVTests.dialects[dialect]
+        for type in ["Scalar", "Other"] {
+            let rows = try export(store, type: type, options: options, rows: true, in: scratch)
+            let general = try export(store, type: type, options: options, rows: false, in: scratch)
+            #expect(rows.count > 100 || type == "Other")
+            #expect(rows == general, "\(String(decoding: rows, as: UTF8.self))\n---\n\(String(decoding: general, as: UTF8.self))")
+        }
+        // Chosen fields, in another order and with a reference's action.
+        var chosen = options
+        chosen.fields = ["when", "ref", "text"]
+        #expect(try export(store, type: "Scalar", options: chosen, rows: true, in: scratch) == (try export(store, type: "Scalar", options: chosen, rows: false, in: scratch)))
+    }
+
+    @Test("every sample app's types of scalar fields: the row path writes what the general path writes", arguments: SampleApp.allCases)
+    func sampleApps(_ app: SampleApp) throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(app)
+        var used = 0
+        for type in store.schema.recordTypes {
+            guard try store.read({ $0.canReadRows(RecordQuery(recordTypes: [type.name])) }) else { continue }
+            used += 1
+            for options in RowCSVTests.dialects {
+                #expect(try export(store, type: type.name, options: options, rows: true, in: scratch)
+                        == (try export(store, type: type.name, options: options, rows: false, in: scratch)), "\(app) \(type.name)")
+            }
+        }
+        #expect(used > 0)
+    }
+}

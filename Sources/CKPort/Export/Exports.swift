@@ -215,6 +215,23 @@ extension Exports {
                     query.recordTypes = [type.name]
                     let total = progress != nil ? try session.count(query) : nil
                     var written = 0
+                    // CSV of scalar fields is written straight from the table's rows, the same
+                    // bytes without a record per row (CSVRecordWriter.writeRows).
+                    if let csv = writer as? CSVRecordWriter, assetFiles == nil, let rows = session as? StoreSession, rows.canReadRows(query) {
+                        do {
+                            written = try csv.writeRows(of: rows, query) { count in
+                                if count % 8192 == 0, let progress {
+                                    progress(OperationProgress(records: count, done: total.map { _ in Int64(count) }, total: total.map(Int64.init)))
+                                }
+                            }
+                            try csv.finish()
+                        } catch {
+                            csv.discard()
+                            throw error
+                        }
+                        files.append(ExportResult.File(path: path, recordType: type.name, records: written))
+                        continue
+                    }
                     try Exports.stream(into: BackgroundSink(writer), progress: progress, total: total) { emit in
                         try session.forEach(query) { record in
                             assetFiles?.note(record)

@@ -1,0 +1,117 @@
+import GRDBSQLite
+import Records
+
+/// A field's value in a table row, read in place. Text and bytes point into SQLite's copy of
+/// the row: valid only until the row moves on, and never to be kept.
+public enum RowValue {
+    case text(UnsafeBufferPointer<UInt8>)
+    case int64(Int64)
+    case timestamp(Int64)
+    case double(Double)
+    case bytes(UnsafeRawBufferPointer)
+    /// The target's record name and the reference's action.
+    case reference(UnsafeBufferPointer<UInt8>, ReferenceAction)
+}
+
+/// The row of a record type's table that ``StoreSession/forEachRow(_:_:)`` stands on: what an
+/// export writes its text from without building a ``Record`` (no String per column, no field
+/// array). Read it only inside the call that hands it out.
+public struct RecordRow {
+    let statement: PreparedStatement
+    let layout: TableLayout
+    /// Per field position, the statement column that holds the field.
+    let columns: [Int32]
+    /// The zone of the records the statement reads, when it reads one zone.
+    let fixedZone: ZoneID?
+    /// The zone of the current row.
+    public internal(set) var zone: ZoneID
+
+    public var recordType: String { layout.typeName }
+    /// The record type's field names, sorted by their UTF-8 bytes; field positions index them.
+    public var fieldNames: [String] { layout.fieldNames }
+
+    /// Where the field `name` stands in ``fieldNames``, or nil when the type has no such field.
+    public func position(ofField name: String) -> Int? { layout.fieldsByName[name] }
+
+    @inline(__always) private func text(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        let count = Int(sqlite3_column_bytes(statement.raw, column))
+        return UnsafeBufferPointer(start: sqlite3_column_text(statement.raw, column), count: count)
+    }
+
+    @inline(__always) private func optionalText(_ column: Int32) -> UnsafeBufferPointer<UInt8>? {
+        statement.isNull(column) ? nil : text(column)
+    }
+
+    public var recordName: UnsafeBufferPointer<UInt8> { text(1) }
+    public var changeTag: UnsafeBufferPointer<UInt8>? { optionalText(2) }
+
+    /// The creation (or, with `modified`, the modification) stamp: its time in milliseconds,
+    /// the user and the device; nil when the record has none.
+    public func stamp(modified: Bool) -> (timestamp: Int64, user: UnsafeBufferPointer<UInt8>?, device: UnsafeBufferPointer<UInt8>?)? {
+        let column: Int32 = modified ? 6 : 3
+        guard !statement.isNull(column) else { return nil }
+        return (statement.int64(column), optionalText(column + 1), optionalText(column + 2))
+    }
+
+    /// The value of the field at `position`, nil when the record has none. A list, an asset
+    /// or a location is not read here (``StoreSession/canReadRows(_:)`` says no to its type).
+    @inline(__always) public func value(at position: Int) -> RowValue? {
+        let column = columns[position]
+        if statement.isNull(column) { return nil }
+        switch layout.kinds[position] {
+        case .string: return .text(text(column))
+        case .int64: return .int64(statement.int64(column))
+        case .timestamp: return .timestamp(statement.int64(column))
+        case .double: return .double(statement.double(column))
+        case .number: return statement.columnType(column) == SQLITE_INTEGER ? .int64(statement.int64(column)) : .double(statement.double(column))
+        case .bytes:
+            let count = Int(sqlite3_column_bytes(statement.raw, column))
+            return .bytes(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement.raw, column), count: count))
+        case .reference:
+            let action = statement.optionalInt64(column + 1).flatMap(ReferenceAction.init(code:)) ?? .none
+            return .reference(text(column), action)
+        case .json:
+            preconditionFailure("a list, asset or location on the row path (canReadRows said no)")
+        }
+    }
+}
+
+extension StoreSession {
+    /// Whether ``forEachRow(_:_:)`` can read what `query` selects: no sort (rows come in the
+    /// store's order), and every record type it reads has fields of scalar types only.
+    public func canReadRows(_ query: RecordQuery) -> Bool {
+        guard query.sortField == nil, let layouts = try? queryTypes(query) else { return false }
+        return layouts.allSatisfy { !$0.kinds.contains(.json) }
+    }
+
+    /// Calls `body` with each row `query` selects, in the order ``forEach(_:_:)`` gives the
+    /// records. The row is only valid inside `body`.
+    public func forEachRow(_ query: RecordQuery, _ body: (borrowing RecordRow) throws -> Void) throws {
+        var remaining = query.limit ?? Int.max
+        var statements = QueryStatements()
+        for compiled in try compile(query) {
+            guard remaining > 0 else { return }
+            let statement = try statements.statement(db, compiled.sql, compiled.arguments)
+            var columns: [Int32] = []
+            var column: Int32 = 9
+            for kind in compiled.layout.kinds {
+                columns.append(column)
+                column += kind == .reference ? 2 : 1
+            }
+            var row = RecordRow(statement: statement, layout: compiled.layout, columns: columns, fixedZone: compiled.zone,
+                                zone: compiled.zone ?? .defaultZone)
+            var zoneRow: Int64?
+            while remaining > 0, try statement.step(db) {
+                if row.fixedZone == nil {
+                    let number = statement.int64(0)
+                    if zoneRow != number {
+                        row.zone = try zone(row: number)
+                        zoneRow = number
+                    }
+                }
+                try body(row)
+                remaining -= 1
+            }
+        }
+    }
+}
