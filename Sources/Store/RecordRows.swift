@@ -84,6 +84,11 @@ extension StoreSession {
         return layouts.allSatisfy { !$0.kinds.contains(.json) }
     }
 
+    /// The record types `query` reads, in the order ``forEach(_:_:)`` visits them.
+    public func recordTypeNames(_ query: RecordQuery) throws -> [String] {
+        try queryTypes(query).map(\.typeName)
+    }
+
     /// Calls `body` with each row `query` selects, in the order ``forEach(_:_:)`` gives the
     /// records. The row is only valid inside `body`.
     public func forEachRow(_ query: RecordQuery, _ body: (borrowing RecordRow) throws -> Void) throws {

@@ -14,10 +14,15 @@ extension StoreSession {
     }
 
     /// Appends each record `query` selects to `out` as one canonical JSON object, in the order
-    /// ``forEach(_:_:)`` gives, and calls `written` after each.
-    public func forEachCanonicalJSON(_ query: RecordQuery, into out: inout JSONWriter, _ written: (inout JSONWriter) throws -> Void) throws {
+    /// ``forEach(_:_:)`` gives, and calls `written` after each. `starting` hears the zone and
+    /// record type before the first record of each run of records that share them (a backup's
+    /// members).
+    public func forEachCanonicalJSON(_ query: RecordQuery, into out: inout JSONWriter,
+                                     starting: ((ZoneID, String, inout JSONWriter) throws -> Void)? = nil,
+                                     _ written: (inout JSONWriter) throws -> Void) throws {
         var remaining = query.limit ?? Int.max
         var statements = QueryStatements()
+        var last: (zone: ZoneID, type: String)?
         for compiled in try compile(query) {
             guard remaining > 0 else { return }
             let statement = try statements.statement(db, compiled.sql, compiled.arguments)
@@ -27,8 +32,13 @@ extension StoreSession {
             while remaining > 0, try statement.step(db) {
                 let row = statement.int64(0)
                 if zoneRow != row {
-                    zonePart = RowJSON.zonePart(try compiled.zone ?? zone(row: row))
+                    let zone = try compiled.zone ?? zone(row: row)
+                    zonePart = RowJSON.zonePart(zone)
                     zoneRow = row
+                    if let starting, last?.zone != zone || last?.type != compiled.layout.typeName {
+                        last = (zone, compiled.layout.typeName)
+                        try starting(zone, compiled.layout.typeName, &out)
+                    }
                 }
                 RowJSON.append(statement, layout: compiled.layout, names: names, zonePart: zonePart, to: &out)
                 try written(&out)

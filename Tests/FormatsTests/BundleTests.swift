@@ -84,6 +84,47 @@ struct BundleTests {
         #expect(verify(bundle) == nil)
     }
 
+    @Test("each record member holds its zone's records of its type as canonical JSON Lines, whether its type's rows are written straight or through records",
+          arguments: SampleApp.allCases)
+    func membersFromRows(app: SampleApp) throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(app)
+        // A second zone, so that members split by zone as well as by type.
+        let moved = try everything(store).prefix(7).map { record -> Record in
+            var copy = record
+            copy.id = RecordID(recordName: record.recordName + "-shared", zone: ZoneID(scope: .shared, zoneName: "Shared;Zone", ownerRecordName: "_owner"))
+            return copy
+        }
+        _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource(moved)])
+        let bundle = scratch.path("\(app.rawValue).ckbundle")
+        _ = try BundleWriter().write(store, to: bundle)
+        let codec = JSONRecordCodec(schema: store.schema)
+        var expected: [(path: String, bytes: [UInt8])] = []
+        var rowTypes = 0
+        try store.read { session in
+            rowTypes = try session.recordTypeNames(RecordQuery()).filter { session.canReadRows(RecordQuery(recordTypes: [$0])) }.count
+            var out = JSONWriter()
+            try session.forEach(RecordQuery()) { record in
+                let path = BundleWriter.memberPath(record.zone, record.recordType)
+                if expected.last?.path != path {
+                    if !expected.isEmpty { expected[expected.count - 1].bytes = out.bytes }
+                    out = JSONWriter()
+                    expected.append((path, []))
+                }
+                codec.encode(record, style: .canonical, to: &out)
+                out.byte(0x0A)
+            }
+            if !expected.isEmpty { expected[expected.count - 1].bytes = out.bytes }
+        }
+        #expect(rowTypes > 0)
+        let members = try Unpacked(bundle).members.filter { $0.path.hasPrefix("records/") }
+        #expect(members.map(\.path) == expected.map(\.path))
+        for (member, wanted) in zip(members, expected) {
+            #expect(member.bytes == wanted.bytes, "\(member.path)")
+        }
+        #expect(verify(bundle) == nil)
+    }
+
     @Test("every value type survives, assets included, and a selection backs up only itself")
     func valuesAndSelection() throws {
         let scratch = Scratch()

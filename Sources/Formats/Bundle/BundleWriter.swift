@@ -86,6 +86,21 @@ public struct BundleWriter {
         if let since {
             try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
             try session.forEachChange(since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, records.add)
+        } else if let rows = session as? StoreSession, query.limit == nil, query.sortField == nil {
+            // Type by type, in the order one query visits them: a type of scalar fields (no
+            // assets to gather) goes straight from its rows to JSON, the others through records.
+            for type in try rows.recordTypeNames(query) {
+                var one = query
+                one.recordTypes = [type]
+                if rows.canReadRows(one) {
+                    try records.addRows(of: rows, one)
+                    continue
+                }
+                try session.forEach(one) { record in
+                    if !records.holds(record) { try records.open(BundleWriter.memberPath(record.zone, record.recordType), zone: record.zone, type: record.recordType) }
+                    try records.add(record)
+                }
+            }
         } else {
             try session.forEach(query) { record in
                 if !records.holds(record) { try records.open(BundleWriter.memberPath(record.zone, record.recordType), zone: record.zone, type: record.recordType) }
@@ -203,6 +218,31 @@ private final class RecordSpooler {
         total += 1
         if writer.bytes.count >= 1 << 18 { try flush() }
         if total % 10_000 == 0 { progress?(total) }
+    }
+
+    /// Adds the records `query` selects from the store's rows (``StoreSession/forEachCanonicalJSON(_:into:starting:_:)``):
+    /// the same bytes ``add(_:)`` writes, a member per zone and type as they come.
+    func addRows(of rows: StoreSession, _ query: RecordQuery) throws {
+        // The writer is handed to the rows as a local and put back whenever a member is
+        // opened or the buffer flushed, which work on the spooler's own.
+        var out = JSONWriter()
+        swap(&out, &writer)
+        defer { swap(&out, &writer) }
+        try rows.forEachCanonicalJSON(query, into: &out, starting: { zone, type, out in
+            swap(&out, &self.writer)
+            defer { swap(&out, &self.writer) }
+            try self.open(BundleWriter.memberPath(zone, type), zone: zone, type: type)
+        }) { out in
+            out.byte(0x0A)
+            count += 1
+            total += 1
+            if out.bytes.count >= 1 << 18 {
+                swap(&out, &writer)
+                defer { swap(&out, &writer) }
+                try flush()
+            }
+            if total % 10_000 == 0 { progress?(total) }
+        }
     }
 
     func close() throws {
