@@ -42,8 +42,9 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     /// Whether `a` sorts before `b` in the byte order of their UTF-8, the order fields are kept in.
     @inlinable @inline(__always) public static func precedes(_ a: String, _ b: String) -> Bool {
-        a.withUTF8Bytes { x in
-            b.withUTF8Bytes { y in
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
                 for index in 0..<Swift.min(x.count, y.count) where x[index] != y[index] { return x[index] < y[index] }
                 return x.count < y.count
             }
@@ -67,23 +68,24 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     public subscript(name: String) -> FieldValue? {
         get {
-            let index = position(of: name)
-            return index < entries.count && entries[index].name == name ? entries[index].value : nil
+            // A scan: for a record's handful of fields, equal names (the common question)
+            // compare fastest this way.
+            for entry in entries where entry.name == name { return entry.value }
+            return nil
         }
         set {
-            // Fields usually arrive in order: then one comparison finds the place.
+            // Fields usually arrive in order: a name that sorts after the last is new and goes last.
             let count = entries.count
-            let index = count > 0 && RecordFields.precedes(entries[count - 1].name, name) ? count : position(of: name)
-            if index < count && entries[index].name == name {
+            if count == 0 || RecordFields.precedes(entries[count - 1].name, name) {
+                if let newValue { entries.append(Entry(name: name, value: newValue)) }
+                return
+            }
+            if let index = entries.firstIndex(where: { $0.name == name }) {
                 if let newValue { entries[index].value = newValue } else { entries.remove(at: index) }
                 return
             }
             guard let newValue else { return }
-            if index == count {
-                entries.append(Entry(name: name, value: newValue))
-            } else {
-                entries.insert(Entry(name: name, value: newValue), at: index)
-            }
+            entries.insert(Entry(name: name, value: newValue), at: position(of: name))
         }
     }
 
