@@ -6,11 +6,13 @@ import Records
 /// byte the same as decoding each row into a record and encoding that, at a fraction of the
 /// cost (no String per column, no field array, nothing freed on another thread).
 extension StoreSession {
-    /// Whether ``forEachCanonicalJSON(_:into:_:)`` can write what `query` selects: every record
-    /// type it reads has fields of scalar types only (lists, assets and locations, kept as JSON
-    /// text, take the general path).
+    /// Whether ``forEachCanonicalJSON(_:into:_:)`` can write what `query` selects: any query
+    /// without a sort (rows come in the store's order). Lists, assets and locations, which the
+    /// store keeps as JSON text, are read and written again as the general path does; every
+    /// other column goes from its bytes to the output.
     public func canWriteJSONFromRows(_ query: RecordQuery) -> Bool {
-        canReadRows(query)
+        guard query.sortField == nil else { return false }
+        return (try? queryTypes(query)) != nil
     }
 
     /// Appends each record `query` selects to `out` as one canonical JSON object, in the order
@@ -40,7 +42,7 @@ extension StoreSession {
                         try starting(zone, compiled.layout.typeName, &out)
                     }
                 }
-                RowJSON.append(statement, layout: compiled.layout, names: names, zonePart: zonePart, to: &out)
+                try RowJSON.append(statement, layout: compiled.layout, names: names, zonePart: zonePart, to: &out)
                 try written(&out)
                 remaining -= 1
             }
@@ -133,7 +135,7 @@ enum RowJSON {
 
     /// The record in the statement's current row (selecting the layout's `columnList`), as
     /// ``JSONRecordCodec``'s canonical encoding writes it.
-    static func append(_ statement: PreparedStatement, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8], to out: inout JSONWriter) {
+    static func append(_ statement: PreparedStatement, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8], to out: inout JSONWriter) throws {
         out.raw("{\"recordName\":")
         text(statement, 1, to: &out)
         out.bytes.append(contentsOf: names.recordType)
@@ -178,7 +180,15 @@ enum RowJSON {
                 out.bytes.append(contentsOf: action.rawValue.utf8)
                 out.raw("\"}")
             case .json:
-                preconditionFailure("a JSON column on the row path (canWriteJSONFromRows said no)")
+                // As the general path: the value read back from its JSON text, written with
+                // the type it has (a list's element type), encrypted when the field is.
+                let value = try layout.decodeJSON(statement, index, position: position)
+                FieldValueJSON.write(value, style: .canonical, to: &out)
+                var type = value.type
+                if layout.fields[position].type.isEncrypted { type.isEncrypted = true }
+                closing = Array(",\"type\":\"".utf8)
+                type.appendWebServicesName(to: &closing)
+                closing += Array("\"}".utf8)
             }
             out.bytes.append(contentsOf: closing)
         }

@@ -5,6 +5,7 @@ import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
 import Records
+import GRDBSQLite
 
 /// How one record type lives in SQLite: a table named after the type, keyed by zone and record
 /// name, with the system fields in CloudKit's own `___` names and one typed column per field.
@@ -266,6 +267,19 @@ final class TableLayout {
     private func decodeJSON(_ text: String, _ field: FieldColumn) throws -> FieldValue {
         do {
             return try FieldValueJSON.read(try JSONParser.parse(text), as: field.type)
+        } catch {
+            throw StoreError.corrupt("\(typeName).\(field.name) holds a value that is not valid \(field.type): \(error)")
+        }
+    }
+
+    /// The list, asset or location in column `index` of the statement's current row, the
+    /// field at `position`: read as ``decode(_:zone:only:)`` reads it, from the row's bytes.
+    func decodeJSON(_ statement: PreparedStatement, _ index: Int32, position: Int) throws -> FieldValue {
+        let field = fields[position]
+        let count = Int(sqlite3_column_bytes(statement.raw, index))
+        let bytes = UnsafeRawBufferPointer(start: sqlite3_column_text(statement.raw, index), count: count)
+        do {
+            return try FieldValueJSON.read(try JSONParser.parse(bytes), as: field.type)
         } catch {
             throw StoreError.corrupt("\(typeName).\(field.name) holds a value that is not valid \(field.type): \(error)")
         }

@@ -116,7 +116,7 @@ extension Exports {
 
     /// Canonical JSON Lines written straight from the SQLite store's rows (``StoreSession/forEachCanonicalJSON(_:into:_:)``),
     /// the same bytes as the general path without a record between row and text; nil when the
-    /// store or a record type needs the general path.
+    /// store is not SQLite's or the query sorts.
     private static func rowExport<Store: RecordStoring>(from store: Store, to path: String, query: RecordQuery,
                                                         progress: ProgressHandler?) throws -> ExportResult? {
         try store.read { session -> ExportResult? in

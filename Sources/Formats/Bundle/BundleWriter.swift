@@ -87,12 +87,12 @@ public struct BundleWriter {
             try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
             try session.forEachChange(since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, records.add)
         } else if let rows = session as? StoreSession, query.limit == nil, query.sortField == nil {
-            // Type by type, in the order one query visits them: a type of scalar fields (no
-            // assets to gather) goes straight from its rows to JSON, the others through records.
+            // Type by type, in the order one query visits them: a type without assets (no
+            // files to gather) goes straight from its rows to JSON, the others through records.
             for type in try rows.recordTypeNames(query) {
                 var one = query
                 one.recordTypes = [type]
-                if rows.canReadRows(one) {
+                if !records.hasAssets(type), rows.canWriteJSONFromRows(one) {
                     try records.addRows(of: rows, one)
                     continue
                 }
@@ -195,6 +195,9 @@ private final class RecordSpooler {
         self.changes = changes
         self.progress = progress
     }
+
+    /// Whether records of `type` can name asset files.
+    func hasAssets(_ type: String) -> Bool { typesWithAssets.contains(type) }
 
     /// Whether `record` belongs to the member being written.
     func holds(_ record: Record) -> Bool {
