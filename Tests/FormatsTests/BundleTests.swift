@@ -125,6 +125,41 @@ struct BundleTests {
         #expect(verify(bundle) == nil)
     }
 
+    @Test("members many compression chunks long, plain and encrypted: the same members and records come back, and gzip, tar and Python read the plain bundle")
+    func largeMembers() throws {
+        let scratch = Scratch()
+        let schema = try String(contentsOf: packageRoot.appendingPathComponent("samples/family-todo/schema.ckdb"), encoding: .utf8)
+        let store = try scratch.store(schema, name: "large.sqlite")
+        var records: [Record] = []
+        try SampleApp.familyTodo.generate(records: 6_000, seed: 11) { records.append($0) }
+        _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource(records)])
+        let original = try everything(store)
+        for passphrase in [nil, "correct horse battery staple"] {
+            let bundle = scratch.path(passphrase == nil ? "large.ckbundle" : "large-sealed.ckbundle")
+            let summary = try BundleWriter().write(store, to: bundle, passphrase: passphrase)
+            let largest = try #require(summary.manifest.members.filter { $0.kind == "records" }.map(\.bytes).max())
+            // Compressed on several threads in 256 KiB chunks: the largest member spans many.
+            #expect(largest > 4 << 18)
+            let reader = try BundleReader(path: bundle, passphrase: passphrase)
+            let copy = try RecordStore(path: scratch.path(passphrase == nil ? "copy.sqlite" : "copy-sealed.sqlite"))
+            _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader], schema: reader.schema)
+            #expect(try everything(copy) == original)
+            guard passphrase == nil else { continue }
+            #expect(verify(bundle) == nil)
+            #expect(try Conformance.run("/bin/gzip", ["-t", bundle]).0 == 0)
+            let (status, listing) = try Conformance.run("/bin/tar", ["-tzf", bundle])
+            #expect(status == 0)
+            #expect(listing.split(separator: "\n").map(String.init) == ["manifest.json"] + summary.manifest.members.map(\.path))
+            // Every member's bytes as Python's tarfile reads them: the sizes and SHA-256s the
+            // manifest names.
+            let script = "import hashlib, sys, tarfile\nwith tarfile.open(sys.argv[1], 'r:gz') as t:\n    for m in t:\n        print(m.name, m.size, hashlib.sha256(t.extractfile(m).read()).hexdigest())"
+            let (pythonStatus, printed) = try Conformance.run("/usr/bin/python3", ["-c", script, bundle])
+            #expect(pythonStatus == 0, "\(printed)")
+            let lines = printed.split(separator: "\n").map(String.init)
+            #expect(lines.dropFirst() == ArraySlice(summary.manifest.members.map { "\($0.path) \($0.bytes) \($0.sha256)" }))
+        }
+    }
+
     @Test("every value type survives, assets included, and a selection backs up only itself")
     func valuesAndSelection() throws {
         let scratch = Scratch()

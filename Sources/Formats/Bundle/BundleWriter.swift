@@ -7,10 +7,14 @@ import Store
 /// `schema.ckdb`, then `records/<scope>/<zone>/<RecordType>.jsonl` in the canonical JSON shape,
 /// then `assets/<sha256>` for every asset file the records name and the store holds. A store
 /// that has had migrations adds `migrations.json` (its history) right after the schema.
-/// Records are first spooled (uncompressed, hashed and counted) to a temporary file beside the
-/// output so that the manifest, which names every member's size and SHA-256, can come first;
-/// then everything goes through zlib once. Memory stays flat. The spool has no name in the
-/// folder and, for an encrypted bundle, is itself encrypted (see ``BundleSpool``).
+/// Records are first spooled (hashed, counted and already compressed) to a temporary file beside
+/// the output so that the manifest, which names every member's size and SHA-256, can come first.
+/// The compression runs on every core while the records are read: the archive is one gzip
+/// member whose deflate stream is made of segments compressed apart (``ParallelDeflater``), so
+/// the spool holds each record member's compressed bytes, and the archive puts them after the
+/// manifest and the members' headers without compressing them again. Memory stays flat. The
+/// spool has no name in the folder and, for an encrypted bundle, is itself encrypted (see
+/// ``BundleSpool``).
 public struct BundleWriter {
     public var level: Int32 = 6
     public var version = "0.1"
@@ -82,7 +86,7 @@ public struct BundleWriter {
         let spool = try BundleSpool(directory: spoolDirectory.isEmpty ? "." : spoolDirectory, sealed: passphrase != nil)
         // Pass 1: the records into the spool, one member per (scope, zone, type), or one of
         // changes; the manifest needs every member's size and SHA-256 before it can go first.
-        let records = RecordSpooler(spool: spool, schema: session.schema, changes: since != nil, progress: progress)
+        let records = RecordSpooler(spool: spool, schema: session.schema, changes: since != nil, level: level, progress: progress)
         if let since {
             try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
             try session.forEachChange(since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, records.add)
@@ -107,7 +111,7 @@ public struct BundleWriter {
                 try records.add(record)
             }
         }
-        try records.close()
+        try records.finish()
         var assetMembers: [BundleManifest.Member] = []
         var missingAssets: [String] = []
         for sha256 in records.assetHashes.sorted() {
@@ -127,15 +131,16 @@ public struct BundleWriter {
                                       created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
                                       storeID: session.storeID, token: session.currentToken.description, baseToken: since?.description,
                                       recordTypes: session.schema.recordTypes.map(\.name), members: smallMembers + records.members + assetMembers)
-        // Pass 2: the archive, compressed once and, with a passphrase, encrypted.
+        // Pass 2: the archive — the record members as pass 1 compressed them — and, with a
+        // passphrase, encrypted.
         let archive = try ArchiveStream(output: output, level: level, passphrase: passphrase)
         try archive.member("manifest.json", try BundleWriter.json(manifest))
         for (name, _, bytes) in small { try archive.member(name, bytes) }
-        for (member, range) in zip(records.members, records.ranges) {
-            try archive.member(member.path, size: member.bytes) { put in
-                try spool.read(range) { chunk in
+        for (member, spooled) in zip(records.members, records.spooledMembers) {
+            try archive.compressedMember(member.path, size: member.bytes, crc: spooled.crc) { emit in
+                try spool.read(spooled.chunks) { chunk in
                     try Interruption.check()
-                    try put(chunk)
+                    try emit(chunk)
                 }
             }
         }
@@ -166,9 +171,9 @@ public struct BundleWriter {
     }
 }
 
-/// Pass 1 of a bundle: records encoded as JSON Lines into the spool, member by member, each
-/// member's size, SHA-256 and record count noted for the manifest, and the assets the records
-/// name gathered.
+/// Pass 1 of a bundle: records encoded as JSON Lines, member by member, each member's size,
+/// SHA-256 and record count noted for the manifest, the assets the records name gathered, and
+/// the bytes compressed on the other cores into the spool (``ParallelDeflater``).
 private final class RecordSpooler {
     private let spool: BundleSpool
     private let codec: JSONRecordCodec
@@ -180,20 +185,34 @@ private final class RecordSpooler {
     private var current: (zone: ZoneID, type: String, path: String)?
     private var count = 0
     private var memberStart: Int64 = 0
-    private var memberFirstChunk = 0
+    /// Whether the member being written has handed over a chunk yet.
+    private var memberStarted = false
     private var spooled: Int64 = 0
     private var total = 0
     private(set) var members: [BundleManifest.Member] = []
-    /// The spool's chunks of each member, in the order of `members`.
-    private(set) var ranges: [Range<Int>] = []
+    /// Each member's compressed chunks in the spool and the CRC-32 of its bytes, in the order
+    /// of `members`; complete after ``finish()``.
+    private(set) var spooledMembers: [(chunks: Range<Int>, crc: UInt32)] = []
     private(set) var assetHashes = Set<String>()
+    private var deflater: ParallelDeflater!
+    /// The member each chunk handed to the deflater belongs to, by chunk number.
+    private var chunkMembers: [Int] = []
 
-    init(spool: BundleSpool, schema: Schema, changes: Bool, progress: ((Int) -> Void)?) {
+    init(spool: BundleSpool, schema: Schema, changes: Bool, level: Int32, progress: ((Int) -> Void)?) {
         self.spool = spool
         codec = JSONRecordCodec(schema: schema)
         typesWithAssets = Set(schema.recordTypes.filter { $0.fields.contains { $0.type.primitive == .asset } }.map(\.name))
         self.changes = changes
         self.progress = progress
+        deflater = ParallelDeflater(level: level) { [unowned self] segment in
+            let member = chunkMembers[segment.index]
+            let index = spool.count
+            try spool.append(segment.compressed)
+            var entry = spooledMembers[member]
+            entry.chunks = (entry.chunks.isEmpty ? index : entry.chunks.lowerBound)..<(index + 1)
+            entry.crc = GzipFraming.combine(entry.crc, segment.crc, secondLength: Int64(segment.length))
+            spooledMembers[member] = entry
+        }
     }
 
     /// Whether records of `type` can name asset files.
@@ -209,6 +228,8 @@ private final class RecordSpooler {
     func open(_ path: String, zone: ZoneID, type: String) throws {
         try close()
         current = (zone, type, path)
+        memberStarted = false
+        spooledMembers.append((0..<0, 0))
     }
 
     func add(_ record: Record) throws {
@@ -259,35 +280,48 @@ private final class RecordSpooler {
                                                  sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
                                                  ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
         }
-        ranges.append(memberFirstChunk..<spool.count)
         hasher = SHA256()
         count = 0
         memberStart = spooled
-        memberFirstChunk = spool.count
         current = nil
+    }
+
+    /// Closes the last member and waits for the last of the compression.
+    func finish() throws {
+        try close()
+        try deflater.finish()
     }
 
     private func flush() throws {
         guard !writer.bytes.isEmpty else { return }
         hasher.update(data: writer.bytes)
-        try spool.append(writer.bytes)
+        chunkMembers.append(spooledMembers.count - 1)
+        try deflater.add(writer.bytes, continuing: memberStarted)
+        memberStarted = true
         spooled += Int64(writer.bytes.count)
         writer.bytes.removeAll(keepingCapacity: true)
     }
 }
 
-/// Pass 2 of a bundle: tar members through one gzip stream, and through encryption when the
-/// bundle has a passphrase, into the output file.
+/// Pass 2 of a bundle: tar members as one gzip member — the headers, the small members and
+/// the assets compressed here, the record members as pass 1 compressed them — through
+/// encryption when the bundle has a passphrase, into the output file.
 private final class ArchiveStream {
-    private let gzip: GzipCompressor
+    private let segmenter: DeflateSegmenter
+    private let level: Int32
     private let encryptor: BundleEncryptor?
     private let output: OutputFile
     private let modified = Int64(Date().timeIntervalSince1970)
+    /// The CRC-32 and length of everything the archive holds so far, for gzip's trailer.
+    private var crc: UInt32 = 0
+    private var length: Int64 = 0
 
     init(output: OutputFile, level: Int32, passphrase: String?) throws {
         self.output = output
-        gzip = GzipCompressor(level: level)
+        self.level = level
+        segmenter = DeflateSegmenter(level: level)
         encryptor = try passphrase.map { try BundleEncryptor(passphrase: $0) { try output.write($0) } }
+        try emit(GzipFraming.header)
     }
 
     /// A member held in memory.
@@ -295,22 +329,51 @@ private final class ArchiveStream {
         try put(Tar.header(path: path, size: Int64(bytes.count), modified: modified) + bytes + Tar.padding(Int64(bytes.count)))
     }
 
-    /// A member of `size` bytes that `body` writes through the function it is given.
+    /// A member of `size` bytes whose deflate segments (``DeflateSegmenter``) `body` hands to
+    /// the function it is given; `crc` is the CRC-32 of the bytes they hold.
+    func compressedMember(_ path: String, size: Int64, crc memberCRC: UInt32, _ body: (_ emit: ([UInt8]) throws -> Void) throws -> Void) throws {
+        try put(Tar.header(path: path, size: size, modified: modified))
+        try body(emit)
+        crc = GzipFraming.combine(crc, memberCRC, secondLength: size)
+        length += size
+        try put(Tar.padding(size))
+    }
+
+    /// A member of `size` bytes that `body` writes through the function it is given, compressed
+    /// on every core.
     func member(_ path: String, size: Int64, _ body: (_ put: ([UInt8]) throws -> Void) throws -> Void) throws {
         try put(Tar.header(path: path, size: size, modified: modified))
-        try body(put)
+        let deflater = ParallelDeflater(level: level) { [unowned self] segment in
+            crc = GzipFraming.combine(crc, segment.crc, secondLength: Int64(segment.length))
+            length += Int64(segment.length)
+            try emit(segment.compressed)
+        }
+        var pending: [UInt8] = []
+        var started = false
+        try body { bytes in
+            pending += bytes
+            if pending.count >= 1 << 18 {
+                try deflater.add(pending, continuing: started)
+                started = true
+                pending = []
+            }
+        }
+        if !pending.isEmpty { try deflater.add(pending, continuing: started) }
+        try deflater.finish()
         try put(Tar.padding(size))
     }
 
     func finish() throws {
-        try put(Tar.end)
-        try emit(gzip.finish())
+        try put(Tar.end, last: true)
+        try emit(GzipFraming.trailer(crc: crc, length: length))
         try encryptor?.finish()
     }
 
-    private func put(_ bytes: [UInt8]) throws {
-        let compressed = gzip.compress(bytes)
-        if !compressed.isEmpty { try emit(compressed) }
+    private func put(_ bytes: [UInt8], last: Bool = false) throws {
+        guard !bytes.isEmpty || last else { return }
+        bytes.withUnsafeBytes { crc = GzipFraming.combine(crc, GzipFraming.crc($0), secondLength: Int64($0.count)) }
+        length += Int64(bytes.count)
+        try emit(segmenter.segment(bytes, last: last))
     }
 
     private func emit(_ bytes: [UInt8]) throws {
