@@ -25,6 +25,10 @@ public struct RecordRow {
     let fixedZone: ZoneID?
     /// The zone of the current row.
     public internal(set) var zone: ZoneID
+    /// A number that changes whenever the zone or the record type of the rows may have: a
+    /// reader that makes something of them makes it again only when this moves (no string
+    /// comparisons per row).
+    var zoneSerial = 0
 
     public var recordType: String { layout.typeName }
     /// The record type's field names, sorted by their UTF-8 bytes; field positions index them.
@@ -91,9 +95,10 @@ extension StoreSession {
 
     /// Calls `body` with each row `query` selects, in the order ``forEach(_:_:)`` gives the
     /// records. The row is only valid inside `body`.
-    public func forEachRow(_ query: RecordQuery, _ body: (borrowing RecordRow) throws -> Void) throws {
+    @inline(__always) public func forEachRow(_ query: RecordQuery, _ body: (borrowing RecordRow) throws -> Void) throws {
         var remaining = query.limit ?? Int.max
         var statements = QueryStatements()
+        var serial = 0
         for compiled in try compile(query) {
             guard remaining > 0 else { return }
             let statement = try statements.statement(db, compiled.sql, compiled.arguments)
@@ -103,14 +108,17 @@ extension StoreSession {
                 columns.append(column)
                 column += kind == .reference ? 2 : 1
             }
+            serial += 1
             var row = RecordRow(statement: statement, layout: compiled.layout, columns: columns, fixedZone: compiled.zone,
-                                zone: compiled.zone ?? .defaultZone)
+                                zone: compiled.zone ?? .defaultZone, zoneSerial: serial)
             var zoneRow: Int64?
             while remaining > 0, try statement.step(db) {
                 if row.fixedZone == nil {
                     let number = statement.int64(0)
                     if zoneRow != number {
                         row.zone = try zone(row: number)
+                        serial += 1
+                        row.zoneSerial = serial
                         zoneRow = number
                     }
                 }

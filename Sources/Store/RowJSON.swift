@@ -22,30 +22,26 @@ extension StoreSession {
     public func forEachCanonicalJSON(_ query: RecordQuery, into out: inout JSONWriter,
                                      starting: ((ZoneID, String, inout JSONWriter) throws -> Void)? = nil,
                                      _ written: (inout JSONWriter) throws -> Void) throws {
-        var remaining = query.limit ?? Int.max
-        var statements = QueryStatements()
+        var layout: TableLayout?
+        var names: RowJSONNames?
+        var zonePart: [UInt8] = []
+        var zoneSerial = -1
         var last: (zone: ZoneID, type: String)?
-        for compiled in try compile(query) {
-            guard remaining > 0 else { return }
-            let statement = try statements.statement(db, compiled.sql, compiled.arguments)
-            let names = compiled.layout.jsonNames
-            var zonePart: [UInt8] = []
-            var zoneRow: Int64?
-            while remaining > 0, try statement.step(db) {
-                let row = statement.int64(0)
-                if zoneRow != row {
-                    let zone = try compiled.zone ?? zone(row: row)
-                    zonePart = RowJSON.zonePart(zone)
-                    zoneRow = row
-                    if let starting, last?.zone != zone || last?.type != compiled.layout.typeName {
-                        last = (zone, compiled.layout.typeName)
-                        try starting(zone, compiled.layout.typeName, &out)
-                    }
-                }
-                try RowJSON.append(statement, layout: compiled.layout, names: names, zonePart: zonePart, to: &out)
-                try written(&out)
-                remaining -= 1
+        try forEachRow(query) { row in
+            if layout !== row.layout {
+                layout = row.layout
+                names = row.layout.jsonNames
             }
+            if zoneSerial != row.zoneSerial {
+                zoneSerial = row.zoneSerial
+                zonePart = RowJSON.zonePart(row.zone)
+                if let starting, last?.zone != row.zone || last?.type != row.recordType {
+                    last = (row.zone, row.recordType)
+                    try starting(row.zone, row.recordType, &out)
+                }
+            }
+            try RowJSON.append(row.statement, layout: row.layout, names: names!, zonePart: zonePart, to: &out)
+            try written(&out)
         }
     }
 }
@@ -180,18 +176,26 @@ enum RowJSON {
                 out.bytes.append(contentsOf: action.rawValue.utf8)
                 out.raw("\"}")
             case .json:
-                // As the general path: the value read back from its JSON text, written with
-                // the type it has (a list's element type), encrypted when the field is.
-                let value = try layout.decodeJSON(statement, index, position: position)
-                FieldValueJSON.write(value, style: .canonical, to: &out)
-                var type = value.type
-                if layout.fields[position].type.isEncrypted { type.isEncrypted = true }
-                closing = Array(",\"type\":\"".utf8)
-                type.appendWebServicesName(to: &closing)
-                closing += Array("\"}".utf8)
+                try appendJSONColumn(statement, index, layout: layout, position: position, to: &out)
+                continue
             }
             out.bytes.append(contentsOf: closing)
         }
         out.raw("}}")
+    }
+
+    /// A list, asset or location as the general path writes it: the value read back from the
+    /// JSON text the store keeps, then its type (a list's with its element type), encrypted
+    /// when the field is. Apart from ``append(_:layout:names:zonePart:to:)``, whose loop over
+    /// scalar columns stays lean.
+    @inline(never)
+    static func appendJSONColumn(_ statement: PreparedStatement, _ index: Int32, layout: TableLayout, position: Int, to out: inout JSONWriter) throws {
+        let value = try layout.decodeJSON(statement, index, position: position)
+        FieldValueJSON.write(value, style: .canonical, to: &out)
+        var type = value.type
+        if layout.fields[position].type.isEncrypted { type.isEncrypted = true }
+        out.raw(",\"type\":\"")
+        type.appendWebServicesName(to: &out.bytes)
+        out.raw("\"}")
     }
 }

@@ -290,6 +290,7 @@ private final class RecordSpooler {
     func finish() throws {
         try close()
         try deflater.finish()
+        deflater = nil
     }
 
     private func flush() throws {
@@ -339,15 +340,18 @@ private final class ArchiveStream {
         try put(Tar.padding(size))
     }
 
+    /// Compresses the asset members on every core; its threads serve them all.
+    private lazy var deflater = ParallelDeflater(level: level) { [unowned self] segment in
+        crc = GzipFraming.combine(crc, segment.crc, secondLength: Int64(segment.length))
+        length += Int64(segment.length)
+        try emit(segment.compressed)
+    }
+
     /// A member of `size` bytes that `body` writes through the function it is given, compressed
     /// on every core.
     func member(_ path: String, size: Int64, _ body: (_ put: ([UInt8]) throws -> Void) throws -> Void) throws {
         try put(Tar.header(path: path, size: size, modified: modified))
-        let deflater = ParallelDeflater(level: level) { [unowned self] segment in
-            crc = GzipFraming.combine(crc, segment.crc, secondLength: Int64(segment.length))
-            length += Int64(segment.length)
-            try emit(segment.compressed)
-        }
+        let deflater = self.deflater
         var pending: [UInt8] = []
         var started = false
         try body { bytes in
