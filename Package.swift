@@ -42,7 +42,7 @@ let package = Package(
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ], swiftSettings: strict),
-        .target(name: "Formats", dependencies: ["Records", "Store", "CZlib", "CLibXML2", .product(name: "Yams", package: "Yams"),
+        .target(name: "Formats", dependencies: ["Records", "Store", "CSQLiteConfig", "CZlib", "CLibXML2", .product(name: "Yams", package: "Yams"),
                                                  .product(name: "Crypto", package: "swift-crypto"),
                                                  .product(name: "CryptoExtras", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "Migrations", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams"),

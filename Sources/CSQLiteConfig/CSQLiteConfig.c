@@ -1,8 +1,11 @@
+/* sync_file_range is a GNU extension of fcntl.h. */
+#define _GNU_SOURCE
 #include "CSQLiteConfig.h"
 #include <sqlite3.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 static volatile sig_atomic_t interrupted_by = 0;
 
@@ -36,4 +39,21 @@ int ckport_configure_sqlite(void) {
     int rc = sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
     if (rc != SQLITE_OK) return rc;
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+int ckport_start_writeback(int fd, long long start, long long length) {
+#ifdef __linux__
+    return sync_file_range(fd, (off_t)start, (off_t)length, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd; (void)start; (void)length;
+    return 0;
+#endif
+}
+
+int ckport_finish_writeback(int fd, long long start, long long length) {
+#ifdef __linux__
+    if (sync_file_range(fd, (off_t)start, (off_t)length,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) return -1;
+#endif
+    return posix_fadvise(fd, (off_t)start, (off_t)length, POSIX_FADV_DONTNEED);
 }

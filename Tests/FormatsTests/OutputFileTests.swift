@@ -2,6 +2,22 @@ import Foundation
 import Testing
 @testable import Formats
 
+/// The type of the file system `path` is on, from the longest mount point above it in
+/// /proc/mounts (the path resolved first).
+private func fileSystem(of path: String) -> String? {
+    let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    guard let mounts = try? String(contentsOfFile: "/proc/mounts", encoding: .utf8) else { return nil }
+    var best: (point: String, type: String)?
+    for line in mounts.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count >= 3 else { continue }
+        let point = String(fields[1])
+        let within = point == "/" || real == point || real.hasPrefix(point + "/")
+        if within, point.count >= (best?.point.count ?? -1) { best = (point, String(fields[2])) }
+    }
+    return best?.type
+}
+
 @Suite("output files")
 struct OutputFileTests {
     @Test("a file appears only when committed; a discarded one leaves nothing")
@@ -39,6 +55,45 @@ struct OutputFileTests {
         for path in [stale, otherOutput, spool, staged] { #expect(!FileManager.default.fileExists(atPath: path), "\(path)") }
         #expect(FileManager.default.fileExists(atPath: alive))
         for path in users { #expect(FileManager.default.fileExists(atPath: path), "\(path)") }
+    }
+
+    @Test("a large output is written behind: its bytes are exact, and what is on disk has left the page cache before the commit")
+    func writeBehind() throws {
+        let scratch = Scratch()
+        let path = scratch.path("large.jsonl")
+        let output = try OutputFile(path: path)
+        // 100 MB in uneven pieces, some through the buffer and some straight to the file.
+        var state: UInt64 = 7
+        var written: [UInt8] = []
+        written.reserveCapacity(101 << 20)
+        while written.count < 100 << 20 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let piece = [UInt8](repeating: UInt8(truncatingIfNeeded: state >> 56), count: Int(state >> 40) % (3 << 19) + 1)
+            try output.write(piece)
+            written += piece
+        }
+        try output.flush()
+        // The temporary file beside the output: its first 32 MB went to the disk and were let go
+        // of once the next 32 MB had been written. Only file systems that keep files on a disk
+        // (ext4, XFS, Btrfs) drop clean pages when asked; tmpfs keeps them, as it must.
+        let folder = scratch.url.path
+        let temporary = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasSuffix(".tmp") })
+        if ["ext4", "xfs", "btrfs"].contains(fileSystem(of: folder)) {
+            let fd = open(folder + "/" + temporary, O_RDONLY)
+            defer { close(fd) }
+            let length = 32 << 20
+            let map = try #require(mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0))
+            defer { munmap(map, length) }
+            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+            var resident = [UInt8](repeating: 0, count: length / page)
+            #expect(mincore(map, length, &resident) == 0)
+            let kept = resident.filter { $0 & 1 != 0 }.count
+            #expect(kept < resident.count / 10, "\(kept) of \(resident.count) pages of the first 32 MB are still cached")
+        }
+        try output.commit()
+        let back = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(back.count == written.count)
+        #expect(Array(back) == written)
     }
 
     @Test("an output is readable by its owner only until it is complete, then gets the usual mode")

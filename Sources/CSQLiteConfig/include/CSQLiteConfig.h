@@ -21,4 +21,14 @@ int ckport_interrupted(void);
 /// Sets the flag as a signal would (for tests).
 void ckport_simulate_interrupt(int signal);
 
+/// Asks the kernel to start writing bytes [start, start + length) of the file to disk, without
+/// waiting (Linux's sync_file_range; elsewhere nothing). Advisory: returns 0 or -1 with errno,
+/// and durability still comes from fsync.
+int ckport_start_writeback(int fd, long long start, long long length);
+
+/// Waits until bytes [start, start + length) of the file are written, then lets the kernel drop
+/// them from its page cache, so that a long output does not push everything else out of memory
+/// nor pile up dirty pages for one long sync at the end. Advisory, as above.
+int ckport_finish_writeback(int fd, long long start, long long length);
+
 #endif
