@@ -324,12 +324,8 @@ measure_scale() {
   # 11 GB at 10,000,000 records measured the disk's mood as much as ckport (1.07× to 1.37× the
   # cost per record at 1,000,000 in four runs of the same build).
   fresh="-$work/$tag-out.jsonl" warm="$work/$tag.sqlite" run "$tag-export" "$ckport" export --store "$work/$tag.sqlite" -o "$work/$tag-out.jsonl" -q
-  # The disk's share: dd writing as many bytes and syncing them, as the export does. Virtual
-  # disks take a few gigabytes at once far faster than they sustain; this column shows it.
   local megabytes=$(( $(stat -c %s "$work/$tag-out.jsonl") / 1048576 ))
   rm -f "$work/$tag-out.jsonl"
-  fresh="-$work/$tag-dd.out" run "$tag-disk" dd if=/dev/zero of="$work/$tag-dd.out" bs=1M count="$megabytes" conv=fsync status=none
-  rm -f "$work/$tag-dd.out"
   # The small operations run five times at every size (a fraction of a second each, so one
   # slow system call moves a median of three), each on a store in the kernel's cache: at
   # 10,000,000 records the input, the export and the copies of a 6 GB store would otherwise
@@ -341,6 +337,11 @@ measure_scale() {
   mv "$work/$tag.sqlite" "$work/$tag-full.sqlite.empty"
   repeat=5 fresh="$work/$tag-full.sqlite.empty" warm="$work/$tag-full.sqlite" run "$tag-more" "$ckport" import "$work/$tag-more.jsonl" --store "$work/$tag-full.sqlite" -q
   rm -f "$work/$tag.sqlite"* "$work/$tag-full.sqlite"*
+  # The disk's share, last (its gigabytes through the page cache would push the store out of
+  # it): dd writing as many bytes as the export and syncing them. Virtual disks take a few
+  # gigabytes at once far faster than they sustain; this column shows it.
+  fresh="-$work/$tag-dd.out" run "$tag-disk" dd if=/dev/zero of="$work/$tag-dd.out" bs=1M count="$megabytes" conv=fsync status=none
+  rm -f "$work/$tag-dd.out"
 }
 scale_table() {
   local reference=$1; shift
