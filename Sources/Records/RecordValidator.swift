@@ -124,7 +124,12 @@ public struct RecordValidator: Sendable {
                 continue
             }
             if !field.type.accepts(value.type) {
-                issues.append(ValidationIssue(field: name, message: "expected \(field.type), found a \(value.type) value"))
+                // NUMBER names a field's type; a value's numbers are INT64 or DOUBLE, so a list
+                // built with NUMBER elements matches no field, LIST<NUMBER> included.
+                let found = value.type.isList && value.type.primitive == .number
+                    ? "a list whose elements are typed NUMBER (a value's numbers are INT64 or DOUBLE)"
+                    : "a \(value.type) value"
+                issues.append(ValidationIssue(field: name, message: "expected \(field.type), found \(found)"))
             }
         }
         if size > RecordValidator.maxRecordSize {

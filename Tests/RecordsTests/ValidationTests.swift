@@ -29,6 +29,11 @@ struct ValidationTests {
         #expect(validator.issues(in: record(type: "Note")).first?.message.contains("unknown record type 'Note'") == true)
         let mismatch = validator.issues(in: record(["due": .string("tomorrow")]))
         #expect(mismatch == [ValidationIssue(field: "due", message: "expected TIMESTAMP, found a STRING value")])
+        // A list typed NUMBER is refused without naming the field's own type as what was found.
+        let numbers = try! SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (scores LIST<NUMBER>);")
+        let listed = RecordValidator(schema: numbers).issues(in: record(["scores": .list(.number, [.int64(1)])]))
+        #expect(listed == [ValidationIssue(field: "scores", message: "expected LIST<NUMBER>, found a list whose elements are typed NUMBER (a value's numbers are INT64 or DOUBLE)")])
+        #expect(RecordValidator(schema: numbers).issues(in: record(["scores": .list(.double, [.double(1.5)])])).isEmpty)
         let unknown = validator.issues(in: record(["colour": .string("red")]))
         #expect(unknown.first?.field == "colour")
         #expect(unknown.first?.message.contains("(allow new fields to add it to the schema)") == true)
