@@ -54,7 +54,7 @@ venv=${BENCH_VENV:-$HOME/.cache/ckport-bench-venv}
 command -v cc >/dev/null || { echo "bench: cc is missing (apt-get install gcc)" >&2; exit 1; }
 mkdir -p "$work/floor"
 for program in import_floor export_floor; do
-  cc -O2 -o "$work/floor/$program" "scripts/bench-floor/$program.c" -lsqlite3
+  cc -O2 -pthread -o "$work/floor/$program" "scripts/bench-floor/$program.c" -lsqlite3
 done
 [ -x "$venv/bin/sqlite-utils" ] || "$venv/bin/pip" install -q 'sqlite-utils==4.2.1'
 swift build -c release --product ckport >/dev/null
