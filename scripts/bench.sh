@@ -62,6 +62,18 @@ swift build -c release --product ckport-emulator >/dev/null
 ckport=$(swift build -c release --show-bin-path)/ckport
 emulator_bin=$(swift build -c release --show-bin-path)/ckport-emulator
 
+# start_fresh FRESH: before a timed run, untimed. FRESH a store's .empty copy: it is copied into
+# place (without the log of the run before) and synced, since a store of 6 GB copied and left to
+# the kernel's writeback would slow the run that follows, which syncs the same file. FRESH
+# written -PATH: PATH is removed (an export's previous output). Empty: nothing.
+start_fresh() {
+  case $1 in
+    "") ;;
+    -*) rm -f "${1#-}" ;;
+    *) rm -f "${1%.empty}-wal" "${1%.empty}-shm"; cp "$1" "${1%.empty}"; sync ;;
+  esac
+}
+
 # run LABEL CMD...: runs the command $repeat times (a store import starts from a fresh
 # copy of the empty store each time; with fresh=-PATH, PATH is removed before each run, as in
 # `alternate` below) and keeps the median time and the largest peak RSS in $work/LABEL.time.
@@ -71,13 +83,7 @@ run() {
   local label=$1; shift
   : > "$work/$label.runs"
   for _ in $(seq "$repeat"); do
-    case ${fresh:-} in
-      "") ;;
-      -*) rm -f "${fresh#-}" ;;
-      # The copy goes to disk before the run, untimed: a store of 6 GB copied and left to the
-      # kernel's writeback would slow the run that follows, which syncs the same file.
-      *) cp "$fresh" "${fresh%.empty}"; sync ;;
-    esac
+    start_fresh "${fresh:-}"
     # warm=PATH: the file read once, untimed, so that the run finds it in the kernel's cache.
     [ -z "${warm:-}" ] || cat "$warm" > /dev/null
     /usr/bin/time -f "%e %M" -o "$work/$label.once" "$@" >/dev/null 2>"$work/$label.err" || { cat "$work/$label.err" >&2; exit 1; }
@@ -230,22 +236,17 @@ xml_table() {
 }
 
 # alternate "LABEL|FRESH|COMMAND" …: runs each command in turn, $repeat rounds, so that a noisy
-# machine slows ckport and its references alike; FRESH (a store's .empty copy, or nothing) is
-# copied into place before each run, and FRESH written -PATH removes PATH before each run (an
-# export's output: replacing a gigabyte file now and then cost the replacing program a second
-# or two of system time freeing the old one, whichever program it was, so no timed run inherits
-# the one before's file). Keeps the median and the peak RSS per label, as `run`.
+# machine slows ckport and its references alike; FRESH is prepared before each run as
+# `start_fresh` does (an export's previous output removed: replacing a gigabyte file now and then
+# cost the replacing program a second or two of system time freeing the old one, whichever
+# program it was, so no timed run inherits the one before's file). Keeps the median and the peak RSS per label, as `run`.
 alternate() {
   local spec label rest fresh command
   for spec in "$@"; do : > "$work/${spec%%|*}.runs"; done
   for _ in $(seq "$repeat"); do
     for spec in "$@"; do
       label=${spec%%|*}; rest=${spec#*|}; fresh=${rest%%|*}; command=${rest#*|}
-      case $fresh in
-        "") ;;
-        -*) rm -f "${fresh#-}" ;;
-        *) rm -f "${fresh%.empty}-wal" "${fresh%.empty}-shm"; cp "$fresh" "${fresh%.empty}" ;;
-      esac
+      start_fresh "$fresh"
       # What the command before left unwritten goes to disk first, untimed: an fsync in this
       # command would otherwise wait for it too (ext4 commits other files' data with its journal).
       sync
