@@ -88,7 +88,8 @@ public actor CloudKitClient {
     nonisolated public let database: CloudKitDatabase
     private var credentials: CloudKitCredentials
     private let transport: CloudKitTransport
-    private let policy: RetryPolicy
+    /// How failed requests are retried.
+    nonisolated public let policy: RetryPolicy
     private let sleep: @Sendable (Double) async throws -> Void
     /// Hears of every wait before a retry: the operation, the seconds, and why.
     private let onRetry: (@Sendable (String, Double, String) -> Void)?
@@ -136,7 +137,7 @@ public actor CloudKitClient {
             var problem = ""
             do {
                 let response = try await transport.send(request)
-                if let rotated = response.header("X-Apple-CloudKit-Web-Auth-Token") {
+                if let rotated = response.header("X-Apple-CloudKit-Web-Auth-Token"), !rotated.isEmpty {
                     switch credentials {
                     case .webToken(let api, _), .apiToken(let api):
                         credentials = .webToken(apiToken: api, webAuthToken: rotated)
@@ -146,9 +147,16 @@ public actor CloudKitClient {
                 }
                 if (200..<300).contains(response.status) { return response.body }
                 if let error = CloudKitServerError.parse(status: response.status, body: response.body) {
-                    failure = .server(retryAfter: error.retryAfter)
+                    failure = .server(retryAfter: error.retryAfter, busy: error.isRetryable)
                     problem = error.description
-                    guard let wait = policy.delay(after: attempt, failure: failure) else { throw error }
+                    guard let wait = policy.delay(after: attempt, failure: failure) else {
+                        if let asked = error.retryAfter, asked > policy.longestWait, attempt < policy.maxAttempts {
+                            throw CloudKitUnavailable(operation: operation, attempts: attempt,
+                                                      lastProblem: "\(problem); it asked to wait \(Self.duration(asked)), longer than the \(Self.duration(policy.longestWait)) ckport waits")
+                        }
+                        guard error.isRetryable else { throw error }
+                        throw CloudKitUnavailable(operation: operation, attempts: attempt, lastProblem: problem)
+                    }
                     onRetry?(operation, wait, problem)
                     try await sleep(wait)
                     continue
@@ -160,6 +168,8 @@ public actor CloudKitClient {
                 failure = .transport
                 problem = "HTTP \(response.status) without an error dictionary"
             } catch let error as CloudKitServerError {
+                throw error
+            } catch let error as CloudKitUnavailable {
                 throw error
             } catch is CancellationError {
                 throw CancellationError()
@@ -173,6 +183,24 @@ public actor CloudKitClient {
             onRetry?(operation, wait, problem)
             try await sleep(wait)
         }
+    }
+
+    /// A wait as people say it: `45 s`, `5 min`, `2 h 10 min`.
+    static func duration(_ seconds: Double) -> String {
+        if seconds < 120 { return "\(Int(seconds.rounded())) s" }
+        let minutes = Int((seconds / 60).rounded())
+        return minutes < 120 ? "\(minutes) min" : "\(minutes / 60) h\(minutes % 60 == 0 ? "" : " \(minutes % 60) min")"
+    }
+
+    /// Tells whoever hears of retries (the `onRetry` handler) of a wait a caller decided on:
+    /// records CloudKit asked to send again later, say.
+    public func announceWait(_ operation: String, seconds: Double, reason: String) {
+        onRetry?(operation, seconds, reason)
+    }
+
+    /// Waits `seconds` as the client waits between attempts (a test's client may not wait at all).
+    public func pause(_ seconds: Double) async throws {
+        try await sleep(seconds)
     }
 
     /// POSTs an asset's bytes to the URL `assets/upload` gave for it (signed by CloudKit
@@ -236,19 +264,24 @@ public actor CloudKitClient {
     private func makeRequest(_ operation: String, body: Data) throws -> CloudKitHTTPRequest {
         let method = CloudKitClient.getOperations.contains(operation) ? "GET" : "POST"
         let sent = method == "GET" ? Data() : body
+        let scope: CloudKitDatabase.Scope? = CloudKitClient.publicOperations.contains(operation) ? .public : nil
         var headers: [(name: String, value: String)] = method == "POST" ? [("Content-Type", "application/json")] : []
         switch credentials {
         case .serverToServer(let key):
-            headers += try key.headers(body: sent, path: database.path(operation))
-            return CloudKitHTTPRequest(method: method, url: database.url(operation), headers: headers, body: sent)
+            headers += try key.headers(body: sent, path: database.path(operation, scope: scope))
+            return CloudKitHTTPRequest(method: method, url: database.url(operation, scope: scope), headers: headers, body: sent)
         case .webToken(let api, let web):
-            let url = database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api), URLQueryItem(name: "ckWebAuthToken", value: web)])
+            let url = database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api), URLQueryItem(name: "ckWebAuthToken", value: web)], scope: scope)
             return CloudKitHTTPRequest(method: method, url: url, headers: headers, body: sent)
         case .apiToken(let api):
-            return CloudKitHTTPRequest(method: method, url: database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api)]), headers: headers, body: sent)
+            return CloudKitHTTPRequest(method: method, url: database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api)], scope: scope),
+                                       headers: headers, body: sent)
         }
     }
 
     /// The operations CloudKit Web Services reads with GET; every other one is a POST.
     static let getOperations: Set<String> = ["zones/list", "users/current"]
+    /// The operations CloudKit answers under the public database only, whichever database a
+    /// client speaks to ("Fetching Current User Identity": `…/public/users/current`).
+    static let publicOperations: Set<String> = ["users/current"]
 }

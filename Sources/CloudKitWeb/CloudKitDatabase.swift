@@ -45,18 +45,43 @@ public struct CloudKitDatabase: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The path of an operation (`records/query`, `zones/list`…): what a server-to-server
-    /// signature covers.
-    public func path(_ operation: String) -> String {
-        "/database/\(CloudKitDatabase.protocolVersion)/\(container)/\(environment.rawValue)/\(scope.rawValue)/\(operation)"
+    /// signature covers. `scope` overrides the database's own, for the operations CloudKit
+    /// answers under one database only (`users/current` lives under `public`).
+    public func path(_ operation: String, scope: Scope? = nil) -> String {
+        "/database/\(CloudKitDatabase.protocolVersion)/\(container)/\(environment.rawValue)/\((scope ?? self.scope).rawValue)/\(operation)"
     }
 
-    /// The full URL of an operation, with query items (an API token and a web auth token).
-    public func url(_ operation: String, query: [URLQueryItem] = []) -> URL {
+    /// The full URL of an operation, with query items (an API token and a web auth token),
+    /// each name and value percent-encoded whole: everything but letters, digits and `-._~`.
+    /// A web auth token holds `+`, `/` and `=`, which CloudKit reads as a space, a path and a
+    /// separator unless they come as `%2B`, `%2F` and `%3D` (Apple's "Composing Web Service
+    /// Requests" asks for exactly that).
+    public func url(_ operation: String, query: [URLQueryItem] = [], scope: Scope? = nil) -> URL {
         var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
         let prefix = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
-        components.path = prefix + path(operation)
-        if !query.isEmpty { components.queryItems = query }
+        components.path = prefix + path(operation, scope: scope)
+        if !query.isEmpty {
+            components.percentEncodedQuery = query.map { item in
+                CloudKitDatabase.percentEncoded(item.name) + (item.value.map { "=" + CloudKitDatabase.percentEncoded($0) } ?? "")
+            }.joined(separator: "&")
+        }
         return components.url!
+    }
+
+    /// `text` with every byte but ASCII letters, digits and `-._~` written as `%XX`.
+    public static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
     }
 
     public var description: String { "\(container) (\(environment.rawValue), \(scope.rawValue) database)" }

@@ -70,14 +70,39 @@ public struct CloudKitServerError: CKPortError, Sendable, Equatable, Decodable {
 
     public var code: Code? { Code(rawValue: serverErrorCode) }
 
-    /// Whether waiting and asking again may succeed: the server said so with `retryAfter`.
-    public var isRetryable: Bool { retryAfter != nil }
+    /// Whether waiting and asking again may succeed: the server said so with `retryAfter`, or
+    /// the code says the server was busy or failed (THROTTLED, TRY_AGAIN_LATER, INTERNAL_ERROR),
+    /// which CloudKit sends with or without `retryAfter`; so does a bare 429, 500, 502, 503 or 504.
+    public var isRetryable: Bool {
+        if retryAfter != nil { return true }
+        switch code {
+        case .throttled?, .tryAgainLater?, .internalError?: return true
+        default: return [429, 500, 502, 503, 504].contains(status) && code == nil
+        }
+    }
+
+    /// Whether the answer says a zone's sync token no longer works: it expired, or the zone
+    /// was reset since it was issued. The reference lists no code for it; CloudKit's own
+    /// framework calls it "change token expired" ("client knowledge differs from server
+    /// knowledge"), so both the code and that wording are recognised.
+    public var isExpiredSyncToken: Bool {
+        if ["CHANGE_TOKEN_EXPIRED", "SYNC_TOKEN_EXPIRED"].contains(serverErrorCode) { return true }
+        guard code == .badRequest, let reason = reason?.lowercased() else { return false }
+        return reason.contains("client knowledge differs") || (reason.contains("token") && reason.contains("expired"))
+    }
+
+    /// Whether the answer says the zone asked about is gone (deleted, or purged by its user).
+    public var isZoneGone: Bool {
+        code == .zoneNotFound || ["USER_DELETED_ZONE", "ZONE_PURGED"].contains(serverErrorCode)
+    }
 
     public var category: ErrorCategory {
         switch code {
         case .conflict?, .exists?, .validatingReferenceError?, .notFound?, .zoneNotFound?, .atomicError?, .badRequest?:
             return .invalidInput
-        case .accessDenied?, .authenticationFailed?, .authenticationRequired?, .quotaExceeded?, .throttled?, .tryAgainLater?, .internalError?, nil:
+        case .authenticationFailed?, .authenticationRequired?:
+            return .authentication
+        case .accessDenied?, .quotaExceeded?, .throttled?, .tryAgainLater?, .internalError?, nil:
             return .environment
         }
     }
@@ -89,9 +114,10 @@ public struct CloudKitServerError: CKPortError, Sendable, Equatable, Decodable {
         if let reason, !reason.isEmpty { text += ": \(reason)" }
         switch code {
         case .authenticationRequired?:
-            text += redirectURL.map { "; sign in at \($0) to get a new web auth token" } ?? "; a new web auth token is needed"
+            text += "; the web auth token has expired (it lasts 30 minutes, or two weeks when \"Keep me signed in\" was ticked) or was never given"
+            text += redirectURL.map { "; sign in again at \($0)" } ?? "; sign in again for a new one"
         case .authenticationFailed?:
-            text += "; check the key ID and key (server-to-server) or the API token"
+            text += "; CloudKit did not accept the credentials: the API token, the web auth token (sign in again), or the server-to-server key ID and key"
         case .conflict?:
             text += "; the record changed in CloudKit since its change tag was read"
         case .quotaExceeded?:

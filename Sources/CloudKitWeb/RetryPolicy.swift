@@ -1,29 +1,41 @@
 import Foundation
 
-/// When to ask CloudKit again: after the `retryAfter` it gave, else after an exponential
-/// backoff with jitter, up to a cap and a number of attempts. An answer without `retryAfter`
-/// is final; a connection that failed before an answer came is retried with backoff.
+/// When to ask CloudKit again.
+///
+/// - An answer with `retryAfter` is retried after that many seconds, however long, up to
+///   `longestWait`; a longer one ends the attempts (the error says how long CloudKit asked for).
+/// - THROTTLED (429), TRY_AGAIN_LATER (503) and INTERNAL_ERROR (500) come with or without
+///   `retryAfter`; without, they are retried after an exponential backoff with jitter, capped
+///   at `maxDelay`. So is a connection that failed before an answer came, and a 429 or 5xx
+///   without an error dictionary.
+/// - Every other error dictionary without `retryAfter` is final.
+///
+/// Attempts stop at `maxAttempts`, the first included.
 public struct RetryPolicy: Sendable, Equatable {
     /// Attempts in all, the first included.
     public var maxAttempts: Int
     /// The first backoff, in seconds; each further one doubles it.
     public var baseDelay: Double
-    /// No wait is longer than this, whatever the server asks (a longer `retryAfter` ends the
-    /// attempts rather than block for it).
+    /// The longest backoff ckport chooses by itself.
     public var maxDelay: Double
+    /// The longest `retryAfter` waited out, in seconds; CloudKit asking for more ends the
+    /// attempts.
+    public var longestWait: Double
 
-    public init(maxAttempts: Int = 6, baseDelay: Double = 0.5, maxDelay: Double = 60) {
+    public init(maxAttempts: Int = 6, baseDelay: Double = 0.5, maxDelay: Double = 60, longestWait: Double = 900) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
+        self.longestWait = longestWait
     }
 
     /// Why the last attempt failed.
     public enum Failure: Sendable, Equatable {
-        /// The server answered with an error dictionary.
-        case server(retryAfter: Double?)
-        /// No answer: the connection failed or was cut, or the server answered 5xx without
-        /// an error dictionary.
+        /// The server answered with an error dictionary: its `retryAfter`, and whether its
+        /// code (or status) says a later attempt may succeed without one.
+        case server(retryAfter: Double?, busy: Bool)
+        /// No answer: the connection failed or was cut, or the server answered 429 or 5xx
+        /// without an error dictionary.
         case transport
     }
 
@@ -36,11 +48,11 @@ public struct RetryPolicy: Sendable, Equatable {
         // Full jitter over the upper half: waits spread out, and never collapse to nothing.
         let jittered = backoff * (0.5 + 0.5 * random())
         switch failure {
-        case .server(let retryAfter?):
-            guard retryAfter <= maxDelay else { return nil }
+        case .server(let retryAfter?, _):
+            guard retryAfter <= longestWait else { return nil }
             return max(retryAfter, jittered)
-        case .server(nil):
-            return nil
+        case .server(nil, let busy):
+            return busy ? jittered : nil
         case .transport:
             return jittered
         }

@@ -76,3 +76,35 @@ private final class Arrival: @unchecked Sendable {
         return token
     }
 }
+
+/// How long a sign-in's web auth tokens last. CloudKit Web Services Reference ("Accessing
+/// CloudKit Using an API Token"): 30 minutes after the sign-in, or two weeks when the person
+/// ticked "Keep me signed in" on Apple's sign-in page. ckport cannot see which was chosen; a
+/// token that still worked over 30 minutes after its sign-in shows the long one.
+public enum WebAuthTokenLifetime {
+    public static let standard: TimeInterval = 30 * 60
+    public static let keptSignedIn: TimeInterval = 14 * 24 * 3600
+
+    /// Where a sign-in's tokens stand at a moment.
+    public enum Standing: Sendable, Equatable {
+        /// No sign-in time is known (a token written by hand, or from the environment).
+        case unknown
+        /// Valid until `until`; `kept` says whether "Keep me signed in" is known to have been
+        /// ticked (nil: not known, and `until` is the 30-minute end).
+        case valid(until: Date, kept: Bool?)
+        /// Past 30 minutes: valid until `keptUntil` only if "Keep me signed in" was ticked.
+        case expiredUnlessKept(at: Date, keptUntil: Date)
+        case expired(at: Date)
+    }
+
+    public static func standing(signedIn: Date?, lastAnswer: Date?, now: Date) -> Standing {
+        guard let signedIn else { return .unknown }
+        let shortEnd = signedIn.addingTimeInterval(standard)
+        let longEnd = signedIn.addingTimeInterval(keptSignedIn)
+        let provenLong = lastAnswer.map { $0.timeIntervalSince(signedIn) > standard } ?? false
+        if provenLong { return now < longEnd ? .valid(until: longEnd, kept: true) : .expired(at: longEnd) }
+        if now < shortEnd { return .valid(until: shortEnd, kept: nil) }
+        if now < longEnd { return .expiredUnlessKept(at: shortEnd, keptUntil: longEnd) }
+        return .expired(at: longEnd)
+    }
+}

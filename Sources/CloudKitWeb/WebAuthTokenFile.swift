@@ -1,32 +1,177 @@
 import Foundation
+import Records
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A web auth token file rewritten with each new token (give ``keep(_:)`` to a
-/// ``CloudKitClient`` as its `onWebAuthToken`): a new file for the owner alone, renamed over
-/// the old one, so that a reader (or a process killed half way) sees one token or the other,
-/// never a torn one. Not synced to disk each time: a killed process loses nothing the kernel
-/// has. Sync the last token at the end.
+/// A web auth token file: the token on its first line, then what ckport knows of the sign-in
+/// it came from, as comment lines that a reader of the first line alone ignores:
+///
+/// ```
+/// 158__54__AZ3nTESs…__eyJYLUFQUExF…ifQ==
+/// # signed in: 2026-11-26T10:51:33Z
+/// # last answer: 2026-11-26T11:40:02Z
+/// ```
+///
+/// CloudKit turns the token over with every answer (`X-Apple-CloudKit-Web-Auth-Token`), and
+/// all of them belong to the sign-in: by the reference it ends 30 minutes after it began, or
+/// two weeks after when the person ticked "Keep me signed in". The file keeps when the sign-in
+/// began and when CloudKit last answered a request made with it, so that `ckport cloud status`
+/// can say where the token stands.
+///
+/// Give ``keep(_:)`` to a ``CloudKitClient`` as its `onWebAuthToken`: each new token replaces
+/// the file whole — a new file with a random name, created for the owner alone (`O_EXCL`,
+/// `O_NOFOLLOW`, mode 0600, so nobody else can have it open or have planted it), synced and
+/// renamed over the old one — so that a reader, or a process killed half way, sees one token
+/// or the other, never a torn one.
 public final class WebAuthTokenFile: @unchecked Sendable {
+    /// What the file holds.
+    public struct Contents: Sendable, Equatable {
+        public var token: String
+        /// When the person signed in (`ckport cloud login`); nil for a token written by hand.
+        public var signedIn: Date?
+        /// When CloudKit last answered a request made with the sign-in's tokens.
+        public var lastAnswer: Date?
+
+        public init(token: String, signedIn: Date? = nil, lastAnswer: Date? = nil) {
+            self.token = token
+            self.signedIn = signedIn
+            self.lastAnswer = lastAnswer
+        }
+
+        /// The file's text.
+        public var text: String {
+            var lines = [token]
+            if let signedIn { lines.append("# signed in: \(WebAuthTokenFile.format(signedIn))") }
+            if let lastAnswer { lines.append("# last answer: \(WebAuthTokenFile.format(lastAnswer))") }
+            return lines.joined(separator: "\n") + "\n"
+        }
+
+        /// Reads a file's text; nil when its first line holds no token.
+        public init?(text: String) {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            guard let first = lines.first, !first.isEmpty, !first.hasPrefix("#") else { return nil }
+            token = first
+            for line in lines.dropFirst() where line.hasPrefix("#") {
+                let body = line.dropFirst().trimmingCharacters(in: .whitespaces)
+                if body.hasPrefix("signed in:") { signedIn = WebAuthTokenFile.parse(String(body.dropFirst("signed in:".count))) }
+                if body.hasPrefix("last answer:") { lastAnswer = WebAuthTokenFile.parse(String(body.dropFirst("last answer:".count))) }
+            }
+        }
+    }
+
     public let path: String
     private let lock = NSLock()
+    private var failure: Error?
+    private let clock: @Sendable () -> Date
 
-    public init(path: String) { self.path = path }
+    public init(path: String, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.path = path
+        self.clock = clock
+    }
 
-    /// Replaces the file's token with `token`; a failure leaves the old file as it was.
+    /// The file's contents; nil when it cannot be read or holds no token.
+    public func read() -> Contents? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return Contents(text: text)
+    }
+
+    /// Keeps `token`, the one CloudKit's last answer gave, in place of the file's: the sign-in
+    /// time stays, the time of the last answer is now. A failure to write is kept, for
+    /// ``checkKept()`` to report (a client's callback cannot throw); the old file is left as it
+    /// was.
     public func keep(_ token: String) {
         lock.lock()
         defer { lock.unlock() }
-        // Named as ckport names its temporary output files, so that a later ckport removes
-        // one a killed process left.
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).ckport-\(getpid())-0.tmp").path
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = Array((token + "\n").utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        if written == bytes.count { rename(temporary, path) } else { unlink(temporary) }
+        var contents = read() ?? Contents(token: token)
+        contents.token = token
+        contents.lastAnswer = clock()
+        do {
+            try WebAuthTokenFile.write(contents, to: path)
+        } catch {
+            if failure == nil { failure = error }
+        }
     }
+
+    /// Throws the first failure to keep a token since the last call, if there was one.
+    public func checkKept() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        if let failure {
+            self.failure = nil
+            throw failure
+        }
+    }
+
+    /// Writes `contents` to `path` as a new file (see the type's description) and syncs it.
+    public static func write(_ contents: Contents, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        removeStale(beside: url)
+        var random = SystemRandomNumberGenerator()
+        let temporary = (folder.isEmpty ? "." : folder) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(random.next() as UInt64).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw TokenFileError(path: path, reason: "cannot create a file beside it: \(String(cString: strerror(errno)))") }
+        let bytes = Array(contents.text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                unlink(temporary)
+                throw TokenFileError(path: path, reason: "cannot write: \(reason)")
+            }
+            written += n
+        }
+        // Mode 0600 whatever the umask made of it, before the token has a name anyone uses.
+        guard fchmod(fd, 0o600) == 0, fsync(fd) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            unlink(temporary)
+            throw TokenFileError(path: path, reason: "cannot sync: \(reason)")
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw TokenFileError(path: path, reason: "cannot move into place: \(reason)")
+        }
+    }
+
+    /// Removes the temporary files of this token file that a killed ckport left
+    /// (`.NAME.ckport-PID-N.tmp`, PID no longer running).
+    static func removeStale(beside url: URL) {
+        let folder = url.deletingLastPathComponent().path
+        let prefix = "." + url.lastPathComponent + ".ckport-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.isEmpty ? "." : folder) else { return }
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
+            let digits = name.dropFirst(prefix.count).prefix { $0.isASCII && $0.isNumber }
+            guard let pid = Int32(digits), pid > 0, pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            unlink((folder.isEmpty ? "." : folder) + "/" + name)
+        }
+    }
+
+    static func format(_ date: Date) -> String {
+        ServerToServerKey.dateString(date)
+    }
+
+    static func parse(_ text: String) -> Date? {
+        ISO8601DateFormatter().date(from: text.trimmingCharacters(in: .whitespaces))
+    }
+}
+
+/// A web auth token file that could not be written.
+public struct TokenFileError: CKPortError, Sendable {
+    public var category: ErrorCategory { .environment }
+    public var path: String
+    public var reason: String
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { "\(path): the web auth token could not be kept: \(reason)" }
 }

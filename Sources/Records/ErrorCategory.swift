@@ -1,5 +1,6 @@
 /// What kind of failure an error is. A program decides from it how to react; the command line
-/// maps it to an exit status (usage 1, invalid input 2, environment and internal 3).
+/// maps it to an exit status (usage 1, invalid input 2, environment and internal 3,
+/// authentication 4).
 public enum ErrorCategory: String, Sendable, CaseIterable {
     /// The request contradicts itself or asks for something that does not exist (an unknown
     /// record type, a query a schema cannot answer, settings that cannot go together).
@@ -11,6 +12,10 @@ public enum ErrorCategory: String, Sendable, CaseIterable {
     case environment
     /// The store is damaged or ckport itself is wrong.
     case `internal`
+    /// A server refused who the request says it comes from: a web auth token that expired or
+    /// was never valid, a key it does not know. Signing in again is the remedy; nothing was
+    /// written.
+    case authentication
 }
 
 /// An error of the ckport library: it says what went wrong in terms of the data (never of

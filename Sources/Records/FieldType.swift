@@ -74,8 +74,12 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
         return isList ? "LIST<\(base)>" : base
     }
 
-    /// The type name CloudKit Web Services uses in a record's `fields`: `STRING`, `ASSETID`,
-    /// `ENCRYPTED_STRING`, `TIMESTAMP_LIST`, `ENCRYPTED_STRING_LIST`.
+    /// The type name CloudKit Web Services uses for a value in a record's `fields`: `STRING`,
+    /// `ASSETID`, `TIMESTAMP_LIST`. An encrypted field's value travels under its plain type
+    /// with `"isEncrypted": true` beside it (see ``marksEncrypted``), except encrypted BYTES,
+    /// which CloudKit names `ENCRYPTED_BYTES`. (Names such as `ENCRYPTED_STRING` exist in
+    /// CloudKit's schema only; a value sent with one is refused. Earlier ckport files used them,
+    /// and they are still read.)
     public var webServicesName: String {
         var name: String
         switch primitive {
@@ -83,9 +87,14 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
         case .number: name = numberPreference == .int64 ? "INT64" : "DOUBLE"
         default: name = primitive.rawValue
         }
-        if isEncrypted { name = "ENCRYPTED_" + name }
+        if isEncrypted && primitive == .bytes && !isList { name = "ENCRYPTED_" + name }
         if isList { name += "_LIST" }
         return name
+    }
+
+    /// Whether a value of this type carries `"isEncrypted": true` beside its type name.
+    public var marksEncrypted: Bool {
+        isEncrypted && !(primitive == .bytes && !isList)
     }
 
     /// Appends `webServicesName` as UTF-8 without building a String (the export hot path).
@@ -97,18 +106,28 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Appends what follows a value in a record's `fields`: `,"type":"STRING"}`, or
+    /// `,"type":"STRING","isEncrypted":true}` for an encrypted field.
+    public func appendTypeClosing(to out: inout [UInt8]) {
+        out.append(contentsOf: #","type":""#.utf8)
+        appendWebServicesName(to: &out)
+        out.append(contentsOf: marksEncrypted ? #"","isEncrypted":true}"#.utf8 : #""}"#.utf8)
+    }
+
     private static let knownWebServicesNames: [String: FieldType] = {
         var table: [String: FieldType] = [:]
         for primitive in PrimitiveType.allCases where primitive != .number {
             for list in [false, true] {
-                for encrypted in [false, true] where !encrypted || primitive.canBeEncrypted {
-                    let type = FieldType(primitive, list: list, encrypted: encrypted)
-                    table[type.webServicesName] = type
-                }
+                let type = FieldType(primitive, list: list)
+                table[type.webServicesName] = type
             }
         }
+        table["ENCRYPTED_BYTES"] = FieldType(.bytes, encrypted: true)
         return table
     }()
+
+    /// The name CloudKit gives an empty list whose element type it no longer knows.
+    public static let unknownListName = "UNKNOWN_LIST"
 
     /// Reads a Web Services type name, the common spellings from a table.
     public static func parseWebServicesName(_ name: String) -> FieldType? {

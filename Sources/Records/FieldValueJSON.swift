@@ -30,7 +30,10 @@ public enum ValueStyle: String, Sendable, CaseIterable {
 public enum FieldValueJSON {
     // MARK: Writing
 
-    public static func write(_ value: FieldValue, style: ValueStyle, to out: inout JSONWriter) {
+    /// `forCloudKit`: an asset as a request to CloudKit carries it, with CloudKit's keys only
+    /// (`fileChecksum`, `size`, `referenceChecksum`, `wrappingKey`, `receipt`); ckport's
+    /// `localPath` and `sha256`, and the `downloadURL` CloudKit answered with, are left out.
+    public static func write(_ value: FieldValue, style: ValueStyle, forCloudKit: Bool = false, to out: inout JSONWriter) {
         switch value {
         case .string(let s): out.string(s)
         case .int64(let i): out.int(i)
@@ -65,9 +68,11 @@ public enum FieldValueJSON {
             if let v = a.referenceChecksum { out.raw(",\"referenceChecksum\":"); out.string(v) }
             if let v = a.wrappingKey { out.raw(",\"wrappingKey\":"); out.string(v) }
             if let v = a.receipt { out.raw(",\"receipt\":"); out.string(v) }
-            if let v = a.downloadURL { out.raw(",\"downloadURL\":"); out.string(v) }
-            if let v = a.localPath { out.raw(",\"localPath\":"); out.string(v) }
-            if let v = a.sha256 { out.raw(",\"sha256\":"); out.string(v) }
+            if !forCloudKit {
+                if let v = a.downloadURL { out.raw(",\"downloadURL\":"); out.string(v) }
+                if let v = a.localPath { out.raw(",\"localPath\":"); out.string(v) }
+                if let v = a.sha256 { out.raw(",\"sha256\":"); out.string(v) }
+            }
             out.byte(UInt8(ascii: "}"))
         case .location(let l):
             out.raw("{\"latitude\":")
@@ -88,7 +93,7 @@ public enum FieldValueJSON {
             out.byte(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { out.byte(UInt8(ascii: ",")) }
-                write(element, style: style, to: &out)
+                write(element, style: style, forCloudKit: forCloudKit, to: &out)
             }
             out.byte(UInt8(ascii: "]"))
         }

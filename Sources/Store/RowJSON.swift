@@ -66,11 +66,7 @@ extension TableLayout {
             return out.bytes
         }
         func closing(_ type: FieldType) -> [UInt8] {
-            json { out in
-                out.raw(",\"type\":\"")
-                type.appendWebServicesName(to: &out.bytes)
-                out.raw("\"}")
-            }
+            json { type.appendTypeClosing(to: &$0.bytes) }
         }
         return RowJSONNames(
             recordType: json { $0.raw(",\"recordType\":"); $0.string(typeName) },
@@ -194,8 +190,6 @@ enum RowJSON {
         FieldValueJSON.write(value, style: .canonical, to: &out)
         var type = value.type
         if layout.fields[position].type.isEncrypted { type.isEncrypted = true }
-        out.raw(",\"type\":\"")
-        type.appendWebServicesName(to: &out.bytes)
-        out.raw("\"}")
+        type.appendTypeClosing(to: &out.bytes)
     }
 }

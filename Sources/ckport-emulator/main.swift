@@ -14,7 +14,8 @@ struct EmulatorCommand: ParsableCommand {
         Prints the URL it listens on, then answers until stopped. Load records as 'ckport export' \
         writes them (each goes into the zone its zoneID names). Sign in with the API token and \
         web auth token given (the web auth token changes with every answer, as CloudKit's does), \
-        or with a server-to-server key whose public half is given here.
+        or with a server-to-server key whose public half is given here. A sign-in lasts 30 \
+        minutes (two weeks with --keep-signed-in); every answer carries a new token of it.
 
           ckport-emulator --container iCloud.com.example.Notes --port 8181 \\
               --api-token-file api.txt --web-auth-token-file web.txt \\
@@ -58,6 +59,15 @@ struct EmulatorCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Where the sign-in page sends a browser with a new web auth token (as an API token's URL Redirect callback), e.g. ckport cloud login's.", valueName: "url"))
     var signInCallback: String?
 
+    @Flag(help: "Sign-ins tick \"Keep me signed in\": they last two weeks instead of 30 minutes.")
+    var keepSignedIn = false
+
+    @Option(help: ArgumentHelp("How long ago the sign-in of --web-auth-token-file's token began (past its end, the token is refused as an expired one is).", valueName: "seconds"))
+    var signedInAgo: Double = 0
+
+    @Option(help: ArgumentHelp("The container's schema (cktool export-schema's language): queries then go only to types whose ___recordID is QUERYABLE, and encrypted fields take only values marked encrypted.", valueName: "file"))
+    var schema: String?
+
     func run() throws {
         guard let environment = CloudKitDatabase.Environment(rawValue: environment), let scope = CloudKitDatabase.Scope(rawValue: database) else {
             throw ValidationError("--environment is development or production; --database is private, shared or public")
@@ -66,8 +76,18 @@ struct EmulatorCommand: ParsableCommand {
         let emulator = CloudKitEmulator(container: container)
         emulator.settings.pageSize = pageSize
         emulator.settings.signInCallback = signInCallback
+        emulator.settings.keepSignedIn = keepSignedIn
         if let apiTokenFile, let webAuthTokenFile {
-            emulator.registerUser(apiToken: try CloudKitCredentials.token(fromFile: apiTokenFile), webAuthToken: try CloudKitCredentials.token(fromFile: webAuthTokenFile))
+            emulator.registerUser(apiToken: try CloudKitCredentials.token(fromFile: apiTokenFile), webAuthToken: try CloudKitCredentials.token(fromFile: webAuthTokenFile),
+                                  keepSignedIn: keepSignedIn, signedInAgo: signedInAgo)
+        }
+        if let schema {
+            guard let text = try? String(contentsOfFile: schema, encoding: .utf8) else { throw LoadError(description: "cannot read \(schema)") }
+            do {
+                emulator.defineSchema(try SchemaParser.parse(text, file: schema))
+            } catch {
+                throw LoadError(description: "\(error)")
+            }
         }
         if let keyID, let publicKey {
             emulator.registerKey(id: keyID, publicKeyPEM: try String(contentsOfFile: publicKey, encoding: .utf8))

@@ -32,10 +32,20 @@ struct CloudKitRequestTests {
         #expect(database.url("zones/list").absoluteString == "https://api.apple-cloudkit.com/database/1/iCloud.com.example.Family/production/private/zones/list")
         let local = try CloudKitDatabase(container: "iCloud.com.example.Family", environment: .development, scope: .public,
                                          baseURL: URL(string: "http://127.0.0.1:8181/")!)
-        let url = local.url("records/modify", query: [URLQueryItem(name: "ckAPIToken", value: "abc"), URLQueryItem(name: "ckWebAuthToken", value: "x+y/z=")])
+        // A token as CloudKit hands them out (Apple's format, seen in public captures of real
+        // answers: partition, 54, base64 and the base64 of JSON, joined by "__").
+        let token = "106__54__AZxQ+o9h/Wa7e=__eyJYLUFQUExFIjoiYSJ9"
+        let url = local.url("records/modify", query: [URLQueryItem(name: "ckAPIToken", value: "abc"), URLQueryItem(name: "ckWebAuthToken", value: token)])
         #expect(url.path == "/database/1/iCloud.com.example.Family/development/public/records/modify")
         #expect(url.host == "127.0.0.1" && url.port == 8181)
-        #expect(url.query?.contains("ckWebAuthToken=x+y/z%3D") == true || url.query?.contains("ckWebAuthToken=x%2By/z%3D") == true, "\(url)")
+        // "Composing Web Service Requests": + → %2B, / → %2F, = → %3D; a form reader (which
+        // takes + for a space) gets the token back whole.
+        #expect(url.query == "ckAPIToken=abc&ckWebAuthToken=106__54__AZxQ%2Bo9h%2FWa7e%3D__eyJYLUFQUExFIjoiYSJ9", "\(url)")
+        let pairs = url.query!.split(separator: "&").map { $0.split(separator: "=", maxSplits: 1) }
+        #expect(pairs[1][1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding == token)
+        #expect(CloudKitDatabase.percentEncoded("a b&c=d/é~._-") == "a%20b%26c%3Dd%2F%C3%A9~._-")
+        // users/current lives under the public database whichever one a client speaks to.
+        #expect(database.url("users/current", scope: .public).path == "/database/1/iCloud.com.example.Family/production/public/users/current")
         for bad in ["com.example.Family", "iCloud.", "iCloud.com example", "iCloud.com/evil"] {
             #expect(throws: CloudKitRequestError.invalidContainer(bad)) {
                 _ = try CloudKitDatabase(container: bad, environment: .development, scope: .public)
@@ -96,9 +106,23 @@ struct CloudKitErrorTests {
         #expect(throttled.code == .throttled && throttled.retryAfter == 5 && throttled.isRetryable && throttled.category == .environment)
         #expect(throttled.description == "CloudKit answered THROTTLED (HTTP 429): request rate too high [request 8a2b]")
         let signIn = try #require(CloudKitServerError.parse(status: 421, body: Data(#"{"uuid":"c1","serverErrorCode":"AUTHENTICATION_REQUIRED","reason":"request needs authorization","redirectURL":"https://idmsa.apple.com/x"}"#.utf8)))
-        #expect(!signIn.isRetryable && signIn.description.contains("sign in at https://idmsa.apple.com/x"))
+        #expect(!signIn.isRetryable && signIn.description.contains("sign in again at https://idmsa.apple.com/x") && signIn.category == .authentication)
+        #expect(signIn.description.contains("30 minutes") && signIn.description.contains("Keep me signed in"))
         let conflict = CloudKitServerError(serverErrorCode: "CONFLICT", reason: "oplock error", recordName: "task-7")
         #expect(conflict.category == .invalidInput && !conflict.isRetryable)
+        // Busy or failing servers come with or without retryAfter; both are worth another try.
+        for (status, code) in [(503, "TRY_AGAIN_LATER"), (500, "INTERNAL_ERROR"), (429, "THROTTLED")] {
+            let bare = try #require(CloudKitServerError.parse(status: status, body: Data(#"{"uuid":"u","serverErrorCode":"\#(code)","reason":"r"}"#.utf8)))
+            #expect(bare.retryAfter == nil && bare.isRetryable, "\(code)")
+        }
+        #expect(!CloudKitServerError(serverErrorCode: "BAD_REQUEST", reason: "Queried type is not marked indexable", status: 400).isRetryable)
+        // A sync token that no longer works, however the server words it; a zone that is gone.
+        #expect(CloudKitServerError(serverErrorCode: "CHANGE_TOKEN_EXPIRED", status: 400).isExpiredSyncToken)
+        #expect(CloudKitServerError(serverErrorCode: "BAD_REQUEST", reason: "client knowledge differs from server knowledge", status: 400).isExpiredSyncToken)
+        #expect(!CloudKitServerError(serverErrorCode: "BAD_REQUEST", reason: "Queried type is not marked indexable", status: 400).isExpiredSyncToken)
+        #expect(CloudKitServerError(serverErrorCode: "ZONE_NOT_FOUND", status: 404).isZoneGone && !CloudKitServerError(serverErrorCode: "NOT_FOUND", status: 404).isZoneGone)
+        let refused = CloudKitServerError(serverErrorCode: "AUTHENTICATION_FAILED", reason: "Authentication failed", status: 401)
+        #expect(refused.category == .authentication && refused.description.contains("sign in again"))
         #expect(conflict.description == "CloudKit answered CONFLICT for record 'task-7': oplock error; the record changed in CloudKit since its change tag was read")
         #expect(CloudKitServerError.parse(status: 503, body: Data("<html>Service Unavailable</html>".utf8)) == nil)
         #expect(CloudKitServerError(serverErrorCode: "SOMETHING_NEW").category == .environment)
@@ -114,11 +138,16 @@ struct CloudKitErrorTests {
         #expect([1, 2, 3, 4].map { policy.delay(after: $0, failure: .transport, random: bottom)! } == [0.5, 1, 2, 4])
         #expect(policy.delay(after: 5, failure: .transport) == nil)
         // The server's retryAfter wins when it is longer than the backoff.
-        #expect(policy.delay(after: 1, failure: .server(retryAfter: 7), random: top) == 7)
-        #expect(policy.delay(after: 4, failure: .server(retryAfter: 3), random: top)!.rounded() == 8)
-        // No retryAfter: a final answer. One longer than the cap: give up rather than block.
-        #expect(policy.delay(after: 1, failure: .server(retryAfter: nil)) == nil)
-        #expect(policy.delay(after: 1, failure: .server(retryAfter: 30)) == nil)
+        #expect(policy.delay(after: 1, failure: .server(retryAfter: 7, busy: false), random: top) == 7)
+        #expect(policy.delay(after: 4, failure: .server(retryAfter: 3, busy: false), random: top)!.rounded() == 8)
+        // No retryAfter: final, unless the code says the server was busy or failed (THROTTLED,
+        // TRY_AGAIN_LATER, INTERNAL_ERROR), which CloudKit sends without one too: then backoff.
+        #expect(policy.delay(after: 1, failure: .server(retryAfter: nil, busy: false)) == nil)
+        #expect([1, 2, 3].map { policy.delay(after: $0, failure: .server(retryAfter: nil, busy: true), random: top)!.rounded() } == [1, 2, 4])
+        // A retryAfter over the backoff's cap is waited out, up to the longest wait; beyond it, no retry.
+        #expect(policy.delay(after: 1, failure: .server(retryAfter: 300, busy: true)) == 300)
+        #expect(policy.delay(after: 1, failure: .server(retryAfter: 901, busy: true)) == nil)
+        #expect(RetryPolicy(longestWait: 1200).delay(after: 1, failure: .server(retryAfter: 901, busy: true)) == 901)
         // The cap holds however many attempts.
         let long = RetryPolicy(maxAttempts: 50, baseDelay: 1, maxDelay: 10)
         #expect(long.delay(after: 40, failure: .transport, random: top)! <= 10)

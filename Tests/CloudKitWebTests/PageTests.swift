@@ -12,7 +12,7 @@ struct PageTests {
     func page(_ json: String, number: Int = 1) throws -> CloudPage {
         var page = try CloudPage(Data(json.utf8), operation: "records/changes")
         page.decode(with: JSONRecordCodec(schema: try SchemaParser.parse(PullTests.schema), readStyle: .canonical, defaultZone: Self.zone),
-                    name: "CloudKit page \(number) of zone Notes")
+                    name: "CloudKit page \(number) of zone Notes", zone: Self.zone)
         return page
     }
 
@@ -69,11 +69,13 @@ struct PageTests {
         let store = try scratch.store(PullTests.schema)
         let unit = PullUnit(zone: Self.zone, recordType: nil, startToken: nil)
         let first = try page(#"{"records":[\#(note("a", "A")),\#(note("c", "C")),\#(note("d", "D"))],"syncToken":"s-1","moreComing":true}"#)
-        _ = try CloudSync.save([PulledPage(unit: unit, page: first)], into: store, source: "src", assetDirectory: nil)
+        let options = ImportOptions(mode: .replace, skipInvalid: true)
+        _ = try CloudSync.save([PulledPage(unit: unit, page: first)], into: store, source: "src", options: options, rejects: nil, refetches: Refetches())
         // Page 2 deletes d and makes b; page 3 makes d again and deletes b and a.
         let second = try page(#"{"records":[\#(note("b", "B")),{"recordName":"d","deleted":true}],"syncToken":"s-2","moreComing":true}"#, number: 2)
         let third = try page(#"{"records":[\#(note("d", "D again")),{"recordName":"b","deleted":true},{"recordName":"a","deleted":true}],"syncToken":"s-3"}"#, number: 3)
-        let counts = try CloudSync.save([PulledPage(unit: unit, page: second), PulledPage(unit: unit, page: third)], into: store, source: "src", assetDirectory: nil)
+        let counts = try CloudSync.save([PulledPage(unit: unit, page: second), PulledPage(unit: unit, page: third)], into: store, source: "src",
+                                        options: options, rejects: nil, refetches: Refetches()).counts
         #expect(counts.map { $0.saved } == [1, 1] && counts.map { $0.deleted } == [0, 2])
         let held = try store.read { session in
             try ["a", "b", "c", "d"].map { try session.record(RecordID(recordName: $0, zone: Self.zone))?.fields["title"] }

@@ -2,6 +2,7 @@ import CKPort
 import CloudKitEmulator
 import CloudKitWeb
 import Foundation
+import Records
 import Testing
 import TestSupport
 
@@ -23,6 +24,16 @@ final class CuttingTransport: CloudKitTransport, @unchecked Sendable {
 
 final class Waits: @unchecked Sendable {
     var seconds: [Double] = []
+}
+
+/// Collects what a pull left out.
+final class Collected: RejectSink, @unchecked Sendable {
+    var issues: [InputIssue] = []
+    var raw: [[UInt8]?] = []
+    func reject(_ issue: InputIssue, raw: [UInt8]?) throws {
+        issues.append(issue)
+        self.raw.append(raw)
+    }
 }
 
 @Suite("pulling from CloudKit (the emulator)")
@@ -94,7 +105,7 @@ struct PullTests {
         #expect(try names(store).count == 60)
         let stored = try store.read { try $0.record(RecordID(recordName: "note-0007", zone: ZoneID(scope: .private, zoneName: "Notes"))) }
         #expect(stored?["title"] == .string("Note 7") && stored?["pinned"] == .int64(1))
-        #expect(try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.map(\.token) == [notes.token!])
+        #expect(try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.filter(CloudSync.isZoneState).map(\.token) == [notes.token!])
         // Changes in CloudKit: one record edited, two deleted.
         let other = try client(token: try #require(await pulling.webAuthToken))
         let edit: [String: Any] = ["operationType": "forceUpdate", "record": ["recordName": "note-0003", "recordType": "Note", "fields": ["title": ["value": "Milk", "type": "STRING"]]]]
@@ -106,8 +117,20 @@ struct PullTests {
         #expect(try names(store).count == 58 && !(try names(store)).contains("note-0010"))
         let edited = try store.read { try $0.record(RecordID(recordName: "note-0003", zone: ZoneID(scope: .private, zoneName: "Notes"))) }
         #expect(edited?["title"] == .string("Milk"))
-        // A spent token is refused, as CloudKit refuses it.
-        await #expect(throws: CloudKitServerError.self) { _ = try await CloudSync.pull(try client(token: "web-1"), into: store) }
+        // Every answer brought a new token; the sign-in's older ones still work (as in public
+        // captures of CloudKit's answers), until the sign-in ends: 30 minutes after it began.
+        let again = try await CloudSync.pull(try client(token: "web-1"), into: store)
+        #expect(again.saved == 0 && again.deleted == 0)
+        emulator.advanceClock(by: 31 * 60)
+        let before = try store.read { $0.currentToken }
+        do {
+            _ = try await CloudSync.pull(try client(token: try #require(await other.webAuthToken)), into: store)
+            Issue.record("a token of a sign-in 31 minutes old was accepted")
+        } catch let error as CloudKitServerError {
+            #expect(error.code == .authenticationRequired && error.status == 421 && error.category == .authentication)
+            #expect(error.redirectURL?.contains("/signin?ckAPIToken=api-1") == true && error.description.contains("sign in again at"), "\(error)")
+        }
+        #expect(try store.read { $0.currentToken } == before)
     }
 
     @Test("a pull cut off between pages resumes where it stopped: nothing lost, nothing read twice")
@@ -117,8 +140,8 @@ struct PullTests {
         try await seed(app, count: 100)
         var token = try #require(await app.webAuthToken)
         let store = try scratch.store(Self.schema)
-        // zones/list, then five pages of changes, then the connection is gone.
-        let cut = try client(CuttingTransport(emulator, after: 6), policy: RetryPolicy(maxAttempts: 1), token: token)
+        // zones/list, zones/changes, then five pages of changes, then the connection is gone.
+        let cut = try client(CuttingTransport(emulator, after: 7), policy: RetryPolicy(maxAttempts: 1), token: token)
         // One unit at a time, so that the cut falls at a known page.
         await #expect(throws: CloudKitUnavailable.self) { _ = try await CloudSync.pull(cut, into: store, concurrency: 1) }
         #expect(try names(store).count == 35)
@@ -154,7 +177,7 @@ struct PullTests {
         }
     }
 
-    @Test("a record that does not fit the schema stops the pull at its page, naming page, record and field; that page and its token are not saved")
+    @Test("a record that does not fit the schema is left out, with its reason and its JSON, and the feed moves on: its page's other records and the zone's token are saved")
     func badRecord() async throws {
         let scratch = Scratch()
         let app = try client()
@@ -163,17 +186,22 @@ struct PullTests {
             "recordName": "note-0004", "recordType": "Note", "fields": ["pinned": ["value": "yes", "type": "STRING"]]]]]]
         _ = try await app.send("records/modify", body: try body(bad))
         let store = try scratch.store(Self.schema)
-        do {
-            _ = try await CloudSync.pull(try client(token: try #require(await app.webAuthToken)), into: store)
-            Issue.record("a STRING in an INT64 field was accepted")
-        } catch let error as CKPortError {
-            // Pages of 7: the first holds note-0000…0003 and 0005…0007 (note-0004 changed last).
-            #expect(error.description.contains("CloudKit page 2 of zone Notes") && error.description.contains("note-0004")
-                    && error.description.contains("pinned"), "\(error.description)")
-            #expect(error.category == .invalidInput)
-        }
-        #expect(try names(store).count == 7)
-        #expect(try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.map(\.token) == ["emu-8"])
+        let rejects = Collected()
+        let result = try await CloudSync.pull(try client(token: try #require(await app.webAuthToken)), into: store, rejects: rejects)
+        // Pages of 7: the first holds note-0000…0003 and 0005…0007 (note-0004 changed last).
+        #expect(result.saved == 9 && result.leftOut == 1 && result.leftOutByType == ["Note": 1])
+        let issue = try #require(rejects.issues.first)
+        #expect(rejects.issues.count == 1 && issue.position.file == "CloudKit page 2 of zone Notes" && issue.recordName == "note-0004" && issue.field == "pinned")
+        #expect(String(decoding: try #require(rejects.raw.first ?? nil), as: UTF8.self).contains(#""value":"yes""#))
+        #expect(try names(store).count == 9 && !(try names(store)).contains("note-0004"))
+        // The zone's token moved past the page: the next pull has nothing to fetch.
+        let states = try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.filter(CloudSync.isZoneState)
+        #expect(states.count == 1 && states[0].token == result.zones.first { $0.zone.zoneName == "Notes" }?.token)
+        let next = try await CloudSync.pull(try client(token: try #require(await app.webAuthToken)), into: store)
+        #expect(next.saved == 0 && next.leftOut == 0)
+        // What was left out is kept with the store, for cloud status.
+        let report = try #require(try CloudSync.lastPull(in: store, source: "iCloud.com.example.Notes/development/private"))
+        #expect(report.leftOut.isEmpty && report.saved == 0)
     }
 
     @Test("several zones at once: requests signed with a key overlap; requests with a web auth token go one at a time, and every zone arrives whole")
@@ -264,7 +292,7 @@ struct PullTests {
             _ = try await forged.send("zones/list")
             Issue.record("a signature by another key was accepted")
         } catch let error as CloudKitServerError {
-            #expect(error.code == .authenticationFailed && error.category == .environment)
+            #expect(error.code == .authenticationFailed && error.category == .authentication)
         }
         #expect(throws: CloudKitRequestError.keyNeedsPublicDatabase(.private)) {
             _ = try CloudKitClient(database: database, credentials: .serverToServer(key), transport: emulator)

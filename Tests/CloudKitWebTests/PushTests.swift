@@ -22,7 +22,7 @@ struct Container {
 
     /// Records as CloudKit holds them, by name: type, change tag and fields.
     func records(zone: String) async throws -> [String: [String: Any]] {
-        let body = try JSONSerialization.data(withJSONObject: ["zoneID": ["zoneName": zone], "resultsLimit": 10_000])
+        let body = try JSONSerialization.data(withJSONObject: ["zoneID": ["zoneName": zone], "resultsLimit": 200])
         var all: [String: [String: Any]] = [:]
         var request = try JSONSerialization.jsonObject(with: body) as! [String: Any]
         while true {
@@ -92,7 +92,7 @@ struct PushTests {
         #expect(try export(copy) == (try export(source)))
         #expect(try export(copy).contains(#"ünïcode \"quoted\""#))
         let stamped = try copy.read { try $0.record(RecordID(recordName: "note-0001", zone: Self.notes)) }
-        #expect(stamped?.created?.userRecordName == "_user" && stamped?.modified?.deviceID == "ckport-emulator")
+        #expect(stamped?.created?.userRecordName == "_user" && stamped?.modified?.deviceID == "2")
         // A small byte budget closes requests sooner.
         let other = try Container()
         let small = try await CloudSync.push(other.client, from: source, request: PushRequest(byteBudget: 4096)) { _ in }
@@ -127,16 +127,26 @@ struct PushTests {
             _ = try session.save(clashing, mode: .replace)
             _ = try session.save(Record(id: RecordID(recordName: "note-new", zone: Self.notes), recordType: "Note", fields: ["title": .string("New")]), mode: .replace)
         }
+        // Someone deletes note-0007 in CloudKit; the store still has it, with its change tag.
+        let deletion: [String: Any] = ["zoneID": ["zoneName": "Notes"], "operations": [["operationType": "forceDelete", "record": ["recordName": "note-0007"]]]]
+        _ = try await cloud.client.send("records/modify", body: try JSONSerialization.data(withJSONObject: deletion))
         let update = Rejections()
         let updated = try await CloudSync.push(cloud.client, from: mirror, request: PushRequest(mode: .update)) { update.all.append($0) }
-        #expect(updated.total.conflicts == 1 && updated.total.missing == 1 && updated.total.saved == 12, "\(updated.total)")
-        #expect(Set(update.all.map { "\($0.operation.recordName) \($0.serverErrorCode)" }) == ["note-0002 CONFLICT", "note-new NOT_FOUND"])
+        #expect(updated.total.conflicts == 1 && updated.total.missing == 1 && updated.total.failed == 1 && updated.total.saved == 11, "\(updated.total)")
+        // note-new has no change tag (CloudKit never saw it): an update cannot carry one, so it
+        // is not sent at all (CloudKit would refuse the whole request).
+        #expect(Set(update.all.map { "\($0.operation.recordName) \($0.serverErrorCode)" }) == ["note-0002 CONFLICT", "note-0007 NOT_FOUND", "note-new NOT_SENT"])
+        #expect(update.all.first { $0.serverErrorCode == "NOT_SENT" }?.reason.contains("no change tag") == true)
         #expect(update.all.first { $0.serverErrorCode == "CONFLICT" }?.operation.json.count ?? 0 > 40)
+        // Every update that went carried the change tag the store pulled.
+        let sentTags = update.all.filter { $0.serverErrorCode != "NOT_SENT" }.map { String(decoding: $0.operation.json, as: UTF8.self) }
+        #expect(sentTags.count == 2 && sentTags.allSatisfy { $0.contains(#""recordChangeTag":""#) })
         var inCloud = try await cloud.records(zone: "Notes")
         #expect(cloud.title(inCloud["note-0002"]) == "Edited in the app" && cloud.title(inCloud["note-0005"]) == "Edited in the store")
         // Forced, the store's version wins, and the missing record is created.
         let forced = try await CloudSync.push(cloud.client, from: mirror, request: PushRequest(mode: .update, force: true)) { _ in }
         #expect(forced.total.saved == 14 && forced.total.rejected == 0)
+        #expect(inCloud["note-0007"] == nil)
         inCloud = try await cloud.records(zone: "Notes")
         #expect(cloud.title(inCloud["note-0002"]) == "The store's version" && inCloud["note-new"] != nil)
     }
@@ -229,20 +239,24 @@ struct PushTests {
         }
     }
 
-    @Test("a dry run lists the operations without reaching CloudKit")
+    @Test("a dry run lists the operations without reaching CloudKit; records an update cannot send (no change tag) are listed apart")
     func dryRun() throws {
         let scratch = Scratch()
         let source = try store(scratch, count: 5)
         let database = try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .private)
         var operations: [PushOperation] = []
-        try CloudSync.plan(source, request: PushRequest(mode: .update), database: database) { operations.append($0) }
-        #expect(operations.count == 8 && operations.allSatisfy { $0.operationType == "update" })
+        var notSent: [PushRejection] = []
+        try CloudSync.plan(source, request: PushRequest(mode: .update), database: database, notSent: { notSent.append($0) }) { operations.append($0) }
+        // The store made these records itself: they carry no change tag of CloudKit's, and
+        // CloudKit refuses a whole request with an update that lacks one.
+        #expect(operations.isEmpty && notSent.count == 8 && notSent.allSatisfy { $0.serverErrorCode == "NOT_SENT" && $0.reason.contains("no change tag") })
+        try CloudSync.plan(source, request: PushRequest(mode: .create), database: database) { operations.append($0) }
+        #expect(operations.count == 8 && operations.allSatisfy { $0.operationType == "create" })
         let first = try #require(operations.first)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(first.json)) as? [String: Any])
         let record = try #require(json["record"] as? [String: Any])
-        #expect(json["operationType"] as? String == "update" && record["recordType"] as? String == "Note")
+        #expect(json["operationType"] as? String == "create" && record["recordType"] as? String == "Note")
         #expect((record["fields"] as? [String: Any])?["pinned"] as? [String: Any] != nil)
-        // The store made these records itself: no change tag of CloudKit's to send.
         #expect(record["recordChangeTag"] == nil && record["scope"] == nil && record["zoneID"] == nil && record["created"] == nil)
         // Records of another scope are not the private database's.
         try CloudSync.plan(source, request: PushRequest(), database: try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .public)) { _ in

@@ -50,6 +50,10 @@ struct ErrorModelTests {
         (CalendarMappingMissing(file: "family.ics"), .usage),
         (CloudKitRequestError.invalidContainer("com.example"), .usage),
         (CloudKitServerError(serverErrorCode: "THROTTLED", retryAfter: 5, status: 429), .environment),
+        (CloudKitServerError(serverErrorCode: "AUTHENTICATION_REQUIRED", reason: "request needs authorization",
+                             redirectURL: "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x", status: 421), .authentication),
+        (TokenFileError(path: "web.txt", reason: "cannot create a file beside it: Permission denied"), .environment),
+        (PullRequestError(description: "CloudKit gives 1 to 200 records per answer; 500 records per page cannot be asked for"), .usage),
         (CloudKitUnavailable(operation: "records/changes", attempts: 6, lastProblem: "connection reset"), .environment),
         (CloudPushStopped(partial: PushResult(destination: "iCloud.com.example.Notes/development/private"),
                           underlying: "CloudKit answered QUOTA_EXCEEDED (HTTP 413)", underlyingCategory: .environment), .environment),
@@ -119,6 +123,7 @@ struct ErrorModelTests {
             case .usage: .usage
             case .invalidInput: .invalidInput
             case .environment, .internal: .failure
+            case .authentication: .signIn
             }
             #expect(status == expected, "\(type(of: error))")
             if error is OperationError {

@@ -15,16 +15,54 @@ public struct ZonePullResult: Sendable, Equatable {
     public var pages = 0
     public var saved = 0
     public var deleted = 0
+    /// Records of the zone's pages that the store could not take and left out (each with its
+    /// reason in the pull's rejects): a type or field the schema lacks, a value that does not fit.
+    public var leftOut = 0
+    /// Why the zone's change feed was read again from the start (its sync token expired, the
+    /// zone was reset), or nil; the records CloudKit no longer held are counted in `removed`.
+    public var refetched: String?
+    /// Whether CloudKit says the zone is gone (deleted, or purged): its records went from the
+    /// store, counted in `removed`, and the store forgot its sync token.
+    public var gone = false
+    /// Records deleted from the store because CloudKit no longer holds them (see `refetched`
+    /// and `gone`); the store keeps their tombstones.
+    public var removed = 0
     /// The sync token the store now holds for the zone.
     public var token: String?
+}
+
+/// Records of one type in one zone that a pull did not ask CloudKit for, or that CloudKit would
+/// not give, and why.
+public struct NotPulled: Sendable, Equatable {
+    public var zone: ZoneID
+    public var recordType: String
+    public var reason: String
 }
 
 /// What a pull did.
 public struct PullResult: Sendable {
     public var source: String
     public var zones: [ZonePullResult]
+    /// Record types of zones read by queries that were not read, with the reason.
+    public var notPulled: [NotPulled] = []
+    /// Records left out, by record type (see ``ZonePullResult/leftOut``).
+    public var leftOutByType: [String: Int] = [:]
+    /// The first records left out, with why (all of them go to the pull's rejects).
+    public var leftOutExamples: [InputIssue] = []
+    /// Types and fields the schema gained (with `allowNewTypes`).
+    public var schemaChanges: [String] = []
     public var saved: Int { zones.reduce(0) { $0 + $1.saved } }
     public var deleted: Int { zones.reduce(0) { $0 + $1.deleted } }
+    public var leftOut: Int { zones.reduce(0) { $0 + $1.leftOut } }
+    public var removed: Int { zones.reduce(0) { $0 + $1.removed } }
+}
+
+/// A pull asked for something CloudKit does not offer.
+public struct PullRequestError: CKPortError, Sendable {
+    public var category: ErrorCategory { .usage }
+    public var description: String
+
+    public init(description: String) { self.description = description }
 }
 
 extension CloudSync {
@@ -33,39 +71,117 @@ extension CloudSync {
         "\(database.container)/\(database.environment.rawValue)/\(database.scope.rawValue)"
     }
 
-    /// Pulls the database `client` speaks to into `store`. Custom zones of the private and
-    /// shared databases come through their change feeds, from the sync token the store kept
-    /// for each; each page and its token commit together, so a pull cut off anywhere resumes
-    /// where it stopped. The public database and default zones have no change feed: they are
-    /// read by queries per record type of the store's schema (which needs each type's
-    /// `___recordID` QUERYABLE in CloudKit), and deletions there are not seen.
+    /// The most records CloudKit gives in one answer ("Data Size Limits": 200).
+    public static let maxResultsLimit = 200
+
+    /// Where the store keeps the token of a database's zone changes (`zones/changes`), beside
+    /// its zones' sync tokens: a zone name CloudKit keeps for itself (it starts with `_`), so no
+    /// zone of the user's can take it.
+    public static let zoneChangesName = "_zoneChanges"
+
+    /// What a zone's sync token is while its feed is read again from the start: a later pull
+    /// that finds it starts over, so that a fetch cut off half way still ends with the records
+    /// CloudKit no longer holds removed.
+    static let refetchMarker = "ckport:fetch-again"
+
+    /// Pulls the database `client` speaks to into `store`.
+    ///
+    /// Custom zones of the private and shared databases come through their change feeds, from
+    /// the sync token the store kept for each; each page and its token commit together, so a
+    /// pull cut off anywhere resumes where it stopped. The public database and default zones
+    /// have no change feed: they are read by queries per record type of the store's schema,
+    /// only the types CloudKit answers queries for (a `___recordID` QUERYABLE, and not a
+    /// system type such as `Users`); the others are listed in the result's `notPulled`, as
+    /// are types CloudKit still refuses to query (BAD_REQUEST). Queries do not see deletions.
+    ///
+    /// A feed never stalls on what the store cannot take: a record of a type or with a field
+    /// the schema lacks (a type added after the schema was exported, a share's
+    /// `cloudkit.share`), or whose value does not fit, is left out — counted, and given to
+    /// `rejects` with its reason and its JSON — and the rest of its page and the zone's token
+    /// are saved. With `allowNewTypes` new types and fields join the schema instead.
+    ///
+    /// Zones CloudKit says are gone (`zones/changes` in the private database; a zone that
+    /// `zones/list` no longer lists) lose their records in the store, which keeps their
+    /// tombstones, and their sync tokens. A zone whose sync token no longer works (it expired,
+    /// or the zone was reset) is read again from the start, and its records CloudKit no longer
+    /// holds are deleted from the store. Both happen only to zones earlier pulls fetched from
+    /// this database: records that came into the store another way are not touched.
     ///
     /// Up to `concurrency` zones (or record types) are fetched at once, each a page at a time
     /// in order, while one writer saves the pages as they come, all that have arrived in one
     /// transaction; at most 48 pages (or twice `concurrency`, if more) are on their way or
     /// waiting at any moment, so memory stays flat.
     ///
-    /// With `assets`, each asset a record names is downloaded and stored with the record's
-    /// page, in the same transaction; without, the store keeps the asset's checksum and size.
+    /// With `assets`, each asset a record names (ASSETID, or ASSETID_LIST elements) is
+    /// downloaded and stored with the record's page, in the same transaction; without, the
+    /// store keeps the asset's checksum and size.
     public static func pull(_ client: CloudKitClient, into store: some RecordStoring, resultsLimit: Int? = nil,
-                            concurrency: Int = 4, assets: Bool = false, progress: ProgressHandler? = nil) async throws -> PullResult {
+                            concurrency: Int = 4, assets: Bool = false, allowNewTypes: Bool = false, rejects: RejectSink? = nil,
+                            progress: ProgressHandler? = nil) async throws -> PullResult {
+        if let resultsLimit, !(1...maxResultsLimit).contains(resultsLimit) {
+            throw PullRequestError(description: "CloudKit gives 1 to \(maxResultsLimit) records per answer; \(resultsLimit) records per page cannot be asked for")
+        }
         let staging: String? = assets ? try makeStagingDirectory() : nil
         defer { if let staging { try? FileManager.default.removeItem(atPath: staging) } }
         let database = client.database
         let source = source(database)
         let zoneIDs = try await zones(client).sorted()
-        let tokens = try store.readSession { try $0.syncStates(source: source) }
+        let states = try store.readSession { try $0.syncStates(source: source) }
         let schema = store.schema
         let feeds = { (zone: ZoneID) in database.scope != .public && zone.zoneName != ZoneID.defaultZoneName }
+        var result = PullResult(source: source, zones: [])
+        var results: [ZoneID: ZonePullResult] = [:]
+
+        // Zones that are gone: pulled before, and now deleted (zones/changes says so) or no
+        // longer listed (a zone somebody stopped sharing).
+        let listed = Set(zoneIDs)
+        var gone = Set(states.filter(isZoneState).map(\.zone).filter { !listed.contains($0) })
+        let metaZone = ZoneID(scope: DatabaseScope(rawValue: database.scope.rawValue)!, zoneName: zoneChangesName)
+        var metaToken: String?
+        if database.scope == .private {
+            let pulledBefore = Set(states.map(\.zone))
+            let (changes, token) = try await zoneChanges(client, since: states.first { $0.zone == metaZone }?.token)
+            metaToken = token
+            for change in changes where (change.deleted || change.purged) && pulledBefore.contains(change.zone) && !listed.contains(change.zone) {
+                gone.insert(change.zone)
+            }
+        }
+        if !gone.isEmpty || metaToken != nil {
+            nonisolated(unsafe) let writing = store
+            let gone = gone.sorted(), metaToken = metaToken
+            let removed = try await onWriter { () throws -> [ZoneID: Int] in
+                try writing.writeSession { session in
+                    var removed: [ZoneID: Int] = [:]
+                    for zone in gone {
+                        removed[zone] = try removeZone(zone, session: session)
+                        try session.saveSyncToken(nil, source: source, zone: zone)
+                    }
+                    if let metaToken { try session.saveSyncToken(metaToken, source: source, zone: metaZone) }
+                    return removed
+                }
+            }
+            for zone in gone {
+                var entry = ZonePullResult(zone: zone, incremental: true)
+                entry.gone = true
+                entry.removed = removed[zone] ?? 0
+                results[zone] = entry
+            }
+        }
+
         // What to fetch: a zone's change feed, or one record type of a zone by queries.
         var units: [PullUnit] = []
-        var results: [ZoneID: ZonePullResult] = [:]
         for zone in zoneIDs {
             results[zone] = ZonePullResult(zone: zone, incremental: feeds(zone))
             if feeds(zone) {
-                units.append(PullUnit(zone: zone, recordType: nil, startToken: tokens.first { $0.zone == zone }?.token))
-            } else {
-                units += schema.recordTypes.map(\.name).sorted().map { PullUnit(zone: zone, recordType: $0, startToken: nil) }
+                units.append(PullUnit(zone: zone, recordType: nil, startToken: states.first { $0.zone == zone }?.token))
+                continue
+            }
+            for type in schema.recordTypes.sorted(by: { $0.name < $1.name }) {
+                if let reason = whyNotQueried(type) {
+                    result.notPulled.append(NotPulled(zone: zone, recordType: type.name, reason: reason))
+                } else {
+                    units.append(PullUnit(zone: zone, recordType: type.name, startToken: nil))
+                }
             }
         }
         let width = max(1, concurrency)
@@ -73,6 +189,7 @@ extension CloudSync {
         // saves what has arrived, and that a writer which falls behind commits many at once.
         let slots = PageSlots(max(2 * width, 48))
         let arrivals = PageQueue()
+        let refused = RefusedQueries()
         let fetching = Task {
             // A fetch that fails stops the others from asking for more; each finishes the request
             // it has under way (cutting one could lose the web auth token its answer brings, as
@@ -83,7 +200,8 @@ extension CloudSync {
                 func start(_ unit: PullUnit) {
                     group.addTask {
                         do {
-                            try await fetch(unit, client: client, schema: schema, resultsLimit: resultsLimit, slots: slots, staging: staging) { await arrivals.put(unit, $0) }
+                            try await fetch(unit, client: client, schema: schema, resultsLimit: resultsLimit, slots: slots, staging: staging,
+                                            refused: refused) { await arrivals.put(unit, $0) }
                             return nil
                         } catch {
                             return error
@@ -105,12 +223,14 @@ extension CloudSync {
             }
             await arrivals.finish(firstFailure)
         }
-        // Saving blocks on SQLite, so it has a thread of its own: the cooperative pool's few
-        // threads stay free for the requests, each of which starts when the one before answers.
-        let writer = DispatchQueue(label: "ckport.pull.writer")
         nonisolated(unsafe) let writerStore = store
+        let refetches = Refetches()
         var total = 0
         var failure: Error?
+        var importing = ImportOptions(mode: .replace, allowNewFields: allowNewTypes, skipInvalid: true)
+        importing.assetDirectory = staging
+        let options = importing
+        nonisolated(unsafe) let rejects = rejects
         do {
             // Every page that has arrived is saved in one transaction (each zone's newest token
             // with them): a writer that falls behind catches up with fewer, larger commits.
@@ -120,17 +240,34 @@ extension CloudSync {
                     continue
                 }
                 let pages = batch.map { PulledPage(unit: $0.0, page: $0.1) }
-                for page in pages { results[page.unit.zone]!.pages += 1 }
+                for page in pages where page.page.kind.isFetched { results[page.unit.zone]!.pages += 1 }
                 func commit(_ pages: [PulledPage]) async throws {
-                    let counts = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[(saved: Int, deleted: Int)], Error>) in
-                        writer.async { continuation.resume(with: Result { try save(pages, into: writerStore, source: source, assetDirectory: staging) }) }
+                    let saved = try await onWriter {
+                        try save(pages, into: writerStore, source: source, options: options, rejects: rejects, refetches: refetches)
                     }
-                    for (entry, count) in zip(pages, counts) {
-                        results[entry.unit.zone]!.saved += count.saved
-                        results[entry.unit.zone]!.deleted += count.deleted
+                    for (entry, count) in zip(pages, saved.counts) {
+                        let zone = entry.unit.zone
+                        results[zone]!.saved += count.saved
+                        results[zone]!.deleted += count.deleted
+                        results[zone]!.leftOut += count.leftOut
+                        results[zone]!.removed += count.removed
                         total += count.saved + count.deleted
-                        if entry.unit.recordType == nil { results[entry.unit.zone]!.token = entry.page.syncToken }
+                        switch entry.page.kind {
+                        case .zoneGone:
+                            results[zone]!.gone = true
+                            results[zone]!.token = nil
+                        case .refetch(_, let reason):
+                            results[zone]!.refetched = reason
+                            if !entry.page.moreComing { results[zone]!.token = entry.page.syncToken }
+                        case .fetched where entry.unit.recordType == nil:
+                            results[zone]!.token = entry.page.syncToken
+                        case .fetched:
+                            break
+                        }
                     }
+                    for (type, count) in saved.summary.counts where count.rejected > 0 { result.leftOutByType[type, default: 0] += count.rejected }
+                    result.leftOutExamples += saved.summary.issues.prefix(max(0, 5 - result.leftOutExamples.count))
+                    result.schemaChanges += saved.summary.schemaChanges
                     progress?(OperationProgress(records: total))
                 }
                 do {
@@ -154,17 +291,44 @@ extension CloudSync {
         }
         _ = await fetching.result
         if let failure { throw failure }
-        return PullResult(source: source, zones: zoneIDs.map { results[$0]! })
+        result.notPulled += await refused.all
+        result.zones = results.keys.sorted().map { results[$0]! }
+        try keep(PullReport(result), in: store, source: source)
+        return result
     }
+
+    /// Why CloudKit would not answer queries for records of `type`, or nil when it would.
+    static func whyNotQueried(_ type: RecordTypeDefinition) -> String? {
+        if type.name == "Users" || type.name.hasPrefix("cloudkit.") || type.name.hasPrefix("_") {
+            return "a system type: CloudKit does not answer queries for it"
+        }
+        guard type.field(named: "___recordID")?.options.contains(.queryable) == true else {
+            return "its ___recordID is not QUERYABLE in the schema, and CloudKit answers queries only for types with that index (add it in CloudKit Console, deploy it, and export the schema again)"
+        }
+        return nil
+    }
+
+    /// Runs blocking store work on the pull's writing thread, off the cooperative pool, whose
+    /// few threads stay free for the requests.
+    private static func onWriter<T>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            writerQueue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    private static let writerQueue = DispatchQueue(label: "ckport.pull.writer")
 
     /// Fetches one unit's pages in order, each when a slot is free, handing each to `deliver`.
     private static func fetch(_ unit: PullUnit, client: CloudKitClient, schema: Schema, resultsLimit: Int?, slots: PageSlots, staging: String?,
-                              deliver: (CloudPage) async -> Void) async throws {
+                              refused: RefusedQueries, deliver: (CloudPage) async -> Void) async throws {
         let codec = JSONRecordCodec(schema: schema, readStyle: .canonical, defaultZone: unit.zone)
         var number = 0
         var request: [String: Any] = ["zoneID": zoneJSON(unit.zone)]
         if let recordType = unit.recordType { request["query"] = ["recordType": recordType] }
-        if let token = unit.startToken { request["syncToken"] = token }
+        // A fetch from the start that a killed pull left unfinished starts over.
+        var refetch: String? = unit.startToken == refetchMarker ? "a fetch from the start that an earlier pull began had not ended" : nil
+        var firstOfRefetch = refetch != nil
+        if let token = unit.startToken, refetch == nil { request["syncToken"] = token }
         if let resultsLimit { request["resultsLimit"] = resultsLimit }
         let operation = unit.recordType == nil ? "records/changes" : "records/query"
         while true {
@@ -172,11 +336,32 @@ extension CloudSync {
             let body = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
             var page: CloudPage
             do {
-                page = try CloudPage(try await client.send(operation, body: body), operation: operation)
+                do {
+                    page = try CloudPage(try await client.send(operation, body: body), operation: operation)
+                } catch let error as CloudKitServerError where unit.recordType == nil && error.isExpiredSyncToken && refetch == nil && request["syncToken"] != nil {
+                    refetch = "its sync token no longer works (CloudKit answered \(error.serverErrorCode)\(error.reason.map { ": \($0)" } ?? "")), so it was read again from the start"
+                    firstOfRefetch = true
+                    request["syncToken"] = nil
+                    await slots.release()
+                    continue
+                } catch let error as CloudKitServerError where unit.recordType == nil && error.isZoneGone {
+                    var gone = CloudPage()
+                    gone.kind = .zoneGone
+                    await deliver(gone)
+                    return
+                } catch let error as CloudKitServerError where unit.recordType != nil && error.code == .badRequest {
+                    await refused.add(NotPulled(zone: unit.zone, recordType: unit.recordType!, reason: "CloudKit would not query it: \(error.reason ?? error.serverErrorCode)"))
+                    await slots.release()
+                    return
+                }
                 if let staging { try await page.downloadAssets(client, into: staging) }
                 // Decoded here, beside the writer, which then only saves.
                 number += 1
-                page.decode(with: codec, name: "CloudKit page \(number) of \(unit.recordType.map { "type \($0) in " } ?? "")zone \(unit.zone.zoneName)")
+                page.decode(with: codec, name: "CloudKit page \(number) of \(unit.recordType.map { "type \($0) in " } ?? "")zone \(unit.zone.zoneName)", zone: unit.zone)
+                if let refetch {
+                    page.kind = .refetch(begins: firstOfRefetch, reason: refetch)
+                    firstOfRefetch = false
+                }
             } catch {
                 await slots.release()
                 throw error
@@ -192,20 +377,34 @@ extension CloudSync {
         }
     }
 
+    /// What saving pages did to each.
+    struct SavedPages {
+        var counts: [(saved: Int, deleted: Int, leftOut: Int, removed: Int)]
+        var summary: ImportSummary
+    }
+
     /// Pages in one transaction: each page's records (checked against the schema, replacing
-    /// what the store holds) in order, the deletions, then each change feed's newest sync
-    /// token. A deletion a later page of the batch undoes (the record made again) is not
-    /// applied; a record a later page deletes is deleted. Returns what each page saved.
-    static func save(_ batch: [PulledPage], into store: some RecordStoring, source: String,
-                             assetDirectory: String?) throws -> [(saved: Int, deleted: Int)] {
+    /// what the store holds; what does not fit is left out, to `rejects`) in order, the
+    /// deletions, then each change feed's newest sync token; a zone that is gone loses its
+    /// records, and a zone read again from the start loses, at its last page, the records
+    /// CloudKit no longer holds. A deletion a later page of the batch undoes (the record made
+    /// again) is not applied; a record a later page deletes is deleted.
+    static func save(_ batch: [PulledPage], into store: some RecordStoring, source: String, options: ImportOptions,
+                     rejects: RejectSink?, refetches: Refetches) throws -> SavedPages {
         // The deletions left standing at the end of the batch, with the page that made each.
         var deletions: [RecordID: Int] = [:]
         for (index, entry) in batch.enumerated() {
             for case let name? in entry.page.records.map(\.name) { deletions[RecordID(recordName: name, zone: entry.unit.zone)] = nil }
             for name in entry.page.deletedNames { deletions[RecordID(recordName: name, zone: entry.unit.zone)] = index }
         }
-        var counts = batch.map { (saved: $0.page.records.count, deleted: 0) }
-        let hooks = ImportHooks(finishing: { session in
+        // The names CloudKit holds, for each zone read again from the start.
+        for entry in batch {
+            guard case .refetch(let begins, _) = entry.page.kind else { continue }
+            if begins { try refetches.begin(entry.unit.zone) }
+            try refetches.note(entry.page.records.compactMap(\.name), in: entry.unit.zone)
+        }
+        var counts = batch.map { _ in (saved: 0, deleted: 0, leftOut: 0, removed: 0) }
+        let hooks = ImportHooks(rejects: rejects, finishing: { session in
             let ordered = deletions.sorted { ($0.value, $0.key.recordName) < ($1.value, $1.key.recordName) }.map(\.key)
             let present = try ordered.filter { try session.record($0) != nil }
             // A record deleted because it pointed at one (DELETE_SELF) counts with that one's page.
@@ -215,21 +414,102 @@ extension CloudSync {
                 pageOf[gone.id] = page
                 counts[page].deleted += 1
             }
-            for entry in batch where entry.unit.recordType == nil {
-                try session.saveSyncToken(entry.page.syncToken, source: source, zone: entry.unit.zone)
+            for (index, entry) in batch.enumerated() {
+                let zone = entry.unit.zone
+                switch entry.page.kind {
+                case .zoneGone:
+                    counts[index].removed += try removeZone(zone, session: session)
+                    try session.saveSyncToken(nil, source: source, zone: zone)
+                case .refetch where entry.page.moreComing:
+                    // Until the last page, a later pull starts this fetch over.
+                    try session.saveSyncToken(refetchMarker, source: source, zone: zone)
+                case .refetch:
+                    counts[index].removed += try refetches.sweep(zone, session: session)
+                    try session.saveSyncToken(entry.page.syncToken, source: source, zone: zone)
+                case .fetched where entry.unit.recordType == nil:
+                    try session.saveSyncToken(entry.page.syncToken, source: source, zone: zone)
+                case .fetched:
+                    break
+                }
             }
         })
-        var options = ImportOptions(mode: .replace)
-        options.assetDirectory = assetDirectory
-        _ = try store.importRecords([PagesRecordSource(batch.map(\.page))], schema: nil, options: options, hooks: hooks)
-        return counts
+        let summary = try store.importRecords([PagesRecordSource(batch.map(\.page))], schema: nil, options: options, hooks: hooks)
+        // Saved and left out, page by page: the import counts by type, so count the pages' items.
+        var leftOutNames = Set(summary.issues.compactMap(\.recordName))
+        for (index, entry) in batch.enumerated() {
+            var leftOut = 0
+            for case let name? in entry.page.records.map(\.name) where leftOutNames.remove(name) != nil { leftOut += 1 }
+            counts[index].leftOut = leftOut
+            counts[index].saved = entry.page.records.count - leftOut
+        }
+        refetches.finished(batch.filter { if case .refetch = $0.page.kind { return !$0.page.moreComing } else { return false } }.map(\.unit.zone))
+        return SavedPages(counts: counts, summary: summary)
     }
+
+    /// Deletes the store's records of `zone` (the store keeps their tombstones); returns how
+    /// many went.
+    static func removeZone(_ zone: ZoneID, session: any RecordSession) throws -> Int {
+        var ids: [RecordID] = []
+        try session.forEach(RecordQuery(scope: zone.scope, zoneName: zone.zoneName)) { record in
+            if record.zone == zone { ids.append(record.id) }
+        }
+        return try session.delete(ids).count
+    }
+}
+
+/// The zones whose change feeds are being read again from the start, each with the names of
+/// the records CloudKit holds (kept on disk: a zone may hold millions). Used by the writer only.
+final class Refetches: @unchecked Sendable {
+    private var names: [ZoneID: NameSet] = [:]
+
+    func begin(_ zone: ZoneID) throws { names[zone] = try NameSet() }
+
+    func note(_ recordNames: [String], in zone: ZoneID) throws {
+        if names[zone] == nil { names[zone] = try NameSet() }
+        try names[zone]!.insert(recordNames)
+    }
+
+    /// Deletes the records of `zone` CloudKit no longer holds; returns how many went.
+    func sweep(_ zone: ZoneID, session: any RecordSession) throws -> Int {
+        guard let held = names[zone] else { return 0 }
+        var ids: [RecordID] = []
+        try session.forEach(RecordQuery(scope: zone.scope, zoneName: zone.zoneName)) { record in
+            if record.zone == zone, try !held.contains(record.recordName) { ids.append(record.id) }
+        }
+        return try session.delete(ids).count
+    }
+
+    func finished(_ zones: [ZoneID]) {
+        for zone in zones { names[zone] = nil }
+    }
+}
+
+/// Queries CloudKit refused, gathered from the fetching tasks.
+actor RefusedQueries {
+    private(set) var all: [NotPulled] = []
+    func add(_ entry: NotPulled) { all.append(entry) }
 }
 
 /// A page as the writer saves it, and the unit it came from.
 struct PulledPage: Sendable {
     var unit: PullUnit
     var page: CloudPage
+}
+
+/// What a page is to the writer.
+enum PageKind: Sendable {
+    /// Records (and deletions) of a feed or a query, as usual.
+    case fetched
+    /// A page of a change feed read again from the start; the first `begins` it.
+    case refetch(begins: Bool, reason: String)
+    /// No page: CloudKit says the zone is gone.
+    case zoneGone
+
+    /// Whether the page came from CloudKit (not a mark the fetcher left).
+    var isFetched: Bool {
+        if case .zoneGone = self { return false }
+        return true
+    }
 }
 
 /// The pages fetched and not yet taken by the writer, in the order they arrived.
@@ -268,194 +548,19 @@ actor PageQueue {
     }
 }
 
-/// One answer of `records/changes` or `records/query`. The answer is walked once to find
-/// each record's bytes, its name and whether it is a deletion; the records themselves are
-/// read from those bytes as the writer asks for them, by the same reader as an import's.
-struct CloudPage: @unchecked Sendable {
-    /// The answer's bytes, until the records are decoded.
-    var bytes: [UInt8]
-    /// Where each record (not deleted) lies in `bytes`, and its name.
-    var records: [(range: Range<Int>, name: String?)] = []
-    /// Records rewritten after the answer came (asset values pointed at downloaded files), by index.
-    var rewritten: [Int: JSONValue] = [:]
-    /// Asset files downloaded for the page's records, until the page is saved.
-    var stagedFiles: [String] = []
-    var deletedNames: [String] = []
-    var syncToken: String?
-    var moreComing = false
-    var continuationMarker: String?
-    /// The records decoded (or why one does not decode), in the page's order.
-    var items: [SourceItem] = []
-
-    init(_ data: Data, operation: String) throws {
-        bytes = [UInt8](data)
-        func bad(_ what: String) -> CloudKitServerError {
-            CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with \(what)", status: 200)
-        }
-        do {
-            (records, deletedNames, syncToken, moreComing, continuationMarker) = try bytes.withUnsafeBytes { buffer in try CloudPage.walk(buffer) }
-        } catch {
-            throw bad("JSON that does not parse (\(error))")
-        }
-    }
-}
-
-extension CloudPage {
-    /// The answer's parts: where each record lies, the deleted records' names, and the paging keys.
-    private static func walk(_ buffer: UnsafeRawBufferPointer) throws(JSONSyntaxError)
-        -> ([(range: Range<Int>, name: String?)], [String], String?, Bool, String?) {
-        var records: [(range: Range<Int>, name: String?)] = []
-        var deletedNames: [String] = []
-        var syncToken: String?, continuationMarker: String?
-        var moreComing = false
-        var parser = JSONParser(buffer)
-        var keys: Set<String> = []
-        if try parser.walkObject() {
-            repeat {
-                let key = try parser.walkKey()
-                guard keys.insert(key).inserted else { throw JSONSyntaxError(offset: parser.i, message: "key \"\(key)\" appears twice in one object") }
-                switch key {
-                case "records":
-                    guard try parser.walkArray() else { continue }
-                    repeat {
-                        let start = parser.i
-                        var name: String?
-                        var deleted = false
-                        if try parser.walkObject() {
-                            repeat {
-                                switch try parser.walkKey() {
-                                case "recordName": name = try parser.parseValue().stringValue
-                                case "deleted": deleted = try parser.parseValue() == .bool(true)
-                                default: try parser.skipValue()
-                                }
-                            } while try parser.walkNextMember()
-                        }
-                        if deleted {
-                            if let name { deletedNames.append(name) }
-                        } else {
-                            records.append((start..<parser.i, name))
-                        }
-                    } while try parser.walkNextElement()
-                case "syncToken": syncToken = try parser.parseValue().stringValue
-                case "continuationMarker": continuationMarker = try parser.parseValue().stringValue
-                case "moreComing": moreComing = try parser.parseValue() == .bool(true)
-                default: try parser.skipValue()
-                }
-            } while try parser.walkNextMember()
-        }
-        parser.skipWhitespace()
-        if parser.i < buffer.count { throw JSONSyntaxError(offset: parser.i, message: "unexpected bytes after the answer's object") }
-        return (records, deletedNames, syncToken, moreComing, continuationMarker)
-    }
-
-    /// Downloads every asset the page's records name into `directory`, and points each asset
-    /// value at its file (`localPath`), for the import to store with the record.
-    mutating func downloadAssets(_ client: CloudKitClient, into directory: String) async throws {
-        let marker = Array("downloadURL".utf8)
-        for index in records.indices {
-            // Only a record that mentions a download URL can hold an asset to fetch.
-            guard bytes[records[index].range].firstRange(of: marker) != nil else { continue }
-            let json = try bytes[records[index].range].withUnsafeBytes { buffer in try JSONParser.parse(buffer) }
-            guard case .object(var record) = json, case .object(var fields)? = record["fields"] else { continue }
-            var changed = false
-            for fieldIndex in fields.members.indices {
-                guard case .object(var field) = fields.members[fieldIndex].value, case .object(var value)? = field["value"],
-                      let address = value["downloadURL"]?.stringValue else { continue }
-                let name = fields.members[fieldIndex].key
-                guard let url = URL(string: address.replacingOccurrences(of: "${f}", with: name)) else {
-                    throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "record \(record["recordName"]?.stringValue ?? "?") field \(name): the download URL \(address) does not parse", status: 200)
-                }
-                let bytes = try await client.download(url)
-                if case .number(let size)? = value["size"], Int(size) != bytes.count {
-                    throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "record \(record["recordName"]?.stringValue ?? "?") field \(name): the asset downloaded holds \(bytes.count) bytes; the record says \(size)", status: 200)
-                }
-                let file = UUID().uuidString.lowercased()
-                let path = (directory as NSString).appendingPathComponent(file)
-                guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
-                    throw OutputError(path: path, message: "cannot write the asset of record \(record["recordName"]?.stringValue ?? "?") field \(name)")
-                }
-                stagedFiles.append(path)
-                value.members.append(JSONObject.Member(key: "localPath", value: .string(file)))
-                field.members = field.members.map { $0.key == "value" ? JSONObject.Member(key: "value", value: .object(value)) : $0 }
-                fields.members[fieldIndex].value = .object(field)
-                changed = true
-            }
-            if changed {
-                record.members = record.members.map { $0.key == "fields" ? JSONObject.Member(key: "fields", value: .object(fields)) : $0 }
-                rewritten[index] = .object(record)
-            }
-        }
-    }
-}
-
-/// A folder of its own for the asset files a pull downloads before it stores them.
-func makeStagingDirectory() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-pull-assets-\(getpid())-\(UUID().uuidString.prefix(8))").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-    return path
-}
-
-extension CloudPage {
-    /// Decodes the records, each placed in the page called `name` for an error; the answer's
-    /// bytes are let go.
-    mutating func decode(with codec: JSONRecordCodec, name: String) {
-        items.reserveCapacity(records.count)
-        for (index, record) in records.enumerated() {
-            let position = SourcePosition(file: name, line: index + 1)
-            let decoded: Result<Record, RecordDecodingError>
-            if let json = rewritten[index] {
-                decoded = Result { () throws(RecordDecodingError) in try codec.decode(json) }
-            } else {
-                decoded = bytes[record.range].withUnsafeBytes { buffer in
-                    Result { () throws(RecordDecodingError) in try codec.decode(bytes: buffer).0 }
-                }
-            }
-            switch decoded {
-            case .success(let decoded):
-                items.append(.record(SourcedRecord(record: decoded, position: position)))
-            case .failure(let error):
-                items.append(.invalid(InputIssue(position: position, recordName: error.recordName ?? record.name, recordType: error.recordType,
-                                                 field: error.field, message: error.message), raw: nil))
-            }
-        }
-        bytes = []
-        rewritten = [:]
-    }
-}
-
-/// The decoded records of pages, one page after another.
-final class PagesRecordSource: RecordSource {
-    private var pages: [CloudPage]
-    private var page = 0
-    private var index = 0
-
-    init(_ pages: [CloudPage]) { self.pages = pages }
-
-    var name: String { "CloudKit" }
-
-    func next() throws -> SourceItem? {
-        while page < pages.count {
-            if index < pages[page].items.count {
-                index += 1
-                return pages[page].items[index - 1]
-            }
-            pages[page].items = []
-            page += 1
-            index = 0
-        }
-        return nil
-    }
-
-    var bytesRead: Int64 { 0 }
-    var totalBytes: Int64? { nil }
-}
-
 /// One thing a pull fetches: a zone's change feed (no record type), or a record type of a zone
 /// by queries.
 struct PullUnit: Sendable {
     var zone: ZoneID
     var recordType: String?
     var startToken: String?
+}
+
+/// A folder of its own for the asset files a pull downloads before it stores them.
+func makeStagingDirectory() throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-pull-assets-\(getpid())-\(UUID().uuidString.prefix(8))").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    return path
 }
 
 /// Pages on their way or waiting to be saved, at most `limit`; once closed, no more are asked
@@ -490,5 +595,67 @@ actor PageSlots {
         closed = true
         for waiter in waiting { waiter.resume(returning: false) }
         waiting = []
+    }
+}
+
+/// What the last pull from a database left out, kept in the store beside its sync tokens (see
+/// ``CloudSync/lastPull(in:source:)``), for `ckport cloud status` to show.
+public struct PullReport: Codable, Sendable, Equatable {
+    public struct Skipped: Codable, Sendable, Equatable {
+        public var zone: String
+        public var recordType: String
+        public var reason: String
+    }
+
+    /// When the pull ended, in milliseconds since 1970.
+    public var at: Int64
+    public var saved: Int
+    public var deleted: Int
+    /// Records left out, by record type.
+    public var leftOut: [String: Int]
+    /// Record types of zones read by queries that were not read, and why.
+    public var notPulled: [Skipped]
+    /// Zones read again from the start, and zones gone from CloudKit.
+    public var refetched: [String]
+    public var gone: [String]
+    /// Records deleted because CloudKit no longer holds them.
+    public var removed: Int
+
+    public init(_ result: PullResult, at: Date = Date()) {
+        self.at = Int64(at.timeIntervalSince1970 * 1000)
+        saved = result.saved
+        deleted = result.deleted
+        leftOut = result.leftOutByType
+        notPulled = result.notPulled.map { Skipped(zone: $0.zone.zoneName, recordType: $0.recordType, reason: $0.reason) }
+        refetched = result.zones.filter { $0.refetched != nil }.map(\.zone.zoneName)
+        gone = result.zones.filter(\.gone).map(\.zone.zoneName)
+        removed = result.removed
+    }
+}
+
+extension CloudSync {
+    /// Where the store keeps a database's ``PullReport``: a zone name CloudKit keeps for itself.
+    public static let pullReportName = "_lastPull"
+
+    /// Keeps `report` as the last pull from `source`.
+    public static func keep(_ report: PullReport, in store: some RecordStoring, source: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let text = String(decoding: try encoder.encode(report), as: UTF8.self)
+        let scope = DatabaseScope(rawValue: String(source.split(separator: "/").last ?? "private")) ?? .private
+        try store.writeSession { try $0.saveSyncToken(text, source: source, zone: ZoneID(scope: scope, zoneName: pullReportName)) }
+    }
+
+    /// The last pull's report for `source`, if one was kept.
+    public static func lastPull(in store: some RecordStoring, source: String) throws -> PullReport? {
+        let states = try store.readSession { try $0.syncStates(source: source) }
+        guard let text = states.first(where: { $0.zone.zoneName == pullReportName })?.token else { return nil }
+        return try? JSONDecoder().decode(PullReport.self, from: Data(text.utf8))
+    }
+
+    /// Whether a sync state is a zone's token, not a database-wide entry (`_zoneChanges`,
+    /// `_lastPull`).
+    public static func isZoneState(_ state: SyncState) -> Bool {
+        !state.zone.zoneName.hasPrefix("_")
     }
 }

@@ -58,24 +58,43 @@ public struct PushOperation: Sendable {
     public var operationType: String
     /// The operation as the request carries it: `{"operationType": …, "record": {…}}`.
     public var json: [UInt8]
-    /// Asset fields whose bytes the store holds (field name → SHA-256): uploaded before the
-    /// operation is sent, which then carries CloudKit's receipt instead.
-    public var uploads: [String: String] = [:]
+    /// Assets whose bytes the store holds, to upload before the operation is sent, which then
+    /// carries CloudKit's receipts instead: each with its field, its place in an ASSETID_LIST
+    /// (nil for an ASSETID) and its SHA-256.
+    public var uploads: [AssetUpload] = []
     /// The record, while its operation may still change (an upload's receipt).
     var record: Record?
     var withChangeTag = false
 
-    /// Rebuilds the operation's JSON from the record.
+    /// Whether the operation deletes its record.
+    public var isDeletion: Bool { operationType == "delete" || operationType == "forceDelete" }
+
+    /// Rebuilds the operation's JSON from the record. A deletion's record holds its name alone.
     mutating func encode(with codec: JSONRecordCodec) {
         guard let record else { return }
         var out = JSONWriter(capacity: 512)
         out.raw("{\"operationType\":")
         out.string(operationType)
         out.raw(",\"record\":")
-        codec.encodeForModify(record, withChangeTag: withChangeTag, to: &out)
+        if isDeletion {
+            out.raw("{\"recordName\":")
+            out.string(record.recordName)
+            if withChangeTag, let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+            out.byte(UInt8(ascii: "}"))
+        } else {
+            codec.encodeForModify(record, withChangeTag: withChangeTag, to: &out)
+        }
         out.byte(UInt8(ascii: "}"))
         json = out.bytes
     }
+}
+
+/// An asset a push uploads: its field, its place in an ASSETID_LIST (nil for an ASSETID), and
+/// the SHA-256 the store keeps its bytes under.
+public struct AssetUpload: Sendable, Equatable {
+    public var field: String
+    public var element: Int?
+    public var sha256: String
 }
 
 /// A record CloudKit turned away, or one a push could not send.
@@ -146,11 +165,13 @@ public struct CloudPushStopped: CKPortError, Sendable {
 extension CloudSync {
     /// The operations a push would send, in the order it would send them, without reaching
     /// CloudKit. Deletions (with `since`) need `force`: the store keeps no change tag for them.
+    /// Records that could not go as the store holds them go to `notSent`, with the reason.
     public static func plan(_ store: some RecordStoring, request: PushRequest, database: CloudKitDatabase,
-                            _ each: (PushOperation) throws -> Void) throws {
+                            notSent: ((PushRejection) throws -> Void)? = nil, _ each: (PushOperation) throws -> Void) throws {
         try store.readSession { session in
             let batches = OperationBatches(request: request, database: database, schema: session.schema)
             try batches.produce(session) { batch in
+                for rejection in batch.unsent { try notSent?(rejection) }
                 for operation in batch.operations { try each(operation) }
                 return true
             }
@@ -168,7 +189,7 @@ extension CloudSync {
         var result = PushResult(destination: source(database))
         let codec = JSONRecordCodec(schema: store.schema)
         do {
-            var known = Set(try await zones(client).map(\.zoneName))
+            var known = Set(try await zones(client))
             let feed = BatchFeed<OperationBatch>(depth: 4)
             nonisolated(unsafe) let reading: any RecordStoring = store
             let producer = Thread {
@@ -185,44 +206,70 @@ extension CloudSync {
             producer.start()
             defer { feed.cancel() }
             var sent = 0
-            while let batch = try await feed.next() {
-                for rejection in batch.unsent {
-                    result.byType[rejection.operation.recordType, default: PushCounts()].failed += 1
-                    try rejected(rejection)
+            func turnAway(_ operation: PushOperation, _ code: String, _ reason: String) throws {
+                var counts = result.byType[operation.recordType, default: PushCounts()]
+                switch code {
+                case "EXISTS": counts.exists += 1
+                case "CONFLICT": counts.conflicts += 1
+                case "NOT_FOUND": counts.missing += 1
+                default: counts.failed += 1
                 }
+                result.byType[operation.recordType] = counts
+                try rejected(PushRejection(operation: operation, serverErrorCode: code, reason: reason))
+            }
+            while let batch = try await feed.next() {
+                for rejection in batch.unsent { try turnAway(rejection.operation, rejection.serverErrorCode, rejection.reason) }
                 guard !batch.operations.isEmpty else { continue }
-                if batch.zone.zoneName != ZoneID.defaultZoneName && !known.contains(batch.zone.zoneName) {
-                    try await createZone(batch.zone, client: client)
-                    known.insert(batch.zone.zoneName)
+                if batch.zone.zoneName != ZoneID.defaultZoneName && !known.contains(batch.zone) {
+                    if let refusal = try await createZone(batch.zone, client: client) {
+                        for operation in batch.operations { try turnAway(operation, "NOT_SENT", refusal) }
+                        continue
+                    }
+                    known.insert(batch.zone)
                     result.zonesCreated.append(batch.zone.zoneName)
                 }
                 var batch = batch
                 try await uploadAssets(&batch, client: client, store: store, codec: codec)
-                let answer = try await client.send("records/modify", body: Data(batch.requestBody()))
-                result.requests += 1
-                let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any] ?? [:]
-                let outcomes = object["records"] as? [[String: Any]] ?? []
-                for (index, operation) in batch.operations.enumerated() {
-                    let outcome = outcomes.indices.contains(index) && outcomes[index]["recordName"] as? String == operation.recordName
-                        ? outcomes[index] : outcomes.first { $0["recordName"] as? String == operation.recordName }
-                    var counts = result.byType[operation.recordType, default: PushCounts()]
-                    if let outcome, let code = outcome["serverErrorCode"] as? String {
-                        switch code {
-                        case "EXISTS": counts.exists += 1
-                        case "CONFLICT": counts.conflicts += 1
-                        case "NOT_FOUND": counts.missing += 1
-                        default: counts.failed += 1
+                // Operations CloudKit asks to send again later (a per-record retryAfter) go again,
+                // on their own, after the longest wait it asked for.
+                var pending = batch.operations
+                var round = 0
+                while !pending.isEmpty {
+                    round += 1
+                    var attempt = batch
+                    attempt.operations = pending
+                    let answer = try await client.send("records/modify", body: Data(attempt.requestBody()))
+                    result.requests += 1
+                    let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any] ?? [:]
+                    let outcomes = object["records"] as? [[String: Any]] ?? []
+                    var again: [PushOperation] = []
+                    var wait = 0.0
+                    for (index, operation) in pending.enumerated() {
+                        let outcome = outcomes.indices.contains(index) && outcomes[index]["recordName"] as? String == operation.recordName
+                            ? outcomes[index] : outcomes.first { $0["recordName"] as? String == operation.recordName }
+                        if let outcome, let code = outcome["serverErrorCode"] as? String {
+                            let reason = outcome["reason"] as? String ?? ""
+                            let after = (outcome["retryAfter"] as? NSNumber)?.doubleValue
+                            let busy = ["TRY_AGAIN_LATER", "THROTTLED", "INTERNAL_ERROR", "ZONE_BUSY"].contains(code)
+                            if (after != nil || busy), let delay = client.policy.delay(after: round, failure: .server(retryAfter: after, busy: busy)) {
+                                again.append(operation)
+                                wait = max(wait, delay)
+                                continue
+                            }
+                            try turnAway(operation, code, reason + (after.map { "; CloudKit asked to wait \(Int($0)) s and ckport had tried \(round) times" } ?? ""))
+                        } else if outcome == nil {
+                            try turnAway(operation, "NO_ANSWER", "CloudKit's answer did not mention this record")
+                        } else {
+                            var counts = result.byType[operation.recordType, default: PushCounts()]
+                            if operation.isDeletion { counts.deleted += 1 } else { counts.saved += 1 }
+                            result.byType[operation.recordType] = counts
                         }
-                        result.byType[operation.recordType] = counts
-                        try rejected(PushRejection(operation: operation, serverErrorCode: code, reason: outcome["reason"] as? String ?? ""))
-                    } else if outcome == nil {
-                        counts.failed += 1
-                        result.byType[operation.recordType] = counts
-                        try rejected(PushRejection(operation: operation, serverErrorCode: "NO_ANSWER", reason: "CloudKit's answer did not mention this record"))
-                    } else {
-                        if operation.operationType.hasSuffix("elete") { counts.deleted += 1 } else { counts.saved += 1 }
-                        result.byType[operation.recordType] = counts
                     }
+                    if !again.isEmpty {
+                        await client.announceWait("records/modify", seconds: wait, reason: "CloudKit asked to send \(again.count) record\(again.count == 1 ? "" : "s") again later")
+                        try await client.pause(wait)
+                    }
+                    pending = again
                 }
                 sent += batch.operations.count
                 progress?(OperationProgress(records: sent))
@@ -238,36 +285,44 @@ extension CloudSync {
     }
 
     /// Uploads the assets a batch's records hold in the store (`assets/upload` for the URLs,
+    /// a token per asset — an ASSETID_LIST's elements each have one, under the list's field —
     /// then each file's bytes), and puts CloudKit's receipts in their operations.
     private static func uploadAssets(_ batch: inout OperationBatch, client: CloudKitClient, store: some RecordStoring, codec: JSONRecordCodec) async throws {
-        let wanted = batch.operations.indices.flatMap { index in batch.operations[index].uploads.keys.sorted().map { (index, $0) } }
+        let wanted = batch.operations.indices.flatMap { index in batch.operations[index].uploads.map { (index, $0) } }
         guard !wanted.isEmpty else { return }
-        let tokens: [[String: Any]] = wanted.map { index, field in
-            ["recordName": batch.operations[index].recordName, "recordType": batch.operations[index].recordType, "fieldName": field]
+        let tokens: [[String: Any]] = wanted.map { index, upload in
+            ["recordName": batch.operations[index].recordName, "recordType": batch.operations[index].recordType, "fieldName": upload.field]
         }
         let request = try JSONSerialization.data(withJSONObject: ["zoneID": zoneJSON(batch.zone), "tokens": tokens], options: [.sortedKeys])
         let answer = try JSONSerialization.jsonObject(with: try await client.send("assets/upload", body: request)) as? [String: Any]
-        let places = answer?["tokens"] as? [[String: Any]] ?? []
-        for (index, field) in wanted {
+        var places = answer?["tokens"] as? [[String: Any]] ?? []
+        for (index, upload) in wanted {
             let name = batch.operations[index].recordName
-            guard let place = places.first(where: { $0["recordName"] as? String == name && $0["fieldName"] as? String == field }),
-                  let address = place["url"] as? String, let url = URL(string: address) else {
-                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "assets/upload gave no URL for record \(name) field \(field)", status: 200)
+            let what = "record \(name) field \(upload.field)\(upload.element.map { "[\($0)]" } ?? "")"
+            // The answer's tokens come in the order asked; several for one list field, one each.
+            guard let place = places.firstIndex(where: { $0["recordName"] as? String == name && $0["fieldName"] as? String == upload.field }),
+                  let address = places[place]["url"] as? String, let url = URL(string: address) else {
+                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "assets/upload gave no URL for \(what)", status: 200)
             }
-            let sha256 = batch.operations[index].uploads[field]!
+            places.remove(at: place)
             var bytes = Data()
-            let held = try store.readSession { session in try session.readAsset(sha256) { bytes.append(contentsOf: $0) } }
+            let held = try store.readSession { session in try session.readAsset(upload.sha256) { bytes.append(contentsOf: $0) } }
             guard held else {
-                throw CloudKitServerError(serverErrorCode: "NOT_SENT", reason: "record \(name) field \(field): the store no longer holds asset \(sha256)", status: 0)
+                throw CloudKitServerError(serverErrorCode: "NOT_SENT", reason: "\(what): the store no longer holds asset \(upload.sha256)", status: 0)
             }
             let uploaded = try JSONSerialization.jsonObject(with: try await client.upload(bytes, to: url)) as? [String: Any]
             guard let file = uploaded?["singleFile"] as? [String: Any], let checksum = file["fileChecksum"] as? String else {
-                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "the upload of record \(name) field \(field) was not answered with a singleFile", status: 200)
+                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "the upload of \(what) was not answered with a singleFile", status: 200)
             }
             let asset = Asset(fileChecksum: checksum, size: (file["size"] as? Int).map(Int64.init) ?? Int64(bytes.count),
                               referenceChecksum: file["referenceChecksum"] as? String, wrappingKey: file["wrappingKey"] as? String,
                               receipt: file["receipt"] as? String)
-            batch.operations[index].record?[field] = .asset(asset)
+            if let element = upload.element, case .list(let type, var items)? = batch.operations[index].record?[upload.field], items.indices.contains(element) {
+                items[element] = .asset(asset)
+                batch.operations[index].record?[upload.field] = .list(type, items)
+            } else {
+                batch.operations[index].record?[upload.field] = .asset(asset)
+            }
         }
         for index in Set(wanted.map(\.0)) {
             batch.operations[index].encode(with: codec)
@@ -275,26 +330,22 @@ extension CloudSync {
         }
     }
 
-    /// The zones of the database `client` speaks to.
-    public static func zones(_ client: CloudKitClient) async throws -> [ZoneID] {
-        let scope = DatabaseScope(rawValue: client.database.scope.rawValue)!
-        let listing = try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
-        return (listing["zones"] as? [[String: Any]] ?? []).compactMap { entry -> ZoneID? in
-            guard let id = entry["zoneID"] as? [String: Any], let name = id["zoneName"] as? String else { return nil }
-            return ZoneID(scope: scope, zoneName: name, ownerRecordName: id["ownerRecordName"] as? String ?? ZoneID.defaultOwnerName)
+    /// Creates a custom zone CloudKit lacks; returns why it could not, or nil when it did.
+    /// Zones of the shared database are their owners' to create: one that is missing there is
+    /// not shared with the signed-in user (any more), and is not created.
+    private static func createZone(_ zone: ZoneID, client: CloudKitClient) async throws -> String? {
+        if client.database.scope == .shared {
+            return "the shared database has no zone \(zone.zoneName) of owner \(zone.ownerRecordName): only its owner can make it, and it is not shared with you (any more)"
         }
-    }
-
-    private static func createZone(_ zone: ZoneID, client: CloudKitClient) async throws {
         let body: [String: Any] = ["operations": [["operationType": "create", "zone": ["zoneID": zoneJSON(zone)]]]]
-        _ = try await client.send("zones/modify", body: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))
-    }
-
-    /// A zone as CloudKit's requests name it.
-    static func zoneJSON(_ zone: ZoneID) -> [String: Any] {
-        var json: [String: Any] = ["zoneName": zone.zoneName]
-        if zone.ownerRecordName != ZoneID.defaultOwnerName { json["ownerRecordName"] = zone.ownerRecordName }
-        return json
+        let answer = try JSONSerialization.jsonObject(with: try await client.send("zones/modify", body: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))) as? [String: Any]
+        // Each zone of the request has its own outcome, an error dictionary when it failed.
+        let outcome = (answer?["zones"] as? [[String: Any]] ?? []).first { (($0["zoneID"] as? [String: Any])?["zoneName"] as? String) == zone.zoneName }
+        guard let outcome else { return "CloudKit's answer to creating zone \(zone.zoneName) did not mention it" }
+        if let code = outcome["serverErrorCode"] as? String {
+            return "CloudKit did not create zone \(zone.zoneName): \(code)\((outcome["reason"] as? String).map { ": \($0)" } ?? "")"
+        }
+        return nil
     }
 }
 
@@ -314,7 +365,8 @@ struct OperationBatch: Sendable {
         }
         out.raw("],\"zoneID\":{\"zoneName\":")
         out.string(zone.zoneName)
-        if zone.ownerRecordName != ZoneID.defaultOwnerName {
+        // The owner only where the zone is somebody else's (see CloudSync.zoneJSON).
+        if zone.scope == .shared && zone.ownerRecordName != ZoneID.defaultOwnerName {
             out.raw(",\"ownerRecordName\":")
             out.string(zone.ownerRecordName)
         }
@@ -371,7 +423,7 @@ final class OperationBatches {
         let type: String
         if record.isDeleted {
             guard request.force else {
-                unsent.append(PushRejection(operation: operation(record, type: "delete"), serverErrorCode: "NOT_SENT",
+                unsent.append(PushRejection(operation: operation(record, type: "delete").0, serverErrorCode: "NOT_SENT",
                                             reason: "a deletion is sent only when forced: the store keeps no change tag for a deleted record"))
                 return nil
             }
@@ -379,7 +431,11 @@ final class OperationBatches {
         } else {
             type = request.mode.operationType(force: request.force)
         }
-        let operation = operation(record, type: type)
+        let (operation, notSent) = operation(record, type: type)
+        if let reason = notSent {
+            unsent.append(PushRejection(operation: operation, serverErrorCode: "NOT_SENT", reason: reason))
+            return nil
+        }
         var entry = open[record.zone] ?? (ModifyBatcher(byteBudget: request.byteBudget), [])
         var closed: OperationBatch?
         if entry.batcher.add(operation.json) != nil {
@@ -398,16 +454,54 @@ final class OperationBatches {
         return OperationBatch(zone: zone, operations: entry.operations, unsent: unsent)
     }
 
-    private func operation(_ record: Record, type: String) -> PushOperation {
-        var operation = PushOperation(zone: record.zone, recordType: record.recordType, recordName: record.recordName, operationType: type, json: [])
-        operation.record = record
-        operation.withChangeTag = !type.hasPrefix("force") && type != "create"
-        for entry in record.fields.entries {
-            if case .asset(let asset) = entry.value, let sha256 = asset.sha256 { operation.uploads[entry.name] = sha256 }
+    /// Why a record's operation cannot go to CloudKit as the store holds it, or nil.
+    private func whyNotSent(_ record: Record, operation: PushOperation) -> String? {
+        // CloudKit checks the change tag of update and replace, and refuses the whole request
+        // when one lacks it.
+        if operation.withChangeTag && record.changeTag == nil {
+            return "the record has no change tag (it was not pulled from CloudKit), which \(operation.operationType) needs: push it with --mode create, or overwrite with --force"
         }
+        return nil
+    }
+
+    /// A record's operation, and why it cannot be sent, if it cannot.
+    private func operation(_ record: Record, type: String) -> (PushOperation, notSent: String?) {
+        var record = record
+        var operation = PushOperation(zone: record.zone, recordType: record.recordType, recordName: record.recordName, operationType: type, json: [])
+        operation.withChangeTag = !type.hasPrefix("force") && type != "create"
+        var missing: [String] = []
+        for entry in record.fields.entries {
+            switch entry.value {
+            case .asset(let asset):
+                if let sha256 = asset.sha256 { operation.uploads.append(AssetUpload(field: entry.name, element: nil, sha256: sha256)) }
+                else if asset.receipt == nil { missing.append(entry.name) }
+            case .list(.asset, let items):
+                for (position, item) in items.enumerated() {
+                    guard case .asset(let asset) = item else { continue }
+                    if let sha256 = asset.sha256 { operation.uploads.append(AssetUpload(field: entry.name, element: position, sha256: sha256)) }
+                    else if asset.receipt == nil { missing.append("\(entry.name)[\(position)]") }
+                }
+            default:
+                break
+            }
+        }
+        if !missing.isEmpty && !operation.isDeletion {
+            // CloudKit takes an asset only with the receipt of an upload; without the bytes there
+            // is nothing to upload. An update changes only the fields it sends, so it leaves
+            // CloudKit's copy of such a field alone; a create or replace cannot.
+            if request.mode == .update {
+                for field in Set(missing.map { String($0.prefix { $0 != "[" }) }) { record.fields[field] = nil }
+            } else {
+                operation.record = record
+                operation.encode(with: codec)
+                operation.record = nil
+                return (operation, "the store holds no bytes of asset\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")) (pull with --assets to keep them), and CloudKit takes an asset only with its upload's receipt; --mode update leaves CloudKit's copy of the field as it is")
+            }
+        }
+        operation.record = record
         operation.encode(with: codec)
         if operation.uploads.isEmpty { operation.record = nil }
-        return operation
+        return (operation, whyNotSent(record, operation: operation))
     }
 }
 

@@ -272,7 +272,7 @@ extension JSONParser {
         repeat {
             guard let field = table.lookup(try memberKey(), from: &hint), !table.types[field].isList else { throw GiveUp() }
             let schemaType = table.types[field]
-            var sawValue = false, sawType = false
+            var sawValue = false, sawType = false, sawEncrypted = false
             if try openObject() {
                 repeat {
                     let member = try memberKey()
@@ -287,6 +287,12 @@ extension JSONParser {
                             guard let parsed = FieldType.parseWebServicesName(String(decoding: given, as: UTF8.self)),
                                   schemaType.accepts(parsed) else { throw GiveUp() }
                         }
+                    } else if key(member, is: "isEncrypted"), !sawEncrypted {
+                        // How CloudKit marks an encrypted field's value; the schema says as much.
+                        sawEncrypted = true
+                        if bytes.count - i >= 4 && bytes[i] == UInt8(ascii: "t") { i += 4 }
+                        else if bytes.count - i >= 5 && bytes[i] == UInt8(ascii: "f") { i += 5 }
+                        else { throw GiveUp() }
                     } else {
                         throw GiveUp()
                     }

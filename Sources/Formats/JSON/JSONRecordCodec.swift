@@ -205,11 +205,13 @@ public struct JSONRecordCodec: Sendable {
             }
             guard let json = entry["value"], json != .null else { continue }
             var declared: FieldType? = nil
+            // A type name ckport does not know (UNKNOWN_LIST, or one CloudKit adds later).
+            var unknownName: String? = nil
             if let typeValue = entry["type"] {
-                guard case .string(let typeName) = typeValue, let parsed = FieldType.parseWebServicesName(typeName) else {
-                    throw fail(path + [.key("type")], "unknown field type \(typeValue.summary) (expected STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION, ENCRYPTED_… or …_LIST)", name)
+                guard case .string(let typeName) = typeValue else {
+                    throw fail(path + [.key("type")], "a field's type is text (STRING, INT64, …), found \(typeValue.summary)", name)
                 }
-                declared = parsed
+                if let parsed = FieldType.parseWebServicesName(typeName) { declared = parsed } else { unknownName = typeName }
             }
             let valueType: FieldType
             if let schemaType = declaredTypes?[name] {
@@ -217,6 +219,13 @@ public struct JSONRecordCodec: Sendable {
                     throw fail(path + [.key("type")], "the schema says \(record.recordType).\(name) is \(schemaType), but the record says \(declared.webServicesName)", name)
                 }
                 valueType = schemaType.primitive == .number ? (declared ?? schemaType) : schemaType
+            } else if let unknownName {
+                // Nothing says what the value is: the schema lacks the field, and CloudKit's
+                // name for its type is not one ckport knows.
+                if unknownName == FieldType.unknownListName {
+                    throw fail(path + [.key("type")], "field '\(name)' is an empty list whose element type CloudKit no longer knows (UNKNOWN_LIST), and the schema does not declare it; add it to the schema as a LIST", name)
+                }
+                throw fail(path + [.key("type")], "unknown field type \"\(unknownName)\" for field '\(name)', which the schema does not declare (known: STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION, ENCRYPTED_BYTES, …_LIST, UNKNOWN_LIST)", name)
             } else if let declared {
                 valueType = declared
             } else if let inferred = FieldValueJSON.inferType(of: json) {
@@ -227,7 +236,9 @@ public struct JSONRecordCodec: Sendable {
             do {
                 values[name] = try FieldValueJSON.read(json, as: valueType, zone: record.zone, timeZone: timeZone)
             } catch {
-                throw fail(path + [.key("value")] + error.path, error.message, name)
+                // The schema's type is what a value with an unknown type name is read as.
+                let named = unknownName.map { " (CloudKit named its type \($0), read as the schema's \(valueType))" } ?? ""
+                throw fail(path + [.key("value")] + error.path, error.message + named, name)
             }
         }
         record.fields = values
@@ -310,12 +321,15 @@ public struct JSONRecordCodec: Sendable {
         out.raw(",\"recordType\":")
         out.string(record.recordType)
         if withChangeTag, let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
-        if !record.isDeleted { writeCanonicalFields(record, declaredTypes: fieldTypes[record.recordType], to: &out) }
+        if !record.isDeleted { writeCanonicalFields(record, declaredTypes: fieldTypes[record.recordType], forCloudKit: true, to: &out) }
         out.byte(UInt8(ascii: "}"))
     }
 
     /// `,"fields":{…}` in the canonical style: each value with its CloudKit type.
-    private func writeCanonicalFields(_ record: Record, declaredTypes: [String: FieldType]?, to out: inout JSONWriter) {
+    ///
+    /// `forCloudKit`: as a request to CloudKit carries them, assets with CloudKit's own keys
+    /// only (ckport's `localPath` and `sha256`, and the `downloadURL` CloudKit gave, stay home).
+    private func writeCanonicalFields(_ record: Record, declaredTypes: [String: FieldType]?, forCloudKit: Bool = false, to out: inout JSONWriter) {
         out.raw(",\"fields\":{")
         var first = true
         for entry in record.fields.entries {
@@ -323,12 +337,10 @@ public struct JSONRecordCodec: Sendable {
             first = false
             out.string(entry.name)
             out.raw(":{\"value\":")
-            FieldValueJSON.write(entry.value, style: .canonical, to: &out)
-            out.raw(",\"type\":\"")
+            FieldValueJSON.write(entry.value, style: .canonical, forCloudKit: forCloudKit, to: &out)
             var fieldType = entry.value.type
             if let declared = declaredTypes?[entry.name], declared.isEncrypted { fieldType.isEncrypted = true }
-            fieldType.appendWebServicesName(to: &out.bytes)
-            out.raw("\"}")
+            fieldType.appendTypeClosing(to: &out.bytes)
         }
         out.byte(UInt8(ascii: "}"))
     }

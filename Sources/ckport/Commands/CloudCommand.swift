@@ -3,6 +3,8 @@ import CKPort
 import CloudKitWeb
 import Foundation
 import Formats
+import Records
+import Store
 
 struct CloudCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,8 +23,12 @@ struct CloudLoginCommand: ParsableCommand {
         to http://127.0.0.1:PORT/callback (8642 unless --port says otherwise). ckport then \
         listens there, prints the URL where you sign in, and waits; when you have signed in, \
         CloudKit sends your browser back to ckport with the token, which ckport checks and \
-        writes to --web-auth-token-file, readable by you alone. The token changes with every \
-        request: ckport pull and push keep the file current.
+        writes to --web-auth-token-file, readable by you alone.
+
+        The sign-in lasts 30 minutes, or two weeks if you tick "Keep me signed in" on Apple's \
+        page: tick it for a nightly pull. CloudKit hands out a new token with every answer; pull \
+        and push keep the file current, and 'ckport cloud status' says when the sign-in ends. \
+        Once it has, pull and push stop with exit status 4: sign in again.
 
           ckport cloud login --container iCloud.com.example.App --environment production \\
               --api-token-file api.txt --web-auth-token-file web.txt
@@ -60,12 +66,16 @@ struct CloudLoginCommand: ParsableCommand {
 
               \(signInURL)
 
+            Tick "Keep me signed in" on Apple's page if the token is to serve more than the next
+            30 minutes (a nightly pull): with it the sign-in lasts two weeks, without it 30 minutes.
+
             ckport waits for CloudKit to send the browser back to \(callback.callbackURL.absoluteString)
             (the API token's sign-in callback must be "URL Redirect" to that address).
             """)
         guard let token = callback.wait(seconds: Double(timeout)) else {
             throw CommandFailure(status: .failure, message: "no sign-in came back to \(callback.callbackURL.absoluteString) within \(timeout) s (is it the API token's sign-in callback?)")
         }
+        let signedIn = Date()
         // The token is checked at once; the answer turns it over, and the new one is kept.
         let client = try CloudKitClient(database: database, credentials: .webToken(apiToken: apiToken, webAuthToken: token), transport: transport)
         let user = try blocking { () async throws -> String in
@@ -74,22 +84,31 @@ struct CloudLoginCommand: ParsableCommand {
             return object?["userRecordName"] as? String ?? "?"
         }
         let next = try blocking { await client.webAuthToken } ?? token
-        let file = try OutputFile(path: cloud.webAuthTokenFile!, ownerOnly: true)
-        try file.write(next + "\n")
-        try file.commit()
-        if !quiet { Console.error("signed in as \(user); the web auth token is in \(cloud.webAuthTokenFile!)") }
+        let path = cloud.webAuthTokenFile!
+        try WebAuthTokenFile.write(WebAuthTokenFile.Contents(token: next, signedIn: signedIn, lastAnswer: Date()), to: path)
+        if !quiet {
+            Console.error("""
+                signed in as \(user); the web auth token is in \(path).
+                The sign-in lasts until \(CloudStatusCommand.moment(signedIn.addingTimeInterval(WebAuthTokenLifetime.standard))), \
+                or until \(CloudStatusCommand.moment(signedIn.addingTimeInterval(WebAuthTokenLifetime.keptSignedIn))) if you ticked "Keep me signed in"; \
+                'ckport cloud status' shows where it stands.
+                """)
+        }
     }
 }
 
 struct CloudStatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show which CloudKit databases the store was pulled from, zone by zone, and what is configured.",
+        abstract: "Show which CloudKit databases the store was pulled from, what the last pull left out, and where the sign-in stands.",
         discussion: """
         Lists each database the store holds sync tokens for, with each zone's token and when it \
-        was saved. With --container (and --environment, --database) it also says which \
-        credentials pull and push would use, without showing them; --check then asks CloudKit \
-        who they sign in as and which zones it has, marking those no pull has reached yet.
+        was saved, and what the last pull left out: record types it could not query, records \
+        the store could not take, zones fetched again or gone. With --container (and \
+        --environment, --database) it also says which credentials pull and push would use, \
+        without showing them, and when the web auth token's sign-in ends (30 minutes after it, \
+        or two weeks with "Keep me signed in"). --check asks CloudKit who the credentials sign \
+        in as and which zones it has; a token CloudKit no longer takes exits with status 4.
 
           ckport cloud status
           ckport cloud status --container iCloud.com.example.App --api-token-file api.txt \\
@@ -108,18 +127,54 @@ struct CloudStatusCommand: ParsableCommand {
         if check && cloud.container == nil { throw ValidationError("--check needs --container") }
     }
 
+    /// `2026-11-26 14:05 UTC`
+    static func moment(_ date: Date) -> String {
+        let text = ISO8601DateFormatter().string(from: date)
+        return String(text.prefix(10)) + " " + String(text.dropFirst(11).prefix(5)) + " UTC"
+    }
+
+    /// `3 h 10 min`, `12 days`: how far away a moment is.
+    static func span(_ seconds: TimeInterval) -> String {
+        let s = abs(seconds)
+        if s < 120 { return "\(Int(s)) s" }
+        if s < 7200 { return "\(Int(s / 60)) min" }
+        if s < 172_800 { return "\(Int(s / 3600)) h \(Int(s.truncatingRemainder(dividingBy: 3600) / 60)) min" }
+        return "\(Int(s / 86400)) days"
+    }
+
+    /// Where a web auth token file's sign-in stands, in a line.
+    static func standing(_ contents: WebAuthTokenFile.Contents, now: Date = Date()) -> String {
+        let lastAnswer = contents.lastAnswer.map { "; CloudKit last answered with it \(moment($0))" } ?? ""
+        switch WebAuthTokenLifetime.standing(signedIn: contents.signedIn, lastAnswer: contents.lastAnswer, now: now) {
+        case .unknown:
+            return "signed in: not known (the file does not say; 'ckport cloud login' writes it)\(lastAnswer); --check asks CloudKit"
+        case .valid(let until, let kept):
+            let how = kept == true ? " (\"Keep me signed in\": it answered over 30 minutes after the sign-in)" : kept == nil ? " (or two weeks after the sign-in, with \"Keep me signed in\")" : ""
+            return "signed in \(moment(contents.signedIn!)); valid until \(moment(until)), \(span(until.timeIntervalSince(now))) from now\(how)\(lastAnswer)"
+        case .expiredUnlessKept(let at, let keptUntil):
+            return "signed in \(moment(contents.signedIn!)); expired at \(moment(at)) unless \"Keep me signed in\" was ticked (then valid until \(moment(keptUntil)))\(lastAnswer); --check asks CloudKit"
+        case .expired(let at):
+            return "signed in \(moment(contents.signedIn!)); EXPIRED at \(moment(at)): sign in again with 'ckport cloud login'\(lastAnswer)"
+        }
+    }
+
     func run() throws {
         let store = try storeOptions.open(create: false)
         var lines: [String] = ["store: \(storeOptions.path)"]
         let sources = try store.readSession { try $0.syncSources() }
-        var states: [String: [SyncState]] = [:]
-        for source in sources { states[source] = try store.readSession { try $0.syncStates(source: source) } }
         if sources.isEmpty { lines.append("pulled: nothing yet (ckport pull keeps a sync token per zone here)") }
+        var zoneStates: [String: [SyncState]] = [:]
         for source in sources {
+            let states = try store.readSession { try $0.syncStates(source: source) }
+            zoneStates[source] = states.filter(CloudSync.isZoneState)
             lines.append("pulled from \(source):")
-            for state in states[source]! {
+            for state in zoneStates[source]! {
                 let saved = Date(timeIntervalSince1970: Double(state.savedAt) / 1000)
-                lines.append("  \(state.zone.zoneName)\(state.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(state.zone.ownerRecordName))"): token \(state.token), saved \(ISO8601DateFormatter().string(from: saved))")
+                let token = state.token == "ckport:fetch-again" ? "being fetched again from the start (the next pull finishes it)" : "token \(state.token)"
+                lines.append("  \(state.zone.zoneName)\(state.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(state.zone.ownerRecordName))"): \(token), saved \(CloudStatusCommand.moment(saved))")
+            }
+            if let report = try CloudSync.lastPull(in: store, source: source) {
+                lines += CloudStatusCommand.describe(report)
             }
         }
         guard cloud.container != nil else {
@@ -134,36 +189,68 @@ struct CloudStatusCommand: ParsableCommand {
             lines.append("  server-to-server key \(keyID) from \(cloud.keyFile ?? "?")")
         } else {
             let api = cloud.apiTokenFile.map { "from \($0)" } ?? (environmentVariables["CKPORT_CK_API_TOKEN"].map { $0.isEmpty ? nil : "from $CKPORT_CK_API_TOKEN" } ?? nil) ?? "none"
-            let web = cloud.webAuthTokenFile.map { "from \($0)" } ?? (environmentVariables["CKPORT_CK_WEB_AUTH_TOKEN"].map { $0.isEmpty ? nil : "from $CKPORT_CK_WEB_AUTH_TOKEN" } ?? nil) ?? "none (ckport cloud login gets one)"
             lines.append("  API token: \(api)")
-            lines.append("  web auth token: \(web)")
+            if let file = cloud.webAuthTokenFile {
+                if let contents = WebAuthTokenFile(path: file).read() {
+                    lines.append("  web auth token: from \(file), \(CloudStatusCommand.standing(contents))")
+                } else {
+                    lines.append("  web auth token: \(file) holds none (ckport cloud login gets one)")
+                }
+            } else if let token = environmentVariables["CKPORT_CK_WEB_AUTH_TOKEN"], !token.isEmpty {
+                lines.append("  web auth token: from $CKPORT_CK_WEB_AUTH_TOKEN (when it was signed in is not known; --check asks CloudKit)")
+            } else {
+                lines.append("  web auth token: none (ckport cloud login gets one)")
+            }
         }
-        let pulled = Set((states[CloudSync.source(database)] ?? []).map(\.zone.zoneName))
+        let pulled = Set((zoneStates[CloudSync.source(database)] ?? []).map(\.zone.zoneName))
         if check {
-            let client = try cloud.client(quiet: storeOptions.quiet)
-            let quiet = storeOptions.quiet
-            let (user, zones): (String?, [ZoneID]) = try blocking {
+            let connection = try cloud.connect(quiet: storeOptions.quiet)
+            let client = connection.client
+            let outcome: Result<(String?, [ZoneID]), Error> = try blocking {
                 do {
                     var user: String?
-                    if database.scope != .public {
+                    if cloud.keyID == nil {
                         let answer = try JSONSerialization.jsonObject(with: try await client.send("users/current")) as? [String: Any]
                         user = answer?["userRecordName"] as? String
                     }
                     let zones = try await CloudSync.zones(client)
-                    try await cloud.keep(client, quiet: quiet)
-                    return (user, zones)
+                    try await connection.finish()
+                    return .success((user, zones))
                 } catch {
-                    try? await cloud.keep(client, quiet: quiet)
-                    throw error
+                    try? await connection.finish()
+                    return .failure(error)
                 }
             }
-            lines.append("  signed in: yes\(user.map { " (as \($0))" } ?? "")")
-            lines.append("  zones in CloudKit:")
-            for zone in zones.sorted() {
-                let note = zone.zoneName == ZoneID.defaultZoneName || database.scope == .public ? "read by queries" : pulled.contains(zone.zoneName) ? "pulled" : "not pulled yet"
-                lines.append("    \(zone.zoneName): \(note)")
+            switch outcome {
+            case .success(let (user, zones)):
+                lines.append("  signed in: yes\(user.map { " (as \($0))" } ?? "")")
+                lines.append("  zones in CloudKit:")
+                for zone in zones.sorted() {
+                    let note = zone.zoneName == ZoneID.defaultZoneName || database.scope == .public ? "read by queries" : pulled.contains(zone.zoneName) ? "pulled" : "not pulled yet"
+                    lines.append("    \(zone.zoneName)\(zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(zone.ownerRecordName))"): \(note)")
+                }
+            case .failure(let error as CloudKitServerError) where error.category == .authentication:
+                lines.append("  signed in: NO: \(error.description)")
+                print(lines.joined(separator: "\n"))
+                throw CommandFailure(status: .signIn, message: "CloudKit no longer takes the credentials: sign in again (ckport cloud login …)")
+            case .failure(let error):
+                throw error
             }
         }
         print(lines.joined(separator: "\n"))
+    }
+
+    /// What a pull report says, as status lines.
+    static func describe(_ report: PullReport) -> [String] {
+        let at = Date(timeIntervalSince1970: Double(report.at) / 1000)
+        var lines = ["  last pull \(moment(at)): \(Console.count(report.saved)) records saved, \(Console.count(report.deleted)) deleted"]
+        for (type, count) in report.leftOut.sorted(by: { $0.key < $1.key }) {
+            lines.append("    left out: \(Console.count(count)) \(type) record\(count == 1 ? "" : "s") (the store could not take them; see that pull's --rejects file)")
+        }
+        for entry in report.notPulled { lines.append("    not pulled: \(entry.recordType) in \(entry.zone): \(entry.reason)") }
+        for zone in report.refetched { lines.append("    fetched again from the start: \(zone)") }
+        for zone in report.gone { lines.append("    gone from CloudKit: \(zone)") }
+        if report.removed > 0 { lines.append("    \(Console.count(report.removed)) records CloudKit no longer holds were deleted here") }
+        return lines
     }
 }

@@ -1,7 +1,9 @@
 import ArgumentParser
 import CKPort
 import CloudKitWeb
+import Formats
 import Foundation
+import Records
 
 /// Where a CloudKit database is and how to sign in to it: flags for the address, files or
 /// environment variables for the secrets (never the command line, where other users and the
@@ -31,11 +33,15 @@ struct CloudOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The CloudKit Web Services server (default Apple's), e.g. a ckport-emulator's URL.", valueName: "url"))
     var baseURL: String?
 
+    @Option(help: ArgumentHelp("The longest wait CloudKit may ask for (retryAfter) that ckport waits out before asking again; a longer one ends the command.", valueName: "seconds"))
+    var maxWait: Double = 900
+
     func validate() throws {
         guard CloudKitDatabase.Environment(rawValue: environment) != nil else { throw ValidationError("--environment is development or production") }
         guard CloudKitDatabase.Scope(rawValue: database) != nil else { throw ValidationError("--database is private, shared or public") }
         if (keyID == nil) != (keyFile == nil) { throw ValidationError("--key-id and --key-file go together") }
         if let baseURL, URL(string: baseURL)?.scheme == nil { throw ValidationError("--base-url takes a URL such as http://127.0.0.1:8181") }
+        guard maxWait >= 0 else { throw ValidationError("--max-wait is a number of seconds, 0 or more") }
     }
 
     func cloudDatabase() throws -> CloudKitDatabase {
@@ -63,35 +69,48 @@ struct CloudOptions: ParsableArguments {
         return .webToken(apiToken: api, webAuthToken: web)
     }
 
-    /// A client for the database, over HTTP: retries are reported on standard error, and each
-    /// new web auth token goes to --web-auth-token-file as it arrives (CloudKit spends a token
-    /// on use, so one kept only in memory would be lost with a killed process).
-    /// With a progress line, a wait shows on it (on a terminal); else on a line of its own.
-    func client(quiet: Bool, progress: ProgressLine? = nil) throws -> CloudKitClient {
-        let keeper = webAuthTokenFile.map(WebAuthTokenFile.init(path:))
-        return try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: HTTPClientTransport(),
-                                  onRetry: { operation, seconds, reason in
-                                      guard !quiet else { return }
-                                      // "CloudKit answered THROTTLED (HTTP 429): …" → THROTTLED
-                                      let answered = "CloudKit answered "
-                                      let code = reason.hasPrefix(answered) ? String(reason.dropFirst(answered.count).prefix { $0 != " " }) : "no answer"
-                                      if progress?.note("\(code): waiting \(Console.seconds(seconds))") != true {
-                                          Console.error("waiting \(Console.seconds(seconds)) before asking \(operation) again: \(reason)")
-                                      }
-                                  },
-                                  onWebAuthToken: { token in keeper?.keep(token) })
+    /// A client for the database, over HTTP: retries are reported on standard error (or on the
+    /// progress line), and each new web auth token goes to --web-auth-token-file as it arrives
+    /// (one kept only in memory would be lost with a killed process).
+    func connect(quiet: Bool, progress: ProgressLine? = nil) throws -> CloudConnection {
+        let keeper = webAuthTokenFile.map { WebAuthTokenFile(path: $0) }
+        let client = try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: HTTPClientTransport(),
+                                        policy: RetryPolicy(longestWait: maxWait),
+                                        onRetry: { operation, seconds, reason in
+                                            guard !quiet else { return }
+                                            // "CloudKit answered THROTTLED (HTTP 429): …" → THROTTLED
+                                            let answered = "CloudKit answered "
+                                            let code = reason.hasPrefix(answered) ? String(reason.dropFirst(answered.count).prefix { $0 != " " }) : "no answer"
+                                            let until = seconds >= 60 ? " (until \(CloudOptions.clock(Date().addingTimeInterval(seconds))))" : ""
+                                            if progress?.note("\(code): waiting \(Console.seconds(seconds))\(until)") != true {
+                                                Console.error("waiting \(Console.seconds(seconds))\(until) before asking \(operation) again: \(reason)")
+                                            }
+                                        },
+                                        onWebAuthToken: { token in keeper?.keep(token) })
+        return CloudConnection(client: client, keeper: keeper, quiet: quiet)
     }
 
-    /// At the end: the newest web auth token, synced to disk, or a word that the environment's
-    /// one is spent.
-    func keep(_ client: CloudKitClient, quiet: Bool) async throws {
+    /// `14:05 UTC`: a time of day as waits and tokens are told.
+    static func clock(_ date: Date) -> String {
+        let text = ISO8601DateFormatter().string(from: date)
+        return String(text.dropFirst(11).prefix(5)) + " UTC"
+    }
+}
+
+/// A client, and the file its web auth tokens go to.
+struct CloudConnection: Sendable {
+    let client: CloudKitClient
+    let keeper: WebAuthTokenFile?
+    let quiet: Bool
+
+    /// At the end: the first failure to keep a token in --web-auth-token-file, if there was
+    /// one; or a word that the environment's token was turned over.
+    func finish() async throws {
         guard let next = await client.webAuthToken else { return }
-        if let webAuthTokenFile {
-            let file = try OutputFile(path: webAuthTokenFile, ownerOnly: true)
-            try file.write(next + "\n")
-            try file.commit()
-        } else if !quiet {
-            Console.error("note: CloudKit turned the web auth token over; the one in $CKPORT_CK_WEB_AUTH_TOKEN no longer works (--web-auth-token-file FILE keeps the new one)")
+        if let keeper {
+            try keeper.checkKept()
+        } else if !quiet, next != ProcessInfo.processInfo.environment["CKPORT_CK_WEB_AUTH_TOKEN"] {
+            Console.error("note: CloudKit turned the web auth token over; --web-auth-token-file FILE keeps the newest one")
         }
     }
 }
@@ -105,15 +124,28 @@ struct PullCommand: ParsableCommand {
         page of records, its deletions and the zone's sync token commit together, so the next \
         pull fetches only what changed and a pull cut off anywhere resumes where it stopped. \
         The public database and default zones are read with queries per record type of the \
-        store's schema: CloudKit answers those only for types whose ___recordID is QUERYABLE, \
-        and queries do not see deletions. Import the container's schema first (cktool \
-        export-schema writes it). Throttling and unavailable servers are retried as CloudKit \
-        asks (retryAfter, else backoff). With --assets each asset file is downloaded and kept \
-        in the store with its record (ckport export --assets DIR writes them out again).
+        store's schema: only types whose ___recordID is QUERYABLE (and not system types such as \
+        Users) can be queried, and queries do not see deletions; the types left unread are \
+        listed. Import the container's schema first (cktool export-schema writes it).
+
+        A feed never stalls: a record the store cannot take (a type or field the schema lacks, \
+        such as a share's cloudkit.share or a type added since the schema was exported) is left \
+        out, counted, and written with its reason to --rejects FILE, and the rest of its page \
+        and the zone's token are saved; the exit status is then 3. --allow-new-types adds such \
+        types and fields to the schema instead. A zone whose sync token expired, or that was \
+        reset, is fetched again from the start and what CloudKit no longer holds becomes \
+        tombstones; a zone deleted in CloudKit loses its records the same way.
+
+        CloudKit's THROTTLED, TRY_AGAIN_LATER and INTERNAL_ERROR are retried (after its \
+        retryAfter, up to --max-wait, else with backoff). An expired web auth token ends the \
+        pull with exit status 4, before anything is written: sign in again (ckport cloud \
+        login). With --assets each asset file is downloaded and kept in the store with its \
+        record.
 
           ckport schema import schema.ckdb
           ckport pull --container iCloud.com.example.App --environment production \\
-              --database private --api-token-file api.txt --web-auth-token-file web.txt
+              --database private --api-token-file api.txt --web-auth-token-file web.txt \\
+              --rejects left-out.jsonl
           ckport pull --container iCloud.com.example.App --database public \\
               --key-id 2f3a… --key-file eckey.pem
         """
@@ -121,47 +153,96 @@ struct PullCommand: ParsableCommand {
 
     @OptionGroup(title: "CloudKit") var cloud: CloudOptions
 
-    @Option(help: ArgumentHelp("Records per page to ask for (CloudKit's default when not given).", valueName: "count"))
+    @Option(help: ArgumentHelp("Records per page to ask for, 1 to 200 (CloudKit's most, and its default).", valueName: "count"))
     var pageSize: Int?
 
     @Flag(help: "Also download each asset file the records name and keep it in the store, with its record (without: the store keeps the asset's checksum, size and download URL).")
     var assets = false
+
+    @Flag(help: "Add record types and fields the schema lacks to it, instead of leaving their records out.")
+    var allowNewTypes = false
+
+    @Option(help: ArgumentHelp("Write the records left out, each with its reason and CloudKit's JSON, to this file (JSON Lines).", valueName: "file"))
+    var rejects: String?
 
     @Option(help: ArgumentHelp("Zones (or record types) fetched at once, at most. With a web auth token the requests still go one at a time (each answer brings the next token); pages are saved while the next ones travel.", valueName: "count"))
     var concurrency = 4
 
     @OptionGroup var storeOptions: StoreOptions
 
-    func run() throws {
+    func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency is at least 1") }
+        if let pageSize, !(1...CloudSync.maxResultsLimit).contains(pageSize) {
+            throw ValidationError("--page-size is 1 to \(CloudSync.maxResultsLimit): CloudKit gives at most \(CloudSync.maxResultsLimit) records per answer")
+        }
+    }
+
+    func run() throws {
         let store = try storeOptions.open(create: false)
         guard !store.schema.recordTypes.isEmpty else {
             throw CommandFailure.invalid("the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)")
         }
         let progress = ProgressLine("pulling", quiet: storeOptions.quiet)
-        let client = try cloud.client(quiet: storeOptions.quiet, progress: progress)
+        let connection = try cloud.connect(quiet: storeOptions.quiet, progress: progress)
+        let rejectsWriter = try rejects.map { RejectsWriter(output: try OutputFile(path: $0)) }
         let started = Date()
         nonisolated(unsafe) let unsafeStore = store
         nonisolated(unsafe) let handler = progress.handler
-        let cloud = self.cloud
-        let quiet = storeOptions.quiet
-        let result: PullResult = try blocking {
+        nonisolated(unsafe) let sink = rejectsWriter
+        let (pageSize, concurrency, assets, allowNewTypes) = (self.pageSize, self.concurrency, self.assets, self.allowNewTypes)
+        let outcome: Result<PullResult, Error> = try blocking {
             do {
-                let result = try await CloudSync.pull(client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency, assets: assets, progress: handler)
-                try await cloud.keep(client, quiet: quiet)
-                return result
+                let result = try await CloudSync.pull(connection.client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency,
+                                                      assets: assets, allowNewTypes: allowNewTypes, rejects: sink, progress: handler)
+                try await connection.finish()
+                return .success(result)
             } catch {
-                try? await cloud.keep(client, quiet: quiet)
-                throw error
+                try? await connection.finish()
+                return .failure(error)
             }
         }
         progress.finish()
-        guard !storeOptions.quiet else { return }
-        for zone in result.zones {
-            let how = zone.incremental ? "change feed" : "queries"
-            Console.error("\(zone.zone.zoneName): \(Console.count(zone.saved)) records saved, \(Console.count(zone.deleted)) deleted, in \(zone.pages) page\(zone.pages == 1 ? "" : "s") (\(how))")
+        // The records left out so far are kept even when the pull stopped: their pages were saved.
+        if let rejectsWriter {
+            if case .failure = outcome, rejectsWriter.count == 0 { rejectsWriter.discard() } else { try rejectsWriter.finish() }
         }
-        Console.error("pulled \(Console.count(result.saved)) records and \(Console.count(result.deleted)) deletions from \(result.source) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+        let result = try outcome.get()
+        if !storeOptions.quiet {
+            for line in PullCommand.report(result) { Console.error(line) }
+            Console.error("pulled \(Console.count(result.saved)) records and \(Console.count(result.deleted)) deletions from \(result.source) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+        }
+        if result.leftOut > 0 {
+            let kept = rejects.map { "; they are in \($0), each with its reason" } ?? " (--rejects FILE keeps them, each with its reason)"
+            throw CommandFailure(status: .failure, message: "\(Console.count(result.leftOut)) record\(result.leftOut == 1 ? " was" : "s were") left out\(kept); the rest is saved, and the next pull goes on from here. --allow-new-types adds types and fields the schema lacks")
+        }
+    }
+
+    /// What a pull did, zone by zone, and what it left out and why.
+    static func report(_ result: PullResult) -> [String] {
+        var lines: [String] = []
+        for zone in result.zones {
+            let name = zone.zone.zoneName + (zone.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(zone.zone.ownerRecordName))")
+            if zone.gone {
+                lines.append("\(name): gone from CloudKit; its \(Console.count(zone.removed)) records were deleted here (tombstones kept)")
+                continue
+            }
+            let how = zone.incremental ? "change feed" : "queries"
+            var line = "\(name): \(Console.count(zone.saved)) records saved, \(Console.count(zone.deleted)) deleted, in \(zone.pages) page\(zone.pages == 1 ? "" : "s") (\(how))"
+            if zone.leftOut > 0 { line += ", \(Console.count(zone.leftOut)) left out" }
+            lines.append(line)
+            if let why = zone.refetched {
+                lines.append("  fetched again from the start: \(why); \(Console.count(zone.removed)) records CloudKit no longer holds were deleted here (tombstones kept)")
+            }
+        }
+        for (type, count) in result.leftOutByType.sorted(by: { $0.key < $1.key }) {
+            lines.append("left out: \(Console.count(count)) \(type) record\(count == 1 ? "" : "s")")
+        }
+        for issue in result.leftOutExamples.prefix(3) { lines.append("  e.g. \(issue.description)") }
+        for entry in result.notPulled {
+            lines.append("not pulled: \(entry.recordType) in \(entry.zone.zoneName): \(entry.reason)")
+        }
+        for change in result.schemaChanges { lines.append("schema: \(change)") }
+        return lines
     }
 }
 

@@ -20,8 +20,12 @@ struct PushCommand: ParsableCommand {
         (with --since) are sent only with --force: the store keeps no change tag for them.
 
         Turned-away records are listed per type and, with --rejects FILE, written as JSON Lines \
-        with CloudKit's code and reason; the exit status is then 3. CloudKit gives pushed \
-        records new change tags: pull before the next --mode update.
+        with CloudKit's code and reason; the exit status is then 3. So are records ckport does \
+        not send as the store holds them: an update or replace needs the change tag of a pulled \
+        record, and an asset needs its bytes in the store (pull --assets), except that an update \
+        leaves an asset field it cannot send as CloudKit has it. CloudKit gives pushed records \
+        new change tags: pull before the next --mode update. Deletions carry the record's name \
+        alone.
 
           ckport push --container iCloud.com.example.App --environment development \\
               --api-token-file api.txt --web-auth-token-file web.txt
@@ -67,7 +71,12 @@ struct PushCommand: ParsableCommand {
             let output = try OutputFile(path: "-")
             var count = 0
             var zones = Set<String>()
-            try CloudSync.plan(store, request: request, database: database) { operation in
+            var notSent: [String: Int] = [:]
+            var example: String?
+            try CloudSync.plan(store, request: request, database: database, notSent: { rejection in
+                notSent[rejection.reason, default: 0] += 1
+                example = example ?? "record \(rejection.operation.recordName): \(rejection.reason)"
+            }) { operation in
                 var line = operation.json
                 line.removeLast()
                 line.append(contentsOf: Array(",\"zoneName\":".utf8))
@@ -82,27 +91,29 @@ struct PushCommand: ParsableCommand {
             try output.commit()
             if !storeOptions.quiet {
                 Console.error("would send \(Console.count(count)) operations in \(zones.count) zone\(zones.count == 1 ? "" : "s") to \(CloudSync.source(database)) (nothing was sent)")
+                let held = notSent.values.reduce(0, +)
+                if held > 0, let example {
+                    Console.error("would not send \(Console.count(held)) record\(held == 1 ? "" : "s") as the store holds \(held == 1 ? "it" : "them"), e.g. \(example)")
+                }
             }
             return
         }
         let progress = ProgressLine("pushing", quiet: storeOptions.quiet)
-        let client = try cloud.client(quiet: storeOptions.quiet, progress: progress)
+        let connection = try cloud.connect(quiet: storeOptions.quiet, progress: progress)
         nonisolated(unsafe) let rejectsFile = try rejects.map { try OutputFile(path: $0) }
         let started = Date()
         nonisolated(unsafe) let unsafeStore = store
         nonisolated(unsafe) let handler = progress.handler
-        let cloud = self.cloud
-        let quiet = storeOptions.quiet
         let pushing = request
         let outcome: Result<PushResult, Error> = try blocking {
             do {
-                let result = try await CloudSync.push(client, from: unsafeStore, request: pushing, progress: handler) { rejection in
+                let result = try await CloudSync.push(connection.client, from: unsafeStore, request: pushing, progress: handler) { rejection in
                     try rejectsFile?.write(PushCommand.rejectLine(rejection))
                 }
-                try await cloud.keep(client, quiet: quiet)
+                try await connection.finish()
                 return .success(result)
             } catch {
-                try? await cloud.keep(client, quiet: quiet)
+                try? await connection.finish()
                 return .failure(error)
             }
         }

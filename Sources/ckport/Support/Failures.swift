@@ -11,6 +11,8 @@ enum ExitStatus: Int32 {
     case usage = 1
     case invalidInput = 2
     case failure = 3
+    /// CloudKit refused the credentials: sign in again (`ckport cloud login`).
+    case signIn = 4
 }
 
 /// An error that already knows its exit status and message.
@@ -30,6 +32,7 @@ extension ExitStatus {
         case .usage: self = .usage
         case .invalidInput: self = .invalidInput
         case .environment, .internal: self = .failure
+        case .authentication: self = .signIn
         }
     }
 }

@@ -1,0 +1,333 @@
+import CloudKitWeb
+import Crypto
+import Foundation
+import Records
+
+extension CloudKitEmulator {
+    /// The type names a value may come under in `records/modify`: CloudKit's value types, their
+    /// lists, and ENCRYPTED_BYTES. (ENCRYPTED_STRING and its kind name schema types, not values.)
+    static let valueTypeNames: Set<String> = {
+        let scalars = ["STRING", "INT64", "DOUBLE", "TIMESTAMP", "BYTES", "REFERENCE", "ASSETID", "ASSET", "LOCATION"]
+        return Set(scalars + scalars.map { $0 + "_LIST" } + ["ENCRYPTED_BYTES"])
+    }()
+
+    /// The schema's type of a field, if the emulator was given a schema that declares it.
+    private func declaredType(_ recordType: String, _ field: String) -> FieldType? {
+        schema?.recordType(named: recordType)?.field(named: field)?.type
+    }
+
+    /// Why CloudKit would refuse a record's fields, or nil: a type name that is not a value
+    /// type; an encrypted field's value not marked encrypted.
+    private func fieldProblem(_ record: [String: Any]) -> String? {
+        let type = record["recordType"] as? String ?? ""
+        for (name, value) in record["fields"] as? [String: Any] ?? [:] {
+            guard let entry = value as? [String: Any] else { return "BadRequestException: Unexpected input" }
+            if let tag = entry["type"] as? String, !CloudKitEmulator.valueTypeNames.contains(tag) {
+                return "BadRequestException: Unexpected input (type \(tag) of field '\(name)')"
+            }
+            if let declared = declaredType(type, name), declared.isEncrypted {
+                let marked = entry["isEncrypted"] as? Bool == true || entry["type"] as? String == "ENCRYPTED_BYTES"
+                if !marked {
+                    let schemaName = "ENCRYPTED_" + FieldType(declared.primitive, list: declared.isList).webServicesName
+                    return "invalid attempt to set value type ENCRYPTED_BYTES for field '\(name)' for type '\(type)', defined to be: \(schemaName)"
+                }
+            }
+        }
+        return nil
+    }
+
+    func modifyRecords(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller, base: URL,
+                       busy: (count: Int, retryAfter: Double)?) -> CloudKitHTTPResponse {
+        let operations = body["operations"] as? [[String: Any]] ?? []
+        guard operations.count <= settings.maxOperations else {
+            return error(400, "BAD_REQUEST", "a request holds at most \(settings.maxOperations) operations; this one holds \(operations.count)")
+        }
+        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+            return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
+        }
+        if body["atomic"] as? Bool == true && zone.isDefault {
+            return error(400, "BAD_REQUEST", "atomic operations not supported in default zone")
+        }
+        // The whole request fails when an operation that CloudKit checks lacks its change tag.
+        for operation in operations where ["update", "replace", "delete"].contains(operation["operationType"] as? String ?? "") {
+            if (operation["record"] as? [String: Any])?["recordChangeTag"] == nil {
+                return error(400, "BAD_REQUEST", "BadRequestException: missing required field 'recordChangeTag'")
+            }
+        }
+        // The server keeps the system fields: who saved a record when, from where.
+        let stamp: [String: Any] = ["timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": caller.user, "deviceID": "2"]
+        var results: [Data] = []   // each operation's outcome as JSON
+        for (index, operation) in operations.enumerated() {
+            guard let type = operation["operationType"] as? String, var record = operation["record"] as? [String: Any],
+                  let recordName = record["recordName"] as? String else {
+                return error(400, "BAD_REQUEST", "an operation needs an operationType and a record with a recordName")
+            }
+            func refuse(_ code: String, _ reason: String, retryAfter: Double? = nil) {
+                var text = "{\"reason\":\(quoted(reason)),\"recordName\":\(quoted(recordName)),\"serverErrorCode\":\"\(code)\""
+                if let retryAfter { text += ",\"retryAfter\":\(retryAfter)" }
+                results.append(Data((text + "}").utf8))
+            }
+            if let busy, index < busy.count {
+                refuse("TRY_AGAIN_LATER", "the zone is busy", retryAfter: busy.retryAfter)
+                continue
+            }
+            let existing = zone.record(recordName)
+            let tag = record["recordChangeTag"] as? String
+            switch type {
+            case "create" where existing != nil: refuse("EXISTS", "record to insert already exists"); continue
+            case "update", "replace", "delete":
+                guard let existing else { refuse("NOT_FOUND", "record not found"); continue }
+                if tag != existing["recordChangeTag"] as? String { refuse("CONFLICT", "oplock error: the record has changed"); continue }
+            case "create", "forceUpdate", "forceReplace", "forceDelete": break
+            default: return error(400, "BAD_REQUEST", "unknown operationType \(type)")
+            }
+            if type == "delete" || type == "forceDelete" {
+                guard existing != nil else { refuse("NOT_FOUND", "record not found"); continue }
+                sequence += 1
+                zone.changed(recordName, at: sequence)
+                zone.save(recordName, nil)
+                results.append(Data("{\"deleted\":true,\"recordName\":\(quoted(recordName)),\"zoneID\":\(zoneJSONText(zone))}".utf8))
+                continue
+            }
+            if let problem = fieldProblem(record) { refuse("BAD_REQUEST", problem); continue }
+            // An asset names its upload by receipt (an ASSETID_LIST, one per element); the
+            // record keeps where to download it.
+            if var fields = record["fields"] as? [String: Any] {
+                var unknown: String?
+                for (fieldName, field) in fields {
+                    guard var entry = field as? [String: Any] else { continue }
+                    if let value = entry["value"] as? [String: Any], value["receipt"] != nil {
+                        switch attach(value, base: base) {
+                        case .success(let stored): entry["value"] = stored
+                        case .failure(let problem): unknown = "field \(fieldName): \(problem)"
+                        }
+                    } else if let elements = entry["value"] as? [Any], elements.contains(where: { ($0 as? [String: Any])?["receipt"] != nil }) {
+                        var stored: [Any] = []
+                        for element in elements {
+                            guard let value = element as? [String: Any], value["receipt"] != nil else { stored.append(element); continue }
+                            switch attach(value, base: base) {
+                            case .success(let kept): stored.append(kept)
+                            case .failure(let problem): unknown = "field \(fieldName): \(problem)"
+                            }
+                        }
+                        entry["value"] = stored
+                    }
+                    if let elements = entry["value"] as? [Any], elements.isEmpty, settings.emptyListsAsUnknown {
+                        entry["type"] = FieldType.unknownListName
+                    }
+                    fields[fieldName] = entry
+                }
+                if let unknown { refuse("BAD_REQUEST", unknown); continue }
+                record["fields"] = fields
+            }
+            sequence += 1
+            zone.changed(recordName, at: sequence)
+            if (type == "update" || type == "forceUpdate"), let existing {
+                var fields = existing["fields"] as? [String: Any] ?? [:]
+                for (key, value) in record["fields"] as? [String: Any] ?? [:] { fields[key] = value }
+                record["fields"] = fields
+            }
+            record["created"] = existing?["created"] ?? stamp
+            record["modified"] = stamp
+            record["pluginFields"] = [String: Any]()
+            record["deleted"] = false
+            record["recordChangeTag"] = changeTag(sequence)
+            record["zoneID"] = zone.json
+            zone.save(recordName, record)
+            results.append(zone.encoded[recordName] ?? Data())
+        }
+        var answer = Data("{\"records\":[".utf8)
+        for (index, result) in results.enumerated() {
+            if index > 0 { answer.append(UInt8(ascii: ",")) }
+            answer.append(result)
+        }
+        answer.append(Data("]}".utf8))
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
+    }
+
+    private func zoneJSONText(_ zone: EmulatedZone) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: zone.json, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// `records/changes`: a custom zone's changes after its sync token, a page at a time.
+    func changes(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> CloudKitHTTPResponse {
+        guard let zone = zone(database, scope: scope, body, caller: caller) else { return error(404, "ZONE_NOT_FOUND", "Zone does not exist") }
+        guard !zone.isDefault else { return error(400, "BAD_REQUEST", "record changes are fetched from custom zones only") }
+        if let limit = body["resultsLimit"] as? Int, !(1...200).contains(limit) {
+            return error(400, "BAD_REQUEST", "resultsLimit must be between 1 and 200")
+        }
+        var after = 0
+        if let token = body["syncToken"] as? String {
+            guard let value = zone.sequence(of: token) else {
+                // A token of this zone from before its tokens expired (or it was reset), or
+                // one never issued.
+                if let data = Data(base64Encoded: token), String(decoding: data, as: UTF8.self).hasPrefix(zone.name + "|") {
+                    return error(400, "CHANGE_TOKEN_EXPIRED", "client knowledge differs from server knowledge")
+                }
+                return error(400, "BAD_REQUEST", "invalid sync token")
+            }
+            after = value
+        }
+        let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
+        // The first change after the token, by binary search; then the live entries in order.
+        var low = 0, high = zone.changes.count
+        while low < high {
+            let middle = (low + high) / 2
+            if zone.changes[middle].sequence <= after { low = middle + 1 } else { high = middle }
+        }
+        var records: [Data] = []
+        var last = after
+        var index = low
+        while index < zone.changes.count && records.count < limit {
+            let change = zone.changes[index]
+            index += 1
+            last = change.sequence
+            guard zone.changedAt[change.name] == change.sequence else { continue }
+            records.append(zone.encoded[change.name] ?? Data("{\"deleted\":true,\"recordName\":\(quoted(change.name))}".utf8))
+        }
+        let moreComing = zone.changes[index...].contains { zone.changedAt[$0.name] == $0.sequence }
+        if !moreComing { last = max(last, zone.changes.last?.sequence ?? after) }
+        var answer = Data("{\"moreComing\":\(moreComing),\"records\":[".utf8)
+        for (index, record) in records.enumerated() {
+            if index > 0 { answer.append(UInt8(ascii: ",")) }
+            answer.append(record)
+        }
+        answer.append(Data("],\"syncToken\":\(quoted(zone.syncToken(after: last))),\"zoneID\":\(zoneJSONText(zone))}".utf8))
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
+    }
+
+    /// `records/query`: a type's records in a zone, by record name, a page at a time. System
+    /// types are never queried; with a schema, only types whose `___recordID` is QUERYABLE are.
+    func query(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> CloudKitHTTPResponse {
+        guard let zone = zone(database, scope: scope, body, caller: caller) else { return error(404, "ZONE_NOT_FOUND", "Zone does not exist") }
+        guard let type = (body["query"] as? [String: Any])?["recordType"] as? String else {
+            return error(400, "BAD_REQUEST", "a query needs a recordType")
+        }
+        if type == "Users" || type.hasPrefix("cloudkit.") { return error(400, "BAD_REQUEST", "Can't query system types") }
+        if let schema, schema.recordType(named: type)?.field(named: "___recordID")?.options.contains(.queryable) != true {
+            return error(400, "BAD_REQUEST", "Queried type is not marked indexable")
+        }
+        if let limit = body["resultsLimit"] as? Int, !(1...200).contains(limit) {
+            return error(400, "BAD_REQUEST", "resultsLimit must be between 1 and 200")
+        }
+        let start = Int((body["continuationMarker"] as? String) ?? "0") ?? 0
+        let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
+        let matching = zone.types.filter { $0.value == type }.map(\.key).sorted()
+        let page = matching.dropFirst(start).prefix(limit)
+        var answer = Data("{\"records\":[".utf8)
+        for (index, recordName) in page.enumerated() {
+            if index > 0 { answer.append(UInt8(ascii: ",")) }
+            answer.append(zone.encoded[recordName] ?? Data())
+        }
+        answer.append(UInt8(ascii: "]"))
+        if start + page.count < matching.count { answer.append(Data(",\"continuationMarker\":\"\(start + page.count)\"".utf8)) }
+        answer.append(UInt8(ascii: "}"))
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
+    }
+
+    // MARK: Shares
+
+    /// Shares `root` (a record of a custom zone) as an app would with `CKShare(rootRecord:)`:
+    /// a `cloudkit.share` record joins the zone, its owner and participants with it, and the
+    /// root record names it in `share`; both changes reach the zone's change feed. Returns
+    /// the share's record name.
+    @discardableResult
+    public func share(_ root: String, zone name: String, title: String, participants: [(user: String, permission: String, accepted: Bool)] = [],
+                      publicPermission: String = "NONE", environment: CloudKitDatabase.Environment = .development,
+                      scope: CloudKitDatabase.Scope = .private) -> String? {
+        locked {
+            let database = "\(environment.rawValue)/\(scope.rawValue)"
+            guard let zone = zonesOf(database).values.first(where: { $0.name == name }), var rootRecord = zone.record(root) else { return nil }
+            let shareName = "Share-" + UUID().uuidString
+            func participant(_ user: String, type: String, permission: String, status: String) -> [String: Any] {
+                ["userIdentity": ["userRecordName": user, "lookupInfo": ["emailAddress": "\(user.dropFirst())@example.com"]],
+                 "type": type, "acceptanceStatus": status, "permission": permission]
+            }
+            let owner = participant(zone.owner, type: "OWNER", permission: "READ_WRITE", status: "ACCEPTED")
+            let others = participants.map { participant($0.user, type: "USER", permission: $0.permission, status: $0.accepted ? "ACCEPTED" : "INVITED") }
+            let stamp: [String: Any] = ["timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": zone.owner, "deviceID": "2"]
+            sequence += 1
+            let share: [String: Any] = [
+                "recordName": shareName, "recordType": "cloudkit.share",
+                "fields": ["cloudkit.title": ["value": title, "type": "STRING"]],
+                "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp, "modified": stamp, "deleted": false,
+                "zoneID": zone.json, "publicPermission": publicPermission, "participants": [owner] + others, "owner": owner,
+                "currentUserParticipant": owner, "shortGUID": String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(25)),
+            ]
+            zone.save(shareName, share)
+            zone.changed(shareName, at: sequence)
+            sequence += 1
+            rootRecord["share"] = ["recordName": shareName, "zoneID": zone.json]
+            rootRecord["recordChangeTag"] = changeTag(sequence)
+            rootRecord["modified"] = stamp
+            zone.save(root, rootRecord)
+            zone.changed(root, at: sequence)
+            return shareName
+        }
+    }
+
+    // MARK: Assets
+
+    /// An ASSETID value with a receipt, as the record keeps it: its size, checksum and where to
+    /// download it.
+    private func attach(_ value: [String: Any], base: URL) -> Result<[String: Any], AssetProblem> {
+        guard let receipt = value["receipt"] as? String, let bytes = assets[receipt] else {
+            return .failure(AssetProblem(description: "no uploaded asset has the receipt \(value["receipt"] ?? "")"))
+        }
+        var stored = value
+        stored["receipt"] = nil
+        stored["size"] = bytes.count
+        stored["fileChecksum"] = Data(SHA256.hash(data: bytes).prefix(20)).base64EncodedString()
+        stored["downloadURL"] = address(base, "/download/\(receipt)/") + "${f}"
+        return .success(stored)
+    }
+
+    struct AssetProblem: Error, CustomStringConvertible { var description: String }
+
+    /// `assets/upload`: a URL on this server for each asset named (several for one list field),
+    /// to POST the bytes to.
+    func uploadURLs(_ body: [String: Any], base: URL) -> CloudKitHTTPResponse {
+        var tokens: [[String: Any]] = []
+        let asked = body["tokens"] as? [[String: Any]] ?? []
+        guard asked.count <= 200 else { return error(400, "BAD_REQUEST", "a request holds at most 200 tokens") }
+        for token in asked {
+            guard let recordName = token["recordName"] as? String, let fieldName = token["fieldName"] as? String else {
+                return error(400, "BAD_REQUEST", "an upload token names a recordName and a fieldName")
+            }
+            let slot = "u-" + UUID().uuidString.lowercased()
+            pendingUploads.insert(slot)
+            tokens.append(["recordName": recordName, "fieldName": fieldName, "url": address(base, "/upload/\(slot)")])
+        }
+        return json(["tokens": tokens])
+    }
+
+    /// The bytes POSTed to an upload URL: kept, and answered with the dictionary that the
+    /// record's asset field is then saved with.
+    func receiveAsset(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
+        let slot = String(request.url.path.dropFirst("/upload/".count))
+        guard request.method == "POST", pendingUploads.remove(slot) != nil else { return error(404, "NOT_FOUND", "no such upload") }
+        guard request.body.count <= settings.maxAssetSize else {
+            return error(413, "BAD_REQUEST", "an asset holds at most \(settings.maxAssetSize) bytes; this one holds \(request.body.count)")
+        }
+        let receipt = "r-" + UUID().uuidString.lowercased()
+        assets[receipt] = request.body
+        let checksum = Data(SHA256.hash(data: request.body).prefix(20)).base64EncodedString()
+        return json(["singleFile": ["fileChecksum": checksum, "size": request.body.count, "receipt": receipt,
+                                    "referenceChecksum": checksum, "wrappingKey": "emulator-key"]])
+    }
+
+    func sendAsset(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
+        let parts = request.url.path.split(separator: "/")
+        guard parts.count >= 2, let bytes = assets[String(parts[1])] else { return error(404, "NOT_FOUND", "no such asset") }
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: bytes)
+    }
+
+    func address(_ base: URL, _ path: String) -> String {
+        var components = URLComponents()
+        components.scheme = base.scheme
+        components.host = base.host
+        components.port = base.port
+        components.path = path
+        return components.url!.absoluteString
+    }
+}

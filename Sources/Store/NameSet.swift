@@ -1,0 +1,49 @@
+import Foundation
+import GRDB
+
+/// A set of names kept on disk, so that it may grow to millions of names while memory stays
+/// flat: a SQLite table in a temporary file of its own, in a folder only its owner can enter,
+/// removed with the set. A pull that fetches a zone again from the start notes here every
+/// record CloudKit still holds, to find afterwards the ones it no longer does.
+public final class NameSet {
+    private let folder: String
+    private let queue: DatabaseQueue
+    public private(set) var count = 0
+
+    public init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-names-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        do {
+            var configuration = Configuration()
+            configuration.journalMode = .default
+            queue = try DatabaseQueue(path: folder + "/names.sqlite", configuration: configuration)
+            try queue.write { db in
+                try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+                try db.execute(sql: "CREATE TABLE names (name TEXT PRIMARY KEY) WITHOUT ROWID")
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            throw error
+        }
+    }
+
+    deinit {
+        try? queue.close()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Adds names (once each, however often they are added).
+    public func insert<S: Sequence>(_ names: S) throws where S.Element == String {
+        try queue.write { db in
+            let statement = try db.makeStatement(sql: "INSERT OR IGNORE INTO names VALUES (?)")
+            for name in names {
+                try statement.execute(arguments: [name])
+                count += db.changesCount
+            }
+        }
+    }
+
+    public func contains(_ name: String) throws -> Bool {
+        try queue.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM names WHERE name = ?", arguments: [name]) ?? false }
+    }
+}
