@@ -46,6 +46,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         /// How an empty list comes back: as `UNKNOWN_LIST` (as CloudKit answered in captures
         /// from 2016), or under its own type (as in captures from 2026).
         public var emptyListsAsUnknown = true
+        /// Keep every request's body in ``CloudKitEmulator/sentBodies``, for tests to read.
+        public var keepRequestBodies = false
         public init() {}
     }
 
@@ -101,6 +103,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     public private(set) var log: [String] = []
     /// Every request's URL, in order, for tests to look at.
     public private(set) var requests: [URL] = []
+    /// Every request's body, in order, when the settings say to keep them.
+    public private(set) var sentBodies: [Data] = []
 
     public init(container: String, settings: Settings = Settings()) {
         self.container = container
@@ -230,6 +234,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
 
     private func answer(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
         requests.append(request.url)
+        if settings.keepRequestBodies { sentBodies.append(request.body) }
         if request.url.path == "/signin" { return signInPage(request) }
         if request.url.path.hasPrefix("/upload/") { return receiveAsset(request) }
         if request.url.path.hasPrefix("/download/") { return sendAsset(request) }

@@ -17,7 +17,7 @@ public final class NameSet {
             var configuration = Configuration()
             configuration.journalMode = .default
             queue = try DatabaseQueue(path: folder + "/names.sqlite", configuration: configuration)
-            try queue.write { db in
+            try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
                 try db.execute(sql: "CREATE TABLE names (name TEXT PRIMARY KEY) WITHOUT ROWID")
             }

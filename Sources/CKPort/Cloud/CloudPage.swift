@@ -172,7 +172,8 @@ extension CloudPage {
             switch decoded {
             case .success(var decoded):
                 decoded.id.zone = zone
-                items.append(.record(SourcedRecord(record: decoded, position: position)))
+                // The answer's bytes for a rejects file: a slice that shares the page's buffer.
+                items.append(.record(SourcedRecord(record: decoded, position: position, rawBytes: bytes[record.range])))
             case .failure(let error):
                 items.append(.invalid(InputIssue(position: position, recordName: error.recordName ?? record.name, recordType: error.recordType,
                                                  field: error.field, message: error.message), raw: Array(bytes[record.range])))
