@@ -99,6 +99,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     /// queried, which fields are encrypted.
     var schema: Schema?
     var clockOffset: TimeInterval = 0
+    var frozenAt: Date?
     /// Every operation answered, in order, for tests to look at.
     public private(set) var log: [String] = []
     /// Every request's URL, in order, for tests to look at.
@@ -146,7 +147,11 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     /// Moves the emulator's clock on (sign-ins expire, server-to-server dates age).
     public func advanceClock(by seconds: TimeInterval) { locked { clockOffset += seconds } }
 
-    var now: Date { Date().addingTimeInterval(clockOffset) }
+    /// Stops the emulator's clock where it is: from now on only ``advanceClock(by:)`` moves it,
+    /// so that a test's sign-ins age by what the test says, however slowly it runs.
+    public func freezeClock() { locked { frozenAt = Date() } }
+
+    var now: Date { (frozenAt ?? Date()).addingTimeInterval(clockOffset) }
 
     /// Keeps asset bytes as an upload would, and returns the receipt that a record's ASSETID
     /// value names them by (`{"receipt": …, "size": …}` in `records/modify`).

@@ -123,7 +123,8 @@ public actor CloudKitClient {
     /// throws ``CloudKitServerError`` for an error answer, ``CloudKitUnavailable`` when none
     /// came.
     public func send(_ operation: String, body: Data = Data()) async throws -> Data {
-        // A web auth token works once and each answer brings the next: requests signed in
+        // Each answer brings the next web auth token (the reference says the one sent is spent;
+        // captures of the service show it still working): requests signed in
         // with one go one at a time. Keys sign each request alone, so those run side by side.
         let chained: Bool
         if case .serverToServer = credentials { chained = false } else { chained = true }

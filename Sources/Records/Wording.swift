@@ -55,6 +55,10 @@ public enum Wording: Sendable, Hashable {
     case repairHistory
     /// A migration would change append-only records: do it anyway.
     case forceAppendOnly
+    /// A record CloudKit never saw cannot be updated there: create it, or overwrite.
+    case createOrForcePush
+    /// Asset bytes the store lacks: pull them, or update without them.
+    case keepAssetBytes
 
     /// The words, as the installed front end says them, else in the library's own.
     public var text: String {
@@ -75,6 +79,8 @@ public enum Wording: Sendable, Hashable {
         case .chooseRecordTypes: return "choose the record types"
         case .chooseModelVersion: return "name the version to read"
         case .skipInvalid: return "skip invalid records, keeping them in a rejects file, to import the valid ones"
+        case .createOrForcePush: return "push it as a new record, or overwrite what CloudKit holds"
+        case .keepAssetBytes: return "pull with the asset files to keep them; an update leaves CloudKit's copy of such a field as it is"
         case .expansionWindow: return "the expansion window"
         case .expandForOccurrences: return "expand them in a window for their occurrences, or map RRULE to a field"
         case .importWithoutExpanding: return "import without expanding to keep the component with its rule, or through the archive mapping"

@@ -54,6 +54,7 @@ struct PullTests {
     let database = try! CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .private)
 
     init() {
+        emulator.freezeClock()
         emulator.registerUser(apiToken: "api-1", webAuthToken: "web-1")
         emulator.settings.pageSize = 7
     }

@@ -59,6 +59,7 @@ struct ServiceTests {
 
     init() throws {
         emulator.defineSchema(try SchemaParser.parse(Self.schema))
+        emulator.freezeClock()
         emulator.settings.pageSize = 7
         token = emulator.signIn(apiToken: "api-1")
     }

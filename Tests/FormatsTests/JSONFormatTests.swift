@@ -24,8 +24,16 @@ struct JSONFormatTests {
         #expect(text.hasPrefix(#"{"recordName":"thing-full","recordType":"Thing","scope":"shared","zoneID":{"zoneName":"Kitchen-Zone","ownerRecordName":"_0123abcd"},"recordChangeTag":"k9","created":{"timestamp":-236131200000,"userRecordName":"_0123abcd","deviceID":"iPhone-1"},"modified":{"timestamp":1768208400123},"fields":{"blob":{"value":"AAEC/v8=","type":"BYTES"},"#))
         #expect(text.contains(#""count":{"value":-9223372036854775808,"type":"INT64"}"#))
         #expect(text.contains(#""ref":{"value":{"recordName":"other","action":"DELETE_SELF"},"type":"REFERENCE"}"#))
-        #expect(text.contains(#""secret":{"value":"","type":"ENCRYPTED_STRING"}"#))
-        #expect(text.contains(#""secrets":{"value":["s"],"type":"ENCRYPTED_STRING_LIST"}"#))
+        // Encrypted values as CloudKit sends and takes them: the plain type, marked.
+        #expect(text.contains(#""secret":{"value":"","type":"STRING","isEncrypted":true}"#))
+        #expect(text.contains(#""secrets":{"value":["s"],"type":"STRING_LIST","isEncrypted":true}"#))
+        #expect(!text.contains("ENCRYPTED_STRING"))
+        // What ckport wrote before (ENCRYPTED_STRING as a value's type) still reads, to the same record.
+        let legacy = text.replacingOccurrences(of: #""type":"STRING","isEncrypted":true"#, with: #""type":"ENCRYPTED_STRING""#)
+            .replacingOccurrences(of: #""type":"STRING_LIST","isEncrypted":true"#, with: #""type":"ENCRYPTED_STRING_LIST""#)
+        #expect(legacy.contains(#""type":"ENCRYPTED_STRING""#) && legacy != text)
+        let read = records(try readAll(Array(legacy.utf8), codec: JSONRecordCodec(schema: EveryType.schema)))
+        #expect(read == [EveryType.records[0]])
         #expect(text.contains(#""file":{"value":{"fileChecksum":"AXyz+/==","size":1234567,"#))
         #expect(text.contains(#""legacy":{"value":3.0,"type":"DOUBLE"}"#))
         #expect(text.contains(#""ratios":{"value":[5e-324,1.7976931348623157e+308,-0.0,1e-05,123456789.125],"type":"DOUBLE_LIST"}"#))

@@ -21,6 +21,7 @@ struct LayeringTests {
         "CalendarMappingChoice": "the default mapping comes from the sample apps, which the library does not ship",
         "FormatOptionGroup": "help groups of flags that only some formats take",
         "CommandLineWords": "the flags the library's messages name, where the library speaks of settings",
+        "CloudConnection": "a client built from the CloudKit flags, with the terminal's messages about its token file (the library's part is CloudKitClient and WebAuthTokenFile)",
     ]
 
     static func commandLineFiles() throws -> [(name: String, text: String)] {

@@ -192,8 +192,8 @@ extension CloudSync {
         let refused = RefusedQueries()
         let fetching = Task {
             // A fetch that fails stops the others from asking for more; each finishes the request
-            // it has under way (cutting one could lose the web auth token its answer brings, as
-            // the one it carried is spent), then the first failure ends the queue.
+            // it has under way (cutting one would lose the web auth token its answer brings), then
+            // the first failure ends the queue.
             let firstFailure = await withTaskGroup(of: Error?.self) { group -> Error? in
                 var next = units.makeIterator()
                 var first: Error?

@@ -459,7 +459,7 @@ final class OperationBatches {
         // CloudKit checks the change tag of update and replace, and refuses the whole request
         // when one lacks it.
         if operation.withChangeTag && record.changeTag == nil {
-            return "the record has no change tag (it was not pulled from CloudKit), which \(operation.operationType) needs: push it with --mode create, or overwrite with --force"
+            return "the record has no change tag (it was not pulled from CloudKit), which \(operation.operationType) needs: \(Wording.createOrForcePush.text)"
         }
         return nil
     }
@@ -495,7 +495,7 @@ final class OperationBatches {
                 operation.record = record
                 operation.encode(with: codec)
                 operation.record = nil
-                return (operation, "the store holds no bytes of asset\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")) (pull with --assets to keep them), and CloudKit takes an asset only with its upload's receipt; --mode update leaves CloudKit's copy of the field as it is")
+                return (operation, "the store holds no bytes of asset\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), and CloudKit takes an asset only with its upload's receipt: \(Wording.keepAssetBytes.text)")
             }
         }
         operation.record = record

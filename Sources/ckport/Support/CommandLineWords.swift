@@ -34,6 +34,8 @@ enum CommandLineWords {
         case .nameTemplateWord: return "--name-template"
         case .repairHistory: return "or pass --repair to accept the edit on purpose"
         case .forceAppendOnly: return "--force to do it anyway"
+        case .createOrForcePush: return "push it with --mode create, or overwrite with --force"
+        case .keepAssetBytes: return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
         }
     }
 }
