@@ -147,7 +147,7 @@ extension CloudSync {
             }
         }
         if !gone.isEmpty || metaToken != nil {
-            nonisolated(unsafe) let writing = store
+            nonisolated(unsafe) let writing: any RecordStoring = store
             let gone = gone.sorted(), metaToken = metaToken
             let removed = try await onWriter { () throws -> [ZoneID: Int] in
                 try writing.writeSession { session in
@@ -223,7 +223,7 @@ extension CloudSync {
             }
             await arrivals.finish(firstFailure)
         }
-        nonisolated(unsafe) let writerStore = store
+        nonisolated(unsafe) let writerStore: any RecordStoring = store
         let refetches = Refetches()
         var total = 0
         var failure: Error?
