@@ -77,17 +77,17 @@ struct CaptureTests {
         }
         let answer = try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
         for path in entry["keys"] as? [[Any]] ?? [] {
-            #expect(value(at: path, in: answer) != nil, "\(name): no \(path) in \(String(decoding: response.body.prefix(800), as: UTF8.self))")
+            #expect(jsonValue(at: path, in: answer) != nil, "\(name): no \(path) in \(String(decoding: response.body.prefix(800), as: UTF8.self))")
         }
         for path in entry["absent"] as? [[Any]] ?? [] {
-            #expect(value(at: path, in: answer) == nil, "\(name): \(path) should not be there")
+            #expect(jsonValue(at: path, in: answer) == nil, "\(name): \(path) should not be there")
         }
         for (dotted, expected) in entry["values"] as? [String: String] ?? [:] {
-            let found = value(at: Self.path(dotted), in: answer)
+            let found = jsonValue(at: Self.path(dotted), in: answer)
             #expect(found.map(Self.render) == expected, "\(name): \(dotted) is \(found.map(Self.render) ?? "missing"), the capture shows \(expected)")
         }
         for (dotted, pattern) in entry["patterns"] as? [String: String] ?? [:] {
-            let found = value(at: Self.path(dotted), in: answer).map(Self.render) ?? ""
+            let found = jsonValue(at: Self.path(dotted), in: answer).map(Self.render) ?? ""
             #expect(found.wholeMatch(of: try Regex(pattern)) != nil, "\(name): \(dotted) is \(found)")
         }
     }
@@ -161,13 +161,15 @@ struct CaptureTests {
         return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
     }
 
-    private func value(at path: [Any], in json: Any) -> Any? {
-        var current: Any? = json
-        for step in path {
-            if let key = step as? String { current = (current as? [String: Any])?[key] }
-            else if let index = step as? Int, let array = current as? [Any] { current = array.indices.contains(index) ? array[index] : nil }
-            else { return nil }
-        }
-        return current
+}
+
+/// The value at a path of keys and indexes (`["zones", 0, "zoneID"]`) in parsed JSON, if any.
+func jsonValue(at path: [Any], in json: Any) -> Any? {
+    var current: Any? = json
+    for step in path {
+        if let key = step as? String { current = (current as? [String: Any])?[key] }
+        else if let index = step as? Int, let array = current as? [Any] { current = array.indices.contains(index) ? array[index] : nil }
+        else { return nil }
     }
+    return current
 }

@@ -35,23 +35,13 @@ struct ReferenceShapeTests {
             #expect(response.status == exchange["status"] as? Int, "\(name): HTTP \(response.status)")
             let answer = try JSONSerialization.jsonObject(with: response.body)
             for path in exchange["keys"] as? [[Any]] ?? [] {
-                #expect(value(at: path, in: answer) != nil, "\(name): no \(path) in \(String(decoding: response.body.prefix(600), as: UTF8.self))")
+                #expect(jsonValue(at: path, in: answer) != nil, "\(name): no \(path) in \(String(decoding: response.body.prefix(600), as: UTF8.self))")
             }
             for (dotted, expected) in exchange["values"] as? [String: Any] ?? [:] {
                 let path: [Any] = dotted.split(separator: ".").map { Int($0).map { $0 as Any } ?? String($0) }
-                let found = value(at: path, in: answer)
+                let found = jsonValue(at: path, in: answer)
                 #expect(found.map { "\($0)" } == "\(expected)", "\(name): \(dotted) is \(String(describing: found)), expected \(expected)")
             }
         }
-    }
-
-    private func value(at path: [Any], in json: Any) -> Any? {
-        var current: Any? = json
-        for step in path {
-            if let key = step as? String { current = (current as? [String: Any])?[key] }
-            else if let index = step as? Int, let array = current as? [Any] { current = array.indices.contains(index) ? array[index] : nil }
-            else { return nil }
-        }
-        return current
     }
 }
