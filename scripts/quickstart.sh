@@ -172,11 +172,12 @@ for _ in $(seq 50); do grep -q " on http" "$cloud/emulator.out" 2>/dev/null && b
 url=$(sed -n 's/.* on //p' "$cloud/emulator.out")
 [ -n "$url" ] || { cat "$cloud/emulator.out" >&2; exit 1; }
 c=(--base-url "$url" --container iCloud.com.example.Notes --api-token-file "$cloud/api.txt" --web-auth-token-file "$cloud/web.txt")
-# cloud login prints where to sign in; curl plays the browser that CloudKit sends back to ckport.
+# cloud login prints where to sign in (its own page, which hands the browser this sign-in's
+# state and sends it on to CloudKit); curl plays the browser, cookies and all.
 ckport cloud login "${c[@]}" --port "$port" --timeout 30 2>"$cloud/login.out" &
 login=$!
-for _ in $(seq 50); do grep -q "/signin?" "$cloud/login.out" 2>/dev/null && break; sleep 0.1; done
-curl -fsSL "$(grep -o 'http://[^ ]*/signin?[^ ]*' "$cloud/login.out")" >/dev/null
+for _ in $(seq 50); do grep -q "/start?state=" "$cloud/login.out" 2>/dev/null && break; sleep 0.1; done
+curl -fsSL -b "$cloud/cookies" -c "$cloud/cookies" "$(grep -o 'http://[^ ]*/start?state=[0-9a-f]*' "$cloud/login.out")" >/dev/null
 wait $login || { cat "$cloud/login.out" >&2; exit 1; }
 tail -1 "$cloud/login.out"
 ckport schema import samples/notes/schema.ckdb --store "$cloud/notes.sqlite" -q

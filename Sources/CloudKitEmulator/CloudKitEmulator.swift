@@ -68,6 +68,10 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         case recordsBusy(count: Int, retryAfter: Double)
         /// In the next `zones/modify`, each zone to create is answered with this per-zone error.
         case zoneRefused(code: String, reason: String)
+        /// Every `records/modify` that holds an operation on this record is refused whole, 400
+        /// BAD_REQUEST (as CloudKit refuses a request for what one of its records holds).
+        /// Stays until the emulator goes.
+        case refuseRequestsHolding(recordName: String)
     }
 
     /// The connection was cut before an answer came.
@@ -95,6 +99,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     var assets: [String: Data] = [:]
     var pendingUploads: Set<String> = []
     var faults: [(operation: String, fault: Fault)] = []
+    var refusedRecords: Set<String> = []
     /// What the container's schema says, when the emulator was given one: which types may be
     /// queried, which fields are encrypted.
     var schema: Schema?
@@ -165,7 +170,13 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
 
     /// Answers the next request to `operation` (or to any operation, with "*") with `fault`.
     public func inject(_ fault: Fault, on operation: String = "*", times: Int = 1) {
-        locked { for _ in 0..<times { faults.append((operation, fault)) } }
+        locked {
+            if case .refuseRequestsHolding(let name) = fault {
+                refusedRecords.insert(name)
+                return
+            }
+            for _ in 0..<times { faults.append((operation, fault)) }
+        }
     }
 
     /// Puts records (CloudKit's record dictionaries, as `ckport export` writes them) into a
@@ -253,6 +264,11 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         log.append(operation)
         var busyRecords: (count: Int, retryAfter: Double)?
         var zoneRefusal: (code: String, reason: String)?
+        if operation == "records/modify", !refusedRecords.isEmpty,
+           let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+           (body["operations"] as? [[String: Any]] ?? []).contains(where: { refusedRecords.contains(($0["record"] as? [String: Any])?["recordName"] as? String ?? "") }) {
+            return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
+        }
         if let index = faults.firstIndex(where: { $0.operation == operation || $0.operation == "*" }) {
             let fault = faults.remove(at: index).fault
             switch fault {
@@ -264,6 +280,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
             case .quotaExceeded: return error(413, "QUOTA_EXCEEDED", "the container is out of space")
             case .recordsBusy(let count, let after): busyRecords = (count, after)
             case .zoneRefused(let code, let reason): zoneRefusal = (code, reason)
+            case .refuseRequestsHolding: break
             }
         }
         let caller: Caller

@@ -10,6 +10,9 @@ final class EmulatedZone {
     let owner: String
     /// Bumped when the zone's sync tokens stop working (expired, or the zone was reset).
     var tokenEpoch = 0
+    /// Which zone of that name this is: one deleted and made again is another, and the old
+    /// one's tokens do not work on it.
+    let incarnation = String(UUID().uuidString.prefix(8))
     var isDefault: Bool { name == ZoneID.defaultZoneName }
 
     init(name: String, owner: String) {
@@ -61,14 +64,14 @@ final class EmulatedZone {
 
     /// A sync token: opaque to clients, as CloudKit's are (`AQAAAaBJidqD`).
     func syncToken(after sequence: Int) -> String {
-        Data("\(name)|\(tokenEpoch)|\(sequence)".utf8).base64EncodedString()
+        Data("\(name)|\(incarnation).\(tokenEpoch)|\(sequence)".utf8).base64EncodedString()
     }
 
     /// The sequence a token stands for; nil when the token is not this zone's now.
     func sequence(of token: String) -> Int? {
         guard let data = Data(base64Encoded: token) else { return nil }
         let parts = String(decoding: data, as: UTF8.self).split(separator: "|", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == name, Int(parts[1]) == tokenEpoch else { return nil }
+        guard parts.count == 3, parts[0] == name, parts[1] == "\(incarnation).\(tokenEpoch)" else { return nil }
         return Int(parts[2])
     }
 }

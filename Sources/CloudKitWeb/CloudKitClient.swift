@@ -62,6 +62,26 @@ public enum CloudKitCredentials: Sendable {
     /// An API token alone: the public database, read as nobody in particular; every other
     /// request is answered AUTHENTICATION_REQUIRED with the URL where a user signs in.
     case apiToken(String)
+
+    /// `text` with the values of `ckAPIToken=` and `ckWebAuthToken=` (and any `ck…Token=`)
+    /// hidden: `…ckWebAuthToken=…&…`. For text a server sent back (a proxy's error page that
+    /// echoes the address asked for) before it reaches a message or a log.
+    public static func redactingTokens(_ text: String) -> String {
+        guard text.contains("Token=") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let marker = rest.range(of: "Token=") {
+            let name = rest[..<marker.lowerBound].reversed().prefix { $0.isLetter }
+            out += rest[..<marker.upperBound]
+            rest = rest[marker.upperBound...]
+            if String(name.reversed()).hasPrefix("ck") {
+                let value = rest.prefix { !"&\" '<>()[],;\n\t\r".contains($0) }
+                if !value.isEmpty { out += "…" }
+                rest = rest.dropFirst(value.count)
+            }
+        }
+        return out + rest
+    }
 }
 
 /// No answer could be had, after the retries the policy allows.
@@ -164,7 +184,8 @@ public actor CloudKitClient {
                 }
                 guard response.status >= 500 || response.status == 429 else {
                     throw CloudKitServerError(serverErrorCode: "HTTP_\(response.status)",
-                                              reason: String(decoding: response.body.prefix(200), as: UTF8.self), status: response.status)
+                                              reason: CloudKitCredentials.redactingTokens(String(decoding: response.body.prefix(200), as: UTF8.self)),
+                                              status: response.status)
                 }
                 failure = .transport
                 problem = "HTTP \(response.status) without an error dictionary"
@@ -176,7 +197,7 @@ public actor CloudKitClient {
                 throw CancellationError()
             } catch {
                 failure = .transport
-                problem = "\(error)"
+                problem = CloudKitCredentials.redactingTokens("\(error)")
             }
             guard let wait = policy.delay(after: attempt, failure: failure) else {
                 throw CloudKitUnavailable(operation: operation, attempts: attempt, lastProblem: problem)

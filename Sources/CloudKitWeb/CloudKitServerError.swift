@@ -114,10 +114,11 @@ public struct CloudKitServerError: CKPortError, Sendable, Equatable, Decodable {
         if let reason, !reason.isEmpty { text += ": \(reason)" }
         switch code {
         case .authenticationRequired?:
-            text += "; the web auth token has expired (it lasts 30 minutes, or two weeks when \"Keep me signed in\" was ticked) or was never given"
-            text += redirectURL.map { "; sign in again at \($0)" } ?? "; sign in again for a new one"
+            text += "; the web auth token has expired (a sign-in lasts 30 minutes, or two weeks when \"Keep me signed in\" was ticked) or was never given"
+            text += "; \(Wording.signInAgain.text)"
+            if let redirectURL { text += " (CloudKit's sign-in page: \(redirectURL))" }
         case .authenticationFailed?:
-            text += "; CloudKit did not accept the credentials: the API token, the web auth token (sign in again), or the server-to-server key ID and key"
+            text += "; CloudKit did not accept the credentials: the API token, the web auth token (\(Wording.signInAgain.text)), or the server-to-server key ID and key"
         case .conflict?:
             text += "; the record changed in CloudKit since its change tag was read"
         case .quotaExceeded?:

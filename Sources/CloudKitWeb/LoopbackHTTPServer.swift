@@ -17,8 +17,27 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private let handler: Handler
     private let running = LockedFlag()
 
-    public init(port: Int = 0, handler: @escaping Handler) throws {
+    /// How much a client may ask of the server.
+    public struct Limits: Sendable {
+        /// Connections served at once; more are closed at once.
+        public var connections = 64
+        /// The largest request body taken; a larger one closes the connection.
+        public var body = 64 << 20
+        /// Seconds a connection may stay silent before it is closed.
+        public var idle: Int = 30
+        public init(connections: Int = 64, body: Int = 64 << 20, idle: Int = 30) {
+            self.connections = connections
+            self.body = body
+            self.idle = idle
+        }
+    }
+
+    private let limits: Limits
+    private let open = ConnectionCount()
+
+    public init(port: Int = 0, limits: Limits = Limits(), handler: @escaping Handler) throws {
         self.handler = handler
+        self.limits = limits
         let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ServerError("cannot open a socket: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
@@ -55,7 +74,18 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             while running.value {
                 let client = accept(socket, nil, nil)
                 if client < 0 { if errno == EINTR { continue } else { return } }
-                let worker = Thread { [self] in serve(client) }
+                // A silent client is let go after a while; past the cap, connections are refused.
+                var timeout = timeval(tv_sec: limits.idle, tv_usec: 0)
+                setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                guard open.enter(limit: limits.connections) else {
+                    close(client)
+                    continue
+                }
+                let worker = Thread { [self] in
+                    defer { open.leave() }
+                    serve(client)
+                }
                 worker.start()
             }
         }
@@ -86,14 +116,19 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             }
             let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self).components(separatedBy: "\r\n")
             let requestLine = head[0].split(separator: " ")
-            guard requestLine.count >= 2 else { return }
+            // An origin-form target only ("/path?query"): anything else is not for this server.
+            guard requestLine.count >= 2, requestLine[1].hasPrefix("/"),
+                  let url = URL(string: "http://127.0.0.1:\(port)\(requestLine[1])") else {
+                _ = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8).withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                return
+            }
             var headers: [(name: String, value: String)] = []
             for line in head.dropFirst() where !line.isEmpty {
                 guard let colon = line.firstIndex(of: ":") else { continue }
                 headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
             }
             let length = Int(headers.first { $0.name.lowercased() == "content-length" }?.value ?? "0") ?? 0
-            guard length >= 0, length <= 64 << 20 else { return }
+            guard length >= 0, length <= limits.body else { return }
             while buffer.count - headerEnd! < length {
                 let count = read(client, &chunk, chunk.count)
                 guard count > 0 else { return }
@@ -102,8 +137,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let body = Data(buffer[headerEnd!..<(headerEnd! + length)])
             buffer.removeFirst(headerEnd! + length)
             let closing = headers.contains { $0.name.lowercased() == "connection" && $0.value.lowercased() == "close" }
-            let request = CloudKitHTTPRequest(method: String(requestLine[0]), url: URL(string: "http://127.0.0.1:\(port)\(requestLine[1])")!,
-                                              headers: headers, body: body)
+            let request = CloudKitHTTPRequest(method: String(requestLine[0]), url: url, headers: headers, body: body)
             guard let response = try? handler(request) else { return }   // a dropped connection
             let phrase = response.status < 300 ? "OK" : response.status < 400 ? "Found" : "Error"
             var text = "HTTP/1.1 \(response.status) \(phrase)\r\nContent-Length: \(response.body.count)\r\n"
@@ -118,6 +152,27 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             }
             if closing { return }
         }
+    }
+}
+
+/// The connections being served.
+final class ConnectionCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    /// Counts one more, unless `limit` are open already.
+    func enter(limit: Int) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard count < limit else { return false }
+        count += 1
+        return true
+    }
+
+    func leave() {
+        lock.lock()
+        count -= 1
+        lock.unlock()
     }
 }
 

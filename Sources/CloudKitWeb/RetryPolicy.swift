@@ -22,7 +22,9 @@ public struct RetryPolicy: Sendable, Equatable {
     /// attempts.
     public var longestWait: Double
 
-    public init(maxAttempts: Int = 6, baseDelay: Double = 0.5, maxDelay: Double = 60, longestWait: Double = 900) {
+    /// The defaults wait about two minutes in all before giving up on a busy server (1, 2, 4, …
+    /// 60 seconds, with jitter): long enough for a passing outage, short enough for a nightly job.
+    public init(maxAttempts: Int = 8, baseDelay: Double = 1, maxDelay: Double = 60, longestWait: Double = 900) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay

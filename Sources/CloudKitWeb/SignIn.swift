@@ -20,39 +20,94 @@ public enum CloudKitSignIn {
 }
 
 /// Waits on a loopback port for the browser's return from signing in, and takes the web auth
-/// token it brings. Any other request to the port is answered 404 and otherwise ignored.
+/// token it brings, from that browser only.
+///
+/// The person opens ``startURL`` (not CloudKit's sign-in address directly): that page gives
+/// their browser a cookie holding a random state value, then sends it on to CloudKit. When
+/// CloudKit sends the browser back to the callback, the cookie comes with it; a token that
+/// arrives without the state (another user on the machine, or a web page making a request to
+/// the loopback port) is refused, as is a request whose `Host` is not the loopback address (a
+/// page that renamed itself to 127.0.0.1), and a second token that differs from the first.
 public final class SignInCallback: @unchecked Sendable {
     private let server: LoopbackHTTPServer
     private let arrival = Arrival()
     /// The path the callback is registered under.
     public let path: String
+    /// The random value only this sign-in's browser is given.
+    let state: String
+    static let cookie = "ckport-sign-in"
 
-    public init(port: Int, path: String = "/callback") throws {
+    /// `signInURL`: where the start page sends the browser (CloudKit's sign-in address).
+    public init(port: Int, path: String = "/callback", signInURL: @escaping @Sendable () -> String?) throws {
         self.path = path
+        var random = SystemRandomNumberGenerator()
+        let state = (0..<4).map { _ in String(format: "%016llx", random.next() as UInt64) }.joined()
+        self.state = state
         let arrival = self.arrival
-        server = try LoopbackHTTPServer(port: port) { request in
-            guard request.url.path == path else {
-                return CloudKitHTTPResponse(status: 404, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Data("Not here.\n".utf8))
+        let cookie = SignInCallback.cookie
+        server = try LoopbackHTTPServer(port: port, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)) { request in
+            func page(_ status: Int, _ text: String, headers: [(String, String)] = []) -> CloudKitHTTPResponse {
+                CloudKitHTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")] + headers,
+                                     body: Data((text + "\n").utf8))
+            }
+            // Only the loopback names: a page that points its own name at 127.0.0.1 says it.
+            let host = request.header("Host") ?? ""
+            let port = request.url.port ?? 0
+            guard host == "127.0.0.1:\(port)" || host == "localhost:\(port)" else {
+                return page(421, "This server answers for 127.0.0.1:\(port) only.")
             }
             let items = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
-            guard let token = items.first(where: { $0.name == "ckWebAuthToken" })?.value, !token.isEmpty else {
-                return CloudKitHTTPResponse(status: 400, headers: [("Content-Type", "text/plain; charset=utf-8")],
-                                            body: Data("No ckWebAuthToken came with this request: is the API token's sign-in callback set to URL Redirect?\n".utf8))
+            switch request.url.path {
+            case "/start":
+                guard items.first(where: { $0.name == "state" })?.value == state, let target = signInURL() else {
+                    return page(404, "Not here.")
+                }
+                return CloudKitHTTPResponse(status: 302, headers: [
+                    ("Location", target), ("Cache-Control", "no-store"),
+                    ("Set-Cookie", "\(cookie)=\(state); Path=/; HttpOnly; SameSite=Lax; Max-Age=3600"),
+                ], body: Data())
+            case path:
+                guard let token = items.first(where: { $0.name == "ckWebAuthToken" })?.value, !token.isEmpty else {
+                    return page(400, "No ckWebAuthToken came with this request: is the API token's sign-in callback set to URL Redirect?")
+                }
+                let cookies = (request.header("Cookie") ?? "").split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+                guard SignInCallback.same(cookies.first { $0.hasPrefix(cookie + "=") }.map { String($0.dropFirst(cookie.count + 1)) } ?? "", state) else {
+                    arrival.refused()
+                    return page(403, "This sign-in did not start from the address ckport printed: open that address in your browser.")
+                }
+                guard arrival.deliver(token) else {
+                    return page(409, "ckport already has a different token from this sign-in; this one is refused.")
+                }
+                return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
+                                            body: Data("<!doctype html><title>ckport</title><p>Signed in. ckport has the token; you can close this page.</p>\n".utf8))
+            default:
+                return page(404, "Not here.")
             }
-            arrival.deliver(token)
-            return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")],
-                                        body: Data("<!doctype html><title>ckport</title><p>Signed in. ckport has the token; you can close this page.</p>\n".utf8))
         }
+    }
+
+    /// Compares two strings in time that does not depend on where they differ.
+    static func same(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     /// The URL to set as the API token's sign-in callback.
     public var callbackURL: URL { URL(string: "http://127.0.0.1:\(server.port)\(path)")! }
+
+    /// The address the person opens: it sends their browser to CloudKit's sign-in page, with
+    /// this sign-in's state.
+    public var startURL: URL { URL(string: "http://127.0.0.1:\(server.port)/start?state=\(state)")! }
 
     public func start() { server.start() }
     public func stop() { server.stop() }
 
     /// The token, once the browser brought it; nil after `seconds` without it.
     public func wait(seconds: Double) -> String? { arrival.wait(seconds: seconds) }
+
+    /// How many tokens came without this sign-in's state, and were refused.
+    public var refusedCount: Int { arrival.refusals }
 }
 
 /// The first token the callback received.
@@ -60,16 +115,40 @@ private final class Arrival: @unchecked Sendable {
     private let lock = NSLock()
     private let received = DispatchSemaphore(value: 0)
     private var token: String?
+    private var refusedTokens = 0
 
-    func deliver(_ token: String) {
+    /// Takes the token; false when a different one came first.
+    func deliver(_ token: String) -> Bool {
         lock.lock()
-        let first = self.token == nil
-        if first { self.token = token }
+        if let first = self.token {
+            lock.unlock()
+            return first == token
+        }
+        self.token = token
         lock.unlock()
-        if first { received.signal() }
+        received.signal()
+        return true
+    }
+
+    func refused() {
+        lock.lock()
+        refusedTokens += 1
+        lock.unlock()
+    }
+
+    var refusals: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return refusedTokens
     }
 
     func wait(seconds: Double) -> String? {
+        lock.lock()
+        if let token {
+            lock.unlock()
+            return token
+        }
+        lock.unlock()
         guard received.wait(timeout: .now() + seconds) == .success else { return nil }
         lock.lock()
         defer { lock.unlock() }

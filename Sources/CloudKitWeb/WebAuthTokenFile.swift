@@ -64,11 +64,20 @@ public final class WebAuthTokenFile: @unchecked Sendable {
     private let lock = NSLock()
     private var failure: Error?
     private let clock: @Sendable () -> Date
+    /// The token this file held when last read or written here: a file that holds another one
+    /// now was written by someone else meanwhile (`ckport cloud login`), and is left alone.
+    private var expected: String?
+    private var cleaned = false
 
     public init(path: String, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.path = path
         self.clock = clock
+        expected = read()?.token
     }
+
+    /// Whether the file was rewritten by another process since this one read or wrote it (a new
+    /// sign-in): tokens this one receives then belong to the old sign-in and are not kept.
+    public private(set) var replacedElsewhere = false
 
     /// The file's contents; nil when it cannot be read or holds no token.
     public func read() -> Contents? {
@@ -84,10 +93,19 @@ public final class WebAuthTokenFile: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         var contents = read() ?? Contents(token: token)
+        if let expected, contents.token != expected {
+            replacedElsewhere = true
+            return
+        }
         contents.token = token
         contents.lastAnswer = clock()
         do {
-            try WebAuthTokenFile.write(contents, to: path)
+            if !cleaned {
+                WebAuthTokenFile.removeStale(beside: URL(fileURLWithPath: WebAuthTokenFile.target(of: path)))
+                cleaned = true
+            }
+            try WebAuthTokenFile.write(contents, to: path, cleanUp: false)
+            expected = token
         } catch {
             if failure == nil { failure = error }
         }
@@ -104,10 +122,11 @@ public final class WebAuthTokenFile: @unchecked Sendable {
     }
 
     /// Writes `contents` to `path` as a new file (see the type's description) and syncs it.
-    public static func write(_ contents: Contents, to path: String) throws {
-        let url = URL(fileURLWithPath: path)
+    /// A symbolic link at `path` is followed (the file it names is replaced, the link stays).
+    public static func write(_ contents: Contents, to path: String, cleanUp: Bool = true) throws {
+        let url = URL(fileURLWithPath: target(of: path))
         let folder = url.deletingLastPathComponent().path
-        removeStale(beside: url)
+        if cleanUp { removeStale(beside: url) }
         var random = SystemRandomNumberGenerator()
         let temporary = (folder.isEmpty ? "." : folder) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(random.next() as UInt64).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -133,11 +152,18 @@ public final class WebAuthTokenFile: @unchecked Sendable {
             throw TokenFileError(path: path, reason: "cannot sync: \(reason)")
         }
         close(fd)
-        guard rename(temporary, path) == 0 else {
+        guard rename(temporary, url.path) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
             throw TokenFileError(path: path, reason: "cannot move into place: \(reason)")
         }
+    }
+
+    /// The file a path names: itself, or what the symbolic link there points to.
+    static func target(of path: String) -> String {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return path }
+        return URL(fileURLWithPath: path).resolvingSymlinksInPath().path
     }
 
     /// Removes the temporary files of this token file that a killed ckport left
@@ -149,7 +175,11 @@ public final class WebAuthTokenFile: @unchecked Sendable {
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
             let digits = name.dropFirst(prefix.count).prefix { $0.isASCII && $0.isNumber }
             guard let pid = Int32(digits), pid > 0, pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-            unlink((folder.isEmpty ? "." : folder) + "/" + name)
+            // This user's regular files only: never another user's, never through a link.
+            let stale = (folder.isEmpty ? "." : folder) + "/" + name
+            var info = stat()
+            guard lstat(stale, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid() else { continue }
+            unlink(stale)
         }
     }
 

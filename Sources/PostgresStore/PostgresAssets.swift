@@ -10,29 +10,41 @@ import Store
 extension PostgresSession {
     static let assetChunk = 1 << 20
 
-    /// Stores an asset file's bytes (checked against what the record says of them when given);
+    /// Stores an asset's bytes (checked against what the record says of them when given);
     /// `added` is false when the store held them already.
     @discardableResult
-    public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
-        let (handle, sha256, size) = try AssetFile.open(path, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
-        defer { try? handle.close() }
+    public func putAsset(_ source: AssetSource, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
+        let (sha256, size) = try AssetFile.measure(source, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
         let schema = namespace
         let inserted = try link.rows("""
             INSERT INTO \(unescaped: schema)._ck_asset (sha256, size) VALUES (\(sha256), \(size)) ON CONFLICT DO NOTHING RETURNING sha256
             """)
         guard !inserted.isEmpty else { return (sha256, size, false) }
-        // Second pass: the bytes, hashed again in case the file changed meanwhile.
+        // Second pass: the bytes in rows of a megabyte, hashed again in case the file changed meanwhile.
         var again = SHA256()
         var index: Int32 = 0
-        while let chunk = try handle.read(upToCount: PostgresSession.assetChunk), !chunk.isEmpty {
-            again.update(data: chunk)
+        var pending = [UInt8]()
+        pending.reserveCapacity(PostgresSession.assetChunk)
+        func flush() throws {
             try link.execute(query: """
-                INSERT INTO \(unescaped: schema)._ck_asset_chunk (sha256, chunk, data) VALUES (\(sha256), \(index), \(ByteBuffer(bytes: chunk)))
+                INSERT INTO \(unescaped: schema)._ck_asset_chunk (sha256, chunk, data) VALUES (\(sha256), \(index), \(ByteBuffer(bytes: pending)))
                 """)
             index += 1
+            pending.removeAll(keepingCapacity: true)
         }
+        try source.read { piece in
+            again.update(bufferPointer: piece)
+            var rest = piece[...]
+            while !rest.isEmpty {
+                let take = min(rest.count, PostgresSession.assetChunk - pending.count)
+                pending.append(contentsOf: rest.prefix(take))
+                rest = rest.dropFirst(take)
+                if pending.count == PostgresSession.assetChunk { try flush() }
+            }
+        }
+        if !pending.isEmpty { try flush() }
         guard again.finalize().map({ String(format: "%02x", $0) }).joined() == sha256 else {
-            throw AssetError("\(path): the file changed while it was being stored")
+            throw AssetError("\(source.name): the file changed while it was being stored")
         }
         return (sha256, size, true)
     }

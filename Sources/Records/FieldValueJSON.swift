@@ -266,10 +266,13 @@ public enum FieldValueJSON {
                 }
                 action = parsed
             }
+            // The zone a reference names must be its record's: by name. The owner is not
+            // compared: CloudKit's answers name it in references as they please (the creator's
+            // user in the public database, the signed-in user in the private one), and a
+            // reference never leaves its zone anyway.
             if let zone, case .object(let zoneObject)? = object["zoneID"] {
                 let zoneName = zoneObject["zoneName"]?.stringValue ?? ZoneID.defaultZoneName
-                let owner = zoneObject["ownerRecordName"]?.stringValue ?? zone.ownerRecordName
-                if zoneName != zone.zoneName || owner != zone.ownerRecordName {
+                if zoneName != zone.zoneName {
                     throw ValueError("a REFERENCE must point into its record's own zone (\(zone.zoneName)); this one points into \(zoneName)", path: [.key("zoneID")])
                 }
             }

@@ -108,22 +108,34 @@ public enum SourceItem: Sendable {
 public struct StagedAsset: Sendable {
     public var sha256: String
     public var size: Int64
-    /// The temporary file; nil when the source only checked the bytes and kept nothing.
-    public var path: String?
+    /// The bytes, set aside; nil when the source only checked them and kept nothing.
+    public var bytes: (any StagedBytes)?
     /// Where the bytes came from, for messages (`family.ckbundle/assets/3f…`).
     public var origin: String
 
-    public init(sha256: String, size: Int64, path: String?, origin: String) {
+    public init(sha256: String, size: Int64, bytes: (any StagedBytes)?, origin: String) {
         self.sha256 = sha256
         self.size = size
-        self.path = path
+        self.bytes = bytes
         self.origin = origin
     }
 
-    /// Removes the temporary file.
+    /// Lets the bytes go.
     public func discard() {
-        if let path { try? FileManager.default.removeItem(atPath: path) }
+        bytes?.discard()
     }
+}
+
+/// Bytes set aside for a while, to be read back (as often as needed) by another thread: an
+/// asset on its way from a bundle or another store into a store. Implementations keep them
+/// where no other user can read them, and nothing of them stays behind when they go.
+public protocol StagedBytes: AnyObject, Sendable {
+    /// How many bytes.
+    var count: Int64 { get }
+    /// Hands out the bytes in order, a piece at a time.
+    func read(_ body: (UnsafeRawBufferPointer) throws -> Void) throws
+    /// Lets the bytes go.
+    func discard()
 }
 
 /// A reader of records: the source end of every pipeline.
@@ -175,6 +187,13 @@ public protocol RecordSink: AnyObject {
 /// Receives records an import rejects (for `--rejects FILE`), with the reason.
 public protocol RejectSink: AnyObject {
     func reject(_ issue: InputIssue, raw: [UInt8]?) throws
+    /// Makes what was handed over so far durable (a file synced to disk): called before the
+    /// transaction that left the records out commits, where that matters (a pull).
+    func sync() throws
+}
+
+extension RejectSink {
+    public func sync() throws {}
 }
 
 /// Records already in memory as a source: for programs that build records themselves, and

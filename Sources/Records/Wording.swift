@@ -59,6 +59,10 @@ public enum Wording: Sendable, Hashable {
     case createOrForcePush
     /// Asset bytes the store lacks: pull them, or update without them.
     case keepAssetBytes
+    /// A passphrase was given for a bundle that is not encrypted.
+    case allowUnencrypted
+    /// A web auth token expired or was refused: sign in for a new one.
+    case signInAgain
 
     /// The words, as the installed front end says them, else in the library's own.
     public var text: String {
@@ -79,6 +83,8 @@ public enum Wording: Sendable, Hashable {
         case .chooseRecordTypes: return "choose the record types"
         case .chooseModelVersion: return "name the version to read"
         case .skipInvalid: return "skip invalid records, keeping them in a rejects file, to import the valid ones"
+        case .signInAgain: return "sign in again for a new web auth token"
+        case .allowUnencrypted: return "read it without a passphrase, or allow unencrypted bundles, if it is the one you meant"
         case .createOrForcePush: return "push it as a new record, or overwrite what CloudKit holds"
         case .keepAssetBytes: return "pull with the asset files to keep them; an update leaves CloudKit's copy of such a field as it is"
         case .expansionWindow: return "the expansion window"

@@ -70,14 +70,13 @@ extension StoreSession {
         return true
     }
 
-    /// Adds the file at `path` to the store's assets and returns its SHA-256, its size and
-    /// whether it was new. A file the store already holds is not stored twice. With `expectedSHA256` or `expectedSize`,
-    /// a file that differs is refused and nothing is added.
+    /// Adds an asset's bytes to the store's assets and returns their SHA-256, their size and
+    /// whether they were new. Bytes the store already holds are not stored twice. With
+    /// `expectedSHA256` or `expectedSize`, bytes that differ are refused and nothing is added.
     @discardableResult
-    public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
+    public func putAsset(_ source: AssetSource, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
         precondition(writable, "putAsset needs a write transaction")
-        let (handle, sha256, size) = try AssetFile.open(path, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
-        defer { try? handle.close() }
+        let (sha256, size) = try AssetFile.measure(source, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
         if try assetSize(sha256) != nil { return (sha256, size, false) }
         try db.execute(sql: "CREATE TABLE IF NOT EXISTS _ck_asset (sha256 TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, data BLOB NOT NULL)")
         try db.execute(sql: "INSERT INTO _ck_asset (sha256, size, data) VALUES (?, ?, zeroblob(?))", arguments: [sha256, size, size])
@@ -86,21 +85,22 @@ extension StoreSession {
         // Second pass: copy into the blob, hashing again in case the file changed meanwhile.
         var blob: OpaquePointer?
         guard sqlite3_blob_open(db.sqliteConnection, "main", "_ck_asset", "data", rowid, 1, &blob) == SQLITE_OK, let blob else {
-            throw AssetError("\(path): cannot write the asset into the store: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+            throw AssetError("\(source.name): cannot write the asset into the store: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
         }
         defer { sqlite3_blob_close(blob) }
         var again = SHA256()
         var offset: Int64 = 0
-        while offset < size, let chunk = try handle.read(upToCount: Int(min(Int64(StoreSession.assetChunk), size - offset))), !chunk.isEmpty {
-            again.update(data: chunk)
-            let status = chunk.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32(chunk.count), Int32(offset)) }
+        try source.read { chunk in
+            guard offset + Int64(chunk.count) <= size else { throw AssetError("\(source.name): the file changed while it was being stored") }
+            again.update(bufferPointer: chunk)
+            let status = sqlite3_blob_write(blob, chunk.baseAddress, Int32(chunk.count), Int32(offset))
             guard status == SQLITE_OK else {
-                throw AssetError("\(path): cannot write the asset into the store (SQLite error \(status))")
+                throw AssetError("\(source.name): cannot write the asset into the store (SQLite error \(status))")
             }
             offset += Int64(chunk.count)
         }
         guard offset == size, again.finalize().map({ String(format: "%02x", $0) }).joined() == sha256 else {
-            throw AssetError("\(path): the file changed while it was being stored")
+            throw AssetError("\(source.name): the file changed while it was being stored")
         }
         return (sha256, size, true)
     }
@@ -137,38 +137,57 @@ extension Record {
     }
 }
 
-/// An asset file about to be stored, hashed and measured first (every store does this the same
-/// way, so a file the store already holds costs no writes, and a file that differs from what
-/// its record says is refused before anything is written).
-public enum AssetFile {
-    /// Opens the file at `path` and reads it once: its SHA-256 and size, checked against what is
-    /// expected when given. The handle is left at the start, for the caller to copy from.
-    public static func open(_ path: String, expectedSHA256: String?, expectedSize: Int64?) throws -> (handle: FileHandle, sha256: String, size: Int64) {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw AssetError("\(path): cannot open the asset file")
+/// Where an asset's bytes come from when a store takes them: a file, or bytes set aside (an
+/// asset on its way from a bundle).
+public enum AssetSource {
+    case file(String)
+    case staged(any StagedBytes, origin: String)
+
+    /// The source in messages.
+    public var name: String {
+        switch self {
+        case .file(let path): return path
+        case .staged(_, let origin): return origin
         }
-        do {
-            var hasher = SHA256()
-            var size: Int64 = 0
+    }
+
+    /// Hands out the bytes in order, a piece at a time, from the start each time it is called.
+    public func read(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        switch self {
+        case .staged(let bytes, _):
+            try bytes.read(body)
+        case .file(let path):
+            guard let handle = FileHandle(forReadingAtPath: path) else { throw AssetError("\(path): cannot open the asset file") }
+            defer { try? handle.close() }
             while let chunk = try handle.read(upToCount: StoreSession.assetChunk), !chunk.isEmpty {
-                hasher.update(data: chunk)
-                size += Int64(chunk.count)
-                guard size <= StoreSession.maximumAssetSize else {
-                    throw AssetError("\(path): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset")
-                }
+                try chunk.withUnsafeBytes { try body($0) }
             }
-            let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-            if let expectedSize, expectedSize >= 0, expectedSize != size {
-                throw AssetError("\(path): the asset is \(size) bytes; \(expectedSize) were expected")
-            }
-            if let expectedSHA256, expectedSHA256 != sha256 {
-                throw AssetError("\(path): the asset's SHA-256 is \(sha256); \(expectedSHA256) was expected")
-            }
-            try handle.seek(toOffset: 0)
-            return (handle, sha256, size)
-        } catch {
-            try? handle.close()
-            throw error
         }
+    }
+}
+
+/// An asset about to be stored, hashed and measured first (every store does this the same
+/// way, so bytes the store already holds cost no writes, and bytes that differ from what their
+/// record says are refused before anything is written).
+public enum AssetFile {
+    /// Reads the bytes once: their SHA-256 and size, checked against what is expected when given.
+    public static func measure(_ source: AssetSource, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64) {
+        var hasher = SHA256()
+        var size: Int64 = 0
+        try source.read { chunk in
+            hasher.update(bufferPointer: chunk)
+            size += Int64(chunk.count)
+            guard size <= StoreSession.maximumAssetSize else {
+                throw AssetError("\(source.name): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset")
+            }
+        }
+        let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        if let expectedSize, expectedSize >= 0, expectedSize != size {
+            throw AssetError("\(source.name): the asset is \(size) bytes; \(expectedSize) were expected")
+        }
+        if let expectedSHA256, expectedSHA256 != sha256 {
+            throw AssetError("\(source.name): the asset's SHA-256 is \(sha256); \(expectedSHA256) was expected")
+        }
+        return (sha256, size)
     }
 }

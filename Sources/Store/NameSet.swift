@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
+import Records
 
 /// A set of names kept on disk, so that it may grow to millions of names while memory stays
-/// flat: a SQLite table in a temporary file of its own, in a folder only its owner can enter,
-/// removed with the set. A pull that fetches a zone again from the start notes here every
+/// flat: a SQLite table in a temporary file of its own, in a folder of this process's private
+/// folder (``PrivateFiles``), removed with the set. A pull that fetches a zone again from the start notes here every
 /// record CloudKit still holds, to find afterwards the ones it no longer does.
 public final class NameSet {
     private let folder: String
@@ -11,8 +12,7 @@ public final class NameSet {
     public private(set) var count = 0
 
     public init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-names-\(getpid())-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        folder = try PrivateFiles.makeFolder("names-")
         do {
             var configuration = Configuration()
             configuration.journalMode = .default
@@ -22,14 +22,14 @@ public final class NameSet {
                 try db.execute(sql: "CREATE TABLE names (name TEXT PRIMARY KEY) WITHOUT ROWID")
             }
         } catch {
-            try? FileManager.default.removeItem(atPath: folder)
+            PrivateFiles.removeFolder(folder)
             throw error
         }
     }
 
     deinit {
         try? queue.close()
-        try? FileManager.default.removeItem(atPath: folder)
+        PrivateFiles.removeFolder(folder)
     }
 
     /// Adds names (once each, however often they are added).

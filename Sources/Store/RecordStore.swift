@@ -72,6 +72,10 @@ public final class RecordStore {
             if !folder.isEmpty && !FileManager.default.fileExists(atPath: folder) {
                 throw StoreError.unavailable(path: path, reason: "its folder \(folder) does not exist")
             }
+            // A new store is its owner's alone (SQLite gives its log files the same mode): it
+            // holds a family's data. Another process making it at the same moment is fine.
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
         }
         let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
         self.waiter = waiter

@@ -226,16 +226,21 @@ struct ServiceTests {
         emulator.load([["recordName": "future-1", "recordType": "Note", "zoneID": ["zoneName": "Notes"],
                         "fields": ["title": ["value": "From the future", "type": "STRING_V2"]]],
                        ["recordName": "future-2", "recordType": "Note", "zoneID": ["zoneName": "Notes"],
-                        "fields": ["title": ["value": "Kept"], "mood": ["value": [] as [Any], "type": "UNKNOWN_LIST"]]]])
+                        "fields": ["title": ["value": "Kept"], "mood": ["value": [] as [Any], "type": "UNKNOWN_LIST"]]],
+                       ["recordName": "future-3", "recordType": "Note", "zoneID": ["zoneName": "Notes"],
+                        "fields": ["title": ["value": "Placed nowhere"], "mood": ["value": "sunny", "type": "MOOD_V2"]]]])
         let store = try scratch.store(Self.schema)
         let rejects = Collected()
         let result = try await CloudSync.pull(try client(), into: store, rejects: rejects)
-        #expect(result.saved == 4 && result.leftOut == 1)
+        #expect(result.saved == 5 && result.leftOut == 1, "\(result.zones)")
         let held = try store.read { try $0.record(RecordID(recordName: "empty-tags", zone: Self.notes)) }
         #expect(held?["tags"] == .list(.string, []))
         #expect(try store.read { try $0.record(RecordID(recordName: "future-1", zone: Self.notes)) }?["title"] == .string("From the future"))
+        // An empty list of a lost type, in a field the schema lacks, holds nothing: the record is kept.
+        #expect(try store.read { try $0.record(RecordID(recordName: "future-2", zone: Self.notes)) }?.fields.names == ["title"])
+        // A value of a type ckport does not know, in a field the schema lacks: left out, with why.
         let issue = try #require(rejects.issues.first)
-        #expect(issue.recordName == "future-2" && issue.field == "mood" && issue.message.contains("UNKNOWN_LIST"), "\(issue)")
+        #expect(issue.recordName == "future-3" && issue.field == "mood" && issue.message.contains("MOOD_V2"), "\(issue)")
     }
 
     // MARK: 5: queries
@@ -535,6 +540,136 @@ struct ServiceTests {
         emulator.deleteZone("Family", scope: .shared, owner: "_anna")
         let unshared = try await CloudSync.pull(try client(.shared), into: shared)
         #expect(unshared.zones.first?.gone == true && unshared.zones.first?.removed == 1)
+    }
+
+    // MARK: What a pull must never delete
+
+    @Test("a store an earlier ckport pulled (zones kept under CloudKit's owner name) goes on where it stopped: nothing is taken for gone, nothing stored twice")
+    func storeFromBefore() async throws {
+        let scratch = Scratch()
+        try await seed(try client(), count: 5)
+        // What ckport stored before it kept the default owner: the zone under the owner CloudKit
+        // names, with the records of a full read of its feed and the feed's token.
+        let legacy = ZoneID(scope: .private, zoneName: "Notes", ownerRecordName: "_user")
+        let answer = try #require(try JSONSerialization.jsonObject(with: try await client().send("records/changes", body: try body(["zoneID": ["zoneName": "Notes"]]))) as? [String: Any])
+        let store = try scratch.store(Self.schema)
+        try store.write { session in
+            for case let json as [String: Any] in answer["records"] as? [Any] ?? [] {
+                let fields = (json["fields"] as? [String: Any])?["title"] as? [String: Any]
+                _ = try session.save(Record(id: RecordID(recordName: json["recordName"] as! String, zone: legacy), recordType: "Note",
+                                            fields: ["title": .string(fields?["value"] as? String ?? "")], changeTag: json["recordChangeTag"] as? String), mode: .replace)
+            }
+            try session.saveSyncToken(answer["syncToken"] as? String, source: "iCloud.com.example.Notes/development/private", zone: legacy)
+        }
+        let result = try await CloudSync.pull(try client(), into: store)
+        #expect(result.saved == 0 && result.removed == 0 && result.zones.allSatisfy { !$0.gone && $0.refetched == nil }, "\(result.zones)")
+        let kept = try names(store, zone: legacy), stored = try names(store)
+        #expect(kept.count == 5 && stored.isEmpty)
+        try await seed(try client(), count: 1, first: 5)
+        let next = try await CloudSync.pull(try client(), into: store)
+        let legacyNames = try names(store, zone: legacy), defaultNames = try names(store)
+        #expect(next.saved == 1 && legacyNames.count == 6 && defaultNames.isEmpty)
+    }
+
+    @Test("credentials of another account: refused before anything is written, whatever that account's zones are")
+    func anotherAccount() async throws {
+        let scratch = Scratch()
+        try await seed(try client(), count: 4)
+        let store = try scratch.store(Self.schema)
+        _ = try await CloudSync.pull(try client(), into: store)
+        let before = try store.read { $0.currentToken }
+        // Somebody else's container: no zone Notes at all, and a zone of their own.
+        let theirs = CloudKitEmulator(container: Self.container)
+        let stranger = try CloudKitClient(database: try CloudKitDatabase(container: Self.container, environment: .development, scope: .private),
+                                          credentials: .webToken(apiToken: "api-1", webAuthToken: theirs.signIn(apiToken: "api-1", user: "_stranger")), transport: theirs)
+        _ = try await stranger.send("zones/modify", body: try body(["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Theirs"]]]]]))
+        do {
+            _ = try await CloudSync.pull(stranger, into: store)
+            Issue.record("another account's container was pulled into this store")
+        } catch let error as AccountMismatch {
+            #expect(error.pulledAs == "_user" && error.signedInAs == "_stranger" && error.category == .usage)
+        }
+        let after = try store.read { $0.currentToken }, held = try names(store)
+        #expect(after == before && held.count == 4)
+    }
+
+    @Test("a private zone no longer listed is not taken for gone unless zones/changes says it was deleted; a zone deleted and made again is read again and swept")
+    func deletedOrRecreated() async throws {
+        let scratch = Scratch()
+        try await seed(try client(), count: 6)
+        let store = try scratch.store(Self.schema)
+        _ = try await CloudSync.pull(try client(), into: store)
+        // The zone is deleted and made again with two new records: the old ones are gone.
+        emulator.deleteZone("Notes")
+        try await seed(try client(), count: 2, first: 100)
+        let result = try await CloudSync.pull(try client(), into: store)
+        let notes = try #require(result.zones.first { $0.zone == Self.notes })
+        #expect(notes.refetched != nil && notes.removed == 6 && notes.saved == 2 && !notes.gone, "\(notes)")
+        #expect(try names(store) == ["note-0100", "note-0101"])
+    }
+
+    @Test("records made here (no change tag) in a zone CloudKit resets or deletes are kept, and said so")
+    func localRecordsKept() async throws {
+        let scratch = Scratch()
+        try await seed(try client(), count: 5)
+        try await seed(try client(), count: 3, zone: "Trips")
+        let store = try scratch.store(Self.schema)
+        _ = try await CloudSync.pull(try client(), into: store)
+        try store.write { session in
+            _ = try session.save(Record(id: RecordID(recordName: "my-draft", zone: Self.notes), recordType: "Note", fields: ["title": .string("Mine")]), mode: .replace)
+            _ = try session.save(Record(id: RecordID(recordName: "my-trip", zone: ZoneID(scope: .private, zoneName: "Trips")), recordType: "Note"), mode: .replace)
+        }
+        emulator.expireSyncTokens(zone: "Notes", keeping: ["note-0000"])
+        emulator.deleteZone("Trips")
+        let result = try await CloudSync.pull(try client(), into: store)
+        let notes = try #require(result.zones.first { $0.zone == Self.notes })
+        let trips = try #require(result.zones.first { $0.zone.zoneName == "Trips" })
+        #expect(notes.removed == 4 && notes.keptLocal == 1 && trips.gone && trips.removed == 3 && trips.keptLocal == 1, "\(result.zones)")
+        #expect(try names(store) == ["my-draft", "note-0000"])
+        #expect(try names(store, zone: ZoneID(scope: .private, zoneName: "Trips")) == ["my-trip"])
+    }
+
+    @Test("a metaSyncToken CloudKit no longer takes does not stall the pull: the zone changes are read again from the start")
+    func staleMetaToken() async throws {
+        let scratch = Scratch()
+        try await seed(try client(), count: 3)
+        let store = try scratch.store(Self.schema)
+        _ = try await CloudSync.pull(try client(), into: store)
+        try store.write { try $0.saveSyncToken("not-a-token-of-cloudkits", source: "iCloud.com.example.Notes/development/private",
+                                                zone: ZoneID(scope: .private, zoneName: CloudSync.zoneChangesName)) }
+        try await seed(try client(), count: 1, first: 3)
+        let result = try await CloudSync.pull(try client(), into: store)
+        #expect(result.saved == 1 && result.notes.contains { $0.contains("read again from the start") }, "\(result.notes)")
+        let kept = try store.read { try $0.syncStates(source: "iCloud.com.example.Notes/development/private") }.first { $0.zone.zoneName == CloudSync.zoneChangesName }
+        #expect(kept?.token != "not-a-token-of-cloudkits")
+    }
+
+    @Test("a push goes on past a record CloudKit refuses a whole request for (the request is halved until it stands alone); more than 200 asset uploads go in several requests")
+    func pushSplits() async throws {
+        let scratch = Scratch()
+        let records = (0..<40).map { n in
+            Record(id: RecordID(recordName: "note-\(n)", zone: Self.notes), recordType: "Note", fields: ["title": .string("Note \(n)")])
+        }
+        let source = try scratch.store("source.sqlite", schema: Self.schema, records: records)
+        emulator.inject(.refuseRequestsHolding(recordName: "note-17"))
+        let rejected = Rejections()
+        let result = try await CloudSync.push(try client(), from: source, request: PushRequest()) { rejected.all.append($0) }
+        #expect(result.total.saved == 39 && rejected.all.map(\.operation.recordName) == ["note-17"] && rejected.codes == ["BAD_REQUEST"], "\(result.total)")
+        // 90 records with three photos each: 270 upload tokens.
+        let folder = scratch.path("files")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for n in 0..<3 { try Data("photo \(n)".utf8).write(to: URL(fileURLWithPath: folder + "/p\(n).jpg")) }
+        let albums = (0..<90).map { n in
+            Record(id: RecordID(recordName: "album-\(n)", zone: Self.notes), recordType: "Note",
+                   fields: ["photos": .list(.asset, (0..<3).map { .asset(Asset(fileChecksum: "c", size: -1, localPath: "p\($0).jpg")) })])
+        }
+        let withPhotos = try scratch.store(Self.schema, name: "photos.sqlite")
+        var options = ImportOptions()
+        options.assetDirectory = folder
+        _ = try withPhotos.importRecords([ArrayRecordSource(albums)], schema: nil, options: options, hooks: ImportHooks())
+        let before = emulator.log.filter { $0 == "assets/upload" }.count
+        let uploaded = try await CloudSync.push(try client(), from: withPhotos, request: PushRequest()) { Issue.record("\($0.reason)") }
+        #expect(uploaded.total.saved == 90 && emulator.log.filter { $0 == "assets/upload" }.count - before == 2)
     }
 
     // MARK: 11: the rest

@@ -234,4 +234,45 @@ struct ArchiveTests {
         let allowed = try decompressAll(GzipReader(name: "zeros.gz", bytes: bomb, limits: DecompressionLimits(maxRatio: 10_000)))
         #expect(allowed.count == zeros.count)
     }
+
+    @Test("random padding does not buy room for a bomb: each stretch of output is held to the ratio, not only the whole")
+    func paddedBomb() throws {
+        // 16 MB of incompressible bytes, then 256 MB of zeros: 272 MB from ~16.3 MB, 17× overall.
+        var state: UInt64 = 7
+        let padding = (0..<(16 << 20)).map { _ -> UInt8 in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let stream = GzipCompressor.member(padding, level: 1) + GzipCompressor.member([UInt8](repeating: 0, count: 256 << 20), level: 9)
+        #expect(Int64(256 + 16) * (1 << 20) / Int64(stream.count) < DecompressionLimits().maxRatio)
+        let reader = GzipReader(name: "padded.gz", bytes: stream)
+        var produced: Int64 = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        let message = errorText {
+            while true {
+                let n = try chunk.withUnsafeMutableBytes { try reader.read(into: $0) }
+                if n == 0 { break }
+                produced += Int64(n)
+            }
+        }
+        #expect(message?.contains("possible decompression bomb") == true && message?.contains("expand from") == true, "\(message ?? "accepted")")
+        // Refused within the first stretch of zeros, long before the 256 MB.
+        #expect(produced < 40 << 20, "\(produced)")
+    }
+
+    @Test("a pax global header claiming gigabytes is refused from its header, before anything is read or set aside for it")
+    func paxGlobalHeader() throws {
+        // 512 bytes of header, no content: the claim alone.
+        let claim = Tar.block(name: "pax_global_header", prefix: "", size: 4 << 30, modified: 0, mode: 0o644, type: UInt8(ascii: "g"))
+        let stream = GzipCompressor.member(claim)
+        #expect(stream.count < 200)
+        let message = errorText { _ = try readAll(stream) }
+        #expect(message?.contains("pax global header of 4294967296 bytes") == true && message?.contains("larger than") == true, "\(message ?? "accepted")")
+        // A small global header (as GNU tar writes) is still read past.
+        let record = Array("20 comment=hello\n".utf8)
+        let small = Tar.block(name: "pax_global_header", prefix: "", size: Int64(record.count), modified: 0, mode: 0o644, type: UInt8(ascii: "g"))
+            + record + Tar.padding(Int64(record.count))
+        let members = try readAll(GzipCompressor.member(small + Tar.header(path: "a.txt", size: 2, modified: 0) + Array("hi".utf8) + Tar.padding(2) + Tar.end))
+        #expect(members.map(\.0) == ["a.txt"])
+    }
 }

@@ -53,6 +53,8 @@ struct ErrorModelTests {
         (CloudKitServerError(serverErrorCode: "AUTHENTICATION_REQUIRED", reason: "request needs authorization",
                              redirectURL: "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x", status: 421), .authentication),
         (TokenFileError(path: "web.txt", reason: "cannot create a file beside it: Permission denied"), .environment),
+        (PrivateFileError(path: "/tmp", reason: "cannot make a private folder there (Permission denied); set TMPDIR to a folder you can write to"), .environment),
+        (AccountMismatch(store: "family.sqlite", source: "iCloud.com.example.App/production/private", pulledAs: "_aca0", signedInAs: "_b1b2"), .usage),
         (PullRequestError(description: "CloudKit gives 1 to 200 records per answer; 500 records per page cannot be asked for"), .usage),
         (CloudKitUnavailable(operation: "records/changes", attempts: 6, lastProblem: "connection reset"), .environment),
         (CloudPushStopped(partial: PushResult(destination: "iCloud.com.example.Notes/development/private"),

@@ -48,7 +48,7 @@ extension Backups {
                              progress: ProgressHandler? = nil) throws -> BackupResult {
         var base: ChangeToken?
         if let since = options.since {
-            let previous = try BundleReader(path: since, passphrase: options.passphrase)
+            let previous = try BundleReader(path: since, passphrase: options.passphrase, allowUnencrypted: !options.encrypt)
             base = try ChangeToken(parsing: previous.manifest.token)
         }
         if options.encrypt && options.passphrase == nil { throw OperationError.noPassphrase }
@@ -73,10 +73,14 @@ public struct BundleReadOptions {
     public var limits: DecompressionLimits
     /// The passphrase of an encrypted bundle.
     public var passphrase: String?
+    /// With a passphrase, take a bundle that is not encrypted too (else it is refused: it may
+    /// have been put in the encrypted one's place).
+    public var allowUnencrypted: Bool
 
-    public init(limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil) {
+    public init(limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil, allowUnencrypted: Bool = false) {
         self.limits = limits
         self.passphrase = passphrase
+        self.allowUnencrypted = allowUnencrypted
     }
 }
 
@@ -99,13 +103,15 @@ public struct BundleCheck {
     public var outsideReferenceExamples: [Reference]
     /// Assets the records name (by SHA-256) that the bundle does not carry, sorted.
     public var absentAssets: [String]
+    /// Whether the bundle is encrypted.
+    public var encrypted: Bool
 }
 
 extension Backups {
     /// Opens a bundle: its manifest, schema and migration history, which come first, are read
     /// at once; its records as the reader is read (once).
     public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions()) throws -> BundleReader {
-        try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase)
+        try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase, allowUnencrypted: options.allowUnencrypted)
     }
 
     /// Checks a bundle completely without restoring it: gzip and tar structure, every member's
@@ -115,7 +121,7 @@ extension Backups {
     public static func verify(_ path: String, options: BundleReadOptions = BundleReadOptions(),
                               progress: ProgressHandler? = nil) throws -> BundleCheck {
         let reader = try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase,
-                                      stageAssets: false, decodeOnTwoThreads: true)
+                                      allowUnencrypted: options.allowUnencrypted, stageAssets: false, decodeOnTwoThreads: true)
         let validator = RecordValidator(schema: reader.schema)
         var assetsInBundle = Set<String>()
         var assetsNamed = Set<String>()
@@ -180,7 +186,7 @@ extension Backups {
                            assetFiles: assetsInBundle.count, assetBytes: assetBytes, recordsByType: perType,
                            outsideReferences: outside.count + forwardHashes.filter { !seen.contains($0) }.count,
                            outsideReferenceExamples: outside.prefix(3).map { BundleCheck.Reference(from: $0.from, to: $0.to) },
-                           absentAssets: assetsNamed.subtracting(assetsInBundle).sorted())
+                           absentAssets: assetsNamed.subtracting(assetsInBundle).sorted(), encrypted: reader.isEncrypted)
     }
 }
 

@@ -142,14 +142,17 @@ extension CloudPage {
         if case .number(let size)? = value["size"], Int(size) != bytes.count {
             throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "record \(record) field \(field): the asset downloaded holds \(bytes.count) bytes; the record says \(size)", status: 200)
         }
-        let file = UUID().uuidString.lowercased()
-        let path = (directory as NSString).appendingPathComponent(file)
-        guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
-            throw OutputError(path: path, message: "cannot write the asset of record \(record) field \(field)")
-        }
+        let (fd, path) = try PrivateFiles.create("asset-", in: directory)
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         stagedFiles.append(path)
+        do {
+            try handle.write(contentsOf: bytes)
+            try handle.close()
+        } catch {
+            throw OutputError(path: path, message: "cannot write the asset of record \(record) field \(field): \(error)")
+        }
         var pointed = value
-        pointed.set("localPath", .string(file))
+        pointed.set("localPath", .string((path as NSString).lastPathComponent))
         return pointed
     }
 

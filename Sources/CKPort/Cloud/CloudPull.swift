@@ -27,6 +27,9 @@ public struct ZonePullResult: Sendable, Equatable {
     /// Records deleted from the store because CloudKit no longer holds them (see `refetched`
     /// and `gone`); the store keeps their tombstones.
     public var removed = 0
+    /// Records of such a zone that never came from CloudKit (no change tag: made or imported
+    /// here), kept where they are.
+    public var keptLocal = 0
     /// The sync token the store now holds for the zone.
     public var token: String?
 }
@@ -51,6 +54,11 @@ public struct PullResult: Sendable {
     public var leftOutExamples: [InputIssue] = []
     /// Types and fields the schema gained (with `allowNewTypes`).
     public var schemaChanges: [String] = []
+    /// The account pulled as, as CloudKit names it (the private database's owner, or the
+    /// signed-in user of the shared one); nil for the public database.
+    public var account: String?
+    /// What the pull could not do and went on without (read `zones/changes`, say).
+    public var notes: [String] = []
     public var saved: Int { zones.reduce(0) { $0 + $1.saved } }
     public var deleted: Int { zones.reduce(0) { $0 + $1.deleted } }
     public var leftOut: Int { zones.reduce(0) { $0 + $1.leftOut } }
@@ -122,36 +130,24 @@ extension CloudSync {
             throw PullRequestError(description: "CloudKit gives 1 to \(maxResultsLimit) records per answer; \(resultsLimit) records per page cannot be asked for")
         }
         let staging: String? = assets ? try makeStagingDirectory() : nil
-        defer { if let staging { try? FileManager.default.removeItem(atPath: staging) } }
+        defer { if let staging { PrivateFiles.removeFolder(staging) } }
         let database = client.database
         let source = source(database)
-        let zoneIDs = try await zones(client).sorted()
         let states = try store.readSession { try $0.syncStates(source: source) }
+        let plan = try await planZones(client, store: store, states: states, source: source)
+        let zoneIDs = plan.zones
         let schema = store.schema
         let feeds = { (zone: ZoneID) in database.scope != .public && zone.zoneName != ZoneID.defaultZoneName }
         var result = PullResult(source: source, zones: [])
+        result.account = plan.account
+        result.notes = plan.notes
         var results: [ZoneID: ZonePullResult] = [:]
-
-        // Zones that are gone: pulled before, and now deleted (zones/changes says so) or no
-        // longer listed (a zone somebody stopped sharing).
-        let listed = Set(zoneIDs)
-        var gone = Set(states.filter(isZoneState).map(\.zone).filter { !listed.contains($0) })
-        let metaZone = ZoneID(scope: DatabaseScope(rawValue: database.scope.rawValue)!, zoneName: zoneChangesName)
-        var metaToken: String?
-        if database.scope == .private {
-            let pulledBefore = Set(states.map(\.zone))
-            let (changes, token) = try await zoneChanges(client, since: states.first { $0.zone == metaZone }?.token)
-            metaToken = token
-            for change in changes where (change.deleted || change.purged) && pulledBefore.contains(change.zone) && !listed.contains(change.zone) {
-                gone.insert(change.zone)
-            }
-        }
-        if !gone.isEmpty || metaToken != nil {
+        if !plan.gone.isEmpty || plan.metaToken != nil {
             nonisolated(unsafe) let writing: any RecordStoring = store
-            let gone = gone.sorted(), metaToken = metaToken
-            let removed = try await onWriter { () throws -> [ZoneID: Int] in
+            let gone = plan.gone, metaToken = plan.metaToken, metaZone = plan.metaZone
+            let removed = try await onWriter { () throws -> [ZoneID: (removed: Int, kept: Int)] in
                 try writing.writeSession { session in
-                    var removed: [ZoneID: Int] = [:]
+                    var removed: [ZoneID: (removed: Int, kept: Int)] = [:]
                     for zone in gone {
                         removed[zone] = try removeZone(zone, session: session)
                         try session.saveSyncToken(nil, source: source, zone: zone)
@@ -163,7 +159,8 @@ extension CloudSync {
             for zone in gone {
                 var entry = ZonePullResult(zone: zone, incremental: true)
                 entry.gone = true
-                entry.removed = removed[zone] ?? 0
+                entry.removed = removed[zone]?.removed ?? 0
+                entry.keptLocal = removed[zone]?.kept ?? 0
                 results[zone] = entry
             }
         }
@@ -173,7 +170,8 @@ extension CloudSync {
         for zone in zoneIDs {
             results[zone] = ZonePullResult(zone: zone, incremental: feeds(zone))
             if feeds(zone) {
-                units.append(PullUnit(zone: zone, recordType: nil, startToken: states.first { $0.zone == zone }?.token))
+                let token = plan.refetch.contains(zone) ? refetchMarker : states.first { $0.zone == zone }?.token
+                units.append(PullUnit(zone: zone, recordType: nil, startToken: token))
                 continue
             }
             for type in schema.recordTypes.sorted(by: { $0.name < $1.name }) {
@@ -251,6 +249,7 @@ extension CloudSync {
                         results[zone]!.deleted += count.deleted
                         results[zone]!.leftOut += count.leftOut
                         results[zone]!.removed += count.removed
+                        results[zone]!.keptLocal += count.kept
                         total += count.saved + count.deleted
                         switch entry.page.kind {
                         case .zoneGone:
@@ -290,9 +289,15 @@ extension CloudSync {
             failure = failure ?? error
         }
         _ = await fetching.result
-        if let failure { throw failure }
         result.notPulled += await refused.all
         result.zones = results.keys.sorted().map { results[$0]! }
+        if let failure {
+            // What the pages saved before the failure left out stays told (cloud status).
+            var report = PullReport(result)
+            report.failure = (failure as? CKPortError)?.description ?? "\(failure)"
+            try? keep(report, in: store, source: source)
+            throw failure
+        }
         try keep(PullReport(result), in: store, source: source)
         return result
     }
@@ -379,7 +384,7 @@ extension CloudSync {
 
     /// What saving pages did to each.
     struct SavedPages {
-        var counts: [(saved: Int, deleted: Int, leftOut: Int, removed: Int)]
+        var counts: [(saved: Int, deleted: Int, leftOut: Int, removed: Int, kept: Int)]
         var summary: ImportSummary
     }
 
@@ -403,8 +408,13 @@ extension CloudSync {
             if begins { try refetches.begin(entry.unit.zone) }
             try refetches.note(entry.page.records.compactMap(\.name), in: entry.unit.zone)
         }
-        var counts = batch.map { _ in (saved: 0, deleted: 0, leftOut: 0, removed: 0) }
-        let hooks = ImportHooks(rejects: rejects, finishing: { session in
+        var counts = batch.map { _ in (saved: 0, deleted: 0, leftOut: 0, removed: 0, kept: 0) }
+        // What is left out reaches `rejects` (and is synced) only once the transaction is about
+        // to commit: a batch that fails and is saved again page by page hands nothing twice,
+        // and a page whose token moved on has its left-out records kept first.
+        let held = HeldRejects()
+        let hooks = ImportHooks(rejects: held, finishing: { session in
+            try held.pass(to: rejects)
             let ordered = deletions.sorted { ($0.value, $0.key.recordName) < ($1.value, $1.key.recordName) }.map(\.key)
             let present = try ordered.filter { try session.record($0) != nil }
             // A record deleted because it pointed at one (DELETE_SELF) counts with that one's page.
@@ -418,13 +428,17 @@ extension CloudSync {
                 let zone = entry.unit.zone
                 switch entry.page.kind {
                 case .zoneGone:
-                    counts[index].removed += try removeZone(zone, session: session)
+                    let (removed, kept) = try removeZone(zone, session: session)
+                    counts[index].removed += removed
+                    counts[index].kept += kept
                     try session.saveSyncToken(nil, source: source, zone: zone)
                 case .refetch where entry.page.moreComing:
                     // Until the last page, a later pull starts this fetch over.
                     try session.saveSyncToken(refetchMarker, source: source, zone: zone)
                 case .refetch:
-                    counts[index].removed += try refetches.sweep(zone, session: session)
+                    let (removed, kept) = try refetches.sweep(zone, session: session)
+                    counts[index].removed += removed
+                    counts[index].kept += kept
                     try session.saveSyncToken(entry.page.syncToken, source: source, zone: zone)
                 case .fetched where entry.unit.recordType == nil:
                     try session.saveSyncToken(entry.page.syncToken, source: source, zone: zone)
@@ -446,14 +460,128 @@ extension CloudSync {
         return SavedPages(counts: counts, summary: summary)
     }
 
-    /// Deletes the store's records of `zone` (the store keeps their tombstones); returns how
-    /// many went.
-    static func removeZone(_ zone: ZoneID, session: any RecordSession) throws -> Int {
+    /// Deletes the store's records of `zone` that came from CloudKit (the store keeps their
+    /// tombstones); records with no change tag were made or imported here and are kept.
+    /// Returns how many went and how many were kept.
+    static func removeZone(_ zone: ZoneID, session: any RecordSession, keeping held: NameSet? = nil) throws -> (removed: Int, kept: Int) {
         var ids: [RecordID] = []
+        var kept = 0
         try session.forEach(RecordQuery(scope: zone.scope, zoneName: zone.zoneName)) { record in
-            if record.zone == zone { ids.append(record.id) }
+            guard record.zone == zone else { return }
+            if let held, try held.contains(record.recordName) { return }
+            if record.changeTag == nil { kept += 1 } else { ids.append(record.id) }
         }
-        return try session.delete(ids).count
+        return (try session.delete(ids).count, kept)
+    }
+}
+
+/// What a pull sets out to do, from `zones/list` and `zones/changes`, before it fetches records.
+struct ZonePlan {
+    /// The zones to read, as the store names them.
+    var zones: [ZoneID]
+    /// Zones pulled before that CloudKit no longer has.
+    var gone: [ZoneID]
+    /// Zones pulled before that were deleted and made again: read again from the start.
+    var refetch: Set<ZoneID>
+    var metaZone: ZoneID
+    var metaToken: String?
+    var account: String?
+    var notes: [String]
+}
+
+/// The store holds another account's data.
+public struct AccountMismatch: CKPortError, Sendable {
+    public var category: ErrorCategory { .usage }
+    public var store: String
+    public var source: String
+    public var pulledAs: String
+    public var signedInAs: String
+
+    public var description: String {
+        "\(store) holds \(source) as pulled by account \(pulledAs); these credentials sign in as \(signedInAs). Nothing was written: pull this account into a store of its own, or sign in as \(pulledAs)"
+    }
+}
+
+extension CloudSync {
+    /// Lists the zones and decides what becomes of each.
+    ///
+    /// - Zones of the private and public databases are told apart by name: the store names
+    ///   them with the default owner, or with the owner CloudKit gave if an earlier pull stored
+    ///   them so (ckport did until it kept the default owner), so that such a store goes on
+    ///   where it stopped. Shared zones are their owners'.
+    /// - The account the credentials sign in as must be the one the store was pulled as:
+    ///   another account's zones are not ours to delete, or to mix in.
+    /// - A private zone is gone only when `zones/changes` says it was deleted; a shared zone
+    ///   when it is no longer listed (nobody shares it any more). A zone deleted and made again
+    ///   is read again from the start.
+    static func planZones(_ client: CloudKitClient, store: some RecordStoring, states: [SyncState], source: String) async throws -> ZonePlan {
+        let scope = client.database.scope
+        let storeScope = DatabaseScope(rawValue: scope.rawValue)!
+        let listing = try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
+        let entries = (listing["zones"] as? [[String: Any]] ?? []).compactMap { $0["zoneID"] as? [String: Any] }
+        var account: String?
+        switch scope {
+        case .private: account = entries.lazy.compactMap { $0["ownerRecordName"] as? String }.first
+        case .shared:
+            let answer = try JSONSerialization.jsonObject(with: try await client.send("users/current")) as? [String: Any]
+            account = answer?["userRecordName"] as? String
+        case .public: account = nil
+        }
+        // The account the store was pulled as: the last report's, else (a store an earlier ckport
+        // pulled) the owner its private zones were kept under.
+        let zoneStates = states.filter(isZoneState)
+        var pulledAs = try lastPull(in: store, source: source)?.account
+        if pulledAs == nil && scope == .private {
+            pulledAs = zoneStates.map(\.zone.ownerRecordName).first { $0 != ZoneID.defaultOwnerName }
+        }
+        if let account, let pulledAs, account != pulledAs {
+            throw AccountMismatch(store: store.location, source: source, pulledAs: pulledAs, signedInAs: account)
+        }
+        let stored = Set(try store.readSession { $0.zones }.filter { $0.scope == storeScope })
+        func resolve(_ json: [String: Any]) -> ZoneID? {
+            guard let normal = zoneID(json, in: scope) else { return nil }
+            guard scope != .shared, let given = json["ownerRecordName"] as? String else { return normal }
+            let legacy = ZoneID(scope: storeScope, zoneName: normal.zoneName, ownerRecordName: given)
+            return stored.contains(legacy) || zoneStates.contains { $0.zone == legacy } ? legacy : normal
+        }
+        let zones = entries.compactMap(resolve).sorted()
+        let listedNames = Set(zones.map(\.zoneName))
+        var plan = ZonePlan(zones: zones, gone: [], refetch: [], metaZone: ZoneID(scope: storeScope, zoneName: zoneChangesName),
+                            metaToken: nil, account: account, notes: [])
+        switch scope {
+        case .shared:
+            let listed = Set(zones)
+            plan.gone = zoneStates.map(\.zone).filter { !listed.contains($0) }.sorted()
+        case .private:
+            let pulledBefore = Dictionary(zoneStates.map { ($0.zone.zoneName, $0.zone) }, uniquingKeysWith: { first, _ in first })
+            let since = states.first { $0.zone == plan.metaZone }?.token
+            var changes: [ZoneChange] = []
+            do {
+                (changes, plan.metaToken) = try await zoneChanges(client, since: since)
+            } catch let error as CloudKitServerError where since != nil && !error.isRetryable && error.category != .authentication {
+                // A token CloudKit no longer takes: ask again from the start.
+                do {
+                    (changes, plan.metaToken) = try await zoneChanges(client, since: nil)
+                    plan.notes.append("the zone changes were read again from the start (CloudKit answered \(error.serverErrorCode) to the token kept)")
+                } catch let again as CloudKitServerError where !again.isRetryable && again.category != .authentication {
+                    plan.notes.append("deleted zones were not looked for: CloudKit answered \(again.serverErrorCode) to zones/changes")
+                }
+            } catch let error as CloudKitServerError where !error.isRetryable && error.category != .authentication {
+                plan.notes.append("deleted zones were not looked for: CloudKit answered \(error.serverErrorCode) to zones/changes")
+            }
+            for change in changes where change.deleted || change.purged {
+                guard let before = pulledBefore[change.zone.zoneName] else { continue }
+                if listedNames.contains(change.zone.zoneName) {
+                    plan.refetch.insert(before)
+                } else {
+                    plan.gone.append(before)
+                }
+            }
+            plan.gone = Array(Set(plan.gone)).sorted()
+        case .public:
+            break
+        }
+        return plan
     }
 }
 
@@ -469,18 +597,30 @@ final class Refetches: @unchecked Sendable {
         try names[zone]!.insert(recordNames)
     }
 
-    /// Deletes the records of `zone` CloudKit no longer holds; returns how many went.
-    func sweep(_ zone: ZoneID, session: any RecordSession) throws -> Int {
-        guard let held = names[zone] else { return 0 }
-        var ids: [RecordID] = []
-        try session.forEach(RecordQuery(scope: zone.scope, zoneName: zone.zoneName)) { record in
-            if record.zone == zone, try !held.contains(record.recordName) { ids.append(record.id) }
-        }
-        return try session.delete(ids).count
+    /// Deletes the records of `zone` CloudKit no longer holds (those that came from it: see
+    /// ``CloudSync/removeZone(_:session:keeping:)``); returns how many went, and were kept.
+    func sweep(_ zone: ZoneID, session: any RecordSession) throws -> (removed: Int, kept: Int) {
+        guard let held = names[zone] else { return (0, 0) }
+        return try CloudSync.removeZone(zone, session: session, keeping: held)
     }
 
     func finished(_ zones: [ZoneID]) {
         for zone in zones { names[zone] = nil }
+    }
+}
+
+/// Rejected records held until their transaction is about to commit.
+final class HeldRejects: RejectSink {
+    private var held: [(InputIssue, [UInt8]?)] = []
+
+    func reject(_ issue: InputIssue, raw: [UInt8]?) throws { held.append((issue, raw)) }
+
+    /// Hands the records over, and has them made durable.
+    func pass(to sink: RejectSink?) throws {
+        guard let sink else { return }
+        for (issue, raw) in held { try sink.reject(issue, raw: raw) }
+        held = []
+        try sink.sync()
     }
 }
 
@@ -556,11 +696,10 @@ struct PullUnit: Sendable {
     var startToken: String?
 }
 
-/// A folder of its own for the asset files a pull downloads before it stores them.
+/// A folder of its own, in this process's private folder, for the asset files a pull downloads
+/// before it stores them.
 func makeStagingDirectory() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-pull-assets-\(getpid())-\(UUID().uuidString.prefix(8))").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    return path
+    try PrivateFiles.makeFolder("pull-assets-")
 }
 
 /// Pages on their way or waiting to be saved, at most `limit`; once closed, no more are asked
@@ -620,6 +759,10 @@ public struct PullReport: Codable, Sendable, Equatable {
     public var gone: [String]
     /// Records deleted because CloudKit no longer holds them.
     public var removed: Int
+    /// The account pulled as (the private database's owner), when known.
+    public var account: String?
+    /// Why the pull stopped, when it did not end.
+    public var failure: String?
 
     public init(_ result: PullResult, at: Date = Date()) {
         self.at = Int64(at.timeIntervalSince1970 * 1000)
@@ -630,6 +773,7 @@ public struct PullReport: Codable, Sendable, Equatable {
         refetched = result.zones.filter { $0.refetched != nil }.map(\.zone.zoneName)
         gone = result.zones.filter(\.gone).map(\.zone.zoneName)
         removed = result.removed
+        account = result.account
     }
 }
 

@@ -40,7 +40,7 @@ public struct PushRequest: Sendable {
     public var byteBudget: Int
 
     public init(query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, mode: PushMode = .create, force: Bool = false,
-                byteBudget: Int = 2 << 20) {
+                byteBudget: Int = ModifyBatcher.defaultByteBudget) {
         self.query = query
         self.since = since
         self.mode = mode
@@ -236,17 +236,10 @@ extension CloudSync {
                 var round = 0
                 while !pending.isEmpty {
                     round += 1
-                    var attempt = batch
-                    attempt.operations = pending
-                    let answer = try await client.send("records/modify", body: Data(attempt.requestBody()))
-                    result.requests += 1
-                    let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any] ?? [:]
-                    let outcomes = object["records"] as? [[String: Any]] ?? []
+                    let answered = try await modify(pending, in: batch, client: client) { result.requests += 1 }
                     var again: [PushOperation] = []
                     var wait = 0.0
-                    for (index, operation) in pending.enumerated() {
-                        let outcome = outcomes.indices.contains(index) && outcomes[index]["recordName"] as? String == operation.recordName
-                            ? outcomes[index] : outcomes.first { $0["recordName"] as? String == operation.recordName }
+                    for (operation, outcome) in answered {
                         if let outcome, let code = outcome["serverErrorCode"] as? String {
                             let reason = outcome["reason"] as? String ?? ""
                             let after = (outcome["retryAfter"] as? NSNumber)?.doubleValue
@@ -284,6 +277,37 @@ extension CloudSync {
         }
     }
 
+    /// Sends operations in one `records/modify` request and pairs each with its outcome (nil
+    /// when the answer does not mention it). A request CloudKit refuses whole for what one of
+    /// them holds (400 BAD_REQUEST) is sent again in halves, until the refused operations stand
+    /// alone and get that answer as their own outcome: one bad record does not stop a push.
+    private static func modify(_ operations: [PushOperation], in batch: OperationBatch, client: CloudKitClient,
+                               sent: () -> Void) async throws -> [(PushOperation, [String: Any]?)] {
+        var request = batch
+        request.operations = operations
+        let answer: Data
+        do {
+            answer = try await client.send("records/modify", body: Data(request.requestBody()))
+            sent()
+        } catch let error as CloudKitServerError where error.code == .badRequest && error.status == 400 {
+            sent()
+            guard operations.count > 1 else {
+                return [(operations[0], ["recordName": operations[0].recordName, "serverErrorCode": "BAD_REQUEST",
+                                         "reason": error.reason ?? "CloudKit refused the request that held it"])]
+            }
+            let half = operations.count / 2
+            return try await modify(Array(operations[..<half]), in: batch, client: client, sent: sent)
+                + modify(Array(operations[half...]), in: batch, client: client, sent: sent)
+        }
+        let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any] ?? [:]
+        let outcomes = object["records"] as? [[String: Any]] ?? []
+        return operations.enumerated().map { index, operation in
+            let outcome = outcomes.indices.contains(index) && outcomes[index]["recordName"] as? String == operation.recordName
+                ? outcomes[index] : outcomes.first { $0["recordName"] as? String == operation.recordName }
+            return (operation, outcome)
+        }
+    }
+
     /// Uploads the assets a batch's records hold in the store (`assets/upload` for the URLs,
     /// a token per asset — an ASSETID_LIST's elements each have one, under the list's field —
     /// then each file's bytes), and puts CloudKit's receipts in their operations.
@@ -293,9 +317,14 @@ extension CloudSync {
         let tokens: [[String: Any]] = wanted.map { index, upload in
             ["recordName": batch.operations[index].recordName, "recordType": batch.operations[index].recordType, "fieldName": upload.field]
         }
-        let request = try JSONSerialization.data(withJSONObject: ["zoneID": zoneJSON(batch.zone), "tokens": tokens], options: [.sortedKeys])
-        let answer = try JSONSerialization.jsonObject(with: try await client.send("assets/upload", body: request)) as? [String: Any]
-        var places = answer?["tokens"] as? [[String: Any]] ?? []
+        // At most 200 tokens a request ("Data Size Limits").
+        var places: [[String: Any]] = []
+        for start in stride(from: 0, to: tokens.count, by: 200) {
+            let request = try JSONSerialization.data(withJSONObject: ["zoneID": zoneJSON(batch.zone), "tokens": Array(tokens[start..<min(start + 200, tokens.count)])],
+                                                     options: [.sortedKeys])
+            let answer = try JSONSerialization.jsonObject(with: try await client.send("assets/upload", body: request)) as? [String: Any]
+            places += answer?["tokens"] as? [[String: Any]] ?? []
+        }
         for (index, upload) in wanted {
             let name = batch.operations[index].recordName
             let what = "record \(name) field \(upload.field)\(upload.element.map { "[\($0)]" } ?? "")"
@@ -311,8 +340,8 @@ extension CloudSync {
                 throw CloudKitServerError(serverErrorCode: "NOT_SENT", reason: "\(what): the store no longer holds asset \(upload.sha256)", status: 0)
             }
             let uploaded = try JSONSerialization.jsonObject(with: try await client.upload(bytes, to: url)) as? [String: Any]
-            guard let file = uploaded?["singleFile"] as? [String: Any], let checksum = file["fileChecksum"] as? String else {
-                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "the upload of \(what) was not answered with a singleFile", status: 200)
+            guard let file = uploaded?["singleFile"] as? [String: Any], let checksum = file["fileChecksum"] as? String, file["receipt"] is String else {
+                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "the upload of \(what) was not answered with a singleFile and its receipt", status: 200)
             }
             let asset = Asset(fileChecksum: checksum, size: (file["size"] as? Int).map(Int64.init) ?? Int64(bytes.count),
                               referenceChecksum: file["referenceChecksum"] as? String, wrappingKey: file["wrappingKey"] as? String,

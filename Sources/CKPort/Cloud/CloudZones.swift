@@ -19,10 +19,16 @@ extension CloudSync {
     /// (`CKCurrentUserDefaultName`). Zones of the shared database belong to the people who
     /// shared them, and keep their owners' names.
     public static func zones(_ client: CloudKitClient) async throws -> [ZoneID] {
+        try await zonesAndAccount(client).zones
+    }
+
+    /// The zones (sorted), and in the private database the account they belong to, as CloudKit
+    /// names their owner.
+    static func zonesAndAccount(_ client: CloudKitClient) async throws -> (zones: [ZoneID], account: String?) {
         let listing = try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
-        return (listing["zones"] as? [[String: Any]] ?? []).compactMap { entry in
-            (entry["zoneID"] as? [String: Any]).flatMap { zoneID($0, in: client.database.scope) }
-        }
+        let entries = (listing["zones"] as? [[String: Any]] ?? []).compactMap { $0["zoneID"] as? [String: Any] }
+        let account = client.database.scope == .private ? entries.lazy.compactMap { $0["ownerRecordName"] as? String }.first : nil
+        return (entries.compactMap { zoneID($0, in: client.database.scope) }.sorted(), account)
     }
 
     /// A zone from CloudKit's `zoneID` dictionary, as the store names it (see ``zones(_:)``).

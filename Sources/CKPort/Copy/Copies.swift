@@ -116,22 +116,12 @@ final class StoreRecordSource: RecordSource, @unchecked Sendable {
         return hashes
     }
 
-    /// An asset's bytes in a temporary file, or nil when the store does not hold them.
+    /// An asset's bytes set aside (sealed, in a file no name reaches), or nil when the store
+    /// does not hold them.
     static func stage(_ sha256: String, from session: any RecordSession, origin: String) throws -> StagedAsset? {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-copy-\(UUID().uuidString)").path
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
-            throw AssetError("cannot write a temporary file for asset \(sha256) at \(path)")
-        }
-        defer { try? handle.close() }
-        var size: Int64 = 0
-        let found = try session.readAsset(sha256) { bytes in
-            handle.write(Data(bytes))
-            size += Int64(bytes.count)
-        }
-        guard found else {
-            try? FileManager.default.removeItem(atPath: path)
-            return nil
-        }
-        return StagedAsset(sha256: sha256, size: size, path: path, origin: "\(origin) asset \(sha256)")
+        let staged = try SealedBytes()
+        let found = try session.readAsset(sha256) { bytes in try staged.append(bytes) }
+        guard found else { return nil }
+        return StagedAsset(sha256: sha256, size: staged.count, bytes: staged, origin: "\(origin) asset \(sha256)")
     }
 }

@@ -49,10 +49,9 @@ public final class BundleReader: RecordSource {
     private var current: OpenMember?
     private var done = false
     private let stageAssets: Bool
-    /// Every temporary file staged, removed when the reader goes away in case a consumer
-    /// stopped before storing them.
-    private var stagedPaths: [String] = []
     public private(set) var recordsRead = 0
+    /// Whether the bundle is encrypted (and was opened with its passphrase).
+    public let isEncrypted: Bool
 
     final class Box<T> {
         var value: T
@@ -63,18 +62,26 @@ public final class BundleReader: RecordSource {
     private let sideThread: SideThread<[SourceItem]>?
 
     /// An encrypted bundle needs its passphrase. Without `stageAssets`, asset members are
-    /// checked but not kept (`StagedAsset.path` is nil), as verify wants. `decodeOnTwoThreads`
+    /// checked but not kept (`StagedAsset.bytes` is nil), as verify wants. `decodeOnTwoThreads`
     /// suits a consumer that does little with each record: for one that works hard (a restore
     /// writing to SQLite) the second thread only takes time from it.
+    ///
+    /// With a passphrase, a bundle that is not encrypted is refused unless `allowUnencrypted`:
+    /// whoever can write to the folder of an encrypted backup could otherwise put a plain bundle
+    /// of their own making in its place (a plain bundle's checksums are nobody's secret), and it
+    /// would be read without a word.
     public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil,
-                stageAssets: Bool = true, decodeOnTwoThreads: Bool = false) throws {
+                allowUnencrypted: Bool = false, stageAssets: Bool = true, decodeOnTwoThreads: Bool = false) throws {
         self.path = path
         self.stageAssets = stageAssets
         sideThread = decodeOnTwoThreads ? SideThread() : nil
-        if stageAssets { OutputFile.removeStale(in: FileManager.default.temporaryDirectory.path) }
         totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        isEncrypted = BundleEncryption.isEncrypted(path: path)
+        if passphrase != nil && !isEncrypted && !allowUnencrypted {
+            throw BundleError(file: path, member: nil, message: "the bundle is not encrypted, though a passphrase was given: it may not be the backup that was encrypted with it (a plain bundle can be made by anyone); \(Wording.allowUnencrypted.text)")
+        }
         let gzip: GzipReader
-        if BundleEncryption.isEncrypted(path: path) {
+        if isEncrypted {
             guard let passphrase else {
                 throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase\(Wording.passphraseSource.text)")
             }
@@ -136,10 +143,6 @@ public final class BundleReader: RecordSource {
                 throw fail(BundleWriter.migrationsPath, "cannot be read: \(error)")
             }
         }
-    }
-
-    deinit {
-        for path in stagedPaths { try? FileManager.default.removeItem(atPath: path) }
     }
 
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
@@ -212,39 +215,24 @@ public final class BundleReader: RecordSource {
         guard member.path == BundleWriter.assetPath(member.sha256) else {
             throw fail(member.path, "an asset member must be named after its SHA-256 (\(BundleWriter.assetPath(member.sha256)))")
         }
-        var stagedPath: String?
-        var handle: FileHandle?
-        if stageAssets {
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-asset-\(getpid())-\(UUID().uuidString)").path
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-                  let opened = FileHandle(forWritingAtPath: path) else {
-                throw OutputError(path: path, message: "cannot create a temporary file for an asset (set TMPDIR to a writable folder)")
+        // Kept sealed, in a file no name reaches: an encrypted bundle's assets never reach the
+        // disk in the clear, and nothing stays behind if the process is killed.
+        let staged: SealedBytes? = stageAssets ? try SealedBytes() : nil
+        var hasher = SHA256()
+        var bytes: Int64 = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { try tar.readContent(into: $0) }
+            if n == 0 { break }
+            try buffer.withUnsafeBytes { raw in
+                let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+                hasher.update(bufferPointer: chunk)
+                try staged?.append(chunk)
             }
-            stagedPath = path
-            stagedPaths.append(path)
-            handle = opened
+            bytes += Int64(n)
         }
-        do {
-            defer { try? handle?.close() }
-            var hasher = SHA256()
-            var bytes: Int64 = 0
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            while true {
-                let n = try buffer.withUnsafeMutableBytes { try tar.readContent(into: $0) }
-                if n == 0 { break }
-                try buffer.withUnsafeBytes { raw in
-                    let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<n])
-                    hasher.update(bufferPointer: chunk)
-                    try handle?.write(contentsOf: chunk)
-                }
-                bytes += Int64(n)
-            }
-            try finish(member, hasher: hasher.finalize(), bytes: bytes, records: 0)
-        } catch {
-            if let stagedPath { try? FileManager.default.removeItem(atPath: stagedPath) }
-            throw error
-        }
-        return StagedAsset(sha256: member.sha256, size: member.bytes, path: stagedPath, origin: path + "/" + member.path)
+        try finish(member, hasher: hasher.finalize(), bytes: bytes, records: 0)
+        return StagedAsset(sha256: member.sha256, size: member.bytes, bytes: staged, origin: path + "/" + member.path)
     }
 
     private func finish(_ member: BundleManifest.Member, hasher: SHA256.Digest, bytes: Int64, records: Int) throws {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Records
 
 /// Where a bundle's records wait while the manifest, which names every member's size and
 /// SHA-256 and must come first, is made.
@@ -19,12 +20,11 @@ final class BundleSpool {
 
     init(directory: String, sealed: Bool) throws {
         self.directory = directory
-        let path = directory + "/.ckport-spool-\(getpid())-\(UUID().uuidString)"
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw OutputError(path: directory, message: "cannot create a temporary file in this folder: \(String(cString: strerror(errno)))")
+        do {
+            fd = try PrivateFiles.anonymous(".ckport-spool-", in: directory)
+        } catch let error as PrivateFileError {
+            throw OutputError(path: directory, message: error.reason)
         }
-        unlink(path)
         key = sealed ? SymmetricKey(size: .bits256) : nil
     }
 
@@ -74,4 +74,36 @@ final class BundleSpool {
     private static func nonce(_ index: Int) throws -> AES.GCM.Nonce {
         try AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 4) + withUnsafeBytes(of: UInt64(index).bigEndian) { Array($0) })
     }
+}
+
+/// Staged bytes (an asset on its way into a store) in a file no name reaches, in this
+/// process's private folder, sealed under a key that exists only in memory: whatever the bytes
+/// were (an encrypted bundle's asset, say), their clear text never reaches the disk, and
+/// nothing of them stays behind however the process ends.
+public final class SealedBytes: StagedBytes, @unchecked Sendable {
+    private let spool: BundleSpool
+    private let lock = NSLock()
+    public private(set) var count: Int64 = 0
+
+    public init() throws {
+        spool = try BundleSpool(directory: try PrivateFiles.folder(), sealed: true)
+    }
+
+    /// Adds bytes at the end.
+    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+        guard !bytes.isEmpty else { return }
+        try lock.withLock {
+            try spool.append(Array(bytes))
+            count += Int64(bytes.count)
+        }
+    }
+
+    public func read(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        try lock.withLock {
+            try spool.read(0..<spool.count) { chunk in try chunk.withUnsafeBytes { try body($0) } }
+        }
+    }
+
+    /// The file goes with the last reference; nothing else to do.
+    public func discard() {}
 }

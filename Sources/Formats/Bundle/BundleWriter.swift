@@ -69,7 +69,8 @@ public struct BundleWriter {
     /// to change.
     public func write(_ session: any RecordSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
                       passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
-        let output = try OutputFile(path: path)
+        // A backup holds a family's data: its owner's alone unless they say otherwise.
+        let output = try OutputFile(path: path, privateIfNew: true)
         do {
             return try write(session, query: query, since: since, to: output, passphrase: passphrase, progress: progress)
         } catch {

@@ -86,8 +86,10 @@ public final class GzipCompressor {
 public struct DecompressionLimits: Sendable {
     /// The most bytes the whole stream may expand to.
     public var maxTotalBytes: Int64
-    /// The most the stream may expand relative to its compressed size, checked once it has
-    /// produced more than `ratioGrace` bytes (small files of zeros compress extremely well).
+    /// The most the stream may expand relative to its compressed size: over the whole stream
+    /// once it has produced more than `ratioGrace` bytes (small files of zeros compress
+    /// extremely well), and over every stretch of `ratioGrace` bytes it produces, so that
+    /// incompressible padding elsewhere in the file cannot buy room for a bomb.
     public var maxRatio: Int64
     public var ratioGrace: Int64
 
@@ -218,5 +220,18 @@ public final class GzipReader {
         if decompressedBytes > limits.ratioGrace, decompressedBytes / max(compressedBytes, 1) > limits.maxRatio {
             throw fail("expands more than \(limits.maxRatio)× (\(decompressedBytes) bytes from \(compressedBytes)); refused as a possible decompression bomb")
         }
+        // The same ratio over each stretch of output: the compressed bytes inflate consumed for it.
+        let consumed = compressedBytes - Int64(stream.avail_in)
+        let stretch = decompressedBytes - window.decompressed
+        if stretch >= limits.ratioGrace {
+            let used = consumed - window.compressed
+            if stretch / max(used, 1) > limits.maxRatio {
+                throw fail("\(stretch) bytes from byte \(window.decompressed) on expand from \(used) compressed bytes, more than \(limits.maxRatio)×; refused as a possible decompression bomb")
+            }
+            window = (consumed, decompressedBytes)
+        }
     }
+
+    /// Where the current stretch of output began, compressed and decompressed.
+    private var window: (compressed: Int64, decompressed: Int64) = (0, 0)
 }

@@ -139,6 +139,9 @@ public final class TarReader {
         return buffer[start..<(start + count)]
     }
 
+    /// The largest pax header (extended or global) read: ckport writes a few hundred bytes.
+    static let maxPaxHeader: Int64 = 1 << 20
+
     /// The next member, or nil after the end-of-archive blocks. Its content must be read with
     /// `readContent` (or is skipped by the next call).
     public func next() throws -> TarEntry? {
@@ -163,13 +166,13 @@ public final class TarReader {
             let prefix = header[257..<262].elementsEqual("ustar".utf8) ? text(header[345..<500]) ?? "" : ""
             let path = paxPath ?? (prefix.isEmpty ? shortName : prefix + "/" + shortName)
             switch type {
-            case UInt8(ascii: "x"):
-                guard size <= 1 << 20 else { throw fail("a pax header of \(size) bytes at byte \(headerOffset) is too large") }
+            case UInt8(ascii: "x"), UInt8(ascii: "g"):
+                // A header's claimed size is checked before anything is read or set aside for it.
+                guard size <= TarReader.maxPaxHeader else {
+                    throw fail("a pax \(type == UInt8(ascii: "g") ? "global " : "")header of \(size) bytes at byte \(headerOffset) is larger than the \(TarReader.maxPaxHeader) a bundle's headers ever need")
+                }
                 let record = try content(size)
-                paxPath = try paxPathValue(record, at: headerOffset)
-                continue
-            case UInt8(ascii: "g"):
-                _ = try content(size)
+                if type == UInt8(ascii: "x") { paxPath = try paxPathValue(record, at: headerOffset) }
                 continue
             case UInt8(ascii: "0"), 0:
                 break

@@ -15,6 +15,7 @@ public final class OutputFile {
     private let flushSize = 1 << 20
     private var finished = false
     private let ownerOnly: Bool
+    private let privateIfNew: Bool
     /// Bytes written so far.
     public private(set) var bytesWritten: Int64 = 0
     /// Write-behind for a large file: what has been handed to the disk, and what of that has
@@ -24,10 +25,13 @@ public final class OutputFile {
     private static let writeBehindStep: Int64 = 32 << 20
 
     /// `ownerOnly`: a file for secrets (a token), readable and writable by its owner alone,
-    /// whatever mode an earlier file of that name had.
-    public init(path: String, ownerOnly: Bool = false) throws {
+    /// whatever mode an earlier file of that name had. `privateIfNew`: a new file is its
+    /// owner's alone (a backup); one that replaces a file keeps that file's mode, so a mode the
+    /// user gave on purpose stays.
+    public init(path: String, ownerOnly: Bool = false, privateIfNew: Bool = false) throws {
         self.path = path
         self.ownerOnly = ownerOnly
+        self.privateIfNew = privateIfNew
         if path == "-" {
             fd = 1
             temporaryPath = nil
@@ -44,7 +48,7 @@ public final class OutputFile {
             OutputFile.removeStale(in: directory.isEmpty ? "." : directory)
             let temporary = (directory.isEmpty ? "." : directory) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
             // Readable by the owner only until it is complete; commit() gives it its final mode.
-            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw OutputError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
             temporaryPath = temporary
         }
@@ -55,34 +59,16 @@ public final class OutputFile {
         if !finished { discard() }
     }
 
-    /// Removes the temporary files that a ckport killed while writing left in `directory`,
-    /// whatever output they were for: `.NAME.ckport-PID-N.tmp` (an output file on its way),
-    /// `.ckport-spool-PID-…` (a bundle's records), `ckport-asset-PID-…` and `ckport-stdin-PID-…`
-    /// (staged input) — each only when process PID no longer runs.
+    /// Removes the temporary files that a ckport killed while writing left in `directory`
+    /// (see ``PrivateFiles/removeStale(in:)``: only regular files and ckport's own folders this
+    /// user owns, whose process no longer runs).
     public static func removeStale(in directory: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names {
-            guard let pid = temporaryFileOwner(name), pid != getpid() else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH {
-                try? FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent(name))
-            }
-        }
+        PrivateFiles.removeStale(in: directory)
     }
 
     /// The process that made a temporary file of ckport's, from its name; nil for other names.
     static func temporaryFileOwner(_ name: String) -> Int32? {
-        var rest: Substring
-        if name.hasPrefix("."), name.hasSuffix(".tmp"), let marker = name.range(of: ".ckport-", options: .backwards) {
-            rest = name[marker.upperBound...]
-        } else if let kind = ["ckport-asset-", "ckport-stdin-", ".ckport-spool-"].first(where: { name.hasPrefix($0) }) {
-            rest = name.dropFirst(kind.count)
-        } else {
-            return nil
-        }
-        let digits = rest.prefix { $0.isASCII && $0.isNumber }
-        rest = rest.dropFirst(digits.count)
-        guard !digits.isEmpty, rest.hasPrefix("-"), let pid = Int32(digits), pid > 0 else { return nil }
-        return pid
+        PrivateFiles.temporaryFileOwner(name)
     }
 
     /// Appends bytes; they reach the file in large writes. A large chunk goes straight to the
@@ -150,7 +136,7 @@ public final class OutputFile {
             throw OutputError(path: path, message: "sync failed: \(message)")
         }
         var existing = stat()
-        let mode: mode_t = stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~OutputFile.umask
+        let mode: mode_t = stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : privateIfNew ? 0o600 : 0o666 & ~OutputFile.umask
         fchmod(fd, ownerOnly ? 0o600 : mode)
         close(fd)
         guard rename(temporaryPath, path) == 0 else {

@@ -33,8 +33,8 @@ public struct RecordInput {
     public func open() throws -> ByteInput { try opener() }
 
     /// The input itself when it can be read twice; else (standard input) its bytes kept in a
-    /// temporary file that goes away with the last copy of the returned input. The file is
-    /// named after this process, so that a later run removes it if this one is killed.
+    /// temporary file, in this process's private folder, that goes away with the last copy of
+    /// the returned input (or, if this process is killed, with a later run's clean-up).
     public func reopenable() throws -> RecordInput {
         if isReopenable { return self }
         let spool = try TemporarySpool(copying: try open(), suffix: ".ics")
@@ -43,18 +43,19 @@ public struct RecordInput {
     }
 }
 
-/// A temporary file holding a copy of an input; removed when the last reference goes.
+/// A temporary file holding a copy of an input, in this process's private folder; removed
+/// when the last reference goes.
 final class TemporarySpool: @unchecked Sendable {
     let path: String
 
     init(copying input: ByteInput, suffix: String) throws {
-        let directory = FileManager.default.temporaryDirectory
-        OutputFile.removeStale(in: directory.path)
-        path = directory.appendingPathComponent("ckport-stdin-\(getpid())-\(UUID().uuidString)\(suffix)").path
-        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let handle = FileHandle(forWritingAtPath: path) else {
-            throw OutputError(path: directory.path, message: "cannot create a temporary file here (set TMPDIR to a writable folder)")
+        let fd: Int32
+        do {
+            (fd, path) = try PrivateFiles.create("stdin-")
+        } catch let error as PrivateFileError {
+            throw OutputError(path: error.path, message: error.reason)
         }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         defer { try? handle.close() }
         do {
             repeat {

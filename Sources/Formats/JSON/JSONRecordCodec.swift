@@ -223,7 +223,9 @@ public struct JSONRecordCodec: Sendable {
                 // Nothing says what the value is: the schema lacks the field, and CloudKit's
                 // name for its type is not one ckport knows.
                 if unknownName == FieldType.unknownListName {
-                    throw fail(path + [.key("type")], "field '\(name)' is an empty list whose element type CloudKit no longer knows (UNKNOWN_LIST), and the schema does not declare it; add it to the schema as a LIST", name)
+                    // An empty list of a type nobody knows holds nothing to keep.
+                    if case .array(let elements) = json, elements.isEmpty { continue }
+                    throw fail(path + [.key("type")], "field '\(name)' is a list whose element type CloudKit no longer knows (UNKNOWN_LIST), and the schema does not declare it; add it to the schema as a LIST", name)
                 }
                 throw fail(path + [.key("type")], "unknown field type \"\(unknownName)\" for field '\(name)', which the schema does not declare (known: STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION, ENCRYPTED_BYTES, …_LIST, UNKNOWN_LIST)", name)
             } else if let declared {

@@ -48,6 +48,53 @@ public final class JSONRecordWriter: RecordSink {
 
 /// Writes rejected records as JSON Lines: `{"error": "…", "position": "file:line:col",
 /// "record": <the record as it was read>}`, so they can be fixed and imported again.
+/// Rejected records appended to a file as they are decided on, each line synced to disk by
+/// ``sync()`` (before the pull that left them out commits its page): nothing is lost if the
+/// process is killed, and a file named again (a nightly run) grows. Made for the owner alone:
+/// it holds whole records.
+public final class AppendingRejectsWriter: RejectSink {
+    public let path: String
+    private var fd: Int32 = -1
+    private var pending: [UInt8] = []
+    public private(set) var count = 0
+
+    /// The file is opened (and made, if need be) with the first record it keeps: a run that
+    /// leaves nothing out writes nothing. A folder that does not exist is refused at once.
+    public init(path: String) throws {
+        self.path = path
+        let folder = (path as NSString).deletingLastPathComponent
+        guard folder.isEmpty || FileManager.default.fileExists(atPath: folder) else {
+            throw OutputError(path: path, message: "its folder \(folder) does not exist")
+        }
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    public func reject(_ issue: InputIssue, raw: [UInt8]?) throws {
+        pending += RejectsWriter.line(issue, raw: raw)
+        count += 1
+    }
+
+    public func sync() throws {
+        guard !pending.isEmpty else { return }
+        if fd < 0 {
+            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw OutputError(path: path, message: "cannot open for appending: \(String(cString: strerror(errno)))") }
+        }
+        try pending.withUnsafeBytes { bytes in
+            var written = 0
+            while written < bytes.count {
+                let n = Foundation.write(fd, bytes.baseAddress! + written, bytes.count - written)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw OutputError(path: path, message: "write failed: \(String(cString: strerror(errno)))") }
+                written += n
+            }
+        }
+        pending.removeAll(keepingCapacity: true)
+        guard fsync(fd) == 0 else { throw OutputError(path: path, message: "sync failed: \(String(cString: strerror(errno)))") }
+    }
+}
+
 public final class RejectsWriter: RejectSink {
     private let output: OutputFile
     public private(set) var count = 0
@@ -57,6 +104,12 @@ public final class RejectsWriter: RejectSink {
     }
 
     public func reject(_ issue: InputIssue, raw: [UInt8]?) throws {
+        try output.write(RejectsWriter.line(issue, raw: raw))
+        count += 1
+    }
+
+    /// A rejects file's line: `{"error": …, "position": …, "field": …, "record": {…}}`.
+    static func line(_ issue: InputIssue, raw: [UInt8]?) -> [UInt8] {
         var out = JSONWriter(capacity: 512)
         out.raw("{\"error\":")
         out.string(issue.message)
@@ -73,8 +126,7 @@ public final class RejectsWriter: RejectSink {
             }
         }
         out.raw("}\n")
-        try output.write(out.bytes)
-        count += 1
+        return out.bytes
     }
 
     public func finish() throws { try output.commit() }

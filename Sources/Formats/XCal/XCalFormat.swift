@@ -27,11 +27,11 @@ extension RecordFormat {
         exportFromStore: { session, query, output, context in
             // The iCalendar export goes to a temporary file, which is then written as xCal:
             // both formats say exactly the same, and memory stays flat.
-            let directory = FileManager.default.temporaryDirectory.path
-            OutputFile.removeStale(in: directory)
-            let spoolPath = directory + "/.ckport-spool-\(getpid())-\(UUID().uuidString).ics"
+            // In this process's private folder, for the owner alone.
+            let (fd, spoolPath) = try PrivateFiles.create("calendar-")
+            close(fd)
             defer { unlink(spoolPath) }
-            let spool = try OutputFile(path: spoolPath)
+            let spool = try OutputFile(path: spoolPath, ownerOnly: true)
             let summary = try RecordFormat.iCalendar.exportFromStore!(session, query, spool, context)
             let parser = ICalParser(input: try ByteInput(path: spoolPath))
             do {

@@ -13,7 +13,7 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .null: return "null"
         case .bool(let b): return b ? "true" : "false"
-        case .number(let n): return "the number \(n)"
+        case .number(let n): return "the number \(n.count > 40 ? n.prefix(20) + "…" + n.suffix(6) + " (\(n.count) digits)" : Substring(n))"
         case .string(let s): return "the string \"\(s.count > 60 ? s.prefix(57) + "..." : Substring(s))\""
         case .array(let a): return "an array of \(a.count)"
         case .object: return "an object"

@@ -105,9 +105,10 @@ public protocol RecordSession: AnyObject {
     /// selects; nil when none of them has a value.
     func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)?
 
-    /// Stores an asset file's bytes, checked against what the record says of them.
+    /// Stores an asset's bytes (a file's, or bytes set aside), checked against what the record
+    /// says of them.
     @discardableResult
-    func putAsset(file path: String, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64, added: Bool)
+    func putAsset(_ source: AssetSource, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64, added: Bool)
     /// Passes an asset's bytes to `body`, a piece at a time; false when the store lacks them.
     @discardableResult
     func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
@@ -200,6 +201,12 @@ extension StoreSession: LoadingSession {
 }
 
 extension RecordSession {
+    /// Stores an asset file's bytes, checked against what the record says of them.
+    @discardableResult
+    public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
+        try putAsset(.file(path), expectedSHA256: expectedSHA256, expectedSize: expectedSize)
+    }
+
     /// Deletes every record a query selects, with the same reference actions: what
     /// ``delete(_:)`` does to the records ``forEach(_:_:)`` gives.
     @discardableResult

@@ -226,9 +226,11 @@ public final class RecordImporter {
                     case .asset(let staged):
                         defer { staged.discard() }
                         read -= 1
-                        guard let file = staged.path else { return true }
+                        guard let bytes = staged.bytes else { return true }
                         do {
-                            if try session.putAsset(file: file, expectedSHA256: staged.sha256, expectedSize: staged.size).added { summary.assets += 1 }
+                            if try session.putAsset(.staged(bytes, origin: staged.origin), expectedSHA256: staged.sha256, expectedSize: staged.size).added {
+                                summary.assets += 1
+                            }
                         } catch let error as AssetError {
                             throw AssetError("\(staged.origin): \(error.message)")
                         }

@@ -82,6 +82,7 @@ struct PassphraseOptions: ParsableArguments {
 
     func passphrase() throws -> String? {
         if let passphraseFile {
+            Console.warnIfShared(passphraseFile, "a bundle's passphrase")
             guard let text = try? String(contentsOfFile: passphraseFile, encoding: .utf8) else {
                 throw CommandFailure.usage("cannot read the passphrase file \(passphraseFile)")
             }
@@ -92,6 +93,19 @@ struct PassphraseOptions: ParsableArguments {
         }
         if let value = ProcessInfo.processInfo.environment["CKPORT_PASSPHRASE"], !value.isEmpty { return value }
         return nil
+    }
+}
+
+/// Passphrase options for commands that read bundles: a plain bundle is refused when a
+/// passphrase is given, unless --allow-unencrypted.
+struct ReadPassphraseOptions: ParsableArguments {
+    @OptionGroup var passphrase: PassphraseOptions
+
+    @Flag(help: "With a passphrase, read a bundle that is not encrypted too (by default it is refused: it may have been put in the encrypted backup's place).")
+    var allowUnencrypted = false
+
+    func options(_ limits: BundleLimitOptions) throws -> BundleReadOptions {
+        BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase(), allowUnencrypted: allowUnencrypted)
     }
 }
 
@@ -124,7 +138,7 @@ struct VerifyCommand: ParsableCommand {
 
     @OptionGroup var limits: BundleLimitOptions
 
-    @OptionGroup var passphrase: PassphraseOptions
+    @OptionGroup var passphrase: ReadPassphraseOptions
 
     @Flag(name: [.short, .long], help: "Print nothing when the bundle is sound.")
     var quiet = false
@@ -132,11 +146,13 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         let started = Date()
         try InputFiles.check(bundle, as: "a bundle", binary: true)
-        let check = try Backups.verify(bundle, options: BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase()))
+        let check = try Backups.verify(bundle, options: try passphrase.options(limits))
         if !quiet {
             let manifest = check.manifest
             let assetNote = check.assetFiles == 0 ? "" : " and \(Console.count(check.assetFiles)) asset files (\(Console.bytes(check.assetBytes)))"
             print("\(bundle): sound — \(Console.count(check.records)) records\(assetNote) in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
+            print(check.encrypted ? "encrypted: yes (AES-256-GCM; every chunk opened with the passphrase)"
+                                  : "encrypted: no (anyone who can write to its folder could have made it; its checksums are not keyed)")
             print("made \(manifest.created) by ckport \(manifest.ckportVersion) from store \(manifest.storeID) at \(manifest.token)")
             for (type, count) in check.recordsByType.sorted(by: { $0.key < $1.key }) { print("  \(type): \(Console.count(count))") }
             if check.outsideReferences > 0 {
@@ -170,11 +186,11 @@ struct InspectCommand: ParsableCommand {
 
     @OptionGroup var limits: BundleLimitOptions
 
-    @OptionGroup var passphrase: PassphraseOptions
+    @OptionGroup var passphrase: ReadPassphraseOptions
 
     func run() throws {
         try InputFiles.check(bundle, as: "a bundle", binary: true)
-        let reader = try Backups.open(bundle, options: BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase()))
+        let reader = try Backups.open(bundle, options: try passphrase.options(limits))
         let manifest = reader.manifest
         if json {
             let encoder = JSONEncoder()
@@ -182,7 +198,7 @@ struct InspectCommand: ParsableCommand {
             print(String(decoding: try encoder.encode(manifest), as: UTF8.self))
             return
         }
-        print("bundle   \(bundle)")
+        print("bundle   \(bundle) (\(reader.isEncrypted ? "encrypted" : "not encrypted"))")
         print("made     \(manifest.created) by ckport \(manifest.ckportVersion) (format \(manifest.format))")
         print("store    \(manifest.storeID), token \(manifest.token)")
         if let base = manifest.baseToken { print("base     \(base): incremental, the changes after that token") }
@@ -252,7 +268,7 @@ struct RestoreCommand: ParsableCommand {
 
     @OptionGroup var limits: BundleLimitOptions
 
-    @OptionGroup var passphrase: PassphraseOptions
+    @OptionGroup var passphrase: ReadPassphraseOptions
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -266,7 +282,7 @@ struct RestoreCommand: ParsableCommand {
             renames[parts[0]] = parts[1]
         }
         let options = RestoreOptions(mode: mode, recordTypes: Set(recordTypes), zones: Set(zone), zoneRenames: renames,
-                                     read: BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase()))
+                                     read: try passphrase.options(limits))
         // The chain is checked before a store is made for it.
         let readers = try bundles.map { try Backups.open($0, options: options.read) }
         try Backups.checkChain(readers, intoExisting: mode != nil)

@@ -43,8 +43,7 @@ struct CloudLoginCommand: ParsableCommand {
     @Option(help: ArgumentHelp("How long to wait for the sign-in, in seconds.", valueName: "seconds"))
     var timeout = 300
 
-    @Flag(name: .shortAndLong, help: "Print only errors.")
-    var quiet = false
+    @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         guard cloud.webAuthTokenFile != nil else { throw ValidationError("--web-auth-token-file FILE says where the token goes") }
@@ -56,24 +55,29 @@ struct CloudLoginCommand: ParsableCommand {
     func run() throws {
         let database = try cloud.cloudDatabase()
         let apiToken = try cloud.apiToken()
-        let callback = try SignInCallback(port: port)
-        callback.start()
-        defer { callback.stop() }
+        let quiet = storeOptions.quiet
         let transport = HTTPClientTransport()
         let signInURL = try blocking { try await CloudKitSignIn.signInURL(database: database, apiToken: apiToken, transport: transport) }
+        let callback = try SignInCallback(port: port, signInURL: { signInURL })
+        callback.start()
+        defer { callback.stop() }
+        // The browser goes to CloudKit through ckport's own page, which gives it this sign-in's
+        // state: a token that comes back without it is refused.
         Console.error("""
             Open this address in a browser and sign in with your Apple ID:
 
-              \(signInURL)
+              \(callback.startURL.absoluteString)
 
-            Tick "Keep me signed in" on Apple's page if the token is to serve more than the next
-            30 minutes (a nightly pull): with it the sign-in lasts two weeks, without it 30 minutes.
+            It takes your browser to Apple's sign-in page. Tick "Keep me signed in" there if the
+            token is to serve more than the next 30 minutes (a nightly pull): with it the sign-in
+            lasts two weeks, without it 30 minutes.
 
             ckport waits for CloudKit to send the browser back to \(callback.callbackURL.absoluteString)
             (the API token's sign-in callback must be "URL Redirect" to that address).
             """)
         guard let token = callback.wait(seconds: Double(timeout)) else {
-            throw CommandFailure(status: .failure, message: "no sign-in came back to \(callback.callbackURL.absoluteString) within \(timeout) s (is it the API token's sign-in callback?)")
+            let refused = callback.refusedCount > 0 ? "; \(callback.refusedCount) token\(callback.refusedCount == 1 ? "" : "s") came without this sign-in's state and were refused" : ""
+            throw CommandFailure(status: .failure, message: "no sign-in came back to \(callback.callbackURL.absoluteString) within \(timeout) s (is it the API token's sign-in callback?)\(refused)")
         }
         let signedIn = Date()
         // The token is checked at once; the answer turns it over, and the new one is kept.
@@ -88,11 +92,23 @@ struct CloudLoginCommand: ParsableCommand {
         try WebAuthTokenFile.write(WebAuthTokenFile.Contents(token: next, signedIn: signedIn, lastAnswer: Date()), to: path)
         if !quiet {
             Console.error("""
-                signed in as \(user); the web auth token is in \(path).
+                signed in as \(Console.clean(user)); the web auth token is in \(path).
                 The sign-in lasts until \(CloudStatusCommand.moment(signedIn.addingTimeInterval(WebAuthTokenLifetime.standard))), \
                 or until \(CloudStatusCommand.moment(signedIn.addingTimeInterval(WebAuthTokenLifetime.keptSignedIn))) if you ticked "Keep me signed in"; \
                 'ckport cloud status' shows where it stands.
                 """)
+        }
+        // The account the store was last pulled as, beside the one just signed in.
+        if StoreOptions.exists(storeOptions.path), let store = try? storeOptions.open(create: false) {
+            var privateDatabase = database
+            privateDatabase.scope = .private
+            if let pulled = try CloudSync.lastPull(in: store, source: CloudSync.source(privateDatabase))?.account {
+                if pulled == user {
+                    if !quiet { Console.error("\(storeOptions.path) was last pulled as the same account (\(Console.clean(pulled)))") }
+                } else {
+                    Console.error("warning: \(storeOptions.path) was last pulled from \(CloudSync.source(privateDatabase)) as \(Console.clean(pulled)), not as \(Console.clean(user)): a pull now would bring another account's records into it")
+                }
+            }
         }
     }
 }
@@ -162,23 +178,25 @@ struct CloudStatusCommand: ParsableCommand {
         let store = try storeOptions.open(create: false)
         var lines: [String] = ["store: \(storeOptions.path)"]
         let sources = try store.readSession { try $0.syncSources() }
-        if sources.isEmpty { lines.append("pulled: nothing yet (ckport pull keeps a sync token per zone here)") }
+        var any = false
         var zoneStates: [String: [SyncState]] = [:]
         for source in sources {
             let states = try store.readSession { try $0.syncStates(source: source) }
             zoneStates[source] = states.filter(CloudSync.isZoneState)
+            let report = try CloudSync.lastPull(in: store, source: source)
+            guard !zoneStates[source]!.isEmpty || report != nil else { continue }
+            any = true
             lines.append("pulled from \(source):")
             for state in zoneStates[source]! {
                 let saved = Date(timeIntervalSince1970: Double(state.savedAt) / 1000)
                 let token = state.token == "ckport:fetch-again" ? "being fetched again from the start (the next pull finishes it)" : "token \(state.token)"
                 lines.append("  \(state.zone.zoneName)\(state.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(state.zone.ownerRecordName))"): \(token), saved \(CloudStatusCommand.moment(saved))")
             }
-            if let report = try CloudSync.lastPull(in: store, source: source) {
-                lines += CloudStatusCommand.describe(report)
-            }
+            if let report { lines += CloudStatusCommand.describe(report) }
         }
+        if !any { lines.append("pulled: nothing yet (ckport pull keeps a sync token per zone here)") }
         guard cloud.container != nil else {
-            print(lines.joined(separator: "\n"))
+            print(Console.clean(lines.joined(separator: "\n")))
             return
         }
         let cloud = self.cloud
@@ -202,7 +220,7 @@ struct CloudStatusCommand: ParsableCommand {
                 lines.append("  web auth token: none (ckport cloud login gets one)")
             }
         }
-        let pulled = Set((zoneStates[CloudSync.source(database)] ?? []).map(\.zone.zoneName))
+        let pulled = Set((zoneStates[CloudSync.source(database)] ?? []).map(\.zone))
         if check {
             let connection = try cloud.connect(quiet: storeOptions.quiet)
             let client = connection.client
@@ -226,26 +244,29 @@ struct CloudStatusCommand: ParsableCommand {
                 lines.append("  signed in: yes\(user.map { " (as \($0))" } ?? "")")
                 lines.append("  zones in CloudKit:")
                 for zone in zones.sorted() {
-                    let note = zone.zoneName == ZoneID.defaultZoneName || database.scope == .public ? "read by queries" : pulled.contains(zone.zoneName) ? "pulled" : "not pulled yet"
+                    let pulledHere = pulled.contains(zone) || (database.scope != .shared && pulled.contains { $0.zoneName == zone.zoneName })
+                    let note = zone.zoneName == ZoneID.defaultZoneName || database.scope == .public ? "read by queries" : pulledHere ? "pulled" : "not pulled yet"
                     lines.append("    \(zone.zoneName)\(zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(zone.ownerRecordName))"): \(note)")
                 }
             case .failure(let error as CloudKitServerError) where error.category == .authentication:
                 lines.append("  signed in: NO: \(error.description)")
-                print(lines.joined(separator: "\n"))
+                print(Console.clean(lines.joined(separator: "\n")))
                 throw CommandFailure(status: .signIn, message: "CloudKit no longer takes the credentials: sign in again (ckport cloud login …)")
             case .failure(let error):
                 throw error
             }
         }
-        print(lines.joined(separator: "\n"))
+        print(Console.clean(lines.joined(separator: "\n")))
     }
 
     /// What a pull report says, as status lines.
     static func describe(_ report: PullReport) -> [String] {
         let at = Date(timeIntervalSince1970: Double(report.at) / 1000)
         var lines = ["  last pull \(moment(at)): \(Console.count(report.saved)) records saved, \(Console.count(report.deleted)) deleted"]
+        if let failure = report.failure { lines.append("    it stopped: \(failure)") }
+        if let account = report.account { lines.append("    pulled as \(account)") }
         for (type, count) in report.leftOut.sorted(by: { $0.key < $1.key }) {
-            lines.append("    left out: \(Console.count(count)) \(type) record\(count == 1 ? "" : "s") (the store could not take them; see that pull's --rejects file)")
+            lines.append("    left out: \(Console.count(count)) \(type) record\(count == 1 ? "" : "s") (the store could not take them; that pull's --rejects file holds them)")
         }
         for entry in report.notPulled { lines.append("    not pulled: \(entry.recordType) in \(entry.zone): \(entry.reason)") }
         for zone in report.refetched { lines.append("    fetched again from the start: \(zone)") }

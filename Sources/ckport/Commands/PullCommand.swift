@@ -53,6 +53,7 @@ struct CloudOptions: ParsableArguments {
 
     /// The API token, from its file or the environment.
     func apiToken() throws -> String {
+        if let apiTokenFile { Console.warnIfShared(apiTokenFile, "the API token") }
         guard let api = try apiTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? ProcessInfo.processInfo.environment["CKPORT_CK_API_TOKEN"], !api.isEmpty else {
             throw CommandFailure.usage("give an API token (--api-token-file FILE or $CKPORT_CK_API_TOKEN) and a web auth token, or a server-to-server key (--key-id, --key-file) for the public database")
         }
@@ -60,7 +61,11 @@ struct CloudOptions: ParsableArguments {
     }
 
     func credentials() throws -> CloudKitCredentials {
-        if let keyID, let keyFile { return .serverToServer(try ServerToServerKey(keyID: keyID, file: keyFile)) }
+        if let keyID, let keyFile {
+            Console.warnIfShared(keyFile, "a server-to-server key")
+            return .serverToServer(try ServerToServerKey(keyID: keyID, file: keyFile))
+        }
+        if let webAuthTokenFile { Console.warnIfShared(webAuthTokenFile, "a web auth token") }
         let environment = ProcessInfo.processInfo.environment
         let api = try apiToken()
         guard let web = try webAuthTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? environment["CKPORT_CK_WEB_AUTH_TOKEN"], !web.isEmpty else {
@@ -109,6 +114,9 @@ struct CloudConnection: Sendable {
         guard let next = await client.webAuthToken else { return }
         if let keeper {
             try keeper.checkKept()
+            if keeper.replacedElsewhere && !quiet {
+                Console.error("note: \(keeper.path) was written by another ckport while this one ran (a new sign-in?); it was left as that one wrote it")
+            }
         } else if !quiet, next != ProcessInfo.processInfo.environment["CKPORT_CK_WEB_AUTH_TOKEN"] {
             Console.error("note: CloudKit turned the web auth token over; --web-auth-token-file FILE keeps the newest one")
         }
@@ -159,10 +167,11 @@ struct PullCommand: ParsableCommand {
     @Flag(help: "Also download each asset file the records name and keep it in the store, with its record (without: the store keeps the asset's checksum, size and download URL).")
     var assets = false
 
-    @Flag(help: "Add record types and fields the schema lacks to it, instead of leaving their records out.")
+    @Flag(name: [.customLong("allow-new-types"), .customLong("allow-new-fields")],
+          help: "Add record types and fields the schema lacks to it, instead of leaving their records out.")
     var allowNewTypes = false
 
-    @Option(help: ArgumentHelp("Write the records left out, each with its reason and CloudKit's JSON, to this file (JSON Lines).", valueName: "file"))
+    @Option(help: ArgumentHelp("Append the records left out, each with its reason and CloudKit's JSON, to this file (JSON Lines, made for you alone), synced before each page is saved.", valueName: "file"))
     var rejects: String?
 
     @Option(help: ArgumentHelp("Zones (or record types) fetched at once, at most. With a web auth token the requests still go one at a time (each answer brings the next token); pages are saved while the next ones travel.", valueName: "count"))
@@ -184,7 +193,7 @@ struct PullCommand: ParsableCommand {
         }
         let progress = ProgressLine("pulling", quiet: storeOptions.quiet)
         let connection = try cloud.connect(quiet: storeOptions.quiet, progress: progress)
-        let rejectsWriter = try rejects.map { RejectsWriter(output: try OutputFile(path: $0)) }
+        let rejectsWriter = try rejects.map { try AppendingRejectsWriter(path: $0) }
         let started = Date()
         nonisolated(unsafe) let unsafeStore = store
         nonisolated(unsafe) let handler = progress.handler
@@ -202,10 +211,6 @@ struct PullCommand: ParsableCommand {
             }
         }
         progress.finish()
-        // The records left out so far are kept even when the pull stopped: their pages were saved.
-        if let rejectsWriter {
-            if case .failure = outcome, rejectsWriter.count == 0 { rejectsWriter.discard() } else { try rejectsWriter.finish() }
-        }
         let result = try outcome.get()
         if !storeOptions.quiet {
             for line in PullCommand.report(result) { Console.error(line) }
@@ -223,7 +228,8 @@ struct PullCommand: ParsableCommand {
         for zone in result.zones {
             let name = zone.zone.zoneName + (zone.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(zone.zone.ownerRecordName))")
             if zone.gone {
-                lines.append("\(name): gone from CloudKit; its \(Console.count(zone.removed)) records were deleted here (tombstones kept)")
+                let kept = zone.keptLocal > 0 ? "; \(Console.count(zone.keptLocal)) records made or imported here (no change tag) were kept" : ""
+                lines.append("\(name): gone from CloudKit; its \(Console.count(zone.removed)) records were deleted here (tombstones kept)\(kept)")
                 continue
             }
             let how = zone.incremental ? "change feed" : "queries"
@@ -232,6 +238,9 @@ struct PullCommand: ParsableCommand {
             lines.append(line)
             if let why = zone.refetched {
                 lines.append("  fetched again from the start: \(why); \(Console.count(zone.removed)) records CloudKit no longer holds were deleted here (tombstones kept)")
+            }
+            if zone.keptLocal > 0 {
+                lines.append("  \(Console.count(zone.keptLocal)) records made or imported here (no change tag), not in CloudKit, were kept")
             }
         }
         for (type, count) in result.leftOutByType.sorted(by: { $0.key < $1.key }) {
@@ -242,6 +251,7 @@ struct PullCommand: ParsableCommand {
             lines.append("not pulled: \(entry.recordType) in \(entry.zone.zoneName): \(entry.reason)")
         }
         for change in result.schemaChanges { lines.append("schema: \(change)") }
+        for note in result.notes { lines.append("note: \(note)") }
         return lines
     }
 }

@@ -34,6 +34,8 @@ enum CommandLineWords {
         case .nameTemplateWord: return "--name-template"
         case .repairHistory: return "or pass --repair to accept the edit on purpose"
         case .forceAppendOnly: return "--force to do it anyway"
+        case .signInAgain: return "sign in again with 'ckport cloud login' (the same --container, --environment, --api-token-file and --web-auth-token-file)"
+        case .allowUnencrypted: return "if it is the one you meant, pass --allow-unencrypted (or leave out the passphrase)"
         case .createOrForcePush: return "push it with --mode create, or overwrite with --force"
         case .keepAssetBytes: return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
         }

@@ -1,14 +1,40 @@
 import Foundation
 import CKPort
+import CloudKitWeb
 import Formats
 
 /// Messages for people go to standard error, so standard output stays clean for data.
 enum Console {
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+        let clean = clean(text)
+        FileHandle.standardError.write(Data((clean.hasSuffix("\n") ? clean : clean + "\n").utf8))
     }
 
+    /// Text as it may reach a terminal, whoever wrote what it quotes (a record, a zone somebody
+    /// shared, a server's error page): control characters but newline and tab escaped (`\x1B`),
+    /// so that none can move the cursor, retitle the window or ring the bell; the values of
+    /// `ckAPIToken=` and `ckWebAuthToken=` hidden, should a server's page echo an address; and
+    /// a line longer than a screenful shortened, the number of characters left out said.
+    static func clean(_ text: String) -> String {
+        let out = CloudKitCredentials.redactingTokens(escapingControls(text))
+        let lines = out.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.contains(where: { $0.count > maxLine }) else { return out }
+        return lines.map { line in
+            line.count > maxLine ? "\(line.prefix(maxLine - 200))… (\(line.count - maxLine + 120) characters left out) …\(line.suffix(80))" : String(line)
+        }.joined(separator: "\n")
+    }
+
+    static let maxLine = 4000
+
     static var stderrIsTerminal: Bool { isatty(2) != 0 }
+
+    /// Warns when a file holding a secret (`what`: "the API token") can be read or written by
+    /// other users, as libpq does for .pgpass; the secret is still used.
+    static func warnIfShared(_ path: String, _ what: String) {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return }
+        error("warning: \(path), which holds \(what), can be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
+    }
 
     /// `1234567` → `1,234,567`.
     static func count(_ n: Int) -> String {
@@ -78,7 +104,7 @@ final class ProgressLine: @unchecked Sendable {
     func note(_ text: String) -> Bool {
         guard enabled else { return false }
         lock.lock()
-        note = text
+        note = Console.clean(text)
         lastDraw = .distantPast
         let records = self.records
         lock.unlock()
@@ -153,5 +179,33 @@ extension ProgressLine {
     var handler: ProgressHandler? {
         guard isEnabled else { return nil }
         return { [self] step in update(records: step.records, bytesDone: step.done, bytesTotal: step.total) }
+    }
+}
+
+/// What the command line prints on standard output for people (a table, a status) goes through
+/// here, in place of the standard library's `print`: control characters a record, a bundle or a
+/// server put into the text are escaped, so that none reaches the terminal as a command. (Data
+/// goes out through `OutputFile`, untouched; JSON escapes control characters itself.)
+func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    let text = items.map { "\($0)" }.joined(separator: separator)
+    Swift.print(Console.escapingControls(text), terminator: terminator)
+}
+
+extension Console {
+    /// Control characters but newline and tab, escaped (`\x1B`).
+    static func escapingControls(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { ($0.value < 0x20 && $0.value != 0x0A && $0.value != 0x09) || (0x7F..<0xA0).contains($0.value) }) else {
+            return text
+        }
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A, 0x09: out.unicodeScalars.append(scalar)
+            case 0x00..<0x20, 0x7F, 0x80..<0xA0: out += String(format: "\\x%02X", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 }
