@@ -54,18 +54,22 @@ struct PushCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Write the records CloudKit turned away, with its reasons, to this file (JSON Lines).", valueName: "file"))
     var rejects: String?
 
+    @Option(help: ArgumentHelp("Bytes of operations in one records/modify request at most (besides CloudKit's 200 operations).", valueName: "bytes"))
+    var batchBytes = ModifyBatcher.defaultByteBudget
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         if since != nil && filter.predicate != nil { throw ValidationError("--since pushes every change; it does not combine with --where") }
         if filter.predicate != nil && filter.recordTypes.isEmpty { throw ValidationError("--where needs --type") }
         if dryRun && rejects != nil { throw ValidationError("--rejects lists what CloudKit turned away; a dry run sends nothing") }
+        guard batchBytes >= 1024 else { throw ValidationError("--batch-bytes is at least 1024") }
     }
 
     func run() throws {
         let store = try storeOptions.open(create: false)
         let database = try cloud.cloudDatabase()
-        var request = PushRequest(query: try filter.query(), mode: mode, force: force)
+        var request = PushRequest(query: try filter.query(), mode: mode, force: force, byteBudget: batchBytes)
         if let since { request.since = try ChangeToken(parsing: since) }
         if dryRun {
             let output = try OutputFile(path: "-")
