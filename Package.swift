@@ -84,7 +84,7 @@ let package = Package(
                                                          .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "MigrationsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "Migrations", "SampleApps",
                                                             .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),
-        .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records",
+        .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records", "Formats", "Store", "SampleApps",
                                                              .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store", "SampleApps",

@@ -54,6 +54,15 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
   IFS='|' read -r type predicate sort <<<"$(query "$app")"
   matches=$(ckport export --store "$store" --type "$type" --where "$predicate" --sort "$sort" -q | wc -l)
   echo "query: $type where $predicate → $matches records"
+  # Who shares what with whom: the shares the family apps keep, with their participants.
+  if [ "$app" = family-todo ] || [ "$app" = family-calendar ]; then
+    ckport shares --store "$store" | head -9
+    shared=$(ckport shares --store "$store" --json | grep -o '"participants":\[{' | wc -l)
+    if [ "$shared" -lt 2 ]; then
+      echo "shares: expected a share with participants per family, found $shared" >&2
+      exit 1
+    fi
+  fi
   ckport export --store "$store" -o "$out/$app.jsonl" -q
   ckport import "samples/$app/schema.ckdb" "$out/$app.jsonl" --store "$out/$app-copy.sqlite" -q
   ckport export --store "$out/$app-copy.sqlite" -o "$out/$app-copy.jsonl" -q

@@ -220,6 +220,13 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
                 let zone = zoneForLoading(database, scope: scope, name: zoneName, owner: owner)
                 sequence += 1
                 var kept = record.members.filter { !["scope", "recordChangeTag", "zoneID", "deleted"].contains($0.key) }
+                // CloudKit names the zone in a record's `share` link.
+                for index in kept.indices where kept[index].key == "share" {
+                    if case .object(var link) = kept[index].value, link["zoneID"] == nil {
+                        link.members.append(JSONObject.Member(key: "zoneID", value: zone.jsonValue))
+                        kept[index].value = .object(link)
+                    }
+                }
                 kept.append(JSONObject.Member(key: "recordChangeTag", value: .string(changeTag(sequence))))
                 kept.append(JSONObject.Member(key: "deleted", value: .bool(false)))
                 kept.append(JSONObject.Member(key: "zoneID", value: zone.jsonValue))
@@ -300,6 +307,7 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         case "records/modify": response = modifyRecords(database, scope: scope, body, caller: caller, base: request.url, busy: busyRecords)
         case "records/changes": response = changes(database, scope: scope, body, caller: caller)
         case "records/query": response = query(database, scope: scope, body, caller: caller)
+        case "records/lookup": response = lookup(database, scope: scope, body, caller: caller)
         default: response = error(404, "NOT_FOUND", "no operation \(operation) in the \(scope.rawValue) database")
         }
         if let rotated = caller.nextToken { response.headers.append(("X-Apple-CloudKit-Web-Auth-Token", rotated)) }

@@ -56,6 +56,8 @@ extension CloudKitEmulator {
         }
         // The server keeps the system fields: who saved a record when, from where.
         let stamp: [String: Any] = ["timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": caller.user, "deviceID": "2"]
+        // A parent may come in the same request as its child.
+        let inRequest = Set(operations.compactMap { ($0["record"] as? [String: Any])?["recordName"] as? String })
         var results: [Data] = []   // each operation's outcome as JSON
         for (index, operation) in operations.enumerated() {
             guard let type = operation["operationType"] as? String, var record = operation["record"] as? [String: Any],
@@ -71,6 +73,13 @@ extension CloudKitEmulator {
                 refuse("TRY_AGAIN_LATER", "the zone is busy", retryAfter: busy.retryAfter)
                 continue
             }
+            if type == "create", let recordType = record["recordType"] as? String, recordType.lowercased() == "cloudkit.share" {
+                switch createShare(record, recordType: recordType, atomic: body["atomic"] as? Bool == true, zone: zone, stamp: stamp) {
+                case .success(let created): results.append(created)
+                case .failure(let refusal): refuse(refusal.code, refusal.reason)
+                }
+                continue
+            }
             let existing = zone.record(recordName)
             let tag = record["recordChangeTag"] as? String
             switch type {
@@ -82,14 +91,32 @@ extension CloudKitEmulator {
             default: return error(400, "BAD_REQUEST", "unknown operationType \(type)")
             }
             if type == "delete" || type == "forceDelete" {
-                guard existing != nil else { refuse("NOT_FOUND", "record not found"); continue }
+                guard let existing else { refuse("NOT_FOUND", "record not found"); continue }
                 sequence += 1
                 zone.changed(recordName, at: sequence)
                 zone.save(recordName, nil)
+                unlinkShare(of: existing, named: recordName, in: zone, stamp: stamp)
                 results.append(Data("{\"deleted\":true,\"recordName\":\(quoted(recordName)),\"zoneID\":\(zoneJSONText(zone))}".utf8))
                 continue
             }
             if let problem = fieldProblem(record) { refuse("BAD_REQUEST", problem); continue }
+            // The parent must be there already, or come in the same request. (CloudKit's code
+            // for a missing parent is not documented for Web Services: the one for a reference
+            // that does not hold is taken.)
+            if let parent = record["parent"] as? [String: Any] {
+                guard let name = parent["recordName"] as? String, zone.record(name) != nil || inRequest.contains(name) else {
+                    refuse("VALIDATING_REFERENCE_ERROR", "the parent record \(parent["recordName"] ?? "") does not exist")
+                    continue
+                }
+                record["parent"] = ["recordName": name]
+            }
+            // Who shares a record is CloudKit's to say: a client's `share` is not taken, and a
+            // record keeps the one it has (and its short GUID).
+            record["share"] = existing?["share"]
+            record["shortGUID"] = existing?["shortGUID"]
+            if record.removeValue(forKey: "createShortGUID") as? Bool == true, record["shortGUID"] == nil {
+                record["shortGUID"] = CloudKitEmulator.newShortGUID()
+            }
             // An asset names its upload by receipt (an ASSETID_LIST, one per element); the
             // record keeps where to download it.
             if var fields = record["fields"] as? [String: Any] {
@@ -226,6 +253,100 @@ extension CloudKitEmulator {
     }
 
     // MARK: Shares
+
+    struct Refusal: Error { var code: String; var reason: String }
+
+    static func newShortGUID() -> String {
+        "0" + String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(24))
+    }
+
+    /// A share created by `records/modify`, as CloudKit Web Services does it: a `cloudkit.share`
+    /// (CloudKit's spelling; the reference's `cloudKit.share` is refused as CloudKit refuses it)
+    /// in an atomic request, `forRecord` naming its root and the root's current change tag.
+    /// The participants named are INVITED (nobody accepts for somebody else); the zone's owner
+    /// is the share's OWNER. The root gains `share` and a short GUID.
+    func createShare(_ request: [String: Any], recordType: String, atomic: Bool, zone: EmulatedZone, stamp: [String: Any]) -> Result<Data, Refusal> {
+        guard recordType == "cloudkit.share" else {
+            return .failure(Refusal(code: "BAD_REQUEST", reason: "Cannot share - no such record exists to share"))
+        }
+        guard atomic else { return .failure(Refusal(code: "BAD_REQUEST", reason: "You can only create a share with atomic=true")) }
+        guard let forRecord = request["forRecord"] as? [String: Any], let rootName = forRecord["recordName"] as? String,
+              var root = zone.record(rootName) else {
+            return .failure(Refusal(code: "BAD_REQUEST", reason: "Cannot share - no such record exists to share"))
+        }
+        guard forRecord["recordChangeTag"] as? String == root["recordChangeTag"] as? String else {
+            return .failure(Refusal(code: "CONFLICT", reason: "oplock error: the root record has changed"))
+        }
+        // One share per root (CloudKit's native API calls it alreadyShared).
+        if root["share"] != nil { return .failure(Refusal(code: "BAD_REQUEST", reason: "record is already shared")) }
+        let name = request["recordName"] as? String ?? "Share-" + UUID().uuidString
+        if zone.record(name) != nil { return .failure(Refusal(code: "EXISTS", reason: "record to insert already exists")) }
+        let owner: [String: Any] = ["participantId": UUID().uuidString, "userIdentity": ["userRecordName": zone.owner, "nameComponents": [String: Any]()],
+                                    "type": "OWNER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE"]
+        var participants: [[String: Any]] = [owner]
+        for given in request["participants"] as? [[String: Any]] ?? [] {
+            let identity = given["userIdentity"] as? [String: Any] ?? [:]
+            participants.append(["participantId": UUID().uuidString, "userIdentity": ["lookupInfo": identity["lookupInfo"] ?? [String: Any](), "nameComponents": [String: Any]()],
+                                 "type": given["type"] as? String ?? "USER", "acceptanceStatus": "INVITED",
+                                 "permission": given["permission"] as? String ?? "READ_ONLY"])
+        }
+        let shortGUID = root["shortGUID"] as? String ?? CloudKitEmulator.newShortGUID()
+        sequence += 1
+        let share: [String: Any] = [
+            "recordName": name, "recordType": "cloudkit.share", "fields": request["fields"] ?? [String: Any](),
+            "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp, "modified": stamp, "deleted": false,
+            "zoneID": zone.json, "share": ["recordName": name, "zoneID": zone.json],
+            "publicPermission": request["publicPermission"] as? String ?? "NONE", "participants": participants, "owner": owner,
+            "currentUserParticipant": owner, "shortGUID": shortGUID,
+        ]
+        zone.save(name, share)
+        zone.changed(name, at: sequence)
+        sequence += 1
+        root["share"] = ["recordName": name, "zoneID": zone.json]
+        root["shortGUID"] = shortGUID
+        root["recordChangeTag"] = changeTag(sequence)
+        root["modified"] = stamp
+        zone.save(rootName, root)
+        zone.changed(rootName, at: sequence)
+        return .success(zone.encoded[name] ?? Data())
+    }
+
+    /// After `record` was deleted: a root takes its share with it; a share leaves its root
+    /// without `share` (CloudKit does both).
+    func unlinkShare(of record: [String: Any], named name: String, in zone: EmulatedZone, stamp: [String: Any]) {
+        if record["recordType"] as? String == "cloudkit.share" {
+            for (other, type) in zone.types where type != "cloudkit.share" {
+                guard var root = zone.record(other), (root["share"] as? [String: Any])?["recordName"] as? String == name else { continue }
+                sequence += 1
+                root["share"] = nil
+                root["recordChangeTag"] = changeTag(sequence)
+                root["modified"] = stamp
+                zone.save(other, root)
+                zone.changed(other, at: sequence)
+            }
+        } else if let share = (record["share"] as? [String: Any])?["recordName"] as? String, share != name, zone.record(share) != nil {
+            sequence += 1
+            zone.changed(share, at: sequence)
+            zone.save(share, nil)
+        }
+    }
+
+    /// `records/lookup`: records by name, each as CloudKit holds it, or NOT_FOUND.
+    func lookup(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> CloudKitHTTPResponse {
+        guard let zone = zone(database, scope: scope, body, caller: caller) else { return error(404, "ZONE_NOT_FOUND", "Zone does not exist") }
+        var answer = Data("{\"records\":[".utf8)
+        for (index, wanted) in (body["records"] as? [[String: Any]] ?? []).enumerated() {
+            if index > 0 { answer.append(UInt8(ascii: ",")) }
+            let name = wanted["recordName"] as? String ?? ""
+            if let encoded = zone.encoded[name] {
+                answer.append(encoded)
+            } else {
+                answer.append(Data("{\"recordName\":\(quoted(name)),\"serverErrorCode\":\"NOT_FOUND\",\"reason\":\"Record not found\"}".utf8))
+            }
+        }
+        answer.append(Data("]}".utf8))
+        return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
+    }
 
     /// Shares `root` (a record of a custom zone) as an app would with `CKShare(rootRecord:)`:
     /// a `cloudkit.share` record joins the zone, its owner and participants with it, and the

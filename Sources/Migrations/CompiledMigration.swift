@@ -438,7 +438,13 @@ public struct CompiledMigration: Sendable {
             return .changed
         case .migrateRecordType(let from, let to, let fields, let drop, let template, let keepSource):
             guard record.recordType == from else { return .same }
-            var migrated = Record(id: record.id, recordType: to, changeTag: record.changeTag, created: record.created, modified: record.modified)
+            var migrated = Record(id: record.id, recordType: to, changeTag: record.changeTag, created: record.created, modified: record.modified,
+                                  parent: record.parent)
+            // A share has one root: the new record takes it over, unless the old one stays.
+            if !keepSource {
+                migrated.share = record.share
+                migrated.shareDetails = record.shareDetails
+            }
             if let template { migrated.id.recordName = CompiledMigration.name(template, record.recordName) }
             for (name, value) in record.fields where !drop.contains(name) && name != CompiledMigration.versionField {
                 guard let mapping = fields[name] else { migrated.fields[name] = value; continue }

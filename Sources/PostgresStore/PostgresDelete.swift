@@ -24,7 +24,15 @@ extension PostgresSession {
             plan.append(DeletedRecord(id: id, recordType: entry.recordType, cause: nil, field: nil))
         }
         if !missing.isEmpty { throw StoreError.missingRecords(missing) }
-        plan = try DeletePlan.expand(plan) { target in try referrers(of: target, zone: zones[target.zone]!, types: types) }
+        plan = try DeletePlan.expand(plan, referrers: { target in try referrers(of: target, zone: zones[target.zone]!, types: types) },
+                                     share: { id, type in
+            guard schema.recordType(named: type) != nil, let zone = zones[id.zone] else { return nil }
+            let table = "\(namespace).\(PostgresLayout.identifier(type))"
+            return try link.rows("""
+                SELECT "___share" FROM \(unescaped: table) WHERE "___zone" = \(zone) AND "___recordID" = \(id.recordName)
+                """).first?[0] ?? nil
+        })
+        for entry in plan where zones[entry.id.zone] == nil { zones[entry.id.zone] = try zoneNumber(entry.id.zone) }
         if !plan.isEmpty { changedRecords = true }
         for entry in plan {
             let zone = zones[entry.id.zone]!
@@ -36,6 +44,7 @@ extension PostgresSession {
                 WHERE zone = \(zone) AND "recordName" = \(entry.id.recordName)
                 """)
         }
+        try DeletePlan.unlinkRoots(of: plan, in: self)
         return plan
     }
 

@@ -34,6 +34,11 @@ struct PostgresLayout {
         ("___zone", "bigint NOT NULL"), ("___recordID", "text COLLATE \"C\" NOT NULL"), ("___etag", "text COLLATE \"C\""),
         ("___createTime", "timestamptz"), ("___createdBy", "text COLLATE \"C\""), ("___createdDevice", "text COLLATE \"C\""),
         ("___modTime", "timestamptz"), ("___modifiedBy", "text COLLATE \"C\""), ("___modifiedDevice", "text COLLATE \"C\""),
+    ] + linkColumns
+
+    /// The system columns that store format 1 lacked; an upgrade adds them.
+    static let linkColumns: [(name: String, sqlType: String)] = [
+        ("___parent", "text COLLATE \"C\""), ("___share", "text COLLATE \"C\""), ("___shareDetails", "text"),
     ]
 
     /// PostgreSQL's column type for a field.

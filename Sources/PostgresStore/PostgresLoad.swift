@@ -23,6 +23,7 @@ struct PostgresReader {
             "t.\"___zone\"::text", "t.\"___recordID\"", "t.\"___etag\"",
             PostgresLoad.milliseconds("t.\"___createTime\""), "t.\"___createdBy\"", "t.\"___createdDevice\"",
             PostgresLoad.milliseconds("t.\"___modTime\""), "t.\"___modifiedBy\"", "t.\"___modifiedDevice\"",
+            "t.\"___parent\"", "t.\"___share\"", "t.\"___shareDetails\"",
         ]
         for field in fields {
             selected.append(PostgresLoad.asText("t.\(PostgresLayout.identifier(field.name))", field.type))
@@ -42,8 +43,11 @@ struct PostgresReader {
         record.changeTag = row[2]
         if let created = row[3].flatMap(Int64.init) { record.created = RecordStamp(timestamp: created, userRecordName: row[4], deviceID: row[5]) }
         if let modified = row[6].flatMap(Int64.init) { record.modified = RecordStamp(timestamp: modified, userRecordName: row[7], deviceID: row[8]) }
+        record.parent = row[9]
+        record.share = row[10]
+        record.shareDetails = row[11]
         var entries: [RecordFields.Entry] = []
-        var column = 9
+        var column = PostgresLayout.systemColumns.count
         for field in fields {
             defer { column += field.type == .reference ? 2 : 1 }
             guard let text = row[column] else { continue }
@@ -101,6 +105,9 @@ enum PostgresLoad {
         stamp(record.modified?.timestamp)
         line.text(record.modified?.userRecordName)
         line.text(record.modified?.deviceID)
+        line.text(record.parent)
+        line.text(record.share)
+        line.text(record.shareDetails)
         let entries = record.fields.entries
         var index = 0
         for field in fields {

@@ -149,7 +149,7 @@ extension PostgresSession {
     }
 
     private func sortColumn(_ name: String, type: RecordTypeDefinition) throws -> String {
-        if let system = RecordQuery.systemFields[name] { return "t.\(PostgresLayout.identifier(system.column))" }
+        if let system = RecordQuery.systemField(name, typeHasField: { type.field(named: $0).map { !$0.isSystem } ?? false }) { return "t.\(PostgresLayout.identifier(system.column))" }
         guard let field = type.field(named: name), !field.isSystem else {
             throw StoreError.badQuery("\(Wording.sortField(name).text): record type \(type.name) has no field '\(name)'")
         }
@@ -163,7 +163,7 @@ extension PostgresSession {
     private func compile(_ condition: Condition, type definition: RecordTypeDefinition, text: String?, bindings: inout PostgresBindings) throws -> String {
         let column: String
         let type: FieldType
-        if let system = RecordQuery.systemFields[condition.field] {
+        if let system = RecordQuery.systemField(condition.field, typeHasField: { definition.field(named: $0).map { !$0.isSystem } ?? false }) {
             column = "t.\(PostgresLayout.identifier(system.column))"
             type = system.type
         } else if let field = definition.field(named: condition.field), !field.isSystem {
@@ -171,7 +171,7 @@ extension PostgresSession {
             type = field.type
         } else {
             let known = definition.userFields.map(\.name).joined(separator: ", ")
-            throw RecordQuery.predicateError("record type \(definition.name) has no field '\(condition.field)' (its fields: \(known); also recordName, ___createTime, ___modTime)",
+            throw RecordQuery.predicateError("record type \(definition.name) has no field '\(condition.field)' (its fields: \(known); also recordName, parent, share, ___createTime, ___modTime)",
                                              column: condition.fieldColumn, text: text)
         }
         /// A literal as a parameter of the column's type: its placeholder.

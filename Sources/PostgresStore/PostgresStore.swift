@@ -11,8 +11,12 @@ import Store
 /// ckport leaves it alone. Creating a store takes a transaction-scoped advisory lock on the
 /// namespace's name, so two processes creating the same store at once make one store.
 public final class PostgresStore: @unchecked Sendable {
-    /// The layout of the namespace this ckport writes and reads.
-    public static let format = 1
+    /// The layout of the namespace this ckport writes and reads. Format 2 added the `parent`,
+    /// `share` and share-details system columns; a format 1 store is upgraded in place, in one
+    /// transaction, when it is opened (``upgradedFrom``).
+    public static let format = 2
+    /// The format the store had before opening it upgraded it, nil when it needed no upgrade.
+    public private(set) var upgradedFrom: Int?
 
     /// Where the store is: the server, database and namespace.
     public let server: PostgresLocation
@@ -29,12 +33,20 @@ public final class PostgresStore: @unchecked Sendable {
         server = location
         pool = PostgresPool(location, environment: environment)
         let schema = location.schema
+        var upgraded: Int?
         storeID = try pool.withLink { link in try link.transaction {
             // One creator at a time per namespace (the key: the name's hash, in ckport's own space).
             try link.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(schema)))")
             let namespace = try link.rows("SELECT 1 FROM pg_namespace WHERE nspname = \(schema)").isEmpty == false
             let hasMeta = try !link.rows("SELECT 1 FROM pg_tables WHERE schemaname = \(schema) AND tablename = '_ck_meta'").isEmpty
-            if hasMeta { return try PostgresStore.readIdentity(link, location) }
+            if hasMeta {
+                let (id, format) = try PostgresStore.readIdentity(link, location)
+                if format < PostgresStore.format {
+                    try PostgresStore.upgrade(link, location, from: format)
+                    upgraded = format
+                }
+                return id
+            }
             if namespace {
                 let tables = try link.rows("SELECT tablename FROM pg_tables WHERE schemaname = \(schema) ORDER BY tablename LIMIT 3").compactMap { $0[0] }
                 if !tables.isEmpty {
@@ -101,10 +113,27 @@ public final class PostgresStore: @unchecked Sendable {
                 "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('schema', 'DEFINE SCHEMA\n')")
             return id
         } }
+        upgradedFrom = upgraded
     }
 
-    /// The identity of the store the namespace holds, checked for a format this ckport reads.
-    private static func readIdentity(_ link: PostgresLink, _ location: PostgresLocation) throws -> String {
+    /// Brings a store of an older format up to ``format``, inside the caller's transaction
+    /// (which holds the namespace's advisory lock: one upgrader at a time).
+    private static func upgrade(_ link: PostgresLink, _ location: PostgresLocation, from version: Int) throws {
+        let schema = location.schema
+        if version < 2 {
+            // Format 2: every record type's table gains the parent, share and share-details columns.
+            let tables = try link.rows("SELECT table_name::text FROM information_schema.columns WHERE table_schema = \(schema) AND column_name = '___recordID' ORDER BY table_name").compactMap { $0[0] }
+            for table in tables {
+                let additions = PostgresLayout.linkColumns.map { "ADD COLUMN IF NOT EXISTS \(PostgresLayout.identifier($0.name)) \($0.sqlType)" }
+                try link.execute("ALTER TABLE \(schema).\(PostgresLayout.identifier(table)) \(additions.joined(separator: ", "))")
+            }
+        }
+        try link.execute("UPDATE \(schema)._ck_meta SET value = '\(PostgresStore.format)' WHERE key = 'format'")
+    }
+
+    /// The identity of the store the namespace holds and its format, checked to be one this
+    /// ckport reads.
+    private static func readIdentity(_ link: PostgresLink, _ location: PostgresLocation) throws -> (String, Int) {
         let schema = location.schema
         var meta: [String: String] = [:]
         for row in try link.rows("SELECT key, value FROM \(name: schema)._ck_meta") {
@@ -113,13 +142,13 @@ public final class PostgresStore: @unchecked Sendable {
         guard let format = meta["format"].flatMap(Int.init) else {
             throw PostgresStoreError.notAStore("\(location): schema \(schema) has a _ck_meta table without a format; it is not a ckport store")
         }
-        guard format == PostgresStore.format else {
-            throw PostgresStoreError.notAStore("\(location): the store is of format \(format); this ckport reads format \(PostgresStore.format)")
+        guard (1...PostgresStore.format).contains(format) else {
+            throw PostgresStoreError.notAStore("\(location): the store is of format \(format), written by a newer ckport; this ckport reads formats 1 to \(PostgresStore.format)")
         }
         guard let id = meta["storeID"], !id.isEmpty else {
             throw PostgresStoreError.notAStore("\(location): the store has no identity (storeID) in _ck_meta")
         }
-        return id
+        return (id, format)
     }
 
     /// The schema as the store holds it now, read afresh (or, when the server cannot be

@@ -13,6 +13,17 @@ public enum Names {
         ("___recordID", .reference),
     ]
 
+    /// CloudKit's record type of shares: the one record type a schema may declare whose name is
+    /// not an identifier (cktool writes it `"cloudkit.share"`).
+    public static let shareType = "cloudkit.share"
+
+    /// The fields CloudKit gives `cloudkit.share`, as cktool exports them.
+    public static let shareFields: [(name: String, type: PrimitiveType)] = [
+        ("cloudkit.thumbnailImageData", .bytes),
+        ("cloudkit.title", .string),
+        ("cloudkit.type", .string),
+    ]
+
     /// Roles every container has.
     public static let implicitRoles: Set<String> = ["_world", "_icloud", "_creator"]
 
@@ -46,9 +57,18 @@ public enum Names {
         return recordNameProblem(name)
     }
 
-    /// Why `name` cannot be a record type name, or nil when it can: `[A-Za-z][A-Za-z0-9_]*`.
+    /// Why `name` cannot be a record type name, or nil when it can: `[A-Za-z][A-Za-z0-9_]*`, or
+    /// CloudKit's own `cloudkit.share`.
     public static func recordTypeNameProblem(_ name: String) -> String? {
-        identifierProblem(name, what: "a record type name", allowLeadingUnderscore: false)
+        if name == shareType { return nil }
+        guard let problem = identifierProblem(name, what: "a record type name", allowLeadingUnderscore: false) else { return nil }
+        if name.hasPrefix("cloudkit.") {
+            return "'\(name)' is not a record type CloudKit defines (of its own types with a dot, a schema declares only \(shareType)); \(problem)"
+        }
+        if name.contains(".") {
+            return problem + " (a dot belongs only to CloudKit's own \(shareType))"
+        }
+        return problem
     }
 
     /// Why `name` cannot be a field name, or nil when it can.
@@ -56,11 +76,22 @@ public enum Names {
     /// Field names follow `[A-Za-z][A-Za-z0-9_]*`. A single leading underscore is accepted for
     /// the metadata fields apps keep beside their data (`_schemaVersion`, `_appVersion`); names
     /// starting with three underscores are CloudKit's system fields.
-    public static func fieldNameProblem(_ name: String) -> String? {
+    ///
+    /// In `cloudkit.share` (`recordType`), the fields CloudKit gives shares (`cloudkit.title`,
+    /// `cloudkit.type`, `cloudkit.thumbnailImageData`) are names too.
+    public static func fieldNameProblem(_ name: String, recordType: String? = nil) -> String? {
         if isSystemField(name) {
             return "'\(name)' starts with '___', which CloudKit keeps for system fields"
         }
-        return identifierProblem(name, what: "a field name", allowLeadingUnderscore: true)
+        if recordType == shareType && shareFields.contains(where: { $0.name == name }) { return nil }
+        guard let problem = identifierProblem(name, what: "a field name", allowLeadingUnderscore: true) else { return nil }
+        if name.hasPrefix("cloudkit.") {
+            let known = shareFields.map(\.name).joined(separator: ", ")
+            return recordType == shareType
+                ? "'\(name)' is not a field CloudKit gives shares (those are \(known)); \(problem)"
+                : "'\(name)' is a name of CloudKit's own, which only \(shareType) has (\(known)); \(problem)"
+        }
+        return problem
     }
 
     static func identifierProblem(_ name: String, what: String, allowLeadingUnderscore: Bool) -> String? {

@@ -23,9 +23,21 @@ public struct Record: Hashable, Sendable {
     /// True for a tombstone: a record that was deleted, reported by change queries.
     public var isDeleted: Bool
     public var fields: RecordFields
+    /// CloudKit's `parent`: the record name of the record this one belongs to, in the same
+    /// zone. A share of the parent's hierarchy carries this record too.
+    public var parent: String?
+    /// CloudKit's `share`: the record name of the share (a `cloudkit.share` record in the same
+    /// zone) whose root this record is.
+    public var share: String?
+    /// What CloudKit says of a share beyond its fields, as the compact JSON object it came in:
+    /// for a `cloudkit.share` record its `publicPermission`, `participants`, `owner`,
+    /// `currentUserParticipant`, `shortGUID`, URL and any other key CloudKit gave; for a
+    /// share's root record its `shortGUID`. ``ShareDetails`` reads it.
+    public var shareDetails: String?
 
     public init(id: RecordID, recordType: String, fields: RecordFields = RecordFields(), changeTag: String? = nil,
-                created: RecordStamp? = nil, modified: RecordStamp? = nil, isDeleted: Bool = false) {
+                created: RecordStamp? = nil, modified: RecordStamp? = nil, isDeleted: Bool = false,
+                parent: String? = nil, share: String? = nil, shareDetails: String? = nil) {
         self.id = id
         self.recordType = recordType
         self.fields = fields
@@ -33,7 +45,18 @@ public struct Record: Hashable, Sendable {
         self.created = created
         self.modified = modified
         self.isDeleted = isDeleted
+        self.parent = parent
+        self.share = share
+        self.shareDetails = shareDetails
     }
+
+    /// CloudKit's record type of a share.
+    public static let shareType = "cloudkit.share"
+    /// The record name of a zone's share (a share of the whole zone rather than of a hierarchy).
+    public static let zoneShareName = "cloudkit.zoneshare"
+
+    /// Whether this is a share record (`cloudkit.share`).
+    public var isShare: Bool { recordType == Record.shareType }
 
     public var recordName: String { id.recordName }
     public var zone: ZoneID { id.zone }

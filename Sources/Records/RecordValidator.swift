@@ -102,7 +102,7 @@ public struct RecordValidator: Sendable {
             }
             if allowNewFields {
                 for name in record.fields.names {
-                    if let problem = Names.fieldNameProblem(name) { issues.append(ValidationIssue(field: name, message: problem)) }
+                    if let problem = Names.fieldNameProblem(name, recordType: record.recordType) { issues.append(ValidationIssue(field: name, message: problem)) }
                 }
             }
             return issues
@@ -118,7 +118,7 @@ public struct RecordValidator: Sendable {
                     issues.append(ValidationIssue(field: name, message: "system fields are set through the record's system keys, not its fields"))
                 } else if !allowNewFields {
                     issues.append(ValidationIssue(field: name, message: "record type '\(type.name)' has no field '\(name)' (\(Wording.allowNewFields.text))"))
-                } else if let problem = Names.fieldNameProblem(name) {
+                } else if let problem = Names.fieldNameProblem(name, recordType: type.name) {
                     issues.append(ValidationIssue(field: name, message: problem))
                 }
                 continue

@@ -63,6 +63,10 @@ public enum Wording: Sendable, Hashable {
     case allowUnencrypted
     /// A web auth token expired or was refused: sign in for a new one.
     case signInAgain
+    /// A store of an older format that this user cannot upgrade: upgrade it as its owner.
+    case upgradeStore(path: String)
+    /// A push in a mode that changes records only (`mode` is update or replace).
+    case pushMode(String)
 
     /// The words, as the installed front end says them, else in the library's own.
     public var text: String {
@@ -102,6 +106,8 @@ public enum Wording: Sendable, Hashable {
         case .nameTemplateWord: return "the name template"
         case .repairHistory: return "or repair the history to accept the edit on purpose"
         case .forceAppendOnly: return "force the migration to do it anyway"
+        case .upgradeStore: return "open it once as a user who can write it, which upgrades it"
+        case .pushMode(let mode): return "a push in \(mode) mode"
         }
     }
 

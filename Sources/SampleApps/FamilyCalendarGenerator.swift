@@ -30,6 +30,7 @@ extension SampleGenerator {
         let start = Self.epoch - 20 * Self.day + Int64(f) * Self.hour
         var users: [String] = []
         var nicknames: [String] = []
+        var participants: [ShareDetails.Participant] = []
         for k in 1...4 {
             let name = "user-\(f)-\(k)"
             let first = k <= 2 ? Self.adults[(f * 5 + k) % Self.adults.count] : Self.children[(f * 7 + k) % Self.children.count]
@@ -42,6 +43,10 @@ extension SampleGenerator {
             ]
             if k <= 2 { fields["phoneNumber"] = .string("+1 555 01\(Self.pad(f * 4 + k, 2))") }
             if random.chance(0.5) { fields["avatarURL"] = .string("https://avatars.example.com/\(ascii).png") }
+            participants.append(ShareDetails.Participant(
+                participantID: Self.stableUUID("participant/" + name), userRecordName: k == 1 ? owner : "_" + Self.stableHex("user/" + name, 32),
+                givenName: first, familyName: surname, emailAddress: "\(ascii)@icloud.com",
+                type: k == 1 ? "OWNER" : "USER", acceptanceStatus: "ACCEPTED", permission: k <= 2 ? "READ_WRITE" : "READ_ONLY"))
             try emit(record("User", name, zone: privateZone, at: start + Int64(k) * Self.hour, by: owner, fields))
         }
         let familyName = "family-\(f)"
@@ -50,12 +55,22 @@ extension SampleGenerator {
             "name": .string("The \(surname)s"), "adminID": .string(users[0]), "inviteCode": .string(random.hex(6).uppercased()),
             "createdAt": .timestamp(start), "memberCount": .int64(4),
         ]))
+        // The family's zone is shared whole (a zone share, named cloudkit.zoneshare) with the
+        // family's members; within it, members and events hang under the family, and an
+        // event's participants and comments under the event.
+        try emit(Self.shareRecord(Record.zoneShareName, zone: zone, title: "The \(surname)s' calendar", at: start + Self.hour, owner: participants[0],
+                                  participants: participants, current: participants[1], shortGUID: Self.shortGUID("share/" + zone.zoneName)))
+        func under(_ parent: String, _ record: Record) -> Record {
+            var record = record
+            record.parent = parent
+            return record
+        }
         for k in 0..<4 {
-            try emit(record("FamilyMember", "member-\(f)-\(k + 1)", zone: zone, at: start + Int64(k) * Self.day, by: owner, [
+            try emit(under(familyName, record("FamilyMember", "member-\(f)-\(k + 1)", zone: zone, at: start + Int64(k) * Self.day, by: owner, [
                 "familyID": familyRef, "userID": .string(users[k]), "role": .string(k == 0 ? "admin" : "member"),
                 "nickname": .string(k == 0 ? "Mom" : k == 1 ? "Dad" : nicknames[k]), "joinedAt": .timestamp(start + Int64(k) * Self.day),
                 "notificationEnabled": .int64(k == 3 ? 0 : 1),
-            ]))
+            ])))
         }
         var e = 0
         while emitted < end {
@@ -85,7 +100,7 @@ extension SampleGenerator {
             if let location = template.location { fields["location"] = .string(location) }
             if random.chance(0.3) { fields["description"] = .string("Bring water bottles.\nCarpool: \(nicknames[random.int(0...3)]) drives.") }
             let eventRef = FieldValue.reference(Reference(recordName: eventName, action: .deleteSelf))
-            try emit(record("Event", eventName, zone: zone, at: created, by: users[creator], modifiedAt: created + Self.hour, fields))
+            try emit(under(familyName, record("Event", eventName, zone: zone, at: created, by: users[creator], modifiedAt: created + Self.hour, fields)))
             for k in 0..<4 where k != creator || random.chance(0.5) {
                 let statuses = ["pending", "accepted", "accepted", "declined", "tentative"]
                 let status = random.pick(statuses)
@@ -94,14 +109,14 @@ extension SampleGenerator {
                 ]
                 if status != "pending" { participant["respondedAt"] = .timestamp(created + Int64(random.int(1...48)) * Self.hour) }
                 if status == "declined" { participant["comment"] = .string("Sorry, I have practice then.") }
-                try emit(record("EventParticipant", "participant-\(f)-\(Self.pad(e, 5))-\(k + 1)", zone: zone, at: created, by: users[k], participant))
+                try emit(under(eventName, record("EventParticipant", "participant-\(f)-\(Self.pad(e, 5))-\(k + 1)", zone: zone, at: created, by: users[k], participant)))
             }
             if random.chance(0.4) {
                 let author = random.int(0...3)
-                try emit(record("Comment", "comment-\(f)-\(Self.pad(e, 5))-1", zone: zone, at: created + 2 * Self.hour, by: users[author], [
+                try emit(under(eventName, record("Comment", "comment-\(f)-\(Self.pad(e, 5))-1", zone: zone, at: created + 2 * Self.hour, by: users[author], [
                     "eventID": eventRef, "userID": .string(users[author]), "content": .string(random.pick(Self.comments)),
                     "createdAt": .timestamp(created + 2 * Self.hour),
-                ]))
+                ])))
             }
             if random.chance(0.5) {
                 let read = random.chance(0.6)

@@ -58,7 +58,8 @@ extension SampleGenerator {
 
     mutating func familyTodo() throws {
         let households = groupCount(perGroup: 10_000, smallDivisor: 30)
-        let fixed = 16
+        // A household, its share, 4 members, 6 areas and 5 chores.
+        let fixed = 17
         let tasksTotal = max(0, limit - households * fixed)
         try run { g in
             for h in 1...households {
@@ -76,13 +77,26 @@ extension SampleGenerator {
         let start = Self.epoch - 30 * Self.day + Int64(h) * Self.hour
         let householdName = "household-\(h)"
         let householdRef = FieldValue.reference(Reference(recordName: householdName, action: .deleteSelf))
-        try emit(record("Household", householdName, zone: zone, at: start, by: owner, modifiedAt: start + 2 * Self.day, [
+        // The household is the root of the share that carries everything else to its members:
+        // every other record names it as its parent.
+        let shareName = "Share-" + Self.stableUUID("share/" + householdName)
+        let shortGUID = Self.shortGUID("share/" + householdName)
+        var household = record("Household", householdName, zone: zone, at: start, by: owner, modifiedAt: start + 2 * Self.day, [
             "id": .string(uuid()), "name": .string(familyName), "ownerId": .string(owner),
             "createdAt": .timestamp(start), "updatedAt": .timestamp(start + 2 * Self.day),
-        ]))
+        ])
+        household.share = shareName
+        household.shareDetails = "{\"shortGUID\":\"\(shortGUID)\"}"
+        try emit(household)
+        func underHousehold(_ record: Record) -> Record {
+            var record = record
+            record.parent = householdName
+            return record
+        }
 
         var memberNames: [String] = []
         var memberUsers: [String] = []
+        var participants: [ShareDetails.Participant] = []
         for k in 1...4 {
             let user = k == 1 ? owner : userRecordName()
             let first = k <= 2 ? Self.adults[(h * 2 + k) % Self.adults.count] : Self.children[(h * 3 + k) % Self.children.count]
@@ -90,21 +104,32 @@ extension SampleGenerator {
             let joined = start + Int64(k - 1) * Self.day
             memberNames.append(name)
             memberUsers.append(user)
-            try emit(record("Member", name, zone: zone, at: joined, by: user, [
+            try emit(underHousehold(record("Member", name, zone: zone, at: joined, by: user, [
                 "id": .string(uuid()), "householdId": householdRef, "userId": .string(user),
                 "displayName": .string(first), "role": .string(k == 1 ? "owner" : "member"),
                 "joinedAt": .timestamp(joined), "isActive": .int64(k == 4 && h % 3 == 0 ? 0 : 1),
-            ]))
+            ])))
+            participants.append(ShareDetails.Participant(
+                participantID: Self.stableUUID("participant/" + name), userRecordName: user, givenName: first, familyName: surname,
+                emailAddress: (first + "." + surname).lowercased().asciiLetters() + "@example.com",
+                type: k == 1 ? "OWNER" : "USER",
+                // The member who left is REMOVED; the youngest may only look.
+                acceptanceStatus: k == 4 && h % 3 == 0 ? "REMOVED" : "ACCEPTED",
+                permission: k == 4 ? "READ_ONLY" : "READ_WRITE"))
         }
+        // "Smith Family To-Do", private to the invited members (publicPermission NONE), as the
+        // second adult's pull of the shared database sees it.
+        try emit(Self.shareRecord(shareName, zone: zone, title: "\(familyName) To-Do", at: start + Self.hour, owner: participants[0],
+                                  participants: participants, current: participants[1], shortGUID: shortGUID))
 
         var areaNames: [String] = []
         for (index, area) in Self.areas.enumerated() {
             let name = "area-\(h)-\(area.name.lowercased().replacingSpaces())"
             areaNames.append(name)
-            try emit(record("Area", name, zone: zone, at: start + Int64(index) * Self.minute, by: owner, [
+            try emit(underHousehold(record("Area", name, zone: zone, at: start + Int64(index) * Self.minute, by: owner, [
                 "id": .string(uuid()), "householdId": householdRef, "name": .string(area.name),
                 "icon": .string(area.icon), "sortOrder": .int64(Int64(index)), "createdAt": .timestamp(start + Int64(index) * Self.minute),
-            ]))
+            ])))
         }
 
         var choreNames: [String] = []
@@ -126,7 +151,7 @@ extension SampleGenerator {
             if let dayOfMonth = chore.dayOfMonth { fields["recurrenceDayOfMonth"] = .int64(Int64(dayOfMonth)) }
             if random.chance(0.6) { fields["defaultAssigneeId"] = .reference(Reference(recordName: random.pick(memberNames))) }
             if c == 0 { fields["notes"] = .string("Rotates between everyone who is home that week.") }
-            try emit(record("RecurringChore", name, zone: zone, at: created, by: owner, modifiedAt: created + Self.day, fields))
+            try emit(underHousehold(record("RecurringChore", name, zone: zone, at: created, by: owner, modifiedAt: created + Self.day, fields)))
         }
 
         guard tasks > 0 else { return }
@@ -159,7 +184,7 @@ extension SampleGenerator {
             }
             if random.chance(0.25) { fields["notes"] = .string(random.pick(Self.taskNotes)) }
             fields["updatedAt"] = .timestamp(updated)
-            try emit(record("Task", "task-\(h)-\(Self.pad(t, 6))", zone: zone, at: created, by: memberUsers[author], modifiedAt: updated, fields))
+            try emit(underHousehold(record("Task", "task-\(h)-\(Self.pad(t, 6))", zone: zone, at: created, by: memberUsers[author], modifiedAt: updated, fields)))
         }
     }
 }

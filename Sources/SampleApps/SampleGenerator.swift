@@ -130,6 +130,54 @@ struct SampleGenerator {
         return models[Int(hash % 3)] + "-" + String(hash >> 40, radix: 16, uppercase: true)
     }
 
+    /// `count` hex digits that depend on `seed` alone (FNV-1a, chained): identifiers that must
+    /// not draw from the random stream, so that adding them leaves every other value as it was.
+    static func stableHex(_ seed: String, _ count: Int) -> String {
+        var out = ""
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        var round = 0
+        while out.count < count {
+            for byte in "\(seed)#\(round)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+            let digits = String(hash, radix: 16)
+            out += String(repeating: "0", count: 16 - digits.count) + digits
+            round += 1
+        }
+        return String(out.prefix(count))
+    }
+
+    /// A UUID in CloudKit's upper-case form, from `seed` alone.
+    static func stableUUID(_ seed: String) -> String {
+        let c = Array(stableHex(seed, 32).uppercased())
+        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+    }
+
+    /// A share's short GUID (the last part of its URL): 25 letters and digits, from `seed`.
+    static func shortGUID(_ seed: String) -> String {
+        let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        let hex = Array(stableHex(seed, 50))
+        return "0" + String((0..<24).map { i in alphabet[Int(String(hex[2 * i...2 * i + 1]), radix: 16)! % alphabet.count] })
+    }
+
+    /// A share record (`cloudkit.share`) as CloudKit gives it: its title, the self-link CloudKit
+    /// puts on it, and its details — who may open it by URL, its participants, its owner, the
+    /// participant who pulled it, its short GUID. Built from `name` alone, without drawing from
+    /// the random stream.
+    static func shareRecord(_ name: String, zone: ZoneID, title: String, at time: Int64, owner: ShareDetails.Participant,
+                            participants: [ShareDetails.Participant], current: ShareDetails.Participant, shortGUID: String) -> Record {
+        let device = deviceID(of: owner.userRecordName ?? name)
+        var details = JSONObject()
+        details.members.append(.init(key: "publicPermission", value: .string("NONE")))
+        details.members.append(.init(key: "participants", value: .array(participants.map(\.json))))
+        details.members.append(.init(key: "owner", value: owner.json))
+        details.members.append(.init(key: "currentUserParticipant", value: current.json))
+        details.members.append(.init(key: "shortGUID", value: .string(shortGUID)))
+        return Record(id: RecordID(recordName: name, zone: zone), recordType: Record.shareType,
+                      fields: ["cloudkit.title": .string(title)], changeTag: stableHex(name + "/tag", 8),
+                      created: RecordStamp(timestamp: time, userRecordName: owner.userRecordName, deviceID: device),
+                      modified: RecordStamp(timestamp: time, userRecordName: owner.userRecordName, deviceID: device),
+                      share: name, shareDetails: ShareDetails(details).text)
+    }
+
     static func pad(_ n: Int, _ width: Int) -> String {
         let text = String(n)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text

@@ -107,6 +107,21 @@ enum SampleSchemas {
             GRANT READ, CREATE, WRITE TO "_icloud"
         );
 
+        RECORD TYPE "cloudkit.share" (
+            "___createTime"               TIMESTAMP,
+            "___createdBy"                REFERENCE,
+            "___etag"                     STRING,
+            "___modTime"                  TIMESTAMP,
+            "___modifiedBy"               REFERENCE,
+            "___recordID"                 REFERENCE,
+            "cloudkit.thumbnailImageData" BYTES,
+            "cloudkit.title"              STRING,
+            "cloudkit.type"               STRING,
+            GRANT WRITE TO "_creator",
+            GRANT CREATE TO "_icloud",
+            GRANT READ TO "_world"
+        );
+
     """
 
     static let familyCalendar = """
@@ -238,6 +253,21 @@ enum SampleSchemas {
             nickname        STRING,
             phoneNumber     ENCRYPTED STRING,
             GRANT READ, CREATE, WRITE TO "_creator"
+        );
+
+        RECORD TYPE "cloudkit.share" (
+            "___createTime"               TIMESTAMP,
+            "___createdBy"                REFERENCE,
+            "___etag"                     STRING,
+            "___modTime"                  TIMESTAMP,
+            "___modifiedBy"               REFERENCE,
+            "___recordID"                 REFERENCE,
+            "cloudkit.thumbnailImageData" BYTES,
+            "cloudkit.title"              STRING,
+            "cloudkit.type"               STRING,
+            GRANT WRITE TO "_creator",
+            GRANT CREATE TO "_icloud",
+            GRANT READ TO "_world"
         );
 
     """

@@ -42,7 +42,17 @@ extension RecordQuery {
         "___createTime": ("___createTime", .timestamp), "createdTimestamp": ("___createTime", .timestamp),
         "___modTime": ("___modTime", .timestamp), "modifiedTimestamp": ("___modTime", .timestamp),
         "___createdBy": ("___createdBy", .string), "___modifiedBy": ("___modifiedBy", .string),
+        "___parent": ("___parent", .string), "parent": ("___parent", .string),
+        "___share": ("___share", .string), "share": ("___share", .string),
     ]
+
+    /// The system field a predicate or sort names by `name`, unless the record type has a field
+    /// of its own by that name (`parent`, say), which wins over the short system names.
+    public static func systemField(_ name: String, typeHasField: (String) -> Bool) -> (column: String, type: FieldType)? {
+        guard let system = systemFields[name] else { return nil }
+        if !name.hasPrefix("___") && name != "recordName" && typeHasField(name) { return nil }
+        return system
+    }
 
     /// The message for a problem with the predicate, placed at `column` of its text.
     public static func predicateError(_ message: String, column: Int, text: String?) -> StoreError {
@@ -192,7 +202,7 @@ extension StoreSession {
     }
 
     private func sortColumn(_ name: String, layout: TableLayout) throws -> String {
-        if let system = RecordQuery.systemFields[name] { return system.column }
+        if let system = RecordQuery.systemField(name, typeHasField: { layout.fieldsByName[$0] != nil }) { return system.column }
         guard let field = layout.fieldsByName[name].map({ layout.fields[$0] }) else {
             throw StoreError.badQuery("\(Wording.sortField(name).text): record type \(layout.typeName) has no field '\(name)'")
         }
@@ -205,14 +215,14 @@ extension StoreSession {
     private func compile(_ condition: Condition, layout: TableLayout, text: String?) throws -> (String, [SQLArgument]) {
         let column: String
         let type: FieldType
-        if let system = RecordQuery.systemFields[condition.field] {
+        if let system = RecordQuery.systemField(condition.field, typeHasField: { layout.fieldsByName[$0] != nil }) {
             (column, type) = system
         } else if let index = layout.fieldsByName[condition.field] {
             column = layout.fields[index].column
             type = layout.fields[index].type
         } else {
             let known = layout.fields.map(\.name).joined(separator: ", ")
-            throw queryError("record type \(layout.typeName) has no field '\(condition.field)' (its fields: \(known); also recordName, ___createTime, ___modTime)", column: condition.fieldColumn, text: text)
+            throw queryError("record type \(layout.typeName) has no field '\(condition.field)' (its fields: \(known); also recordName, parent, share, ___createTime, ___modTime)", column: condition.fieldColumn, text: text)
         }
         func value(_ literal: PredicateValue, as type: FieldType) throws -> SQLArgument {
             if let argument = StoreSession.argument(literal, as: type) { return argument }

@@ -48,6 +48,11 @@ public struct RecordRow {
 
     public var recordName: UnsafeBufferPointer<UInt8> { text(1) }
     public var changeTag: UnsafeBufferPointer<UInt8>? { optionalText(2) }
+    /// The record name of the record's parent, and of the share it is the root of.
+    public var parent: UnsafeBufferPointer<UInt8>? { optionalText(9) }
+    public var share: UnsafeBufferPointer<UInt8>? { optionalText(10) }
+    /// A share's details (compact JSON), when the record has them.
+    public var shareDetails: UnsafeBufferPointer<UInt8>? { optionalText(11) }
 
     /// The creation (or, with `modified`, the modification) stamp: its time in milliseconds,
     /// the user and the device; nil when the record has none.
@@ -103,7 +108,7 @@ extension StoreSession {
             guard remaining > 0 else { return }
             let statement = try statements.statement(db, compiled.sql, compiled.arguments)
             var columns: [Int32] = []
-            var column: Int32 = 9
+            var column = TableLayout.firstFieldColumn
             for kind in compiled.layout.kinds {
                 columns.append(column)
                 column += kind == .reference ? 2 : 1

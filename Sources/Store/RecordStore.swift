@@ -23,8 +23,10 @@ import Records
 /// - ``importSchema(_:)``: schema changes
 /// - ``StoreSession``: records, queries, changes and deletes inside a transaction
 public final class RecordStore {
-    /// The store format this version of ckport writes and reads.
-    public static let formatVersion = 1
+    /// The store format this version of ckport writes and reads. Format 2 added the `parent`,
+    /// `share` and share-details system columns; a format 1 store is upgraded in place when it
+    /// is opened (``upgradedFrom``).
+    public static let formatVersion = 2
     /// Where the store lives when neither `--store` nor `$CKPORT_STORE` says.
     public static let defaultPath = "ckport.sqlite"
     /// How long a write waits for another process's write to end before giving up, in seconds.
@@ -39,6 +41,8 @@ public final class RecordStore {
     /// True while this instance created the file and nothing it wrote has been committed: a
     /// failed first write then removes the file again rather than leave an empty store behind.
     private var createdHere: Bool
+    /// The format the store had before opening it upgraded it, nil when it needed no upgrade.
+    public private(set) var upgradedFrom: Int?
 
     /// The page cache of each connection, in SQLite's notation (negative: kibibytes): 64 MB.
     static let cacheSize = -65536
@@ -99,6 +103,7 @@ public final class RecordStore {
             (storeID, createdHere) = try queue.inDatabase { db in
                 try RecordStore.prepare(db, path: path, create: create)
             }
+            upgradedFrom = try queue.inDatabase { db in try RecordStore.upgrade(db, path: path) }
         } catch {
             throw RecordStore.translate(error, path: path, waiter: waiter)
         }
@@ -161,6 +166,37 @@ public final class RecordStore {
             throw StoreError.corrupt("the store has no identifier")
         }
         return id
+    }
+
+    /// Brings a store of an older format up to ``formatVersion`` in one transaction, and says
+    /// from which format; nil when it was current. Another process may upgrade it at the same
+    /// moment: the format is read again under the write lock.
+    private static func upgrade(_ db: Database, path: String) throws -> Int? {
+        let seen = try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") ?? 0
+        guard seen < formatVersion else { return nil }
+        if access(path, W_OK) != 0 {
+            throw StoreError.needsUpgrade(path: path, version: seen, reason: RecordStore.accessProblem(path) ?? "the file cannot be written")
+        }
+        var from: Int?
+        try db.inTransaction(.immediate) {
+            let version = try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") ?? 0
+            guard version < formatVersion else { return .commit }
+            from = version
+            if version < 2 {
+                // Format 2: every record type's table gains the parent, share and share-details columns.
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+                for table in tables {
+                    let columns = try Set(Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(table)))").map { $0["name"] as String })
+                    guard columns.contains("___recordID") else { continue }
+                    for (column, type) in TableLayout.linkColumns where !columns.contains(column) {
+                        try db.execute(sql: "ALTER TABLE \(quoted(table)) ADD COLUMN \(column) \(type)")
+                    }
+                }
+            }
+            try db.execute(sql: "UPDATE _ck_meta SET value = ? WHERE key = 'format'", arguments: [formatVersion])
+            return .commit
+        }
+        return from
     }
 
     static func makeStoreID() -> String {

@@ -135,9 +135,11 @@ enum RowJSON {
         if !statement.isNull(2) { out.raw(",\"recordChangeTag\":"); text(statement, 2, to: &out) }
         stamp(statement, at: 3, key: ",\"created\":", to: &out)
         stamp(statement, at: 6, key: ",\"modified\":", to: &out)
+        if !statement.isNull(9) { out.raw(",\"parent\":{\"recordName\":"); text(statement, 9, to: &out); out.byte(UInt8(ascii: "}")) }
+        if !statement.isNull(10) { out.raw(",\"share\":{\"recordName\":"); text(statement, 10, to: &out); out.byte(UInt8(ascii: "}")) }
         out.raw(",\"fields\":{")
         var first = true
-        var index: Int32 = 9
+        var index = TableLayout.firstFieldColumn
         for position in 0..<layout.kinds.count {
             let kind = layout.kinds[position]
             defer { index += kind == .reference ? 2 : 1 }
@@ -177,7 +179,20 @@ enum RowJSON {
             }
             out.bytes.append(contentsOf: closing)
         }
-        out.raw("}}")
+        out.byte(UInt8(ascii: "}"))
+        if !statement.isNull(11) { appendShareDetails(statement, 11, to: &out) }
+        out.byte(UInt8(ascii: "}"))
+    }
+
+    /// A share's details, as members of the record object (as ``JSONRecordCodec`` splices them).
+    @inline(never)
+    static func appendShareDetails(_ statement: PreparedStatement, _ index: Int32, to out: inout JSONWriter) {
+        let count = Int(sqlite3_column_bytes(statement.raw, index))
+        guard count > 2, let pointer = sqlite3_column_text(statement.raw, index) else { return }
+        let text = UnsafeBufferPointer(start: pointer, count: count)
+        guard text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}") else { return }
+        out.byte(UInt8(ascii: ","))
+        out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[1..<(count - 1)]))
     }
 
     /// A list, asset or location as the general path writes it: the value read back from the

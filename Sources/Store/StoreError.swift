@@ -4,7 +4,7 @@ public enum StoreError: CKPortError, Sendable {
     public var category: ErrorCategory {
         switch self {
         case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return .invalidInput
-        case .missing, .notAStore, .unsupportedFormat, .cannotWrite, .busy, .unavailable: return .environment
+        case .missing, .notAStore, .unsupportedFormat, .needsUpgrade, .cannotWrite, .busy, .unavailable: return .environment
         case .corrupt: return .internal
         }
     }
@@ -15,6 +15,8 @@ public enum StoreError: CKPortError, Sendable {
     case notAStore(path: String, reason: String)
     /// The store was written by a newer ckport.
     case unsupportedFormat(path: String, version: Int)
+    /// The store was written by an older ckport and must be upgraded, which needs write access.
+    case needsUpgrade(path: String, version: Int, reason: String)
     /// The store holds something it should not; the message says what.
     case corrupt(String)
     /// A schema change the stored records do not allow.
@@ -42,6 +44,9 @@ public enum StoreError: CKPortError, Sendable {
             return "\(path) is not a ckport store: \(reason)"
         case .unsupportedFormat(let path, let version):
             return "\(path) was written by a newer ckport (store format \(version)); upgrade ckport to read it"
+        case .needsUpgrade(let path, let version, let reason):
+            return "\(path) was written by an older ckport (store format \(version)) and is upgraded in place when opened, but \(reason); "
+                + Wording.upgradeStore(path: path).text
         case .corrupt(let message):
             return "the store is damaged: \(message)"
         case .schemaChangeRefused(let reasons):

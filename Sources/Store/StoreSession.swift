@@ -41,6 +41,10 @@ extension WriteMode {
         case .upsert:
             result = existing
             for (name, value) in incoming.fields { result.fields[name] = value }
+            // Like a field, a link or a share's details the incoming record lacks stays.
+            if let parent = incoming.parent { result.parent = parent }
+            if let share = incoming.share { result.share = share }
+            if let details = incoming.shareDetails { result.shareDetails = details }
         case .replace:
             result = incoming
         case .newer:

@@ -37,7 +37,16 @@ final class TableLayout {
         "___zone", "___recordID", "___etag",
         "___createTime", "___createdBy", "___createdDevice",
         "___modTime", "___modifiedBy", "___modifiedDevice",
+        "___parent", "___share", "___shareDetails",
     ]
+
+    /// The statement position (1-based) of a row's first field column.
+    static let firstFieldParameter = Int32(systemColumns.count + 1)
+    /// The result column (0-based) of a row's first field column.
+    static let firstFieldColumn = Int32(systemColumns.count)
+
+    /// The system columns that store format 1 lacked, with their SQL types; an upgrade adds them.
+    static let linkColumns = [("___parent", "TEXT"), ("___share", "TEXT"), ("___shareDetails", "TEXT")]
 
     /// How a column is read back; a trivial enum, so the decode loop copies nothing.
     enum ColumnKind {
@@ -105,7 +114,7 @@ final class TableLayout {
             "___zone INTEGER NOT NULL", "___recordID TEXT NOT NULL", "___etag TEXT",
             "___createTime INTEGER", "___createdBy TEXT", "___createdDevice TEXT",
             "___modTime INTEGER", "___modifiedBy TEXT", "___modifiedDevice TEXT",
-        ]
+        ] + TableLayout.linkColumns.map { "\($0.0) \($0.1)" }
         for field in fields { definitions.append(contentsOf: TableLayout.columnDefinitions(field)) }
         definitions.append("PRIMARY KEY (___zone, ___recordID)")
         var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n) WITHOUT ROWID"]
@@ -163,13 +172,16 @@ final class TableLayout {
         statement.bind(7, record.modified?.timestamp)
         statement.bind(8, record.modified?.userRecordName)
         statement.bind(9, record.modified?.deviceID)
+        statement.bind(10, record.parent)
+        statement.bind(11, record.share)
+        statement.bind(12, record.shareDetails)
         // Both lists are sorted by name: walk them side by side, borrowing rather than copying
         // (this loop runs for every field of every record saved).
         record.fields.entries.withUnsafeBufferPointer { entries in
             fieldNames.withUnsafeBufferPointer { names in
                 hasActionColumn.withUnsafeBufferPointer { actions in
                     var next = 0
-                    var index: Int32 = 10
+                    var index = TableLayout.firstFieldParameter
                     for position in 0..<names.count {
                         var found = -1
                         while next < entries.count {
@@ -234,9 +246,12 @@ final class TableLayout {
         if let modified = statement.optionalInt64(6) {
             record.modified = RecordStamp(timestamp: modified, userRecordName: statement.optionalText(7), deviceID: statement.optionalText(8))
         }
+        record.parent = statement.optionalText(9)
+        record.share = statement.optionalText(10)
+        record.shareDetails = statement.optionalText(11)
         var entries: [RecordFields.Entry] = []
         entries.reserveCapacity(fields.count)
-        var index: Int32 = 9
+        var index = TableLayout.firstFieldColumn
         for position in 0..<kinds.count {
             let kind = kinds[position]
             defer { index += kind == .reference ? 2 : 1 }

@@ -21,11 +21,11 @@ struct CKPortCommand: ParsableCommand {
         The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite. A store on a \
         PostgreSQL server is a URL: --store 'postgresql://USER@HOST:PORT/DB?schema=NAME' (the \
         password from PGPASSWORD or ~/.pgpass, never the command line).
-        Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure.
+        Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other         failure (for pull: also records left out), 4 CloudKit wants a new sign-in.
         """,
         version: "0.1.0",
         subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
-                      RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, StatsCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
+                      RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self, StatsCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
     )
 }
 
@@ -63,14 +63,23 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store at `path` (a SQLite file or a postgresql:// URL).
     static func open(_ path: String, create: Bool, wait: Double, quiet: Bool) throws -> any RecordStoring {
+        let upgradedFrom: Int?
+        let store: any RecordStoring
         if PostgresLocation.isURL(path) {
-            return try PostgresStore(PostgresLocation(path), create: create)
+            let postgres = try PostgresStore(PostgresLocation(path), create: create)
+            (store, upgradedFrom) = (postgres, postgres.upgradedFrom)
+        } else {
+            var waiting: (@Sendable () -> Void)?
+            if !quiet {
+                waiting = { Console.error("waiting for another ckport writing to \(path)…") }
+            }
+            let sqlite = try RecordStore(path: path, create: create, waitSeconds: wait, waiting: waiting)
+            (store, upgradedFrom) = (sqlite, sqlite.upgradedFrom)
         }
-        var waiting: (@Sendable () -> Void)?
-        if !quiet {
-            waiting = { Console.error("waiting for another ckport writing to \(path)…") }
+        if let upgradedFrom, !quiet {
+            Console.error("upgraded the store \(Console.clean(path)) in place from format \(upgradedFrom) to \(RecordStore.formatVersion) (records now keep their parent and share links)")
         }
-        return try RecordStore(path: path, create: create, waitSeconds: wait, waiting: waiting)
+        return store
     }
 
     /// Whether there is a store at `path` yet: a file, or a store in the server's namespace (a

@@ -184,7 +184,7 @@ struct ServiceTests {
 
     // MARK: 3, 4: feeds that never stall; types CloudKit adds
 
-    @Test("a share's cloudkit.share and a type added after the schema was exported are left out, counted and handed to the rejects; the token moves on; --allow-new-types keeps the new type")
+    @Test("a share's cloudkit.share is kept with its participants (the schema gains CloudKit's share type); a type added after the schema was exported is left out, counted and handed to the rejects; the token moves on; --allow-new-types keeps the new type")
     func feedNeverStalls() async throws {
         let scratch = Scratch()
         let app = try client()
@@ -196,19 +196,26 @@ struct ServiceTests {
         let store = try scratch.store(Self.schema)
         let rejects = Collected()
         let result = try await CloudSync.pull(try client(), into: store, rejects: rejects)
-        #expect(result.saved == 10 && result.leftOut == 2 && result.leftOutByType == ["cloudkit.share": 1, "Reminder": 1], "\(result.leftOutByType)")
-        #expect(Set(rejects.issues.compactMap(\.recordType)) == ["cloudkit.share", "Reminder"])
+        #expect(result.saved == 11 && result.leftOut == 1 && result.leftOutByType == ["Reminder": 1], "\(result.leftOutByType)")
+        #expect(result.schemaChanges.contains { $0.contains("cloudkit.share") }, "\(result.schemaChanges)")
+        #expect(Set(rejects.issues.compactMap(\.recordType)) == ["Reminder"])
         #expect(rejects.issues.allSatisfy { $0.message.contains("unknown record type") }, "\(rejects.issues)")
-        #expect(rejects.raw.compactMap { $0.map { String(decoding: $0, as: UTF8.self) } }.contains { $0.contains(#""participants""#) })
-        #expect(try names(store).count == 10)
+        #expect(try names(store).count == 11)
+        // The share, with who takes part; its root names it.
+        var pulled: [Record] = []
+        try store.read { session in try session.forEach(RecordQuery()) { pulled.append($0) } }
+        let share = try #require(pulled.first { $0.isShare })
+        let details = try #require(share.shareDetails.flatMap(ShareDetails.init(json:)))
+        #expect(details.participants.map(\.userRecordName) == ["_user", "_grandma"] && details.publicPermission == "NONE")
+        #expect(details.participants.map(\.acceptanceStatus) == ["ACCEPTED", "ACCEPTED"] && details.owner?.type == "OWNER")
+        #expect(pulled.first { $0.recordName == "note-0003" }?.share == share.recordName)
         // The token moved past them: the next pull fetches nothing more.
         let next = try await CloudSync.pull(try client(), into: store)
         #expect(next.saved == 0 && next.leftOut == 0)
-        // With new types allowed, Reminder joins the schema and its record is kept; the share's
-        // dotted names are CloudKit's own, which a user's schema may not hold.
+        // With new types allowed, Reminder joins the schema and its record is kept too.
         let open = try scratch.store(Self.schema, name: "open.sqlite")
         let kept = try await CloudSync.pull(try client(), into: open, allowNewTypes: true, rejects: Collected())
-        #expect(kept.saved == 11 && kept.leftOutByType == ["cloudkit.share": 1] && kept.schemaChanges.contains { $0.contains("Reminder") }, "\(kept.schemaChanges)")
+        #expect(kept.saved == 12 && kept.leftOutByType.isEmpty && kept.schemaChanges.contains { $0.contains("Reminder") }, "\(kept.schemaChanges)")
         #expect(open.schema.recordType(named: "Reminder")?.field(named: "note")?.type == .string)
     }
 

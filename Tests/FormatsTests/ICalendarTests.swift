@@ -470,7 +470,7 @@ struct ICalendarExportTests {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let activeChores = try store.read { try $0.count(RecordQuery(recordTypes: ["RecurringChore"], predicate: try RecordPredicate.parse("isActive == 1"))) }
         #expect(summary.written["RecurringChore"] == activeChores)
-        #expect(summary.written["Task"] == 48)
+        #expect(summary.written["Task"] == 46)
         #expect(text.contains("STATUS:IN-PROCESS\r\n"))
         #expect(text.contains("STATUS:COMPLETED\r\n"))
         #expect(text.contains("CATEGORIES:Kitchen\r\n"))

@@ -79,10 +79,12 @@ struct StoreTests {
         let store = try scratch.sampleStore("family-calendar")
         let before = try store.read { try $0.stats() }
         let familyZone = try #require(try store.read { $0.zones }.first { $0.zoneName == "family-1-zone" })
-        let family1 = try allRecords(store).filter { $0.zone == familyZone }
+        // The zone's share (a share of the whole zone) belongs to no record: it stays.
+        let family1 = try allRecords(store).filter { $0.zone == familyZone && !$0.isShare }
         let deleted = try store.write { try $0.delete([RecordID(recordName: "family-1", zone: familyZone)]) }
-        // Everything in the family's zone pointed, directly or through its event, at the family.
+        // Everything else in the family's zone pointed, directly or through its event, at the family.
         #expect(Set(deleted.map(\.id)) == Set(family1.map(\.id)))
+        #expect(try store.read { try $0.record(RecordID(recordName: Record.zoneShareName, zone: familyZone)) }?.isShare == true)
         let participant = try #require(deleted.first { $0.recordType == "EventParticipant" })
         #expect(participant.field == "eventID")
         #expect(participant.cause?.recordName.hasPrefix("event-1-") == true)

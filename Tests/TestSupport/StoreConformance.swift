@@ -25,7 +25,7 @@ public struct StoreConformance<Store: RecordStoring> {
 
     public static var checks: [String] {
         ["schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions", "assets",
-         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles"]
+         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles", "sharing"]
     }
 
     public func run(_ check: String) throws {
@@ -42,6 +42,7 @@ public struct StoreConformance<Store: RecordStoring> {
         case "sync tokens": try syncTokens()
         case "bulk load": try bulkLoad()
         case "two handles": try twoHandles()
+        case "sharing": try sharing()
         default: throw Failure(description: "no check named \(check)")
         }
     }
@@ -409,6 +410,68 @@ public struct StoreConformance<Store: RecordStoring> {
         } catch is Failure {}
         try require(heard == 3, "the finishing hook sees the load's records: \(heard)")
         try require(try names(store) == ["n-1", "n-3"], "a load its hook refused left records")
+    }
+
+    /// Parent and share links and a share's details are kept as given, by saves and bulk
+    /// loads alike, queried by `parent`, kept by an upsert that does not name them; deleting a
+    /// share's root deletes the share, deleting a share leaves its root (which no longer names
+    /// it), and a parent link never deletes anything.
+    func sharing() throws {
+        let details = #"{"publicPermission":"NONE","participants":[{"userIdentity":{"userRecordName":"_owner"},"type":"OWNER","acceptanceStatus":"ACCEPTED","permission":"READ_WRITE"}],"shortGUID":"0abc","extra":null}"#
+        var root = Self.folder("f-1")
+        root.share = "share-1"
+        root.shareDetails = #"{"shortGUID":"0abc"}"#
+        var child = Self.note("n-1", "Milk")
+        child.parent = "f-1"
+        var grandchild = Self.note("n-2", "Bread")
+        grandchild.parent = "n-1"
+        var share = Record(id: RecordID(recordName: "share-1", zone: Self.zone), recordType: Record.shareType,
+                           fields: ["cloudkit.title": .string("Groceries")], share: "share-1", shareDetails: details)
+        share.changeTag = "tag-s"
+        let store = try create("sharing")
+        var schema = try SchemaParser.parse(Self.schemaText)
+        schema.recordTypes.append(.share)
+        try store.importSchema(schema, dryRun: false)
+        // Half by bulk load, half by single saves.
+        _ = try store.importRecords([ArrayRecordSource([root, share])], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        try store.write(dryRun: false) { session in
+            _ = try session.save(child, mode: .insert)
+            _ = try session.save(grandchild, mode: .insert)
+        }
+        let all = try store.read { session in
+            var found: [String: Record] = [:]
+            try session.forEach(RecordQuery()) { found[$0.recordName] = $0 }
+            return found
+        }
+        try require(all["f-1"] == root && all["n-1"] == child && all["n-2"] == grandchild && all["share-1"] == share,
+                    "links and details as given: \(all.values.map { "\($0.recordName) parent \($0.parent ?? "-") share \($0.share ?? "-") details \($0.shareDetails ?? "-")" })")
+        var underMilk = RecordQuery(recordTypes: ["Note"])
+        underMilk.predicate = try RecordPredicate.parse("parent == 'n-1'")
+        try require(try names(store, underMilk) == ["n-2"], "query by parent: \(try names(store, underMilk))")
+        // An upsert that names no links keeps them; a replace takes exactly what it is given.
+        var retitled = Self.folder("f-1")
+        retitled["title"] = .string("Groceries")
+        try store.write(dryRun: false) { session in _ = try session.save(retitled, mode: .upsert) }
+        let kept = try store.read { try $0.record(RecordID(recordName: "f-1", zone: Self.zone)) }
+        try require(kept?.share == "share-1" && kept?.shareDetails == root.shareDetails && kept?["title"] == .string("Groceries"), "upsert kept the links: \(String(describing: kept))")
+        // Deleting the share leaves its records; the root no longer names it.
+        let first = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "share-1", zone: Self.zone)]) }
+        try require(first.map(\.id.recordName) == ["share-1"], "deleting a share deletes it alone: \(first)")
+        let unlinked = try store.read { try $0.record(RecordID(recordName: "f-1", zone: Self.zone)) }
+        try require(unlinked?.share == nil && unlinked?.shareDetails == root.shareDetails, "the root no longer names the share: \(String(describing: unlinked))")
+        try require(try names(store) == ["f-1", "n-1", "n-2"], "records stay: \(try names(store))")
+        // Deleting a root deletes its share; the records under it stay.
+        try store.write(dryRun: false) { session in
+            _ = try session.save(share, mode: .insert)
+            var again = try session.record(RecordID(recordName: "f-1", zone: Self.zone))!
+            again.share = "share-1"
+            _ = try session.save(again, mode: .replace)
+        }
+        let second = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-1", zone: Self.zone)]) }
+        try require(Set(second.map(\.id.recordName)) == ["f-1", "share-1"], "deleting a root deletes its share: \(second)")
+        try require(second.first { $0.id.recordName == "share-1" }?.cause?.recordName == "f-1" && second.first { $0.id.recordName == "share-1" }?.field == "share",
+                    "the share is deleted because of its root: \(second)")
+        try require(try names(store) == ["n-1", "n-2"], "a parent link deletes nothing: \(try names(store))")
     }
 
     func twoHandles() throws {

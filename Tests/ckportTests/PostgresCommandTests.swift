@@ -83,18 +83,24 @@ struct PostgresCommandTests {
         #expect(rejected[0] == rejected[1] && !rejected[0].isEmpty)
     }
 
-    @Test("moving between backends is lossless: SQLite → bundle → PostgreSQL → bundle → SQLite, and ckport copy both ways, export byte-identical")
+    @Test("moving between backends is lossless: SQLite → bundle → PostgreSQL → bundle → SQLite, and ckport copy both ways, export byte-identical, shares and parent links with it")
     func lossless() throws {
         let folder = Scratch()
-        for app in ["notes", "screen-time-rewards"] {
+        for app in ["notes", "screen-time-rewards", "family-todo", "family-calendar"] {
             let first = "\(app).sqlite"
             #expect(try ckport(["import", sample(app, "schema.ckdb"), sample(app, "records.jsonl"), "--store", first, "-q"], in: folder.url).status == 0)
             let original = try ckport(["export", "--store", first, "-q"], in: folder.url).stdout
             #expect(!original.isEmpty)
+            let shares = try ckport(["shares", "--json", "--store", first], in: folder.url).stdout
+            if app.hasPrefix("family-") {
+                #expect(original.contains(#""parent":{"recordName":"#) && original.contains(#""recordType":"cloudkit.share""#) && original.contains(#""participants":[{"#))
+                #expect(shares.contains(#""participants":[{"name":"#), "\(shares)")
+            }
             let viaBundle = try server("bundle")
             #expect(try ckport(["backup", "--store", first, "-o", "\(app)-1.ckbundle", "-q"], in: folder.url).status == 0)
             #expect(try ckport(["restore", "\(app)-1.ckbundle", "--store", viaBundle, "-q"], in: folder.url).status == 0)
             #expect(try ckport(["export", "--store", viaBundle, "-q"], in: folder.url).stdout == original, "\(app): SQLite → bundle → PostgreSQL")
+            #expect(try ckport(["shares", "--json", "--store", viaBundle], in: folder.url).stdout == shares, "\(app): the shares on PostgreSQL")
             #expect(try ckport(["backup", "--store", viaBundle, "-o", "\(app)-2.ckbundle", "-q"], in: folder.url).status == 0)
             #expect(try ckport(["restore", "\(app)-2.ckbundle", "--store", "\(app)-back.sqlite", "-q"], in: folder.url).status == 0)
             #expect(try ckport(["export", "--store", "\(app)-back.sqlite", "-q"], in: folder.url).stdout == original, "\(app): … → bundle → SQLite")
@@ -105,6 +111,12 @@ struct PostgresCommandTests {
             #expect(try ckport(["copy", "--from", viaCopy, "--to", "\(app)-copied.sqlite", "-q"], in: folder.url).status == 0)
             #expect(try ckport(["export", "--store", viaCopy, "-q"], in: folder.url).stdout == original, "\(app): copy into PostgreSQL")
             #expect(try ckport(["export", "--store", "\(app)-copied.sqlite", "-q"], in: folder.url).stdout == original, "\(app): copy back into SQLite")
+            // The bundles made on either side hold the same records, byte for byte.
+            #expect(try ckport(["backup", "--store", "\(app)-back.sqlite", "-o", "\(app)-3.ckbundle", "-q"], in: folder.url).status == 0)
+            for bundle in ["\(app)-1.ckbundle", "\(app)-2.ckbundle", "\(app)-3.ckbundle"] {
+                #expect(try ckport(["restore", bundle, "--store", "\(bundle).sqlite", "-q"], in: folder.url).status == 0)
+                #expect(try ckport(["export", "--store", "\(bundle).sqlite", "-q"], in: folder.url).stdout == original, "\(bundle)")
+            }
             #expect(try ckport(["schema", "export", "--store", "\(app)-copied.sqlite", "-o", "-"], in: folder.url).stdout
                 == ckport(["schema", "export", "--store", first, "-o", "-"], in: folder.url).stdout, "\(app): the schema")
         }

@@ -24,6 +24,9 @@ struct CloudPage: @unchecked Sendable {
     var items: [SourceItem] = []
     /// What the page is to the writer.
     var kind = PageKind.fetched
+    /// Whether a decoded record is a share (`cloudkit.share`): the store's schema gains
+    /// CloudKit's share type with the page, if it lacks it.
+    var holdsShares = false
 
     init(_ data: Data, operation: String) throws {
         bytes = [UInt8](data)
@@ -175,6 +178,7 @@ extension CloudPage {
             switch decoded {
             case .success(var decoded):
                 decoded.id.zone = zone
+                if decoded.isShare { holdsShares = true }
                 // The answer's bytes for a rejects file: a slice that shares the page's buffer.
                 items.append(.record(SourcedRecord(record: decoded, position: position, rawBytes: bytes[record.range])))
             case .failure(let error):

@@ -102,11 +102,16 @@ extension CloudSync {
     /// system type such as `Users`); the others are listed in the result's `notPulled`, as
     /// are types CloudKit still refuses to query (BAD_REQUEST). Queries do not see deletions.
     ///
+    /// Shares come with their zones: a `cloudkit.share` record is kept with its participants,
+    /// permissions, owner and URL (CloudKit's share type joins the schema the first time), and
+    /// every record keeps its `parent` and `share` links. In the shared database each zone is
+    /// kept under its owner.
+    ///
     /// A feed never stalls on what the store cannot take: a record of a type or with a field
-    /// the schema lacks (a type added after the schema was exported, a share's
-    /// `cloudkit.share`), or whose value does not fit, is left out — counted, and given to
-    /// `rejects` with its reason and its JSON — and the rest of its page and the zone's token
-    /// are saved. With `allowNewTypes` new types and fields join the schema instead.
+    /// the schema lacks (a type added after the schema was exported), or whose value does not
+    /// fit, is left out — counted, and given to `rejects` with its reason and its JSON — and
+    /// the rest of its page and the zone's token are saved. With `allowNewTypes` new types and
+    /// fields join the schema instead.
     ///
     /// Zones CloudKit says are gone (`zones/changes` in the private database; a zone that
     /// `zones/list` no longer lists) lose their records in the store, which keeps their
@@ -136,7 +141,12 @@ extension CloudSync {
         let states = try store.readSession { try $0.syncStates(source: source) }
         let plan = try await planZones(client, store: store, states: states, source: source)
         let zoneIDs = plan.zones
-        let schema = store.schema
+        let storeSchema = store.schema
+        // Shares are read as CloudKit's share type whether or not the store's schema has it
+        // yet (a page that holds one adds it).
+        var readingSchema = storeSchema
+        if readingSchema.recordType(named: Record.shareType) == nil { readingSchema.recordTypes.append(.share) }
+        let schema = readingSchema
         let feeds = { (zone: ZoneID) in database.scope != .public && zone.zoneName != ZoneID.defaultZoneName }
         var result = PullResult(source: source, zones: [])
         result.account = plan.account
@@ -174,7 +184,7 @@ extension CloudSync {
                 units.append(PullUnit(zone: zone, recordType: nil, startToken: token))
                 continue
             }
-            for type in schema.recordTypes.sorted(by: { $0.name < $1.name }) {
+            for type in storeSchema.recordTypes.sorted(by: { $0.name < $1.name }) {
                 if let reason = whyNotQueried(type) {
                     result.notPulled.append(NotPulled(zone: zone, recordType: type.name, reason: reason))
                 } else {
@@ -413,7 +423,10 @@ extension CloudSync {
         // to commit: a batch that fails and is saved again page by page hands nothing twice,
         // and a page whose token moved on has its left-out records kept first.
         let held = HeldRejects()
-        let hooks = ImportHooks(rejects: held, finishing: { session in
+        // A zone that holds a share gives its cloudkit.share record with the rest: the store
+        // keeps it under CloudKit's own share type, which joins the schema when it lacks it.
+        let addingTypes = batch.contains { $0.page.holdsShares } ? [RecordTypeDefinition.share] : []
+        let hooks = ImportHooks(rejects: held, addingTypes: addingTypes, finishing: { session in
             try held.pass(to: rejects)
             let ordered = deletions.sorted { ($0.value, $0.key.recordName) < ($1.value, $1.key.recordName) }.map(\.key)
             let present = try ordered.filter { try session.record($0) != nil }

@@ -82,7 +82,8 @@ public struct PushOperation: Sendable {
             if withChangeTag, let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
             out.byte(UInt8(ascii: "}"))
         } else {
-            codec.encodeForModify(record, withChangeTag: withChangeTag, to: &out)
+            // A record that roots a share asks for the short GUID the share's URL needs.
+            codec.encodeForModify(record, withChangeTag: withChangeTag, createShortGUID: operationType == "create" && record.share != nil, to: &out)
         }
         out.byte(UInt8(ascii: "}"))
         json = out.bytes
@@ -128,6 +129,8 @@ public struct PushResult: Sendable {
     public var byType: [String: PushCounts] = [:]
     public var requests = 0
     public var zonesCreated: [String] = []
+    /// What became of each share the push met.
+    public var shares: [ShareRestoration] = []
 
     public init(destination: String) { self.destination = destination }
 
@@ -166,13 +169,18 @@ extension CloudSync {
     /// The operations a push would send, in the order it would send them, without reaching
     /// CloudKit. Deletions (with `since`) need `force`: the store keeps no change tag for them.
     /// Records that could not go as the store holds them go to `notSent`, with the reason.
+    /// `shares` hears what would become of each share the store holds (``ShareRestoration``).
     public static func plan(_ store: some RecordStoring, request: PushRequest, database: CloudKitDatabase,
-                            notSent: ((PushRejection) throws -> Void)? = nil, _ each: (PushOperation) throws -> Void) throws {
+                            notSent: ((PushRejection) throws -> Void)? = nil, shares: ((ShareRestoration) throws -> Void)? = nil,
+                            _ each: (PushOperation) throws -> Void) throws {
         try store.readSession { session in
             let batches = OperationBatches(request: request, database: database, schema: session.schema)
             try batches.produce(session) { batch in
                 for rejection in batch.unsent { try notSent?(rejection) }
                 for operation in batch.operations { try each(operation) }
+                for plan in batch.shares {
+                    try shares?(restoration(plan, state: shareDecision(plan, request: request, scope: database.scope) ?? .wouldCreate))
+                }
                 return true
             }
         }
@@ -180,7 +188,9 @@ extension CloudSync {
 
     /// Sends the records `request` selects to the database `client` speaks to, in
     /// `records/modify` requests of at most 200 operations and `request.byteBudget` bytes,
-    /// creating custom zones CloudKit lacks. Records CloudKit turns away (EXISTS, CONFLICT,
+    /// creating custom zones CloudKit lacks. Records go with their `parent`, parents first;
+    /// shares are created again afterwards where CloudKit allows it (``ShareRestoration``
+    /// says, per share, what was created, who was invited again, and what was not). Records CloudKit turns away (EXISTS, CONFLICT,
     /// NOT_FOUND, …) go to `rejected` one by one; the rest of the push goes on. The store is
     /// read in one transaction on a thread of its own, a few requests ahead of the sending.
     public static func push(_ client: CloudKitClient, from store: some RecordStoring, request: PushRequest,
@@ -206,6 +216,7 @@ extension CloudSync {
             producer.start()
             defer { feed.cancel() }
             var sent = 0
+            var sharePlans: [SharePlan] = []
             func turnAway(_ operation: PushOperation, _ code: String, _ reason: String) throws {
                 var counts = result.byType[operation.recordType, default: PushCounts()]
                 switch code {
@@ -218,6 +229,7 @@ extension CloudSync {
                 try rejected(PushRejection(operation: operation, serverErrorCode: code, reason: reason))
             }
             while let batch = try await feed.next() {
+                sharePlans += batch.shares
                 for rejection in batch.unsent { try turnAway(rejection.operation, rejection.serverErrorCode, rejection.reason) }
                 guard !batch.operations.isEmpty else { continue }
                 if batch.zone.zoneName != ZoneID.defaultZoneName && !known.contains(batch.zone) {
@@ -267,6 +279,8 @@ extension CloudSync {
                 sent += batch.operations.count
                 progress?(OperationProgress(records: sent))
             }
+            // Shares last: CloudKit creates one only for a root record it holds.
+            try await restoreShares(sharePlans, client: client, request: request, codec: codec, result: &result, rejected: rejected)
             return result
         } catch let error as CKPortError {
             throw CloudPushStopped(partial: result, underlying: error.description, underlyingCategory: error.category)
@@ -384,6 +398,8 @@ struct OperationBatch: Sendable {
     var zone: ZoneID
     var operations: [PushOperation] = []
     var unsent: [PushRejection] = []
+    /// The shares met, with their roots: in the last batch, after every record.
+    var shares: [SharePlan] = []
 
     func requestBody() -> [UInt8] {
         var out = JSONWriter(capacity: operations.reduce(64) { $0 + $1.json.count + 1 })
@@ -419,11 +435,20 @@ final class OperationBatches {
     }
 
     /// Calls `emit` with each batch as it fills; stops early when `emit` says false.
+    ///
+    /// CloudKit takes a record with a `parent` only when the parent is there already or comes
+    /// in the same request, so records go parents first: one pass sends the records without a
+    /// parent, a second those whose parent has none, and the few deeper ones (held by name)
+    /// follow by depth. Share records do not go as records: they are gathered, with their
+    /// roots, for ``CloudSync/push`` to create once every record is in.
     func produce(_ session: any RecordSession, _ emit: (OperationBatch) throws -> Bool) throws {
         var stopped = false
         var lastZone: ZoneID?
-        let each: (Record) throws -> Void = { record in
-            guard !stopped else { return }
+        var deeper: [RecordID: String] = [:]
+        var shares: [Record] = []
+        var roots: [RecordID: String] = [:]
+        var parented = 0
+        func take(_ record: Record) throws {
             // In store order a zone's records come together: close the previous zone's batch.
             if self.request.since == nil, let lastZone, lastZone != record.zone, let batch = self.close(lastZone) {
                 stopped = !(try emit(batch))
@@ -431,19 +456,84 @@ final class OperationBatches {
             lastZone = record.zone
             if let full = self.add(record) { stopped = !(try emit(full)) }
         }
-        if let since = request.since {
-            try session.forEachChange(since: since, recordTypes: request.query.recordTypes, scope: scope, zoneName: request.query.zoneName, each)
-        } else {
-            var query = request.query
-            query.scope = scope
-            try session.forEach(query, each)
+        func pass(_ body: (Record) throws -> Void) throws {
+            try withoutActuallyEscaping(body) { body in
+                let each: (Record) throws -> Void = { record in
+                    guard !stopped else { return }
+                    try body(record)
+                }
+                if let since = request.since {
+                    try session.forEachChange(since: since, recordTypes: request.query.recordTypes, scope: scope, zoneName: request.query.zoneName, each)
+                } else {
+                    var query = request.query
+                    query.scope = scope
+                    try session.forEach(query, each)
+                }
+            }
+        }
+        try pass { record in
+            if record.isDeleted { return try take(record) }
+            if record.isShare {
+                shares.append(record)
+                return
+            }
+            if let share = record.share { roots[RecordID(recordName: share, zone: record.zone)] = record.recordName }
+            if let parent = record.parent, parent != record.recordName {
+                parented += 1
+                return
+            }
+            try take(record)
+        }
+        if parented > 0 && !stopped {
+            try pass { record in
+                guard !record.isDeleted, !record.isShare, let parent = record.parent, parent != record.recordName else { return }
+                let parentID = RecordID(recordName: parent, zone: record.zone)
+                if let grandparent = try session.record(parentID)?.parent, grandparent != parent {
+                    deeper[record.id] = parent
+                } else {
+                    try take(record)
+                }
+            }
+        }
+        if !deeper.isEmpty && !stopped {
+            // Depth among the deeper records: a parent goes before its children.
+            var depth: [RecordID: Int] = [:]
+            func depthOf(_ id: RecordID, _ steps: Int = 0) -> Int {
+                if let known = depth[id] { return known }
+                guard let parent = deeper[id], steps < deeper.count else { return 0 }
+                let value = depthOf(RecordID(recordName: parent, zone: id.zone), steps + 1) + 1
+                depth[id] = value
+                return value
+            }
+            let order = deeper.keys.sorted { a, b in
+                let (da, db) = (depthOf(a), depthOf(b))
+                if da != db { return da < db }
+                if a.zone != b.zone { return a.zone < b.zone }
+                return a.recordName.utf8.lexicographicallyPrecedes(b.recordName.utf8)
+            }
+            for id in order where !stopped {
+                if let record = try session.record(id) { try take(record) }
+            }
         }
         guard !stopped else { return }
         for zone in open.keys.sorted() {
             if let batch = close(zone), !(try emit(batch)) { return }
         }
-        if !unsent.isEmpty, let zone = lastZone {
-            _ = try emit(OperationBatch(zone: zone, unsent: unsent))
+        var plans: [SharePlan] = []
+        for share in shares {
+            // A root the push did not select is still the store's: look for it there.
+            var root = roots[share.id]
+            if root == nil {
+                let predicate = RecordPredicate([Condition(field: "___share", op: .equal, value: .string(share.recordName))])
+                let types = session.schema.recordTypes.map(\.name).filter { $0 != Record.shareType }
+                try session.forEach(RecordQuery(recordTypes: types, scope: share.zone.scope, zoneName: share.zone.zoneName, predicate: predicate)) { record in
+                    if record.zone == share.zone { root = record.recordName }
+                }
+            }
+            plans.append(SharePlan(share: share, root: root))
+        }
+        if !unsent.isEmpty || !plans.isEmpty, let zone = lastZone {
+            _ = try emit(OperationBatch(zone: zone, unsent: unsent, shares: plans))
         }
     }
 

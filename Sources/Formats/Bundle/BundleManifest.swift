@@ -2,7 +2,9 @@ import Foundation
 
 /// What a bundle holds, written first in it as `manifest.json`.
 public struct BundleManifest: Codable, Sendable, Equatable {
-    public static let currentFormat = 1
+    /// Format 2: records may carry `parent`, `share` and a share's details, which a reader of
+    /// format 1 would drop; it refuses the bundle instead. Format 1 bundles read as before.
+    public static let currentFormat = 2
 
     public struct Member: Codable, Sendable, Equatable {
         public var path: String

@@ -45,6 +45,8 @@ public enum CSVColumn: Hashable, Sendable {
 public enum CSVSystemColumn: String, CaseIterable, Sendable {
     case scope, zoneName, ownerRecordName, recordChangeTag
     case created, createdBy, createdDevice, modified, modifiedBy, modifiedDevice
+    /// The record's `parent` and `share` (record names), and a share's details (JSON).
+    case parentRecordName, shareRecordName, shareDetails
 
     var isText: Bool { self != .created && self != .modified }
 }

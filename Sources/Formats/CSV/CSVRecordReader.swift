@@ -98,7 +98,7 @@ public final class CSVRecordReader: RecordSource {
         for (index, name) in headerNames.enumerated() {
             if let column = CSVLayout.resolve(name, in: type) {
                 columns.append(column)
-            } else if options.allowNewFields, Names.fieldNameProblem(name) == nil {
+            } else if options.allowNewFields, Names.fieldNameProblem(name, recordType: typeName) == nil {
                 columns.append(.field(name, .string))
             } else if options.ignoreUnknownColumns {
                 columns.append(.ignored)
@@ -199,6 +199,17 @@ public final class CSVRecordReader: RecordSource {
                 case .createdDevice: createdStamp.deviceID = text
                 case .modifiedBy: modifiedStamp.userRecordName = text
                 case .modifiedDevice: modifiedStamp.deviceID = text
+                case .parentRecordName, .shareRecordName:
+                    if let problem = Names.referenceTargetProblem(text) {
+                        return issue(cell, field: nil, name: recordName, type: typeName, "\(system.rawValue) '\(text)' \(problem)")
+                    }
+                    if system == .parentRecordName { record.parent = text } else { record.share = text }
+                case .shareDetails:
+                    guard let details = ShareDetails(json: text),
+                          !details.object.members.contains(where: { JSONRecordCodec.canonicalRecordKeys.contains($0.key) }) else {
+                        return issue(cell, field: nil, name: recordName, type: typeName, "shareDetails is a JSON object of what CloudKit says of a share (publicPermission, participants, …), found \"\(text.prefix(60))\"")
+                    }
+                    if !details.object.members.isEmpty { record.shareDetails = details.text }
                 }
             }
         }

@@ -8,7 +8,8 @@ public struct CSVWriteOptions: Sendable {
     public var values: CSVValues
     /// The fields to write, in this order; nil writes every field in schema order.
     public var fields: [String]?
-    /// Add the system columns (scope, zone, owner, change tag, created and modified).
+    /// Add the system columns (scope, zone, owner, change tag, created and modified, parent, share
+    /// and a share's details).
     public var includeSystem: Bool
 
     public init(dialect: CSVDialect = .csv, values: CSVValues = CSVValues(), fields: [String]? = nil, includeSystem: Bool = false) {
@@ -92,6 +93,9 @@ public final class CSVRecordWriter: RecordSink {
             case .modified: return record.modified.map { options.values.cell(.timestamp($0.timestamp)) }
             case .modifiedBy: return record.modified?.userRecordName
             case .modifiedDevice: return record.modified?.deviceID
+            case .parentRecordName: return record.parent
+            case .shareRecordName: return record.share
+            case .shareDetails: return record.shareDetails
             }
         case .ignored: return nil
         }
@@ -188,6 +192,9 @@ public final class CSVRecordWriter: RecordSink {
                 }
             case .createdBy, .modifiedBy: appendText(row.stamp(modified: system == .modifiedBy)?.user, text: true, first: first, to: &out)
             case .createdDevice, .modifiedDevice: appendText(row.stamp(modified: system == .modifiedDevice)?.device, text: true, first: first, to: &out)
+            case .parentRecordName: appendText(row.parent, text: true, first: first, to: &out)
+            case .shareRecordName: appendText(row.share, text: true, first: first, to: &out)
+            case .shareDetails: appendText(row.shareDetails, text: true, first: first, to: &out)
             }
         case .none:
             rows.appendCell(nil, text: false, first: first, to: &out)

@@ -310,6 +310,8 @@ extension JSONParser {
         var created: RecordStamp?
         var modified: RecordStamp?
         var deleted = false
+        var parent: String?
+        var share: String?
         var fields = RecordFields(minimumCapacity: 16)
         var sawFields = false
         // Fields may come before recordType; their bytes wait until the type is known.
@@ -360,6 +362,10 @@ extension JSONParser {
                     if bytes.count - i >= 4 && bytes[i] == UInt8(ascii: "t") { deleted = true; i += 4 }
                     else if bytes.count - i >= 5 && bytes[i] == UInt8(ascii: "f") { i += 5 }
                     else { throw GiveUp() }
+                } else if key(name, is: "parent"), parent == nil {
+                    parent = try link()
+                } else if key(name, is: "share"), share == nil {
+                    share = try link()
                 } else if key(name, is: "fields"), !sawFields {
                     sawFields = true
                     if let type = recordType {
@@ -384,8 +390,21 @@ extension JSONParser {
             try scanFields(of: type, scanner, into: &fields)
             i = end
         }
-        if deleted { fields = RecordFields() }
+        // A share's details (and anything about links but their name) are the general reader's.
+        if type == Record.shareType { throw GiveUp() }
+        if deleted { fields = RecordFields(); parent = nil; share = nil }
         return Record(id: RecordID(recordName: recordName, zone: zone), recordType: type, fields: fields,
-                      changeTag: changeTag, created: created, modified: modified, isDeleted: deleted)
+                      changeTag: changeTag, created: created, modified: modified, isDeleted: deleted,
+                      parent: parent, share: share)
+    }
+
+    /// `{"recordName": …}`: a parent or share in its usual form.
+    private mutating func link() throws -> String {
+        guard try openObject() else { throw GiveUp() }
+        let member = try memberKey()
+        guard key(member, is: "recordName") else { throw GiveUp() }
+        let name = try string()
+        guard try !nextMember(), Names.referenceTargetProblem(name) == nil else { throw GiveUp() }
+        return name
     }
 }

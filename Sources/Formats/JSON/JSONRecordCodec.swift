@@ -39,14 +39,29 @@ public struct RecordDecodingError: CKPortError, Sendable {
 /// `scope` is ckport's addition (Web Services names the database in the URL instead); a record
 /// without it takes the default scope.
 ///
+/// A record's `parent` and `share` are CloudKit's `{"recordName": …}`; a plain record names them
+/// `parentRecordName` and `shareRecordName`. A share record (`cloudkit.share`) keeps every other
+/// key CloudKit gives it (`publicPermission`, `participants`, `owner`, …) as its share details,
+/// and a share's root record its `shortGUID`; a plain record carries them as `shareDetails`.
+///
 /// Reading is lenient where real exports differ: a field without `type` takes the schema's,
-/// INT64 may come as text, TIMESTAMP as ISO-8601 text, and unknown keys (`pluginFields`,
-/// `shortGUID`, …) are ignored.
+/// INT64 may come as text, TIMESTAMP as ISO-8601 text, and other unknown keys (`pluginFields`,
+/// …) are ignored.
 public struct JSONRecordCodec: Sendable {
     /// Keys of a plain record that are not fields.
     public static let plainSystemKeys: Set<String> = [
         "recordName", "recordType", "scope", "zoneName", "ownerRecordName", "recordChangeTag",
         "created", "createdBy", "createdDevice", "modified", "modifiedBy", "modifiedDevice", "deleted",
+        "parentRecordName", "shareRecordName", "shareDetails",
+    ]
+
+    /// What a share's root record says of its share besides the link: its URL's parts.
+    public static let rootShareKeys: Set<String> = ["shortGUID", "stableUrl", "displayedHostname"]
+
+    /// Keys of a canonical record that are the record's own, never a share's details.
+    public static let canonicalRecordKeys: Set<String> = [
+        "recordName", "recordType", "scope", "databaseScope", "zoneID", "recordChangeTag",
+        "created", "modified", "deleted", "fields", "parent", "share", "pluginFields",
     ]
 
     public var schema: Schema
@@ -169,6 +184,35 @@ public struct JSONRecordCodec: Sendable {
         }
         record.created = try stamp(object, "created", fail: fail)
         record.modified = try stamp(object, "modified", fail: fail)
+        if record.isDeleted { return }
+        record.parent = try link(object, "parent", of: record, fail: fail)
+        record.share = try link(object, "share", of: record, fail: fail)
+        var details = JSONObject()
+        for member in object.members where !JSONRecordCodec.canonicalRecordKeys.contains(member.key) {
+            // A share keeps all CloudKit says of it; its root, what makes the share's URL.
+            if record.isShare || JSONRecordCodec.rootShareKeys.contains(member.key) { details.members.append(member) }
+        }
+        if !details.members.isEmpty { record.shareDetails = ShareDetails(details).text }
+    }
+
+    /// A record's `parent` or `share`: `{"recordName": …}`, perhaps with the record's own
+    /// `zoneID` and (for a parent) the action NONE, as CloudKit writes them.
+    private func link(_ object: JSONObject, _ key: String, of record: Record,
+                      fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .object(let link) = value else {
+            throw fail([.key(key)], "\(key) must be an object {\"recordName\": …}, found \(value.summary)", nil)
+        }
+        guard case .string(let name)? = link["recordName"] else {
+            throw fail([.key(key), .key("recordName")], "\(key) needs the record name of the \(key == "share" ? "share" : "parent record") as text", nil)
+        }
+        if let problem = Names.referenceTargetProblem(name) {
+            throw fail([.key(key), .key("recordName")], "\(key) names '\(name)', which \(problem)", nil)
+        }
+        if case .object(let zone)? = link["zoneID"], case .string(let zoneName)? = zone["zoneName"], zoneName != record.zone.zoneName {
+            throw fail([.key(key), .key("zoneID")], "\(key) is in zone '\(zoneName)', but CloudKit keeps a record's \(key) in the record's own zone ('\(record.zone.zoneName)')", nil)
+        }
+        return name
     }
 
     private func stamp(_ object: JSONObject, _ key: String, fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) -> RecordStamp? {
@@ -269,6 +313,22 @@ public struct JSONRecordCodec: Sendable {
             if key == "created" { record.created = stamp } else { record.modified = stamp }
         }
         if record.isDeleted { return }
+        for (key, path) in [("parentRecordName", \Record.parent), ("shareRecordName", \Record.share)] {
+            guard let name = try text(key) else { continue }
+            if let problem = Names.referenceTargetProblem(name) { throw fail([.key(key)], "\(key) '\(name)' \(problem)", nil) }
+            record[keyPath: path] = name
+        }
+        if var value = object["shareDetails"], value != .null {
+            // A property list carries them as JSON text.
+            if case .string(let text) = value, let parsed = try? JSONParser.parse(text) { value = parsed }
+            guard case .object(let details) = value else {
+                throw fail([.key("shareDetails")], "shareDetails must be an object (publicPermission, participants, …), found \(value.summary)", nil)
+            }
+            if let clash = details.members.first(where: { JSONRecordCodec.canonicalRecordKeys.contains($0.key) }) {
+                throw fail([.key("shareDetails"), .key(clash.key)], "shareDetails holds what a share says beyond its record; '\(clash.key)' belongs to the record itself", nil)
+            }
+            if !details.members.isEmpty { record.shareDetails = ShareDetails(details).text }
+        }
         let declaredTypes = fieldTypes[record.recordType]
         var values = RecordFields(minimumCapacity: object.members.count)
         for member in object.members where !JSONRecordCodec.plainSystemKeys.contains(member.key) {
@@ -306,6 +366,32 @@ public struct JSONRecordCodec: Sendable {
 
     // MARK: Writing
 
+    /// `,"parent":{"recordName":…}` and `,"share":{"recordName":…}`, as CloudKit writes them.
+    public static func writeLinks(_ record: Record, to out: inout JSONWriter) {
+        if let parent = record.parent {
+            out.raw(",\"parent\":{\"recordName\":")
+            out.string(parent)
+            out.byte(UInt8(ascii: "}"))
+        }
+        if let share = record.share {
+            out.raw(",\"share\":{\"recordName\":")
+            out.string(share)
+            out.byte(UInt8(ascii: "}"))
+        }
+    }
+
+    /// The members of the record's share details, as members of the record object.
+    public static func spliceShareDetails(_ record: Record, to out: inout JSONWriter) {
+        guard let details = record.shareDetails else { return }
+        var text = details
+        text.withUTF8 { bytes in
+            // `{…}`: the members between the braces, after a comma.
+            guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return }
+            out.byte(UInt8(ascii: ","))
+            out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[1..<(bytes.count - 1)]))
+        }
+    }
+
     private func writeStamp(_ stamp: RecordStamp, to out: inout JSONWriter) {
         out.raw("{\"timestamp\":")
         out.int(stamp.timestamp)
@@ -317,13 +403,25 @@ public struct JSONRecordCodec: Sendable {
     /// Writes a record as a `records/modify` operation carries it: name, type, the change tag
     /// when `withChangeTag` (CloudKit checks it for update, replace and delete), and the fields;
     /// the zone goes in the request and the server keeps its own system fields.
-    public func encodeForModify(_ record: Record, withChangeTag: Bool, to out: inout JSONWriter) {
+    ///
+    /// The record's `parent` goes with it (`{"recordName": …}`, as CloudKit takes it); its
+    /// `share` does not (CloudKit sets it when a share is created). `createShortGUID` asks
+    /// CloudKit for the short GUID a share's URL is made of, for a record that is to root one.
+    public func encodeForModify(_ record: Record, withChangeTag: Bool, createShortGUID: Bool = false, to out: inout JSONWriter) {
         out.raw("{\"recordName\":")
         out.string(record.recordName)
         out.raw(",\"recordType\":")
         out.string(record.recordType)
         if withChangeTag, let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
-        if !record.isDeleted { writeCanonicalFields(record, declaredTypes: fieldTypes[record.recordType], forCloudKit: true, to: &out) }
+        if !record.isDeleted {
+            if let parent = record.parent {
+                out.raw(",\"parent\":{\"recordName\":")
+                out.string(parent)
+                out.byte(UInt8(ascii: "}"))
+            }
+            if createShortGUID { out.raw(",\"createShortGUID\":true") }
+            writeCanonicalFields(record, declaredTypes: fieldTypes[record.recordType], forCloudKit: true, to: &out)
+        }
         out.byte(UInt8(ascii: "}"))
     }
 
@@ -375,7 +473,9 @@ public struct JSONRecordCodec: Sendable {
                 out.raw(",\"deleted\":true}")
                 return
             }
+            JSONRecordCodec.writeLinks(record, to: &out)
             writeCanonicalFields(record, declaredTypes: declaredTypes, to: &out)
+            JSONRecordCodec.spliceShareDetails(record, to: &out)
             out.byte(UInt8(ascii: "}"))
         } else {
             out.raw(",\"zoneName\":")
@@ -402,6 +502,13 @@ public struct JSONRecordCodec: Sendable {
             if record.isDeleted {
                 out.raw(",\"deleted\":true}")
                 return
+            }
+            if let parent = record.parent { out.raw(",\"parentRecordName\":"); out.string(parent) }
+            if let share = record.share { out.raw(",\"shareRecordName\":"); out.string(share) }
+            if let details = record.shareDetails, details.utf8.count > 2 {
+                out.raw(",\"shareDetails\":")
+                var text = details
+                text.withUTF8 { out.bytes.append(contentsOf: $0) }
             }
             for entry in record.fields.entries {
                 out.byte(UInt8(ascii: ","))

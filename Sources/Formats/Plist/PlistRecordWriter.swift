@@ -42,6 +42,8 @@ public struct PlistWriteError: CKPortError, Sendable {
 /// STRING is `<string>`, INT64 `<integer>`, DOUBLE `<real>`, BYTES `<data>` (base64), a
 /// LIST an `<array>`; REFERENCE, LOCATION and ASSET are dictionaries of their parts
 /// (`recordName` and `action`; `latitude`, `longitude`…; `fileChecksum`, `size`…).
+/// `parentRecordName` and `shareRecordName` are strings, and a share's details the JSON text of
+/// `shareDetails` in the plain JSON style.
 /// A field named like a system key (`createdBy`…) has no place beside it, as in the plain
 /// JSON style: such a record is refused.
 ///
@@ -91,6 +93,11 @@ public final class PlistRecordWriter: RecordSink {
             try key("deleted", depth: 2)
             xml.raw("<true/>\n")
         } else {
+            if let parent = record.parent { try text("parentRecordName", parent, depth: 2) }
+            if let share = record.share { try text("shareRecordName", share, depth: 2) }
+            // A share's details as the JSON text ckport keeps: a plist has no null, and the
+            // details may hold one.
+            if let details = record.shareDetails { try text("shareDetails", details, depth: 2) }
             for entry in record.fields.entries {
                 guard !JSONRecordCodec.plainSystemKeys.contains(entry.name) else {
                     throw failure(entry.name, "has the name of a system key of the record's dictionary; a property list cannot tell them apart (export this type as JSON)")

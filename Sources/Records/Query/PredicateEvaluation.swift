@@ -89,6 +89,10 @@ extension Condition {
         case "recordName", "___recordID": (fieldType, value) = (.string, .string(record.recordName))
         case "___createTime", "createdTimestamp": (fieldType, value) = (.timestamp, record.created.map { .timestamp($0.timestamp) })
         case "___modTime", "modifiedTimestamp": (fieldType, value) = (.timestamp, record.modified.map { .timestamp($0.timestamp) })
+        case "___parent": (fieldType, value) = (.string, record.parent.map(FieldValue.string))
+        case "___share": (fieldType, value) = (.string, record.share.map(FieldValue.string))
+        case "parent" where type.field(named: "parent") == nil: (fieldType, value) = (.string, record.parent.map(FieldValue.string))
+        case "share" where type.field(named: "share") == nil: (fieldType, value) = (.string, record.share.map(FieldValue.string))
         default:
             guard let definition = type.field(named: field), !definition.isSystem else {
                 throw PredicateError(column: fieldColumn, message: "record type \(type.name) has no field '\(field)'")

@@ -75,6 +75,13 @@ public struct RecordTypeDefinition: Hashable, Sendable {
         }
     }
 
+    /// CloudKit's record type of shares, as cktool exports it: its three fields, written by the
+    /// share's creator, created by any iCloud user, read by the world.
+    public static let share = RecordTypeDefinition(
+        name: Names.shareType,
+        fields: Names.shareFields.map { FieldDefinition(name: $0.name, type: FieldType($0.type)) },
+        grants: [Grant([.write], to: "_creator"), Grant([.create], to: "_icloud"), Grant([.read], to: "_world")])
+
     /// The fields records carry (system fields excluded), in declaration order.
     public var userFields: [FieldDefinition] { fields.filter { !$0.isSystem } }
 

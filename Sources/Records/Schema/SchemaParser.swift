@@ -245,8 +245,10 @@ public struct SchemaParser {
             if field.type != FieldType(system.type) {
                 report(position, "system field '\(field.name)' is \(system.type.rawValue), not \(field.type)")
             }
-        } else if let problem = Names.fieldNameProblem(field.name) {
+        } else if let problem = Names.fieldNameProblem(field.name, recordType: typeName) {
             report(position, problem)
+        } else if typeName == Names.shareType, let given = Names.shareFields.first(where: { $0.name == field.name }), field.type != FieldType(given.type) {
+            report(position, "CloudKit's field '\(field.name)' of \(Names.shareType) is \(given.type.rawValue), not \(field.type)")
         }
         // Index options CloudKit accepts but cannot use are ckport's advice, not errors:
         // cktool exports them for Core Data's fields (BYTES QUERYABLE SORTABLE, say), so every

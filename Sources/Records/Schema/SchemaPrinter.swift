@@ -3,7 +3,9 @@ import Foundation
 /// Writes a schema in the layout `cktool export-schema` uses.
 ///
 /// Roles come first, then record types sorted by name, each indented four spaces with its
-/// fields indented eight: the six system fields first, then the others sorted by name, the type
+/// fields indented eight, all of them (the six system fields too) sorted by the bytes of their
+/// names as cktool sorts them — so `CD_` fields come before `"___createTime"`, and lower-case
+/// names after it — the type
 /// column aligned one space after the longest name, options in QUERYABLE SEARCHABLE SORTABLE
 /// order, and grants last, one per role, sorted by role. Names that start with `_`, are keywords
 /// or are not plain identifiers are double-quoted.
@@ -20,9 +22,7 @@ public enum SchemaPrinter {
     }
 
     static func print(_ type: RecordTypeDefinition) -> String {
-        let system = Names.systemFields.compactMap { entry in type.fields.first { $0.name == entry.name } }
-        let others = type.userFields.sorted { byteOrder($0.name, $1.name) }
-        let fields = system + others
+        let fields = type.fields.sorted { byteOrder($0.name, $1.name) }
         let width = fields.map { quoteIfNeeded($0.name).count }.max() ?? 0
         var lines: [String] = fields.map { field in
             let name = quoteIfNeeded(field.name)

@@ -14,6 +14,11 @@ struct DeleteCommand: ParsableCommand {
         reference from a record that stays points at it. Deleted records leave tombstones, so \
         'ckport export --since' reports them.
 
+        Shares follow CloudKit: deleting a share's root record deletes the share too, and \
+        deleting a share (a cloudkit.share record) leaves its records, whose root then no \
+        longer names it. A parent link never deletes anything: the records under a deleted \
+        record stay (unless a DELETE_SELF reference takes them).
+
           # the family, its members and events, their participants…
           ckport delete family-1
           ckport delete --type Event --where "isDeleted == true"
@@ -72,7 +77,11 @@ struct DeleteCommand: ParsableCommand {
             var lines = ["\(verb) \(Console.count(records.count)) record\(records.count == 1 ? "" : "s")" + (counts.isEmpty ? "" : ": " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", "))]
             if verbose {
                 for record in records {
-                    let why = record.cause.map { "cascade: points at '\($0.recordName)' through \(record.field!) with DELETE_SELF" } ?? "asked for"
+                    let why = record.cause.map { cause in
+                        record.recordType == Record.shareType && record.field == "share"
+                            ? "the share whose root '\(cause.recordName)' is deleted: CloudKit deletes a share with its root"
+                            : "cascade: points at '\(cause.recordName)' through \(record.field!) with DELETE_SELF"
+                    } ?? "asked for"
                     lines.append("  \(record.recordType) '\(record.id.recordName)' in \(record.id.zone) — \(why)")
                 }
             }

@@ -27,6 +27,14 @@ struct PushCommand: ParsableCommand {
         new change tags: pull before the next --mode update. Deletions carry the record's name \
         alone.
 
+        Records go with their parent link, parents first. With --mode create, each share of a \
+        record hierarchy is created again once its records are in, with its public permission, \
+        inviting again everyone CloudKit gave an e-mail address or phone number for; they must \
+        each accept again (nobody can accept for them), and the share's URL is new. A share of \
+        a whole zone cannot be created through CloudKit Web Services, nor can anyone share a \
+        zone of another owner (the shared database): the push says which shares were not \
+        created, and whom to invite again from the app. Update and replace leave shares alone.
+
           ckport push --container iCloud.com.example.App --environment development \\
               --api-token-file api.txt --web-auth-token-file web.txt
           ckport push --container iCloud.com.example.App --mode update --since ck1-… \\
@@ -77,10 +85,11 @@ struct PushCommand: ParsableCommand {
             var zones = Set<String>()
             var notSent: [String: Int] = [:]
             var example: String?
+            var shares: [ShareRestoration] = []
             try CloudSync.plan(store, request: request, database: database, notSent: { rejection in
                 notSent[rejection.reason, default: 0] += 1
                 example = example ?? "record \(rejection.operation.recordName): \(rejection.reason)"
-            }) { operation in
+            }, shares: { shares.append($0) }) { operation in
                 var line = operation.json
                 line.removeLast()
                 line.append(contentsOf: Array(",\"zoneName\":".utf8))
@@ -100,6 +109,7 @@ struct PushCommand: ParsableCommand {
                     Console.error("would not send \(Console.count(held)) record\(held == 1 ? "" : "s") as the store holds \(held == 1 ? "it" : "them"), e.g. \(example)")
                 }
             }
+            for share in shares { Console.error(PushCommand.describe(share)) }
             return
         }
         let progress = ProgressLine("pushing", quiet: storeOptions.quiet)
@@ -132,10 +142,43 @@ struct PushCommand: ParsableCommand {
             }
             Console.error("pushed \(Console.count(total.saved)) records and \(Console.count(total.deleted)) deletions to \(result.destination) in \(result.requests) request\(result.requests == 1 ? "" : "s"), \(Console.seconds(Date().timeIntervalSince(started)))")
         }
+        // What became of the shares is said even with --quiet: who shares what with whom is
+        // what a restore most often cannot bring back whole.
+        for share in result.shares { Console.error(PushCommand.describe(share)) }
         if total.rejected > 0 {
             let kept = rejects.map { "; they are in \($0)" } ?? " (--rejects FILE lists them)"
             throw CommandFailure(status: .failure, message: "CloudKit turned away \(total.rejected) record\(total.rejected == 1 ? "" : "s")\(kept)")
         }
+    }
+
+    /// A share's fate in a push, and who it invites again or cannot.
+    static func describe(_ share: ShareRestoration) -> String {
+        var what = "share \(Console.clean(share.shareName))"
+        if let root = share.root { what += " of \(Console.clean(root))" } else if share.shareName == Record.zoneShareName { what += " of zone \(Console.clean(share.zone.zoneName))" }
+        if let title = share.title { what += " (\"\(Console.clean(title))\")" }
+        func person(_ p: ShareDetails.Participant) -> String {
+            let reach = p.emailAddress ?? p.phoneNumber
+            return Console.clean(p.displayName) + (reach.map { " <\(Console.clean($0))>" } ?? "") + (p.permission.map { " \($0)" } ?? "")
+        }
+        var lines: [String] = []
+        switch share.state {
+        case .created(let url):
+            lines.append("\(what): created again\(url.map { ", \($0)" } ?? "")")
+            if !share.invited.isEmpty {
+                lines.append("  invited again, each to accept anew (CloudKit lets nobody accept for them): " + share.invited.map(person).joined(separator: ", "))
+            }
+        case .wouldCreate:
+            lines.append("\(what): would be created again")
+            if !share.invited.isEmpty { lines.append("  would invite again, each to accept anew: " + share.invited.map(person).joined(separator: ", ")) }
+        case .notCreated(let why):
+            lines.append("\(what): not created again: \(why)")
+            if !share.invited.isEmpty { lines.append("  to invite again from the app: " + share.invited.map(person).joined(separator: ", ")) }
+        case .leftAlone(let why):
+            lines.append("\(what): left as CloudKit has it (\(why))")
+            return lines.joined(separator: "\n")
+        }
+        for (p, why) in share.notInvited { lines.append("  not invited again: \(person(p)): \(why)") }
+        return lines.joined(separator: "\n")
     }
 
     static func describe(_ counts: PushCounts) -> String {

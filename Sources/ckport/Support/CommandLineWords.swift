@@ -37,6 +37,8 @@ enum CommandLineWords {
         case .signInAgain: return "sign in again with 'ckport cloud login' (the same --container, --environment, --api-token-file and --web-auth-token-file)"
         case .allowUnencrypted: return "if it is the one you meant, pass --allow-unencrypted (or leave out the passphrase)"
         case .createOrForcePush: return "push it with --mode create, or overwrite with --force"
+        case .upgradeStore(let path): return "upgrade it once as a user who can write it: ckport upgrade --store \(path)"
+        case .pushMode(let mode): return "a push with --mode \(mode)"
         case .keepAssetBytes: return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
         }
     }

@@ -118,7 +118,7 @@ struct CSVExportOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The fields to write, in order, e.g. title,status,dueDate.", valueName: "a,b,c"))
     var fields: String?
 
-    @Flag(help: "Add the system columns (scope, zoneName, ownerRecordName, recordChangeTag, created, createdBy, createdDevice, modified, modifiedBy, modifiedDevice).")
+    @Flag(help: "Add the system columns (scope, zoneName, ownerRecordName, recordChangeTag, created, createdBy, createdDevice, modified, modifiedBy, modifiedDevice, parentRecordName, shareRecordName, shareDetails).")
     var system = false
 
     @Option(help: "LOCATION cells as latlon (lat,lon) or json.")

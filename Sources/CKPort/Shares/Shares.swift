@@ -1,0 +1,72 @@
+import Records
+import Store
+
+/// One share a store holds: the `cloudkit.share` record, what it shares, and with whom.
+public struct StoredShare: Sendable {
+    /// The share record itself.
+    public var record: Record
+    public var details: ShareDetails?
+    /// The record the share starts from (its root), nil for a share of the whole zone or a
+    /// root the store does not hold.
+    public var root: (recordName: String, recordType: String)?
+    /// True for a share of a whole zone (the share named `cloudkit.zoneshare`).
+    public var isZoneWide: Bool
+    /// The records the share carries to its participants: the root and every record whose
+    /// `parent` chain leads to it, or every record of the zone for a zone share (the share
+    /// record not counted).
+    public var recordCount: Int
+
+    public var zone: ZoneID { record.zone }
+    /// The title people see in the invitation (`cloudkit.title`).
+    public var title: String? {
+        if case .string(let title)? = record.fields["cloudkit.title"] { return title }
+        return nil
+    }
+    public var participants: [ShareDetails.Participant] { details?.participants ?? [] }
+}
+
+/// What a store says about sharing.
+public enum Shares {
+    /// Every live share in the store (optionally of one scope or zone name), in export order,
+    /// each with its root and the number of records it carries. Reads each zone that holds a
+    /// share once, keeping only the record names of its parent links.
+    public static func list(_ session: any RecordSession, scope: DatabaseScope? = nil, zoneName: String? = nil) throws -> [StoredShare] {
+        guard session.schema.recordType(named: Record.shareType) != nil else { return [] }
+        var shares: [Record] = []
+        try session.forEach(RecordQuery(recordTypes: [Record.shareType], scope: scope, zoneName: zoneName)) { shares.append($0) }
+        var result: [StoredShare] = []
+        var zonesSeen: [ZoneID] = []
+        for share in shares where !zonesSeen.contains(share.zone) { zonesSeen.append(share.zone) }
+        for zone in zonesSeen {
+            // The zone's links: who is whose parent, and which record roots which share.
+            var children: [String: [String]] = [:]
+            var roots: [String: (String, String)] = [:]
+            var total = 0
+            try session.forEach(RecordQuery(scope: zone.scope, zoneName: zone.zoneName)) { record in
+                guard record.zone == zone, !record.isShare else { return }
+                total += 1
+                if let parent = record.parent { children[parent, default: []].append(record.recordName) }
+                if let share = record.share { roots[share] = (record.recordName, record.recordType) }
+            }
+            for share in shares where share.zone == zone {
+                let details = share.shareDetails.flatMap(ShareDetails.init(json:))
+                if share.recordName == Record.zoneShareName {
+                    result.append(StoredShare(record: share, details: details, root: nil, isZoneWide: true, recordCount: total))
+                    continue
+                }
+                guard let root = roots[share.recordName] else {
+                    result.append(StoredShare(record: share, details: details, root: nil, isZoneWide: false, recordCount: 0))
+                    continue
+                }
+                // The hierarchy under the root, each record once however the links run.
+                var seen: Set<String> = [root.0]
+                var queue = [root.0]
+                while let next = queue.popLast() {
+                    for child in children[next] ?? [] where seen.insert(child).inserted { queue.append(child) }
+                }
+                result.append(StoredShare(record: share, details: details, root: root, isZoneWide: false, recordCount: seen.count))
+            }
+        }
+        return result
+    }
+}
