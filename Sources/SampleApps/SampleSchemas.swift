@@ -1,6 +1,24 @@
 /// The schemas of the five sample apps, in cktool's export layout. `samples/<app>/schema.ckdb`
 /// holds the same text (a test keeps them equal).
 enum SampleSchemas {
+    /// CloudKit's share type, as cktool exports it into the schema of an app that shares.
+    static let shareType = """
+        RECORD TYPE "cloudkit.share" (
+            "___createTime"               TIMESTAMP,
+            "___createdBy"                REFERENCE,
+            "___etag"                     STRING,
+            "___modTime"                  TIMESTAMP,
+            "___modifiedBy"               REFERENCE,
+            "___recordID"                 REFERENCE,
+            "cloudkit.thumbnailImageData" BYTES,
+            "cloudkit.title"              STRING,
+            "cloudkit.type"               STRING,
+            GRANT WRITE TO "_creator",
+            GRANT CREATE TO "_icloud",
+            GRANT READ TO "_world"
+        );
+    """
+
     static let familyTodo = """
     DEFINE SCHEMA
 
@@ -107,20 +125,7 @@ enum SampleSchemas {
             GRANT READ, CREATE, WRITE TO "_icloud"
         );
 
-        RECORD TYPE "cloudkit.share" (
-            "___createTime"               TIMESTAMP,
-            "___createdBy"                REFERENCE,
-            "___etag"                     STRING,
-            "___modTime"                  TIMESTAMP,
-            "___modifiedBy"               REFERENCE,
-            "___recordID"                 REFERENCE,
-            "cloudkit.thumbnailImageData" BYTES,
-            "cloudkit.title"              STRING,
-            "cloudkit.type"               STRING,
-            GRANT WRITE TO "_creator",
-            GRANT CREATE TO "_icloud",
-            GRANT READ TO "_world"
-        );
+    \(shareType)
 
     """
 
@@ -255,20 +260,7 @@ enum SampleSchemas {
             GRANT READ, CREATE, WRITE TO "_creator"
         );
 
-        RECORD TYPE "cloudkit.share" (
-            "___createTime"               TIMESTAMP,
-            "___createdBy"                REFERENCE,
-            "___etag"                     STRING,
-            "___modTime"                  TIMESTAMP,
-            "___modifiedBy"               REFERENCE,
-            "___recordID"                 REFERENCE,
-            "cloudkit.thumbnailImageData" BYTES,
-            "cloudkit.title"              STRING,
-            "cloudkit.type"               STRING,
-            GRANT WRITE TO "_creator",
-            GRANT CREATE TO "_icloud",
-            GRANT READ TO "_world"
-        );
+    \(shareType)
 
     """
 
