@@ -56,10 +56,16 @@ extension CloudKitEmulator {
         }
         // The server keeps the system fields: who saved a record when, from where.
         let stamp: [String: Any] = ["timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": caller.user, "deviceID": "2"]
-        // A parent may come in the same request as its child.
-        let inRequest = Set(operations.compactMap { ($0["record"] as? [String: Any])?["recordName"] as? String })
+        // A parent may come earlier in the same request than its child.
+        var savedHere: Set<String> = []
         var results: [Data] = []   // each operation's outcome as JSON
-        for (index, operation) in operations.enumerated() {
+        for (index, given) in operations.enumerated() {
+            var operation = given
+            // A record created without a name gets a random one, as the reference says.
+            if operation["operationType"] as? String == "create", var unnamed = operation["record"] as? [String: Any], unnamed["recordName"] == nil {
+                unnamed["recordName"] = (unnamed["recordType"] as? String)?.lowercased() == "cloudkit.share" ? "Share-" + UUID().uuidString : UUID().uuidString
+                operation["record"] = unnamed
+            }
             guard let type = operation["operationType"] as? String, var record = operation["record"] as? [String: Any],
                   let recordName = record["recordName"] as? String else {
                 return error(400, "BAD_REQUEST", "an operation needs an operationType and a record with a recordName")
@@ -100,11 +106,12 @@ extension CloudKitEmulator {
                 continue
             }
             if let problem = fieldProblem(record) { refuse("BAD_REQUEST", problem); continue }
-            // The parent must be there already, or come in the same request. (CloudKit's code
-            // for a missing parent is not documented for Web Services: the one for a reference
-            // that does not hold is taken.)
+            // The parent must be there already, or saved earlier in the same request. (CloudKit's
+            // code for a missing parent is not documented for Web Services: the one for a
+            // reference that does not hold is an assumption, as is refusing a parent saved later
+            // in the request.)
             if let parent = record["parent"] as? [String: Any] {
-                guard let name = parent["recordName"] as? String, zone.record(name) != nil || inRequest.contains(name) else {
+                guard let name = parent["recordName"] as? String, zone.record(name) != nil || savedHere.contains(name) else {
                     refuse("VALIDATING_REFERENCE_ERROR", "the parent record \(parent["recordName"] ?? "") does not exist")
                     continue
                 }
@@ -161,7 +168,16 @@ extension CloudKitEmulator {
             record["recordChangeTag"] = changeTag(sequence)
             record["zoneID"] = zone.json
             zone.save(recordName, record)
+            savedHere.insert(recordName)
             results.append(zone.encoded[recordName] ?? Data())
+            // Saving a child changes its parent's change tag (as apps see on devices): a client
+            // that shares the parent afterwards needs its tag anew.
+            if let parentName = (record["parent"] as? [String: Any])?["recordName"] as? String, var parent = zone.record(parentName) {
+                sequence += 1
+                parent["recordChangeTag"] = changeTag(sequence)
+                zone.save(parentName, parent)
+                zone.changed(parentName, at: sequence)
+            }
         }
         var answer = Data("{\"records\":[".utf8)
         for (index, result) in results.enumerated() {

@@ -373,9 +373,18 @@ public struct CompiledMigration: Sendable {
         return .changed(current)
     }
 
-    /// Points references at records' new names; true when something changed.
+    /// Points references, and the `parent` and `share` links, at records' new names; true
+    /// when something changed.
     private func repoint(_ record: inout Record, _ names: [String: String]) -> Bool {
         var changed = false
+        if let parent = record.parent, let moved = names[parent] {
+            record.parent = moved
+            changed = true
+        }
+        if let share = record.share, let moved = names[share] {
+            record.share = moved
+            changed = true
+        }
         for (field, value) in record.fields {
             switch value {
             case .reference(var reference):

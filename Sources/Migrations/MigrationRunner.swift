@@ -162,8 +162,10 @@ public final class MigrationRunner {
         return result
     }
 
+    /// The types whose records may point at a renamed record: any type, since every record
+    /// may name its parent (besides its REFERENCE fields).
     private static func referenceTypes(_ schema: Schema) -> Set<String> {
-        Set(schema.recordTypes.filter { type in type.userFields.contains { $0.type.primitive == .reference } }.map(\.name))
+        Set(schema.recordTypes.map(\.name))
     }
 
     /// What the pending migrations (up to `target`) would do, record by record, without

@@ -28,9 +28,12 @@ extension PostgresSession {
                                      share: { id, type in
             guard schema.recordType(named: type) != nil, let zone = zones[id.zone] else { return nil }
             let table = "\(namespace).\(PostgresLayout.identifier(type))"
-            return try link.rows("""
+            guard let name = try link.rows("""
                 SELECT "___share" FROM \(unescaped: table) WHERE "___zone" = \(zone) AND "___recordID" = \(id.recordName)
-                """).first?[0] ?? nil
+                """).first?[0] ?? nil else { return nil }
+            // Only a share the store holds goes along (a link may name one that is not here).
+            guard let entry = try registryEntry(RecordID(recordName: name, zone: id.zone)), !entry.deleted, entry.recordType == Record.shareType else { return nil }
+            return name
         })
         for entry in plan where zones[entry.id.zone] == nil { zones[entry.id.zone] = try zoneNumber(entry.id.zone) }
         if !plan.isEmpty { changedRecords = true }

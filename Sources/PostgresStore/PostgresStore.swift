@@ -121,9 +121,18 @@ public final class PostgresStore: @unchecked Sendable {
     private static func upgrade(_ link: PostgresLink, _ location: PostgresLocation, from version: Int) throws {
         let schema = location.schema
         if version < 2 {
-            // Format 2: every record type's table gains the parent, share and share-details columns.
-            let tables = try link.rows("SELECT table_name::text FROM information_schema.columns WHERE table_schema = \(schema) AND column_name = '___recordID' ORDER BY table_name").compactMap { $0[0] }
-            for table in tables {
+            // Format 2: every record type's table gains the parent, share and share-details
+            // columns. Only a table's owner may add columns: a role that is not is told who is.
+            let tables = try link.rows("""
+                SELECT c.relname::text, pg_get_userbyid(c.relowner)::text, pg_has_role(c.relowner, 'USAGE')::text
+                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
+                WHERE n.nspname = \(schema) AND c.relkind = 'r' AND a.attname = '___recordID' AND NOT a.attisdropped ORDER BY 1
+                """)
+            if let foreign = tables.first(where: { $0[2] != "true" }) {
+                throw PostgresStoreError.server("\(location): the store was written by an older ckport (store format \(version)) and is upgraded in place when opened, "
+                    + "but its tables belong to the role \(foreign[1] ?? "?"), which this role is not; " + Wording.upgradeStore(path: location.description).text)
+            }
+            for case let table? in tables.map({ $0[0] }) {
                 let additions = PostgresLayout.linkColumns.map { "ADD COLUMN IF NOT EXISTS \(PostgresLayout.identifier($0.name)) \($0.sqlType)" }
                 try link.execute("ALTER TABLE \(schema).\(PostgresLayout.identifier(table)) \(additions.joined(separator: ", "))")
             }

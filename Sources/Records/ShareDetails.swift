@@ -14,9 +14,10 @@ public struct ShareDetails: Sendable, Equatable {
         public var familyName: String?
         public var emailAddress: String?
         public var phoneNumber: String?
-        /// `OWNER`, `USER`, `ADMINISTRATOR`, `PUBLIC_USER` or `UNKNOWN`.
+        /// `OWNER`, `USER` (CloudKit JS: `PRIVATE_USER`), `ADMINISTRATOR`, `PUBLIC_USER` or `UNKNOWN`.
         public var type: String?
-        /// `UNKNOWN`, `PENDING`, `ACCEPTED` or `REMOVED`.
+        /// `INVITED`, `ACCEPTED`, `REMOVED`, `UNSUBSCRIBED` or `UNKNOWN` (CloudKit JS says
+        /// `PENDING` for invited).
         public var acceptanceStatus: String?
         /// `UNKNOWN`, `NONE`, `READ_ONLY` or `READ_WRITE`.
         public var permission: String?
@@ -94,6 +95,28 @@ public struct ShareDetails: Sendable, Equatable {
 
     /// The JSON object as kept.
     public var object: JSONObject
+
+    /// What CloudKit's answers carry to protect a share that is no use outside CloudKit and
+    /// must not sit in plain exports: a participant's out-of-network private key, the sharing
+    /// keys in a root's stable URL, the share's PCS blobs. ckport does not keep them; CloudKit
+    /// never takes them back (a share is created from its root, permission and participants).
+    public static let keyMaterial: Set<String> = [
+        "outOfNetworkPrivateKey", "protectionInfo", "invitedPCS", "selfAddedPCS", "chainPrivateKey", "chainProtectionInfo",
+        "chainParentKey", "protectedFullToken", "encryptedPublicSharingKey",
+    ]
+
+    /// `value` without ``keyMaterial``, however deep (to the JSON reader's depth).
+    public static func withoutKeyMaterial(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let object):
+            return .object(JSONObject(object.members.filter { !keyMaterial.contains($0.key) }
+                .map { JSONObject.Member(key: $0.key, value: withoutKeyMaterial($0.value)) }))
+        case .array(let items):
+            return .array(items.map(withoutKeyMaterial))
+        default:
+            return value
+        }
+    }
 
     /// Reads a share's details; nil when the text is not a JSON object.
     public init?(json text: String) {

@@ -130,8 +130,8 @@ struct SampleGenerator {
         return models[Int(hash % 3)] + "-" + String(hash >> 40, radix: 16, uppercase: true)
     }
 
-    /// `count` hex digits that depend on `seed` alone (FNV-1a, chained): identifiers that must
-    /// not draw from the random stream, so that adding them leaves every other value as it was.
+    /// `count` hex digits that depend on `seed` alone (FNV-1a, chained): identifiers that do not
+    /// draw from the random stream, so that the records after them keep the values they had.
     static func stableHex(_ seed: String, _ count: Int) -> String {
         var out = ""
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325

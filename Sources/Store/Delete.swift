@@ -44,7 +44,10 @@ extension StoreSession {
             defer { select.reset() }
             select.bind(1, zone)
             select.bind(2, id.recordName)
-            return try select.step(db) ? select.optionalText(0) : nil
+            guard try select.step(db), let name = select.optionalText(0) else { return nil }
+            // Only a share the store holds goes along (a link may name one that is not here).
+            guard let entry = try registryEntry(RecordID(recordName: name, zone: id.zone)), !entry.deleted, entry.recordType == Record.shareType else { return nil }
+            return name
         })
         for entry in plan {
             try removeRow(zone: try zoneRow(entry.id.zone, create: false)!, name: entry.id.recordName, type: entry.recordType)
@@ -112,7 +115,8 @@ extension StoreError {
 public enum DeletePlan {
     /// The records asked for and, transitively, every record that points at one of them with a
     /// DELETE_SELF reference (`referrers` lists who points at a record, and how) and the share
-    /// each deleted root record roots (`share` gives a record's `share` link); refused while
+    /// each deleted root record roots (`share` gives the share a record's `share` link names,
+    /// when the store holds it); refused while
     /// a VALIDATE reference from a record that stays points at one of them.
     public static func expand(_ asked: [DeletedRecord],
                               referrers: (RecordID) throws -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)],

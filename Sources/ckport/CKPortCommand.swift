@@ -21,7 +21,7 @@ struct CKPortCommand: ParsableCommand {
         The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite. A store on a \
         PostgreSQL server is a URL: --store 'postgresql://USER@HOST:PORT/DB?schema=NAME' (the \
         password from PGPASSWORD or ~/.pgpass, never the command line).
-        Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other         failure (for pull: also records left out), 4 CloudKit wants a new sign-in.
+        Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure (for pull: also records left out), 4 CloudKit wants a new sign-in.
         """,
         version: "0.1.0",
         subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,

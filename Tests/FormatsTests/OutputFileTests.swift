@@ -34,6 +34,39 @@ struct OutputFileTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["out.jsonl"])
     }
 
+    @Test("what is not a regular file is written to, never replaced: a FIFO, a link to a device; a link to a file has its file replaced and stays a link")
+    func notRegularFiles() throws {
+        let scratch = Scratch()
+        // A FIFO with a reader: the bytes go through it, and it stays a FIFO.
+        #expect(mkfifo(scratch.path("pipe"), 0o600) == 0)
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/sh")
+        reader.arguments = ["-c", "cat \"$0\" > \"$1\"", scratch.path("pipe"), scratch.path("read.txt")]
+        try reader.run()
+        let throughPipe = try OutputFile(path: scratch.path("pipe"))
+        try throughPipe.write("through the pipe\n")
+        try throughPipe.commit()
+        reader.waitUntilExit()
+        #expect(scratch.text("read.txt") == "through the pipe\n")
+        var info = stat()
+        #expect(lstat(scratch.path("pipe"), &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO)
+        // A link to a character device: written to, and the link and the device stay.
+        #expect(symlink("/dev/null", scratch.path("null")) == 0)
+        let toNull = try OutputFile(path: scratch.path("null"))
+        try toNull.write("gone\n")
+        try toNull.commit()
+        #expect(lstat(scratch.path("null"), &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK)
+        #expect(stat("/dev/null", &info) == 0 && (info.st_mode & S_IFMT) == S_IFCHR)
+        // A link to a regular file: the file gets the new bytes, the link stays a link.
+        _ = scratch.write("real.txt", "old\n")
+        #expect(symlink(scratch.path("real.txt"), scratch.path("alias.txt")) == 0)
+        let viaLink = try OutputFile(path: scratch.path("alias.txt"))
+        try viaLink.write("new\n")
+        try viaLink.commit()
+        #expect(lstat(scratch.path("alias.txt"), &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK)
+        #expect(scratch.text("real.txt") == "new\n")
+    }
+
     @Test("temporary files of a ckport that was killed are cleared, whatever output they were for; a running one's are kept")
     func staleTemporaries() throws {
         let scratch = Scratch()

@@ -295,6 +295,26 @@ struct StepTests {
         #expect(try stored(store, "v2-o1")?["body"] == .string("text one"))
         #expect(try stored(store, "pet1")?["owner"] == .reference(Reference(recordName: "v2-o1")))
     }
+
+    @Test("records that move to new names take their children along: parent links follow them, in types without a reference too; other links stay")
+    func parentsFollow() throws {
+        let scratch = Scratch()
+        var records = StepTests.records()
+        records[0].parent = "o1"                       // a Person under an Old record
+        records[1].parent = "p1"                       // a Person under a Person that stays
+        records[3].share = "share-1"                   // o1 roots a share
+        let store = try scratch.store(schema: StepTests.schema, records: records)
+        let directory = scratch.migrations("m", ["0001_move.yaml": "version: 1\ndescription: m\nsteps:\n  - migrateRecordType: {from: Old, to: New, name: 'v2-{recordName}'}\n"])
+        let set = try MigrationSet.load(directory: directory)
+        let plan = try MigrationRunner(store: store, set: set).plan()
+        #expect(plan[0].counts["Person"]?.changed == 1, "\(plan[0].counts)")
+        try MigrationRunner(store: store, set: set).apply()
+        #expect(try stored(store, "p1")?.parent == "v2-o1")
+        #expect(try stored(store, "p2")?.parent == "p1")
+        let moved = try #require(try stored(store, "v2-o1"))
+        #expect(moved.recordType == "New" && moved.share == "share-1")
+        #expect(try stored(store, "o1") == nil)
+    }
 }
 
 @Suite("migration history and safety")

@@ -76,6 +76,20 @@ struct SharingCommandTests {
         #expect(try ckport(["export", "--store", "back.sqlite", "-q"], in: folder.url).stdout == original)
     }
 
+    @Test("a chain of bundles restores the links as they were at its end: a share deleted between two bundles stays deleted, its root no longer names it")
+    func chainKeepsLinksCurrent() throws {
+        let folder = Scratch()
+        #expect(try ckport(["import", sample("family-todo", "schema.ckdb"), sample("family-todo", "records.jsonl"), "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["backup", "-o", "full.ckbundle", "-q"], in: folder.url).status == 0)
+        let share = "Share-E0BF9BE1-BA59-C5B6-17B2-5F9DCBC8832C"
+        #expect(try ckport(["delete", share, "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["backup", "-o", "later.ckbundle", "--since", "full.ckbundle", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["restore", "full.ckbundle", "later.ckbundle", "--store", "restored.sqlite", "-q"], in: folder.url).status == 0)
+        let original = try ckport(["export", "-q"], in: folder.url).stdout
+        #expect(!original.contains(share) && original.contains("Share-C5F036E1"))
+        #expect(try ckport(["export", "--store", "restored.sqlite", "-q"], in: folder.url).stdout == original)
+    }
+
     @Test("the shares command: each share, its root and how many records it carries, who takes part with what permission; JSON for scripts")
     func sharesCommand() throws {
         let folder = Scratch()

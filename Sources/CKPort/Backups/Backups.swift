@@ -194,7 +194,9 @@ extension Backups {
 
 /// What a restore takes from its bundles, and how it combines them with the store.
 public struct RestoreOptions {
-    /// How bundled records combine with stored ones. Nil: the store must hold no records.
+    /// How bundled records combine with stored ones. Nil: the store must hold no records, and a
+    /// chain's later bundles replace what earlier ones put there (records, fields and links as
+    /// they were when each bundle was made).
     public var mode: WriteMode?
     /// Restore only these record types (empty: all).
     public var recordTypes: Set<String>
@@ -260,7 +262,9 @@ extension Backups {
                 for entry in history { try session.recordMigration(entry) }
             }
         }
-        return try store.importRecords(sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .upsert), hooks: hooks)
+        // A bundle holds whole records: into a store that was empty, a later bundle's record
+        // replaces an earlier one's, so a field or link it no longer has goes too.
+        return try store.importRecords(sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
     }
 
     /// Checks that bundles form a chain: it starts with a full bundle (or, into a store that

@@ -252,7 +252,7 @@ extension CloudSync {
                     var again: [PushOperation] = []
                     var wait = 0.0
                     for (operation, outcome) in answered {
-                        if let outcome, let code = outcome["serverErrorCode"] as? String {
+                        if let outcome, let code = outcome["serverErrorCode"] as? String, !(operation.isDeletion && code == "NOT_FOUND") {
                             let reason = outcome["reason"] as? String ?? ""
                             let after = (outcome["retryAfter"] as? NSNumber)?.doubleValue
                             let busy = ["TRY_AGAIN_LATER", "THROTTLED", "INTERNAL_ERROR", "ZONE_BUSY"].contains(code)
@@ -422,6 +422,9 @@ struct OperationBatch: Sendable {
 
 /// Turns the store's records into batches of operations, a zone at a time.
 final class OperationBatches {
+    /// How many levels of parents a push orders; deeper records go last.
+    static let maxDepth = 64
+
     let request: PushRequest
     let scope: DatabaseScope
     let codec: JSONRecordCodec
@@ -437,17 +440,18 @@ final class OperationBatches {
     /// Calls `emit` with each batch as it fills; stops early when `emit` says false.
     ///
     /// CloudKit takes a record with a `parent` only when the parent is there already or comes
-    /// in the same request, so records go parents first: one pass sends the records without a
-    /// parent, a second those whose parent has none, and the few deeper ones (held by name)
-    /// follow by depth. Share records do not go as records: they are gathered, with their
-    /// roots, for ``CloudSync/push`` to create once every record is in.
+    /// earlier in the same request, so records go parents first, a pass over the selection per
+    /// level: the records without a parent, then those whose parent has none, and so on (a
+    /// record's level is found by walking up its parents in the store, so memory stays flat).
+    /// Records whose parents run in a loop, or more than ``maxDepth`` deep, go last. Share
+    /// records do not go as records: they are gathered, with their roots, for
+    /// ``CloudSync/push`` to create once every record is in.
     func produce(_ session: any RecordSession, _ emit: (OperationBatch) throws -> Bool) throws {
         var stopped = false
         var lastZone: ZoneID?
-        var deeper: [RecordID: String] = [:]
         var shares: [Record] = []
         var roots: [RecordID: String] = [:]
-        var parented = 0
+        var waiting = 0
         func take(_ record: Record) throws {
             // In store order a zone's records come together: close the previous zone's batch.
             if self.request.since == nil, let lastZone, lastZone != record.zone, let batch = self.close(lastZone) {
@@ -471,48 +475,52 @@ final class OperationBatches {
                 }
             }
         }
+        /// How many parents up the store's records go from `record` (1: its parent has none, or
+        /// is not in the store); nil past `limit` or in a loop.
+        func level(_ record: Record, limit: Int) throws -> Int? {
+            var steps = 1
+            var seen: Set<String> = [record.recordName]
+            var parent = record.parent
+            while let name = parent, let above = try session.record(RecordID(recordName: name, zone: record.zone)), !above.isDeleted {
+                guard let next = above.parent, next != name else { return steps }
+                guard seen.insert(name).inserted, steps < limit else { return nil }
+                steps += 1
+                parent = next
+            }
+            return steps
+        }
+        func hasParent(_ record: Record) -> Bool {
+            !record.isDeleted && !record.isShare && record.parent != nil && record.parent != record.recordName
+        }
         try pass { record in
-            if record.isDeleted { return try take(record) }
-            if record.isShare {
+            if record.isShare && !record.isDeleted {
                 shares.append(record)
                 return
             }
-            if let share = record.share { roots[RecordID(recordName: share, zone: record.zone)] = record.recordName }
-            if let parent = record.parent, parent != record.recordName {
-                parented += 1
+            if let share = record.share, !record.isDeleted { roots[RecordID(recordName: share, zone: record.zone)] = record.recordName }
+            if hasParent(record) {
+                waiting += 1
                 return
             }
             try take(record)
         }
-        if parented > 0 && !stopped {
+        var depth = 1
+        while waiting > 0 && !stopped && depth <= OperationBatches.maxDepth {
+            var sent = 0
             try pass { record in
-                guard !record.isDeleted, !record.isShare, let parent = record.parent, parent != record.recordName else { return }
-                let parentID = RecordID(recordName: parent, zone: record.zone)
-                if let grandparent = try session.record(parentID)?.parent, grandparent != parent {
-                    deeper[record.id] = parent
-                } else {
-                    try take(record)
-                }
+                guard hasParent(record), try level(record, limit: depth + 1) == depth else { return }
+                sent += 1
+                try take(record)
             }
+            waiting -= sent
+            depth += 1
         }
-        if !deeper.isEmpty && !stopped {
-            // Depth among the deeper records: a parent goes before its children.
-            var depth: [RecordID: Int] = [:]
-            func depthOf(_ id: RecordID, _ steps: Int = 0) -> Int {
-                if let known = depth[id] { return known }
-                guard let parent = deeper[id], steps < deeper.count else { return 0 }
-                let value = depthOf(RecordID(recordName: parent, zone: id.zone), steps + 1) + 1
-                depth[id] = value
-                return value
-            }
-            let order = deeper.keys.sorted { a, b in
-                let (da, db) = (depthOf(a), depthOf(b))
-                if da != db { return da < db }
-                if a.zone != b.zone { return a.zone < b.zone }
-                return a.recordName.utf8.lexicographicallyPrecedes(b.recordName.utf8)
-            }
-            for id in order where !stopped {
-                if let record = try session.record(id) { try take(record) }
+        if waiting > 0 && !stopped {
+            // Parents in a loop, or deeper than any app nests: sent as they come (CloudKit says
+            // which it takes).
+            try pass { record in
+                guard hasParent(record), try level(record, limit: OperationBatches.maxDepth + 1) == nil else { return }
+                try take(record)
             }
         }
         guard !stopped else { return }
@@ -532,7 +540,7 @@ final class OperationBatches {
             }
             plans.append(SharePlan(share: share, root: root))
         }
-        if !unsent.isEmpty || !plans.isEmpty, let zone = lastZone {
+        if !unsent.isEmpty || !plans.isEmpty, let zone = lastZone ?? plans.first?.share.zone {
             _ = try emit(OperationBatch(zone: zone, unsent: unsent, shares: plans))
         }
     }

@@ -39,31 +39,61 @@ public struct ShareRestoration: Sendable {
     public var invited: [ShareDetails.Participant]
     /// The people it cannot invite again, each with the reason.
     public var notInvited: [(participant: ShareDetails.Participant, why: String)]
+    /// What changes for people it invites, or for the one who pushes (roles, ownership).
+    public var notes: [(participant: ShareDetails.Participant, why: String)]
 }
 
 extension CloudSync {
-    /// Who a re-created share can invite: everyone but its owner, by e-mail address or phone
-    /// number, with their permission; and who it cannot, with the reason.
-    static func invitations(_ details: ShareDetails?) -> (invite: [ShareDetails.Participant], skip: [(participant: ShareDetails.Participant, why: String)]) {
+    /// Who a re-created share can invite, and how; who it cannot, with the reason; and what
+    /// changes for those it invites.
+    ///
+    /// The share is created by the account that pushes, which owns it. The participant who
+    /// pulled the store (`currentUserParticipant`) is taken to be that account: when they were
+    /// the owner, nobody else changes; when they were a participant, they become the owner and
+    /// the former owner is invited like anyone else. Everyone else is invited by e-mail address
+    /// or phone number, with the permission they had (READ_ONLY or READ_WRITE); administrators
+    /// come back as plain participants.
+    static func invitations(_ details: ShareDetails?)
+        -> (invite: [ShareDetails.Participant], skip: [(participant: ShareDetails.Participant, why: String)], notes: [(participant: ShareDetails.Participant, why: String)]) {
         var invite: [ShareDetails.Participant] = []
         var skip: [(participant: ShareDetails.Participant, why: String)] = []
+        var notes: [(participant: ShareDetails.Participant, why: String)] = []
+        let pusher = details?.currentUserParticipant
+        let pusherOwned = pusher == nil || pusher?.type == "OWNER"
         for person in details?.participants ?? [] {
+            if let pusher, person.isSamePerson(as: pusher) {
+                if !pusherOwned { notes.append((person, "pulled this store, and owns the share made again (it is made by the account that pushes)")) }
+                continue
+            }
+            var invited = person
+            invited.type = "USER"
             switch (person.type ?? "", person.acceptanceStatus ?? "") {
             case ("OWNER", _):
+                if pusherOwned { continue }
+                invited.permission = "READ_WRITE"
+                notes.append((person, "owned the share; the share made again is the pushing account's, and invites them with READ_WRITE"))
+            case (_, "REMOVED"), (_, "UNSUBSCRIBED"):
+                skip.append((person, "had left the share (\(person.acceptanceStatus!))"))
                 continue
-            case (_, "REMOVED"):
-                skip.append((person, "had left the share (REMOVED)"))
             case ("PUBLIC_USER", _):
                 skip.append((person, "joined by the share's URL, not by invitation; anyone with the new URL can join again"))
+                continue
             default:
-                if person.emailAddress != nil || person.phoneNumber != nil {
-                    invite.append(person)
-                } else {
-                    skip.append((person, "CloudKit gave no e-mail address or phone number to invite them by; invite them again from the app"))
+                guard person.permission == "READ_ONLY" || person.permission == "READ_WRITE" else {
+                    skip.append((person, "had the permission \(person.permission ?? "none recorded"), which an invitation cannot give"))
+                    continue
+                }
+                if person.type == "ADMINISTRATOR" {
+                    notes.append((person, "was an administrator; invited as a participant, to be made administrator again in the app"))
                 }
             }
+            if person.emailAddress != nil || person.phoneNumber != nil {
+                invite.append(invited)
+            } else {
+                skip.append((person, "CloudKit gave no e-mail address or phone number to invite them by; invite them again from the app"))
+            }
         }
-        return (invite, skip)
+        return (invite, skip, notes)
     }
 
     /// What a push will do with a share, decided without asking CloudKit: nil when it is to be
@@ -74,6 +104,9 @@ extension CloudSync {
         }
         if scope == .shared {
             return .notCreated("this zone belongs to \(plan.share.zone.ownerRecordName): only its owner can share its records (from the app)")
+        }
+        if plan.share.zone.zoneName == ZoneID.defaultZoneName {
+            return .notCreated("the default zone does not support sharing: move the records into a zone of their own in the app, and share them there")
         }
         if plan.share.recordName == Record.zoneShareName {
             return .notCreated("CloudKit Web Services cannot create a share of a whole zone: share the zone again from the app, and invite the people listed again")
@@ -86,23 +119,22 @@ extension CloudSync {
 
     static func restoration(_ plan: SharePlan, state: ShareRestoration.State) -> ShareRestoration {
         let details = plan.share.shareDetails.flatMap(ShareDetails.init(json:))
-        let (invite, skip) = invitations(details)
+        let (invite, skip, notes) = invitations(details)
         var title: String?
         if case .string(let text)? = plan.share.fields["cloudkit.title"] { title = text }
         return ShareRestoration(zone: plan.share.zone, shareName: plan.share.recordName, root: plan.root, title: title, state: state,
-                                invited: invite, notInvited: skip)
+                                invited: invite, notInvited: skip, notes: notes)
     }
 
     /// The `records/modify` operation that creates a share again: the share's fields, its
     /// root (`forRecord`, with the change tag CloudKit holds now), who may open it by URL, and
-    /// everyone it invites again, INVITED.
+    /// everyone it invites again, INVITED. CloudKit names the share, as in the flow seen
+    /// working live (brightdigit/MistKit 0375d099, CloudKitService+CreateShare.swift).
     static func shareCreation(_ plan: SharePlan, rootTag: String, invite: [ShareDetails.Participant], codec: JSONRecordCodec) -> [UInt8] {
         let details = plan.share.shareDetails.flatMap(ShareDetails.init(json:))
         var out = JSONWriter(capacity: 512)
-        out.raw("{\"operationType\":\"create\",\"record\":{\"recordName\":")
-        out.string(plan.share.recordName)
         // CloudKit's own spelling: the reference's `cloudKit.share` is refused.
-        out.raw(",\"recordType\":\"cloudkit.share\",\"forRecord\":{\"recordName\":")
+        out.raw("{\"operationType\":\"create\",\"record\":{\"recordType\":\"cloudkit.share\",\"forRecord\":{\"recordName\":")
         out.string(plan.root ?? "")
         out.raw(",\"recordChangeTag\":")
         out.string(rootTag)
@@ -115,7 +147,7 @@ extension CloudSync {
             if let email = person.emailAddress { lookup.members.append(.init(key: "emailAddress", value: .string(email))) }
             else if let phone = person.phoneNumber { lookup.members.append(.init(key: "phoneNumber", value: .string(phone))) }
             out.raw("{\"type\":\"USER\",\"permission\":")
-            out.string(person.permission == "READ_ONLY" ? "READ_ONLY" : "READ_WRITE")
+            out.string(person.permission ?? "READ_ONLY")
             out.raw(",\"acceptanceStatus\":\"INVITED\",\"userIdentity\":{\"lookupInfo\":")
             out.value(.object(lookup))
             out.raw("}}")
@@ -152,8 +184,17 @@ extension CloudSync {
             }
             // The root's change tag as CloudKit holds it now: saving its children changed it.
             let lookup = try JSONSerialization.data(withJSONObject: ["zoneID": zoneJSON(zone), "records": [["recordName": plan.root!]]], options: [.sortedKeys])
-            let found = try JSONSerialization.jsonObject(with: try await client.send("records/lookup", body: lookup)) as? [String: Any]
-            result.requests += 1
+            let found: [String: Any]?
+            do {
+                found = try JSONSerialization.jsonObject(with: try await client.send("records/lookup", body: lookup)) as? [String: Any]
+                result.requests += 1
+            } catch let error as CloudKitServerError where error.code != .authenticationRequired && error.code != .authenticationFailed {
+                // One share CloudKit will not look at does not stop the others.
+                result.requests += 1
+                try fail(error.serverErrorCode, error.reason ?? "CloudKit did not answer for its root record")
+                result.shares.append(outcome)
+                continue
+            }
             let rootAnswer = (found?["records"] as? [[String: Any]])?.first
             guard let rootTag = rootAnswer?["recordChangeTag"] as? String else {
                 let code = rootAnswer?["serverErrorCode"] as? String ?? "NOT_FOUND"
@@ -173,7 +214,7 @@ extension CloudSync {
             do {
                 answer = try await client.send("records/modify", body: Data(body.bytes))
                 result.requests += 1
-            } catch let error as CloudKitServerError where error.status == 400 || error.status == 409 || error.status == 412 {
+            } catch let error as CloudKitServerError where error.code != .authenticationRequired && error.code != .authenticationFailed {
                 result.requests += 1
                 try fail(error.serverErrorCode, error.reason ?? "CloudKit refused to create it")
                 result.shares.append(outcome)

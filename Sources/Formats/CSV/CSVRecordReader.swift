@@ -209,7 +209,9 @@ public final class CSVRecordReader: RecordSource {
                           !details.object.members.contains(where: { JSONRecordCodec.canonicalRecordKeys.contains($0.key) }) else {
                         return issue(cell, field: nil, name: recordName, type: typeName, "shareDetails is a JSON object of what CloudKit says of a share (publicPermission, participants, …), found \"\(text.prefix(60))\"")
                     }
-                    if !details.object.members.isEmpty { record.shareDetails = details.text }
+                    if case .object(let kept) = ShareDetails.withoutKeyMaterial(.object(details.object)), !kept.members.isEmpty {
+                        record.shareDetails = ShareDetails(kept).text
+                    }
                 }
             }
         }

@@ -6,11 +6,18 @@ import Foundation
 ///
 /// A file is written beside its final path under a temporary name and renamed over it by
 /// `commit()`, so a failed or interrupted export never leaves a half-written file (nor
-/// clobbers an older complete one). `-` writes to standard output as it goes.
+/// clobbers an older complete one). `-` writes to standard output as it goes, and so does a path
+/// that is not a regular file — a FIFO, a device such as `/dev/null`, `/dev/stdout`, `/dev/fd/N` —
+/// which is written to, never replaced. A symbolic link to a regular file has the file it
+/// names replaced, and stays a link.
 public final class OutputFile {
     public let path: String
     private let fd: Int32
     private let temporaryPath: String?
+    /// Where the finished file goes: `path`, or the file a symbolic link at `path` names.
+    private let finalPath: String
+    /// A descriptor of ours on something that is not a regular file, closed when done.
+    private let ownsDescriptor: Bool
     private var buffer: [UInt8] = []
     private let flushSize = 1 << 20
     private var finished = false
@@ -35,8 +42,24 @@ public final class OutputFile {
         if path == "-" {
             fd = 1
             temporaryPath = nil
+            finalPath = path
+            ownsDescriptor = false
+        } else if let direct = try OutputFile.openDirect(path) {
+            fd = direct
+            temporaryPath = nil
+            finalPath = path
+            ownsDescriptor = true
         } else {
-            let url = URL(fileURLWithPath: path)
+            // A link to a regular file: the file is replaced, the link stays.
+            var link = stat()
+            var target = path
+            if lstat(path, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK, let resolved = realpath(path, nil) {
+                target = String(cString: resolved)
+                free(resolved)
+            }
+            finalPath = target
+            ownsDescriptor = false
+            let url = URL(fileURLWithPath: target)
             let directory = url.deletingLastPathComponent().path
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
@@ -57,6 +80,29 @@ public final class OutputFile {
 
     deinit {
         if !finished { discard() }
+    }
+
+    /// A descriptor to write to in place, for a path that is not (and must not become) a
+    /// regular file: standard output or error by name, a descriptor by `/dev/fd/N`, or an
+    /// existing FIFO, device or socket. Nil for a path to write as a file.
+    static func openDirect(_ path: String) throws -> Int32? {
+        let named: [String: Int32] = ["/dev/stdout": 1, "/dev/stderr": 2, "/proc/self/fd/1": 1, "/proc/self/fd/2": 2]
+        var number = named[path]
+        for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {
+            number = number ?? Int32(path.dropFirst(prefix.count))
+        }
+        if let number {
+            let copy = dup(number)
+            guard copy >= 0 else { throw OutputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))") }
+            return copy
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let kind = info.st_mode & S_IFMT
+        guard kind != S_IFREG && kind != S_IFDIR else { return nil }
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw OutputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))") }
+        return fd
     }
 
     /// Removes the temporary files that a ckport killed while writing left in `directory`
@@ -128,7 +174,10 @@ public final class OutputFile {
     public func commit() throws {
         try flush()
         finished = true
-        guard let temporaryPath else { return }
+        guard let temporaryPath else {
+            if ownsDescriptor { close(fd) }
+            return
+        }
         if fsync(fd) != 0 && errno != EINVAL {
             let message = String(cString: strerror(errno))
             close(fd)
@@ -136,10 +185,10 @@ public final class OutputFile {
             throw OutputError(path: path, message: "sync failed: \(message)")
         }
         var existing = stat()
-        let mode: mode_t = stat(path, &existing) == 0 ? existing.st_mode & 0o7777 : privateIfNew ? 0o600 : 0o666 & ~OutputFile.umask
+        let mode: mode_t = stat(finalPath, &existing) == 0 ? existing.st_mode & 0o7777 : privateIfNew ? 0o600 : 0o666 & ~OutputFile.umask
         fchmod(fd, ownerOnly ? 0o600 : mode)
         close(fd)
-        guard rename(temporaryPath, path) == 0 else {
+        guard rename(temporaryPath, finalPath) == 0 else {
             let message = String(cString: strerror(errno))
             unlink(temporaryPath)
             throw OutputError(path: path, message: "cannot move into place: \(message)")
@@ -160,6 +209,8 @@ public final class OutputFile {
         if let temporaryPath {
             close(fd)
             unlink(temporaryPath)
+        } else if ownsDescriptor {
+            close(fd)
         }
     }
 }

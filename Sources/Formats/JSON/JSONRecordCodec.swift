@@ -42,7 +42,9 @@ public struct RecordDecodingError: CKPortError, Sendable {
 /// A record's `parent` and `share` are CloudKit's `{"recordName": …}`; a plain record names them
 /// `parentRecordName` and `shareRecordName`. A share record (`cloudkit.share`) keeps every other
 /// key CloudKit gives it (`publicPermission`, `participants`, `owner`, …) as its share details,
-/// and a share's root record its `shortGUID`; a plain record carries them as `shareDetails`.
+/// and a share's root record its `shortGUID` and stable URL; a plain record carries them as
+/// `shareDetails`. Key material CloudKit protects a share with is not kept
+/// (``ShareDetails/keyMaterial``).
 ///
 /// Reading is lenient where real exports differ: a field without `type` takes the schema's,
 /// INT64 may come as text, TIMESTAMP as ISO-8601 text, and other unknown keys (`pluginFields`,
@@ -192,7 +194,9 @@ public struct JSONRecordCodec: Sendable {
             // A share keeps all CloudKit says of it; its root, what makes the share's URL.
             if record.isShare || JSONRecordCodec.rootShareKeys.contains(member.key) { details.members.append(member) }
         }
-        if !details.members.isEmpty { record.shareDetails = ShareDetails(details).text }
+        if case .object(let kept) = ShareDetails.withoutKeyMaterial(.object(details)), !kept.members.isEmpty {
+            record.shareDetails = ShareDetails(kept).text
+        }
     }
 
     /// A record's `parent` or `share`: `{"recordName": …}`, perhaps with the record's own
@@ -327,7 +331,9 @@ public struct JSONRecordCodec: Sendable {
             if let clash = details.members.first(where: { JSONRecordCodec.canonicalRecordKeys.contains($0.key) }) {
                 throw fail([.key("shareDetails"), .key(clash.key)], "shareDetails holds what a share says beyond its record; '\(clash.key)' belongs to the record itself", nil)
             }
-            if !details.members.isEmpty { record.shareDetails = ShareDetails(details).text }
+            if case .object(let kept) = ShareDetails.withoutKeyMaterial(.object(details)), !kept.members.isEmpty {
+                record.shareDetails = ShareDetails(kept).text
+            }
         }
         let declaredTypes = fieldTypes[record.recordType]
         var values = RecordFields(minimumCapacity: object.members.count)

@@ -29,8 +29,10 @@ struct PushCommand: ParsableCommand {
 
         Records go with their parent link, parents first. With --mode create, each share of a \
         record hierarchy is created again once its records are in, with its public permission, \
-        inviting again everyone CloudKit gave an e-mail address or phone number for; they must \
-        each accept again (nobody can accept for them), and the share's URL is new. A share of \
+        inviting again everyone CloudKit gave an e-mail address or phone number for, with the \
+        permission they had; they must each accept again (nobody can accept for them), and the \
+        share's URL is new. The pushing account owns it: a store pulled by a participant makes \
+        them the owner, and the owner before is invited like the others. A share of \
         a whole zone cannot be created through CloudKit Web Services, nor can anyone share a \
         zone of another owner (the shared database): the push says which shares were not \
         created, and whom to invite again from the app. Update and replace leave shares alone.
