@@ -140,7 +140,8 @@ def check_bundle(path, count):
 
 # Keys of a plain record (and of a property list's record dictionary) that are not fields.
 SYSTEM_KEYS = {"recordName", "recordType", "scope", "zoneName", "ownerRecordName", "recordChangeTag", "created",
-               "createdBy", "createdDevice", "modified", "modifiedBy", "modifiedDevice", "deleted"}
+               "createdBy", "createdDevice", "modified", "modifiedBy", "modifiedDevice", "deleted",
+               "parentRecordName", "shareRecordName", "shareDetails"}
 
 
 def plist_types(jsonl_path):
@@ -206,6 +207,15 @@ def check_plist(path, jsonl_path):
             fail(f"{path}: {key}: zone or scope differs")
         if "created" in want and record.get("created") != plist_time(want["created"]["timestamp"]):
             fail(f"{path}: {key}: created is {record.get('created')!r}, expected {plist_time(want['created']['timestamp'])!r}")
+        # Links as strings, a share's details as the JSON text of what the JSON export has
+        # beside the record's own keys.
+        for plist_key, json_key in (("parentRecordName", "parent"), ("shareRecordName", "share")):
+            if record.get(plist_key) != (want.get(json_key) or {}).get("recordName"):
+                fail(f"{path}: {key}: {plist_key} is {record.get(plist_key)!r}, the JSON export says {want.get(json_key)!r}")
+        own = {"recordName", "recordType", "scope", "zoneID", "recordChangeTag", "created", "modified", "deleted", "fields", "parent", "share"}
+        details = {k: v for k, v in want.items() if k not in own}
+        if (json.loads(record["shareDetails"]) if "shareDetails" in record else {}) != details:
+            fail(f"{path}: {key}: shareDetails {record.get('shareDetails')!r} differ from the JSON export's {details!r}")
         fields = {k: v for k, v in record.items() if k not in SYSTEM_KEYS}
         if set(fields) != set(want.get("fields", {})):
             fail(f"{path}: {key}: fields {sorted(fields)} differ from {sorted(want.get('fields', {}))}")

@@ -74,7 +74,9 @@ struct PostgresLayout {
     func createStatements() -> [String] {
         var definitions = PostgresLayout.systemColumns.map { "\(PostgresLayout.identifier($0.name)) \($0.sqlType)" }
         for field in type.userFields { definitions += PostgresLayout.columnDefinitions(field) }
-        definitions.append("PRIMARY KEY (\"___zone\", \"___recordID\")")
+        // Named where no type can take the name (types start with a letter): PostgreSQL's own
+        // choice, "<table>_pkey", is the name of a table a type `Foo_pkey` would want.
+        definitions.append("CONSTRAINT \(PostgresLayout.primaryKeyName(type.name)) PRIMARY KEY (\"___zone\", \"___recordID\")")
         var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n)"]
         for field in type.userFields where PostgresLayout.needsIndex(field) {
             statements.append(PostgresLayout.indexStatement(schema: schema, type: type.name, field: field))
@@ -86,6 +88,11 @@ struct PostgresLayout {
     /// indexes those itself, and cascading deletes look them up): as in the SQLite store.
     static func needsIndex(_ field: FieldDefinition) -> Bool {
         field.options.needsIndex || field.type == .reference
+    }
+
+    /// The name of a type's primary key (and of its index).
+    static func primaryKeyName(_ table: String) -> String {
+        identifier("_ck_pkey " + table)
     }
 
     static func indexName(type: String, field: String) -> String {

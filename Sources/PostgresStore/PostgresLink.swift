@@ -15,7 +15,8 @@ final class PostgresLink: @unchecked Sendable {
     private let logger = Logger(label: "ckport.postgres")
 
     /// Connects to `location`, with its password, TLS as it asks.
-    init(_ location: PostgresLocation, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    init(_ location: PostgresLocation, waitSeconds: Double = 300,
+         environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         self.location = location
         let password = try location.password(environment: environment)
         var configuration: PostgresConnection.Configuration
@@ -23,14 +24,20 @@ final class PostgresLink: @unchecked Sendable {
             configuration = .init(unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user, password: password,
                                   database: location.database)
         } else {
+            // As libpq does: only verify-ca and verify-full check who the server is (and require,
+            // when given the roots to check against); the others encrypt without checking.
+            var settings = TLSConfiguration.makeClientConfiguration()
+            let verifying = location.tls.verifiesCertificate || (location.tls == .require && location.rootCertificates != nil)
+            settings.certificateVerification = !verifying ? .none : location.tls == .verifyFull ? .fullVerification : .noHostnameVerification
+            if let roots = location.rootCertificates { settings.trustRoots = .file(roots) }
             let tls: PostgresConnection.Configuration.TLS
             switch location.tls {
             case .disable:
                 tls = .disable
-            case .prefer:
-                tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            case .require:
-                tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .allow, .prefer:
+                tls = .prefer(try NIOSSLContext(configuration: settings))
+            case .require, .verifyCA, .verifyFull:
+                tls = .require(try NIOSSLContext(configuration: settings))
             }
             configuration = .init(host: location.host, port: location.port, username: location.user, password: password,
                                   database: location.database, tls: tls)
@@ -41,8 +48,28 @@ final class PostgresLink: @unchecked Sendable {
             connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration,
                                                         id: 1, logger: logger).wait()
         } catch {
-            throw PostgresStoreError.unreachable("cannot connect to \(location): \(PostgresLink.explain(error))")
+            throw PostgresStoreError.unreachable("cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
         }
+        connection.closeFuture.whenComplete { [closed] _ in closed.set() }
+        // What the store's text depends on, whatever the server, database or role sets: every
+        // digit of a double (extra_float_digits), times in UTC and ISO form, bytes in hex; and
+        // no wait for a lock longer than the store's wait, whatever the statement.
+        _ = try wait(connection.query(PostgresQuery(unsafeSQL: PostgresLink.settings(waitSeconds: waitSeconds)), logger: logger))
+    }
+
+    /// The session settings every connection of the store runs with.
+    static func settings(waitSeconds: Double) -> String {
+        """
+        SELECT set_config('extra_float_digits', '3', false), set_config('TimeZone', 'UTC', false),
+               set_config('DateStyle', 'ISO, YMD', false), set_config('IntervalStyle', 'postgres', false),
+               set_config('bytea_output', 'hex', false), set_config('standard_conforming_strings', 'on', false),
+               set_config('lock_timeout', '\(lockTimeout(waitSeconds))', false)
+        """
+    }
+
+    /// `lock_timeout` in milliseconds for a wait in seconds (at least 1: 0 would mean no limit).
+    static func lockTimeout(_ waitSeconds: Double) -> Int {
+        max(1, Int((min(waitSeconds, 2_000_000) * 1000).rounded()))
     }
 
     deinit {
@@ -130,8 +157,17 @@ final class PostgresLink: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         let failure = FailureBox()
         Task(executorPreference: PostgresLink.executor) { [connection, logger] in
-            do { try await work(connection, logger) } catch { failure.error = error }
-            done.signal()
+            var outcome: Error?
+            do { try await work(connection, logger) } catch { outcome = error }
+            if failure.end(outcome) { done.signal() }
+        }
+        // A connection that closes under the work (the server restarted mid-COPY) may never
+        // answer it: its end ends the wait, with an error, whatever the work does.
+        let location = self.location
+        connection.closeFuture.whenComplete { _ in
+            if failure.end(PostgresStoreError.unreachable("\(location): the connection to the server was lost while records were on their way; nothing of this write was committed")) {
+                done.signal()
+            }
         }
         pending = (done, failure)
     }
@@ -155,17 +191,80 @@ final class PostgresLink: @unchecked Sendable {
     /// Waits on this thread for the server's answer, with its errors in ckport's words. The
     /// work runs on the connection's event loop, so waiting never takes a thread the answer
     /// needs.
+    ///
+    /// A connection that closed under a query (the server restarted, the session was
+    /// terminated) may leave the query without an answer for ever: its close ends the wait
+    /// too, with an error, and the connection is not lent again.
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
-        do {
-            return try future.wait()
-        } catch {
+        let done = DispatchSemaphore(value: 0)
+        let answer = AnswerBox<T>()
+        future.whenComplete { result in
+            answer.set(result)
+            done.signal()
+        }
+        while done.wait(timeout: .now() + .milliseconds(250)) == .timedOut {
+            // Closed: an answer already on its way still gets a moment to arrive.
+            if closed.isSet && done.wait(timeout: .now() + .seconds(1)) == .timedOut {
+                usable = false
+                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost before it answered; nothing of this transaction was committed")
+            }
+        }
+        switch answer.result {
+        case .success(let value)?:
+            return value
+        case .failure(let error)?:
+            if closed.isSet { usable = false }
             throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
+        case nil:
+            throw PostgresStoreError.server("\(location): the server's answer went missing")
         }
     }
 
-    /// The server's own message for an error it sent, else the client's.
+    /// Set once the connection has closed, whoever closed it.
+    private let closed = ClosedFlag()
+
+    /// Why a connection could not be made, with what to do about it.
+    static func explainConnecting(_ error: Error, _ location: PostgresLocation) -> String {
+        let text = explain(error)
+        if let psql = error as? PSQLError {
+            if "\(psql.code)".contains("authMechanismRequiresPassword") {
+                return "the server asks for a password, and none was found: set PGPASSWORD, give passfile=FILE, or add a line for this server to ~/.pgpass"
+            }
+            if let underlying = psql.underlying, underlying is NIOSSLError || "\(type(of: underlying))".contains("SSL") {
+                return tlsAdvice("\(underlying)", location)
+            }
+            if psql.serverInfo?[.sqlState] == "28000", text.contains("no encryption") {
+                return text + "; the server takes this connection only with TLS: add sslmode=require (or verify-full) to the URL"
+            }
+            if "\(psql.code)".contains("sslUnsupported") {
+                return "the server does not offer TLS, and sslmode=\(location.tls.rawValue) asks for it: use sslmode=prefer (TLS when offered) or set the server up for TLS"
+            }
+        }
+        if error is NIOSSLError || "\(type(of: error))".contains("SSL") { return tlsAdvice(text, location) }
+        return text
+    }
+
+    private static func tlsAdvice(_ detail: String, _ location: PostgresLocation) -> String {
+        if detail.contains("CERTIFICATE_VERIFY_FAILED") || detail.contains("certificate") || detail.contains("handshakeFailed") {
+            return "TLS: the server's certificate could not be checked (\(detail)); with sslmode=\(location.tls.rawValue) the certificate must be signed by an authority the system trusts"
+                + (location.rootCertificates == nil ? ", or by one in sslrootcert=FILE" : " or in \(location.rootCertificates!)")
+                + (location.tls == .verifyFull ? ", and name the host the URL names" : "")
+        }
+        return "TLS: \(detail)"
+    }
+
+    /// The server's own message for an error it sent, else the client's; for a lock that was
+    /// waited for too long or two writers in each other's way, what happened in ckport's words.
     static func explain(_ error: Error) -> String {
         if let error = error as? PSQLError {
+            switch error.serverInfo?[.sqlState] {
+            case "55P03":
+                return "waited longer than \(Wording.storeWait.text) for a lock another transaction holds (another ckport's schema change or migration, or a session left open on the server); nothing was written (SQLSTATE 55P03)"
+            case "40P01":
+                return "another ckport was writing the same records, in another order, at the same moment: the server stopped this write so that the other could finish, and nothing of this one was written; run it again (SQLSTATE 40P01)"
+            default:
+                break
+            }
             if let info = error.serverInfo, let message = info[.message] {
                 let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
                 let detail = info[.detail].map { ": \($0)" } ?? ""
@@ -189,8 +288,12 @@ final class PostgresPool: @unchecked Sendable {
     /// Idle connections kept at most; more are closed when they come back.
     private let keep = 4
 
-    init(_ location: PostgresLocation, environment: [String: String]) {
+    /// How long a statement waits for a lock before it fails.
+    private let waitSeconds: Double
+
+    init(_ location: PostgresLocation, waitSeconds: Double, environment: [String: String]) {
         self.location = location
+        self.waitSeconds = waitSeconds
         self.environment = environment
     }
 
@@ -206,7 +309,7 @@ final class PostgresPool: @unchecked Sendable {
         let link = idle.popLast()
         lock.unlock()
         if let link { return link }
-        return try PostgresLink(location, environment: environment)
+        return try PostgresLink(location, waitSeconds: waitSeconds, environment: environment)
     }
 
     private func give(_ link: PostgresLink) {
@@ -228,7 +331,63 @@ final class DispatchTaskExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// Where a task run from blocking code leaves its error.
+/// Whether a connection has closed, set from its event loop.
+final class ClosedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
+
+    func set() {
+        lock.lock()
+        value = true
+        lock.unlock()
+    }
+}
+
+/// The answer to one query, handed from the event loop to the waiting thread.
+final class AnswerBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Result<T, Error>?
+
+    var result: Result<T, Error>? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+
+    func set(_ result: Result<T, Error>) {
+        lock.lock()
+        stored = result
+        lock.unlock()
+    }
+}
+
+/// Where a task run from blocking code leaves its error: the first end (the work's, or the
+/// connection's) counts.
 final class FailureBox: @unchecked Sendable {
-    var error: Error?
+    private let lock = NSLock()
+    private var ended = false
+    private var stored: Error?
+
+    var error: Error? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+
+    /// Ends the work with `error` (nil: it succeeded); true for the first end only, which
+    /// wakes the waiter.
+    func end(_ error: Error?) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !ended else { return false }
+        ended = true
+        stored = error
+        return true
+    }
 }

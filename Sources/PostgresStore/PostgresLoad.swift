@@ -13,6 +13,8 @@ struct PostgresReader {
     /// The select list, over the table as `t`.
     let columns: String
     let sql: String
+    /// The table read, as SQL names it.
+    let table: String
     private let session: PostgresSession
 
     init(_ definition: RecordTypeDefinition, table: String, session: PostgresSession) {
@@ -30,6 +32,7 @@ struct PostgresReader {
             if field.type == .reference { selected.append("t.\(PostgresLayout.identifier(field.name + ":action"))::text") }
         }
         columns = selected.joined(separator: ", ")
+        self.table = table
         sql = "SELECT \(columns) FROM \(table) t"
     }
 
@@ -137,6 +140,50 @@ enum PostgresLoad {
     /// The earliest and latest milliseconds ``appendRow(_:zone:fields:position:timestampsAsText:to:)``
     /// can write as `timestamptz` text: 0001-01-01 and 9999-12-31T23:59:59.999, UTC.
     static let textTimestamps: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
+
+    /// The times a `timestamptz` column takes (from 4714-11-24 BC, PostgreSQL's first day, to
+    /// where a millisecond count stops fitting its intervals, in the year 294247), in ms.
+    static let storableTimestamps: ClosedRange<Int64> = -210_866_803_200_000...9_223_372_036_854_774
+
+    /// Why the PostgreSQL store cannot hold `record` as it is, naming the field (nil for a
+    /// system field) — a value CloudKit allows that PostgreSQL's types do not: text with the
+    /// character U+0000, a time outside ``storableTimestamps``. Nil when it can.
+    static func valueProblem(_ record: Record) -> (field: String?, message: String)? {
+        func textProblem(_ text: String?) -> String? {
+            guard let text, text.utf8.contains(0) else { return nil }
+            return "holds the character U+0000, which PostgreSQL's text cannot hold"
+        }
+        func timeProblem(_ milliseconds: Int64) -> String? {
+            storableTimestamps.contains(milliseconds) ? nil
+                : "is the time \(milliseconds) ms from 1970, outside what PostgreSQL's timestamptz holds (4714 BC to 294247 AD)"
+        }
+        func problem(_ value: FieldValue) -> String? {
+            switch value {
+            case .string(let s): return textProblem(s)
+            case .timestamp(let t): return timeProblem(t)
+            case .reference(let r): return textProblem(r.recordName)
+            case .list(_, let items):
+                for item in items { if let found = problem(item) { return found } }
+                return nil
+            case .asset(let asset):
+                return textProblem(asset.fileChecksum) ?? textProblem(asset.referenceChecksum) ?? textProblem(asset.wrappingKey)
+                    ?? textProblem(asset.receipt) ?? textProblem(asset.downloadURL) ?? textProblem(asset.localPath) ?? textProblem(asset.sha256)
+            default: return nil
+            }
+        }
+        for entry in record.fields.entries {
+            if let found = problem(entry.value) { return (entry.name, "field '\(entry.name)' " + found) }
+        }
+        let system: [(String, String?)] = [("recordChangeTag", record.changeTag), ("created.userRecordName", record.created?.userRecordName),
+                                           ("created.deviceID", record.created?.deviceID), ("modified.userRecordName", record.modified?.userRecordName),
+                                           ("modified.deviceID", record.modified?.deviceID), ("parent", record.parent), ("share", record.share),
+                                           ("share details", record.shareDetails)]
+        for (name, text) in system { if let found = textProblem(text) { return (nil, "\(name) " + found) } }
+        for (name, stamp) in [("created", record.created), ("modified", record.modified)] {
+            if let stamp, let found = timeProblem(stamp.timestamp) { return (nil, "\(name) " + found) }
+        }
+        return nil
+    }
 
     /// Whether every timestamp of `record` outside lists has a `timestamptz` text form: years
     /// 1 to 9999.

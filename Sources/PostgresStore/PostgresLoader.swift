@@ -35,8 +35,25 @@ final class PostgresLoader: RecordLoader {
     }
 
     func flush() throws -> [Result<SaveOutcome, SaveRefusal>] {
-        let batch = held
+        let all = held
         held = []
+        guard !all.isEmpty else { return [] }
+        // What PostgreSQL cannot hold is refused before anything is written, each record on
+        // its own (so that --skip-invalid can leave it out), as the SQLite store refuses
+        // what it cannot take.
+        var refused: [Int: SaveRefusal] = [:]
+        for (index, entry) in all.enumerated() where !entry.record.isDeleted {
+            if let problem = PostgresLoad.valueProblem(entry.record) {
+                refused[index] = SaveRefusal(message: "record '\(entry.record.recordName)' (\(entry.record.recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
+            }
+        }
+        guard !refused.isEmpty else { return try flush(all) }
+        let kept = all.enumerated().filter { refused[$0.offset] == nil }.map(\.element)
+        var outcomes = try flush(kept).makeIterator()
+        return all.indices.map { index in refused[index].map { .failure($0) } ?? outcomes.next()! }
+    }
+
+    private func flush(_ batch: [(record: Record, mode: WriteMode)]) throws -> [Result<SaveOutcome, SaveRefusal>] {
         guard !batch.isEmpty else { return [] }
         var keys: [Key] = []
         keys.reserveCapacity(batch.count)
@@ -62,13 +79,21 @@ final class PostgresLoader: RecordLoader {
 
     /// What the registry says of these names: the type of each live one, and which are
     /// tombstones. Each name is looked up through the index, however large the store.
-    private func lookUp(_ keys: [Key]) throws -> (live: [Key: String], tombstones: Set<Key>) {
+    ///
+    /// The names' registry rows are locked (FOR UPDATE) until the transaction ends, in one
+    /// order for every writer: another write of the same records waits here, and then decides
+    /// on what this one committed, so every outcome is one that saving the loads one after the
+    /// other gives — no update is lost. (Two writers that lock the same names in two orders
+    /// across batches meet in a deadlock, which the server breaks by failing one, whole.)
+    private func lookUp(_ unsorted: [Key]) throws -> (live: [Key: String], tombstones: Set<Key>) {
+        let keys = unsorted.sorted { a, b in a.zone != b.zone ? a.zone < b.zone : a.name.utf8.lexicographicallyPrecedes(b.name.utf8) }
         var live: [Key: String] = [:]
         var tombstones: Set<Key> = []
         for row in try session.link.rows("""
             SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text
-            FROM unnest(\(keys.map(\.zone))::bigint[], \(keys.map(\.name))::text[]) AS k(zone, name)
-            JOIN LATERAL (SELECT * FROM \(unescaped: session.namespace)._ck_record r WHERE r.zone = k.zone AND r."recordName" = k.name) r ON true
+            FROM unnest(\(keys.map(\.zone))::bigint[], \(keys.map(\.name))::text[]) WITH ORDINALITY AS k(zone, name, n)
+            JOIN LATERAL (SELECT * FROM \(unescaped: session.namespace)._ck_record r WHERE r.zone = k.zone AND r."recordName" = k.name FOR UPDATE) r ON true
+            ORDER BY k.n
             """) {
             guard let zone = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { continue }
             if row[3] == "true" { tombstones.insert(Key(zone: zone, name: name)) } else { live[Key(zone: zone, name: name)] = type }

@@ -8,12 +8,21 @@ import Records
 /// history and in `ps` — so one is refused; the password comes from `PGPASSWORD`, from the
 /// file `passfile=` names, or from `~/.pgpass` (or `PGPASSFILE`), as libpq reads them.
 ///
-/// Query parameters: `schema`, `sslmode` (`disable`, `prefer`, `require`; default `prefer`
-/// except on loopback, where it is `disable`), `passfile`, `host` (a directory holding the
-/// server's Unix socket, libpq's way of saying "not over TCP").
+/// Query parameters: `schema`, `sslmode` and `sslrootcert` (as libpq takes them: `disable`;
+/// `allow` and `prefer`, TLS when the server offers it; `require`, TLS always; `verify-ca`, TLS
+/// with the server's certificate checked against trusted roots — `sslrootcert=FILE`, else the
+/// system's; `verify-full`, its host name too. Only the last two check who the server is, and
+/// `require` with `sslrootcert` checks as `verify-ca` does. The default is `prefer`, except on
+/// loopback, where it is `disable`), `passfile`, `host` (a directory holding the server's Unix
+/// socket, libpq's way of saying "not over TCP").
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public enum TLSMode: String, Sendable {
-        case disable, prefer, require
+        case disable, allow, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+
+        /// Whether the server's certificate is checked against trusted roots.
+        public var verifiesCertificate: Bool { self == .verifyCA || self == .verifyFull }
     }
 
     public var user: String
@@ -25,6 +34,8 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// A directory holding the server's Unix socket (`.s.PGSQL.PORT`), when not over TCP.
     public var socketDirectory: String?
     public var passfile: String?
+    /// The certificates (PEM) of the authorities trusted to sign the server's certificate.
+    public var rootCertificates: String?
 
     /// Whether `text` names a PostgreSQL store rather than a file.
     public static func isURL(_ text: String) -> Bool {
@@ -46,9 +57,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             guard query[item.name] == nil else { throw bad("'\(item.name)' is given twice") }
             query[item.name] = item.value ?? ""
         }
-        let known: Set<String> = ["schema", "sslmode", "passfile", "host"]
+        let known: Set<String> = ["schema", "sslmode", "sslrootcert", "passfile", "host"]
         if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
-            throw bad("unknown parameter '\(unknown)' (known: schema, sslmode, passfile, host)")
+            throw bad("unknown parameter '\(unknown)' (known: schema, sslmode, sslrootcert, passfile, host)")
         }
         user = components.user.flatMap { $0.removingPercentEncoding } ?? environment["PGUSER"] ?? environment["USER"] ?? ""
         guard !user.isEmpty else { throw bad("no user: write postgresql://USER@HOST/DATABASE") }
@@ -70,17 +81,29 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
         let loopback = socketDirectory != nil || ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host)
         if let mode = query["sslmode"] {
-            guard let parsed = TLSMode(rawValue: mode) else { throw bad("sslmode=\(mode) is not one of disable, prefer, require") }
+            guard let parsed = TLSMode(rawValue: mode) else {
+                throw bad("sslmode=\(mode) is not one of disable, allow, prefer, require, verify-ca, verify-full")
+            }
             tls = parsed
         } else {
             tls = loopback ? .disable : .prefer
         }
-        if tls == .require && socketDirectory != nil { throw bad("sslmode=require over a Unix socket: TLS is for TCP connections") }
+        if [.require, .verifyCA, .verifyFull].contains(tls) && socketDirectory != nil {
+            throw bad("sslmode=\(tls.rawValue) over a Unix socket: TLS is for TCP connections")
+        }
+        rootCertificates = query["sslrootcert"].flatMap { $0.isEmpty ? nil : $0 }
+        if let rootCertificates, !FileManager.default.isReadableFile(atPath: rootCertificates) {
+            throw bad("sslrootcert=\(rootCertificates) cannot be read")
+        }
         passfile = query["passfile"]
     }
 
-    /// A name PostgreSQL takes without quoting, lower case: the store's own names need no
-    /// quoting rules of their own.
+    /// The namespace as SQL names it: quoted, so that a reserved word (`user`, `order`) is a
+    /// name too.
+    public var quotedSchema: String { "\"" + schema + "\"" }
+
+    /// A plain lower-case name (quoted where SQL names it, so reserved words are names too):
+    /// the store's own names need no quoting rules of their own.
     static func isPlainName(_ name: String) -> Bool {
         guard let first = name.unicodeScalars.first, name.utf8.count <= 63 else { return false }
         guard first == "_" || ("a"..."z").contains(first) else { return false }
@@ -91,14 +114,29 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         var text = "postgresql://\(user)@\(host):\(port)/\(database)?schema=\(schema)"
         if let socketDirectory { text += "&host=\(socketDirectory)" }
+        if tls.verifiesCertificate { text += "&sslmode=\(tls.rawValue)" }
         return text
     }
 
-    /// `text` with any password in it blanked, for an error about the URL itself.
+    /// `text` with any password in it blanked, for an error about the URL itself — whether or
+    /// not the rest of it parses: whatever stands between `USER:` and the last `@` before the
+    /// host is hidden.
     static func redacted(_ text: String) -> String {
-        guard var components = URLComponents(string: text), components.password != nil else { return text }
-        components.password = "***"
-        return components.string ?? "postgresql://…"
+        guard let scheme = text.range(of: "://") else { return text }
+        let rest = text[scheme.upperBound...]
+        // The authority ends at the first '/', '?' or '#' after the last '@' that precedes it.
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        var authority = rest[rest.startIndex..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") {
+            // A password may itself hold '/' or '?': then the '@' comes after them.
+            authority = rest[rest.startIndex..<at]
+        } else if let at = rest.lastIndex(of: "@") {
+            authority = rest[rest.startIndex..<at]
+        } else {
+            return text
+        }
+        guard let colon = authority.firstIndex(of: ":") else { return text }
+        return String(text[..<authority.index(after: colon)]) + "***" + String(text[authority.endIndex...])
     }
 
     /// The password for this location: `PGPASSWORD`, else the first matching line of the

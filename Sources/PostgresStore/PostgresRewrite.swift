@@ -17,6 +17,8 @@ extension PostgresSession {
         precondition(writable, "rewrite needs a write transaction")
         let text = try link.rows("SELECT value FROM \(name: namespace)._ck_meta WHERE key = 'schema' FOR UPDATE").first?[0] ?? "DEFINE SCHEMA\n"
         let oldSchema = try SchemaParser.parse(text, file: "stored schema")
+        // The old tables are set aside and new ones take their names: no reader may be between.
+        try holdTablesForChange()
         let types = SchemaChange(from: oldSchema, to: newSchema).rebuiltTypes(requested)
         _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
         let oldTypes = oldSchema.recordTypes.filter { types.contains($0.name) }

@@ -21,18 +21,32 @@ public final class PostgresSession {
 
     var location: PostgresLocation { store.server }
     /// The PostgreSQL schema (namespace) that holds the store.
-    var namespace: String { store.server.schema }
+    /// As SQL names it (quoted: a reserved word is a name too).
+    var namespace: String { store.server.quotedSchema }
     public var storeID: String { store.storeID }
 
-    init(store: PostgresStore, link: PostgresLink, writable: Bool, lockingSchema: Bool = false) throws {
+    init(store: PostgresStore, link: PostgresLink, writable: Bool, schemaUse: SchemaUse = .keeps) throws {
         self.store = store
         self.link = link
         self.writable = writable
         // A writer holds the schema steady while it runs (a share lock: writers do not wait for
         // each other, a schema change waits for them); a reader's first statement takes its
         // snapshot.
-        let lock = lockingSchema ? " FOR UPDATE" : writable ? " FOR SHARE" : ""
-        let text = try link.rows(PostgresQuery(unsafeSQL: "SELECT value FROM \(store.server.schema)._ck_meta WHERE key = 'schema'\(lock)")).first?[0]
+        let lock = !writable ? "" : schemaUse == .keeps ? " FOR SHARE" : " FOR UPDATE"
+        if writable && schemaUse == .replaces {
+            // First, before any other lock: the tables, from everyone (see holdTablesForChange).
+            try link.execute("LOCK TABLE \(store.server.quotedSchema)._ck_meta IN ACCESS EXCLUSIVE MODE")
+        }
+        // No wait without end: a lock held longer than the store's wait (another process's
+        // schema change, a session left open on the server) fails this transaction instead
+        // (lock_timeout, set on every connection of the store).
+        if !writable {
+            // Before the snapshot (which the first query takes): a reader holds the store's
+            // tables as they are, so a schema change that replaces or drops tables (a migration)
+            // waits for it, or it for the change — it never reads a table its snapshot cannot see.
+            try link.execute("LOCK TABLE \(store.server.quotedSchema)._ck_meta IN ACCESS SHARE MODE")
+        }
+        let text = try link.rows(PostgresQuery(unsafeSQL: "SELECT value FROM \(store.server.quotedSchema)._ck_meta WHERE key = 'schema'\(lock)")).first?[0]
         guard let text else { throw PostgresStoreError.notAStore("\(store.server): the store has no schema row in _ck_meta") }
         schema = try SchemaParser.parse(text, file: "stored schema")
         try loadZones()
@@ -75,10 +89,29 @@ public final class PostgresSession {
             SELECT id::text FROM added
             UNION ALL SELECT id::text FROM \(name: namespace)._ck_zone WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
             """)
-        guard let text = row.first?[0], let number = Int64(text) else { throw PostgresStoreError.server("\(location): zone \(zone) has no number") }
+        // Another writer registering the same zone at the same moment: the insert waited for it
+        // and did nothing, and the statement's snapshot predates it; a new statement sees it.
+        let number: Int64
+        if let text = row.first?[0], let given = Int64(text) {
+            number = given
+        } else if let again = try link.rows("""
+            SELECT id::text FROM \(name: namespace)._ck_zone
+            WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
+            """).first?[0].flatMap({ Int64($0) }) {
+            number = again
+        } else {
+            throw PostgresStoreError.server("\(location): zone \(zone) has no number")
+        }
         zoneNumbers[zone] = number
         zonesByNumber[number] = zone
         return number
+    }
+
+    /// Takes the store's tables from readers until this transaction ends, before a change that
+    /// drops or replaces them: a reader that began before waits, or this change waits for the
+    /// readers that hold them (each at most its wait).
+    func holdTablesForChange() throws {
+        try link.execute("LOCK TABLE \(namespace)._ck_meta IN ACCESS EXCLUSIVE MODE")
     }
 
     /// The zone a registry number stands for.
@@ -120,8 +153,13 @@ public final class PostgresSession {
     /// Numbers this transaction's commit, just before it commits: the next number of the
     /// store's commit sequence, taken under a lock that the commit releases, so numbers become
     /// visible in order.
+    ///
+    /// Other writers hold that lock only from this point of their own transaction to its
+    /// commit: a moment, never a wait `--wait` is about (with `--wait 0`, writers side by side
+    /// would otherwise fail each other), so the wait for it has a bound of its own.
     func numberCommit() throws {
-        try link.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(namespace + "\u{0}commit")))",
+        try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(max(store.waitSeconds, 60)))",
+                         "SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(store.server.schema + "\u{0}commit")))",
                          "INSERT INTO \(namespace)._ck_commit (xid, commit) VALUES (pg_current_xact_id(), nextval('\(namespace)._ck_commit_seq'))")
     }
 
@@ -151,6 +189,36 @@ public final class PostgresSession {
             throw StoreError.badToken("change token \(token) is ahead of this store, which is at \(current); was the store restored from an older copy?")
         }
         let types = Set(recordTypes)
+        // The changes a page at a time; each page's live records fetched as a set, one query
+        // per type (a query per record would cost a round trip each).
+        var page: [(id: RecordID, zone: Int64, type: String, deleted: Bool)] = []
+        func flush() throws {
+            defer { page.removeAll(keepingCapacity: true) }
+            var fetched: [RecordID: Record] = [:]
+            for (type, group) in Dictionary(grouping: page.filter { !$0.deleted }, by: \.type) {
+                guard let definition = schema.recordType(named: type) else { continue }
+                let reading = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
+                var bindings = PostgresBindings()
+                bindings.append(group.map(\.zone))
+                bindings.append(group.map(\.id.recordName))
+                for row in try link.rows(PostgresQuery(unsafeSQL: """
+                    SELECT \(reading.columns) FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
+                    JOIN LATERAL (SELECT * FROM \(reading.table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
+                    """, binds: bindings)) {
+                    let record = try reading.decode(row)
+                    fetched[record.id] = record
+                }
+            }
+            for change in page {
+                if change.deleted {
+                    try body(Record(id: change.id, recordType: change.type, isDeleted: true))
+                } else if let record = fetched[change.id] {
+                    try body(record)
+                } else {
+                    throw StoreError.corrupt("change log names \(change.type) \(change.id), which has no row")
+                }
+            }
+        }
         try forEachRow(PostgresQuery(unsafeSQL: """
             SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
             JOIN \(namespace)._ck_commit c ON c.xid = r.xid WHERE c.commit > \(token.sequence) ORDER BY c.commit, r.seq
@@ -160,15 +228,10 @@ public final class PostgresSession {
             if let scope, zone.scope != scope { return }
             if let zoneName, zone.zoneName != zoneName { return }
             if !types.isEmpty && !types.contains(type) { return }
-            let id = RecordID(recordName: name, zone: zone)
-            if row[3] == "true" {
-                try body(Record(id: id, recordType: type, isDeleted: true))
-            } else if let record = try fetch(id, type: type) {
-                try body(record)
-            } else {
-                throw StoreError.corrupt("change log names \(type) \(id), which has no row")
-            }
+            page.append((RecordID(recordName: name, zone: zone), number, type, row[3] == "true"))
+            if page.count >= 2000 { try flush() }
         }
+        try flush()
     }
 
     // MARK: Reading records
@@ -242,7 +305,7 @@ public final class PostgresSession {
         entries.sort { ($0.zone, $0.recordType) < ($1.zone, $1.recordType) }
         let size = try link.rows("""
             SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = \(namespace) AND c.relkind = 'r'
+            WHERE n.nspname = \(store.server.schema) AND c.relkind = 'r'
             """).first?[0].flatMap(Int64.init) ?? 0
         return StoreStats(path: location.description, fileSize: size, token: try changeToken(), entries: entries, recordTypeCount: schema.recordTypes.count)
     }
@@ -354,6 +417,7 @@ extension PostgresSession: LoadingSession {
         schema = try SchemaParser.parse(text, file: "stored schema")
         let change = SchemaChange(from: schema, to: newSchema)
         guard change.changesSchema else { return change }
+        if !change.removedTypes.isEmpty || !change.removedFields.isEmpty || !change.retypedFields.isEmpty { try holdTablesForChange() }
         // Only schemas the schema language reads back are kept (a backup must restore).
         _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
         var refusals: [String] = []

@@ -26,16 +26,23 @@ public final class PostgresStore: @unchecked Sendable {
     public let storeID: String
     /// Connections, one lent to each transaction.
     let pool: PostgresPool
+    /// How long a transaction waits for a lock another holds (a schema change under way, a
+    /// session left open on the server) before it fails, in seconds: `--wait`.
+    public let waitSeconds: Double
 
     /// Opens the store at `location`; with `create`, makes it first when the namespace holds
     /// no store yet.
-    public init(_ location: PostgresLocation, create: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    public init(_ location: PostgresLocation, create: Bool, waitSeconds: Double = 300,
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         server = location
-        pool = PostgresPool(location, environment: environment)
+        self.waitSeconds = waitSeconds
+        pool = PostgresPool(location, waitSeconds: waitSeconds, environment: environment)
         let schema = location.schema
+        let quoted = location.quotedSchema
         var upgraded: Int?
         storeID = try pool.withLink { link in try link.transaction {
-            // One creator at a time per namespace (the key: the name's hash, in ckport's own space).
+            // One creator at a time per namespace (the key: the name's hash, in ckport's own space);
+            // no wait for it, or for the store's tables, longer than the store's wait.
             try link.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(schema)))")
             let namespace = try link.rows("SELECT 1 FROM pg_namespace WHERE nspname = \(schema)").isEmpty == false
             let hasMeta = try !link.rows("SELECT 1 FROM pg_tables WHERE schemaname = \(schema) AND tablename = '_ck_meta'").isEmpty
@@ -60,57 +67,57 @@ public final class PostgresStore: @unchecked Sendable {
             var generator = SystemRandomNumberGenerator()
             let id = String((0..<12).map { _ in "0123456789abcdef".randomElement(using: &generator)! })
             try link.execute(
-                "CREATE SCHEMA IF NOT EXISTS \(schema)",
-                "CREATE TABLE \(schema)._ck_meta (key text PRIMARY KEY, value text NOT NULL)",
+                "CREATE SCHEMA IF NOT EXISTS \(quoted)",
+                "CREATE TABLE \(quoted)._ck_meta (key text PRIMARY KEY, value text NOT NULL)",
                 // The zones that hold or held records, by a number the tables use.
                 """
-                CREATE TABLE \(schema)._ck_zone (
+                CREATE TABLE \(quoted)._ck_zone (
                   id bigserial PRIMARY KEY, scope text NOT NULL, "zoneName" text COLLATE "C" NOT NULL, "ownerRecordName" text COLLATE "C" NOT NULL,
                   UNIQUE (scope, "zoneName", "ownerRecordName"))
                 """,
                 // Change numbers: handed out to concurrent writers without a lock (a rolled-back
                 // write leaves a gap).
-                "CREATE SEQUENCE \(schema)._ck_seq",
+                "CREATE SEQUENCE \(quoted)._ck_seq",
                 // One row per record name ever stored, live or tombstone: seq is the change that
                 // last touched it (the order of a change feed), xid the transaction that made it
                 // (its commit's number, in _ck_commit, is what change tokens count).
                 """
-                CREATE TABLE \(schema)._ck_record (
+                CREATE TABLE \(quoted)._ck_record (
                   zone bigint NOT NULL, "recordName" text COLLATE "C" NOT NULL, "recordType" text NOT NULL,
-                  seq bigint NOT NULL DEFAULT nextval('\(schema)._ck_seq'), xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+                  seq bigint NOT NULL DEFAULT nextval('\(quoted)._ck_seq'), xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
                   deleted boolean NOT NULL DEFAULT false,
                   PRIMARY KEY (zone, "recordName"))
                 """,
-                "CREATE INDEX _ck_record_seq ON \(schema)._ck_record (seq)",
+                "CREATE INDEX _ck_record_seq ON \(quoted)._ck_record (seq)",
                 // Asset files: the bytes under their SHA-256, in rows of a megabyte.
-                "CREATE TABLE \(schema)._ck_asset (sha256 text PRIMARY KEY, size bigint NOT NULL)",
+                "CREATE TABLE \(quoted)._ck_asset (sha256 text PRIMARY KEY, size bigint NOT NULL)",
                 """
-                CREATE TABLE \(schema)._ck_asset_chunk (
-                  sha256 text NOT NULL REFERENCES \(schema)._ck_asset (sha256) ON DELETE CASCADE, chunk integer NOT NULL, data bytea NOT NULL,
+                CREATE TABLE \(quoted)._ck_asset_chunk (
+                  sha256 text NOT NULL REFERENCES \(quoted)._ck_asset (sha256) ON DELETE CASCADE, chunk integer NOT NULL, data bytea NOT NULL,
                   PRIMARY KEY (sha256, chunk))
                 """,
                 // The migrations applied, per set and version.
                 """
-                CREATE TABLE \(schema)._ck_migration (
+                CREATE TABLE \(quoted)._ck_migration (
                   "set" text NOT NULL, version integer NOT NULL, description text NOT NULL, file text NOT NULL, checksum text NOT NULL,
                   "appliedAt" bigint NOT NULL, "durationMs" bigint NOT NULL, "recordsChanged" bigint NOT NULL,
                   PRIMARY KEY ("set", version))
                 """,
                 // Where pulls from CloudKit got to, per source and zone.
                 """
-                CREATE TABLE \(schema)._ck_sync (
+                CREATE TABLE \(quoted)._ck_sync (
                   source text NOT NULL, scope text NOT NULL, "zoneName" text NOT NULL, "ownerRecordName" text NOT NULL,
                   token text NOT NULL, "savedAt" bigint NOT NULL,
                   PRIMARY KEY (source, scope, "zoneName", "ownerRecordName"))
                 """,
-                "CREATE INDEX _ck_record_xid ON \(schema)._ck_record (xid)",
+                "CREATE INDEX _ck_record_xid ON \(quoted)._ck_record (xid)",
                 // The store's commits in the order they happened: a write transaction that changed
                 // records takes the next number just before it commits, holding a lock that makes
                 // commits of this store take turns (its work does not), so a reader that sees
                 // number n sees every number below it. Change tokens are these numbers.
-                "CREATE SEQUENCE \(schema)._ck_commit_seq",
-                "CREATE TABLE \(schema)._ck_commit (xid xid8 PRIMARY KEY, commit bigint NOT NULL UNIQUE)",
-                "INSERT INTO \(schema)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('schema', 'DEFINE SCHEMA\n')")
+                "CREATE SEQUENCE \(quoted)._ck_commit_seq",
+                "CREATE TABLE \(quoted)._ck_commit (xid xid8 PRIMARY KEY, commit bigint NOT NULL UNIQUE)",
+                "INSERT INTO \(quoted)._ck_meta (key, value) VALUES ('format', '\(PostgresStore.format)'), ('storeID', '\(id)'), ('schema', 'DEFINE SCHEMA\n')")
             return id
         } }
         upgradedFrom = upgraded
@@ -134,10 +141,17 @@ public final class PostgresStore: @unchecked Sendable {
             }
             for case let table? in tables.map({ $0[0] }) {
                 let additions = PostgresLayout.linkColumns.map { "ADD COLUMN IF NOT EXISTS \(PostgresLayout.identifier($0.name)) \($0.sqlType)" }
-                try link.execute("ALTER TABLE \(schema).\(PostgresLayout.identifier(table)) \(additions.joined(separator: ", "))")
+                let qualified = "\(location.quotedSchema).\(PostgresLayout.identifier(table))"
+                try link.execute("ALTER TABLE \(qualified) \(additions.joined(separator: ", "))")
+                // Primary keys move to names no type can take (format 1 left PostgreSQL's "<table>_pkey").
+                let qualifiedText = qualified.replacingOccurrences(of: "'", with: "''")
+                if let key = try link.rows(PostgresQuery(unsafeSQL: "SELECT conname::text FROM pg_constraint WHERE conrelid = '\(qualifiedText)'::regclass AND contype = 'p'")).first?[0],
+                   PostgresLayout.identifier(key) != PostgresLayout.primaryKeyName(table) {
+                    try link.execute("ALTER TABLE \(qualified) RENAME CONSTRAINT \(PostgresLayout.identifier(key)) TO \(PostgresLayout.primaryKeyName(table))")
+                }
             }
         }
-        try link.execute("UPDATE \(schema)._ck_meta SET value = '\(PostgresStore.format)' WHERE key = 'format'")
+        try link.execute("UPDATE \(location.quotedSchema)._ck_meta SET value = '\(PostgresStore.format)' WHERE key = 'format'")
     }
 
     /// The identity of the store the namespace holds and its format, checked to be one this
@@ -145,7 +159,7 @@ public final class PostgresStore: @unchecked Sendable {
     private static func readIdentity(_ link: PostgresLink, _ location: PostgresLocation) throws -> (String, Int) {
         let schema = location.schema
         var meta: [String: String] = [:]
-        for row in try link.rows("SELECT key, value FROM \(name: schema)._ck_meta") {
+        for row in try link.rows("SELECT key, value FROM \(name: location.quotedSchema)._ck_meta") {
             if let key = row[0], let value = row[1] { meta[key] = value }
         }
         guard let format = meta["format"].flatMap(Int.init) else {
@@ -167,7 +181,7 @@ public final class PostgresStore: @unchecked Sendable {
     /// The schema as the store holds it now, read afresh.
     public func loadSchema() throws -> Schema {
         try pool.withLink { link in
-            let text = try link.rows("SELECT value FROM \(name: server.schema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n"
+            let text = try link.rows("SELECT value FROM \(name: server.quotedSchema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n"
             return try SchemaParser.parse(text, file: "stored schema")
         }
     }
@@ -187,16 +201,18 @@ public final class PostgresStore: @unchecked Sendable {
     /// `body` throws or `dryRun` is set. Writers run side by side: each holds the schema
     /// steady (a share lock on it) for as long as it runs, and a schema change waits for them.
     public func write<T>(dryRun: Bool = false, _ body: (PostgresSession) throws -> T) throws -> T {
-        try write(dryRun: dryRun, lockingSchema: false, body)
+        try write(dryRun: dryRun, schema: .keeps, body)
     }
 
-    /// ``write(dryRun:_:)``; with `lockingSchema`, holding the schema for a change from the
-    /// start (a schema import), so that two such writers take turns rather than meet in a
-    /// deadlock when both would change it.
-    func write<T>(dryRun: Bool, lockingSchema: Bool, _ body: (PostgresSession) throws -> T) throws -> T {
+    /// ``write(dryRun:_:)`` for a transaction that changes the schema as `schema` says, with
+    /// the locks that change needs taken first: a writer that may add fields holds the schema
+    /// row for a change (two such writers take turns), one that may replace tables holds the
+    /// store's tables from readers and writers before it touches anything (so that it never
+    /// waits for a lock another transaction holds while that one waits for it).
+    public func write<T>(dryRun: Bool, schema: SchemaUse, _ body: (PostgresSession) throws -> T) throws -> T {
         try pool.withLink { link in
             try link.transaction(rollback: dryRun) {
-                let session = try PostgresSession(store: self, link: link, writable: true, lockingSchema: lockingSchema)
+                let session = try PostgresSession(store: self, link: link, writable: true, schemaUse: schema)
                 let result = try body(session)
                 if session.changedRecords && !dryRun { try session.numberCommit() }
                 return result
@@ -211,7 +227,7 @@ public final class PostgresStore: @unchecked Sendable {
     /// locked), and each builds on what the other committed.
     @discardableResult
     public func importSchema(_ newSchema: Schema, dryRun: Bool = false) throws -> SchemaChange {
-        try write(dryRun: dryRun, lockingSchema: true) { try $0.apply(schema: newSchema) }
+        try write(dryRun: dryRun, schema: .replaces) { try $0.apply(schema: newSchema) }
     }
 
     /// The tables and columns the store's namespace holds, with their PostgreSQL types, for
@@ -266,7 +282,8 @@ extension PostgresQuery.StringInterpolation {
     /// A name checked to be plain (``PostgresLocation/isPlainName(_:)``), written into the SQL
     /// as it is: PostgreSQL cannot take a schema or table name as a parameter.
     mutating func appendInterpolation(name: String) {
-        precondition(PostgresLocation.isPlainName(name), "not a plain name: \(name)")
+        let bare = name.hasPrefix("\"") && name.hasSuffix("\"") && name.count > 2 ? String(name.dropFirst().dropLast()) : name
+        precondition(PostgresLocation.isPlainName(bare), "not a plain name: \(name)")
         appendInterpolation(unescaped: name)
     }
 }

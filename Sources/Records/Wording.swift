@@ -67,6 +67,8 @@ public enum Wording: Sendable, Hashable {
     case upgradeStore(path: String)
     /// A push in a mode that changes records only (`mode` is update or replace).
     case pushMode(String)
+    /// How long a write or read waits for a lock another holds.
+    case storeWait
 
     /// The words, as the installed front end says them, else in the library's own.
     public var text: String {
@@ -108,6 +110,7 @@ public enum Wording: Sendable, Hashable {
         case .forceAppendOnly: return "force the migration to do it anyway"
         case .upgradeStore: return "open it once as a user who can write it, which upgrades it"
         case .pushMode(let mode): return "a push in \(mode) mode"
+        case .storeWait: return "the store's wait"
         }
     }
 

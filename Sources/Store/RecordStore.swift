@@ -214,7 +214,15 @@ public final class RecordStore {
         // One statement reads the schema text: no session, no zone checks.
         waiter.reading = true
         defer { waiter.reading = false }
-        return (try? queue.inDatabase { db in try loadSchema(db) }) ?? schemaCache.schema
+        return (try? loadSchema()) ?? schemaCache.schema
+    }
+
+    /// ``schema``, or why it cannot be read.
+    public func loadSchema() throws -> Schema {
+        if let session = activeSession { return session.schema }
+        waiter.reading = true
+        defer { waiter.reading = false }
+        return try queue.inDatabase { db in try loadSchema(db) }
     }
 
     /// The session of the transaction running now, if any: asked for its schema inside a

@@ -66,7 +66,7 @@ struct StoreOptions: ParsableArguments {
         let upgradedFrom: Int?
         let store: any RecordStoring
         if PostgresLocation.isURL(path) {
-            let postgres = try PostgresStore(PostgresLocation(path), create: create)
+            let postgres = try PostgresStore(PostgresLocation(path), create: create, waitSeconds: wait)
             (store, upgradedFrom) = (postgres, postgres.upgradedFrom)
         } else {
             var waiting: (@Sendable () -> Void)?
@@ -84,10 +84,10 @@ struct StoreOptions: ParsableArguments {
 
     /// Whether there is a store at `path` yet: a file, or a store in the server's namespace (a
     /// server that cannot be asked counts as yes: opening the store then says why).
-    static func exists(_ path: String) -> Bool {
+    static func exists(_ path: String, wait: Double) -> Bool {
         guard PostgresLocation.isURL(path) else { return FileManager.default.fileExists(atPath: path) }
         do {
-            _ = try PostgresStore(PostgresLocation(path), create: false)
+            _ = try PostgresStore(PostgresLocation(path), create: false, waitSeconds: wait)
             return true
         } catch let error as PostgresStoreError {
             if case .notAStore(let message) = error, message.contains("no ckport store") { return false }

@@ -44,6 +44,14 @@ struct PostgresLocationTests {
         let socket = try PostgresLocation("postgresql://ana@/db?host=/var/run/postgresql", environment: [:])
         #expect(socket.socketDirectory == "/var/run/postgresql" && socket.tls == .disable)
         #expect(short.description == "postgresql://ana@localhost:5432/ana?schema=ckport")
+        let scratch = Scratch()
+        scratch.write("root.crt", "-----BEGIN CERTIFICATE-----\n")
+        let root = scratch.url.appendingPathComponent("root.crt").path
+        let verifying = try PostgresLocation("postgresql://ana@db.example.net/db?sslmode=verify-full&sslrootcert=\(root)", environment: [:])
+        #expect(verifying.tls == .verifyFull && verifying.rootCertificates == root)
+        #expect(verifying.description.contains("sslmode=verify-full"))
+        let allow = try PostgresLocation("postgresql://ana@db.example.net/db?sslmode=allow", environment: [:])
+        #expect(allow.tls == .allow && allow.rootCertificates == nil)
     }
 
     @Test("refused, each with why: a password in the URL (not repeated in the message), unknown or repeated parameters, a schema name that needs quoting, a bad sslmode")
@@ -51,10 +59,11 @@ struct PostgresLocationTests {
         let cases: [(String, String)] = [
             ("postgresql://ana:s3cret@localhost/db", "a password does not go in the URL"),
             ("postgresql://ana@localhost/db?schema=a&schema=b", "'schema' is given twice"),
-            ("postgresql://ana@localhost/db?sslrootcert=x", "unknown parameter 'sslrootcert'"),
+            ("postgresql://ana@localhost/db?sslkey=x", "unknown parameter 'sslkey'"),
+            ("postgresql://ana@localhost/db?sslrootcert=/nonexistent/root.crt", "sslrootcert=/nonexistent/root.crt cannot be read"),
             ("postgresql://ana@localhost/db?schema=Family", "not a plain name"),
             ("postgresql://ana@localhost/db?schema=a;drop", "not a plain name"),
-            ("postgresql://ana@localhost/db?sslmode=verify-full", "sslmode=verify-full is not one of"),
+            ("postgresql://ana@localhost/db?sslmode=verify", "sslmode=verify is not one of disable, allow, prefer, require, verify-ca, verify-full"),
             ("postgresql://ana@localhost/db?host=relative/dir", "not a directory path"),
             ("mysql://ana@localhost/db", "not a URL of the form"),
         ]
@@ -204,7 +213,7 @@ struct PostgresSchemaTests {
         #expect(columns["___parent"] == "text" && columns["___share"] == "text" && columns["___shareDetails"] == "text")
         #expect(columns.count == 12 + 11 + 1)
         let indexes = try store.indexes()
-        #expect(indexes.isSuperset(of: ["Note.title", "Note.due", "Note.tags", "Note.folder", "Note_pkey", "_ck_record_seq"]))
+        #expect(indexes.isSuperset(of: ["Note.title", "Note.due", "Note.tags", "Note.folder", "_ck_pkey Note", "_ck_record_seq"]))
         #expect(!indexes.contains("Note.body") && !indexes.contains("Note.pinned"))
         #expect(try SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
         #expect(try store.importSchema(try SchemaParser.parse(Self.notes)).changesSchema == false)

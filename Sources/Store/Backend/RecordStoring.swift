@@ -26,20 +26,38 @@ public protocol RecordStoring: AnyObject {
     var location: String { get }
     /// The store's identity, the first part of its change tokens.
     var storeID: String { get }
-    /// The schema as the store holds it now, read afresh.
+    /// The schema as the store holds it now, read afresh (when it cannot be read, the last one
+    /// known: ``loadSchema()`` says why).
     var schema: Schema { get }
+    /// The schema as the store holds it now, read afresh, or why it cannot be read (a lock
+    /// held longer than the store's wait, a lost connection).
+    func loadSchema() throws -> Schema
 
     /// Runs `body` in a read transaction: one committed state of the store.
     func read<T>(_ body: (Session) throws -> T) throws -> T
     /// Runs `body` in a write transaction that commits when it returns (and rolls back when it
     /// throws, or when `dryRun` is set).
     func write<T>(dryRun: Bool, _ body: (Session) throws -> T) throws -> T
+    /// ``write(dryRun:_:)`` for a transaction that does to the schema what `schema` says: a
+    /// store where writers run side by side takes, from the start, the locks such a change
+    /// needs, so that two writers never each hold what the other waits for.
+    func write<T>(dryRun: Bool, schema: SchemaUse, _ body: (Session) throws -> T) throws -> T
     /// Changes the schema to `schema`, refusing a change that would lose records' data.
     @discardableResult
     func importSchema(_ schema: Schema, dryRun: Bool) throws -> SchemaChange
     /// Loads records from `sources` in one transaction: all of them or, when one is invalid
     /// and invalid records are not skipped, none.
     func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws -> ImportSummary
+}
+
+/// What a write transaction may do to the schema.
+public enum SchemaUse: Sendable {
+    /// Records only: the schema stays as it is.
+    case keeps
+    /// May add record types or fields (an import that brings new fields).
+    case extends
+    /// May drop, retype or rebuild types' tables (a schema import, a migration).
+    case replaces
 }
 
 /// What a caller hears of, and adds to, a bulk load.
@@ -224,8 +242,14 @@ extension RecordStoring {
     }
 
     /// ``write(dryRun:_:)`` for code that holds the store as `any RecordStoring`.
-    public func writeSession<T>(dryRun: Bool = false, _ body: (any RecordSession) throws -> T) throws -> T {
-        try write(dryRun: dryRun) { try body($0) }
+    public func writeSession<T>(dryRun: Bool = false, schema: SchemaUse = .keeps, _ body: (any RecordSession) throws -> T) throws -> T {
+        try write(dryRun: dryRun, schema: schema) { try body($0) }
+    }
+
+    /// One writer at a time holds a store that takes no other locks: every transaction is
+    /// ``write(dryRun:_:)``.
+    public func write<T>(dryRun: Bool, schema: SchemaUse, _ body: (Session) throws -> T) throws -> T {
+        try write(dryRun: dryRun, body)
     }
 }
 

@@ -109,13 +109,13 @@ public final class RecordImporter {
 
     /// The store, as the import uses it: its schema now, a write transaction, a read's token.
     private let storeSchema: () -> Schema
-    private let writeTransaction: (_ dryRun: Bool, _ body: (any LoadingSession) throws -> ImportSummary) throws -> ImportSummary
+    private let writeTransaction: (_ dryRun: Bool, _ schema: SchemaUse, _ body: (any LoadingSession) throws -> ImportSummary) throws -> ImportSummary
     private let readToken: () throws -> ChangeToken
 
     public init<S: RecordStoring>(store: S, options: ImportOptions) where S.Session: LoadingSession {
         self.options = options
         storeSchema = { store.schema }
-        writeTransaction = { dryRun, body in try store.write(dryRun: dryRun) { try body($0) } }
+        writeTransaction = { dryRun, schema, body in try store.write(dryRun: dryRun, schema: schema) { try body($0) } }
         readToken = { try store.read { $0.currentToken } }
     }
 
@@ -150,7 +150,9 @@ public final class RecordImporter {
         var truncated = false
         var failed = false
         do {
-            summary = try writeTransaction(options.dryRun) { session in
+            // What the load may do to the schema, for the locks it takes first.
+            let schemaUse: SchemaUse = newSchema != nil ? .replaces : options.allowNewFields || !addingTypes.isEmpty ? .extends : .keeps
+            summary = try writeTransaction(options.dryRun, schemaUse) { session in
                 var summary = summary
                 if let newSchema {
                     summary.schemaChanges += try session.apply(schema: newSchema).summary

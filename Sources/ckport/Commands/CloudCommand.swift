@@ -99,7 +99,7 @@ struct CloudLoginCommand: ParsableCommand {
                 """)
         }
         // The account the store was last pulled as, beside the one just signed in.
-        if StoreOptions.exists(storeOptions.path), let store = try? storeOptions.open(create: false) {
+        if StoreOptions.exists(storeOptions.path, wait: storeOptions.wait), let store = try? storeOptions.open(create: false) {
             var privateDatabase = database
             privateDatabase.scope = .private
             if let pulled = try CloudSync.lastPull(in: store, source: CloudSync.source(privateDatabase))?.account {

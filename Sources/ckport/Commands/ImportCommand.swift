@@ -179,7 +179,7 @@ struct ImportCommand: ParsableCommand {
         let timeZone = try ArgumentChecks.timeZone(tz)
         let archive = calendar.keepsCalendarsWhole
         // Records need a schema to be checked against: say so once, before any file is made.
-        if schemaFile == nil && !allowNewFields && !archive && !inputs.isEmpty && !StoreOptions.exists(storeOptions.path) {
+        if schemaFile == nil && !allowNewFields && !archive && !inputs.isEmpty && !StoreOptions.exists(storeOptions.path, wait: storeOptions.wait) {
             throw OperationError.noSchema(store: storeOptions.path, storeExists: false)
         }
         let store = try storeOptions.open(create: true)
@@ -188,7 +188,7 @@ struct ImportCommand: ParsableCommand {
         settings[CSVReadSettings.self] = try csv.settings()
         if formats.contains(where: { $0.kind == .calendar }) {
             settings[CalendarReadSettings.self] = try calendar.settings(tz: tz) {
-                try CalendarMappingChoice.resolve(calendar.mapping, store: store, schema: schemaFile?.schema ?? store.schema, quiet: storeOptions.quiet)
+                try CalendarMappingChoice.resolve(calendar.mapping, store: store, schema: schemaFile?.schema ?? store.loadSchema(), quiet: storeOptions.quiet)
             }
         }
         var options = ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun)

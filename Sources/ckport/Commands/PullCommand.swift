@@ -188,7 +188,7 @@ struct PullCommand: ParsableCommand {
 
     func run() throws {
         let store = try storeOptions.open(create: false)
-        guard !store.schema.recordTypes.isEmpty else {
+        guard try !store.loadSchema().recordTypes.isEmpty else {
             throw CommandFailure.invalid("the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)")
         }
         let progress = ProgressLine("pulling", quiet: storeOptions.quiet)

@@ -40,7 +40,7 @@ struct SchemaCommand: ParsableCommand {
     static func schema(of path: String, version: String?, wait: Double) throws -> Schema {
         if isModel(path) { return try CoreDataCloudKit.schema(for: CoreDataModel.read(path, version: version)).schema }
         if path.contains("://") || path.hasSuffix(".sqlite") {
-            return try StoreOptions.open(path, create: false, wait: wait, quiet: true).schema
+            return try StoreOptions.open(path, create: false, wait: wait, quiet: true).loadSchema()
         }
         return try read(path)
     }
@@ -230,7 +230,7 @@ struct SchemaCommand: ParsableCommand {
         func run() throws {
             let store = try storeOptions.open(create: false)
             let file = try OutputFile(path: output)
-            try file.write(SchemaPrinter.print(store.schema))
+            try file.write(SchemaPrinter.print(store.loadSchema()))
             try file.commit()
         }
     }

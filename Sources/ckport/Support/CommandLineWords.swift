@@ -39,6 +39,7 @@ enum CommandLineWords {
         case .createOrForcePush: return "push it with --mode create, or overwrite with --force"
         case .upgradeStore(let path): return "upgrade it once as a user who can write it: ckport upgrade --store \(path)"
         case .pushMode(let mode): return "a push with --mode \(mode)"
+        case .storeWait: return "--wait"
         case .keepAssetBytes: return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
         }
     }

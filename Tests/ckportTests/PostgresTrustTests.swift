@@ -1,0 +1,317 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The PostgreSQL store under what a database engineer would try: writers in each other's way,
+/// a connection lost mid-COPY, locks held from elsewhere, names and values at PostgreSQL's edges.
+/// Real ckport processes against a real server.
+@Suite("PostgreSQL you can trust", .enabled(if: PostgresTestServer.enabled))
+struct PostgresTrustTests {
+    func server(_ tag: String) throws -> String {
+        try #require(PostgresTestServer.store(tag), "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
+    }
+
+    static let schema = """
+        DEFINE SCHEMA
+            RECORD TYPE Chore (
+                "___recordID" REFERENCE QUERYABLE,
+                title   STRING QUERYABLE,
+                points  INT64,
+                ratio   DOUBLE,
+                due     TIMESTAMP,
+                GRANT READ TO "_world"
+            );
+        """
+
+    /// `count` chores in the plain style, each with the one field given.
+    func chores(_ count: Int, _ field: (Int) -> String) -> String {
+        (0..<count).map { n in "{\"recordName\":\"c-\(String(format: "%05d", n))\",\"recordType\":\"Chore\",\"zoneName\":\"Home\",\(field(n))}" }
+            .joined(separator: "\n") + "\n"
+    }
+
+    @Test("two imports upserting different fields of the same records at once lose no update: each record ends with both, or a writer says it stopped")
+    func concurrentUpserts() throws {
+        let folder = Scratch()
+        let pg = try server("upserts")
+        folder.write("schema.ckdb", Self.schema)
+        #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
+        let count = 3000
+        folder.write("base.jsonl", chores(count) { "\"title\":\"chore \($0)\"" })
+        #expect(try ckport(["import", "base.jsonl", "--store", pg, "-q"], in: folder.url).status == 0)
+        folder.write("points.jsonl", chores(count) { "\"points\":\($0)" })
+        // The other file in the other order: the two writers meet wherever they are.
+        folder.write("ratios.jsonl", chores(count) { "\"ratio\":\(Double($0) / 8)" }.split(separator: "\n").reversed().joined(separator: "\n") + "\n")
+        var runs: [(Process, URL)] = []
+        for file in ["points.jsonl", "ratios.jsonl"] {
+            let process = ckportProcess(["import", file, "--store", pg, "--mode", "upsert", "-q"], in: folder.url)
+            let errors = folder.url.appendingPathComponent(file + ".err")
+            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: errors)
+            try process.run()
+            runs.append((process, errors))
+        }
+        var succeeded: [Bool] = []
+        for (process, errors) in runs {
+            process.waitUntilExit()
+            let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            succeeded.append(process.terminationStatus == 0)
+            if process.terminationStatus != 0 {
+                // The only way to lose: said, whole, nothing written.
+                #expect(said.contains("nothing of this one was written") || said.contains("nothing was written"), "\(said)")
+            }
+        }
+        #expect(succeeded.contains(true))
+        let exported = try ckport(["export", "--store", pg, "--style", "plain", "-q"], in: folder.url).stdout
+        let lines = exported.split(separator: "\n")
+        #expect(lines.count == count)
+        let withPoints = lines.filter { $0.contains("\"points\":") }.count
+        let withRatios = lines.filter { $0.contains("\"ratio\":") }.count
+        #expect(withPoints == (succeeded[0] ? count : 0) && withRatios == (succeeded[1] ? count : 0), "points \(withPoints), ratios \(withRatios), runs \(succeeded)")
+    }
+
+    @Test("a connection lost in the middle of a COPY ends the import with an error (exit 3), never a hang, and the store keeps nothing of it")
+    func connectionLostMidCopy() throws {
+        let folder = Scratch()
+        let pg = try server("lost")
+        folder.write("schema.ckdb", Self.schema)
+        #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
+        folder.write("many.jsonl", chores(400_000) { "\"title\":\"chore \($0) \(String(repeating: "x", count: 64))\",\"points\":\($0)" })
+        let process = ckportProcess(["import", "many.jsonl", "--store", pg, "-q"], in: folder.url)
+        let errors = folder.url.appendingPathComponent("import.err")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+        // Cut the import's connection on the server once its COPY is under way.
+        let killed = try waitAndTerminate(pg, matching: "COPY", timeout: 60)
+        #expect(killed, "the import's COPY was never seen on the server")
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+        let hung = process.isRunning
+        if hung { process.terminate(); process.waitUntilExit() }
+        #expect(!hung, "ckport still ran a minute after its connection was cut")
+        #expect(process.terminationStatus == 3, "\((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.isEmpty)
+    }
+
+    /// Terminates the server session whose query contains `text` (another than the caller's),
+    /// once one shows up; false if none did within `timeout` seconds.
+    func waitAndTerminate(_ store: String, matching text: String, timeout: Double) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let result = try psql(store, """
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%\(text)%' AND query NOT LIKE '%pg_stat_activity%'
+                """)
+            if result.contains("t") { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    @Test("a lock held elsewhere (a session left open in psql) makes ckport wait at most --wait, then say so; nothing is written")
+    func boundedWait() throws {
+        let folder = Scratch()
+        let pg = try server("wait")
+        folder.write("schema.ckdb", Self.schema)
+        #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
+        folder.write("one.jsonl", chores(1) { "\"title\":\"chore \($0)\"" })
+        let namespace = String(pg.split(separator: "=").last!)
+        // A psql session that takes the store's tables for itself and sits there.
+        let (holder, _) = try psqlProcess(pg, "BEGIN; LOCK TABLE \"\(namespace)\"._ck_meta IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(30);")
+        Thread.sleep(forTimeInterval: 1)
+        defer { holder.terminate() }
+        let started = Date()
+        let reader = try ckport(["export", "--store", pg, "--wait", "2"], in: folder.url)
+        let writer = try ckport(["import", "one.jsonl", "--store", pg, "--wait", "2"], in: folder.url)
+        #expect(Date().timeIntervalSince(started) < 20)
+        for run in [reader, writer] {
+            #expect(run.status == 3 && run.stderr.contains("waited longer than --wait for a lock another transaction holds"), "\(run.stderr)")
+        }
+        holder.terminate()
+        holder.waitUntilExit()
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.isEmpty)
+    }
+
+    @Test("exports taken while a migration replaces a type's table each hold every record of the sample, before or after the migration, never a type missing")
+    func readersDuringMigration() throws {
+        let folder = Scratch()
+        let pg = try server("migrating")
+        let samples = packageRoot.appendingPathComponent("samples/notes")
+        #expect(try ckport(["import", samples.appendingPathComponent("schema.ckdb").path, samples.appendingPathComponent("records.jsonl").path,
+                            "--store", pg, "-q"], in: folder.url).status == 0)
+        // Enough NoteV1 records that the migration takes a while, and Note records (a type an
+        // export reads before NoteV1) so that exports are often between types when a step of
+        // the migration commits.
+        let many = (0..<30_000).map { n in
+            "{\"recordName\":\"bulk-\(n)\",\"recordType\":\"NoteV1\",\"zoneName\":\"Notes\",\"title\":\"bulk \(n)\",\"body\":\"text \(n)\",\"priority\":\(n % 3)}"
+        }.joined(separator: "\n") + "\n" + (0..<30_000).map { n in
+            "{\"recordName\":\"pad-\(n)\",\"recordType\":\"Note\",\"zoneName\":\"Notes\",\"title\":\"pad \(n)\"}"
+        }.joined(separator: "\n") + "\n"
+        folder.write("many.jsonl", many)
+        #expect(try ckport(["import", "many.jsonl", "--store", pg, "-q"], in: folder.url).status == 0)
+        let sample = try String(contentsOf: samples.appendingPathComponent("records.jsonl"), encoding: .utf8)
+            .split(separator: "\n").compactMap { line -> String? in
+                guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+                return object["recordName"] as? String
+            }
+        #expect(sample.count == 60)
+        let migration = ckportProcess(["migrate", "apply", "--dir", packageRoot.appendingPathComponent("migrations/notes").path,
+                                       "--store", pg, "--no-backup", "-q"], in: folder.url)
+        try migration.run()
+        var exports = 0, types: Set<String> = []
+        while migration.isRunning || exports < 2 {
+            let run = try ckport(["export", "--store", pg, "--style", "plain", "-q"], in: folder.url)
+            #expect(run.status == 0, "\(run.stderr)")
+            exports += 1
+            var names: [String: Int] = [:]
+            var noteTypes: Set<String> = []
+            for line in run.stdout.split(separator: "\n") {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let name = try #require(object["recordName"] as? String)
+                names[name, default: 0] += 1
+                if name.hasPrefix("bulk-"), let type = object["recordType"] as? String { noteTypes.insert(type) }
+            }
+            let missing = sample.filter { names[$0] == nil }
+            #expect(missing.isEmpty, "export \(exports) lacks \(missing.count) records of the sample, such as \(missing.prefix(3))")
+            #expect(names.values.allSatisfy { $0 == 1 })
+            #expect(names.keys.filter { $0.hasPrefix("bulk-") }.count == 30_000, "export \(exports)")
+            // One state or the other, never a mixture.
+            #expect(noteTypes.count == 1, "\(noteTypes)")
+            types.formUnion(noteTypes)
+        }
+        migration.waitUntilExit()
+        #expect(migration.terminationStatus == 0)
+        #expect(types.contains("NoteV2"))
+    }
+
+    @Test("writers that each bring records of the same new zone at once all succeed, and the zone is made once")
+    func newZoneRace() throws {
+        let folder = Scratch()
+        let pg = try server("zones")
+        folder.write("schema.ckdb", Self.schema)
+        #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
+        for round in 0..<3 {
+            var processes: [(Process, URL)] = []
+            for writer in 0..<4 {
+                let file = "r\(round)-w\(writer).jsonl"
+                folder.write(file, (0..<50).map { n in
+                    "{\"recordName\":\"r\(round)-w\(writer)-\(n)\",\"recordType\":\"Chore\",\"zoneName\":\"Fresh\(round)\",\"title\":\"x\"}"
+                }.joined(separator: "\n") + "\n")
+                let process = ckportProcess(["import", file, "--store", pg, "-q"], in: folder.url)
+                let errors = folder.url.appendingPathComponent(file + ".err")
+                _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+                process.standardError = try FileHandle(forWritingTo: errors)
+                processes.append((process, errors))
+            }
+            for (process, _) in processes { try process.run() }
+            for (process, errors) in processes {
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 0, "\((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+            }
+        }
+        let exported = try ckport(["export", "--store", pg, "--style", "plain", "-q"], in: folder.url).stdout
+        #expect(exported.split(separator: "\n").count == 3 * 4 * 50)
+        let namespace = String(pg.split(separator: "=").last!)
+        #expect(try psql(pg, "SELECT count(*) FROM \"\(namespace)\"._ck_zone WHERE \"zoneName\" LIKE 'Fresh%'").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+    }
+
+    @Test("names at PostgreSQL's edges: a reserved word as the namespace, types whose names PostgreSQL's own constraint names would take")
+    func names() throws {
+        let folder = Scratch()
+        let base = try #require(PostgresTestServer.url)
+        let namespace = "user"
+        let pg = base + (base.contains("?") ? "&" : "?") + "schema=\(namespace)"
+        _ = try psql(pg, "DROP SCHEMA IF EXISTS \"user\" CASCADE")
+        defer { _ = try? psql(pg, "DROP SCHEMA IF EXISTS \"user\" CASCADE") }
+        folder.write("schema.ckdb", "DEFINE SCHEMA\n RECORD TYPE Foo (title STRING);\n RECORD TYPE Foo_pkey (title STRING);\n")
+        folder.write("records.jsonl", "{\"recordName\":\"a\",\"recordType\":\"Foo\",\"title\":\"one\"}\n{\"recordName\":\"b\",\"recordType\":\"Foo_pkey\",\"title\":\"two\"}\n")
+        let imported = try ckport(["import", "schema.ckdb", "records.jsonl", "--store", pg, "-q"], in: folder.url)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let exported = try ckport(["export", "--store", pg, "-q", "--style", "plain"], in: folder.url)
+        #expect(exported.stdout.split(separator: "\n").count == 2, "\(exported.stdout)\(exported.stderr)")
+    }
+
+    @Test("values PostgreSQL cannot hold are refused with the record and the field, before anything is written, and --skip-invalid leaves them out")
+    func unholdableValues() throws {
+        let folder = Scratch()
+        let pg = try server("values")
+        folder.write("schema.ckdb", Self.schema)
+        #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
+        folder.write("odd.jsonl", """
+            {"recordName":"fine","recordType":"Chore","zoneName":"Home","title":"fine"}
+            {"recordName":"nul","recordType":"Chore","zoneName":"Home","title":"a\\u0000b"}
+            {"recordName":"far","recordType":"Chore","zoneName":"Home","due":9223372036854775000}
+
+            """)
+        let refused = try ckport(["import", "odd.jsonl", "--store", pg], in: folder.url)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("record 'nul' (Chore): field 'title' holds the character U+0000, which PostgreSQL's text cannot hold"), "\(refused.stderr)")
+        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.isEmpty)
+        let skipped = try ckport(["import", "odd.jsonl", "--store", pg, "--skip-invalid", "--rejects", "rejects.jsonl"], in: folder.url)
+        #expect(skipped.status == 0, "\(skipped.stderr)")
+        let rejects = folder.text("rejects.jsonl")
+        #expect(rejects.contains("field 'title' holds the character U+0000") && rejects.contains("field 'due' is the time 9223372036854775000 ms from 1970, outside what PostgreSQL's timestamptz holds"), "\(rejects)")
+        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.split(separator: "\n").count == 1)
+        // The same file goes into SQLite whole: its limits are not PostgreSQL's.
+        #expect(try ckport(["import", "schema.ckdb", "odd.jsonl", "--store", "local.sqlite", "-q"], in: folder.url).status == 0)
+        let copy = try ckport(["copy", "--from", "local.sqlite", "--to", try server("copyvalues")], in: folder.url)
+        #expect(copy.status == 2 && copy.stderr.contains("record 'nul' (Chore)"), "\(copy.stderr)")
+    }
+
+    @Test("a database whose settings differ (extra_float_digits = 0, another time zone and date style) stores and gives back every digit and instant")
+    func sessionSettings() throws {
+        let folder = Scratch()
+        let base = try #require(PostgresTestServer.url)
+        let database = "ckport_settings_\(UUID().uuidString.prefix(6).lowercased())"
+        // The server's URL up to its database: postgresql://USER@HOST:PORT/
+        let server = String(base[...base.lastIndex(of: "/")!])
+        let admin = server + "postgres"
+        _ = try psql(admin, "CREATE DATABASE \(database)")
+        defer { _ = try? psql(admin, "DROP DATABASE IF EXISTS \(database) WITH (FORCE)") }
+        _ = try psql(admin, "ALTER DATABASE \(database) SET extra_float_digits = 0; ALTER DATABASE \(database) SET TimeZone = 'Pacific/Kiritimati'; ALTER DATABASE \(database) SET DateStyle = 'SQL, DMY'")
+        let pg = server + database + "?schema=s"
+        folder.write("schema.ckdb", Self.schema)
+        folder.write("exact.jsonl", """
+            {"recordName":"a","recordType":"Chore","zoneName":"Home","ratio":0.1,"due":"2026-03-01T09:30:00.123Z","title":"a"}
+            {"recordName":"b","recordType":"Chore","zoneName":"Home","ratio":0.30000000000000004,"due":"0900-02-28T23:59:59.999Z","title":"b"}
+            {"recordName":"c","recordType":"Chore","zoneName":"Home","ratio":1.7976931348623157e308,"due":"1969-12-31T23:59:59.999Z","title":"c"}
+
+            """)
+        for store in [pg, "local.sqlite"] {
+            #expect(try ckport(["import", "schema.ckdb", "exact.jsonl", "--store", store, "-q"], in: folder.url).status == 0)
+        }
+        let local = try ckport(["export", "--store", "local.sqlite", "-q"], in: folder.url).stdout
+        #expect(!local.isEmpty && local.contains("0.30000000000000004"))
+        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout == local)
+        // An upsert of another field leaves the double as it was.
+        folder.write("title.jsonl", "{\"recordName\":\"b\",\"recordType\":\"Chore\",\"zoneName\":\"Home\",\"title\":\"b2\"}\n")
+        for store in [pg, "local.sqlite"] {
+            #expect(try ckport(["import", "title.jsonl", "--store", store, "--mode", "upsert", "-q"], in: folder.url).status == 0)
+        }
+        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout == ckport(["export", "--store", "local.sqlite", "-q"], in: folder.url).stdout)
+    }
+}
+
+/// Runs SQL through psql against a store URL's database (its password from PGPASSWORD), and
+/// gives what it printed.
+func psql(_ store: String, _ sql: String) throws -> String {
+    let (process, output) = try psqlProcess(store, sql)
+    let printed = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: printed, as: UTF8.self)
+}
+
+/// A psql process running `sql` against a store URL's database, started, with its output.
+func psqlProcess(_ store: String, _ sql: String) throws -> (Process, Pipe) {
+    var url = store
+    if let query = url.firstIndex(of: "?") { url = String(url[..<query]) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+    process.arguments = [url, "-Atqc", sql]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return (process, output)
+}
