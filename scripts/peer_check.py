@@ -71,7 +71,9 @@ def check_csv(path, jsonl_path, record_type):
         for line in handle:
             record = json.loads(line)
             if record["recordType"] == record_type:
-                expected[record["recordName"]] = record.get("fields", {})
+                # A name may stand in several zones (a zone-wide share is cloudkit.zoneshare
+                # in each): both files keep the export's order, so the first one left matches.
+                expected.setdefault(record["recordName"], []).append(record.get("fields", {}))
     with open(path, encoding="utf-8", newline="") as handle:
         rows = list(csv.reader(handle))
     if not rows:
@@ -87,7 +89,9 @@ def check_csv(path, jsonl_path, record_type):
         name = row[name_column]
         if name not in expected:
             fail(f"{path}:{number}: record {name!r} is not in {jsonl_path}")
-        fields = expected.pop(name)
+        fields = expected[name].pop(0)
+        if not expected[name]:
+            del expected[name]
         for column, text in zip(header, row):
             field = fields.get(column)
             if field is None:
@@ -196,10 +200,11 @@ def check_plist(path, jsonl_path):
     with open(jsonl_path, encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
-            expected[(record["recordType"], record["recordName"])] = record
+            expected[(record["recordType"], record["recordName"], record["zoneID"]["zoneName"], record["zoneID"].get("ownerRecordName", "__defaultOwner__"))] = record
     compared = 0
     for index, record in enumerate(records):
-        key = (record.get("recordType"), record.get("recordName"))
+        # The plist leaves the default owner out.
+        key = (record.get("recordType"), record.get("recordName"), record.get("zoneName"), record.get("ownerRecordName", "__defaultOwner__"))
         want = expected.get(key)
         if want is None:
             fail(f"{path}: record {index} {key} is not in {jsonl_path}")

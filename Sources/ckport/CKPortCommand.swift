@@ -39,7 +39,7 @@ struct StoreOptions: ParsableArguments {
     @Flag(name: [.short, .long], help: "No progress and no summary on standard error (errors are still reported).")
     var quiet = false
 
-    @Option(help: ArgumentHelp("How long to wait while another ckport writes to the store, in seconds.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("How long to wait while another ckport writes to the store (on PostgreSQL: for any lock another transaction holds), in seconds.", valueName: "seconds"))
     var wait: Double = RecordStore.defaultWaitSeconds
 
     var path: String { StoreOptions.resolvePath(store) }

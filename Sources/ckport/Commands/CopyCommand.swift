@@ -48,7 +48,7 @@ struct CopyCommand: ParsableCommand {
     @Flag(name: [.short, .long], help: "No progress and no summary on standard error (errors are still reported).")
     var quiet = false
 
-    @Option(help: ArgumentHelp("How long to wait while another ckport writes to a SQLite store, in seconds.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("How long to wait while another ckport writes to a SQLite store, or for a lock on a PostgreSQL store, in seconds.", valueName: "seconds"))
     var wait: Double = RecordStore.defaultWaitSeconds
 
     func validate() throws {
