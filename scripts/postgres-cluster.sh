@@ -6,6 +6,10 @@
 #                                           database `ckport`, and print the store URL
 #   scripts/postgres-cluster.sh stop DIR    stop it (DIR can then be removed)
 #
+# The server also takes TLS, with a certificate for localhost and 127.0.0.1 signed by an
+# authority of its own (DIR/ca.crt), and has a second role, ckport_tls (the same password),
+# that may connect over TLS only: what the tests of sslmode and sslrootcert need.
+#
 # The cluster runs without fsync (it is thrown away); CKPORT_PG_DURABLE=1 keeps fsync on, as the
 # benchmark does. The role's password is written to DIR/password; pass it as PGPASSWORD (ckport never takes a
 # password on its command line). PostgreSQL refuses to run as root: as root, the cluster runs
@@ -39,13 +43,27 @@ case $command in
     as_owner "$bin/initdb" -D "$dir/data" -U ckport --pwfile="$dir/.initdb-password" --auth=scram-sha-256 \
       -E UTF8 --locale=C.UTF-8 > "$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     rm -f "$dir/.initdb-password"
+    # An authority and a server certificate it signs (localhost, 127.0.0.1), for TLS.
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=ckport test authority" \
+      -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$dir/server.ext"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 30 \
+      -extfile "$dir/server.ext" -out "$dir/server.crt" 2>/dev/null
+    chmod 600 "$dir/server.key"
+    [ "$(id -u)" -ne 0 ] || chown ckport-pg "$dir/server.key" "$dir/server.crt"
+    # ckport_tls over TLS only (the first matching line wins).
+    { printf 'hostnossl all ckport_tls 127.0.0.1/32 reject\nhostssl all ckport_tls 127.0.0.1/32 scram-sha-256\n'; cat "$dir/data/pg_hba.conf"; } > "$dir/pg_hba.conf"
+    cp "$dir/pg_hba.conf" "$dir/data/pg_hba.conf"
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     fsync=off
     [ "${CKPORT_PG_DURABLE:-}" != 1 ] || fsync=on
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=$fsync -c max_connections=64" start > /dev/null \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=$fsync -c max_connections=64 -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" start > /dev/null \
       || { cat "$dir/data/server.log" >&2; exit 1; }
     PGPASSWORD=$password psql -q -h 127.0.0.1 -p "$port" -U ckport -d postgres -c "CREATE DATABASE ckport" > /dev/null
+    PGPASSWORD=$password psql -q -h 127.0.0.1 -p "$port" -U ckport -d ckport \
+      -c "CREATE ROLE ckport_tls LOGIN PASSWORD '$password'" -c "GRANT CREATE ON DATABASE ckport TO ckport_tls" > /dev/null
     echo "postgresql://ckport@127.0.0.1:$port/ckport"
     ;;
   stop)

@@ -244,11 +244,17 @@ final class PostgresLink: @unchecked Sendable {
         return text
     }
 
-    private static func tlsAdvice(_ detail: String, _ location: PostgresLocation) -> String {
-        if detail.contains("CERTIFICATE_VERIFY_FAILED") || detail.contains("certificate") || detail.contains("handshakeFailed") {
-            return "TLS: the server's certificate could not be checked (\(detail)); with sslmode=\(location.tls.rawValue) the certificate must be signed by an authority the system trusts"
-                + (location.rootCertificates == nil ? ", or by one in sslrootcert=FILE" : " or in \(location.rootCertificates!)")
-                + (location.tls == .verifyFull ? ", and name the host the URL names" : "")
+    private static func tlsAdvice(_ raw: String, _ location: PostgresLocation) -> String {
+        // BoringSSL's reason (OPENSSL_internal:CERTIFICATE_VERIFY_FAILED), in words.
+        var detail = raw
+        if let range = raw.range(of: "OPENSSL_internal:") {
+            detail = raw[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }.lowercased().replacingOccurrences(of: "_", with: " ")
+        }
+        if raw.contains("CERTIFICATE_VERIFY_FAILED") || raw.contains("certificate") || raw.contains("handshakeFailed") {
+            let authorities = location.rootCertificates.map { "an authority in \($0)" }
+                ?? "an authority the system trusts (or give the server's authority as sslrootcert=FILE)"
+            return "TLS: the server's certificate could not be checked (\(detail)); with sslmode=\(location.tls.rawValue) it must be signed by \(authorities)"
+                + (location.tls == .verifyFull ? " and name the host the URL names" : "")
         }
         return "TLS: \(detail)"
     }

@@ -217,8 +217,47 @@ enum PostgresLoad {
             }
             return String(decoding: hex, as: UTF8.self)
         case .reference(let r): return r.recordName
-        default: return FieldValueJSON.canonicalText(value)
+        default:
+            let text = FieldValueJSON.canonicalText(value)
+            return holdsNegativeZero(value) ? keepingNegativeZero(text) : text
         }
+    }
+
+    /// Whether a list of doubles or a location holds -0.0, which a jsonb number (a numeric)
+    /// cannot: it would come back as 0.0.
+    static func holdsNegativeZero(_ value: FieldValue) -> Bool {
+        func negativeZero(_ d: Double?) -> Bool { d.map { $0 == 0 && $0.sign == .minus } ?? false }
+        switch value {
+        case .list(.double, let elements):
+            return elements.contains { if case .double(let d) = $0 { return negativeZero(d) }; return false }
+        case .location(let l):
+            return [l.latitude, l.longitude, l.horizontalAccuracy, l.verticalAccuracy, l.altitude, l.speed, l.course].contains(where: negativeZero)
+        default:
+            return false
+        }
+    }
+
+    /// The JSON text of a list of doubles or a location with each -0.0 as the string "-0.0",
+    /// which jsonb keeps as it is and the reader takes as the double it spells. (Neither holds
+    /// any other string, so no text inside a string is touched.)
+    static func keepingNegativeZero(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        var rest = Substring(text)
+        while let range = rest.range(of: "-0.0") {
+            let before = rest[..<range.lowerBound].last
+            let after = rest[range.upperBound...].first
+            out += rest[..<range.lowerBound]
+            // A whole number, not the start of -0.05 or the end of 1e-0.0 (never written).
+            if (before == "[" || before == "," || before == ":") && (after == "," || after == "]" || after == "}") {
+                out += "\"-0.0\""
+            } else {
+                out += "-0.0"
+            }
+            rest = rest[range.upperBound...]
+        }
+        out += rest
+        return out
     }
 
     /// A COPY text line: fields separated by tabs, `\N` for NULL, backslash escapes.

@@ -160,6 +160,9 @@ extension StoreSession {
     /// (`renames`: old name → new name), but none removed or retyped.
     public func canUpdateInPlace(type name: String, into newSchema: Schema, renames: [String: String]) -> Bool {
         guard let old = schema.recordType(named: name), let new = newSchema.recordType(named: name), old.grants == new.grants else { return false }
+        // Fields whose names differ only in case have columns of another form: a new table
+        // sorts those out.
+        guard !TableLayout.hasCaseTwins(old) && !TableLayout.hasCaseTwins(new) else { return false }
         let newNames = Set(new.userFields.map(\.name))
         for field in old.userFields {
             let target = renames[field.name] ?? field.name
@@ -318,7 +321,7 @@ extension StoreSession {
         // Renamed columns take their new names; their indexes are made again under the new name.
         for (from, to) in renames.sorted(by: { $0.key < $1.key }) {
             guard let field = old.field(named: from) else { continue }
-            try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: name, field: from))")
+            try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: name, column: from))")
             try db.execute(sql: "ALTER TABLE \(quoted(name)) RENAME COLUMN \(quoted(from)) TO \(quoted(to))")
             if field.type == .reference {
                 try db.execute(sql: "ALTER TABLE \(quoted(name)) RENAME COLUMN \(quoted(from + ":action")) TO \(quoted(to + ":action"))")
@@ -329,9 +332,9 @@ extension StoreSession {
         for field in new.userFields {
             let indexName = "\(name).\(field.name)"
             if TableLayout.needsIndex(field) && !existing.contains(indexName) {
-                try db.execute(sql: TableLayout.indexStatement(type: name, field: field.name))
+                try db.execute(sql: TableLayout.indexStatement(type: name, column: field.name))
             } else if !TableLayout.needsIndex(field) && existing.contains(indexName) {
-                try db.execute(sql: "DROP INDEX \(TableLayout.indexName(type: name, field: field.name))")
+                try db.execute(sql: "DROP INDEX \(TableLayout.indexName(type: name, column: field.name))")
             }
         }
         var updated = schema

@@ -383,7 +383,7 @@ public final class StoreSession {
         }
         let refusals = try change.dataLossRefusals(
             records: { try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted($0))") ?? 0 },
-            values: { try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted($0)) WHERE \(quoted($1)) IS NOT NULL") ?? 0 })
+            values: { try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted($0)) WHERE \(quoted(TableLayout.column(of: $1, in: schema.recordType(named: $0)))) IS NOT NULL") ?? 0 })
         guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
 
         for typeName in change.removedTypes {
@@ -391,24 +391,48 @@ public final class StoreSession {
             layouts[typeName] = nil
         }
         for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
-            try dropColumn(type: typeName, field: field)
+            try dropColumn(type: typeName, field: field, column: TableLayout.column(of: field.name, in: schema.recordType(named: typeName)))
+        }
+        // A field that stays keeps its values; its column changes name when a field of the same
+        // name but for case comes or goes (see TableLayout.columnName). After the drops, so a
+        // name a dropped column had is free; before the additions, which may take the old one.
+        for newType in newSchema.recordTypes {
+            guard let oldType = schema.recordType(named: newType.name) else { continue }
+            for field in newType.userFields {
+                guard let before = oldType.field(named: field.name), before.type == field.type else { continue }
+                let from = TableLayout.column(of: field.name, in: oldType), to = TableLayout.column(of: field.name, in: newType)
+                guard from != to else { continue }
+                try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: newType.name, column: from))")
+                try db.execute(sql: "ALTER TABLE \(quoted(newType.name)) RENAME COLUMN \(quoted(from)) TO \(quoted(to))")
+                if field.type == .reference {
+                    try db.execute(sql: "ALTER TABLE \(quoted(newType.name)) RENAME COLUMN \(quoted(from + ":action")) TO \(quoted(to + ":action"))")
+                }
+                if TableLayout.needsIndex(before) && TableLayout.needsIndex(field) {
+                    try db.execute(sql: TableLayout.indexStatement(type: newType.name, column: to))
+                }
+            }
         }
         for type in change.addedTypes {
             let layout = TableLayout(type)
             for sql in layout.createStatements(for: type) { try db.execute(sql: sql) }
         }
         for (typeName, field) in change.addedFields + change.retypedFields.map({ ($0.type, $0.new) }) {
-            let column = TableLayout(RecordTypeDefinition(name: typeName, fields: [field])).fields[0]
-            for definition in TableLayout.columnDefinitions(column) {
+            let type = newSchema.recordType(named: typeName)
+            let layout = TableLayout(type ?? RecordTypeDefinition(name: typeName, fields: [field]))
+            guard let index = layout.fieldsByName[field.name] else { continue }
+            for definition in TableLayout.columnDefinitions(layout.fields[index]) {
                 try db.execute(sql: "ALTER TABLE \(quoted(typeName)) ADD COLUMN \(definition)")
             }
-            if TableLayout.needsIndex(field) { try db.execute(sql: TableLayout.indexStatement(type: typeName, field: field.name)) }
+            if TableLayout.needsIndex(field) {
+                try db.execute(sql: TableLayout.indexStatement(type: typeName, column: TableLayout.column(of: field.name, in: type)))
+            }
         }
         for (typeName, old, new) in change.reindexedFields {
+            let column = TableLayout.column(of: new.name, in: newSchema.recordType(named: typeName))
             if TableLayout.needsIndex(old) && !TableLayout.needsIndex(new) {
-                try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: typeName, field: old.name))")
+                try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: typeName, column: column))")
             } else if !TableLayout.needsIndex(old) && TableLayout.needsIndex(new) {
-                try db.execute(sql: TableLayout.indexStatement(type: typeName, field: new.name))
+                try db.execute(sql: TableLayout.indexStatement(type: typeName, column: column))
             }
         }
         if change.changesSchema {
@@ -421,11 +445,11 @@ public final class StoreSession {
         return change
     }
 
-    private func dropColumn(type: String, field: FieldDefinition) throws {
-        try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: type, field: field.name))")
-        try db.execute(sql: "ALTER TABLE \(quoted(type)) DROP COLUMN \(quoted(field.name))")
+    private func dropColumn(type: String, field: FieldDefinition, column: String) throws {
+        try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: type, column: column))")
+        try db.execute(sql: "ALTER TABLE \(quoted(type)) DROP COLUMN \(quoted(column))")
         if field.type == .reference {
-            try db.execute(sql: "ALTER TABLE \(quoted(type)) DROP COLUMN \(quoted(field.name + ":action"))")
+            try db.execute(sql: "ALTER TABLE \(quoted(type)) DROP COLUMN \(quoted(column + ":action"))")
         }
     }
 }

@@ -71,9 +71,11 @@ final class TableLayout {
         typeName = type.name
         table = quoted(type.name)
         // Sorted by name, the order records keep their fields in, so decoding appends.
+        let names = type.userFields.map(\.name)
         fields = type.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map { field in
-            FieldColumn(name: field.name, type: field.type, column: quoted(field.name),
-                        actionColumn: field.type == .reference ? quoted(field.name + ":action") : nil)
+            let column = TableLayout.columnName(field.name, among: names)
+            return FieldColumn(name: field.name, type: field.type, column: quoted(column),
+                               actionColumn: field.type == .reference ? quoted(column + ":action") : nil)
         }
         fieldNames = fields.map(\.name)
         kinds = fields.map { field in
@@ -105,6 +107,30 @@ final class TableLayout {
         selectSQL = "SELECT \(columnList) FROM \(table)"
     }
 
+    /// The column that holds a field's values: the field's name, unless another field of the
+    /// type has the same name but for case — CloudKit keeps `a` and `A` apart, SQLite's names
+    /// do not — and then the name, `~` and where its capitals are (`a~`, `A~0`, `aB~1`,
+    /// `AB~0.1`), which no two such fields share. CloudKit's names hold no `~`, so no field's
+    /// own name is ever one of these.
+    static func columnName(_ field: String, among names: [String]) -> String {
+        let folded = field.lowercased()
+        guard names.contains(where: { $0 != field && $0.lowercased() == folded }) else { return field }
+        let capitals = field.unicodeScalars.enumerated().filter { ("A"..."Z").contains($0.element) }.map { String($0.offset) }
+        return field + "~" + capitals.joined(separator: ".")
+    }
+
+    /// Whether two fields of `type` have the same name but for case (and so columns of the
+    /// other form).
+    static func hasCaseTwins(_ type: RecordTypeDefinition) -> Bool {
+        let folded = type.userFields.map { $0.name.lowercased() }
+        return Set(folded).count != folded.count
+    }
+
+    /// The column of field `name` of `type` (unquoted).
+    static func column(of name: String, in type: RecordTypeDefinition?) -> String {
+        columnName(name, among: type?.userFields.map(\.name) ?? [name])
+    }
+
     var columnCount: Int { TableLayout.systemColumns.count + fields.count + fields.filter { $0.actionColumn != nil }.count }
 
     // MARK: DDL
@@ -119,7 +145,7 @@ final class TableLayout {
         definitions.append("PRIMARY KEY (___zone, ___recordID)")
         var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n) WITHOUT ROWID"]
         for field in type.userFields where TableLayout.needsIndex(field) {
-            statements.append(TableLayout.indexStatement(type: type.name, field: field.name))
+            statements.append(TableLayout.indexStatement(type: type.name, column: TableLayout.column(of: field.name, in: type)))
         }
         return statements
     }
@@ -149,12 +175,13 @@ final class TableLayout {
         field.options.needsIndex || field.type == .reference
     }
 
-    static func indexName(type: String, field: String) -> String {
-        quoted("\(type).\(field)")
+    /// The index on a field's column (see ``columnName(_:among:)``: a field's name, most often).
+    static func indexName(type: String, column: String) -> String {
+        quoted("\(type).\(column)")
     }
 
-    static func indexStatement(type: String, field: String) -> String {
-        "CREATE INDEX \(indexName(type: type, field: field)) ON \(quoted(type)) (\(quoted(field)))"
+    static func indexStatement(type: String, column: String) -> String {
+        "CREATE INDEX \(indexName(type: type, column: column)) ON \(quoted(type)) (\(quoted(column)))"
     }
 
     // MARK: Rows

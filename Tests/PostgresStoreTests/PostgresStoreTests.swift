@@ -357,6 +357,47 @@ struct PostgresRecordTests {
         } } == doubles.map { $0.bitPattern })
     }
 
+    @Test("-0.0 inside a list of doubles and a location comes back as -0.0, bit for bit, beside 0.0, -0.05 and a plain number")
+    func negativeZeroInJSON() throws {
+        let location = try TestServer.location("zeros")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse("""
+            DEFINE SCHEMA
+                RECORD TYPE Trip (
+                    "___recordID" REFERENCE QUERYABLE,
+                    readings      LIST<DOUBLE>,
+                    place         LOCATION,
+                    GRANT READ TO "_world"
+                );
+            """))
+        let zone = ZoneID(scope: .private, zoneName: "Trips")
+        let readings: [Double] = [-0.0, 0.0, -0.05, 1.5, -0.0]
+        let place = Location(latitude: -0.0, longitude: 0.0, horizontalAccuracy: -0.0, verticalAccuracy: nil, altitude: -0.0)
+        let records = [
+            Record(id: RecordID(recordName: "trip-1", zone: zone), recordType: "Trip", fields: [
+                "readings": .list(.double, readings.map { .double($0) }),
+                "place": .location(place),
+            ]),
+            Record(id: RecordID(recordName: "trip-2", zone: zone), recordType: "Trip", fields: [
+                "readings": .list(.double, [.double(2.5)]),
+                "place": .location(Location(latitude: 1, longitude: -0.5)),
+            ]),
+        ]
+        try store.save(records)
+        var read: [Record] = []
+        try store.forEach(recordType: "Trip") { read.append($0) }
+        #expect(read.count == 2)
+        guard read.count == 2, case .list(_, let elements)? = read[0].fields["readings"], case .location(let back)? = read[0].fields["place"] else {
+            Issue.record("trip-1 came back without its readings or place: \(read)")
+            return
+        }
+        #expect(elements.map { value -> UInt64 in if case .double(let d) = value { return d.bitPattern }; return 0 } == readings.map(\.bitPattern))
+        #expect(back.latitude.bitPattern == (-0.0).bitPattern && back.longitude.bitPattern == (0.0).bitPattern)
+        #expect(back.horizontalAccuracy?.bitPattern == (-0.0).bitPattern && back.altitude?.bitPattern == (-0.0).bitPattern && back.verticalAccuracy == nil)
+        #expect(read == records)
+    }
+
     @Test("a record of a type the schema does not define: nothing of the batch is saved")
     func unknownType() throws {
         let location = try TestServer.location("unknown")

@@ -8,6 +8,10 @@ public enum PostgresTestServer {
     public static var url: String? { ProcessInfo.processInfo.environment["CKPORT_TEST_POSTGRES"] }
     public static var enabled: Bool { url != nil || ProcessInfo.processInfo.environment["CI"] != nil }
 
+    /// The authority that signed the test server's certificate (`CKPORT_TEST_POSTGRES_CA`:
+    /// `scripts/postgres-cluster.sh` writes it to DIR/ca.crt), for the tests of TLS.
+    public static var authority: String? { ProcessInfo.processInfo.environment["CKPORT_TEST_POSTGRES_CA"] }
+
     /// A store URL in a namespace of its own, for one test; nil (and the test fails) when no
     /// server is configured.
     public static func store(_ tag: String) -> String? {

@@ -216,6 +216,35 @@ struct PostgresTrustTests {
         #expect(try psql(pg, "SELECT count(*) FROM \"\(namespace)\"._ck_zone WHERE \"zoneName\" LIKE 'Fresh%'").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
+    @Test("TLS as libpq has it: a server that takes a role over TLS only says to add sslmode=require; prefer and require connect without checking; verify-full checks against sslrootcert, and says so when it cannot")
+    func tls() throws {
+        let folder = Scratch()
+        let plain = try server("tls")
+        let authority = try #require(PostgresTestServer.authority, "CI gives the test server's authority in CKPORT_TEST_POSTGRES_CA")
+        // The cluster's role that may connect over TLS only.
+        let store = plain.replacingOccurrences(of: "://ckport@", with: "://ckport_tls@")
+        #expect(store != plain)
+        folder.write("schema.ckdb", Self.schema)
+        func importSchema(_ parameters: String) throws -> Run {
+            try ckport(["schema", "import", "schema.ckdb", "--store", store + "&" + parameters, "-q"], in: folder.url)
+        }
+        let refused = try importSchema("sslmode=disable")
+        #expect(refused.status == 3 && refused.stderr.contains("add sslmode=require"), "\(refused.stderr)")
+        for mode in ["sslmode=prefer", "sslmode=require", "sslmode=verify-full&sslrootcert=\(authority)", "sslmode=verify-ca&sslrootcert=\(authority)"] {
+            let run = try importSchema(mode)
+            #expect(run.status == 0, "\(mode): \(run.stderr)")
+        }
+        // The system's authorities did not sign the test server's certificate.
+        let unchecked = try importSchema("sslmode=verify-full")
+        #expect(unchecked.status == 3 && unchecked.stderr.contains("the server's certificate could not be checked") && unchecked.stderr.contains("sslrootcert=FILE") && !unchecked.stderr.contains("OPENSSL"),
+                "\(unchecked.stderr)")
+        // Over TLS the store is the same store: what went in comes out.
+        folder.write("one.jsonl", chores(3) { "\"title\":\"chore \($0)\"" })
+        #expect(try ckport(["import", "one.jsonl", "--store", store + "&sslmode=require", "-q"], in: folder.url).status == 0)
+        let exported = try ckport(["export", "--store", store + "&sslmode=verify-full&sslrootcert=\(authority)", "--style", "plain", "-q"], in: folder.url)
+        #expect(exported.stdout.split(separator: "\n").count == 3, "\(exported.stderr)")
+    }
+
     @Test("names at PostgreSQL's edges: a reserved word as the namespace, types whose names PostgreSQL's own constraint names would take")
     func names() throws {
         let folder = Scratch()
