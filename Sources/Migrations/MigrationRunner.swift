@@ -258,7 +258,7 @@ public final class MigrationRunner {
         var reports: [MigrationReport] = []
         for migration in migrations {
             let started = Date()
-            let report = try store.writeSession(schema: .replaces) { session -> MigrationReport in
+            let report = try store.writeSession(schema: .changes) { session -> MigrationReport in
                 var compiled = try CompiledMigration(migration, schema: session.schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
                 compiled.renamed = try renamedNames(compiled, session)
                 if migration.version == migrations.first?.version { try beforeFirst?(session) }

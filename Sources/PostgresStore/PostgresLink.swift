@@ -63,7 +63,8 @@ final class PostgresLink: @unchecked Sendable {
         SELECT set_config('extra_float_digits', '3', false), set_config('TimeZone', 'UTC', false),
                set_config('DateStyle', 'ISO, YMD', false), set_config('IntervalStyle', 'postgres', false),
                set_config('bytea_output', 'hex', false), set_config('standard_conforming_strings', 'on', false),
-               set_config('lock_timeout', '\(lockTimeout(waitSeconds))', false)
+               set_config('lock_timeout', '\(lockTimeout(waitSeconds))', false),
+               set_config('default_transaction_isolation', 'read committed', false)
         """
     }
 
@@ -124,7 +125,14 @@ final class PostgresLink: @unchecked Sendable {
         try execute(begin)
         do {
             let result = try body()
-            try execute(rollback ? "ROLLBACK" : "COMMIT")
+            do {
+                try execute(rollback ? "ROLLBACK" : "COMMIT")
+            } catch PostgresStoreError.unreachable where !rollback {
+                // The server may have committed before the connection went: say so, rather
+                // than "nothing was written".
+                usable = false
+                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost while it committed this write, so whether the write is in the store cannot be told from here; look (ckport stats, ckport export) before running it again")
+            }
             return result
         } catch {
             try? settle()
@@ -223,6 +231,9 @@ final class PostgresLink: @unchecked Sendable {
     /// Set once the connection has closed, whoever closed it.
     private let closed = ClosedFlag()
 
+    /// Whether the connection has closed.
+    var isClosed: Bool { closed.isSet }
+
     /// Why a connection could not be made, with what to do about it.
     static func explainConnecting(_ error: Error, _ location: PostgresLocation) -> String {
         let text = explain(error)
@@ -311,10 +322,14 @@ final class PostgresPool: @unchecked Sendable {
     }
 
     private func take() throws -> PostgresLink {
-        lock.lock()
-        let link = idle.popLast()
-        lock.unlock()
-        if let link { return link }
+        while true {
+            lock.lock()
+            let link = idle.popLast()
+            lock.unlock()
+            guard let link else { break }
+            // One the server closed while it sat idle (a restart) is left to close.
+            if link.usable && !link.isClosed { return link }
+        }
         return try PostgresLink(location, waitSeconds: waitSeconds, environment: environment)
     }
 

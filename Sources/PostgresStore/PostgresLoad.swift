@@ -223,7 +223,7 @@ enum PostgresLoad {
         }
     }
 
-    /// Whether a list of doubles or a location holds -0.0, which a jsonb number (a numeric)
+    /// Whether a list of doubles, a location or a list of them holds -0.0, which a jsonb number (a numeric)
     /// cannot: it would come back as 0.0.
     static func holdsNegativeZero(_ value: FieldValue) -> Bool {
         func negativeZero(_ d: Double?) -> Bool { d.map { $0 == 0 && $0.sign == .minus } ?? false }
@@ -232,6 +232,8 @@ enum PostgresLoad {
             return elements.contains { if case .double(let d) = $0 { return negativeZero(d) }; return false }
         case .location(let l):
             return [l.latitude, l.longitude, l.horizontalAccuracy, l.verticalAccuracy, l.altitude, l.speed, l.course].contains(where: negativeZero)
+        case .list(.location, let elements):
+            return elements.contains(where: holdsNegativeZero)
         default:
             return false
         }

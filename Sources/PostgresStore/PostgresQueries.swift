@@ -221,6 +221,12 @@ extension PostgresSession {
                                                  column: condition.valueColumn, text: text)
             }
             bindings.append(json)
+            // A zero of a list of doubles may be stored as the string "-0.0" (see
+            // PostgresLoad.keepingNegativeZero); CONTAINS 0 finds it as SQLite's does.
+            if case .double(let d)? = element, d == 0 {
+                bindings.append("[\"-0.0\"]")
+                return "(\(column) @> $\(bindings.count - 1)::jsonb OR \(column) @> $\(bindings.count)::jsonb)"
+            }
             return "\(column) @> $\(bindings.count)::jsonb"
         }
         switch condition.op {

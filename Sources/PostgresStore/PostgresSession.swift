@@ -25,15 +25,16 @@ public final class PostgresSession {
     var namespace: String { store.server.quotedSchema }
     public var storeID: String { store.storeID }
 
-    init(store: PostgresStore, link: PostgresLink, writable: Bool, schemaUse: SchemaUse = .keeps) throws {
+    init(store: PostgresStore, link: PostgresLink, writable: Bool, schemaUse: SchemaUse = .keeps, dryRun: Bool = false) throws {
         self.store = store
         self.link = link
         self.writable = writable
+        self.dryRun = dryRun
         // A writer holds the schema steady while it runs (a share lock: writers do not wait for
         // each other, a schema change waits for them); a reader's first statement takes its
         // snapshot.
         let lock = !writable ? "" : schemaUse == .keeps ? " FOR SHARE" : " FOR UPDATE"
-        if writable && schemaUse == .replaces {
+        if writable && schemaUse == .changes {
             // First, before any other lock: the tables, from everyone (see holdTablesForChange).
             try link.execute("LOCK TABLE \(store.server.quotedSchema)._ck_meta IN ACCESS EXCLUSIVE MODE")
         }
@@ -68,8 +69,17 @@ public final class PostgresSession {
     /// Every zone that holds or held records, in export order.
     public var zones: [ZoneID] { zoneNumbers.keys.sorted() }
 
+    /// Whether this transaction is rolled back at its end whatever happens (a dry run).
+    private let dryRun: Bool
+
     /// The registry number of a zone, registering it when `create` is set and the store has
     /// not seen it (another writer may register it at the same moment: both get one number).
+    ///
+    /// A zone is registered in a transaction of its own, committed at once on another
+    /// connection: a zone row registered inside a long write would make every other writer of
+    /// the same new zone wait for that whole write. A write that then rolls back leaves the
+    /// zone registered and empty, which no export, query or feed shows. (A dry run registers
+    /// inside its own transaction, so that it leaves nothing.)
     func zoneNumber(_ zone: ZoneID, create: Bool = false) throws -> Int64? {
         if let number = zoneNumbers[zone] { return number }
         let found = try link.rows("""
@@ -82,6 +92,16 @@ public final class PostgresSession {
             return found
         }
         guard create else { return nil }
+        if !dryRun {
+            try store.pool.withLink { aside in
+                try aside.transaction {
+                    _ = try aside.rows("""
+                        INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
+                        ON CONFLICT DO NOTHING RETURNING id::text
+                        """)
+                }
+            }
+        }
         let row = try link.rows("""
             WITH added AS (
               INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))

@@ -41,9 +41,13 @@ public final class PostgresStore: @unchecked Sendable {
         let quoted = location.quotedSchema
         var upgraded: Int?
         storeID = try pool.withLink { link in try link.transaction {
-            // One creator at a time per namespace (the key: the name's hash, in ckport's own space);
-            // no wait for it, or for the store's tables, longer than the store's wait.
-            try link.execute("SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(schema)))")
+            // One creator at a time per namespace (the key: the name's hash, in ckport's own
+            // space). Openers hold it a moment (the checks below), so its wait is not --wait's:
+            // with --wait 0, processes opening the store together would fail each other. The
+            // store's tables are waited for at most --wait.
+            try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(max(waitSeconds, 60)))",
+                             "SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(schema)))",
+                             "SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(waitSeconds))")
             let namespace = try link.rows("SELECT 1 FROM pg_namespace WHERE nspname = \(schema)").isEmpty == false
             let hasMeta = try !link.rows("SELECT 1 FROM pg_tables WHERE schemaname = \(schema) AND tablename = '_ck_meta'").isEmpty
             if hasMeta {
@@ -174,17 +178,30 @@ public final class PostgresStore: @unchecked Sendable {
         return (id, format)
     }
 
-    /// The schema as the store holds it now, read afresh (or, when the server cannot be
-    /// reached, the empty schema: the next read or write says why).
-    public var schema: Schema { (try? loadSchema()) ?? Schema() }
+    /// The schema as the store holds it now, read afresh (or, when it cannot be read, the one
+    /// last read: ``loadSchema()`` says why).
+    public var schema: Schema {
+        if let schema = try? loadSchema() { return schema }
+        knownLock.lock()
+        defer { knownLock.unlock() }
+        return known
+    }
 
     /// The schema as the store holds it now, read afresh.
     public func loadSchema() throws -> Schema {
-        try pool.withLink { link in
+        let schema = try pool.withLink { link in
             let text = try link.rows("SELECT value FROM \(name: server.quotedSchema)._ck_meta WHERE key = 'schema'").first?[0] ?? "DEFINE SCHEMA\n"
             return try SchemaParser.parse(text, file: "stored schema")
         }
+        knownLock.lock()
+        known = schema
+        knownLock.unlock()
+        return schema
     }
+
+    /// The schema last read, for ``schema`` when it cannot be read again.
+    private var known = Schema()
+    private let knownLock = NSLock()
 
     /// Runs `body` in a read transaction: one committed state of the store (PostgreSQL's
     /// repeatable read, taken at its first statement), on a connection of its own, never
@@ -204,15 +221,15 @@ public final class PostgresStore: @unchecked Sendable {
         try write(dryRun: dryRun, schema: .keeps, body)
     }
 
-    /// ``write(dryRun:_:)`` for a transaction that changes the schema as `schema` says, with
-    /// the locks that change needs taken first: a writer that may add fields holds the schema
-    /// row for a change (two such writers take turns), one that may replace tables holds the
-    /// store's tables from readers and writers before it touches anything (so that it never
-    /// waits for a lock another transaction holds while that one waits for it).
+    /// ``write(dryRun:_:)`` for a transaction that may change the schema as `schema` says, with
+    /// the locks that change needs taken first: one that may change it holds the store's tables
+    /// from readers and writers before it touches anything, so that it never waits for a lock
+    /// another transaction holds while that one waits for it (a reader between two tables, a
+    /// writer waiting for the schema row).
     public func write<T>(dryRun: Bool, schema: SchemaUse, _ body: (PostgresSession) throws -> T) throws -> T {
         try pool.withLink { link in
             try link.transaction(rollback: dryRun) {
-                let session = try PostgresSession(store: self, link: link, writable: true, schemaUse: schema)
+                let session = try PostgresSession(store: self, link: link, writable: true, schemaUse: schema, dryRun: dryRun)
                 let result = try body(session)
                 if session.changedRecords && !dryRun { try session.numberCommit() }
                 return result
@@ -227,7 +244,9 @@ public final class PostgresStore: @unchecked Sendable {
     /// locked), and each builds on what the other committed.
     @discardableResult
     public func importSchema(_ newSchema: Schema, dryRun: Bool = false) throws -> SchemaChange {
-        try write(dryRun: dryRun, schema: .replaces) { try $0.apply(schema: newSchema) }
+        // A schema it already has changes nothing, and holds nothing from anyone.
+        let use: SchemaUse = SchemaChange(from: try loadSchema(), to: newSchema).changesSchema ? .changes : .keeps
+        return try write(dryRun: dryRun, schema: use) { try $0.apply(schema: newSchema) }
     }
 
     /// The tables and columns the store's namespace holds, with their PostgreSQL types, for

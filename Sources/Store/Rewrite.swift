@@ -162,7 +162,9 @@ extension StoreSession {
         guard let old = schema.recordType(named: name), let new = newSchema.recordType(named: name), old.grants == new.grants else { return false }
         // Fields whose names differ only in case have columns of another form: a new table
         // sorts those out.
-        guard !TableLayout.hasCaseTwins(old) && !TableLayout.hasCaseTwins(new) else { return false }
+        // (The working shape, old fields and new side by side, counts too.)
+        let working = RecordTypeDefinition(name: name, fields: old.userFields + new.userFields.filter { old.field(named: $0.name) == nil })
+        guard !TableLayout.hasCaseTwins(old) && !TableLayout.hasCaseTwins(new) && !TableLayout.hasCaseTwins(working) else { return false }
         let newNames = Set(new.userFields.map(\.name))
         for field in old.userFields {
             let target = renames[field.name] ?? field.name

@@ -396,10 +396,12 @@ public final class StoreSession {
         // A field that stays keeps its values; its column changes name when a field of the same
         // name but for case comes or goes (see TableLayout.columnName). After the drops, so a
         // name a dropped column had is free; before the additions, which may take the old one.
+        let retyped = Set(change.retypedFields.map { $0.type + "\u{0}" + $0.new.name })
         for newType in newSchema.recordTypes {
             guard let oldType = schema.recordType(named: newType.name) else { continue }
             for field in newType.userFields {
-                guard let before = oldType.field(named: field.name), before.type == field.type else { continue }
+                // A retyped field's column was dropped above and is added below.
+                guard let before = oldType.field(named: field.name), !retyped.contains(newType.name + "\u{0}" + field.name) else { continue }
                 let from = TableLayout.column(of: field.name, in: oldType), to = TableLayout.column(of: field.name, in: newType)
                 guard from != to else { continue }
                 try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: newType.name, column: from))")

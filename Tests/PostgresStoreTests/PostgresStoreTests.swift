@@ -366,8 +366,9 @@ struct PostgresRecordTests {
             DEFINE SCHEMA
                 RECORD TYPE Trip (
                     "___recordID" REFERENCE QUERYABLE,
-                    readings      LIST<DOUBLE>,
+                    readings      LIST<DOUBLE> QUERYABLE,
                     place         LOCATION,
+                    stops         LIST<LOCATION>,
                     GRANT READ TO "_world"
                 );
             """))
@@ -378,6 +379,7 @@ struct PostgresRecordTests {
             Record(id: RecordID(recordName: "trip-1", zone: zone), recordType: "Trip", fields: [
                 "readings": .list(.double, readings.map { .double($0) }),
                 "place": .location(place),
+                "stops": .list(.location, [.location(Location(latitude: 2, longitude: -0.0)), .location(place)]),
             ]),
             Record(id: RecordID(recordName: "trip-2", zone: zone), recordType: "Trip", fields: [
                 "readings": .list(.double, [.double(2.5)]),
@@ -395,7 +397,23 @@ struct PostgresRecordTests {
         #expect(elements.map { value -> UInt64 in if case .double(let d) = value { return d.bitPattern }; return 0 } == readings.map(\.bitPattern))
         #expect(back.latitude.bitPattern == (-0.0).bitPattern && back.longitude.bitPattern == (0.0).bitPattern)
         #expect(back.horizontalAccuracy?.bitPattern == (-0.0).bitPattern && back.altitude?.bitPattern == (-0.0).bitPattern && back.verticalAccuracy == nil)
+        if case .list(_, let stops)? = read[0].fields["stops"], case .location(let first)? = stops.first {
+            #expect(first.longitude.bitPattern == (-0.0).bitPattern)
+        } else {
+            Issue.record("trip-1's stops came back as \(String(describing: read[0].fields["stops"]))")
+        }
         #expect(read == records)
+        // CONTAINS 0 finds a list that holds -0.0 (0 == -0.0), as on SQLite; CONTAINS 2.5 the other.
+        for (predicate, expected) in [("readings CONTAINS 0", ["trip-1"]), ("readings CONTAINS -0.0", ["trip-1"]), ("readings CONTAINS 2.5", ["trip-2"]), ("readings CONTAINS 7", [])] {
+            var query = RecordQuery(recordTypes: ["Trip"])
+            query.predicate = try RecordPredicate.parse(predicate)
+            let names = try store.read { session in
+                var names: [String] = []
+                try session.forEach(query) { names.append($0.recordName) }
+                return names
+            }
+            #expect(names == expected, "\(predicate)")
+        }
     }
 
     @Test("a record of a type the schema does not define: nothing of the batch is saved")

@@ -98,9 +98,14 @@ struct PostgresTrustTests {
     func waitAndTerminate(_ store: String, matching text: String, timeout: Double) throws -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
+            // Only a session of this store (one holding a lock in its namespace): other tests
+            // run at the same time on the same server.
+            let namespace = String(store.split(separator: "=").last!)
             let result = try psql(store, """
-                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%\(text)%' AND query NOT LIKE '%pg_stat_activity%'
+                SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a
+                WHERE a.pid <> pg_backend_pid() AND a.state = 'active' AND a.query LIKE '%\(text)%' AND a.query NOT LIKE '%pg_stat_activity%'
+                  AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace
+                              WHERE l.pid = a.pid AND n.nspname = '\(namespace)')
                 """)
             if result.contains("t") { return true }
             Thread.sleep(forTimeInterval: 0.05)

@@ -141,7 +141,7 @@ extension CloudSync {
         let states = try store.readSession { try $0.syncStates(source: source) }
         let plan = try await planZones(client, store: store, states: states, source: source)
         let zoneIDs = plan.zones
-        let storeSchema = store.schema
+        let storeSchema = try store.loadSchema()
         // Shares are read as CloudKit's share type whether or not the store's schema has it
         // yet (a page that holds one adds it).
         var readingSchema = storeSchema

@@ -197,7 +197,7 @@ extension CloudSync {
                             progress: ProgressHandler? = nil, rejected: (PushRejection) throws -> Void) async throws -> PushResult {
         let database = client.database
         var result = PushResult(destination: source(database))
-        let codec = JSONRecordCodec(schema: store.schema)
+        let codec = JSONRecordCodec(schema: try store.loadSchema())
         do {
             var known = Set(try await zones(client))
             let feed = BatchFeed<OperationBatch>(depth: 4)

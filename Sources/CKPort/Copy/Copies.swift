@@ -30,7 +30,7 @@ extension Copies {
     /// the sync tokens. The source is read in one consistent state.
     public static func run(from source: some RecordStoring, to target: some RecordStoring, options: CopyOptions = CopyOptions(),
                            progress: ProgressHandler? = nil) throws -> ImportSummary {
-        let schema = source.schema
+        let schema = try source.loadSchema()
         let records = StoreRecordSource(source, query: options.query)
         defer { records.cancel() }
         var importOptions = ImportOptions(mode: options.mode, dryRun: options.dryRun)

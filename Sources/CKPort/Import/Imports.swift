@@ -79,7 +79,7 @@ extension Imports {
     /// Imports every input in one transaction: all of it, or — when any record is invalid and
     /// invalid records are not skipped, or the import is interrupted — nothing.
     public static func run<Store: RecordStoring>(_ request: ImportRequest, into store: Store, progress: ProgressHandler? = nil) throws -> ImportSummary {
-        let schema = request.schema ?? store.schema
+        let schema = try request.schema ?? store.loadSchema()
         let context = RecordReadContext(schema: schema, defaultRecordType: request.defaultRecordType, defaultZone: request.defaultZone,
                                         timeZone: request.timeZone, allowNewFields: request.options.allowNewFields, store: store,
                                         settings: request.settings)

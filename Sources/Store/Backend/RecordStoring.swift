@@ -54,10 +54,9 @@ public protocol RecordStoring: AnyObject {
 public enum SchemaUse: Sendable {
     /// Records only: the schema stays as it is.
     case keeps
-    /// May add record types or fields (an import that brings new fields).
-    case extends
-    /// May drop, retype or rebuild types' tables (a schema import, a migration).
-    case replaces
+    /// May change the schema: add, drop or retype types and fields, rebuild tables (a schema
+    /// import, a migration, an import that brings new fields).
+    case changes
 }
 
 /// What a caller hears of, and adds to, a bulk load.

@@ -108,13 +108,13 @@ public final class RecordImporter {
     public var addingTypes: [RecordTypeDefinition] = []
 
     /// The store, as the import uses it: its schema now, a write transaction, a read's token.
-    private let storeSchema: () -> Schema
+    private let storeSchema: () throws -> Schema
     private let writeTransaction: (_ dryRun: Bool, _ schema: SchemaUse, _ body: (any LoadingSession) throws -> ImportSummary) throws -> ImportSummary
     private let readToken: () throws -> ChangeToken
 
     public init<S: RecordStoring>(store: S, options: ImportOptions) where S.Session: LoadingSession {
         self.options = options
-        storeSchema = { store.schema }
+        storeSchema = { try store.loadSchema() }
         writeTransaction = { dryRun, schema, body in try store.write(dryRun: dryRun, schema: schema) { try body($0) } }
         readToken = { try store.read { $0.currentToken } }
     }
@@ -132,7 +132,7 @@ public final class RecordImporter {
         // With a fixed schema, records are validated on the reading thread as well.
         var earlyValidation: (@Sendable (SourceItem) -> SourceItem)? = nil
         if !options.allowNewFields {
-            var expected = newSchema ?? storeSchema()
+            var expected = try newSchema ?? storeSchema()
             for type in addingTypes where expected.recordType(named: type.name) == nil { expected.recordTypes.append(type) }
             let validator = RecordValidator(schema: expected)
             earlyValidation = { item in
@@ -150,8 +150,12 @@ public final class RecordImporter {
         var truncated = false
         var failed = false
         do {
-            // What the load may do to the schema, for the locks it takes first.
-            let schemaUse: SchemaUse = newSchema != nil ? .replaces : options.allowNewFields || !addingTypes.isEmpty ? .extends : .keeps
+            // What the load may do to the schema, for the locks it takes first: a schema file the
+            // store already has, or types it already holds, change nothing.
+            let current = try storeSchema()
+            var wanted = newSchema ?? current
+            for type in addingTypes where wanted.recordType(named: type.name) == nil { wanted.recordTypes.append(type) }
+            let schemaUse: SchemaUse = options.allowNewFields || SchemaChange(from: current, to: wanted).changesSchema ? .changes : .keeps
             summary = try writeTransaction(options.dryRun, schemaUse) { session in
                 var summary = summary
                 if let newSchema {
