@@ -17,6 +17,11 @@ struct CaseTwinTests {
             );
         """
 
+    /// The rows sqlite3 prints for `sql` on the test's store, one string per row.
+    func rows(_ sql: String, in folder: Scratch) throws -> [String] {
+        try sqlite(folder.path("s.sqlite"), sql).split(separator: "\n").map(String.init)
+    }
+
     func records(_ count: Int) -> String {
         (0..<count).map { n in
             "{\"recordName\":\"r-\(n)\",\"recordType\":\"Reading\",\"scope\":\"private\",\"zoneName\":\"Home\",\"A\":\(n),\"a\":\"text \(n)\",\"note\":\"n\(n)\"}"
@@ -38,7 +43,7 @@ struct CaseTwinTests {
         #expect(lower.stdout.split(separator: "\n").count == 1 && lower.stdout.contains("\"r-2\""), "\(lower.stdout)\(lower.stderr)")
         let schema = try ckport(["schema", "export", "--store", "s.sqlite"], in: folder.url)
         #expect(schema.stdout.contains("        A ") && schema.stdout.contains("        a "), "\(schema.stdout)")
-        let columns = try sqliteRows(folder.path("s.sqlite"), "SELECT name FROM pragma_table_info('Reading') WHERE name NOT LIKE '\\_\\_\\_%' ESCAPE '\\' ORDER BY name")
+        let columns = try rows("SELECT name FROM pragma_table_info('Reading') WHERE name NOT LIKE '\\_\\_\\_%' ESCAPE '\\' ORDER BY name", in: folder)
         #expect(columns == ["A~0", "a~", "note"])
     }
 
@@ -54,11 +59,11 @@ struct CaseTwinTests {
         folder.write("twins.ckdb", Self.schema)
         folder.write("lower.jsonl", (0..<3).map { "{\"recordName\":\"r-\($0)\",\"recordType\":\"Reading\",\"zoneName\":\"Home\",\"a\":\"text \($0)\"}" }.joined(separator: "\n") + "\n")
         #expect(try ckport(["import", "single.ckdb", "lower.jsonl", "--store", "s.sqlite", "-q"], in: folder.url).status == 0)
-        #expect(try sqliteRows(folder.path("s.sqlite"), "SELECT name FROM pragma_index_list('Reading') WHERE origin = 'c' ORDER BY name") == [])
+        #expect(try rows("SELECT name FROM pragma_index_list('Reading') WHERE origin = 'c' ORDER BY name", in: folder) == [])
         // A comes: a's column becomes a~, and A gets A~0.
         let added = try ckport(["schema", "import", "twins.ckdb", "--store", "s.sqlite", "-q"], in: folder.url)
         #expect(added.status == 0, "\(added.stderr)")
-        #expect(try sqliteRows(folder.path("s.sqlite"), "SELECT name FROM pragma_index_list('Reading') WHERE origin = 'c' ORDER BY name") == ["Reading.A~0", "Reading.a~"])
+        #expect(try rows("SELECT name FROM pragma_index_list('Reading') WHERE origin = 'c' ORDER BY name", in: folder) == ["Reading.A~0", "Reading.a~"])
         folder.write("upper.jsonl", (0..<3).map { "{\"recordName\":\"r-\($0)\",\"recordType\":\"Reading\",\"zoneName\":\"Home\",\"A\":\($0 * 10)}" }.joined(separator: "\n") + "\n")
         #expect(try ckport(["import", "upper.jsonl", "--store", "s.sqlite", "--mode", "upsert", "-q"], in: folder.url).status == 0)
         let both = try ckport(["export", "--store", "s.sqlite", "--style", "plain", "-q"], in: folder.url).stdout
@@ -68,8 +73,8 @@ struct CaseTwinTests {
         #expect(cleared.status == 0, "\(cleared.stderr)")
         let removed = try ckport(["schema", "import", "single.ckdb", "--store", "s.sqlite", "-q"], in: folder.url)
         #expect(removed.status == 0, "\(removed.stderr)")
-        #expect(try sqliteRows(folder.path("s.sqlite"), "SELECT name FROM pragma_table_info('Reading') WHERE name NOT LIKE '\\_\\_\\_%' ESCAPE '\\' ORDER BY name") == ["a", "note"])
-        #expect(try sqliteRows(folder.path("s.sqlite"), "SELECT name FROM pragma_index_list('Reading') WHERE origin = 'c' ORDER BY name") == [])
+        #expect(try rows("SELECT name FROM pragma_table_info('Reading') WHERE name NOT LIKE '\\_\\_\\_%' ESCAPE '\\' ORDER BY name", in: folder) == ["a", "note"])
+        #expect(try rows("SELECT name FROM pragma_index_list('Reading') WHERE origin = 'c' ORDER BY name", in: folder) == [])
         let back = try ckport(["export", "--store", "s.sqlite", "--type", "Reading", "--where", "a == 'text 1'", "--style", "plain", "-q"], in: folder.url)
         #expect(back.stdout == "{\"recordName\":\"r-1\",\"recordType\":\"Reading\",\"scope\":\"private\",\"zoneName\":\"Home\",\"a\":\"text 1\"}\n", "\(back.stdout)\(back.stderr)")
     }
@@ -119,17 +124,4 @@ extension CaseTwinTests {
         let after = try ckport(["export", "--store", "s.sqlite", "--style", "plain", "-q"], in: folder.url).stdout
         #expect(after == (0..<3).map { "{\"recordName\":\"r-\($0)\",\"recordType\":\"Reading\",\"scope\":\"private\",\"zoneName\":\"Home\",\"A\":7,\"_schemaVersion\":2,\"b\":\"text \($0)\"}" }.joined(separator: "\n") + "\n", "\(after)")
     }
-}
-
-/// The rows sqlite3 prints for `sql` on the database at `path`, one string per row.
-func sqliteRows(_ path: String, _ sql: String) throws -> [String] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = [path, sql]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
 }

@@ -41,23 +41,16 @@ struct PostgresTrustTests {
         folder.write("points.jsonl", chores(count) { "\"points\":\($0)" })
         // The other file in the other order: the two writers meet wherever they are.
         folder.write("ratios.jsonl", chores(count) { "\"ratio\":\(Double($0) / 8)" }.split(separator: "\n").reversed().joined(separator: "\n") + "\n")
-        var runs: [(Process, URL)] = []
-        for file in ["points.jsonl", "ratios.jsonl"] {
-            let process = ckportProcess(["import", file, "--store", pg, "--mode", "upsert", "-q"], in: folder.url)
-            let errors = folder.url.appendingPathComponent(file + ".err")
-            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: errors)
-            try process.run()
-            runs.append((process, errors))
+        let running = try ["points.jsonl", "ratios.jsonl"].map { file in
+            try RunningCKPort(["import", file, "--store", pg, "--mode", "upsert", "-q"], in: folder.url)
         }
         var succeeded: [Bool] = []
-        for (process, errors) in runs {
-            process.waitUntilExit()
-            let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            succeeded.append(process.terminationStatus == 0)
-            if process.terminationStatus != 0 {
+        for writer in running {
+            let run = writer.finish()
+            succeeded.append(run.status == 0)
+            if run.status != 0 {
                 // The only way to lose: said, whole, nothing written.
-                #expect(said.contains("nothing of this one was written") || said.contains("nothing was written"), "\(said)")
+                #expect(run.stderr.contains("nothing of this one was written") || run.stderr.contains("nothing was written"), "\(run.stderr)")
             }
         }
         #expect(succeeded.contains(true))
@@ -76,11 +69,8 @@ struct PostgresTrustTests {
         folder.write("schema.ckdb", Self.schema)
         #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
         folder.write("many.jsonl", chores(400_000) { "\"title\":\"chore \($0) \(String(repeating: "x", count: 64))\",\"points\":\($0)" })
-        let process = ckportProcess(["import", "many.jsonl", "--store", pg, "-q"], in: folder.url)
-        let errors = folder.url.appendingPathComponent("import.err")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
+        let running = try RunningCKPort(["import", "many.jsonl", "--store", pg, "-q"], in: folder.url)
+        let process = running.process
         // Cut the import's connection on the server once its COPY is under way.
         let killed = try waitAndTerminate(pg, matching: "COPY", timeout: 60)
         #expect(killed, "the import's COPY was never seen on the server")
@@ -89,7 +79,7 @@ struct PostgresTrustTests {
         let hung = process.isRunning
         if hung { process.terminate(); process.waitUntilExit() }
         #expect(!hung, "ckport still ran a minute after its connection was cut")
-        #expect(process.terminationStatus == 3, "\((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+        #expect(process.terminationStatus == 3, "\(running.stderrSoFar)")
         #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.isEmpty)
     }
 
@@ -197,22 +187,17 @@ struct PostgresTrustTests {
         folder.write("schema.ckdb", Self.schema)
         #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
         for round in 0..<3 {
-            var processes: [(Process, URL)] = []
-            for writer in 0..<4 {
+            let files = (0..<4).map { writer in
                 let file = "r\(round)-w\(writer).jsonl"
                 folder.write(file, (0..<50).map { n in
                     "{\"recordName\":\"r\(round)-w\(writer)-\(n)\",\"recordType\":\"Chore\",\"zoneName\":\"Fresh\(round)\",\"title\":\"x\"}"
                 }.joined(separator: "\n") + "\n")
-                let process = ckportProcess(["import", file, "--store", pg, "-q"], in: folder.url)
-                let errors = folder.url.appendingPathComponent(file + ".err")
-                _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-                process.standardError = try FileHandle(forWritingTo: errors)
-                processes.append((process, errors))
+                return file
             }
-            for (process, _) in processes { try process.run() }
-            for (process, errors) in processes {
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 0, "\((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+            let running = try files.map { try RunningCKPort(["import", $0, "--store", pg, "-q"], in: folder.url) }
+            for writer in running {
+                let run = writer.finish()
+                #expect(run.status == 0, "\(run.stderr)")
             }
         }
         let exported = try ckport(["export", "--store", pg, "--style", "plain", "-q"], in: folder.url).stdout

@@ -130,11 +130,16 @@ public final class RecordImporter {
     /// Each source is read on a background thread while records are written on this one.
     public func run(_ inputs: [RecordSource], schema newSchema: Schema? = nil) throws -> ImportSummary {
         // With a fixed schema, records are validated on the reading thread as well.
+        // The schema the records will meet: the one given, or the store's, with the types the
+        // sources add. Against the store's, it also says what the load may do to the schema, for
+        // the locks the write takes first (a schema the store already has changes nothing).
+        let current = try storeSchema()
+        var wanted = newSchema ?? current
+        for type in addingTypes where wanted.recordType(named: type.name) == nil { wanted.recordTypes.append(type) }
+        let schemaUse: SchemaUse = options.allowNewFields || SchemaChange(from: current, to: wanted).changesSchema ? .changes : .keeps
         var earlyValidation: (@Sendable (SourceItem) -> SourceItem)? = nil
         if !options.allowNewFields {
-            var expected = try newSchema ?? storeSchema()
-            for type in addingTypes where expected.recordType(named: type.name) == nil { expected.recordTypes.append(type) }
-            let validator = RecordValidator(schema: expected)
+            let validator = RecordValidator(schema: wanted)
             earlyValidation = { item in
                 guard case .record(let sourced) = item, let issue = RecordImporter.validate(sourced, validator, allowNewFields: false) else { return item }
                 return .invalid(issue, raw: sourced.raw)
@@ -150,12 +155,6 @@ public final class RecordImporter {
         var truncated = false
         var failed = false
         do {
-            // What the load may do to the schema, for the locks it takes first: a schema file the
-            // store already has, or types it already holds, change nothing.
-            let current = try storeSchema()
-            var wanted = newSchema ?? current
-            for type in addingTypes where wanted.recordType(named: type.name) == nil { wanted.recordTypes.append(type) }
-            let schemaUse: SchemaUse = options.allowNewFields || SchemaChange(from: current, to: wanted).changesSchema ? .changes : .keeps
             summary = try writeTransaction(options.dryRun, schemaUse) { session in
                 var summary = summary
                 if let newSchema {
