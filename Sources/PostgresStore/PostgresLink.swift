@@ -53,7 +53,7 @@ final class PostgresLink: @unchecked Sendable {
         connection.closeFuture.whenComplete { [closed] _ in closed.set() }
         // What the store's text depends on, whatever the server, database or role sets: every
         // digit of a double (extra_float_digits), times in UTC and ISO form, bytes in hex; and
-        // no wait for a lock longer than the store's wait, whatever the statement.
+        // no wait for a lock without end, whatever the statement (see ``workWait(_:)``).
         _ = try wait(connection.query(PostgresQuery(unsafeSQL: PostgresLink.settings(waitSeconds: waitSeconds)), logger: logger))
     }
 
@@ -63,10 +63,24 @@ final class PostgresLink: @unchecked Sendable {
         SELECT set_config('extra_float_digits', '3', false), set_config('TimeZone', 'UTC', false),
                set_config('DateStyle', 'ISO, YMD', false), set_config('IntervalStyle', 'postgres', false),
                set_config('bytea_output', 'hex', false), set_config('standard_conforming_strings', 'on', false),
-               set_config('lock_timeout', '\(lockTimeout(waitSeconds))', false),
+               set_config('lock_timeout', '\(lockTimeout(workWait(waitSeconds)))', false),
                set_config('default_transaction_isolation', 'read committed', false)
         """
     }
+
+    /// The longest a statement that reads or writes records waits for a lock: the store's wait,
+    /// but never under ``serverWaitFloor`` seconds.
+    ///
+    /// `--wait` is about the locks another process holds for a whole transaction: the store's
+    /// tables during a schema change or migration (those statements wait exactly the store's
+    /// wait, see `PostgresSession`). Writers side by side also meet the server's own locks, held
+    /// for a moment: a table or index growing by a few pages (a relation extension lock), a row
+    /// another writer is inserting into the same index page. With `--wait 0`, those would fail
+    /// writers that never waited for each other.
+    static func workWait(_ waitSeconds: Double) -> Double { max(waitSeconds, serverWaitFloor) }
+
+    /// See ``workWait(_:)``.
+    static let serverWaitFloor: Double = 10
 
     /// `lock_timeout` in milliseconds for a wait in seconds (at least 1: 0 would mean no limit).
     static func lockTimeout(_ waitSeconds: Double) -> Int {

@@ -34,6 +34,10 @@ public final class PostgresSession {
         // each other, a schema change waits for them); a reader's first statement takes its
         // snapshot.
         let lock = !writable ? "" : schemaUse == .keeps ? " FOR SHARE" : " FOR UPDATE"
+        // The store's tables and schema row are what another process holds for a whole
+        // transaction (a schema change, a migration): waited for exactly the store's wait. What
+        // follows waits as the connection says (PostgresLink.workWait).
+        try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(store.waitSeconds))")
         if writable && schemaUse == .changes {
             // First, before any other lock: the tables, from everyone (see holdTablesForChange).
             try link.execute("LOCK TABLE \(store.server.quotedSchema)._ck_meta IN ACCESS EXCLUSIVE MODE")
@@ -49,6 +53,7 @@ public final class PostgresSession {
         }
         let text = try link.rows(PostgresQuery(unsafeSQL: "SELECT value FROM \(store.server.quotedSchema)._ck_meta WHERE key = 'schema'\(lock)")).first?[0]
         guard let text else { throw PostgresStoreError.notAStore("\(store.server): the store has no schema row in _ck_meta") }
+        try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(PostgresLink.workWait(store.waitSeconds)))")
         schema = try SchemaParser.parse(text, file: "stored schema")
         try loadZones()
     }
@@ -131,7 +136,9 @@ public final class PostgresSession {
     /// drops or replaces them: a reader that began before waits, or this change waits for the
     /// readers that hold them (each at most its wait).
     func holdTablesForChange() throws {
-        try link.execute("LOCK TABLE \(namespace)._ck_meta IN ACCESS EXCLUSIVE MODE")
+        try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(store.waitSeconds))",
+                         "LOCK TABLE \(namespace)._ck_meta IN ACCESS EXCLUSIVE MODE",
+                         "SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(PostgresLink.workWait(store.waitSeconds)))")
     }
 
     /// The zone a registry number stands for.
