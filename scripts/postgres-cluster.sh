@@ -4,6 +4,7 @@
 #   scripts/postgres-cluster.sh start DIR   initdb into DIR, start the server on 127.0.0.1 (a free
 #                                           port; its Unix socket in DIR), create the role and
 #                                           database `ckport`, and print the store URL
+#   scripts/postgres-cluster.sh restart DIR stop it (every session ended at once) and start it again
 #   scripts/postgres-cluster.sh stop DIR    stop it (DIR can then be removed)
 #
 # The server also takes TLS, with a certificate for localhost and 127.0.0.1 signed by an
@@ -18,12 +19,25 @@ set -euo pipefail
 
 command=${1:-}
 dir=${2:-}
-[ -n "$command" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+[ -n "$command" ] && [ -n "$dir" ] || { echo "usage: $0 start|restart|stop DIR" >&2; exit 2; }
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bin/initdb" ] || { echo "$0: PostgreSQL's server is not installed (Debian: apt-get install postgresql)" >&2; exit 1; }
 
 as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u ckport-pg -- "$@"; else "$@"; fi
+}
+
+# Runs pg_ctl to start the server with none of the caller's descriptors beyond 0-2: the
+# server outlives this script, and a pipe or socket of the caller's it kept open would never
+# close (a caller that waits for that, as Foundation's Process does, would wait for ever).
+server_ctl() {
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-"; fi
+    done
+    as_owner "$bin/pg_ctl" "$@"
+  )
 }
 
 case $command in
@@ -58,7 +72,7 @@ case $command in
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     fsync=off
     [ "${CKPORT_PG_DURABLE:-}" != 1 ] || fsync=on
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 \
+    server_ctl -D "$dir/data" -l "$dir/data/server.log" -w -t 60 \
       -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=$fsync -c max_connections=64 -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key" start > /dev/null \
       || { cat "$dir/data/server.log" >&2; exit 1; }
     PGPASSWORD=$password psql -q -h 127.0.0.1 -p "$port" -U ckport -d postgres -c "CREATE DATABASE ckport" > /dev/null
@@ -66,12 +80,18 @@ case $command in
       -c "CREATE ROLE ckport_tls LOGIN PASSWORD '$password'" -c "GRANT CREATE ON DATABASE ckport TO ckport_tls" > /dev/null
     echo "postgresql://ckport@127.0.0.1:$port/ckport"
     ;;
+  restart)
+    # Fast: the server ends every session at once (their transactions roll back), as a
+    # restart for maintenance would; it comes back on the same port.
+    server_ctl -D "$dir/data" -l "$dir/data/server.log" -m fast -w -t 60 restart > /dev/null \
+      || { cat "$dir/data/server.log" >&2; exit 1; }
+    ;;
   stop)
     [ -d "$dir/data" ] || exit 0
     as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop > /dev/null
     ;;
   *)
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start|restart|stop DIR" >&2
     exit 2
     ;;
 esac

@@ -147,8 +147,9 @@ enum PostgresLoad {
 
     /// Why the PostgreSQL store cannot hold `record` as it is, naming the field (nil for a
     /// system field) — a value CloudKit allows that PostgreSQL's types do not: text with the
-    /// character U+0000, a time outside ``storableTimestamps``. Nil when it can.
-    static func valueProblem(_ record: Record) -> (field: String?, message: String)? {
+    /// character U+0000, a time outside ``storableTimestamps``, -0.0 in a `NUMBER` field (whose
+    /// `numeric` column has one zero; a list or a `DOUBLE` keeps it). Nil when it can.
+    static func valueProblem(_ record: Record, schema: Schema) -> (field: String?, message: String)? {
         func textProblem(_ text: String?) -> String? {
             guard let text, text.utf8.contains(0) else { return nil }
             return "holds the character U+0000, which PostgreSQL's text cannot hold"
@@ -171,8 +172,13 @@ enum PostgresLoad {
             default: return nil
             }
         }
+        let type = schema.recordType(named: record.recordType)
         for entry in record.fields.entries {
             if let found = problem(entry.value) { return (entry.name, "field '\(entry.name)' " + found) }
+            if case .double(let d) = entry.value, d == 0, d.sign == .minus,
+               let declared = type?.field(named: entry.name)?.type, declared.primitive == .number, !declared.isList {
+                return (entry.name, "field '\(entry.name)' is -0.0, which PostgreSQL's numeric (the column of a NUMBER field) holds only as 0")
+            }
         }
         let system: [(String, String?)] = [("recordChangeTag", record.changeTag), ("created.userRecordName", record.created?.userRecordName),
                                            ("created.deviceID", record.created?.deviceID), ("modified.userRecordName", record.modified?.userRecordName),

@@ -43,7 +43,7 @@ final class PostgresLoader: RecordLoader {
         // what it cannot take.
         var refused: [Int: SaveRefusal] = [:]
         for (index, entry) in all.enumerated() where !entry.record.isDeleted {
-            if let problem = PostgresLoad.valueProblem(entry.record) {
+            if let problem = PostgresLoad.valueProblem(entry.record, schema: session.schema) {
                 refused[index] = SaveRefusal(message: "record '\(entry.record.recordName)' (\(entry.record.recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
             }
         }

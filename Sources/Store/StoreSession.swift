@@ -378,7 +378,7 @@ public final class StoreSession {
         // backup of the store unrestorable.
         if change.changesSchema {
             _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
-            let oversized = TableLayout.oversizedTypes(in: newSchema)
+            let oversized = TableLayout.oversizedTypes(in: newSchema) + TableLayout.caseTwinTypes(in: newSchema)
             guard oversized.isEmpty else { throw StoreError.schemaChangeRefused(oversized) }
         }
         let refusals = try change.dataLossRefusals(

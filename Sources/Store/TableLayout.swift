@@ -342,6 +342,26 @@ extension TableLayout {
     }
 }
 
+extension TableLayout {
+    /// Record types whose names differ only in case: CloudKit keeps `Note` and `note` apart,
+    /// SQLite's table names do not. (Fields are kept apart by their columns' names, see
+    /// ``columnName(_:among:)``; a type is rare enough to be refused, in words that say where
+    /// it can go.)
+    static func caseTwinTypes(in schema: Schema) -> [String] {
+        var seen: [String: String] = [:]
+        var problems: [String] = []
+        for type in schema.recordTypes {
+            let folded = type.name.lowercased()
+            if let other = seen[folded] {
+                problems.append("record types '\(other)' and '\(type.name)' differ only in case, which CloudKit allows but a SQLite store's tables cannot keep apart; keep this schema in a PostgreSQL store (--store postgresql://…)")
+            } else {
+                seen[folded] = type.name
+            }
+        }
+        return problems
+    }
+}
+
 extension RecordStore {
     /// Why the store cannot hold `schema` although CloudKit's schema language allows it (a
     /// record type with more fields than a table can have columns), one sentence a type;

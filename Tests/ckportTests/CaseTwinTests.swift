@@ -47,6 +47,29 @@ struct CaseTwinTests {
         #expect(columns == ["A~0", "a~", "note"])
     }
 
+    @Test("record types whose names differ only in case: the SQLite store refuses them in words that name both and where to keep them, and stays as it was; PostgreSQL keeps them")
+    func typesDifferingInCase() throws {
+        let folder = Scratch()
+        folder.write("schema.ckdb", Self.schema)
+        folder.write("records.jsonl", records(3))
+        #expect(try ckport(["import", "schema.ckdb", "records.jsonl", "--store", "s.sqlite", "-q"], in: folder.url).status == 0)
+        let twins = Self.schema + "\n    RECORD TYPE reading (title STRING);\n"
+        folder.write("types.ckdb", twins)
+        let refused = try ckport(["schema", "import", "types.ckdb", "--store", "s.sqlite"], in: folder.url)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("record types 'Reading' and 'reading' differ only in case, which CloudKit allows but a SQLite store's tables cannot keep apart; keep this schema in a PostgreSQL store"), "\(refused.stderr)")
+        #expect(try ckport(["export", "--store", "s.sqlite", "--style", "plain", "-q"], in: folder.url).stdout == records(3))
+        #expect(try ckport(["schema", "export", "--store", "s.sqlite", "-o", "-"], in: folder.url).stdout.contains("RECORD TYPE reading") == false)
+        if let pg = PostgresTestServer.store("casetypes") {
+            let kept = try ckport(["import", "types.ckdb", "records.jsonl", "--store", pg, "-q"], in: folder.url)
+            #expect(kept.status == 0, "\(kept.stderr)")
+            folder.write("lower.jsonl", "{\"recordName\":\"x\",\"recordType\":\"reading\",\"zoneName\":\"Home\",\"title\":\"lower\"}\n")
+            #expect(try ckport(["import", "lower.jsonl", "--store", pg, "-q"], in: folder.url).status == 0)
+            let exported = try ckport(["export", "--store", pg, "--style", "plain", "-q"], in: folder.url).stdout.split(separator: "\n")
+            #expect(exported.count == 4 && exported.filter { $0.contains("\"recordType\":\"reading\"") }.count == 1, "\(exported)")
+        }
+    }
+
     @Test("a twin that comes or goes: the other keeps its values, its column renamed, its index with it")
     func twinsComeAndGo() throws {
         let folder = Scratch()

@@ -83,6 +83,43 @@ struct PostgresTrustTests {
         #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.isEmpty)
     }
 
+    @Test("a server restarted while an import's COPY runs: the import ends with exit 3 and says the connection was lost, never a hang, and the store is as it was", .timeLimit(.minutes(10)))
+    func serverRestartMidCopy() throws {
+        // A cluster of this test's own: restarting the one the other tests share would end
+        // their sessions too.
+        let cluster = try ThrowawayCluster()
+        defer { cluster.stop() }
+        let folder = Scratch()
+        let pg = cluster.url + "?schema=restarted"
+        let environment = ["PGPASSWORD": cluster.password]
+        folder.write("schema.ckdb", Self.schema)
+        folder.write("before.jsonl", chores(300) { "\"title\":\"kept \($0)\"" })
+        #expect(try ckport(["import", "schema.ckdb", "before.jsonl", "--store", pg, "-q"], in: folder.url, environment: environment).status == 0)
+        let before = try ckport(["export", "--store", pg, "-q"], in: folder.url, environment: environment).stdout
+        #expect(before.split(separator: "\n").count == 300)
+        // The same names and more: updates of the 300 and new records, in one transaction.
+        folder.write("many.jsonl", chores(300_000) { "\"title\":\"chore \($0) \(String(repeating: "x", count: 64))\",\"points\":\($0)" })
+        for attempt in 1...3 {
+            let running = try RunningCKPort(["import", "many.jsonl", "--store", pg, "-q"], in: folder.url, environment: environment)
+            let process = running.process
+            let copying = eventually(60) {
+                ((try? cluster.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY%' AND pid <> pg_backend_pid()")) ?? "")
+                    .trimmingCharacters(in: .whitespacesAndNewlines) != "0" || !process.isRunning
+            }
+            #expect(copying && process.isRunning, "attempt \(attempt): the import's COPY was never seen on the server: \(running.stderrSoFar)")
+            try cluster.restart()
+            let deadline = Date().addingTimeInterval(90)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+            let hung = process.isRunning
+            if hung { process.terminate(); process.waitUntilExit() }
+            #expect(!hung, "attempt \(attempt): ckport still ran 90 s after the server restarted")
+            let run = running.finish()
+            #expect(run.status == 3, "attempt \(attempt): \(run.stderr)")
+            #expect(run.stderr.contains("the connection to the server was lost") || run.stderr.contains("terminat"), "attempt \(attempt): \(run.stderr)")
+            #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url, environment: environment).stdout == before, "attempt \(attempt)")
+        }
+    }
+
     /// Terminates the server session whose query contains `text` (another than the caller's),
     /// once one shows up; false if none did within `timeout` seconds.
     func waitAndTerminate(_ store: String, matching text: String, timeout: Double) throws -> Bool {
@@ -255,12 +292,14 @@ struct PostgresTrustTests {
     func unholdableValues() throws {
         let folder = Scratch()
         let pg = try server("values")
-        folder.write("schema.ckdb", Self.schema)
+        folder.write("schema.ckdb", Self.schema.replacingOccurrences(of: "due     TIMESTAMP,", with: "due     TIMESTAMP,\n weight NUMBER,"))
         #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
         folder.write("odd.jsonl", """
             {"recordName":"fine","recordType":"Chore","zoneName":"Home","title":"fine"}
             {"recordName":"nul","recordType":"Chore","zoneName":"Home","title":"a\\u0000b"}
             {"recordName":"far","recordType":"Chore","zoneName":"Home","due":9223372036854775000}
+            {"recordName":"zero","recordType":"Chore","zoneName":"Home","weight":0.0}
+            {"recordName":"negative-zero","recordType":"Chore","zoneName":"Home","weight":-0.0}
 
             """)
         let refused = try ckport(["import", "odd.jsonl", "--store", pg], in: folder.url)
@@ -271,7 +310,9 @@ struct PostgresTrustTests {
         #expect(skipped.status == 0, "\(skipped.stderr)")
         let rejects = folder.text("rejects.jsonl")
         #expect(rejects.contains("field 'title' holds the character U+0000") && rejects.contains("field 'due' is the time 9223372036854775000 ms from 1970, outside what PostgreSQL's timestamptz holds"), "\(rejects)")
-        #expect(try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.split(separator: "\n").count == 1)
+        #expect(rejects.contains("record 'negative-zero' (Chore): field 'weight' is -0.0, which PostgreSQL's numeric (the column of a NUMBER field) holds only as 0"), "\(rejects)")
+        let kept = try ckport(["export", "--store", pg, "-q"], in: folder.url).stdout.split(separator: "\n")
+        #expect(kept.count == 2 && kept.contains { $0.contains("\"recordName\":\"zero\"") }, "\(kept)")
         // The same file goes into SQLite whole: its limits are not PostgreSQL's.
         #expect(try ckport(["import", "schema.ckdb", "odd.jsonl", "--store", "local.sqlite", "-q"], in: folder.url).status == 0)
         let copy = try ckport(["copy", "--from", "local.sqlite", "--to", try server("copyvalues")], in: folder.url)
@@ -333,4 +374,60 @@ func psqlProcess(_ store: String, _ sql: String) throws -> (Process, Pipe) {
     process.standardError = FileHandle.nullDevice
     try process.run()
     return (process, output)
+}
+
+/// A PostgreSQL cluster of one test's own (`scripts/postgres-cluster.sh`), for faults that
+/// reach every session of a server: a restart.
+final class ThrowawayCluster {
+    let directory = "/tmp/ckport-cluster-\(UUID().uuidString.prefix(8).lowercased())"
+    private(set) var url = ""
+    private(set) var password = ""
+
+    init() throws {
+        url = try script("start").split(separator: "\n").last.map(String.init) ?? ""
+        password = try String(contentsOfFile: directory + "/password", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard url.hasPrefix("postgresql://") else { throw ClusterFailure(message: "the cluster script printed no URL: \(url)") }
+    }
+
+    func restart() throws { _ = try script("restart") }
+
+    func stop() {
+        _ = try? script("stop")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs SQL through psql in the cluster's `ckport` database, and gives what it printed.
+    func psql(_ sql: String) throws -> String {
+        try run(URL(fileURLWithPath: "/usr/bin/psql"), [url, "-Atqc", sql], environment: ["PGPASSWORD": password])
+    }
+
+    private func script(_ command: String) throws -> String {
+        try run(URL(fileURLWithPath: "/bin/bash"), [packageRoot.appendingPathComponent("scripts/postgres-cluster.sh").path, command, directory])
+    }
+
+    /// Runs a program with its output in files, never pipes: the server the script starts
+    /// keeps whatever it inherits open, and a pipe it holds would never reach its end.
+    private func run(_ program: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-out-\(UUID().uuidString)")
+        let err = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
+        let process = Process()
+        process.executableURL = program
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        process.waitUntilExit()
+        let printed = String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw ClusterFailure(message: "\(program.lastPathComponent) \(arguments.joined(separator: " ")): exit \(process.terminationStatus): \(String(decoding: (try? Data(contentsOf: err)) ?? Data(), as: UTF8.self))")
+        }
+        return printed
+    }
+
+    struct ClusterFailure: Error, CustomStringConvertible { var message: String; var description: String { message } }
 }
