@@ -111,6 +111,22 @@ struct ICalendarTextTests {
         #expect(CalendarTime.parse(ContentLine(name: "DTSTART", value: "20260301t090000z")) == .utc(LocalDateTime(year: 2026, month: 3, day: 1, hour: 9)))
     }
 
+    @Test("a UTF-8 byte-order mark before BEGIN:VCALENDAR is skipped, lines still counted from it; one anywhere else is refused at its line")
+    func byteOrderMark() throws {
+        let body = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:bom-1\r\nSUMMARY:Piano\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: [0xEF, 0xBB, 0xBF] + Array(body.utf8)))
+        let event = try #require(try parser.next())
+        #expect(event.name == "VEVENT" && event.property("UID")?.value == "bom-1" && event.line == 2)
+        #expect(try parser.next() == nil)
+        let late = ICalParser(input: ByteInput(name: "t.ics", bytes: Array("BEGIN:VCALENDAR\r\n".utf8) + [0xEF, 0xBB, 0xBF] + Array("BEGIN:VEVENT\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n".utf8)))
+        do {
+            _ = try late.next()
+            Issue.record("a byte-order mark on line 2 was read")
+        } catch {
+            #expect("\(error)".contains("t.ics:2"), "\(error)")
+        }
+    }
+
     @Test("TEXT escaping of backslash, semicolon, comma and newlines")
     func escaping() {
         let text = "a\\b;c,d\ne\r\nf"

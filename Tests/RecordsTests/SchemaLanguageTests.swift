@@ -163,6 +163,10 @@ struct SchemaLanguageTests {
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (\n    grant STRING\n  );", line: 3, column: 11, message: "expected READ, CREATE or WRITE"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (a STRING);\n  RECORD TYPE T (b STRING);", line: 3, column: 15, message: "record type 'T' is defined twice"),
         BadSchema(text: "RECORD TYPE T (a STRING);", line: 1, column: 1, message: "a schema starts with 'DEFINE SCHEMA'"),
+        // A Swift file under a schema's name: the line quoted is the one the position names.
+        BadSchema(text: "//\n//  Model.swift\n//\n\nimport Foundation\nimport CloudKit\n", line: 5, column: 1, message: "found 'import Foundation'"),
+        BadSchema(text: "/* a header */  struct Note {}\n", line: 1, column: 17, message: "found 'struct Note {}'"),
+        BadSchema(text: "// nothing but a comment\n", line: 2, column: 1, message: "found nothing but comments"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (a STRING QUERYABLE QUERYABLE);", line: 2, column: 37, message: "option QUERYABLE is given twice"),
         BadSchema(text: "DEFINE SCHEMA\n  CREATE ROLE \"_world\";", line: 2, column: 15, message: "role '_world' is implicit"),
         BadSchema(text: "DEFINE SCHEMA\n  RECORD TYPE T (n NUMBER PREFERRED AS STRING);", line: 2, column: 40, message: "expected INT64 or DOUBLE after 'PREFERRED AS'"),

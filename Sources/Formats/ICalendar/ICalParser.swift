@@ -135,8 +135,11 @@ public final class ICalParser {
         var start = lookaheadLine
         if start != nil { swap(&text, &next) }
         lookaheadLine = nil
-        while let raw = try input.nextLine() {
+        while var raw = try input.nextLine() {
             number += 1
+            // A UTF-8 byte-order mark before the first line (editors on Windows write one):
+            // not part of the calendar, and every reader of real files skips it.
+            if number == 1, raw.starts(with: [0xEF, 0xBB, 0xBF]) { raw = UnsafeRawBufferPointer(rebasing: raw[3...]) }
             if input.overlongLine != nil {
                 throw fail("the line is longer than \(ByteInput.maximumLineBytes >> 20) MB", line: number)
             }

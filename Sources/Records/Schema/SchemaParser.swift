@@ -30,7 +30,8 @@ public struct SchemaParser {
     /// too, in line order.
     public static func check(_ text: String, file: String? = nil) throws(SchemaError) -> (schema: Schema, warnings: [SchemaDiagnostic]) {
         if !looksLikeSchema(text) {
-            var error = SchemaError(firstSignificantPosition(text), "a schema starts with 'DEFINE SCHEMA' (the text 'cktool export-schema' writes), found \(excerpt(text))")
+            let position = firstSignificantPosition(text)
+            var error = SchemaError(position, "a schema starts with 'DEFINE SCHEMA' (the text 'cktool export-schema' writes), found \(excerpt(text, at: position))")
             error.file = file
             throw error
         }
@@ -64,10 +65,21 @@ public struct SchemaParser {
         return TextPosition(line: line, column: column)
     }
 
-    private static func excerpt(_ text: String) -> String {
-        let start = text.drop { $0.isWhitespace }
-        guard !start.isEmpty else { return "an empty file" }
-        return "'" + String(start.prefix { $0 != "\n" }.prefix(24)) + "'"
+    /// The start of what stands at `position` (the text the error's line and column point
+    /// at, not the file's first line, which may be a comment).
+    private static func excerpt(_ text: String, at position: TextPosition) -> String {
+        guard !text.allSatisfy(\.isWhitespace) else { return "an empty file" }
+        var lexer = SchemaLexer(text)
+        if let tokens = try? lexer.tokenize(limit: 1), tokens.isEmpty { return "nothing but comments" }
+        var line = 1
+        var rest = Substring(text)
+        while line < position.line, let newline = rest.firstIndex(of: "\n") {
+            rest = rest[rest.index(after: newline)...]
+            line += 1
+        }
+        let scalars = rest.unicodeScalars.dropFirst(position.column - 1)
+        let found = String(String.UnicodeScalarView(scalars.prefix { $0 != "\n" && $0 != "\r" })).prefix(24)
+        return found.isEmpty ? "nothing but comments" : "'" + found + "'"
     }
 
     private init(tokens: [SchemaToken]) {
