@@ -43,7 +43,7 @@ extension PostgresSession {
                 DELETE FROM \(unescaped: "\(namespace).\(PostgresLayout.identifier(entry.recordType))") WHERE "___zone" = \(zone) AND "___recordID" = \(entry.id.recordName)
                 """)
             try link.execute(query: """
-                UPDATE \(name: namespace)._ck_record SET deleted = true, seq = nextval(\("\(namespace)._ck_seq")), xid = pg_current_xact_id()
+                UPDATE \(name: namespace)._ck_record SET deleted = true, seq = \(takeChangeNumbers(1)), xid = pg_current_xact_id()
                 WHERE zone = \(zone) AND "recordName" = \(entry.id.recordName)
                 """)
         }

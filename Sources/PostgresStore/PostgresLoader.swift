@@ -29,10 +29,13 @@ final class PostgresLoader: RecordLoader {
     var wantsFlush: Bool { held.count >= PostgresLoader.batchSize }
 
     /// A record name in a zone, by the zone's registry number.
-    private struct Key: Hashable {
+    struct Key: Hashable {
         var zone: Int64
         var name: String
     }
+
+    /// The names this load wrote into zones it registered (``PostgresSession/zonesNewHere``).
+    private var written = NameFilter()
 
     func flush() throws -> [Result<SaveOutcome, SaveRefusal>] {
         let all = held
@@ -65,6 +68,17 @@ final class PostgresLoader: RecordLoader {
         if distinct.count == keys.count,
            batch.allSatisfy({ !$0.record.isDeleted && session.schema.recordType(named: $0.record.recordType) != nil && PostgresLoad.timestampsHaveText($0.record) }) {
             prepared = try freshCopies(batch.map(\.record), keys: keys)
+        }
+        defer { for key in keys where session.zonesNewHere.contains(key.zone) { written.insert(key) } }
+        // In zones this transaction registered, only names it wrote itself can be in the
+        // registry: those are looked up (and any the filter cannot rule out), no other.
+        if let prepared, keys.allSatisfy({ session.zonesNewHere.contains($0.zone) }) {
+            let maybeWritten = keys.filter { written.mayContain($0) }
+            let registry: (live: [Key: String], tombstones: Set<Key>) = maybeWritten.isEmpty ? ([:], []) : try lookUp(maybeWritten)
+            if registry.live.isEmpty, registry.tombstones.isEmpty {
+                try start(prepared)
+                return Array(repeating: .success(.inserted), count: batch.count)
+            }
         }
         let registry = try lookUp(distinct)
         if let prepared, registry.live.isEmpty, registry.tombstones.isEmpty {
@@ -216,16 +230,19 @@ final class PostgresLoader: RecordLoader {
     typealias Copy = (table: String, columns: [String], rows: [UInt8])
 
     /// The COPYs that store records under names the store has never held: the change log's
-    /// rows (numbered by the server in this order) and each type's rows.
+    /// rows (numbered in this order, see ``PostgresSession/takeChangeNumbers(_:)``) and each
+    /// type's rows.
     private func freshCopies(_ records: [Record], keys: [Key]) throws -> [Copy] {
         var log: [UInt8] = []
-        log.reserveCapacity(records.count * 48)
+        log.reserveCapacity(records.count * 56)
         var byType: [String: [Record]] = [:]
+        var number = session.takeChangeNumbers(records.count)
         for (record, key) in zip(records, keys) {
-            PostgresLoad.appendFields([String(key.zone), key.name, record.recordType], to: &log)
+            PostgresLoad.appendFields([String(key.zone), key.name, record.recordType, String(number)], to: &log)
+            number += 1
             byType[record.recordType, default: []].append(record)
         }
-        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType"], log)]
+        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log)]
         for (type, group) in byType.sorted(by: { $0.key < $1.key }) {
             copies.append(try session.copyPayload(group, of: try definition(type, group[0])))
         }
@@ -332,12 +349,44 @@ extension PostgresSession {
         bindings.append(names)
         bindings.append(types)
         bindings.append(deleted)
+        bindings.append(takeChangeNumbers(zones.count) - 1)
         try link.execute(query: PostgresQuery(unsafeSQL: """
             INSERT INTO \(namespace)._ck_record (zone, "recordName", "recordType", seq, deleted)
-            SELECT zone, name, type, nextval('\(namespace)._ck_seq'), gone
+            SELECT zone, name, type, $5::bigint + n, gone
             FROM (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[]) WITH ORDINALITY AS k(zone, name, type, gone, n) ORDER BY n) ordered
             ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq,
                 xid = pg_current_xact_id(), deleted = EXCLUDED.deleted
             """, binds: bindings))
+    }
+}
+
+/// A set of record names that answers "certainly not here" or "perhaps here" (a Bloom filter)
+/// in a fixed 8 MB however many names go in: at 10 million names, about one name in 25 that is
+/// not in it is still "perhaps", and is then looked up in the registry.
+struct NameFilter {
+    private static let bits = 1 << 26
+    /// Taken at the first insert: a load that writes no new zone holds none of it.
+    private var words: [UInt64] = []
+
+    /// Four positions from two independent hashes of the key (Kirsch–Mitzenmacher).
+    private func positions(_ key: PostgresLoader.Key) -> [Int] {
+        var first = Hasher()
+        first.combine(key)
+        var second = Hasher()
+        second.combine(0x9E37_79B9_7F4A_7C15 as UInt64)
+        second.combine(key)
+        let a = UInt64(bitPattern: Int64(first.finalize()))
+        let b = UInt64(bitPattern: Int64(second.finalize())) | 1
+        return (0..<4).map { Int((a &+ UInt64($0) &* b) % UInt64(NameFilter.bits)) }
+    }
+
+    mutating func insert(_ key: PostgresLoader.Key) {
+        if words.isEmpty { words = [UInt64](repeating: 0, count: NameFilter.bits / 64) }
+        for position in positions(key) { words[position >> 6] |= 1 << UInt64(position & 63) }
+    }
+
+    func mayContain(_ key: PostgresLoader.Key) -> Bool {
+        guard !words.isEmpty else { return false }
+        return positions(key).allSatisfy { words[$0 >> 6] & (1 << UInt64($0 & 63)) != 0 }
     }
 }

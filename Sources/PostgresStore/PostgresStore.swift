@@ -82,9 +82,10 @@ public final class PostgresStore: @unchecked Sendable {
                 // Change numbers: handed out to concurrent writers without a lock (a rolled-back
                 // write leaves a gap).
                 "CREATE SEQUENCE \(quoted)._ck_seq",
-                // One row per record name ever stored, live or tombstone: seq is the change that
-                // last touched it (the order of a change feed), xid the transaction that made it
-                // (its commit's number, in _ck_commit, is what change tokens count).
+                // One row per record name ever stored, live or tombstone: xid is the transaction
+                // that last changed it (its commit's number, in _ck_commit, is what change tokens
+                // count), seq the place of that change among the transaction's changes (written
+                // by ckport; the default is what stores written before that counted with).
                 """
                 CREATE TABLE \(quoted)._ck_record (
                   zone bigint NOT NULL, "recordName" text COLLATE "C" NOT NULL, "recordType" text NOT NULL,
@@ -267,12 +268,6 @@ public final class PostgresStore: @unchecked Sendable {
         try pool.withLink { link in
             Set(try link.rows("SELECT indexname::text FROM pg_indexes WHERE schemaname = \(server.schema)").compactMap { $0[0] })
         }
-    }
-
-    /// The last change number handed out: how many changes the store has numbered (a write
-    /// that rolled back leaves its numbers unused).
-    public func changeSequence() throws -> Int64 {
-        try read { try $0.changeSequence() }
     }
 
     /// The changes of the commits after commit number `after` up to `through`, in the order

@@ -217,6 +217,43 @@ struct PostgresTrustTests {
         #expect(types.contains("NoteV2"))
     }
 
+    @Test("a load into zones it creates takes a name it wrote before, a later batch apart, as the update or deletion it is, and a name deleted then brought back as new")
+    func newZoneNamesAgain() throws {
+        let folder = Scratch()
+        let pg = try server("again")
+        folder.write("schema.ckdb", Self.schema)
+        #expect(try ckport(["schema", "import", "schema.ckdb", "--store", pg, "-q"], in: folder.url).status == 0)
+        // Batches of the loader hold 4,000 records: these come back batches later.
+        let first = chores(9_000) { "\"title\":\"first \($0)\"" }
+        // A batch of new names but one: c-00001, written two batches before.
+        let changed = "{\"recordName\":\"c-00001\",\"recordType\":\"Chore\",\"zoneName\":\"Home\",\"title\":\"changed\"}\n"
+        let more = (0..<3_000).map { "{\"recordName\":\"d-\($0)\",\"recordType\":\"Chore\",\"zoneName\":\"Home\",\"title\":\"more\"}" }.joined(separator: "\n") + "\n"
+        let again = """
+            {"recordName":"c-00002","recordType":"Chore","zoneName":"Home","deleted":true}
+            {"recordName":"c-00003","recordType":"Chore","zoneName":"Home","deleted":true}
+
+            """
+        let back = chores(9_000) { "\"title\":\"again \($0)\"" }.split(separator: "\n").filter { $0.contains("\"c-00003\"") }.joined() + "\n"
+        folder.write("load.jsonl", first + changed + more + again + back)
+        #expect(try ckport(["export", "--store", pg, "--token-file", "token.txt", "-q"], in: folder.url).status == 0)
+        let token = folder.text("token.txt").trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try ckport(["import", "load.jsonl", "--store", pg], in: folder.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        let exported = try ckport(["export", "--store", pg, "--style", "plain", "-q"], in: folder.url).stdout.split(separator: "\n")
+        #expect(exported.count == 11_999, "\(exported.count)")
+        #expect(exported.contains { $0.contains("\"c-00001\"") && $0.contains("\"title\":\"changed\"") })
+        #expect(!exported.contains { $0.contains("\"c-00002\"") })
+        #expect(exported.contains { $0.contains("\"c-00003\"") && $0.contains("\"title\":\"again 3\"") })
+        #expect(exported.contains { $0.contains("\"c-08999\"") && $0.contains("\"title\":\"first 8999\"") })
+        // The change feed has every name once, in the order of its last change.
+        let feed = try ckport(["export", "--store", pg, "--since", token, "--style", "plain", "-q"], in: folder.url)
+        let names = feed.stdout.split(separator: "\n").compactMap { line -> Substring? in
+            guard let r = line.range(of: "\"recordName\":\"") else { return nil }
+            return line[r.upperBound...].prefix { $0 != "\"" }
+        }
+        #expect(names.count == 12_000 && Set(names).count == 12_000 && names.suffix(2) == ["c-00002", "c-00003"] && names.contains("c-00001"), "\(names.suffix(4)) \(feed.stderr)")
+    }
+
     @Test("writers that each bring records of the same new zone at once all succeed, and the zone is made once")
     func newZoneRace() throws {
         let folder = Scratch()
