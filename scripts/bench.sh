@@ -417,6 +417,8 @@ pg_url=""
 start_postgres() {
   [ -z "$pg_url" ] || return 0
   command -v psql >/dev/null || { echo "bench: psql is missing (apt-get install postgresql)" >&2; exit 1; }
+  # As root, the server runs as another user (see the cluster script), who must reach its folder.
+  [ "$(id -u)" -ne 0 ] || chmod o+x "$work"
   CKPORT_PG_DURABLE=1 scripts/postgres-cluster.sh start "$work/pg" > "$work/pg.url"
   pg_url=$(cat "$work/pg.url")
   PGPASSWORD=$(cat "$work/pg/password")

@@ -86,6 +86,23 @@ struct CalendarArchiveTests {
         #expect(override2["recurrenceId"] == .string(";RANGE=THISANDFUTURE:20260316T160000Z"))
     }
 
+    @Test("a calendar with no components: each route says so at import, not only the export that refuses it")
+    func emptyCalendar() throws {
+        let scratch = Scratch()
+        let path = scratch.path("empty.ics")
+        try Data("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//x//y//EN\r\nX-WR-CALNAME:Nothing yet\r\nEND:VCALENDAR\r\n".utf8).write(to: URL(fileURLWithPath: path))
+        let store = try RecordStore(path: scratch.path("archive.sqlite"))
+        let archived = try archive([path], into: store)
+        #expect(archived.notes.contains { $0.contains("empty.ics holds a calendar with no components") && $0.contains("an iCalendar export of it alone is refused") }, "\(archived.notes)")
+        // A calendar with something in it says nothing of the kind.
+        let full = try archive([calendarCorpus[0]], into: store)
+        #expect(!full.notes.contains { $0.contains("no components") } && full.totals.inserted > 1, "\(full.notes)")
+        // Through an app's mapping.
+        let calendar = try CalendarImport()
+        let mapped = try calendar.run(path)
+        #expect(mapped.totals.inserted == 0 && mapped.notes.contains { $0.contains("empty.ics holds a calendar with no components") && $0.contains("nothing in it to import") }, "\(mapped.notes)")
+    }
+
     @Test("several calendars share a store; a selection exports alone; an empty one is an error, not an empty calendar")
     func selections() throws {
         let scratch = Scratch()

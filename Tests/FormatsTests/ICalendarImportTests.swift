@@ -46,13 +46,14 @@ final class CalendarImport {
 
     @discardableResult
     func run(_ path: String, expand: ClosedRange<String>? = nil, timeZone: TimeZone? = nil, skipInvalid: Bool = false,
-             fixed: [(field: String, text: String)] = [("familyID", "family-1")]) throws -> ImportSummary {
+             fixed: [(field: String, text: String)] = [("familyID", "family-1")], reopens: Bool = true) throws -> ImportSummary {
         var options = ICalImportOptions(timeZone: timeZone, fixedFields: fixed, people: people)
         if let expand {
             options.expand = (ISO8601.parse(expand.lowerBound)!, ISO8601.parse(expand.upperBound)!)
             options.overrides = try ICalendarRecordReader.overrides(in: try ByteInput(path: path), timeZone: timeZone)
         }
         let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: options)
+        if reopens { reader.reopen = { try ByteInput(path: path) } }
         return try RecordImporter(store: store, options: ImportOptions(skipInvalid: skipInvalid)).run([reader])
     }
 
@@ -225,6 +226,57 @@ struct ICalendarImportTests {
         let notKept = summary.notes.first { $0.hasPrefix("not kept (the mapping has no place for them): ") } ?? ""
         for item in ["1 CLASS in 1 event", "1 PRIORITY in 1 event", "1 TRANSP in 1 event", "1 X-MICROSOFT-CDO-BUSYSTATUS in 1 event"] {
             #expect(notKept.contains(item), "\(item): \(summary.notes)")
+        }
+    }
+
+    @Test("a VTIMEZONE after the events that name it (RFC 5545 puts no order on components): found by a second reading of the file")
+    func zoneDefinedLast() throws {
+        let calendar = try CalendarImport()
+        let zone = """
+            BEGIN:VTIMEZONE
+            TZID:Custom Zurich
+            BEGIN:STANDARD
+            DTSTART:19701025T030000
+            RRULE:FREQ=YEARLY;BYMONTH=10;BYDAY=-1SU
+            TZOFFSETFROM:+0200
+            TZOFFSETTO:+0100
+            END:STANDARD
+            BEGIN:DAYLIGHT
+            DTSTART:19700329T020000
+            RRULE:FREQ=YEARLY;BYMONTH=3;BYDAY=-1SU
+            TZOFFSETFROM:+0100
+            TZOFFSETTO:+0200
+            END:DAYLIGHT
+            END:VTIMEZONE
+
+            """
+        let events = """
+            BEGIN:VEVENT
+            UID:late-zone-winter
+            DTSTAMP:20260101T000000Z
+            DTSTART;TZID=Custom Zurich:20260301T090000
+            SUMMARY:Choir
+            END:VEVENT
+            BEGIN:VEVENT
+            UID:late-zone-summer
+            DTSTAMP:20260101T000000Z
+            DTSTART;TZID=Custom Zurich:20260701T090000
+            SUMMARY:Choir
+            END:VEVENT
+
+            """
+        let path = try calendar.file("BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\n" + events + zone + "END:VCALENDAR\n", name: "late.ics")
+        let summary = try calendar.run(path)
+        #expect(summary.totals.inserted == 2, "\(summary.issues)")
+        #expect(try calendar.event("late-zone-winter")?.fields["startDate"] == at("2026-03-01T08:00:00Z"))
+        #expect(try calendar.event("late-zone-summer")?.fields["startDate"] == at("2026-07-01T07:00:00Z"))
+        // An input read once (standard input without a copy) cannot look ahead: the error names the TZID.
+        let once = try CalendarImport()
+        do {
+            _ = try once.run(try once.file("BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\n" + events + zone + "END:VCALENDAR\n", name: "once.ics"), reopens: false)
+            Issue.record("an unknown TZID was read")
+        } catch {
+            #expect("\(error)".contains("names TZID \"Custom Zurich\", which has no VTIMEZONE in the calendar"), "\(error)")
         }
     }
 

@@ -105,6 +105,9 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
     public var notes: [String] {
         var notes: [String] = []
         if !counts.isEmpty { notes.append("archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, every property kept") }
+        if counts.isEmpty && parser.calendarCount > 0 {
+            notes.append("warning: \(input.name) holds a calendar with no components (RFC 5545 asks for one at least): its own properties were kept, but an iCalendar export of it alone is refused")
+        }
         for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
         return notes
     }

@@ -73,6 +73,7 @@ extension RecordFormat {
             }
             let reader = ICalendarRecordReader(input: try source.open(), mapping: mapping, schema: context.schema, options: options)
             reader.spool = source.spool
+            if source.isReopenable { reader.reopen = { try source.open() } }
             return reader
         },
         makeWriter: nil,

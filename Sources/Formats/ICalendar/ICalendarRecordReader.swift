@@ -129,8 +129,14 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (\(Wording.expandForOccurrences.text))")
         }
         for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
+        if componentsRead == 0 && parser.calendarCount > 0 {
+            notes.append("warning: \(input.name) holds a calendar with no components (no event, to-do, journal or time zone): nothing in it to import")
+        }
         return notes
     }
+
+    /// Components read from the file, of any kind.
+    private var componentsRead = 0
 
     /// The store's calendar addresses → the record names of the people they belong to: every
     /// record of the types the mapping looks people up in, by their e-mail field.
@@ -193,6 +199,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     }
 
     private func read(_ component: ICalComponent) {
+        componentsRead += 1
         if let problem = component.problem {
             queue.append(.invalid(InputIssue(position: problem.position, recordType: mapping.component(for: component)?.recordType,
                                              message: "\(problem.message) (in the \(component.name) of line \(component.line))"), raw: nil))
@@ -247,11 +254,31 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         return zone
     }
 
+    /// Opens the input again from its start, when it can be (a file, or standard input kept
+    /// for a second pass): for a VTIMEZONE that comes after the components that use it.
+    public var reopen: (() throws -> ByteInput)?
+    private var scannedForZones = false
+
+    /// Whether `tzid` is defined by a VTIMEZONE further on in the input: the first time a TZID
+    /// is not known, the whole input is read once more for its VTIMEZONEs (RFC 5545 puts no
+    /// order on a calendar's components, and some writers put the zones last).
+    private func zoneDefinedLater(_ tzid: String) throws -> Bool {
+        guard !scannedForZones, let reopen else { return false }
+        scannedForZones = true
+        let scan = ICalParser(input: try reopen())
+        while let component = try scan.next() {
+            guard component.name == "VTIMEZONE", component.problem == nil, component.property("TZID") != nil else { continue }
+            try? givenZones.add(component)
+            try? wallClockZones.add(component)
+        }
+        return zones.knows(tzid)
+    }
+
     private func time(_ property: ContentLine, recordName: String?) throws -> (CalendarTime, Int64) {
         guard let time = CalendarTime.parse(property) else {
             throw ComponentProblem(line: property.line, message: "\(property.name) is not a date or date-time: \"\(property.value)\"", recordName: recordName)
         }
-        if case .zoned(_, let tzid) = time, !zones.knows(tzid) {
+        if case .zoned(_, let tzid) = time, !zones.knows(tzid), !(try zoneDefinedLater(tzid)) {
             throw ComponentProblem(line: property.line, message: "\(property.name) names TZID \"\(tzid)\", which has no VTIMEZONE in the calendar and is not a time-zone name this system knows", recordName: recordName)
         }
         do { return (time, try zones.milliseconds(time)) } catch {
