@@ -75,6 +75,22 @@ struct CoreDataTests {
         }
         #expect { try CoreDataModel.read(bundle) } throws: { "\($0)".contains("has several versions (A, B) and no .xccurrentversion") }
         #expect(try CoreDataModel.read(bundle, version: "B").version == "B")
+        // An empty .xccurrentversion is there, and names nothing.
+        try "".write(toFile: bundle + "/.xccurrentversion", atomically: true, encoding: .utf8)
+        #expect { try CoreDataModel.read(bundle) } throws: { "\($0)".contains(".xccurrentversion: names no version (no _XCCurrentVersionName), and the model has several (A, B)") }
+        // One naming a version that is gone: with several versions, refused with the versions there are.
+        let current = { (name: String) in
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\"><dict><key>_XCCurrentVersionName</key><string>\(name).xcdatamodel</string></dict></plist>\n"
+        }
+        try current("Gone").write(toFile: bundle + "/.xccurrentversion", atomically: true, encoding: .utf8)
+        #expect { try CoreDataModel.read(bundle) } throws: { "\($0)".contains("names the version \"Gone\", which the model does not hold (its versions: A, B)") }
+        // With one version left, that one is read (as Xcode does), and the derived schema says so.
+        try FileManager.default.removeItem(atPath: bundle + "/B.xcdatamodel")
+        let only = try CoreDataModel.read(bundle)
+        #expect(only.version == "A" && only.notes == [".xccurrentversion names the version \"Gone\", which the model does not hold; its only version, \"A\", was read"], "\(only.notes)")
+        #expect(try CoreDataCloudKit.schema(for: only).notes.first == only.notes.first)
+        try "".write(toFile: bundle + "/.xccurrentversion", atomically: true, encoding: .utf8)
+        #expect(try CoreDataModel.read(bundle).notes == [".xccurrentversion names no version; its only version, \"A\", was read"])
     }
 
     @Test("the CloudKit schemas of two Core Data apps as cktool exported them, derived again from models that say the same")
@@ -148,6 +164,8 @@ struct CoreDataTests {
             </entity>
             <entity name="Member" representedClassName="Member" syncable="YES">
                 <attribute name="points" attributeType="Integer 64" defaultValueString="0" usesScalarValueType="YES"/>
+                <attribute name="joined" attributeType="Date" defaultDateTimeInterval="-978307200" usesScalarValueType="NO"/>
+                <attribute name="left" attributeType="Date" usesScalarValueType="NO"/>
                 <relationship name="chores" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Chore" inverseName="owner" inverseEntity="Chore"/>
             </entity>
             <entity name="Area" representedClassName="Area" syncable="YES"/>
@@ -164,6 +182,9 @@ struct CoreDataTests {
             "6 relationship Chore.owner has the Deny",
             "7 relationship Chore.area has no inverse;",
             "7 relationship Chore.area reaches entity Area",
+            // A Date's default is written as defaultDateTimeInterval (seconds from 2001), not
+            // defaultValueString: `joined` has one, `left` none.
+            "17 attribute Member.left is required and",
         ], "\(problems)")
         #expect(problems.allSatisfy { $0.file.hasSuffix("Test.xcdatamodel/contents") })
         #expect(CoreDataCloudKit.problems(in: try CoreDataModel.read(Self.sample)).isEmpty)

@@ -131,7 +131,7 @@ public enum CoreDataCloudKit {
             FieldDefinition(name: "roles", type: .list(.int64)),
         ], grants: [Grant([.write], to: "_creator"), Grant([.read], to: "_world")]))
         types.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-        return Derived(schema: Schema(recordTypes: types), notes: notes.sorted())
+        return Derived(schema: Schema(recordTypes: types), notes: model.notes + notes.sorted())
     }
 
     /// What in a model CloudKit does not accept, with the line of each element.

@@ -11,6 +11,8 @@ public struct CoreDataModel: Sendable, Equatable {
         /// Xcode's name for the type: `String`, `Integer 64`, `Date`, `Binary`, `Transformable`, …
         public var type: String
         public var optional: Bool
+        /// The default as the model writes it: `defaultValueString`, or for a Date
+        /// `defaultDateTimeInterval` (seconds from 2001-01-01).
         public var defaultValue: String?
         public var externalStorage: Bool
         /// Encrypted in CloudKit (`allowsCloudEncryption`).
@@ -53,6 +55,9 @@ public struct CoreDataModel: Sendable, Equatable {
     public var version: String?
     public var entities: [Entity]
     public var configurations: [Configuration]
+    /// What reading chose where the model was unclear (a `.xccurrentversion` naming a version
+    /// that is not there, in a model with one version).
+    public var notes: [String] = []
 
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
 
@@ -91,29 +96,45 @@ extension CoreDataModel {
             throw XMLInputError(file: path, line: 0, column: 0, message: "holds no .xcdatamodel version")
         }
         let chosen: String
+        let currentFile = (path as NSString).appendingPathComponent(".xccurrentversion")
+        let hasCurrentFile = FileManager.default.fileExists(atPath: currentFile)
+        var note: String?
         if let version {
             guard versions.contains(version) else {
                 throw XMLInputError(file: path, line: 0, column: 0, message: "has no version \"\(version)\" (its versions: \(versions.joined(separator: ", ")))")
             }
             chosen = version
-        } else if let current = try currentVersion(path) {
-            guard versions.contains(current) else {
-                throw XMLInputError(file: (path as NSString).appendingPathComponent(".xccurrentversion"), line: 0, column: 0,
-                                    message: "names the version \"\(current)\", which the model does not hold (its versions: \(versions.joined(separator: ", ")))")
-            }
+        } else if let current = try currentVersion(path), versions.contains(current) {
             chosen = current
         } else if versions.count == 1 {
+            // Xcode reads the only version whatever the file says (a version renamed or
+            // removed leaves .xccurrentversion behind); so does ckport, and says so.
             chosen = versions[0]
+            if hasCurrentFile {
+                let named = try currentVersion(path)
+                note = ".xccurrentversion " + (named.map { "names the version \"\($0)\", which the model does not hold" } ?? "names no version")
+                    + "; its only version, \"\(chosen)\", was read"
+            }
+        } else if let current = try currentVersion(path) {
+            throw XMLInputError(file: currentFile, line: 0, column: 0,
+                                message: "names the version \"\(current)\", which the model does not hold (its versions: \(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)")
+        } else if hasCurrentFile {
+            throw XMLInputError(file: currentFile, line: 0, column: 0,
+                                message: "names no version (no _XCCurrentVersionName), and the model has several (\(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)")
         } else {
             throw XMLInputError(file: path, line: 0, column: 0, message: "has several versions (\(versions.joined(separator: ", "))) and no .xccurrentversion; \(Wording.chooseModelVersion.text)")
         }
-        return try parse(contents: (path as NSString).appendingPathComponent("\(chosen).xcdatamodel/contents"), version: chosen)
+        var model = try parse(contents: (path as NSString).appendingPathComponent("\(chosen).xcdatamodel/contents"), version: chosen)
+        if let note { model.notes.append(note) }
+        return model
     }
 
     /// The current version `.xccurrentversion` names (a property list: `_XCCurrentVersionName`).
     static func currentVersion(_ bundle: String) throws -> String? {
         let file = (bundle as NSString).appendingPathComponent(".xccurrentversion")
         guard FileManager.default.fileExists(atPath: file) else { return nil }
+        // An empty file names nothing (the XML reader would call it not XML).
+        if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size == 0 { return nil }
         let reader = try XMLReader(path: file, limits: XMLReader.Limits(depth: 16, bytes: 1 << 20))
         var lastKey: String?
         var element: String?
@@ -156,7 +177,7 @@ extension CoreDataModel {
                     guard let attributeName = attributes["name"], let type = attributes["attributeType"] else {
                         throw fail("an attribute of entity \(entity!.name) without a name or an attributeType")
                     }
-                    entity!.attributes.append(Attribute(name: attributeName, type: type, optional: bool(attributes["optional"]), defaultValue: attributes["defaultValueString"],
+                    entity!.attributes.append(Attribute(name: attributeName, type: type, optional: bool(attributes["optional"]), defaultValue: attributes["defaultValueString"] ?? attributes["defaultDateTimeInterval"],
                                                         externalStorage: bool(attributes["allowsExternalBinaryDataStorage"]),
                                                         encrypted: bool(attributes["allowsCloudEncryption"]), line: reader.line))
                 case "relationship":
