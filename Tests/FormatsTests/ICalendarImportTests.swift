@@ -333,7 +333,6 @@ struct ICalendarImportTests {
 
     /// Bad input: (what is wrong, the rest of the calendar, the line reported, words of the message).
     static let badComponents: [(String, String, Int, String)] = [
-        ("malformed line", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nSUMMARY Missing colon\nEND:VEVENT\n", 15, "found ' ' in \"SUMMARY Missing colon\" (in the VEVENT of line 11)"),
         ("impossible date", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260230T090000Z\nEND:VEVENT\n", 14, "DTSTART is not a date or date-time: \"20260230T090000Z\""),
         ("undefined TZID", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART;TZID=Mars/Olympus:20260106T090000\nEND:VEVENT\n", 14, "TZID \"Mars/Olympus\""),
         ("bad DURATION", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nDURATION:soon\nEND:VEVENT\n", 15, "DURATION is not a duration"),
@@ -466,6 +465,45 @@ struct ICalendarImportTests {
                 #expect("\(error)".contains(expected), "\(error)")
             }
         }
+    }
+
+    @Test("lines that are not properties (a fold that lost its space, a property without ':') are left out as Python's icalendar leaves them, counted, named as not kept, and the rest of the component read")
+    func unreadableLines() throws {
+        let calendar = try CalendarImport()
+        let text = """
+            BEGIN:VCALENDAR
+            VERSION:2.0
+            PRODID:x
+            BEGIN:VEVENT
+            UID:broken-lines
+            DTSTAMP:20260101T000000Z
+            DTSTART:20260106T090000Z
+            SUMMARY Missing colon
+            DESCRIPTION:Bring the
+            big tent and the stove.
+            X-APPLE-STRUCTURED-LOCATION;VALUE=URI;X-ADDRESS=Main Street 1;
+            X-APPLE-RADIUS=49.91305923461914;X-TITLE=Home:geo:47.37,8.54
+            ORGANIZER;CN=Coach
+            LOCATION:Field 2
+            END:VEVENT
+            END:VCALENDAR
+
+            """
+        let summary = try calendar.run(try calendar.file(text))
+        #expect(summary.totals.inserted == 1, "\(summary.issues)")
+        let event = try #require(try calendar.event("broken-lines"))
+        #expect(event["description"] == .string("Bring the") && event["location"] == .string("Field 2") && event["title"] == nil, "\(event)")
+        let notKept = summary.notes.first { $0.hasPrefix("not kept") } ?? ""
+        for item in ["1 unreadable ORGANIZER line", "1 unreadable SUMMARY line", "1 unreadable X-APPLE-RADIUS line", "1 unreadable X-APPLE-STRUCTURED-LOCATION line", "1 unreadable BIG line"] {
+            #expect(notKept.contains(item), "\(item): \(summary.notes)")
+        }
+        #expect(summary.notes.contains { $0.contains("a line that is not a property") && $0.contains("(5×)") }, "\(summary.notes)")
+        // The archive keeps every other line of the component and says which it could not.
+        let store = try RecordStore(path: calendar.scratch.path("archive.sqlite"))
+        let importer = RecordImporter(store: store, options: ImportOptions())
+        importer.addingTypes = CalendarArchive.schema.recordTypes
+        let archived = try importer.run([CalendarArchiveReader(input: try ByteInput(path: calendar.scratch.path("input.ics")))])
+        #expect(archived.notes.contains { $0.contains("every property kept but 1 unreadable BIG line, 1 unreadable ORGANIZER line") }, "\(archived.notes)")
     }
 
     @Test("an app mapping says everything it does not keep: extra alarms, other alarm actions, attendees' roles, a second category, RDATE and EXDATE")

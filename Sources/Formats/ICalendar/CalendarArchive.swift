@@ -104,7 +104,11 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
 
     public var notes: [String] {
         var notes: [String] = []
-        if !counts.isEmpty { notes.append("archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, every property kept") }
+        let lost = parser.unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
+        if !counts.isEmpty {
+            notes.append("archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, "
+                         + (lost.isEmpty ? "every property kept" : "every property kept but " + lost.joined(separator: ", ")))
+        }
         if counts.isEmpty && parser.calendarCount > 0 {
             notes.append("warning: \(input.name) holds a calendar with no components (RFC 5545 asks for one at least): its own properties were kept, but an iCalendar export of it alone is refused")
         }

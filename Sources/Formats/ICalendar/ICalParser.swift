@@ -254,6 +254,8 @@ public final class ICalParser {
                 warnings["a line after END:VCALENDAR was ignored", default: 0] += 1
                 continue
             }
+            // Lines of the calendar itself are not read leniently (nor does Python's icalendar):
+            // a stray BEGIN or END there would change what the components are.
             let content = try parse(logical, line: line)
             if content.name == "BEGIN" {
                 let kind = content.value.uppercased()
@@ -280,6 +282,31 @@ public final class ICalParser {
         return nil
     }
 
+    /// Lines left out because they are not content lines, by the name they begin with (or
+    /// "unnamed"): what a reader that keeps everything must report as not kept.
+    public private(set) var unreadableLines: [String: Int] = [:]
+
+    /// Reads a logical line of a component that is not a content line as Python's icalendar
+    /// does: it is left out, counted in ``unreadableLines`` and said in ``warnings``, and
+    /// the component is read on. Such lines come from writers that lose a fold's leading
+    /// space (the tail of a DESCRIPTION, `X-APPLE-RADIUS=49.9…` after its property's first
+    /// half) or a property's ':' (`ORGANIZER;CN=Bob`). Text that is not UTF-8 stays an error
+    /// of its component. False when the line is left to fail.
+    private func readLeniently() -> Bool {
+        let bytes = logical
+        guard bytes.withUnsafeBufferPointer({ UTF8Validation.firstInvalidOffset($0) }) == nil else { return false }
+        var nameEnd = 0
+        while nameEnd < bytes.count {
+            let c = bytes[nameEnd]
+            guard (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D else { break }
+            nameEnd += 1
+        }
+        let name = nameEnd > 0 ? String(decoding: bytes[..<nameEnd], as: UTF8.self).uppercased() : "unnamed"
+        unreadableLines[name, default: 0] += 1
+        warnings["a line that is not a property (a fold that lost its leading space, a property without its ':') was left out", default: 0] += 1
+        return true
+    }
+
     /// How deep components may nest inside VCALENDAR. RFC 5545 and its extensions nest two or
     /// three levels (VEVENT › VALARM, VTIMEZONE › STANDARD); deeper input is refused before it
     /// can exhaust the stack.
@@ -296,6 +323,7 @@ public final class ICalParser {
             do {
                 content = try parse(logical, line: lineNumber, checkingEscapes: true)
             } catch let issue as InputIssue {
+                if readLeniently() { continue }
                 if component.problem == nil { component.problem = issue }
                 continue
             }

@@ -62,6 +62,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// Everything the import did not keep, item by item; empty when it kept everything read.
     public var notKeptItems: [String] {
         var items = skippedComponents.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+        items += parser.unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
         items += notKept.sorted { $0.key < $1.key }.map { item, value in
             let noun = value.kind + (value.components == 1 ? "" : "s")
             return "\(value.count) \(item) in \(value.components) \(noun)"
