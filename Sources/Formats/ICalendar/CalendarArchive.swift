@@ -73,7 +73,7 @@ public enum CalendarArchive {
 }
 
 /// Reads calendars into archive records (see ``CalendarArchive``).
-public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtendingSource {
+public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtendingSource, LossReportingSource {
     public var addedRecordTypes: [RecordTypeDefinition] { CalendarArchive.schema.recordTypes }
     private let parser: ICalParser
     private let input: ByteInput
@@ -104,7 +104,7 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
 
     public var notes: [String] {
         var notes: [String] = []
-        let lost = parser.unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
+        let lost = notKeptItems
         if !counts.isEmpty {
             notes.append("archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, "
                          + (lost.isEmpty ? "every property kept" : "every property kept but " + lost.joined(separator: ", ")))
@@ -114,6 +114,11 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
         }
         for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
         return notes
+    }
+
+    /// The lines left out because they were not properties (everything else is kept whole).
+    public var notKeptItems: [String] {
+        parser.unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
     }
 
     public func next() throws -> SourceItem? {
