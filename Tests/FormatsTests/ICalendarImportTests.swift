@@ -467,6 +467,38 @@ struct ICalendarImportTests {
         }
     }
 
+    @Test("the calendar's own properties an app's records have no place for (METHOD, X-WR-CALDESC, X-WR-TIMEZONE, REFRESH-INTERVAL) are named as not kept; VERSION, PRODID, CALSCALE and a name the mapping writes back are not")
+    func calendarProperties() throws {
+        let calendar = try CalendarImport()
+        #expect(calendar.mapping.calendarName != nil)
+        let text = """
+            BEGIN:VCALENDAR
+            VERSION:2.0
+            PRODID:-//Example//Scheduler//EN
+            CALSCALE:GREGORIAN
+            METHOD:REQUEST
+            X-WR-CALNAME:The Parkers
+            X-WR-CALDESC:School and sports
+            X-WR-TIMEZONE:Europe/Zurich
+            REFRESH-INTERVAL;VALUE=DURATION:PT1H
+            BEGIN:VEVENT
+            UID:calendar-level
+            DTSTAMP:20260101T000000Z
+            DTSTART:20260106T090000Z
+            SUMMARY:Swim
+            END:VEVENT
+            END:VCALENDAR
+
+            """
+        let summary = try calendar.run(try calendar.file(text))
+        #expect(summary.totals.inserted == 1)
+        let notKept = summary.notes.first { $0.hasPrefix("not kept") } ?? ""
+        for item in ["1 METHOD of the calendar", "1 REFRESH-INTERVAL of the calendar", "1 X-WR-CALDESC of the calendar", "1 X-WR-TIMEZONE of the calendar"] {
+            #expect(notKept.contains(item), "\(item): \(summary.notes)")
+        }
+        for kept in ["VERSION", "PRODID", "CALSCALE", "X-WR-CALNAME"] { #expect(!notKept.contains(kept + " of"), "\(kept): \(notKept)") }
+    }
+
     @Test("lines that are not properties (a fold that lost its space, a property without ':') are left out as Python's icalendar leaves them, counted, named as not kept, and the rest of the component read")
     func unreadableLines() throws {
         let calendar = try CalendarImport()

@@ -277,10 +277,15 @@ public final class ICalParser {
             }
             guard inCalendar else { throw fail("\(content.name) outside BEGIN:VCALENDAR … END:VCALENDAR", line: line) }
             calendarProperties.append(content)
+            calendarPropertyCounts[content.name, default: 0] += 1
         }
         if inCalendar { throw fail("the file ends inside BEGIN:VCALENDAR (END:VCALENDAR is missing)", line: physicalLine) }
         return nil
     }
+
+    /// How many times each property of the calendars themselves (not of their components) was
+    /// read, over every VCALENDAR of the input.
+    public private(set) var calendarPropertyCounts: [String: Int] = [:]
 
     /// Lines left out because they are not content lines, by the name they begin with (or
     /// "unnamed"): what a reader that keeps everything must report as not kept.

@@ -62,6 +62,14 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// Everything the import did not keep, item by item; empty when it kept everything read.
     public var notKeptItems: [String] {
         var items = skippedComponents.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+        // The calendar's own properties: what every calendar says of itself (VERSION, the
+        // writer's PRODID, the Gregorian CALSCALE) needs no place; the name has one when the
+        // mapping writes it back from the records (its `name`); anything else (METHOD,
+        // X-WR-CALDESC, X-WR-TIMEZONE, REFRESH-INTERVAL, …) has none in an app's records.
+        for (name, count) in parser.calendarPropertyCounts.sorted(by: { $0.key < $1.key }) {
+            if ["VERSION", "PRODID", "CALSCALE"].contains(name) || (name == "X-WR-CALNAME" && mapping.calendarName != nil) { continue }
+            items.append("\(count) \(name) of the calendar")
+        }
         items += parser.unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
         items += notKept.sorted { $0.key < $1.key }.map { item, value in
             let noun = value.kind + (value.components == 1 ? "" : "s")
