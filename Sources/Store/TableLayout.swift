@@ -353,7 +353,7 @@ extension TableLayout {
         for type in schema.recordTypes {
             let folded = type.name.lowercased()
             if let other = seen[folded] {
-                problems.append("record types '\(other)' and '\(type.name)' differ only in case, which CloudKit allows but a SQLite store's tables cannot keep apart; keep this schema in a PostgreSQL store (--store postgresql://…)")
+                problems.append("record types '\(other)' and '\(type.name)' differ only in case, which CloudKit allows but a SQLite store's tables cannot keep apart; keep this schema in a PostgreSQL store, which holds them")
             } else {
                 seen[folded] = type.name
             }
