@@ -73,14 +73,56 @@ extension PostgresLink {
     /// Sends `rows` into `table` through one `COPY … FROM STDIN`, a megabyte at a time: the
     /// server starts on the first while the rest travel.
     static func send(_ rows: [UInt8], into table: String, columns: [String], on connection: PostgresConnection, logger: Logger) async throws {
+        try await PostgresCopy(connection).send(rows, into: table, columns: columns, logger: logger)
+    }
+}
+
+/// One `COPY … FROM STDIN`, run on the connection's own event loop.
+///
+/// PostgresNIO's COPY writer stops the process (a precondition, not an error) when it is
+/// called in the moment between the connection closing and the connection's handler being
+/// taken down: a server that ends the session mid-COPY (a restart, `pg_terminate_backend`)
+/// would otherwise crash an import instead of failing it. Running here, the check that the
+/// connection is open and each call into the writer (a write, and the `CopyDone` or
+/// `CopyFail` that `copyFrom` sends after the closure) happen in one turn of the loop, which
+/// is also the only place the connection closes; once it has closed, the COPY waits until
+/// the handler is gone, after which the writer fails calls with an error of its own.
+actor PostgresCopy {
+    private let connection: PostgresConnection
+    nonisolated let unownedExecutor: UnownedSerialExecutor
+
+    init(_ connection: PostgresConnection) {
+        self.connection = connection
+        unownedExecutor = connection.eventLoop.executor.asUnownedSerialExecutor()
+    }
+
+    func send(_ rows: [UInt8], into table: String, columns: [String], logger: Logger) async throws {
+        let connection = connection
         try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
             var start = 0
             while start < rows.count {
+                try await self.stopIfClosed()
                 let end = min(rows.count, start + (1 << 20))
-                try await writer.write(ByteBuffer(bytes: rows[start..<end]))
+                // The write's own checks run now, in this turn of the loop.
+                assert(connection.eventLoop.inEventLoop)
+                do {
+                    try await writer.write(ByteBuffer(bytes: rows[start..<end]))
+                } catch {
+                    try await self.stopIfClosed()
+                    throw error
+                }
                 start = end
             }
+            try await self.stopIfClosed()
         }
+    }
+
+    /// Throws once the connection has closed, after the handler is gone (the connection's
+    /// close future completes only then).
+    private func stopIfClosed() async throws {
+        guard connection.isClosed else { return }
+        try? await connection.closeFuture.get()
+        throw PostgresStoreError.unreachable("the connection to the server was lost while records were on their way; nothing of this write was committed")
     }
 }
 

@@ -368,25 +368,35 @@ struct NameFilter {
     /// Taken at the first insert: a load that writes no new zone holds none of it.
     private var words: [UInt64] = []
 
-    /// Four positions from two independent hashes of the key (Kirsch–Mitzenmacher).
-    private func positions(_ key: PostgresLoader.Key) -> [Int] {
+    /// Four positions from two independent hashes of the key (Kirsch–Mitzenmacher): position i
+    /// is a + i·b, modulo the filter's size (a power of two).
+    private static func hashes(_ key: PostgresLoader.Key) -> (a: UInt64, b: UInt64) {
         var first = Hasher()
         first.combine(key)
         var second = Hasher()
         second.combine(0x9E37_79B9_7F4A_7C15 as UInt64)
         second.combine(key)
-        let a = UInt64(bitPattern: Int64(first.finalize()))
-        let b = UInt64(bitPattern: Int64(second.finalize())) | 1
-        return (0..<4).map { Int((a &+ UInt64($0) &* b) % UInt64(NameFilter.bits)) }
+        return (UInt64(bitPattern: Int64(first.finalize())), UInt64(bitPattern: Int64(second.finalize())) | 1)
     }
+
+    private static let mask = UInt64(bits - 1)
 
     mutating func insert(_ key: PostgresLoader.Key) {
         if words.isEmpty { words = [UInt64](repeating: 0, count: NameFilter.bits / 64) }
-        for position in positions(key) { words[position >> 6] |= 1 << UInt64(position & 63) }
+        let (a, b) = NameFilter.hashes(key)
+        for i in 0..<UInt64(4) {
+            let position = Int((a &+ i &* b) & NameFilter.mask)
+            words[position >> 6] |= 1 << UInt64(position & 63)
+        }
     }
 
     func mayContain(_ key: PostgresLoader.Key) -> Bool {
         guard !words.isEmpty else { return false }
-        return positions(key).allSatisfy { words[$0 >> 6] & (1 << UInt64($0 & 63)) != 0 }
+        let (a, b) = NameFilter.hashes(key)
+        for i in 0..<UInt64(4) {
+            let position = Int((a &+ i &* b) & NameFilter.mask)
+            if words[position >> 6] & (1 << UInt64(position & 63)) == 0 { return false }
+        }
+        return true
     }
 }

@@ -118,7 +118,7 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
 
     /// The lines left out because they were not properties (everything else is kept whole).
     public var notKeptItems: [String] {
-        parser.unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
+        parser.unreadableLineItems
     }
 
     public func next() throws -> SourceItem? {

@@ -291,6 +291,11 @@ public final class ICalParser {
     /// "unnamed"): what a reader that keeps everything must report as not kept.
     public private(set) var unreadableLines: [String: Int] = [:]
 
+    /// ``unreadableLines`` as a report's "not kept" items ("2 unreadable ORGANIZER lines"), by name.
+    public var unreadableLineItems: [String] {
+        unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
+    }
+
     /// Reads a logical line of a component that is not a content line as Python's icalendar
     /// does: it is left out, counted in ``unreadableLines`` and said in ``warnings``, and
     /// the component is read on. Such lines come from writers that lose a fold's leading

@@ -70,7 +70,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             if ["VERSION", "PRODID", "CALSCALE"].contains(name) || (name == "X-WR-CALNAME" && mapping.calendarName != nil) { continue }
             items.append("\(count) \(name) of the calendar")
         }
-        items += parser.unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
+        items += parser.unreadableLineItems
         items += notKept.sorted { $0.key < $1.key }.map { item, value in
             let noun = value.kind + (value.components == 1 ? "" : "s")
             return "\(value.count) \(item) in \(value.components) \(noun)"
