@@ -64,20 +64,26 @@ public struct SchemaDifference: Sendable, Hashable, Codable {
 }
 
 public enum SchemaDiff {
-    public static func differences(from old: Schema, to new: Schema) -> [SchemaDifference] {
+    /// The changes from `old` to `new`. With `newOnlyAdds` (`new` is what a Core Data model's
+    /// container would initialize, which only ever adds types and fields), a type or field of
+    /// `old` that `new` lacks stays where it is, and is no obstacle to deploying.
+    public static func differences(from old: Schema, to new: Schema, newOnlyAdds: Bool = false) -> [SchemaDifference] {
         let change = SchemaChange(from: old, to: new)
+        let kept = "kept: the container of a Core Data model only adds to the schema"
         var result: [SchemaDifference] = []
         for type in change.addedTypes {
             result.append(SchemaDifference(change: "+ record type \(type.name) (\(type.userFields.map { "\($0.name) \($0.type)" }.joined(separator: ", ")))", deployable: true))
         }
         for name in change.removedTypes {
-            result.append(SchemaDifference(change: "- record type \(name)", deployable: false, reason: "production never removes a record type"))
+            result.append(newOnlyAdds ? SchemaDifference(change: "- record type \(name)", deployable: true, reason: kept)
+                : SchemaDifference(change: "- record type \(name)", deployable: false, reason: "production never removes a record type"))
         }
         for (type, field) in change.addedFields {
             result.append(SchemaDifference(change: "+ \(type).\(field.name) \(describe(field))", deployable: true))
         }
         for (type, field) in change.removedFields {
-            result.append(SchemaDifference(change: "- \(type).\(field.name) \(describe(field))", deployable: false, reason: "production never removes a field"))
+            result.append(newOnlyAdds ? SchemaDifference(change: "- \(type).\(field.name) \(describe(field))", deployable: true, reason: kept)
+                : SchemaDifference(change: "- \(type).\(field.name) \(describe(field))", deployable: false, reason: "production never removes a field"))
         }
         for (type, old, new) in change.retypedFields {
             result.append(SchemaDifference(change: "~ \(type).\(old.name) \(old.type) → \(new.type)", deployable: false, reason: "production never changes a field's type"))

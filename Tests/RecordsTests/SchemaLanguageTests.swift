@@ -89,9 +89,8 @@ struct SchemaLanguageTests {
         let expectedStart = """
         DEFINE SCHEMA
 
-            CREATE ROLE Editor;
-
             CREATE ROLE "test role";
+            CREATE ROLE Editor;
 
             RECORD TYPE Empty (
                 "___createTime" TIMESTAMP,

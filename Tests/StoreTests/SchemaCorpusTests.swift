@@ -3,9 +3,9 @@ import Records
 import Store
 import Testing
 
-/// Schema files shaped as `cktool export-schema` writes them for Core Data apps (CD_ types and
-/// fields, CD_entityName, _ckAsset companions, CDMR, an index on nearly every field, roles and
-/// grants) and as people write them by hand.
+/// Schema files written here: shaped as a Core Data app's (CD_ types and fields, CD_entityName,
+/// _ckAsset companions, CDMR, an index on nearly every field, roles and grants) and as people
+/// write them by hand. The files CloudKit itself wrote are ``cloudKitWritten``.
 let schemaCorpus: [String] = {
     let folder = packageRoot.appendingPathComponent("Tests/StoreTests/SchemaCorpus").path
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
@@ -45,6 +45,51 @@ struct SchemaCorpusTests {
             #expect(Set(grants.map { "\($0.role) \($0.permissions)" }) == Set(type.grants.map { "\($0.role) \($0.permissions)" }), "\(type.name)")
         }
         #expect(Set(second.schema.roles) == Set(original.roles))
+    }
+
+    /// Schema files CloudKit wrote, from public repositories: each row of the corpus's
+    /// SOURCES.tsv (file, repository, commit, path, writer, expected, note).
+    static let cloudKitWritten: [[String]] = {
+        let folder = packageRoot.appendingPathComponent("Tests/Fixtures/corpora/cloudkit-schemas")
+        let table = (try? String(contentsOf: folder.appendingPathComponent("SOURCES.tsv"), encoding: .utf8)) ?? ""
+        return table.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.hasPrefix("file\t") }
+            .map { line in
+                var row = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+                row[0] = folder.appendingPathComponent(row[0]).path
+                return row
+            }
+    }()
+
+    @Test("the corpus of schemas CloudKit wrote is there, each with its source")
+    func cloudKitCorpusPresent() {
+        #expect(Self.cloudKitWritten.count >= 25)
+        for row in Self.cloudKitWritten {
+            #expect(row.count == 7 && FileManager.default.fileExists(atPath: row[0]) && row[1].contains("/") && row[2].count == 40, "\(row)")
+            #expect(["cktool", "console", "ckjs", "uncertain"].contains(row[4]) && ["identical", "reprinted"].contains(row[5]), "\(row)")
+        }
+        #expect(Self.cloudKitWritten.contains { $0[4] == "ckjs" } && Self.cloudKitWritten.contains { $0[4] == "console" })
+    }
+
+    @Test("a schema CloudKit wrote comes back from a store byte for byte: its layout, field order, roles' order and grants",
+          arguments: cloudKitWritten.map { [$0[0], $0[5]] })
+    func cloudKitWrittenComeBack(_ row: [String]) throws {
+        let (path, expected) = (row[0], row[1])
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let scratch = Scratch()
+        let store = try RecordStore(path: scratch.path("store.sqlite"))
+        try store.importSchema(try SchemaParser.parse(text, file: path))
+        let exported = SchemaPrinter.print(try RecordStore(path: scratch.path("store.sqlite")).loadSchema())
+        #expect(exported.hasPrefix("DEFINE SCHEMA\n\n    ") && exported.count > 300)
+        if expected == "identical" {
+            if exported != text {
+                let first = zip(exported.split(separator: "\n", omittingEmptySubsequences: false), text.split(separator: "\n", omittingEmptySubsequences: false))
+                    .enumerated().first { $0.element.0 != $0.element.1 }
+                Issue.record("\(path): first difference at line \((first?.offset ?? -1) + 1): exported \(String(describing: first?.element.0)), file \(String(describing: first?.element.1))")
+            }
+        } else {
+            #expect(exported != text, "\(path) is listed as reprinted, and came back identical")
+            #expect(try SchemaParser.parse(exported).isEquivalent(to: try SchemaParser.parse(text)), "\(path)")
+        }
     }
 
     @Test("Core Data's index options read with warnings, never errors; the advice names the field and its place")

@@ -51,9 +51,38 @@ struct CoreDataCommandTests {
         #expect(try ckport(["schema", "from-coredata", model, "-o", "production.ckdb"], in: folder.url).status == 0)
         let same = try ckport(["schema", "diff", "production.ckdb", model, "--check"], in: folder.url)
         #expect(same.status == 0 && same.stdout.contains("the schemas say the same thing"), "\(same.stdout)\(same.stderr)")
+        // A model version without a field: its container never removes one, so production keeps it.
         let back = try ckport(["schema", "diff", "production.ckdb", model, "--version", "FamilyTodo 1", "--check"], in: folder.url)
-        #expect(back.status == 2 && back.stdout.contains("- CD_Task.CD_priority INT64 QUERYABLE SORTABLE") && back.stdout.contains("NOT deployable"),
+        #expect(back.status == 0 && back.stdout.contains("- CD_Task.CD_priority INT64 QUERYABLE SORTABLE") && back.stdout.contains("deployable (kept: "),
                 "\(back.stdout)\(back.stderr)")
+        #expect(!back.stdout.contains("NOT deployable"), "\(back.stdout)")
+        // Read as two schema files, the same removal could not deploy.
+        #expect(try ckport(["schema", "from-coredata", model, "--version", "FamilyTodo 1", "-o", "older.ckdb"], in: folder.url).status == 0)
+        let files = try ckport(["schema", "diff", "production.ckdb", "older.ckdb", "--check"], in: folder.url)
+        #expect(files.status == 2 && files.stdout.contains("- CD_Task.CD_priority INT64 QUERYABLE SORTABLE") && files.stdout.contains("NOT deployable: production never removes a field"),
+                "\(files.stdout)\(files.stderr)")
+        // A field the model retypes still cannot deploy, whatever the model.
+        let production = try String(contentsOfFile: folder.path("production.ckdb"), encoding: .utf8)
+        let retypedText = production.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.contains("CD_priority ") ? $0.replacingOccurrences(of: "INT64", with: "STRING") : String($0) }.joined(separator: "\n")
+        #expect(retypedText != production)
+        try retypedText.write(toFile: folder.path("retyped.ckdb"), atomically: true, encoding: .utf8)
+        let retyped = try ckport(["schema", "diff", "retyped.ckdb", model, "--check"], in: folder.url)
+        #expect(retyped.status == 2 && retyped.stdout.contains("~ CD_Task.CD_priority STRING → INT64") && retyped.stdout.contains("NOT deployable"), "\(retyped.stdout)\(retyped.stderr)")
+    }
+
+    @Test("schema diff of a real production export and the model of its app: what the model dropped is kept, the rest deploys, --check passes")
+    func diffRealExport() throws {
+        let folder = Scratch()
+        let corpora = packageRoot.appendingPathComponent("Tests/Fixtures/corpora").path
+        let run = try ckport(["schema", "diff", corpora + "/cloudkit-schemas/chenchungwan__lotusplannerv3__cloudkit-production.ckdb",
+                              corpora + "/coredata/lotusplannerv3/LotusPlannerV3.xcdatamodel", "--check"], in: folder.url)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("- record type CD_GoalEntity ") && $0.hasSuffix("deployable (kept: the container of a Core Data model only adds to the schema)") }, "\(run.stdout)")
+        #expect(lines.contains { $0.hasPrefix("+ CD_TaskTimeWindow.CD_moveReceipt BYTES QUERYABLE SORTABLE ") }, "\(run.stdout)")
+        // The eight types the model initialized say the same thing as production, but the one made just in time.
+        #expect(lines.count == 17 && !run.stdout.contains("NOT deployable") && !run.stdout.contains("CD_Goal."), "\(run.stdout)")
     }
 
     @Test("a model file that declares entities is refused with its file and line, and nothing it names is read")

@@ -26,15 +26,26 @@ public enum CoreDataCloudKit {
     /// Grants of every Core Data record type, as cktool shows them.
     static let grants = [Grant([.write], to: "_creator"), Grant([.create], to: "_icloud"), Grant([.read], to: "_world")]
 
-    /// The system fields of a Core Data record type, with the indexes cktool shows on them.
+    /// The system fields of a Core Data record type. The container indexes none of them (an
+    /// index on one, such as `"___recordID" QUERYABLE`, is added in the CloudKit console).
     static var systemFields: [FieldDefinition] {
         [
-            FieldDefinition(name: "___createTime", type: .timestamp, options: valueIndexes),
-            FieldDefinition(name: "___createdBy", type: .reference, options: .queryable),
+            FieldDefinition(name: "___createTime", type: .timestamp),
+            FieldDefinition(name: "___createdBy", type: .reference),
             FieldDefinition(name: "___etag", type: .string),
-            FieldDefinition(name: "___modTime", type: .timestamp, options: valueIndexes),
-            FieldDefinition(name: "___modifiedBy", type: .reference, options: .queryable),
-            FieldDefinition(name: "___recordID", type: .reference, options: .queryable),
+            FieldDefinition(name: "___modTime", type: .timestamp),
+            FieldDefinition(name: "___modifiedBy", type: .reference),
+            FieldDefinition(name: "___recordID", type: .reference),
+        ]
+    }
+
+    /// The fields the container adds to every entity's record type: the entity's name, and the
+    /// receipt it writes when a record moves between zones (a share), with its asset companion.
+    static var containerFields: [FieldDefinition] {
+        [
+            FieldDefinition(name: "CD_entityName", type: .string, options: textIndexes),
+            FieldDefinition(name: "CD_moveReceipt", type: .bytes, options: valueIndexes),
+            FieldDefinition(name: "CD_moveReceipt_ckAsset", type: .asset),
         ]
     }
 
@@ -44,7 +55,12 @@ public enum CoreDataCloudKit {
         let type: PrimitiveType
         var companionAsset = false
         switch attribute.type {
-        case "String", "UUID", "URI": type = .string
+        case "String":
+            type = .string
+            companionAsset = true
+        case "UUID", "URI":
+            type = .string
+            notes.insert("UUID and URI attributes: STRING without a _ckAsset companion (their values are short); Apple does not document one")
         case "Integer 16", "Integer 32", "Integer 64", "Boolean": type = .int64
         case "Date": type = .timestamp
         case "Double", "Float": type = .double
@@ -56,7 +72,7 @@ public enum CoreDataCloudKit {
             companionAsset = true
         case "Transformable":
             type = .bytes
-            notes.insert("Transformable attributes: BYTES without a _ckAsset companion, as cktool shows containers with them; Apple does not document when one is added")
+            notes.insert("Transformable attributes: BYTES without a _ckAsset companion; Apple does not document whether the container adds one")
         default:
             return nil
         }
@@ -66,7 +82,8 @@ public enum CoreDataCloudKit {
         } else {
             fields = [FieldDefinition(name: name, type: FieldType(type), options: type == .string ? textIndexes : valueIndexes)]
         }
-        // Values too large for a record (1 MB) go into an asset beside the field.
+        // A string or data value too large for a record goes into an asset beside its field;
+        // the container declares that field for every String and Binary attribute.
         if companionAsset { fields.append(FieldDefinition(name: name + "_ckAsset", type: .asset)) }
         return fields
     }
@@ -83,15 +100,36 @@ public enum CoreDataCloudKit {
             members = Set(chosen.entities)
         }
         var notes: Set<String> = []
+        if configuration == nil {
+            // The container mirrors the stores given CloudKit options, each of one
+            // configuration; the model marks those configurations "Used with CloudKit".
+            let cloud = model.configurations.filter(\.usedWithCloudKit)
+            if !cloud.isEmpty {
+                members = Set(cloud.flatMap(\.entities))
+                let localOnly = model.entities.map(\.name).filter { !members.contains($0) }
+                notes.insert("the configuration\(cloud.count == 1 ? "" : "s") marked Used with CloudKit (\(cloud.map(\.name).joined(separator: ", "))) chose the entities"
+                             + (localOnly.isEmpty ? "" : "; left out as local-only: \(localOnly.joined(separator: ", "))"))
+            } else if !model.configurations.filter({ $0.name != "Default" }).isEmpty {
+                notes.insert("no configuration is marked Used with CloudKit, so every entity was taken (the Default configuration's); give --configuration to take one")
+            }
+        }
         var types: [RecordTypeDefinition] = []
         var manyToMany = false
         let entities = model.entities.filter { members.contains($0.name) }
         for root in entities where root.parent == nil || model.entity(named: root.parent!) == nil {
             // Every entity of the hierarchy is stored in its root's record type.
             let family = entities.filter { model.root(of: $0).name == root.name }
-            var byName: [String: FieldDefinition] = ["CD_entityName": FieldDefinition(name: "CD_entityName", type: .string, options: textIndexes)]
+            var byName = Dictionary(uniqueKeysWithValues: containerFields.map { ($0.name, $0) })
             for entity in family {
                 for attribute in entity.attributes {
+                    if attribute.transient {
+                        notes.insert("attribute \(entity.name).\(attribute.name) is transient: never saved, so the container has nothing of it to mirror; left out")
+                        continue
+                    }
+                    if attribute.derived {
+                        notes.insert("attribute \(entity.name).\(attribute.name) is derived: each device computes it from the values it derives from; left out (Apple does not document whether the container mirrors derived attributes)")
+                        continue
+                    }
                     guard let fields = fields(attribute, notes: &notes) else {
                         notes.insert("attribute \(entity.name).\(attribute.name) is of type \(attribute.type), which CloudKit does not take; left out")
                         continue

@@ -17,6 +17,10 @@ public struct CoreDataModel: Sendable, Equatable {
         public var externalStorage: Bool
         /// Encrypted in CloudKit (`allowsCloudEncryption`).
         public var encrypted: Bool
+        /// Never saved (`transient`): the store, and so CloudKit, never holds it.
+        public var transient: Bool = false
+        /// Computed by the store from other values (`derived`, with a `derivationExpression`).
+        public var derived: Bool = false
         public var line: Int
     }
 
@@ -179,7 +183,8 @@ extension CoreDataModel {
                     }
                     entity!.attributes.append(Attribute(name: attributeName, type: type, optional: bool(attributes["optional"]), defaultValue: attributes["defaultValueString"] ?? attributes["defaultDateTimeInterval"],
                                                         externalStorage: bool(attributes["allowsExternalBinaryDataStorage"]),
-                                                        encrypted: bool(attributes["allowsCloudEncryption"]), line: reader.line))
+                                                        encrypted: bool(attributes["allowsCloudEncryption"]), transient: bool(attributes["transient"]),
+                                                        derived: bool(attributes["derived"]), line: reader.line))
                 case "relationship":
                     guard entity != nil else { break }
                     guard let relationshipName = attributes["name"], let destination = attributes["destinationEntity"] else {

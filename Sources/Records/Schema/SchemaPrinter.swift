@@ -2,18 +2,19 @@ import Foundation
 
 /// Writes a schema in the layout `cktool export-schema` uses.
 ///
-/// Roles come first, then record types sorted by name, each indented four spaces with its
-/// fields indented eight, all of them (the six system fields too) sorted by the bytes of their
-/// names as cktool sorts them — so `CD_` fields come before `"___createTime"`, and lower-case
-/// names after it — the type
-/// column aligned one space after the longest name, options in QUERYABLE SEARCHABLE SORTABLE
-/// order, and grants last, one per role, sorted by role. Names that start with `_`, are keywords
-/// or are not plain identifiers are double-quoted.
+/// Roles come first, one line each in the order they were created (the order a schema file
+/// gives them, which CloudKit does not sort), then record types sorted by name, each indented
+/// four spaces with its fields indented eight, all of them (the six system fields too) sorted
+/// by the bytes of their names as cktool sorts them — so `CD_` fields come before
+/// `"___createTime"`, and lower-case names after it — the type column aligned one space after
+/// the longest name, options in QUERYABLE SEARCHABLE SORTABLE order, and grants last, one per
+/// role, sorted by role. A blank line comes before the roles and before each record type.
+/// Names that start with `_`, are keywords or are not plain identifiers are double-quoted.
 public enum SchemaPrinter {
     public static func print(_ schema: Schema) -> String {
         var out = "DEFINE SCHEMA\n"
-        for role in schema.roles.sorted(by: byteOrder) {
-            out += "\n    CREATE ROLE \(quoteIfNeeded(role));\n"
+        if !schema.roles.isEmpty {
+            out += "\n" + schema.roles.map { "    CREATE ROLE \(quoteIfNeeded($0));\n" }.joined()
         }
         for type in schema.recordTypes.sorted(by: { byteOrder($0.name, $1.name) }) {
             out += "\n" + print(type)

@@ -131,7 +131,10 @@ struct SchemaCommand: ParsableCommand {
             discussion: """
             Lists added, removed and changed record types, fields, indexes, roles and grants. \
             A production schema only ever adds types and fields, so removing or retyping one is \
-            marked NOT deployable. With --check the command exits 2 when any change is not.
+            marked NOT deployable. When NEW is a Core Data model, a type or field it no longer \
+            has is marked kept instead: its container only adds to the schema, and production \
+            keeps what the model stopped writing. With --check the command exits 2 when any \
+            change could not deploy.
 
               ckport schema diff schema-v1.ckdb schema-v2.ckdb
               ckport schema diff production.ckdb development.ckdb --check
@@ -160,7 +163,8 @@ struct SchemaCommand: ParsableCommand {
 
         func run() throws {
             let differences = SchemaDiff.differences(from: try SchemaCommand.schema(of: old, version: version, wait: 0),
-                                                     to: try SchemaCommand.schema(of: new, version: version, wait: 0))
+                                                     to: try SchemaCommand.schema(of: new, version: version, wait: 0),
+                                                     newOnlyAdds: SchemaCommand.isModel(new))
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -170,7 +174,7 @@ struct SchemaCommand: ParsableCommand {
             } else {
                 let width = differences.map(\.change.count).max() ?? 0
                 for difference in differences {
-                    let mark = difference.deployable ? "deployable" : "NOT deployable: " + (difference.reason ?? "")
+                    let mark = difference.deployable ? "deployable" + (difference.reason.map { " (\($0))" } ?? "") : "NOT deployable: " + (difference.reason ?? "")
                     print(difference.change.padding(toLength: width + 2, withPad: " ", startingAt: 0) + mark)
                 }
             }
