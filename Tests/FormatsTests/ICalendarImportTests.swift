@@ -48,10 +48,11 @@ final class CalendarImport {
     func run(_ path: String, expand: ClosedRange<String>? = nil, timeZone: TimeZone? = nil, skipInvalid: Bool = false,
              fixed: [(field: String, text: String)] = [("familyID", "family-1")], reopens: Bool = true) throws -> ImportSummary {
         var options = ICalImportOptions(timeZone: timeZone, fixedFields: fixed, people: people)
-        if let expand {
-            options.expand = (ISO8601.parse(expand.lowerBound)!, ISO8601.parse(expand.upperBound)!)
-            options.overrides = try ICalendarRecordReader.overrides(in: try ByteInput(path: path), timeZone: timeZone)
-        }
+        if let expand { options.expand = (ISO8601.parse(expand.lowerBound)!, ISO8601.parse(expand.upperBound)!) }
+        // The first pass `ckport import` makes: overrides, and messages a later one supersedes.
+        let found = try ICalendarRecordReader.firstPass(in: try ByteInput(path: path), timeZone: timeZone, overrides: expand != nil)
+        options.overrides = found.overrides
+        options.superseded = found.superseded
         let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: options)
         if reopens { reader.reopen = { try ByteInput(path: path) } }
         return try RecordImporter(store: store, options: ImportOptions(skipInvalid: skipInvalid)).run([reader])

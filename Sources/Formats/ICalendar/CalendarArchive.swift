@@ -83,8 +83,6 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
     private var pending: [SourceItem] = []
     private var position = 0
     private var seen: [Int: Int] = [:]
-    private var infoWritten = false
-    private var currentCalendar: String?
     private var counts: [String: Int] = [:]
 
     /// - Parameter calendarName: the name records carry in `calendar`; default: the calendar's
@@ -123,9 +121,10 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
 
     public func next() throws -> SourceItem? {
         while pending.isEmpty {
-            guard let component = try parser.next() else {
-                // The calendar's own properties, once all of them have been read.
-                if !infoWritten && parser.calendarCount > 0 { emitInfo() }
+            let component = try parser.next()
+            // Each calendar's own properties, once its END is read (they may follow its components).
+            for finished in parser.takeFinishedCalendars() { emitInfo(number: finished.number, properties: finished.properties) }
+            guard let component else {
                 if pending.isEmpty { return nil }
                 break
             }
@@ -134,22 +133,32 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
         return pending.removeFirst()
     }
 
-    private var calendar: String {
-        if let currentCalendar { return currentCalendar }
-        let name = calendarName
-            ?? parser.calendarProperties.first { $0.name == "X-WR-CALNAME" }.map { ICalText.unescape($0.value) }
-            ?? parser.calendarProperties.first { $0.name == "NAME" }.map { ICalText.unescape($0.value) }
+    /// The name of each calendar of the input by its number, once it has one.
+    private var names: [Int: String] = [:]
+
+    /// The name the current calendar's records carry: the one given, else its X-WR-CALNAME or
+    /// NAME, else the file's name. Several calendars in one file (a stream of scheduling
+    /// messages) are each kept whole, as calendars of their own: a name an earlier calendar of
+    /// the file took is followed by the calendar's number, as in "invites (2)".
+    private func name(of number: Int, properties: [ContentLine]) -> String {
+        if let known = names[number] { return known }
+        var name = calendarName
+            ?? properties.first { $0.name == "X-WR-CALNAME" }.map { ICalText.unescape($0.value) }
+            ?? properties.first { $0.name == "NAME" }.map { ICalText.unescape($0.value) }
             ?? ((input.name as NSString).lastPathComponent as NSString).deletingPathExtension
-        currentCalendar = name
+        if names.values.contains(name) { name += " (\(number))" }
+        names[number] = name
         return name
     }
 
-    private func emitInfo() {
-        infoWritten = true
+    private var calendar: String { name(of: parser.calendarCount, properties: parser.calendarProperties) }
+
+    private func emitInfo(number: Int, properties: [ContentLine]) {
+        let calendar = name(of: number, properties: properties)
         var record = Record(id: RecordID(recordName: CalendarArchive.recordName(calendar: calendar, kind: "VCALENDAR", key: ""), zone: zone),
                             recordType: CalendarArchive.infoType)
         record["calendar"] = .string(calendar)
-        record["content"] = .string(parser.calendarProperties.map { $0.raw ?? "\($0.name):\($0.value)" }.joined(separator: "\n"))
+        record["content"] = .string(properties.map { $0.raw ?? "\($0.name):\($0.value)" }.joined(separator: "\n"))
         pending.append(.record(SourcedRecord(record: record, position: SourcePosition(file: input.name, line: 1))))
     }
 
@@ -178,7 +187,7 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
         }
         // The same key twice in one calendar (a client that repeats a UID): both are kept.
         // A hash per component, not its key: memory stays small however long the calendar.
-        let hash = (kind + "\u{0}" + key).hashValue
+        let hash = (calendar + "\u{0}" + kind + "\u{0}" + key).hashValue
         let repeats = seen[hash, default: 0]
         seen[hash] = repeats + 1
         if repeats > 0 { key += "\u{0}#\(repeats)" }
@@ -214,8 +223,9 @@ public struct CalendarArchiveSummary: Sendable {
     public var calendars: [String] = []
 }
 
-/// Writes archive records back as one iCalendar file: the calendar's own properties, then its
-/// components in the order they were read, each line as it was read, folded at 75 octets.
+/// Writes archive records back as one iCalendar file: each calendar as a VCALENDAR of its own
+/// (its own properties, then its components in the order they were read, each line as it was
+/// read, folded at 75 octets), calendars read from one file in that file's order.
 public struct CalendarArchiveExporter {
     public let session: any RecordSession
 
@@ -236,17 +246,24 @@ public struct CalendarArchiveExporter {
         }
         var query = RecordQuery(recordTypes: [CalendarArchive.componentType], predicate: predicate, predicateText: predicateText)
         query.sortField = "position"
+        // The calendars in the order they were read: by the position of their first component
+        // (calendars of one file follow each other in it), then by name.
+        var first: [String: Int64] = [:]
+        try session.forEach(query) { record in
+            guard case .string(let calendar)? = record["calendar"], first[calendar] == nil else { return }
+            if case .int64(let position)? = record["position"] { first[calendar] = position } else { first[calendar] = .max }
+        }
+        let order = first.keys.sorted { a, b in first[a]! != first[b]! ? first[a]! < first[b]! : a.utf8.lexicographicallyPrecedes(b.utf8) }
         var writer = ICalLineWriter()
-        var started = false
-        var timeZones: Set<String> = []
         // Calendar by calendar, each in the order it was read; one record in memory at a time.
-        for name in infos.keys.sorted() {
-            var wroteAny = false
+        for name in order {
+            var opened = false
+            var timeZones: Set<String> = []
             try session.forEach(query) { record in
                 guard case .string(let calendar)? = record["calendar"], calendar == name,
                       case .string(let content)? = record["content"], case .string(let kind)? = record["component"] else { return }
-                if !started {
-                    started = true
+                if !opened {
+                    opened = true
                     writer.raw("BEGIN:VCALENDAR")
                     var wrote = Set<String>()
                     for line in (infos[name] ?? "").split(separator: "\n", omittingEmptySubsequences: true) {
@@ -257,21 +274,22 @@ public struct CalendarArchiveExporter {
                     if !wrote.contains("VERSION") { writer.raw("VERSION:2.0") }
                 }
                 if kind == "VTIMEZONE", case .string(let tzid)? = record["tzid"] {
-                    // Several calendars may define the same zone: once is enough.
+                    // A zone the calendar defines twice (two imports of it): once is enough.
                     guard timeZones.insert(tzid).inserted else { return }
                 }
                 for line in content.split(separator: "\n", omittingEmptySubsequences: false) { writer.raw(String(line)) }
                 summary.components[kind, default: 0] += 1
-                wroteAny = true
                 try output.write(writer.take())
             }
-            if wroteAny { summary.calendars.append(name) }
+            if opened {
+                writer.raw("END:VCALENDAR")
+                try output.write(writer.take())
+                summary.calendars.append(name)
+            }
         }
-        guard started else {
+        guard !summary.calendars.isEmpty else {
             throw StoreError.badQuery("nothing to export: the selection holds no calendar components, and an empty calendar is not one RFC 5545 readers accept")
         }
-        writer.raw("END:VCALENDAR")
-        try output.write(writer.take())
         return summary
     }
 }

@@ -40,6 +40,19 @@ public final class ICalParser {
     /// Properties of the current VCALENDAR (PRODID, X-WR-CALNAME, …).
     public private(set) var calendarProperties: [ContentLine] = []
     public private(set) var calendarCount = 0
+    /// Each VCALENDAR read to its END since ``takeFinishedCalendars()`` was last called: its
+    /// number (from 1) and its own properties.
+    private var finishedCalendars: [(number: Int, properties: [ContentLine])] = []
+
+    /// The calendars read to their END since the last call, in order.
+    public func takeFinishedCalendars() -> [(number: Int, properties: [ContentLine])] {
+        defer { finishedCalendars = [] }
+        return finishedCalendars
+    }
+
+    /// Lines between one END:VCALENDAR and the next BEGIN:VCALENDAR (or the end of the file):
+    /// left out, as no calendar holds them.
+    public private(set) var linesOutsideCalendars = 0
     /// Keep each property's logical line as read (``ContentLine/raw``), for a lossless archive.
     public var keepRaw = false
     /// What was read leniently (RFC 5545 says otherwise, but real clients write it), with how
@@ -252,6 +265,7 @@ public final class ICalParser {
             // Some clients leave a line or two after END:VCALENDAR: read on, and say so.
             if !inCalendar && calendarCount > 0 && !ICalParser.isCalendarStart(logical) {
                 warnings["a line after END:VCALENDAR was ignored", default: 0] += 1
+                linesOutsideCalendars += 1
                 continue
             }
             // Lines of the calendar itself are not read leniently (nor does Python's icalendar):
@@ -273,6 +287,7 @@ public final class ICalParser {
                     throw fail("END:\(content.value) without a matching BEGIN", line: line)
                 }
                 inCalendar = false
+                finishedCalendars.append((calendarCount, calendarProperties))
                 continue
             }
             guard inCalendar else { throw fail("\(content.name) outside BEGIN:VCALENDAR … END:VCALENDAR", line: line) }
@@ -294,6 +309,7 @@ public final class ICalParser {
     /// ``unreadableLines`` as a report's "not kept" items ("2 unreadable ORGANIZER lines"), by name.
     public var unreadableLineItems: [String] {
         unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
+            + (linesOutsideCalendars == 0 ? [] : ["\(linesOutsideCalendars) line\(linesOutsideCalendars == 1 ? "" : "s") outside any VCALENDAR"])
     }
 
     /// Reads a logical line of a component that is not a content line as Python's icalendar

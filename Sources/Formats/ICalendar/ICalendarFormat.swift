@@ -65,12 +65,12 @@ extension RecordFormat {
             let people = try context.store?.readSession { try ICalendarRecordReader.people(mapping, in: $0) } ?? [:]
             var options = ICalImportOptions(timeZone: context.timeZone, expand: settings.expand, zone: context.defaultZone,
                                             fixedFields: settings.fixedFields, people: people)
-            var source = input
-            if settings.expand != nil {
-                // The overridden occurrences are found in a first pass.
-                source = try input.reopenable()
-                options.overrides = try ICalendarRecordReader.overrides(in: try source.open(), timeZone: context.timeZone)
-            }
+            // A first pass finds the overridden occurrences (when expanding) and the messages a
+            // later one for the same event supersedes.
+            let source = try input.reopenable()
+            let found = try ICalendarRecordReader.firstPass(in: try source.open(), timeZone: context.timeZone, overrides: settings.expand != nil)
+            options.overrides = found.overrides
+            options.superseded = found.superseded
             let reader = ICalendarRecordReader(input: try source.open(), mapping: mapping, schema: context.schema, options: options)
             reader.spool = source.spool
             if source.isReopenable { reader.reopen = { try source.open() } }

@@ -17,6 +17,9 @@ public struct ICalImportOptions: Sendable {
     public var people: [String: String]
     /// RECURRENCE-ID overrides found by a first pass: UID + NUL + UTC seconds.
     public var overrides: Set<String>
+    /// Components that a later one of the file supersedes, by their number in the file (from
+    /// 1, every component directly inside a VCALENDAR counted): found by ``firstPass(in:timeZone:)``.
+    public var superseded: Set<Int> = []
 
     public init(timeZone: TimeZone? = nil, expand: (from: Int64, to: Int64)? = nil, zone: ZoneID = .defaultZone,
                 fixedFields: [(field: String, text: String)] = [], people: [String: String] = [:], overrides: Set<String> = []) {
@@ -55,6 +58,8 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// whether more remain.
     private var pendingOccurrences: (() -> Bool)?
     private var skippedComponents: [String: Int] = [:]
+    /// Components left out for a later one of the same event (see ``firstPass(in:timeZone:overrides:)``), by kind.
+    private var supersededComponents: [String: Int] = [:]
     /// What the mapping had no place for: item → how many, in how many components, and the
     /// line of the last component counted (components come one at a time).
     private var notKept: [String: (count: Int, components: Int, lastLine: Int, kind: String)] = [:]
@@ -62,6 +67,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// Everything the import did not keep, item by item; empty when it kept everything read.
     public var notKeptItems: [String] {
         var items = skippedComponents.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+        items += supersededComponents.sorted { $0.key < $1.key }.map {
+            "\($0.value) \($0.key)\($0.value == 1 ? "" : "s") superseded by a later message for the same event (the one with the highest SEQUENCE, the last of equals, kept whole)"
+        }
         // The calendar's own properties: what every calendar says of itself (VERSION, the
         // writer's PRODID, the Gregorian CALSCALE) needs no place; the name has one when the
         // mapping writes it back from the records (its `name`); anything else (METHOD,
@@ -168,16 +176,43 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// The RECURRENCE-ID overrides of a file, read in a first pass so that an override wins
     /// over its occurrence wherever it stands in the file.
     public static func overrides(in input: ByteInput, timeZone: TimeZone?) throws -> Set<String> {
+        try firstPass(in: input, timeZone: timeZone, overrides: true).overrides
+    }
+
+    /// What a first pass over a file finds: the RECURRENCE-ID overrides (when `overrides`),
+    /// and the components that later ones supersede. Several components for one event (the
+    /// same UID and RECURRENCE-ID: a stream of scheduling messages, a REQUEST and its later
+    /// CANCEL) become one record, and blending them field by field could give an event no
+    /// message said (an end before its start); the one kept whole is the one with the highest
+    /// SEQUENCE, the last of those in the file when several share it. Memory: one entry per
+    /// event, a hash and two numbers.
+    public static func firstPass(in input: ByteInput, timeZone: TimeZone?, overrides wantOverrides: Bool) throws -> (overrides: Set<String>, superseded: Set<Int>) {
         let parser = ICalParser(input: input)
         let zones = ZoneResolver(defaultZone: timeZone)
         var found: Set<String> = []
+        var latest: [Int: (sequence: Int64, number: Int)] = [:]
+        var superseded: Set<Int> = []
+        var number = 0
         while let component = try parser.next() {
+            number += 1
             if component.name == "VTIMEZONE" { try? zones.add(component); continue }
-            guard let uid = component.property("UID")?.value, let property = component.property("RECURRENCE-ID"),
-                  let time = CalendarTime.parse(property) else { continue }
-            found.insert(overrideKey(uid: uid, time, zones: zones))
+            guard let uid = component.property("UID")?.value else { continue }
+            let recurrence = component.property("RECURRENCE-ID")
+            if wantOverrides, let recurrence, let time = CalendarTime.parse(recurrence) { found.insert(overrideKey(uid: uid, time, zones: zones)) }
+            let sequence = component.property("SEQUENCE").flatMap { Int64($0.value.trimmingCharacters(in: .whitespaces)) } ?? 0
+            let key = [component.name, uid, recurrence?.value ?? ""].joined(separator: "\u{0}").hashValue
+            if let earlier = latest[key] {
+                if sequence >= earlier.sequence {
+                    superseded.insert(earlier.number)
+                    latest[key] = (sequence, number)
+                } else {
+                    superseded.insert(number)
+                }
+            } else {
+                latest[key] = (sequence, number)
+            }
         }
-        return found
+        return (found, superseded)
     }
 
     /// What identifies an occurrence its override replaces: the UID and the instant, or for a
@@ -223,6 +258,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
         guard let index = mapping.componentIndex(for: component), let plan = plan(index) else {
             skippedComponents[component.name, default: 0] += 1
+            return
+        }
+        if options.superseded.contains(componentsRead) {
+            supersededComponents[component.name, default: 0] += 1
             return
         }
         do {
