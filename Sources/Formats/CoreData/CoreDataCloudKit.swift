@@ -110,7 +110,7 @@ public enum CoreDataCloudKit {
                 notes.insert("the configuration\(cloud.count == 1 ? "" : "s") marked Used with CloudKit (\(cloud.map(\.name).joined(separator: ", "))) chose the entities"
                              + (localOnly.isEmpty ? "" : "; left out as local-only: \(localOnly.joined(separator: ", "))"))
             } else if !model.configurations.filter({ $0.name != "Default" }).isEmpty {
-                notes.insert("no configuration is marked Used with CloudKit, so every entity was taken (the Default configuration's); give --configuration to take one")
+                notes.insert("no configuration is marked Used with CloudKit, so every entity was taken (the Default configuration's); name a configuration to take only its entities")
             }
         }
         var types: [RecordTypeDefinition] = []
