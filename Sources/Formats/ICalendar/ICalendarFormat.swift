@@ -71,6 +71,7 @@ extension RecordFormat {
             let found = try ICalendarRecordReader.firstPass(in: try source.open(), timeZone: context.timeZone, overrides: settings.expand != nil)
             options.overrides = found.overrides
             options.superseded = found.superseded
+            options.nameOnExport = try ICalendarRecordReader.nameOnExport(mapping, fixedFields: settings.fixedFields, zone: context.defaultZone, store: context.store)
             let reader = ICalendarRecordReader(input: try source.open(), mapping: mapping, schema: context.schema, options: options)
             reader.spool = source.spool
             if source.isReopenable { reader.reopen = { try source.open() } }

@@ -17,6 +17,11 @@ public struct ICalImportOptions: Sendable {
     public var people: [String: String]
     /// RECURRENCE-ID overrides found by a first pass: UID + NUL + UTC seconds.
     public var overrides: Set<String>
+    /// The calendar name an export of these records would write (X-WR-CALNAME), when it is
+    /// known: the mapping's fixed name, or the name of the record every imported record
+    /// points at (`--set familyID=…`). A file's X-WR-CALNAME that says the same is kept by
+    /// that; one that says something else is named as not kept.
+    public var nameOnExport: String?
     /// Components that a later one of the file supersedes, by their number in the file (from
     /// 1, every component directly inside a VCALENDAR counted): found by ``firstPass(in:timeZone:)``.
     public var superseded: Set<Int> = []
@@ -75,7 +80,13 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         // mapping writes it back from the records (its `name`); anything else (METHOD,
         // X-WR-CALDESC, X-WR-TIMEZONE, REFRESH-INTERVAL, …) has none in an app's records.
         for (name, count) in parser.calendarPropertyCounts.sorted(by: { $0.key < $1.key }) {
-            if ["VERSION", "PRODID", "CALSCALE"].contains(name) || (name == "X-WR-CALNAME" && mapping.calendarName != nil) { continue }
+            if ["VERSION", "PRODID", "CALSCALE"].contains(name) { continue }
+            if name == "X-WR-CALNAME", let kept = options.nameOnExport, calendarNames.allSatisfy({ $0 == kept }) { continue }
+            if name == "X-WR-CALNAME", mapping.calendarName != nil {
+                let differing = calendarNames.filter { $0 != options.nameOnExport }.map { "\"\($0)\"" }
+                items.append("\(differing.count) X-WR-CALNAME of the calendar (\(differing.joined(separator: ", "))), " + (options.nameOnExport.map { "which the records' calendar calls \"\($0)\"" } ?? "which the records do not name"))
+                continue
+            }
             items.append("\(count) \(name) of the calendar")
         }
         items += parser.unreadableLineItems
@@ -179,6 +190,29 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         try firstPass(in: input, timeZone: timeZone, overrides: true).overrides
     }
 
+    /// The calendar name an export of what `mapping` reads would write back (see
+    /// ``ICalImportOptions/nameOnExport``): its fixed name, or the field of the record the
+    /// fixed reference (`--set familyID=family-1`) points at, read from `store`.
+    public static func nameOnExport(_ mapping: CalendarMapping, fixedFields: [(field: String, text: String)], zone: ZoneID,
+                                    store: (any RecordStoring)?) throws -> String? {
+        switch mapping.calendarName {
+        case .constant(let text)?:
+            return text
+        case .reference(let field, let target)?:
+            guard let name = fixedFields.last(where: { $0.field == field })?.text, let store else { return nil }
+            return try store.readSession { session in
+                if case .string(let text)? = try session.record(RecordID(recordName: name, zone: zone))?.fields[target] { return text }
+                // In whichever zone holds it (a family's records live in the family's zone).
+                for type in session.schema.recordTypes where type.field(named: target)?.type == .string {
+                    if case .string(let text)? = try session.record(named: name, ofType: type.name)?.fields[target] { return text }
+                }
+                return nil
+            }
+        default:
+            return nil
+        }
+    }
+
     /// What a first pass over a file finds: the RECURRENCE-ID overrides (when `overrides`),
     /// and the components that later ones supersede. Several components for one event (the
     /// same UID and RECURRENCE-ID: a stream of scheduling messages, a REQUEST and its later
@@ -223,7 +257,17 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         return uid + "\u{0}" + String(ISO8601.floorDiv(ms, 1000))
     }
 
+    /// Each calendar's X-WR-CALNAME, as read.
+    private var calendarNames: [String] = []
+
+    private func noteFinishedCalendars() {
+        for finished in parser.takeFinishedCalendars() {
+            for property in finished.properties where property.name == "X-WR-CALNAME" { calendarNames.append(ICalText.unescape(property.value)) }
+        }
+    }
+
     public func next() throws -> SourceItem? {
+        defer { noteFinishedCalendars() }
         while queueIndex >= queue.count {
             queue.removeAll(keepingCapacity: true)
             queueIndex = 0
