@@ -33,9 +33,9 @@ let package = Package(
     targets: [
         .target(name: "Records", swiftSettings: strict),
         .target(name: "CSQLiteConfig", linkerSettings: [.linkedLibrary("sqlite3")]),
-        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // libxml2, the XML layer's parser (streaming reader, no network, no entity expansion).
-        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
         .target(name: "Store", dependencies: [
             "Records", "CSQLiteConfig",
             .product(name: "GRDB", package: "GRDB.swift"),

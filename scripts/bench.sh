@@ -34,14 +34,25 @@
 # server and psql (Debian: postgresql); icalendar
 # is installed into a venv ($BENCH_VENV, default ~/.cache/ckport-bench-venv). Work files go
 # to $BENCH_DIR (default: a temporary folder, removed afterwards).
+# Every table is also written to bench-results/<date>-<what>.md, with a chart (an SVG, by
+# scripts/bench_charts.py) of each table's ratio column beside it in bench-results/charts-…/; the
+# tables and charts in BENCHMARKS.md come from such a run (scripts/bench_charts.py BENCHMARKS.md
+# docs/bench redraws those).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+results_dir=${BENCH_RESULTS:-bench-results}
+mkdir -p "$results_dir"
+results="$results_dir/$(date +%Y-%m-%dT%H%M)-${BENCH_ONLY:-all}"
+exec > >(tee "$results.md")
+# The charts, once the tables are written (every EXIT trap below calls this first).
+charts() { sleep 0.2; python3 scripts/bench_charts.py "$results.md" "$results-charts" >/dev/null 2>&1 || true; }
+trap charts EXIT
 records=${1:-1000000}
 events=${2:-100000}
 small=${BENCH_SMALL:-100000}
 small_events=${BENCH_SMALL_EVENTS:-10000}
 work=${BENCH_DIR:-$(mktemp -d)}
-[ -n "${BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
+[ -n "${BENCH_DIR:-}" ] || trap 'charts; rm -rf "$work"' EXIT
 mkdir -p "$work"
 
 for tool in sqlite3 /usr/bin/time; do
@@ -423,7 +434,7 @@ start_postgres() {
   pg_url=$(cat "$work/pg.url")
   PGPASSWORD=$(cat "$work/pg/password")
   export PGPASSWORD
-  trap 'scripts/postgres-cluster.sh stop "$work/pg" || true; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
+  trap 'charts; scripts/postgres-cluster.sh stop "$work/pg" || true; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
 }
 psql_run() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 "$pg_url" "$@"; }
 measure_postgres() {

@@ -2,6 +2,8 @@ import Foundation
 import Records
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A web auth token file: the token on its first line, then what ckport knows of the sign-in
@@ -134,7 +136,11 @@ public final class WebAuthTokenFile: @unchecked Sendable {
         let bytes = Array(contents.text.utf8)
         var written = 0
         while written < bytes.count {
+            #if canImport(Glibc)
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            #else
+            let n = bytes.withUnsafeBytes { Darwin.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            #endif
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
                 let reason = String(cString: strerror(errno))
