@@ -51,6 +51,29 @@ struct SharingCommandTests {
         #expect(upgrade.status == 0 && upgrade.stdout == "upgraded explicit.sqlite from store format 1 to 2\n", "\(upgrade.stdout)\(upgrade.stderr)")
     }
 
+    @Test("a store written by a newer ckport is refused by every command, unchanged, with what to do; upgrade does not touch it either")
+    func newerStore() throws {
+        let folder = Scratch()
+        #expect(try ckport(["import", packageRoot.appendingPathComponent("samples/family-todo/schema.ckdb").path,
+                            packageRoot.appendingPathComponent("samples/family-todo/records.jsonl").path, "--store", "next.sqlite", "-q"], in: folder.url).status == 0)
+        // The next format, as a later ckport would mark it.
+        let marked = Process()
+        marked.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        marked.arguments = [folder.path("next.sqlite"), "UPDATE _ck_meta SET value = '3' WHERE key = 'format'; PRAGMA wal_checkpoint(TRUNCATE);"]
+        try marked.run()
+        marked.waitUntilExit()
+        #expect(marked.terminationStatus == 0)
+        let before = folder.data("next.sqlite")
+        #expect(!before.isEmpty)
+        for command in [["stats"], ["export", "-o", "out.jsonl"], ["import", packageRoot.appendingPathComponent("samples/family-todo/records.jsonl").path], ["upgrade"]] {
+            let run = try ckport(command + ["--store", "next.sqlite"], in: folder.url)
+            #expect(run.status == 3, "\(command): \(run.stderr)")
+            #expect(run.stderr.contains("next.sqlite was written by a newer ckport (store format 3); upgrade ckport to read it"), "\(command): \(run.stderr)")
+            #expect(folder.data("next.sqlite") == before, "\(command) changed the store")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.path("out.jsonl")))
+    }
+
     @Test("bundles of format 1, plain and encrypted, restore as they were made; the JSON Lines export imports; inspect says the format")
     func oldBundles() throws {
         let folder = Scratch()
