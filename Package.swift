@@ -89,7 +89,7 @@ let package = Package(
                     exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store", "SampleApps",
                                                            .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
-        .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "SampleApps"], swiftSettings: strict),
+        .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "CloudKitWeb", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "CloudKitWeb", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
     ]
 )

@@ -25,7 +25,7 @@ struct CKPortCommand: ParsableCommand {
         """,
         version: "0.1.0",
         subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
-                      RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self, StatsCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
+                      RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self, StatsCommand.self, ServeCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
     )
 }
 

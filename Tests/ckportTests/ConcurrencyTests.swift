@@ -19,6 +19,9 @@ final class RunningCKPort {
         try process.run()
     }
 
+    /// Standard output so far.
+    var stdoutSoFar: String { String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self) }
+
     /// Standard error so far.
     var stderrSoFar: String { String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self) }
 

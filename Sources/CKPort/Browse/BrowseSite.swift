@@ -1,0 +1,342 @@
+import CloudKitWeb
+import Foundation
+import Records
+import Store
+
+/// A read-only web view of a store, as CloudKit's console is for a live container: the store's
+/// overview (backend, size, change token, counts per scope, zone and type, the schema), a
+/// table of records per type and zone with keyset paging and a predicate box, and each
+/// record with every field, its references as links and what points at it. Every page has a
+/// JSON form (its path with `.json`).
+///
+/// Hostile data stays data: every value is escaped, and pages carry a Content-Security-Policy
+/// that allows no script at all. Only GET and HEAD are answered, and only the paths below.
+/// Each request reads in a transaction of its own, so a page is one committed state of the
+/// store, and memory holds one page of records at a time. Requests are answered one at a time
+/// (a store handle is not shared between threads at once), which a local viewer never notices.
+public final class BrowseSite: @unchecked Sendable {
+    private let lock = NSLock()
+    public let store: any RecordStoring
+    /// What the overview calls the store ("SQLite", "PostgreSQL").
+    public let backend: String
+    /// Records per page of a record table.
+    public let pageSize: Int
+
+    public init(store: any RecordStoring, backend: String, pageSize: Int = 50) {
+        self.store = store
+        self.backend = backend
+        self.pageSize = pageSize
+    }
+
+    /// The headers every answer carries: no script may run, nothing may frame the page, and
+    /// the browser may not guess another content type.
+    static let securityHeaders: [(name: String, value: String)] = [
+        ("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cache-Control", "no-store"),
+    ]
+
+    /// The answer to one request.
+    public func respond(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
+        lock.lock()
+        defer { lock.unlock() }
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return answer(405, html: page("Not allowed", "<p>This view only reads: \(escape(request.method)) is not answered.</p>"), extra: [("Allow", "GET, HEAD")])
+        }
+        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
+        var path = components?.percentEncodedPath ?? "/"
+        var query: [String: String] = [:]
+        for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        let json = path.hasSuffix(".json")
+        if json { path = String(path.dropLast(".json".count)) }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map { String($0).removingPercentEncoding ?? String($0) }
+        do {
+            switch (parts.first, parts.count) {
+            case (nil, _), ("index", 1):
+                return try overview(json: json)
+            case ("style.css", 1):
+                return CloudKitHTTPResponse(status: 200, headers: BrowseSite.securityHeaders + [("Content-Type", "text/css; charset=utf-8")], body: Data(BrowseSite.style.utf8))
+            case ("records", 2):
+                return try records(type: parts[1], query: query, json: json)
+            case ("record", 5):
+                guard let scope = DatabaseScope(rawValue: parts[1]) else { return notFound("no scope \(parts[1])") }
+                return try record(id: RecordID(recordName: parts[4], zone: ZoneID(scope: scope, zoneName: parts[3], ownerRecordName: parts[2])), json: json)
+            default:
+                return notFound("no page at \(path)")
+            }
+        } catch {
+            return answer(500, html: page("Could not read the store", "<p class=\"error\">\(escape("\(error)"))</p>"))
+        }
+    }
+
+    // MARK: Pages
+
+    private func overview(json: Bool) throws -> CloudKitHTTPResponse {
+        let (stats, schema) = try store.readSession { session in (try session.stats(), session.schema) }
+        if json {
+            var out = JSONWriter()
+            out.raw("{\"backend\":"); out.string(backend)
+            out.raw(",\"store\":"); out.string(stats.path)
+            out.raw(",\"bytes\":"); out.int(stats.fileSize)
+            out.raw(",\"token\":"); out.string(stats.token.description)
+            out.raw(",\"records\":"); out.int(Int64(stats.totalRecords))
+            out.raw(",\"zones\":[")
+            for (index, entry) in stats.entries.enumerated() {
+                if index > 0 { out.raw(",") }
+                out.raw("{\"scope\":"); out.string(entry.zone.scope.rawValue)
+                out.raw(",\"zoneName\":"); out.string(entry.zone.zoneName)
+                out.raw(",\"ownerRecordName\":"); out.string(entry.zone.ownerRecordName)
+                out.raw(",\"recordType\":"); out.string(entry.recordType)
+                out.raw(",\"records\":"); out.int(Int64(entry.records))
+                out.raw(",\"tombstones\":"); out.int(Int64(entry.tombstones))
+                out.raw("}")
+            }
+            out.raw("],\"schema\":"); out.string(SchemaPrinter.print(schema))
+            out.raw("}")
+            return answer(200, json: out.text)
+        }
+        var body = "<dl><dt>backend</dt><dd>\(escape(backend))</dd><dt>store</dt><dd>\(escape(stats.path))</dd>"
+        body += "<dt>size</dt><dd>\(stats.fileSize) bytes</dd><dt>change token</dt><dd><code>\(escape(stats.token.description))</code></dd>"
+        body += "<dt>records</dt><dd>\(stats.totalRecords) (\(stats.totalTombstones) deleted)</dd></dl>"
+        body += "<h2>Records by scope, zone and type</h2><table><tr><th>scope</th><th>zone</th><th>owner</th><th>type</th><th class=\"n\">records</th><th class=\"n\">deleted</th></tr>"
+        for entry in stats.entries {
+            let link = "/records/\(component(entry.recordType))?zone=\(component(zoneKey(entry.zone)))"
+            body += "<tr><td>\(escape(entry.zone.scope.rawValue))</td><td>\(escape(entry.zone.zoneName))</td><td>\(escape(entry.zone.ownerRecordName))</td>"
+            body += "<td><a href=\"\(attribute(link))\">\(escape(entry.recordType))</a></td><td class=\"n\">\(entry.records)</td><td class=\"n\">\(entry.tombstones)</td></tr>"
+        }
+        body += "</table><h2>Schema</h2><pre>\(escape(SchemaPrinter.print(schema)))</pre>"
+        return answer(200, html: page("Store", body, json: "/index.json"))
+    }
+
+    private func records(type: String, query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
+        guard let zoneText = query["zone"], let zone = zoneID(zoneText) else { return notFound("give the zone: ?zone=SCOPE:OWNER:ZONE") }
+        let after = query["after"] ?? ""
+        let whereText = (query["where"] ?? "").trimmingCharacters(in: .whitespaces)
+        var predicateError: String?
+        var conditions: [Condition] = []
+        if !whereText.isEmpty {
+            do { conditions = try RecordPredicate.parse(whereText).conditions } catch { predicateError = "\(error)" }
+        }
+        // Keyset paging: the page after the last record name shown, so that a far page costs
+        // what the first does.
+        if !after.isEmpty { conditions.append(Condition(field: "recordName", op: .greater, value: .string(after), fieldColumn: 0, valueColumn: 0)) }
+        var found: [Record] = []
+        var definition: RecordTypeDefinition?
+        var codec: JSONRecordCodec?
+        if predicateError == nil {
+            do {
+                try store.readSession { session in
+                    definition = session.schema.recordType(named: type)
+                    codec = JSONRecordCodec(schema: session.schema)
+                    guard definition != nil else { return }
+                    var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName,
+                                              predicate: conditions.isEmpty ? nil : RecordPredicate(conditions), predicateText: whereText.isEmpty ? nil : whereText)
+                    request.sortField = "recordName"
+                    request.limit = pageSize + 1
+                    try session.forEach(request) { record in if record.zone == zone { found.append(record) } }
+                }
+            } catch {
+                predicateError = "\(error)"
+            }
+        }
+        if definition == nil && predicateError == nil { return notFound("no record type \(type)") }
+        let more = found.count > pageSize
+        if more { found.removeLast() }
+        let next = more ? found.last?.recordName : nil
+        var nextLink: String?
+        if let next {
+            var items = [URLQueryItem(name: "zone", value: zoneText), URLQueryItem(name: "after", value: next)]
+            if !whereText.isEmpty { items.append(URLQueryItem(name: "where", value: whereText)) }
+            var components = URLComponents()
+            components.path = "/records/\(type)"
+            components.queryItems = items
+            nextLink = components.string
+        }
+        if json {
+            var out = JSONWriter()
+            out.raw("{\"recordType\":"); out.string(type)
+            out.raw(",\"zone\":"); out.string(zoneText)
+            if let predicateError { out.raw(",\"error\":"); out.string(predicateError) }
+            out.raw(",\"records\":[")
+            for (index, record) in found.enumerated() {
+                if index > 0 { out.raw(",") }
+                codec?.encode(record, style: .canonical, to: &out)
+            }
+            out.raw("]")
+            if let next { out.raw(",\"next\":"); out.string(next) }
+            out.raw("}")
+            return answer(predicateError == nil ? 200 : 400, json: out.text)
+        }
+        let fields = (definition?.userFields ?? []).sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        var body = "<p><a href=\"/\">Store</a> › \(escape(zone.scope.rawValue)) › \(escape(zone.zoneName)) › \(escape(type))</p>"
+        body += "<form method=\"get\" action=\"/records/\(attribute(component(type)))\"><input type=\"hidden\" name=\"zone\" value=\"\(attribute(zoneText))\">"
+        body += "<label>where <input name=\"where\" size=\"60\" value=\"\(attribute(whereText))\" placeholder=\"status != 'done' AND points > 3\"></label> <button>Filter</button></form>"
+        if let predicateError { body += "<p class=\"error\">\(escape(predicateError))</p>" }
+        body += "<table><tr><th>record name</th><th>modified</th>" + fields.map { "<th>\(escape($0.name))</th>" }.joined() + "</tr>"
+        for record in found {
+            body += "<tr><td><a href=\"\(attribute(recordLink(record)))\">\(escape(record.recordName))</a></td><td>\(escape(record.modified.map { ISO8601.format(milliseconds: $0.timestamp) } ?? ""))</td>"
+            for field in fields { body += "<td>\(record.fields[field.name].map { cell($0, zone: record.zone, type: type) } ?? "")</td>" }
+            body += "</tr>"
+        }
+        body += "</table>"
+        if found.isEmpty && predicateError == nil { body += "<p>No records here" + (after.isEmpty ? "" : " after \(escape(after))") + ".</p>" }
+        if let nextLink { body += "<p><a rel=\"next\" href=\"\(attribute(nextLink))\">next page ›</a></p>" }
+        var jsonLink = URLComponents()
+        jsonLink.path = "/records/\(type).json"
+        jsonLink.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
+        return answer(predicateError == nil ? 200 : 400, html: page(type, body, json: jsonLink.string))
+    }
+
+    private func record(id: RecordID, json: Bool) throws -> CloudKitHTTPResponse {
+        let found: (record: Record, pointers: [Record], codec: JSONRecordCodec)? = try store.readSession { session in
+            guard let record = try session.record(id) else { return nil }
+            // What points at it: each REFERENCE field of each type, looked up by the record.
+            var pointers: [Record] = []
+            for candidate in session.schema.recordTypes {
+                for field in candidate.fields where field.type.primitive == .reference && !field.name.hasPrefix("___") {
+                    pointers += try session.records(ofType: candidate.name, whose: field.name, pointsAt: id).prefix(pageSize)
+                }
+            }
+            return (record, pointers, JSONRecordCodec(schema: session.schema))
+        }
+        guard let found else { return notFound("no record \(id.recordName) in that zone") }
+        let record = found.record
+        let codec = found.codec
+        if json {
+            var out = JSONWriter()
+            out.raw("{\"record\":")
+            codec.encode(record, style: .canonical, to: &out)
+            out.raw(",\"pointedToBy\":[")
+            for (index, pointer) in found.pointers.enumerated() {
+                if index > 0 { out.raw(",") }
+                out.raw("{\"recordType\":"); out.string(pointer.recordType)
+                out.raw(",\"recordName\":"); out.string(pointer.recordName)
+                out.raw("}")
+            }
+            out.raw("]}")
+            return answer(200, json: out.text)
+        }
+        var body = "<p><a href=\"/\">Store</a> › <a href=\"\(attribute("/records/\(component(record.recordType))?zone=\(component(zoneKey(record.zone)))"))\">\(escape(record.recordType))</a> › \(escape(record.recordName))</p>"
+        body += "<h2>System fields</h2><dl>"
+        body += "<dt>zone</dt><dd>\(escape(zoneKey(record.zone)))</dd><dt>change tag</dt><dd>\(escape(record.changeTag ?? ""))</dd>"
+        for (name, stamp) in [("created", record.created), ("modified", record.modified)] {
+            guard let stamp else { continue }
+            body += "<dt>\(name)</dt><dd>\(escape(ISO8601.format(milliseconds: stamp.timestamp))) by \(escape(stamp.userRecordName ?? "?")) on \(escape(stamp.deviceID ?? "?"))</dd>"
+        }
+        if let parent = record.parent { body += "<dt>parent</dt><dd><a href=\"\(attribute(idLink(RecordID(recordName: parent, zone: record.zone))))\">\(escape(parent))</a></dd>" }
+        if let share = record.share { body += "<dt>share</dt><dd><a href=\"\(attribute(idLink(RecordID(recordName: share, zone: record.zone))))\">\(escape(share))</a></dd>" }
+        body += "</dl><h2>Fields</h2><table><tr><th>field</th><th>type</th><th>value</th></tr>"
+        for entry in record.fields.entries {
+            body += "<tr><td>\(escape(entry.name))</td><td>\(escape(entry.value.type.description))</td><td>\(cell(entry.value, zone: record.zone, type: record.recordType))</td></tr>"
+        }
+        body += "</table><h2>Pointed to by</h2>"
+        if found.pointers.isEmpty {
+            body += "<p>No record points at this one.</p>"
+        } else {
+            body += "<ul>" + found.pointers.map { "<li>\(escape($0.recordType)) <a href=\"\(attribute(recordLink($0)))\">\(escape($0.recordName))</a></li>" }.joined() + "</ul>"
+        }
+        return answer(200, html: page(record.recordName, body, json: idLink(record.id) + ".json"))
+    }
+
+    // MARK: Pieces
+
+    /// A value as a table cell: text escaped, references as links into the same zone.
+    private func cell(_ value: FieldValue, zone: ZoneID, type: String) -> String {
+        switch value {
+        case .reference(let reference):
+            return "<a href=\"\(attribute(idLink(RecordID(recordName: reference.recordName, zone: zone))))\">\(escape(reference.recordName))</a>"
+        case .list(_, let items) where items.contains(where: { if case .reference = $0 { return true } else { return false } }):
+            return items.map { cell($0, zone: zone, type: type) }.joined(separator: ", ")
+        case .string(let string):
+            return escape(string.count > 200 ? String(string.prefix(200)) + "…" : string)
+        case .timestamp(let milliseconds):
+            return escape(ISO8601.format(milliseconds: milliseconds))
+        default:
+            var out = JSONWriter()
+            FieldValueJSON.write(value, style: .plain, to: &out)
+            var text = out.text
+            if text.count > 200 { text = String(text.prefix(200)) + "…" }
+            return escape(text)
+        }
+    }
+
+    private func recordLink(_ record: Record) -> String { idLink(record.id) }
+
+    private func idLink(_ id: RecordID) -> String {
+        "/record/\(component(id.zone.scope.rawValue))/\(component(id.zone.ownerRecordName))/\(component(id.zone.zoneName))/\(component(id.recordName))"
+    }
+
+    /// A zone as the record table's `zone` parameter: SCOPE:OWNER:ZONE.
+    private func zoneKey(_ zone: ZoneID) -> String { "\(zone.scope.rawValue):\(zone.ownerRecordName):\(zone.zoneName)" }
+
+    private func zoneID(_ key: String) -> ZoneID? {
+        let parts = key.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let scope = DatabaseScope(rawValue: parts[0]) else { return nil }
+        return ZoneID(scope: scope, zoneName: parts[2], ownerRecordName: parts[1])
+    }
+
+    private func notFound(_ why: String) -> CloudKitHTTPResponse {
+        answer(404, html: page("Not found", "<p>\(escape(why)).</p><p><a href=\"/\">Back to the store</a></p>"))
+    }
+
+    private func answer(_ status: Int, html: String, extra: [(name: String, value: String)] = []) -> CloudKitHTTPResponse {
+        CloudKitHTTPResponse(status: status, headers: BrowseSite.securityHeaders + extra + [("Content-Type", "text/html; charset=utf-8")], body: Data(html.utf8))
+    }
+
+    private func answer(_ status: Int, json: String) -> CloudKitHTTPResponse {
+        CloudKitHTTPResponse(status: status, headers: BrowseSite.securityHeaders + [("Content-Type", "application/json; charset=utf-8")], body: Data(json.utf8))
+    }
+
+    private func page(_ title: String, _ body: String, json: String? = nil) -> String {
+        var html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>\(escape(title)) · ckport</title>"
+        html += "<link rel=\"stylesheet\" href=\"/style.css\"></head><body><header><a href=\"/\">ckport</a> · read-only</header><main><h1>\(escape(title))</h1>"
+        html += body
+        if let json { html += "<p class=\"json\"><a href=\"\(attribute(json))\">this page as JSON</a></p>" }
+        return html + "</main></body></html>\n"
+    }
+
+    /// Text for an HTML text node.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private func escape(_ text: String) -> String { BrowseSite.escape(text) }
+    private func attribute(_ text: String) -> String { BrowseSite.escape(text) }
+
+    /// A path component or query value, percent-encoded.
+    private func component(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
+    static let style = """
+        body { font: 14px/1.4 -apple-system, "Segoe UI", sans-serif; margin: 0; color: #222; }
+        header { background: #1c3d5a; color: white; padding: 6px 16px; }
+        header a { color: white; font-weight: bold; text-decoration: none; }
+        main { padding: 8px 16px; }
+        table { border-collapse: collapse; margin: 8px 0; }
+        th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; max-width: 32em; overflow-wrap: anywhere; }
+        th { background: #f3f5f7; }
+        td.n, th.n { text-align: right; }
+        pre { background: #f7f7f7; padding: 8px; overflow: auto; }
+        dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; }
+        dt { font-weight: bold; }
+        .error { color: #b00020; white-space: pre-wrap; }
+        .json { font-size: 12px; }
+
+        """
+}

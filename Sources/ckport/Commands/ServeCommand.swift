@@ -1,0 +1,39 @@
+import ArgumentParser
+import CKPort
+import CloudKitWeb
+import Foundation
+
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Look at a store in a web browser: its counts and schema, records by type and zone, each record.",
+        discussion: """
+          ckport serve --store family.sqlite
+          ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
+
+        Serves a read-only view of the store on 127.0.0.1 (this machine only) and prints its \
+        address: the store's backend, size, change token and records per scope, zone and type, \
+        with the schema in cktool's words; a table of each type's records in a zone, a page at \
+        a time, with a predicate box that takes what --where takes; and each record with every \
+        field and system field, its references as links and the records that point at it. \
+        Every page has a JSON form: add .json to its path. Nothing is ever written, and no \
+        script runs in the pages (every value shows as text). Ctrl-C stops the server.
+        """
+    )
+
+    @Option(help: ArgumentHelp("The port to listen on (0: any free port).", valueName: "port"))
+    var port = 8642
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func run() throws {
+        let store = try storeOptions.open(create: false)
+        let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path))
+        let server = try LoopbackHTTPServer(port: port) { request in site.respond(request) }
+        server.start()
+        FileHandle.standardOutput.write(Data("serving \(storeOptions.path) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
+        while !Interruption.requested { usleep(200_000) }
+        server.stop()
+        if !storeOptions.quiet { Console.error("stopped") }
+    }
+}

@@ -1,0 +1,117 @@
+import CKPort
+import CloudKitWeb
+import Foundation
+import SampleApps
+import Testing
+import TestSupport
+
+/// The read-only web view of a store, page by page, as a browser and a script would ask for it.
+@Suite("browsing a store")
+struct BrowseSiteTests {
+    func get(_ site: BrowseSite, _ path: String, method: String = "GET") -> (status: Int, headers: [(name: String, value: String)], text: String) {
+        let answer = site.respond(CloudKitHTTPRequest(method: method, url: URL(string: "http://127.0.0.1:1" + path)!, headers: [], body: Data()))
+        return (answer.status, answer.headers, String(decoding: answer.body, as: UTF8.self))
+    }
+
+    func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    static let familyZone = "shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone"
+
+    @Test("the overview: backend, token and counts per scope, zone and type as stats gives them, each type linked to its records; the schema in cktool's words")
+    func overview() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let site = BrowseSite(store: store, backend: "SQLite")
+        let page = get(site, "/")
+        #expect(page.status == 200)
+        let stats = try store.read { try $0.stats() }
+        #expect(page.text.contains("<dd>\(stats.token.description)</code>") || page.text.contains("<code>\(stats.token.description)</code>"))
+        #expect(page.text.contains("<a href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone\">Event</a>"), "\(page.text.prefix(3000))")
+        #expect(page.text.contains("RECORD TYPE EventParticipant ("))
+        let data = try json(get(site, "/index.json").text)
+        #expect(data["records"] as? Int == stats.totalRecords && stats.totalRecords > 100)
+        #expect((data["zones"] as? [[String: Any]])?.count == stats.entries.count)
+    }
+
+    @Test("a type's records in a zone, a page at a time: the pages together hold each record once, in name order, however far they go")
+    func paging() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let site = BrowseSite(store: store, backend: "SQLite", pageSize: 2)
+        var expected: [String] = []
+        try store.read { session in
+            try session.forEach(RecordQuery(recordTypes: ["Event"], scope: .shared, zoneName: "family-1-zone")) { expected.append($0.recordName) }
+        }
+        expected.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        var seen: [String] = []
+        var path: String? = "/records/Event.json?zone=\(Self.familyZone)"
+        var pages = 0
+        while let next = path, pages < 100 {
+            let data = try json(get(site, next).text)
+            let records = try #require(data["records"] as? [[String: Any]])
+            #expect(records.count <= 2)
+            seen += records.compactMap { $0["recordName"] as? String }
+            path = (data["next"] as? String).map { "/records/Event.json?zone=\(Self.familyZone)&after=\($0)" }
+            pages += 1
+        }
+        #expect(expected.count > 4 && seen == expected, "\(seen.count) of \(expected.count)")
+        #expect(pages == (expected.count + 1) / 2)
+        // The HTML page links the next one.
+        #expect(get(site, "/records/Event?zone=\(Self.familyZone)").text.contains("rel=\"next\" href=\"/records/Event?zone=shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone&amp;after=\(expected[1])\""))
+    }
+
+    @Test("the predicate box takes what --where takes; a predicate that does not parse is shown in place, with a 400")
+    func predicates() throws {
+        let scratch = Scratch()
+        let site = BrowseSite(store: try scratch.sampleStore(.familyCalendar), backend: "SQLite")
+        let school = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)&where=category%20%3D%3D%20'school'").text)
+        let records = try #require(school["records"] as? [[String: Any]])
+        #expect(!records.isEmpty && records.allSatisfy { (($0["fields"] as? [String: Any])?["category"] as? [String: Any])?["value"] as? String == "school" })
+        let bad = get(site, "/records/Event?zone=\(Self.familyZone)&where=category%20%3D%3D")
+        #expect(bad.status == 400 && bad.text.contains("<p class=\"error\">") && bad.text.contains("value=\"category ==\""), "\(bad.text.suffix(800))")
+    }
+
+    @Test("a record: every field and system field, references as links, and the records that point at it")
+    func record() throws {
+        let scratch = Scratch()
+        let site = BrowseSite(store: try scratch.sampleStore(.familyCalendar), backend: "SQLite")
+        let page = get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001")
+        #expect(page.status == 200)
+        #expect(page.text.contains("<td>familyID</td><td>REFERENCE</td><td><a href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/family-1\">family-1</a></td>"))
+        #expect(page.text.contains("EventParticipant <a href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/participant-1-00001-1\">"))
+        let data = try json(get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001.json").text)
+        let pointers = try #require(data["pointedToBy"] as? [[String: Any]])
+        #expect(pointers.filter { $0["recordType"] as? String == "EventParticipant" }.count == 3)
+        #expect(get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/no-such-record").status == 404)
+    }
+
+    @Test("hostile data stays data: markup in a value shows as text, no page runs a script, nothing is written, and no path leads outside the store")
+    func hostile() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let hostile = "<script>alert('x')</script><img src=x onerror=alert(1)>\"'&"
+        try store.write { session in
+            var record = Record(id: RecordID(recordName: "event-hostile", zone: ZoneID(scope: .shared, zoneName: "family-1-zone", ownerRecordName: "_4f00e3e229b648635c6f63dca8da05ef")), recordType: "Event")
+            record["title"] = .string(hostile)
+            record["category"] = .string("</td></tr></table><script>")
+            _ = try session.save(record, mode: .insert)
+        }
+        let site = BrowseSite(store: store, backend: "SQLite")
+        let before = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        for path in ["/records/Event?zone=\(Self.familyZone)&after=event-5", "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-hostile",
+                     "/records/Event?zone=\(Self.familyZone)&where=title%20%3D%3D%20'%3Cscript%3E'"] {
+            let page = get(site, path)
+            #expect(!page.text.lowercased().contains("<script") && !page.text.contains("<img"), "\(path)")
+            #expect(page.headers.contains { $0.name == "Content-Security-Policy" && $0.value.hasPrefix("default-src 'none';") && !$0.value.contains("script-src") })
+        }
+        #expect(get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-hostile").text.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;"))
+        #expect(get(site, "/", method: "POST").status == 405 && get(site, "/", method: "DELETE").status == 405)
+        for path in ["/../../etc/passwd", "/records/..%2F..%2Fetc%2Fpasswd", "/style.css/../../etc/passwd", "/records/Event"] {
+            let page = get(site, path)
+            #expect(page.status == 404 && !page.text.contains("root:"), "\(path): \(page.status)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before)
+    }
+}

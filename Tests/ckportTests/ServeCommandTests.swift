@@ -1,0 +1,46 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import TestSupport
+
+@Suite("ckport serve")
+struct ServeCommandTests {
+    /// The body and status of a GET, through the loopback network as a browser asks.
+    func fetch(_ url: URL) throws -> (status: Int, body: String) {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: (Int, String) = (0, "")
+        URLSession.shared.dataTask(with: url) { data, response, _ in
+            result = ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data ?? Data(), as: UTF8.self))
+            done.signal()
+        }.resume()
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        return result
+    }
+
+    @Test("serves the store read-only on 127.0.0.1, says where, answers a browser, and stops cleanly on Ctrl-C with the store unchanged")
+    func serve() throws {
+        let folder = Scratch()
+        let samples = packageRoot.appendingPathComponent("samples/family-todo").path
+        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        let before = folder.data("todo.sqlite")
+        let server = try RunningCKPort(["serve", "--store", "todo.sqlite", "--port", "0"], in: folder.url)
+        var address: URL?
+        #expect(eventually(30) {
+            address = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.flatMap { URL(string: String($0)) }
+            return address != nil || !server.process.isRunning
+        }, "\(server.stderrSoFar)")
+        let base = try #require(address, "no address in: \(server.stdoutSoFar) \(server.stderrSoFar)")
+        let overview = try fetch(base)
+        #expect(overview.status == 200 && overview.body.contains("RECORD TYPE Task ("), "\(overview.body.prefix(400))")
+        let json = try fetch(base.appendingPathComponent("index.json"))
+        let data = try #require(try JSONSerialization.jsonObject(with: Data(json.body.utf8)) as? [String: Any])
+        #expect(data["records"] as? Int == 80 && data["backend"] as? String == "SQLite", "\(json.body.prefix(300))")
+        kill(server.process.processIdentifier, SIGINT)
+        let run = server.finish()
+        // Ctrl-C ends every command with 130, this one too (it is how a server is stopped).
+        #expect(run.status == 130, "\(run.stderr)")
+        #expect(folder.data("todo.sqlite") == before)
+    }
+}
