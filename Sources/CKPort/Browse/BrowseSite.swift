@@ -329,8 +329,9 @@ public final class BrowseSite: @unchecked Sendable {
         header a { color: white; font-weight: bold; text-decoration: none; }
         main { padding: 8px 16px; }
         table { border-collapse: collapse; margin: 8px 0; }
-        th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; max-width: 32em; overflow-wrap: anywhere; }
-        th { background: #f3f5f7; }
+        th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+        td { max-width: 32em; overflow-wrap: anywhere; }
+        th { background: #f3f5f7; white-space: nowrap; }
         td.n, th.n { text-align: right; }
         pre { background: #f7f7f7; padding: 8px; overflow: auto; }
         dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; }

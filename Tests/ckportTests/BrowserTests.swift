@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `ckport serve`'s pages as a real browser renders them: Debian's chromium, headless. The
+/// browser is a prerequisite of the tests (`.ci/run` installs it); without it this suite fails.
+@Suite("ckport serve in a browser")
+struct BrowserTests {
+    static let chromium: String? = {
+        let candidates = [ProcessInfo.processInfo.environment["CKPORT_CHROMIUM"], "/usr/bin/chromium", "/usr/bin/chromium-browser"].compactMap { $0 }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+
+    /// Where the screenshots go: `CKPORT_TEST_ARTIFACTS`, else `.build/test-artifacts` in the package.
+    static let artifacts: URL = {
+        let base = ProcessInfo.processInfo.environment["CKPORT_TEST_ARTIFACTS"].map { URL(fileURLWithPath: $0) }
+            ?? packageRoot.appendingPathComponent(".build/test-artifacts")
+        let folder = base.appendingPathComponent("serve")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }()
+
+    /// Runs the browser on `url`: the DOM it rendered (`--dump-dom`), or a screenshot at `shot`;
+    /// and what it logged from the page (console messages, script errors).
+    func browse(_ url: String, screenshot shot: String? = nil) throws -> (dom: String, console: [String]) {
+        let browser = try #require(Self.chromium, "chromium is not installed (Debian: apt-get install chromium); .ci/run installs it")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: browser)
+        var arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                         "--enable-logging=stderr", "--v=0", "--user-data-dir=" + NSTemporaryDirectory() + "ckport-chromium-\(getpid())"]
+        if let shot { arguments += ["--window-size=1280,1000", "--screenshot=" + Self.artifacts.appendingPathComponent(shot).path] } else { arguments.append("--dump-dom") }
+        process.arguments = arguments + [url]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let dom = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "chromium on \(url): \(log.suffix(500))")
+        let console = log.split(separator: "\n").map(String.init).filter { $0.contains(":CONSOLE") || $0.contains("Uncaught") || $0.contains("Content Security Policy") }
+        return (dom, console)
+    }
+
+    /// What a text looks like in the DOM the browser serializes: `&`, `<`, `>` and no-break spaces escaped.
+    func asText(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            .replacingOccurrences(of: "\u{A0}", with: "&nbsp;")
+    }
+
+    /// No element of `dom` can run a script: no script element, no event handler attribute, no
+    /// `javascript:` address in an attribute.
+    func noScriptIn(_ dom: String, _ page: String) {
+        let lower = dom.lowercased()
+        #expect(!lower.contains("<script"), "\(page): a script element")
+        let tags = lower.split(separator: "<").map { $0.prefix { $0 != ">" } }
+        for tag in tags where !tag.hasPrefix("/") && !tag.hasPrefix("!") {
+            let attributes = tag.split(separator: " ").dropFirst()
+            #expect(!attributes.contains { $0.hasPrefix("on") && $0.contains("=") }, "\(page): an event handler in <\(tag)>")
+            #expect(!tag.contains("javascript:") && !tag.contains("vbscript:"), "\(page): a script address in <\(tag)>")
+        }
+    }
+
+    @Test("the family-calendar sample with an XSS filter-evasion list as its events' titles: every vector shows as text, no page runs or even holds a script, reference links and --where work as rendered, screenshots kept")
+    func pages() throws {
+        let folder = Scratch()
+        let samples = packageRoot.appendingPathComponent("samples/family-calendar").path
+        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "family.sqlite", "-q"], in: folder.url).status == 0)
+        // RSnake's list (Tests/Fixtures/corpora/xss, with its source), one event per vector.
+        let vectors = try String(contentsOf: packageRoot.appendingPathComponent("Tests/Fixtures/corpora/xss/XSS-RSNAKE.txt"), encoding: .utf8)
+            .split(separator: "\n").map(String.init)
+        #expect(vectors.count == 73)
+        var lines: [String] = []
+        for (index, vector) in vectors.enumerated() {
+            let record: [String: Any] = [
+                "recordName": "xss-\(String(format: "%02d", index + 1))", "recordType": "Event", "scope": "shared",
+                "zoneID": ["zoneName": "family-1-zone", "ownerRecordName": "_4f00e3e229b648635c6f63dca8da05ef"],
+                "fields": ["title": ["value": vector, "type": "STRING"], "category": ["value": "xss", "type": "STRING"],
+                           "familyID": ["value": ["recordName": "family-1", "action": "DELETE_SELF"], "type": "REFERENCE"]],
+            ]
+            lines.append(String(decoding: try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]), as: UTF8.self))
+        }
+        folder.write("xss.jsonl", lines.joined(separator: "\n") + "\n")
+        #expect(try ckport(["import", "xss.jsonl", "--store", "family.sqlite", "-q"], in: folder.url).status == 0)
+        let before = folder.data("family.sqlite")
+
+        let server = try RunningCKPort(["serve", "--store", "family.sqlite", "--port", "0", "-q"], in: folder.url)
+        defer { kill(server.process.processIdentifier, SIGINT); _ = server.finish() }
+        var base = ""
+        #expect(eventually(30) {
+            base = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "/")) } ?? ""
+            return !base.isEmpty || !server.process.isRunning
+        }, "\(server.stderrSoFar)")
+        try #require(!base.isEmpty)
+        let zone = "shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone"
+
+        // The overview.
+        let overview = try browse(base + "/")
+        #expect(overview.console.isEmpty, "\(overview.console)")
+        #expect(overview.dom.contains("RECORD TYPE EventParticipant (") && overview.dom.contains(">Event</a>"))
+        noScriptIn(overview.dom, "/")
+        _ = try browse(base + "/", screenshot: "overview.png")
+
+        // A --where query in the page's own box: the XSS events, 50 a page, their titles as text.
+        var shown = 0
+        var page: String? = "/records/Event?zone=\(zone)&where=category%20%3D%3D%20'xss'"
+        var pages = 0
+        while let path = page, pages < 5 {
+            let rendered = try browse(base + path)
+            #expect(rendered.console.isEmpty, "\(path): \(rendered.console)")
+            noScriptIn(rendered.dom, path)
+            for vector in vectors where vector.count <= 200 && rendered.dom.contains(asText(vector)) { shown += 1 }
+            if pages == 0 { _ = try browse(base + path, screenshot: "records.png") }
+            page = rendered.dom.range(of: "rel=\"next\" href=\"").map { start in
+                String(rendered.dom[start.upperBound...].prefix { $0 != "\"" }).replacingOccurrences(of: "&amp;", with: "&")
+            }
+            pages += 1
+        }
+        #expect(pages == 2 && shown == vectors.filter { $0.count <= 200 }.count, "\(shown) vectors shown as text in \(pages) pages")
+
+        // A record's own page, for the first and for each vector too long for a table's cell,
+        // and a reference link followed.
+        for (index, vector) in vectors.enumerated() where index == 0 || vector.count > 200 {
+            let path = "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/xss-\(String(format: "%02d", index + 1))"
+            let rendered = try browse(base + path)
+            #expect(rendered.console.isEmpty, "\(path): \(rendered.console)")
+            noScriptIn(rendered.dom, path)
+            #expect(rendered.dom.contains(asText(String(vector.prefix(200)))), "\(path): the title is not shown as text")
+            if index == 0 {
+                _ = try browse(base + path, screenshot: "record.png")
+                let link = try #require(rendered.dom.range(of: "href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/family-1\""), "no link to the family")
+                let family = try browse(base + String(rendered.dom[link].dropFirst(6).dropLast(1)))
+                #expect(family.dom.contains("<h1>family-1</h1>") && family.dom.contains("The Müllers") && family.dom.contains(">xss-01</a>"), "\(family.dom.prefix(2000))")
+            }
+        }
+        #expect(folder.data("family.sqlite") == before)
+    }
+}
