@@ -87,6 +87,25 @@ struct BrowseSiteTests {
         #expect(get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/no-such-record").status == 404)
     }
 
+    @Test("the shares: each share with what it carries, its public permission and URL, and every participant with role, permission and acceptance")
+    func shares() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let site = BrowseSite(store: store, backend: "SQLite")
+        let listed = try store.read { try Shares.list($0, scope: nil, zoneName: nil) }
+        let people = listed.flatMap(\.participants)
+        #expect(listed.count == 2 && people.count > 4)
+        let page = get(site, "/shares")
+        #expect(page.status == 200)
+        for person in people {
+            #expect(page.text.contains("<tr><td>\(BrowseSite.escape(person.displayName))</td><td>\(BrowseSite.escape(person.emailAddress ?? ""))</td><td>\(person.type ?? "")</td><td>\(person.permission ?? "")</td><td>\(person.acceptanceStatus ?? "")</td></tr>"), "\(person.displayName)")
+        }
+        #expect(page.text.contains("<dt>shares</dt><dd>the whole zone: \(listed[0].recordCount) records</dd>"))
+        let data = try #require(try JSONSerialization.jsonObject(with: Data(get(site, "/shares.json").text.utf8)) as? [[String: Any]])
+        #expect(data.count == 2 && data.flatMap { ($0["participants"] as? [[String: Any]]) ?? [] }.count == people.count)
+        #expect(get(site, "/").text.contains("<a href=\"/shares\">Shares</a>"))
+    }
+
     @Test("hostile data stays data: markup in a value shows as text, no page runs a script, nothing is written, and no path leads outside the store")
     func hostile() throws {
         let scratch = Scratch()

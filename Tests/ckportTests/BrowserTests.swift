@@ -100,6 +100,10 @@ struct BrowserTests {
         #expect(overview.dom.contains("RECORD TYPE EventParticipant (") && overview.dom.contains(">Event</a>"))
         noScriptIn(overview.dom, "/")
         _ = try browse(base + "/", screenshot: "overview.png")
+        let shares = try browse(base + "/shares")
+        #expect(shares.console.isEmpty && shares.dom.contains("Amara Müller") && shares.dom.contains("ACCEPTED"), "\(shares.console)")
+        noScriptIn(shares.dom, "/shares")
+        _ = try browse(base + "/shares", screenshot: "shares.png")
 
         // A --where query in the page's own box: the XSS events, 50 a page, their titles as text.
         var shown = 0

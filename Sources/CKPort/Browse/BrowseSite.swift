@@ -57,6 +57,8 @@ public final class BrowseSite: @unchecked Sendable {
                 return try overview(json: json)
             case ("style.css", 1):
                 return CloudKitHTTPResponse(status: 200, headers: BrowseSite.securityHeaders + [("Content-Type", "text/css; charset=utf-8")], body: Data(BrowseSite.style.utf8))
+            case ("shares", 1):
+                return try shares(json: json)
             case ("records", 2):
                 return try records(type: parts[1], query: query, json: json)
             case ("record", 5):
@@ -105,7 +107,8 @@ public final class BrowseSite: @unchecked Sendable {
             body += "<tr><td>\(escape(entry.zone.scope.rawValue))</td><td>\(escape(entry.zone.zoneName))</td><td>\(escape(entry.zone.ownerRecordName))</td>"
             body += "<td><a href=\"\(attribute(link))\">\(escape(entry.recordType))</a></td><td class=\"n\">\(entry.records)</td><td class=\"n\">\(entry.tombstones)</td></tr>"
         }
-        body += "</table><h2>Schema</h2><pre>\(escape(SchemaPrinter.print(schema)))</pre>"
+        body += "</table><p><a href=\"/shares\">Shares</a>: each share, what it starts from, and who takes part.</p>"
+        body += "<h2>Schema</h2><pre>\(escape(SchemaPrinter.print(schema)))</pre>"
         return answer(200, html: page("Store", body, json: "/index.json"))
     }
 
@@ -239,6 +242,48 @@ public final class BrowseSite: @unchecked Sendable {
         return answer(200, html: page(record.recordName, body, json: idLink(record.id) + ".json"))
     }
 
+    private func shares(json: Bool) throws -> CloudKitHTTPResponse {
+        let shares = try store.readSession { try Shares.list($0, scope: nil, zoneName: nil) }
+        if json {
+            var out = JSONWriter()
+            out.raw("[")
+            for (index, share) in shares.enumerated() {
+                if index > 0 { out.raw(",") }
+                share.writeJSON(to: &out)
+            }
+            out.raw("]")
+            return answer(200, json: out.text)
+        }
+        var body = "<p><a href=\"/\">Store</a> › shares</p>"
+        if shares.isEmpty { body += "<p>Nothing in this store is shared.</p>" }
+        for share in shares {
+            body += "<section><h2><a href=\"\(attribute(recordLink(share.record)))\">\(escape(share.title ?? share.record.recordName))</a></h2><dl>"
+            body += "<dt>zone</dt><dd>\(escape(zoneKey(share.zone)))</dd>"
+            if share.isZoneWide {
+                body += "<dt>shares</dt><dd>the whole zone: \(share.recordCount) records</dd>"
+            } else if let root = share.root {
+                body += "<dt>shares</dt><dd>\(escape(root.recordType)) <a href=\"\(attribute(idLink(RecordID(recordName: root.recordName, zone: share.zone))))\">\(escape(root.recordName))</a> and what lies under it: \(share.recordCount) records</dd>"
+            } else {
+                body += "<dt>shares</dt><dd>a root record the store does not hold</dd>"
+            }
+            body += "<dt>public</dt><dd>\(escape(share.details?.publicPermission ?? "not recorded"))</dd>"
+            if let url = share.details?.url { body += "<dt>URL</dt><dd>\(escape(url))</dd>" }
+            body += "</dl>"
+            if share.participants.isEmpty {
+                body += "<p>No participants recorded.</p>"
+            } else {
+                body += "<table><tr><th>participant</th><th>email</th><th>role</th><th>permission</th><th>acceptance</th></tr>"
+                for person in share.participants {
+                    body += "<tr><td>\(escape(person.displayName))</td><td>\(escape(person.emailAddress ?? ""))</td><td>\(escape(person.type ?? ""))</td>"
+                    body += "<td>\(escape(person.permission ?? ""))</td><td>\(escape(person.acceptanceStatus ?? ""))</td></tr>"
+                }
+                body += "</table>"
+            }
+            body += "</section>"
+        }
+        return answer(200, html: page("Shares", body, json: "/shares.json"))
+    }
+
     // MARK: Pieces
 
     /// A value as a table cell: text escaped, references as links into the same zone.
@@ -296,8 +341,9 @@ public final class BrowseSite: @unchecked Sendable {
         return html + "</main></body></html>\n"
     }
 
-    /// Text for an HTML text node.
-    static func escape(_ text: String) -> String {
+    /// Text as HTML shows it in a text node or an attribute's value: `&`, `<`, `>`, `"` and `'`
+    /// escaped, everything else as it is.
+    public static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

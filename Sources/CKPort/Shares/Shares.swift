@@ -70,3 +70,47 @@ public enum Shares {
         return result
     }
 }
+
+extension StoredShare {
+    /// The share as one JSON object: where it is, its title, root and record count, public
+    /// permission, URL, and each participant (what `ckport shares --json` prints per share).
+    public func writeJSON(to out: inout JSONWriter) {
+        let share = self
+        let zone = share.zone
+        out.raw("{\"recordName\":"); out.string(share.record.recordName)
+        out.raw(",\"scope\":"); out.string(zone.scope.rawValue)
+        out.raw(",\"zoneName\":"); out.string(zone.zoneName)
+        out.raw(",\"ownerRecordName\":"); out.string(zone.ownerRecordName)
+        out.raw(",\"title\":"); if let title = share.title { out.string(title) } else { out.raw("null") }
+        out.raw(",\"zoneWide\":"); out.bool(share.isZoneWide)
+        out.raw(",\"root\":")
+        if let root = share.root {
+            out.raw("{\"recordName\":"); out.string(root.recordName)
+            out.raw(",\"recordType\":"); out.string(root.recordType)
+            out.raw("}")
+        } else {
+            out.raw("null")
+        }
+        out.raw(",\"records\":"); out.int(Int64(share.recordCount))
+        func optional(_ key: StaticString, _ value: String?) {
+            out.raw(key)
+            if let value { out.string(value) } else { out.raw("null") }
+        }
+        optional(",\"publicPermission\":", share.details?.publicPermission)
+        optional(",\"url\":", share.details?.url)
+        optional(",\"shortGUID\":", share.details?.shortGUID)
+        out.raw(",\"participants\":[")
+        for (index, person) in share.participants.enumerated() {
+            if index > 0 { out.byte(UInt8(ascii: ",")) }
+            out.raw("{\"name\":"); out.string(person.displayName)
+            optional(",\"userRecordName\":", person.userRecordName)
+            optional(",\"emailAddress\":", person.emailAddress)
+            optional(",\"phoneNumber\":", person.phoneNumber)
+            optional(",\"type\":", person.type)
+            optional(",\"permission\":", person.permission)
+            optional(",\"acceptanceStatus\":", person.acceptanceStatus)
+            out.raw("}")
+        }
+        out.raw("]}")
+    }
+}
