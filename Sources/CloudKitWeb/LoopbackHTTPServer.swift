@@ -37,9 +37,17 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private let limits: Limits
     private let open = ConnectionCount()
 
-    public init(port: Int = 0, limits: Limits = Limits(), handler: @escaping Handler) throws {
+    /// The IPv4 address listened on: 127.0.0.1 unless another was asked for.
+    public let host: String
+
+    /// - Parameter host: the IPv4 address to listen on; 127.0.0.1 (this machine only) unless a
+    ///   caller asks for another, such as 0.0.0.0 for every interface.
+    public init(port: Int = 0, host: String = "127.0.0.1", limits: Limits = Limits(), handler: @escaping Handler) throws {
         self.handler = handler
         self.limits = limits
+        self.host = host
+        var parsed = in_addr()
+        guard inet_pton(AF_INET, host, &parsed) == 1 else { throw ServerError("\(host) is not an IPv4 address to listen on") }
         #if canImport(Glibc)
         let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -54,12 +62,12 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr = parsed
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         guard bound == 0, listen(fd, 64) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw ServerError("cannot listen on 127.0.0.1:\(port): \(reason)")
+            throw ServerError("cannot listen on \(host):\(port): \(reason)")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
@@ -75,7 +83,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     /// The server's base URL.
-    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var baseURL: URL { URL(string: "http://\(host == "0.0.0.0" ? "127.0.0.1" : host):\(port)")! }
 
     /// Accepts connections on a thread of its own, each answered on a thread of its own.
     public func start() {

@@ -43,4 +43,18 @@ struct ServeCommandTests {
         #expect(run.status == 130, "\(run.stderr)")
         #expect(folder.data("todo.sqlite") == before)
     }
+
+    @Test("listening beyond this machine takes --bind, and says who can then read the store; an address that is none is refused")
+    func bind() throws {
+        let folder = Scratch()
+        let samples = packageRoot.appendingPathComponent("samples/family-todo").path
+        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        let refused = try ckport(["serve", "--store", "todo.sqlite", "--bind", "not-an-address"], in: folder.url)
+        #expect(refused.status != 0 && refused.stderr.contains("not-an-address is not an IPv4 address to listen on"), "\(refused.stderr)")
+        let server = try RunningCKPort(["serve", "--store", "todo.sqlite", "--port", "0", "--bind", "0.0.0.0"], in: folder.url)
+        #expect(eventually(30) { server.stderrSoFar.contains("warning: listening on 0.0.0.0, beyond this machine") || !server.process.isRunning }, "\(server.stderrSoFar)")
+        #expect(server.process.isRunning)
+        kill(server.process.processIdentifier, SIGINT)
+        _ = server.finish()
+    }
 }

@@ -11,7 +11,8 @@ struct ServeCommand: ParsableCommand {
           ckport serve --store family.sqlite
           ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
 
-        Serves a read-only view of the store on 127.0.0.1 (this machine only) and prints its \
+        Serves a read-only view of the store on 127.0.0.1 (this machine only; --bind asks for \
+        another address, with a warning) and prints its \
         address: the store's backend, size, change token and records per scope, zone and type, \
         with the schema in cktool's words; a table of each type's records in a zone, a page at \
         a time, with a predicate box that takes what --where takes; and each record with every \
@@ -24,12 +25,19 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The port to listen on (0: any free port).", valueName: "port"))
     var port = 8642
 
+    @Option(help: ArgumentHelp("The IPv4 address to listen on, when other machines must reach the view (0.0.0.0: every interface). Default: 127.0.0.1, this machine only.",
+                               valueName: "address"))
+    var bind = "127.0.0.1"
+
     @OptionGroup var storeOptions: StoreOptions
 
     func run() throws {
         let store = try storeOptions.open(create: false)
         let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path))
-        let server = try LoopbackHTTPServer(port: port) { request in site.respond(request) }
+        let server = try LoopbackHTTPServer(port: port, host: bind) { request in site.respond(request) }
+        if !bind.hasPrefix("127.") {
+            Console.error("warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in")
+        }
         server.start()
         FileHandle.standardOutput.write(Data("serving \(storeOptions.path) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
         while !Interruption.requested { usleep(200_000) }
