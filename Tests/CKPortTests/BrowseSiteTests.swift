@@ -1,6 +1,7 @@
 import CKPort
 import CloudKitWeb
 import Foundation
+import Migrations
 import SampleApps
 import Testing
 import TestSupport
@@ -104,6 +105,31 @@ struct BrowseSiteTests {
         let data = try #require(try JSONSerialization.jsonObject(with: Data(get(site, "/shares.json").text.utf8)) as? [[String: Any]])
         #expect(data.count == 2 && data.flatMap { ($0["participants"] as? [[String: Any]]) ?? [] }.count == people.count)
         #expect(get(site, "/").text.contains("<a href=\"/shares\">Shares</a>"))
+    }
+
+    @Test("a migration set's rehearsal: per migration and type what would change, and each record's diff, as migrate plan computes it, with nothing written")
+    func rehearsal() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.notes)
+        let set = try MigrationSet.load(directory: packageRoot.appendingPathComponent("migrations/notes").path)
+        let site = BrowseSite(store: store, backend: "SQLite", migrations: set)
+        let before = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        let page = get(site, "/migrations")
+        #expect(page.status == 200)
+        let reports = try SchemaMigrations.plan(set, in: store, options: MigrationRunOptions(diffLimit: 50))
+        #expect(reports.count >= 2 && reports.contains { $0.totals.changed > 0 })
+        for report in reports {
+            #expect(page.text.contains("<h2>\(report.version): \(BrowseSite.escape(report.description))</h2>"), "\(report.version)")
+            for (type, counts) in report.counts {
+                #expect(page.text.contains("<tr><td>\(type)</td><td class=\"n\">\(counts.scanned)</td><td class=\"n\">\(counts.changed)</td>"), "\(report.version) \(type)")
+            }
+            for diff in report.diffs { for line in diff.lines { #expect(page.text.contains(BrowseSite.escape(line)), "\(diff.recordName): \(line)") } }
+        }
+        #expect(page.text.contains("<span class=\"add\">+ content: "))
+        let data = try #require(try JSONSerialization.jsonObject(with: Data(get(site, "/migrations.json").text.utf8)) as? [String: Any])
+        #expect((data["migrations"] as? [[String: Any]])?.count == reports.count)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before)
+        #expect(get(BrowseSite(store: store, backend: "SQLite"), "/migrations").status == 404)
     }
 
     @Test("hostile data stays data: markup in a value shows as text, no page runs a script, nothing is written, and no path leads outside the store")

@@ -27,7 +27,7 @@ struct BrowserTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: browser)
         var arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-                         "--enable-logging=stderr", "--v=0", "--user-data-dir=" + NSTemporaryDirectory() + "ckport-chromium-\(getpid())"]
+                         "--enable-logging=stderr", "--v=0", "--user-data-dir=" + NSTemporaryDirectory() + "ckport-chromium-\(UUID().uuidString)"]
         if let shot { arguments += ["--window-size=1280,1000", "--screenshot=" + Self.artifacts.appendingPathComponent(shot).path] } else { arguments.append("--dump-dom") }
         process.arguments = arguments + [url]
         let out = Pipe(), err = Pipe()
@@ -37,6 +37,7 @@ struct BrowserTests {
         let dom = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        if let profile = arguments.first(where: { $0.hasPrefix("--user-data-dir=") }) { try? FileManager.default.removeItem(atPath: String(profile.dropFirst("--user-data-dir=".count))) }
         #expect(process.terminationStatus == 0, "chromium on \(url): \(log.suffix(500))")
         let console = log.split(separator: "\n").map(String.init).filter { $0.contains(":CONSOLE") || $0.contains("Uncaught") || $0.contains("Content Security Policy") }
         return (dom, console)
@@ -138,5 +139,28 @@ struct BrowserTests {
             }
         }
         #expect(folder.data("family.sqlite") == before)
+    }
+
+    @Test("a migration's rehearsal as the browser renders it: each record's diff, lines added and removed, nothing logged, nothing written")
+    func rehearsal() throws {
+        let folder = Scratch()
+        let samples = packageRoot.appendingPathComponent("samples/notes").path
+        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "notes.sqlite", "-q"], in: folder.url).status == 0)
+        let before = folder.data("notes.sqlite")
+        let server = try RunningCKPort(["serve", "--store", "notes.sqlite", "--port", "0", "-q", "--migrations", packageRoot.appendingPathComponent("migrations/notes").path], in: folder.url)
+        defer { kill(server.process.processIdentifier, SIGINT); _ = server.finish() }
+        var base = ""
+        #expect(eventually(30) {
+            base = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "/")) } ?? ""
+            return !base.isEmpty || !server.process.isRunning
+        }, "\(server.stderrSoFar)")
+        try #require(!base.isEmpty)
+        let rendered = try browse(base + "/migrations")
+        #expect(rendered.console.isEmpty, "\(rendered.console)")
+        noScriptIn(rendered.dom, "/migrations")
+        #expect(rendered.dom.contains("body becomes content") && rendered.dom.contains("<span class=\"add\">+ content: ") && rendered.dom.contains("<span class=\"remove\">- body: "),
+                "\(rendered.dom.prefix(3000))")
+        _ = try browse(base + "/migrations", screenshot: "migrations.png")
+        #expect(folder.data("notes.sqlite") == before)
     }
 }

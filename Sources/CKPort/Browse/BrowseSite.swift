@@ -1,5 +1,6 @@
 import CloudKitWeb
 import Foundation
+import Migrations
 import Records
 import Store
 
@@ -21,11 +22,14 @@ public final class BrowseSite: @unchecked Sendable {
     public let backend: String
     /// Records per page of a record table.
     public let pageSize: Int
+    /// A migration set whose rehearsal `/migrations` shows, as `migrate plan` computes it.
+    public let migrations: MigrationSet?
 
-    public init(store: any RecordStoring, backend: String, pageSize: Int = 50) {
+    public init(store: any RecordStoring, backend: String, pageSize: Int = 50, migrations: MigrationSet? = nil) {
         self.store = store
         self.backend = backend
         self.pageSize = pageSize
+        self.migrations = migrations
     }
 
     /// The headers every answer carries: no script may run, nothing may frame the page, and
@@ -59,6 +63,8 @@ public final class BrowseSite: @unchecked Sendable {
                 return CloudKitHTTPResponse(status: 200, headers: BrowseSite.securityHeaders + [("Content-Type", "text/css; charset=utf-8")], body: Data(BrowseSite.style.utf8))
             case ("shares", 1):
                 return try shares(json: json)
+            case ("migrations", 1):
+                return try rehearsal(json: json)
             case ("records", 2):
                 return try records(type: parts[1], query: query, json: json)
             case ("record", 5):
@@ -108,6 +114,7 @@ public final class BrowseSite: @unchecked Sendable {
             body += "<td><a href=\"\(attribute(link))\">\(escape(entry.recordType))</a></td><td class=\"n\">\(entry.records)</td><td class=\"n\">\(entry.tombstones)</td></tr>"
         }
         body += "</table><p><a href=\"/shares\">Shares</a>: each share, what it starts from, and who takes part.</p>"
+        if let migrations { body += "<p><a href=\"/migrations\">Migration rehearsal</a>: what the pending migrations of \(escape(migrations.name)) would change, record by record.</p>" }
         body += "<h2>Schema</h2><pre>\(escape(SchemaPrinter.print(schema)))</pre>"
         return answer(200, html: page("Store", body, json: "/index.json"))
     }
@@ -284,6 +291,59 @@ public final class BrowseSite: @unchecked Sendable {
         return answer(200, html: page("Shares", body, json: "/shares.json"))
     }
 
+    /// The pending migrations of ``migrations`` as `migrate plan` computes them (the store is
+    /// only read): per migration and type, how many records change, and each of the first
+    /// records' diffs, field by field.
+    private func rehearsal(json: Bool) throws -> CloudKitHTTPResponse {
+        guard let migrations else { return notFound("no migration set was given (ckport serve --migrations DIR)") }
+        let reports = try SchemaMigrations.plan(migrations, in: store, options: MigrationRunOptions(diffLimit: pageSize))
+        if json {
+            var list: [[String: Any]] = []
+            for report in reports {
+                var counts: [String: Any] = [:]
+                for (type, c) in report.counts {
+                    counts[type] = ["scanned": c.scanned, "changed": c.changed, "unchanged": c.unchanged, "failed": c.failed, "deleted": c.deleted]
+                }
+                list.append(["version": report.version, "description": report.description, "file": report.file, "counts": counts,
+                             "schemaChanges": report.schemaChanges,
+                             "failures": report.failures.map { ["recordName": $0.recordName, "recordType": $0.recordType, "step": $0.step, "message": $0.message] },
+                             "diffs": report.diffs.map { ["recordName": $0.recordName, "recordType": $0.recordType, "zoneName": $0.zoneName, "lines": $0.lines] }])
+            }
+            let data = try JSONSerialization.data(withJSONObject: ["set": migrations.name, "migrations": list], options: [.sortedKeys])
+            return answer(200, json: String(decoding: data, as: UTF8.self))
+        }
+        var body = "<p><a href=\"/\">Store</a> › migration rehearsal of \(escape(migrations.name)) (nothing is written)</p>"
+        if reports.isEmpty { body += "<p>No migration of this set is pending: the store is up to date.</p>" }
+        for report in reports {
+            body += "<section><h2>\(report.version): \(escape(report.description))</h2><p><code>\(escape(report.file))</code></p>"
+            body += "<table><tr><th>record type</th><th class=\"n\">scanned</th><th class=\"n\">changed</th><th class=\"n\">unchanged</th><th class=\"n\">failed</th><th class=\"n\">deleted</th></tr>"
+            for (type, c) in report.counts.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                body += "<tr><td>\(escape(type))</td><td class=\"n\">\(c.scanned)</td><td class=\"n\">\(c.changed)</td><td class=\"n\">\(c.unchanged)</td><td class=\"n\">\(c.failed)</td><td class=\"n\">\(c.deleted)</td></tr>"
+            }
+            body += "</table>"
+            if !report.schemaChanges.isEmpty { body += "<p>Schema: " + report.schemaChanges.map { "<code>\(escape($0))</code>" }.joined(separator: ", ") + "</p>" }
+            for failure in report.failures {
+                body += "<p class=\"error\">\(escape(failure.recordType)) \(escape(failure.recordName)): \(escape(failure.step)): \(escape(failure.message))</p>"
+            }
+            for diff in report.diffs {
+                body += "<h3>\(escape(diff.recordType)) <a href=\"\(attribute(diffLink(diff)))\">\(escape(diff.recordName))</a></h3><pre class=\"diff\">"
+                for line in diff.lines {
+                    let kind = line.hasPrefix("+") ? "add" : line.hasPrefix("-") ? "remove" : "same"
+                    body += "<span class=\"\(kind)\">\(escape(line))</span>"
+                }
+                body += "</pre>"
+            }
+            body += "</section>"
+        }
+        return answer(200, html: page("Migration rehearsal", body, json: "/migrations.json"))
+    }
+
+    /// A diffed record's page, when its zone is one the store can name from the diff alone
+    /// (the default zone's owner); otherwise the record table of its type.
+    private func diffLink(_ diff: RecordDiff) -> String {
+        "/records/\(component(diff.recordType))?zone=\(component("private:\(ZoneID.defaultOwnerName):\(diff.zoneName)"))&where=\(component("recordName == '\(diff.recordName)'"))"
+    }
+
     // MARK: Pieces
 
     /// A value as a table cell: text escaped, references as links into the same zone.
@@ -384,6 +444,8 @@ public final class BrowseSite: @unchecked Sendable {
         dt { font-weight: bold; }
         .error { color: #b00020; white-space: pre-wrap; }
         .json { font-size: 12px; }
+        pre.diff .add { color: #1b5e20; background: #e8f5e9; display: block; }
+        pre.diff .remove { color: #b71c1c; background: #ffebee; display: block; }
 
         """
 }

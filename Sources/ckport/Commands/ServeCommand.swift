@@ -9,6 +9,7 @@ struct ServeCommand: ParsableCommand {
         abstract: "Look at a store in a web browser: its counts and schema, records by type and zone, each record.",
         discussion: """
           ckport serve --store family.sqlite
+          ckport serve --store notes.sqlite --migrations migrations/notes
           ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
 
         Serves a read-only view of the store on 127.0.0.1 (this machine only; --bind asks for \
@@ -16,7 +17,9 @@ struct ServeCommand: ParsableCommand {
         address: the store's backend, size, change token and records per scope, zone and type, \
         with the schema in cktool's words; a table of each type's records in a zone, a page at \
         a time, with a predicate box that takes what --where takes; and each record with every \
-        field and system field, its references as links and the records that point at it. \
+        field and system field, its references as links and the records that point at it; \
+        the shares and their participants; with --migrations, what the set's pending \
+        migrations would change, per type and per record, as migrate plan computes it. \
         Every page has a JSON form: add .json to its path. Nothing is ever written, and no \
         script runs in the pages (every value shows as text). Ctrl-C stops the server.
         """
@@ -29,11 +32,16 @@ struct ServeCommand: ParsableCommand {
                                valueName: "address"))
     var bind = "127.0.0.1"
 
+    @Option(help: ArgumentHelp("A migration set (a folder of NNNN_name.yaml files): its pending migrations are rehearsed at /migrations, record by record, as migrate plan does.",
+                               valueName: "dir"))
+    var migrations: String?
+
     @OptionGroup var storeOptions: StoreOptions
 
     func run() throws {
         let store = try storeOptions.open(create: false)
-        let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path))
+        let set = try migrations.map { try MigrationSet.load(directory: $0) }
+        let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path), migrations: set)
         let server = try LoopbackHTTPServer(port: port, host: bind) { request in site.respond(request) }
         if !bind.hasPrefix("127.") {
             Console.error("warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in")
