@@ -24,6 +24,10 @@ public struct CloudKitHTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: Data
+    /// A file whose bytes are the body instead of `body`, which ``LoopbackHTTPServer`` sends a
+    /// piece at a time; removed once sent when `removesBodyFile`.
+    public var bodyFile: String?
+    public var removesBodyFile = false
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: Data) {
         self.status = status

@@ -157,19 +157,49 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let request = CloudKitHTTPRequest(method: String(requestLine[0]), url: url, headers: headers, body: body)
             guard let response = try? handler(request) else { return }   // a dropped connection
             let phrase = response.status < 300 ? "OK" : response.status < 400 ? "Found" : "Error"
-            var text = "HTTP/1.1 \(response.status) \(phrase)\r\nContent-Length: \(response.body.count)\r\n"
+            // A body in a file is sent from it a piece at a time (and the file removed after):
+            // memory stays flat however large the body.
+            var file: Int32 = -1
+            var bodyLength = Int64(response.body.count)
+            if let path = response.bodyFile {
+                file = openForReading(path)
+                var info = stat()
+                guard file >= 0, fstat(file, &info) == 0 else { if file >= 0 { close(file) }; return }
+                bodyLength = Int64(info.st_size)
+            }
+            defer {
+                if file >= 0 { close(file) }
+                if let path = response.bodyFile, response.removesBodyFile { unlink(path) }
+            }
+            var text = "HTTP/1.1 \(response.status) \(phrase)\r\nContent-Length: \(bodyLength)\r\n"
             if closing { text += "Connection: close\r\n" }
             for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
-            let bytes = Array((text + "\r\n").utf8) + Array(response.body)
-            var sent = 0
-            while sent < bytes.count {
-                let count = bytes[sent...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-                guard count > 0 else { return }
-                sent += count
+            func send(_ bytes: [UInt8]) -> Bool {
+                var sent = 0
+                while sent < bytes.count {
+                    let count = bytes[sent...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                    guard count > 0 else { return false }
+                    sent += count
+                }
+                return true
+            }
+            guard send(Array((text + "\r\n").utf8) + (file >= 0 || request.method == "HEAD" ? [] : Array(response.body))) else { return }
+            if file >= 0 && request.method != "HEAD" {
+                var piece = [UInt8](repeating: 0, count: 1 << 16)
+                while true {
+                    let count = read(file, &piece, piece.count)
+                    if count <= 0 { break }
+                    guard send(Array(piece[0..<count])) else { return }
+                }
             }
             if closing { return }
         }
     }
+}
+
+/// A file opened to be read (the server's own `open` is its connection count).
+private func openForReading(_ path: String) -> Int32 {
+    open(path, O_RDONLY | O_CLOEXEC)
 }
 
 /// The connections being served.

@@ -37,6 +37,16 @@ struct ServeCommandTests {
         let json = try fetch(base.appendingPathComponent("index.json"))
         let data = try #require(try JSONSerialization.jsonObject(with: Data(json.body.utf8)) as? [String: Any])
         #expect(data["records"] as? Int == 80 && data["backend"] as? String == "SQLite", "\(json.body.prefix(300))")
+        // A table downloaded whole, through the same writer `ckport export` uses: the same bytes.
+        let zones = try #require(data["zones"] as? [[String: Any]])
+        let tasks = try #require(zones.first { $0["recordType"] as? String == "Task" })
+        let (scope, owner, zoneName) = (tasks["scope"] as! String, tasks["ownerRecordName"] as! String, tasks["zoneName"] as! String)
+        var download = URLComponents(url: base.appendingPathComponent("records/Task.csv"), resolvingAgainstBaseURL: false)!
+        download.queryItems = [URLQueryItem(name: "zone", value: "\(scope):\(owner):\(zoneName)")]
+        let csv = try fetch(download.url!)
+        #expect(try ckport(["export", "--store", "todo.sqlite", "--type", "Task", "--scope", scope, "--zone", zoneName, "--sort", "recordName",
+                            "--format", "csv", "-o", "tasks.csv", "-q"], in: folder.url).status == 0)
+        #expect(csv.status == 200 && csv.body == folder.text("tasks.csv") && csv.body.hasPrefix("recordName,") && (tasks["records"] as! Int) > 3, "\(csv.body.prefix(300))")
         kill(server.process.processIdentifier, SIGINT)
         let run = server.finish()
         // Ctrl-C ends every command with 130, this one too (it is how a server is stopped).

@@ -54,6 +54,11 @@ public final class BrowseSite: @unchecked Sendable {
         for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
         let json = path.hasSuffix(".json")
         if json { path = String(path.dropLast(".json".count)) }
+        var download: RecordFormat?
+        for (suffix, format) in [(".jsonl", RecordFormat.jsonLines), (".csv", RecordFormat.csv)] where path.hasPrefix("/records/") && path.hasSuffix(suffix) {
+            download = format
+            path = String(path.dropLast(suffix.count))
+        }
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map { String($0).removingPercentEncoding ?? String($0) }
         do {
             switch (parts.first, parts.count) {
@@ -66,6 +71,7 @@ public final class BrowseSite: @unchecked Sendable {
             case ("migrations", 1):
                 return try rehearsal(json: json)
             case ("records", 2):
+                if let download { return try self.download(type: parts[1], query: query, format: download) }
                 return try records(type: parts[1], query: query, json: json)
             case ("record", 5):
                 guard let scope = DatabaseScope(rawValue: parts[1]) else { return notFound("no scope \(parts[1])") }
@@ -192,6 +198,16 @@ public final class BrowseSite: @unchecked Sendable {
         body += "</table>"
         if found.isEmpty && predicateError == nil { body += "<p>No records here" + (after.isEmpty ? "" : " after \(escape(after))") + ".</p>" }
         if let nextLink { body += "<p><a rel=\"next\" href=\"\(attribute(nextLink))\">next page ›</a></p>" }
+        var downloadQuery = [URLQueryItem(name: "zone", value: zoneText)]
+        if !whereText.isEmpty { downloadQuery.append(URLQueryItem(name: "where", value: whereText)) }
+        var links: [String] = []
+        for (suffix, label) in [(".jsonl", "JSON Lines"), (".csv", "CSV")] {
+            var components = URLComponents()
+            components.path = "/records/\(type)\(suffix)"
+            components.queryItems = downloadQuery
+            links.append("<a href=\"\(attribute(components.string ?? ""))\">\(label)</a>")
+        }
+        body += "<p>Download every record of this table (all pages): \(links.joined(separator: " · "))</p>"
         var jsonLink = URLComponents()
         jsonLink.path = "/records/\(type).json"
         jsonLink.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
@@ -289,6 +305,37 @@ public final class BrowseSite: @unchecked Sendable {
             body += "</section>"
         }
         return answer(200, html: page("Shares", body, json: "/shares.json"))
+    }
+
+    /// Every record a table selects (all its pages), written by the same writer `ckport export`
+    /// uses into a private temporary file, which the server sends a piece at a time and removes.
+    private func download(type: String, query: [String: String], format: RecordFormat) throws -> CloudKitHTTPResponse {
+        guard let zoneText = query["zone"], let zone = zoneID(zoneText) else { return notFound("give the zone: ?zone=SCOPE:OWNER:ZONE") }
+        let whereText = (query["where"] ?? "").trimmingCharacters(in: .whitespaces)
+        let predicate: RecordPredicate?
+        do { predicate = whereText.isEmpty ? nil : try RecordPredicate.parse(whereText) } catch {
+            return answer(400, html: page("Not a predicate", "<p class=\"error\">\(escape("\(error)"))</p>"))
+        }
+        guard try store.readSession({ $0.schema.recordType(named: type) }) != nil else { return notFound("no record type \(type)") }
+        var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, predicate: predicate, predicateText: whereText.isEmpty ? nil : whereText)
+        request.sortField = "recordName"
+        let folder = try PrivateFiles.folder()
+        let (fd, path) = try PrivateFiles.create("download", in: folder)
+        close(fd)
+        do {
+            _ = try Exports.records(from: store, to: .file(path), request: ExportRequest(query: request, format: format))
+        } catch {
+            unlink(path)
+            throw error
+        }
+        let name = type + (format == .csv ? ".csv" : ".jsonl")
+        var response = CloudKitHTTPResponse(status: 200, headers: BrowseSite.securityHeaders + [
+            ("Content-Type", format == .csv ? "text/csv; charset=utf-8" : "application/jsonl; charset=utf-8"),
+            ("Content-Disposition", "attachment; filename=\"\(name.filter { $0.isLetter || $0.isNumber || ".-_".contains($0) })\""),
+        ], body: Data())
+        response.bodyFile = path
+        response.removesBodyFile = true
+        return response
     }
 
     /// The pending migrations of ``migrations`` as `migrate plan` computes them (the store is
