@@ -67,4 +67,39 @@ struct ServeCommandTests {
         kill(server.process.processIdentifier, SIGINT)
         _ = server.finish()
     }
+
+    @Test("a PostgreSQL store serves the same pages as the SQLite store holding the same records", .enabled(if: PostgresTestServer.enabled))
+    func postgres() throws {
+        let folder = Scratch()
+        let pg = try #require(PostgresTestServer.store("serve"), "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
+        let samples = packageRoot.appendingPathComponent("samples/family-calendar").path
+        for store in ["local.sqlite", pg] {
+            #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", store, "-q"], in: folder.url).status == 0)
+        }
+        var bodies: [[String]] = []
+        for store in ["local.sqlite", pg] {
+            let server = try RunningCKPort(["serve", "--store", store, "--port", "0", "-q"], in: folder.url)
+            var address: URL?
+            #expect(eventually(30) {
+                address = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.flatMap { URL(string: String($0)) }
+                return address != nil || !server.process.isRunning
+            }, "\(server.stderrSoFar)")
+            let base = try #require(address, "\(server.stderrSoFar)")
+            let zone = "shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone"
+            var pages: [String] = []
+            for path in ["records/Event.json?zone=\(zone)", "records/Event.json?zone=\(zone)&where=category%20%3D%3D%20'school'",
+                         "record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001.json", "shares.json",
+                         "records/EventParticipant.csv?zone=\(zone)"] {
+                let answer = try fetch(URL(string: base.absoluteString + path)!)
+                #expect(answer.status == 200 && answer.body.count > 100, "\(store) \(path): \(answer.status)")
+                pages.append(answer.body)
+            }
+            let overview = try #require(try JSONSerialization.jsonObject(with: Data(try fetch(base.appendingPathComponent("index.json")).body.utf8)) as? [String: Any])
+            pages.append("\(overview["records"] ?? "") \((overview["zones"] as? [Any])?.count ?? 0) \(overview["schema"] ?? "")")
+            kill(server.process.processIdentifier, SIGINT)
+            _ = server.finish()
+            bodies.append(pages)
+        }
+        #expect(bodies[0] == bodies[1], "the PostgreSQL store's pages differ from the SQLite store's")
+    }
 }
