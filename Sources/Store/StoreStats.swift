@@ -37,6 +37,23 @@ public struct StoreStats: Sendable {
     }
 
     public var totalRecords: Int { entries.reduce(0) { $0 + $1.records } }
+
+    /// The entries as a JSON array, one object per zone and type: scope, zoneName,
+    /// ownerRecordName, recordType, records, tombstones (`ckport stats --json`'s `zones`).
+    public func writeEntriesJSON(to out: inout JSONWriter) {
+        out.raw("[")
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { out.raw(",") }
+            out.raw("{\"scope\":"); out.string(entry.zone.scope.rawValue)
+            out.raw(",\"zoneName\":"); out.string(entry.zone.zoneName)
+            out.raw(",\"ownerRecordName\":"); out.string(entry.zone.ownerRecordName)
+            out.raw(",\"recordType\":"); out.string(entry.recordType)
+            out.raw(",\"records\":"); out.int(Int64(entry.records))
+            out.raw(",\"tombstones\":"); out.int(Int64(entry.tombstones))
+            out.raw("}")
+        }
+        out.raw("]")
+    }
     public var totalTombstones: Int { entries.reduce(0) { $0 + $1.tombstones } }
 }
 

@@ -8,15 +8,7 @@ import TestSupport
 /// iCalendar files from other projects' test suites (icalendar, ical.js, libical, khal, vobject,
 /// sabre/vobject, Calendar Server), each row of the corpus's SOURCES.tsv: file, repository,
 /// commit, path, expected, detail, note.
-let realCalendars: [[String]] = {
-    let folder = packageRoot.appendingPathComponent("Tests/Fixtures/corpora/calendars")
-    let table = (try? String(contentsOf: folder.appendingPathComponent("SOURCES.tsv"), encoding: .utf8)) ?? ""
-    return table.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.hasPrefix("file\t") }.map { line in
-        var row = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-        row[0] = folder.appendingPathComponent(row[0]).path
-        return row
-    }
-}()
+let realCalendars: [[String]] = corpusRows("calendars")
 
 /// A calendar's logical lines: without a byte-order mark, split at CRLF, LF or CR, empty lines
 /// dropped, folded lines joined.

@@ -124,15 +124,7 @@ struct CoreDataTests {
 
     /// Rows of the model corpus's SOURCES.tsv: folder, repository, commit, path, cloudkit,
     /// types, problems, licence, note.
-    static let models: [[String]] = {
-        let folder = corpora.appendingPathComponent("coredata/models")
-        let table = (try? String(contentsOf: folder.appendingPathComponent("SOURCES.tsv"), encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.hasPrefix("folder\t") }.map { line in
-            var row = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            row[0] = folder.appendingPathComponent(row[0]).path
-            return row
-        }
-    }()
+    static let models: [[String]] = corpusRows("coredata/models")
 
     @Test("real apps' models: each derives the types recorded for it, prints back as it reads, and lints as recorded — an app that syncs through CloudKit with no problem",
           arguments: models.map { [$0[0], $0[4], $0[5], $0[6]] })

@@ -49,16 +49,7 @@ struct SchemaCorpusTests {
 
     /// Schema files CloudKit wrote, from public repositories: each row of the corpus's
     /// SOURCES.tsv (file, repository, commit, path, writer, expected, licence, note).
-    static let cloudKitWritten: [[String]] = {
-        let folder = packageRoot.appendingPathComponent("Tests/Fixtures/corpora/cloudkit-schemas")
-        let table = (try? String(contentsOf: folder.appendingPathComponent("SOURCES.tsv"), encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.hasPrefix("file\t") }
-            .map { line in
-                var row = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-                row[0] = folder.appendingPathComponent(row[0]).path
-                return row
-            }
-    }()
+    static let cloudKitWritten: [[String]] = corpusRows("cloudkit-schemas")
 
     @Test("the corpus of schemas CloudKit wrote is there, each with its source")
     func cloudKitCorpusPresent() {

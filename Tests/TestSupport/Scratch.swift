@@ -8,6 +8,19 @@ import Store
 public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// A sample app's file: `sample("notes", "schema.ckdb")`.
+/// The rows of a corpus's SOURCES.tsv under Tests/Fixtures/corpora (`#` lines and the header
+/// row left out), each row's first column made the file's full path.
+public func corpusRows(_ folder: String) -> [[String]] {
+    let directory = packageRoot.appendingPathComponent("Tests/Fixtures/corpora").appendingPathComponent(folder)
+    let table = (try? String(contentsOf: directory.appendingPathComponent("SOURCES.tsv"), encoding: .utf8)) ?? ""
+    let lines = table.split(separator: "\n").filter { !$0.hasPrefix("#") }.dropFirst()
+    return lines.map { line in
+        var row = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        row[0] = directory.appendingPathComponent(row[0]).path
+        return row
+    }
+}
+
 public func sample(_ app: String, _ file: String) -> String {
     packageRoot.appendingPathComponent("samples/\(app)/\(file)").path
 }

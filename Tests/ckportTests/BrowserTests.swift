@@ -85,14 +85,9 @@ struct BrowserTests {
         #expect(try ckport(["import", "xss.jsonl", "--store", "family.sqlite", "-q"], in: folder.url).status == 0)
         let before = folder.data("family.sqlite")
 
-        let server = try RunningCKPort(["serve", "--store", "family.sqlite", "--port", "0", "-q"], in: folder.url)
+        let (server, address) = try startServe(["--store", "family.sqlite", "-q"], in: folder)
         defer { kill(server.process.processIdentifier, SIGINT); _ = server.finish() }
-        var base = ""
-        #expect(eventually(30) {
-            base = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "/")) } ?? ""
-            return !base.isEmpty || !server.process.isRunning
-        }, "\(server.stderrSoFar)")
-        try #require(!base.isEmpty)
+        let base = address.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         let zone = "shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone"
 
         // The overview.
@@ -147,14 +142,9 @@ struct BrowserTests {
         let samples = packageRoot.appendingPathComponent("samples/notes").path
         #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "notes.sqlite", "-q"], in: folder.url).status == 0)
         let before = folder.data("notes.sqlite")
-        let server = try RunningCKPort(["serve", "--store", "notes.sqlite", "--port", "0", "-q", "--migrations", packageRoot.appendingPathComponent("migrations/notes").path], in: folder.url)
+        let (server, address) = try startServe(["--store", "notes.sqlite", "-q", "--migrations", packageRoot.appendingPathComponent("migrations/notes").path], in: folder)
         defer { kill(server.process.processIdentifier, SIGINT); _ = server.finish() }
-        var base = ""
-        #expect(eventually(30) {
-            base = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "/")) } ?? ""
-            return !base.isEmpty || !server.process.isRunning
-        }, "\(server.stderrSoFar)")
-        try #require(!base.isEmpty)
+        let base = address.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         let rendered = try browse(base + "/migrations")
         #expect(rendered.console.isEmpty, "\(rendered.console)")
         noScriptIn(rendered.dom, "/migrations")

@@ -5,6 +5,19 @@ import FoundationNetworking
 import Testing
 import TestSupport
 
+/// `ckport serve` started with `arguments` (a free port added), and the address it says it
+/// serves on; stop it with SIGINT and `finish()`.
+func startServe(_ arguments: [String], in folder: Scratch) throws -> (server: RunningCKPort, base: URL) {
+    let server = try RunningCKPort(["serve", "--port", "0"] + arguments, in: folder.url)
+    var address: URL?
+    #expect(eventually(30) {
+        address = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.flatMap { URL(string: String($0)) }
+        return address != nil || !server.process.isRunning
+    }, "\(server.stderrSoFar)")
+    let base = try #require(address, "no address in: \(server.stdoutSoFar) \(server.stderrSoFar)")
+    return (server, base)
+}
+
 @Suite("ckport serve")
 struct ServeCommandTests {
     /// The body and status of a GET, through the loopback network as a browser asks.
@@ -25,13 +38,7 @@ struct ServeCommandTests {
         let samples = packageRoot.appendingPathComponent("samples/family-todo").path
         #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
         let before = folder.data("todo.sqlite")
-        let server = try RunningCKPort(["serve", "--store", "todo.sqlite", "--port", "0"], in: folder.url)
-        var address: URL?
-        #expect(eventually(30) {
-            address = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.flatMap { URL(string: String($0)) }
-            return address != nil || !server.process.isRunning
-        }, "\(server.stderrSoFar)")
-        let base = try #require(address, "no address in: \(server.stdoutSoFar) \(server.stderrSoFar)")
+        let (server, base) = try startServe(["--store", "todo.sqlite"], in: folder)
         let overview = try fetch(base)
         #expect(overview.status == 200 && overview.body.contains("RECORD TYPE Task ("), "\(overview.body.prefix(400))")
         let json = try fetch(base.appendingPathComponent("index.json"))
@@ -78,13 +85,7 @@ struct ServeCommandTests {
         }
         var bodies: [[String]] = []
         for store in ["local.sqlite", pg] {
-            let server = try RunningCKPort(["serve", "--store", store, "--port", "0", "-q"], in: folder.url)
-            var address: URL?
-            #expect(eventually(30) {
-                address = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.flatMap { URL(string: String($0)) }
-                return address != nil || !server.process.isRunning
-            }, "\(server.stderrSoFar)")
-            let base = try #require(address, "\(server.stderrSoFar)")
+            let (server, base) = try startServe(["--store", store, "-q"], in: folder)
             let zone = "shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone"
             var pages: [String] = []
             for path in ["records/Event.json?zone=\(zone)", "records/Event.json?zone=\(zone)&where=category%20%3D%3D%20'school'",

@@ -95,18 +95,9 @@ public final class BrowseSite: @unchecked Sendable {
             out.raw(",\"bytes\":"); out.int(stats.fileSize)
             out.raw(",\"token\":"); out.string(stats.token.description)
             out.raw(",\"records\":"); out.int(Int64(stats.totalRecords))
-            out.raw(",\"zones\":[")
-            for (index, entry) in stats.entries.enumerated() {
-                if index > 0 { out.raw(",") }
-                out.raw("{\"scope\":"); out.string(entry.zone.scope.rawValue)
-                out.raw(",\"zoneName\":"); out.string(entry.zone.zoneName)
-                out.raw(",\"ownerRecordName\":"); out.string(entry.zone.ownerRecordName)
-                out.raw(",\"recordType\":"); out.string(entry.recordType)
-                out.raw(",\"records\":"); out.int(Int64(entry.records))
-                out.raw(",\"tombstones\":"); out.int(Int64(entry.tombstones))
-                out.raw("}")
-            }
-            out.raw("],\"schema\":"); out.string(SchemaPrinter.print(schema))
+            out.raw(",\"zones\":")
+            stats.writeEntriesJSON(to: &out)
+            out.raw(",\"schema\":"); out.string(SchemaPrinter.print(schema))
             out.raw("}")
             return answer(200, json: out.text)
         }
@@ -342,7 +333,7 @@ public final class BrowseSite: @unchecked Sendable {
     /// only read): per migration and type, how many records change, and each of the first
     /// records' diffs, field by field.
     private func rehearsal(json: Bool) throws -> CloudKitHTTPResponse {
-        guard let migrations else { return notFound("no migration set was given (ckport serve --migrations DIR)") }
+        guard let migrations else { return notFound("this view was started without a migration set to rehearse") }
         let reports = try SchemaMigrations.plan(migrations, in: store, options: MigrationRunOptions(diffLimit: pageSize))
         if json {
             var list: [[String: Any]] = []

@@ -36,18 +36,9 @@ struct StatsCommand: ParsableCommand {
             out.raw(",\"tombstones\":"); out.int(Int64(stats.totalTombstones))
             out.raw(",\"assetFiles\":"); out.int(Int64(stats.assetFiles))
             out.raw(",\"assetBytes\":"); out.int(stats.assetBytes)
-            out.raw(",\"zones\":[")
-            for (index, entry) in stats.entries.enumerated() {
-                if index > 0 { out.raw(",") }
-                out.raw("{\"scope\":"); out.string(entry.zone.scope.rawValue)
-                out.raw(",\"zoneName\":"); out.string(entry.zone.zoneName)
-                out.raw(",\"ownerRecordName\":"); out.string(entry.zone.ownerRecordName)
-                out.raw(",\"recordType\":"); out.string(entry.recordType)
-                out.raw(",\"records\":"); out.int(Int64(entry.records))
-                out.raw(",\"tombstones\":"); out.int(Int64(entry.tombstones))
-                out.raw("}")
-            }
-            out.raw("]}")
+            out.raw(",\"zones\":")
+            stats.writeEntriesJSON(to: &out)
+            out.raw("}")
             print(out.text)
             return
         }
