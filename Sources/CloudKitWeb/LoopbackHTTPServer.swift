@@ -46,6 +46,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         self.handler = handler
         self.limits = limits
         self.host = host
+        guard (0...65535).contains(port) else { throw ServerError("\(port) is not a port (0 to 65535)") }
         var parsed = in_addr()
         guard inet_pton(AF_INET, host, &parsed) == 1 else { throw ServerError("\(host) is not an IPv4 address to listen on") }
         #if canImport(Glibc)
@@ -161,15 +162,15 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             // memory stays flat however large the body.
             var file: Int32 = -1
             var bodyLength = Int64(response.body.count)
-            if let path = response.bodyFile {
-                file = openForReading(path)
-                var info = stat()
-                guard file >= 0, fstat(file, &info) == 0 else { if file >= 0 { close(file) }; return }
-                bodyLength = Int64(info.st_size)
-            }
             defer {
                 if file >= 0 { close(file) }
                 if let path = response.bodyFile, response.removesBodyFile { unlink(path) }
+            }
+            if let path = response.bodyFile {
+                file = openForReading(path)
+                var info = stat()
+                guard file >= 0, fstat(file, &info) == 0 else { return }
+                bodyLength = Int64(info.st_size)
             }
             var text = "HTTP/1.1 \(response.status) \(phrase)\r\nContent-Length: \(bodyLength)\r\n"
             if closing { text += "Connection: close\r\n" }

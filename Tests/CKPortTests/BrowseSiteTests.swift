@@ -60,13 +60,17 @@ struct BrowseSiteTests {
         #expect(expected.count > 4 && seen == expected, "\(seen.count) of \(expected.count)")
         #expect(pages == (expected.count + 1) / 2)
         // The HTML page links the next one.
-        #expect(get(site, "/records/Event?zone=\(Self.familyZone)").text.contains("rel=\"next\" href=\"/records/Event?zone=shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone&amp;after=\(expected[1])\""))
+        #expect(get(site, "/records/Event?zone=\(Self.familyZone)").text.contains("rel=\"next\" href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone&amp;after=\(expected[1])\""))
     }
 
     @Test("the predicate box takes what --where takes; a predicate that does not parse is shown in place, with a 400")
     func predicates() throws {
         let scratch = Scratch()
         let site = BrowseSite(store: try scratch.sampleStore(.familyCalendar), backend: "SQLite")
+        // As a browser's form sends it: spaces as '+'.
+        let form = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)&where=category+%3D%3D+%27school%27").text)
+        let formRecords = try #require(form["records"] as? [[String: Any]])
+        #expect(!formRecords.isEmpty && form["error"] == nil, "\(form)")
         let school = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)&where=category%20%3D%3D%20'school'").text)
         let records = try #require(school["records"] as? [[String: Any]])
         #expect(!records.isEmpty && records.allSatisfy { (($0["fields"] as? [String: Any])?["category"] as? [String: Any])?["value"] as? String == "school" })
@@ -130,6 +134,43 @@ struct BrowseSiteTests {
         #expect((data["migrations"] as? [[String: Any]])?.count == reports.count)
         #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before)
         #expect(get(BrowseSite(store: store, backend: "SQLite"), "/migrations").status == 404)
+    }
+
+    @Test("zones of different owners that share a name: each one's table pages through its own records only, none skipped")
+    func sameZoneNameOtherOwners() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        // A zone named as family-1's, of another owner, whose records sort first.
+        try store.write { session in
+            for n in 0..<60 {
+                var record = Record(id: RecordID(recordName: String(format: "a-%03d", n), zone: ZoneID(scope: .shared, zoneName: "family-1-zone", ownerRecordName: "_another")), recordType: "Event")
+                record["title"] = .string("not family-1's")
+                _ = try session.save(record, mode: .insert)
+            }
+        }
+        let site = BrowseSite(store: store, backend: "SQLite", pageSize: 4)
+        var seen: [String] = []
+        var after: String?
+        for _ in 0..<20 {
+            let data = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)" + (after.map { "&after=\($0)" } ?? "")).text)
+            seen += (data["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
+            after = data["next"] as? String
+            if after == nil { break }
+        }
+        #expect(seen.count == 9 && seen.allSatisfy { $0.hasPrefix("event-1-") }, "\(seen)")
+    }
+
+    @Test("only requests that name this server are answered: another site's name that resolves here (DNS rebinding) is not")
+    func hostNames() {
+        func request(_ host: String?) -> CloudKitHTTPRequest {
+            CloudKitHTTPRequest(method: "GET", url: URL(string: "http://127.0.0.1:8642/")!, headers: host.map { [("Host", $0)] } ?? [], body: Data())
+        }
+        #expect(BrowseSite.hostAllowed(request("127.0.0.1:8642"), port: 8642, bound: "127.0.0.1"))
+        #expect(BrowseSite.hostAllowed(request("LOCALHOST:8642"), port: 8642, bound: "127.0.0.1"))
+        #expect(BrowseSite.hostAllowed(request("192.168.1.5:8642"), port: 8642, bound: "192.168.1.5"))
+        #expect(!BrowseSite.hostAllowed(request("evil.example:8642"), port: 8642, bound: "127.0.0.1"))
+        #expect(!BrowseSite.hostAllowed(request("127.0.0.1:9999"), port: 8642, bound: "127.0.0.1"))
+        #expect(!BrowseSite.hostAllowed(request(nil), port: 8642, bound: "127.0.0.1"))
     }
 
     @Test("hostile data stays data: markup in a value shows as text, no page runs a script, nothing is written, and no path leads outside the store")

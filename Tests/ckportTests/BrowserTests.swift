@@ -103,7 +103,7 @@ struct BrowserTests {
 
         // A --where query in the page's own box: the XSS events, 50 a page, their titles as text.
         var shown = 0
-        var page: String? = "/records/Event?zone=\(zone)&where=category%20%3D%3D%20'xss'"
+        var page: String? = "/records/Event?zone=\(zone)&where=category+%3D%3D+%27xss%27"
         var pages = 0
         while let path = page, pages < 5 {
             let rendered = try browse(base + path)

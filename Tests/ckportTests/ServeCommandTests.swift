@@ -66,6 +66,8 @@ struct ServeCommandTests {
         let folder = Scratch()
         let samples = packageRoot.appendingPathComponent("samples/family-todo").path
         #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        let badPort = try ckport(["serve", "--store", "todo.sqlite", "--port", "70000"], in: folder.url)
+        #expect(badPort.status == 1 && badPort.stderr.contains("--port takes 0 (any free port) to 65535"), "\(badPort.stderr)")
         let refused = try ckport(["serve", "--store", "todo.sqlite", "--bind", "not-an-address"], in: folder.url)
         #expect(refused.status != 0 && refused.stderr.contains("not-an-address is not an IPv4 address to listen on"), "\(refused.stderr)")
         let server = try RunningCKPort(["serve", "--store", "todo.sqlite", "--port", "0", "--bind", "0.0.0.0"], in: folder.url)

@@ -50,8 +50,15 @@ public final class BrowseSite: @unchecked Sendable {
         }
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
         var path = components?.percentEncodedPath ?? "/"
+        // The query as a form sends it: '+' is a space, then %XX.
         var query: [String: String] = [:]
-        for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        for pair in (components?.percentEncodedQuery ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map { String($0).replacingOccurrences(of: "+", with: " ") }
+            guard let name = parts[0].removingPercentEncoding, let value = (parts.count > 1 ? parts[1] : "").removingPercentEncoding else {
+                return answer(400, html: page("Not a query", "<p>The address's query is not UTF-8 text.</p>"))
+            }
+            query[name] = value
+        }
         let json = path.hasSuffix(".json")
         if json { path = String(path.dropLast(".json".count)) }
         var download: RecordFormat?
@@ -140,8 +147,15 @@ public final class BrowseSite: @unchecked Sendable {
                     var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName,
                                               predicate: conditions.isEmpty ? nil : RecordPredicate(conditions), predicateText: whereText.isEmpty ? nil : whereText)
                     request.sortField = "recordName"
-                    request.limit = pageSize + 1
-                    try session.forEach(request) { record in if record.zone == zone { found.append(record) } }
+                    // Zones of other owners can share the name (every Core Data container's
+                    // zone does): read past their records until this zone's page is full.
+                    do {
+                        try session.forEach(request) { record in
+                            guard record.zone == zone else { return }
+                            found.append(record)
+                            if found.count > pageSize { throw PageFull() }
+                        }
+                    } catch is PageFull {}
                 }
             } catch {
                 predicateError = "\(error)"
@@ -153,12 +167,9 @@ public final class BrowseSite: @unchecked Sendable {
         let next = more ? found.last?.recordName : nil
         var nextLink: String?
         if let next {
-            var items = [URLQueryItem(name: "zone", value: zoneText), URLQueryItem(name: "after", value: next)]
-            if !whereText.isEmpty { items.append(URLQueryItem(name: "where", value: whereText)) }
-            var components = URLComponents()
-            components.path = "/records/\(type)"
-            components.queryItems = items
-            nextLink = components.string
+            var items = [("zone", zoneText), ("after", next)]
+            if !whereText.isEmpty { items.append(("where", whereText)) }
+            nextLink = "/records/\(component(type))?" + queryString(items)
         }
         if json {
             var out = JSONWriter()
@@ -189,20 +200,14 @@ public final class BrowseSite: @unchecked Sendable {
         body += "</table>"
         if found.isEmpty && predicateError == nil { body += "<p>No records here" + (after.isEmpty ? "" : " after \(escape(after))") + ".</p>" }
         if let nextLink { body += "<p><a rel=\"next\" href=\"\(attribute(nextLink))\">next page ›</a></p>" }
-        var downloadQuery = [URLQueryItem(name: "zone", value: zoneText)]
-        if !whereText.isEmpty { downloadQuery.append(URLQueryItem(name: "where", value: whereText)) }
-        var links: [String] = []
-        for (suffix, label) in [(".jsonl", "JSON Lines"), (".csv", "CSV")] {
-            var components = URLComponents()
-            components.path = "/records/\(type)\(suffix)"
-            components.queryItems = downloadQuery
-            links.append("<a href=\"\(attribute(components.string ?? ""))\">\(label)</a>")
+        var downloadQuery = [("zone", zoneText)]
+        if !whereText.isEmpty { downloadQuery.append(("where", whereText)) }
+        let links = [(".jsonl", "JSON Lines"), (".csv", "CSV")].map { suffix, label in
+            "<a href=\"\(attribute("/records/\(component(type))\(suffix)?" + queryString(downloadQuery)))\">\(label)</a>"
         }
         body += "<p>Download every record of this table (all pages): \(links.joined(separator: " · "))</p>"
-        var jsonLink = URLComponents()
-        jsonLink.path = "/records/\(type).json"
-        jsonLink.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) }
-        return answer(predicateError == nil ? 200 : 400, html: page(type, body, json: jsonLink.string))
+        let jsonLink = "/records/\(component(type)).json?" + queryString(query.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        return answer(predicateError == nil ? 200 : 400, html: page(type, body, json: jsonLink))
     }
 
     private func record(id: RecordID, json: Bool) throws -> CloudKitHTTPResponse {
@@ -410,6 +415,22 @@ public final class BrowseSite: @unchecked Sendable {
         "/record/\(component(id.zone.scope.rawValue))/\(component(id.zone.ownerRecordName))/\(component(id.zone.zoneName))/\(component(id.recordName))"
     }
 
+    /// A page's worth of records was read.
+    private struct PageFull: Error {}
+
+    /// `name=value&…`, each part percent-encoded (a '+' too, which a form would read as a space).
+    private func queryString(_ items: [(String, String)]) -> String {
+        items.map { component($0.0) + "=" + component($0.1) }.joined(separator: "&")
+    }
+
+    /// Whether `request` names this server as its host: 127.0.0.1 or localhost at `port`, or
+    /// the address it was bound to. A page another site's name leads to (DNS rebinding: a name
+    /// that answers with 127.0.0.1) is not answered, so no other site's script reads the store.
+    public static func hostAllowed(_ request: CloudKitHTTPRequest, port: Int, bound: String) -> Bool {
+        guard let host = request.header("Host")?.lowercased() else { return false }
+        return ["127.0.0.1:\(port)", "localhost:\(port)", "\(bound):\(port)"].contains(host)
+    }
+
     /// A zone as the record table's `zone` parameter: SCOPE:OWNER:ZONE.
     private func zoneKey(_ zone: ZoneID) -> String { "\(zone.scope.rawValue):\(zone.ownerRecordName):\(zone.zoneName)" }
 
@@ -462,8 +483,8 @@ public final class BrowseSite: @unchecked Sendable {
 
     /// A path component or query value, percent-encoded.
     private func component(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
+        var allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        allowed.insert(charactersIn: "-_~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }
 
