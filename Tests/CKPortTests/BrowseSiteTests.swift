@@ -171,6 +171,12 @@ struct BrowseSiteTests {
         #expect(!BrowseSite.hostAllowed(request("evil.example:8642"), port: 8642, bound: "127.0.0.1"))
         #expect(!BrowseSite.hostAllowed(request("127.0.0.1:9999"), port: 8642, bound: "127.0.0.1"))
         #expect(!BrowseSite.hostAllowed(request(nil), port: 8642, bound: "127.0.0.1"))
+        // A site told where it listens refuses the others.
+        let scratch = Scratch()
+        let site = BrowseSite(store: try! scratch.sampleStore(.familyTodo), backend: "SQLite")
+        #expect(site.respond(request("evil.example:8642")).status == 200)
+        site.listening(on: 8642, bound: "127.0.0.1")
+        #expect(site.respond(request("evil.example:8642")).status == 421 && site.respond(request("127.0.0.1:8642")).status == 200)
     }
 
     @Test("hostile data stays data: markup in a value shows as text, no page runs a script, nothing is written, and no path leads outside the store")

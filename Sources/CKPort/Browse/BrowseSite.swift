@@ -41,10 +41,25 @@ public final class BrowseSite: @unchecked Sendable {
         ("Cache-Control", "no-store"),
     ]
 
+    /// Where the site is served, once it is: requests that name another host are refused.
+    private var listening: (port: Int, bound: String)?
+
+    /// Tells the site the port and address it is served on; from then on a request whose Host
+    /// names anything else is answered 421 (see ``hostAllowed(_:port:bound:)``).
+    public func listening(on port: Int, bound: String) {
+        lock.lock()
+        listening = (port, bound)
+        lock.unlock()
+    }
+
     /// The answer to one request.
     public func respond(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
         lock.lock()
         defer { lock.unlock() }
+        if let listening, !BrowseSite.hostAllowed(request, port: listening.port, bound: listening.bound) {
+            return CloudKitHTTPResponse(status: 421, headers: BrowseSite.securityHeaders + [("Content-Type", "text/plain; charset=utf-8")],
+                                        body: Data("this server answers to requests for 127.0.0.1 and localhost only\n".utf8))
+        }
         guard request.method == "GET" || request.method == "HEAD" else {
             return answer(405, html: page("Not allowed", "<p>This view only reads: \(escape(request.method)) is not answered.</p>"), extra: [("Allow", "GET, HEAD")])
         }

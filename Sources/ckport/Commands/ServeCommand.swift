@@ -46,16 +46,11 @@ struct ServeCommand: ParsableCommand {
         let store = try storeOptions.open(create: false)
         let set = try migrations.map { try MigrationSet.load(directory: $0) }
         let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path), migrations: set)
-        let listening = ListeningPort()
-        let bound = bind
         let server = try LoopbackHTTPServer(port: port, host: bind, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)) { request in
-            // Only requests that name this server (no other site's name resolved to it).
-            guard BrowseSite.hostAllowed(request, port: listening.port, bound: bound) else {
-                return CloudKitHTTPResponse(status: 421, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Data("this server answers to 127.0.0.1 and localhost only\n".utf8))
-            }
-            return site.respond(request)
+            site.respond(request)
         }
-        listening.port = server.port
+        // Only requests that name this server (no other site's name resolved to it).
+        site.listening(on: server.port, bound: bind)
         if !bind.hasPrefix("127.") {
             Console.error("warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in")
         }
@@ -64,15 +59,5 @@ struct ServeCommand: ParsableCommand {
         while !Interruption.requested { usleep(200_000) }
         server.stop()
         if !storeOptions.quiet { Console.error("stopped") }
-    }
-}
-
-/// The port the server listens on, known once it listens.
-private final class ListeningPort: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-    var port: Int {
-        get { lock.lock(); defer { lock.unlock() }; return value }
-        set { lock.lock(); value = newValue; lock.unlock() }
     }
 }
