@@ -65,8 +65,7 @@ struct BrowserTests {
     @Test("the family-calendar sample with an XSS filter-evasion list as its events' titles: every vector shows as text, no page runs or even holds a script, reference links and --where work as rendered, screenshots kept")
     func pages() throws {
         let folder = Scratch()
-        let samples = packageRoot.appendingPathComponent("samples/family-calendar").path
-        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "family.sqlite", "-q"], in: folder.url).status == 0)
+        try importSample("family-calendar", into: "family.sqlite", in: folder)
         // RSnake's list (Tests/Fixtures/corpora/xss, with its source), one event per vector.
         let vectors = try String(contentsOf: packageRoot.appendingPathComponent("Tests/Fixtures/corpora/xss/XSS-RSNAKE.txt"), encoding: .utf8)
             .split(separator: "\n").map(String.init)
@@ -139,8 +138,7 @@ struct BrowserTests {
     @Test("a migration's rehearsal as the browser renders it: each record's diff, lines added and removed, nothing logged, nothing written")
     func rehearsal() throws {
         let folder = Scratch()
-        let samples = packageRoot.appendingPathComponent("samples/notes").path
-        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "notes.sqlite", "-q"], in: folder.url).status == 0)
+        try importSample("notes", into: "notes.sqlite", in: folder)
         let before = folder.data("notes.sqlite")
         let (server, address) = try startServe(["--store", "notes.sqlite", "-q", "--migrations", packageRoot.appendingPathComponent("migrations/notes").path], in: folder)
         defer { kill(server.process.processIdentifier, SIGINT); _ = server.finish() }

@@ -18,6 +18,13 @@ func startServe(_ arguments: [String], in folder: Scratch) throws -> (server: Ru
     return (server, base)
 }
 
+/// A sample app's schema and records imported into `store` (a file in `folder`, or a URL), as
+/// a user would with `ckport import`.
+func importSample(_ app: String, into store: String, in folder: Scratch) throws {
+    let samples = packageRoot.appendingPathComponent("samples/\(app)").path
+    #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", store, "-q"], in: folder.url).status == 0)
+}
+
 @Suite("ckport serve")
 struct ServeCommandTests {
     /// The body and status of a GET, through the loopback network as a browser asks.
@@ -35,8 +42,7 @@ struct ServeCommandTests {
     @Test("serves the store read-only on 127.0.0.1, says where, answers a browser, and stops cleanly on Ctrl-C with the store unchanged")
     func serve() throws {
         let folder = Scratch()
-        let samples = packageRoot.appendingPathComponent("samples/family-todo").path
-        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        try importSample("family-todo", into: "todo.sqlite", in: folder)
         let before = folder.data("todo.sqlite")
         let (server, base) = try startServe(["--store", "todo.sqlite"], in: folder)
         let overview = try fetch(base)
@@ -64,8 +70,7 @@ struct ServeCommandTests {
     @Test("listening beyond this machine takes --bind, and says who can then read the store; an address that is none is refused")
     func bind() throws {
         let folder = Scratch()
-        let samples = packageRoot.appendingPathComponent("samples/family-todo").path
-        #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        try importSample("family-todo", into: "todo.sqlite", in: folder)
         let badPort = try ckport(["serve", "--store", "todo.sqlite", "--port", "70000"], in: folder.url)
         #expect(badPort.status == 1 && badPort.stderr.contains("--port takes 0 (any free port) to 65535"), "\(badPort.stderr)")
         let refused = try ckport(["serve", "--store", "todo.sqlite", "--bind", "not-an-address"], in: folder.url)
@@ -81,10 +86,7 @@ struct ServeCommandTests {
     func postgres() throws {
         let folder = Scratch()
         let pg = try #require(PostgresTestServer.store("serve"), "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
-        let samples = packageRoot.appendingPathComponent("samples/family-calendar").path
-        for store in ["local.sqlite", pg] {
-            #expect(try ckport(["import", samples + "/schema.ckdb", samples + "/records.jsonl", "--store", store, "-q"], in: folder.url).status == 0)
-        }
+        for store in ["local.sqlite", pg] { try importSample("family-calendar", into: store, in: folder) }
         var bodies: [[String]] = []
         for store in ["local.sqlite", pg] {
             let (server, base) = try startServe(["--store", store, "-q"], in: folder)
