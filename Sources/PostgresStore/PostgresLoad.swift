@@ -156,8 +156,13 @@ enum PostgresLoad {
         let entries = record.fields.entries
         var index = 0
         for field in fields {
-            while index < entries.count, entries[index].name.utf8.lexicographicallyPrecedes(field.name.utf8) { index += 1 }
-            let value = index < entries.count && entries[index].name == field.name ? entries[index].value : nil
+            // Both lists are in byte order: a field the record holds is usually the next entry.
+            var value: FieldValue?
+            while index < entries.count {
+                if entries[index].name == field.name { value = entries[index].value; break }
+                guard RecordFields.precedes(entries[index].name, field.name) else { break }
+                index += 1
+            }
             switch value {
             case nil:
                 line.null()
@@ -193,8 +198,9 @@ enum PostgresLoad {
     /// `numeric` column has one zero; a list or a `DOUBLE` keeps it). Nil when it can.
     static func valueProblem(_ record: Record, schema: Schema) -> (field: String?, message: String)? {
         func textProblem(_ text: String?) -> String? {
-            guard let text, text.utf8.contains(0) else { return nil }
-            return "holds the character U+0000, which PostgreSQL's text cannot hold"
+            guard var text else { return nil }
+            let found = text.withUTF8 { bytes in bytes.isEmpty ? false : memchr(bytes.baseAddress!, 0, bytes.count) != nil }
+            return found ? "holds the character U+0000, which PostgreSQL's text cannot hold" : nil
         }
         func timeProblem(_ milliseconds: Int64) -> String? {
             storableTimestamps.contains(milliseconds) ? nil
@@ -222,14 +228,16 @@ enum PostgresLoad {
                 return (entry.name, "field '\(entry.name)' is -0.0, which PostgreSQL's numeric (the column of a NUMBER field) holds only as 0")
             }
         }
-        let system: [(String, String?)] = [("recordChangeTag", record.changeTag), ("created.userRecordName", record.created?.userRecordName),
-                                           ("created.deviceID", record.created?.deviceID), ("modified.userRecordName", record.modified?.userRecordName),
-                                           ("modified.deviceID", record.modified?.deviceID), ("parent", record.parent), ("share", record.share),
-                                           ("share details", record.shareDetails)]
-        for (name, text) in system { if let found = textProblem(text) { return (nil, "\(name) " + found) } }
-        for (name, stamp) in [("created", record.created), ("modified", record.modified)] {
-            if let stamp, let found = timeProblem(stamp.timestamp) { return (nil, "\(name) " + found) }
-        }
+        if let found = textProblem(record.changeTag) { return (nil, "recordChangeTag " + found) }
+        if let found = textProblem(record.created?.userRecordName) { return (nil, "created.userRecordName " + found) }
+        if let found = textProblem(record.created?.deviceID) { return (nil, "created.deviceID " + found) }
+        if let found = textProblem(record.modified?.userRecordName) { return (nil, "modified.userRecordName " + found) }
+        if let found = textProblem(record.modified?.deviceID) { return (nil, "modified.deviceID " + found) }
+        if let found = textProblem(record.parent) { return (nil, "parent " + found) }
+        if let found = textProblem(record.share) { return (nil, "share " + found) }
+        if let found = textProblem(record.shareDetails) { return (nil, "share details " + found) }
+        if let stamp = record.created, let found = timeProblem(stamp.timestamp) { return (nil, "created " + found) }
+        if let stamp = record.modified, let found = timeProblem(stamp.timestamp) { return (nil, "modified " + found) }
         return nil
     }
 
@@ -424,7 +432,7 @@ struct COPYLine {
         separate()
         value.withUTF8 { bytes in
             // Most text needs no escape: copied whole.
-            if !bytes.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 10 || $0 == 13 || $0 == 9 }) {
+            if !COPYLine.needsEscape(bytes) {
                 out.append(contentsOf: bytes)
                 return
             }
@@ -440,17 +448,44 @@ struct COPYLine {
         }
     }
 
+    /// Whether `bytes` hold a tab, newline, carriage return or backslash: eight bytes at a time
+    /// while none of them is below 14 or a backslash, then byte by byte.
+    static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        let raw = UnsafeRawPointer(base)
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        while index + 8 <= bytes.count {
+            let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            // Non-zero exactly when some byte is below 14, or equals a backslash (0x5C).
+            let low = (word &- ones &* 14) & ~word & highs
+            let backslashes = word ^ (ones &* 0x5C)
+            if low | ((backslashes &- ones) & ~backslashes & highs) != 0 { break }
+            index += 8
+        }
+        while index < bytes.count {
+            switch base[index] {
+            case 9, 10, 13, UInt8(ascii: "\\"): return true
+            default: index += 1
+            }
+        }
+        return false
+    }
+
     mutating func integer(_ value: Int64) {
         separate()
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var reversed: [UInt8] = []
-        reversed.reserveCapacity(20)
-        repeat {
-            reversed.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        out.append(contentsOf: reversed.reversed())
+        // The digits from the right into a small buffer on the stack, then appended at once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var magnitude = value.magnitude
+            var start = 20
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
     }
 
     /// Milliseconds since 1970 as `timestamptz` reads them in UTC, `2026-03-01 09:30:00.250+00`
@@ -458,24 +493,23 @@ struct COPYLine {
     mutating func timestamp(_ milliseconds: Int64) {
         separate()
         let day = ISO8601.floorDiv(milliseconds, 86_400_000)
-        let inDay = milliseconds - day * 86_400_000
+        let inDay = Int(milliseconds - day * 86_400_000)
         let (year, month, dayOfMonth) = ISO8601.civil(fromDays: day)
-        digits(year, 4); out.append(UInt8(ascii: "-")); digits(month, 2); out.append(UInt8(ascii: "-")); digits(dayOfMonth, 2)
-        out.append(UInt8(ascii: " "))
-        digits(inDay / 3_600_000, 2); out.append(UInt8(ascii: ":")); digits(inDay / 60_000 % 60, 2); out.append(UInt8(ascii: ":"))
-        digits(inDay / 1000 % 60, 2); out.append(UInt8(ascii: ".")); digits(inDay % 1000, 3)
-        out.append(contentsOf: [UInt8(ascii: "+"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-    }
-
-    /// `value` in exactly `count` digits.
-    private mutating func digits(_ value: Int64, _ count: Int) {
-        var divisor: Int64 = 1
-        for _ in 1..<count { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
+        // yyyy-mm-dd hh:mm:ss.fff+00, 26 bytes, written in place and appended at once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 26) { buffer in
+            func put(_ value: Int, _ count: Int, at end: Int) {
+                var rest = value
+                for position in stride(from: end - 1, through: end - count, by: -1) {
+                    buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+            }
+            put(Int(year), 4, at: 4); buffer[4] = UInt8(ascii: "-"); put(Int(month), 2, at: 7); buffer[7] = UInt8(ascii: "-")
+            put(Int(dayOfMonth), 2, at: 10); buffer[10] = UInt8(ascii: " ")
+            put(inDay / 3_600_000, 2, at: 13); buffer[13] = UInt8(ascii: ":"); put(inDay / 60_000 % 60, 2, at: 16); buffer[16] = UInt8(ascii: ":")
+            put(inDay / 1000 % 60, 2, at: 19); buffer[19] = UInt8(ascii: "."); put(inDay % 1000, 3, at: 23)
+            buffer[23] = UInt8(ascii: "+"); buffer[24] = UInt8(ascii: "0"); buffer[25] = UInt8(ascii: "0")
+            out.append(contentsOf: UnsafeBufferPointer(buffer))
         }
     }
 

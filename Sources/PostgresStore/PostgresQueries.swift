@@ -101,9 +101,7 @@ extension PostgresSession {
     /// The statements of a query: without a sort, one per type and zone (zones in export
     /// order, names by their bytes); with one, one per type.
     func compile(_ query: RecordQuery) throws -> [PostgresCompiledQuery] {
-        let zones = self.zones.filter { zone in
-            (query.scope == nil || zone.scope == query.scope) && (query.zoneName == nil || zone.zoneName == query.zoneName)
-        }
+        let zones = self.zones.filter(query.reads)
         let definitions: [RecordTypeDefinition]
         if query.recordTypes.isEmpty {
             definitions = schema.recordTypes.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -130,7 +128,7 @@ extension PostgresSession {
             if let sortField = query.sortField {
                 let column = try sortColumn(sortField, type: definition)
                 var filters = clauses
-                if query.scope != nil || query.zoneName != nil {
+                if query.narrowsZones {
                     filters.insert(numbers.isEmpty ? "false" : "t.\"___zone\" IN (\(numbers.map(String.init).joined(separator: ", ")))", at: 0)
                 }
                 // NULLs first going up and last going down, as SQLite sorts them.

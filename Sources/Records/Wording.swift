@@ -47,6 +47,8 @@ public enum Wording: Sendable, Hashable {
     case fieldList
     /// A CSV column that is not a field: map it, or let it pass.
     case mapColumn(header: String)
+    /// How to send a column the column map already renames to a field that exists.
+    case remapColumn(header: String)
     /// The template `text` record names are made from.
     case nameTemplate(String)
     /// The name template, as the subject of a sentence.
@@ -104,6 +106,7 @@ public enum Wording: Sendable, Hashable {
         case .giveRecordType: return "name a default record type"
         case .fieldList: return "the fields to write"
         case .mapColumn: return "map it to a field, or let columns that are not fields pass"
+        case .remapColumn: return "map it to one of those fields"
         case .nameTemplate(let text): return "the name template \"\(text)\""
         case .nameTemplateWord: return "the name template"
         case .repairHistory: return "or repair the history to accept the edit on purpose"

@@ -15,6 +15,9 @@ public struct RecordQuery: Sendable {
     public var recordTypes: [String]
     public var scope: DatabaseScope?
     public var zoneName: String?
+    /// The owner of the zones to read (zones of several owners can share a name, as every
+    /// Core Data container's zone does); nil for every owner.
+    public var ownerRecordName: String?
     public var predicate: RecordPredicate?
     /// The text the predicate was parsed from, for error messages.
     public var predicateText: String?
@@ -22,11 +25,12 @@ public struct RecordQuery: Sendable {
     public var descending: Bool
     public var limit: Int?
 
-    public init(recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil, predicate: RecordPredicate? = nil,
-                predicateText: String? = nil, sortField: String? = nil, descending: Bool = false, limit: Int? = nil) {
+    public init(recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil, ownerRecordName: String? = nil,
+                predicate: RecordPredicate? = nil, predicateText: String? = nil, sortField: String? = nil, descending: Bool = false, limit: Int? = nil) {
         self.recordTypes = recordTypes
         self.scope = scope
         self.zoneName = zoneName
+        self.ownerRecordName = ownerRecordName
         self.predicate = predicate
         self.predicateText = predicateText
         self.sortField = sortField
@@ -36,6 +40,15 @@ public struct RecordQuery: Sendable {
 }
 
 extension RecordQuery {
+    /// Whether the query reads the records of `zone`.
+    public func reads(_ zone: ZoneID) -> Bool {
+        (scope == nil || zone.scope == scope) && (zoneName == nil || zone.zoneName == zoneName)
+            && (ownerRecordName == nil || zone.ownerRecordName == ownerRecordName)
+    }
+
+    /// Whether the query reads some zones only.
+    public var narrowsZones: Bool { scope != nil || zoneName != nil || ownerRecordName != nil }
+
     /// System fields a predicate or sort may name, with the column and type behind them.
     public static let systemFields: [String: (column: String, type: FieldType)] = [
         "recordName": ("___recordID", .string), "___recordID": ("___recordID", .string),
@@ -161,9 +174,7 @@ extension StoreSession {
     }
 
     func compile(_ query: RecordQuery) throws -> [CompiledQuery] {
-        let zones = self.zones.filter { zone in
-            (query.scope == nil || zone.scope == query.scope) && (query.zoneName == nil || zone.zoneName == query.zoneName)
-        }
+        let zones = self.zones.filter(query.reads)
         var compiled: [CompiledQuery] = []
         for layout in try queryTypes(query) {
             var clauses: [String] = []
@@ -178,7 +189,7 @@ extension StoreSession {
             if let sortField = query.sortField {
                 let column = try sortColumn(sortField, layout: layout)
                 var where_ = clauses
-                if query.scope != nil || query.zoneName != nil {
+                if query.narrowsZones {
                     let rows = try zones.map { try zoneRow($0, create: false)! }
                     where_.insert("___zone IN (\(rows.map(String.init).joined(separator: ", ")))", at: 0)
                 }

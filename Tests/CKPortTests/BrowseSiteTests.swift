@@ -11,7 +11,12 @@ import TestSupport
 struct BrowseSiteTests {
     func get(_ site: BrowseSite, _ path: String, method: String = "GET") -> (status: Int, headers: [(name: String, value: String)], text: String) {
         let answer = site.respond(CloudKitHTTPRequest(method: method, url: URL(string: "http://127.0.0.1:1" + path)!, headers: [], body: Data()))
-        return (answer.status, answer.headers, String(decoding: answer.body, as: UTF8.self))
+        // A download's body is a file the server sends and removes.
+        let body = answer.bodyFile.flatMap { file in
+            defer { if answer.removesBodyFile { unlink(file) } }
+            return FileManager.default.contents(atPath: file)
+        } ?? answer.body
+        return (answer.status, answer.headers, String(decoding: body, as: UTF8.self))
     }
 
     func json(_ text: String) throws -> [String: Any] {
@@ -88,8 +93,34 @@ struct BrowseSiteTests {
         #expect(page.text.contains("EventParticipant <a href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/participant-1-00001-1\">"))
         let data = try json(get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001.json").text)
         let pointers = try #require(data["pointedToBy"] as? [[String: Any]])
-        #expect(pointers.filter { $0["recordType"] as? String == "EventParticipant" }.count == 3)
+        // Each participant twice: by its eventID reference and as the event's child (parent).
+        let participants = pointers.filter { $0["recordType"] as? String == "EventParticipant" }
+        #expect(Set(participants.compactMap { $0["recordName"] as? String }).count == 3 && participants.count == 6)
+        #expect(Set(participants.compactMap { $0["field"] as? String }) == ["eventID", "parent"], "\(participants)")
         #expect(get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/no-such-record").status == 404)
+    }
+
+    @Test("what points at a record: its references, lists of references that hold it and records whose parent it is; a page of them, saying when there are more")
+    func pointers() throws {
+        let scratch = Scratch()
+        let calendar = try scratch.sampleStore(.familyCalendar)
+        let family = "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/family-1.json"
+        let all = try json(get(BrowseSite(store: calendar, backend: "SQLite", pageSize: 1000), family).text)
+        let every = try #require(all["pointedToBy"] as? [[String: Any]])
+        #expect(every.contains { $0["recordName"] as? String == "member-1-1" && $0["field"] as? String == "parent" }, "\(every)")
+        #expect(every.contains { $0["recordType"] as? String == "Event" && $0["field"] as? String == "familyID" })
+        #expect(all["morePointers"] == nil)
+        let few = try json(get(BrowseSite(store: calendar, backend: "SQLite", pageSize: 5), family).text)
+        let first = try #require(few["pointedToBy"] as? [[String: Any]])
+        #expect(every.count > 5 && first.count == 5 && few["morePointers"] as? Bool == true)
+        #expect(first.map { $0["recordName"] as? String } == every.prefix(5).map { $0["recordName"] as? String })
+        let page = get(BrowseSite(store: calendar, backend: "SQLite", pageSize: 5), String(family.dropLast(".json".count)))
+        #expect(page.text.contains("More records point at this one; the first 5 are shown."))
+        // A note named in another note's LIST<REFERENCE>.
+        let notes = try scratch.sampleStore(.notes)
+        let note = try json(get(BrowseSite(store: notes, backend: "SQLite"), "/record/private/__defaultOwner__/Notes/note-000002.json").text)
+        let pointers = try #require(note["pointedToBy"] as? [[String: Any]])
+        #expect(pointers.contains { $0["recordName"] as? String == "note-000004" && $0["field"] as? String == "related" }, "\(pointers)")
     }
 
     @Test("the shares: each share with what it carries, its public permission and URL, and every participant with role, permission and acceptance")
@@ -158,6 +189,34 @@ struct BrowseSiteTests {
             if after == nil { break }
         }
         #expect(seen.count == 9 && seen.allSatisfy { $0.hasPrefix("event-1-") }, "\(seen)")
+        // The downloads of the table hold the zone's records, not the other owner's.
+        let lines = get(site, "/records/Event.jsonl?zone=\(Self.familyZone)").text.split(separator: "\n")
+        #expect(lines.count == 9 && lines.allSatisfy { $0.contains("\"recordName\":\"event-1-") && !$0.contains("_another") }, "\(lines)")
+        let sheet = get(site, "/records/Event.csv?zone=\(Self.familyZone)").text
+        #expect(sheet.components(separatedBy: "\r\nevent-1-").count == 10 && !sheet.contains("not family-1's"), "\(sheet)")
+    }
+
+    @Test("a page's JSON form answers its errors in JSON, with the status and why; the page itself in HTML")
+    func jsonErrors() throws {
+        let scratch = Scratch()
+        let site = BrowseSite(store: try scratch.sampleStore(.familyCalendar), backend: "SQLite")
+        for (path, method, status, why) in [
+            ("/records/Nope.json?zone=\(Self.familyZone)", "GET", 404, "no record type Nope"),
+            ("/records/Event.json", "GET", 404, "give the zone"),
+            ("/nowhere.json", "GET", 404, "no page at /nowhere"),
+            ("/index.json", "POST", 405, "POST is not answered"),
+            ("/records/Event.json?zone=\(Self.familyZone)&where=title%20%3D%3D", "GET", 400, "column 9: expected a value"),
+        ] {
+            let answer = get(site, path, method: method)
+            #expect(answer.status == status, "\(path)")
+            #expect(answer.headers.contains { $0.name == "Content-Type" && $0.value.hasPrefix("application/json") }, "\(path)")
+            let data = try json(answer.text)
+            #expect((data["error"] as? String)?.contains(why) == true, "\(path): \(answer.text)")
+            if status != 400 { #expect(data["status"] as? Int == status, "\(path)") }
+        }
+        #expect(get(site, "/index.json", method: "POST").headers.contains { $0.name == "Allow" })
+        let page = get(site, "/records/Nope?zone=\(Self.familyZone)")
+        #expect(page.status == 404 && page.text.contains("<p class=\"error\">no record type Nope</p>"))
     }
 
     @Test("only requests that name this server are answered: another site's name that resolves here (DNS rebinding) is not")

@@ -223,6 +223,18 @@ struct CSVRecordTests {
         #expect(read.first?.fields == ["title": .string("Trash"), "dueDate": .timestamp(1_768_208_400_000), "done": .int64(1)])
         #expect(throws: InputIssue.self) { try csvRecords("recordName,title,title\n", schema: schema, options: CSVReadOptions(defaultRecordType: "Task")) }
         #expect(throws: InputIssue.self) { try csvRecords("recordName,title\n", schema: schema, options: CSVReadOptions()) }
+        // Ignoring unknown columns does not ignore a column mapped to a field that is not there,
+        // nor a map that names a column the header lacks: either would drop data unsaid.
+        for (map, message) in [(["Title": "titel", "Due date": "dueDate"], "column 'Title' (mapped to 'titel') is not a field of Task"),
+                               (["Titel": "title", "Due date": "dueDate"], "the column map renames column 'Titel', which the header does not have (its columns: recordName, Title, Due date, done, Colour)")] {
+            do {
+                _ = try csvRecords(text, schema: schema, options: CSVReadOptions(defaultRecordType: "Task", columnMap: map, ignoreUnknownColumns: true))
+                Issue.record("accepted \(map)")
+            } catch let issue as InputIssue {
+                #expect(issue.message.hasPrefix(message), "\(issue.message)")
+                #expect(issue.position.line == 1)
+            }
+        }
     }
 
     @Test("a ragged row is an error naming its line")

@@ -107,6 +107,59 @@ struct PostgresLocationTests {
     }
 }
 
+@Suite("COPY's text format, as the loader writes it")
+struct COPYLineTests {
+    /// COPY's text format, written here the slow way: each byte looked at.
+    static func escaped(_ text: String) -> [UInt8] {
+        text.utf8.flatMap { byte -> [UInt8] in
+            switch byte {
+            case 9: return Array("\\t".utf8)
+            case 10: return Array("\\n".utf8)
+            case 13: return Array("\\r".utf8)
+            case UInt8(ascii: "\\"): return Array("\\\\".utf8)
+            default: return [byte]
+            }
+        }
+    }
+
+    @Test("a tab, newline, carriage return or backslash at any place of a text, before, inside or after a run of eight bytes, is escaped; other bytes below 14 and text without them pass as they are")
+    func escapes() {
+        var checked = 0
+        for special in ["\t", "\n", "\r", "\\", "\u{0B}", "\u{01}", "é", "]"] {
+            for length in 0...19 {
+                for position in 0...length {
+                    var characters = Array(repeating: "a", count: length)
+                    characters.insert(special, at: position)
+                    let text = characters.joined()
+                    var line = COPYLine(out: [])
+                    line.text(text)
+                    #expect(line.out == Self.escaped(text), "\(text.debugDescription)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 8 * 210)
+    }
+
+    @Test("integers at their edges and timestamps as timestamptz reads them, a field each, tab between, newline at the end")
+    func numbersAndTimes() {
+        var line = COPYLine(out: [])
+        for number in [0, 7, -7, 1_000_000, Int64.max, Int64.min] { line.integer(number) }
+        line.timestamp(0)
+        line.timestamp(1_772_357_400_250)      // 2026-03-01 09:30:00.250
+        line.timestamp(-1)                     // the last millisecond of 1969
+        line.timestamp(PostgresLoad.textTimestamps.lowerBound)
+        line.timestamp(PostgresLoad.textTimestamps.upperBound)
+        line.null()
+        line.end()
+        #expect(String(decoding: line.out, as: UTF8.self) == [
+            "0", "7", "-7", "1000000", "9223372036854775807", "-9223372036854775808",
+            "1970-01-01 00:00:00.000+00", "2026-03-01 09:30:00.250+00", "1969-12-31 23:59:59.999+00",
+            "0001-01-01 00:00:00.000+00", "9999-12-31 23:59:59.999+00", "\\N",
+        ].joined(separator: "\t") + "\n")
+    }
+}
+
 @Suite("PostgreSQL store: opening and creating", .enabled(if: TestServer.enabled))
 struct PostgresStoreOpeningTests {
     @Test("created once, then opened: the same identity, an empty schema, no changes; opening without create where there is no store says so")

@@ -60,21 +60,22 @@ public final class BrowseSite: @unchecked Sendable {
             return CloudKitHTTPResponse(status: 421, headers: BrowseSite.securityHeaders + [("Content-Type", "text/plain; charset=utf-8")],
                                         body: Data("this server answers to requests for 127.0.0.1 and localhost only\n".utf8))
         }
-        guard request.method == "GET" || request.method == "HEAD" else {
-            return answer(405, html: page("Not allowed", "<p>This view only reads: \(escape(request.method)) is not answered.</p>"), extra: [("Allow", "GET, HEAD")])
-        }
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
         var path = components?.percentEncodedPath ?? "/"
+        let json = path.hasSuffix(".json")
+        answeringJSON = json
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return problem(405, "Not allowed", "This view only reads: \(request.method) is not answered.", extra: [("Allow", "GET, HEAD")])
+        }
         // The query as a form sends it: '+' is a space, then %XX.
         var query: [String: String] = [:]
         for pair in (components?.percentEncodedQuery ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map { String($0).replacingOccurrences(of: "+", with: " ") }
             guard let name = parts[0].removingPercentEncoding, let value = (parts.count > 1 ? parts[1] : "").removingPercentEncoding else {
-                return answer(400, html: page("Not a query", "<p>The address's query is not UTF-8 text.</p>"))
+                return problem(400, "Not a query", "The address's query is not UTF-8 text.")
             }
             query[name] = value
         }
-        let json = path.hasSuffix(".json")
         if json { path = String(path.dropLast(".json".count)) }
         var download: RecordFormat?
         for (suffix, format) in [(".jsonl", RecordFormat.jsonLines), (".csv", RecordFormat.csv)] where path.hasPrefix("/records/") && path.hasSuffix(suffix) {
@@ -102,7 +103,7 @@ public final class BrowseSite: @unchecked Sendable {
                 return notFound("no page at \(path)")
             }
         } catch {
-            return answer(500, html: page("Could not read the store", "<p class=\"error\">\(escape("\(error)"))</p>"))
+            return problem(500, "Could not read the store", "\(error)")
         }
     }
 
@@ -159,14 +160,11 @@ public final class BrowseSite: @unchecked Sendable {
                     definition = session.schema.recordType(named: type)
                     codec = JSONRecordCodec(schema: session.schema)
                     guard definition != nil else { return }
-                    var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName,
+                    var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
                                               predicate: conditions.isEmpty ? nil : RecordPredicate(conditions), predicateText: whereText.isEmpty ? nil : whereText)
                     request.sortField = "recordName"
-                    // Zones of other owners can share the name (every Core Data container's
-                    // zone does): read past their records until this zone's page is full.
                     do {
                         try session.forEach(request) { record in
-                            guard record.zone == zone else { return }
                             found.append(record)
                             if found.count > pageSize { throw PageFull() }
                         }
@@ -226,16 +224,30 @@ public final class BrowseSite: @unchecked Sendable {
     }
 
     private func record(id: RecordID, json: Bool) throws -> CloudKitHTTPResponse {
-        let found: (record: Record, pointers: [Record], codec: JSONRecordCodec)? = try store.readSession { session in
+        let found: (record: Record, pointers: [(record: Record, field: String)], more: Bool, codec: JSONRecordCodec)? = try store.readSession { session in
             guard let record = try session.record(id) else { return nil }
-            // What points at it: each REFERENCE field of each type, looked up by the record.
-            var pointers: [Record] = []
-            for candidate in session.schema.recordTypes {
-                for field in candidate.fields where field.type.primitive == .reference && !field.name.hasPrefix("___") {
-                    pointers += try session.records(ofType: candidate.name, whose: field.name, pointsAt: id).prefix(pageSize)
+            // What points at it, in its zone: each REFERENCE field, each LIST<REFERENCE> that
+            // holds it, and each record whose parent it is — the first page of them.
+            var pointers: [(record: Record, field: String)] = []
+            var more = false
+            do {
+                for candidate in session.schema.recordTypes.sorted(by: { RecordFields.precedes($0.name, $1.name) }) {
+                    var links = candidate.fields.filter { $0.type.primitive == .reference && !$0.name.hasPrefix("___") }
+                        .map { (name: $0.name, op: $0.type.isList ? ComparisonOperator.contains : .equal) }
+                    if candidate.field(named: "parent") == nil { links.append((name: "parent", op: .equal)) }
+                    for link in links {
+                        let condition = Condition(field: link.name, op: link.op, value: .string(id.recordName), fieldColumn: 0, valueColumn: 0)
+                        var request = RecordQuery(recordTypes: [candidate.name], scope: id.zone.scope, zoneName: id.zone.zoneName,
+                                                  ownerRecordName: id.zone.ownerRecordName, predicate: RecordPredicate([condition]))
+                        request.limit = pageSize + 1 - pointers.count
+                        try session.forEach(request) { pointer in
+                            guard pointers.count < pageSize else { more = true; throw PageFull() }
+                            pointers.append((pointer, link.name))
+                        }
+                    }
                 }
-            }
-            return (record, pointers, JSONRecordCodec(schema: session.schema))
+            } catch is PageFull {}
+            return (record, pointers, more, JSONRecordCodec(schema: session.schema))
         }
         guard let found else { return notFound("no record \(id.recordName) in that zone") }
         let record = found.record
@@ -247,11 +259,14 @@ public final class BrowseSite: @unchecked Sendable {
             out.raw(",\"pointedToBy\":[")
             for (index, pointer) in found.pointers.enumerated() {
                 if index > 0 { out.raw(",") }
-                out.raw("{\"recordType\":"); out.string(pointer.recordType)
-                out.raw(",\"recordName\":"); out.string(pointer.recordName)
+                out.raw("{\"recordType\":"); out.string(pointer.record.recordType)
+                out.raw(",\"recordName\":"); out.string(pointer.record.recordName)
+                out.raw(",\"field\":"); out.string(pointer.field)
                 out.raw("}")
             }
-            out.raw("]}")
+            out.raw("]")
+            if found.more { out.raw(",\"morePointers\":true") }
+            out.raw("}")
             return answer(200, json: out.text)
         }
         var body = "<p><a href=\"/\">Store</a> › <a href=\"\(attribute("/records/\(component(record.recordType))?zone=\(component(zoneKey(record.zone)))"))\">\(escape(record.recordType))</a> › \(escape(record.recordName))</p>"
@@ -271,7 +286,10 @@ public final class BrowseSite: @unchecked Sendable {
         if found.pointers.isEmpty {
             body += "<p>No record points at this one.</p>"
         } else {
-            body += "<ul>" + found.pointers.map { "<li>\(escape($0.recordType)) <a href=\"\(attribute(recordLink($0)))\">\(escape($0.recordName))</a></li>" }.joined() + "</ul>"
+            body += "<ul>" + found.pointers.map { pointer in
+                "<li>\(escape(pointer.record.recordType)) <a href=\"\(attribute(recordLink(pointer.record)))\">\(escape(pointer.record.recordName))</a> (its \(escape(pointer.field)))</li>"
+            }.joined() + "</ul>"
+            if found.more { body += "<p>More records point at this one; the first \(pageSize) are shown. Its type's tables, filtered with a where box, list them all.</p>" }
         }
         return answer(200, html: page(record.recordName, body, json: idLink(record.id) + ".json"))
     }
@@ -325,10 +343,11 @@ public final class BrowseSite: @unchecked Sendable {
         let whereText = (query["where"] ?? "").trimmingCharacters(in: .whitespaces)
         let predicate: RecordPredicate?
         do { predicate = whereText.isEmpty ? nil : try RecordPredicate.parse(whereText) } catch {
-            return answer(400, html: page("Not a predicate", "<p class=\"error\">\(escape("\(error)"))</p>"))
+            return problem(400, "Not a predicate", "\(error)")
         }
         guard try store.readSession({ $0.schema.recordType(named: type) }) != nil else { return notFound("no record type \(type)") }
-        var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, predicate: predicate, predicateText: whereText.isEmpty ? nil : whereText)
+        var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
+                                  predicate: predicate, predicateText: whereText.isEmpty ? nil : whereText)
         request.sortField = "recordName"
         let folder = try PrivateFiles.folder()
         let (fd, path) = try PrivateFiles.create("download", in: folder)
@@ -455,8 +474,25 @@ public final class BrowseSite: @unchecked Sendable {
         return ZoneID(scope: scope, zoneName: parts[2], ownerRecordName: parts[1])
     }
 
+    /// Whether the request being answered asked for a page's JSON form: its errors are JSON too.
+    private var answeringJSON = false
+
+    /// An error's answer, as a page or as JSON (`{"status":404,"error":"…"}`) for a `.json` path.
+    private func problem(_ status: Int, _ title: String, _ message: String, extra: [(name: String, value: String)] = []) -> CloudKitHTTPResponse {
+        guard answeringJSON else {
+            return answer(status, html: page(title, "<p class=\"error\">\(escape(message))</p><p><a href=\"/\">Back to the store</a></p>"), extra: extra)
+        }
+        var out = JSONWriter()
+        out.raw("{\"status\":"); out.int(Int64(status))
+        out.raw(",\"error\":"); out.string(message)
+        out.raw("}")
+        var response = answer(status, json: out.text)
+        response.headers.insert(contentsOf: extra, at: 0)
+        return response
+    }
+
     private func notFound(_ why: String) -> CloudKitHTTPResponse {
-        answer(404, html: page("Not found", "<p>\(escape(why)).</p><p><a href=\"/\">Back to the store</a></p>"))
+        problem(404, "Not found", why)
     }
 
     private func answer(_ status: Int, html: String, extra: [(name: String, value: String)] = []) -> CloudKitHTTPResponse {

@@ -78,6 +78,12 @@ public final class CSVRecordReader: RecordSource {
             seen[name] = cell
             headerNames.append(name)
         }
+        // A column the map renames must be in the header: a misspelt name would map nothing.
+        let present = Set(cells.map(\.text))
+        for source in options.columnMap.keys.sorted() where !present.contains(source) {
+            throw InputIssue(position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
+                             message: "the column map renames column '\(source)', which the header does not have (its columns: \(cells.map(\.text).joined(separator: ", ")))")
+        }
         typeColumn = headerNames.firstIndex(of: "recordType")
         if typeColumn == nil && options.defaultRecordType == nil {
             throw InputIssue(position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
@@ -100,13 +106,16 @@ public final class CSVRecordReader: RecordSource {
                 columns.append(column)
             } else if options.allowNewFields, Names.fieldNameProblem(name, recordType: typeName) == nil {
                 columns.append(.field(name, .string))
-            } else if options.ignoreUnknownColumns {
+            } else if options.ignoreUnknownColumns && options.columnMap[header[index].text] == nil {
+                // Left out unless the column map sent it to a field: that field must exist.
                 columns.append(.ignored)
             } else {
                 let cell = header[index]
+                let mapped = options.columnMap[cell.text] != nil
                 let known = type.map { " (its fields: \($0.userFields.map(\.name).joined(separator: ", ")))" } ?? ""
                 throw InputIssue(position: SourcePosition(file: rows.name, line: cell.line, column: cell.column), recordType: typeName,
-                                 message: "column '\(header[index].text)'\(name != header[index].text ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); \(Wording.mapColumn(header: header[index].text).text)")
+                                 message: "column '\(header[index].text)'\(mapped ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); "
+                                    + (mapped ? Wording.remapColumn(header: header[index].text) : Wording.mapColumn(header: header[index].text)).text)
             }
         }
         layouts[typeName] = columns

@@ -30,6 +30,7 @@ enum CommandLineWords {
         case .giveRecordType: return "give --type"
         case .fieldList: return "--fields"
         case .mapColumn(let header): return "rename it with --map \"\(header)=field\" or pass --ignore-columns"
+        case .remapColumn(let header): return "give --map \"\(header)=field\" one of those fields"
         case .nameTemplate(let text): return "--name-template \"\(text)\""
         case .nameTemplateWord: return "--name-template"
         case .repairHistory: return "or pass --repair to accept the edit on purpose"

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Every shell example of README.md and the guides in docs/ that runs ckport is run, as a
+/// reader would paste it, in a folder of its own: with `set -e`, so a command that fails fails
+/// the example. What the reader already has (a store of a sample app, a backup, a calendar
+/// file, a CloudKit container, a PostgreSQL server) is set up first by the scene the Markdown
+/// names in a comment just above the block (`<!-- example: SCENE -->`); the scenes are shell
+/// functions in `Tests/Fixtures/guides/scenes.sh`. A block that cannot run here says why
+/// instead (`<!-- example: not run, REASON -->`). What stands in for the reader's machine —
+/// their server's name, their folders — is replaced as the table below says, and nothing else
+/// of a block is changed.
+@Suite("the guides' examples, run", .serialized)
+struct GuideRunTests {
+    /// A shell block of a Markdown text that runs ckport.
+    struct Block {
+        var line: Int
+        /// The scene named above it; nil when none is named, "not run, …" when it is not run.
+        var scene: String?
+        var text: String
+    }
+
+    static func blocks(in markdown: String) -> [Block] {
+        var found: [Block] = []
+        var current: Block?
+        var previous = ""
+        for (number, raw) in markdown.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = String(raw)
+            defer { if !line.isEmpty { previous = line } }
+            if line.hasPrefix("```") {
+                if let block = current {
+                    if !GuideExampleTests.examples(in: "```sh\n" + block.text + "```\n").isEmpty { found.append(block) }
+                    current = nil
+                } else if line == "```sh" || line == "```bash" || line == "```shell" {
+                    var scene: String?
+                    if previous.hasPrefix("<!-- example:"), previous.hasSuffix("-->") {
+                        scene = previous.dropFirst("<!-- example:".count).dropLast(3).trimmingCharacters(in: .whitespaces)
+                    }
+                    current = Block(line: number + 1, scene: scene, text: "")
+                }
+                continue
+            }
+            current?.text += line + "\n"
+        }
+        return found
+    }
+
+    /// README.md and the guides (docs/cli.md is generated from `--help`).
+    static var guides: [String] {
+        DocumentationLinkTests.documents.filter { $0 != "docs/cli.md" && $0 != "BENCHMARKS.md" }
+    }
+
+    /// The test server's URL without its query (`CKPORT_TEST_POSTGRES`).
+    static let postgres: String = ProcessInfo.processInfo.environment["CKPORT_TEST_POSTGRES"].map { String($0.split(separator: "?")[0]) } ?? ""
+
+    /// What stands for the reader's machine in a guide, and what stands for it here: their
+    /// server and folders.
+    static let replacements: [(document: String, from: String, to: String)] = [
+        ("docs/postgresql.md", "export PGPASSWORD=…", "# PGPASSWORD is set for the test server"),
+        ("docs/postgresql.md", "postgresql://ckport@db.example:5432/mirror", postgres),
+        ("docs/browsing.md", "postgresql://me@db.example/ckport", postgres),
+        ("docs/cloudkit.md", "/srv/backups", "$PWD/srv/backups"),
+        ("docs/cloudkit.md", "--container iCloud.com.example.App", "--base-url $GUIDE_CLOUDKIT --container iCloud.com.example.App"),
+        ("docs/import-export.md", "--records 1000000", "--records 2000"),
+    ]
+
+    @Test("every example of README.md and docs/ that runs ckport runs, in the scene named above it", arguments: guides)
+    func run(_ document: String) throws {
+        let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
+        let blocks = Self.blocks(in: text)
+        for block in blocks {
+            guard let scene = block.scene else {
+                Issue.record("\(document):\(block.line): an example without a scene: name one above it (<!-- example: SCENE -->, Tests/Fixtures/guides/scenes.sh)")
+                continue
+            }
+            if scene.hasPrefix("not run") {
+                #expect(scene.count > "not run, ".count + 10, "\(document):\(block.line): say why the example is not run")
+                continue
+            }
+            // As the PostgreSQL store's own tests: run where a server is given, and always in CI.
+            if ["browsing", "postgresql"].contains(scene) && Self.postgres.isEmpty && ProcessInfo.processInfo.environment["CI"] == nil { continue }
+            var script = block.text
+            for replacement in Self.replacements where replacement.document == document {
+                script = script.replacingOccurrences(of: replacement.from, with: replacement.to)
+            }
+            let result = try Self.runScript(script, scene: scene)
+            #expect(result.status == 0, "\(document):\(block.line) (scene \(scene)) ended with \(result.status):\n\(result.output)")
+        }
+    }
+
+    @Test("the guides have examples to run, and every one of them is run")
+    func counted() throws {
+        var run = 0
+        var notRun: [String] = []
+        for document in Self.guides {
+            let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
+            for block in Self.blocks(in: text) {
+                if block.scene?.hasPrefix("not run") == true { notRun.append("\(document):\(block.line)") } else { run += 1 }
+            }
+        }
+        #expect(run >= 22, "only \(run) examples")
+        #expect(notRun.isEmpty, "not run: \(notRun)")
+    }
+
+    /// Runs a block after its scene, in a new folder with its own HOME; ckport and
+    /// ckport-emulator are the ones built beside the tests (`serve` runs until its first page
+    /// has answered). Its status, and its output with the script's trace.
+    static func runScript(_ block: String, scene: String) throws -> (status: Int32, output: String) {
+        let scratch = Scratch()
+        let bin = scratch.url.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: scratch.url.appendingPathComponent("home"), withIntermediateDirectories: true)
+        let wrapper = bin.appendingPathComponent("ckport")
+        try """
+            #!/usr/bin/env bash
+            # ckport as built for the tests. A server (serve) runs until its first page answers.
+            real=\(ckportBinary.path)
+            [ "${1:-}" = serve ] || exec "$real" "$@"
+            args=("$@")
+            case " $* " in *" --port "*) ;; *) args+=(--port 0) ;; esac
+            "$real" "${args[@]}" > serve.out 2>&1 &
+            server=$!
+            for _ in $(seq 100); do grep -q 'http://' serve.out && break; sleep 0.1; done
+            url=$(grep -o 'http://[^ ]*/' serve.out | head -1)
+            status=1
+            [ -n "$url" ] && curl -sf "$url" > serve.page && grep -q '<html' serve.page && status=0
+            kill -INT $server; wait $server
+            cat serve.out
+            exit $status
+            """.write(to: wrapper, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: wrapper.path)
+        let emulator = ckportBinary.deletingLastPathComponent().appendingPathComponent("ckport-emulator")
+        try FileManager.default.createSymbolicLink(at: bin.appendingPathComponent("ckport-emulator"), withDestinationURL: emulator)
+        let script = """
+            set -e
+            export HOME="$PWD/home" PATH="$PWD/bin:$PATH" GUIDE_REPO='\(packageRoot.path)' GUIDE_POSTGRES='\(postgres)'
+            unset CKPORT_STORE
+            trap 'jobs -p | xargs -r kill 2>/dev/null || true' EXIT
+            source "$GUIDE_REPO/Tests/Fixtures/guides/scenes.sh"
+            scene_\(scene.replacingOccurrences(of: "-", with: "_"))
+            set -x
+            \(block)
+            """
+        try script.write(to: scratch.url.appendingPathComponent("example.sh"), atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["example.sh"]
+        process.currentDirectoryURL = scratch.url
+        var environment = ProcessInfo.processInfo.environment
+        environment["CKPORT_STORE"] = nil
+        process.environment = environment
+        let output = scratch.url.appendingPathComponent("output.txt")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        return (process.terminationStatus, String(decoding: try Data(contentsOf: output), as: UTF8.self))
+    }
+}
