@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PostgresStore
+import Records
 import Store
 
 struct CKPortCommand: ParsableCommand {
@@ -23,7 +24,7 @@ struct CKPortCommand: ParsableCommand {
         password from PGPASSWORD or ~/.pgpass, never the command line).
         Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure (for pull: also records left out), 4 CloudKit wants a new sign-in.
         """,
-        version: "0.1.0",
+        version: CKPortVersion.current,
         subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
                       RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self, StatsCommand.self, ServeCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
     )

@@ -17,7 +17,7 @@ import Store
 /// ``BundleSpool``).
 public struct BundleWriter {
     public var level: Int32 = 6
-    public var version = "0.1"
+    public var version = CKPortVersion.current
 
     public init() {}
 
