@@ -103,10 +103,81 @@ struct GuideRunTests {
         #expect(notRun.isEmpty, "not run: \(notRun)")
     }
 
+    /// A transcript in a guide: a plain block whose commands start with `$ ckport`, each
+    /// followed by what it prints.
+    static func transcripts(in markdown: String) -> [Block] {
+        var found: [Block] = []
+        var current: Block?
+        var indent = 0
+        var inFence = false
+        var previous = ""
+        for (number, raw) in markdown.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = String(raw)
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            defer { if !trimmed.isEmpty { previous = trimmed } }
+            if trimmed.hasPrefix("```") {
+                defer { inFence.toggle() }
+                if inFence {
+                    if let block = current, block.text.split(separator: "\n").contains(where: { $0.hasPrefix("$ ckport ") }) { found.append(block) }
+                    current = nil
+                } else if trimmed == "```" {
+                    var scene: String?
+                    if previous.hasPrefix("<!-- example:"), previous.hasSuffix("-->") {
+                        scene = previous.dropFirst("<!-- example:".count).dropLast(3).trimmingCharacters(in: .whitespaces)
+                    }
+                    indent = line.prefix { $0 == " " }.count
+                    current = Block(line: number + 1, scene: scene, text: "")
+                }
+                continue
+            }
+            current?.text += String(line.dropFirst(min(indent, line.prefix { $0 == " " }.count))) + "\n"
+        }
+        return found
+    }
+
+    /// What differs from run to run, made the same: durations, rates, times, sizes, store IDs.
+    static func steady(_ text: String) -> String {
+        var out = text
+        for (pattern, replacement) in [
+            (#"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"#, "<time>"), (#"\d+(\.\d+)? s\b"#, "<n> s"),
+            (#"\([\d,]+/s\)"#, "(<rate>)"), (#"[\d.]+ (KB|MB|GB|bytes)"#, "<size>"), (#"ck1-[0-9a-f]{12}-"#, "ck1-<store>-"),
+        ] {
+            out = out.replacingOccurrences(of: pattern, with: replacement, options: .regularExpression)
+        }
+        // A blank line a guide puts before the next command, for the eye, is not output.
+        var lines: [String] = []
+        for line in out.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = line.replacingOccurrences(of: #"\s+$"#, with: "", options: .regularExpression)
+            if line.hasPrefix("$ "), lines.last == "" { lines.removeLast() }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n").trimmingCharacters(in: .newlines)
+    }
+
+    @Test("every transcript in the guides (`$ ckport …` and what it prints) prints what it shows, but for times, sizes and store IDs", arguments: guides)
+    func transcript(_ document: String) throws {
+        let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
+        for block in Self.transcripts(in: text) {
+            let scene = try #require(block.scene, "\(document):\(block.line): a transcript without a scene: name one above it (<!-- example: SCENE -->)")
+            var script = ""
+            for line in block.text.split(separator: "\n") where line.hasPrefix("$ ") {
+                let command = String(line.dropFirst(2))
+                // Line by line, as a terminal shows standard output and error together.
+                script += "echo \(Self.singleQuoted("$ " + command))\nstdbuf -oL -eL \(command) 2>&1 || true\n"
+            }
+            let result = try Self.runScript(script, scene: scene, trace: false)
+            #expect(result.status == 0, "\(document):\(block.line): \(result.output)")
+            let shown = Self.steady(block.text), printed = Self.steady(result.output)
+            #expect(printed == shown, "\(document):\(block.line) (scene \(scene)) printed:\n\(result.output)")
+        }
+    }
+
+    static func singleQuoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
     /// Runs a block after its scene, in a new folder with its own HOME; ckport and
     /// ckport-emulator are the ones built beside the tests (`serve` runs until its first page
     /// has answered). Its status, and its output with the script's trace.
-    static func runScript(_ block: String, scene: String) throws -> (status: Int32, output: String) {
+    static func runScript(_ block: String, scene: String, trace: Bool = true) throws -> (status: Int32, output: String) {
         let scratch = Scratch()
         let bin = scratch.url.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
@@ -139,7 +210,7 @@ struct GuideRunTests {
             trap 'jobs -p | xargs -r kill 2>/dev/null || true' EXIT
             source "$GUIDE_REPO/Tests/Fixtures/guides/scenes.sh"
             scene_\(scene.replacingOccurrences(of: "-", with: "_"))
-            set -x
+            \(trace ? "set -x" : "")
             \(block)
             """
         try script.write(to: scratch.url.appendingPathComponent("example.sh"), atomically: true, encoding: .utf8)

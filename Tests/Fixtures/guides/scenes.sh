@@ -46,8 +46,9 @@ PY
 scene_quickstart() {
   scene_repo
   mkdir quickstart
-  store_of family-calendar quickstart/family-calendar.sqlite
-  store_of notes quickstart/notes.sqlite
+  for app in family-todo family-calendar relationship-checkin screen-time-rewards notes; do
+    store_of "$app" "quickstart/$app.sqlite"
+  done
 }
 
 # A family's calendar store and last night's backup of it.
