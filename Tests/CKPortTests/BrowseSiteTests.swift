@@ -1,5 +1,6 @@
 import CKPort
 import CloudKitWeb
+import Formats
 import Foundation
 import Migrations
 import SampleApps
@@ -217,6 +218,38 @@ struct BrowseSiteTests {
         #expect(get(site, "/index.json", method: "POST").headers.contains { $0.name == "Allow" })
         let page = get(site, "/records/Nope?zone=\(Self.familyZone)")
         #expect(page.status == 404 && page.text.contains("<p class=\"error\">no record type Nope</p>"))
+    }
+
+    @Test("the calendar: a month from Monday with each occurrence on its day at the viewer's time, its JSON, the agenda; bad months, days and zones are refused; no mapping, no calendar")
+    func calendar() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyTodo)
+        let mapping = try CalendarMapping.parse(SampleApp.familyTodo.calendarMappingText!, file: "mapping", schema: store.schema)
+        let site = BrowseSite(store: store, backend: "SQLite", calendar: mapping, timeZone: TimeZone(identifier: "Europe/Berlin")!)
+        let berlin = try json(get(site, "/calendar.json?month=2026-03").text)
+        let tokyo = try json(get(site, "/calendar.json?month=2026-03&tz=Asia/Tokyo").text)
+        let found = try #require(berlin["occurrences"] as? [[String: Any]])
+        #expect(berlin["timeZone"] as? String == "Europe/Berlin" && tokyo["timeZone"] as? String == "Asia/Tokyo" && berlin["more"] as? Bool == false)
+        #expect(found.count > 10 && found.contains { $0["recurring"] as? Bool == true } && found.contains { $0["component"] as? String == "VTODO" })
+        // The same records whichever zone shows them, but for the month's edges (wall-clock
+        // times and recurring chores keep their clock, so their instants move with the zone).
+        let inside = { (list: [[String: Any]]) in Set(list.filter { ($0["start"] as? String ?? "") >= "2026-03-02" && ($0["start"] as? String ?? "") < "2026-03-30" }.compactMap { $0["recordName"] as? String }) }
+        #expect(inside(found) == inside(try #require(tokyo["occurrences"] as? [[String: Any]])))
+        let page = get(site, "/calendar?month=2026-03")
+        #expect(page.status == 200 && page.text.contains("<th>Mon</th><th>Tue</th>"))
+        // March 2026 starts on a Sunday: the grid starts on Monday 23 February.
+        #expect(page.text.contains("<tr><td class=\"day other\"><div class=\"date\">23</div></td>"))
+        let first = try #require(found.first)
+        let name = try #require(first["recordName"] as? String), title = try #require(first["title"] as? String)
+        #expect(page.text.contains(">\(BrowseSite.escape(title))</a>") && page.text.contains("/\(name)\""))
+        let agenda = try json(get(site, "/calendar/agenda.json?from=2026-03-01&days=31").text)
+        #expect((agenda["occurrences"] as? [[String: Any]])?.count == found.count)
+        for (path, status) in [("/calendar?month=2026-13", 400), ("/calendar?month=March", 400), ("/calendar?tz=Mars/Olympus", 400),
+                               ("/calendar/agenda?from=2026-02-30&days=3", 400), ("/calendar/agenda?days=0", 400), ("/calendar/agenda?days=400", 400),
+                               ("/calendar/elsewhere", 404)] {
+            #expect(get(site, path).status == status, "\(path)")
+        }
+        #expect(get(BrowseSite(store: store, backend: "SQLite"), "/calendar").status == 404)
     }
 
     @Test("only requests that name this server are answered: another site's name that resolves here (DNS rebinding) is not")

@@ -72,11 +72,16 @@ struct BrowserTests {
         #expect(vectors.count == 73)
         var lines: [String] = []
         for (index, vector) in vectors.enumerated() {
+            var fields: [String: Any] = ["title": ["value": vector, "type": "STRING"], "category": ["value": "xss", "type": "STRING"],
+                                         "familyID": ["value": ["recordName": "family-1", "action": "DELETE_SELF"], "type": "REFERENCE"]]
+            // The first one is on the calendar too: 10 March 2026, 11:00 to 12:00 in Berlin.
+            if index == 0 {
+                fields["startDate"] = ["value": 1_773_136_800_000, "type": "TIMESTAMP"]
+                fields["endDate"] = ["value": 1_773_140_400_000, "type": "TIMESTAMP"]
+            }
             let record: [String: Any] = [
                 "recordName": "xss-\(String(format: "%02d", index + 1))", "recordType": "Event", "scope": "shared",
-                "zoneID": ["zoneName": "family-1-zone", "ownerRecordName": "_4f00e3e229b648635c6f63dca8da05ef"],
-                "fields": ["title": ["value": vector, "type": "STRING"], "category": ["value": "xss", "type": "STRING"],
-                           "familyID": ["value": ["recordName": "family-1", "action": "DELETE_SELF"], "type": "REFERENCE"]],
+                "zoneID": ["zoneName": "family-1-zone", "ownerRecordName": "_4f00e3e229b648635c6f63dca8da05ef"], "fields": fields,
             ]
             lines.append(String(decoding: try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]), as: UTF8.self))
         }
@@ -132,6 +137,23 @@ struct BrowserTests {
                 #expect(family.dom.contains("<h1>family-1</h1>") && family.dom.contains("The Müllers") && family.dom.contains(">xss-01</a>"), "\(family.dom.prefix(2000))")
             }
         }
+
+        // The month view: March 2026 in Berlin, each event on its day at its local time, a
+        // hostile title as text; an event's link followed to its record; the agenda.
+        let month = try browse(base + "/calendar?month=2026-03&tz=Europe/Berlin")
+        #expect(month.console.isEmpty, "\(month.console)")
+        noScriptIn(month.dom, "/calendar")
+        #expect(month.dom.contains("<h1>Calendar 2026-03</h1>") && month.dom.contains("<th>Mon</th>"))
+        #expect(month.dom.contains("<span class=\"time\">18:45</span> <a href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00002\">School play: The Little Prince</a>"),
+                "\(month.dom.prefix(3000))")
+        #expect(month.dom.contains("<span class=\"time\">11:00</span> <a href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/xss-01\">\(asText(vectors[0]))</a>"))
+        _ = try browse(base + "/calendar?month=2026-03&tz=Europe/Berlin", screenshot: "calendar.png")
+        let event = try #require(month.dom.range(of: "href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00002\""))
+        let play = try browse(base + String(month.dom[event].dropFirst(6).dropLast(1)))
+        #expect(play.dom.contains("<h1>event-1-00002</h1>") && play.dom.contains("School play: The Little Prince"))
+        let agenda = try browse(base + "/calendar/agenda?from=2026-03-01&days=31&tz=Europe/Berlin")
+        #expect(agenda.console.isEmpty && agenda.dom.contains("<h2>Tue 2026-03-03</h2>") && agenda.dom.contains("School play: The Little Prince"), "\(agenda.console)")
+        noScriptIn(agenda.dom, "/calendar/agenda")
         #expect(folder.data("family.sqlite") == before)
     }
 

@@ -1,4 +1,5 @@
 import CloudKitWeb
+import Formats
 import Foundation
 import Migrations
 import Records
@@ -25,11 +26,20 @@ public final class BrowseSite: @unchecked Sendable {
     /// A migration set whose rehearsal `/migrations` shows, as `migrate plan` computes it.
     public let migrations: MigrationSet?
 
-    public init(store: any RecordStoring, backend: String, pageSize: Int = 50, migrations: MigrationSet? = nil) {
+    /// The calendar mapping whose components `/calendar` shows, month by month and as an
+    /// agenda; nil shows no calendar.
+    public let calendar: CalendarMapping?
+    /// The zone the calendar is shown in unless a page names another (`?tz=`).
+    public let timeZone: TimeZone
+
+    public init(store: any RecordStoring, backend: String, pageSize: Int = 50, migrations: MigrationSet? = nil,
+                calendar: CalendarMapping? = nil, timeZone: TimeZone = .current) {
         self.store = store
         self.backend = backend
         self.pageSize = pageSize
         self.migrations = migrations
+        self.calendar = calendar
+        self.timeZone = timeZone
     }
 
     /// The headers every answer carries: no script may run, nothing may frame the page, and
@@ -93,6 +103,10 @@ public final class BrowseSite: @unchecked Sendable {
                 return try shares(json: json)
             case ("migrations", 1):
                 return try rehearsal(json: json)
+            case ("calendar", 1):
+                return try month(query: query, json: json)
+            case ("calendar", 2) where parts[1] == "agenda":
+                return try agenda(query: query, json: json)
             case ("records", 2):
                 if let download { return try self.download(type: parts[1], query: query, format: download) }
                 return try records(type: parts[1], query: query, json: json)
@@ -134,6 +148,7 @@ public final class BrowseSite: @unchecked Sendable {
             body += "<td><a href=\"\(attribute(link))\">\(escape(entry.recordType))</a></td><td class=\"n\">\(entry.records)</td><td class=\"n\">\(entry.tombstones)</td></tr>"
         }
         body += "</table><p><a href=\"/shares\">Shares</a>: each share, what it starts from, and who takes part.</p>"
+        if calendar != nil { body += "<p><a href=\"/calendar\">Calendar</a>: the month and the agenda of what the calendar mapping shows, recurring records expanded.</p>" }
         if let migrations { body += "<p><a href=\"/migrations\">Migration rehearsal</a>: what the pending migrations of \(escape(migrations.name)) would change, record by record.</p>" }
         body += "<h2>Schema</h2><pre>\(escape(SchemaPrinter.print(schema)))</pre>"
         return answer(200, html: page("Store", body, json: "/index.json"))
@@ -334,6 +349,173 @@ public final class BrowseSite: @unchecked Sendable {
             body += "</section>"
         }
         return answer(200, html: page("Shares", body, json: "/shares.json"))
+    }
+
+    // MARK: Calendar
+
+    /// Occurrences in a month or an agenda at most: a page says when there are more.
+    static let calendarLimit = 2_000
+
+    /// The zone a calendar page is shown in: `?tz=`, else the site's.
+    private func viewerZone(_ query: [String: String]) -> TimeZone? {
+        guard let name = query["tz"], !name.isEmpty else { return timeZone }
+        return TimeZone(identifier: name)
+    }
+
+    /// UTC milliseconds of a wall-clock midnight in `zone`.
+    private func midnight(_ day: LocalDateTime, _ zone: TimeZone) -> Int64 {
+        ZoneResolver.instant(wall: LocalDateTime(year: day.year, month: day.month, day: day.day), in: zone) * 1000
+    }
+
+    /// The wall clock of UTC milliseconds in `zone`.
+    private func wall(_ ms: Int64, _ zone: TimeZone) -> LocalDateTime {
+        let seconds = ISO8601.floorDiv(ms, 1000)
+        return LocalDateTime(wallSeconds: seconds + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))))
+    }
+
+    private static func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    private static func dayText(_ day: LocalDateTime) -> String { "\(day.year)-\(two(day.month))-\(two(day.day))" }
+    private static func timeText(_ wall: LocalDateTime) -> String { "\(two(wall.hour)):\(two(wall.minute))" }
+    private static let weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+
+    /// The occurrences of `from..<to` in `zone`, as JSON or as a page built by `html`.
+    private func occurrences(from: Int64, to: Int64, zone: TimeZone) throws -> (occurrences: [CalendarOccurrence], more: Bool) {
+        guard let calendar else { return ([], false) }
+        return try store.readSession { session in
+            try CalendarOccurrences.find(in: session, mapping: calendar, from: from, to: to, zone: zone, limit: BrowseSite.calendarLimit)
+        }
+    }
+
+    private func occurrencesJSON(_ found: (occurrences: [CalendarOccurrence], more: Bool), zone: TimeZone, head: (inout JSONWriter) -> Void) -> CloudKitHTTPResponse {
+        var out = JSONWriter()
+        out.raw("{")
+        head(&out)
+        out.raw(",\"timeZone\":"); out.string(zone.identifier)
+        out.raw(",\"occurrences\":[")
+        for (index, occurrence) in found.occurrences.enumerated() {
+            if index > 0 { out.raw(",") }
+            out.raw("{\"recordType\":"); out.string(occurrence.record.recordType)
+            out.raw(",\"recordName\":"); out.string(occurrence.record.recordName)
+            out.raw(",\"zone\":"); out.string(zoneKey(occurrence.record.zone))
+            out.raw(",\"component\":"); out.string(occurrence.component)
+            out.raw(",\"title\":"); out.string(occurrence.title)
+            out.raw(",\"start\":"); out.string(ISO8601.format(milliseconds: occurrence.start))
+            if let end = occurrence.end { out.raw(",\"end\":"); out.string(ISO8601.format(milliseconds: end)) }
+            out.raw(",\"allDay\":"); out.bool(occurrence.allDay)
+            out.raw(",\"recurring\":"); out.bool(occurrence.recurring)
+            out.raw("}")
+        }
+        out.raw("],\"more\":"); out.bool(found.more)
+        out.raw("}")
+        return answer(200, json: out.text)
+    }
+
+    /// One occurrence as a line of a day: its time (unless all day) and its title, a link to
+    /// its record.
+    private func occurrenceItem(_ occurrence: CalendarOccurrence, zone: TimeZone) -> String {
+        let time = occurrence.allDay ? "all day" : BrowseSite.timeText(wall(occurrence.start, zone))
+        let mark = occurrence.recurring ? " <span class=\"repeat\" title=\"recurring\">↻</span>" : ""
+        return "<li><span class=\"time\">\(time)</span> <a href=\"\(attribute(recordLink(occurrence.record)))\">\(escape(occurrence.title))</a>\(mark)</li>"
+    }
+
+    /// The days (wall-clock dates in `zone`) an occurrence covers: its start's, and each
+    /// after it up to its end (an end at midnight ends the day before), at most 42.
+    private func days(of occurrence: CalendarOccurrence, zone: TimeZone) -> [Int64] {
+        let first = wall(occurrence.start, zone).dayNumber
+        guard let end = occurrence.end, end > occurrence.start else { return [first] }
+        let last = wall(end - 1, zone).dayNumber
+        return Array(first...max(first, min(last, first + 41)))
+    }
+
+    /// `/calendar?month=YYYY-MM&tz=ZONE`: a month, a week a row from Monday, each day with what
+    /// happens on it.
+    private func month(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
+        guard calendar != nil else { return notFound("this view has no calendar: the store's types are not a sample app's, and no mapping was given") }
+        guard let zone = viewerZone(query) else { return problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)") }
+        let today = wall(Int64(Date().timeIntervalSince1970 * 1000), zone)
+        var year = today.year, monthNumber = today.month
+        if let text = query["month"], !text.isEmpty {
+            let parts = text.split(separator: "-")
+            guard parts.count == 2, let y = Int64(parts[0]), let m = Int64(parts[1]), (1...9999).contains(y), (1...12).contains(m), parts[1].count == 2 else {
+                return problem(400, "Not a month", "\(text) is not a month (YYYY-MM, such as 2026-03)")
+            }
+            (year, monthNumber) = (y, m)
+        }
+        let first = LocalDateTime(year: year, month: monthNumber, day: 1)
+        let next = monthNumber == 12 ? LocalDateTime(year: year + 1, month: 1, day: 1) : LocalDateTime(year: year, month: monthNumber + 1, day: 1)
+        let previous = monthNumber == 1 ? LocalDateTime(year: year - 1, month: 12, day: 1) : LocalDateTime(year: year, month: monthNumber - 1, day: 1)
+        let monthText = "\(year)-\(BrowseSite.two(monthNumber))"
+        let found = try occurrences(from: midnight(first, zone), to: midnight(next, zone), zone: zone)
+        if json { return occurrencesJSON(found, zone: zone) { $0.raw("\"month\":"); $0.string(monthText) } }
+        var byDay: [Int64: [CalendarOccurrence]] = [:]
+        for occurrence in found.occurrences { for day in days(of: occurrence, zone: zone) { byDay[day, default: []].append(occurrence) } }
+        let zoneQuery = query["tz"].map { [("tz", $0)] } ?? []
+        func link(_ month: LocalDateTime) -> String { "/calendar?" + queryString([("month", "\(month.year)-\(BrowseSite.two(month.month))")] + zoneQuery) }
+        var body = "<p><a href=\"/\">Store</a> › calendar › \(escape(monthText)) (\(escape(zone.identifier)))</p>"
+        body += "<p class=\"nav\"><a rel=\"prev\" href=\"\(attribute(link(previous)))\">‹ \(previous.year)-\(BrowseSite.two(previous.month))</a> · "
+        body += "<a href=\"\(attribute("/calendar/agenda?" + queryString([("from", BrowseSite.dayText(first)), ("days", "\(next.dayNumber - first.dayNumber)")] + zoneQuery)))\">agenda</a> · "
+        body += "<a rel=\"next\" href=\"\(attribute(link(next)))\">\(next.year)-\(BrowseSite.two(next.month)) ›</a></p>"
+        body += "<form method=\"get\" action=\"/calendar\"><input type=\"hidden\" name=\"month\" value=\"\(attribute(monthText))\">"
+        body += "<label>time zone <input name=\"tz\" value=\"\(attribute(zone.identifier))\"></label> <button>Show</button></form>"
+        body += "<table class=\"month\"><tr>" + BrowseSite.weekdays.map { "<th>\($0)</th>" }.joined() + "</tr>"
+        var day = first.dayNumber - Int64(first.weekday)
+        while day < next.dayNumber {
+            body += "<tr>"
+            for _ in 0..<7 {
+                let date = LocalDateTime(wallSeconds: day * 86_400)
+                let inMonth = date.month == monthNumber
+                body += "<td class=\"\(inMonth ? "day" : "day other")\"><div class=\"date\">\(date.day)</div>"
+                if inMonth, let items = byDay[day] { body += "<ul>" + items.map { occurrenceItem($0, zone: zone) }.joined() + "</ul>" }
+                body += "</td>"
+                day += 1
+            }
+            body += "</tr>"
+        }
+        body += "</table>"
+        if found.occurrences.isEmpty { body += "<p>Nothing happens in \(escape(monthText)).</p>" }
+        if found.more { body += "<p>More than \(BrowseSite.calendarLimit) occurrences: the first \(BrowseSite.calendarLimit) are shown.</p>" }
+        return answer(200, html: page("Calendar \(monthText)", body, json: "/calendar.json?" + queryString([("month", monthText)] + zoneQuery)))
+    }
+
+    /// `/calendar/agenda?from=YYYY-MM-DD&days=N&tz=ZONE`: what happens, day by day.
+    private func agenda(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
+        guard calendar != nil else { return notFound("this view has no calendar: the store's types are not a sample app's, and no mapping was given") }
+        guard let zone = viewerZone(query) else { return problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)") }
+        var first = wall(Int64(Date().timeIntervalSince1970 * 1000), zone)
+        first = LocalDateTime(year: first.year, month: first.month, day: first.day)
+        if let text = query["from"], !text.isEmpty {
+            guard text.count == 10, let ms = ISO8601.parse(text, timeZone: TimeZone(identifier: "UTC")) else { return problem(400, "Not a day", "\(text) is not a day (YYYY-MM-DD, such as 2026-03-01)") }
+            first = LocalDateTime(wallSeconds: ISO8601.floorDiv(ms, 1000))
+        }
+        var count: Int64 = 14
+        if let text = query["days"], !text.isEmpty {
+            guard let n = Int64(text), (1...366).contains(n) else { return problem(400, "Not a number of days", "days takes 1 to 366, not \(text)") }
+            count = n
+        }
+        let end = LocalDateTime(wallSeconds: (first.dayNumber + count) * 86_400)
+        let found = try occurrences(from: midnight(first, zone), to: midnight(end, zone), zone: zone)
+        if json {
+            return occurrencesJSON(found, zone: zone) { out in
+                out.raw("\"from\":"); out.string(BrowseSite.dayText(first))
+                out.raw(",\"days\":"); out.int(count)
+            }
+        }
+        var byDay: [Int64: [CalendarOccurrence]] = [:]
+        for occurrence in found.occurrences { for day in days(of: occurrence, zone: zone) { byDay[day, default: []].append(occurrence) } }
+        let zoneQuery = query["tz"].map { [("tz", $0)] } ?? []
+        var body = "<p><a href=\"/\">Store</a> › <a href=\"\(attribute("/calendar?" + queryString([("month", "\(first.year)-\(BrowseSite.two(first.month))")] + zoneQuery)))\">calendar</a> › agenda from \(escape(BrowseSite.dayText(first))), \(count) days (\(escape(zone.identifier)))</p>"
+        var any = false
+        for day in first.dayNumber..<(first.dayNumber + count) {
+            guard let items = byDay[day] else { continue }
+            any = true
+            let date = LocalDateTime(wallSeconds: day * 86_400)
+            body += "<h2>\(BrowseSite.weekdays[date.weekday]) \(escape(BrowseSite.dayText(date)))</h2><ul class=\"agenda\">" + items.map { occurrenceItem($0, zone: zone) }.joined() + "</ul>"
+        }
+        if !any { body += "<p>Nothing happens in these \(count) days.</p>" }
+        if found.more { body += "<p>More than \(BrowseSite.calendarLimit) occurrences: the first \(BrowseSite.calendarLimit) are shown.</p>" }
+        let later = "/calendar/agenda?" + queryString([("from", BrowseSite.dayText(end)), ("days", "\(count)")] + zoneQuery)
+        body += "<p><a rel=\"next\" href=\"\(attribute(later))\">the \(count) days after ›</a></p>"
+        return answer(200, html: page("Agenda", body, json: "/calendar/agenda.json?" + queryString([("from", BrowseSite.dayText(first)), ("days", "\(count)")] + zoneQuery)))
     }
 
     /// Every record a table selects (all its pages), written by the same writer `ckport export`
@@ -556,6 +738,13 @@ public final class BrowseSite: @unchecked Sendable {
         .json { font-size: 12px; }
         pre.diff .add { color: #1b5e20; background: #e8f5e9; display: block; }
         pre.diff .remove { color: #b71c1c; background: #ffebee; display: block; }
+        table.month { table-layout: fixed; width: 100%; }
+        table.month td { height: 6.5em; width: 14%; max-width: none; }
+        table.month td.other { background: #fafafa; color: #aaa; }
+        table.month .date { font-weight: bold; font-size: 12px; }
+        table.month ul, ul.agenda { list-style: none; margin: 2px 0; padding: 0; font-size: 12px; }
+        .time { color: #555; font-variant-numeric: tabular-nums; }
+        .repeat { color: #1c3d5a; }
 
         """
 }

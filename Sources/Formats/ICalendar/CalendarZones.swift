@@ -60,7 +60,8 @@ public final class ZoneResolver {
         }
     }
 
-    static func instant(wall: LocalDateTime, in zone: TimeZone) -> Int64 {
+    /// UTC seconds of a wall-clock time in `zone` (a time a change skips is read with the offset before it).
+    public static func instant(wall: LocalDateTime, in zone: TimeZone) -> Int64 {
         let naive = wall.wallSeconds
         let first = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(naive))))
         let second = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(naive - first))))

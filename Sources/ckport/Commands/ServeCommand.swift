@@ -1,7 +1,9 @@
 import ArgumentParser
 import CKPort
 import CloudKitWeb
+import Formats
 import Foundation
+import SampleApps
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,6 +12,7 @@ struct ServeCommand: ParsableCommand {
         discussion: """
           ckport serve --store family.sqlite
           ckport serve --store notes.sqlite --migrations migrations/notes
+          ckport serve --store family.sqlite --tz Europe/Berlin     # then /calendar
           ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
 
         Serves a read-only view of the store on 127.0.0.1 (this machine only; --bind asks for \
@@ -18,7 +21,9 @@ struct ServeCommand: ParsableCommand {
         with the schema in cktool's words; a table of each type's records in a zone, a page at \
         a time, with a predicate box that takes what --where takes; and each record with every \
         field and system field, its references as links and the records that point at it; \
-        the shares and their participants; with --migrations, what the set's pending \
+        the shares and their participants; a calendar (a month, or an agenda) of the record \
+        types a calendar mapping names, recurring records expanded in the viewer's time zone \
+        as the iCalendar export writes them; with --migrations, what the set's pending \
         migrations would change, per type and per record, as migrate plan computes it. \
         Every page has a JSON form: add .json to its path. Nothing is ever written, and no \
         script runs in the pages (every value shows as text). Ctrl-C stops the server.
@@ -36,16 +41,31 @@ struct ServeCommand: ParsableCommand {
                                valueName: "dir"))
     var migrations: String?
 
+    @Option(help: ArgumentHelp("The calendar mapping (YAML or JSON) whose record types /calendar shows; default: the sample app's mapping when the store's schema is one.",
+                               valueName: "file"))
+    var mapping: String?
+
+    @Option(help: ArgumentHelp("The time zone the calendar is shown in (an IANA name; a page's ?tz= names another). Default: this machine's.",
+                               valueName: "zone"))
+    var tz: String?
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port takes 0 (any free port) to 65535") }
+        if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("--tz \(tz) is not a time zone (an IANA name such as Europe/Berlin)") }
     }
 
     func run() throws {
         let store = try storeOptions.open(create: false)
         let set = try migrations.map { try MigrationSet.load(directory: $0) }
-        let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path), migrations: set)
+        // A calendar when a mapping is given, or the store holds a sample app's calendar types.
+        var calendar: CalendarMapping?
+        if mapping != nil || SampleApp.withCalendar(holding: store.schema) != nil {
+            calendar = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
+        }
+        let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path), migrations: set, calendar: calendar,
+                              timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current)
         let server = try LoopbackHTTPServer(port: port, host: bind, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)) { request in
             site.respond(request)
         }
