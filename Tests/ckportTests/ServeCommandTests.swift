@@ -67,6 +67,30 @@ struct ServeCommandTests {
         #expect(folder.data("todo.sqlite") == before)
     }
 
+    @Test("a table's iCalendar download is `ckport export --tz`'s calendar of the same records, the calendar pages come from the sample's mapping, and a type the mapping does not map has no iCalendar form")
+    func calendar() throws {
+        let folder = Scratch()
+        try importSample("family-calendar", into: "family.sqlite", in: folder)
+        let (server, base) = try startServe(["--store", "family.sqlite", "--tz", "Europe/Berlin", "-q"], in: folder)
+        defer { kill(server.process.processIdentifier, SIGINT); _ = server.finish() }
+        let zone = "shared:_4f00e3e229b648635c6f63dca8da05ef:family-1-zone"
+        let ics = try fetch(URL(string: base.absoluteString + "records/Event.ics?zone=\(zone)")!)
+        #expect(try ckport(["export", "--store", "family.sqlite", "--type", "Event", "--scope", "shared", "--zone", "family-1-zone", "--sort", "recordName",
+                            "--tz", "Europe/Berlin", "-o", "events.ics", "-q"], in: folder.url).status == 0)
+        let steady = { (text: String) in text.split(separator: "\r\n").filter { !$0.hasPrefix("DTSTAMP:") } }
+        #expect(ics.status == 200 && steady(ics.body) == steady(folder.text("events.ics")) && ics.body.components(separatedBy: "BEGIN:VEVENT").count > 5, "\(ics.body.prefix(400))")
+        let page = try fetch(URL(string: base.absoluteString + "records/Event?zone=\(zone)")!)
+        #expect(page.body.contains(">iCalendar</a>"))
+        let participants = try fetch(URL(string: base.absoluteString + "records/EventParticipant?zone=\(zone)")!)
+        #expect(participants.status == 200 && !participants.body.contains(">iCalendar</a>"))
+        #expect(try fetch(URL(string: base.absoluteString + "records/EventParticipant.ics?zone=\(zone)")!).status == 404)
+        // --tz is the calendar's zone unless a page names another.
+        let month = try #require(try JSONSerialization.jsonObject(with: Data(try fetch(URL(string: base.absoluteString + "calendar.json?month=2026-03")!).body.utf8)) as? [String: Any])
+        #expect(month["timeZone"] as? String == "Europe/Berlin" && ((month["occurrences"] as? [Any])?.count ?? 0) >= 3, "\(month)")
+        let badZone = try ckport(["serve", "--store", "family.sqlite", "--tz", "Mars/Olympus"], in: folder.url)
+        #expect(badZone.status == 1 && badZone.stderr.contains("--tz Mars/Olympus is not a time zone"), "\(badZone.stderr)")
+    }
+
     @Test("listening beyond this machine takes --bind, and says who can then read the store; an address that is none is refused")
     func bind() throws {
         let folder = Scratch()
@@ -94,10 +118,12 @@ struct ServeCommandTests {
             var pages: [String] = []
             for path in ["records/Event.json?zone=\(zone)", "records/Event.json?zone=\(zone)&where=category%20%3D%3D%20'school'",
                          "record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001.json", "shares.json",
-                         "records/EventParticipant.csv?zone=\(zone)"] {
+                         "records/EventParticipant.csv?zone=\(zone)", "calendar.json?month=2026-03&tz=Europe/Berlin",
+                         "calendar/agenda.json?from=2026-05-01&days=20&tz=Asia/Tokyo", "records/Event.ics?zone=\(zone)&tz=Europe/Berlin"] {
                 let answer = try fetch(URL(string: base.absoluteString + path)!)
                 #expect(answer.status == 200 && answer.body.count > 100, "\(store) \(path): \(answer.status)")
-                pages.append(answer.body)
+                // The export's time is its own.
+                pages.append(answer.body.split(separator: "\r\n").filter { !$0.hasPrefix("DTSTAMP:") }.joined(separator: "\n"))
             }
             let overview = try #require(try JSONSerialization.jsonObject(with: Data(try fetch(base.appendingPathComponent("index.json")).body.utf8)) as? [String: Any])
             pages.append("\(overview["records"] ?? "") \((overview["zones"] as? [Any])?.count ?? 0) \(overview["schema"] ?? "")")

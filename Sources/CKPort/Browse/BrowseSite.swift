@@ -88,7 +88,7 @@ public final class BrowseSite: @unchecked Sendable {
         }
         if json { path = String(path.dropLast(".json".count)) }
         var download: RecordFormat?
-        for (suffix, format) in [(".jsonl", RecordFormat.jsonLines), (".csv", RecordFormat.csv)] where path.hasPrefix("/records/") && path.hasSuffix(suffix) {
+        for (suffix, format) in [(".jsonl", RecordFormat.jsonLines), (".csv", RecordFormat.csv), (".ics", RecordFormat.iCalendar)] where path.hasPrefix("/records/") && path.hasSuffix(suffix) {
             download = format
             path = String(path.dropLast(suffix.count))
         }
@@ -230,7 +230,8 @@ public final class BrowseSite: @unchecked Sendable {
         if let nextLink { body += "<p><a rel=\"next\" href=\"\(attribute(nextLink))\">next page ›</a></p>" }
         var downloadQuery = [("zone", zoneText)]
         if !whereText.isEmpty { downloadQuery.append(("where", whereText)) }
-        let links = [(".jsonl", "JSON Lines"), (".csv", "CSV")].map { suffix, label in
+        let mapped = calendar?.components.contains { $0.recordType == type } == true
+        let links = ([(".jsonl", "JSON Lines"), (".csv", "CSV")] + (mapped ? [(".ics", "iCalendar")] : [])).map { suffix, label in
             "<a href=\"\(attribute("/records/\(component(type))\(suffix)?" + queryString(downloadQuery)))\">\(label)</a>"
         }
         body += "<p>Download every record of this table (all pages): \(links.joined(separator: " · "))</p>"
@@ -531,18 +532,29 @@ public final class BrowseSite: @unchecked Sendable {
         var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
                                   predicate: predicate, predicateText: whereText.isEmpty ? nil : whereText)
         request.sortField = "recordName"
+        var settings = FormatSettings()
+        if format == .iCalendar {
+            // Through the calendar mapping, in the viewer's zone, as `export --tz` writes it.
+            guard let calendar, calendar.components.contains(where: { $0.recordType == type }) else {
+                return notFound("the calendar mapping has no component for \(type): its records have no iCalendar form here")
+            }
+            guard let zone = viewerZone(query) else { return problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)") }
+            settings[CalendarWriteSettings.self] = CalendarWriteSettings(mapping: calendar, options: ICalExportOptions(timeZone: zone))
+        }
         let folder = try PrivateFiles.folder()
         let (fd, path) = try PrivateFiles.create("download", in: folder)
         close(fd)
         do {
-            _ = try Exports.records(from: store, to: .file(path), request: ExportRequest(query: request, format: format))
+            _ = try Exports.records(from: store, to: .file(path), request: ExportRequest(query: request, format: format, settings: settings))
         } catch {
             unlink(path)
             throw error
         }
-        let name = type + (format == .csv ? ".csv" : ".jsonl")
+        let (suffix, contentType) = format == .csv ? (".csv", "text/csv; charset=utf-8")
+            : format == .iCalendar ? (".ics", "text/calendar; charset=utf-8") : (".jsonl", "application/jsonl; charset=utf-8")
+        let name = type + suffix
         var response = CloudKitHTTPResponse(status: 200, headers: BrowseSite.securityHeaders + [
-            ("Content-Type", format == .csv ? "text/csv; charset=utf-8" : "application/jsonl; charset=utf-8"),
+            ("Content-Type", contentType),
             ("Content-Disposition", "attachment; filename=\"\(name.filter { $0.isLetter || $0.isNumber || ".-_".contains($0) })\""),
         ], body: Data())
         response.bodyFile = path
