@@ -91,6 +91,67 @@ struct ServeCommandTests {
         #expect(badZone.status == 1 && badZone.stderr.contains("--tz Mars/Olympus is not a time zone"), "\(badZone.stderr)")
     }
 
+    @Test("a bundle chain shown read-only: the manifests and the chain at /bundle, the records as a restore brings them back, the bundles unchanged; an encrypted one with its passphrase; --store beside --bundle is refused")
+    func bundle() throws {
+        let folder = Scratch()
+        try importSample("family-todo", into: "todo.sqlite", in: folder)
+        #expect(try ckport(["backup", "-o", "monday.ckbundle", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        // A change between the two backups: one task's title.
+        let exported = try ckport(["export", "--store", "todo.sqlite", "--type", "Task", "--limit", "1"], in: folder.url).stdout
+        var task = try #require(try JSONSerialization.jsonObject(with: Data(exported.utf8)) as? [String: Any])
+        var fields = try #require(task["fields"] as? [String: Any])
+        fields["title"] = ["value": "Changed on Tuesday", "type": "STRING"]
+        task["fields"] = fields
+        let changed = String(decoding: try JSONSerialization.data(withJSONObject: task), as: UTF8.self) + "\n"
+        folder.write("change.jsonl", changed)
+        let upsert = try ckport(["import", "change.jsonl", "--store", "todo.sqlite", "--mode", "upsert"], in: folder.url)
+        #expect(upsert.status == 0 && upsert.stderr.range(of: #"Task +0 +1 "#, options: .regularExpression) != nil, "\(upsert.stderr)")
+        #expect(try ckport(["backup", "-o", "tuesday.ckbundle", "--since", "monday.ckbundle", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        let before = [folder.data("monday.ckbundle"), folder.data("tuesday.ckbundle")]
+        let (server, base) = try startServe(["--bundle", "monday.ckbundle", "--bundle", "tuesday.ckbundle", "-q"], in: folder)
+        let chain = try #require(try JSONSerialization.jsonObject(with: Data(try fetch(base.appendingPathComponent("bundle.json")).body.utf8)) as? [[String: Any]])
+        #expect(chain.map { $0["path"] as? String } == ["monday.ckbundle", "tuesday.ckbundle"])
+        let manifests = chain.compactMap { $0["manifest"] as? [String: Any] }
+        #expect(manifests.count == 2 && manifests[0]["baseToken"] == nil && manifests[1]["baseToken"] as? String == manifests[0]["token"] as? String)
+        let overview = try fetch(base)
+        #expect(overview.body.contains("A backup bundle, read-only: monday.ckbundle + tuesday.ckbundle"), "\(overview.body.prefix(600))")
+        let page = try fetch(base.appendingPathComponent("bundle"))
+        #expect(page.status == 200 && page.body.contains("<h2>The chain</h2>") && page.body.contains("what changed after"))
+        let index = try #require(try JSONSerialization.jsonObject(with: Data(try fetch(base.appendingPathComponent("index.json")).body.utf8)) as? [String: Any])
+        #expect(index["records"] as? Int == 80 && index["backend"] as? String == "backup bundle")
+        let zones = try #require(index["zones"] as? [[String: Any]])
+        var seen = false
+        var asked: [String] = []
+        for entry in zones where entry["recordType"] as? String == "Task" {
+            let zone = "\(entry["scope"]!):\(entry["ownerRecordName"]!):\(entry["zoneName"]!)"
+            var components = URLComponents(url: base.appendingPathComponent("records/Task.json"), resolvingAgainstBaseURL: false)!
+            components.queryItems = [URLQueryItem(name: "zone", value: zone), URLQueryItem(name: "where", value: "title == 'Changed on Tuesday'")]
+            let answer = try fetch(components.url!)
+            asked.append("\(components.url!): \(answer.body.prefix(200))")
+            if answer.body.contains("Changed on Tuesday") { seen = true }
+        }
+        #expect(seen, "the Tuesday bundle's change is not shown: \(asked)")
+        kill(server.process.processIdentifier, SIGINT)
+        _ = server.finish()
+        #expect([folder.data("monday.ckbundle"), folder.data("tuesday.ckbundle")] == before)
+
+        // Encrypted: the passphrase from a file; a wrong one is refused before anything is served.
+        folder.write("pass.txt", "correct horse battery staple\n")
+        chmod(folder.path("pass.txt"), 0o600)
+        #expect(try ckport(["backup", "-o", "secret.ckbundle", "--encrypt", "--passphrase-file", "pass.txt", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        let (locked, lockedBase) = try startServe(["--bundle", "secret.ckbundle", "--passphrase-file", "pass.txt", "-q"], in: folder)
+        let secret = try #require(try JSONSerialization.jsonObject(with: Data(try fetch(lockedBase.appendingPathComponent("bundle.json")).body.utf8)) as? [[String: Any]])
+        #expect(secret.first?["encrypted"] as? Bool == true)
+        kill(locked.process.processIdentifier, SIGINT)
+        _ = locked.finish()
+        folder.write("wrong.txt", "not the passphrase\n")
+        chmod(folder.path("wrong.txt"), 0o600)
+        let wrong = try ckport(["serve", "--bundle", "secret.ckbundle", "--passphrase-file", "wrong.txt"], in: folder.url)
+        #expect(wrong.status == 2 && wrong.stderr.contains("secret.ckbundle"), "\(wrong.status) \(wrong.stderr)")
+        let both = try ckport(["serve", "--bundle", "monday.ckbundle", "--store", "todo.sqlite"], in: folder.url)
+        #expect(both.status == 1 && both.stderr.contains("--bundle and --store: give one of them"), "\(both.stderr)")
+    }
+
     @Test("listening beyond this machine takes --bind, and says who can then read the store; an address that is none is refused")
     func bind() throws {
         let folder = Scratch()

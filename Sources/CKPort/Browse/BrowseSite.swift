@@ -32,8 +32,26 @@ public final class BrowseSite: @unchecked Sendable {
     /// The zone the calendar is shown in unless a page names another (`?tz=`).
     public let timeZone: TimeZone
 
+    /// A backup bundle the view shows (its records are in ``store``).
+    public struct Bundle: Sendable {
+        public var path: String
+        public var manifest: BundleManifest
+        public var encrypted: Bool
+
+        public init(path: String, manifest: BundleManifest, encrypted: Bool) {
+            self.path = path
+            self.manifest = manifest
+            self.encrypted = encrypted
+        }
+    }
+
+    /// The bundles whose records ``store`` holds, the full one first: `/bundle` shows their
+    /// manifests and the chain. Empty when the view shows a store.
+    public let bundles: [Bundle]
+
     public init(store: any RecordStoring, backend: String, pageSize: Int = 50, migrations: MigrationSet? = nil,
-                calendar: CalendarMapping? = nil, timeZone: TimeZone = .current) {
+                calendar: CalendarMapping? = nil, timeZone: TimeZone = .current, bundles: [Bundle] = []) {
+        self.bundles = bundles
         self.store = store
         self.backend = backend
         self.pageSize = pageSize
@@ -103,6 +121,8 @@ public final class BrowseSite: @unchecked Sendable {
                 return try shares(json: json)
             case ("migrations", 1):
                 return try rehearsal(json: json)
+            case ("bundle", 1):
+                return bundlePage(json: json)
             case ("calendar", 1):
                 return try month(query: query, json: json)
             case ("calendar", 2) where parts[1] == "agenda":
@@ -138,7 +158,8 @@ public final class BrowseSite: @unchecked Sendable {
             out.raw("}")
             return answer(200, json: out.text)
         }
-        var body = "<dl><dt>backend</dt><dd>\(escape(backend))</dd><dt>store</dt><dd>\(escape(stats.path))</dd>"
+        var body = bundles.isEmpty ? "" : "<p class=\"bundle\">A backup bundle, read-only: \(bundles.map { escape($0.path) }.joined(separator: " + ")) — <a href=\"/bundle\">its manifest\(bundles.count > 1 ? "s and the chain" : "")</a>. Its records are shown as a restore would bring them back.</p>"
+        body += "<dl><dt>backend</dt><dd>\(escape(backend))</dd><dt>store</dt><dd>\(escape(bundles.isEmpty ? stats.path : "the bundle's records, in a private scratch store"))</dd>"
         body += "<dt>size</dt><dd>\(stats.fileSize) bytes</dd><dt>change token</dt><dd><code>\(escape(stats.token.description))</code></dd>"
         body += "<dt>records</dt><dd>\(stats.totalRecords) (\(stats.totalTombstones) deleted)</dd></dl>"
         body += "<h2>Records by scope, zone and type</h2><table><tr><th>scope</th><th>zone</th><th>owner</th><th>type</th><th class=\"n\">records</th><th class=\"n\">deleted</th></tr>"
@@ -350,6 +371,57 @@ public final class BrowseSite: @unchecked Sendable {
             body += "</section>"
         }
         return answer(200, html: page("Shares", body, json: "/shares.json"))
+    }
+
+    // MARK: Bundle
+
+    /// `/bundle`: each bundle's manifest (who made it, when, from which store, up to which
+    /// change token, from which, what it holds, every member with its checksum), and how
+    /// the chain links.
+    private func bundlePage(json: Bool) -> CloudKitHTTPResponse {
+        guard !bundles.isEmpty else { return notFound("this view shows a store, not a bundle (ckport serve --bundle FILE shows one)") }
+        if json {
+            var out = JSONWriter()
+            out.raw("[")
+            for (index, bundle) in bundles.enumerated() {
+                if index > 0 { out.raw(",") }
+                out.raw("{\"path\":"); out.string(bundle.path)
+                out.raw(",\"encrypted\":"); out.bool(bundle.encrypted)
+                out.raw(",\"manifest\":")
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                let data = (try? encoder.encode(bundle.manifest)) ?? Data("null".utf8)
+                out.bytes.append(contentsOf: data)
+                out.raw("}")
+            }
+            out.raw("]")
+            return answer(200, json: out.text)
+        }
+        var body = "<p><a href=\"/\">Store</a> › bundle</p>"
+        if bundles.count > 1 {
+            body += "<h2>The chain</h2><ol>"
+            for bundle in bundles {
+                let from = bundle.manifest.baseToken.map { "changes after <code>\(escape($0))</code>" } ?? "everything"
+                body += "<li>\(escape(bundle.path)): \(from), up to <code>\(escape(bundle.manifest.token))</code></li>"
+            }
+            body += "</ol>"
+        }
+        for bundle in bundles {
+            let manifest = bundle.manifest
+            body += "<section><h2>\(escape(bundle.path))</h2><dl>"
+            body += "<dt>made</dt><dd>\(escape(manifest.created)) by ckport \(escape(manifest.ckportVersion)) (bundle format \(manifest.format))</dd>"
+            body += "<dt>from store</dt><dd>\(escape(manifest.storeID))</dd><dt>change token</dt><dd><code>\(escape(manifest.token))</code></dd>"
+            body += "<dt>holds</dt><dd>" + (manifest.baseToken.map { "what changed after <code>\(escape($0))</code>" } ?? "the whole store, or what its selection chose") + "</dd>"
+            body += "<dt>records</dt><dd>\(manifest.recordCount)</dd><dt>encrypted</dt><dd>\(bundle.encrypted ? "yes (AES-256-GCM)" : "no")</dd></dl>"
+            body += "<table><tr><th>member</th><th>kind</th><th>type</th><th>zone</th><th class=\"n\">records</th><th class=\"n\">bytes</th><th>SHA-256</th></tr>"
+            for member in manifest.members {
+                let zone = member.zoneName.map { "\(member.scope ?? ""):\(member.ownerRecordName ?? ""):\($0)" } ?? ""
+                body += "<tr><td>\(escape(member.path))</td><td>\(escape(member.kind))</td><td>\(escape(member.recordType ?? ""))</td><td>\(escape(zone))</td>"
+                body += "<td class=\"n\">\(member.records.map(String.init) ?? "")</td><td class=\"n\">\(member.bytes)</td><td><code>\(escape(String(member.sha256.prefix(16))))…</code></td></tr>"
+            }
+            body += "</table></section>"
+        }
+        return answer(200, html: page(bundles.count > 1 ? "Bundles" : "Bundle", body, json: "/bundle.json"))
     }
 
     // MARK: Calendar

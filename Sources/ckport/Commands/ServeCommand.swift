@@ -13,6 +13,7 @@ struct ServeCommand: ParsableCommand {
           ckport serve --store family.sqlite
           ckport serve --store notes.sqlite --migrations migrations/notes
           ckport serve --store family.sqlite --tz Europe/Berlin     # then /calendar
+          ckport serve --bundle monday.ckbundle --bundle tuesday.ckbundle
           ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
 
         Serves a read-only view of the store on 127.0.0.1 (this machine only; --bind asks for \
@@ -23,7 +24,9 @@ struct ServeCommand: ParsableCommand {
         field and system field, its references as links and the records that point at it; \
         the shares and their participants; a calendar (a month, or an agenda) of the record \
         types a calendar mapping names, recurring records expanded in the viewer's time zone \
-        as the iCalendar export writes them; with --migrations, what the set's pending \
+        as the iCalendar export writes them; with --bundle, a backup bundle (or a chain) \
+        instead of a store: its manifest at /bundle, its records as a restore would bring them \
+        back; with --migrations, what the set's pending \
         migrations would change, per type and per record, as migrate plan computes it. \
         Every page has a JSON form: add .json to its path. Nothing is ever written, and no \
         script runs in the pages (every value shows as text). Ctrl-C stops the server.
@@ -49,23 +52,53 @@ struct ServeCommand: ParsableCommand {
                                valueName: "zone"))
     var tz: String?
 
+    @Option(name: .customLong("bundle"), help: ArgumentHelp("Look at a backup bundle instead of a store, read-only: its manifest, and its records as a restore would bring them back. Repeat for a chain (the full bundle first).",
+                                                           valueName: "file"))
+    var bundles: [String] = []
+
+    @OptionGroup var limits: BundleLimitOptions
+
+    @OptionGroup var passphrase: ReadPassphraseOptions
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port takes 0 (any free port) to 65535") }
+        if !bundles.isEmpty && storeOptions.store != nil { throw ValidationError("--bundle and --store: give one of them (a bundle is shown on its own)") }
         if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("--tz \(tz) is not a time zone (an IANA name such as Europe/Berlin)") }
     }
 
     func run() throws {
-        let store = try storeOptions.open(create: false)
+        let store: any RecordStoring
+        var shown = storeOptions.path
+        var opened: [BundleReader] = []
+        if bundles.isEmpty {
+            store = try storeOptions.open(create: false)
+        } else {
+            // The bundles' records, read as a restore reads them (every checksum checked), into
+            // a store in this process's private folder (mode 0700), removed when it stops: the
+            // bundles themselves are only read.
+            for bundle in bundles { try InputFiles.check(bundle, as: "a bundle", binary: true) }
+            let options = RestoreOptions(read: try passphrase.options(limits))
+            opened = try bundles.map { try Backups.open($0, options: options.read) }
+            try Backups.checkChain(opened, intoExisting: false)
+            let folder = try PrivateFiles.makeFolder("bundle-view-")
+            let scratch = try RecordStore(path: folder + "/bundle.sqlite", create: true)
+            let progress = ProgressLine("reading", quiet: storeOptions.quiet)
+            _ = try Backups.restore(opened, into: scratch, options: options, progress: progress.handler)
+            progress.finish()
+            store = scratch
+            shown = bundles.joined(separator: " + ")
+        }
         let set = try migrations.map { try MigrationSet.load(directory: $0) }
         // A calendar when a mapping is given, or the store holds a sample app's calendar types.
         var calendar: CalendarMapping?
         if mapping != nil || SampleApp.withCalendar(holding: store.schema) != nil {
             calendar = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
         }
-        let site = BrowseSite(store: store, backend: StoreOptions.backend(storeOptions.path), migrations: set, calendar: calendar,
-                              timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current)
+        let site = BrowseSite(store: store, backend: bundles.isEmpty ? StoreOptions.backend(storeOptions.path) : "backup bundle", migrations: set,
+                              calendar: calendar, timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current,
+                              bundles: opened.map { BrowseSite.Bundle(path: $0.path, manifest: $0.manifest, encrypted: $0.isEncrypted) })
         let server = try LoopbackHTTPServer(port: port, host: bind, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)) { request in
             site.respond(request)
         }
@@ -75,7 +108,7 @@ struct ServeCommand: ParsableCommand {
             Console.error("warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in")
         }
         server.start()
-        FileHandle.standardOutput.write(Data("serving \(storeOptions.path) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
+        FileHandle.standardOutput.write(Data("serving \(shown) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
         while !Interruption.requested { usleep(200_000) }
         server.stop()
         if !storeOptions.quiet { Console.error("stopped") }
