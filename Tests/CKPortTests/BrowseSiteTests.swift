@@ -67,6 +67,11 @@ struct BrowseSiteTests {
         #expect(pages == (expected.count + 1) / 2)
         // The HTML page links the next one.
         #expect(get(site, "/records/Event?zone=\(Self.familyZone)").text.contains("rel=\"next\" href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone&amp;after=\(expected[1])\""))
+        // ?limit= chooses the page's size, and the next page keeps it.
+        let three = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=3").text)
+        #expect((three["records"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == Array(expected.prefix(3)) && three["next"] as? String == expected[2])
+        #expect(get(site, "/records/Event?zone=\(Self.familyZone)&limit=3").text.contains("after=\(expected[2])&amp;limit=3\""))
+        for bad in ["0", "1001", "many"] { #expect(get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=\(bad)").status == 400, "\(bad)") }
     }
 
     @Test("the predicate box takes what --where takes; a predicate that does not parse is shown in place, with a 400")

@@ -179,6 +179,12 @@ public final class BrowseSite: @unchecked Sendable {
         guard let zoneText = query["zone"], let zone = zoneID(zoneText) else { return notFound("give the zone: ?zone=SCOPE:OWNER:ZONE") }
         let after = query["after"] ?? ""
         let whereText = (query["where"] ?? "").trimmingCharacters(in: .whitespaces)
+        // Records a page: ?limit=N (1 to 1,000), else the site's.
+        var pageSize = self.pageSize
+        if let text = query["limit"], !text.isEmpty {
+            guard let n = Int(text), (1...1000).contains(n) else { return problem(400, "Not a page size", "limit takes 1 to 1000 records a page, not \(text)") }
+            pageSize = n
+        }
         var predicateError: String?
         var conditions: [Condition] = []
         if !whereText.isEmpty {
@@ -199,6 +205,7 @@ public final class BrowseSite: @unchecked Sendable {
                     var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
                                               predicate: conditions.isEmpty ? nil : RecordPredicate(conditions), predicateText: whereText.isEmpty ? nil : whereText)
                     request.sortField = "recordName"
+                    request.limit = pageSize + 1
                     do {
                         try session.forEach(request) { record in
                             found.append(record)
@@ -218,6 +225,7 @@ public final class BrowseSite: @unchecked Sendable {
         if let next {
             var items = [("zone", zoneText), ("after", next)]
             if !whereText.isEmpty { items.append(("where", whereText)) }
+            if let limit = query["limit"], !limit.isEmpty { items.append(("limit", limit)) }
             nextLink = "/records/\(component(type))?" + queryString(items)
         }
         if json {
