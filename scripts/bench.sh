@@ -25,6 +25,7 @@
 #   scripts/bench.sh 200000 20000 # a quicker run
 #   BENCH_ONLY=sqlite scripts/bench.sh 1000000 100000  # only the SQLite, bundle, migration and calendar tables
 #   BENCH_ONLY=postgres scripts/bench.sh 1000000   # only the PostgreSQL rows (and SQLite's beside)
+#   BENCH_ONLY=serve scripts/bench.sh               # ckport serve's pages on 10,000,000 records (BENCH_SERVE_RECORDS)
 #   BENCH_ONLY=postgres BENCH_PG_SCALE=10000000 scripts/bench.sh 1000000   # with a scale row
 #   BENCH_ONLY=xml scripts/bench.sh 1000000 100000  # only the property-list and xCal rows
 #   BENCH_ONLY=floor scripts/bench.sh 1000000       # import and export beside their floors and DuckDB
@@ -607,6 +608,82 @@ if [ "${BENCH_ONLY:-}" = sqlite ]; then
   measure_calendar "$small_events" small-cal
   measure_calendar "$events" cal
   sqlite_tables
+  exit 0
+fi
+
+# ckport serve on a large store: a page of 100 Task records of one zone (its first page, its
+# last, and one through the where box), timed as a browser's request (curl's total time on
+# loopback), beside `ckport export --where` writing the same 100 rows (a process each, so its
+# start and the store's opening count too). Median of 5.
+measure_serve() {
+  local n=$1 store="$work/serve.sqlite" data="$work/serve.jsonl"
+  command -v curl >/dev/null || { echo "bench: curl is missing (apt-get install curl)" >&2; exit 1; }
+  "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$data"
+  "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
+  rm -f "$store"
+  "$ckport" import "$work/schema.ckdb" "$data" --store "$store" -q
+  rm -f "$data"
+  # The zone with the most Task records, and the name that starts its last page.
+  local zone zone_name scope far
+  zone=$("$ckport" stats --store "$store" --json | python3 -c '
+import json, sys
+zones = [z for z in json.load(sys.stdin)["zones"] if z["recordType"] == "Task"]
+z = max(zones, key=lambda z: z["records"])
+print(z["scope"] + ":" + z["ownerRecordName"] + ":" + z["zoneName"], z["records"])')
+  echo "${zone#* }" > "$work/serve-zone.count"
+  zone=${zone% *}
+  scope=${zone%%:*}
+  zone_name=${zone##*:}
+  far=$("$ckport" export --store "$store" --type Task --scope "$scope" --zone "$zone_name" --sort recordName -q | tail -n 101 | sed -n 1p \
+    | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["recordName"])')
+  "$ckport" serve --store "$store" --port 0 -q > "$work/serve.out" 2>&1 &
+  local server=$!
+  # A server left running would outlive a failed run: stopped on the way out, whatever happens.
+  trap 'kill -INT '"$server"' 2>/dev/null || true; charts; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
+  for _ in $(seq 100); do grep -q 'http://' "$work/serve.out" && break; sleep 0.1; done
+  local base
+  base=$(grep -o 'http://[^ ]*' "$work/serve.out" | head -1)
+  base=${base%/}
+  local encoded_zone
+  encoded_zone=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$zone")
+  local pages=("first|/records/Task?zone=$encoded_zone&limit=100" "far|/records/Task?zone=$encoded_zone&limit=100&after=$far"
+               "where|/records/Task?zone=$encoded_zone&limit=100&where=status+%3D%3D+%27next%27")
+  curl -sf -o /dev/null "$base/" || { echo "bench: ckport serve did not answer" >&2; exit 1; }
+  for page in "${pages[@]}"; do
+    local label=${page%%|*} path=${page#*|}
+    : > "$work/serve-$label.runs"
+    for _ in 1 2 3 4 5; do
+      curl -sf -o "$work/serve-$label.html" -w '%{time_total} 0\n' "$base$path" >> "$work/serve-$label.runs"
+    done
+    [ "$(grep -o '<tr><td><a href="/record/' "$work/serve-$label.html" | wc -l)" -eq 100 ] || { echo "bench: the $label page does not show 100 records" >&2; exit 1; }
+    sort -n "$work/serve-$label.runs" | awk '{ t[NR] = $1 } END { printf "%.3f 0\n", t[3] }' > "$work/serve-$label.time"
+  done
+  kill -INT "$server"; wait "$server" || true
+  repeat=5 run serve-export-first "$ckport" export --store "$store" --type Task --scope "$scope" --zone "$zone_name" --sort recordName --limit 100 -o "$work/serve-export.jsonl" -q
+  repeat=5 run serve-export-far "$ckport" export --store "$store" --type Task --scope "$scope" --zone "$zone_name" --sort recordName --limit 100 --where "recordName > '$far'" -o "$work/serve-export.jsonl" -q
+  [ "$(wc -l < "$work/serve-export.jsonl")" -eq 100 ] || { echo "bench: the export of the last page is not 100 records" >&2; exit 1; }
+  repeat=5 run serve-export-where "$ckport" export --store "$store" --type Task --scope "$scope" --zone "$zone_name" --sort recordName --limit 100 --where "status == 'next'" -o "$work/serve-export.jsonl" -q
+}
+serve_table() {
+  local n=$1
+  echo
+  echo "ckport serve on a store of $(commas "$n") family-todo records: a page of 100 Task records of one zone ($(commas "$(cat "$work/serve-zone.count")") Task records), as a browser asks for it:"
+  echo
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "page" "seconds" "" "export --where, same rows" "ratio" "target"
+  rule
+  for label in first far where; do
+    local what
+    case $label in first) what="the zone's first page" ;; far) what="its last page (keyset: after=NAME)" ;; where) what="the where box: status == 'next'" ;; esac
+    printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "$what" "$(secs "serve-$label")" "" "$(secs "serve-export-$label") s" "$(ratio "serve-$label" "serve-export-$label")×" "< 0.100 s"
+  done
+  echo
+  echo "Median of 5 each. A page's time is curl's, from the request to the last byte of the HTML on loopback;"
+  echo "the export is a process of its own writing the same 100 rows as JSON Lines."
+}
+
+if [ "${BENCH_ONLY:-}" = serve ]; then
+  measure_serve "${BENCH_SERVE_RECORDS:-10000000}"
+  serve_table "${BENCH_SERVE_RECORDS:-10000000}"
   exit 0
 fi
 

@@ -131,6 +131,12 @@ extension PostgresSession {
                 if query.narrowsZones {
                     filters.insert(numbers.isEmpty ? "false" : "t.\"___zone\" IN (\(numbers.map(String.init).joined(separator: ", ")))", at: 0)
                 }
+                if let key = query.after {
+                    let (sql, _) = try RecordKey.clause(key, field: sortField, column: column, descending: query.descending) { condition -> (String, [Never]) in
+                        (try compile(condition, type: definition, text: nil, bindings: &bindings), [])
+                    }
+                    filters.append(sql)
+                }
                 // NULLs first going up and last going down, as SQLite sorts them.
                 let direction = query.descending ? " DESC NULLS LAST" : " NULLS FIRST"
                 let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")

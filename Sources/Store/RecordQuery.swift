@@ -24,6 +24,10 @@ public struct RecordQuery: Sendable {
     public var sortField: String?
     public var descending: Bool
     public var limit: Int?
+    /// Keyset paging: with a ``sortField``, only the records that come after this one in the
+    /// query's order — its sort field's value (nil when it has none; nil values come first
+    /// going up, last going down) and its record name. For a query of one zone.
+    public var after: RecordKey?
 
     public init(recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil, ownerRecordName: String? = nil,
                 predicate: RecordPredicate? = nil, predicateText: String? = nil, sortField: String? = nil, descending: Bool = false, limit: Int? = nil) {
@@ -36,6 +40,34 @@ public struct RecordQuery: Sendable {
         self.sortField = sortField
         self.descending = descending
         self.limit = limit
+    }
+}
+
+/// Where a keyset page starts: the sort field's value of the last record shown, as a
+/// predicate writes it, and that record's name.
+public struct RecordKey: Sendable, Equatable {
+    public var value: PredicateValue?
+    public var recordName: String
+
+    public init(value: PredicateValue?, recordName: String) {
+        self.value = value
+        self.recordName = recordName
+    }
+
+    /// The SQL that keeps the rows after the key, from the store's own pieces: `column` the
+    /// sort column, and a compiler of one condition into SQL (and, in that order, its
+    /// arguments) for the value's and the name's comparisons.
+    public static func clause<Argument>(_ key: RecordKey, field: String, column: String, descending: Bool,
+                                 compile: (Condition) throws -> (String, [Argument])) throws -> (String, [Argument]) {
+        let (name, nameArguments) = try compile(Condition(field: "recordName", op: descending ? .less : .greater, value: .string(key.recordName), fieldColumn: 0, valueColumn: 0))
+        guard let value = key.value else {
+            // After a record without a value: the others without one, then (going up) all with one.
+            return descending ? ("(\(column) IS NULL AND \(name))", nameArguments) : ("(\(column) IS NOT NULL OR \(name))", nameArguments)
+        }
+        let (beyond, beyondArguments) = try compile(Condition(field: field, op: descending ? .less : .greater, value: value, fieldColumn: 0, valueColumn: 0))
+        let (same, sameArguments) = try compile(Condition(field: field, op: .equal, value: value, fieldColumn: 0, valueColumn: 0))
+        let sql = "(\(beyond) OR (\(same) AND \(name))" + (descending ? " OR \(column) IS NULL)" : ")")
+        return (sql, beyondArguments + sameArguments + nameArguments)
     }
 }
 
@@ -193,10 +225,18 @@ extension StoreSession {
                     let rows = try zones.map { try zoneRow($0, create: false)! }
                     where_.insert("___zone IN (\(rows.map(String.init).joined(separator: ", ")))", at: 0)
                 }
+                var keyArguments: [SQLArgument] = []
+                if let key = query.after {
+                    let (sql, args) = try RecordKey.clause(key, field: sortField, column: column, descending: query.descending) { condition in
+                        try compile(condition, layout: layout, text: nil)
+                    }
+                    where_.append(sql)
+                    keyArguments = args
+                }
                 let direction = query.descending ? " DESC" : ""
                 let sql = layout.selectSQL + (where_.isEmpty ? "" : " WHERE " + where_.joined(separator: " AND "))
                     + " ORDER BY \(column)\(direction), ___recordID\(direction), ___zone"
-                compiled.append(CompiledQuery(layout: layout, zone: nil, sql: sql, arguments: arguments))
+                compiled.append(CompiledQuery(layout: layout, zone: nil, sql: sql, arguments: arguments + keyArguments))
             } else {
                 for zone in zones {
                     let row = try zoneRow(zone, create: false)!

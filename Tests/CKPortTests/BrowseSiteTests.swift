@@ -70,7 +70,7 @@ struct BrowseSiteTests {
         // ?limit= chooses the page's size, and the next page keeps it.
         let three = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=3").text)
         #expect((three["records"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == Array(expected.prefix(3)) && three["next"] as? String == expected[2])
-        #expect(get(site, "/records/Event?zone=\(Self.familyZone)&limit=3").text.contains("after=\(expected[2])&amp;limit=3\""))
+        #expect(get(site, "/records/Event?zone=\(Self.familyZone)&limit=3").text.contains("limit=3&amp;after=\(expected[2])\""))
         for bad in ["0", "1001", "many"] { #expect(get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=\(bad)").status == 400, "\(bad)") }
     }
 
@@ -171,6 +171,62 @@ struct BrowseSiteTests {
         #expect((data["migrations"] as? [[String: Any]])?.count == reports.count)
         #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == before)
         #expect(get(BrowseSite(store: store, backend: "SQLite"), "/migrations").status == 404)
+    }
+
+    @Test("sorted by a field, either way, a page at a time: every record once, in (value, name) order with records without a value first going up and last going down, ties and a where box included; the fields shown are chosen; a field that does not sort is refused")
+    func sorting() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let zone = ZoneID(scope: .shared, zoneName: "family-1-zone", ownerRecordName: "_4f00e3e229b648635c6f63dca8da05ef")
+        // Records without a start, and several that start at the same moment as another.
+        try store.write { session in
+            for n in 0..<5 {
+                var record = Record(id: RecordID(recordName: "no-start-\(n)", zone: zone), recordType: "Event")
+                record["title"] = .string("undated \(n)")
+                _ = try session.save(record, mode: .insert)
+                var tie = Record(id: RecordID(recordName: "tie-\(n)", zone: zone), recordType: "Event")
+                tie["title"] = .string("tie \(n)")
+                tie["startDate"] = .timestamp(1_772_530_000_000)
+                _ = try session.save(tie, mode: .insert)
+            }
+        }
+        var all: [Record] = []
+        try store.read { session in try session.forEach(RecordQuery(recordTypes: ["Event"], scope: .shared, zoneName: "family-1-zone")) { all.append($0) } }
+        func start(_ record: Record) -> Int64? { if case .timestamp(let t)? = record.fields["startDate"] { return t }; return nil }
+        func order(_ a: Record, _ b: Record) -> Bool {
+            switch (start(a), start(b)) {
+            case (nil, nil): return RecordFields.precedes(a.recordName, b.recordName)
+            case (nil, _): return true
+            case (_, nil): return false
+            case let (x?, y?): return x != y ? x < y : RecordFields.precedes(a.recordName, b.recordName)
+            }
+        }
+        let up = all.sorted(by: order).map(\.recordName)
+        let site = BrowseSite(store: store, backend: "SQLite", pageSize: 3)
+        for (descending, expected) in [(false, up), (true, Array(up.reversed()))] {
+            var seen: [String] = []
+            var path: String? = "/records/Event.json?zone=\(Self.familyZone)&sort=startDate" + (descending ? "&desc=1" : "")
+            var pages = 0
+            while let next = path, pages < 100 {
+                let data = try json(get(site, next).text)
+                seen += (data["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
+                path = data["nextPage"] as? String
+                pages += 1
+            }
+            #expect(expected.count > 15 && seen == expected, "descending \(descending): \(seen) against \(expected)")
+        }
+        // With a where box, and by a text field.
+        let school = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)&sort=title&desc=1&where=isDeleted%20%3D%3D%20false&limit=100").text)
+        let titles = (school["records"] as? [[String: Any]] ?? []).compactMap { (($0["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String }
+        #expect(titles.count >= 5 && titles == titles.sorted { RecordFields.precedes($1, $0) } && !titles.contains { $0.hasPrefix("tie ") }, "\(titles)")
+        // The chosen fields, in the order given; a heading sorts by its field.
+        let page = get(site, "/records/Event?zone=\(Self.familyZone)&fields=title,startDate&sort=startDate")
+        #expect(page.text.contains("<th><a href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone&amp;fields=title%2CstartDate&amp;sort=title\">title</a></th><th><a href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone&amp;fields=title%2CstartDate&amp;sort=startDate&amp;desc=1\">startDate</a> ↑</th></tr>"), "\(page.text.prefix(3000))")
+        #expect(!page.text.contains("<th>location</th>"))
+        for (path, message) in [("&sort=location%3F", "cannot be sorted by 'location?'"), ("&fields=title,nope", "has no field 'nope' to show")] {
+            let refused = get(site, "/records/Event?zone=\(Self.familyZone)" + path)
+            #expect(refused.status == 400 && refused.text.contains(BrowseSite.escape(message)), "\(path): \(refused.text.suffix(600))")
+        }
     }
 
     @Test("zones of different owners that share a name: each one's table pages through its own records only, none skipped")

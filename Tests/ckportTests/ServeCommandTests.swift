@@ -180,7 +180,9 @@ struct ServeCommandTests {
             for path in ["records/Event.json?zone=\(zone)", "records/Event.json?zone=\(zone)&where=category%20%3D%3D%20'school'",
                          "record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001.json", "shares.json",
                          "records/EventParticipant.csv?zone=\(zone)", "calendar.json?month=2026-03&tz=Europe/Berlin",
-                         "calendar/agenda.json?from=2026-05-01&days=20&tz=Asia/Tokyo", "records/Event.ics?zone=\(zone)&tz=Europe/Berlin"] {
+                         "calendar/agenda.json?from=2026-05-01&days=20&tz=Asia/Tokyo", "records/Event.ics?zone=\(zone)&tz=Europe/Berlin",
+                         "records/Event.json?zone=\(zone)&sort=startDate&desc=1&limit=4", "records/Event.json?zone=\(zone)&sort=category&limit=3&after=event-1-00002&afterValue=school",
+                         "records/Event.json?zone=\(zone)&sort=title&desc=1&limit=3&after=event-1-00005&afterValue=Swimming%20lesson"] {
                 let answer = try fetch(URL(string: base.absoluteString + path)!)
                 #expect(answer.status == 200 && answer.body.count > 100, "\(store) \(path): \(answer.status)")
                 // The export's time is its own.

@@ -175,6 +175,45 @@ public final class BrowseSite: @unchecked Sendable {
         return answer(200, html: page("Store", body, json: "/index.json"))
     }
 
+    /// The system fields a table can be sorted by, besides the type's own sortable fields.
+    static let systemSorts = ["recordName", "modifiedTimestamp", "createdTimestamp"]
+
+    /// A record's value of a sort field, as a predicate writes it (nil when it has none).
+    private func sortValue(_ record: Record, _ field: String) -> PredicateValue? {
+        switch field {
+        case "recordName": return .string(record.recordName)
+        case "modifiedTimestamp": return record.modified.map { .date(ISO8601.format(milliseconds: $0.timestamp)) }
+        case "createdTimestamp": return record.created.map { .date(ISO8601.format(milliseconds: $0.timestamp)) }
+        default:
+            switch record.fields[field] {
+            case .string(let text)?: return .string(text)
+            case .reference(let reference)?: return .string(reference.recordName)
+            case .int64(let n)?: return .number(String(n))
+            case .double(let d)?: return .number("\(d)")
+            case .timestamp(let ms)?: return .date(ISO8601.format(milliseconds: ms))
+            default: return nil
+            }
+        }
+    }
+
+    /// A sort value's text in an address (`afterValue=`), and back for a field of `type`.
+    private func valueText(_ value: PredicateValue) -> String {
+        switch value {
+        case .string(let text), .number(let text), .date(let text): return text
+        default: return value.description
+        }
+    }
+
+    private func sortLiteral(_ text: String, field: String, definition: RecordTypeDefinition) -> PredicateValue {
+        if field == "recordName" { return .string(text) }
+        if field.hasSuffix("Timestamp") && BrowseSite.systemSorts.contains(field) { return .date(text) }
+        switch definition.field(named: field)?.type.primitive {
+        case .int64?, .double?, .number?: return .number(text)
+        case .timestamp?: return .date(text)
+        default: return .string(text)
+        }
+    }
+
     private func records(type: String, query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
         guard let zoneText = query["zone"], let zone = zoneID(zoneText) else { return notFound("give the zone: ?zone=SCOPE:OWNER:ZONE") }
         let after = query["after"] ?? ""
@@ -185,26 +224,48 @@ public final class BrowseSite: @unchecked Sendable {
             guard let n = Int(text), (1...1000).contains(n) else { return problem(400, "Not a page size", "limit takes 1 to 1000 records a page, not \(text)") }
             pageSize = n
         }
-        var predicateError: String?
+        guard let definition = try store.readSession({ $0.schema.recordType(named: type) }) else { return notFound("no record type \(type)") }
+        // The sort: ?sort=FIELD (a field that sorts, or recordName, modifiedTimestamp,
+        // createdTimestamp), ?desc=1 going down.
+        let sortable = definition.userFields.filter { !$0.type.isList && ![.asset, .location, .bytes].contains($0.type.primitive) }.map(\.name)
+        let sort = (query["sort"] ?? "").isEmpty ? "recordName" : query["sort"]!
+        let descending = query["desc"] == "1"
+        var problems: [String] = []
+        if !BrowseSite.systemSorts.contains(sort) && !sortable.contains(sort) {
+            problems.append("\(type) cannot be sorted by '\(sort)' (it sorts by \((BrowseSite.systemSorts + sortable.sorted { RecordFields.precedes($0, $1) }).joined(separator: ", ")))")
+        }
+        // The fields shown: ?fields=a,b,c (in that order), else every field.
+        var fields = definition.userFields.sorted { RecordFields.precedes($0.name, $1.name) }
+        let fieldsText = (query["fields"] ?? "").trimmingCharacters(in: .whitespaces)
+        if !fieldsText.isEmpty {
+            let names = fieldsText.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let unknown = names.filter { definition.field(named: $0).map { $0.isSystem } ?? true }
+            if unknown.isEmpty {
+                fields = names.compactMap { definition.field(named: $0) }
+            } else {
+                problems.append("\(type) has no field \(unknown.map { "'\($0)'" }.joined(separator: ", ")) to show (its fields: \(fields.map(\.name).joined(separator: ", ")))")
+            }
+        }
         var conditions: [Condition] = []
         if !whereText.isEmpty {
-            do { conditions = try RecordPredicate.parse(whereText).conditions } catch { predicateError = "\(error)" }
+            do { conditions = try RecordPredicate.parse(whereText).conditions } catch { problems.append("\(error)") }
         }
-        // Keyset paging: the page after the last record name shown, so that a far page costs
-        // what the first does.
-        if !after.isEmpty { conditions.append(Condition(field: "recordName", op: .greater, value: .string(after), fieldColumn: 0, valueColumn: 0)) }
         var found: [Record] = []
-        var definition: RecordTypeDefinition?
         var codec: JSONRecordCodec?
-        if predicateError == nil {
+        if problems.isEmpty {
             do {
                 try store.readSession { session in
-                    definition = session.schema.recordType(named: type)
                     codec = JSONRecordCodec(schema: session.schema)
-                    guard definition != nil else { return }
                     var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
                                               predicate: conditions.isEmpty ? nil : RecordPredicate(conditions), predicateText: whereText.isEmpty ? nil : whereText)
-                    request.sortField = "recordName"
+                    request.sortField = sort
+                    request.descending = descending
+                    // Keyset paging: the page after the last record shown (its sort value and
+                    // name), so that a far page costs what the first does.
+                    if !after.isEmpty {
+                        let value = sort == "recordName" ? .string(after) : query["afterValue"].map { sortLiteral($0, field: sort, definition: definition) }
+                        request.after = RecordKey(value: value, recordName: after)
+                    }
                     request.limit = pageSize + 1
                     do {
                         try session.forEach(request) { record in
@@ -214,48 +275,73 @@ public final class BrowseSite: @unchecked Sendable {
                     } catch is PageFull {}
                 }
             } catch {
-                predicateError = "\(error)"
+                problems.append("\(error)")
             }
         }
-        if definition == nil && predicateError == nil { return notFound("no record type \(type)") }
+        let problem = problems.isEmpty ? nil : problems.joined(separator: "\n")
         let more = found.count > pageSize
         if more { found.removeLast() }
-        let next = more ? found.last?.recordName : nil
+        let next = more ? found.last : nil
+        // The address of this table with some of its settings changed.
+        func address(_ changes: [(String, String?)], suffix: String = "") -> String {
+            var settings: [(String, String)] = [("zone", zoneText)]
+            for (name, value) in [("where", whereText), ("fields", fieldsText), ("limit", query["limit"] ?? ""),
+                                  ("sort", sort == "recordName" ? "" : sort), ("desc", descending ? "1" : "")] where !value.isEmpty {
+                settings.append((name, value))
+            }
+            for (name, value) in changes {
+                settings.removeAll { $0.0 == name }
+                if let value { settings.append((name, value)) }
+            }
+            return "/records/\(component(type))\(suffix)?" + queryString(settings)
+        }
         var nextLink: String?
         if let next {
-            var items = [("zone", zoneText), ("after", next)]
-            if !whereText.isEmpty { items.append(("where", whereText)) }
-            if let limit = query["limit"], !limit.isEmpty { items.append(("limit", limit)) }
-            nextLink = "/records/\(component(type))?" + queryString(items)
+            let value = sort == "recordName" ? nil : sortValue(next, sort)
+            nextLink = address([("after", next.recordName)] + (value.map { [("afterValue", valueText($0))] } ?? []))
         }
         if json {
             var out = JSONWriter()
             out.raw("{\"recordType\":"); out.string(type)
             out.raw(",\"zone\":"); out.string(zoneText)
-            if let predicateError { out.raw(",\"error\":"); out.string(predicateError) }
+            if let problem { out.raw(",\"error\":"); out.string(problem) }
             out.raw(",\"records\":[")
             for (index, record) in found.enumerated() {
                 if index > 0 { out.raw(",") }
                 codec?.encode(record, style: .canonical, to: &out)
             }
             out.raw("]")
-            if let next { out.raw(",\"next\":"); out.string(next) }
+            if let next {
+                out.raw(",\"next\":"); out.string(next.recordName)
+                if sort != "recordName", let value = sortValue(next, sort) { out.raw(",\"nextValue\":"); out.string(valueText(value)) }
+                if let nextLink { out.raw(",\"nextPage\":"); out.string(nextLink.replacingOccurrences(of: "/records/\(component(type))?", with: "/records/\(component(type)).json?")) }
+            }
             out.raw("}")
-            return answer(predicateError == nil ? 200 : 400, json: out.text)
+            return answer(problem == nil ? 200 : 400, json: out.text)
         }
-        let fields = (definition?.userFields ?? []).sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         var body = "<p><a href=\"/\">Store</a> › \(escape(zone.scope.rawValue)) › \(escape(zone.zoneName)) › \(escape(type))</p>"
         body += "<form method=\"get\" action=\"/records/\(attribute(component(type)))\"><input type=\"hidden\" name=\"zone\" value=\"\(attribute(zoneText))\">"
-        body += "<label>where <input name=\"where\" size=\"60\" value=\"\(attribute(whereText))\" placeholder=\"status != 'done' AND points > 3\"></label> <button>Filter</button></form>"
-        if let predicateError { body += "<p class=\"error\">\(escape(predicateError))</p>" }
-        body += "<table><tr><th>record name</th><th>modified</th>" + fields.map { "<th>\(escape($0.name))</th>" }.joined() + "</tr>"
+        if sort != "recordName" { body += "<input type=\"hidden\" name=\"sort\" value=\"\(attribute(sort))\">" }
+        if descending { body += "<input type=\"hidden\" name=\"desc\" value=\"1\">" }
+        body += "<label>where <input name=\"where\" size=\"60\" value=\"\(attribute(whereText))\" placeholder=\"status != 'done' AND points > 3\"></label> "
+        body += "<label>fields <input name=\"fields\" size=\"30\" value=\"\(attribute(fieldsText))\" placeholder=\"all; or title,dueDate\"></label> <button>Show</button></form>"
+        if let problem { body += "<p class=\"error\">\(escape(problem))</p>" }
+        // Each sortable column's heading sorts by it; again, the other way.
+        func heading(_ label: String, _ field: String?) -> String {
+            guard let field, BrowseSite.systemSorts.contains(field) || sortable.contains(field) else { return "<th>\(escape(label))</th>" }
+            let current = field == sort
+            let arrow = current ? (descending ? " ↓" : " ↑") : ""
+            let link = address([("sort", field == "recordName" ? nil : field), ("desc", current && !descending ? "1" : nil)])
+            return "<th><a href=\"\(attribute(link))\">\(escape(label))</a>\(arrow)</th>"
+        }
+        body += "<table><tr>" + heading("record name", "recordName") + heading("modified", "modifiedTimestamp") + fields.map { heading($0.name, $0.name) }.joined() + "</tr>"
         for record in found {
             body += "<tr><td><a href=\"\(attribute(recordLink(record)))\">\(escape(record.recordName))</a></td><td>\(escape(record.modified.map { ISO8601.format(milliseconds: $0.timestamp) } ?? ""))</td>"
             for field in fields { body += "<td>\(record.fields[field.name].map { cell($0, zone: record.zone, type: type) } ?? "")</td>" }
             body += "</tr>"
         }
         body += "</table>"
-        if found.isEmpty && predicateError == nil { body += "<p>No records here" + (after.isEmpty ? "" : " after \(escape(after))") + ".</p>" }
+        if found.isEmpty && problem == nil { body += "<p>No records here" + (after.isEmpty ? "" : " after \(escape(after))") + ".</p>" }
         if let nextLink { body += "<p><a rel=\"next\" href=\"\(attribute(nextLink))\">next page ›</a></p>" }
         var downloadQuery = [("zone", zoneText)]
         if !whereText.isEmpty { downloadQuery.append(("where", whereText)) }
@@ -265,7 +351,7 @@ public final class BrowseSite: @unchecked Sendable {
         }
         body += "<p>Download every record of this table (all pages): \(links.joined(separator: " · "))</p>"
         let jsonLink = "/records/\(component(type)).json?" + queryString(query.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        return answer(predicateError == nil ? 200 : 400, html: page(type, body, json: jsonLink))
+        return answer(problem == nil ? 200 : 400, html: page(type, body, json: jsonLink))
     }
 
     private func record(id: RecordID, json: Bool) throws -> CloudKitHTTPResponse {
