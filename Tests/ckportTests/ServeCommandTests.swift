@@ -152,6 +152,33 @@ struct ServeCommandTests {
         #expect(both.status == 1 && both.stderr.contains("--bundle and --store: give one of them"), "\(both.stderr)")
     }
 
+    @Test("--open hands the view's address to the desktop's opener once it is served; without one, it says so and serves on")
+    func openBrowser() throws {
+        let folder = Scratch()
+        try importSample("notes", into: "notes.sqlite", in: folder)
+        let bin = folder.url.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        let opener = bin.appendingPathComponent("xdg-open")
+        try "#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/opened\"\n".write(to: opener, atomically: true, encoding: .utf8)
+        chmod(opener.path, 0o755)
+        let path = bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let server = try RunningCKPort(["serve", "--store", "notes.sqlite", "--port", "0", "--open"], in: folder.url, environment: ["PATH": path])
+        #expect(eventually(30) { FileManager.default.fileExists(atPath: bin.appendingPathComponent("opened").path) || !server.process.isRunning })
+        let address = server.stdoutSoFar.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init)
+        let opened = (try? String(contentsOf: bin.appendingPathComponent("opened"), encoding: .utf8)) ?? ""
+        #expect(address != nil && opened == address! + "\n", "\(opened) \(server.stdoutSoFar)")
+        kill(server.process.processIdentifier, SIGINT)
+        _ = server.finish()
+        // No opener on PATH: the view is served all the same.
+        let empty = folder.url.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let alone = try RunningCKPort(["serve", "--store", "notes.sqlite", "--port", "0", "--open"], in: folder.url, environment: ["PATH": empty.path])
+        #expect(eventually(30) { alone.stderrSoFar.contains("could not open a browser") || !alone.process.isRunning }, "\(alone.stderrSoFar)")
+        #expect(alone.process.isRunning && alone.stderrSoFar.contains("yourself"))
+        kill(alone.process.processIdentifier, SIGINT)
+        _ = alone.finish()
+    }
+
     @Test("listening beyond this machine takes --bind, and says who can then read the store; an address that is none is refused")
     func bind() throws {
         let folder = Scratch()

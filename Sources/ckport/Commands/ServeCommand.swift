@@ -60,6 +60,9 @@ struct ServeCommand: ParsableCommand {
 
     @OptionGroup var passphrase: ReadPassphraseOptions
 
+    @Flag(help: "Open the view in the desktop's web browser once it is served (xdg-open on Linux, open on macOS).")
+    var open = false
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
@@ -109,8 +112,30 @@ struct ServeCommand: ParsableCommand {
         }
         server.start()
         FileHandle.standardOutput.write(Data("serving \(shown) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
+        if open { openInBrowser(server.baseURL.absoluteString + "/") }
         while !Interruption.requested { usleep(200_000) }
         server.stop()
         if !storeOptions.quiet { Console.error("stopped") }
+    }
+
+    /// Asks the desktop to open `url` in its browser; says so, and goes on serving, when it cannot.
+    func openInBrowser(_ url: String) {
+        #if os(macOS)
+        let opener = "open"
+        #else
+        let opener = "xdg-open"
+        #endif
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [opener, url]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()
+            if process.terminationStatus != 0 { Console.error("could not open a browser (\(opener) exited with \(process.terminationStatus)): open \(url) yourself") }
+        } catch {
+            Console.error("could not open a browser (\(opener): \(error.localizedDescription)): open \(url) yourself")
+        }
     }
 }
