@@ -473,7 +473,7 @@ public final class BrowseSite: @unchecked Sendable {
     /// change token, from which, what it holds, every member with its checksum), and how
     /// the chain links.
     private func bundlePage(json: Bool) -> CloudKitHTTPResponse {
-        guard !bundles.isEmpty else { return notFound("this view shows a store, not a bundle (ckport serve --bundle FILE shows one)") }
+        guard !bundles.isEmpty else { return notFound("this view shows a store, not a backup bundle") }
         if json {
             var out = JSONWriter()
             out.raw("[")
