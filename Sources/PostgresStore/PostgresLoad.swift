@@ -474,18 +474,8 @@ struct COPYLine {
 
     mutating func integer(_ value: Int64) {
         separate()
-        // The digits from the right into a small buffer on the stack, then appended at once.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
-            var magnitude = value.magnitude
-            var start = 20
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if value < 0 { out.append(UInt8(ascii: "-")) }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start...]))
-        }
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        ISO8601.appendDigits(value, minWidth: 1, to: &out)
     }
 
     /// Milliseconds since 1970 as `timestamptz` reads them in UTC, `2026-03-01 09:30:00.250+00`

@@ -120,7 +120,8 @@ public enum ISO8601 {
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }
 
-    static func appendDigits(_ value: Int64, minWidth: Int, to out: inout [UInt8]) {
+    /// The decimal digits of `value`'s magnitude, at least `minWidth` of them (zeros in front).
+    public static func appendDigits(_ value: Int64, minWidth: Int, to out: inout [UInt8]) {
         // The digits are made from the last on a stack buffer (an Int64 has at most 19).
         var v = value.magnitude
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in

@@ -47,6 +47,29 @@ struct CalendarOccurrencesTests {
         #expect(ours == theirs, "only ckport: \(Set(ours).subtracting(theirs).sorted().prefix(10)); only dateutil: \(Set(theirs).subtracting(ours).sorted().prefix(10))")
     }
 
+    @Test("events without an end, with an end before their start, and one that began the month before and ends in this one: each shown once, as dateutil shows the export")
+    func edges() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let zone = ZoneID(scope: .shared, zoneName: "family-1-zone", ownerRecordName: "_4f00e3e229b648635c6f63dca8da05ef")
+        try store.write { session in
+            for (name, start, end) in [("no-end", Int64(1_772_700_000_000), Int64?.none), ("ends-before", 1_772_800_000_000, 1_772_700_000_000),
+                                       ("from-february", 1_772_150_400_000, 1_772_409_600_000)] {
+                var record = Record(id: RecordID(recordName: name, zone: zone), recordType: "Event")
+                record["title"] = .string(name)
+                record["startDate"] = .timestamp(start)
+                if let end { record["endDate"] = .timestamp(end) }
+                _ = try session.save(record, mode: .insert)
+            }
+        }
+        let from = try #require(ISO8601.parse("2026-03-01T00:00:00Z")), to = try #require(ISO8601.parse("2026-04-01T00:00:00Z"))
+        let berlin = try #require(TimeZone(identifier: "Europe/Berlin"))
+        let ours = try Self.ours(store, .familyCalendar, from: from, to: to, zone: berlin)
+        let theirs = try Self.theirs(store, .familyCalendar, from: from, to: to, zone: berlin, in: scratch)
+        for name in ["no-end", "ends-before", "from-february"] { #expect(ours.filter { $0.hasPrefix(name + "\t") }.count == 1, "\(name): \(ours)") }
+        #expect(ours == theirs, "only ckport: \(Set(ours).subtracting(theirs).sorted()); only dateutil: \(Set(theirs).subtracting(ours).sorted())")
+    }
+
     @Test("a weekly chore keeps its wall-clock time across the change to summer time, and a limit keeps the earliest and says there are more")
     func wallClockAndLimit() throws {
         let scratch = Scratch()

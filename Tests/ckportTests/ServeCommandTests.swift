@@ -119,6 +119,8 @@ struct ServeCommandTests {
         #expect(page.status == 200 && page.body.contains("<h2>The chain</h2>") && page.body.contains("what changed after"))
         let index = try #require(try JSONSerialization.jsonObject(with: Data(try fetch(base.appendingPathComponent("index.json")).body.utf8)) as? [String: Any])
         #expect(index["records"] as? Int == 80 && index["backend"] as? String == "backup bundle")
+        // The overview names the bundles and the newest one's token, not the scratch store's.
+        #expect(index["store"] as? String == "monday.ckbundle + tuesday.ckbundle" && index["token"] as? String == manifests[1]["token"] as? String, "\(index)")
         let zones = try #require(index["zones"] as? [[String: Any]])
         var seen = false
         var asked: [String] = []

@@ -148,9 +148,9 @@ public final class BrowseSite: @unchecked Sendable {
         if json {
             var out = JSONWriter()
             out.raw("{\"backend\":"); out.string(backend)
-            out.raw(",\"store\":"); out.string(stats.path)
-            out.raw(",\"bytes\":"); out.int(stats.fileSize)
-            out.raw(",\"token\":"); out.string(stats.token.description)
+            out.raw(",\"store\":"); out.string(shownPath(stats))
+            out.raw(",\"bytes\":"); out.int(shownSize(stats))
+            out.raw(",\"token\":"); out.string(shownToken(stats))
             out.raw(",\"records\":"); out.int(Int64(stats.totalRecords))
             out.raw(",\"zones\":")
             stats.writeEntriesJSON(to: &out)
@@ -159,8 +159,8 @@ public final class BrowseSite: @unchecked Sendable {
             return answer(200, json: out.text)
         }
         var body = bundles.isEmpty ? "" : "<p class=\"bundle\">A backup bundle, read-only: \(bundles.map { escape($0.path) }.joined(separator: " + ")) — <a href=\"/bundle\">its manifest\(bundles.count > 1 ? "s and the chain" : "")</a>. Its records are shown as a restore would bring them back.</p>"
-        body += "<dl><dt>backend</dt><dd>\(escape(backend))</dd><dt>store</dt><dd>\(escape(bundles.isEmpty ? stats.path : "the bundle's records, in a private scratch store"))</dd>"
-        body += "<dt>size</dt><dd>\(stats.fileSize) bytes</dd><dt>change token</dt><dd><code>\(escape(stats.token.description))</code></dd>"
+        body += "<dl><dt>backend</dt><dd>\(escape(backend))</dd><dt>\(bundles.isEmpty ? "store" : "bundle")</dt><dd>\(escape(shownPath(stats)))</dd>"
+        body += "<dt>size</dt><dd>\(shownSize(stats)) bytes</dd><dt>change token</dt><dd><code>\(escape(shownToken(stats)))</code></dd>"
         body += "<dt>records</dt><dd>\(stats.totalRecords) (\(stats.totalTombstones) deleted)</dd></dl>"
         body += "<h2>Records by scope, zone and type</h2><table><tr><th>scope</th><th>zone</th><th>owner</th><th>type</th><th class=\"n\">records</th><th class=\"n\">deleted</th></tr>"
         for entry in stats.entries {
@@ -179,8 +179,10 @@ public final class BrowseSite: @unchecked Sendable {
     static let systemSorts = ["recordName", "modifiedTimestamp", "createdTimestamp"]
 
     /// A record's value of a sort field, as a predicate writes it (nil when it has none).
-    private func sortValue(_ record: Record, _ field: String) -> PredicateValue? {
-        switch field {
+    private func sortValue(_ record: Record, _ field: String, definition: RecordTypeDefinition) -> PredicateValue? {
+        // A type's own field of a system field's name wins, as the stores sort by it.
+        let system = field == "recordName" || (BrowseSite.systemSorts.contains(field) && definition.field(named: field).map { $0.isSystem } ?? true)
+        switch system ? field : "" {
         case "recordName": return .string(record.recordName)
         case "modifiedTimestamp": return record.modified.map { .date(ISO8601.format(milliseconds: $0.timestamp)) }
         case "createdTimestamp": return record.created.map { .date(ISO8601.format(milliseconds: $0.timestamp)) }
@@ -206,13 +208,21 @@ public final class BrowseSite: @unchecked Sendable {
 
     private func sortLiteral(_ text: String, field: String, definition: RecordTypeDefinition) -> PredicateValue {
         if field == "recordName" { return .string(text) }
-        if field.hasSuffix("Timestamp") && BrowseSite.systemSorts.contains(field) { return .date(text) }
+        if BrowseSite.systemSorts.contains(field) && definition.field(named: field).map({ $0.isSystem }) ?? true { return .date(text) }
         switch definition.field(named: field)?.type.primitive {
         case .int64?, .double?, .number?: return .number(text)
         case .timestamp?: return .date(text)
         default: return .string(text)
         }
     }
+
+    /// What the overview names: the store, or the bundles (their files, their sizes, the
+    /// newest one's change token) rather than the scratch store that holds their records.
+    private func shownPath(_ stats: StoreStats) -> String { bundles.isEmpty ? stats.path : bundles.map(\.path).joined(separator: " + ") }
+    private func shownSize(_ stats: StoreStats) -> Int64 {
+        bundles.isEmpty ? stats.fileSize : bundles.reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int64) ?? 0) }
+    }
+    private func shownToken(_ stats: StoreStats) -> String { bundles.last?.manifest.token ?? stats.token.description }
 
     private func records(type: String, query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
         guard let zoneText = query["zone"], let zone = zoneID(zoneText) else { return notFound("give the zone: ?zone=SCOPE:OWNER:ZONE") }
@@ -297,14 +307,14 @@ public final class BrowseSite: @unchecked Sendable {
         }
         var nextLink: String?
         if let next {
-            let value = sort == "recordName" ? nil : sortValue(next, sort)
+            let value = sort == "recordName" ? nil : sortValue(next, sort, definition: definition)
             nextLink = address([("after", next.recordName)] + (value.map { [("afterValue", valueText($0))] } ?? []))
         }
         if json {
             var out = JSONWriter()
             out.raw("{\"recordType\":"); out.string(type)
             out.raw(",\"zone\":"); out.string(zoneText)
-            if let problem { out.raw(",\"error\":"); out.string(problem) }
+            if let problem { out.raw(",\"status\":400,\"error\":"); out.string(problem) }
             out.raw(",\"records\":[")
             for (index, record) in found.enumerated() {
                 if index > 0 { out.raw(",") }
@@ -313,7 +323,7 @@ public final class BrowseSite: @unchecked Sendable {
             out.raw("]")
             if let next {
                 out.raw(",\"next\":"); out.string(next.recordName)
-                if sort != "recordName", let value = sortValue(next, sort) { out.raw(",\"nextValue\":"); out.string(valueText(value)) }
+                if sort != "recordName", let value = sortValue(next, sort, definition: definition) { out.raw(",\"nextValue\":"); out.string(valueText(value)) }
                 if let nextLink { out.raw(",\"nextPage\":"); out.string(nextLink.replacingOccurrences(of: "/records/\(component(type))?", with: "/records/\(component(type)).json?")) }
             }
             out.raw("}")
@@ -541,7 +551,9 @@ public final class BrowseSite: @unchecked Sendable {
     }
 
     private static func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-    private static func dayText(_ day: LocalDateTime) -> String { "\(day.year)-\(two(day.month))-\(two(day.day))" }
+    private static func yearText(_ year: Int64) -> String { String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year) }
+    private static func dayText(_ day: LocalDateTime) -> String { "\(monthText(day))-\(two(day.day))" }
+    private static func monthText(_ day: LocalDateTime) -> String { "\(yearText(day.year))-\(two(day.month))" }
     private static func timeText(_ wall: LocalDateTime) -> String { "\(two(wall.hour)):\(two(wall.minute))" }
     private static let weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
@@ -611,17 +623,17 @@ public final class BrowseSite: @unchecked Sendable {
         let first = LocalDateTime(year: year, month: monthNumber, day: 1)
         let next = monthNumber == 12 ? LocalDateTime(year: year + 1, month: 1, day: 1) : LocalDateTime(year: year, month: monthNumber + 1, day: 1)
         let previous = monthNumber == 1 ? LocalDateTime(year: year - 1, month: 12, day: 1) : LocalDateTime(year: year, month: monthNumber - 1, day: 1)
-        let monthText = "\(year)-\(BrowseSite.two(monthNumber))"
+        let monthText = BrowseSite.monthText(first)
         let found = try occurrences(from: midnight(first, zone), to: midnight(next, zone), zone: zone)
         if json { return occurrencesJSON(found, zone: zone) { $0.raw("\"month\":"); $0.string(monthText) } }
         var byDay: [Int64: [CalendarOccurrence]] = [:]
         for occurrence in found.occurrences { for day in days(of: occurrence, zone: zone) { byDay[day, default: []].append(occurrence) } }
         let zoneQuery = query["tz"].map { [("tz", $0)] } ?? []
-        func link(_ month: LocalDateTime) -> String { "/calendar?" + queryString([("month", "\(month.year)-\(BrowseSite.two(month.month))")] + zoneQuery) }
+        func link(_ month: LocalDateTime) -> String { "/calendar?" + queryString([("month", BrowseSite.monthText(month))] + zoneQuery) }
         var body = "<p><a href=\"/\">Store</a> › calendar › \(escape(monthText)) (\(escape(zone.identifier)))</p>"
-        body += "<p class=\"nav\"><a rel=\"prev\" href=\"\(attribute(link(previous)))\">‹ \(previous.year)-\(BrowseSite.two(previous.month))</a> · "
+        body += "<p class=\"nav\"><a rel=\"prev\" href=\"\(attribute(link(previous)))\">‹ \(BrowseSite.monthText(previous))</a> · "
         body += "<a href=\"\(attribute("/calendar/agenda?" + queryString([("from", BrowseSite.dayText(first)), ("days", "\(next.dayNumber - first.dayNumber)")] + zoneQuery)))\">agenda</a> · "
-        body += "<a rel=\"next\" href=\"\(attribute(link(next)))\">\(next.year)-\(BrowseSite.two(next.month)) ›</a></p>"
+        body += "<a rel=\"next\" href=\"\(attribute(link(next)))\">\(BrowseSite.monthText(next)) ›</a></p>"
         body += "<form method=\"get\" action=\"/calendar\"><input type=\"hidden\" name=\"month\" value=\"\(attribute(monthText))\">"
         body += "<label>time zone <input name=\"tz\" value=\"\(attribute(zone.identifier))\"></label> <button>Show</button></form>"
         body += "<table class=\"month\"><tr>" + BrowseSite.weekdays.map { "<th>\($0)</th>" }.joined() + "</tr>"
@@ -670,7 +682,7 @@ public final class BrowseSite: @unchecked Sendable {
         var byDay: [Int64: [CalendarOccurrence]] = [:]
         for occurrence in found.occurrences { for day in days(of: occurrence, zone: zone) { byDay[day, default: []].append(occurrence) } }
         let zoneQuery = query["tz"].map { [("tz", $0)] } ?? []
-        var body = "<p><a href=\"/\">Store</a> › <a href=\"\(attribute("/calendar?" + queryString([("month", "\(first.year)-\(BrowseSite.two(first.month))")] + zoneQuery)))\">calendar</a> › agenda from \(escape(BrowseSite.dayText(first))), \(count) days (\(escape(zone.identifier)))</p>"
+        var body = "<p><a href=\"/\">Store</a> › <a href=\"\(attribute("/calendar?" + queryString([("month", BrowseSite.monthText(first))] + zoneQuery)))\">calendar</a> › agenda from \(escape(BrowseSite.dayText(first))), \(count) days (\(escape(zone.identifier)))</p>"
         var any = false
         for day in first.dayNumber..<(first.dayNumber + count) {
             guard let items = byDay[day] else { continue }
@@ -714,6 +726,8 @@ public final class BrowseSite: @unchecked Sendable {
             _ = try Exports.records(from: store, to: .file(path), request: ExportRequest(query: request, format: format, settings: settings))
         } catch {
             unlink(path)
+            // A predicate that names what the type does not have is the asker's to fix.
+            if case StoreError.badQuery(let message)? = error as? StoreError { return problem(400, "Not a predicate", message) }
             throw error
         }
         let (suffix, contentType) = format == .csv ? (".csv", "text/csv; charset=utf-8")
@@ -822,7 +836,12 @@ public final class BrowseSite: @unchecked Sendable {
     /// that answers with 127.0.0.1) is not answered, so no other site's script reads the store.
     public static func hostAllowed(_ request: CloudKitHTTPRequest, port: Int, bound: String) -> Bool {
         guard let host = request.header("Host")?.lowercased() else { return false }
-        return ["127.0.0.1:\(port)", "localhost:\(port)", "\(bound):\(port)"].contains(host)
+        if ["127.0.0.1:\(port)", "localhost:\(port)", "\(bound):\(port)"].contains(host) { return true }
+        // Bound to every interface: any of this machine's addresses, named by number. A name
+        // (which a DNS trick could point here) is still refused.
+        guard bound == "0.0.0.0", host.hasSuffix(":\(port)") else { return false }
+        let address = host.dropLast(":\(port)".count).split(separator: ".", omittingEmptySubsequences: false)
+        return address.count == 4 && address.allSatisfy { part in part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isNumber) && Int(part)! <= 255 }
     }
 
     /// A zone as the record table's `zone` parameter: SCOPE:OWNER:ZONE.
