@@ -21,6 +21,9 @@ public struct RecordDiff: Sendable, Hashable, Codable {
     public var recordType: String
     public var zoneName: String
     public var lines: [String]
+    /// The zone's scope and owner (zones of several owners can share a name).
+    public var scope: String?
+    public var ownerRecordName: String?
 }
 
 /// What one migration did, or would do.
@@ -340,7 +343,8 @@ public final class MigrationRunner {
                 if let new { lines.append("+ \(name): \(text(new))") }
             }
         }
-        return RecordDiff(recordName: before.recordName, recordType: before.recordType, zoneName: before.zone.zoneName, lines: lines)
+        return RecordDiff(recordName: before.recordName, recordType: before.recordType, zoneName: before.zone.zoneName, lines: lines,
+                          scope: before.zone.scope.rawValue, ownerRecordName: before.zone.ownerRecordName)
     }
 
     static func text(_ value: FieldValue) -> String {

@@ -168,6 +168,10 @@ struct BrowseSiteTests {
             for diff in report.diffs { for line in diff.lines { #expect(page.text.contains(BrowseSite.escape(line)), "\(diff.recordName): \(line)") } }
         }
         #expect(page.text.contains("<span class=\"add\">+ content: "))
+        // Each diff links to its record, in its own zone.
+        let first = try #require(reports.flatMap(\.diffs).first)
+        #expect(first.scope == "private" && first.ownerRecordName == "__defaultOwner__")
+        #expect(page.text.contains("href=\"/record/private/__defaultOwner__/\(first.zoneName)/\(first.recordName)\""), "\(first.recordName)")
         let data = try #require(try JSONSerialization.jsonObject(with: Data(get(site, "/migrations.json").text.utf8)) as? [String: Any])
         #expect((data["migrations"] as? [[String: Any]])?.count == reports.count)
         #expect(fileBytes(store.path) == before)

@@ -792,7 +792,11 @@ public final class BrowseSite: @unchecked Sendable {
     /// A diffed record's page, when its zone is one the store can name from the diff alone
     /// (the default zone's owner); otherwise the record table of its type.
     private func diffLink(_ diff: RecordDiff) -> String {
-        "/records/\(component(diff.recordType))?zone=\(component("private:\(ZoneID.defaultOwnerName):\(diff.zoneName)"))&where=\(component("recordName == '\(diff.recordName)'"))"
+        // The record itself, in its zone (the scope and owner of a diff written before they
+        // were kept: the private default owner's).
+        let zone = ZoneID(scope: diff.scope.flatMap(DatabaseScope.init(rawValue:)) ?? .private, zoneName: diff.zoneName,
+                          ownerRecordName: diff.ownerRecordName ?? ZoneID.defaultOwnerName)
+        return idLink(RecordID(recordName: diff.recordName, zone: zone))
     }
 
     // MARK: Pieces
