@@ -29,7 +29,11 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
   ckport import "samples/$app/schema.ckdb" "samples/$app/records.jsonl" --store "$store" -q
   [ "$(sqlite3 "$store" 'PRAGMA integrity_check')" = ok ] || { echo "peer-check: $store fails sqlite3's integrity check" >&2; exit 1; }
   echo "sqlite3: $store: integrity_check ok"
-  count=$(sqlite3 "$store" 'SELECT count(*) FROM _ck_record WHERE deleted = 0')
+  # The records the sample holds, counted by Python from the sample's file (not from the store
+  # ckport filled): the store, and every export, must hold exactly these, and there must be some.
+  count=$(python3 -c 'import json, sys; print(sum(1 for line in open(sys.argv[1], encoding="utf-8") if line.strip() and not json.loads(line).get("deleted")))' "samples/$app/records.jsonl")
+  stored=$(sqlite3 "$store" 'SELECT count(*) FROM _ck_record WHERE deleted = 0')
+  [ "$count" -gt 0 ] && [ "$stored" = "$count" ] || { echo "peer-check: $store holds $stored records, the sample $count" >&2; exit 1; }
   ckport export --store "$store" -o "$work/$app.jsonl" -q
   ckport export --store "$store" -o "$work/$app.json" -q
   python3 -m json.tool "$work/$app.json" > /dev/null

@@ -55,13 +55,22 @@ def check_json(path, count):
 
 
 def cell_of(value, field_type):
-    """The text ckport's CSV holds for a canonical JSON value, for the types compared here."""
+    """The text ckport's CSV holds for a canonical JSON value, for the types compared here
+    (lists, locations and assets are not): a DOUBLE as a float to compare, the others as text."""
     if field_type == "STRING":
         return value
     if field_type == "INT64":
         return str(value)
     if field_type == "BYTES":
         return value  # Base64 in both
+    if field_type == "TIMESTAMP":
+        # UTC with milliseconds, as RFC 3339 writes it: 2026-02-22T21:45:00.000Z.
+        moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=value)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value % 1000:03d}Z"
+    if field_type == "DOUBLE":
+        return float(value)
+    if field_type == "REFERENCE":
+        return value["recordName"]
     return None
 
 
@@ -97,13 +106,22 @@ def check_csv(path, jsonl_path, record_type):
             if field is None:
                 continue
             wanted = cell_of(field["value"], field.get("type"))
-            if wanted is not None and wanted != text:
+            if isinstance(wanted, float):
+                try:
+                    same = float(text) == wanted
+                except ValueError:
+                    same = False
+                if not same:
+                    fail(f"{path}:{number}: {name}.{column}: Python's csv reads {text!r}, the JSON export says {wanted!r}")
+            elif wanted is not None and wanted != text:
                 fail(f"{path}:{number}: {name}.{column}: Python's csv reads {text!r}, the JSON export says {wanted!r}")
             if wanted is not None:
                 compared += 1
     if expected:
         fail(f"{path}: {len(expected)} {record_type} records missing, e.g. {next(iter(expected))}")
-    print(f"csv (Python): {path}: {len(rows) - 1} rows × {len(header)} columns, {compared} STRING/INT64/BYTES cells equal to the JSON export")
+    if len(rows) < 2 or compared == 0:
+        fail(f"{path}: no {record_type} cell was compared ({len(rows) - 1} rows): an empty sheet proves nothing")
+    print(f"csv (Python): {path}: {len(rows) - 1} rows × {len(header)} columns, {compared} STRING/INT64/BYTES/TIMESTAMP/DOUBLE/REFERENCE cells equal to the JSON export")
 
 
 def check_bundle(path, count):
@@ -148,7 +166,7 @@ SYSTEM_KEYS = {"recordName", "recordType", "scope", "zoneName", "ownerRecordName
                "parentRecordName", "shareRecordName", "shareDetails"}
 
 
-def plist_types(jsonl_path):
+def plist_type_set(jsonl_path):
     """The record types a property list can hold: those without a field named like a system key."""
     types, refused = set(), set()
     with open(jsonl_path, encoding="utf-8") as handle:
@@ -157,7 +175,11 @@ def plist_types(jsonl_path):
             types.add(record["recordType"])
             if SYSTEM_KEYS & set(record.get("fields", {})):
                 refused.add(record["recordType"])
-    print(" ".join(sorted(types - refused)))
+    return types - refused
+
+
+def plist_types(jsonl_path):
+    print(" ".join(sorted(plist_type_set(jsonl_path))))
 
 
 def plist_value(value, field_type):
@@ -201,6 +223,10 @@ def check_plist(path, jsonl_path):
         for line in handle:
             record = json.loads(line)
             expected[(record["recordType"], record["recordName"], record["zoneID"]["zoneName"], record["zoneID"].get("ownerRecordName", "__defaultOwner__"))] = record
+    # Every record of the types the property list holds must be in it, once.
+    types = plist_type_set(jsonl_path)
+    wanted_keys = {key for key in expected if key[0] in types}
+    found_keys = set()
     compared = 0
     for index, record in enumerate(records):
         # The plist leaves the default owner out.
@@ -208,6 +234,9 @@ def check_plist(path, jsonl_path):
         want = expected.get(key)
         if want is None:
             fail(f"{path}: record {index} {key} is not in {jsonl_path}")
+        if key in found_keys:
+            fail(f"{path}: record {index} {key} is there twice")
+        found_keys.add(key)
         if record.get("zoneName") != want["zoneID"]["zoneName"] or record.get("scope") != want.get("scope", "private"):
             fail(f"{path}: {key}: zone or scope differs")
         if "created" in want and record.get("created") != plist_time(want["created"]["timestamp"]):
@@ -229,6 +258,10 @@ def check_plist(path, jsonl_path):
             if fields[name] != wanted:
                 fail(f"{path}: {key}.{name}: plistlib reads {fields[name]!r}, the JSON export says {wanted!r}")
             compared += 1
+    if not records or compared == 0:
+        fail(f"{path}: no record was compared: an empty array proves nothing")
+    if found_keys != wanted_keys:
+        fail(f"{path}: {len(wanted_keys - found_keys)} records of its types are missing, e.g. {sorted(wanted_keys - found_keys)[:1]}")
     print(f"plistlib (Python): {path}: {len(records)} records, {compared} fields equal to the JSON export, each as its plist type")
 
 
