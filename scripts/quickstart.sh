@@ -53,7 +53,10 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
   ckport import "samples/$app/schema.ckdb" "samples/$app/records.jsonl" --store "$store" 2>&1 | grep -E "^imported|^change token"
   IFS='|' read -r type predicate sort <<<"$(query "$app")"
   matches=$(ckport export --store "$store" --type "$type" --where "$predicate" --sort "$sort" -q | wc -l)
-  echo "query: $type where $predicate → $matches records"
+  # The same question asked of the sample's file by Python: the counts must agree, and not be 0.
+  expected=$(python3 scripts/sample_query.py "$app" "samples/$app/records.jsonl")
+  [ "$matches" -gt 0 ] && [ "$matches" -eq "$expected" ] || { echo "query: ckport found $matches, the sample holds $expected" >&2; exit 1; }
+  echo "query: $type where $predicate → $matches records (as many as Python counts in the sample)"
   # Who shares what with whom: the shares the family apps keep, with their participants.
   if [ "$app" = family-todo ] || [ "$app" = family-calendar ]; then
     ckport shares --store "$store" | head -9
@@ -64,6 +67,9 @@ for app in family-todo family-calendar relationship-checkin screen-time-rewards 
     fi
   fi
   ckport export --store "$store" -o "$out/$app.jsonl" -q
+  # Every round trip below compares with this export: it must hold the sample's records.
+  [ "$(wc -l < "$out/$app.jsonl")" -gt 0 ] && [ "$(wc -l < "$out/$app.jsonl")" -eq "$(grep -c . "samples/$app/records.jsonl")" ] \
+    || { echo "export: $out/$app.jsonl does not hold the sample's $(grep -c . "samples/$app/records.jsonl") records" >&2; exit 1; }
   ckport import "samples/$app/schema.ckdb" "$out/$app.jsonl" --store "$out/$app-copy.sqlite" -q
   ckport export --store "$out/$app-copy.sqlite" -o "$out/$app-copy.jsonl" -q
   if cmp -s "$out/$app.jsonl" "$out/$app-copy.jsonl"; then
