@@ -42,6 +42,19 @@ struct RecurrenceTests {
         if example.occurrences.count < 60 { #expect(found.count == example.occurrences.count) }
     }
 
+    @Test("a rule that started long ago is expanded over a short window by visiting the window's periods, not every one since its start")
+    func earlyStartVisitsTheWindowOnly() throws {
+        // Every two seconds since 1970, over one hour of 2026: 1,800 occurrences.
+        let set = RecurrenceSet(start: LocalDateTime(year: 1970, month: 1, day: 1), isDate: false, rules: [],
+                                instant: { $0.wallSeconds }, instantOf: { $0.local.wallSeconds })
+        let from = LocalDateTime(year: 2026, month: 3, day: 1, hour: 10).wallSeconds
+        let (occurrences, periods) = try set.expandCountingPeriods(try RecurrenceRule(parsing: "FREQ=SECONDLY;INTERVAL=2"), from: from, until: from + 3600)
+        #expect(occurrences.count == 1_800 && occurrences.first == LocalDateTime(year: 2026, month: 3, day: 1, hour: 10))
+        // The window's 1,800 periods, two of margin before it and the one that ends the walk:
+        // not the 880 million since 1970.
+        #expect(periods <= 1_800 + 4, "\(periods) periods visited")
+    }
+
     @Test("UNTIL in UTC against a zoned DTSTART, and the window")
     func untilAndWindow() throws {
         // 09:00 New York on 1997-10-06 is 13:00Z, so UNTIL 13:00Z keeps it and 12:59:59Z does not.

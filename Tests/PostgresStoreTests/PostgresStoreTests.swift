@@ -334,7 +334,9 @@ struct PostgresSchemaTests {
         let catalog = try store.catalog()
         #expect(catalog.keys.filter { !$0.hasPrefix("_ck_") }.count == 2 && catalog.keys.allSatisfy { $0.utf8.count <= 63 })
         #expect(try store.indexes().filter { $0.contains("~") }.count >= 2)
-        #expect(PostgresLayout.identifier(stem + "A") == PostgresLayout.identifier(stem + "A"))
+        // The same name in every process and version: a store made earlier must find its tables.
+        #expect(PostgresLayout.identifier(stem + "A") == "\"VeryLongRecordTypeNameVeryLongRecordTypeNameVeryLo~d8e83a882eac\"")
+        #expect(catalog.keys.contains("VeryLongRecordTypeNameVeryLongRecordTypeNameVeryLo~d8e83a882eac"))
         #expect(PostgresLayout.identifier(stem + "A") != PostgresLayout.identifier(stem + "B"))
     }
 }
@@ -548,15 +550,14 @@ struct PostgresConcurrencyTests {
             firstDone.signal()
         }
         firstOpen.wait()
-        let began = Date()
         try second.save(recordsB)
-        let took = Date().timeIntervalSince(began)
         let meanwhile = try reader.changeToken().sequence
         let early = try reader.changes(after: start, through: meanwhile)
         secondDone.signal()
         firstDone.wait()
         #expect(failure.withLock { $0 } == nil)
-        #expect(took < 10, "the second writer waited \(took) s for the first")
+        // Had the second writer waited for the first, the first (held open until the second
+        // is done, or 30 s) would have committed before it, and its records would show below.
         // The second writer committed first: its records, and only those, whatever else runs on
         // the server.
         #expect(meanwhile == start + 1 && Set(early.map(\.recordName)) == Set(recordsB.map(\.recordName)) && early.count == 40,

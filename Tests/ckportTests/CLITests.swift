@@ -504,8 +504,11 @@ struct CLITests {
         let parsed = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
         #expect(parsed?.count == 3)
         #expect(((parsed?[1]["counts"] as? [String: Any])?["NoteV1"] as? [String: Any])?["change"] as? Int == 18)
+        // apply --dry-run is plan: the same report, every migration in it.
         let dryRun = try ckport(["migrate", "apply", "--dir", notes, "--dry-run"], in: folder.url)
-        #expect(dryRun.stdout == plan.stdout.replacingOccurrences(of: "--limit 1", with: "") || dryRun.stdout.contains("migration 3"))
+        let fullPlan = try ckport(["migrate", "plan", "--dir", notes], in: folder.url)
+        #expect(dryRun.status == 0 && fullPlan.status == 0 && dryRun.stdout == fullPlan.stdout, "\(dryRun.stdout)")
+        #expect(fullPlan.stdout.contains("migration 1:") && fullPlan.stdout.contains("migration 3: NoteV1 records become NoteV2"))
         #expect(folder.data("ckport.sqlite") == before)
 
         let apply = try ckport(["migrate", "apply", "--dir", notes], in: folder.url)

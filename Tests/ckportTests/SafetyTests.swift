@@ -125,7 +125,7 @@ struct SafetyTests {
         }
     }
 
-    @Test("a rule that started long ago expands over a short window without walking every period since")
+    @Test("a rule that started long ago expands over a short window: every occurrence of the window, from its first (the periods visited are bounded in RecurrenceTests)")
     func earlyRecurrence() throws {
         let folder = Scratch()
         #expect(try ckport(["import", sample("family-calendar", "schema.ckdb"), "-q"], in: folder.url).status == 0)

@@ -63,6 +63,13 @@ public struct RecurrenceSet {
     /// those in the window are kept; without COUNT, whole periods before the window are not
     /// even visited, so an early DTSTART with a short FREQ costs nothing.
     func expand(_ original: RecurrenceRule, from windowStart: Int64 = Int64.min, until windowEnd: Int64) throws(RecurrenceError) -> [LocalDateTime] {
+        try expandCountingPeriods(original, from: windowStart, until: windowEnd).occurrences
+    }
+
+    /// ``expand(_:from:until:)``, and how many periods it looked at to find them.
+    func expandCountingPeriods(_ original: RecurrenceRule, from windowStart: Int64 = Int64.min,
+                               until windowEnd: Int64) throws(RecurrenceError) -> (occurrences: [LocalDateTime], periods: Int) {
+        var visited = 0
         var rule = original
         // Defaults from DTSTART (RFC 5545 §3.3.10, as implementations apply them).
         if rule.byWeekNo.isEmpty && rule.byYearDay.isEmpty && rule.byMonthDay.isEmpty && rule.byDay.isEmpty {
@@ -110,17 +117,18 @@ public struct RecurrenceSet {
         while true {
             let (candidates, periodStart) = periodCandidates(rule, period: period)
             period += rule.interval
+            visited += 1
             // A period that starts after the window (or UNTIL) can hold nothing wanted.
             let periodInstant = instant(LocalDateTime(wallSeconds: periodStart))
-            if periodInstant >= windowEnd || (untilInstant.map { periodInstant > $0 } ?? false) { return results }
+            if periodInstant >= windowEnd || (untilInstant.map { periodInstant > $0 } ?? false) { return (results, visited) }
             let selected = rule.bySetPos.isEmpty ? candidates : RecurrenceSet.select(candidates, positions: rule.bySetPos)
             var any = false
             for candidate in selected where candidate.wallSeconds >= startWall {
                 any = true
                 let at = instant(candidate)
-                if let untilInstant, at > untilInstant { return results }
-                if let count = rule.count, emitted >= count { return results }
-                if at >= windowEnd { return results }
+                if let untilInstant, at > untilInstant { return (results, visited) }
+                if let count = rule.count, emitted >= count { return (results, visited) }
+                if at >= windowEnd { return (results, visited) }
                 emitted += 1
                 guard at >= windowStart else { continue }
                 results.append(candidate)
@@ -129,7 +137,7 @@ public struct RecurrenceSet {
                 }
             }
             empty = any ? 0 : empty + 1
-            if empty > RecurrenceSet.maxEmptyPeriods { return results }
+            if empty > RecurrenceSet.maxEmptyPeriods { return (results, visited) }
         }
     }
 
