@@ -7,8 +7,11 @@
 #
 #   scripts/crash-check.sh                 # 100,000 records, 20 kills per operation
 #   scripts/crash-check.sh 200000 30       # more records, more kills
+#   CRASH_BUILD=debug scripts/crash-check.sh 20000 8   # what CI runs: the debug build, briefly
 #
-# Needs sqlite3. Work files go to $CRASH_DIR (default: a temporary folder, removed afterwards).
+# A kill counts only when it landed while the operation ran (the process ended by SIGKILL);
+# most of each operation's kills must, or the check fails. Needs sqlite3. Work files go to
+# $CRASH_DIR (default: a temporary folder, removed afterwards).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 records=${1:-100000}
@@ -17,8 +20,9 @@ work=${CRASH_DIR:-$(mktemp -d)}
 [ -n "${CRASH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
 mkdir -p "$work"
 command -v sqlite3 >/dev/null || { echo "crash-check: sqlite3 is missing (apt-get install sqlite3)" >&2; exit 1; }
-swift build -c release --product ckport >/dev/null
-ckport=$(swift build -c release --show-bin-path)/ckport
+build=${CRASH_BUILD:-release}
+swift build -c "$build" --product ckport >/dev/null
+ckport=$(swift build -c "$build" --show-bin-path)/ckport
 
 "$ckport" generate --app family-todo --records "$records" --seed 11 -q -o "$work/data.jsonl"
 "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
@@ -40,42 +44,59 @@ seconds() {
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }'
 }
 
-# kill_at DELAY CMD...: starts the command, kills it with SIGKILL after DELAY seconds (if it
-# is still running), and says whether it was killed.
+# kill_at DELAY CMD...: starts the command, sends SIGKILL after DELAY seconds, and says
+# whether the kill is what ended it ("killed": its status is 128 + 9) or it had finished first.
+# (kill itself succeeds on a process that has ended but is not yet waited for, so it proves
+# nothing.)
 kill_at() {
   local delay=$1; shift
   "$@" >/dev/null 2>&1 &
   local pid=$!
   sleep "$delay"
-  if kill -9 "$pid" 2>/dev/null; then wait "$pid" 2>/dev/null || true; echo killed; else wait "$pid" 2>/dev/null || true; echo finished; fi
+  kill -9 "$pid" 2>/dev/null || true
+  local status=0
+  wait "$pid" 2>/dev/null || status=$?
+  if [ "$status" -eq 137 ]; then echo killed; else echo "finished ($status)"; fi
+}
+# landed OPERATION KILLED: most kills must have landed mid-operation, or the check proved little.
+landed() {
+  echo "  $2 of $kills kills landed while $1 ran"
+  [ $(( $2 * 2 )) -ge "$kills" ] || fail "$1: only $2 of $kills kills landed while it ran"
 }
 
 records_in() { sqlite3 "$1" 'SELECT count(*) FROM _ck_record WHERE deleted = 0' 2>/dev/null || echo "unreadable"; }
 integrity() { sqlite3 "$1" 'PRAGMA integrity_check' 2>&1 | head -1; }
-random_delay() { awk -v max="$1" -v seed="$RANDOM$2" 'BEGIN { srand(seed); printf "%.3f", 0.05 + rand() * max }'; }
+# A moment within the first 90% of an uninterrupted run (from 20 ms on).
+random_delay() { awk -v max="$1" -v seed="$RANDOM$2" 'BEGIN { srand(seed); printf "%.3f", 0.02 + rand() * max * 0.9 }'; }
 
 echo "crash check: $records records, $kills kills per operation"
 
 # 1. Import into an empty store: one transaction, so 0 records or all of them.
 full_time=$(cp "$work/empty.sqlite" "$work/s.sqlite" && seconds "$ckport" import "$work/data.jsonl" --store "$work/s.sqlite" -q)
 echo "import (uninterrupted: $full_time s)"
+killed=0
 for i in $(seq "$kills"); do
-  cp "$work/empty.sqlite" "$work/s.sqlite"; rm -f "$work/s.sqlite-journal"
+  # The store as it was, without the log a killed run left beside it (stores keep a WAL).
+  rm -f "$work/s.sqlite-wal" "$work/s.sqlite-shm" "$work/s.sqlite-journal"; cp "$work/empty.sqlite" "$work/s.sqlite"
   delay=$(random_delay "$full_time" "$i")
   outcome=$(kill_at "$delay" "$ckport" import "$work/data.jsonl" --store "$work/s.sqlite" -q)
+  [ "$outcome" != killed ] || killed=$((killed + 1))
   check=$(integrity "$work/s.sqlite"); count=$(records_in "$work/s.sqlite")
   [ "$check" = "ok" ] || fail "import killed at $delay s: integrity_check says $check"
   [ "$count" = 0 ] || [ "$count" = "$total" ] || fail "import killed at $delay s: $count records, neither 0 nor $total"
   printf "  kill %2d at %6s s (%s): integrity %s, %s records\n" "$i" "$delay" "$outcome" "$check" "$count"
 done
+landed import "$killed"
 
 # 2. Restore into a new store: the store is empty or holds the whole bundle.
 full_time=$(rm -f "$work/r.sqlite" && seconds "$ckport" restore "$work/full.ckbundle" --store "$work/r.sqlite" -q)
 echo "restore (uninterrupted: $full_time s)"
+killed=0
 for i in $(seq "$kills"); do
-  rm -f "$work/r.sqlite" "$work/r.sqlite-journal"
+  rm -f "$work/r.sqlite" "$work/r.sqlite-journal" "$work/r.sqlite-wal" "$work/r.sqlite-shm"
   delay=$(random_delay "$full_time" "$i")
   outcome=$(kill_at "$delay" "$ckport" restore "$work/full.ckbundle" --store "$work/r.sqlite" -q)
+  [ "$outcome" != killed ] || killed=$((killed + 1))
   if [ ! -e "$work/r.sqlite" ]; then
     printf "  kill %2d at %6s s (%s): no store created yet\n" "$i" "$delay" "$outcome"
     continue
@@ -85,6 +106,7 @@ for i in $(seq "$kills"); do
   [ "$count" = 0 ] || [ "$count" = "$total" ] || fail "restore killed at $delay s: $count records, neither 0 nor $total"
   printf "  kill %2d at %6s s (%s): integrity %s, %s records\n" "$i" "$delay" "$outcome" "$check" "$count"
 done
+landed restore "$killed"
 
 # 3. migrate apply (with its backup bundle first): version 0 with the old columns, or version
 #    1 with every Task migrated; a bundle is there whole or not at all.
@@ -93,11 +115,13 @@ cp scripts/bench-migration/*.yaml "$work/migrations/"
 full_time=$(cp "$work/full.sqlite" "$work/m.sqlite" && seconds "$ckport" migrate apply --dir "$work/migrations" --store "$work/m.sqlite" -q)
 tasks=$(sqlite3 "$work/full.sqlite" 'SELECT count(*) FROM "Task"')
 echo "migrate apply (uninterrupted, backup included: $full_time s)"
+killed=0
 for i in $(seq "$kills"); do
   rm -f "$work"/m.* "$work"/.m.* "$work"/.ckport-spool-*
   cp "$work/full.sqlite" "$work/m.sqlite"
   delay=$(random_delay "$full_time" "$i")
   outcome=$(kill_at "$delay" "$ckport" migrate apply --dir "$work/migrations" --store "$work/m.sqlite" -q)
+  [ "$outcome" != killed ] || killed=$((killed + 1))
   check=$(integrity "$work/m.sqlite")
   [ "$check" = "ok" ] || fail "migrate killed at $delay s: integrity_check says $check"
   version=$(sqlite3 "$work/m.sqlite" "SELECT coalesce(max(version), 0) FROM _ck_migration" 2>/dev/null || echo 0)
@@ -118,22 +142,25 @@ for i in $(seq "$kills"); do
   done
   printf "  kill %2d at %6s s (%s): integrity %s, %s, %s records\n" "$i" "$delay" "$outcome" "$check" "$state" "$count"
 done
+landed "migrate apply" "$killed"
 
 # 4. A full disk: the file may not grow past 8 MB (SIGXFSZ ignored, so writes fail with EFBIG).
+#    ckport must exit 3 with a message, and leave the store byte for byte as it was.
 echo "disk full"
+rm -f "$work/d.sqlite-wal" "$work/d.sqlite-shm"
 cp "$work/empty.sqlite" "$work/d.sqlite"
-before=$(sqlite3 "$work/d.sqlite" 'PRAGMA integrity_check')
-if (trap '' XFSZ; ulimit -f 8192; exec "$ckport" import "$work/data.jsonl" --store "$work/d.sqlite" -q) 2>"$work/disk.err"; then
-  fail "an import past the file size limit succeeded"
-else
-  status=$?
-  message=$(head -1 "$work/disk.err")
-  check=$(integrity "$work/d.sqlite"); count=$(records_in "$work/d.sqlite")
-  [ "$check" = "ok" ] && [ "$count" = 0 ] || fail "after a full disk: integrity $check, $count records"
-  [ -n "$message" ] || fail "a full disk gave no message"
-  echo "  exit $status: $message"
-  echo "  store afterwards: integrity $check, $count records (as before: $before)"
-fi
+before=$(cat "$work/d.sqlite" | sha256sum)
+status=0
+(trap '' XFSZ; ulimit -f 8192; exec "$ckport" import "$work/data.jsonl" --store "$work/d.sqlite" -q) 2>"$work/disk.err" || status=$?
+message=$(head -1 "$work/disk.err")
+[ "$status" -eq 3 ] || fail "an import past the file size limit ended with status $status, not 3"
+[ -n "$message" ] || fail "a full disk gave no message"
+[ "$(cat "$work/d.sqlite" | sha256sum)" = "$before" ] || fail "after a full disk the store's file differs from before"
+for log in "$work/d.sqlite-wal" "$work/d.sqlite-journal"; do
+  [ ! -s "$log" ] || fail "after a full disk $log holds $(wc -c < "$log") bytes"
+done
+echo "  exit $status: $message"
+echo "  store afterwards: $(integrity "$work/d.sqlite"), $(records_in "$work/d.sqlite") records, the same bytes as before"
 
 if [ "$failures" -gt 0 ]; then
   echo "crash check: $failures failures" >&2
