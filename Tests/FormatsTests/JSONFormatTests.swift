@@ -66,7 +66,7 @@ struct JSONFormatTests {
         #expect(records(try readAll(crlf, codec: codec)) == EveryType.records)
     }
 
-    @Test("real exports are read leniently")
+    @Test("records in the shapes other tools write are read leniently (written here: extra keys, values as strings, fields outside `fields`)")
     func lenient() throws {
         let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (title STRING, n INT64, due TIMESTAMP, done INT64);")
         let codec = JSONRecordCodec(schema: schema)

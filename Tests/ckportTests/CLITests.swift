@@ -345,7 +345,7 @@ struct CLITests {
         let berlin = try ckport(["export", "--format", "ics", "--where", month, "--tz", "Europe/Berlin", "-q"], in: folder.url)
         #expect(berlin.stdout.contains("BEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\n"))
 
-        // A Google Calendar file, expanded into the family's zone.
+        // A calendar in the shape of a Google Calendar export (written here: Fixtures/SOURCES.md), expanded into the family's zone.
         let google = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/google.ics").path
         let arguments = ["import", google, "--expand", "2026-01-01..2026-12-31", "--set", "familyID=family-1",
                          "--scope", "shared", "--zone", "family-1-zone", "--owner", "_4f00e3e229b648635c6f63dca8da05ef"]

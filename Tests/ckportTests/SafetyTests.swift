@@ -138,7 +138,7 @@ struct SafetyTests {
         #expect(first.stdout.contains(#""startDate":"2026-03-01T10:00:00.000Z""#), "\(first.stdout)")
     }
 
-    @Test("schema check: a Core Data schema from cktool passes with warnings; --strict makes them errors; it imports")
+    @Test("schema check: a schema in the layout cktool exports for Core Data (written here) passes with warnings; --strict makes them errors; it imports")
     func coreDataSchemaCheck() throws {
         let folder = Scratch()
         let corpus = packageRoot.appendingPathComponent("Tests/StoreTests/SchemaCorpus/coredata-recipes.ckdb").path
