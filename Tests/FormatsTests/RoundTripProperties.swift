@@ -66,7 +66,10 @@ extension SeededRandom {
     }
 
     mutating func records(for schema: Schema, count: Int) -> [Record] {
-        let zones = [ZoneID.defaultZone, ZoneID(scope: .shared, zoneName: "family-\(below(9))", ownerRecordName: "_" + String(next(), radix: 16))]
+        // Records in several zones and scopes: the default zone, a zone of the private database,
+        // and a shared zone of another owner.
+        let zones = [ZoneID.defaultZone, ZoneID(scope: .private, zoneName: "Notes-\(below(9))", ownerRecordName: ZoneID.defaultOwnerName),
+                     ZoneID(scope: .shared, zoneName: "family-\(below(9))", ownerRecordName: "_" + String(next(), radix: 16))]
         var names = Set<String>()
         while names.count < count { names.insert(name("r-")) }
         let ordered = names.sorted()
@@ -76,7 +79,7 @@ extension SeededRandom {
             for field in type.userFields where roll(0.8) { fields[field.name] = value(field.type, names: ordered) }
             let stamp = RecordStamp(timestamp: Int64(below(2_000_000_000_000)), userRecordName: roll(0.7) ? "_u\(below(9))" : nil,
                                     deviceID: roll(0.5) ? "iPhone-\(below(99))" : nil)
-            return Record(id: RecordID(recordName: recordName, zone: zones[0]), recordType: type.name, fields: fields,
+            return Record(id: RecordID(recordName: recordName, zone: zones[below(zones.count)]), recordType: type.name, fields: fields,
                           changeTag: roll(0.8) ? String(next() % 0xFFFF_FFFF, radix: 16) : nil, created: stamp, modified: roll(0.5) ? stamp : nil)
         }
     }
