@@ -25,7 +25,7 @@ struct FixtureSourcesTests {
             var hasFiles = false
             for entry in entries {
                 var isFolder: ObjCBool = false
-                FileManager.default.fileExists(atPath: folder.appendingPathComponent(entry).path, isDirectory: &isFolder)
+                _ = FileManager.default.fileExists(atPath: folder.appendingPathComponent(entry).path, isDirectory: &isFolder)
                 if isFolder.boolValue { walk(folder.appendingPathComponent(entry)) } else { hasFiles = true }
             }
             if hasFiles { found.append(folder) }
