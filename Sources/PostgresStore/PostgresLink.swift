@@ -204,6 +204,11 @@ final class PostgresLink: @unchecked Sendable {
         done.wait()
         if let error = failure.error {
             if error is PostgresStoreError { throw error }
+            // Records whose connection went under them (the server restarted mid-COPY).
+            if closed.isSet || connection.isClosed {
+                usable = false
+                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost while records were on their way; nothing of this write was committed")
+            }
             throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
         }
     }
@@ -235,7 +240,11 @@ final class PostgresLink: @unchecked Sendable {
         case .success(let value)?:
             return value
         case .failure(let error)?:
-            if closed.isSet { usable = false }
+            // A query that failed because the connection went (the server restarted) says so.
+            if closed.isSet || connection.isClosed {
+                usable = false
+                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost before it answered; nothing of this transaction was committed")
+            }
             throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
         case nil:
             throw PostgresStoreError.server("\(location): the server's answer went missing")
