@@ -161,7 +161,8 @@ struct ServeCommandTests {
         let bin = folder.url.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         let opener = bin.appendingPathComponent("xdg-open")
-        try "#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/opened\"\n".write(to: opener, atomically: true, encoding: .utf8)
+        // The file appears whole (written aside, then renamed), so the test never reads it half-written.
+        try "#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/opened.part\" && mv \"$(dirname \"$0\")/opened.part\" \"$(dirname \"$0\")/opened\"\n".write(to: opener, atomically: true, encoding: .utf8)
         chmod(opener.path, 0o755)
         let path = bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let server = try RunningCKPort(["serve", "--store", "notes.sqlite", "--port", "0", "--open"], in: folder.url, environment: ["PATH": path])
