@@ -234,60 +234,63 @@ public final class BrowseSite: @unchecked Sendable {
             guard let n = Int(text), (1...1000).contains(n) else { return problem(400, "Not a page size", "limit takes 1 to 1000 records a page, not \(text)") }
             pageSize = n
         }
-        guard let definition = try store.readSession({ $0.schema.recordType(named: type) }) else { return notFound("no record type \(type)") }
-        // The sort: ?sort=FIELD (a field that sorts, or recordName, modifiedTimestamp,
-        // createdTimestamp), ?desc=1 going down.
-        let sortable = definition.userFields.filter { !$0.type.isList && ![.asset, .location, .bytes].contains($0.type.primitive) }.map(\.name)
         let sort = (query["sort"] ?? "").isEmpty ? "recordName" : query["sort"]!
         let descending = query["desc"] == "1"
-        var problems: [String] = []
-        if !BrowseSite.systemSorts.contains(sort) && !sortable.contains(sort) {
-            problems.append("\(type) cannot be sorted by '\(sort)' (it sorts by \((BrowseSite.systemSorts + sortable.sorted { RecordFields.precedes($0, $1) }).joined(separator: ", ")))")
-        }
-        // The fields shown: ?fields=a,b,c (in that order), else every field.
-        var fields = definition.userFields.sorted { RecordFields.precedes($0.name, $1.name) }
         let fieldsText = (query["fields"] ?? "").trimmingCharacters(in: .whitespaces)
-        if !fieldsText.isEmpty {
-            let names = fieldsText.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            let unknown = names.filter { definition.field(named: $0).map { $0.isSystem } ?? true }
-            if unknown.isEmpty {
-                fields = names.compactMap { definition.field(named: $0) }
-            } else {
-                problems.append("\(type) has no field \(unknown.map { "'\($0)'" }.joined(separator: ", ")) to show (its fields: \(fields.map(\.name).joined(separator: ", ")))")
-            }
-        }
-        var conditions: [Condition] = []
-        if !whereText.isEmpty {
-            do { conditions = try RecordPredicate.parse(whereText).conditions } catch { problems.append("\(error)") }
-        }
+        var problems: [String] = []
+        var fields: [FieldDefinition] = []
+        var sortable: [String] = []
         var found: [Record] = []
         var codec: JSONRecordCodec?
-        if problems.isEmpty {
-            do {
-                try store.readSession { session in
-                    codec = JSONRecordCodec(schema: session.schema)
-                    var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
-                                              predicate: conditions.isEmpty ? nil : RecordPredicate(conditions), predicateText: whereText.isEmpty ? nil : whereText)
-                    request.sortField = sort
-                    request.descending = descending
-                    // Keyset paging: the page after the last record shown (its sort value and
-                    // name), so that a far page costs what the first does.
-                    if !after.isEmpty {
-                        let value = sort == "recordName" ? .string(after) : query["afterValue"].map { sortLiteral($0, field: sort, definition: definition) }
-                        request.after = RecordKey(value: value, recordName: after)
-                    }
-                    request.limit = pageSize + 1
-                    do {
-                        try session.forEach(request) { record in
-                            found.append(record)
-                            if found.count > pageSize { throw PageFull() }
-                        }
-                    } catch is PageFull {}
+        // One read session: the type's definition and its page come from one snapshot.
+        let definition: RecordTypeDefinition? = try store.readSession { session in
+            guard let definition = session.schema.recordType(named: type) else { return nil }
+            // The sort: ?sort=FIELD (a field that sorts, or recordName, modifiedTimestamp,
+            // createdTimestamp), ?desc=1 going down.
+            sortable = definition.userFields.filter { !$0.type.isList && ![.asset, .location, .bytes].contains($0.type.primitive) }.map(\.name)
+            if !BrowseSite.systemSorts.contains(sort) && !sortable.contains(sort) {
+                problems.append("\(type) cannot be sorted by '\(sort)' (it sorts by \((BrowseSite.systemSorts + sortable.sorted { RecordFields.precedes($0, $1) }).joined(separator: ", ")))")
+            }
+            // The fields shown: ?fields=a,b,c (in that order), else every field.
+            fields = definition.userFields.sorted { RecordFields.precedes($0.name, $1.name) }
+            if !fieldsText.isEmpty {
+                let names = fieldsText.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                let unknown = names.filter { definition.field(named: $0).map { $0.isSystem } ?? true }
+                if unknown.isEmpty {
+                    fields = names.compactMap { definition.field(named: $0) }
+                } else {
+                    problems.append("\(type) has no field \(unknown.map { "'\($0)'" }.joined(separator: ", ")) to show (its fields: \(fields.map(\.name).joined(separator: ", ")))")
                 }
+            }
+            var conditions: [Condition] = []
+            if !whereText.isEmpty {
+                do { conditions = try RecordPredicate.parse(whereText).conditions } catch { problems.append("\(error)") }
+            }
+            guard problems.isEmpty else { return definition }
+            codec = JSONRecordCodec(schema: session.schema)
+            var request = RecordQuery(recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
+                                      predicate: conditions.isEmpty ? nil : RecordPredicate(conditions), predicateText: whereText.isEmpty ? nil : whereText)
+            request.sortField = sort
+            request.descending = descending
+            // Keyset paging: the page after the last record shown (its sort value and
+            // name), so that a far page costs what the first does.
+            if !after.isEmpty {
+                let value = sort == "recordName" ? .string(after) : query["afterValue"].map { sortLiteral($0, field: sort, definition: definition) }
+                request.after = RecordKey(value: value, recordName: after)
+            }
+            request.limit = pageSize + 1
+            do {
+                try session.forEach(request) { record in
+                    found.append(record)
+                    if found.count > pageSize { throw PageFull() }
+                }
+            } catch is PageFull {
             } catch {
                 problems.append("\(error)")
             }
+            return definition
         }
+        guard let definition else { return notFound("no record type \(type)") }
         let problem = problems.isEmpty ? nil : problems.joined(separator: "\n")
         let more = found.count > pageSize
         if more { found.removeLast() }
@@ -539,15 +542,9 @@ public final class BrowseSite: @unchecked Sendable {
         return TimeZone(identifier: name)
     }
 
-    /// UTC milliseconds of a wall-clock midnight in `zone`.
-    private func midnight(_ day: LocalDateTime, _ zone: TimeZone) -> Int64 {
-        ZoneResolver.instant(wall: LocalDateTime(year: day.year, month: day.month, day: day.day), in: zone) * 1000
-    }
-
-    /// The wall clock of UTC milliseconds in `zone`.
-    private func wall(_ ms: Int64, _ zone: TimeZone) -> LocalDateTime {
-        let seconds = ISO8601.floorDiv(ms, 1000)
-        return LocalDateTime(wallSeconds: seconds + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))))
+    /// The 400 for a `?tz=` that names no zone.
+    private func notAZone(_ query: [String: String]) -> CloudKitHTTPResponse {
+        problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)")
     }
 
     private static func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
@@ -592,7 +589,7 @@ public final class BrowseSite: @unchecked Sendable {
     /// One occurrence as a line of a day: its time (unless all day) and its title, a link to
     /// its record.
     private func occurrenceItem(_ occurrence: CalendarOccurrence, zone: TimeZone) -> String {
-        let time = occurrence.allDay ? "all day" : BrowseSite.timeText(wall(occurrence.start, zone))
+        let time = occurrence.allDay ? "all day" : BrowseSite.timeText(ZoneResolver.wall(milliseconds: occurrence.start, in: zone))
         let mark = occurrence.recurring ? " <span class=\"repeat\" title=\"recurring\">↻</span>" : ""
         return "<li><span class=\"time\">\(time)</span> <a href=\"\(attribute(recordLink(occurrence.record)))\">\(escape(occurrence.title))</a>\(mark)</li>"
     }
@@ -600,9 +597,9 @@ public final class BrowseSite: @unchecked Sendable {
     /// The days (wall-clock dates in `zone`) an occurrence covers: its start's, and each
     /// after it up to its end (an end at midnight ends the day before), at most 42.
     private func days(of occurrence: CalendarOccurrence, zone: TimeZone) -> [Int64] {
-        let first = wall(occurrence.start, zone).dayNumber
+        let first = ZoneResolver.wall(milliseconds: occurrence.start, in: zone).dayNumber
         guard let end = occurrence.end, end > occurrence.start else { return [first] }
-        let last = wall(end - 1, zone).dayNumber
+        let last = ZoneResolver.wall(milliseconds: end - 1, in: zone).dayNumber
         return Array(first...max(first, min(last, first + 41)))
     }
 
@@ -610,8 +607,8 @@ public final class BrowseSite: @unchecked Sendable {
     /// happens on it.
     private func month(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
         guard calendar != nil else { return notFound("this view has no calendar: the store's types are not a sample app's, and no mapping was given") }
-        guard let zone = viewerZone(query) else { return problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)") }
-        let today = wall(Int64(Date().timeIntervalSince1970 * 1000), zone)
+        guard let zone = viewerZone(query) else { return notAZone(query) }
+        let today = ZoneResolver.wall(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), in: zone)
         var year = today.year, monthNumber = today.month
         if let text = query["month"], !text.isEmpty {
             let parts = text.split(separator: "-")
@@ -624,7 +621,7 @@ public final class BrowseSite: @unchecked Sendable {
         let next = monthNumber == 12 ? LocalDateTime(year: year + 1, month: 1, day: 1) : LocalDateTime(year: year, month: monthNumber + 1, day: 1)
         let previous = monthNumber == 1 ? LocalDateTime(year: year - 1, month: 12, day: 1) : LocalDateTime(year: year, month: monthNumber - 1, day: 1)
         let monthText = BrowseSite.monthText(first)
-        let found = try occurrences(from: midnight(first, zone), to: midnight(next, zone), zone: zone)
+        let found = try occurrences(from: ZoneResolver.midnight(first, in: zone), to: ZoneResolver.midnight(next, in: zone), zone: zone)
         if json { return occurrencesJSON(found, zone: zone) { $0.raw("\"month\":"); $0.string(monthText) } }
         var byDay: [Int64: [CalendarOccurrence]] = [:]
         for occurrence in found.occurrences { for day in days(of: occurrence, zone: zone) { byDay[day, default: []].append(occurrence) } }
@@ -659,8 +656,8 @@ public final class BrowseSite: @unchecked Sendable {
     /// `/calendar/agenda?from=YYYY-MM-DD&days=N&tz=ZONE`: what happens, day by day.
     private func agenda(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
         guard calendar != nil else { return notFound("this view has no calendar: the store's types are not a sample app's, and no mapping was given") }
-        guard let zone = viewerZone(query) else { return problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)") }
-        var first = wall(Int64(Date().timeIntervalSince1970 * 1000), zone)
+        guard let zone = viewerZone(query) else { return notAZone(query) }
+        var first = ZoneResolver.wall(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), in: zone)
         first = LocalDateTime(year: first.year, month: first.month, day: first.day)
         if let text = query["from"], !text.isEmpty {
             guard text.count == 10, let ms = ISO8601.parse(text, timeZone: TimeZone(identifier: "UTC")) else { return problem(400, "Not a day", "\(text) is not a day (YYYY-MM-DD, such as 2026-03-01)") }
@@ -672,7 +669,7 @@ public final class BrowseSite: @unchecked Sendable {
             count = n
         }
         let end = LocalDateTime(wallSeconds: (first.dayNumber + count) * 86_400)
-        let found = try occurrences(from: midnight(first, zone), to: midnight(end, zone), zone: zone)
+        let found = try occurrences(from: ZoneResolver.midnight(first, in: zone), to: ZoneResolver.midnight(end, in: zone), zone: zone)
         if json {
             return occurrencesJSON(found, zone: zone) { out in
                 out.raw("\"from\":"); out.string(BrowseSite.dayText(first))
@@ -716,7 +713,7 @@ public final class BrowseSite: @unchecked Sendable {
             guard let calendar, calendar.components.contains(where: { $0.recordType == type }) else {
                 return notFound("the calendar mapping has no component for \(type): its records have no iCalendar form here")
             }
-            guard let zone = viewerZone(query) else { return problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)") }
+            guard let zone = viewerZone(query) else { return notAZone(query) }
             settings[CalendarWriteSettings.self] = CalendarWriteSettings(mapping: calendar, options: ICalExportOptions(timeZone: zone))
         }
         let folder = try PrivateFiles.folder()

@@ -73,9 +73,7 @@ public enum CalendarOccurrences {
                         if case .date? = component.property("DTSTART") ?? component.property("DUE") { isDate = true }
                         // The wall clock the export writes (a DATE: its day's midnight).
                         func wall(_ ms: Int64) -> LocalDateTime {
-                            let seconds = ISO8601.floorDiv(ms, 1000)
-                            let clock = wallClock ? LocalDateTime(wallSeconds: seconds)
-                                : LocalDateTime(wallSeconds: seconds + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))))
+                            let clock = wallClock ? LocalDateTime(wallSeconds: ISO8601.floorDiv(ms, 1000)) : ZoneResolver.wall(milliseconds: ms, in: zone)
                             return isDate ? LocalDateTime(year: clock.year, month: clock.month, day: clock.day) : clock
                         }
                         // As UTC milliseconds: a wall-clock time is read in the viewer's zone.

@@ -67,6 +67,17 @@ public final class ZoneResolver {
         let second = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(naive - first))))
         return naive - second
     }
+
+    /// The wall clock in `zone` of an instant in UTC milliseconds.
+    public static func wall(milliseconds: Int64, in zone: TimeZone) -> LocalDateTime {
+        let seconds = ISO8601.floorDiv(milliseconds, 1000)
+        return LocalDateTime(wallSeconds: seconds + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))))
+    }
+
+    /// UTC milliseconds of the midnight that starts `day` in `zone`.
+    public static func midnight(_ day: LocalDateTime, in zone: TimeZone) -> Int64 {
+        instant(wall: LocalDateTime(year: day.year, month: day.month, day: day.day), in: zone) * 1000
+    }
 }
 
 /// A VTIMEZONE from the calendar: STANDARD and DAYLIGHT observances with their onsets.
