@@ -25,7 +25,7 @@ public struct StoreConformance<Store: RecordStoring> {
 
     public static var checks: [String] {
         ["schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions", "assets",
-         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles", "sharing"]
+         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles", "sharing", "share hierarchies"]
     }
 
     public func run(_ check: String) throws {
@@ -43,6 +43,7 @@ public struct StoreConformance<Store: RecordStoring> {
         case "bulk load": try bulkLoad()
         case "two handles": try twoHandles()
         case "sharing": try sharing()
+        case "share hierarchies": try shareHierarchies()
         default: throw Failure(description: "no check named \(check)")
         }
     }
@@ -472,6 +473,51 @@ public struct StoreConformance<Store: RecordStoring> {
         try require(second.first { $0.id.recordName == "share-1" }?.cause?.recordName == "f-1" && second.first { $0.id.recordName == "share-1" }?.field == "share",
                     "the share is deleted because of its root: \(second)")
         try require(try names(store) == ["n-1", "n-2"], "a parent link deletes nothing: \(try names(store))")
+    }
+
+    /// Each share's root and the records under it, counted by the store: three levels, a loop
+    /// back to the root, a root of another type, links that lead nowhere or into another zone.
+    func shareHierarchies() throws {
+        func linked(_ record: Record, parent: String? = nil, share: String? = nil) -> Record {
+            var record = record
+            record.parent = parent
+            record.share = share
+            return record
+        }
+        let other = ZoneID(scope: .private, zoneName: "Elsewhere")
+        let records = [
+            linked(Self.folder("f-1"), share: "share-1"),
+            linked(Self.note("n-1", "Milk"), parent: "f-1"),
+            linked(Self.note("n-2", "Bread"), parent: "n-1"),
+            linked(Self.note("n-3", "Jam"), parent: "n-2"),
+            linked(Self.note("n-4", "Tea"), parent: "f-1"),
+            // The root's own parent lies under it: the loop is walked once.
+            linked(Self.folder("f-2"), parent: "n-5", share: "share-2"),
+            linked(Self.note("n-5", "Oats"), parent: "f-2"),
+            // A note shared on its own.
+            linked(Self.note("n-9", "Alone"), share: "share-3"),
+            // A parent the zone does not hold, and a record of another zone naming f-1.
+            linked(Self.note("n-6", "Lost"), parent: "f-404"),
+            linked(Self.note("n-1", "Milk elsewhere", zone: other), parent: "f-1"),
+            linked(Self.folder("f-1", zone: other), share: "share-1"),
+        ]
+        let shares = ["share-1", "share-2", "share-3", "share-9"].map {
+            Record(id: RecordID(recordName: $0, zone: Self.zone), recordType: Record.shareType, fields: ["cloudkit.title": .string($0)], share: $0)
+        }
+        let store = try create("hierarchies")
+        var schema = try SchemaParser.parse(Self.schemaText)
+        schema.recordTypes.append(.share)
+        try store.importSchema(schema, dryRun: false)
+        _ = try store.importRecords([ArrayRecordSource(records + shares)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        let found = try store.read { try $0.shareHierarchies(in: Self.zone) }
+        let expected = [ShareHierarchy(share: "share-1", rootName: "f-1", rootType: "Folder", recordCount: 5),
+                        ShareHierarchy(share: "share-2", rootName: "f-2", rootType: "Folder", recordCount: 2),
+                        ShareHierarchy(share: "share-3", rootName: "n-9", rootType: "Note", recordCount: 1)]
+        try require(found == expected, "share hierarchies of \(Self.zone.zoneName): \(found)")
+        let elsewhere = try store.read { try $0.shareHierarchies(in: other) }
+        try require(elsewhere == [ShareHierarchy(share: "share-1", rootName: "f-1", rootType: "Folder", recordCount: 2)], "share hierarchies of Elsewhere: \(elsewhere)")
+        let none = try store.read { try $0.shareHierarchies(in: ZoneID(scope: .private, zoneName: "Nowhere")) }
+        try require(none.isEmpty, "a zone the store never held has no shares: \(none)")
     }
 
     func twoHandles() throws {

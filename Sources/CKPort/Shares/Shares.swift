@@ -28,8 +28,8 @@ public struct StoredShare: Sendable {
 /// What a store says about sharing.
 public enum Shares {
     /// Every live share in the store (optionally of one scope or zone name), in export order,
-    /// each with its root and the number of records it carries. Reads each zone that holds a
-    /// share once, keeping only the record names of its parent links.
+    /// each with its root and the number of records it carries. The store counts each zone's
+    /// hierarchies, so memory holds the shares, never the zone's links.
     public static func list(_ session: any RecordSession, scope: DatabaseScope? = nil, zoneName: String? = nil) throws -> [StoredShare] {
         guard session.schema.recordType(named: Record.shareType) != nil else { return [] }
         var shares: [Record] = []
@@ -37,34 +37,23 @@ public enum Shares {
         var result: [StoredShare] = []
         var zonesSeen: [ZoneID] = []
         for share in shares where !zonesSeen.contains(share.zone) { zonesSeen.append(share.zone) }
+        let recordTypes = session.schema.recordTypes.map(\.name).filter { $0 != Record.shareType }
         for zone in zonesSeen {
-            // The zone's links: who is whose parent, and which record roots which share.
-            var children: [String: [String]] = [:]
-            var roots: [String: (String, String)] = [:]
-            var total = 0
-            try session.forEach(RecordQuery(scope: zone.scope, zoneName: zone.zoneName)) { record in
-                guard record.zone == zone, !record.isShare else { return }
-                total += 1
-                if let parent = record.parent { children[parent, default: []].append(record.recordName) }
-                if let share = record.share { roots[share] = (record.recordName, record.recordType) }
-            }
+            var hierarchies: [String: ShareHierarchy] = [:]
+            for hierarchy in try session.shareHierarchies(in: zone) { hierarchies[hierarchy.share] = hierarchy }
             for share in shares where share.zone == zone {
                 let details = share.shareDetails.flatMap(ShareDetails.init(json:))
                 if share.recordName == Record.zoneShareName {
+                    // Everything in the zone but share records.
+                    let total = recordTypes.isEmpty ? 0 : try session.count(RecordQuery(recordTypes: recordTypes, scope: zone.scope, zoneName: zone.zoneName,
+                                                                                         ownerRecordName: zone.ownerRecordName))
                     result.append(StoredShare(record: share, details: details, root: nil, isZoneWide: true, recordCount: total))
-                    continue
-                }
-                guard let root = roots[share.recordName] else {
+                } else if let hierarchy = hierarchies[share.recordName] {
+                    result.append(StoredShare(record: share, details: details, root: (hierarchy.rootName, hierarchy.rootType),
+                                              isZoneWide: false, recordCount: hierarchy.recordCount))
+                } else {
                     result.append(StoredShare(record: share, details: details, root: nil, isZoneWide: false, recordCount: 0))
-                    continue
                 }
-                // The hierarchy under the root, each record once however the links run.
-                var seen: Set<String> = [root.0]
-                var queue = [root.0]
-                while let next = queue.popLast() {
-                    for child in children[next] ?? [] where seen.insert(child).inserted { queue.append(child) }
-                }
-                result.append(StoredShare(record: share, details: details, root: root, isZoneWide: false, recordCount: seen.count))
             }
         }
         return result

@@ -118,6 +118,10 @@ public protocol RecordSession: AnyObject {
     func record(named name: String, ofType type: String) throws -> Record?
     /// The live records of `type` whose REFERENCE field `field` points at `target`.
     func records(ofType type: String, whose field: String, pointsAt target: RecordID) throws -> [Record]
+    /// The record-level shares of `zone`, each with its root and how many records its
+    /// hierarchy carries, counted in the store (memory stays flat however large the zone), in
+    /// share-name order.
+    func shareHierarchies(in zone: ZoneID) throws -> [ShareHierarchy]
     /// The earliest and latest value of these TIMESTAMP fields among the records `query`
     /// selects; nil when none of them has a value.
     func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)?
