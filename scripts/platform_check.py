@@ -18,8 +18,8 @@ import sys
 LINUX_ONLY = [r"\bsync_file_range\b", r"\bposix_fadvise\b", r"\bposix_fallocate\b", r"\bfdatasync\b", r"\bGlibc\.", r"\bSOCK_[A-Z]+\.rawValue",
               r"\bepoll_", r"\binotify_", r"\beventfd\b", r"\bmemfd_create\b", r"\bO_TMPFILE\b", r"\brenameat2\b", r"\bcopy_file_range\b",
               r"\bmallinfo\b", r"\bmalloc_trim\b", r"\bsched_getaffinity\b", r"^\s*import\s+Glibc\b", r"^\s*import\s+FoundationNetworking\b",
-              r"\bst_mtim\b", r"\bst_atim\b", r"\bst_ctim\b"]
-DARWIN_ONLY = [r"\bF_NOCACHE\b", r"\bF_FULLFSYNC\b", r"\bDarwin\.", r"^\s*import\s+Darwin\b", r"\bsin_len\b", r"\bst_mtimespec\b"]
+              r"\bst_mtim\b", r"\bst_atim\b", r"\bst_ctim\b", r"\bTCP_KEEPIDLE\b"]
+DARWIN_ONLY = [r"\bF_NOCACHE\b", r"\bF_FULLFSYNC\b", r"\bDarwin\.", r"^\s*import\s+Darwin\b", r"\bsin_len\b", r"\bst_mtimespec\b", r"\bTCP_KEEPALIVE\b"]
 LINUX_GUARD = re.compile(r"canImport\((Glibc|FoundationNetworking|Musl)\)|os\(Linux\)|__linux__")
 DARWIN_GUARD = re.compile(r"canImport\(Darwin\)|os\((macOS|iOS|tvOS|watchOS|visionOS)\)|__APPLE__|__MACH__")
 

@@ -20,6 +20,8 @@ final class PostgresLink: @unchecked Sendable {
         self.location = location
         let password = try location.password(environment: environment)
         var configuration: PostgresConnection.Configuration
+        let loop = MultiThreadedEventLoopGroup.singleton.any()
+        var socket: (any Channel)?
         if let directory = location.socketDirectory {
             configuration = .init(unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user, password: password,
                                   database: location.database)
@@ -39,15 +41,26 @@ final class PostgresLink: @unchecked Sendable {
             case .require, .verifyCA, .verifyFull:
                 tls = .require(try NIOSSLContext(configuration: settings))
             }
-            configuration = .init(host: location.host, port: location.port, username: location.user, password: password,
-                                  database: location.database, tls: tls)
+            // The socket is ckport's own, so that it can ask for TCP keepalives (a server host
+            // that vanishes is then noticed in about two minutes of silence, not when the kernel
+            // gives up hours later); TLS and the rest are PostgresNIO's, as for a host and port.
+            do {
+                let channel = try PostgresLink.connectTCP(host: location.host, port: location.port, on: loop)
+                socket = channel
+                configuration = .init(establishedChannel: channel, tls: tls, username: location.user, password: password, database: location.database)
+            } catch {
+                throw PostgresStoreError.unreachable("cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
+            }
+            // What PostgresNIO names for SNI and verify-full when it makes the socket: the host,
+            // unless it is an address.
+            if !PostgresLink.isAddress(location.host) { configuration.options.tlsServerName = location.host }
         }
-        configuration.options.connectTimeout = .seconds(15)
+        configuration.options.connectTimeout = PostgresLink.connectTimeout
         let logger = self.logger
         do {
-            connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration,
-                                                        id: 1, logger: logger).wait()
+            connection = try PostgresConnection.connect(on: loop, configuration: configuration, id: 1, logger: logger).wait()
         } catch {
+            socket?.close(promise: nil)
             throw PostgresStoreError.unreachable("cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
         }
         connection.closeFuture.whenComplete { [closed] _ in closed.set() }
@@ -55,6 +68,37 @@ final class PostgresLink: @unchecked Sendable {
         // digit of a double (extra_float_digits), times in UTC and ISO form, bytes in hex; and
         // no wait for a lock without end, whatever the statement (see ``workWait(_:)``).
         _ = try wait(connection.query(PostgresQuery(unsafeSQL: PostgresLink.settings(waitSeconds: waitSeconds)), logger: logger))
+    }
+
+    static let connectTimeout = TimeAmount.seconds(15)
+
+    /// TCP keepalive: the first probe after this many seconds of silence, then one every
+    /// ``keepaliveInterval`` seconds, and the connection fails after ``keepaliveProbes``
+    /// unanswered ones. A busy server's kernel answers the probes, so a long statement is never
+    /// cut short.
+    static let keepaliveIdle = 60
+    static let keepaliveInterval = 10
+    static let keepaliveProbes = 6
+
+    /// A TCP connection to the server with keepalives on.
+    static func connectTCP(host: String, port: Int, on loop: any EventLoop) throws -> any Channel {
+        var bootstrap = ClientBootstrap(group: loop).connectTimeout(connectTimeout)
+            .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+            .channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPINTVL)), value: keepaliveInterval)
+            .channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPCNT)), value: keepaliveProbes)
+        #if os(Linux)
+        bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPIDLE)), value: keepaliveIdle)
+        #elseif canImport(Darwin)
+        bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPALIVE)), value: keepaliveIdle)
+        #endif
+        return try bootstrap.connect(host: host, port: port).wait()
+    }
+
+    /// Whether `host` is an IPv4 or IPv6 address rather than a name.
+    static func isAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
     /// The session settings every connection of the store runs with.

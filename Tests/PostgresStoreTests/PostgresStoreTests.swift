@@ -215,6 +215,40 @@ struct PostgresStoreOpeningTests {
                 && !text.contains("not-the-password-42") && (error as? PostgresStoreError)?.category == .environment
         }
     }
+
+    @Test("a TCP connection asks for keepalives (probes after 60 s of silence, every 10 s, six unanswered end it), so a server host that vanishes is noticed")
+    func keepalive() throws {
+        let location = try TestServer.location("keepalive")
+        try #require(location.socketDirectory == nil, "the test server is reached over TCP")
+        let link = try PostgresLink(location)
+        _ = try link.rows("SELECT 1")
+        // Every socket of this process whose peer is the server's port is a store connection
+        // (this one, and those of tests running beside it): each must have the settings.
+        var sockets: [[Int]] = []
+        for fd in Int32(3)..<4096 {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let got = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
+            guard got == 0 else { continue }
+            let port: UInt16
+            switch Int32(address.ss_family) {
+            case AF_INET: port = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) } }
+            case AF_INET6: port = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) } }
+            default: continue
+            }
+            guard Int(port) == location.port else { continue }
+            func option(_ level: Int32, _ name: Int32) -> Int {
+                var value: Int32 = -1
+                var size = socklen_t(MemoryLayout<Int32>.size)
+                return getsockopt(fd, level, name, &value, &size) == 0 ? Int(value) : -1
+            }
+            sockets.append([option(SOL_SOCKET, SO_KEEPALIVE), option(Int32(IPPROTO_TCP), TCP_KEEPIDLE), option(Int32(IPPROTO_TCP), TCP_KEEPINTVL),
+                            option(Int32(IPPROTO_TCP), TCP_KEEPCNT)])
+        }
+        #expect(!sockets.isEmpty, "no socket of this process reaches port \(location.port)")
+        #expect(sockets.allSatisfy { $0 == [1, 60, 10, 6] }, "keepalive, idle, interval, probes per socket: \(sockets)")
+        withExtendedLifetime(link) {}
+    }
 }
 
 /// A value behind a lock, for tests that gather results from several threads.
