@@ -56,7 +56,9 @@ enum Comparable3: Comparable {
 
     static func == (a: Comparable3, b: Comparable3) -> Bool {
         switch (a, b) {
-        case let (.text(x), .text(y)): return x == y
+        // Text is equal byte for byte, as the stores compare it (Swift's == would also take
+        // "é" written as one scalar and as e + U+0301 for the same text).
+        case let (.text(x), .text(y)): return x.utf8.elementsEqual(y.utf8)
         case let (.integer(x), .integer(y)): return x == y
         case let (.real(x), .real(y)): return x == y
         case let (.integer(x), .real(y)), let (.real(y), .integer(x)): return Double(x) == y
@@ -129,7 +131,7 @@ extension Condition {
             return false
         case .beginsWith:
             guard case .string(let prefix) = self.value, case .text(let text) = actual else { return false }
-            return text.hasPrefix(prefix)
+            return text.utf8.starts(with: prefix.utf8)
         case .contains:
             return false
         }

@@ -20,6 +20,12 @@ public struct RecordPredicate: Sendable, Hashable {
     }
 }
 
+extension RecordPredicate: CustomStringConvertible {
+    /// The predicate as text that parses back to the same conditions:
+    /// `status IN ['backlog', 'next'] AND points > 3`.
+    public var description: String { conditions.map(\.description).joined(separator: " AND ") }
+}
+
 public enum ComparisonOperator: String, Sendable, Hashable {
     case equal = "=="
     case notEqual = "!="
@@ -43,7 +49,14 @@ public enum PredicateValue: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .string(let s): return "'\(s)'"
+        case .string(let s):
+            // A quote or backslash inside is escaped, so that the text parses back to `s`.
+            var quoted = "'"
+            for scalar in s.unicodeScalars {
+                if scalar == "'" || scalar == "\\" { quoted.unicodeScalars.append("\\") }
+                quoted.unicodeScalars.append(scalar)
+            }
+            return quoted + "'"
         case .number(let n): return n
         case .bool(let b): return b ? "true" : "false"
         case .date(let d): return d
@@ -68,6 +81,10 @@ public struct Condition: Sendable, Hashable {
         self.fieldColumn = fieldColumn
         self.valueColumn = valueColumn
     }
+}
+
+extension Condition: CustomStringConvertible {
+    public var description: String { "\(field) \(op.rawValue) \(value)" }
 }
 
 public struct PredicateError: CKPortError, Sendable {
