@@ -551,6 +551,29 @@ struct PostgresCursorTests {
     }
 }
 
+@Suite("PostgreSQL store: the predicate language on random input", .enabled(if: TestServer.enabled))
+struct PostgresPredicateTests {
+    @Test("the PostgreSQL store selects exactly what the in-memory evaluation keeps, for random predicates over random records (as the SQLite store does)")
+    func storeAgreesWithEvaluation() throws {
+        let location = try TestServer.location("predicates")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(PredicateData.schemaText))
+        var selecting = 0
+        for seed in UInt64(1)...12 {
+            var dice = SeededRandom(state: seed &* 0x9E37_79B9_7F4A_7C15)
+            let records = dice.predicateRecords()
+            // Each round replaces the last round's records.
+            try store.write(dryRun: false) { session in _ = try session.delete(matching: RecordQuery(recordTypes: ["P"])) }
+            _ = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+            let result = try PredicateData.check(store, records: records, dice: &dice, count: 25)
+            #expect(result.problems.isEmpty, "seed \(seed): \(result.problems.prefix(3).joined(separator: "; "))")
+            selecting += result.selecting
+        }
+        #expect(selecting > 100, "\(selecting) of 300 predicates selected a record")
+    }
+}
+
 @Suite("PostgreSQL store: writers side by side", .enabled(if: TestServer.enabled))
 struct PostgresConcurrencyTests {
     func notes(_ zone: String, _ count: Int) -> [Record] {
