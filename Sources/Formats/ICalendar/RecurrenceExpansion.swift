@@ -94,6 +94,7 @@ public struct RecurrenceSet {
         }
         var results: [LocalDateTime] = []
         var emitted = 0
+        var startCounted = false
         var empty = 0
         var period = 0
         let startWall = start.wallSeconds
@@ -125,6 +126,13 @@ public struct RecurrenceSet {
             var any = false
             for candidate in selected where candidate.wallSeconds >= startWall {
                 any = true
+                // DTSTART always counts as the first occurrence (RFC 5545 §3.3.10): when the
+                // rule's first is later (DTSTART does not fit the rule), DTSTART has taken one
+                // of COUNT's occurrences.
+                if !startCounted {
+                    startCounted = true
+                    if candidate.wallSeconds != startWall { emitted += 1 }
+                }
                 let at = instant(candidate)
                 if let untilInstant, at > untilInstant { return (results, visited) }
                 if let count = rule.count, emitted >= count { return (results, visited) }
