@@ -105,7 +105,7 @@ private func newStore(_ path: String, _ schema: Schema) throws -> RecordStore {
 
 @Suite("round trips of random data")
 struct RoundTripProperties {
-    @Test("random records of random schemas come back unchanged through JSON Lines (both shapes), CSV and a bundle")
+    @Test("random records of random schemas come back unchanged through JSON Lines (both shapes), CSV, a property list and a bundle")
     func everyFormat() async {
         await propertyCheck(count: 25, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
             do {
@@ -141,6 +141,16 @@ struct RoundTripProperties {
                     _ = try RecordImporter(store: csvCopy, options: ImportOptions()).run([reader])
                 }
                 #expect(try canonicalLines(csvCopy) == expected, "seed \(seed), CSV")
+
+                // A property list (the plain style: each value's type comes from the schema).
+                let plistPath = scratch.path("all.plist")
+                let plistWriter = PlistRecordWriter(output: try OutputFile(path: plistPath))
+                try source.read { session in try session.forEach(RecordQuery()) { try plistWriter.write($0) } }
+                try plistWriter.finish()
+                let plistCopy = try newStore(scratch.path("plist.sqlite"), schema)
+                let plistReader = try PlistRecordReader(input: try ByteInput(path: plistPath), codec: JSONRecordCodec(schema: schema, readStyle: .plain))
+                _ = try RecordImporter(store: plistCopy, options: ImportOptions()).run([plistReader])
+                #expect(try canonicalLines(plistCopy) == expected, "seed \(seed), property list")
 
                 // A bundle.
                 let bundle = scratch.path("all.ckbundle")
