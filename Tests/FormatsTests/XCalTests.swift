@@ -30,7 +30,7 @@ private func expectSameCalendar(xcal: String, ics: String) throws {
     #expect(same == 0 && report.contains(", 0 differences"), "\(report)")
 }
 
-private func exportCalendar(_ format: RecordFormat, from store: RecordStore, to path: String, settings: CalendarWriteSettings) throws -> FormatExportSummary {
+func exportCalendar(_ format: RecordFormat, from store: RecordStore, to path: String, settings: CalendarWriteSettings) throws -> FormatExportSummary {
     var formatSettings = FormatSettings()
     formatSettings[CalendarWriteSettings.self] = settings
     let output = try OutputFile(path: path)
@@ -39,7 +39,7 @@ private func exportCalendar(_ format: RecordFormat, from store: RecordStore, to 
     }
 }
 
-private func importCalendar(_ path: String, into store: RecordStore, settings: CalendarReadSettings, strict: Bool = false) throws -> (ImportSummary, RecordSource) {
+func importCalendar(_ path: String, into store: RecordStore, settings: CalendarReadSettings, strict: Bool = false) throws -> (ImportSummary, RecordSource) {
     var formatSettings = FormatSettings()
     formatSettings[CalendarReadSettings.self] = settings
     let format = RecordFormats.forPath(path)!
@@ -49,7 +49,7 @@ private func importCalendar(_ path: String, into store: RecordStore, settings: C
     return (try importer.run([reader]), reader)
 }
 
-private func allRecords(_ store: RecordStore) throws -> [Record] {
+func allRecords(_ store: RecordStore) throws -> [Record] {
     var all: [Record] = []
     try store.read { session in try session.forEach(RecordQuery()) { all.append($0) } }
     return all
