@@ -199,6 +199,23 @@ public struct ExpressionError: CKPortError, Sendable {
 private struct ExpressionParser {
     let bytes: [UInt8]
     var index = 0
+    /// How deep parentheses, signs and `coalesce(…)` nest here, and how many operators the
+    /// expression has: both are bounded, so that neither reading an expression nor evaluating
+    /// or printing its tree (which recurse) can run out of stack, whatever the text.
+    var nesting = 0
+    var operators = 0
+    static let maxNesting = 64
+    static let maxOperators = 1_000
+
+    mutating func enter() throws(ExpressionError) {
+        nesting += 1
+        if nesting > ExpressionParser.maxNesting { throw fail("the expression nests deeper than \(ExpressionParser.maxNesting) levels") }
+    }
+
+    mutating func countOperator() throws(ExpressionError) {
+        operators += 1
+        if operators > ExpressionParser.maxOperators { throw fail("the expression has more than \(ExpressionParser.maxOperators) operators") }
+    }
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
@@ -216,6 +233,7 @@ private struct ExpressionParser {
     mutating func expression() throws(ExpressionError) -> Expression {
         var left = try term()
         while let c = peek(), c == UInt8(ascii: "+") || c == UInt8(ascii: "-") {
+            try countOperator()
             index += 1
             left = .binary(Character(UnicodeScalar(c)), left, try term())
         }
@@ -225,6 +243,7 @@ private struct ExpressionParser {
     mutating func term() throws(ExpressionError) -> Expression {
         var left = try unary()
         while let c = peek(), c == UInt8(ascii: "*") || c == UInt8(ascii: "/") || c == UInt8(ascii: "%") {
+            try countOperator()
             index += 1
             left = .binary(Character(UnicodeScalar(c)), left, try unary())
         }
@@ -233,6 +252,8 @@ private struct ExpressionParser {
 
     mutating func unary() throws(ExpressionError) -> Expression {
         if peek() == UInt8(ascii: "-") {
+            try enter()
+            defer { nesting -= 1 }
             index += 1
             return .negate(try unary())
         }
@@ -242,6 +263,8 @@ private struct ExpressionParser {
     mutating func primary() throws(ExpressionError) -> Expression {
         guard let c = peek() else { throw fail("the expression ends where a value should be") }
         if c == UInt8(ascii: "(") {
+            try enter()
+            defer { nesting -= 1 }
             index += 1
             let inner = try expression()
             guard peek() == UInt8(ascii: ")") else { throw fail("expected ')'") }
@@ -279,6 +302,8 @@ private struct ExpressionParser {
             let name = String(decoding: bytes[start..<index], as: UTF8.self)
             if peek() == UInt8(ascii: "(") {
                 guard name == "coalesce" else { index = start; throw fail("unknown function '\(name)' (there is coalesce)") }
+                try enter()
+                defer { nesting -= 1 }
                 index += 1
                 var items: [Expression] = []
                 while true {

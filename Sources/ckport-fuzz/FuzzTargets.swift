@@ -1,5 +1,6 @@
 import Foundation
 import Formats
+import Migrations
 import Records
 import SampleApps
 import Store
@@ -20,6 +21,11 @@ import Store
 /// | where    | a `--where` predicate, then evaluated on a record                         |
 /// | xml      | any XML, through the XML reader (libxml2, entities and limits refused)    |
 /// | coredata | a Core Data model's `contents`, then its CloudKit schema and lint         |
+/// | expression | a `setField` expression, then evaluated on a notes record              |
+/// | migration | a migration file (YAML), then compiled against the notes schema         |
+/// | mapping  | a calendar mapping (YAML) against the family-calendar schema              |
+/// | template | a CSV record-name template, then rendered for a notes record              |
+/// | leak-canary | nothing: leaks two objects on purpose, for `scripts/leak-check.sh`       |
 ///
 /// Errors are expected; a crash, a hang or a leak is a finding.
 enum FuzzTargets {
@@ -27,6 +33,11 @@ enum FuzzTargets {
     static let notes = SampleApp.notes.schema
     static let calendar = SampleApp.familyCalendar.schema
     static let mapping = try! CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: calendar)
+    /// A notes record with a value of every kind, for the targets that evaluate what they read.
+    static let sampleNote = Record(id: RecordID(recordName: "n"), recordType: "Note", fields: [
+        "title": .string("Milk"), "pinned": .int64(1), "createdAt": .timestamp(0), "tags": .list(.string, [.string("a")]),
+        "readingMinutes": .double(2.5), "folder": .reference(Reference(recordName: "f")),
+    ])
     static let bundlePath = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-fuzz-\(getpid()).ckbundle").path
 
     static func drain(_ source: RecordSource) {
@@ -69,11 +80,25 @@ enum FuzzTargets {
         case "where":
             let text = String(decoding: bytes, as: UTF8.self)
             if let predicate = try? RecordPredicate.parse(text), let type = notes.recordType(named: "Note") {
-                let record = Record(id: RecordID(recordName: "n"), recordType: "Note", fields: [
-                    "title": .string("Milk"), "pinned": .int64(1), "createdAt": .timestamp(0), "tags": .list(.string, [.string("a")]),
-                    "readingMinutes": .double(2.5), "folder": .reference(Reference(recordName: "f")),
-                ])
-                _ = try? predicate.matches(record, type: type)
+                _ = try? predicate.matches(sampleNote, type: type)
+                _ = predicate.description
+            }
+        case "expression":
+            if let expression = try? Expression.parse(String(decoding: bytes, as: UTF8.self)) {
+                _ = try? expression.evaluate(sampleNote)
+                _ = expression.description
+            }
+        case "migration":
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-fuzz-\(getpid())-migrations").path
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: folder + "/0001_fuzz.yaml", contents: Data(bytes)),
+                  let set = try? MigrationSet.load(directory: folder), let first = set.migrations.first else { return }
+            _ = try? CompiledMigration(first, schema: notes, latestVersion: set.latestVersion)
+        case "mapping":
+            _ = try? CalendarMapping.parse(String(decoding: bytes, as: UTF8.self), file: "fuzz", schema: calendar)
+        case "template":
+            if let template = try? NameTemplate(String(decoding: bytes, as: UTF8.self)) {
+                _ = try? template.render(sampleNote, timeZone: TimeZone(identifier: "Europe/Berlin"))
             }
         case "xml":
             guard let reader = try? XMLReader(bytes: bytes, name: "fuzz", limits: XMLReader.Limits(depth: 64, bytes: 1 << 20, textBytes: 1 << 16)) else { return }
@@ -85,6 +110,7 @@ enum FuzzTargets {
                   let model = try? CoreDataModel.read(folder) else { return }
             _ = try? CoreDataCloudKit.schema(for: model)
             _ = CoreDataCloudKit.problems(in: model)
+        case "leak-canary":
             // Leaks on purpose (two objects that own each other), so that scripts/leak-check.sh
             // can show that its checker sees a leak before it reports that the readers have none.
             let first = LeakCanary(), second = LeakCanary()
@@ -93,7 +119,7 @@ enum FuzzTargets {
         default:
             // Every other reader of the format registry, by the format's name (csv, tsv, ics…).
             guard let format = RecordFormats.named(target), format.makeReader != nil else {
-                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where, xml, coredata or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
+                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where, expression, migration, mapping, template, xml, coredata or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
             }
             read(bytes, as: format)
         }

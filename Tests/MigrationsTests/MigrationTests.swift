@@ -511,6 +511,18 @@ struct ExpressionTests {
         #expect(throws: ExpressionError.self) { try Expression.parse("count / 0").evaluate(note) }
         #expect(throws: ExpressionError.self) { try Expression.parse("9223372036854775807 + count").evaluate(note) }
         #expect(throws: ExpressionError.self) { try ExpressionValue.double(2.5).fieldValue(as: .int64) }
+        // Bounded: deep nesting and endless chains are refused (reading, evaluating and printing
+        // the tree recurse), at the limit they are read and evaluated.
+        let deep = String(repeating: "(", count: 100_000) + "1" + String(repeating: ")", count: 100_000)
+        do { _ = try Expression.parse(deep); Issue.record("parsed") } catch { #expect(error.message.contains("nests deeper than 64 levels") && error.column == 65, "\(error)") }
+        do { _ = try Expression.parse(String(repeating: "-", count: 100_000) + "1"); Issue.record("parsed") } catch { #expect(error.message.contains("nests deeper than 64")) }
+        do { _ = try Expression.parse("coalesce(" + String(repeating: "coalesce(", count: 100_000) + "1"); Issue.record("parsed") } catch { #expect(error.message.contains("nests deeper than 64")) }
+        let chain = (0..<100_000).map { _ in "1" }.joined(separator: " + ")
+        do { _ = try Expression.parse(chain); Issue.record("parsed") } catch { #expect(error.message.contains("more than 1000 operators")) }
+        let nested = String(repeating: "(", count: 64) + "1" + String(repeating: ")", count: 64)
+        #expect(try Expression.parse(nested).evaluate(note) == .int(1))
+        let longest = (0...1000).map { _ in "1" }.joined(separator: " + ")
+        #expect(try Expression.parse(longest).evaluate(note) == .int(1001))
     }
 
     @Test("migration files with mistakes are refused with the file and line")
