@@ -719,13 +719,19 @@ struct CLITests {
             (["backup", "-o", "b.ckbundle", "--since", "FILE"], "a bundle", true),
             (["export", "--format", "ics", "--mapping", "FILE", "-o", "x.ics"], "a mapping", false),
         ]
-        // A file nobody may read, root included (tests run as root in CI, where chmod would not do).
-        let probe = open("/proc/1/mem", O_RDONLY)
-        let unreadable: String? = probe < 0 ? "/proc/1/mem" : nil
-        if probe >= 0 { close(probe) }
+        // A file this process may not read: one made unreadable, or, for root (as CI runs the
+        // tests), whom file modes do not stop, a write-only sysctl (root reads those by their
+        // owner bits too) or another process's memory. One of them always is.
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: folder.path("unreadable.json")))
+        chmod(folder.path("unreadable.json"), 0)
+        let unreadable = try #require([folder.path("unreadable.json"), "/proc/sys/vm/drop_caches", "/proc/sys/vm/compact_memory", "/proc/1/mem"].first { path in
+            let probe = open(path, O_RDONLY)
+            if probe >= 0 { close(probe) }
+            return probe < 0 && (errno == EACCES || errno == EPERM)
+        }, "no file here that this process may not read")
         for (command, kind, isBundle) in commands {
-            var mistakes = [("missing.file", "error: missing.file: no such file"), ("afolder", "error: afolder: is a folder, not \(kind)")]
-            if let unreadable { mistakes.append((unreadable, "error: \(unreadable): cannot be read (")) }
+            let mistakes = [("missing.file", "error: missing.file: no such file"), ("afolder", "error: afolder: is a folder, not \(kind)"),
+                            (unreadable, "error: \(unreadable): cannot be read (")]
             for (file, expected) in mistakes + [
                                      ("binary.bin", isBundle ? "error: binary.bin: not \(kind) (a bundle is the gzip-compressed tar" : "error: binary.bin: not \(kind): it holds binary data")] {
                 let arguments = command.map { $0 == "FILE" ? file : $0 }
