@@ -75,7 +75,7 @@ let package = Package(
             "CloudKitEmulator", "CloudKitWeb", "Records", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
-        .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "Migrations", "SampleApps"], swiftSettings: strict),
+        .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "Migrations", "CKPort", "SampleApps"], swiftSettings: strict),
         // What the test targets share: the package's root, scratch folders, sample stores.
         .target(name: "TestSupport", dependencies: ["CKPort", "Records", "Store", "Formats", "SampleApps"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "RecordsTests", dependencies: ["TestSupport", "Records", "SampleApps"], swiftSettings: strict),

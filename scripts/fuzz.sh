@@ -12,13 +12,13 @@
 #   swift run ckport-fuzz Fuzz/findings/FILE     # with CKPORT_FUZZ_TARGET=TARGET
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?"usage: scripts/fuzz.sh TARGET [SECONDS] (TARGET: schema, json, csv, tsv, ics, xcal, plist, bundle, where, expression, migration, mapping, template, xml, coredata or all)"}
+target=${1:?"usage: scripts/fuzz.sh TARGET [SECONDS] (TARGET: schema, json, csv, tsv, ics, xcal, plist, bundle, where, expression, migration, mapping, template, cloudkit-page, xml, coredata or all)"}
 seconds=${2:-60}
 if [ "$target" = all ]; then
-  for one in schema json csv tsv ics xcal plist bundle where expression migration mapping template xml coredata; do "$0" "$one" "$seconds"; done
+  for one in schema json csv tsv ics xcal plist bundle where expression migration mapping template cloudkit-page xml coredata; do "$0" "$one" "$seconds"; done
   exit 0
 fi
-case "$target" in schema|json|csv|tsv|ics|xcal|plist|bundle|where|expression|migration|mapping|template|xml|coredata) ;; *) echo "fuzz: unknown target $target" >&2; exit 1 ;; esac
+case "$target" in schema|json|csv|tsv|ics|xcal|plist|bundle|where|expression|migration|mapping|template|cloudkit-page|xml|coredata) ;; *) echo "fuzz: unknown target $target" >&2; exit 1 ;; esac
 # The flags go to every Swift module, so that the readers themselves report coverage.
 swift build -c release --product ckport-fuzz --sanitize fuzzer --sanitize address --scratch-path .build-fuzz \
   -Xswiftc -DFUZZING -Xswiftc -sanitize=fuzzer,address >/dev/null

@@ -14,11 +14,11 @@
 # memcheck reports that leak: a checker that cannot see a leak proves nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?"usage: scripts/leak-check.sh TARGET [MAX_INPUTS] (TARGET: schema, json, csv, tsv, ics, xcal, plist, bundle, where, expression, migration, mapping, template, xml, coredata or all)"}
+target=${1:?"usage: scripts/leak-check.sh TARGET [MAX_INPUTS] (TARGET: schema, json, csv, tsv, ics, xcal, plist, bundle, where, expression, migration, mapping, template, cloudkit-page, xml, coredata or all)"}
 limit=${2:-0}
 command -v valgrind >/dev/null || { echo "leak-check: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-case "$target" in all) targets="schema json csv tsv ics xcal plist bundle where expression migration mapping template xml coredata" ;;
-  schema|json|csv|tsv|ics|xcal|plist|bundle|where|expression|migration|mapping|template|xml|coredata) targets=$target ;;
+case "$target" in all) targets="schema json csv tsv ics xcal plist bundle where expression migration mapping template cloudkit-page xml coredata" ;;
+  schema|json|csv|tsv|ics|xcal|plist|bundle|where|expression|migration|mapping|template|cloudkit-page|xml|coredata) targets=$target ;;
   *) echo "leak-check: unknown target $target" >&2; exit 1 ;;
 esac
 swift build -c release --product ckport-fuzz >/dev/null

@@ -1,3 +1,4 @@
+import CKPort
 import Foundation
 import Formats
 import Migrations
@@ -25,6 +26,8 @@ import Store
 /// | migration | a migration file (YAML), then compiled against the notes schema         |
 /// | mapping  | a calendar mapping (YAML) against the family-calendar schema              |
 /// | template | a CSV record-name template, then rendered for a notes record              |
+/// | cloudkit-page | a CloudKit Web Services answer (records/query, changes/zone), as a pull |
+/// |          | reads it, into family-todo records (shares and parents among them)        |
 /// | leak-canary | nothing: leaks two objects on purpose, for `scripts/leak-check.sh`       |
 ///
 /// Errors are expected; a crash, a hang or a leak is a finding.
@@ -32,6 +35,7 @@ enum FuzzTargets {
     static let target = ProcessInfo.processInfo.environment["CKPORT_FUZZ_TARGET"] ?? "schema"
     static let notes = SampleApp.notes.schema
     static let calendar = SampleApp.familyCalendar.schema
+    static let todo = SampleApp.familyTodo.schema
     static let mapping = try! CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: calendar)
     /// A notes record with a value of every kind, for the targets that evaluate what they read.
     static let sampleNote = Record(id: RecordID(recordName: "n"), recordType: "Note", fields: [
@@ -110,6 +114,9 @@ enum FuzzTargets {
                   let model = try? CoreDataModel.read(folder) else { return }
             _ = try? CoreDataCloudKit.schema(for: model)
             _ = CoreDataCloudKit.problems(in: model)
+        case "cloudkit-page":
+            let zone = ZoneID(scope: .shared, zoneName: "household-1", ownerRecordName: "_owner")
+            _ = try? CloudAnswerPage.read(Data(bytes), operation: "changes/zone", schema: todo, zone: zone)
         case "leak-canary":
             // Leaks on purpose (two objects that own each other), so that scripts/leak-check.sh
             // can show that its checker sees a leak before it reports that the readers have none.
@@ -119,7 +126,7 @@ enum FuzzTargets {
         default:
             // Every other reader of the format registry, by the format's name (csv, tsv, ics…).
             guard let format = RecordFormats.named(target), format.makeReader != nil else {
-                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where, expression, migration, mapping, template, xml, coredata or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
+                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where, expression, migration, mapping, template, cloudkit-page, xml, coredata or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
             }
             read(bytes, as: format)
         }
