@@ -231,7 +231,7 @@ extension JSONObject {
 
 /// One CloudKit answer page read as a pull reads it: its records decoded with `schema`, each in
 /// `zone`, and what it says about paging. For checks that feed the reader answers nobody sent
-/// (the `cloudkit-page` fuzz target); a pull itself goes through ``CloudPull``.
+/// (the `cloudkit-page` fuzz target).
 public enum CloudAnswerPage {
     public static func read(_ data: Data, operation: String, schema: Schema, zone: ZoneID)
         throws -> (items: [SourceItem], deleted: [String], syncToken: String?, moreComing: Bool) {
