@@ -13,13 +13,13 @@ let calendarCorpus: [String] = {
     return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".ics") }.sorted().map { folder + "/" + $0 }
 }()
 
-private func archive(_ paths: [String], into store: RecordStore) throws -> ImportSummary {
+func archive(_ paths: [String], into store: RecordStore) throws -> ImportSummary {
     let importer = RecordImporter(store: store, options: ImportOptions())
     importer.addingTypes = CalendarArchive.schema.recordTypes
     return try importer.run(try paths.map { CalendarArchiveReader(input: try ByteInput(path: $0)) })
 }
 
-private func exportArchive(_ store: RecordStore, to path: String, where text: String? = nil) throws -> CalendarArchiveSummary {
+func exportArchive(_ store: RecordStore, to path: String, where text: String? = nil) throws -> CalendarArchiveSummary {
     let output = try OutputFile(path: path)
     let predicate = try text.map { try RecordPredicate.parse($0) }
     let summary = try store.read { try CalendarArchiveExporter(session: $0).export(predicate: predicate, predicateText: text, to: output) }

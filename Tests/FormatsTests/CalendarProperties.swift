@@ -46,4 +46,75 @@ struct CalendarProperties {
             }
         }
     }
+
+    /// A random calendar as another program might write it: events, to-dos and journal entries
+    /// with text that needs escaping and folding (quotes, commas, semicolons, backslashes, line
+    /// breaks, letters beyond ASCII), dates, UTC and floating times, rules, attendees with quoted
+    /// parameters, extension properties, categories and alarms.
+    static func randomCalendar(_ dice: inout SeededRandom, index: Int) -> String {
+        let pieces = ["Rake", " the ", "leaves", ",", ";", "\\", "\n", "Zoë", "日本語", "🥑", "\"", ":", "x", "Ω", "—", "tab\there", "a\\,b"]
+        func text(_ count: Int) -> String {
+            (0..<count).map { _ in dice.pick(pieces) }.joined().replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: ";", with: "\\;").replacingOccurrences(of: ",", with: "\\,").replacingOccurrences(of: "\n", with: "\\n")
+        }
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        func when(_ day: Int, _ hour: Int) -> String { "202601\(two(1 + day % 28))T\(two(hour % 24))\(two(dice.pick([0, 15, 30])))00" }
+        var lines = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//ckport properties//random \(index)//EN"]
+        if dice.roll(0.5) { lines.append("X-WR-CALNAME:" + text(3)) }
+        for n in 0..<(1 + dice.below(5)) {
+            let kind = dice.pick(["VEVENT", "VEVENT", "VTODO", "VJOURNAL"])
+            let day = dice.below(26), hour = dice.below(22)
+            lines.append("BEGIN:\(kind)")
+            lines.append("UID:\(index)-\(n)-\(dice.below(1_000_000))@properties.example")
+            lines.append("DTSTAMP:20260101T000000Z")
+            switch dice.below(3) {
+            case 0: lines.append("DTSTART;VALUE=DATE:202601\(two(1 + day))")
+            case 1: lines.append("DTSTART:\(when(day, hour))Z")
+            default: lines.append("DTSTART:\(when(day, hour))")
+            }
+            let isDate = lines.last!.contains("VALUE=DATE")
+            if kind == "VEVENT" {
+                if dice.roll(0.5) { lines.append(isDate ? "DURATION:P1D" : "DURATION:PT\(1 + dice.below(3))H") }
+            }
+            if kind == "VTODO" && dice.roll(0.5) && !isDate { lines.append("DUE:\(when(day + 1, hour))" + (lines.contains { $0.hasPrefix("DTSTART:") && $0.hasSuffix("Z") } ? "Z" : "")) }
+            lines.append("SUMMARY:" + text(1 + dice.below(30)))
+            if dice.roll(0.5) { lines.append("DESCRIPTION:" + text(dice.below(60))) }
+            if dice.roll(0.4) { lines.append("CATEGORIES:" + (0..<(1 + dice.below(3))).map { _ in dice.pick(["Chores", "School", "Family\\, extended", "日本"]) }.joined(separator: ",")) }
+            if dice.roll(0.3) { lines.append("RRULE:FREQ=\(dice.pick(["DAILY", "WEEKLY", "MONTHLY"]));COUNT=\(1 + dice.below(9))") }
+            if kind != "VJOURNAL" && dice.roll(0.3) { lines.append("ATTENDEE;CN=\"Okafor, Ada\";ROLE=REQ-PARTICIPANT;PARTSTAT=NEEDS-ACTION:mailto:ada\(n)@example.com") }
+            if dice.roll(0.4) { lines.append("X-CKPORT-TEST;X-NOTE=\"a;b:c\":" + text(1 + dice.below(8))) }
+            if dice.roll(0.3) { lines.append("SEQUENCE:\(dice.below(5))") }
+            if kind != "VJOURNAL" && dice.roll(0.3) {
+                lines += ["BEGIN:VALARM", "ACTION:DISPLAY", "TRIGGER:-PT\(5 * (1 + dice.below(6)))M", "DESCRIPTION:" + text(2), "END:VALARM"]
+            }
+            lines.append("END:\(kind)")
+        }
+        lines.append("END:VCALENDAR")
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    @Test("random calendars other programs might write come back the same through the archive route, as Python's icalendar reads them, and pass the RFC 5545 checker")
+    func archiveBack() throws {
+        let python = try Conformance.requirePython()
+        let compare = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/compare_calendars.py").path
+        // A new seed each run (CKPORT_PROPERTY_SEED replays one a failure names).
+        let seed = ProcessInfo.processInfo.environment["CKPORT_PROPERTY_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0 ... UInt64.max)
+        var dice = SeededRandom(state: seed)
+        for index in 0..<12 {
+            let scratch = Scratch()
+            let input = scratch.path("random-\(index).ics")
+            let text = Self.randomCalendar(&dice, index: index)
+            try text.write(toFile: input, atomically: true, encoding: .utf8)
+            let store = try RecordStore(path: scratch.path("archive.sqlite"))
+            let summary = try archive([input], into: store)
+            #expect(summary.issues.isEmpty && summary.totals.inserted > 0, "seed \(seed) #\(index): \(summary.totals) \(summary.issues.prefix(3))\n\(text)")
+            let out = scratch.path("out.ics")
+            _ = try exportArchive(store, to: out)
+            if let (status, report) = try Conformance.check(out) {
+                #expect(status == 0, "seed \(seed) #\(index): the RFC 5545 checker: \(report)\n\(text)")
+            }
+            let (status, report) = try Conformance.run(python, [compare, input, out])
+            #expect(status == 0 && report.contains(", 0 differences"), "seed \(seed) #\(index): \(report)\n\(text)")
+        }
+    }
 }
