@@ -12,10 +12,8 @@ extension PostgresSession {
         let zoneRecords = types.map {
             "SELECT \"___recordID\", \"___parent\", \"___share\" FROM \(PostgresLayout(type: $0, schema: namespace).table) WHERE \"___zone\" = \(number)"
         }.joined(separator: " UNION ALL ")
-        let sql = ShareHierarchySQL.walk(zoneRecords: zoneRecords) + """
-             SELECT h.share, h.root, (SELECT r."recordType" FROM \(namespace)._ck_record r WHERE r.zone = \(number) AND r."recordName" = h.root), h.n::text
-            FROM (SELECT share, max(root) AS root, count(*) AS n FROM tree GROUP BY share) h ORDER BY h.share
-            """
+        let sql = ShareHierarchySQL.counting(zoneRecords: zoneRecords,
+                                             rootType: "(SELECT r.\"recordType\" FROM \(namespace)._ck_record r WHERE r.zone = \(number) AND r.\"recordName\" = h.root)")
         var found: [ShareHierarchy] = []
         try forEachRow(PostgresQuery(unsafeSQL: sql)) { row in
             guard let share = row[0], let root = row[1], let type = row[2], let count = row[3].flatMap({ Int($0) }) else {

@@ -28,14 +28,18 @@ public struct ShareHierarchy: Sendable, Equatable {
 /// leaves out: it ends without remembering what it saw, and the database keeps the rows it
 /// works on, so memory stays flat however large the zone.
 public enum ShareHierarchySQL {
-    /// `WITH RECURSIVE … tree(name, share, root)`: a statement that goes on to select from `tree`.
-    public static func walk(zoneRecords: String) -> String {
+    /// The statement that answers, per share in share-name order: its name, its root's name,
+    /// the root's type (`rootType`, an expression over `h.root` that looks it up in the
+    /// store's registry) and how many records its hierarchy holds.
+    public static func counting(zoneRecords: String, rootType: String) -> String {
         """
         WITH RECURSIVE z(name, parent, share) AS (\(zoneRecords)),
         tree(name, share, root) AS (
             SELECT max(name), share, max(name) FROM z WHERE share IS NOT NULL GROUP BY share
             UNION ALL
             SELECT z.name, tree.share, tree.root FROM tree JOIN z ON z.parent = tree.name WHERE z.name <> tree.root)
+        SELECT h.share, h.root, \(rootType), CAST(h.n AS TEXT)
+        FROM (SELECT share, max(root) AS root, count(*) AS n FROM tree GROUP BY share) h ORDER BY h.share
         """
     }
 }
@@ -49,10 +53,8 @@ extension StoreSession {
         guard !types.isEmpty else { return [] }
         let zoneRecords = types.map { "SELECT ___recordID, ___parent, ___share FROM \(layouts[$0]!.table) WHERE ___zone = \(row)" }
             .joined(separator: " UNION ALL ")
-        let select = try statement(ShareHierarchySQL.walk(zoneRecords: zoneRecords) + """
-             SELECT h.share, h.root, (SELECT recordType FROM _ck_record WHERE zone = \(row) AND recordName = h.root), h.n
-            FROM (SELECT share, max(root) AS root, count(*) AS n FROM tree GROUP BY share) h ORDER BY h.share
-            """)
+        let select = try statement(ShareHierarchySQL.counting(zoneRecords: zoneRecords,
+                                                              rootType: "(SELECT recordType FROM _ck_record WHERE zone = \(row) AND recordName = h.root)"))
         select.reset()
         defer { select.reset() }
         var found: [ShareHierarchy] = []

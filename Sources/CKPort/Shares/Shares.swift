@@ -39,8 +39,12 @@ public enum Shares {
         for share in shares where !zonesSeen.contains(share.zone) { zonesSeen.append(share.zone) }
         let recordTypes = session.schema.recordTypes.map(\.name).filter { $0 != Record.shareType }
         for zone in zonesSeen {
+            // The zone's hierarchies, counted only when it holds a share of records (a zone
+            // share alone needs a count of the zone, not a walk of its links).
             var hierarchies: [String: ShareHierarchy] = [:]
-            for hierarchy in try session.shareHierarchies(in: zone) { hierarchies[hierarchy.share] = hierarchy }
+            if shares.contains(where: { $0.zone == zone && $0.recordName != Record.zoneShareName }) {
+                for hierarchy in try session.shareHierarchies(in: zone) { hierarchies[hierarchy.share] = hierarchy }
+            }
             for share in shares where share.zone == zone {
                 let details = share.shareDetails.flatMap(ShareDetails.init(json:))
                 if share.recordName == Record.zoneShareName {
