@@ -235,6 +235,7 @@ struct PullTests {
                 );
             """, name: "public.sqlite")
         watched.most = 0
+        watched.meet = 2
         let pulled = try await CloudSync.pull(signed, into: twoTypes, concurrency: 4)
         #expect(pulled.saved == 40)
         #expect(watched.most == 2, "requests in flight at most: \(watched.most)")
@@ -343,17 +344,33 @@ struct HTTPTests {
     }
 }
 
-/// Counts requests in flight at once; each takes a little while, so that overlaps show.
+/// Counts requests in flight at once. With `meet` set, a request waits (up to ten seconds) until
+/// that many are in flight together, so that overlap is decided by the code under test and not
+/// by timing: a client that sends one at a time makes every request wait out the ten seconds
+/// and `most` stays 1. Without it, each request is held 20 ms, so that overlaps a client
+/// should not make have time to show.
 final class InFlight: CloudKitTransport, @unchecked Sendable {
     let inner: CloudKitTransport
     private let lock = NSLock()
     private var now = 0
     var most = 0
+    var meet = 0
+    private var met = false
     init(_ inner: CloudKitTransport) { self.inner = inner }
     func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
-        lock.withLock { now += 1; most = max(most, now) }
+        let meet = lock.withLock { () -> Int in
+            now += 1
+            most = max(most, now)
+            if self.meet > 0 && now >= self.meet { met = true }
+            return self.meet
+        }
         defer { lock.withLock { now -= 1 } }
-        try await Task.sleep(nanoseconds: 20_000_000)
+        if meet > 0 {
+            let deadline = Date().addingTimeInterval(10)
+            while !lock.withLock({ met }) && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        } else {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
         return try await inner.send(request)
     }
 }
