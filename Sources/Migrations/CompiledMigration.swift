@@ -1,4 +1,5 @@
 import Records
+import Store
 
 /// What a migration does to one record.
 public enum RecordOutcome: Sendable {
@@ -47,7 +48,7 @@ public struct CompiledMigration: Sendable {
     let force: Bool
     /// Names of records whose names change (`migrateRecordType` with a template), by zone,
     /// for repointing references; filled in by the runner before the records flow.
-    var renamed: [ZoneID: [String: String]] = [:]
+    var renamed = NameMap()
 
     public static let versionField = "_schemaVersion"
     public static let migratedFromField = "_migratedFrom"
@@ -358,8 +359,13 @@ public struct CompiledMigration: Sendable {
         }
         var current = many ?? [single]
         // References to records that moved to new names follow them.
-        if !renamed.isEmpty, let names = renamed[record.zone] {
-            for index in current.indices where repoint(&current[index], names) { changed = true }
+        if !renamed.isEmpty {
+            do {
+                for index in current.indices where try repoint(&current[index], in: record.zone) { changed = true }
+            } catch {
+                return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil,
+                                             step: places.first ?? migration.file, message: "the names of renamed records could not be read: \(error)"))
+            }
         }
         guard changed else { return .unchanged }
         if current.count == 1 && current[0] == record { return .unchanged }
@@ -375,27 +381,28 @@ public struct CompiledMigration: Sendable {
 
     /// Points references, and the `parent` and `share` links, at records' new names; true
     /// when something changed.
-    private func repoint(_ record: inout Record, _ names: [String: String]) -> Bool {
+    private func repoint(_ record: inout Record, in zone: ZoneID) throws -> Bool {
+        func newName(_ name: String) throws -> String? { try renamed.newName(of: name, in: zone) }
         var changed = false
-        if let parent = record.parent, let moved = names[parent] {
+        if let parent = record.parent, let moved = try newName(parent) {
             record.parent = moved
             changed = true
         }
-        if let share = record.share, let moved = names[share] {
+        if let share = record.share, let moved = try newName(share) {
             record.share = moved
             changed = true
         }
         for (field, value) in record.fields {
             switch value {
             case .reference(var reference):
-                if let moved = names[reference.recordName] {
+                if let moved = try newName(reference.recordName) {
                     reference.recordName = moved
                     record.fields[field] = .reference(reference)
                     changed = true
                 }
             case .list(.reference, let items):
-                let mapped = items.map { item -> FieldValue in
-                    if case .reference(var reference) = item, let moved = names[reference.recordName] {
+                let mapped = try items.map { item -> FieldValue in
+                    if case .reference(var reference) = item, let moved = try newName(reference.recordName) {
                         reference.recordName = moved
                         return .reference(reference)
                     }

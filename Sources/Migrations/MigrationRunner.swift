@@ -82,6 +82,9 @@ public final class MigrationRunner {
     public var progress: ((Int, Int) -> Void)?
     /// Migrate in place when the steps allow it (faster); false always rebuilds the tables.
     public var inPlace = true
+    /// How many renamed records' names (old → new, for a migration that gives records new
+    /// names) are held in memory; beyond that they go to a temporary file of their own.
+    public var renamesHeldInMemory = 100_000
 
     public init(store: any RecordStoring, set: MigrationSet) {
         self.store = store
@@ -127,13 +130,13 @@ public final class MigrationRunner {
 
     /// Names of records that will move to new names, by zone, for repointing references:
     /// found by taking each record of a renaming type through the migration once.
-    private func renamedNames(_ compiled: CompiledMigration, _ session: any RecordSession) throws -> [ZoneID: [String: String]] {
-        var result: [ZoneID: [String: String]] = [:]
+    private func renamedNames(_ compiled: CompiledMigration, _ session: any RecordSession) throws -> NameMap {
+        let result = NameMap(memoryLimit: renamesHeldInMemory)
         for type in compiled.renamingTypes.keys.sorted() where session.schema.recordType(named: type) != nil {
             try session.forEach(RecordQuery(recordTypes: [type])) { record in
                 guard case .changed(let results) = compiled.migrate(record) else { return }
                 for item in results where item.recordName != record.recordName && item.fields[CompiledMigration.migratedFromField] == .string(record.recordName) {
-                    result[record.zone, default: [:]][record.recordName] = item.recordName
+                    try result.set(record.recordName, to: item.recordName, in: record.zone)
                 }
             }
         }
@@ -142,9 +145,9 @@ public final class MigrationRunner {
 
     /// The same, for a migration that runs after `earlier` ones: each stored record is taken
     /// through those first.
-    private func renamedNames(_ compiled: CompiledMigration, after earlier: [CompiledMigration], _ session: any RecordSession) throws -> [ZoneID: [String: String]] {
-        guard !compiled.renamingTypes.isEmpty else { return [:] }
-        var result: [ZoneID: [String: String]] = [:]
+    private func renamedNames(_ compiled: CompiledMigration, after earlier: [CompiledMigration], _ session: any RecordSession) throws -> NameMap {
+        let result = NameMap(memoryLimit: renamesHeldInMemory)
+        guard !compiled.renamingTypes.isEmpty else { return result }
         for type in session.schema.recordTypes.map(\.name).sorted() {
             try session.forEach(RecordQuery(recordTypes: [type])) { record in
                 var items = [record]
@@ -157,7 +160,7 @@ public final class MigrationRunner {
                 for item in items where compiled.renamingTypes[item.recordType] != nil {
                     guard case .changed(let results) = compiled.migrate(item) else { continue }
                     for moved in results where moved.recordName != item.recordName && moved.fields[CompiledMigration.migratedFromField] == .string(item.recordName) {
-                        result[item.zone, default: [:]][item.recordName] = moved.recordName
+                        try result.set(item.recordName, to: moved.recordName, in: item.zone)
                     }
                 }
             }
