@@ -14,8 +14,9 @@ import Store
 /// Hostile data stays data: every value is escaped, and pages carry a Content-Security-Policy
 /// that allows no script at all. Only GET and HEAD are answered, and only the paths below.
 /// Each request reads in a transaction of its own, so a page is one committed state of the
-/// store, and memory holds one page of records at a time. Requests are answered one at a time
-/// (a store handle is not shared between threads at once), which a local viewer never notices.
+/// store, and memory holds one page of records at a time. A site answers one request at a time
+/// (a store handle is not shared between threads at once); ``BrowseSites`` answers several side
+/// by side, each site with a handle of its own.
 public final class BrowseSite: @unchecked Sendable {
     private let lock = NSLock()
     public let store: any RecordStoring

@@ -71,12 +71,18 @@ struct ServeCommand: ParsableCommand {
         if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("--tz \(tz) is not a time zone (an IANA name such as Europe/Berlin)") }
     }
 
+    /// Requests answered side by side, each by a store handle of its own: a long download or
+    /// rehearsal keeps one busy while the others answer pages.
+    static let handles = 3
+
     func run() throws {
         let store: any RecordStoring
+        var more: [any RecordStoring] = []
         var shown = storeOptions.path
         var opened: [BundleReader] = []
         if bundles.isEmpty {
             store = try storeOptions.open(create: false)
+            more = try (1..<ServeCommand.handles).map { _ in try storeOptions.open(create: false) }
         } else {
             // The bundles' records, read as a restore reads them (every checksum checked), into
             // a store in this process's private folder (mode 0700), removed when it stops: the
@@ -91,6 +97,7 @@ struct ServeCommand: ParsableCommand {
             _ = try Backups.restore(opened, into: scratch, options: options, progress: progress.handler)
             progress.finish()
             store = scratch
+            more = try (1..<ServeCommand.handles).map { _ in try RecordStore(path: scratch.path, create: false) }
             shown = bundles.joined(separator: " + ")
         }
         let set = try migrations.map { try MigrationSet.load(directory: $0) }
@@ -99,14 +106,17 @@ struct ServeCommand: ParsableCommand {
         if mapping != nil || SampleApp.withCalendar(holding: store.schema) != nil {
             calendar = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
         }
-        let site = BrowseSite(store: store, backend: bundles.isEmpty ? StoreOptions.backend(storeOptions.path) : "backup bundle", migrations: set,
-                              calendar: calendar, timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current,
-                              bundles: opened.map { BrowseSite.Bundle(path: $0.path, manifest: $0.manifest, encrypted: $0.isEncrypted) })
+        let backend = bundles.isEmpty ? StoreOptions.backend(storeOptions.path) : "backup bundle"
+        let shownBundles = opened.map { BrowseSite.Bundle(path: $0.path, manifest: $0.manifest, encrypted: $0.isEncrypted) }
+        let sites = BrowseSites(([store] + more).map { handle in
+            BrowseSite(store: handle, backend: backend, migrations: set, calendar: calendar,
+                       timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current, bundles: shownBundles)
+        })
         let server = try LoopbackHTTPServer(port: port, host: bind, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)) { request in
-            site.respond(request)
+            sites.respond(request)
         }
         // Only requests that name this server (no other site's name resolved to it).
-        site.listening(on: server.port, bound: bind)
+        sites.listening(on: server.port, bound: bind)
         if !bind.hasPrefix("127.") {
             Console.error("warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in")
         }
