@@ -60,6 +60,7 @@ final class PostgresLoader: RecordLoader {
         guard !batch.isEmpty else { return [] }
         var keys: [Key] = []
         keys.reserveCapacity(batch.count)
+        try session.numberZones(batch.lazy.map(\.record.zone))
         for entry in batch { keys.append(Key(zone: try session.zoneNumber(entry.record.zone, create: true)!, name: entry.record.recordName)) }
         let distinct = Array(Set(keys))
         // The common case of a bulk load, names the store has never held, each once: its COPY

@@ -139,6 +139,57 @@ public final class PostgresSession {
         return number
     }
 
+    /// Numbers every zone of `zones` the transaction has not numbered yet, registering those the
+    /// store has not seen, all at once and on another connection: the write's own connection
+    /// may still be taking in a COPY, and a lookup on it would wait for that COPY to end
+    /// (leaving the server idle while the next batch is prepared). A zone registered here is
+    /// committed at once, as ``zoneNumber(_:create:)`` commits it; names go in sorted, so that
+    /// two writers registering the same zones take them in one order. A dry run numbers each
+    /// through ``zoneNumber(_:create:)``, inside its own transaction.
+    func numberZones<S: Sequence>(_ zones: S) throws where S.Element == ZoneID {
+        let unknown = Set(zones.filter { zoneNumbers[$0] == nil }).sorted {
+            ($0.scope.rawValue, $0.zoneName, $0.ownerRecordName) < ($1.scope.rawValue, $1.zoneName, $1.ownerRecordName)
+        }
+        guard !unknown.isEmpty else { return }
+        if dryRun {
+            for zone in unknown { _ = try zoneNumber(zone, create: true) }
+            return
+        }
+        var bindings = PostgresBindings()
+        bindings.append(unknown.map(\.scope.rawValue))
+        bindings.append(unknown.map(\.zoneName))
+        bindings.append(unknown.map(\.ownerRecordName))
+        let namespace = self.namespace
+        let (added, all) = try store.pool.withLink { aside -> ([[String?]], [[String?]]) in
+            let added = try aside.transaction {
+                try aside.rows(PostgresQuery(unsafeSQL: """
+                    INSERT INTO \(namespace)._ck_zone (scope, "zoneName", "ownerRecordName")
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING id::text
+                    """, binds: bindings))
+            }
+            // A new statement: zones another writer registered meanwhile (the insert waited for
+            // it and did nothing) are seen too.
+            let all = try aside.rows(PostgresQuery(unsafeSQL: """
+                SELECT z.id::text, z.scope, z."zoneName", z."ownerRecordName" FROM \(namespace)._ck_zone z
+                JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, "zoneName", "ownerRecordName")
+                  ON z.scope = k.scope AND z."zoneName" = k."zoneName" AND z."ownerRecordName" = k."ownerRecordName"
+                """, binds: bindings))
+            return (added, all)
+        }
+        let addedHere = Set(added.compactMap { $0[0].flatMap { Int64($0) } })
+        for row in all {
+            guard let number = row[0].flatMap({ Int64($0) }), let scopeName = row[1], let scope = DatabaseScope(rawValue: scopeName),
+                  let zoneName = row[2], let owner = row[3] else { continue }
+            let zone = ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner)
+            if addedHere.contains(number) { zonesNewHere.insert(number) }
+            zoneNumbers[zone] = number
+            zonesByNumber[number] = zone
+        }
+        if let missing = unknown.first(where: { zoneNumbers[$0] == nil }) {
+            throw PostgresStoreError.server("\(location): zone \(missing) has no number")
+        }
+    }
+
     /// Takes the store's tables from readers until this transaction ends, before a change that
     /// drops or replaces them: a reader that began before waits, or this change waits for the
     /// readers that hold them (each at most its wait).
