@@ -31,8 +31,9 @@ public final class PostgresStore: @unchecked Sendable {
     public let waitSeconds: Double
 
     /// Opens the store at `location`; with `create`, makes it first when the namespace holds
-    /// no store yet.
-    public init(_ location: PostgresLocation, create: Bool, waitSeconds: Double = 300,
+    /// no store yet. A store of an older format is upgraded in place, unless `upgrade` is
+    /// false: then it is refused, for a caller that promises to change nothing.
+    public init(_ location: PostgresLocation, create: Bool, upgrade: Bool = true, waitSeconds: Double = 300,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         server = location
         self.waitSeconds = waitSeconds
@@ -53,6 +54,10 @@ public final class PostgresStore: @unchecked Sendable {
             if hasMeta {
                 let (id, format) = try PostgresStore.readIdentity(link, location)
                 if format < PostgresStore.format {
+                    guard upgrade else {
+                        throw PostgresStoreError.server("\(location): the store was written by an older ckport (store format \(format)) and it was opened to be read only, and upgrading writes; "
+                            + Wording.upgradeStore(path: location.description).text)
+                    }
                     try PostgresStore.upgrade(link, location, from: format)
                     upgraded = format
                 }

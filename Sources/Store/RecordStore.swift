@@ -63,7 +63,9 @@ public final class RecordStore {
     ///     before it gives up with ``StoreError/busy(path:seconds:)``. Readers never wait for
     ///     writers: they read the last committed state.
     ///   - waiting: called once each time a write starts to wait for another process.
-    public init(path: String, create: Bool = true, waitSeconds: Double = RecordStore.defaultWaitSeconds,
+    ///   - upgrade: bring a store of an older format up to date in place (a write); false
+    ///     refuses such a store instead, for a caller that promises to change nothing.
+    public init(path: String, create: Bool = true, upgrade: Bool = true, waitSeconds: Double = RecordStore.defaultWaitSeconds,
                 waiting: (@Sendable () -> Void)? = nil) throws {
         _ = RecordStore.sqliteConfigured
         self.path = path
@@ -102,6 +104,10 @@ public final class RecordStore {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             (storeID, createdHere) = try queue.inDatabase { db in
                 try RecordStore.prepare(db, path: path, create: create)
+            }
+            if !upgrade, let seen = try queue.inDatabase({ db in try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") }),
+               seen < RecordStore.formatVersion {
+                throw StoreError.needsUpgrade(path: path, version: seen, reason: "it was opened to be read only, and upgrading writes")
             }
             upgradedFrom = try queue.inDatabase { db in try RecordStore.upgrade(db, path: path) }
         } catch {

@@ -58,23 +58,24 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store, on SQLite or PostgreSQL by what `--store` names; commands that only
     /// read pass `create: false`.
-    func open(create: Bool) throws -> any RecordStoring {
-        try StoreOptions.open(path, create: create, wait: wait, quiet: quiet)
+    func open(create: Bool, upgrade: Bool = true) throws -> any RecordStoring {
+        try StoreOptions.open(path, create: create, upgrade: upgrade, wait: wait, quiet: quiet)
     }
 
-    /// Opens the store at `path` (a SQLite file or a postgresql:// URL).
-    static func open(_ path: String, create: Bool, wait: Double, quiet: Bool) throws -> any RecordStoring {
+    /// Opens the store at `path` (a SQLite file or a postgresql:// URL); a store of an older
+    /// format is upgraded in place, or with `upgrade` false refused.
+    static func open(_ path: String, create: Bool, upgrade: Bool = true, wait: Double, quiet: Bool) throws -> any RecordStoring {
         let upgradedFrom: Int?
         let store: any RecordStoring
         if PostgresLocation.isURL(path) {
-            let postgres = try PostgresStore(PostgresLocation(path), create: create, waitSeconds: wait)
+            let postgres = try PostgresStore(PostgresLocation(path), create: create, upgrade: upgrade, waitSeconds: wait)
             (store, upgradedFrom) = (postgres, postgres.upgradedFrom)
         } else {
             var waiting: (@Sendable () -> Void)?
             if !quiet {
                 waiting = { Console.error("waiting for another ckport writing to \(path)…") }
             }
-            let sqlite = try RecordStore(path: path, create: create, waitSeconds: wait, waiting: waiting)
+            let sqlite = try RecordStore(path: path, create: create, upgrade: upgrade, waitSeconds: wait, waiting: waiting)
             (store, upgradedFrom) = (sqlite, sqlite.upgradedFrom)
         }
         if let upgradedFrom, !quiet {

@@ -29,6 +29,13 @@ struct PostgresUpgradeTests {
         }
         try link.execute("UPDATE \(location.schema)._ck_meta SET value = '1' WHERE key = 'format'")
         #expect(try store.catalog()["Note"]?["___parent"] == nil)
+        // Opened to be read only, it is refused and left as it was.
+        #expect {
+            _ = try PostgresStore(location, create: false, upgrade: false)
+        } throws: { error in
+            "\(error)".contains("store format 1") && "\(error)".contains("opened to be read only")
+        }
+        #expect(try store.catalog()["Note"]?["___parent"] == nil)
         let opened = try PostgresStore(location, create: false)
         #expect(opened.upgradedFrom == 1)
         for (table, columns) in try opened.catalog() where columns["___recordID"] != nil {

@@ -81,8 +81,10 @@ struct ServeCommand: ParsableCommand {
         var shown = storeOptions.path
         var opened: [BundleReader] = []
         if bundles.isEmpty {
-            store = try storeOptions.open(create: false)
-            more = try (1..<ServeCommand.handles).map { _ in try storeOptions.open(create: false) }
+            // Nothing is written, not even the upgrade of an older store that every other
+            // command makes on opening: such a store is refused with the command that upgrades it.
+            store = try storeOptions.open(create: false, upgrade: false)
+            more = try (1..<ServeCommand.handles).map { _ in try storeOptions.open(create: false, upgrade: false) }
         } else {
             // The bundles' records, read as a restore reads them (every checksum checked), into
             // a store in this process's private folder (mode 0700), removed when it stops: the
