@@ -84,68 +84,60 @@ public final class PostgresSession {
 
     /// The registry number of a zone, registering it when `create` is set and the store has
     /// not seen it (another writer may register it at the same moment: both get one number).
-    ///
-    /// A zone is registered in a transaction of its own, committed at once on another
-    /// connection: a zone row registered inside a long write would make every other writer of
-    /// the same new zone wait for that whole write. A write that then rolls back leaves the
-    /// zone registered and empty, which no export, query or feed shows. (A dry run registers
-    /// inside its own transaction, so that it leaves nothing.)
+    /// Registering goes through ``numberZones(_:)``; a dry run registers inside its own
+    /// transaction, so that it leaves nothing.
     func zoneNumber(_ zone: ZoneID, create: Bool = false) throws -> Int64? {
         if let number = zoneNumbers[zone] { return number }
-        let found = try link.rows("""
-            SELECT id::text FROM \(name: namespace)._ck_zone
-            WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
-            """).first?[0].flatMap { Int64($0) }
-        if let found {
-            zoneNumbers[zone] = found
-            zonesByNumber[found] = zone
-            return found
+        if create && !dryRun {
+            try numberZones(CollectionOfOne(zone))
+            return zoneNumbers[zone]
         }
-        guard create else { return nil }
-        var registeredHere = false
-        if !dryRun {
-            try store.pool.withLink { aside in
-                try aside.transaction {
-                    registeredHere = try !aside.rows("""
-                        INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
-                        ON CONFLICT DO NOTHING RETURNING id::text
-                        """).isEmpty
-                }
-            }
-        }
-        let row = try link.rows("""
-            WITH added AS (
-              INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
-              ON CONFLICT DO NOTHING RETURNING id)
-            SELECT id::text FROM added
-            UNION ALL SELECT id::text FROM \(name: namespace)._ck_zone WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
-            """)
-        // Another writer registering the same zone at the same moment: the insert waited for it
-        // and did nothing, and the statement's snapshot predates it; a new statement sees it.
-        let number: Int64
-        if let text = row.first?[0], let given = Int64(text) {
-            number = given
-        } else if let again = try link.rows("""
+        if let found = try link.rows("""
             SELECT id::text FROM \(name: namespace)._ck_zone
             WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
             """).first?[0].flatMap({ Int64($0) }) {
-            number = again
-        } else {
+            remember(zone, as: found)
+            return found
+        }
+        guard create else { return nil }
+        // A dry run: registered in its own transaction, which rolls back. Another writer
+        // registering the same zone at the same moment makes the insert wait for it and do
+        // nothing, and the statement's snapshot predates it; a new statement sees it.
+        let added = try link.rows("""
+            INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
+            ON CONFLICT DO NOTHING RETURNING id::text
+            """).first?[0].flatMap { Int64($0) }
+        if let added {
+            zonesNewHere.insert(added)
+            remember(zone, as: added)
+            return added
+        }
+        guard let again = try link.rows("""
+            SELECT id::text FROM \(name: namespace)._ck_zone
+            WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
+            """).first?[0].flatMap({ Int64($0) }) else {
             throw PostgresStoreError.server("\(location): zone \(zone) has no number")
         }
-        if registeredHere { zonesNewHere.insert(number) }
+        remember(zone, as: again)
+        return again
+    }
+
+    private func remember(_ zone: ZoneID, as number: Int64) {
         zoneNumbers[zone] = number
         zonesByNumber[number] = zone
-        return number
     }
 
     /// Numbers every zone of `zones` the transaction has not numbered yet, registering those the
-    /// store has not seen, all at once and on another connection: the write's own connection
-    /// may still be taking in a COPY, and a lookup on it would wait for that COPY to end
-    /// (leaving the server idle while the next batch is prepared). A zone registered here is
-    /// committed at once, as ``zoneNumber(_:create:)`` commits it; names go in sorted, so that
-    /// two writers registering the same zones take them in one order. A dry run numbers each
-    /// through ``zoneNumber(_:create:)``, inside its own transaction.
+    /// store has not seen, on another connection: the write's own connection may still be
+    /// taking in a COPY, and a lookup on it would wait for that COPY to end (leaving the server
+    /// idle while the next batch is prepared).
+    ///
+    /// Each new zone is registered in a transaction of its own, committed at once: a zone row
+    /// held by a long write would make every other writer of the same zone wait for that whole
+    /// write, and a registration holding several new zones at once could wait in a cycle with
+    /// a dry run that holds one of them (a dry run registers inside its own transaction). A
+    /// write that then rolls back leaves its zones registered and empty, which no export, query
+    /// or feed shows.
     func numberZones<S: Sequence>(_ zones: S) throws where S.Element == ZoneID {
         let unknown = Set(zones.filter { zoneNumbers[$0] == nil }).sorted {
             ($0.scope.rawValue, $0.zoneName, $0.ownerRecordName) < ($1.scope.rawValue, $1.zoneName, $1.ownerRecordName)
@@ -160,30 +152,33 @@ public final class PostgresSession {
         bindings.append(unknown.map(\.zoneName))
         bindings.append(unknown.map(\.ownerRecordName))
         let namespace = self.namespace
-        let (added, all) = try store.pool.withLink { aside -> ([[String?]], [[String?]]) in
-            let added = try aside.transaction {
-                try aside.rows(PostgresQuery(unsafeSQL: """
-                    INSERT INTO \(namespace)._ck_zone (scope, "zoneName", "ownerRecordName")
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING id::text
-                    """, binds: bindings))
+        let found = "SELECT z.id::text, z.scope, z.\"zoneName\", z.\"ownerRecordName\" FROM \(namespace)._ck_zone z "
+            + "JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, \"zoneName\", \"ownerRecordName\") "
+            + "ON z.scope = k.scope AND z.\"zoneName\" = k.\"zoneName\" AND z.\"ownerRecordName\" = k.\"ownerRecordName\""
+        let (added, all) = try store.pool.withLink { aside -> (Set<Int64>, [[String?]]) in
+            // Most zones of a batch are usually known already: one statement finds them, and
+            // only the rest are inserted, each in its own transaction.
+            let known = try aside.rows(PostgresQuery(unsafeSQL: found, binds: bindings))
+            let knownKeys = Set(known.compactMap { row in row[1].map { [$0, row[2] ?? "", row[3] ?? ""] } })
+            var added = Set<Int64>()
+            for zone in unknown where !knownKeys.contains([zone.scope.rawValue, zone.zoneName, zone.ownerRecordName]) {
+                if let number = try aside.rows("""
+                    INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
+                    ON CONFLICT DO NOTHING RETURNING id::text
+                    """).first?[0].flatMap({ Int64($0) }) {
+                    added.insert(number)
+                }
             }
-            // A new statement: zones another writer registered meanwhile (the insert waited for
+            // A new statement: zones another writer registered meanwhile (an insert waited for
             // it and did nothing) are seen too.
-            let all = try aside.rows(PostgresQuery(unsafeSQL: """
-                SELECT z.id::text, z.scope, z."zoneName", z."ownerRecordName" FROM \(namespace)._ck_zone z
-                JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, "zoneName", "ownerRecordName")
-                  ON z.scope = k.scope AND z."zoneName" = k."zoneName" AND z."ownerRecordName" = k."ownerRecordName"
-                """, binds: bindings))
+            let all = added.isEmpty && known.count == unknown.count ? known : try aside.rows(PostgresQuery(unsafeSQL: found, binds: bindings))
             return (added, all)
         }
-        let addedHere = Set(added.compactMap { $0[0].flatMap { Int64($0) } })
         for row in all {
             guard let number = row[0].flatMap({ Int64($0) }), let scopeName = row[1], let scope = DatabaseScope(rawValue: scopeName),
                   let zoneName = row[2], let owner = row[3] else { continue }
-            let zone = ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner)
-            if addedHere.contains(number) { zonesNewHere.insert(number) }
-            zoneNumbers[zone] = number
-            zonesByNumber[number] = zone
+            if added.contains(number) { zonesNewHere.insert(number) }
+            remember(ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), as: number)
         }
         if let missing = unknown.first(where: { zoneNumbers[$0] == nil }) {
             throw PostgresStoreError.server("\(location): zone \(missing) has no number")

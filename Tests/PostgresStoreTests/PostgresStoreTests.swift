@@ -628,6 +628,56 @@ struct PostgresConcurrencyTests {
         let numbered = try reader.changes(after: 0, through: end).count
         #expect(stored == 100 && numbered == 100)
     }
+
+    @Test("a writer registering new zones while a dry run holds one of them waits for it and finishes, and so does the dry run (registrations never wait in a cycle)")
+    func zonesBesideDryRun() throws {
+        let location = try TestServer.location("zonewait")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        let writer = try PostgresStore(location, create: false)
+        let watcher = try PostgresLink(location)
+        let owner = ZoneID.defaultZone.ownerRecordName
+        let zoneA = ZoneID(scope: .private, zoneName: "a-chores", ownerRecordName: owner)
+        let zoneB = ZoneID(scope: .private, zoneName: "b-calendar", ownerRecordName: owner)
+        let dryHoldsB = DispatchSemaphore(value: 0), writerDone = DispatchSemaphore(value: 0)
+        let writerFailure = Locked<String?>(nil), writerNumbers = Locked<[Int64?]>([])
+        DispatchQueue.global().async {
+            _ = dryHoldsB.wait(timeout: .now() + 30)
+            do {
+                let numbers = try writer.write { session -> [Int64?] in
+                    try session.numberZones([zoneA, zoneB])
+                    return [try session.zoneNumber(zoneA), try session.zoneNumber(zoneB)]
+                }
+                writerNumbers.withLock { $0 = numbers }
+            } catch {
+                writerFailure.withLock { $0 = "\(error)" }
+            }
+            writerDone.signal()
+        }
+        var sawWriterWait = false
+        let dryNumbers = try store.write(dryRun: true) { session -> [Int64?] in
+            // The dry run registers zone B inside its own transaction, then waits until the
+            // writer's registration waits for it, then registers zone A, which the writer took.
+            _ = try session.zoneNumber(zoneB, create: true)
+            dryHoldsB.signal()
+            let until = Date().addingTimeInterval(20)
+            while !sawWriterWait && Date() < until {
+                sawWriterWait = try watcher.rows("""
+                    SELECT count(*)::text FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE \("%" + location.schema + "%_ck_zone%")
+                    """).first?[0] == "1"
+                if !sawWriterWait { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            return [try session.zoneNumber(zoneA, create: true), try session.zoneNumber(zoneB)]
+        }
+        #expect(writerDone.wait(timeout: .now() + 60) == .success, "the writer never finished")
+        #expect(sawWriterWait, "the writer's registration never waited for the dry run's zone")
+        #expect(writerFailure.withLock { $0 } == nil)
+        let written = writerNumbers.withLock { $0 }
+        #expect(written.count == 2 && written.allSatisfy { $0 != nil }, "\(written)")
+        #expect(dryNumbers.count == 2 && dryNumbers.allSatisfy { $0 != nil } && dryNumbers[0] == written.first ?? nil, "\(dryNumbers) against \(written)")
+        // Both zones stay registered: the writer's, committed; the dry run left nothing.
+        #expect(try watcher.rows(PostgresQuery(unsafeSQL: "SELECT count(*)::text FROM \(location.schema)._ck_zone")).first?[0] == "2")
+    }
 }
 
 @Suite("PostgreSQL store: deletes", .enabled(if: TestServer.enabled))
