@@ -48,7 +48,10 @@ public struct CompiledMigration: Sendable {
     let force: Bool
     /// Names of records whose names change (`migrateRecordType` with a template), by zone,
     /// for repointing references; filled in by the runner before the records flow.
-    var renamed = NameMap()
+    var renamed = NameMap() { didSet { repoints = !renamed.isEmpty } }
+    /// Whether some record changes its name, so that references are repointed: read once
+    /// when the runner fills ``renamed`` (complete before records flow), not per record.
+    private(set) var repoints = false
 
     public static let versionField = "_schemaVersion"
     public static let migratedFromField = "_migratedFrom"
@@ -359,7 +362,7 @@ public struct CompiledMigration: Sendable {
         }
         var current = many ?? [single]
         // References to records that moved to new names follow them.
-        if !renamed.isEmpty {
+        if repoints {
             do {
                 for index in current.indices where try repoint(&current[index], in: record.zone) { changed = true }
             } catch {

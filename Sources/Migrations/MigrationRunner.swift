@@ -196,7 +196,7 @@ public final class MigrationRunner {
             var readTypes = Set<String>()
             for c in compiled {
                 readTypes.formUnion(c.sourceTypes)
-                if !c.renamed.isEmpty { readTypes.formUnion(MigrationRunner.referenceTypes(c.schemaBefore)) }
+                if c.repoints { readTypes.formUnion(MigrationRunner.referenceTypes(c.schemaBefore)) }
             }
             var read = 0
             for type in readTypes.sorted() where session.schema.recordType(named: type) != nil {
@@ -207,7 +207,7 @@ public final class MigrationRunner {
                     for (index, c) in compiled.enumerated() {
                         var outputs: [Record] = []
                         for item in inputs {
-                            guard c.sourceTypes.contains(item.recordType) || !c.renamed.isEmpty else { outputs.append(item); continue }
+                            guard c.sourceTypes.contains(item.recordType) || c.repoints else { outputs.append(item); continue }
                             let outcome = c.migrate(item)
                             var counts = reports[index].counts[item.recordType, default: MigrationCounts()]
                             counts.scanned += 1
@@ -271,12 +271,12 @@ public final class MigrationRunner {
                 var report = MigrationReport(version: migration.version, description: migration.description, file: migration.file,
                                              schemaChanges: SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter).summary)
                 var types = compiled.sourceTypes.union(compiled.touchedTypes)
-                if !compiled.renamed.isEmpty { types.formUnion(MigrationRunner.referenceTypes(compiled.schemaBefore)) }
+                if compiled.repoints { types.formUnion(MigrationRunner.referenceTypes(compiled.schemaBefore)) }
                 var read = 0
                 func transform(_ record: Record) throws -> [Record]? {
                     read += 1
                     if read % 8192 == 0 { progress?(migration.version, read) }
-                    guard compiled.sourceTypes.contains(record.recordType) || !compiled.renamed.isEmpty else { return nil }
+                    guard compiled.sourceTypes.contains(record.recordType) || compiled.repoints else { return nil }
                     var counts = report.counts[record.recordType, default: MigrationCounts()]
                     counts.scanned += 1
                     defer { report.counts[record.recordType] = counts }
@@ -303,7 +303,7 @@ public final class MigrationRunner {
                 let writes = compiled.writes
                 let reads = compiled.reads
                 let present = compiled.sourceTypes.filter { session.schema.recordType(named: $0) != nil }
-                if inPlace && compiled.canRunInPlace && compiled.renamed.isEmpty && change.addedTypes.isEmpty && change.removedTypes.isEmpty
+                if inPlace && compiled.canRunInPlace && !compiled.repoints && change.addedTypes.isEmpty && change.removedTypes.isEmpty
                     && changedTypes.isSubset(of: present)
                     && present.allSatisfy({ session.canUpdateInPlace(type: $0, into: compiled.schemaAfter, renames: renames[$0] ?? [:]) }) {
                     for type in present.sorted() {

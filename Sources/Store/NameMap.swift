@@ -13,21 +13,16 @@ public final class NameMap: @unchecked Sendable {
     /// Entries held in memory before the map moves to disk (about 150 bytes each).
     public let memoryLimit: Int
     private let lock = NSLock()
-    private var memory: [ZoneID: [String: String]] = [:]
-    private var disk: (folder: String, queue: DatabaseQueue)?
+    /// Names compared byte for byte, as the disk copy and the stores compare them (Swift's
+    /// `String` equality would take "é" and "e" + U+0301 for one name; CloudKit does not).
+    private var memory: [ZoneID: [ExactName: String]] = [:]
+    private var disk: ScratchDatabase?
     /// Entries on their way to disk, written a batch at a time.
     private var pending: [(zone: ZoneID, old: String, new: String)] = []
     private var entries = 0
 
     public init(memoryLimit: Int = 100_000) {
         self.memoryLimit = max(0, memoryLimit)
-    }
-
-    deinit {
-        if let disk {
-            try? disk.queue.close()
-            PrivateFiles.removeFolder(disk.folder)
-        }
     }
 
     /// How many names the map holds (names set twice counted once).
@@ -49,7 +44,7 @@ public final class NameMap: @unchecked Sendable {
     public func set(_ old: String, to new: String, in zone: ZoneID) throws {
         try lock.withLock {
             if disk == nil {
-                if memory[zone, default: [:]].updateValue(new, forKey: old) == nil { entries += 1 }
+                if memory[zone, default: [:]].updateValue(new, forKey: ExactName(old)) == nil { entries += 1 }
                 if entries > memoryLimit { try moveToDisk() }
                 return
             }
@@ -62,7 +57,7 @@ public final class NameMap: @unchecked Sendable {
     /// The name `old` in `zone` changes to, or nil when it keeps its name.
     public func newName(of old: String, in zone: ZoneID) throws -> String? {
         try lock.withLock {
-            guard let disk else { return memory[zone]?[old] }
+            guard let disk else { return memory[zone]?[ExactName(old)] }
             if !pending.isEmpty { try flush() }
             return try disk.queue.read { db in
                 try String.fetchOne(db.cachedStatement(sql: "SELECT new FROM names WHERE scope = ? AND zone = ? AND owner = ? AND old = ?"),
@@ -72,22 +67,11 @@ public final class NameMap: @unchecked Sendable {
     }
 
     private func moveToDisk() throws {
-        let folder = try PrivateFiles.makeFolder("renamed-")
-        do {
-            var configuration = Configuration()
-            configuration.journalMode = .default
-            let queue = try DatabaseQueue(path: folder + "/names.sqlite", configuration: configuration)
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
-                try db.execute(sql: "CREATE TABLE names (scope TEXT, zone TEXT, owner TEXT, old TEXT, new TEXT NOT NULL, PRIMARY KEY (scope, zone, owner, old)) WITHOUT ROWID")
-            }
-            disk = (folder, queue)
-        } catch {
-            PrivateFiles.removeFolder(folder)
-            throw error
-        }
+        disk = try ScratchDatabase(prefix: "renamed-", schema: """
+            CREATE TABLE names (scope TEXT, zone TEXT, owner TEXT, old TEXT, new TEXT NOT NULL, PRIMARY KEY (scope, zone, owner, old)) WITHOUT ROWID
+            """)
         for (zone, names) in memory {
-            for (old, new) in names { pending.append((zone, old, new)) }
+            for (old, new) in names { pending.append((zone, old.text, new)) }
         }
         memory = [:]
         try flush()
@@ -110,5 +94,18 @@ public final class NameMap: @unchecked Sendable {
         pending = []
         // Entries were counted as they came; names set twice count once.
         entries -= batch.count - added
+    }
+}
+
+/// A string that equals another only when their UTF-8 bytes are the same.
+struct ExactName: Hashable {
+    let text: String
+    init(_ text: String) { self.text = text }
+
+    static func == (lhs: ExactName, rhs: ExactName) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
+
+    func hash(into hasher: inout Hasher) {
+        var text = self.text
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }

@@ -7,29 +7,12 @@ import Records
 /// folder (``PrivateFiles``), removed with the set. A pull that fetches a zone again from the start notes here every
 /// record CloudKit still holds, to find afterwards the ones it no longer does.
 public final class NameSet {
-    private let folder: String
-    private let queue: DatabaseQueue
+    private let scratch: ScratchDatabase
+    private var queue: DatabaseQueue { scratch.queue }
     public private(set) var count = 0
 
     public init() throws {
-        folder = try PrivateFiles.makeFolder("names-")
-        do {
-            var configuration = Configuration()
-            configuration.journalMode = .default
-            queue = try DatabaseQueue(path: folder + "/names.sqlite", configuration: configuration)
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
-                try db.execute(sql: "CREATE TABLE names (name TEXT PRIMARY KEY) WITHOUT ROWID")
-            }
-        } catch {
-            PrivateFiles.removeFolder(folder)
-            throw error
-        }
-    }
-
-    deinit {
-        try? queue.close()
-        PrivateFiles.removeFolder(folder)
+        scratch = try ScratchDatabase(prefix: "names-", schema: "CREATE TABLE names (name TEXT PRIMARY KEY) WITHOUT ROWID")
     }
 
     /// Adds names (once each, however often they are added).

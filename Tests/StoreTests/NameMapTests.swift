@@ -25,6 +25,12 @@ struct NameMapTests {
             try map.set("late", to: "later", in: .defaultZone)
             #expect(try map.newName(of: "late", in: .defaultZone) == "later")
             #expect(try map.count() == 20_002)
+            // Names are told apart by their bytes: "é" and "e" + U+0301 are two records.
+            try map.set("caf\u{E9}", to: "composed", in: .defaultZone)
+            try map.set("cafe\u{301}", to: "decomposed", in: .defaultZone)
+            #expect(try map.newName(of: "caf\u{E9}", in: .defaultZone) == "composed", "limit \(limit)")
+            #expect(try map.newName(of: "cafe\u{301}", in: .defaultZone) == "decomposed", "limit \(limit)")
+            #expect(try map.count() == 20_004, "limit \(limit)")
         }
     }
 
@@ -34,7 +40,7 @@ struct NameMapTests {
         try map?.set("a", to: "b", in: .defaultZone)
         let folder = try #require(map?.diskFolder)
         #expect((folder as NSString).deletingLastPathComponent == (try PrivateFiles.folder()))
-        #expect(FileManager.default.fileExists(atPath: folder + "/names.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: folder + "/scratch.sqlite"))
         map = nil
         #expect(!FileManager.default.fileExists(atPath: folder))
     }
