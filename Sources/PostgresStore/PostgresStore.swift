@@ -55,8 +55,8 @@ public final class PostgresStore: @unchecked Sendable {
                 let (id, format) = try PostgresStore.readIdentity(link, location)
                 if format < PostgresStore.format {
                     guard upgrade else {
-                        throw PostgresStoreError.server("\(location): the store was written by an older ckport (store format \(format)) and it was opened to be read only, and upgrading writes; "
-                            + Wording.upgradeStore(path: location.description).text)
+                        throw PostgresStoreError.server("\(location): the store was written by an older ckport (store format \(format)), and this command only reads, while an upgrade writes; "
+                            + Wording.upgradeStoreFirst(path: location.description).text)
                     }
                     try PostgresStore.upgrade(link, location, from: format)
                     upgraded = format

@@ -67,6 +67,8 @@ public enum Wording: Sendable, Hashable {
     case signInAgain
     /// A store of an older format that this user cannot upgrade: upgrade it as its owner.
     case upgradeStore(path: String)
+    /// A store of an older format opened only to read: upgrade it first.
+    case upgradeStoreFirst(path: String)
     /// A push in a mode that changes records only (`mode` is update or replace).
     case pushMode(String)
     /// How long a write or read waits for a lock another holds.
@@ -112,6 +114,7 @@ public enum Wording: Sendable, Hashable {
         case .repairHistory: return "or repair the history to accept the edit on purpose"
         case .forceAppendOnly: return "force the migration to do it anyway"
         case .upgradeStore: return "open it once as a user who can write it, which upgrades it"
+        case .upgradeStoreFirst: return "upgrade it first, by opening it once to write"
         case .pushMode(let mode): return "a push in \(mode) mode"
         case .storeWait: return "the store's wait"
         }

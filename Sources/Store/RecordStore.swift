@@ -105,9 +105,10 @@ public final class RecordStore {
             (storeID, createdHere) = try queue.inDatabase { db in
                 try RecordStore.prepare(db, path: path, create: create)
             }
-            if !upgrade, let seen = try queue.inDatabase({ db in try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") }),
-               seen < RecordStore.formatVersion {
-                throw StoreError.needsUpgrade(path: path, version: seen, reason: "it was opened to be read only, and upgrading writes")
+            if !upgrade {
+                // A store without a format row is of format 0 here, as the upgrade takes it.
+                let seen = try queue.inDatabase { db in try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") } ?? 0
+                if seen < RecordStore.formatVersion { throw StoreError.readOnlyNeedsUpgrade(path: path, version: seen) }
             }
             upgradedFrom = try queue.inDatabase { db in try RecordStore.upgrade(db, path: path) }
         } catch {

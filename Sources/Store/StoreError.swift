@@ -4,7 +4,7 @@ public enum StoreError: CKPortError, Sendable {
     public var category: ErrorCategory {
         switch self {
         case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return .invalidInput
-        case .missing, .notAStore, .unsupportedFormat, .needsUpgrade, .cannotWrite, .busy, .unavailable: return .environment
+        case .missing, .notAStore, .unsupportedFormat, .needsUpgrade, .readOnlyNeedsUpgrade, .cannotWrite, .busy, .unavailable: return .environment
         case .corrupt: return .internal
         }
     }
@@ -17,6 +17,8 @@ public enum StoreError: CKPortError, Sendable {
     case unsupportedFormat(path: String, version: Int)
     /// The store was written by an older ckport and must be upgraded, which needs write access.
     case needsUpgrade(path: String, version: Int, reason: String)
+    /// A store of an older format opened only to read (an upgrade would write).
+    case readOnlyNeedsUpgrade(path: String, version: Int)
     /// The store holds something it should not; the message says what.
     case corrupt(String)
     /// A schema change the stored records do not allow.
@@ -47,6 +49,9 @@ public enum StoreError: CKPortError, Sendable {
         case .needsUpgrade(let path, let version, let reason):
             return "\(path) was written by an older ckport (store format \(version)) and is upgraded in place when opened, but \(reason); "
                 + Wording.upgradeStore(path: path).text
+        case .readOnlyNeedsUpgrade(let path, let version):
+            return "\(path) was written by an older ckport (store format \(version)), and this command only reads, while an upgrade writes; "
+                + Wording.upgradeStoreFirst(path: path).text
         case .corrupt(let message):
             return "the store is damaged: \(message)"
         case .schemaChangeRefused(let reasons):

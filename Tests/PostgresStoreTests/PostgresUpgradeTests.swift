@@ -33,7 +33,7 @@ struct PostgresUpgradeTests {
         #expect {
             _ = try PostgresStore(location, create: false, upgrade: false)
         } throws: { error in
-            "\(error)".contains("store format 1") && "\(error)".contains("opened to be read only")
+            "\(error)".contains("store format 1") && "\(error)".contains("this command only reads")
         }
         #expect(try store.catalog()["Note"]?["___parent"] == nil)
         let opened = try PostgresStore(location, create: false)

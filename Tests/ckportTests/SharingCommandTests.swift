@@ -10,25 +10,25 @@ struct SharingCommandTests {
     static let fixtures = packageRoot.appendingPathComponent("Tests/Fixtures/format-1")
     func fixture(_ name: String) -> String { Self.fixtures.appendingPathComponent(name).path }
 
-    @Test("serve, which only reads, refuses a store of format 1 unchanged with the command that upgrades it, instead of upgrading it")
+    @Test("serve, which only reads, refuses a store of format 1 unchanged with the command that upgrades it (its path quoted for the shell), instead of upgrading it")
     func serveDoesNotUpgrade() throws {
         let folder = Scratch()
-        try FileManager.default.copyItem(atPath: fixture("family-todo.sqlite"), toPath: folder.path("old.sqlite"))
-        let before = folder.data("old.sqlite")
+        try FileManager.default.copyItem(atPath: fixture("family-todo.sqlite"), toPath: folder.path("old family.sqlite"))
+        let before = folder.data("old family.sqlite")
         // Run aside, so that a serve that did start serving fails the test instead of hanging it.
-        let serving = try RunningCKPort(["serve", "--store", "old.sqlite", "--port", "0"], in: folder.url)
+        let serving = try RunningCKPort(["serve", "--store", "old family.sqlite", "--port", "0"], in: folder.url)
         let ended = eventually(60) { !serving.process.isRunning }
         if !ended { serving.process.terminate() }
         let run = serving.finish()
         #expect(ended, "serve started serving a store of format 1")
         #expect(run.status == 3, "\(run.stderr)")
-        #expect(run.stderr.contains("was written by an older ckport (store format 1)") && run.stderr.contains("opened to be read only")
-                && run.stderr.contains("ckport upgrade --store old.sqlite"), "\(run.stderr)")
+        #expect(run.stderr.contains("was written by an older ckport (store format 1)") && run.stderr.contains("this command only reads")
+                && run.stderr.contains("upgrade it first: ckport upgrade --store 'old family.sqlite'"), "\(run.stderr)")
         #expect(!run.stdout.contains("serving"))
-        #expect(folder.data("old.sqlite") == before)
+        #expect(folder.data("old family.sqlite") == before)
         // Once upgraded, it is served.
-        #expect(try ckport(["upgrade", "--store", "old.sqlite"], in: folder.url).status == 0)
-        let upgraded = try RecordStore(path: folder.path("old.sqlite"), create: false, upgrade: false)
+        #expect(try ckport(["upgrade", "--store", "old family.sqlite"], in: folder.url).status == 0)
+        let upgraded = try RecordStore(path: folder.path("old family.sqlite"), create: false, upgrade: false)
         #expect(upgraded.upgradedFrom == nil)
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Records
 
 /// The command line's words for the settings the library's messages mention: its flags.
@@ -38,10 +39,20 @@ enum CommandLineWords {
         case .signInAgain: return "sign in again with 'ckport cloud login' (the same --container, --environment, --api-token-file and --web-auth-token-file)"
         case .allowUnencrypted: return "if it is the one you meant, pass --allow-unencrypted (or leave out the passphrase)"
         case .createOrForcePush: return "push it with --mode create, or overwrite with --force"
-        case .upgradeStore(let path): return "upgrade it once as a user who can write it: ckport upgrade --store \(path)"
+        case .upgradeStore(let path): return "upgrade it once as a user who can write it: ckport upgrade --store \(shellWord(path))"
+        case .upgradeStoreFirst(let path): return "upgrade it first: ckport upgrade --store \(shellWord(path))"
         case .pushMode(let mode): return "a push with --mode \(mode)"
         case .storeWait: return "--wait"
         case .keepAssetBytes: return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
         }
+    }
+
+    /// `text` as one word of a shell command: as it is when no shell would change it, else in
+    /// single quotes (a store's URL holds `?` and `&`).
+    static func shellWord(_ text: String) -> String {
+        let plain = !text.isEmpty && text.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "_./:@%+=,-".unicodeScalars.contains(scalar))
+        }
+        return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }
