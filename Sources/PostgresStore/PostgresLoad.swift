@@ -503,7 +503,9 @@ struct COPYLine {
         }
     }
 
+    /// Ends the line; what comes next begins another.
     mutating func end() {
         out.append(UInt8(ascii: "\n"))
+        first = true
     }
 }

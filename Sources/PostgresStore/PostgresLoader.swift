@@ -11,7 +11,10 @@ import Store
 /// the change log takes one number per changed record.
 final class PostgresLoader: RecordLoader {
     private let session: PostgresSession
-    private var held: [(record: Record, mode: WriteMode)] = []
+    /// Records held before they are saved together, and how each is saved (two arrays rather
+    /// than one of pairs: the batch's records then go on as one array, never copied one by one).
+    private var heldRecords: [Record] = []
+    private var heldModes: [WriteMode] = []
     /// Records held before they are saved together.
     static let batchSize = 4000
 
@@ -22,11 +25,12 @@ final class PostgresLoader: RecordLoader {
     func prepare(for recordType: String) throws {}
 
     func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome? {
-        held.append((record, mode))
+        heldRecords.append(record)
+        heldModes.append(mode)
         return nil
     }
 
-    var wantsFlush: Bool { held.count >= PostgresLoader.batchSize }
+    var wantsFlush: Bool { heldRecords.count >= PostgresLoader.batchSize }
 
     /// A record name in a zone, by the zone's registry number.
     struct Key: Hashable {
@@ -38,56 +42,73 @@ final class PostgresLoader: RecordLoader {
     private var written = NameFilter()
 
     func flush() throws -> [Result<SaveOutcome, SaveRefusal>] {
-        let all = held
-        held = []
-        guard !all.isEmpty else { return [] }
+        let records = heldRecords, modes = heldModes
+        heldRecords = []
+        heldModes = []
+        guard !records.isEmpty else { return [] }
         // What PostgreSQL cannot hold is refused before anything is written, each record on
         // its own (so that --skip-invalid can leave it out), as the SQLite store refuses
         // what it cannot take.
         var refused: [Int: SaveRefusal] = [:]
-        for (index, entry) in all.enumerated() where !entry.record.isDeleted {
-            if let problem = PostgresLoad.valueProblem(entry.record, schema: session.schema) {
-                refused[index] = SaveRefusal(message: "record '\(entry.record.recordName)' (\(entry.record.recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
+        for index in records.indices where !records[index].isDeleted {
+            if let problem = PostgresLoad.valueProblem(records[index], schema: session.schema) {
+                refused[index] = SaveRefusal(message: "record '\(records[index].recordName)' (\(records[index].recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
             }
         }
-        guard !refused.isEmpty else { return try flush(all) }
-        let kept = all.enumerated().filter { refused[$0.offset] == nil }.map(\.element)
-        var outcomes = try flush(kept).makeIterator()
-        return all.indices.map { index in refused[index].map { .failure($0) } ?? outcomes.next()! }
+        guard !refused.isEmpty else { return try flush(records, modes) }
+        let kept = records.indices.filter { refused[$0] == nil }
+        var outcomes = try flush(kept.map { records[$0] }, kept.map { modes[$0] }).makeIterator()
+        return records.indices.map { index in refused[index].map { .failure($0) } ?? outcomes.next()! }
     }
 
-    private func flush(_ batch: [(record: Record, mode: WriteMode)]) throws -> [Result<SaveOutcome, SaveRefusal>] {
-        guard !batch.isEmpty else { return [] }
+    private func flush(_ records: [Record], _ modes: [WriteMode]) throws -> [Result<SaveOutcome, SaveRefusal>] {
+        guard !records.isEmpty else { return [] }
+        // Records of one zone usually come together: each run of them is looked up once.
+        var zones: [ZoneID] = []
+        for index in records.indices where zones.last != records[index].zone { zones.append(records[index].zone) }
+        try session.numberZones(zones)
         var keys: [Key] = []
-        keys.reserveCapacity(batch.count)
-        try session.numberZones(batch.lazy.map(\.record.zone))
-        for entry in batch { keys.append(Key(zone: try session.zoneNumber(entry.record.zone, create: true)!, name: entry.record.recordName)) }
-        let distinct = Array(Set(keys))
+        keys.reserveCapacity(records.count)
+        var zone = (id: records[0].zone, number: try session.zoneNumber(records[0].zone, create: true)!)
+        for index in records.indices {
+            if records[index].zone != zone.id { zone = (records[index].zone, try session.zoneNumber(records[index].zone, create: true)!) }
+            keys.append(Key(zone: zone.number, name: records[index].recordName))
+        }
+        let distinct = Set(keys)
         // The common case of a bulk load, names the store has never held, each once: its COPY
         // is prepared now, while the server still takes in the previous batch's.
         var prepared: [Copy]?
-        if distinct.count == keys.count,
-           batch.allSatisfy({ !$0.record.isDeleted && session.schema.recordType(named: $0.record.recordType) != nil && PostgresLoad.timestampsHaveText($0.record) }) {
-            prepared = try freshCopies(batch.map(\.record), keys: keys)
+        if distinct.count == keys.count, records.indices.allSatisfy({ index in
+            !records[index].isDeleted && session.schema.recordType(named: records[index].recordType) != nil && PostgresLoad.timestampsHaveText(records[index])
+        }) {
+            prepared = try freshCopies(records, keys: keys)
         }
-        defer { for key in keys where session.zonesNewHere.contains(key.zone) { written.insert(key) } }
+        // Each key's places in the filter, worked out once for the look-up and the insert.
+        var places: [NameFilter.Places]?
+        defer {
+            for index in keys.indices where session.zonesNewHere.contains(keys[index].zone) {
+                written.insert(places?[index] ?? NameFilter.places(keys[index]))
+            }
+        }
         // In zones this transaction registered, only names it wrote itself can be in the
         // registry: those are looked up (and any the filter cannot rule out), no other.
         if let prepared, keys.allSatisfy({ session.zonesNewHere.contains($0.zone) }) {
-            let maybeWritten = keys.filter { written.mayContain($0) }
+            let keyPlaces = keys.map(NameFilter.places)
+            places = keyPlaces
+            let maybeWritten = keys.indices.filter { written.mayContain(keyPlaces[$0]) }.map { keys[$0] }
             let registry: (live: [Key: String], tombstones: Set<Key>) = maybeWritten.isEmpty ? ([:], []) : try lookUp(maybeWritten)
             if registry.live.isEmpty, registry.tombstones.isEmpty {
                 try start(prepared)
-                return Array(repeating: .success(.inserted), count: batch.count)
+                return Array(repeating: .success(.inserted), count: records.count)
             }
         }
-        let registry = try lookUp(distinct)
+        let registry = try lookUp(Array(distinct))
         if let prepared, registry.live.isEmpty, registry.tombstones.isEmpty {
             try start(prepared)
-            return Array(repeating: .success(.inserted), count: batch.count)
+            return Array(repeating: .success(.inserted), count: records.count)
         }
         var state = Decisions(current: try storedRecords(registry.live))
-        let results = state.decide(batch, keys: keys)
+        let results = state.decide(records, modes, keys: keys)
         try write(state, registry: registry)
         return results
     }
@@ -146,11 +167,11 @@ final class PostgresLoader: RecordLoader {
         var lastChange: [Key: Int] = [:]
         var lastType: [Key: String] = [:]
 
-        mutating func decide(_ batch: [(record: Record, mode: WriteMode)], keys: [Key]) -> [Result<SaveOutcome, SaveRefusal>] {
+        mutating func decide(_ records: [Record], _ modes: [WriteMode], keys: [Key]) -> [Result<SaveOutcome, SaveRefusal>] {
             var results: [Result<SaveOutcome, SaveRefusal>] = []
-            results.reserveCapacity(batch.count)
-            for (index, entry) in batch.enumerated() {
-                results.append(decide(entry.record, mode: entry.mode, key: keys[index], index: index))
+            results.reserveCapacity(records.count)
+            for index in records.indices {
+                results.append(decide(records[index], mode: modes[index], key: keys[index], index: index))
             }
             return results
         }
@@ -234,18 +255,22 @@ final class PostgresLoader: RecordLoader {
     /// rows (numbered in this order, see ``PostgresSession/takeChangeNumbers(_:)``) and each
     /// type's rows.
     private func freshCopies(_ records: [Record], keys: [Key]) throws -> [Copy] {
-        var log: [UInt8] = []
-        log.reserveCapacity(records.count * 56)
-        var byType: [String: [Record]] = [:]
+        var log = COPYLine(out: [])
+        log.out.reserveCapacity(records.count * 56)
+        var byType: [String: [Int]] = [:]
         var number = session.takeChangeNumbers(records.count)
-        for (record, key) in zip(records, keys) {
-            PostgresLoad.appendFields([String(key.zone), key.name, record.recordType, String(number)], to: &log)
+        for index in records.indices {
+            log.integer(keys[index].zone)
+            log.text(keys[index].name)
+            log.text(records[index].recordType)
+            log.integer(number)
+            log.end()
             number += 1
-            byType[record.recordType, default: []].append(record)
+            byType[records[index].recordType, default: []].append(index)
         }
-        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log)]
+        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log.out)]
         for (type, group) in byType.sorted(by: { $0.key < $1.key }) {
-            copies.append(try session.copyPayload(group, of: try definition(type, group[0])))
+            copies.append(try session.copyPayload(records, group, zones: keys, of: try definition(type, records[group[0]])))
         }
         return copies
     }
@@ -317,7 +342,8 @@ extension PostgresSession {
     /// into their type's table (every timestamp must have a text form: see
     /// ``PostgresLoad/timestampsHaveText(_:)``): the table and column names as COPY takes them
     /// (PostgresLayout.identifier's spelling without its quotes), and the rows.
-    func copyPayload(_ records: [Record], of definition: RecordTypeDefinition) throws -> (table: String, columns: [String], rows: [UInt8]) {
+    /// `indices` pick the records of `records` to write, and their zones' numbers from `zones`.
+    func copyPayload(_ records: [Record], _ indices: [Int], zones: [PostgresLoader.Key], of definition: RecordTypeDefinition) throws -> (table: String, columns: [String], rows: [UInt8]) {
         let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         var columns = PostgresLayout.systemColumns.map(\.name)
         for field in fields {
@@ -325,9 +351,9 @@ extension PostgresSession {
             if field.type == .reference { columns.append(field.name + ":action") }
         }
         var rows: [UInt8] = []
-        rows.reserveCapacity(records.count * 384)
-        for record in records {
-            PostgresLoad.appendRow(record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: nil, timestampsAsText: true, to: &rows)
+        rows.reserveCapacity(indices.count * 384)
+        for index in indices {
+            PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
         }
         func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
         return (bare(definition.name), columns.map(bare), rows)
@@ -369,33 +395,35 @@ struct NameFilter {
     /// Taken at the first insert: a load that writes no new zone holds none of it.
     private var words: [UInt64] = []
 
-    /// Four positions from two independent hashes of the key (Kirsch–Mitzenmacher): position i
-    /// is a + i·b, modulo the filter's size (a power of two).
-    private static func hashes(_ key: PostgresLoader.Key) -> (a: UInt64, b: UInt64) {
-        var first = Hasher()
-        first.combine(key)
-        var second = Hasher()
-        second.combine(0x9E37_79B9_7F4A_7C15 as UInt64)
-        second.combine(key)
-        return (UInt64(bitPattern: Int64(first.finalize())), UInt64(bitPattern: Int64(second.finalize())) | 1)
+    /// A key's place in the filter: two hashes, from which its four positions follow
+    /// (Kirsch–Mitzenmacher: position i is a + i·b, modulo the filter's size, a power of two).
+    /// Both halves of one 64-bit hash: each position takes 26 bits.
+    struct Places {
+        let a: UInt64
+        let b: UInt64
+    }
+
+    static func places(_ key: PostgresLoader.Key) -> Places {
+        var hasher = Hasher()
+        hasher.combine(key)
+        let hash = UInt64(bitPattern: Int64(hasher.finalize()))
+        return Places(a: hash & 0xFFFF_FFFF, b: (hash >> 32) | 1)
     }
 
     private static let mask = UInt64(bits - 1)
 
-    mutating func insert(_ key: PostgresLoader.Key) {
+    mutating func insert(_ places: Places) {
         if words.isEmpty { words = [UInt64](repeating: 0, count: NameFilter.bits / 64) }
-        let (a, b) = NameFilter.hashes(key)
         for i in 0..<UInt64(4) {
-            let position = Int((a &+ i &* b) & NameFilter.mask)
+            let position = Int((places.a &+ i &* places.b) & NameFilter.mask)
             words[position >> 6] |= 1 << UInt64(position & 63)
         }
     }
 
-    func mayContain(_ key: PostgresLoader.Key) -> Bool {
+    func mayContain(_ places: Places) -> Bool {
         guard !words.isEmpty else { return false }
-        let (a, b) = NameFilter.hashes(key)
         for i in 0..<UInt64(4) {
-            let position = Int((a &+ i &* b) & NameFilter.mask)
+            let position = Int((places.a &+ i &* places.b) & NameFilter.mask)
             if words[position >> 6] & (1 << UInt64(position & 63)) == 0 { return false }
         }
         return true

@@ -158,6 +158,18 @@ struct COPYLineTests {
             "0001-01-01 00:00:00.000+00", "9999-12-31 23:59:59.999+00", "\\N",
         ].joined(separator: "\t") + "\n")
     }
+
+    @Test("lines written one after another on one writer each begin afresh, with no tab before their first field")
+    func lines() {
+        var line = COPYLine(out: [])
+        line.integer(4)
+        line.text("task-1")
+        line.end()
+        line.null()
+        line.text("task-2")
+        line.end()
+        #expect(String(decoding: line.out, as: UTF8.self) == "4\ttask-1\n\\N\ttask-2\n")
+    }
 }
 
 @Suite("PostgreSQL store: opening and creating", .enabled(if: TestServer.enabled))

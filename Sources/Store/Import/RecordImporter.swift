@@ -120,8 +120,11 @@ public final class RecordImporter {
     }
 
     /// The records a loader holds, with what messages about them need, until it saves them.
+    /// (Only what a message needs: the record itself is the loader's to hold.)
     private struct Held {
-        var sourced: SourcedRecord
+        var position: SourcePosition
+        var recordName: String
+        var recordType: String
         var raw: ArraySlice<UInt8>?
     }
 
@@ -193,13 +196,13 @@ public final class RecordImporter {
                     }
                     defer { held.removeAll(keepingCapacity: true) }
                     var going = true
-                    for (entry, result) in zip(held, results) {
-                        switch result {
+                    for index in held.indices {
+                        switch results[index] {
                         case .success(let outcome):
-                            RecordImporter.count(outcome, of: entry.sourced.record.recordType, in: &summary)
+                            RecordImporter.count(outcome, of: held[index].recordType, in: &summary)
                         case .failure(let refusal):
-                            let record = entry.sourced.record
-                            let issue = InputIssue(position: entry.sourced.position, recordName: record.recordName, recordType: record.recordType,
+                            let entry = held[index]
+                            let issue = InputIssue(position: entry.position, recordName: entry.recordName, recordType: entry.recordType,
                                                    field: nil, message: refusal.message)
                             if going { going = try note(issue, raw: entry.raw.map { Array($0) }) }
                         }
@@ -224,7 +227,7 @@ public final class RecordImporter {
                         let step = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil,
                                                     loader: loader, summary: &summary)
                         if case .held = step {
-                            held.append(Held(sourced: sourced, raw: raw))
+                            held.append(Held(position: sourced.position, recordName: sourced.record.recordName, recordType: sourced.record.recordType, raw: raw))
                             if loader.wantsFlush, !(try flush()) { return false }
                         }
                         if case .refused(let problem) = step { issue = problem } else { issue = nil }
