@@ -318,15 +318,6 @@ enum PostgresLoad {
         return out
     }
 
-    /// A COPY text line: fields separated by tabs, `\N` for NULL, backslash escapes.
-    static func appendFields(_ values: [String?], to out: inout [UInt8]) {
-        var line = COPYLine(out: out)
-        out = []
-        for value in values { line.text(value) }
-        line.end()
-        out = line.out
-    }
-
     /// The SQL that turns a staging column into the table's type. Timestamps travel as
     /// milliseconds and are added to the epoch as an interval: exact, where a float would round.
     static func cast(_ column: String, to type: String) -> String {

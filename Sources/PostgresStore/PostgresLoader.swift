@@ -12,10 +12,10 @@ import Store
 final class PostgresLoader: RecordLoader {
     private let session: PostgresSession
     /// Records held before they are saved together, and how each is saved (two arrays rather
-    /// than one of pairs: the batch's records then go on as one array, never copied one by one).
+    /// than one of pairs: a batch's records then go on as one array, not copied out one by one).
     private var heldRecords: [Record] = []
     private var heldModes: [WriteMode] = []
-    /// Records held before they are saved together.
+    /// How many records are held before they are saved together.
     static let batchSize = 4000
 
     init(_ session: PostgresSession) {
@@ -33,9 +33,17 @@ final class PostgresLoader: RecordLoader {
     var wantsFlush: Bool { heldRecords.count >= PostgresLoader.batchSize }
 
     /// A record name in a zone, by the zone's registry number.
+    /// Compared by the name's bytes, as the registry compares names.
     struct Key: Hashable {
         var zone: Int64
         var name: String
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.zone == rhs.zone && lhs.name.hasSameBytes(as: rhs.name) }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(zone)
+            name.hashBytes(into: &hasher)
+        }
     }
 
     /// The names this load wrote into zones it registered (``PostgresSession/zonesNewHere``).

@@ -52,6 +52,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         if components.password != nil {
             throw bad("a password does not go in the URL, where shell history and process lists keep it; use PGPASSWORD, ~/.pgpass or passfile=FILE")
         }
+        url = text
         var query: [String: String] = [:]
         for item in components.queryItems ?? [] {
             guard query[item.name] == nil else { throw bad("'\(item.name)' is given twice") }
@@ -97,6 +98,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
         passfile = query["passfile"]
     }
+
+    /// The URL as it was given (it never holds a password: one there is refused), for a
+    /// command to run again on the same store.
+    public let url: String
 
     /// The namespace as SQL names it: quoted, so that a reserved word (`user`, `order`) is a
     /// name too.

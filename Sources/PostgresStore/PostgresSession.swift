@@ -84,8 +84,13 @@ public final class PostgresSession {
 
     /// The registry number of a zone, registering it when `create` is set and the store has
     /// not seen it (another writer may register it at the same moment: both get one number).
-    /// Registering goes through ``numberZones(_:)``; a dry run registers inside its own
-    /// transaction, so that it leaves nothing.
+    /// Registering goes through ``numberZones(_:)``.
+    ///
+    /// A dry run registers nothing: a zone new to the store gets a number of the registry's
+    /// sequence, which no other writer will take, for this transaction alone. (A zone row
+    /// inserted inside the dry run's transaction would make every writer of that zone wait for
+    /// the whole dry run, and could close a cycle of waits the server cannot see: a writer's
+    /// side connection waiting for the dry run, the dry run for the writer's records.)
     func zoneNumber(_ zone: ZoneID, create: Bool = false) throws -> Int64? {
         if let number = zoneNumbers[zone] { return number }
         if create && !dryRun {
@@ -100,26 +105,13 @@ public final class PostgresSession {
             return found
         }
         guard create else { return nil }
-        // A dry run: registered in its own transaction, which rolls back. Another writer
-        // registering the same zone at the same moment makes the insert wait for it and do
-        // nothing, and the statement's snapshot predates it; a new statement sees it.
-        let added = try link.rows("""
-            INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
-            ON CONFLICT DO NOTHING RETURNING id::text
-            """).first?[0].flatMap { Int64($0) }
-        if let added {
-            zonesNewHere.insert(added)
-            remember(zone, as: added)
-            return added
-        }
-        guard let again = try link.rows("""
-            SELECT id::text FROM \(name: namespace)._ck_zone
-            WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
-            """).first?[0].flatMap({ Int64($0) }) else {
+        guard let provisional = try link.rows(PostgresQuery(unsafeSQL: "SELECT nextval(pg_get_serial_sequence('\(namespace)._ck_zone', 'id'))::text"))
+            .first?[0].flatMap({ Int64($0) }) else {
             throw PostgresStoreError.server("\(location): zone \(zone) has no number")
         }
-        remember(zone, as: again)
-        return again
+        zonesNewHere.insert(provisional)
+        remember(zone, as: provisional)
+        return provisional
     }
 
     private func remember(_ zone: ZoneID, as number: Int64) {
@@ -128,20 +120,17 @@ public final class PostgresSession {
     }
 
     /// Numbers every zone of `zones` the transaction has not numbered yet, registering those the
-    /// store has not seen, on another connection: the write's own connection may still be
-    /// taking in a COPY, and a lookup on it would wait for that COPY to end (leaving the server
-    /// idle while the next batch is prepared).
+    /// store has not seen, all at once and on another connection: the write's own connection
+    /// may still be taking in a COPY, and a lookup on it would wait for that COPY to end
+    /// (leaving the server idle while the next batch is prepared).
     ///
-    /// Each new zone is registered in a transaction of its own, committed at once: a zone row
-    /// held by a long write would make every other writer of the same zone wait for that whole
-    /// write, and a registration holding several new zones at once could wait in a cycle with
-    /// a dry run that holds one of them (a dry run registers inside its own transaction). A
-    /// write that then rolls back leaves its zones registered and empty, which no export, query
-    /// or feed shows.
+    /// New zones are registered in one statement committed at once, names sorted, so that two
+    /// writers registering the same zones take them in one order and neither waits for more
+    /// than the other's statement (no transaction holds a zone row for longer: a dry run takes
+    /// no row, see ``zoneNumber(_:create:)``). A write that then rolls back leaves its zones
+    /// registered and empty, which no export, query or feed shows.
     func numberZones<S: Sequence>(_ zones: S) throws where S.Element == ZoneID {
-        let unknown = Set(zones.filter { zoneNumbers[$0] == nil }).sorted {
-            ($0.scope.rawValue, $0.zoneName, $0.ownerRecordName) < ($1.scope.rawValue, $1.zoneName, $1.ownerRecordName)
-        }
+        let unknown = Set(zones.filter { zoneNumbers[$0] == nil }).sorted()
         guard !unknown.isEmpty else { return }
         if dryRun {
             for zone in unknown { _ = try zoneNumber(zone, create: true) }
@@ -152,32 +141,25 @@ public final class PostgresSession {
         bindings.append(unknown.map(\.zoneName))
         bindings.append(unknown.map(\.ownerRecordName))
         let namespace = self.namespace
-        let found = "SELECT z.id::text, z.scope, z.\"zoneName\", z.\"ownerRecordName\" FROM \(namespace)._ck_zone z "
-            + "JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, \"zoneName\", \"ownerRecordName\") "
-            + "ON z.scope = k.scope AND z.\"zoneName\" = k.\"zoneName\" AND z.\"ownerRecordName\" = k.\"ownerRecordName\""
-        let (added, all) = try store.pool.withLink { aside -> (Set<Int64>, [[String?]]) in
-            // Most zones of a batch are usually known already: one statement finds them, and
-            // only the rest are inserted, each in its own transaction.
-            let known = try aside.rows(PostgresQuery(unsafeSQL: found, binds: bindings))
-            let knownKeys = Set(known.compactMap { row in row[1].map { [$0, row[2] ?? "", row[3] ?? ""] } })
-            var added = Set<Int64>()
-            for zone in unknown where !knownKeys.contains([zone.scope.rawValue, zone.zoneName, zone.ownerRecordName]) {
-                if let number = try aside.rows("""
-                    INSERT INTO \(name: namespace)._ck_zone (scope, "zoneName", "ownerRecordName") VALUES (\(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName))
-                    ON CONFLICT DO NOTHING RETURNING id::text
-                    """).first?[0].flatMap({ Int64($0) }) {
-                    added.insert(number)
-                }
-            }
-            // A new statement: zones another writer registered meanwhile (an insert waited for
+        let (added, all) = try store.pool.withLink { aside -> ([[String?]], [[String?]]) in
+            let added = try aside.rows(PostgresQuery(unsafeSQL: """
+                INSERT INTO \(namespace)._ck_zone (scope, "zoneName", "ownerRecordName")
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING id::text
+                """, binds: bindings))
+            // A new statement: zones another writer registered meanwhile (the insert waited for
             // it and did nothing) are seen too.
-            let all = added.isEmpty && known.count == unknown.count ? known : try aside.rows(PostgresQuery(unsafeSQL: found, binds: bindings))
+            let all = try aside.rows(PostgresQuery(unsafeSQL: """
+                SELECT z.id::text, z.scope, z."zoneName", z."ownerRecordName" FROM \(namespace)._ck_zone z
+                JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, "zoneName", "ownerRecordName")
+                  ON z.scope = k.scope AND z."zoneName" = k."zoneName" AND z."ownerRecordName" = k."ownerRecordName"
+                """, binds: bindings))
             return (added, all)
         }
+        let addedHere = Set(added.compactMap { $0[0].flatMap { Int64($0) } })
         for row in all {
             guard let number = row[0].flatMap({ Int64($0) }), let scopeName = row[1], let scope = DatabaseScope(rawValue: scopeName),
                   let zoneName = row[2], let owner = row[3] else { continue }
-            if added.contains(number) { zonesNewHere.insert(number) }
+            if addedHere.contains(number) { zonesNewHere.insert(number) }
             remember(ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), as: number)
         }
         if let missing = unknown.first(where: { zoneNumbers[$0] == nil }) {

@@ -56,7 +56,7 @@ public final class PostgresStore: @unchecked Sendable {
                 if format < PostgresStore.format {
                     guard upgrade else {
                         throw PostgresStoreError.server("\(location): the store was written by an older ckport (store format \(format)), and this command only reads, while an upgrade writes; "
-                            + Wording.upgradeStoreFirst(path: location.description).text)
+                            + Wording.upgradeStoreFirst(path: location.url).text)
                     }
                     try PostgresStore.upgrade(link, location, from: format)
                     upgraded = format
@@ -147,7 +147,7 @@ public final class PostgresStore: @unchecked Sendable {
                 """)
             if let foreign = tables.first(where: { $0[2] != "true" }) {
                 throw PostgresStoreError.server("\(location): the store was written by an older ckport (store format \(version)) and is upgraded in place when opened, "
-                    + "but its tables belong to the role \(foreign[1] ?? "?"), which this role is not; " + Wording.upgradeStore(path: location.description).text)
+                    + "but its tables belong to the role \(foreign[1] ?? "?"), which this role is not; " + Wording.upgradeStore(path: location.url).text)
             }
             for case let table? in tables.map({ $0[0] }) {
                 let additions = PostgresLayout.linkColumns.map { "ADD COLUMN IF NOT EXISTS \(PostgresLayout.identifier($0.name)) \($0.sqlType)" }

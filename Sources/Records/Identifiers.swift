@@ -46,8 +46,20 @@ public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public static func < (lhs: ZoneID, rhs: ZoneID) -> Bool {
         if lhs.scope != rhs.scope { return lhs.scope < rhs.scope }
-        if lhs.zoneName != rhs.zoneName { return lhs.zoneName.utf8.lexicographicallyPrecedes(rhs.zoneName.utf8) }
+        if !lhs.zoneName.hasSameBytes(as: rhs.zoneName) { return lhs.zoneName.utf8.lexicographicallyPrecedes(rhs.zoneName.utf8) }
         return lhs.ownerRecordName.utf8.lexicographicallyPrecedes(rhs.ownerRecordName.utf8)
+    }
+
+    /// Zones are told apart by the bytes of their names, as CloudKit and the stores tell them
+    /// apart (Swift's own `String` equality would take "é" and "e" + U+0301 for one name).
+    public static func == (lhs: ZoneID, rhs: ZoneID) -> Bool {
+        lhs.scope == rhs.scope && lhs.zoneName.hasSameBytes(as: rhs.zoneName) && lhs.ownerRecordName.hasSameBytes(as: rhs.ownerRecordName)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(scope)
+        zoneName.hashBytes(into: &hasher)
+        ownerRecordName.hashBytes(into: &hasher)
     }
 
     public var description: String {
@@ -68,5 +80,41 @@ public struct RecordID: Hashable, Sendable, CustomStringConvertible {
         self.zone = zone
     }
 
+    /// By the bytes of the name, as ``ZoneID`` compares.
+    public static func == (lhs: RecordID, rhs: RecordID) -> Bool {
+        lhs.recordName.hasSameBytes(as: rhs.recordName) && lhs.zone == rhs.zone
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(zone)
+        recordName.hashBytes(into: &hasher)
+    }
+
     public var description: String { "\(zone)/\(recordName)" }
+}
+
+extension String {
+    /// Whether the two hold the same UTF-8 bytes: names compared as CloudKit and the stores
+    /// compare them, where `==` takes canonically equivalent text ("é", "e" + U+0301) as equal.
+    @inlinable
+    public func hasSameBytes(as other: String) -> Bool {
+        utf8.elementsEqual(other.utf8)
+    }
+
+    /// Feeds the UTF-8 bytes to `hasher`, for a hash that agrees with ``hasSameBytes(as:)``.
+    @inlinable
+    public func hashBytes(into hasher: inout Hasher) {
+        var text = self
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(utf8.count)
+    }
+}
+
+/// A string as a dictionary key compared byte for byte (``String/hasSameBytes(as:)``).
+public struct ExactText: Hashable, Sendable {
+    public let text: String
+    public init(_ text: String) { self.text = text }
+
+    public static func == (lhs: ExactText, rhs: ExactText) -> Bool { lhs.text.hasSameBytes(as: rhs.text) }
+    public func hash(into hasher: inout Hasher) { text.hashBytes(into: &hasher) }
 }

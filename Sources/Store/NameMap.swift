@@ -15,7 +15,7 @@ public final class NameMap: @unchecked Sendable {
     private let lock = NSLock()
     /// Names compared byte for byte, as the disk copy and the stores compare them (Swift's
     /// `String` equality would take "é" and "e" + U+0301 for one name; CloudKit does not).
-    private var memory: [ZoneID: [ExactName: String]] = [:]
+    private var memory: [ZoneID: [ExactText: String]] = [:]
     private var disk: ScratchDatabase?
     /// Entries on their way to disk, written a batch at a time.
     private var pending: [(zone: ZoneID, old: String, new: String)] = []
@@ -44,7 +44,7 @@ public final class NameMap: @unchecked Sendable {
     public func set(_ old: String, to new: String, in zone: ZoneID) throws {
         try lock.withLock {
             if disk == nil {
-                if memory[zone, default: [:]].updateValue(new, forKey: ExactName(old)) == nil { entries += 1 }
+                if memory[zone, default: [:]].updateValue(new, forKey: ExactText(old)) == nil { entries += 1 }
                 if entries > memoryLimit { try moveToDisk() }
                 return
             }
@@ -57,7 +57,7 @@ public final class NameMap: @unchecked Sendable {
     /// The name `old` in `zone` changes to, or nil when it keeps its name.
     public func newName(of old: String, in zone: ZoneID) throws -> String? {
         try lock.withLock {
-            guard let disk else { return memory[zone]?[ExactName(old)] }
+            guard let disk else { return memory[zone]?[ExactText(old)] }
             if !pending.isEmpty { try flush() }
             return try disk.queue.read { db in
                 try String.fetchOne(db.cachedStatement(sql: "SELECT new FROM names WHERE scope = ? AND zone = ? AND owner = ? AND old = ?"),
@@ -97,15 +97,3 @@ public final class NameMap: @unchecked Sendable {
     }
 }
 
-/// A string that equals another only when their UTF-8 bytes are the same.
-struct ExactName: Hashable {
-    let text: String
-    init(_ text: String) { self.text = text }
-
-    static func == (lhs: ExactName, rhs: ExactName) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
-
-    func hash(into hasher: inout Hasher) {
-        var text = self.text
-        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-    }
-}

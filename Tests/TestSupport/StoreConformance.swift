@@ -25,7 +25,8 @@ public struct StoreConformance<Store: RecordStoring> {
 
     public static var checks: [String] {
         ["schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions", "assets",
-         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles", "sharing", "share hierarchies"]
+         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles", "sharing", "share hierarchies",
+         "names byte for byte"]
     }
 
     public func run(_ check: String) throws {
@@ -44,6 +45,7 @@ public struct StoreConformance<Store: RecordStoring> {
         case "two handles": try twoHandles()
         case "sharing": try sharing()
         case "share hierarchies": try shareHierarchies()
+        case "names byte for byte": try namesByteForByte()
         default: throw Failure(description: "no check named \(check)")
         }
     }
@@ -141,6 +143,33 @@ public struct StoreConformance<Store: RecordStoring> {
         let withoutNotes = try SchemaParser.parse(Self.schemaText.components(separatedBy: "RECORD TYPE Note")[0].trimmingCharacters(in: .whitespacesAndNewlines))
         try requireThrows(StoreError.self, "a schema change that loses records") { try store.importSchema(withoutNotes, dryRun: false) }
         try require(store.schema.isEquivalent(to: schema) && (try names(store)) == ["n-1"], "a refused schema change changed the store")
+    }
+
+    /// Zone names that differ only in their Unicode form ("ü" against "u" + U+0308) are two
+    /// zones to CloudKit: the same record name in each is two records, in one import as in two.
+    /// (Record names themselves are ASCII.)
+    func namesByteForByte() throws {
+        let kitchen = ZoneID(scope: .private, zoneName: "K\u{FC}che"), kitchenToo = ZoneID(scope: .private, zoneName: "Ku\u{308}che")
+        let records = [Self.note("n", "first kitchen", zone: kitchen), Self.note("n", "second kitchen", zone: kitchenToo),
+                       Self.note("m", "first kitchen's other", zone: kitchen)]
+        let store = try create("bytes")
+        try store.importSchema(try SchemaParser.parse(Self.schemaText), dryRun: false)
+        let summary = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(mode: .replace), hooks: ImportHooks())
+        try require(summary.totals.inserted == 3 && summary.totals.updated == 0, "one import of three records: \(summary.totals)")
+        for record in records {
+            let stored = try store.read { try $0.record(record.id) }
+            try require(stored?["title"] == record["title"] && stored.map { $0.zone.zoneName.utf8.elementsEqual(record.zone.zoneName.utf8) } == true,
+                        "\(record.id) reads back as \(String(describing: stored))")
+        }
+        // An update in one zone leaves the other as it was.
+        _ = try store.importRecords([ArrayRecordSource([Self.note("n", "second kitchen, again", zone: kitchenToo)])], schema: nil,
+                                    options: ImportOptions(mode: .upsert), hooks: ImportHooks())
+        try require(try store.read { try $0.record(RecordID(recordName: "n", zone: kitchen)) }?["title"] == .string("first kitchen")
+                    && (try store.read { try $0.record(RecordID(recordName: "n", zone: kitchenToo)) })?["title"] == .string("second kitchen, again"),
+                    "an update in \(kitchenToo.zoneName.debugDescription) reached \(kitchen.zoneName.debugDescription)")
+        var zones: [String] = []
+        try store.read { session in try session.forEach(RecordQuery(recordTypes: ["Note"])) { zones.append($0.zone.zoneName) } }
+        try require(zones.count == 3 && Set(zones.map { Array($0.utf8) }).count == 2, "three notes in two zones, read: \(zones.map(\.debugDescription))")
     }
 
     func saveModes() throws {

@@ -47,10 +47,13 @@ enum CommandLineWords {
         }
     }
 
-    /// `text` as one word of a shell command: as it is when no shell would change it, else in
-    /// single quotes (a store's URL holds `?` and `&`).
+    /// A path or URL as one word of a shell command, given as an option's value: as it is
+    /// when no shell would change it, else in single quotes (a store's URL holds `?` and `&`).
+    /// A relative path that begins with `-` gets `./` before it, so that it is not read as an
+    /// option.
     static func shellWord(_ text: String) -> String {
-        let plain = !text.isEmpty && text.unicodeScalars.allSatisfy { scalar in
+        let text = text.hasPrefix("-") ? "./" + text : text
+        let plain = !text.isEmpty && !text.hasPrefix("=") && !text.hasPrefix("~") && text.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "_./:@%+=,-".unicodeScalars.contains(scalar))
         }
         return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
