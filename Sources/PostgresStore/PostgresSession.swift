@@ -64,6 +64,9 @@ public final class PostgresSession {
                 throw PostgresStoreError.notAStore("\(location): a zone row of _ck_zone is incomplete")
             }
             let zone = ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner)
+            // A zone this transaction already numbered keeps its number: a dry run's provisional
+            // number stays, even once another writer has registered the same zone.
+            guard zoneNumbers[zone] == nil else { continue }
             zoneNumbers[zone] = id
             zonesByNumber[id] = zone
         }
@@ -293,7 +296,7 @@ public final class PostgresSession {
             guard let number = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { return }
             let zone = try self.zone(number: number)
             if let scope, zone.scope != scope { return }
-            if let zoneName, zone.zoneName != zoneName { return }
+            if let zoneName, !zone.zoneName.hasSameBytes(as: zoneName) { return }
             if !types.isEmpty && !types.contains(type) { return }
             page.append((RecordID(recordName: name, zone: zone), number, type, row[3] == "true"))
             if page.count >= 2000 { try flush() }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A CloudKit database scope: every zone belongs to one of them.
 ///
 /// The declaration order is the order ckport exports in.
@@ -98,7 +100,15 @@ extension String {
     /// compare them, where `==` takes canonically equivalent text ("é", "e" + U+0301) as equal.
     @inlinable
     public func hasSameBytes(as other: String) -> Bool {
-        utf8.elementsEqual(other.utf8)
+        let count = utf8.count
+        guard count == other.utf8.count else { return false }
+        let compared = utf8.withContiguousStorageIfAvailable { mine in
+            other.utf8.withContiguousStorageIfAvailable { theirs in
+                count == 0 || memcmp(mine.baseAddress!, theirs.baseAddress!, count) == 0
+            }
+        }
+        if let compared = compared ?? nil { return compared }
+        return utf8.elementsEqual(other.utf8)
     }
 
     /// Feeds the UTF-8 bytes to `hasher`, for a hash that agrees with ``hasSameBytes(as:)``.

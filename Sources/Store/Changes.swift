@@ -23,7 +23,7 @@ extension StoreSession {
         while try statement.step(db) {
             let zone = try self.zone(row: statement.int64(0))
             if let scope, zone.scope != scope { continue }
-            if let zoneName, zone.zoneName != zoneName { continue }
+            if let zoneName, !zone.zoneName.hasSameBytes(as: zoneName) { continue }
             let type = statement.text(2)
             if !types.isEmpty && !types.contains(type) { continue }
             let id = RecordID(recordName: statement.text(1), zone: zone)

@@ -72,10 +72,11 @@ public struct RecordKey: Sendable, Equatable {
 }
 
 extension RecordQuery {
-    /// Whether the query reads the records of `zone`.
+    /// Whether the query reads the records of `zone` (names compared by their bytes, as
+    /// ``ZoneID`` compares them).
     public func reads(_ zone: ZoneID) -> Bool {
-        (scope == nil || zone.scope == scope) && (zoneName == nil || zone.zoneName == zoneName)
-            && (ownerRecordName == nil || zone.ownerRecordName == ownerRecordName)
+        (scope == nil || zone.scope == scope) && (zoneName.map(zone.zoneName.hasSameBytes(as:)) ?? true)
+            && (ownerRecordName.map(zone.ownerRecordName.hasSameBytes(as:)) ?? true)
     }
 
     /// Whether the query reads some zones only.

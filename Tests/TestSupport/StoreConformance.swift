@@ -170,6 +170,15 @@ public struct StoreConformance<Store: RecordStoring> {
         var zones: [String] = []
         try store.read { session in try session.forEach(RecordQuery(recordTypes: ["Note"])) { zones.append($0.zone.zoneName) } }
         try require(zones.count == 3 && Set(zones.map { Array($0.utf8) }).count == 2, "three notes in two zones, read: \(zones.map(\.debugDescription))")
+        // A query or a delete of one zone, by name, reads or deletes that zone only.
+        var picked: [String] = []
+        try store.read { session in
+            try session.forEach(RecordQuery(recordTypes: ["Note"], zoneName: kitchenToo.zoneName)) { picked.append($0["title"].map { "\($0)" } ?? "") }
+        }
+        try require(picked.count == 1, "a query of \(kitchenToo.zoneName.debugDescription) read \(picked)")
+        let deleted = try store.write(dryRun: false) { session in try session.delete(matching: RecordQuery(recordTypes: ["Note"], zoneName: kitchen.zoneName)) }
+        try require(deleted.count == 2, "a delete of \(kitchen.zoneName.debugDescription) deleted \(deleted.count) records")
+        try require((try store.read { try $0.record(RecordID(recordName: "n", zone: kitchenToo)) }) != nil, "a delete of one zone took the other's record")
     }
 
     func saveModes() throws {

@@ -360,10 +360,16 @@ struct PullKilledTests {
         let pull = ckportProcess(["pull", "-q", "--rejects", "left-out.jsonl"] + cloud, in: folder.url)
         pull.standardError = FileHandle.nullDevice
         try pull.run()
-        // Killed once a page or more is saved, long before the last of 600.
+        // Killed once two pages or more are saved (so that a record left out, every hundredth,
+        // is among them), long before the last of 600.
+        func savedThrough(_ status: String) -> Int? {
+            status.split(separator: "\n").first { $0.hasPrefix("  Notes: token ") }
+                .map { String($0.dropFirst(15).prefix { $0 != "," }) }
+                .flatMap { Int(String(decoding: Data(base64Encoded: $0) ?? Data(), as: UTF8.self).split(separator: "|").last ?? "") }
+        }
         var status = ""
-        for _ in 0..<300 where !status.contains("  Notes: token ") {
-            usleep(50_000)
+        for _ in 0..<600 where (savedThrough(status) ?? 0) < 100 {
+            usleep(20_000)
             status = try ckport(["cloud", "status"], in: folder.url).stdout
         }
         kill(pull.processIdentifier, SIGKILL)

@@ -5,15 +5,16 @@ import Records
 public final class SelectingSource: RecordSource {
     private let source: RecordSource
     private let types: Set<String>
-    private let zones: Set<String>
-    private let renames: [String: String]
+    /// Zone names compared by their bytes, as ``ZoneID`` compares them.
+    private let zones: Set<ExactText>
+    private let renames: [ExactText: String]
 
     /// Empty `types` or `zones` select every type or zone; `renames` maps zone names.
     public init(_ source: RecordSource, types: Set<String>, zones: Set<String>, renames: [String: String]) {
         self.source = source
         self.types = types
-        self.zones = zones
-        self.renames = renames
+        self.zones = Set(zones.map(ExactText.init))
+        self.renames = Dictionary(renames.map { (ExactText($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     public var name: String { source.name }
@@ -24,8 +25,8 @@ public final class SelectingSource: RecordSource {
         while let item = try source.next() {
             guard case .record(var sourced) = item else { return item }
             if !types.isEmpty && !types.contains(sourced.record.recordType) { continue }
-            if !zones.isEmpty && !zones.contains(sourced.record.zone.zoneName) { continue }
-            if let renamed = renames[sourced.record.zone.zoneName] { sourced.record.id.zone.zoneName = renamed }
+            if !zones.isEmpty && !zones.contains(ExactText(sourced.record.zone.zoneName)) { continue }
+            if let renamed = renames[ExactText(sourced.record.zone.zoneName)] { sourced.record.id.zone.zoneName = renamed }
             return .record(sourced)
         }
         return nil

@@ -22,7 +22,7 @@ extension Deletes {
 
     /// The zone holding `name`: the one given, else the only zone where the name is live.
     static func resolve(_ name: String, zone: String?, scope: DatabaseScope?, in session: any RecordSession) throws -> RecordID {
-        let candidates = session.zones.filter { (zone == nil || $0.zoneName == zone) && (scope == nil || $0.scope == scope) }
+        let candidates = session.zones.filter { (zone.map($0.zoneName.hasSameBytes(as:)) ?? true) && (scope == nil || $0.scope == scope) }
         let hits = try candidates.filter { try session.record(RecordID(recordName: name, zone: $0)) != nil }
         if hits.count > 1 { throw OperationError.ambiguousRecordName(name, zones: hits.map(\.description)) }
         return RecordID(recordName: name, zone: hits.first ?? candidates.first ?? ZoneID(scope: scope ?? .private, zoneName: zone ?? ZoneID.defaultZoneName))
