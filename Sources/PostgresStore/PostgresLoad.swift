@@ -134,9 +134,7 @@ enum PostgresLoad {
     /// `timestampsAsText`, as the text a `timestamptz` column reads, for a COPY straight into a
     /// type's table (``timestampsHaveText(_:)`` must have accepted the record). `fields` are
     /// sorted by name, as a record's fields are, and met in one walk.
-    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to out: inout [UInt8]) {
-        var line = COPYLine(out: out)
-        out = []
+    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to line: inout COPYLine) {
         func stamp(_ milliseconds: Int64?) {
             guard let milliseconds else { return line.null() }
             if timestampsAsText { line.timestamp(milliseconds) } else { line.integer(milliseconds) }
@@ -153,35 +151,50 @@ enum PostgresLoad {
         line.text(record.parent)
         line.text(record.share)
         line.text(record.shareDetails)
-        let entries = record.fields.entries
-        var index = 0
-        for field in fields {
-            // Both lists are in byte order: a field the record holds is usually the next entry.
-            var value: FieldValue?
-            while index < entries.count {
-                if entries[index].name == field.name { value = entries[index].value; break }
-                guard RecordFields.precedes(entries[index].name, field.name) else { break }
-                index += 1
-            }
-            switch value {
-            case nil:
-                line.null()
-                if field.type == .reference { line.null() }
-            case .reference(let reference)?:
-                line.text(reference.recordName)
-                line.integer(reference.action.code)
-            case .timestamp(let milliseconds)?:
-                if timestampsAsText { line.timestamp(milliseconds) } else { line.integer(milliseconds) }
-            case .int64(let number)?:
-                line.integer(number)
-            case let value?:
-                line.text(text(value))
-                if field.type == .reference { line.null() }
+        // The entries are read in place (each value handed on where it lies, not copied out).
+        record.fields.entries.withUnsafeBufferPointer { entries in
+            var index = 0
+            for field in fields {
+                // Both lists are in byte order: a field the record holds is usually the next entry.
+                var found = false
+                while index < entries.count {
+                    if entries[index].name == field.name {
+                        found = true
+                        break
+                    }
+                    guard RecordFields.precedes(entries[index].name, field.name) else { break }
+                    index += 1
+                }
+                if found {
+                    appendValue(entries[index].value, of: field, timestampsAsText: timestampsAsText, to: &line)
+                    index += 1
+                } else {
+                    line.null()
+                    if field.type == .reference { line.null() }
+                }
             }
         }
         if let position { line.integer(Int64(position)) }
         line.end()
-        out = line.out
+    }
+
+    /// One field's value in its column (and a reference's action in the next).
+    private static func appendValue(_ value: FieldValue, of field: FieldDefinition, timestampsAsText: Bool, to line: inout COPYLine) {
+        switch value {
+        case .reference(let reference):
+            line.text(reference.recordName)
+            line.integer(reference.action.code)
+        case .timestamp(let milliseconds):
+            if timestampsAsText { line.timestamp(milliseconds) } else { line.integer(milliseconds) }
+        case .int64(let number):
+            line.integer(number)
+        case .string(let text):
+            line.text(text)
+            if field.type == .reference { line.null() }
+        default:
+            line.text(text(value))
+            if field.type == .reference { line.null() }
+        }
     }
 
     /// The earliest and latest milliseconds ``appendRow(_:zone:fields:position:timestampsAsText:to:)``
@@ -198,21 +211,26 @@ enum PostgresLoad {
     /// `numeric` column has one zero; a list or a `DOUBLE` keeps it). Nil when it can.
     static func valueProblem(_ record: Record, schema: Schema) -> (field: String?, message: String)? {
         func textProblem(_ text: String?) -> String? {
-            guard var text else { return nil }
-            let found = text.withUTF8 { bytes in bytes.isEmpty ? false : memchr(bytes.baseAddress!, 0, bytes.count) != nil }
+            guard let text else { return nil }
+            let found = text.utf8.withContiguousStorageIfAvailable { bytes in
+                bytes.isEmpty ? false : memchr(bytes.baseAddress!, 0, bytes.count) != nil
+            } ?? text.utf8.contains(0)
             return found ? "holds the character U+0000, which PostgreSQL's text cannot hold" : nil
         }
         func timeProblem(_ milliseconds: Int64) -> String? {
             storableTimestamps.contains(milliseconds) ? nil
                 : "is the time \(milliseconds) ms from 1970, outside what PostgreSQL's timestamptz holds (4714 BC to 294247 AD)"
         }
+        /// What is wrong with a value, or "" for -0.0 (wrong only in a NUMBER field's own column).
         func problem(_ value: FieldValue) -> String? {
             switch value {
             case .string(let s): return textProblem(s)
             case .timestamp(let t): return timeProblem(t)
             case .reference(let r): return textProblem(r.recordName)
+            case .double(let d): return d == 0 && d.sign == .minus ? "" : nil
             case .list(_, let items):
-                for item in items { if let found = problem(item) { return found } }
+                // A list of doubles keeps -0.0.
+                for item in items { if let found = problem(item), !found.isEmpty { return found } }
                 return nil
             case .asset(let asset):
                 return textProblem(asset.fileChecksum) ?? textProblem(asset.referenceChecksum) ?? textProblem(asset.wrappingKey)
@@ -220,14 +238,18 @@ enum PostgresLoad {
             default: return nil
             }
         }
-        let type = schema.recordType(named: record.recordType)
-        for entry in record.fields.entries {
-            if let found = problem(entry.value) { return (entry.name, "field '\(entry.name)' " + found) }
-            if case .double(let d) = entry.value, d == 0, d.sign == .minus,
-               let declared = type?.field(named: entry.name)?.type, declared.primitive == .number, !declared.isList {
-                return (entry.name, "field '\(entry.name)' is -0.0, which PostgreSQL's numeric (the column of a NUMBER field) holds only as 0")
+        let fieldProblem: (field: String?, message: String)? = record.fields.entries.withUnsafeBufferPointer { entries in
+            for index in entries.indices {
+                guard let found = problem(entries[index].value) else { continue }
+                let name = entries[index].name
+                if !found.isEmpty { return (name, "field '\(name)' " + found) }
+                if let declared = schema.recordType(named: record.recordType)?.field(named: name)?.type, declared.primitive == .number, !declared.isList {
+                    return (name, "field '\(name)' is -0.0, which PostgreSQL's numeric (the column of a NUMBER field) holds only as 0")
+                }
             }
+            return nil
         }
+        if let fieldProblem { return fieldProblem }
         if let found = textProblem(record.changeTag) { return (nil, "recordChangeTag " + found) }
         if let found = textProblem(record.created?.userRecordName) { return (nil, "created.userRecordName " + found) }
         if let found = textProblem(record.created?.deviceID) { return (nil, "created.deviceID " + found) }
@@ -400,42 +422,95 @@ private extension UInt8 {
     }
 }
 
-/// Writes one line of COPY's text format: fields separated by tabs, `\N` for NULL, the
-/// backslash, newline, carriage return and tab escaped, a newline at the end.
-struct COPYLine {
-    var out: [UInt8]
+/// Writes lines of COPY's text format: fields separated by tabs, `\N` for NULL, the
+/// backslash, newline, carriage return and tab escaped, a newline at the end of each line.
+///
+/// The bytes go into memory this owns, through a pointer: each field is one capacity check
+/// and a copy, where an array's appends would check its capacity and uniqueness byte by byte
+/// (a row of the bulk path is two dozen fields, a million rows a load).
+struct COPYLine: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// How many bytes are written.
+    private(set) var count = 0
     private var first = true
 
-    init(out: [UInt8]) { self.out = out }
+    init(capacity: Int = 4096) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
+    }
 
-    private mutating func separate() {
-        if first { first = false } else { out.append(UInt8(ascii: "\t")) }
+    deinit { base.deallocate() }
+
+    /// The bytes written, as an array.
+    consuming func bytes() -> [UInt8] {
+        Array(UnsafeBufferPointer(start: base, count: count))
+    }
+
+    /// Room for `more` bytes after those written.
+    @inline(__always) private mutating func reserve(_ more: Int) {
+        if count + more > capacity { grow(count + more) }
+    }
+
+    private mutating func grow(_ needed: Int) {
+        var size = capacity * 2
+        while size < needed { size *= 2 }
+        let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+        larger.update(from: base, count: count)
+        base.deallocate()
+        base = larger
+        capacity = size
+    }
+
+    /// A tab before every field but a line's first. Room for it must be reserved.
+    @inline(__always) private mutating func separate() {
+        if first { first = false } else { base[count] = UInt8(ascii: "\t"); count += 1 }
     }
 
     mutating func null() {
+        reserve(3)
         separate()
-        out.append(UInt8(ascii: "\\"))
-        out.append(UInt8(ascii: "N"))
+        base[count] = UInt8(ascii: "\\")
+        base[count + 1] = UInt8(ascii: "N")
+        count += 2
     }
 
     mutating func text(_ value: String?) {
-        guard var value else { return null() }
+        guard let value else { return null() }
+        if value.utf8.withContiguousStorageIfAvailable({ bytes in put(text: bytes) }) == nil {
+            // Text not held as UTF-8 in one piece (never on Linux): copied out first.
+            let bytes = Array(value.utf8)
+            bytes.withUnsafeBufferPointer { put(text: $0) }
+        }
+    }
+
+    /// The bytes of a text, escaped where they must be.
+    private mutating func put(text bytes: UnsafeBufferPointer<UInt8>) {
+        // Every byte escaped takes two.
+        reserve(1 + 2 * bytes.count)
         separate()
-        value.withUTF8 { bytes in
-            // Most text needs no escape: copied whole.
-            if !COPYLine.needsEscape(bytes) {
-                out.append(contentsOf: bytes)
-                return
+        guard let from = bytes.baseAddress else { return }
+        // Most text needs no escape: copied whole.
+        if !COPYLine.needsEscape(bytes) {
+            (base + count).update(from: from, count: bytes.count)
+            count += bytes.count
+            return
+        }
+        for byte in bytes {
+            let escaped: UInt8
+            switch byte {
+            case UInt8(ascii: "\\"): escaped = UInt8(ascii: "\\")
+            case 10: escaped = UInt8(ascii: "n")
+            case 13: escaped = UInt8(ascii: "r")
+            case 9: escaped = UInt8(ascii: "t")
+            default:
+                base[count] = byte
+                count += 1
+                continue
             }
-            for byte in bytes {
-                switch byte {
-                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case 10: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 13: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 9: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                default: out.append(byte)
-                }
-            }
+            base[count] = UInt8(ascii: "\\")
+            base[count + 1] = escaped
+            count += 2
         }
     }
 
@@ -464,39 +539,89 @@ struct COPYLine {
     }
 
     mutating func integer(_ value: Int64) {
+        // A tab, a sign and at most 19 digits.
+        reserve(21)
         separate()
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        ISO8601.appendDigits(value, minWidth: 1, to: &out)
+        if value < 0 {
+            base[count] = UInt8(ascii: "-")
+            count += 1
+        }
+        var rest = value.magnitude
+        var digits = 1
+        var left = rest / 10
+        while left > 0 {
+            digits += 1
+            left /= 10
+        }
+        var position = count + digits
+        count = position
+        repeat {
+            position -= 1
+            base[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        } while rest > 0
     }
+
+    /// The day the last timestamp fell on, and its `yyyy-mm-dd ` (the records of a load were
+    /// mostly made on few days, and a record's times are often on one).
+    private var lastDay: Int64 = .min
+    private var lastDate: (UInt64, UInt16, UInt8) = (0, 0, 0)
 
     /// Milliseconds since 1970 as `timestamptz` reads them in UTC, `2026-03-01 09:30:00.250+00`
     /// (years 1 to 9999: see ``PostgresLoad/textTimestamps``).
     mutating func timestamp(_ milliseconds: Int64) {
+        // yyyy-mm-dd hh:mm:ss.fff+00: 26 bytes, after a tab.
+        reserve(27)
         separate()
         let day = ISO8601.floorDiv(milliseconds, 86_400_000)
         let inDay = Int(milliseconds - day * 86_400_000)
-        let (year, month, dayOfMonth) = ISO8601.civil(fromDays: day)
-        // yyyy-mm-dd hh:mm:ss.fff+00, 26 bytes, written in place and appended at once.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 26) { buffer in
-            func put(_ value: Int, _ count: Int, at end: Int) {
-                var rest = value
-                for position in stride(from: end - 1, through: end - count, by: -1) {
-                    buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
-                    rest /= 10
-                }
-            }
-            put(Int(year), 4, at: 4); buffer[4] = UInt8(ascii: "-"); put(Int(month), 2, at: 7); buffer[7] = UInt8(ascii: "-")
-            put(Int(dayOfMonth), 2, at: 10); buffer[10] = UInt8(ascii: " ")
-            put(inDay / 3_600_000, 2, at: 13); buffer[13] = UInt8(ascii: ":"); put(inDay / 60_000 % 60, 2, at: 16); buffer[16] = UInt8(ascii: ":")
-            put(inDay / 1000 % 60, 2, at: 19); buffer[19] = UInt8(ascii: "."); put(inDay % 1000, 3, at: 23)
-            buffer[23] = UInt8(ascii: "+"); buffer[24] = UInt8(ascii: "0"); buffer[25] = UInt8(ascii: "0")
-            out.append(contentsOf: UnsafeBufferPointer(buffer))
+        let out = base + count
+        if day != lastDay {
+            let (year, month, dayOfMonth) = ISO8601.civil(fromDays: day)
+            COPYLine.put(Int(year), 4, at: out)
+            out[4] = UInt8(ascii: "-")
+            COPYLine.put(Int(month), 2, at: out + 5)
+            out[7] = UInt8(ascii: "-")
+            COPYLine.put(Int(dayOfMonth), 2, at: out + 8)
+            out[10] = UInt8(ascii: " ")
+            lastDay = day
+            let raw = UnsafeRawPointer(out)
+            lastDate = (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self), out[10])
+        } else {
+            let raw = UnsafeMutableRawPointer(out)
+            raw.storeBytes(of: lastDate.0, as: UInt64.self)
+            raw.storeBytes(of: lastDate.1, toByteOffset: 8, as: UInt16.self)
+            out[10] = lastDate.2
+        }
+        COPYLine.put(inDay / 3_600_000, 2, at: out + 11)
+        out[13] = UInt8(ascii: ":")
+        COPYLine.put(inDay / 60_000 % 60, 2, at: out + 14)
+        out[16] = UInt8(ascii: ":")
+        COPYLine.put(inDay / 1000 % 60, 2, at: out + 17)
+        out[19] = UInt8(ascii: ".")
+        COPYLine.put(inDay % 1000, 3, at: out + 20)
+        out[23] = UInt8(ascii: "+")
+        out[24] = UInt8(ascii: "0")
+        out[25] = UInt8(ascii: "0")
+        count += 26
+    }
+
+    /// `value` in `width` decimal digits, zeros first.
+    @inline(__always) private static func put(_ value: Int, _ width: Int, at out: UnsafeMutablePointer<UInt8>) {
+        var rest = value
+        var position = width
+        while position > 0 {
+            position -= 1
+            out[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
         }
     }
 
     /// Ends the line; what comes next begins another.
     mutating func end() {
-        out.append(UInt8(ascii: "\n"))
+        reserve(1)
+        base[count] = UInt8(ascii: "\n")
+        count += 1
         first = true
     }
 }

@@ -263,8 +263,7 @@ final class PostgresLoader: RecordLoader {
     /// rows (numbered in this order, see ``PostgresSession/takeChangeNumbers(_:)``) and each
     /// type's rows.
     private func freshCopies(_ records: [Record], keys: [Key]) throws -> [Copy] {
-        var log = COPYLine(out: [])
-        log.out.reserveCapacity(records.count * 56)
+        var log = COPYLine(capacity: records.count * 56)
         var byType: [String: [Int]] = [:]
         var number = session.takeChangeNumbers(records.count)
         for index in records.indices {
@@ -276,7 +275,7 @@ final class PostgresLoader: RecordLoader {
             number += 1
             byType[records[index].recordType, default: []].append(index)
         }
-        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log.out)]
+        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log.bytes())]
         for (type, group) in byType.sorted(by: { $0.key < $1.key }) {
             copies.append(try session.copyPayload(records, group, zones: keys, of: try definition(type, records[group[0]])))
         }
@@ -324,11 +323,11 @@ extension PostgresSession {
             columns.append((field.name, PostgresLayout.sqlType(field.type)))
             if field.type == .reference { columns.append((field.name + ":action", "smallint")) }
         }
-        var rows: [UInt8] = []
-        rows.reserveCapacity(records.count * 256)
+        var line = COPYLine(capacity: records.count * 256)
         for (position, record) in records.enumerated() {
-            PostgresLoad.appendRow(record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: position, to: &rows)
+            PostgresLoad.appendRow(record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: position, to: &line)
         }
+        let rows = line.bytes()
         let stage = "_ck_stage"
         try link.execute("CREATE TEMP TABLE \(stage) (\(columns.indices.map { "c\($0) text" }.joined(separator: ", ")), pos bigint) ON COMMIT DROP")
         try link.copy(into: stage, rows)
@@ -358,13 +357,12 @@ extension PostgresSession {
             columns.append(field.name)
             if field.type == .reference { columns.append(field.name + ":action") }
         }
-        var rows: [UInt8] = []
-        rows.reserveCapacity(indices.count * 384)
+        var line = COPYLine(capacity: indices.count * 384)
         for index in indices {
-            PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
+            PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
         }
         func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
-        return (bare(definition.name), columns.map(bare), rows)
+        return (bare(definition.name), columns.map(bare), line.bytes())
     }
 
     /// Puts the store's namespace first on this transaction's search path (for COPY, which

@@ -153,6 +153,22 @@ public enum FieldValue: Sendable {
         }
     }
 
+    /// Whether a field of type `declared` takes this value, and the bytes the value counts toward
+    /// the record limit (``encodedSize``): the validator's common case, in one look at a value
+    /// borrowed where it lies.
+    static func check(_ value: borrowing FieldValue, against declared: FieldType) -> (accepted: Bool, size: Int) {
+        switch value {
+        case .string(let s): return (declared.accepts(.string), s.utf8.count)
+        case .int64: return (declared.accepts(.int64), 8)
+        case .double: return (declared.accepts(.double), 8)
+        case .timestamp: return (declared.accepts(.timestamp), 8)
+        case .reference(let r): return (declared.accepts(.reference), r.recordName.utf8.count + 8)
+        default:
+            let whole = copy value
+            return (declared.accepts(whole.type), whole.encodedSize)
+        }
+    }
+
     /// The bytes this value counts toward CloudKit's 1 MB record limit. Assets count only their
     /// metadata, since their files are stored apart.
     public var encodedSize: Int {

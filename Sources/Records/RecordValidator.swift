@@ -72,8 +72,10 @@ public struct RecordValidator: Sendable {
                             guard RecordFields.precedes(names[next], entries[k].name) else { return false }
                             next += 1
                         }
-                        guard next < names.count, types[next].accepts(entries[k].value.type) else { return false }
-                        size += entries[k].name.utf8.count + entries[k].value.encodedSize
+                        guard next < names.count else { return false }
+                        let (accepted, valueSize) = FieldValue.check(entries[k].value, against: types[next])
+                        guard accepted else { return false }
+                        size += entries[k].name.utf8.count + valueSize
                         next += 1
                     }
                     return true

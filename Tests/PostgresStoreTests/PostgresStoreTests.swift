@@ -131,9 +131,10 @@ struct COPYLineTests {
                     var characters = Array(repeating: "a", count: length)
                     characters.insert(special, at: position)
                     let text = characters.joined()
-                    var line = COPYLine(out: [])
+                    var line = COPYLine(capacity: 1)
                     line.text(text)
-                    #expect(line.out == Self.escaped(text), "\(text.debugDescription)")
+                    let bytes = line.bytes()
+                    #expect(bytes == Self.escaped(text), "\(text.debugDescription)")
                     checked += 1
                 }
             }
@@ -141,34 +142,42 @@ struct COPYLineTests {
         #expect(checked == 8 * 210)
     }
 
-    @Test("integers at their edges and timestamps as timestamptz reads them, a field each, tab between, newline at the end")
+    @Test("integers at their edges and timestamps as timestamptz reads them (days met twice in a row, and again after another), a field each, tab between, newline at the end")
     func numbersAndTimes() {
-        var line = COPYLine(out: [])
-        for number in [0, 7, -7, 1_000_000, Int64.max, Int64.min] { line.integer(number) }
+        var line = COPYLine(capacity: 1)
+        for number in [0, 7, -7, 9, 10, 99, 100, 1_000_000, Int64.max, Int64.min, Int64.min + 1] { line.integer(number) }
         line.timestamp(0)
         line.timestamp(1_772_357_400_250)      // 2026-03-01 09:30:00.250
+        line.timestamp(1_772_357_400_250 + 3_600_000 + 61_001)
         line.timestamp(-1)                     // the last millisecond of 1969
+        line.timestamp(1_772_357_400_250 - 86_400_000)
+        line.timestamp(1_772_357_400_250)
         line.timestamp(PostgresLoad.textTimestamps.lowerBound)
         line.timestamp(PostgresLoad.textTimestamps.upperBound)
         line.null()
         line.end()
-        #expect(String(decoding: line.out, as: UTF8.self) == [
-            "0", "7", "-7", "1000000", "9223372036854775807", "-9223372036854775808",
-            "1970-01-01 00:00:00.000+00", "2026-03-01 09:30:00.250+00", "1969-12-31 23:59:59.999+00",
+        let bytes = line.bytes()
+        #expect(String(decoding: bytes, as: UTF8.self) == [
+            "0", "7", "-7", "9", "10", "99", "100", "1000000", "9223372036854775807", "-9223372036854775808", "-9223372036854775807",
+            "1970-01-01 00:00:00.000+00", "2026-03-01 09:30:00.250+00", "2026-03-01 10:31:01.251+00", "1969-12-31 23:59:59.999+00",
+            "2026-02-28 09:30:00.250+00", "2026-03-01 09:30:00.250+00",
             "0001-01-01 00:00:00.000+00", "9999-12-31 23:59:59.999+00", "\\N",
         ].joined(separator: "\t") + "\n")
     }
 
     @Test("lines written one after another on one writer each begin afresh, with no tab before their first field")
     func lines() {
-        var line = COPYLine(out: [])
+        var line = COPYLine(capacity: 1)
         line.integer(4)
         line.text("task-1")
         line.end()
         line.null()
         line.text("task-2")
+        line.text("")
+        line.text(String(repeating: "long text, ", count: 500))
         line.end()
-        #expect(String(decoding: line.out, as: UTF8.self) == "4\ttask-1\n\\N\ttask-2\n")
+        let bytes = line.bytes()
+        #expect(String(decoding: bytes, as: UTF8.self) == "4\ttask-1\n\\N\ttask-2\t\t" + String(repeating: "long text, ", count: 500) + "\n")
     }
 }
 

@@ -6,18 +6,19 @@ import Foundation
 /// store's writes, on the other core. At most `depth` batches wait at any time, so memory
 /// stays bounded however large the input is.
 public final class PrefetchingSource: RecordSource, @unchecked Sendable {
-    /// Items in reverse order (the consumer pops them off the end: moving each out rather than
-    /// copying it costs no reference counting), with the source's progress after them and, in
-    /// the last batch, how the source ended.
+    /// Items in order (the consumer takes each out of its place, leaving nil: moved, not
+    /// copied, so that handing one over costs no reference counting), with the source's
+    /// progress after them and, in the last batch, how the source ended.
     private struct Batch {
-        var items: [SourceItem]
+        var items: [SourceItem?]
+        var next = 0
         var bytesRead: Int64
         var isLast: Bool
         var failure: Error?
     }
 
     private let source: RecordSource
-    private let transform: (@Sendable (SourceItem) -> SourceItem)?
+    private let transform: (@Sendable (SourceItem) -> SourceItem?)?
     private let handoff: BoundedHandoff<Batch>
     private let batchSize: Int
     private var started = false
@@ -28,8 +29,8 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
     private let retired = LockedValue<[[SourceItem]]>([])
 
     /// - Parameter transform: work to do on each item on the background thread too, such as
-    ///   validation.
-    public init(_ source: RecordSource, batchSize: Int = 512, depth: Int = 8, transform: (@Sendable (SourceItem) -> SourceItem)? = nil) {
+    ///   validation: the item to hand over instead, or nil to hand over the item itself.
+    public init(_ source: RecordSource, batchSize: Int = 512, depth: Int = 8, transform: (@Sendable (SourceItem) -> SourceItem?)? = nil) {
         self.source = source
         self.transform = transform
         self.batchSize = batchSize
@@ -63,20 +64,19 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
                     list = []
                     return taken
                 }
-                var items: [SourceItem] = []
+                var items: [SourceItem?] = []
                 items.reserveCapacity(batchSize)
                 var failure: Error?
                 var ended = false
                 do {
                     while items.count < batchSize {
                         guard let item = try source.next() else { ended = true; break }
-                        items.append(transform?(item) ?? item)
+                        if let replaced = transform?(item) { items.append(replaced) } else { items.append(item) }
                     }
                 } catch {
                     failure = error
                     ended = true
                 }
-                items.reverse()
                 let batch = Batch(items: items, bytesRead: source.bytesRead, isLast: ended, failure: failure)
                 if !handoff.put(batch) || ended { return }
             }
@@ -102,7 +102,10 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
 
     public func next() throws -> SourceItem? {
         while true {
-            if let item = current.items.popLast() { return item }
+            if current.next < current.items.count {
+                current.next += 1
+                return current.items[current.next - 1].take()
+            }
             if current.isLast {
                 if let failure = current.failure { throw failure }
                 return nil

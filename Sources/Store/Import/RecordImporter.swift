@@ -140,11 +140,11 @@ public final class RecordImporter {
         var wanted = newSchema ?? current
         for type in addingTypes where wanted.recordType(named: type.name) == nil { wanted.recordTypes.append(type) }
         let schemaUse: SchemaUse = options.allowNewFields || SchemaChange(from: current, to: wanted).changesSchema ? .changes : .keeps
-        var earlyValidation: (@Sendable (SourceItem) -> SourceItem)? = nil
+        var earlyValidation: (@Sendable (SourceItem) -> SourceItem?)? = nil
         if !options.allowNewFields {
             let validator = RecordValidator(schema: wanted)
             earlyValidation = { item in
-                guard case .record(let sourced) = item, let issue = RecordImporter.validate(sourced, validator, allowNewFields: false) else { return item }
+                guard case .record(let sourced) = item, let issue = RecordImporter.validate(sourced, validator, allowNewFields: false) else { return nil }
                 return .invalid(issue, raw: sourced.raw)
             }
         }
@@ -281,9 +281,9 @@ public final class RecordImporter {
 
     /// The first problem the validator finds with a record, placed in its input.
     static func validate(_ sourced: SourcedRecord, _ validator: RecordValidator, allowNewFields: Bool) -> InputIssue? {
-        let record = sourced.record
-        let problems = validator.issues(in: record, allowNewFields: allowNewFields)
+        let problems = validator.issues(in: sourced.record, allowNewFields: allowNewFields)
         guard let first = problems.first else { return nil }
+        let record = sourced.record
         let message = problems.count == 1 ? first.message : first.message + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)"
         return InputIssue(position: sourced.position(ofField: first.field), recordName: record.recordName, recordType: record.recordType, field: first.field, message: message)
     }
