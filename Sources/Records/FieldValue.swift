@@ -139,8 +139,16 @@ public enum FieldValue: Sendable {
     case list(PrimitiveType, [FieldValue])
 
     /// The Web Services type of this value (never encrypted: encryption belongs to the field).
-    public var type: FieldType {
-        switch self {
+    public var type: FieldType { FieldValue.type(of: self) }
+
+    /// The bytes this value counts toward CloudKit's 1 MB record limit. Assets count only their
+    /// metadata, since their files are stored apart.
+    public var encodedSize: Int { FieldValue.size(of: self) }
+
+    /// A value's type, looked at where it lies (borrowed: the validator asks this of every field
+    /// in place, and a copy would retain the value's strings).
+    static func type(of value: borrowing FieldValue) -> FieldType {
+        switch value {
         case .string: return .string
         case .int64: return .int64
         case .double: return .double
@@ -153,26 +161,9 @@ public enum FieldValue: Sendable {
         }
     }
 
-    /// Whether a field of type `declared` takes this value, and the bytes the value counts toward
-    /// the record limit (``encodedSize``): the validator's common case, in one look at a value
-    /// borrowed where it lies.
-    static func check(_ value: borrowing FieldValue, against declared: FieldType) -> (accepted: Bool, size: Int) {
+    /// ``encodedSize``, of a value borrowed where it lies.
+    static func size(of value: borrowing FieldValue) -> Int {
         switch value {
-        case .string(let s): return (declared.accepts(.string), s.utf8.count)
-        case .int64: return (declared.accepts(.int64), 8)
-        case .double: return (declared.accepts(.double), 8)
-        case .timestamp: return (declared.accepts(.timestamp), 8)
-        case .reference(let r): return (declared.accepts(.reference), r.recordName.utf8.count + 8)
-        default:
-            let whole = copy value
-            return (declared.accepts(whole.type), whole.encodedSize)
-        }
-    }
-
-    /// The bytes this value counts toward CloudKit's 1 MB record limit. Assets count only their
-    /// metadata, since their files are stored apart.
-    public var encodedSize: Int {
-        switch self {
         case .string(let s): return s.utf8.count
         case .int64, .double, .timestamp: return 8
         case .bytes(let b): return b.count

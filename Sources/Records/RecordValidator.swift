@@ -72,10 +72,8 @@ public struct RecordValidator: Sendable {
                             guard RecordFields.precedes(names[next], entries[k].name) else { return false }
                             next += 1
                         }
-                        guard next < names.count else { return false }
-                        let (accepted, valueSize) = FieldValue.check(entries[k].value, against: types[next])
-                        guard accepted else { return false }
-                        size += entries[k].name.utf8.count + valueSize
+                        guard next < names.count, types[next].accepts(FieldValue.type(of: entries[k].value)) else { return false }
+                        size += entries[k].name.utf8.count + FieldValue.size(of: entries[k].value)
                         next += 1
                     }
                     return true
