@@ -147,7 +147,7 @@ public enum FieldValue: Sendable {
 
     /// A value's type, looked at where it lies (borrowed: the validator asks this of every field
     /// in place, and a copy would retain the value's strings).
-    static func type(of value: borrowing FieldValue) -> FieldType {
+    package static func type(of value: borrowing FieldValue) -> FieldType {
         switch value {
         case .string: return .string
         case .int64: return .int64
@@ -162,7 +162,7 @@ public enum FieldValue: Sendable {
     }
 
     /// ``encodedSize``, of a value borrowed where it lies.
-    static func size(of value: borrowing FieldValue) -> Int {
+    package static func size(of value: borrowing FieldValue) -> Int {
         switch value {
         case .string(let s): return s.utf8.count
         case .int64, .double, .timestamp: return 8

@@ -68,6 +68,9 @@ public struct SourcedRecord: Sendable {
     public var rawBytes: ArraySlice<UInt8>?
     /// Finds a field of this record in the input, for messages about that field.
     public var locateField: (@Sendable (String) -> SourcePosition)?
+    /// Set by a reader that checked the record's fields against its type's fields as it read
+    /// them: a validator whose type has the same fields checks only the rest.
+    public var checked: CheckedFields?
 
     /// The record's own bytes, as an array of their own.
     public var raw: [UInt8]? {

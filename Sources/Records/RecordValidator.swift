@@ -13,6 +13,22 @@ public struct ValidationIssue: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// What a reader found while it read a record: every field is one of `names`, with a value
+/// its type in `types` accepts (the type's user fields, sorted by the names' bytes), and the
+/// record counts `size` bytes toward CloudKit's limit — what ``RecordValidator`` would work
+/// out again. The validator relies on it only when its own type has exactly these fields.
+public struct CheckedFields: Sendable {
+    public let names: [String]
+    public let types: [FieldType]
+    public let size: Int
+
+    public init(names: [String], types: [FieldType], size: Int) {
+        self.names = names
+        self.types = types
+        self.size = size
+    }
+}
+
 /// Checks records against a schema and against the limits CloudKit enforces.
 public struct RecordValidator: Sendable {
     /// CloudKit's record size limit, assets excluded.
@@ -85,9 +101,12 @@ public struct RecordValidator: Sendable {
 
     /// Every problem with `record`, or an empty array when it can be stored.
     ///
-    /// - Parameter allowNewFields: fields and types the schema does not know are not problems
-    ///   (the caller adds them to the schema, as CloudKit's development environment does).
-    public func issues(in record: Record, allowNewFields: Bool = false) -> [ValidationIssue] {
+    /// - Parameters:
+    ///   - checked: what the reader already found (``CheckedFields``), used when it was found
+    ///     against this validator's own fields for the record's type.
+    ///   - allowNewFields: fields and types the schema does not know are not problems
+    ///     (the caller adds them to the schema, as CloudKit's development environment does).
+    public func issues(in record: Record, checked: CheckedFields? = nil, allowNewFields: Bool = false) -> [ValidationIssue] {
         var issues: [ValidationIssue] = []
         if let problem = Names.recordNameProblem(record.recordName) {
             issues.append(ValidationIssue(message: "bad recordName '\(record.recordName)': \(problem)"))
@@ -107,7 +126,11 @@ public struct RecordValidator: Sendable {
             }
             return issues
         }
-        let (sound, quickSize) = RecordValidator.quickCheck(record, check)
+        let (sound, quickSize) = if let checked, checked.types == check.types, checked.names == check.names {
+            (true, checked.size)
+        } else {
+            RecordValidator.quickCheck(record, check)
+        }
         if sound && quickSize <= RecordValidator.maxRecordSize { return issues }
         // Something is wrong: look again, field by field, to say what.
         let size = sound ? quickSize : record.encodedSize

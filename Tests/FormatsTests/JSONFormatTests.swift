@@ -126,7 +126,23 @@ struct JSONFormatTests {
             let general = try codec.decode(try JSONParser.parse(bytes))
             let (decoded, _) = try bytes.withUnsafeBytes { try codec.decode(bytes: $0) }
             #expect(decoded == general)
-            if bytes.withUnsafeBytes({ CanonicalRecordScanner(fieldTypes: fieldTypes(app.schema), defaultRecordType: nil, defaultZone: .defaultZone).scan($0) }) != nil { fast += 1 }
+            if let (scanned, checked) = bytes.withUnsafeBytes({ CanonicalRecordScanner(fieldTypes: fieldTypes(app.schema), defaultRecordType: nil, defaultZone: .defaultZone).scanChecked($0) }) {
+                fast += 1
+                // What the scan found of the fields is what the validator finds.
+                if !scanned.isDeleted, !scanned.fields.isEmpty {
+                    let checked = try #require(checked, "\(line)")
+                    #expect(checked.size == scanned.encodedSize)
+                    #expect(checked.names == fieldTypes(app.schema)[scanned.recordType]?.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+                    let validator = RecordValidator(schema: app.schema)
+                    #expect(validator.issues(in: scanned, checked: checked) == validator.issues(in: scanned))
+                }
+            }
+            // Spaced out and in another order of keys, the same bytes read alike both ways.
+            for options: JSONSerialization.WritingOptions in [[.prettyPrinted], [.sortedKeys], [.prettyPrinted, .sortedKeys]] {
+                let respaced = try [UInt8](JSONSerialization.data(withJSONObject: try JSONSerialization.jsonObject(with: Data(bytes)), options: options))
+                let (again, _) = try respaced.withUnsafeBytes { try codec.decode(bytes: $0) }
+                #expect(again == (try codec.decode(try JSONParser.parse(respaced))), "\(String(decoding: respaced, as: UTF8.self))")
+            }
         }
         // Every record but the shares and their roots, which carry what only the general reader
         // keeps (participants, short GUIDs), takes the direct way.
@@ -189,6 +205,20 @@ struct JSONFormatTests {
             (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"INT64"}}}"#, false),
             (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING"},"title":{"value":"y","type":"STRING"}}}"#, false),
             (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"n":{"value":1,"type":"INT64"},"title":{"value":"é \u00e9","type":"STRING"}}}"#, true),
+            // The compact shapes matched byte for byte, and what only looks like them.
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING","isEncrypted":true}}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING" }}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRINGS"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING"},"n":{"value":null,"type":"INT64"}}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value" :"x","type":"STRING"}}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING","value":"y"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING","isEncrypted":tru}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"deleted":fals}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"deleted":true}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"timestamp":2}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"userRecordName":"u","timestamp":1,"deviceID":"d"}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"userRecordName":"u","userRecordName":"v"}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"ref":{"value":{"recordName":"b","recordName":"c"},"type":"REFERENCE"}}}"#, false),
         ]
         for (text, direct) in cases {
             let bytes = Array(text.utf8)

@@ -44,6 +44,30 @@ struct ValidationTests {
         #expect(validator.issues(in: record(["blob": .bytes([UInt8](repeating: 7, count: 1_000_000))])).isEmpty)
     }
 
+    @Test("what a reader checked is taken only when it checked against the same fields")
+    func checkedByTheReader() {
+        let validator = RecordValidator(schema: schema)
+        let fine = record(["title": .string("x"), "due": .timestamp(0)])
+        // The validator's own fields for Task, sorted by name: what a reader of this schema checks against.
+        let names = ["blob", "due", "n", "tags", "title"]
+        let types = [FieldType(.bytes), FieldType(.timestamp), FieldType(.number), FieldType(.string, list: true), FieldType(.string)]
+        #expect(validator.issues(in: fine, checked: CheckedFields(names: names, types: types, size: fine.encodedSize)).isEmpty)
+        // Taken: the size the reader counted is the one compared with the limit.
+        let counted = validator.issues(in: fine, checked: CheckedFields(names: names, types: types, size: RecordValidator.maxRecordSize + 1))
+        #expect(counted.count == 1 && counted[0].message.contains("over CloudKit's limit"), "\(counted)")
+        // Not taken: checked against other fields (a type differs, a name is missing), the record
+        // is looked at again, and its wrong value found.
+        let wrong = record(["title": .string("x"), "due": .string("tomorrow")])
+        let expected = [ValidationIssue(field: "due", message: "expected TIMESTAMP, found a STRING value")]
+        var otherTypes = types
+        otherTypes[1] = FieldType(.string)
+        #expect(validator.issues(in: wrong, checked: CheckedFields(names: names, types: otherTypes, size: wrong.encodedSize)) == expected)
+        #expect(validator.issues(in: wrong, checked: CheckedFields(names: Array(names.dropFirst()), types: Array(otherTypes.dropFirst()), size: wrong.encodedSize)) == expected)
+        // The record's name and type are still checked.
+        let badName = record(["title": .string("x")], name: "_hidden")
+        #expect(validator.issues(in: badName, checked: CheckedFields(names: names, types: types, size: badName.encodedSize)).first?.message.contains("cannot start with '_'") == true)
+    }
+
     @Test("record fields stay sorted and unique")
     func fields() {
         var fields = RecordFields()

@@ -26,6 +26,9 @@ public struct CanonicalRecordScanner: Sendable {
         /// The `type` each field's values usually carry (`STRING`, `ENCRYPTED_STRING`, …), stored the same way.
         let typeNameBytes: [UInt8]
         let typeNameOffsets: [Int]
+        /// What usually follows a field's value, written compactly: `,"type":"STRING"}`, stored the same way.
+        let tailBytes: [UInt8]
+        let tailOffsets: [Int]
         let hasFieldsField: Bool
 
         init(names: [String], types: [FieldType]) {
@@ -33,6 +36,7 @@ public struct CanonicalRecordScanner: Sendable {
             self.types = types
             (nameBytes, nameOffsets) = FieldTable.flatten(names)
             (typeNameBytes, typeNameOffsets) = FieldTable.flatten(types.map(\.webServicesName))
+            (tailBytes, tailOffsets) = FieldTable.flatten(types.map { ",\"type\":\"\($0.webServicesName)\"}" })
             hasFieldsField = names.contains("fields")
         }
 
@@ -59,6 +63,15 @@ public struct CanonicalRecordScanner: Sendable {
                     }
                 }
                 return nil
+            }
+        }
+
+        /// The length of field `index`'s usual tail when `bytes` start with it, else nil.
+        @inline(__always)
+        func usualTail(of index: Int, at bytes: UnsafeRawBufferPointer) -> Int? {
+            tailBytes.withUnsafeBytes { all in
+                let from = tailOffsets[index], count = tailOffsets[index + 1] - from
+                return bytes.count >= count && memcmp(all.baseAddress! + from, bytes.baseAddress!, count) == 0 ? count : nil
             }
         }
 
@@ -89,6 +102,12 @@ public struct CanonicalRecordScanner: Sendable {
     }
 
     public func scan(_ bytes: UnsafeRawBufferPointer) -> Record? {
+        scanChecked(bytes)?.record
+    }
+
+    /// The record, and what was found of its fields on the way (``CheckedFields``) when the
+    /// fields were read against their type.
+    public func scanChecked(_ bytes: UnsafeRawBufferPointer) -> (record: Record, checked: CheckedFields?)? {
         var parser = JSONParser(bytes)
         return try? parser.scanCanonicalRecord(self)
     }
@@ -121,10 +140,30 @@ extension JSONParser {
     /// with an escape or a control character is left to the general reader.
     @inline(__always) private mutating func memberKey() throws -> UnsafeRawBufferPointer {
         skipWhitespace()
-        let key = try rawString()
-        try expect(UInt8(ascii: ":"))
+        // Keys are short: a byte at a time, in place.
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "\""), let base = bytes.baseAddress else { throw GiveUp() }
+        let start = i + 1
+        var j = start
+        while true {
+            guard j < bytes.count else { throw GiveUp() }
+            let b = base.load(fromByteOffset: j, as: UInt8.self)
+            if b == UInt8(ascii: "\"") { break }
+            if b == UInt8(ascii: "\\") || b < 0x20 { throw GiveUp() }
+            j += 1
+        }
+        let key = UnsafeRawBufferPointer(start: base + start, count: j - start)
+        i = j + 1
+        if i < bytes.count, base.load(fromByteOffset: i, as: UInt8.self) == UInt8(ascii: ":") { i += 1 } else { try expect(UInt8(ascii: ":")) }
         skipWhitespace()
         return key
+    }
+
+    /// Steps over the key `"name":` when it comes next exactly so (and any whitespace after it),
+    /// which is what ``memberKey()`` followed by a match of `name` would do, in fewer steps.
+    @inline(__always) private mutating func skipKey(_ quotedWithColon: StaticString) -> Bool {
+        guard skip(quotedWithColon) else { return false }
+        skipWhitespace()
+        return true
     }
 
     /// After a member's value: true when another member follows, false at the closing brace.
@@ -153,6 +192,14 @@ extension JSONParser {
             j += 1
         }
         throw GiveUp()
+    }
+
+    /// Steps over `literal` when the input goes on with exactly its bytes, else stays put.
+    @inline(__always) private mutating func skip(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard bytes.count - i >= count, memcmp(bytes.baseAddress! + i, literal.utf8Start, count) == 0 else { return false }
+        i += count
+        return true
     }
 
     @inline(__always) private func key(_ key: UnsafeRawBufferPointer, is name: StaticString) -> Bool {
@@ -216,6 +263,10 @@ extension JSONParser {
         var device: String?
         if try openObject() {
             repeat {
+                // The usual keys, in their usual order, matched by their bytes first.
+                if timestamp == nil, skipKey("\"timestamp\":") { timestamp = try integer(); continue }
+                if timestamp != nil, user == nil, skipKey("\"userRecordName\":") { user = try string(reusing: usualUser); continue }
+                if user != nil, device == nil, skipKey("\"deviceID\":") { device = try string(); continue }
                 let name = try memberKey()
                 if key(name, is: "timestamp"), timestamp == nil { timestamp = try integer() }
                 else if key(name, is: "userRecordName"), user == nil { user = try string(reusing: usualUser) }
@@ -245,6 +296,7 @@ extension JSONParser {
             var sawAction = false
             if try openObject() {
                 repeat {
+                    if name == nil, skipKey("\"recordName\":") { name = try string(); continue }
                     let member = try memberKey()
                     if key(member, is: "recordName"), name == nil { name = try string() }
                     else if key(member, is: "action"), !sawAction {
@@ -264,44 +316,66 @@ extension JSONParser {
         }
     }
 
-    private mutating func scanFields(of type: String, _ scanner: CanonicalRecordScanner, into fields: inout RecordFields) throws {
+    /// The fields the record's type has; every field read is one of them with a value its type
+    /// accepts, or `sound` is made false. `size` counts what each field adds to the record's size
+    /// (as the validator counts it).
+    private mutating func scanFields(of type: String, _ scanner: CanonicalRecordScanner, into fields: inout RecordFields,
+                                     size: inout Int, sound: inout Bool) throws -> CanonicalRecordScanner.FieldTable {
         // A type with a field named "fields" makes the general reader look closer; let it.
         guard let table = scanner.tables[type], !table.hasFieldsField else { throw GiveUp() }
-        guard try openObject() else { return }
+        /// Stores a field's value (a later "type" that does not fit discards the whole scan).
+        func store(_ value: consuming FieldValue, as field: Int, in fields: inout RecordFields) throws {
+            sound = sound && table.types[field].accepts(FieldValue.type(of: value))
+            size += table.names[field].utf8.count + FieldValue.size(of: value)
+            if !fields.insertNew(table.names[field], value) { throw GiveUp() }
+        }
+        guard try openObject() else { return table }
         var hint = 0
         repeat {
             guard let field = table.lookup(try memberKey(), from: &hint), !table.types[field].isList else { throw GiveUp() }
             let schemaType = table.types[field]
             var sawValue = false, sawType = false, sawEncrypted = false
-            if try openObject() {
-                repeat {
-                    let member = try memberKey()
-                    if key(member, is: "value"), !sawValue {
-                        sawValue = true
-                        // Stored at once (a later "type" that does not fit discards the whole scan).
-                        if !isNull(), !fields.insertNew(table.names[field], try self.value(as: schemaType)) { throw GiveUp() }
-                    } else if key(member, is: "type"), !sawType {
-                        sawType = true
-                        let given = try rawString()
-                        if !table.isUsualTypeName(given, of: field) {
-                            guard let parsed = FieldType.parseWebServicesName(String(decoding: given, as: UTF8.self)),
-                                  schemaType.accepts(parsed) else { throw GiveUp() }
-                        }
-                    } else if key(member, is: "isEncrypted"), !sawEncrypted {
-                        // How CloudKit marks an encrypted field's value; the schema says as much.
-                        sawEncrypted = true
-                        if bytes.count - i >= 4 && bytes[i] == UInt8(ascii: "t") { i += 4 }
-                        else if bytes.count - i >= 5 && bytes[i] == UInt8(ascii: "f") { i += 5 }
-                        else { throw GiveUp() }
-                    } else {
-                        throw GiveUp()
+            // The usual shape, written compactly — `{"value":…,"type":"STRING"}` — is matched
+            // byte for byte around the value; anything else is walked member by member.
+            var more: Bool
+            if skip("{\"value\":") {
+                sawValue = true
+                if !isNull() { try store(try self.value(as: schemaType), as: field, in: &fields) }
+                if let tail = table.usualTail(of: field, at: UnsafeRawBufferPointer(rebasing: bytes[i...])) {
+                    i += tail
+                    more = false
+                } else {
+                    more = try nextMember()
+                }
+            } else {
+                more = try openObject()
+            }
+            while more {
+                let member = try memberKey()
+                if key(member, is: "value"), !sawValue {
+                    sawValue = true
+                    if !isNull() { try store(try self.value(as: schemaType), as: field, in: &fields) }
+                } else if key(member, is: "type"), !sawType {
+                    sawType = true
+                    let given = try rawString()
+                    if !table.isUsualTypeName(given, of: field) {
+                        guard let parsed = FieldType.parseWebServicesName(String(decoding: given, as: UTF8.self)),
+                              schemaType.accepts(parsed) else { throw GiveUp() }
                     }
-                } while try nextMember()
+                } else if key(member, is: "isEncrypted"), !sawEncrypted {
+                    // How CloudKit marks an encrypted field's value; the schema says as much.
+                    sawEncrypted = true
+                    guard skip("true") || skip("false") else { throw GiveUp() }
+                } else {
+                    throw GiveUp()
+                }
+                more = try nextMember()
             }
         } while try nextMember()
+        return table
     }
 
-    mutating func scanCanonicalRecord(_ scanner: CanonicalRecordScanner) throws -> Record {
+    mutating func scanCanonicalRecord(_ scanner: CanonicalRecordScanner) throws -> (record: Record, checked: CheckedFields?) {
         var recordName: String?
         var recordType: String?
         var zone = scanner.defaultZone
@@ -314,6 +388,9 @@ extension JSONParser {
         var share: String?
         var fields = RecordFields(minimumCapacity: 16)
         var sawFields = false
+        // The type whose fields were read, and what was found on the way.
+        var table: CanonicalRecordScanner.FieldTable?
+        var fieldsSize = 0, sound = true
         // Fields may come before recordType; their bytes wait until the type is known.
         var fieldsStart: Int?
         skipWhitespace()
@@ -359,9 +436,7 @@ extension JSONParser {
                     modified = try stamp(usualUser: created?.userRecordName ?? (sawZone ? zone.ownerRecordName : nil))
                 } else if key(name, is: "deleted"), !sawDeleted {
                     sawDeleted = true
-                    if bytes.count - i >= 4 && bytes[i] == UInt8(ascii: "t") { deleted = true; i += 4 }
-                    else if bytes.count - i >= 5 && bytes[i] == UInt8(ascii: "f") { i += 5 }
-                    else { throw GiveUp() }
+                    if skip("true") { deleted = true } else if !skip("false") { throw GiveUp() }
                 } else if key(name, is: "parent"), parent == nil {
                     parent = try link()
                 } else if key(name, is: "share"), share == nil {
@@ -369,7 +444,7 @@ extension JSONParser {
                 } else if key(name, is: "fields"), !sawFields {
                     sawFields = true
                     if let type = recordType {
-                        try scanFields(of: type, scanner, into: &fields)
+                        table = try scanFields(of: type, scanner, into: &fields, size: &fieldsSize, sound: &sound)
                     } else {
                         // The type comes later: read the fields once it is known.
                         fieldsStart = i
@@ -387,15 +462,18 @@ extension JSONParser {
         if let fieldsStart {
             let end = i
             i = fieldsStart
-            try scanFields(of: type, scanner, into: &fields)
+            table = try scanFields(of: type, scanner, into: &fields, size: &fieldsSize, sound: &sound)
             i = end
         }
         // A share's details (and anything about links but their name) are the general reader's.
         if type == Record.shareType { throw GiveUp() }
         if deleted { fields = RecordFields(); parent = nil; share = nil }
-        return Record(id: RecordID(recordName: recordName, zone: zone), recordType: type, fields: fields,
+        let checked = table.flatMap { table in
+            sound && !deleted ? CheckedFields(names: table.names, types: table.types, size: recordName.utf8.count + type.utf8.count + fieldsSize) : nil
+        }
+        return (Record(id: RecordID(recordName: recordName, zone: zone), recordType: type, fields: fields,
                       changeTag: changeTag, created: created, modified: modified, isDeleted: deleted,
-                      parent: parent, share: share)
+                      parent: parent, share: share), checked)
     }
 
     /// `{"recordName": …}`: a parent or share in its usual form.

@@ -107,14 +107,21 @@ public struct JSONRecordCodec: Sendable {
     /// Reads a record from its JSON bytes: the common canonical shape directly, anything else
     /// (and every error) through the general reader below.
     public func decode(bytes: UnsafeRawBufferPointer) throws(RecordDecodingError) -> (Record, ValueStyle) {
-        if readStyle != .plain, let record = scanner.scan(bytes) { return (record, .canonical) }
+        let (record, style, _) = try decodeChecked(bytes: bytes)
+        return (record, style)
+    }
+
+    /// As ``decode(bytes:)``, with what was found of the record's fields while reading them
+    /// against the schema's types, when they were (``CheckedFields``).
+    public func decodeChecked(bytes: UnsafeRawBufferPointer) throws(RecordDecodingError) -> (Record, ValueStyle, CheckedFields?) {
+        if readStyle != .plain, let (record, checked) = scanner.scanChecked(bytes) { return (record, .canonical, checked) }
         let json: JSONValue
         do {
             json = try JSONParser.parse(bytes)
         } catch {
             throw RecordDecodingError(path: [], byteOffset: error.offset, message: "not valid JSON: \(error.message)")
         }
-        return (try decode(json), style(of: json))
+        return (try decode(json), style(of: json), nil)
     }
 
     /// Reads a record from a parsed JSON value. `typeHints` give the types of fields the

@@ -210,10 +210,10 @@ public final class JSONRecordReader: RecordSource {
         }
         let start = SourcePosition(file: file, line: line, column: column, path: pathPrefix.isEmpty ? nil : pathPrefix.pathString)
         let decoded = bytes.withUnsafeBytes { raw in
-            Result { () throws(RecordDecodingError) in try codec.decode(bytes: raw) }
+            Result { () throws(RecordDecodingError) in try codec.decodeChecked(bytes: raw) }
         }
         switch decoded {
-        case .success(let (record, style)):
+        case .success(let (record, style, checked)):
             let locate: @Sendable (String) -> SourcePosition = { field in
                 let path = JSONRecordCodec.path(ofField: field, style: style)
                 let offset = bytes.withUnsafeBytes { JSONParser.offset(of: path, in: $0) }
@@ -221,7 +221,9 @@ public final class JSONRecordReader: RecordSource {
                 let (l, c) = bytes.withUnsafeBytes { $0.position(of: offset, startLine: line, startColumn: column) }
                 return SourcePosition(file: file, line: l, column: c, path: (pathPrefix + path).pathString)
             }
-            return .record(SourcedRecord(record: record, position: start, rawBytes: bytes, locateField: locate))
+            var sourced = SourcedRecord(record: record, position: start, rawBytes: bytes, locateField: locate)
+            sourced.checked = checked
+            return .record(sourced)
         case .failure(let error):
             let offset = error.byteOffset ?? bytes.withUnsafeBytes { JSONParser.offset(of: error.path, in: $0) } ?? 0
             return .invalid(InputIssue(position: position(at: offset, path: error.path), recordName: error.recordName,

@@ -281,7 +281,7 @@ public final class RecordImporter {
 
     /// The first problem the validator finds with a record, placed in its input.
     static func validate(_ sourced: SourcedRecord, _ validator: RecordValidator, allowNewFields: Bool) -> InputIssue? {
-        let problems = validator.issues(in: sourced.record, allowNewFields: allowNewFields)
+        let problems = validator.issues(in: sourced.record, checked: sourced.checked, allowNewFields: allowNewFields)
         guard let first = problems.first else { return nil }
         let record = sourced.record
         let message = problems.count == 1 ? first.message : first.message + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)"
