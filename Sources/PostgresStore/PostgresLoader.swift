@@ -53,6 +53,8 @@ final class PostgresLoader: RecordLoader {
         let records = heldRecords, modes = heldModes
         heldRecords = []
         heldModes = []
+        heldRecords.reserveCapacity(PostgresLoader.batchSize)
+        heldModes.reserveCapacity(PostgresLoader.batchSize)
         guard !records.isEmpty else { return [] }
         // What PostgreSQL cannot hold is refused before anything is written, each record on
         // its own (so that --skip-invalid can leave it out), as the SQLite store refuses
@@ -357,10 +359,13 @@ extension PostgresSession {
             columns.append(field.name)
             if field.type == .reference { columns.append(field.name + ":action") }
         }
-        var line = COPYLine(capacity: indices.count * 384)
+        // Room for as many bytes a row as the type's last rows took, so that the rows are
+        // seldom moved to a larger buffer on the way.
+        var line = COPYLine(capacity: indices.count * (rowBytes[definition.name] ?? 384))
         for index in indices {
             PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
         }
+        if !indices.isEmpty { rowBytes[definition.name] = line.count / indices.count + 64 }
         func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
         return (bare(definition.name), columns.map(bare), line.bytes())
     }

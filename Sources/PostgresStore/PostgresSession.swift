@@ -17,6 +17,8 @@ public final class PostgresSession {
     var namespaceFirst = false
     /// Whether this transaction changed records (and so numbers its commit).
     var changedRecords = false
+    /// How many bytes of COPY text a row of each type took last time, with room to spare.
+    var rowBytes: [String: Int] = [:]
     private var zonesByNumber: [Int64: ZoneID] = [:]
 
     var location: PostgresLocation { store.server }

@@ -219,6 +219,9 @@ struct JSONFormatTests {
             (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"userRecordName":"u","timestamp":1,"deviceID":"d"}}"#, true),
             (#"{"recordName":"a","recordType":"Task",\#(zone),"created":{"timestamp":1,"userRecordName":"u","userRecordName":"v"}}"#, false),
             (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"ref":{"value":{"recordName":"b","recordName":"c"},"type":"REFERENCE"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING"},"n":{"value":1,"type":"INT64"}}}"#, true),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"n" :{"value":1,"type":"INT64"},"nn":{"value":2,"type":"INT64"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"n":{"value":1,"type":"INT64"},"n":{"value":2,"type":"INT64"}}}"#, false),
         ]
         for (text, direct) in cases {
             let bytes = Array(text.utf8)

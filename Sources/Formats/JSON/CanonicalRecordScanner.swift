@@ -75,6 +75,19 @@ public struct CanonicalRecordScanner: Sendable {
             }
         }
 
+        /// The index of the field whose key — `"name":`, quotes and colon included — `bytes`
+        /// start with, trying field `hint` (the one after the last match) and no other.
+        @inline(__always)
+        func key(at bytes: UnsafeRawBufferPointer, hint: Int) -> Int? {
+            guard hint < names.count else { return nil }
+            return nameBytes.withUnsafeBytes { all in
+                let from = nameOffsets[hint], count = nameOffsets[hint + 1] - from
+                guard bytes.count >= count + 3, bytes[0] == UInt8(ascii: "\""), bytes[count + 1] == UInt8(ascii: "\""),
+                      bytes[count + 2] == UInt8(ascii: ":"), count == 0 || memcmp(all.baseAddress! + from, bytes.baseAddress! + 1, count) == 0 else { return nil }
+                return hint
+            }
+        }
+
         /// Whether `text` is the type name field `index`'s values usually carry.
         func isUsualTypeName(_ text: UnsafeRawBufferPointer, of index: Int) -> Bool {
             typeNameBytes.withUnsafeBytes { all in
@@ -332,7 +345,19 @@ extension JSONParser {
         guard try openObject() else { return table }
         var hint = 0
         repeat {
-            guard let field = table.lookup(try memberKey(), from: &hint), !table.types[field].isList else { throw GiveUp() }
+            // Fields usually come in the table's order: the next one's key is matched where it
+            // lies; any other key is read and looked up.
+            let field: Int
+            if let next = table.key(at: UnsafeRawBufferPointer(rebasing: bytes[i...]), hint: hint) {
+                i += table.nameOffsets[next + 1] - table.nameOffsets[next] + 3
+                skipWhitespace()
+                hint = next + 1
+                field = next
+            } else {
+                guard let found = table.lookup(try memberKey(), from: &hint) else { throw GiveUp() }
+                field = found
+            }
+            guard !table.types[field].isList else { throw GiveUp() }
             let schemaType = table.types[field]
             var sawValue = false, sawType = false, sawEncrypted = false
             // The usual shape, written compactly — `{"value":…,"type":"STRING"}` — is matched
