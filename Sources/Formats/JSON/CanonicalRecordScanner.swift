@@ -343,6 +343,7 @@ extension JSONParser {
             if !fields.insertNew(table.names[field], value) { throw GiveUp() }
         }
         guard try openObject() else { return table }
+        fields = RecordFields(minimumCapacity: table.names.count)
         var hint = 0
         repeat {
             // Fields usually come in the table's order: the next one's key is matched where it
@@ -411,7 +412,8 @@ extension JSONParser {
         var deleted = false
         var parent: String?
         var share: String?
-        var fields = RecordFields(minimumCapacity: 16)
+        // Room is made once the type, and so its number of fields, is known.
+        var fields = RecordFields()
         var sawFields = false
         // The type whose fields were read, and what was found on the way.
         var table: CanonicalRecordScanner.FieldTable?
