@@ -60,7 +60,11 @@ public struct InputIssue: CKPortError, Sendable {
 
 /// A record read from an input, with where it came from.
 public struct SourcedRecord: Sendable {
-    public var record: Record
+    /// The record as read. Changing it drops ``checked``: what the reader found was found of
+    /// the record it read.
+    public var record: Record {
+        didSet { checked = nil }
+    }
     public var position: SourcePosition
     /// The record's own bytes in the input, kept for a rejects file: a slice of a buffer the
     /// reader may share among the records of a batch (one allocation for many records, freed
@@ -69,7 +73,8 @@ public struct SourcedRecord: Sendable {
     /// Finds a field of this record in the input, for messages about that field.
     public var locateField: (@Sendable (String) -> SourcePosition)?
     /// Set by a reader that checked the record's fields against its type's fields as it read
-    /// them: a validator whose type has the same fields checks only the rest.
+    /// them: a validator whose type has the same fields checks only the rest. Nil again once
+    /// ``record`` changes.
     public var checked: CheckedFields?
 
     /// The record's own bytes, as an array of their own.

@@ -222,6 +222,14 @@ struct JSONFormatTests {
             (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING"},"n":{"value":1,"type":"INT64"}}}"#, true),
             (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"n" :{"value":1,"type":"INT64"},"nn":{"value":2,"type":"INT64"}}}"#, false),
             (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"n":{"value":1,"type":"INT64"},"n":{"value":2,"type":"INT64"}}}"#, false),
+            // A key met twice is refused by the general reader, whether or not the first had a value.
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":null},"title":{"value":"x","type":"STRING"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{},"title":{"value":"x","type":"STRING"}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":"x","type":"STRING"},"title":{"value":null}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":null},"title":{}}}"#, false),
+            (#"{"recordName":"a","recordType":"Task",\#(zone),"fields":{"title":{"value":null},"n":{}}}"#, true),
+            // Spaced as many JSON writers space it (", " and ": ").
+            (#"{"recordName": "a", "recordType": "Task", "fields": {"title": {"value": "x", "type": "STRING"}, "n": {"value": 1, "type": "INT64"}}}"#, true),
         ]
         for (text, direct) in cases {
             let bytes = Array(text.utf8)

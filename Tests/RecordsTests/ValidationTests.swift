@@ -68,6 +68,20 @@ struct ValidationTests {
         #expect(validator.issues(in: badName, checked: CheckedFields(names: names, types: types, size: badName.encodedSize)).first?.message.contains("cannot start with '_'") == true)
     }
 
+    @Test("a record changed after reading loses what the reader found of it")
+    func checkedDroppedOnChange() {
+        let read = record(["title": .string("x")])
+        var sourced = SourcedRecord(record: read, position: SourcePosition(file: "in.jsonl", line: 1))
+        sourced.checked = CheckedFields(names: ["title"], types: [FieldType(.string)], size: read.encodedSize)
+        sourced.position.line = 2
+        #expect(sourced.checked != nil)
+        sourced.record.fields["title"] = .int64(1)
+        #expect(sourced.checked == nil)
+        sourced.checked = CheckedFields(names: ["title"], types: [FieldType(.string)], size: read.encodedSize)
+        sourced.record.id.zone.zoneName = "elsewhere"
+        #expect(sourced.checked == nil)
+    }
+
     @Test("record fields stay sorted and unique")
     func fields() {
         var fields = RecordFields()

@@ -337,13 +337,17 @@ extension JSONParser {
         // A type with a field named "fields" makes the general reader look closer; let it.
         guard let table = scanner.tables[type], !table.hasFieldsField else { throw GiveUp() }
         /// Stores a field's value (a later "type" that does not fit discards the whole scan).
+        // Fields met without a value (null, or none): a second key of the same name is a
+        // duplicate the general reader refuses, even though nothing was stored the first time.
+        var valueless: [Int] = []
         func store(_ value: consuming FieldValue, as field: Int, in fields: inout RecordFields) throws {
+            if !valueless.isEmpty, valueless.contains(field) { throw GiveUp() }
             sound = sound && table.types[field].accepts(FieldValue.type(of: value))
             size += table.names[field].utf8.count + FieldValue.size(of: value)
             if !fields.insertNew(table.names[field], value) { throw GiveUp() }
         }
         guard try openObject() else { return table }
-        fields = RecordFields(minimumCapacity: table.names.count)
+        fields = RecordFields(minimumCapacity: min(table.names.count, 16))
         var hint = 0
         repeat {
             // Fields usually come in the table's order: the next one's key is matched where it
@@ -364,8 +368,10 @@ extension JSONParser {
             // The usual shape, written compactly — `{"value":…,"type":"STRING"}` — is matched
             // byte for byte around the value; anything else is walked member by member.
             var more: Bool
+            let storedBefore = fields.count
             if skip("{\"value\":") {
                 sawValue = true
+                skipWhitespace()
                 if !isNull() { try store(try self.value(as: schemaType), as: field, in: &fields) }
                 if let tail = table.usualTail(of: field, at: UnsafeRawBufferPointer(rebasing: bytes[i...])) {
                     i += tail
@@ -396,6 +402,10 @@ extension JSONParser {
                     throw GiveUp()
                 }
                 more = try nextMember()
+            }
+            if fields.count == storedBefore {
+                if valueless.contains(field) || fields[table.names[field]] != nil { throw GiveUp() }
+                valueless.append(field)
             }
         } while try nextMember()
         return table
