@@ -336,10 +336,10 @@ extension JSONParser {
                                      size: inout Int, sound: inout Bool) throws -> CanonicalRecordScanner.FieldTable {
         // A type with a field named "fields" makes the general reader look closer; let it.
         guard let table = scanner.tables[type], !table.hasFieldsField else { throw GiveUp() }
-        /// Stores a field's value (a later "type" that does not fit discards the whole scan).
         // Fields met without a value (null, or none): a second key of the same name is a
         // duplicate the general reader refuses, even though nothing was stored the first time.
         var valueless: [Int] = []
+        /// Stores a field's value (a later "type" that does not fit discards the whole scan).
         func store(_ value: consuming FieldValue, as field: Int, in fields: inout RecordFields) throws {
             if !valueless.isEmpty, valueless.contains(field) { throw GiveUp() }
             sound = sound && table.types[field].accepts(FieldValue.type(of: value))
