@@ -100,13 +100,12 @@ enum RowJSON {
 
     /// Text of a column, as the general path writes it: valid UTF-8 as it is (what ckport
     /// stores), anything else through a String, which repairs it the same way.
-    @inline(__always) static func text(_ statement: PreparedStatement, _ index: Int32, to out: inout JSONWriter) {
-        let count = Int(sqlite3_column_bytes(statement.raw, index))
-        guard let pointer = sqlite3_column_text(statement.raw, index), count > 0 else {
+    @inline(__always) static func text<Row: RowColumns>(_ statement: Row, _ index: Int32, to out: inout JSONWriter) {
+        let utf8 = statement.textBytes(index)
+        guard utf8.count > 0 else {
             out.raw("\"\"")
             return
         }
-        let utf8 = UnsafeBufferPointer(start: pointer, count: count)
         if utf8.allSatisfy({ $0 < 0x80 }) {
             out.string(utf8: utf8)
         } else {
@@ -115,7 +114,7 @@ enum RowJSON {
     }
 
     /// `{"timestamp":…,"userRecordName":…,"deviceID":…}` from three columns, when there is a time.
-    @inline(__always) static func stamp(_ statement: PreparedStatement, at index: Int32, key: StaticString, to out: inout JSONWriter) {
+    @inline(__always) static func stamp<Row: RowColumns>(_ statement: Row, at index: Int32, key: StaticString, to out: inout JSONWriter) {
         guard !statement.isNull(index) else { return }
         out.raw(key)
         out.raw("{\"timestamp\":")
@@ -127,7 +126,7 @@ enum RowJSON {
 
     /// The record in the statement's current row (selecting the layout's `columnList`), as
     /// ``JSONRecordCodec``'s canonical encoding writes it.
-    static func append(_ statement: PreparedStatement, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8], to out: inout JSONWriter) throws {
+    static func append<Row: RowColumns>(_ statement: Row, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8], to out: inout JSONWriter) throws {
         out.raw("{\"recordName\":")
         text(statement, 1, to: &out)
         out.bytes.append(contentsOf: names.recordType)
@@ -186,11 +185,10 @@ enum RowJSON {
 
     /// A share's details, as members of the record object (as ``JSONRecordCodec`` splices them).
     @inline(never)
-    static func appendShareDetails(_ statement: PreparedStatement, _ index: Int32, to out: inout JSONWriter) {
-        let count = Int(sqlite3_column_bytes(statement.raw, index))
-        guard count > 2, let pointer = sqlite3_column_text(statement.raw, index) else { return }
-        let text = UnsafeBufferPointer(start: pointer, count: count)
-        guard text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}") else { return }
+    static func appendShareDetails<Row: RowColumns>(_ statement: Row, _ index: Int32, to out: inout JSONWriter) {
+        let text = statement.textBytes(index)
+        let count = text.count
+        guard count > 2, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}") else { return }
         out.byte(UInt8(ascii: ","))
         out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[1..<(count - 1)]))
     }
@@ -200,8 +198,8 @@ enum RowJSON {
     /// when the field is. Apart from ``append(_:layout:names:zonePart:to:)``, whose loop over
     /// scalar columns stays lean.
     @inline(never)
-    static func appendJSONColumn(_ statement: PreparedStatement, _ index: Int32, layout: TableLayout, position: Int, to out: inout JSONWriter) throws {
-        let value = try layout.decodeJSON(statement, index, position: position)
+    static func appendJSONColumn<Row: RowColumns>(_ statement: Row, _ index: Int32, layout: TableLayout, position: Int, to out: inout JSONWriter) throws {
+        let value = try layout.decodeJSON(UnsafeRawBufferPointer(statement.textBytes(index)), position: position)
         FieldValueJSON.write(value, style: .canonical, to: &out)
         var type = value.type
         if layout.fields[position].type.isEncrypted { type.isEncrypted = true }

@@ -111,10 +111,6 @@ final class PreparedStatement {
         sqlite3_column_int64(raw, index)
     }
 
-    @inline(__always) func optionalInt64(_ index: Int32) -> Int64? {
-        isNull(index) ? nil : sqlite3_column_int64(raw, index)
-    }
-
     @inline(__always) func double(_ index: Int32) -> Double {
         sqlite3_column_double(raw, index)
     }
@@ -133,6 +129,32 @@ final class PreparedStatement {
         let count = Int(sqlite3_column_bytes(raw, index))
         guard count > 0, let pointer = sqlite3_column_blob(raw, index) else { return [] }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}
+
+/// Where a row's column values are read from: the current row of a statement, or a copy of a
+/// row taken from one (``CopiedRow``), which another thread may read once the statement has
+/// moved on. The accessors are SQLite's, with its meanings.
+protocol RowColumns {
+    func isNull(_ index: Int32) -> Bool
+    func columnType(_ index: Int32) -> Int32
+    func int64(_ index: Int32) -> Int64
+    func double(_ index: Int32) -> Double
+    /// The column as text, UTF-8 (a nil start for NULL or empty text).
+    func textBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8>
+    func blob(_ index: Int32) -> [UInt8]
+}
+
+extension RowColumns {
+    @inline(__always) func optionalInt64(_ index: Int32) -> Int64? {
+        isNull(index) ? nil : int64(index)
+    }
+}
+
+extension PreparedStatement: RowColumns {
+    @inline(__always) func textBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8> {
+        let pointer = sqlite3_column_text(raw, index)
+        return UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : Int(sqlite3_column_bytes(raw, index)))
     }
 }
 

@@ -314,12 +314,10 @@ final class TableLayout {
         }
     }
 
-    /// The list, asset or location in column `index` of the statement's current row, the
-    /// field at `position`: read as ``decode(_:zone:only:)`` reads it, from the row's bytes.
-    func decodeJSON(_ statement: PreparedStatement, _ index: Int32, position: Int) throws -> FieldValue {
+    /// The list, asset or location of the field at `position` from the JSON text of its column
+    /// (a statement's current row, or a copy of it): read as ``decode(_:zone:only:)`` reads it.
+    func decodeJSON(_ bytes: UnsafeRawBufferPointer, position: Int) throws -> FieldValue {
         let field = fields[position]
-        let count = Int(sqlite3_column_bytes(statement.raw, index))
-        let bytes = UnsafeRawBufferPointer(start: sqlite3_column_text(statement.raw, index), count: count)
         do {
             return try FieldValueJSON.read(try JSONParser.parse(bytes), as: field.type)
         } catch {

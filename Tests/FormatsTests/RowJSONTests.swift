@@ -22,12 +22,85 @@ struct RowJSONTests {
         return out.bytes
     }
 
+    /// What the row path writes for `query`, on two threads (``StoreSession/writeCanonicalJSONLines(_:progress:write:)``,
+    /// what an export runs) and on one (``StoreSession/forEachCanonicalJSON(_:into:starting:_:)``,
+    /// what a backup runs), which must agree.
     private func rowPath(_ store: RecordStore, _ query: RecordQuery) throws -> [UInt8]? {
         try store.read { session -> [UInt8]? in
             guard session.canWriteJSONFromRows(query) else { return nil }
+            var lines: [UInt8] = []
+            let count = try session.writeCanonicalJSONLines(query) { lines += $0 }
+            #expect(count == lines.count { $0 == 0x0A })
             var out = JSONWriter()
             try session.forEachCanonicalJSON(query, into: &out) { $0.byte(0x0A) }
-            return out.bytes
+            let same = lines == out.bytes
+            #expect(same, "two threads and one wrote different bytes: \(RowJSONTests.firstDifference(lines, out.bytes))")
+            return lines
+        }
+    }
+
+    /// Where two outputs part, in words (comparing large arrays with `==` inside `#expect` would
+    /// have the test library diff them byte by byte).
+    static func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> String {
+        let index = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.count, b.count)
+        let line = a[..<min(index, a.count)].count { $0 == 0x0A } + 1
+        return "\(a.count) and \(b.count) bytes, first different at byte \(index), line \(line)"
+    }
+
+    @Test("on two threads: batches of rows across zones and types, long texts, progress, and an error of the writing thread")
+    func batches() throws {
+        let scratch = Scratch()
+        let zones = (0..<7).map { ZoneID(scope: .private, zoneName: "zone-\($0)", ownerRecordName: "_owner") } + [.defaultZone]
+        var records: [Record] = []
+        for index in 0..<9000 {
+            let zone = zones[index % 97 % zones.count]
+            if index % 5 == 0 {
+                records.append(Record(id: RecordID(recordName: "o-\(index)", zone: zone), recordType: "Other", fields: ["name": .string("n\(index)")]))
+                continue
+            }
+            var record = Record(id: RecordID(recordName: "s-\(index)", zone: zone), recordType: "Scalar")
+            // Every 500th record's text is long enough to fill a batch by bytes before by rows.
+            let text = index % 500 == 1 ? String(repeating: "ä\(index) ", count: 40_000) : "text \(index) \"q\""
+            record.fields = ["text": .string(text), "count": .int64(Int64(index) - 3000), "ratio": .double(Double(index) / 7),
+                             "legacy": index % 2 == 0 ? .int64(Int64(index)) : .double(Double(index) + 0.5),
+                             "blob": .bytes(Array((0..<UInt8(index % 50)))), "ref": .reference(Reference(recordName: "o-\(index - 1)"))]
+            records.append(record)
+        }
+        let store = try scratch.store(schema: RowJSONTests.scalars, records: records)
+        for query in [RecordQuery(), RecordQuery(recordTypes: ["Scalar"]), RecordQuery(zoneName: "zone-3")] {
+            let rows = try #require(try rowPath(store, query))
+            let general = try generalPath(store, query)
+            #expect(general.count > 100_000)
+            let same = rows == general
+            #expect(same, "\(RowJSONTests.firstDifference(rows, general))")
+        }
+        // Pieces are whole lines, in order; progress is heard on the way.
+        let everything = try generalPath(store, RecordQuery())
+        try store.read { session in
+            var pieces: [[UInt8]] = []
+            var heard: [Int] = []
+            let count = try session.writeCanonicalJSONLines(RecordQuery(), progress: { heard.append($0) }) { pieces.append($0) }
+            #expect(count == 9000)
+            #expect(pieces.count >= 4)
+            #expect(pieces.allSatisfy { $0.last == 0x0A })
+            #expect(heard == [8192])
+            let joined = Array(pieces.joined())
+            let same = joined == everything
+            #expect(same, "\(RowJSONTests.firstDifference(joined, everything))")
+        }
+        // The writing thread's error ends the export, with that error, however far the reading got.
+        struct Refused: Error {}
+        for failing in [1, 2, 3] {
+            var calls = 0
+            #expect(throws: Refused.self) {
+                try store.read { session in
+                    _ = try session.writeCanonicalJSONLines(RecordQuery()) { _ in
+                        calls += 1
+                        if calls == failing { throw Refused() }
+                    }
+                }
+            }
+            #expect(calls == failing)
         }
     }
 

@@ -123,21 +123,12 @@ extension Exports {
             guard let rows = session as? StoreSession, rows.canWriteJSONFromRows(query) else { return nil }
             let output = try OutputFile(path: path)
             let total = progress != nil ? try rows.count(query) : nil
-            var out = JSONWriter(capacity: 1 << 18 + 1 << 14)
-            var written = 0
+            let written: Int
             do {
-                try rows.forEachCanonicalJSON(query, into: &out) { out in
-                    out.byte(0x0A)
-                    written += 1
-                    if out.bytes.count >= 1 << 18 {
-                        try output.write(out.bytes)
-                        out.bytes.removeAll(keepingCapacity: true)
-                    }
-                    if written % 8192 == 0, let progress {
-                        progress(OperationProgress(records: written, done: total.map { _ in Int64(written) }, total: total.map(Int64.init)))
-                    }
-                }
-                try output.write(out.bytes)
+                // The lines are made and written on a second thread while this one reads on.
+                written = try rows.writeCanonicalJSONLines(query, progress: progress.map { progress in
+                    { count in progress(OperationProgress(records: count, done: total.map { _ in Int64(count) }, total: total.map(Int64.init))) }
+                }, write: { try output.write($0) })
                 try output.commit()
             } catch {
                 output.discard()

@@ -1,0 +1,234 @@
+import GRDBSQLite
+import Records
+
+/// A JSON Lines export on both cores: this thread steps through the rows and copies each one's
+/// columns into a batch (``RowBatch``), while a second thread writes the batch before as JSON
+/// (``RowJSON``, the same bytes as ``StoreSession/forEachCanonicalJSON(_:into:starting:_:)``)
+/// and hands it to the output. SQLite's work and the text's are about even, so the export takes
+/// about the time of the larger of them instead of their sum.
+extension StoreSession {
+    /// Writes each record `query` selects as one line of canonical JSON. `write` gets the lines
+    /// a batch at a time, in order, on the second thread (never two at once); `progress` hears
+    /// how many rows have been read, on this thread. An error of either thread ends the export
+    /// with that error. Returns the number of records. ``canWriteJSONFromRows(_:)`` must have
+    /// said yes to `query`.
+    public func writeCanonicalJSONLines(_ query: RecordQuery, progress: ((Int) -> Void)? = nil,
+                                        write: @escaping ([UInt8]) throws -> Void) throws -> Int {
+        let formatter = SideThread<Error?>(name: "ckport format")
+        defer { formatter.stop() }
+        // Two batches: one being filled here, one being written there; and the JSON buffer,
+        // which only the second thread touches.
+        var filling = RowBatch()
+        var spare = RowBatch()
+        let text = JSONText()
+        var busy = false
+        var count = 0
+        var plans: [ObjectIdentifier: RowCapturePlan] = [:]
+        var plan: RowCapturePlan?
+        var layout: TableLayout?
+        var zoneSerial = -1
+        var zonePart: [UInt8] = []
+
+        /// Waits for the batch the second thread has (which it leaves empty), and throws its error.
+        func settle() throws {
+            guard busy else { return }
+            busy = false
+            if let error = formatter.collect() { throw error }
+        }
+        func handOver() throws {
+            try settle()
+            // The second thread has let go of its batch: emptied here, it has the room back.
+            spare.clear()
+            swap(&filling, &spare)
+            let batch = spare
+            formatter.start {
+                do {
+                    text.out.bytes.removeAll(keepingCapacity: true)
+                    try batch.appendJSONLines(to: &text.out)
+                    try write(text.out.bytes)
+                } catch {
+                    return error
+                }
+                return nil
+            }
+            busy = true
+        }
+
+        do {
+            try forEachRow(query) { row in
+                if layout !== row.layout {
+                    layout = row.layout
+                    let key = ObjectIdentifier(row.layout)
+                    if plans[key] == nil { plans[key] = RowCapturePlan(row.layout) }
+                    plan = plans[key]
+                    zoneSerial = -1
+                }
+                if zoneSerial != row.zoneSerial {
+                    zoneSerial = row.zoneSerial
+                    zonePart = RowJSON.zonePart(row.zone)
+                    filling.startRun(layout: row.layout, names: plan!.names, zonePart: zonePart)
+                } else if filling.rowCount == 0 {
+                    // A new batch goes on with the run the last one ended in.
+                    filling.startRun(layout: row.layout, names: plan!.names, zonePart: zonePart)
+                }
+                filling.copy(row.statement, plan: plan!)
+                count += 1
+                if filling.isFull { try handOver() }
+                if count % 8192 == 0 { progress?(count) }
+            }
+            if filling.rowCount > 0 { try handOver() }
+            try settle()
+        } catch {
+            try? settle()
+            throw error
+        }
+        return count
+    }
+}
+
+/// The JSON text of the batch being written, kept by the writing thread from batch to batch.
+private final class JSONText: @unchecked Sendable {
+    var out = JSONWriter(capacity: RowBatch.targetBytes + RowBatch.targetBytes / 2)
+}
+
+/// Which SQLite accessor reads each column of a table's rows: the one ``RowJSON`` calls for it,
+/// so that a copied row gives the bytes the statement would have.
+struct RowCapturePlan {
+    enum Read: UInt8 { case text, int64, double, number, blob }
+    let reads: [Read]
+    let names: RowJSONNames
+
+    init(_ layout: TableLayout) {
+        var reads: [Read] = [.int64, .text, .text, .int64, .text, .text, .int64, .text, .text, .text, .text, .text]
+        precondition(reads.count == TableLayout.systemColumns.count)
+        for kind in layout.kinds {
+            switch kind {
+            case .string, .json: reads.append(.text)
+            case .int64, .timestamp: reads.append(.int64)
+            case .double: reads.append(.double)
+            case .number: reads.append(.number)
+            case .bytes: reads.append(.blob)
+            case .reference: reads += [.text, .int64]
+            }
+        }
+        self.reads = reads
+        names = layout.jsonNames
+    }
+}
+
+/// One column of a copied row: SQLite's type of the value, and the value — an integer, a
+/// double's bits, or where its bytes start in the batch's bytes (and how many).
+struct RowSlot {
+    var type: Int32
+    var count: Int32
+    var value: Int64
+}
+
+/// Rows copied out of a statement, to be written as JSON on another thread. Runs of rows share
+/// a table layout and a zone. A value, not an object: appending to a class's arrays is checked
+/// for exclusive access at every call, which cost the copying a tenth of its time.
+struct RowBatch: @unchecked Sendable {
+    /// About this many bytes of copied text make a batch (the JSON is a little larger).
+    static let targetBytes = 1 << 18
+    static let maximumRows = 2048
+
+    private var slots: [RowSlot] = []
+    private var bytes: [UInt8] = []
+    /// Per row, its first slot.
+    private var rowStarts: [Int] = []
+    /// Where each run starts (a row index), and what its rows share.
+    private var runs: [(firstRow: Int, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8])] = []
+
+    var rowCount: Int { rowStarts.count }
+    var isFull: Bool { bytes.count >= RowBatch.targetBytes || rowStarts.count >= RowBatch.maximumRows }
+
+    init() {
+        slots.reserveCapacity(RowBatch.maximumRows * 24)
+        bytes.reserveCapacity(RowBatch.targetBytes + (1 << 16))
+        rowStarts.reserveCapacity(RowBatch.maximumRows)
+    }
+
+    /// Empties the batch, keeping its room.
+    mutating func clear() {
+        slots.removeAll(keepingCapacity: true)
+        bytes.removeAll(keepingCapacity: true)
+        rowStarts.removeAll(keepingCapacity: true)
+        runs.removeAll(keepingCapacity: true)
+    }
+
+    /// The rows copied from here on are of `layout`'s table, in the zone `zonePart` names.
+    mutating func startRun(layout: TableLayout, names: RowJSONNames, zonePart: [UInt8]) {
+        runs.append((rowStarts.count, layout, names, zonePart))
+    }
+
+    /// Copies the statement's current row, each column read as `plan` says.
+    mutating func copy(_ statement: PreparedStatement, plan: RowCapturePlan) {
+        rowStarts.append(slots.count)
+        let raw = statement.raw
+        var index: Int32 = 0
+        for read in plan.reads {
+            defer { index += 1 }
+            let type = sqlite3_column_type(raw, index)
+            if type == SQLITE_NULL {
+                slots.append(RowSlot(type: SQLITE_NULL, count: 0, value: 0))
+                continue
+            }
+            switch read {
+            case .int64:
+                slots.append(RowSlot(type: type, count: 0, value: sqlite3_column_int64(raw, index)))
+            case .double:
+                slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_column_double(raw, index).bitPattern)))
+            case .number:
+                if type == SQLITE_INTEGER {
+                    slots.append(RowSlot(type: type, count: 0, value: sqlite3_column_int64(raw, index)))
+                } else {
+                    slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_column_double(raw, index).bitPattern)))
+                }
+            case .text:
+                let text = statement.textBytes(index)
+                slots.append(RowSlot(type: type, count: Int32(text.count), value: Int64(bytes.count)))
+                bytes.append(contentsOf: text)
+            case .blob:
+                let count = Int(sqlite3_column_bytes(raw, index))
+                let start = bytes.count
+                if count > 0, let pointer = sqlite3_column_blob(raw, index) {
+                    bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count))
+                }
+                slots.append(RowSlot(type: type, count: Int32(bytes.count - start), value: Int64(start)))
+            }
+        }
+    }
+
+    /// Each row as a line of canonical JSON.
+    func appendJSONLines(to out: inout JSONWriter) throws {
+        try slots.withUnsafeBufferPointer { slots in
+            try bytes.withUnsafeBufferPointer { bytes in
+                for (number, run) in runs.enumerated() {
+                    let end = number + 1 < runs.count ? runs[number + 1].firstRow : rowStarts.count
+                    for row in run.firstRow..<end {
+                        let copied = CopiedRow(slots: slots.baseAddress! + rowStarts[row], bytes: bytes)
+                        try RowJSON.append(copied, layout: run.layout, names: run.names, zonePart: run.zonePart, to: &out)
+                        out.byte(0x0A)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A row of a ``RowBatch``, read as the statement it was copied from would be.
+struct CopiedRow: RowColumns {
+    let slots: UnsafePointer<RowSlot>
+    let bytes: UnsafeBufferPointer<UInt8>
+
+    @inline(__always) func isNull(_ index: Int32) -> Bool { slots[Int(index)].type == SQLITE_NULL }
+    @inline(__always) func columnType(_ index: Int32) -> Int32 { slots[Int(index)].type }
+    @inline(__always) func int64(_ index: Int32) -> Int64 { slots[Int(index)].value }
+    @inline(__always) func double(_ index: Int32) -> Double { Double(bitPattern: UInt64(bitPattern: slots[Int(index)].value)) }
+    @inline(__always) func textBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8> {
+        let slot = slots[Int(index)]
+        guard slot.count > 0 else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(rebasing: bytes[Int(slot.value)..<Int(slot.value) + Int(slot.count)])
+    }
+    @inline(__always) func blob(_ index: Int32) -> [UInt8] { Array(textBytes(index)) }
+}
