@@ -6,9 +6,10 @@
  *
  * Records come in ckport's order (record type, then zone — scope, zone name, owner — then
  * record name), each in CloudKit Web Services' shape with its system fields, fields sorted by
- * name as {"value": …, "type": …}. Field types are read from the schema the store keeps. It
- * knows the types the benchmark's data uses (STRING, INT64, TIMESTAMP, REFERENCE) and stops on
- * any other. The file is synced before the program ends, as ckport syncs an export.
+ * name as {"value": …, "type": …}, then a share's details. Field types are read from the schema
+ * the store keeps. It knows the types the benchmark's data uses (STRING, INT64, TIMESTAMP,
+ * REFERENCE, and BYTES for its shares) and stops on any other. The file is synced before the
+ * program ends, as ckport syncs an export.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum kind { STRING, INT64, TIMESTAMP, REFERENCE };
+enum kind { STRING, INT64, TIMESTAMP, REFERENCE, BYTES };
 struct field { char name[128]; enum kind kind; int column; };
 struct type { char name[128]; struct field fields[256]; int count; };
 struct zone { sqlite3_int64 id; int rank; char name[256]; char owner[256]; };
@@ -69,6 +70,25 @@ static void integer(sqlite3_int64 v) {
     put(digits, n);
 }
 
+/* Standard Base64, padded, in quotes. */
+static void base64_column(sqlite3_stmt *row, int i) {
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *b = sqlite3_column_blob(row, i);
+    int n = sqlite3_column_bytes(row, i);
+    putc_('"');
+    int k = 0;
+    for (; k + 3 <= n; k += 3) {
+        unsigned v = b[k] << 16 | b[k + 1] << 8 | b[k + 2];
+        putc_(alphabet[v >> 18 & 63]); putc_(alphabet[v >> 12 & 63]); putc_(alphabet[v >> 6 & 63]); putc_(alphabet[v & 63]);
+    }
+    if (n - k > 0) {
+        unsigned v = b[k] << 16 | (n - k == 2 ? b[k + 1] << 8 : 0);
+        putc_(alphabet[v >> 18 & 63]); putc_(alphabet[v >> 12 & 63]);
+        putc_(n - k == 2 ? alphabet[v >> 6 & 63] : '='); putc_('=');
+    }
+    putc_('"');
+}
+
 static void text_column(sqlite3_stmt *row, int i) {
     string(sqlite3_column_text(row, i), sqlite3_column_bytes(row, i));
 }
@@ -103,17 +123,21 @@ static int read_schema(struct type *types) {
     struct type *current = NULL;
     for (char *line = strtok(schema, "\n"); line; line = strtok(NULL, "\n")) {
         char name[128], kind[64];
-        if (sscanf(line, " RECORD TYPE %127[A-Za-z0-9_]", name) == 1) {
+        /* A type's name is quoted when it is not an identifier ("cloudkit.share"). */
+        if (sscanf(line, " RECORD TYPE \"%127[^\"]\"", name) == 1 || sscanf(line, " RECORD TYPE %127[A-Za-z0-9_]", name) == 1) {
             current = &types[count++];
             memset(current, 0, sizeof *current);
             strcpy(current->name, name);
-        } else if (current && sscanf(line, " %127[A-Za-z0-9_\"] %63[A-Z0-9_]", name, kind) == 2 && name[0] != '"' && strcmp(name, "GRANT") != 0) {
+        } else if (current && (sscanf(line, " \"%127[^\"]\" %63[A-Z0-9_]", name, kind) == 2 || sscanf(line, " %127[A-Za-z0-9_] %63[A-Z0-9_]", name, kind) == 2)
+                   && strncmp(name, "___", 3) != 0 && strcmp(name, "GRANT") != 0) {
+            /* System fields (quoted, "___…") are columns of every table, read apart. */
             struct field *f = &current->fields[current->count++];
             strcpy(f->name, name);
             if (!strcmp(kind, "STRING")) f->kind = STRING;
             else if (!strcmp(kind, "INT64")) f->kind = INT64;
             else if (!strcmp(kind, "TIMESTAMP")) f->kind = TIMESTAMP;
             else if (!strcmp(kind, "REFERENCE")) f->kind = REFERENCE;
+            else if (!strcmp(kind, "BYTES")) f->kind = BYTES;
             else { fprintf(stderr, "export_floor: %s.%s is %s, which this program does not write\n", current->name, name, kind); exit(1); }
         }
     }
@@ -154,8 +178,8 @@ int main(int argc, char **argv) {
         struct type *type = &types[t];
         qsort(type->fields, type->count, sizeof *type->fields, compare_fields);
         char sql[1 << 14];
-        int at = snprintf(sql, sizeof sql, "SELECT ___recordID, ___etag, ___createTime, ___createdBy, ___createdDevice, ___modTime, ___modifiedBy, ___modifiedDevice");
-        int column = 8;
+        int at = snprintf(sql, sizeof sql, "SELECT ___recordID, ___etag, ___createTime, ___createdBy, ___createdDevice, ___modTime, ___modifiedBy, ___modifiedDevice, ___parent, ___share, ___shareDetails");
+        int column = 11;
         for (int f = 0; f < type->count; f++) {
             struct field *field = &type->fields[f];
             field->column = column;
@@ -179,6 +203,8 @@ int main(int argc, char **argv) {
                 if (sqlite3_column_type(row, 1) != SQLITE_NULL) { PUT(",\"recordChangeTag\":"); text_column(row, 1); }
                 stamp(row, 2, ",\"created\":");
                 stamp(row, 5, ",\"modified\":");
+                if (sqlite3_column_type(row, 8) != SQLITE_NULL) { PUT(",\"parent\":{\"recordName\":"); text_column(row, 8); putc_('}'); }
+                if (sqlite3_column_type(row, 9) != SQLITE_NULL) { PUT(",\"share\":{\"recordName\":"); text_column(row, 9); putc_('}'); }
                 PUT(",\"fields\":{");
                 int first = 1;
                 for (int f = 0; f < type->count; f++) {
@@ -192,6 +218,7 @@ int main(int argc, char **argv) {
                     case STRING: text_column(row, field->column); PUT(",\"type\":\"STRING\"}"); break;
                     case INT64: integer(sqlite3_column_int64(row, field->column)); PUT(",\"type\":\"INT64\"}"); break;
                     case TIMESTAMP: integer(sqlite3_column_int64(row, field->column)); PUT(",\"type\":\"TIMESTAMP\"}"); break;
+                    case BYTES: base64_column(row, field->column); PUT(",\"type\":\"BYTES\"}"); break;
                     case REFERENCE: {
                         PUT("{\"recordName\":"); text_column(row, field->column);
                         int action = sqlite3_column_int(row, field->column + 1);
@@ -201,7 +228,12 @@ int main(int argc, char **argv) {
                     }
                     }
                 }
-                PUT("}}\n");
+                putc_('}');
+                /* A share's details: the members of the object the store keeps, spliced in. */
+                int details = sqlite3_column_bytes(row, 10);
+                const unsigned char *text = sqlite3_column_text(row, 10);
+                if (text && details > 2 && text[0] == '{' && text[details - 1] == '}') { putc_(','); put((const char *)text + 1, details - 2); }
+                PUT("}\n");
                 records++;
             }
             sqlite3_reset(row);
