@@ -43,7 +43,12 @@ extension StoreSession {
             let batch = spare
             formatter.start {
                 do {
-                    text.out.bytes.removeAll(keepingCapacity: true)
+                    // After a batch of huge values, the buffer goes back to its usual size.
+                    if text.out.bytes.capacity > 4 * RowBatch.targetBytes {
+                        text.out = JSONWriter(capacity: RowBatch.targetBytes + RowBatch.targetBytes / 2)
+                    } else {
+                        text.out.bytes.removeAll(keepingCapacity: true)
+                    }
                     try batch.appendJSONLines(to: &text.out)
                     try write(text.out.bytes)
                 } catch {
@@ -79,7 +84,9 @@ extension StoreSession {
             if filling.rowCount > 0 { try handOver() }
             try settle()
         } catch {
-            try? settle()
+            // The second thread's error came from earlier rows than this one: it is the one to
+            // report.
+            try settle()
             throw error
         }
         return count
@@ -97,6 +104,9 @@ struct RowCapturePlan {
     enum Read: UInt8 { case text, int64, double, number, blob }
     let reads: [Read]
     let names: RowJSONNames
+    /// Per column, the JSON it takes when it is not null, besides its text or bytes: its key,
+    /// its type, and room for a number's digits (what sizes a batch).
+    let jsonCost: [Int]
 
     init(_ layout: TableLayout) {
         var reads: [Read] = [.int64, .text, .text, .int64, .text, .text, .int64, .text, .text, .text, .text, .text]
@@ -113,6 +123,19 @@ struct RowCapturePlan {
         }
         self.reads = reads
         names = layout.jsonNames
+        // System fields: their keys and a timestamp's digits; a third more than the text for
+        // Base64 and escapes is counted with the bytes copied.
+        var costs = [Int](repeating: 48, count: TableLayout.systemColumns.count)
+        costs[1] += names.recordType.count + 160
+        for (position, kind) in layout.kinds.enumerated() {
+            let keyAndType = names.fieldOpenings[position].count + names.doubleClosings[position].count
+            switch kind {
+            case .reference: costs += [keyAndType + 32, 24]
+            case .string, .bytes, .json: costs.append(keyAndType)
+            case .int64, .timestamp, .double, .number: costs.append(keyAndType + 24)
+            }
+        }
+        jsonCost = costs
     }
 }
 
@@ -128,19 +151,23 @@ struct RowSlot {
 /// a table layout and a zone. A value, not an object: appending to a class's arrays is checked
 /// for exclusive access at every call, which cost the copying a tenth of its time.
 struct RowBatch: @unchecked Sendable {
-    /// About this many bytes of copied text make a batch (the JSON is a little larger).
-    static let targetBytes = 1 << 18
+    /// About this many bytes of JSON make a batch.
+    static let targetBytes = 1 << 19
     static let maximumRows = 2048
 
     private var slots: [RowSlot] = []
     private var bytes: [UInt8] = []
+    /// About how many bytes of JSON the rows make (see ``RowCapturePlan/jsonBesidesText``).
+    private var estimate = 0
     /// Per row, its first slot.
     private var rowStarts: [Int] = []
     /// Where each run starts (a row index), and what its rows share.
     private var runs: [(firstRow: Int, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8])] = []
 
     var rowCount: Int { rowStarts.count }
-    var isFull: Bool { bytes.count >= RowBatch.targetBytes || rowStarts.count >= RowBatch.maximumRows }
+    /// Full by the JSON its rows will make, so that a table of many numeric fields makes
+    /// batches no larger than one of long texts; or by its rows.
+    var isFull: Bool { estimate >= RowBatch.targetBytes || rowStarts.count >= RowBatch.maximumRows }
 
     init() {
         slots.reserveCapacity(RowBatch.maximumRows * 24)
@@ -150,8 +177,15 @@ struct RowBatch: @unchecked Sendable {
 
     /// Empties the batch, keeping its room.
     mutating func clear() {
+        estimate = 0
         slots.removeAll(keepingCapacity: true)
-        bytes.removeAll(keepingCapacity: true)
+        // After a batch of huge values, the buffer goes back to its usual size.
+        if bytes.capacity > 4 * RowBatch.targetBytes {
+            bytes = []
+            bytes.reserveCapacity(RowBatch.targetBytes + (1 << 16))
+        } else {
+            bytes.removeAll(keepingCapacity: true)
+        }
         rowStarts.removeAll(keepingCapacity: true)
         runs.removeAll(keepingCapacity: true)
     }
@@ -164,6 +198,9 @@ struct RowBatch: @unchecked Sendable {
     /// Copies the statement's current row, each column read as `plan` says.
     mutating func copy(_ statement: PreparedStatement, plan: RowCapturePlan) {
         rowStarts.append(slots.count)
+        let before = bytes.count
+        var cost = 0
+        defer { estimate += cost + (bytes.count - before) * 4 / 3 }
         let raw = statement.raw
         var index: Int32 = 0
         for read in plan.reads {
@@ -173,6 +210,7 @@ struct RowBatch: @unchecked Sendable {
                 slots.append(RowSlot(type: SQLITE_NULL, count: 0, value: 0))
                 continue
             }
+            cost += plan.jsonCost[Int(index)]
             switch read {
             case .int64:
                 slots.append(RowSlot(type: type, count: 0, value: sqlite3_column_int64(raw, index)))

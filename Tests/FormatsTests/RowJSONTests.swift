@@ -1,4 +1,5 @@
 import Foundation
+import GRDBSQLite
 import Testing
 @testable import Formats
 import Records
@@ -37,6 +38,55 @@ struct RowJSONTests {
             #expect(same, "two threads and one wrote different bytes: \(RowJSONTests.firstDifference(lines, out.bytes))")
             return lines
         }
+    }
+
+    @Test("on two threads: a table of many numeric fields makes pieces no larger than long texts do")
+    func wideTables() throws {
+        let scratch = Scratch()
+        let fields = (0..<400).map { "measurement_number_\($0) INT64" }.joined(separator: ", ")
+        var records: [Record] = []
+        for index in 0..<3000 {
+            var record = Record(id: RecordID(recordName: "w-\(index)"), recordType: "Wide")
+            for field in 0..<400 { record.fields["measurement_number_\(field)"] = .int64(Int64(index * field)) }
+            records.append(record)
+        }
+        let store = try scratch.store(schema: "DEFINE SCHEMA RECORD TYPE Wide ( \(fields) );", records: records)
+        try store.read { session in
+            var sizes: [Int] = []
+            let count = try session.writeCanonicalJSONLines(RecordQuery()) { sizes.append($0.count) }
+            #expect(count == 3000)
+            #expect(sizes.reduce(0, +) > 30_000_000)
+            #expect(sizes.max()! < 1 << 20, "pieces of \(sizes.max()!) bytes")
+        }
+    }
+
+    @Test("on two threads: both failing at once end the export with an error, and an interrupted reading with its own")
+    func bothFail() throws {
+        let scratch = Scratch()
+        let records = (0..<6000).map { Record(id: RecordID(recordName: String(format: "o-%05d", $0)), recordType: "Other", fields: ["name": .string("n")]) }
+        let store = try scratch.store(schema: RowJSONTests.scalars, records: records)
+        // The writing thread fails its first piece and interrupts the reading meanwhile. Which
+        // of the two errors comes back depends on how far the reading got (it may be waiting
+        // for the piece already); the writing thread's, from earlier rows, when both happen.
+        struct Refused: Error {}
+        #expect(throws: (any Error).self) {
+            try store.read { session in
+                let connection = session.db.sqliteConnection
+                _ = try session.writeCanonicalJSONLines(RecordQuery()) { _ in
+                    sqlite3_interrupt(connection)
+                    usleep(200_000)
+                    throw Refused()
+                }
+            }
+        }
+        // Interrupted alone, the reading's error is thrown.
+        let interrupted = #expect(throws: StoreError.self) {
+            try store.read { session in
+                let connection = session.db.sqliteConnection
+                _ = try session.writeCanonicalJSONLines(RecordQuery()) { _ in sqlite3_interrupt(connection) }
+            }
+        }
+        #expect("\(interrupted.map { "\($0)" } ?? "")".hasSuffix("interrupted"))
     }
 
     /// Where two outputs part, in words (comparing large arrays with `==` inside `#expect` would
