@@ -68,14 +68,15 @@ extension StoreSession {
                     plan = plans[key]
                     zoneSerial = -1
                 }
+                // A run starts with a new zone or type, and a new batch goes on with the run the
+                // last one ended in.
+                var startsRun = filling.rowCount == 0
                 if zoneSerial != row.zoneSerial {
                     zoneSerial = row.zoneSerial
                     zonePart = RowJSON.zonePart(row.zone)
-                    filling.startRun(layout: row.layout, names: plan!.names, zonePart: zonePart)
-                } else if filling.rowCount == 0 {
-                    // A new batch goes on with the run the last one ended in.
-                    filling.startRun(layout: row.layout, names: plan!.names, zonePart: zonePart)
+                    startsRun = true
                 }
+                if startsRun { filling.startRun(layout: row.layout, names: plan!.names, zonePart: zonePart) }
                 filling.copy(row.statement, plan: plan!)
                 count += 1
                 if filling.isFull { try handOver() }
@@ -157,7 +158,7 @@ struct RowBatch: @unchecked Sendable {
 
     private var slots: [RowSlot] = []
     private var bytes: [UInt8] = []
-    /// About how many bytes of JSON the rows make (see ``RowCapturePlan/jsonBesidesText``).
+    /// About how many bytes of JSON the rows make (see ``RowCapturePlan/jsonCost``).
     private var estimate = 0
     /// Per row, its first slot.
     private var rowStarts: [Int] = []
@@ -211,17 +212,12 @@ struct RowBatch: @unchecked Sendable {
                 continue
             }
             cost += plan.jsonCost[Int(index)]
-            switch read {
+            // A NUMBER is read as what it holds, as ``RowJSON`` reads it.
+            switch read == .number ? (type == SQLITE_INTEGER ? .int64 : .double) : read {
             case .int64:
                 slots.append(RowSlot(type: type, count: 0, value: sqlite3_column_int64(raw, index)))
-            case .double:
+            case .double, .number:
                 slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_column_double(raw, index).bitPattern)))
-            case .number:
-                if type == SQLITE_INTEGER {
-                    slots.append(RowSlot(type: type, count: 0, value: sqlite3_column_int64(raw, index)))
-                } else {
-                    slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_column_double(raw, index).bitPattern)))
-                }
             case .text:
                 let text = statement.textBytes(index)
                 slots.append(RowSlot(type: type, count: Int32(text.count), value: Int64(bytes.count)))
