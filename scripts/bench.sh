@@ -28,7 +28,7 @@
 #   BENCH_ONLY=serve scripts/bench.sh               # ckport serve's pages on 10,000,000 records (BENCH_SERVE_RECORDS)
 #   BENCH_ONLY=postgres BENCH_PG_SCALE=10000000 scripts/bench.sh 1000000   # with a scale row
 #   BENCH_ONLY=xml scripts/bench.sh 1000000 100000  # only the property-list and xCal rows
-#   BENCH_ONLY=floor scripts/bench.sh 1000000       # import and export beside their floors and DuckDB
+#   BENCH_ONLY=floor scripts/bench.sh 1000000       # import, export, restore and migrate apply beside their references
 #   BENCH_ONLY=scale BENCH_SCALE="100000 1000000 10000000" scripts/bench.sh   # the scale table
 #
 # Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time), python3 with venv, PostgreSQL's
@@ -77,11 +77,12 @@ emulator_bin=$(swift build -c release --show-bin-path)/ckport-emulator
 # start_fresh FRESH: before a timed run, untimed. FRESH a store's .empty copy: it is copied into
 # place (without the log of the run before) and synced, since a store of 6 GB copied and left to
 # the kernel's writeback would slow the run that follows, which syncs the same file. FRESH
-# written -PATH: PATH is removed (an export's previous output). Empty: nothing.
+# written -PATH: PATH is removed (an export's previous output, a restored store with its WAL
+# files). Empty: nothing.
 start_fresh() {
   case $1 in
     "") ;;
-    -*) rm -f "${1#-}" ;;
+    -*) rm -f "${1#-}" "${1#-}-wal" "${1#-}-shm" ;;
     *) rm -f "${1%.empty}-wal" "${1%.empty}-shm"; cp "$1" "${1%.empty}"; sync ;;
   esac
 }
@@ -307,7 +308,25 @@ measure_floor() {
     "$tag-fl-duck-export1|-$work/$tag-duck-out.json| '$py' scripts/bench_duckdb.py export '$work/$tag.duckdb' '$work/$tag-duck-out.json' 1" \
     "$tag-fl-json|-$work/$tag-fl-shell.json| sqlite3 -json '$store' 'SELECT * FROM Task' > '$work/$tag-fl-shell.json' && sync '$work/$tag-fl-shell.json'"
   cmp -s "$work/$tag-fl-c-out.jsonl" "$work/$tag-out.jsonl" || { echo "bench: export_floor wrote a different file" >&2; exit 1; }
-  rm -f "$work/$tag.duckdb" "$work/$tag-duck-out.json" "$work/$tag-fl-shell.json" "$store-fl" "$work/$tag-floor.sqlite"
+  rm -f "$work/$tag.duckdb" "$work/$tag-duck-out.json" "$work/$tag-fl-shell.json" "$work/$tag-floor.sqlite"
+  # Restore beside an import of the same records, and the three-step migration beside the same
+  # steps in SQL, each from a fresh copy of the imported store: the rest of issue 40's ratios in
+  # the same rounds.
+  "$ckport" backup --store "$store" -o "$work/$tag-fl.ckbundle" -q
+  cp "$store" "$store-flmig.empty"
+  cp "$store" "$store-flsql.empty"
+  alternate \
+    "$tag-fl-import2|$store-fl.empty|'$ckport' import '$work/$tag.jsonl' --store '$store-fl' -q" \
+    "$tag-fl-restore|-$store-flrestored|'$ckport' restore '$work/$tag-fl.ckbundle' --store '$store-flrestored' -q" \
+    "$tag-fl-apply|$store-flmig.empty|'$ckport' migrate apply --dir scripts/bench-migration --store '$store-flmig' --no-backup -q" \
+    "$tag-fl-sql-apply|$store-flsql.empty|sqlite3 '$store-flsql' < scripts/bench-migration.sql"
+  "$ckport" export --store "$store-flrestored" -o "$work/$tag-fl-restored.jsonl" -q
+  cmp -s "$work/$tag-fl-restored.jsonl" "$work/$tag-out.jsonl" || { echo "bench: the restored store differs from the imported one" >&2; exit 1; }
+  [ "$(sqlite3 "$store-flmig" 'SELECT count(*) FROM "Task" WHERE "statusCode" IS NOT NULL AND "dueLabel" IS NOT NULL')" = \
+    "$(sqlite3 "$store-flsql" 'SELECT count(*) FROM "Task" WHERE "statusCode" IS NOT NULL AND "dueLabel" IS NOT NULL')" ] \
+    || { echo "bench: migrate apply and its SQL left different Task rows" >&2; exit 1; }
+  sqlite3 "$store-flmig" 'SELECT count(*) FROM "Task"' > "$work/$tag-fl-tasks"
+  rm -f "$store-fl" "$store-flrestored"* "$store-flmig"* "$store-flsql"* "$work/$tag-fl.ckbundle" "$work/$tag-fl-restored.jsonl"
 }
 floor_table() {
   local tag=$1 n=$2
@@ -322,14 +341,19 @@ floor_table() {
   row "export all to JSONL" "$(secs "$tag-fl-export")" "$(rate "$tag-fl-export" "$n")" "C, same bytes: $(secs "$tag-fl-c-export") s" "$(ratio "$tag-fl-export" "$tag-fl-c-export")×" "$(mb "$tag-fl-export") MB"
   row "" "" "" "DuckDB COPY, 1 thread: $(secs "$tag-fl-duck-export1") s" "$(ratio "$tag-fl-export" "$tag-fl-duck-export1")×" "$(mb "$tag-fl-duck-export1") MB"
   row "" "" "" "sqlite3 -json (Task): $(secs "$tag-fl-json") s" "$(ratio "$tag-fl-export" "$tag-fl-json")×" "$(mb "$tag-fl-json") MB"
+  row "restore a bundle into a new store" "$(secs "$tag-fl-restore")" "$(rate "$tag-fl-restore" "$n")" "import, same rounds: $(secs "$tag-fl-import2") s" "$(ratio "$tag-fl-restore" "$tag-fl-import2")×" "$(mb "$tag-fl-restore") MB"
+  row "migrate apply, $(commas "$(cat "$work/$tag-fl-tasks")") Task" "$(secs "$tag-fl-apply")" "$(rate "$tag-fl-apply" "$(cat "$work/$tag-fl-tasks")")" "same steps in SQL: $(secs "$tag-fl-sql-apply") s" "$(ratio "$tag-fl-apply" "$tag-fl-sql-apply")×" "$(mb "$tag-fl-apply") MB"
   echo
   echo "Median of ${BENCH_FLOOR_REPEAT:-5} rounds. The C programs (scripts/bench-floor/) do ckport's SQLite work and"
   echo "nothing else: import_floor copies the rows of the store ckport imported into an empty store"
   echo "(same pragmas, same change log, indexes dropped and rebuilt, one transaction); export_floor"
   echo "writes the byte-identical JSON Lines file. DuckDB $("$venv/bin/python" -c 'import duckdb; print(duckdb.__version__)') loads the same file with read_json"
   echo "(every value typed, into its own file) and writes it back with COPY; sqlite3 -json writes"
-  echo "the Task table alone. Targets: import within 1.1× of its floor and faster than DuckDB on one"
-  echo "thread; export within 1.2× of its floor and faster than sqlite3 -json."
+  echo "the Task table alone. restore reads a bundle of the same records (its store's export is"
+  echo "compared with the import's, byte for byte); migrate apply runs scripts/bench-migration on a"
+  echo "fresh copy of the imported store, the sqlite3 shell scripts/bench-migration.sql on another."
+  echo "Targets: import faster than DuckDB on one thread; export at most half of sqlite3 -json;"
+  echo "restore no slower than import; migrate apply no slower than its SQL; memory under 200 MB."
 }
 
 # The scale table: at each size, import into an empty store, export, an incremental import of

@@ -371,13 +371,23 @@ public struct CompiledMigration: Sendable {
             }
         }
         guard changed else { return .unchanged }
-        if current.count == 1 && current[0] == record { return .unchanged }
-        if appendOnly.contains(record.recordType) && !force && !current.contains(record) {
-            return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: places.first ?? migration.file,
-                                         message: "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"))
+        // Which results are the record as it was, each compared once (a record is many fields;
+        // one result, the usual case, needs no list of them).
+        func appendOnlyRefusal() -> RecordOutcome {
+            .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: places.first ?? migration.file,
+                                  message: "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"))
         }
-        for index in current.indices where stampedTypes.contains(current[index].recordType) && current[index] != record {
-            current[index].fields[CompiledMigration.versionField] = .int64(Int64(migration.version))
+        let version = FieldValue.int64(Int64(migration.version))
+        if current.count == 1 {
+            if current[0] == record { return .unchanged }
+            if appendOnly.contains(record.recordType) && !force { return appendOnlyRefusal() }
+            if stampedTypes.contains(current[0].recordType) { current[0].fields[CompiledMigration.versionField] = version }
+            return .changed(current)
+        }
+        let same = current.map { $0 == record }
+        if appendOnly.contains(record.recordType) && !force && !same.contains(true) { return appendOnlyRefusal() }
+        for index in current.indices where !same[index] && stampedTypes.contains(current[index].recordType) {
+            current[index].fields[CompiledMigration.versionField] = version
         }
         return .changed(current)
     }

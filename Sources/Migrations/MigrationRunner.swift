@@ -273,13 +273,24 @@ public final class MigrationRunner {
                 var types = compiled.sourceTypes.union(compiled.touchedTypes)
                 if compiled.repoints { types.formUnion(MigrationRunner.referenceTypes(compiled.schemaBefore)) }
                 var read = 0
+                // The counts of the type met last, kept here until another type comes (records
+                // come a type at a time: a lookup by name for each would cost more than counting).
+                var tally: (type: String, counts: MigrationCounts)?
+                func settleTally() {
+                    if let tally { report.counts[tally.type] = tally.counts }
+                    tally = nil
+                }
                 func transform(_ record: Record) throws -> [Record]? {
                     read += 1
                     if read % 8192 == 0 { progress?(migration.version, read) }
                     guard compiled.sourceTypes.contains(record.recordType) || compiled.repoints else { return nil }
-                    var counts = report.counts[record.recordType, default: MigrationCounts()]
+                    if tally?.type != record.recordType {
+                        settleTally()
+                        tally = (record.recordType, report.counts[record.recordType, default: MigrationCounts()])
+                    }
+                    var counts = tally!.counts
                     counts.scanned += 1
-                    defer { report.counts[record.recordType] = counts }
+                    defer { tally!.counts = counts }
                     switch compiled.migrate(record) {
                     case .unchanged:
                         counts.unchanged += 1
@@ -316,6 +327,7 @@ public final class MigrationRunner {
                 } else {
                     try session.rewrite(types: types, into: compiled.schemaAfter, transform)
                 }
+                settleTally()
                 report.durationMilliseconds = Int64(Date().timeIntervalSince(started) * 1000)
                 try session.recordMigration(MigrationHistoryEntry(
                     set: set.name, version: migration.version, description: migration.description,

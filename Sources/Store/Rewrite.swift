@@ -3,6 +3,7 @@ import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
+import GRDBSQLite
 import Records
 
 /// What a rewrite did.
@@ -199,6 +200,11 @@ extension StoreSession {
         // The working shape: the old fields under their old names, plus the new ones.
         let working = RecordTypeDefinition(name: name, fields: old.userFields + added, grants: old.grants)
         let layout = TableLayout(working)
+        // Whether the table's rows can be read as committed (see SnapshotRows): nothing in this
+        // transaction has changed a row or the schema yet, and readers do not wait for writers.
+        let journal = try String.fetchOne(db, sql: "PRAGMA journal_mode")
+        let untouched = Int64(sqlite3_total_changes(db.sqliteConnection)) == changesAtStart && journal?.lowercased() == "wal"
+        let schemaVersion = try Int64.fetchOne(db, sql: "PRAGMA schema_version") ?? -1
         for field in added {
             for definition in TableLayout.columnDefinitions(layout.fields[layout.fieldsByName[field.name]!]) {
                 try db.execute(sql: "ALTER TABLE \(quoted(name)) ADD COLUMN \(definition)")
@@ -264,61 +270,94 @@ extension StoreSession {
             advanceSequence(by: staging.count)
         }
         var counts = RewriteCounts()
-        func write(_ record: Record, _ results: [Record]?, zoneRow: Int64) throws {
-            guard let results else {
+        /// Writes what the worker made of one record (see ``InPlaceResults``).
+        func write(_ done: InPlaceResults, _ row: Int, zoneRow: Int64) throws {
+            switch done.outcomes[row] {
+            case .kept:
                 try writeRun()
-                return
-            }
-            counts.changed += 1
-            guard let result = results.first else {
+            case .deleted:
+                counts.changed += 1
                 try writeRun()
                 delete.reset()
                 delete.bind(1, zoneRow)
-                delete.bind(2, record.recordName)
+                delete.bind(2, done.names[row])
                 try delete.execute(db)
-                try setRegistry(zone: zoneRow, name: record.recordName, type: name, deleted: true)
+                try setRegistry(zone: zoneRow, name: done.names[row], type: name, deleted: true)
                 counts.deleted += 1
-                return
-            }
-            guard results.count == 1, result.id == record.id, result.recordType == name else {
-                throw StoreError.corrupt("record '\(record.recordName)' changed its name or type in a migration done in place")
-            }
-            if zoneRow != runZone { try writeRun() }
-            runZone = zoneRow
-            staging.begin(record.recordName)
-            var index: Int32 = 0
-            for position in writtenTargets.indices {
-                TableLayout.bind(result.fields[writtenTargets[position]], hasActionColumn: writtenActions[position], at: &index, to: staging)
+            case .updated(let first):
+                counts.changed += 1
+                if zoneRow != runZone { try writeRun() }
+                runZone = zoneRow
+                staging.begin(done.names[row])
+                var index: Int32 = 0
+                for position in writtenTargets.indices {
+                    TableLayout.bind(done.values[first + position], hasActionColumn: writtenActions[position], at: &index, to: staging)
+                }
             }
         }
-        // Reading the next batch and writing the last overlap with migrating one on the worker.
-        let pipeline = TransformPipeline(transform)
-        defer { pipeline.stop() }
-        // The records in flight stay here until written, so that they are freed on this
-        // thread, which allocated them.
-        var inFlight: [Record] = []
-        var inFlightZones: [Int64] = []
+        // This thread steps through the rows and copies each one's columns into a batch; a
+        // worker decodes the batch before, migrates its records and picks out the values to
+        // write, while this thread writes what the worker made of the batch before that.
+        let plan = RowCapturePlan(layout, only: decoded)
+        let pipeline = InPlacePipeline(layout: layout, only: decoded, type: name, writtenTargets: writtenTargets, zones: zonesByRow, transform: transform)
+        // Better: the worker reads the rows too, from the snapshot the transaction began with, so
+        // that this thread only writes. The fields just added are NULL there, as here.
+        let addedNames = Set(added.map(\.name))
+        let snapshotColumns = TableLayout.systemColumns + layout.fields.enumerated().flatMap { position, field -> [String] in
+            let read = !addedNames.contains(field.name) && (decoded?[position] ?? true)
+            return [read ? field.column : "NULL"] + (field.actionColumn.map { [read ? $0 : "NULL"] } ?? [])
+        }
+        let file = sqlite3_db_filename(db.sqliteConnection, "main").map { String(cString: $0) } ?? ""
+        let snapshot = untouched && !file.isEmpty
+            ? SnapshotRows(path: file, sql: "SELECT \(snapshotColumns.joined(separator: ", ")) FROM \(quoted(name)) ORDER BY ___zone, ___recordID",
+                           schemaVersion: schemaVersion, storeID: store.storeID, changeSequence: sequenceAtStart)
+            : nil
+        defer { snapshot?.close() }
+        inPlaceReadFromSnapshot = snapshot != nil
+        var filling = RowBatch()
+        var fillingZones: [ZoneID] = []
+        var lastZone: (row: Int64, id: ZoneID)?
         var more = true
-        while more || !inFlight.isEmpty {
-            var batch: [Record] = []
-            var zoneRows: [Int64] = []
-            batch.reserveCapacity(512)
-            zoneRows.reserveCapacity(512)
-            while more && batch.count < 512 {
-                guard try select.step(db) else { more = false; break }
-                let zoneRow = select.int64(0)
-                batch.append(try layout.decode(select, zone: try zone(row: zoneRow), only: decoded))
-                zoneRows.append(zoneRow)
+        do {
+            if let snapshot {
+                pipeline.submit(reading: snapshot, count: 512)
+                while pipeline.busy {
+                    let done = try pipeline.collect()
+                    if !done.finished { pipeline.submit(reading: snapshot, count: 512) }
+                    counts.scanned += done.outcomes.count
+                    for row in done.outcomes.indices { try write(done, row, zoneRow: done.zoneRows[row]) }
+                    try writeRun()
+                    pipeline.retire(done)
+                }
+                more = false
             }
-            counts.scanned += batch.count
-            // The worker migrates this batch while the last one is written.
-            let results = inFlight.isEmpty ? [] : try pipeline.collect()
-            if !batch.isEmpty { pipeline.submit(batch) }
-            for index in results.indices { try write(inFlight[index], results[index], zoneRow: inFlightZones[index]) }
-            try writeRun()
-            pipeline.retire(results)
-            inFlight = batch
-            inFlightZones = zoneRows
+            while more || pipeline.busy {
+                while more && !filling.isFull {
+                    guard try select.step(db) else { more = false; break }
+                    let zoneRow = select.int64(0)
+                    if lastZone?.row != zoneRow { lastZone = (zoneRow, try zone(row: zoneRow)) }
+                    filling.copy(select, plan: plan)
+                    fillingZones.append(lastZone!.id)
+                }
+                counts.scanned += filling.rowCount
+                // The worker migrates this batch while the last one is written.
+                let done = pipeline.busy ? try pipeline.collect() : nil
+                if filling.rowCount > 0 {
+                    pipeline.submit(&filling, zones: fillingZones)
+                    fillingZones.removeAll(keepingCapacity: true)
+                }
+                if let done {
+                    for row in done.outcomes.indices { try write(done, row, zoneRow: done.zoneRows[row]) }
+                    try writeRun()
+                    pipeline.retire(done)
+                }
+            }
+            snapshot?.close()
+        } catch {
+            // The worker may be migrating a batch: it finishes before this thread goes on.
+            pipeline.settle()
+            snapshot?.close()
+            throw error
         }
         // Renamed columns take their new names; their indexes are made again under the new name.
         for (from, to) in renames.sorted(by: { $0.key < $1.key }) {

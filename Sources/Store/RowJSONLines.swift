@@ -102,17 +102,24 @@ private final class JSONText: @unchecked Sendable {
 /// Which SQLite accessor reads each column of a table's rows: the one ``RowJSON`` calls for it,
 /// so that a copied row gives the bytes the statement would have.
 struct RowCapturePlan {
-    enum Read: UInt8 { case text, int64, double, number, blob }
+    /// How a column is read; `skip` copies it as NULL without reading it.
+    enum Read: UInt8 { case text, int64, double, number, blob, skip }
     let reads: [Read]
     let names: RowJSONNames
     /// Per column, the JSON it takes when it is not null, besides its text or bytes: its key,
     /// its type, and room for a number's digits (what sizes a batch).
     let jsonCost: [Int]
 
-    init(_ layout: TableLayout) {
+    /// `only`: per field, whether its columns are read (nil: all are), as
+    /// ``TableLayout/decode(_:zone:only:)`` takes it; the system columns always are.
+    init(_ layout: TableLayout, only: [Bool]? = nil) {
         var reads: [Read] = [.int64, .text, .text, .int64, .text, .text, .int64, .text, .text, .text, .text, .text]
         precondition(reads.count == TableLayout.systemColumns.count)
-        for kind in layout.kinds {
+        for (position, kind) in layout.kinds.enumerated() {
+            if let only, !only[position] {
+                reads += kind == .reference ? [.skip, .skip] : [.skip]
+                continue
+            }
             switch kind {
             case .string, .json: reads.append(.text)
             case .int64, .timestamp: reads.append(.int64)
@@ -206,7 +213,7 @@ struct RowBatch: @unchecked Sendable {
         var index: Int32 = 0
         for read in plan.reads {
             defer { index += 1 }
-            let type = sqlite3_column_type(raw, index)
+            let type = read == .skip ? SQLITE_NULL : sqlite3_column_type(raw, index)
             if type == SQLITE_NULL {
                 slots.append(RowSlot(type: SQLITE_NULL, count: 0, value: 0))
                 continue
@@ -218,6 +225,8 @@ struct RowBatch: @unchecked Sendable {
                 slots.append(RowSlot(type: type, count: 0, value: sqlite3_column_int64(raw, index)))
             case .double, .number:
                 slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_column_double(raw, index).bitPattern)))
+            case .skip:
+                preconditionFailure("a skipped column is copied as NULL")
             case .text:
                 let text = statement.textBytes(index)
                 slots.append(RowSlot(type: type, count: Int32(text.count), value: Int64(bytes.count)))
@@ -229,6 +238,17 @@ struct RowBatch: @unchecked Sendable {
                     bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count))
                 }
                 slots.append(RowSlot(type: type, count: Int32(bytes.count - start), value: Int64(start)))
+            }
+        }
+    }
+
+    /// Each row, in order, by its number in the batch.
+    func forEachRow(_ body: (Int, CopiedRow) throws -> Void) rethrows {
+        try slots.withUnsafeBufferPointer { slots in
+            try bytes.withUnsafeBufferPointer { bytes in
+                for row in rowStarts.indices {
+                    try body(row, CopiedRow(slots: slots.baseAddress! + rowStarts[row], bytes: bytes))
+                }
             }
         }
     }

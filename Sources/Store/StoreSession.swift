@@ -1,4 +1,5 @@
 import Foundation
+import GRDBSQLite
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
@@ -84,11 +85,17 @@ public final class StoreSession {
     /// Statements every save uses, kept at hand rather than looked up by their SQL.
     private var claimStatement: PreparedStatement?
     private var insertStatements: [String: PreparedStatement] = [:]
-    private var zonesByRow: [Int64: ZoneID] = [:]
+    private(set) var zonesByRow: [Int64: ZoneID] = [:]
     private var statements: [String: PreparedStatement] = [:]
     /// The last change sequence number handed out.
     public private(set) var changeSequence: Int64
-    private var sequenceAtStart: Int64
+    private(set) var sequenceAtStart: Int64
+    /// SQLite's count of rows the connection has changed, when the session began: equal to
+    /// the count now, no row has changed in this transaction yet.
+    let changesAtStart: Int64
+    /// Whether the last ``updateInPlace(type:into:renames:writes:reads:_:)`` read the rows
+    /// from the snapshot the transaction began with (see `SnapshotRows`).
+    var inPlaceReadFromSnapshot = false
 
     init(db: Database, store: RecordStore, writable: Bool) throws {
         self.db = db
@@ -99,6 +106,7 @@ public final class StoreSession {
         schema = try store.loadSchema(db)
         changeSequence = try StoreSession.storedSequence(db)
         sequenceAtStart = changeSequence
+        changesAtStart = Int64(sqlite3_total_changes(db.sqliteConnection))
         for type in schema.recordTypes { layouts[type.name] = TableLayout(type) }
         for row in try Row.fetchAll(db, sql: "SELECT id, scope, zoneName, ownerRecordName FROM _ck_zone") {
             guard let scope = DatabaseScope(rawValue: row["scope"]) else { throw StoreError.corrupt("zone \(row["id"] as Int64) has scope '\(row["scope"] as String)'") }

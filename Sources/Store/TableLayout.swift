@@ -264,18 +264,22 @@ final class TableLayout {
 
     /// Reads the record in the current row of a statement selecting `columnList`; with
     /// `only`, just the fields it marks (by position in `fields`).
-    func decode(_ statement: PreparedStatement, zone: ZoneID, only: [Bool]? = nil) throws -> Record {
-        var record = Record(id: RecordID(recordName: statement.text(1), zone: zone), recordType: typeName)
-        record.changeTag = statement.optionalText(2)
-        if let created = statement.optionalInt64(3) {
-            record.created = RecordStamp(timestamp: created, userRecordName: statement.optionalText(4), deviceID: statement.optionalText(5))
+    /// The record in a row of the table (a statement's current row, or a copy of one); with
+    /// `only`, just the fields it marks (by position) besides the system fields.
+    func decode<Row: RowColumns>(_ row: Row, zone: ZoneID, only: [Bool]? = nil) throws -> Record {
+        @inline(__always) func text(_ index: Int32) -> String { String(decoding: row.textBytes(index), as: UTF8.self) }
+        @inline(__always) func optionalText(_ index: Int32) -> String? { row.isNull(index) ? nil : text(index) }
+        var record = Record(id: RecordID(recordName: text(1), zone: zone), recordType: typeName)
+        record.changeTag = optionalText(2)
+        if let created = row.optionalInt64(3) {
+            record.created = RecordStamp(timestamp: created, userRecordName: optionalText(4), deviceID: optionalText(5))
         }
-        if let modified = statement.optionalInt64(6) {
-            record.modified = RecordStamp(timestamp: modified, userRecordName: statement.optionalText(7), deviceID: statement.optionalText(8))
+        if let modified = row.optionalInt64(6) {
+            record.modified = RecordStamp(timestamp: modified, userRecordName: optionalText(7), deviceID: optionalText(8))
         }
-        record.parent = statement.optionalText(9)
-        record.share = statement.optionalText(10)
-        record.shareDetails = statement.optionalText(11)
+        record.parent = optionalText(9)
+        record.share = optionalText(10)
+        record.shareDetails = optionalText(11)
         var entries: [RecordFields.Entry] = []
         entries.reserveCapacity(fields.count)
         var index = TableLayout.firstFieldColumn
@@ -283,21 +287,21 @@ final class TableLayout {
             let kind = kinds[position]
             defer { index += kind == .reference ? 2 : 1 }
             if let only, !only[position] { continue }
-            if statement.isNull(index) { continue }
+            if row.isNull(index) { continue }
             let value: FieldValue
             switch kind {
-            case .string: value = .string(statement.text(index))
-            case .int64: value = .int64(statement.int64(index))
-            case .timestamp: value = .timestamp(statement.int64(index))
-            case .double: value = .double(statement.double(index))
-            case .bytes: value = .bytes(statement.blob(index))
+            case .string: value = .string(text(index))
+            case .int64: value = .int64(row.int64(index))
+            case .timestamp: value = .timestamp(row.int64(index))
+            case .double: value = .double(row.double(index))
+            case .bytes: value = .bytes(row.blob(index))
             case .number:
-                value = statement.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(statement.int64(index)) : .double(statement.double(index))
+                value = row.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(row.int64(index)) : .double(row.double(index))
             case .reference:
-                let action = statement.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
-                value = .reference(Reference(recordName: statement.text(index), action: action))
+                let action = row.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
+                value = .reference(Reference(recordName: text(index), action: action))
             case .json:
-                value = try decodeJSON(statement.text(index), fields[position])
+                value = try decodeJSON(text(index), fields[position])
             }
             entries.append(RecordFields.Entry(name: fieldNames[position], value: value))
         }

@@ -1,6 +1,8 @@
 import Foundation
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
+import class GRDB.DatabaseQueue
+import class GRDB.Row
 import protocol GRDB.DatabaseValueConvertible
 import Records
 import Testing
@@ -19,12 +21,13 @@ struct UpdateInPlaceTests {
         """
     static let zone = ZoneID(scope: .private, zoneName: "Second")
 
-    /// 1,300 items in the default zone and 700 in a second one (more than one 512-record batch
-    /// in each); every 7th is left alone and every 11th deleted.
+    /// 2,600 items in the default zone and 1,400 in a second one (batches of 512 rows read from
+    /// the snapshot, or of up to 2,048 copied rows, end inside both); every 7th is left alone and
+    /// every 11th deleted.
     static func store(_ scratch: Scratch) throws -> RecordStore {
         var records: [Record] = []
-        for n in 0..<2000 {
-            let zone: ZoneID = n < 1300 ? .defaultZone : UpdateInPlaceTests.zone
+        for n in 0..<4000 {
+            let zone: ZoneID = n < 2600 ? .defaultZone : UpdateInPlaceTests.zone
             var fields: RecordFields = ["n": .int64(Int64(n)), "label": .string("old \(n)"), "other": .string("keep \(n)")]
             if n % 3 == 0 { fields["link"] = .reference(Reference(recordName: "elsewhere-\(n)", action: .deleteSelf)) }
             records.append(Record(id: RecordID(recordName: String(format: "i%04d", n), zone: zone), recordType: "Item", fields: fields))
@@ -40,8 +43,11 @@ struct UpdateInPlaceTests {
         }
     }
 
-    @Test("changed records between unchanged and deleted ones, in two zones, are written with their change log; unread fields stay")
-    func runs() throws {
+    /// `touchedFirst`: a row changed earlier in the same transaction, so that the rows are read
+    /// on the writer's connection rather than from the snapshot the transaction began with.
+    @Test("changed records between unchanged and deleted ones, in two zones, are written with their change log; unread fields stay",
+          arguments: [false, true])
+    func runs(touchedFirst: Bool) throws {
         let scratch = Scratch()
         let store = try UpdateInPlaceTests.store(scratch)
         let before = try UpdateInPlaceTests.everything(store)
@@ -50,7 +56,9 @@ struct UpdateInPlaceTests {
         newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
         var seen: Set<String> = []
         let counts = try store.write { session in
-            try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["label", "twice", "link"], reads: ["n", "link"]) { record in
+            if touchedFirst { try session.db.execute(sql: "UPDATE Item SET n = n WHERE ___recordID = 'i0001'") }
+            defer { #expect(session.inPlaceReadFromSnapshot == !touchedFirst) }
+            return try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["label", "twice", "link"], reads: ["n", "link"]) { record in
                 // Only the fields asked for (and the system fields) are read from the row.
                 seen.formUnion(record.fields.map { $0.0 })
                 guard case .int64(let n)? = record.fields["n"] else { throw StoreError.corrupt("no n") }
@@ -82,7 +90,7 @@ struct UpdateInPlaceTests {
                 changed.insert(name)
             }
         }
-        #expect(counts.scanned == 2000 && counts.changed == changed.count && counts.deleted == changed.filter { $0.hasSuffix("(deleted)") }.count)
+        #expect(counts.scanned == 4000 && counts.changed == changed.count && counts.deleted == changed.filter { $0.hasSuffix("(deleted)") }.count)
         // Every change is in the log once, with a sequence number of its own.
         var logged: [String] = []
         try store.read { session in
@@ -93,6 +101,64 @@ struct UpdateInPlaceTests {
         }
         #expect(logged.count == changed.count && Set(logged) == changed)
         #expect(try store.integrityCheck() == ["ok"])
+    }
+
+    @Test("a change made earlier in the same transaction is what the migration reads")
+    func earlierChange() throws {
+        let scratch = Scratch()
+        let store = try UpdateInPlaceTests.store(scratch)
+        var newSchema = store.schema
+        newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
+        try store.write { session in
+            try session.db.execute(sql: "UPDATE Item SET label = 'changed first' WHERE ___recordID IN ('i0005', 'i3999')")
+            try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["label"], reads: ["label"]) { record in
+                guard case .string(let label)? = record.fields["label"] else { return nil }
+                var result = record
+                result.fields["label"] = .string(label + "!")
+                return [result]
+            }
+            #expect(!session.inPlaceReadFromSnapshot)
+        }
+        let after = try UpdateInPlaceTests.everything(store)
+        #expect(after.count == 4000)
+        #expect(after["i0005"]?.fields["label"] == .string("changed first!"))
+        #expect(after["i3999"]?.fields["label"] == .string("changed first!"))
+        #expect(after["i0006"]?.fields["label"] == .string("old 6!"))
+    }
+
+    @Test("a schema changed earlier in the same transaction is read where the writer sees it; after a snapshot, nothing holds the log")
+    func schemaChangedFirst() throws {
+        let scratch = Scratch()
+        let store = try UpdateInPlaceTests.store(scratch)
+        func doubling(_ record: Record) throws -> [Record]? {
+            guard case .int64(let n)? = record.fields["n"] else { throw StoreError.corrupt("no n") }
+            var result = record
+            result.fields["twice"] = .int64(2 * n)
+            return [result]
+        }
+        var newSchema = store.schema
+        newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
+        try store.write { session in
+            try session.db.execute(sql: "CREATE INDEX scratch_n ON Item (n)")
+            try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["twice"], reads: ["n"], doubling)
+            #expect(!session.inPlaceReadFromSnapshot)
+            try session.db.execute(sql: "DROP INDEX scratch_n")
+        }
+        newSchema.addField(FieldDefinition(name: "again", type: .int64), toType: "Item")
+        try store.write { session in
+            try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["twice"], reads: ["n"], doubling)
+            #expect(session.inPlaceReadFromSnapshot)
+        }
+        let after = try UpdateInPlaceTests.everything(store)
+        #expect(after.count == 4000 && after.values.allSatisfy { record in
+            guard case .int64(let n)? = record.fields["n"] else { return false }
+            return record.fields["twice"] == .int64(2 * n)
+        })
+        // The snapshot's connection is gone: a checkpoint takes the whole log back into the file.
+        let checkpoint = try DatabaseQueue(path: store.path).inDatabase { db in
+            try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)").map { row in (0..<row.count).map { row[$0] as Int } }
+        }
+        #expect(checkpoint == [0, 0, 0], "busy, frames in the log, frames checkpointed")
     }
 
     @Test("a change log that disagrees with the table stops the update and leaves the store as it was")
@@ -137,7 +203,7 @@ struct UpdateInPlaceTests {
                 return [result]
             }
         }
-        #expect(counts.changed == 2000)
+        #expect(counts.changed == 4000)
         #expect(try UpdateInPlaceTests.everything(store).values.allSatisfy { $0.fields["label"] == .string("new") })
     }
 }
