@@ -161,6 +161,90 @@ struct UpdateInPlaceTests {
         #expect(checkpoint == [0, 0, 0], "busy, frames in the log, frames checkpointed")
     }
 
+    static let kinds = """
+        DEFINE SCHEMA
+            RECORD TYPE Kinds (
+                text STRING, count INT64, ratio DOUBLE, when TIMESTAMP, blob BYTES, ref REFERENCE, legacy NUMBER,
+                strings LIST<STRING>, ratios LIST<DOUBLE>, place LOCATION, file ASSET, n INT64
+            );
+        """
+
+    /// `touchedFirst` as in `runs`: the copy path, else the snapshot.
+    @Test("every kind of field reaches the migration as it is stored, on both read paths", arguments: [false, true])
+    func everyKind(touchedFirst: Bool) throws {
+        let scratch = Scratch()
+        var full = Record(id: RecordID(recordName: "full", zone: ZoneID(scope: .shared, zoneName: "Z", ownerRecordName: "_o")), recordType: "Kinds",
+                          changeTag: "t1", created: RecordStamp(timestamp: -236_131_200_000, userRecordName: "_0123abcd", deviceID: "iPhone"),
+                          modified: RecordStamp(timestamp: 1_768_208_400_123))
+        full.parent = "family"
+        full.fields = [
+            "text": .string("Größe \"q\" \n😀"), "count": .int64(Int64.min), "ratio": .double(-0.0), "when": .timestamp(-1),
+            "blob": .bytes([0, 1, 254, 255]), "ref": .reference(Reference(recordName: "other", action: .deleteSelf)), "legacy": .double(2.5),
+            "strings": .list(.string, [.string("a"), .string("")]), "ratios": .list(.double, [.double(0.1), .double(-0.0)]),
+            "place": .location(Location(latitude: 59.3293, longitude: -0.0, horizontalAccuracy: 5, altitude: -12.5)),
+            "file": .asset(Asset(fileChecksum: "AbC+/=", size: 2_500_000)), "n": .int64(1),
+        ]
+        var sparse = Record(id: RecordID(recordName: "sparse"), recordType: "Kinds")
+        sparse.fields = ["legacy": .int64(-7), "blob": .bytes([]), "ref": .reference(Reference(recordName: "a")), "n": .int64(2)]
+        let bare = Record(id: RecordID(recordName: "bare"), recordType: "Kinds")
+        let store = try scratch.store(schema: UpdateInPlaceTests.kinds, records: [full, sparse, bare])
+        let stored = try UpdateInPlaceTests.everything(store)
+        #expect(stored.count == 3)
+        var newSchema = store.schema
+        newSchema.addField(FieldDefinition(name: "mark", type: .int64), toType: "Kinds")
+        var seen: [String: Record] = [:]
+        try store.write { session in
+            if touchedFirst { try session.db.execute(sql: "UPDATE Kinds SET n = n WHERE ___recordID = 'bare'") }
+            try session.updateInPlace(type: "Kinds", into: newSchema, renames: [:], writes: ["mark"], reads: nil) { record in
+                seen[record.recordName] = record
+                var result = record
+                result.fields["mark"] = .int64(1)
+                return [result]
+            }
+            #expect(session.inPlaceReadFromSnapshot == !touchedFirst)
+        }
+        #expect(seen == stored)
+        let after = try UpdateInPlaceTests.everything(store)
+        for (name, record) in stored {
+            var expected = record.fields
+            expected["mark"] = .int64(1)
+            #expect(after[name]?.fields == expected, "\(name)")
+        }
+    }
+
+    @Test("a migration failing halfway leaves the store as it was, on both read paths", arguments: [false, true])
+    func failingHalfway(touchedFirst: Bool) throws {
+        let scratch = Scratch()
+        let store = try UpdateInPlaceTests.store(scratch)
+        func snapshot() throws -> [String] {
+            try store.read { session in
+                try String.fetchAll(session.db, sql: "SELECT zone || ' ' || recordName || ' ' || seq || ' ' || deleted FROM _ck_record ORDER BY zone, recordName")
+                    + String.fetchAll(session.db, sql: "SELECT ___recordID || ' ' || coalesce(label, '') || ' ' || n FROM Item ORDER BY ___zone, ___recordID")
+                    + String.fetchAll(session.db, sql: "SELECT name || coalesce(sql, '') FROM sqlite_master ORDER BY name")
+            }
+        }
+        let before = try snapshot()
+        #expect(before.count > 8000)
+        var newSchema = store.schema
+        newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
+        #expect {
+            try store.write { session in
+                if touchedFirst { try session.db.execute(sql: "UPDATE Item SET n = n WHERE ___recordID = 'i0001'") }
+                try session.updateInPlace(type: "Item", into: newSchema, renames: [:], writes: ["label", "twice"], reads: ["n"]) { record in
+                    guard record.recordName != "i2500" else { throw StoreError.corrupt("stopped at \(record.recordName)") }
+                    var result = record
+                    result.fields["label"] = .string("new")
+                    result.fields["twice"] = .int64(2)
+                    return [result]
+                }
+            }
+        } throws: { error in
+            "\(error)".contains("stopped at i2500")
+        }
+        #expect(try snapshot() == before)
+        #expect(store.schema.recordType(named: "Item")?.field(named: "twice") == nil)
+    }
+
     @Test("a change log that disagrees with the table stops the update and leaves the store as it was")
     func damagedRegistry() throws {
         let scratch = Scratch()
