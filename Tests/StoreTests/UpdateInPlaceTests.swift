@@ -35,6 +35,16 @@ struct UpdateInPlaceTests {
         return try scratch.store(schema: schema, records: records)
     }
 
+    /// What a failed migration must leave as it was: the change log, the items' rows and the
+    /// schema SQLite holds.
+    static func tables(_ store: RecordStore) throws -> [String] {
+        try store.read { session in
+            try String.fetchAll(session.db, sql: "SELECT zone || ' ' || recordName || ' ' || seq || ' ' || deleted FROM _ck_record ORDER BY zone, recordName")
+                + String.fetchAll(session.db, sql: "SELECT ___recordID || ' ' || coalesce(label, '') || ' ' || n FROM Item ORDER BY ___zone, ___recordID")
+                + String.fetchAll(session.db, sql: "SELECT name || coalesce(sql, '') FROM sqlite_master ORDER BY name")
+        }
+    }
+
     static func everything(_ store: RecordStore) throws -> [String: Record] {
         try store.read { session in
             var all: [String: Record] = [:]
@@ -216,14 +226,7 @@ struct UpdateInPlaceTests {
     func failingHalfway(touchedFirst: Bool) throws {
         let scratch = Scratch()
         let store = try UpdateInPlaceTests.store(scratch)
-        func snapshot() throws -> [String] {
-            try store.read { session in
-                try String.fetchAll(session.db, sql: "SELECT zone || ' ' || recordName || ' ' || seq || ' ' || deleted FROM _ck_record ORDER BY zone, recordName")
-                    + String.fetchAll(session.db, sql: "SELECT ___recordID || ' ' || coalesce(label, '') || ' ' || n FROM Item ORDER BY ___zone, ___recordID")
-                    + String.fetchAll(session.db, sql: "SELECT name || coalesce(sql, '') FROM sqlite_master ORDER BY name")
-            }
-        }
-        let before = try snapshot()
+        let before = try UpdateInPlaceTests.tables(store)
         #expect(before.count > 8000)
         var newSchema = store.schema
         newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
@@ -241,7 +244,7 @@ struct UpdateInPlaceTests {
         } throws: { error in
             "\(error)".contains("stopped at i2500")
         }
-        #expect(try snapshot() == before)
+        #expect(try UpdateInPlaceTests.tables(store) == before)
         #expect(store.schema.recordType(named: "Item")?.field(named: "twice") == nil)
     }
 
@@ -253,14 +256,7 @@ struct UpdateInPlaceTests {
         try store.write { session in
             try session.db.execute(sql: "UPDATE _ck_record SET deleted = 1 WHERE recordName = 'i0600'")
         }
-        func snapshot() throws -> [String] {
-            try store.read { session in
-                try String.fetchAll(session.db, sql: "SELECT zone || ' ' || recordName || ' ' || seq || ' ' || deleted FROM _ck_record ORDER BY zone, recordName")
-                    + String.fetchAll(session.db, sql: "SELECT ___recordID || ' ' || coalesce(label, '') FROM Item ORDER BY ___zone, ___recordID")
-                    + String.fetchAll(session.db, sql: "SELECT name || coalesce(sql, '') FROM sqlite_master ORDER BY name")
-            }
-        }
-        let before = try snapshot()
+        let before = try UpdateInPlaceTests.tables(store)
         var newSchema = store.schema
         newSchema.addField(FieldDefinition(name: "twice", type: .int64), toType: "Item")
         #expect {
@@ -274,7 +270,7 @@ struct UpdateInPlaceTests {
         } throws: { error in
             "\(error)".contains("the change log has 511 Item records from 'i0512' to 'i1023' where the migration changed 512")
         }
-        #expect(try snapshot() == before)
+        #expect(try UpdateInPlaceTests.tables(store) == before)
         #expect(store.schema.recordType(named: "Item")?.field(named: "twice") == nil)
         // Repaired, the same connection migrates: the failure left no function or statement behind.
         try store.write { session in
