@@ -104,8 +104,8 @@ final class SnapshotRows: RowColumns {
 /// The worker of ``StoreSession/updateInPlace(type:into:renames:writes:reads:_:)``: on a thread
 /// of its own it reads a batch of rows from a snapshot (or decodes a batch the store's thread
 /// copied), passes each record through the migration's transform and picks out the values the
-/// table takes, while the store's thread writes the batch before. The records live and die on the worker; only names and values
-/// cross over.
+/// table takes, while the store's thread writes the batch before. The records live and die on
+/// the worker; only names and values cross over.
 ///
 /// Only the worker ever calls `transform`, and one batch at a time, so the transform needs no
 /// locking of its own.
@@ -114,12 +114,12 @@ final class InPlacePipeline {
 
     private let side = SideThread<Result<InPlaceResults, Error>>(name: "ckport migrate", stackSize: 8 << 20)
     /// What the worker does with one row: a copied one, or the snapshot's current row.
-    private let migrateCopied: (CopiedRow, ZoneID, inout InPlaceResults) throws -> Void
-    private let migrateSnapshot: (SnapshotRows, ZoneID, inout InPlaceResults) throws -> Void
+    private let migrateCopied: (CopiedRow, inout InPlaceResults) throws -> Void
+    private let migrateSnapshot: (SnapshotRows, inout InPlaceResults) throws -> Void
     private let width: Int
-    private let zones: [Int64: ZoneID]
-    /// The batch the worker has (given back empty when it is collected, its room kept).
-    private var spare = RowBatch()
+    /// The copied batch the worker has or had last (emptied when the next is handed over, its
+    /// room kept); none until the first.
+    private var spare: RowBatch?
     private(set) var busy = false
 
     /// Results the store's thread is done with, freed by the worker that allocated them: glibc
@@ -129,14 +129,15 @@ final class InPlacePipeline {
     }
     private var retired = Retired()
 
-    /// `zones`: the store's zones by number, for rows read from a snapshot.
+    /// `zones`: the store's zones by number (a row names its zone by number).
     init(layout: TableLayout, only: [Bool]?, type: String, writtenTargets: [String], zones: [Int64: ZoneID], transform: @escaping Transform) {
         width = writtenTargets.count
-        self.zones = zones
-        func migrate<Row: RowColumns>(_ row: Row, _ zone: ZoneID, _ done: inout InPlaceResults) throws {
+        func migrate<Row: RowColumns>(_ row: Row, _ done: inout InPlaceResults) throws {
+            let zoneRow = row.int64(0)
+            guard let zone = zones[zoneRow] else { throw StoreError.corrupt("a record names zone \(zoneRow), which does not exist") }
             let record = try layout.decode(row, zone: zone, only: only)
             done.names.append(record.recordName)
-            done.zoneRows.append(row.int64(0))
+            done.zoneRows.append(zoneRow)
             guard let results = try transform(record) else {
                 done.outcomes.append(.kept)
                 return
@@ -151,23 +152,27 @@ final class InPlacePipeline {
             done.outcomes.append(.updated(done.values.count))
             for target in writtenTargets { done.values.append(result.fields[target]) }
         }
-        migrateCopied = { try migrate($0, $1, &$2) }
-        migrateSnapshot = { try migrate($0, $1, &$2) }
+        migrateCopied = { try migrate($0, &$1) }
+        migrateSnapshot = { try migrate($0, &$1) }
     }
 
     deinit { side.stop() }
 
-    /// Hands `batch` to the worker (`zones`: each row's zone) and gives the caller an empty one
-    /// with the room of the batch before; the worker must not be busy.
-    func submit(_ batch: inout RowBatch, zones: [ZoneID]) {
-        spare.clear()
-        swap(&batch, &spare)
-        let rows = spare
+    /// Hands `batch` to the worker and gives the caller an empty one with the room of the
+    /// batch before; the worker must not be busy.
+    func submit(_ batch: inout RowBatch) {
+        // Taken out first, so that emptying it does not copy it.
+        var given = spare ?? RowBatch()
+        spare = nil
+        given.clear()
+        swap(&batch, &given)
+        spare = given
+        let rows = given
         let migrate = migrateCopied
         let width = self.width
         start {
             var done = InPlaceResults(capacity: rows.rowCount, width: width)
-            try rows.forEachRow { row, copied in try migrate(copied, zones[row], &done) }
+            try rows.forEachRow { _, copied in try migrate(copied, &done) }
             return done
         }
     }
@@ -177,7 +182,6 @@ final class InPlacePipeline {
     func submit(reading snapshot: SnapshotRows, count: Int) {
         let migrate = migrateSnapshot
         let width = self.width
-        let zones = self.zones
         start {
             var done = InPlaceResults(capacity: count, width: width)
             while done.outcomes.count < count {
@@ -185,8 +189,7 @@ final class InPlacePipeline {
                     done.finished = true
                     break
                 }
-                guard let zone = zones[snapshot.int64(0)] else { throw StoreError.corrupt("a record names zone \(snapshot.int64(0)), which does not exist") }
-                try migrate(snapshot, zone, &done)
+                try migrate(snapshot, &done)
             }
             return done
         }

@@ -295,13 +295,11 @@ extension StoreSession {
                 }
             }
         }
-        // This thread steps through the rows and copies each one's columns into a batch; a
-        // worker decodes the batch before, migrates its records and picks out the values to
-        // write, while this thread writes what the worker made of the batch before that.
-        let plan = RowCapturePlan(layout, only: decoded)
+        // A worker decodes and migrates the records and picks out the values to write, while
+        // this thread writes what it made of the batch before. The worker reads the rows itself
+        // from the snapshot the transaction began with when it can (the fields just added are
+        // NULL there, as here); otherwise this thread copies each row's columns for it.
         let pipeline = InPlacePipeline(layout: layout, only: decoded, type: name, writtenTargets: writtenTargets, zones: zonesByRow, transform: transform)
-        // Better: the worker reads the rows too, from the snapshot the transaction began with, so
-        // that this thread only writes. The fields just added are NULL there, as here.
         let addedNames = Set(added.map(\.name))
         let snapshotColumns = TableLayout.systemColumns + layout.fields.enumerated().flatMap { position, field -> [String] in
             let read = !addedNames.contains(field.name) && (decoded?[position] ?? true)
@@ -314,10 +312,11 @@ extension StoreSession {
             : nil
         defer { snapshot?.close() }
         inPlaceReadFromSnapshot = snapshot != nil
-        var filling = RowBatch()
-        var fillingZones: [ZoneID] = []
-        var lastZone: (row: Int64, id: ZoneID)?
-        var more = true
+        func write(_ done: InPlaceResults) throws {
+            for row in done.outcomes.indices { try write(done, row, zoneRow: done.zoneRows[row]) }
+            try writeRun()
+            pipeline.retire(done)
+        }
         do {
             if let snapshot {
                 pipeline.submit(reading: snapshot, count: 512)
@@ -325,38 +324,29 @@ extension StoreSession {
                     let done = try pipeline.collect()
                     if !done.finished { pipeline.submit(reading: snapshot, count: 512) }
                     counts.scanned += done.outcomes.count
-                    for row in done.outcomes.indices { try write(done, row, zoneRow: done.zoneRows[row]) }
-                    try writeRun()
-                    pipeline.retire(done)
+                    try write(done)
                 }
-                more = false
-            }
-            while more || pipeline.busy {
-                while more && !filling.isFull {
-                    guard try select.step(db) else { more = false; break }
-                    let zoneRow = select.int64(0)
-                    if lastZone?.row != zoneRow { lastZone = (zoneRow, try zone(row: zoneRow)) }
-                    filling.copy(select, plan: plan)
-                    fillingZones.append(lastZone!.id)
-                }
-                counts.scanned += filling.rowCount
-                // The worker migrates this batch while the last one is written.
-                let done = pipeline.busy ? try pipeline.collect() : nil
-                if filling.rowCount > 0 {
-                    pipeline.submit(&filling, zones: fillingZones)
-                    fillingZones.removeAll(keepingCapacity: true)
-                }
-                if let done {
-                    for row in done.outcomes.indices { try write(done, row, zoneRow: done.zoneRows[row]) }
-                    try writeRun()
-                    pipeline.retire(done)
+                // The rows are read: nothing holds the log while the indexes are built.
+                snapshot.close()
+            } else {
+                let plan = RowCapturePlan(layout, only: decoded)
+                var filling = RowBatch()
+                var more = true
+                while more || pipeline.busy {
+                    while more && !filling.isFull {
+                        guard try select.step(db) else { more = false; break }
+                        filling.copy(select, plan: plan)
+                    }
+                    counts.scanned += filling.rowCount
+                    // The worker migrates this batch while the last one is written.
+                    let done = pipeline.busy ? try pipeline.collect() : nil
+                    if filling.rowCount > 0 { pipeline.submit(&filling) }
+                    if let done { try write(done) }
                 }
             }
-            snapshot?.close()
         } catch {
             // The worker may be migrating a batch: it finishes before this thread goes on.
             pipeline.settle()
-            snapshot?.close()
             throw error
         }
         // Renamed columns take their new names; their indexes are made again under the new name.

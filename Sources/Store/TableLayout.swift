@@ -262,10 +262,9 @@ final class TableLayout {
         index += 1
     }
 
-    /// Reads the record in the current row of a statement selecting `columnList`; with
-    /// `only`, just the fields it marks (by position in `fields`).
-    /// The record in a row of the table (a statement's current row, or a copy of one); with
-    /// `only`, just the fields it marks (by position) besides the system fields.
+    /// The record in a row selecting `columnList` (a statement's current row, or a copy of
+    /// one); with `only`, just the fields it marks (by position in `fields`) besides the system
+    /// fields.
     func decode<Row: RowColumns>(_ row: Row, zone: ZoneID, only: [Bool]? = nil) throws -> Record {
         @inline(__always) func text(_ index: Int32) -> String { String(decoding: row.textBytes(index), as: UTF8.self) }
         @inline(__always) func optionalText(_ index: Int32) -> String? { row.isNull(index) ? nil : text(index) }
