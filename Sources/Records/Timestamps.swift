@@ -8,17 +8,12 @@ import Foundation
 public enum ISO8601 {
     /// `2026-01-12T09:00:00.000Z`. Years outside 0…9999 get a sign and as many digits as they need.
     public static func format(milliseconds ms: Int64) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(24)
-        append(milliseconds: ms, offsetSeconds: 0, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        format(milliseconds: ms, offsetSeconds: 0)
     }
 
     /// The same instant as local time at a fixed offset: `2026-01-12T10:00:00.000+01:00`.
     public static func format(milliseconds ms: Int64, offsetSeconds: Int) -> String {
-        var out = [UInt8]()
-        append(milliseconds: ms, offsetSeconds: offsetSeconds, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        String(unsafeUninitializedCapacity: maximumLength) { write(milliseconds: ms, offsetSeconds: offsetSeconds, to: $0.baseAddress!) }
     }
 
     /// The same instant in a time zone, with that zone's offset at that instant.
@@ -29,42 +24,77 @@ public enum ISO8601 {
 
     /// Appends the formatted timestamp's UTF-8 to `out`.
     public static func append(milliseconds ms: Int64, offsetSeconds: Int = 0, to out: inout [UInt8]) {
+        // Made in a stack buffer and appended at once (a timestamp is written for every
+        // timestamp field of every record an export writes).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximumLength) { buffer in
+            let count = write(milliseconds: ms, offsetSeconds: offsetSeconds, to: buffer.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: count))
+        }
+    }
+
+    /// The most bytes a timestamp's text takes: a sign and at most 19 digits of year,
+    /// "-MM-DDTHH:MM:SS.mmm", and a sign, at most 17 digits of hours and ":MM".
+    static let maximumLength = 64
+
+    /// Writes the formatted timestamp's UTF-8 at `text` (room for ``maximumLength`` bytes);
+    /// returns how many bytes it wrote.
+    private static func write(milliseconds ms: Int64, offsetSeconds: Int, to text: UnsafeMutablePointer<UInt8>) -> Int {
         let (shifted, overflow) = ms.addingReportingOverflow(Int64(offsetSeconds) * 1000)
         let local = overflow ? ms : shifted
         let days = floorDiv(local, 86_400_000)
         // Not local - days * 86_400_000: for the earliest instants that product overflows.
-        let msOfDay = (local % 86_400_000 + 86_400_000) % 86_400_000
+        let msOfDay = Int((local % 86_400_000 + 86_400_000) % 86_400_000)
         let (year, month, day) = civil(fromDays: days)
-        if year < 0 {
-            out.append(UInt8(ascii: "-"))
-            appendDigits(-year, minWidth: 4, to: &out)
-        } else if year > 9999 {
-            out.append(UInt8(ascii: "+"))
-            appendDigits(year, minWidth: 4, to: &out)
-        } else {
-            appendDigits(year, minWidth: 4, to: &out)
+        let zone = offsetSeconds == 0 || overflow ? 0 : offsetSeconds
+        var at = 0
+        @inline(__always) func put(_ byte: UInt8) {
+            text[at] = byte
+            at += 1
         }
-        out.append(UInt8(ascii: "-"))
-        appendDigits(month, minWidth: 2, to: &out)
-        out.append(UInt8(ascii: "-"))
-        appendDigits(day, minWidth: 2, to: &out)
-        out.append(UInt8(ascii: "T"))
-        appendDigits(msOfDay / 3_600_000, minWidth: 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        appendDigits(msOfDay / 60_000 % 60, minWidth: 2, to: &out)
-        out.append(UInt8(ascii: ":"))
-        appendDigits(msOfDay / 1000 % 60, minWidth: 2, to: &out)
-        out.append(UInt8(ascii: "."))
-        appendDigits(msOfDay % 1000, minWidth: 3, to: &out)
-        if offsetSeconds == 0 || overflow {
-            out.append(UInt8(ascii: "Z"))
-        } else {
-            out.append(UInt8(ascii: offsetSeconds < 0 ? "-" : "+"))
-            let minutes = abs(offsetSeconds) / 60
-            appendDigits(Int64(minutes / 60), minWidth: 2, to: &out)
-            out.append(UInt8(ascii: ":"))
-            appendDigits(Int64(minutes % 60), minWidth: 2, to: &out)
+        // At least `minWidth` digits, zeros in front (a year's or an offset's hours).
+        @inline(__always) func digits(_ value: UInt64, minWidth: Int) {
+            var count = 1
+            var rest = value / 10
+            while rest > 0 { count += 1; rest /= 10 }
+            for _ in count..<max(count, minWidth) { put(UInt8(ascii: "0")) }
+            rest = value
+            for position in stride(from: at + count - 1, through: at, by: -1) {
+                text[position] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+                rest /= 10
+            }
+            at += count
         }
+        @inline(__always) func two(_ value: Int) {
+            text[at] = UInt8(truncatingIfNeeded: 48 + value / 10)
+            text[at + 1] = UInt8(truncatingIfNeeded: 48 + value % 10)
+            at += 2
+        }
+        if year < 0 { put(UInt8(ascii: "-")) } else if year > 9999 { put(UInt8(ascii: "+")) }
+        digits(year.magnitude, minWidth: 4)
+        put(UInt8(ascii: "-"))
+        two(Int(month))
+        put(UInt8(ascii: "-"))
+        two(Int(day))
+        put(UInt8(ascii: "T"))
+        two(msOfDay / 3_600_000)
+        put(UInt8(ascii: ":"))
+        two(msOfDay / 60_000 % 60)
+        put(UInt8(ascii: ":"))
+        two(msOfDay / 1000 % 60)
+        put(UInt8(ascii: "."))
+        let millis = msOfDay % 1000
+        put(UInt8(truncatingIfNeeded: 48 + millis / 100))
+        two(millis % 100)
+        if zone == 0 {
+            put(UInt8(ascii: "Z"))
+        } else {
+            put(UInt8(ascii: zone < 0 ? "-" : "+"))
+            let minutes = abs(zone) / 60
+            digits(UInt64(minutes / 60), minWidth: 2)
+            put(UInt8(ascii: ":"))
+            two(minutes % 60)
+        }
+        return at
     }
 
     /// The date part alone, `2026-01-12`, of an instant in UTC.
@@ -118,22 +148,6 @@ public enum ISO8601 {
     @inline(__always) public static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-    }
-
-    /// The decimal digits of `value`'s magnitude, at least `minWidth` of them (zeros in front).
-    public static func appendDigits(_ value: Int64, minWidth: Int, to out: inout [UInt8]) {
-        // The digits are made from the last on a stack buffer (an Int64 has at most 19).
-        var v = value.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var start = 20
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-            } while v > 0
-            for _ in 0..<max(0, minWidth - (20 - start)) { out.append(UInt8(ascii: "0")) }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
-        }
     }
 
     private struct Scanner {

@@ -22,6 +22,38 @@ struct TimestampTests {
         #expect(ISO8601.format(milliseconds: 1_768_208_400_000, offsetSeconds: 3600) == "2026-01-12T10:00:00.000+01:00")
     }
 
+    @Test("the extremes and offsets, written exactly")
+    func extremes() {
+        // Int64's bounds as instants (the same text java.time gives for them).
+        #expect(ISO8601.format(milliseconds: Int64.max) == "+292278994-08-17T07:12:55.807Z")
+        #expect(ISO8601.format(milliseconds: Int64.min) == "-292275055-05-16T16:47:04.192Z")
+        #expect(ISO8601.format(milliseconds: 253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        #expect(ISO8601.format(milliseconds: 253_402_300_800_000) == "+10000-01-01T00:00:00.000Z")
+        #expect(ISO8601.format(milliseconds: 1_768_208_400_000, offsetSeconds: -19_800) == "2026-01-12T03:30:00.000-05:30")
+        #expect(ISO8601.format(milliseconds: 1_768_208_400_007, offsetSeconds: 45_900) == "2026-01-12T21:45:00.007+12:45")
+        var out: [UInt8] = Array("at ".utf8)
+        ISO8601.append(milliseconds: 86_399_999, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "at 1970-01-01T23:59:59.999Z")
+    }
+
+    @Test("agrees with Foundation's ISO 8601 formatter from 1600 to 9999")
+    func foundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var generator = SystemRandomNumberGenerator()
+        var compared = 0
+        for _ in 0..<5_000 {
+            let ms = Int64.random(in: -11_676_096_000_000...253_402_300_799_999, using: &generator)
+            let expected = formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
+            // Foundation rounds the fraction from a Double; compare where it cannot have.
+            guard expected.hasSuffix(String(format: ".%03dZ", Int((ms % 1000 + 1000) % 1000))) else { continue }
+            #expect(ISO8601.format(milliseconds: ms) == expected, "\(ms)")
+            compared += 1
+        }
+        #expect(compared > 2_500)
+    }
+
     @Test("the forms people write")
     func forms() {
         #expect(ISO8601.parse("2026-01-12") == 1_768_176_000_000)
