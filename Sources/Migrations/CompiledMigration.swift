@@ -56,13 +56,23 @@ public struct CompiledMigration: Sendable {
     public static let versionField = "_schemaVersion"
     public static let migratedFromField = "_migratedFrom"
 
-    struct CompiledStep: Sendable {
-        var index: Int
-        var step: MigrationStep
+    /// A class, so that taking each record through the steps hands each step over with one
+    /// reference count, not a copy of everything it holds.
+    final class CompiledStep: Sendable {
+        let index: Int
+        let step: MigrationStep
         /// The source type's definition as the step sees it.
-        var type: RecordTypeDefinition?
-        var setValue: FieldValue?
-        var setType: FieldType?
+        let type: RecordTypeDefinition?
+        let setValue: FieldValue?
+        let setType: FieldType?
+
+        init(index: Int, step: MigrationStep, type: RecordTypeDefinition?, setValue: FieldValue?, setType: FieldType?) {
+            self.index = index
+            self.step = step
+            self.type = type
+            self.setValue = setValue
+            self.setType = setType
+        }
     }
 
     /// Checks `migration` against `schema` and works out the schema it leaves.
@@ -106,12 +116,14 @@ public struct CompiledMigration: Sendable {
             try addField(FieldDefinition(name: CompiledMigration.versionField, type: .int64, options: .queryable), to: type, index)
         }
         for (index, step) in migration.steps.enumerated() {
-            var entry = CompiledStep(index: index, step: step)
+            var stepType: RecordTypeDefinition?
+            var setValue: FieldValue?
+            var setType: FieldType?
             switch step {
             case .addField(let typeName, let field, _):
                 let t = try typeIndex(typeName, index)
                 try addField(field, to: t, index)
-                entry.type = schema.recordTypes[t]
+                stepType = schema.recordTypes[t]
                 try stampable(t, index)
             case .renameField(let typeName, let from, let to):
                 let t = try typeIndex(typeName, index)
@@ -119,7 +131,7 @@ public struct CompiledMigration: Sendable {
                 if schema.recordTypes[t].field(named: to) != nil { throw fail(index, "\(typeName) already has a field '\(to)'") }
                 if let problem = Names.fieldNameProblem(to) { throw fail(index, problem) }
                 schema.recordTypes[t].fields[f].name = to
-                entry.type = schema.recordTypes[t]
+                stepType = schema.recordTypes[t]
                 try stampable(t, index)
             case .changeType(let typeName, let field, let conversion, let into):
                 let t = try typeIndex(typeName, index)
@@ -133,13 +145,13 @@ public struct CompiledMigration: Sendable {
                 } else {
                     schema.recordTypes[t].fields[f].type = conversion.to
                 }
-                entry.type = schema.recordTypes[t]
+                stepType = schema.recordTypes[t]
                 try stampable(t, index)
             case .removeField(let typeName, let field, _):
                 let t = try typeIndex(typeName, index)
                 let f = try fieldIndex(field, in: t, index)
                 schema.recordTypes[t].fields.remove(at: f)
-                entry.type = schema.recordTypes[t]
+                stepType = schema.recordTypes[t]
             case .migrateRecordType(let from, let to, let fields, let drop, let template, let keepSource):
                 let s = try typeIndex(from, index)
                 let source = schema.recordTypes[s]
@@ -161,7 +173,7 @@ public struct CompiledMigration: Sendable {
                 }
                 try addField(FieldDefinition(name: CompiledMigration.migratedFromField, type: .string), to: t, index)
                 try stampable(t, index)
-                entry.type = source
+                stepType = source
                 touched.insert(to)
             case .setField(let typeName, let field, let value, let fieldType, let predicate):
                 let t = try typeIndex(typeName, index)
@@ -174,10 +186,10 @@ public struct CompiledMigration: Sendable {
                     try addField(FieldDefinition(name: field, type: type), to: t, index)
                 }
                 let definition = schema.recordTypes[t].field(named: field)!
-                entry.setType = definition.type
+                setType = definition.type
                 switch value {
                 case .constant(let json):
-                    do { entry.setValue = try FieldValueJSON.read(json, as: definition.type) } catch {
+                    do { setValue = try FieldValueJSON.read(json, as: definition.type) } catch {
                         throw fail(index, "value is not a \(definition.type): \(error.message)")
                     }
                 case .expression(let expression):
@@ -190,11 +202,11 @@ public struct CompiledMigration: Sendable {
                         throw fail(index, "where names '\(name)', which \(typeName) does not have")
                     }
                 }
-                entry.type = schema.recordTypes[t]
+                stepType = schema.recordTypes[t]
                 try stampable(t, index)
             case .deleteRecords(let typeName, _):
                 let t = try typeIndex(typeName, index)
-                entry.type = schema.recordTypes[t]
+                stepType = schema.recordTypes[t]
             case .custom(let custom):
                 do { try custom.schema(&schema) } catch { throw fail(index, "\(custom.name): \(error)") }
                 for name in custom.recordTypes {
@@ -204,7 +216,7 @@ public struct CompiledMigration: Sendable {
             }
             sources.formUnion(step.sourceTypes)
             touched.formUnion(step.sourceTypes)
-            compiled.append(entry)
+            compiled.append(CompiledStep(index: index, step: step, type: stepType, setValue: setValue, setType: setType))
         }
         do {
             _ = try SchemaParser.parse(SchemaPrinter.print(schema), file: "the schema after version \(migration.version)")
@@ -264,9 +276,11 @@ public struct CompiledMigration: Sendable {
 
     /// For each type, the fields whose values `migrate` reads, by their names before the
     /// migration (and, to be safe, under every name a rename gives them): with the record's
-    /// name and system fields, all it looks at when the migration runs in place. A store may
-    /// hand the transform records that carry only these fields. Nil when a step reads whole
-    /// records (`migrateRecordType`, `removeField`, custom steps).
+    /// name, zone and times, all it looks at when the migration runs in place. A store may
+    /// hand the transform records that carry only these (see
+    /// ``RecordSession/updateInPlace(type:into:renames:writes:reads:_:)``). Nil when a step
+    /// reads whole records (`migrateRecordType`, `removeField`, custom steps) or a `where`
+    /// names a record's links.
     public var reads: [String: Set<String>]? {
         var result: [String: Set<String>] = [:]
         // The name each field had before the migration, by the name it has at the current step.
@@ -289,9 +303,11 @@ public struct CompiledMigration: Sendable {
             case .changeType(let type, let field, _, let into):
                 read(type, [field, into ?? field])
             case .setField(let type, let field, let value, _, let predicate):
+                if predicate?.fieldNames.contains(where: CompiledMigration.linkNames.contains) == true { return nil }
                 read(type, [field] + (predicate?.fieldNames ?? []))
                 if case .expression(let expression) = value { read(type, expression.fieldNames) }
             case .deleteRecords(let type, let predicate):
+                if predicate?.fieldNames.contains(where: CompiledMigration.linkNames.contains) == true { return nil }
                 read(type, predicate?.fieldNames ?? [])
             case .migrateRecordType, .removeField, .custom:
                 return nil
@@ -302,6 +318,10 @@ public struct CompiledMigration: Sendable {
         }
         return result
     }
+
+    /// Names by which a predicate reads a record's parent or share, which records handed over
+    /// with only some fields do not carry.
+    private static let linkNames: Set<String> = ["___parent", "___share", "parent", "share"]
 
     /// The name templates of the migration's `migrateRecordType` steps, by source type.
     public var renamingTypes: [String: (template: String, keepSource: Bool)] {
@@ -360,31 +380,37 @@ public struct CompiledMigration: Sendable {
                                              step: places[entry.index], message: "\(error)"))
             }
         }
-        var current = many ?? [single]
-        // References to records that moved to new names follow them.
-        if repoints {
-            do {
-                for index in current.indices where try repoint(&current[index], in: record.zone) { changed = true }
-            } catch {
-                return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil,
-                                             step: places.first ?? migration.file, message: "the names of renamed records could not be read: \(error)"))
-            }
-        }
-        guard changed else { return .unchanged }
-        // Which results are the record as it was, each compared once (a record is many fields;
-        // one result, the usual case, needs no list of them).
+        // Which results are the record as it was, each compared once. One result, the usual
+        // case, goes through without a list of them.
         func appendOnlyRefusal() -> RecordOutcome {
             .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: places.first ?? migration.file,
                                   message: "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"))
         }
-        let version = FieldValue.int64(Int64(migration.version))
-        if current.count == 1 {
-            if current[0] == record { return .unchanged }
-            if appendOnly.contains(record.recordType) && !force { return appendOnlyRefusal() }
-            if stampedTypes.contains(current[0].recordType) { current[0].fields[CompiledMigration.versionField] = version }
-            return .changed(current)
+        func repointFailure(_ error: any Error) -> RecordOutcome {
+            .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil,
+                                  step: places.first ?? migration.file, message: "the names of renamed records could not be read: \(error)"))
         }
+        let version = FieldValue.int64(Int64(migration.version))
+        guard var current = many else {
+            // References to records that moved to new names follow them.
+            if repoints {
+                do { if try repoint(&single, in: record.zone) { changed = true } } catch { return repointFailure(error) }
+            }
+            guard changed, single != record else { return .unchanged }
+            if appendOnly.contains(record.recordType) && !force { return appendOnlyRefusal() }
+            if stampedTypes.contains(single.recordType) { single.fields[CompiledMigration.versionField] = version }
+            return .changed([single])
+        }
+        if repoints {
+            do {
+                for index in current.indices where try repoint(&current[index], in: record.zone) { changed = true }
+            } catch {
+                return repointFailure(error)
+            }
+        }
+        guard changed else { return .unchanged }
         let same = current.map { $0 == record }
+        if current.count == 1 && same[0] { return .unchanged }
         if appendOnly.contains(record.recordType) && !force && !same.contains(true) { return appendOnlyRefusal() }
         for index in current.indices where !same[index] && stampedTypes.contains(current[index].recordType) {
             current[index].fields[CompiledMigration.versionField] = version

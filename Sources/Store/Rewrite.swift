@@ -301,7 +301,8 @@ extension StoreSession {
         // NULL there, as here); otherwise this thread copies each row's columns for it.
         let pipeline = InPlacePipeline(layout: layout, only: decoded, type: name, writtenTargets: writtenTargets, zones: zonesByRow, transform: transform)
         let addedNames = Set(added.map(\.name))
-        let snapshotColumns = TableLayout.systemColumns + layout.fields.enumerated().flatMap { position, field -> [String] in
+        let systemColumns = zip(TableLayout.systemColumns, TableLayout.systemColumnsForReads).map { column, read in decoded == nil || read ? column : "NULL" }
+        let snapshotColumns = systemColumns + layout.fields.enumerated().flatMap { position, field -> [String] in
             let read = !addedNames.contains(field.name) && (decoded?[position] ?? true)
             return [read ? field.column : "NULL"] + (field.actionColumn.map { [read ? $0 : "NULL"] } ?? [])
         }

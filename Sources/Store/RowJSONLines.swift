@@ -111,10 +111,14 @@ struct RowCapturePlan {
     let jsonCost: [Int]
 
     /// `only`: per field, whether its columns are read (nil: all are), as
-    /// ``TableLayout/decode(_:zone:only:)`` takes it; the system columns always are.
+    /// ``TableLayout/decode(_:zone:only:)`` takes it; with it, of the system columns only
+    /// those of ``TableLayout/systemColumnsForReads`` are.
     init(_ layout: TableLayout, only: [Bool]? = nil) {
         var reads: [Read] = [.int64, .text, .text, .int64, .text, .text, .int64, .text, .text, .text, .text, .text]
         precondition(reads.count == TableLayout.systemColumns.count)
+        if only != nil {
+            for (column, read) in TableLayout.systemColumnsForReads.enumerated() where !read { reads[column] = .skip }
+        }
         for (position, kind) in layout.kinds.enumerated() {
             if let only, !only[position] {
                 reads += kind == .reference ? [.skip, .skip] : [.skip]

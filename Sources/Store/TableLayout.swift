@@ -40,6 +40,13 @@ final class TableLayout {
         "___parent", "___share", "___shareDetails",
     ]
 
+    /// Whether each system column is read when a transform asks only for some fields (see
+    /// ``RecordSession/updateInPlace(type:into:renames:writes:reads:_:)``): the zone, the
+    /// record's name and its two times; its change tag, creators, devices and links are not.
+    static let systemColumnsForReads: [Bool] = systemColumns.map {
+        ["___zone", "___recordID", "___createTime", "___modTime"].contains($0)
+    }
+
     /// The statement position (1-based) of a row's first field column.
     static let firstFieldParameter = Int32(systemColumns.count + 1)
     /// The result column (0-based) of a row's first field column.

@@ -231,6 +231,51 @@ struct StepTests {
         #expect(second.reads == nil)
     }
 
+    @Test("steps that undo each other leave the record unchanged: not counted, not written, no new version")
+    func undone() throws {
+        let scratch = Scratch()
+        let store = try scratch.store(schema: StepTests.schema, records: StepTests.records())
+        let directory = scratch.migrations("u", ["0001_undo.yaml": """
+            version: 1
+            description: undo
+            steps:
+              - renameField: {type: Old, from: body, to: content}
+              - renameField: {type: Old, from: content, to: body}
+              - setField: {type: Person, field: name, value: Someone}
+              - setField: {type: Person, field: name, value: Ann, where: "level == 0"}
+            """])
+        let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: directory))
+        let plan = try #require(try runner.plan(diffLimit: 10).first)
+        // o1's body went and came back; p1's name was set and set back: both as they were.
+        // p2 keeps "Someone"; p3 (version 99) is left alone.
+        #expect(plan.counts["Old"]?.changed == 0 && plan.counts["Old"]?.unchanged == 2)
+        #expect(plan.counts["Person"]?.changed == 1 && plan.counts["Person"]?.unchanged == 1 && plan.counts["Person"]?.future == 1)
+        #expect(plan.diffs.map(\.recordName) == ["p2"])
+        let before = try everything(store)
+        try runner.apply()
+        let after = try everything(store)
+        for record in before where record.recordName != "p2" {
+            #expect(after.first { $0.recordName == record.recordName }?.fields == record.fields, "\(record.recordName)")
+        }
+        #expect(after.first { $0.recordName == "p2" }?["name"] == .string("Someone"))
+        #expect(after.first { $0.recordName == "p2" }?["_schemaVersion"] == .int64(1))
+    }
+
+    @Test("a where that reads a record's parent or share asks for whole records")
+    func linkReads() throws {
+        let scratch = Scratch()
+        let directory = scratch.migrations("links", ["0001_links.yaml": """
+            version: 1
+            description: links
+            steps:
+              - deleteRecords: {type: Old, where: "___parent == 'o9'"}
+            """])
+        let set = try MigrationSet.load(directory: directory)
+        let compiled = try CompiledMigration(set.migrations[0], schema: SchemaParser.parse(StepTests.schema), latestVersion: 1)
+        #expect(compiled.reads == nil)
+        #expect(compiled.canRunInPlace)
+    }
+
     @Test("a diff shows each field before and after")
     func diffs() throws {
         let scratch = Scratch()

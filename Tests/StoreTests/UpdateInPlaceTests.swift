@@ -179,10 +179,8 @@ struct UpdateInPlaceTests {
             );
         """
 
-    /// `touchedFirst` as in `runs`: the copy path, else the snapshot.
-    @Test("every kind of field reaches the migration as it is stored, on both read paths", arguments: [false, true])
-    func everyKind(touchedFirst: Bool) throws {
-        let scratch = Scratch()
+    /// A record with a field of every kind and every system field set, a sparse one and a bare one.
+    static func kindsStore(_ scratch: Scratch) throws -> RecordStore {
         var full = Record(id: RecordID(recordName: "full", zone: ZoneID(scope: .shared, zoneName: "Z", ownerRecordName: "_o")), recordType: "Kinds",
                           changeTag: "t1", created: RecordStamp(timestamp: -236_131_200_000, userRecordName: "_0123abcd", deviceID: "iPhone"),
                           modified: RecordStamp(timestamp: 1_768_208_400_123))
@@ -197,7 +195,14 @@ struct UpdateInPlaceTests {
         var sparse = Record(id: RecordID(recordName: "sparse"), recordType: "Kinds")
         sparse.fields = ["legacy": .int64(-7), "blob": .bytes([]), "ref": .reference(Reference(recordName: "a")), "n": .int64(2)]
         let bare = Record(id: RecordID(recordName: "bare"), recordType: "Kinds")
-        let store = try scratch.store(schema: UpdateInPlaceTests.kinds, records: [full, sparse, bare])
+        return try scratch.store(schema: UpdateInPlaceTests.kinds, records: [full, sparse, bare])
+    }
+
+    /// `touchedFirst` as in `runs`: the copy path, else the snapshot.
+    @Test("every kind of field reaches the migration as it is stored, on both read paths", arguments: [false, true])
+    func everyKind(touchedFirst: Bool) throws {
+        let scratch = Scratch()
+        let store = try UpdateInPlaceTests.kindsStore(scratch)
         let stored = try UpdateInPlaceTests.everything(store)
         #expect(stored.count == 3)
         var newSchema = store.schema
@@ -219,6 +224,47 @@ struct UpdateInPlaceTests {
             var expected = record.fields
             expected["mark"] = .int64(1)
             #expect(after[name]?.fields == expected, "\(name)")
+        }
+    }
+
+    /// A transform that asks for some fields gets those, the record's name, zone and times, and
+    /// nothing the store would have to read besides; what it did not get stays as stored.
+    @Test("asked for some fields, the migration gets them with the name, zone and times; the rest stays", arguments: [false, true])
+    func someFields(touchedFirst: Bool) throws {
+        let scratch = Scratch()
+        let store = try UpdateInPlaceTests.kindsStore(scratch)
+        let stored = try UpdateInPlaceTests.everything(store)
+        #expect(stored["full"]?.created?.userRecordName == "_0123abcd" && stored["full"]?.parent == "family" && stored["full"]?.changeTag == "t1")
+        var newSchema = store.schema
+        newSchema.addField(FieldDefinition(name: "mark", type: .int64), toType: "Kinds")
+        var seen: [String: Record] = [:]
+        try store.write { session in
+            if touchedFirst { try session.db.execute(sql: "UPDATE Kinds SET n = n WHERE ___recordID = 'bare'") }
+            try session.updateInPlace(type: "Kinds", into: newSchema, renames: [:], writes: ["mark"], reads: ["n", "ratio"]) { record in
+                seen[record.recordName] = record
+                var result = record
+                result.fields["mark"] = .int64(1)
+                return [result]
+            }
+            #expect(session.inPlaceReadFromSnapshot == !touchedFirst)
+        }
+        #expect(seen.count == 3)
+        for (name, record) in stored {
+            var expected = Record(id: record.id, recordType: record.recordType)
+            expected.created = record.created.map { RecordStamp(timestamp: $0.timestamp) }
+            expected.modified = record.modified.map { RecordStamp(timestamp: $0.timestamp) }
+            expected.fields = RecordFields(Dictionary(uniqueKeysWithValues: record.fields.filter { ["n", "ratio"].contains($0.name) }.map { ($0.name, $0.value) }))
+            #expect(seen[name] == expected, "\(name)")
+        }
+        let after = try UpdateInPlaceTests.everything(store)
+        for (name, record) in stored {
+            var expected = record.fields
+            expected["mark"] = .int64(1)
+            #expect(after[name]?.fields == expected, "\(name)")
+            // What the transform was not handed is as it was stored.
+            #expect(after[name]?.created == record.created && after[name]?.parent == record.parent, "\(name)")
+            #expect(after[name]?.share == record.share && after[name]?.shareDetails == record.shareDetails, "\(name)")
+            #expect(after[name]?.modified?.userRecordName == record.modified?.userRecordName && after[name]?.id == record.id, "\(name)")
         }
     }
 

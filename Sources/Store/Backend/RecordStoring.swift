@@ -148,7 +148,8 @@ public protocol RecordSession: AnyObject {
     /// writing the fields in `writes` from what `transform` returns: faster than a rewrite
     /// when a migration only renames and sets fields. With `reads` (field names before the
     /// migration), the records `transform` sees may carry only those fields besides their
-    /// name and system fields; nil hands it whole records.
+    /// name, zone and the times they were created and modified (not their change tags,
+    /// creators, devices, parents or shares); nil hands it whole records.
     @discardableResult
     func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
                        _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
