@@ -397,7 +397,7 @@ public struct CompiledMigration: Sendable {
                 do { if try repoint(&single, in: record.zone) { changed = true } } catch { return repointFailure(error) }
             }
             guard changed, single != record else { return .unchanged }
-            if appendOnly.contains(record.recordType) && !force { return appendOnlyRefusal() }
+            if !appendOnly.isEmpty && appendOnly.contains(record.recordType) && !force { return appendOnlyRefusal() }
             if stampedTypes.contains(single.recordType) { single.fields[CompiledMigration.versionField] = version }
             return .changed([single])
         }

@@ -280,10 +280,18 @@ public final class MigrationRunner {
                     if let tally { report.counts[tally.type] = tally.counts }
                     tally = nil
                 }
+                var lastType: String?
+                var readsLastType = false
                 func transform(_ record: Record) throws -> [Record]? {
                     read += 1
                     if read % 8192 == 0 { progress?(migration.version, read) }
-                    guard compiled.sourceTypes.contains(record.recordType) || compiled.repoints else { return nil }
+                    // Records come a type at a time: whether the migration reads a type is
+                    // asked when the type changes, not for every record.
+                    if record.recordType != lastType {
+                        lastType = record.recordType
+                        readsLastType = compiled.sourceTypes.contains(record.recordType) || compiled.repoints
+                    }
+                    guard readsLastType else { return nil }
                     if tally?.type != record.recordType {
                         settleTally()
                         tally = (record.recordType, report.counts[record.recordType, default: MigrationCounts()])

@@ -51,6 +51,13 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
         }
     }
 
+    /// Whether `a` is `b`, whose UTF-8 is `count` bytes long: names of other lengths, most of
+    /// those a scan passes, are told apart without comparing their bytes. (Field names are
+    /// identifiers, ASCII, where equal text is equal bytes; the order is by bytes too.)
+    @inline(__always) static func same(_ a: String, _ b: String, _ count: Int) -> Bool {
+        a.utf8.count == count && a == b
+    }
+
     public var count: Int { entries.count }
     public var isEmpty: Bool { entries.isEmpty }
     /// Field names, sorted.
@@ -70,7 +77,8 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
         get {
             // A scan: for a record's handful of fields, equal names (the common question)
             // compare fastest this way. By index, so that only the name is read of the others.
-            for index in entries.indices where entries[index].name == name { return entries[index].value }
+            let count = name.utf8.count
+            for index in entries.indices where RecordFields.same(entries[index].name, name, count) { return entries[index].value }
             return nil
         }
         set {
@@ -80,7 +88,8 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
                 if let newValue { entries.append(Entry(name: name, value: newValue)) }
                 return
             }
-            if let index = entries.firstIndex(where: { $0.name == name }) {
+            let length = name.utf8.count
+            if let index = entries.firstIndex(where: { RecordFields.same($0.name, name, length) }) {
                 if let newValue { entries[index].value = newValue } else { entries.remove(at: index) }
                 return
             }
