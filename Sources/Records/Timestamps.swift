@@ -13,7 +13,11 @@ public enum ISO8601 {
 
     /// The same instant as local time at a fixed offset: `2026-01-12T10:00:00.000+01:00`.
     public static func format(milliseconds ms: Int64, offsetSeconds: Int) -> String {
-        String(unsafeUninitializedCapacity: maximumLength) { write(milliseconds: ms, offsetSeconds: offsetSeconds, to: $0.baseAddress!) }
+        // Made on the stack and copied once into a String of its own length.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximumLength) { buffer in
+            let count = write(milliseconds: ms, offsetSeconds: offsetSeconds, to: buffer.baseAddress!)
+            return String(decoding: UnsafeBufferPointer(start: buffer.baseAddress!, count: count), as: UTF8.self)
+        }
     }
 
     /// The same instant in a time zone, with that zone's offset at that instant.
@@ -148,6 +152,22 @@ public enum ISO8601 {
     @inline(__always) public static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+    }
+
+    /// The decimal digits of `value`'s magnitude, at least `minWidth` of them (zeros in front).
+    public static func appendDigits(_ value: Int64, minWidth: Int, to out: inout [UInt8]) {
+        // The digits are made from the last on a stack buffer (an Int64 has at most 19).
+        var v = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            } while v > 0
+            for _ in 0..<max(0, minWidth - (20 - start)) { out.append(UInt8(ascii: "0")) }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+        }
     }
 
     private struct Scanner {

@@ -252,7 +252,8 @@ struct StepTests {
         #expect(plan.counts["Person"]?.changed == 1 && plan.counts["Person"]?.unchanged == 1 && plan.counts["Person"]?.future == 1)
         #expect(plan.diffs.map(\.recordName) == ["p2"])
         let before = try everything(store)
-        try runner.apply()
+        let applied = try #require(try runner.apply().first)
+        #expect(applied.counts == plan.counts)
         let after = try everything(store)
         for record in before where record.recordName != "p2" {
             #expect(after.first { $0.recordName == record.recordName }?.fields == record.fields, "\(record.recordName)")

@@ -183,8 +183,10 @@ struct UpdateInPlaceTests {
     static func kindsStore(_ scratch: Scratch) throws -> RecordStore {
         var full = Record(id: RecordID(recordName: "full", zone: ZoneID(scope: .shared, zoneName: "Z", ownerRecordName: "_o")), recordType: "Kinds",
                           changeTag: "t1", created: RecordStamp(timestamp: -236_131_200_000, userRecordName: "_0123abcd", deviceID: "iPhone"),
-                          modified: RecordStamp(timestamp: 1_768_208_400_123))
+                          modified: RecordStamp(timestamp: 1_768_208_400_123, userRecordName: "_4567ef", deviceID: "iPad"))
         full.parent = "family"
+        full.share = "Share-1"
+        full.shareDetails = #"{"shortGUID":"0ab"}"#
         full.fields = [
             "text": .string("Größe \"q\" \n😀"), "count": .int64(Int64.min), "ratio": .double(-0.0), "when": .timestamp(-1),
             "blob": .bytes([0, 1, 254, 255]), "ref": .reference(Reference(recordName: "other", action: .deleteSelf)), "legacy": .double(2.5),
@@ -235,6 +237,7 @@ struct UpdateInPlaceTests {
         let store = try UpdateInPlaceTests.kindsStore(scratch)
         let stored = try UpdateInPlaceTests.everything(store)
         #expect(stored["full"]?.created?.userRecordName == "_0123abcd" && stored["full"]?.parent == "family" && stored["full"]?.changeTag == "t1")
+        #expect(stored["full"]?.modified?.deviceID == "iPad" && stored["full"]?.share == "Share-1" && stored["full"]?.shareDetails != nil)
         var newSchema = store.schema
         newSchema.addField(FieldDefinition(name: "mark", type: .int64), toType: "Kinds")
         var seen: [String: Record] = [:]
@@ -264,7 +267,8 @@ struct UpdateInPlaceTests {
             // What the transform was not handed is as it was stored.
             #expect(after[name]?.created == record.created && after[name]?.parent == record.parent, "\(name)")
             #expect(after[name]?.share == record.share && after[name]?.shareDetails == record.shareDetails, "\(name)")
-            #expect(after[name]?.modified?.userRecordName == record.modified?.userRecordName && after[name]?.id == record.id, "\(name)")
+            #expect(after[name]?.modified?.userRecordName == record.modified?.userRecordName && after[name]?.modified?.deviceID == record.modified?.deviceID, "\(name)")
+            #expect(after[name]?.id == record.id && after[name]?.changeTag == record.changeTag, "\(name)")
         }
     }
 
