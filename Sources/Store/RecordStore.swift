@@ -78,26 +78,11 @@ public final class RecordStore {
             if !folder.isEmpty && !FileManager.default.fileExists(atPath: folder) {
                 throw StoreError.unavailable(path: path, reason: "its folder \(folder) does not exist")
             }
-            // A new store is its owner's alone (SQLite gives its log files the same mode): it
-            // holds a family's data. Another process making it at the same moment is fine.
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if fd >= 0 { close(fd) }
         }
         let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
         self.waiter = waiter
-        var configuration = Configuration()
-        configuration.label = "ckport"
-        configuration.busyMode = .callback { tries in waiter.shouldRetry(tries) }
-        configuration.prepareDatabase { db in
-            // Write-ahead logging: readers keep reading the last committed state while a write
-            // runs, and a write that fails or is killed never touches the main file. FULL sync
-            // makes every commit durable; the log is folded back into the file, and removed,
-            // when the last connection closes. A new store gets 16 KB pages (SQLite's default is
-            // 4 KB; an existing store keeps the size it has): a bulk load writes a quarter as many
-            // pages into the log and reads a quarter as many back while it builds the indexes,
-            // which made importing 10,000,000 records 1.3× faster (README, Benchmark).
-            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
-        }
+        let configuration = RecordStore.configuration(waiter: waiter)
+        let madeWhole = !exists && RecordStore.createWhole(at: path, configuration: configuration)
         do {
             waiter.reading = true
             defer { waiter.reading = false }
@@ -114,7 +99,85 @@ public final class RecordStore {
         } catch {
             throw RecordStore.translate(error, path: path, waiter: waiter)
         }
-        if createdHere && exists { createdHere = false }
+        if exists { createdHere = false } else if madeWhole { createdHere = true }
+    }
+
+    /// How every connection to a store is opened.
+    private static func configuration(waiter: LockWaiter) -> Configuration {
+        var configuration = Configuration()
+        configuration.label = "ckport"
+        configuration.busyMode = .callback { tries in waiter.shouldRetry(tries) }
+        configuration.prepareDatabase { db in
+            // Write-ahead logging: readers keep reading the last committed state while a write
+            // runs, and a write that fails or is killed never touches the main file. FULL sync
+            // makes every commit durable; the log is folded back into the file, and removed,
+            // when the last connection closes. A new store gets 16 KB pages (SQLite's default is
+            // 4 KB; an existing store keeps the size it has): a bulk load writes a quarter as many
+            // pages into the log and reads a quarter as many back while it builds the indexes,
+            // which made importing 10,000,000 records 1.3× faster (README, Benchmark).
+            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
+        }
+        return configuration
+    }
+
+    /// Makes a new, empty store at `path` that appears there whole: its tables are created in a
+    /// file of its own beside `path`, closed (which folds the log into it), and only then given
+    /// the store's name. A process killed meanwhile leaves no file at `path`, never one without
+    /// tables. The name is given with `link`, which, unlike `rename`, never replaces a file:
+    /// another process that made the store a moment earlier keeps it, and this one opens theirs.
+    ///
+    /// A new store is its owner's alone (0600; SQLite gives its log files the same mode): it
+    /// holds a family's data. Returns true when this call made the store; false when another
+    /// process did, or when the file system cannot do this (the store is then made in place, as
+    /// ``prepare(_:path:create:)`` does for an empty file).
+    private static func createWhole(at path: String, configuration: Configuration) -> Bool {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        let prefix = ".\(url.lastPathComponent).ckport-new-"
+        removeAbandoned(in: folder, prefix: prefix)
+        let temporary = (folder as NSString).appendingPathComponent(prefix + makeStoreID())
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return createInPlace(path) }
+        close(fd)
+        defer { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) } }
+        do {
+            let queue = try DatabaseQueue(path: temporary, configuration: configuration)
+            _ = try queue.inDatabase { db in try prepare(db, path: path, create: true) }
+            try queue.close()
+        } catch {
+            // Whatever failed here (a full disk, say) fails again in place, where it is reported.
+            return createInPlace(path)
+        }
+        if link(temporary, path) == 0 {
+            // The new name is durable once the folder is synced.
+            let folderFD = open(folder, O_RDONLY | O_CLOEXEC)
+            if folderFD >= 0 { _ = fsync(folderFD); close(folderFD) }
+            return true
+        }
+        if errno == EEXIST { return false }
+        return createInPlace(path)
+    }
+
+    /// Removes what a process killed while it made a store left beside it: files of this user
+    /// named `prefix…` and untouched for ten minutes (making one takes milliseconds).
+    private static func removeAbandoned(in folder: String, prefix: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let file = (folder as NSString).appendingPathComponent(name)
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+                  attributes[.type] as? FileAttributeType == .typeRegular,
+                  (attributes[.ownerAccountID] as? NSNumber)?.uint32Value == geteuid(),
+                  let modified = attributes[.modificationDate] as? Date, modified.timeIntervalSinceNow < -600 else { continue }
+            unlink(file)
+        }
+    }
+
+    /// The file of a new store made in place, for file systems without hard links: an empty file
+    /// that ``prepare(_:path:create:)`` then fills. Another process making it at the same moment is fine.
+    private static func createInPlace(_ path: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
+        return false
     }
 
     private static func prepare(_ db: Database, path: String, create: Bool) throws -> (id: String, created: Bool) {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Formats
 import Records
@@ -201,6 +202,50 @@ struct StoreTests {
         #expect(throws: StoreError.self) { try RecordStore(path: scratch.path("missing.sqlite"), create: false) }
         let text = scratch.write("notes.txt", "hello, this is not a database, just words that go on for a while")
         #expect(throws: StoreError.self) { try RecordStore(path: text, create: false) }
+    }
+
+    @Test("a new store appears whole: a process watching the path never finds a file without ckport's tables, and nothing is left beside it")
+    func newStoreAppearsWhole() throws {
+        let scratch = Scratch()
+        let done = Atomic(false)
+        let sightings = Mutex<[String]>([])
+        // What a process killed while it made s0.sqlite left an hour ago goes; what another one
+        // is making at this moment stays.
+        let abandoned = scratch.write(".s0.sqlite.ckport-new-0123456789ab", "")
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: abandoned)
+        scratch.write(".s0.sqlite.ckport-new-ba9876543210", "")
+        for round in 0..<20 {
+            let path = scratch.path("s\(round).sqlite")
+            done.store(false, ordering: .sequentiallyConsistent)
+            // A watcher looks at the path as fast as it can while the store is made: whatever it
+            // finds there must already be a database with ckport's tables in its main file (a
+            // store made in place is an empty file at first, its tables only in the log).
+            let watcher = Thread {
+                var seen = false
+                while !done.load(ordering: .sequentiallyConsistent) || !seen {
+                    guard let bytes = FileManager.default.contents(atPath: path) else {
+                        if done.load(ordering: .sequentiallyConsistent) { break }
+                        continue
+                    }
+                    seen = true
+                    let header = Array("SQLite format 3\0".utf8)
+                    if bytes.count < 2 * 16384 || Array(bytes.prefix(16)) != header || bytes.range(of: Data("_ck_record".utf8)) == nil {
+                        sightings.withLock { $0.append("round \(round): \(bytes.count) bytes without the tables") }
+                        break
+                    }
+                }
+            }
+            watcher.start()
+            let store = try RecordStore(path: path)
+            #expect(try store.read { $0.currentToken.sequence } == 0)
+            done.store(true, ordering: .sequentiallyConsistent)
+            while !watcher.isFinished { usleep(100) }
+        }
+        #expect(sightings.withLock { $0 } == [])
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.contains("ckport-new") }
+        #expect(left == [".s0.sqlite.ckport-new-ba9876543210"])
+        let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.hasSuffix(".sqlite") }
+        #expect(names.count == 20)
     }
 
     @Test("every value type survives the store unchanged")
