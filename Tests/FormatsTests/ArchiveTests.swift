@@ -43,8 +43,8 @@ private func archive(_ members: [(String, [UInt8])], end: Bool = true) -> [UInt8
     return GzipCompressor.member(tar)
 }
 
-private func readAll(_ bytes: [UInt8], name: String = "bundle.tar.gz", limits: DecompressionLimits = DecompressionLimits()) throws -> [(String, [UInt8])] {
-    let reader = TarReader(gzip: GzipReader(name: name, bytes: bytes, limits: limits))
+private func readAll(_ bytes: [UInt8], name: String = "bundle.tar.gz", limits: DecompressionLimits = DecompressionLimits(), engine: GzipReader.Engine = .fastest) throws -> [(String, [UInt8])] {
+    let reader = TarReader(gzip: GzipReader(name: name, bytes: bytes, limits: limits, engine: engine))
     var members: [(String, [UInt8])] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while let entry = try reader.next() {
@@ -67,8 +67,8 @@ private func errorText(_ body: () throws -> Void) -> String? {
 
 @Suite("gzip and tar")
 struct ArchiveTests {
-    @Test("gzip: chunked and multi-member streams round trip, and gzip itself agrees")
-    func gzipRoundTrip() throws {
+    @Test("gzip: chunked and multi-member streams round trip, and gzip itself agrees", arguments: GzipReader.Engine.available)
+    func gzipRoundTrip(engine: GzipReader.Engine) throws {
         let data = sampleBytes(3_000_000)
         // Two members, each compressed in uneven chunks, one after the other in one file.
         var file: [UInt8] = []
@@ -83,12 +83,45 @@ struct ArchiveTests {
             file += compressor.finish()
         }
         #expect(file.count < data.count / 3)
-        #expect(try decompressAll(GzipReader(name: "x.gz", bytes: file)) == data)
+        #expect(try decompressAll(GzipReader(name: "x.gz", bytes: file, engine: engine)) == data)
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).gz").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data(file).write(to: URL(fileURLWithPath: path))
         #expect(try tool("/bin/gzip", ["-t", path]).0 == 0)
-        #expect(try decompressAll(try GzipReader(path: path)) == data)
+        #expect(try decompressAll(try GzipReader(path: path, engine: engine)) == data)
+    }
+
+    @Test("ISA-L and zlib read the same bytes from files other tools wrote: gzip -9, gzip -1 with a name, pigz's independent blocks, igzip")
+    func enginesAgree() throws {
+        let data = sampleBytes(1_500_000, seed: 9)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let plain = folder + "/records.jsonl"
+        try Data(data).write(to: URL(fileURLWithPath: plain))
+        // Each tool writes its own header (a name, a time, extra flags) and its own blocks.
+        let writers: [(String, String)] = [("gzip -9", "gzip -9 -c"), ("gzip -1 -N", "gzip -1 -N -c"), ("pigz -i", "pigz -i -c -b 128"), ("igzip -3", "igzip -3 -c")]
+        for (what, command) in writers {
+            let file = folder + "/out.gz"
+            let (status, printed) = try tool("/bin/sh", ["-c", "\(command) '\(plain)' > '\(file)'"])
+            #expect(status == 0, "\(what): \(printed)")
+            let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: file)))
+            #expect(bytes.count > 1_000 && bytes.count < data.count / 3, "\(what): \(bytes.count) bytes")
+            for engine in GzipReader.Engine.available {
+                #expect(try decompressAll(GzipReader(name: "out.gz", bytes: bytes, engine: engine)) == data, "\(what) read by \(engine)")
+            }
+        }
+    }
+
+    @Test("this build inflates with ISA-L where CI asks for it")
+    func isalBuilt() {
+        // CI installs libisal-dev and sets CKPORT_EXPECT_ISAL=1, so a build that lost it fails here.
+        if ProcessInfo.processInfo.environment["CKPORT_EXPECT_ISAL"] == "1" {
+            #expect(GzipReader.Engine.available == [.zlib, .isal])
+            #expect(GzipReader.Engine.fastest == .isal)
+        } else {
+            #expect(GzipReader.Engine.available.first == .zlib)
+        }
     }
 
     /// `data` cut into `cuts`, compressed on `workers` threads as runs that start at `runStarts`
@@ -113,7 +146,7 @@ struct ArchiveTests {
         return out + GzipFraming.trailer(crc: crc, length: Int64(data.count))
     }
 
-    @Test("deflate segments compressed on several threads join into one gzip member that gzip and zlib read back")
+    @Test("deflate segments compressed on several threads join into one gzip member that gzip, zlib and ISA-L read back")
     func parallelSegments() throws {
         let data = sampleBytes(2_500_000, seed: 3) + [UInt8](repeating: 0x41, count: 70_000) + sampleBytes(400_000, seed: 4)
         // Uneven chunks: tiny ones, ones under the 32 KiB window (so a chunk's priming reaches
@@ -124,7 +157,9 @@ struct ArchiveTests {
         let three = try segmented(data, cuts: cuts, runStarts: runStarts, workers: 3)
         // The bytes depend on where the chunks are cut, not on how many threads compress them.
         #expect(one == three)
-        #expect(try decompressAll(GzipReader(name: "segments.gz", bytes: three)) == data)
+        for engine in GzipReader.Engine.available {
+            #expect(try decompressAll(GzipReader(name: "segments.gz", bytes: three, engine: engine)) == data, "\(engine)")
+        }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).gz").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data(three).write(to: URL(fileURLWithPath: path))
@@ -170,23 +205,23 @@ struct ArchiveTests {
         #expect(listing.split(separator: "\n").map(String.init) == members.map(\.0))
     }
 
-    @Test("truncation anywhere and a flipped byte anywhere are errors, never silent")
-    func damage() throws {
+    @Test("truncation anywhere and a flipped byte anywhere are errors, never silent", arguments: GzipReader.Engine.available)
+    func damage(engine: GzipReader.Engine) throws {
         let bytes = archive([("manifest.json", Array("{}".utf8)), ("records/private/_defaultZone/Task.jsonl", sampleBytes(200_000))])
         for cut in [1, 10, 18, bytes.count / 3, bytes.count / 2, bytes.count - 9, bytes.count - 1] {
-            let message = errorText { _ = try readAll(Array(bytes[..<cut])) }
+            let message = errorText { _ = try readAll(Array(bytes[..<cut]), engine: engine) }
             #expect(message != nil, "cut at \(cut)")
             #expect(message?.hasPrefix("bundle.tar.gz: ") == true, "\(message ?? "")")
         }
         for position in stride(from: 12, to: bytes.count - 4, by: max(1, bytes.count / 23)) {
             var damaged = bytes
             damaged[position] ^= 0x40
-            #expect(errorText { _ = try readAll(damaged) } != nil, "flipped byte \(position)")
+            #expect(errorText { _ = try readAll(damaged, engine: engine) } != nil, "flipped byte \(position)")
         }
         // Junk after the last member, and bytes that are not gzip at all.
-        #expect(errorText { _ = try readAll(bytes + [0x00, 0x01]) }?.contains("unexpected bytes after the end") == true)
-        #expect(errorText { _ = try readAll(Array("not gzip".utf8)) } != nil)
-        #expect(errorText { _ = try readAll([]) }?.contains("empty") == true)
+        #expect(errorText { _ = try readAll(bytes + [0x00, 0x01], engine: engine) }?.contains("unexpected bytes after the end") == true)
+        #expect(errorText { _ = try readAll(Array("not gzip".utf8), engine: engine) } != nil)
+        #expect(errorText { _ = try readAll([], engine: engine) }?.contains("empty") == true)
     }
 
     /// Hand-built hostile archives: (what, tar bytes, words of the refusal).
@@ -221,22 +256,22 @@ struct ArchiveTests {
         #expect(message?.contains(words) == true, "\(what): \(message ?? "accepted")")
     }
 
-    @Test("a decompression bomb is refused by ratio and by total size")
-    func bomb() throws {
+    @Test("a decompression bomb is refused by ratio and by total size", arguments: GzipReader.Engine.available)
+    func bomb(engine: GzipReader.Engine) throws {
         let zeros = [UInt8](repeating: 0, count: 64 << 20)
         let bomb = GzipCompressor.member(zeros, level: 9)
         #expect(bomb.count < 100_000)
-        let byRatio = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: bomb)) }
+        let byRatio = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: bomb, engine: engine)) }
         #expect(byRatio?.contains("possible decompression bomb") == true, "\(byRatio ?? "accepted")")
-        let bySize = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: GzipCompressor.member(sampleBytes(3_000_000)), limits: DecompressionLimits(maxTotalBytes: 1_000_000))) }
+        let bySize = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: GzipCompressor.member(sampleBytes(3_000_000)), limits: DecompressionLimits(maxTotalBytes: 1_000_000), engine: engine)) }
         #expect(bySize?.contains("limit of 1000000 bytes") == true, "\(bySize ?? "accepted")")
         // The limits can be raised for a file known to be good.
-        let allowed = try decompressAll(GzipReader(name: "zeros.gz", bytes: bomb, limits: DecompressionLimits(maxRatio: 10_000)))
+        let allowed = try decompressAll(GzipReader(name: "zeros.gz", bytes: bomb, limits: DecompressionLimits(maxRatio: 10_000), engine: engine))
         #expect(allowed.count == zeros.count)
     }
 
-    @Test("random padding does not buy room for a bomb: each stretch of output is held to the ratio, not only the whole")
-    func paddedBomb() throws {
+    @Test("random padding does not buy room for a bomb: each stretch of output is held to the ratio, not only the whole", arguments: GzipReader.Engine.available)
+    func paddedBomb(engine: GzipReader.Engine) throws {
         // 16 MB of incompressible bytes, then 256 MB of zeros: 272 MB from ~16.3 MB, 17× overall.
         var state: UInt64 = 7
         let padding = (0..<(16 << 20)).map { _ -> UInt8 in
@@ -245,7 +280,7 @@ struct ArchiveTests {
         }
         let stream = GzipCompressor.member(padding, level: 1) + GzipCompressor.member([UInt8](repeating: 0, count: 256 << 20), level: 9)
         #expect(Int64(256 + 16) * (1 << 20) / Int64(stream.count) < DecompressionLimits().maxRatio)
-        let reader = GzipReader(name: "padded.gz", bytes: stream)
+        let reader = GzipReader(name: "padded.gz", bytes: stream, engine: engine)
         var produced: Int64 = 0
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         let message = errorText {
