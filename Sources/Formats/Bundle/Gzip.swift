@@ -107,7 +107,7 @@ public struct DecompressionLimits: Sendable {
 /// checking each member's CRC-32 and length and the limits.
 public final class GzipReader {
     /// What inflates the data. ISA-L (Intel's Intelligent Storage Acceleration Library) does
-    /// it about five times as fast as zlib; ckport uses it when it was built with it.
+    /// it in about half the time zlib takes; ckport uses it when it was built with it.
     public enum Engine: String, Sendable, CaseIterable {
         case zlib
         case isal
