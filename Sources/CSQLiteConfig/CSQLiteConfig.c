@@ -1,7 +1,9 @@
-/* sync_file_range is a GNU extension of fcntl.h (Linux only; every call below is guarded). */
+/* sync_file_range and renameat2 are GNU extensions (Linux only; every call below is guarded). */
 #define _GNU_SOURCE
 #include "CSQLiteConfig.h"
 #include <sqlite3.h>
+#include <errno.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,5 +65,18 @@ int ckport_finish_writeback(int fd, long long start, long long length) {
 #else
     (void)fd; (void)start; (void)length;
     return 0;
+#endif
+}
+
+int ckport_rename_exclusive(const char *from, const char *to) {
+#if defined(__linux__)
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+#elif defined(__APPLE__)
+    return renamex_np(from, to, RENAME_EXCL);
+#else
+    (void)from;
+    (void)to;
+    errno = ENOSYS;
+    return -1;
 #endif
 }

@@ -82,7 +82,12 @@ public final class RecordStore {
         let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
         self.waiter = waiter
         let configuration = RecordStore.configuration(waiter: waiter)
-        let madeWhole = !exists && RecordStore.createWhole(at: path, configuration: configuration)
+        let madeWhole: Bool
+        do {
+            madeWhole = try !exists && RecordStore.createWhole(at: path, waiter: waiter)
+        } catch {
+            throw RecordStore.translate(error, path: path, waiter: waiter)
+        }
         do {
             waiter.reading = true
             defer { waiter.reading = false }
@@ -121,41 +126,64 @@ public final class RecordStore {
     }
 
     /// Makes a new, empty store at `path` that appears there whole: its tables are created in a
-    /// file of its own beside `path`, closed (which folds the log into it), and only then given
-    /// the store's name. A process killed meanwhile leaves no file at `path`, never one without
-    /// tables. The name is given with `link`, which, unlike `rename`, never replaces a file:
-    /// another process that made the store a moment earlier keeps it, and this one opens theirs.
+    /// file of its own beside `path`, in rollback-journal mode (so that once they are committed
+    /// the file holds them all, with no log beside it), and only then is the file given the
+    /// store's name. A process killed meanwhile leaves no file at `path`, never one without
+    /// tables. The name is given by a rename that never replaces a file (or, where the file
+    /// system has none, by a hard link): another process that made the store a moment earlier
+    /// keeps it, and this one opens theirs. Opening the store as usual then turns on
+    /// write-ahead logging.
     ///
     /// A new store is its owner's alone (0600; SQLite gives its log files the same mode): it
     /// holds a family's data. Returns true when this call made the store; false when another
-    /// process did, or when the file system cannot do this (the store is then made in place, as
-    /// ``prepare(_:path:create:)`` does for an empty file).
-    private static func createWhole(at path: String, configuration: Configuration) -> Bool {
-        let url = URL(fileURLWithPath: path)
-        let folder = url.deletingLastPathComponent().path
-        let prefix = ".\(url.lastPathComponent).ckport-new-"
+    /// process did, or when the file system allows neither (the store is then made in place,
+    /// as ``prepare(_:path:create:)`` does for an empty file). A store that cannot be made (a
+    /// full disk) is an error, and nothing is left at `path`.
+    private static func createWhole(at path: String, waiter: LockWaiter) throws -> Bool {
+        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let prefix = ".\((path as NSString).lastPathComponent).ckport-new-"
         removeAbandoned(in: folder, prefix: prefix)
         let temporary = (folder as NSString).appendingPathComponent(prefix + makeStoreID())
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return createInPlace(path) }
+        guard fd >= 0 else {
+            // A name too long for one more prefix is made in place; any other reason (a folder
+            // that cannot be written) is SQLite's to report when it opens the path.
+            return errno == ENAMETOOLONG ? createInPlace(path) : false
+        }
         close(fd)
-        defer { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) } }
+        defer { for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) } }
+        var configuration = Configuration()
+        configuration.label = "ckport-new"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = DELETE; PRAGMA synchronous = FULL")
+        }
         do {
             let queue = try DatabaseQueue(path: temporary, configuration: configuration)
             _ = try queue.inDatabase { db in try prepare(db, path: path, create: true) }
             try queue.close()
         } catch {
-            // Whatever failed here (a full disk, say) fails again in place, where it is reported.
-            return createInPlace(path)
+            throw translate(error, path: path, waiter: waiter)
         }
-        if link(temporary, path) == 0 {
+        // A journal left beside it would mean the commit did not finish.
+        guard access(temporary + "-journal", F_OK) != 0 else {
+            throw StoreError.cannotWrite(path: path, reason: "the new store's tables could not be written whole")
+        }
+        var placed = ckport_rename_exclusive(temporary, path) == 0
+        if !placed && [EINVAL, ENOSYS, ENOTSUP, EOPNOTSUPP].contains(errno) {
+            // No exclusive rename here: a hard link never replaces a file either.
+            placed = link(temporary, path) == 0
+            if placed { unlink(temporary) }
+        }
+        let reason = errno
+        if placed {
             // The new name is durable once the folder is synced.
             let folderFD = open(folder, O_RDONLY | O_CLOEXEC)
             if folderFD >= 0 { _ = fsync(folderFD); close(folderFD) }
             return true
         }
-        if errno == EEXIST { return false }
-        return createInPlace(path)
+        if reason == EEXIST { return false }
+        if [EPERM, ENOTSUP, EOPNOTSUPP, EXDEV, EMLINK, EINVAL, ENOSYS].contains(reason) { return createInPlace(path) }
+        throw StoreError.unavailable(path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
     }
 
     /// Removes what a process killed while it made a store left beside it: files of this user
@@ -166,14 +194,15 @@ public final class RecordStore {
             let file = (folder as NSString).appendingPathComponent(name)
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
                   attributes[.type] as? FileAttributeType == .typeRegular,
-                  (attributes[.ownerAccountID] as? NSNumber)?.uint32Value == geteuid(),
+                  (attributes[.ownerAccountID] as? NSNumber)?.uint32Value == getuid(),
                   let modified = attributes[.modificationDate] as? Date, modified.timeIntervalSinceNow < -600 else { continue }
             unlink(file)
         }
     }
 
-    /// The file of a new store made in place, for file systems without hard links: an empty file
-    /// that ``prepare(_:path:create:)`` then fills. Another process making it at the same moment is fine.
+    /// The file of a new store made in place, for file systems that can neither rename
+    /// exclusively nor link: an empty file that ``prepare(_:path:create:)`` then fills. Another
+    /// process making it at the same moment is fine.
     private static func createInPlace(_ path: String) -> Bool {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }

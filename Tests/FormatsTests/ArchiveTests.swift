@@ -22,14 +22,42 @@ private func sampleBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
     return Array(out.prefix(count))
 }
 
-private func decompressAll(_ reader: GzipReader) throws -> [UInt8] {
+private func decompressAll(_ reader: GzipReader, chunk size: Int = 1 << 15) throws -> [UInt8] {
     var out: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 15)
+    var chunk = [UInt8](repeating: 0, count: size)
     while true {
         let n = try chunk.withUnsafeMutableBytes { try reader.read(into: $0) }
         if n == 0 { return out }
         out += chunk[0..<n]
     }
+}
+
+/// A reader of `bytes` whose source hands out 1 to 8 bytes at a time, as a pipe or a decrypting
+/// source may: every header, block and trailer arrives in pieces.
+private func trickling(_ bytes: [UInt8], engine: GzipReader.Engine, seed: UInt64 = 5) -> GzipReader {
+    var offset = 0
+    var state = seed
+    return GzipReader(name: "trickle.gz", engine: engine) { buffer in
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        let n = min(buffer.count, bytes.count - offset, Int(state >> 61) + 1)
+        if n > 0 { bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)])) } }
+        offset += n
+        return n
+    }
+}
+
+/// One gzip member of `data` with the header's optional parts (RFC 1952, 2.3.1): an extra
+/// field, a file name, a comment and the header's own CRC-16, and reserved flag bits when asked.
+private func memberWithHeader(_ data: [UInt8], name: String = "chores.jsonl", reserved: UInt8 = 0) -> [UInt8] {
+    let plain = GzipCompressor.member(data)
+    let flags: UInt8 = 0x02 | 0x04 | 0x08 | 0x10 | reserved
+    var header: [UInt8] = [0x1F, 0x8B, 0x08, flags, 0x80, 0x55, 0x5F, 0x69, 0x00, 0x03]
+    let extra: [UInt8] = [0x43, 0x4B, 0x04, 0x00, 0x01, 0x02, 0x03, 0x04]  // subfield "CK", 4 bytes
+    header += [UInt8(extra.count), 0] + extra
+    header += Array(name.utf8) + [0] + Array("written by hand, with every optional part".utf8) + [0]
+    let crc = header.withUnsafeBytes { GzipFraming.crc($0) }
+    header += [UInt8(truncatingIfNeeded: crc), UInt8(truncatingIfNeeded: crc >> 8)]
+    return header + plain[10...]
 }
 
 /// A tar.gz built from (path, content) members, with the writer's own headers.
@@ -111,6 +139,49 @@ struct ArchiveTests {
                 #expect(try decompressAll(GzipReader(name: "out.gz", bytes: bytes, engine: engine)) == data, "\(what) read by \(engine)")
             }
         }
+    }
+
+    @Test("headers with every optional part, several members, input in pieces of 1 to 8 bytes, output in odd sizes: both engines read them; gzip and zlib agree the file is sound", arguments: GzipReader.Engine.available)
+    func headersInPieces(engine: GzipReader.Engine) throws {
+        let parts = [sampleBytes(70_000, seed: 21), sampleBytes(1, seed: 22), sampleBytes(200_000, seed: 23)]
+        let file = memberWithHeader(parts[0]) + memberWithHeader(parts[1], name: "x") + GzipCompressor.member(parts[2])
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).gz").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(file).write(to: URL(fileURLWithPath: path))
+        #expect(try tool("/bin/gzip", ["-t", path]).0 == 0)
+        let whole = parts.flatMap { $0 }
+        for (seed, chunk) in [(5, 1), (6, 7), (7, 4093), (8, 1 << 16)] {
+            #expect(try decompressAll(trickling(file, engine: engine, seed: UInt64(seed)), chunk: chunk) == whole, "output in \(chunk)-byte pieces")
+        }
+        // The header's CRC-16 is checked, and reserved flags are refused, as zlib does.
+        var badHeader = file
+        badHeader[10 + 2 + 8 + 13 + 42] ^= 0x01
+        let header = errorText { _ = try decompressAll(trickling(badHeader, engine: engine)) }
+        #expect(header?.contains("header") == true, "\(header ?? "accepted")")
+        let reserved = errorText { _ = try decompressAll(GzipReader(name: "r.gz", bytes: memberWithHeader(parts[0], reserved: 0x20), engine: engine)) }
+        #expect(reserved != nil)
+    }
+
+    @Test("every byte of each member's trailer is checked, and a cut at any point of it is an error", arguments: GzipReader.Engine.available)
+    func trailers(engine: GzipReader.Engine) throws {
+        let first = GzipCompressor.member(sampleBytes(50_000, seed: 31))
+        let second = GzipCompressor.member(sampleBytes(60_000, seed: 32))
+        let file = first + second
+        #expect(try decompressAll(GzipReader(name: "t.gz", bytes: file, engine: engine)).count == 110_000)
+        for end in [first.count, file.count] {
+            for position in (end - 8)..<end {
+                var damaged = file
+                damaged[position] ^= 0x10
+                let message = errorText { _ = try decompressAll(GzipReader(name: "t.gz", bytes: damaged, engine: engine)) }
+                #expect(message?.contains("t.gz: ") == true, "trailer byte \(position - end + 8) of the member ending at \(end): \(message ?? "accepted")")
+            }
+        }
+        for cut in [first.count - 8, first.count - 4, first.count - 1, file.count - 8, file.count - 4, file.count - 1] {
+            let message = errorText { _ = try decompressAll(GzipReader(name: "t.gz", bytes: Array(file[..<cut]), engine: engine)) }
+            #expect(message?.contains("ends early") == true, "cut at \(cut): \(message ?? "accepted")")
+        }
+        // A cut exactly between members is a whole file of one member.
+        #expect(try decompressAll(GzipReader(name: "t.gz", bytes: first, engine: engine)).count == 50_000)
     }
 
     @Test("this build inflates with ISA-L where CI asks for it")

@@ -248,6 +248,31 @@ struct StoreTests {
         #expect(names.count == 20)
     }
 
+    @Test("eight creators of one new store at the same moment: one store, the same for all, its owner's alone, nothing left beside it")
+    func creatorsAtOnce() throws {
+        let scratch = Scratch()
+        for round in 0..<5 {
+            let path = scratch.path("shared\(round).sqlite")
+            let ids = Mutex<[String]>([])
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                do {
+                    let store = try RecordStore(path: path)
+                    ids.withLock { $0.append(store.storeID) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 } == [])
+            let seen = ids.withLock { $0 }
+            #expect(seen.count == 8 && Set(seen).count == 1, "\(seen)")
+            let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+            #expect(mode == 0o600)
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }.sorted()
+        #expect(names == (0..<5).map { "shared\($0).sqlite" })
+    }
+
     @Test("every value type survives the store unchanged")
     func storeRoundTrip() throws {
         let scratch = Scratch()

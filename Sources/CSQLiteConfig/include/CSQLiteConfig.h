@@ -31,4 +31,10 @@ int ckport_start_writeback(int fd, long long start, long long length);
 /// nor pile up dirty pages for one long sync at the end. Advisory, as above.
 int ckport_finish_writeback(int fd, long long start, long long length);
 
+/// Gives the file `from` the name `to` unless something already has that name (then -1 with
+/// errno EEXIST, and nothing changes): Linux's renameat2 with RENAME_NOREPLACE, macOS's
+/// renamex_np with RENAME_EXCL. -1 with errno EINVAL, ENOSYS or ENOTSUP where the system or
+/// the file system cannot do it.
+int ckport_rename_exclusive(const char *from, const char *to);
+
 #endif

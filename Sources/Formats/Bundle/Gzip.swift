@@ -235,7 +235,9 @@ public final class GzipReader {
                 inflater.nextMember()
             } else if step.consumed == 0 && step.produced == 0 && (pendingStart < pendingEnd || sourceDone) {
                 // Nothing moved with input at hand (or none left to come): the member is cut short.
-                guard sourceDone && pendingStart == pendingEnd else { throw fail("the gzip data is damaged near compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart))") }
+                guard sourceDone && pendingStart == pendingEnd else {
+                    throw fail("the gzip data is damaged near compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart)): nothing more could be inflated from it")
+                }
                 throw fail("the gzip data ends early (truncated after \(compressedBytes) compressed bytes)")
             }
             if step.produced > 0 { return step.produced }
@@ -354,7 +356,7 @@ final class ISALInflater: MemberInflater {
             step.problem = .damaged("invalid code")
         case ISAL_INVALID_LOOKBACK:
             step.problem = .damaged("invalid distance too far back")
-        case ISAL_INVALID_WRAPPER:
+        case ISAL_INVALID_WRAPPER, CKPORT_ISAL_HEADER_CHECKSUM:
             step.problem = .damaged("incorrect header check")
         case ISAL_UNSUPPORTED_METHOD:
             step.problem = .damaged("unknown compression method")
