@@ -57,16 +57,7 @@ public enum ISO8601 {
         }
         // At least `minWidth` digits, zeros in front (a year's or an offset's hours).
         @inline(__always) func digits(_ value: UInt64, minWidth: Int) {
-            var count = 1
-            var rest = value / 10
-            while rest > 0 { count += 1; rest /= 10 }
-            for _ in count..<max(count, minWidth) { put(UInt8(ascii: "0")) }
-            rest = value
-            for position in stride(from: at + count - 1, through: at, by: -1) {
-                text[position] = UInt8(truncatingIfNeeded: 48 + rest % 10)
-                rest /= 10
-            }
-            at += count
+            at += writeDigits(value, minWidth: minWidth, to: text + at)
         }
         @inline(__always) func two(_ value: Int) {
             text[at] = UInt8(truncatingIfNeeded: 48 + value / 10)
@@ -156,18 +147,27 @@ public enum ISO8601 {
 
     /// The decimal digits of `value`'s magnitude, at least `minWidth` of them (zeros in front).
     public static func appendDigits(_ value: Int64, minWidth: Int, to out: inout [UInt8]) {
-        // The digits are made from the last on a stack buffer (an Int64 has at most 19).
-        var v = value.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var start = 20
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-            } while v > 0
-            for _ in 0..<max(0, minWidth - (20 - start)) { out.append(UInt8(ascii: "0")) }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+        // An Int64's magnitude has at most 19 digits.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(20, minWidth)) { buffer in
+            let count = writeDigits(value.magnitude, minWidth: minWidth, to: buffer.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
         }
+    }
+
+    /// Writes `value`'s decimal digits, at least `minWidth` of them (zeros in front), at `text`
+    /// (room for `max(20, minWidth)` bytes); returns how many bytes it wrote.
+    @inline(__always) static func writeDigits(_ value: UInt64, minWidth: Int, to text: UnsafeMutablePointer<UInt8>) -> Int {
+        var count = 1
+        var rest = value / 10
+        while rest > 0 { count += 1; rest /= 10 }
+        let width = max(count, minWidth)
+        for position in 0..<(width - count) { text[position] = UInt8(ascii: "0") }
+        rest = value
+        for position in stride(from: width - 1, through: width - count, by: -1) {
+            text[position] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+            rest /= 10
+        }
+        return width
     }
 
     private struct Scanner {

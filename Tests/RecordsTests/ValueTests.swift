@@ -36,6 +36,17 @@ struct TimestampTests {
         #expect(String(decoding: out, as: UTF8.self) == "at 1970-01-01T23:59:59.999Z")
     }
 
+    @Test("appendDigits: a magnitude's digits, at least as many as asked, after what is there", arguments: [
+        (Int64(0), 0, "0"), (7, 1, "7"), (-42, 5, "00042"), (123_456, 3, "123456"), (1_000, 4, "1000"),
+        (Int64.max, 0, "9223372036854775807"), (Int64.min, 0, "9223372036854775808"), (7, 25, String(repeating: "0", count: 24) + "7"),
+    ])
+    func digits(value: Int64, minWidth: Int, expected: String) {
+        var out: [UInt8] = Array("n=".utf8)
+        ISO8601.appendDigits(value, minWidth: minWidth, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "n=" + expected)
+        #expect(String(String(decoding: out.dropFirst(2), as: UTF8.self).drop { $0 == "0" }) == (value == 0 ? "" : String(value.magnitude)))
+    }
+
     @Test("agrees with Foundation's ISO 8601 formatter from 1600 to 9999")
     func foundation() {
         let formatter = ISO8601DateFormatter()
