@@ -141,9 +141,10 @@ public final class RecordStore {
     /// full disk) is an error, and nothing is left at `path`.
     private static func createWhole(at path: String, waiter: LockWaiter) throws -> Bool {
         let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
-        let prefix = ".\((path as NSString).lastPathComponent).ckport-new-"
-        removeAbandoned(in: folder, prefix: prefix)
-        let temporary = (folder as NSString).appendingPathComponent(prefix + makeStoreID())
+        // Named as ckport's other files on their way (`.NAME.ckport-PID-N.tmp`), so that what a
+        // killed process left is removed as soon as that process is gone.
+        PrivateFiles.removeStale(in: folder)
+        let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).ckport-\(getpid())-\(makeStoreID()).tmp")
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             // A name too long for one more prefix is made in place; any other reason (a folder
@@ -184,20 +185,6 @@ public final class RecordStore {
         if reason == EEXIST { return false }
         if [EPERM, ENOTSUP, EOPNOTSUPP, EXDEV, EMLINK, EINVAL, ENOSYS].contains(reason) { return createInPlace(path) }
         throw StoreError.unavailable(path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
-    }
-
-    /// Removes what a process killed while it made a store left beside it: files of this user
-    /// named `prefix…` and untouched for ten minutes (making one takes milliseconds).
-    private static func removeAbandoned(in folder: String, prefix: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
-        for name in names where name.hasPrefix(prefix) {
-            let file = (folder as NSString).appendingPathComponent(name)
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
-                  attributes[.type] as? FileAttributeType == .typeRegular,
-                  (attributes[.ownerAccountID] as? NSNumber)?.uint32Value == getuid(),
-                  let modified = attributes[.modificationDate] as? Date, modified.timeIntervalSinceNow < -600 else { continue }
-            unlink(file)
-        }
     }
 
     /// The file of a new store made in place, for file systems that can neither rename

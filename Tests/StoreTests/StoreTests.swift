@@ -209,11 +209,10 @@ struct StoreTests {
         let scratch = Scratch()
         let done = Atomic(false)
         let sightings = Mutex<[String]>([])
-        // What a process killed while it made s0.sqlite left an hour ago goes; what another one
-        // is making at this moment stays.
-        let abandoned = scratch.write(".s0.sqlite.ckport-new-0123456789ab", "")
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: abandoned)
-        scratch.write(".s0.sqlite.ckport-new-ba9876543210", "")
+        // What a process that is gone left while it made s0.sqlite goes; what a live one (this
+        // test's parent) is making stays.
+        scratch.write(".s0.sqlite.ckport-999999999-0123456789ab.tmp", "")
+        scratch.write(".s0.sqlite.ckport-\(getppid())-ba9876543210.tmp", "")
         for round in 0..<20 {
             let path = scratch.path("s\(round).sqlite")
             done.store(false, ordering: .sequentiallyConsistent)
@@ -242,8 +241,8 @@ struct StoreTests {
             while !watcher.isFinished { usleep(100) }
         }
         #expect(sightings.withLock { $0 } == [])
-        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.contains("ckport-new") }
-        #expect(left == [".s0.sqlite.ckport-new-ba9876543210"])
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.contains(".tmp") }
+        #expect(left == [".s0.sqlite.ckport-\(getppid())-ba9876543210.tmp"])
         let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.hasSuffix(".sqlite") }
         #expect(names.count == 20)
     }
