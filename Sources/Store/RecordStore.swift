@@ -82,12 +82,8 @@ public final class RecordStore {
         let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
         self.waiter = waiter
         let configuration = RecordStore.configuration(waiter: waiter)
-        let madeWhole: Bool
-        do {
-            madeWhole = try !exists && RecordStore.createWhole(at: path, waiter: waiter)
-        } catch {
-            throw RecordStore.translate(error, path: path, waiter: waiter)
-        }
+        // createWhole's errors are the store's own already.
+        let madeWhole = try !exists && RecordStore.createWhole(at: path, waiter: waiter)
         do {
             waiter.reading = true
             defer { waiter.reading = false }
@@ -140,7 +136,7 @@ public final class RecordStore {
     /// as ``prepare(_:path:create:)`` does for an empty file). A store that cannot be made (a
     /// full disk) is an error, and nothing is left at `path`.
     private static func createWhole(at path: String, waiter: LockWaiter) throws -> Bool {
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder = RecordStore.folder(of: path)
         // Named as ckport's other files on their way (`.NAME.ckport-PID-N.tmp`), so that what a
         // killed process left is removed as soon as that process is gone.
         PrivateFiles.removeStale(in: folder)
@@ -425,9 +421,15 @@ public final class RecordStore {
         }
     }
 
+    /// The folder a store's file is in ("." for a bare name).
+    private static func folder(of path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        return folder.isEmpty ? "." : folder
+    }
+
     /// Why the store's file or folder cannot be written, in the file system's words.
     static func accessProblem(_ path: String) -> String? {
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder = RecordStore.folder(of: path)
         if access(folder, W_OK) != 0 { return "its folder \(folder) cannot be written (\(String(cString: strerror(errno))))" }
         if FileManager.default.fileExists(atPath: path), access(path, W_OK) != 0 {
             return "the file cannot be written (\(String(cString: strerror(errno))))"

@@ -18,7 +18,8 @@ import Store
 /// | ics      | an iCalendar file through the family-calendar mapping                     |
 /// | xcal     | an xCal file (RFC 6321) through the family-calendar mapping               |
 /// | bundle   | a backup bundle, or a plain tar that the target gzips first (so that the  |
-/// |          | fuzzer reaches the tar, manifest and record parsing, not only zlib)       |
+/// |          | fuzzer reaches the tar, manifest and record parsing, not only zlib);      |
+/// |          | read through each inflater built in                                       |
 /// | where    | a `--where` predicate, then evaluated on a record                         |
 /// | xml      | any XML, through the XML reader (libxml2, entities and limits refused)    |
 /// | coredata | a Core Data model's `contents`, then its CloudKit schema and lint         |
@@ -76,10 +77,13 @@ enum FuzzTargets {
         case "bundle":
             let gzipped = bytes.starts(with: [0x1F, 0x8B]) ? bytes : GzipCompressor.member(bytes)
             guard FileManager.default.createFile(atPath: bundlePath, contents: Data(gzipped)) else { return }
-            // Half the inputs (by their length) go through the two-thread decoding verify uses.
-            if let reader = try? BundleReader(path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200),
-                                              stageAssets: true, decodeOnTwoThreads: bytes.count % 2 == 0) {
-                drain(reader)
+            // Half the inputs (by their length) go through the two-thread decoding verify uses;
+            // every input through each inflater built in (zlib, and ISA-L where it is).
+            for engine in GzipReader.Engine.available {
+                if let reader = try? BundleReader(path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200),
+                                                  stageAssets: true, decodeOnTwoThreads: bytes.count % 2 == 0, engine: engine) {
+                    drain(reader)
+                }
             }
         case "where":
             let text = String(decoding: bytes, as: UTF8.self)

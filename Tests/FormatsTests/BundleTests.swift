@@ -50,9 +50,9 @@ private func restore(_ bundle: String, into path: String) throws -> RecordStore 
 }
 
 /// Reads a whole bundle, as `ckport verify` does; the error text, or nil when sound.
-private func verify(_ bundle: String) -> String? {
+private func verify(_ bundle: String, engine: GzipReader.Engine = .fastest) -> String? {
     do {
-        let reader = try BundleReader(path: bundle)
+        let reader = try BundleReader(path: bundle, engine: engine)
         while let item = try reader.next() {
             if case .invalid(let issue, _) = item { return issue.description }
         }
@@ -140,10 +140,13 @@ struct BundleTests {
             let largest = try #require(summary.manifest.members.filter { $0.kind == "records" }.map(\.bytes).max())
             // Compressed on several threads in 256 KiB chunks: the largest member spans many.
             #expect(largest > 4 << 18)
-            let reader = try BundleReader(path: bundle, passphrase: passphrase)
-            let copy = try RecordStore(path: scratch.path(passphrase == nil ? "copy.sqlite" : "copy-sealed.sqlite"))
-            _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader], schema: reader.schema)
-            #expect(try everything(copy) == original)
+            // Each inflater built in reads the same records (zlib, and ISA-L where it is).
+            for engine in GzipReader.Engine.available {
+                let reader = try BundleReader(path: bundle, passphrase: passphrase, engine: engine)
+                let copy = try RecordStore(path: scratch.path("copy-\(engine)\(passphrase == nil ? "" : "-sealed").sqlite"))
+                _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader], schema: reader.schema)
+                #expect(try everything(copy) == original, "read by \(engine)")
+            }
             guard passphrase == nil else { continue }
             #expect(verify(bundle) == nil)
             #expect(try Conformance.run("/bin/gzip", ["-t", bundle]).0 == 0)
@@ -324,7 +327,7 @@ struct BundleTests {
         #expect(record.fields["cover"] == .asset(Asset(fileChecksum: "x", size: 12, localPath: "f", sha256: String(sum.prefix(64)))))
     }
 
-    @Test("truncation and flipped bytes anywhere are refused")
+    @Test("truncation and flipped bytes anywhere are refused, by each inflater")
     func damage() throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyTodo)
@@ -334,14 +337,18 @@ struct BundleTests {
         for cut in [5, 100, bytes.count / 4, bytes.count / 2, bytes.count - 20, bytes.count - 2] {
             let damaged = scratch.path("cut-\(cut).ckbundle")
             try Data(bytes[..<cut]).write(to: URL(fileURLWithPath: damaged))
-            #expect(verify(damaged) != nil, "cut at \(cut)")
+            for engine in GzipReader.Engine.available {
+                #expect(verify(damaged, engine: engine) != nil, "cut at \(cut), read by \(engine)")
+            }
         }
         for position in stride(from: 20, to: bytes.count - 8, by: bytes.count / 15) {
             var flipped = bytes
             flipped[position] ^= 0x01
             let damaged = scratch.path("flip-\(position).ckbundle")
             try Data(flipped).write(to: URL(fileURLWithPath: damaged))
-            #expect(verify(damaged) != nil, "flipped byte \(position)")
+            for engine in GzipReader.Engine.available {
+                #expect(verify(damaged, engine: engine) != nil, "flipped byte \(position), read by \(engine)")
+            }
         }
     }
 

@@ -70,8 +70,12 @@ public final class BundleReader: RecordSource {
     /// whoever can write to the folder of an encrypted backup could otherwise put a plain bundle
     /// of their own making in its place (a plain bundle's checksums are nobody's secret), and it
     /// would be read without a word.
+    ///
+    /// `engine` inflates the bundle: the fastest one built in unless a caller (a test, the
+    /// fuzzer) wants each of them to read the same bytes.
     public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil,
-                allowUnencrypted: Bool = false, stageAssets: Bool = true, decodeOnTwoThreads: Bool = false) throws {
+                allowUnencrypted: Bool = false, stageAssets: Bool = true, decodeOnTwoThreads: Bool = false,
+                engine: GzipReader.Engine = .fastest) throws {
         self.path = path
         self.stageAssets = stageAssets
         sideThread = decodeOnTwoThreads ? SideThread() : nil
@@ -86,9 +90,9 @@ public final class BundleReader: RecordSource {
                 throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase\(Wording.passphraseSource.text)")
             }
             let decryptor = try BundleDecryptor(path: path, passphrase: passphrase)
-            gzip = GzipReader(name: path, limits: limits) { try decryptor.read(into: $0) }
+            gzip = GzipReader(name: path, limits: limits, engine: engine) { try decryptor.read(into: $0) }
         } else {
-            gzip = try GzipReader(path: path, limits: limits)
+            gzip = try GzipReader(path: path, limits: limits, engine: engine)
         }
         let readAhead = ReadAhead(progress: { gzip.compressedBytes }) { try gzip.read(into: $0) }
         self.readAhead = readAhead
