@@ -82,8 +82,10 @@ public final class RecordStore {
         let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
         self.waiter = waiter
         let configuration = RecordStore.configuration(waiter: waiter)
-        // createWhole's errors are the store's own already.
-        let madeWhole = try !exists && RecordStore.createWhole(at: path, waiter: waiter)
+        // A link to a store not made yet: the store is made where the link points, whole and
+        // its owner's alone, as at any other path (SQLite would otherwise create the file
+        // behind the link with the umask's mode). createWhole's errors are the store's own.
+        let madeWhole = try !exists && RecordStore.createWhole(at: RecordStore.danglingLinkTarget(path) ?? path, waiter: waiter)
         do {
             waiter.reading = true
             defer { waiter.reading = false }
@@ -419,6 +421,22 @@ public final class RecordStore {
         default:
             return StoreError.unavailable(path: path, reason: reason)
         }
+    }
+
+    /// Where `path` leads when it is a symbolic link (or a chain of them) to nothing yet; nil
+    /// when it is not a link, or the chain is longer than the system would follow.
+    static func danglingLinkTarget(_ path: String) -> String? {
+        var current = path
+        var followed = 0
+        while followed < 32 {
+            var info = stat()
+            guard lstat(current, &info) == 0 else { return followed > 0 ? current : nil }
+            guard (info.st_mode & S_IFMT) == S_IFLNK,
+                  let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { return nil }
+            current = destination.hasPrefix("/") ? destination : (folder(of: current) as NSString).appendingPathComponent(destination)
+            followed += 1
+        }
+        return nil
     }
 
     /// The folder a store's file is in ("." for a bare name).

@@ -247,6 +247,25 @@ struct StoreTests {
         #expect(names.count == 20)
     }
 
+    @Test("a path that is a link to a store not made yet: the store is made where the link points, its owner's alone, and the link stays a link")
+    func linkToNewStore() throws {
+        let scratch = Scratch()
+        try FileManager.default.createDirectory(atPath: scratch.path("elsewhere"), withIntermediateDirectories: true)
+        // A relative link, through a second link, to a file that does not exist yet.
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("family.sqlite"), withDestinationPath: "hop.sqlite")
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("hop.sqlite"), withDestinationPath: "elsewhere/family.sqlite")
+        let store = try RecordStore(path: scratch.path("family.sqlite"))
+        #expect(try store.read { $0.currentToken.sequence } == 0)
+        let target = scratch.path("elsewhere/family.sqlite")
+        let attributes = try FileManager.default.attributesOfItem(atPath: target)
+        #expect(attributes[.type] as? FileAttributeType == .typeRegular)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: scratch.path("family.sqlite")) == "hop.sqlite")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("elsewhere")).filter { $0.contains(".tmp") } == [])
+        // Opened again through the link, it is the same store.
+        #expect(try RecordStore(path: scratch.path("family.sqlite")).storeID == store.storeID)
+    }
+
     @Test("eight creators of one new store at the same moment: one store, the same for all, its owner's alone, nothing left beside it")
     func creatorsAtOnce() throws {
         let scratch = Scratch()
