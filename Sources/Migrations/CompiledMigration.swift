@@ -265,6 +265,9 @@ public struct CompiledMigration: Sendable {
             case .addField(let type, let field, _): result[type, default: []].insert(field.name)
             case .changeType(let type, let field, _, let into): result[type, default: []].insert(into ?? field)
             case .setField(let type, let field, _, _, _): result[type, default: []].insert(field)
+            // A field written before a rename is written under the name it ends with.
+            case .renameField(let type, let from, let to):
+                if result[type]?.remove(from) != nil { result[type]!.insert(to) }
             default: break
             }
         }

@@ -51,10 +51,15 @@ public indirect enum Expression: Sendable, Hashable, CustomStringConvertible {
 
     /// The value for `record`.
     public func evaluate(_ record: Record) throws(ExpressionError) -> ExpressionValue {
+        try evaluate { record.fields[$0] }
+    }
+
+    /// The value when each field's value is what `field` gives for its name.
+    public func evaluate(_ field: (String) -> FieldValue?) throws(ExpressionError) -> ExpressionValue {
         switch self {
         case .literal(let value): return value
         case .field(let name):
-            guard let value = record.fields[name] else { return .null }
+            guard let value = field(name) else { return .null }
             switch value {
             case .string(let s): return .string(s)
             case .int64(let i): return .int(i)
@@ -63,7 +68,7 @@ public indirect enum Expression: Sendable, Hashable, CustomStringConvertible {
             default: throw ExpressionError(column: 0, message: "field '\(name)' is \(value.type), which expressions cannot compute with")
             }
         case .negate(let e):
-            switch try e.evaluate(record) {
+            switch try e.evaluate(field) {
             case .null: return .null
             case .int(let i): return .int(0 &- i)
             case .double(let d): return .double(-d)
@@ -71,12 +76,12 @@ public indirect enum Expression: Sendable, Hashable, CustomStringConvertible {
             }
         case .coalesce(let items):
             for item in items {
-                let value = try item.evaluate(record)
+                let value = try item.evaluate(field)
                 if value != .null { return value }
             }
             return .null
         case .binary(let op, let a, let b):
-            return try Expression.apply(op, try a.evaluate(record), try b.evaluate(record), in: self)
+            return try Expression.apply(op, try a.evaluate(field), try b.evaluate(field), in: self)
         }
     }
 

@@ -282,9 +282,33 @@ public final class MigrationRunner {
                 }
                 var lastType: String?
                 var readsLastType = false
-                func transform(_ record: Record) throws -> [Record]? {
+                enum Counted { case unchanged, future, changed(deleted: Bool) }
+                /// Counts one record of `type` the migration read.
+                func count(_ type: String, _ recordName: String, _ counted: Counted) {
+                    if tally?.type != type {
+                        settleTally()
+                        tally = (type, report.counts[type, default: MigrationCounts()])
+                    }
+                    var counts = tally!.counts
+                    counts.scanned += 1
+                    switch counted {
+                    case .unchanged:
+                        counts.unchanged += 1
+                    case .future:
+                        counts.future += 1
+                        if report.futureExamples.count < 5 { report.futureExamples.append(recordName) }
+                    case .changed(let deleted):
+                        counts.changed += 1
+                        if deleted { counts.deleted += 1 }
+                    }
+                    tally!.counts = counts
+                }
+                func tick() {
                     read += 1
                     if read % 8192 == 0 { progress?(migration.version, read) }
+                }
+                func transform(_ record: Record) throws -> [Record]? {
+                    tick()
                     // Records come a type at a time: whether the migration reads a type is
                     // asked when the type changes, not for every record.
                     if record.recordType != lastType {
@@ -292,27 +316,38 @@ public final class MigrationRunner {
                         readsLastType = compiled.sourceTypes.contains(record.recordType) || compiled.repoints
                     }
                     guard readsLastType else { return nil }
-                    if tally?.type != record.recordType {
-                        settleTally()
-                        tally = (record.recordType, report.counts[record.recordType, default: MigrationCounts()])
-                    }
-                    var counts = tally!.counts
-                    counts.scanned += 1
-                    defer { tally!.counts = counts }
                     switch compiled.migrate(record) {
                     case .unchanged:
-                        counts.unchanged += 1
+                        count(record.recordType, record.recordName, .unchanged)
                         return nil
                     case .future:
-                        counts.future += 1
-                        if report.futureExamples.count < 5 { report.futureExamples.append(record.recordName) }
+                        count(record.recordType, record.recordName, .future)
                         return nil
                     case .changed(let results):
-                        counts.changed += 1
-                        if !results.contains(where: { $0.recordName == record.recordName }) { counts.deleted += 1 }
+                        count(record.recordType, record.recordName, .changed(deleted: !results.contains(where: { $0.recordName == record.recordName })))
                         return results
                     case .failed(let failure):
                         throw failure
+                    }
+                }
+                /// The same for a type whose steps need only its records' values (see ValuesPlan).
+                func byValues(_ type: String) -> InPlaceValues {
+                    InPlaceValues { fields in
+                        guard let plan = ValuesPlan(compiled, type: type, fields: fields) else { return nil }
+                        return { recordName, values in
+                            tick()
+                            switch try plan.run(recordName, &values) {
+                            case .unchanged:
+                                count(type, recordName, .unchanged)
+                                return .kept
+                            case .future:
+                                count(type, recordName, .future)
+                                return .kept
+                            case .changed:
+                                count(type, recordName, .changed(deleted: false))
+                                return .updated
+                            }
+                        }
                     }
                 }
                 let change = SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter)
@@ -326,8 +361,9 @@ public final class MigrationRunner {
                     && changedTypes.isSubset(of: present)
                     && present.allSatisfy({ session.canUpdateInPlace(type: $0, into: compiled.schemaAfter, renames: renames[$0] ?? [:]) }) {
                     for type in present.sorted() {
+                        let reads = reads.map { $0[type] ?? [] }
                         try session.updateInPlace(type: type, into: compiled.schemaAfter, renames: renames[type] ?? [:], writes: writes[type] ?? [],
-                                                  reads: reads.map { $0[type] ?? [] }, transform)
+                                                  reads: reads, byValues: reads == nil ? nil : byValues(type), transform)
                     }
                     guard session.schema.isEquivalent(to: compiled.schemaAfter) else {
                         throw StoreError.corrupt("migrating in place did not leave the schema the migration describes")

@@ -542,7 +542,7 @@ extension PostgresSession: LoadingSession {
     public func canUpdateInPlace(type: String, into newSchema: Schema, renames: [String: String]) -> Bool { false }
 
     public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
-                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
+                              byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
         throw StoreError.corrupt("the PostgreSQL store migrates records by rewriting their types; updateInPlace is not available (canUpdateInPlace says so)")
     }
 }

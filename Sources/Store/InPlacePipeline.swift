@@ -4,6 +4,30 @@ import struct GRDB.ResultCode
 import GRDBSQLite
 import Records
 
+/// A migration's work on one type's records when it needs no whole record: it takes a record's
+/// name and its field values, one per field of the type's working shape, changes the values
+/// where they are and says what becomes of the record. Handed to
+/// ``RecordSession/updateInPlace(type:into:renames:writes:reads:byValues:_:)``, which then
+/// builds no record for a row and asks `transform` nothing.
+public struct InPlaceValues {
+    public enum Outcome: Sendable {
+        case kept
+        case deleted
+        /// The values as they are now are the record's.
+        case updated
+    }
+    public typealias Transform = (_ recordName: String, _ values: inout [FieldValue?]) throws -> Outcome
+
+    /// Given the working shape's field names (the old fields under their old names and the
+    /// added ones, in the order of the values), the transform; nil when the migration cannot
+    /// work on values alone, and records are built as before.
+    public let make: (_ fields: [String]) -> Transform?
+
+    public init(_ make: @escaping (_ fields: [String]) -> Transform?) {
+        self.make = make
+    }
+}
+
 /// What the worker of a migration done in place made of a batch of rows, in their order: per
 /// row whether the record stays, goes or gets new values, its name, and the values to write
 /// (for an updated record, one per written field from its offset in `values`).
@@ -21,6 +45,8 @@ struct InPlaceResults {
     var values: [FieldValue?] = []
     /// Read from a snapshot: whether the table's last row was among these.
     var finished = false
+    /// The values of the row being migrated (see ``InPlaceValues``), their room reused.
+    var scratch: [FieldValue?] = []
 
     init(capacity: Int, width: Int) {
         outcomes.reserveCapacity(capacity)
@@ -112,6 +138,9 @@ final class SnapshotRows: RowColumns {
 final class InPlacePipeline {
     typealias Transform = (Record) throws -> [Record]?
 
+    /// How many rows the worker reads from a snapshot at a time: as many as a run writes.
+    static let snapshotBatch = RunUpdate.longestRun
+
     private let side = SideThread<Result<InPlaceResults, Error>>(name: "ckport migrate", stackSize: 8 << 20)
     /// What the worker does with one row: a copied one, or the snapshot's current row.
     private let migrateCopied: (CopiedRow, inout InPlaceResults) throws -> Void
@@ -129,12 +158,29 @@ final class InPlacePipeline {
     }
     private var retired = Retired()
 
-    /// `zones`: the store's zones by number (a row names its zone by number).
-    init(layout: TableLayout, only: [Bool]?, type: String, writtenTargets: [String], zones: [Int64: ZoneID], transform: @escaping Transform) {
+    /// `zones`: the store's zones by number (a row names its zone by number). With `values`,
+    /// rows become values, not records, and `transform` is not called; `writtenPositions` are
+    /// the positions of the written fields among the layout's.
+    init(layout: TableLayout, only: [Bool]?, type: String, writtenTargets: [String], writtenPositions: [Int], zones: [Int64: ZoneID],
+         values: InPlaceValues.Transform?, transform: @escaping Transform) {
         width = writtenTargets.count
         func migrate<Row: RowColumns>(_ row: Row, _ done: inout InPlaceResults) throws {
             let zoneRow = row.int64(0)
             guard let zone = zones[zoneRow] else { throw StoreError.corrupt("a record names zone \(zoneRow), which does not exist") }
+            if let values {
+                let name = String(decoding: row.textBytes(1), as: UTF8.self)
+                try layout.decodeValues(row, only: only, into: &done.scratch)
+                done.names.append(name)
+                done.zoneRows.append(zoneRow)
+                switch try values(name, &done.scratch) {
+                case .kept: done.outcomes.append(.kept)
+                case .deleted: done.outcomes.append(.deleted)
+                case .updated:
+                    done.outcomes.append(.updated(done.values.count))
+                    for position in writtenPositions { done.values.append(done.scratch[position]) }
+                }
+                return
+            }
             let record = try layout.decode(row, zone: zone, only: only)
             done.names.append(record.recordName)
             done.zoneRows.append(zoneRow)

@@ -171,10 +171,13 @@ extension StoreSession {
             let target = renames[field.name] ?? field.name
             guard let after = new.field(named: target), after.type == field.type else { return false }
         }
-        // A new field may not take a name an old field still has until the renames at the end.
         let oldNames = Set(old.userFields.map(\.name))
         let renamedTargets = Set(renames.values)
-        for field in new.userFields where !renamedTargets.contains(field.name) && !oldNames.contains(field.name) {
+        // Columns are renamed at the end, so only old fields can be renamed, to names no old
+        // field has (two fields that swap names need a table of their own), and a name a
+        // rename frees is not taken by a new field while the old one still has it.
+        guard Set(renames.keys).isSubset(of: oldNames), renamedTargets.isDisjoint(with: oldNames) else { return false }
+        for field in new.userFields where !renamedTargets.contains(field.name) {
             if renames.keys.contains(field.name) { return false }
         }
         return renamedTargets.isSubset(of: newNames)
@@ -188,7 +191,7 @@ extension StoreSession {
     /// the table and its other indexes stay as they are.
     @discardableResult
     public func updateInPlace(type name: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
-                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
+                              byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
         precondition(writable, "updateInPlace needs a write transaction")
         guard canUpdateInPlace(type: name, into: newSchema, renames: renames),
               let old = schema.recordType(named: name), let new = newSchema.recordType(named: name) else {
@@ -286,7 +289,7 @@ extension StoreSession {
                 counts.deleted += 1
             case .updated(let first):
                 counts.changed += 1
-                if zoneRow != runZone { try writeRun() }
+                if zoneRow != runZone || staging.count >= RunUpdate.longestRun { try writeRun() }
                 runZone = zoneRow
                 staging.begin(done.names[row])
                 var index: Int32 = 0
@@ -299,7 +302,9 @@ extension StoreSession {
         // this thread writes what it made of the batch before. The worker reads the rows itself
         // from the snapshot the transaction began with when it can (the fields just added are
         // NULL there, as here); otherwise this thread copies each row's columns for it.
-        let pipeline = InPlacePipeline(layout: layout, only: decoded, type: name, writtenTargets: writtenTargets, zones: zonesByRow, transform: transform)
+        let writtenPositions = layout.fields.indices.filter { writes.contains(renames[layout.fields[$0].name] ?? layout.fields[$0].name) }
+        let pipeline = InPlacePipeline(layout: layout, only: decoded, type: name, writtenTargets: writtenTargets, writtenPositions: writtenPositions,
+                                       zones: zonesByRow, values: byValues?.make(layout.fieldNames), transform: transform)
         let addedNames = Set(added.map(\.name))
         let systemColumns = zip(TableLayout.systemColumns, TableLayout.systemColumnsForReads).map { column, read in decoded == nil || read ? column : "NULL" }
         let snapshotColumns = systemColumns + layout.fields.enumerated().flatMap { position, field -> [String] in
@@ -315,15 +320,14 @@ extension StoreSession {
         inPlaceReadFromSnapshot = snapshot != nil
         func write(_ done: InPlaceResults) throws {
             for row in done.outcomes.indices { try write(done, row, zoneRow: done.zoneRows[row]) }
-            try writeRun()
             pipeline.retire(done)
         }
         do {
             if let snapshot {
-                pipeline.submit(reading: snapshot, count: 512)
+                pipeline.submit(reading: snapshot, count: InPlacePipeline.snapshotBatch)
                 while pipeline.busy {
                     let done = try pipeline.collect()
-                    if !done.finished { pipeline.submit(reading: snapshot, count: 512) }
+                    if !done.finished { pipeline.submit(reading: snapshot, count: InPlacePipeline.snapshotBatch) }
                     counts.scanned += done.outcomes.count
                     try write(done)
                 }
@@ -345,6 +349,7 @@ extension StoreSession {
                     if let done { try write(done) }
                 }
             }
+            try writeRun()
         } catch {
             // The worker may be migrating a batch: it finishes before this thread goes on.
             pipeline.settle()

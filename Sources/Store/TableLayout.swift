@@ -290,30 +290,52 @@ final class TableLayout {
         entries.reserveCapacity(fields.count)
         var index = TableLayout.firstFieldColumn
         for position in 0..<kinds.count {
-            let kind = kinds[position]
-            defer { index += kind == .reference ? 2 : 1 }
+            defer { index += kinds[position] == .reference ? 2 : 1 }
             if let only, !only[position] { continue }
-            if row.isNull(index) { continue }
-            let value: FieldValue
-            switch kind {
-            case .string: value = .string(text(index))
-            case .int64: value = .int64(row.int64(index))
-            case .timestamp: value = .timestamp(row.int64(index))
-            case .double: value = .double(row.double(index))
-            case .bytes: value = .bytes(row.blob(index))
-            case .number:
-                value = row.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(row.int64(index)) : .double(row.double(index))
-            case .reference:
-                let action = row.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
-                value = .reference(Reference(recordName: text(index), action: action))
-            case .json:
-                value = try decodeJSON(text(index), fields[position])
+            if let value = try value(row, position: position, column: index) {
+                entries.append(RecordFields.Entry(name: fieldNames[position], value: value))
             }
-            entries.append(RecordFields.Entry(name: fieldNames[position], value: value))
         }
         // The layout's fields are sorted by name, so the entries are too.
         record.fields = RecordFields(sortedEntries: entries)
         return record
+    }
+
+    /// A row's field values without a record: one per field of the layout in its order, nil
+    /// where the column is NULL or `only` leaves the field out. Read as ``decode(_:zone:only:)``
+    /// reads them.
+    func decodeValues<Row: RowColumns>(_ row: Row, only: [Bool]?, into values: inout [FieldValue?]) throws {
+        values.removeAll(keepingCapacity: true)
+        var index = TableLayout.firstFieldColumn
+        for position in 0..<kinds.count {
+            defer { index += kinds[position] == .reference ? 2 : 1 }
+            if let only, !only[position] {
+                values.append(nil)
+            } else {
+                values.append(try value(row, position: position, column: index))
+            }
+        }
+    }
+
+    /// The value of the field at `position`, whose (first) column is `index`; nil when NULL.
+    @inline(__always)
+    private func value<Row: RowColumns>(_ row: Row, position: Int, column index: Int32) throws -> FieldValue? {
+        @inline(__always) func text(_ index: Int32) -> String { String(decoding: row.textBytes(index), as: UTF8.self) }
+        if row.isNull(index) { return nil }
+        switch kinds[position] {
+        case .string: return .string(text(index))
+        case .int64: return .int64(row.int64(index))
+        case .timestamp: return .timestamp(row.int64(index))
+        case .double: return .double(row.double(index))
+        case .bytes: return .bytes(row.blob(index))
+        case .number:
+            return row.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(row.int64(index)) : .double(row.double(index))
+        case .reference:
+            let action = row.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
+            return .reference(Reference(recordName: text(index), action: action))
+        case .json:
+            return try decodeJSON(text(index), fields[position])
+        }
     }
 
     private func decodeJSON(_ text: String, _ field: FieldColumn) throws -> FieldValue {

@@ -296,6 +296,16 @@ struct PullTests {
         } catch let error as CloudKitServerError {
             #expect(error.code == .authenticationFailed && error.category == .authentication)
         }
+        // A request dated more than ten minutes from the server's clock is refused.
+        emulator.advanceClock(by: 11 * 60)
+        do {
+            _ = try await signed.send("zones/list")
+            Issue.record("a request dated eleven minutes back was accepted")
+        } catch let error as CloudKitServerError {
+            #expect(error.code == .authenticationFailed)
+        }
+        emulator.advanceClock(by: -11 * 60)
+        _ = try await signed.send("zones/list")
         #expect(throws: CloudKitRequestError.keyNeedsPublicDatabase(.private)) {
             _ = try CloudKitClient(database: database, credentials: .serverToServer(key), transport: emulator)
         }

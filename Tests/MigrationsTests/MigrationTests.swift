@@ -205,6 +205,53 @@ struct StepTests {
         #expect(exports[0] == exports[1])
     }
 
+    /// Renames next to other steps on the same field: each migration, in place where the store
+    /// can and rebuilt, leaves the values listed (record, field, value; nil: no value).
+    static let renameCases: [(steps: String, expected: [(String, String, FieldValue?)])] = [
+        // A value set before its field is renamed is written under the new name.
+        ("""
+         - setField: {type: Person, field: nickname, value: N}
+         - renameField: {type: Person, from: nickname, to: alias}
+         """, [("p1", "alias", .string("N")), ("p2", "alias", .string("N")), ("p1", "nickname", nil)]),
+        // A field made by this migration, then renamed.
+        ("""
+         - changeType: {type: Person, field: level, to: STRING, into: levelName, map: {0: low, 1: mid, 2: high}}
+         - renameField: {type: Person, from: levelName, to: rank}
+         """, [("p1", "rank", .string("low")), ("p2", "rank", .string("high")), ("p1", "levelName", nil)]),
+        // A name a rename frees, taken by a new field.
+        ("""
+         - renameField: {type: Person, from: nickname, to: alias}
+         - addField: {type: Person, field: nickname, fieldType: STRING, default: fresh}
+         """, [("p2", "alias", .string("B")), ("p2", "nickname", .string("fresh")), ("p1", "nickname", .string("fresh")), ("p1", "alias", nil)]),
+        // Two fields that swap names.
+        ("""
+         - renameField: {type: Person, from: name, to: spare}
+         - renameField: {type: Person, from: nickname, to: name}
+         - renameField: {type: Person, from: spare, to: nickname}
+         """, [("p2", "name", .string("B")), ("p2", "nickname", .string("Bo")), ("p1", "nickname", .string("Ann")), ("p1", "name", nil)]),
+    ]
+
+    @Test("renames beside other steps on the same field leave every value, in place and rebuilt alike", arguments: renameCases.indices)
+    func renamesBesideSteps(_ index: Int) throws {
+        let (steps, expected) = StepTests.renameCases[index]
+        let yaml = "version: 1\ndescription: renames\nsteps:\n" + steps.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n") + "\n"
+        var exports: [String] = []
+        for inPlace in [true, false] {
+            let scratch = Scratch()
+            let store = try scratch.store(schema: StepTests.schema, records: StepTests.records())
+            let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: scratch.migrations("r", ["0001_renames.yaml": yaml])))
+            runner.inPlace = inPlace
+            try runner.apply()
+            for (name, field, value) in expected {
+                #expect(try stored(store, name)?.fields[field] == value, "in place: \(inPlace), \(name).\(field)")
+            }
+            #expect(try store.integrityCheck() == ["ok"])
+            let reopened = try RecordStore(path: store.path)
+            exports.append(try exportText(reopened) + SchemaPrinter.print(reopened.schema))
+        }
+        #expect(exports[0] == exports[1])
+    }
+
     @Test("a migration says which fields its steps read, under every name a rename gives them; one that moves whole records says none")
     func readSets() throws {
         let scratch = Scratch()

@@ -11,8 +11,8 @@ import TestSupport
 
 /// `updateInPlace` writes the records a transform changed a run at a time (one UPDATE over a
 /// run's key range, one over its change-log rows): runs end at unchanged and deleted records,
-/// at zone boundaries and at batch ends, and the records it hands the transform may carry
-/// only the fields asked for.
+/// at zone boundaries and after 2,048 records (going on from one batch of rows into the next),
+/// and the records it hands the transform may carry only the fields asked for.
 @Suite("migrating a type in place")
 struct UpdateInPlaceTests {
     static let schema = """
@@ -21,9 +21,9 @@ struct UpdateInPlaceTests {
         """
     static let zone = ZoneID(scope: .private, zoneName: "Second")
 
-    /// 2,600 items in the default zone and 1,400 in a second one (batches of 512 rows read from
-    /// the snapshot, or of up to 2,048 copied rows, end inside both); every 7th is left alone and
-    /// every 11th deleted.
+    /// 2,600 items in the default zone and 1,400 in a second one (batches of 2,048 rows, read
+    /// from the snapshot or copied, end inside the first); every 7th is left alone and every
+    /// 11th deleted.
     static func store(_ scratch: Scratch) throws -> RecordStore {
         var records: [Record] = []
         for n in 0..<4000 {
@@ -318,7 +318,7 @@ struct UpdateInPlaceTests {
                 }
             }
         } throws: { error in
-            "\(error)".contains("the change log has 511 Item records from 'i0512' to 'i1023' where the migration changed 512")
+            "\(error)".contains("the change log has 2047 Item records from 'i0000' to 'i2047' where the migration changed 2048")
         }
         #expect(try UpdateInPlaceTests.tables(store) == before)
         #expect(store.schema.recordType(named: "Item")?.field(named: "twice") == nil)

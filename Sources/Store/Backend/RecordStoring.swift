@@ -149,10 +149,12 @@ public protocol RecordSession: AnyObject {
     /// when a migration only renames and sets fields. With `reads` (field names before the
     /// migration), the records `transform` sees may carry only those fields besides their
     /// name, zone and the times they were created and modified (not their change tags,
-    /// creators, devices, parents or shares); nil hands it whole records.
+    /// creators, devices, parents or shares); nil hands it whole records. With `byValues`, a
+    /// store may instead hand each record's name and field values (those of `reads`) to the
+    /// transform it makes, and build no records (`transform` is then not called).
     @discardableResult
     func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
-                       _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
+                       byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
 
     /// Where pulls from `source` got to, zone by zone.
     func syncStates(source: String) throws -> [SyncState]
@@ -262,6 +264,13 @@ extension RecordSession {
     @discardableResult
     public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
                               _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
-        try updateInPlace(type: type, into: newSchema, renames: renames, writes: writes, reads: nil, transform)
+        try updateInPlace(type: type, into: newSchema, renames: renames, writes: writes, reads: nil, byValues: nil, transform)
+    }
+
+    /// ``updateInPlace(type:into:renames:writes:reads:byValues:_:)`` with records only.
+    @discardableResult
+    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
+                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
+        try updateInPlace(type: type, into: newSchema, renames: renames, writes: writes, reads: reads, byValues: nil, transform)
     }
 }
