@@ -63,17 +63,19 @@ struct PostgresReader {
 }
 
 extension PostgresLink {
-    /// Sends `rows` (COPY's text format) into `table` with `COPY … FROM STDIN`: a table of the
-    /// connection's search path (a temporary table, or one of the store's namespace once the
-    /// session has put it first), by its name unquoted, filling `columns` (all when empty).
-    func copy(into table: String, columns: [String] = [], _ rows: [UInt8]) throws {
-        try run { connection, logger in try await PostgresLink.send(rows, into: table, columns: columns, on: connection, logger: logger) }
+    /// Sends `rows` (COPY's text format, or with `binary` its binary format) into `table` with
+    /// `COPY … FROM STDIN`: a table of the connection's search path (a temporary table, or one
+    /// of the store's namespace once the session has put it first), by its name unquoted,
+    /// filling `columns` (all when empty).
+    func copy(into table: String, columns: [String] = [], binary: Bool = false, _ rows: [UInt8]) throws {
+        try run { connection, logger in try await PostgresLink.send(rows, into: table, columns: columns, binary: binary, on: connection, logger: logger) }
     }
 
     /// Sends `rows` into `table` through one `COPY … FROM STDIN`, a megabyte at a time: the
-    /// server starts on the first while the rest travel.
-    static func send(_ rows: [UInt8], into table: String, columns: [String], on connection: PostgresConnection, logger: Logger) async throws {
-        try await PostgresCopy(connection).send(rows, into: table, columns: columns, logger: logger)
+    /// server starts on the first while the rest travel. `binary`: the rows are in COPY's
+    /// binary format (a ``COPYBinary``), else its text format.
+    static func send(_ rows: [UInt8], into table: String, columns: [String], binary: Bool = false, on connection: PostgresConnection, logger: Logger) async throws {
+        try await PostgresCopy(connection).send(rows, into: table, columns: columns, binary: binary, logger: logger)
     }
 }
 
@@ -96,8 +98,21 @@ actor PostgresCopy {
         unownedExecutor = connection.eventLoop.executor.asUnownedSerialExecutor()
     }
 
-    func send(_ rows: [UInt8], into table: String, columns: [String], logger: Logger) async throws {
+    func send(_ rows: [UInt8], into table: String, columns: [String], binary: Bool, logger: Logger) async throws {
         let connection = connection
+        var table = table, columns = columns
+        if binary {
+            // PostgresNIO's copyFrom offers COPY's text format only. It writes the statement
+            // as `COPY "<table>"(<columns>) FROM STDIN WITH (FORMAT text)`, the names as
+            // given (its documentation says so): the binary COPY is the same statement with
+            // the table's name closed here, its columns and its format named here, and what
+            // the library adds after them made a comment. The names are quoted here, as
+            // SQL quotes them.
+            func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+            let list = columns.isEmpty ? "" : " (" + columns.map(quoted).joined(separator: ", ") + ")"
+            table = String(quoted(table).dropFirst()) + list + " FROM STDIN WITH (FORMAT binary) --"
+            columns = []
+        }
         try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
             var start = 0
             while start < rows.count {
@@ -128,16 +143,20 @@ actor PostgresCopy {
 
 /// Values to and from the text the store's bulk path and reads use.
 enum PostgresLoad {
-    /// One record as a line of COPY's text format: the system columns and `fields` in order (a
-    /// reference with its action), then `position` when given. Timestamps go as milliseconds for
-    /// a staging table's text columns (converted by ``cast(_:to:)``), or, with
-    /// `timestampsAsText`, as the text a `timestamptz` column reads, for a COPY straight into a
-    /// type's table (``timestampsHaveText(_:)`` must have accepted the record). `fields` are
-    /// sorted by name, as a record's fields are, and met in one walk.
-    static func appendRow(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to line: inout COPYLine) {
+    /// One record as a row of COPY's text format (a ``COPYLine``) or binary format (a
+    /// ``COPYBinary``): the system columns and `fields` in order (a reference with its action),
+    /// then `position` when given. Timestamps go as milliseconds for a staging table's text
+    /// columns (converted by ``cast(_:to:)``), or, with `timestampsAsText`, as the text a
+    /// `timestamptz` column reads, for a COPY straight into a type's table
+    /// (``timestampsHaveText(_:)`` must have accepted the record); a binary row is always
+    /// written for a type's table. `fields` are sorted by name, as a record's fields are, and
+    /// met in one walk. False when a value cannot go into its column in the writer's format (a
+    /// binary row then stands half written, and the writer is to be dropped).
+    @discardableResult
+    static func appendRow<Row: COPYRow & ~Copyable>(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to line: inout Row) -> Bool {
         func stamp(_ milliseconds: Int64?) {
             guard let milliseconds else { return line.null() }
-            if timestampsAsText { line.timestamp(milliseconds) } else { line.integer(milliseconds) }
+            line.stamp(milliseconds, asText: timestampsAsText)
         }
         line.integer(zone)
         line.text(record.recordName)
@@ -152,7 +171,7 @@ enum PostgresLoad {
         line.text(record.share)
         line.text(record.shareDetails)
         // The entries are read in place (each value handed on where it lies, not copied out).
-        record.fields.entries.withUnsafeBufferPointer { entries in
+        let written: Bool = record.fields.entries.withUnsafeBufferPointer { entries in
             var index = 0
             for field in fields {
                 // Both lists are in byte order: a field the record holds is usually the next entry.
@@ -166,35 +185,19 @@ enum PostgresLoad {
                     index += 1
                 }
                 if found {
-                    appendValue(entries[index].value, of: field, timestampsAsText: timestampsAsText, to: &line)
+                    guard line.value(entries[index].value, of: field, timestampsAsText: timestampsAsText) else { return false }
                     index += 1
                 } else {
                     line.null()
                     if field.type == .reference { line.null() }
                 }
             }
+            return true
         }
+        guard written else { return false }
         if let position { line.integer(Int64(position)) }
         line.end()
-    }
-
-    /// One field's value in its column (and a reference's action in the next).
-    private static func appendValue(_ value: FieldValue, of field: FieldDefinition, timestampsAsText: Bool, to line: inout COPYLine) {
-        switch value {
-        case .reference(let reference):
-            line.text(reference.recordName)
-            line.integer(reference.action.code)
-        case .timestamp(let milliseconds):
-            if timestampsAsText { line.timestamp(milliseconds) } else { line.integer(milliseconds) }
-        case .int64(let number):
-            line.integer(number)
-        case .string(let text):
-            line.text(text)
-            if field.type == .reference { line.null() }
-        default:
-            line.text(text(value))
-            if field.type == .reference { line.null() }
-        }
+        return true
     }
 
     /// The earliest and latest milliseconds ``appendRow(_:zone:fields:position:timestampsAsText:to:)``
@@ -623,5 +626,30 @@ struct COPYLine: ~Copyable {
         base[count] = UInt8(ascii: "\n")
         count += 1
         first = true
+    }
+}
+
+extension COPYLine: COPYRow {
+    mutating func stamp(_ milliseconds: Int64, asText: Bool) {
+        if asText { timestamp(milliseconds) } else { integer(milliseconds) }
+    }
+
+    mutating func value(_ value: FieldValue, of field: FieldDefinition, timestampsAsText: Bool) -> Bool {
+        switch value {
+        case .reference(let reference):
+            text(reference.recordName)
+            integer(reference.action.code)
+        case .timestamp(let milliseconds):
+            stamp(milliseconds, asText: timestampsAsText)
+        case .int64(let number):
+            integer(number)
+        case .string(let string):
+            text(string)
+            if field.type == .reference { null() }
+        default:
+            text(PostgresLoad.text(value))
+            if field.type == .reference { null() }
+        }
+        return true
     }
 }

@@ -258,14 +258,15 @@ final class PostgresLoader: RecordLoader {
         if !log.zones.isEmpty { try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted) }
     }
 
-    /// One COPY: the table and column names as COPY takes them, and the rows.
-    typealias Copy = (table: String, columns: [String], rows: [UInt8])
+    /// One COPY: the table and column names as COPY takes them, the rows, and whether they
+    /// are in COPY's binary format (else its text format).
+    typealias Copy = (table: String, columns: [String], rows: [UInt8], binary: Bool)
 
     /// The COPYs that store records under names the store has never held: the change log's
     /// rows (numbered in this order, see ``PostgresSession/takeChangeNumbers(_:)``) and each
     /// type's rows.
     private func freshCopies(_ records: [Record], keys: [Key]) throws -> [Copy] {
-        var log = COPYLine(capacity: records.count * 56)
+        var log = COPYBinary(capacity: records.count * 72)
         var byType: [String: [Int]] = [:]
         var number = session.takeChangeNumbers(records.count)
         for index in records.indices {
@@ -277,7 +278,7 @@ final class PostgresLoader: RecordLoader {
             number += 1
             byType[records[index].recordType, default: []].append(index)
         }
-        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log.bytes())]
+        var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log.bytes(), true)]
         for (type, group) in byType.sorted(by: { $0.key < $1.key }) {
             copies.append(try session.copyPayload(records, group, zones: keys, of: try definition(type, records[group[0]])))
         }
@@ -293,7 +294,7 @@ final class PostgresLoader: RecordLoader {
         try session.link.start { connection, logger in
             for copy in copies {
                 do {
-                    try await PostgresLink.send(copy.rows, into: copy.table, columns: copy.columns, on: connection, logger: logger)
+                    try await PostgresLink.send(copy.rows, into: copy.table, columns: copy.columns, binary: copy.binary, on: connection, logger: logger)
                 } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
                     throw PostgresStoreError.server("\(location): another writer stored some of the same record names while this write ran, so this one was rolled back and nothing was written; run it again")
                 }
@@ -352,22 +353,36 @@ extension PostgresSession {
     /// ``PostgresLoad/timestampsHaveText(_:)``): the table and column names as COPY takes them
     /// (PostgresLayout.identifier's spelling without its quotes), and the rows.
     /// `indices` pick the records of `records` to write, and their zones' numbers from `zones`.
-    func copyPayload(_ records: [Record], _ indices: [Int], zones: [PostgresLoader.Key], of definition: RecordTypeDefinition) throws -> (table: String, columns: [String], rows: [UInt8]) {
+    func copyPayload(_ records: [Record], _ indices: [Int], zones: [PostgresLoader.Key], of definition: RecordTypeDefinition) throws -> PostgresLoader.Copy {
         let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         var columns = PostgresLayout.systemColumns.map(\.name)
         for field in fields {
             columns.append(field.name)
             if field.type == .reference { columns.append(field.name + ":action") }
         }
+        func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
         // Room for as many bytes a row as the type's last rows took, so that the rows are
         // seldom moved to a larger buffer on the way.
-        var line = COPYLine(capacity: indices.count * (rowBytes[definition.name] ?? 384))
+        let capacity = indices.count * (rowBytes[definition.name] ?? 384)
+        if COPYBinary.takes(fields) {
+            var rows = COPYBinary(capacity: capacity)
+            var written = true
+            for index in indices where written {
+                written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, to: &rows)
+            }
+            // A value of another type than its field's (which validation does not let
+            // through) goes as text, which the server converts or refuses.
+            if written {
+                if !indices.isEmpty { rowBytes[definition.name] = rows.count / indices.count + 64 }
+                return (bare(definition.name), columns.map(bare), rows.bytes(), true)
+            }
+        }
+        var line = COPYLine(capacity: capacity)
         for index in indices {
             PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
         }
         if !indices.isEmpty { rowBytes[definition.name] = line.count / indices.count + 64 }
-        func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
-        return (bare(definition.name), columns.map(bare), line.bytes())
+        return (bare(definition.name), columns.map(bare), line.bytes(), false)
     }
 
     /// Puts the store's namespace first on this transaction's search path (for COPY, which

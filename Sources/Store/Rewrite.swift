@@ -213,9 +213,10 @@ extension StoreSession {
                 try db.execute(sql: "ALTER TABLE \(quoted(name)) ADD COLUMN \(definition)")
             }
         }
-        // The columns this migration may write, by their working names, and the names their
-        // values have in the migrated records.
-        let written = layout.fields.map { ($0, renames[$0.name] ?? $0.name) }.filter { writes.contains($0.1) }
+        // The columns this migration may write (their places among the type's fields, by their
+        // working names), and the names their values have in the migrated records.
+        let writtenPositions = layout.fields.indices.filter { writes.contains(renames[layout.fields[$0].name] ?? layout.fields[$0].name) }
+        let written = writtenPositions.map { (layout.fields[$0], renames[layout.fields[$0].name] ?? layout.fields[$0].name) }
         let writtenTargets = written.map(\.1)
         let writtenActions = written.map { $0.0.actionColumn != nil }
         // Changed records are written a run at a time (see RunUpdate): their new values are
@@ -302,7 +303,6 @@ extension StoreSession {
         // this thread writes what it made of the batch before. The worker reads the rows itself
         // from the snapshot the transaction began with when it can (the fields just added are
         // NULL there, as here); otherwise this thread copies each row's columns for it.
-        let writtenPositions = layout.fields.indices.filter { writes.contains(renames[layout.fields[$0].name] ?? layout.fields[$0].name) }
         let pipeline = InPlacePipeline(layout: layout, only: decoded, type: name, writtenTargets: writtenTargets, writtenPositions: writtenPositions,
                                        zones: zonesByRow, values: byValues?.make(layout.fieldNames), transform: transform)
         let addedNames = Set(added.map(\.name))

@@ -181,6 +181,50 @@ struct COPYLineTests {
     }
 }
 
+@Suite("COPY's binary format, as the loader writes it")
+struct COPYBinaryTests {
+    /// `value` in `bytes` big-endian bytes, written here the slow way.
+    static func bigEndian(_ value: Int64, _ bytes: Int) -> [UInt8] {
+        (0..<bytes).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    @Test("the signature and an empty header, each row its column count, each column its length and bytes big-endian (-1 for NULL), times as microseconds from 2000, -1 after the last row")
+    func layout() {
+        var rows = COPYBinary(capacity: 1)
+        rows.integer(-2)
+        rows.text("né")
+        rows.null()
+        rows.stamp(0, asText: true)
+        rows.smallint(1)
+        rows.end()
+        rows.text("")
+        rows.stamp(946_684_800_001, asText: true)
+        rows.end()
+        let bytes = rows.bytes()
+        var expected: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0] + [0, 0, 0, 0]
+        expected += [0, 5]
+        expected += Self.bigEndian(8, 4) + Self.bigEndian(-2, 8)
+        expected += Self.bigEndian(3, 4) + Array("né".utf8)
+        expected += Self.bigEndian(-1, 4)
+        expected += Self.bigEndian(8, 4) + Self.bigEndian(-946_684_800_000_000, 8)
+        expected += Self.bigEndian(2, 4) + Self.bigEndian(1, 2)
+        expected += [0, 2]
+        expected += Self.bigEndian(0, 4)
+        expected += Self.bigEndian(8, 4) + Self.bigEndian(1000, 8)
+        expected += [0xFF, 0xFF]
+        #expect(bytes == expected)
+    }
+
+    @Test("a type with a NUMBER field goes as text; every other field type has a binary form")
+    func takes() throws {
+        let schema = try SchemaParser.parse(PostgresSchemaTests.notes)
+        let fields = try #require(schema.recordType(named: "Note")).userFields
+        #expect(!COPYBinary.takes(fields))
+        #expect(COPYBinary.takes(fields.filter { $0.name != "amount" }))
+        #expect(COPYBinary.takes([FieldDefinition(name: "amounts", type: .list(.number))]))
+    }
+}
+
 @Suite("PostgreSQL store: opening and creating", .enabled(if: TestServer.enabled))
 struct PostgresStoreOpeningTests {
     @Test("created once, then opened: the same identity, an empty schema, no changes; opening without create where there is no store says so")
@@ -467,6 +511,106 @@ struct PostgresRecordTests {
             if case .double(let d) = value { return d.bitPattern }
             return 0
         } } == doubles.map { $0.bitPattern })
+    }
+
+    /// Records whose values sit at the edges of what each field type's column takes.
+    static func edgeRecords(zone: ZoneID) -> [Record] {
+        let doubles: [Double] = [-0.0, 0.0, .nan, .infinity, -.infinity, 1e-300, 0.1 + 0.2, .greatestFiniteMagnitude, -.leastNonzeroMagnitude]
+        let times: [Int64] = [0, -1, 1, PostgresLoad.textTimestamps.lowerBound, PostgresLoad.textTimestamps.upperBound, 946_684_800_000, 946_684_799_999, 1_772_357_400_250]
+        let texts = ["tab\there\nnew line \\N back\\slash \u{1F951}", "", "\r", String(repeating: "é", count: 3000), "\u{7F}\u{01}"]
+        let actions: [ReferenceAction?] = [ReferenceAction.none, .deleteSelf, .validate, nil]
+        return (0..<36).map { index in
+            var fields: [String: FieldValue] = [
+                "title": .string(texts[index % texts.count]),
+                "pinned": .int64([Int64.max, Int64.min, 0, -1, 1][index % 5]),
+                "rating": .double(doubles[index % doubles.count]),
+                "due": .timestamp(times[index % times.count]),
+                "thumbnail": .bytes(index == 0 ? [] : (0...255).map { UInt8(($0 + index) % 256) }),
+                "tags": .list(.string, [.string("a\tb"), .string(""), .string("\"quoted\"")]),
+                "readings": .list(.double, doubles.map { .double($0.isFinite ? $0 : 1) }),
+                "times": .list(.timestamp, times.map { .timestamp($0) }),
+                "place": .location(Location(latitude: -0.0, longitude: Double(index), horizontalAccuracy: -0.0, verticalAccuracy: nil, altitude: 1e-7)),
+                "photo": .asset(Asset(fileChecksum: "ck\(index)", size: Int64(index), downloadURL: "https://example.com/\(index)?a=b\\c")),
+            ]
+            if let action = actions[index % actions.count] {
+                fields["folder"] = .reference(Reference(recordName: "folder-\t\(index)", action: action))
+            } else {
+                fields["folder"] = .string("folder-by-name-\(index)")
+            }
+            if index % 7 == 3 { fields["body"] = nil; fields["rating"] = nil; fields["place"] = nil }
+            else { fields["body"] = .string("body \(index)") }
+            return Record(id: RecordID(recordName: "edge-\(index)", zone: zone), recordType: "Edge", fields: RecordFields(fields),
+                          created: RecordStamp(timestamp: times[(index + 1) % times.count], userRecordName: "_owner", deviceID: index % 2 == 0 ? nil : "device\n\(index)"),
+                          modified: index % 3 == 0 ? nil : RecordStamp(timestamp: times[(index + 2) % times.count], userRecordName: "_u\\\(index)", deviceID: nil))
+        }
+    }
+
+    static let edgeSchema = """
+        DEFINE SCHEMA
+            RECORD TYPE Edge (
+                "___recordID" REFERENCE QUERYABLE,
+                title         STRING QUERYABLE SORTABLE,
+                body          STRING,
+                pinned        INT64,
+                rating        DOUBLE,
+                due           TIMESTAMP SORTABLE,
+                photo         ASSET,
+                place         LOCATION,
+                tags          LIST<STRING> QUERYABLE,
+                readings      LIST<DOUBLE>,
+                times         LIST<TIMESTAMP>,
+                folder        REFERENCE,
+                thumbnail     BYTES
+            );
+        """
+
+    @Test("the same rows through COPY's binary format and its text format are stored alike, column for column: every sample app's types without a NUMBER field, and values at their edges", arguments: [nil] + SampleApp.allCases)
+    func binaryAsText(app: SampleApp?) throws {
+        let location = try TestServer.location("bin")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        let schema = try app?.schema ?? SchemaParser.parse(Self.edgeSchema)
+        try store.importSchema(schema)
+        var records: [Record] = []
+        if let app {
+            try app.generate(records: 300, seed: 5) { records.append($0) }
+        } else {
+            records = Self.edgeRecords(zone: ZoneID(scope: .private, zoneName: "Edges"))
+        }
+        let link = try PostgresLink(location)
+        try link.execute("SET search_path TO \(location.schema), pg_catalog")
+        var compared = 0
+        for definition in schema.recordTypes {
+            let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            guard COPYBinary.takes(fields) else { continue }
+            let group = records.enumerated().filter { $0.element.recordType == definition.name }
+            guard !group.isEmpty else { continue }
+            var columns = PostgresLayout.systemColumns.map(\.name)
+            for field in fields {
+                columns.append(field.name)
+                if field.type == .reference { columns.append(field.name + ":action") }
+            }
+            let table = PostgresLayout(type: definition, schema: location.schema).table
+            try link.execute("CREATE TABLE as_text (LIKE \(table))", "CREATE TABLE as_binary (LIKE \(table))")
+            var text = COPYLine(capacity: 1)
+            var binary = COPYBinary(capacity: 1)
+            for (index, record) in group {
+                #expect(PostgresLoad.timestampsHaveText(record))
+                PostgresLoad.appendRow(record, zone: Int64(index % 3 + 1), fields: fields, position: nil, timestampsAsText: true, to: &text)
+                #expect(PostgresLoad.appendRow(record, zone: Int64(index % 3 + 1), fields: fields, position: nil, to: &binary))
+            }
+            try link.copy(into: "as_text", columns: columns, text.bytes())
+            try link.copy(into: "as_binary", columns: columns, binary: true, binary.bytes())
+            let read = { (name: String) in
+                try link.rows(PostgresQuery(unsafeSQL: "SELECT t::text FROM \(name) t ORDER BY \"___zone\", \"___recordID\"")).map { $0[0] ?? "" }
+            }
+            let (asText, asBinary) = (try read("as_text"), try read("as_binary"))
+            #expect(asText.count == group.count)
+            #expect(asBinary == asText, "\(definition.name): \(zip(asBinary, asText).first { $0 != $1 }.map { "\($0) against \($1)" } ?? "counts differ")")
+            compared += group.count
+            try link.execute("DROP TABLE as_text", "DROP TABLE as_binary")
+        }
+        #expect(compared >= (app == nil ? 36 : 100))
     }
 
     @Test("-0.0 inside a list of doubles and a location comes back as -0.0, bit for bit, beside 0.0, -0.05 and a plain number")
