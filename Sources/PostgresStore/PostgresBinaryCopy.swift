@@ -143,8 +143,10 @@ struct COPYBinary: COPYRow, ~Copyable {
     }
 
     /// A `timestamptz` column: microseconds from 2000-01-01 UTC. Times the store holds
-    /// (``PostgresLoad/storableTimestamps``) fit its 64 bits.
+    /// (``PostgresLoad/storableTimestamps``) fit its 64 bits. Binary rows go into a type's own
+    /// table only, never a staging table's text columns (where a time is milliseconds).
     mutating func stamp(_ milliseconds: Int64, asText: Bool) {
+        precondition(asText, "binary COPY rows are for a type's table, whose times are timestamptz")
         integer(milliseconds &* 1000 &- COPYBinary.epoch2000)
     }
 
@@ -179,8 +181,9 @@ struct COPYBinary: COPYRow, ~Copyable {
         case (.timestamp, .timestamp(let milliseconds)):
             stamp(milliseconds, asText: true)
         case (.double, .double(let number)):
-            // float8: its IEEE 754 bits (-0.0, NaN and the infinities as they are).
-            integer(Int64(bitPattern: number.bitPattern))
+            // float8: its IEEE 754 bits (-0.0 and the infinities as they are). Every NaN is the
+            // one NaN the text "NaN" reads as, whatever sign or payload it came with.
+            integer(Int64(bitPattern: (number.isNaN ? Double.nan : number).bitPattern))
         case (.bytes, .bytes(let bytes)):
             bytes.withUnsafeBufferPointer { put($0) }
         case (.reference, .reference(let reference)):

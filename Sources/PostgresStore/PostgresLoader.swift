@@ -349,9 +349,11 @@ extension PostgresSession {
     }
 
     /// The COPY that writes the rows of records whose names the store has never held straight
-    /// into their type's table (every timestamp must have a text form: see
-    /// ``PostgresLoad/timestampsHaveText(_:)``): the table and column names as COPY takes them
-    /// (PostgresLayout.identifier's spelling without its quotes), and the rows.
+    /// into their type's table, in COPY's binary format when the type has no `NUMBER` field,
+    /// else as text (then every timestamp must have a text form: see
+    /// ``PostgresLoad/timestampsHaveText(_:)``, which the callers check for both): the table and
+    /// column names as COPY takes them (PostgresLayout.identifier's spelling without its
+    /// quotes), and the rows.
     /// `indices` pick the records of `records` to write, and their zones' numbers from `zones`.
     func copyPayload(_ records: [Record], _ indices: [Int], zones: [PostgresLoader.Key], of definition: RecordTypeDefinition) throws -> PostgresLoader.Copy {
         let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -368,7 +370,7 @@ extension PostgresSession {
             var rows = COPYBinary(capacity: capacity)
             var written = true
             for index in indices where written {
-                written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, to: &rows)
+                written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
             }
             // A value of another type than its field's (which validation does not let
             // through) goes as text, which the server converts or refuses.
