@@ -72,17 +72,7 @@ struct COPYBinary: COPYRow, ~Copyable {
     }
 
     @inline(__always) private mutating func reserve(_ more: Int) {
-        if count + more > capacity { grow(count + more) }
-    }
-
-    private mutating func grow(_ needed: Int) {
-        var size = capacity * 2
-        while size < needed { size *= 2 }
-        let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
-        larger.update(from: base, count: count)
-        base.deallocate()
-        base = larger
-        capacity = size
+        if count + more > capacity { COPYLine.grow(&base, capacity: &capacity, keeping: count, toHold: count + more) }
     }
 
     /// Keeps two bytes for the row's number of columns, filled in by ``end()``.

@@ -452,10 +452,12 @@ struct COPYLine: ~Copyable {
 
     /// Room for `more` bytes after those written.
     @inline(__always) private mutating func reserve(_ more: Int) {
-        if count + more > capacity { grow(count + more) }
+        if count + more > capacity { COPYLine.grow(&base, capacity: &capacity, keeping: count, toHold: count + more) }
     }
 
-    private mutating func grow(_ needed: Int) {
+    /// Moves the first `count` bytes at `base` to memory of at least twice `capacity` that holds
+    /// `needed` bytes (this writer's and ``COPYBinary``'s).
+    static func grow(_ base: inout UnsafeMutablePointer<UInt8>, capacity: inout Int, keeping count: Int, toHold needed: Int) {
         var size = capacity * 2
         while size < needed { size *= 2 }
         let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
