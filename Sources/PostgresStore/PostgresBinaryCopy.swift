@@ -101,17 +101,27 @@ struct COPYBinary: COPYRow, ~Copyable {
 
     mutating func text(_ value: String?) {
         guard let value else { return null() }
-        if value.utf8.withContiguousStorageIfAvailable({ bytes in put(bytes) }) == nil {
+        put(value)
+    }
+
+    /// A column of `text`'s UTF-8 bytes, after a `jsonb` version byte (1) with `asJSONB`.
+    private mutating func put(_ text: String, asJSONB: Bool = false) {
+        if text.utf8.withContiguousStorageIfAvailable({ bytes in put(bytes, asJSONB: asJSONB) }) == nil {
             // Text not held as UTF-8 in one piece (never on Linux): copied out first.
-            let bytes = Array(value.utf8)
-            bytes.withUnsafeBufferPointer { put($0) }
+            let bytes = Array(text.utf8)
+            bytes.withUnsafeBufferPointer { put($0, asJSONB: asJSONB) }
         }
     }
 
-    /// A column of `bytes` as they are.
-    private mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
-        reserve(4 + bytes.count)
-        column(bytes.count)
+    /// A column of `bytes` as they are (after a `jsonb` version byte, 1, with `asJSONB`).
+    private mutating func put(_ bytes: UnsafeBufferPointer<UInt8>, asJSONB: Bool = false) {
+        let version = asJSONB ? 1 : 0
+        reserve(4 + version + bytes.count)
+        column(version + bytes.count)
+        if asJSONB {
+            base[count] = 1
+            count += 1
+        }
         guard let from = bytes.baseAddress else { return }
         (base + count).update(from: from, count: bytes.count)
         count += bytes.count
@@ -146,21 +156,8 @@ struct COPYBinary: COPYRow, ~Copyable {
             case .list, .asset, .location: break
             default: return false
             }
-            // jsonb: a version byte (1), then the JSON text.
-            let json = PostgresLoad.text(value)
-            let written: Void? = json.utf8.withContiguousStorageIfAvailable { bytes in
-                reserve(5 + bytes.count)
-                column(1 + bytes.count)
-                base[count] = 1
-                count += 1
-                if let from = bytes.baseAddress { (base + count).update(from: from, count: bytes.count) }
-                count += bytes.count
-            }
-            if written == nil {
-                // Text not held as UTF-8 in one piece (never on Linux): copied out first.
-                let bytes = [1] + Array(json.utf8)
-                bytes.withUnsafeBufferPointer { put($0) }
-            }
+            // jsonb: a version byte, then the JSON text.
+            put(PostgresLoad.text(value), asJSONB: true)
             return true
         }
         switch (field.type.primitive, value) {

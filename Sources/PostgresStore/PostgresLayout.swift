@@ -41,6 +41,17 @@ struct PostgresLayout {
         ("___parent", "text COLLATE \"C\""), ("___share", "text COLLATE \"C\""), ("___shareDetails", "text"),
     ]
 
+    /// The columns a row of ``PostgresLoad/appendRow(_:zone:fields:position:timestampsAsText:to:)``
+    /// fills, in its order: the system columns, then each of `fields` (a reference's action after it).
+    static func rowColumns(_ fields: [FieldDefinition]) -> [String] {
+        var columns = systemColumns.map(\.name)
+        for field in fields {
+            columns.append(field.name)
+            if field.type == .reference { columns.append(field.name + ":action") }
+        }
+        return columns
+    }
+
     /// PostgreSQL's column type for a field.
     static func sqlType(_ type: FieldType) -> String {
         if type.isList { return "jsonb" }

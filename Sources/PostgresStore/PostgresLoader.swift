@@ -357,11 +357,7 @@ extension PostgresSession {
     /// `indices` pick the records of `records` to write, and their zones' numbers from `zones`.
     func copyPayload(_ records: [Record], _ indices: [Int], zones: [PostgresLoader.Key], of definition: RecordTypeDefinition) throws -> PostgresLoader.Copy {
         let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-        var columns = PostgresLayout.systemColumns.map(\.name)
-        for field in fields {
-            columns.append(field.name)
-            if field.type == .reference { columns.append(field.name + ":action") }
-        }
+        let columns = PostgresLayout.rowColumns(fields)
         func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
         // Room for as many bytes a row as the type's last rows took, so that the rows are
         // seldom moved to a larger buffer on the way.

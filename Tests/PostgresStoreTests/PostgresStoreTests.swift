@@ -596,11 +596,7 @@ struct PostgresRecordTests {
             guard COPYBinary.takes(fields) else { continue }
             let group = records.enumerated().filter { $0.element.recordType == definition.name }
             guard !group.isEmpty else { continue }
-            var columns = PostgresLayout.systemColumns.map(\.name)
-            for field in fields {
-                columns.append(field.name)
-                if field.type == .reference { columns.append(field.name + ":action") }
-            }
+            let columns = PostgresLayout.rowColumns(fields)
             let table = PostgresLayout(type: definition, schema: location.schema).table
             try link.execute("CREATE TABLE as_text (LIKE \(table))", "CREATE TABLE as_binary (LIKE \(table))")
             var text = COPYLine(capacity: 1)
