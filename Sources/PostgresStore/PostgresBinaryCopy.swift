@@ -13,6 +13,8 @@ protocol COPYRow: ~Copyable {
     /// A time, in milliseconds since 1970: for a `timestamptz` column, or (`asText` false, the
     /// text format only) as milliseconds for a staging table's text column.
     mutating func stamp(_ milliseconds: Int64, asText: Bool)
+    /// A reference's action (its code), in the column after the reference's.
+    mutating func action(_ code: Int64)
     /// A field's value in its column (a reference's action in the next); false when the value
     /// cannot go into the field's column in this format.
     mutating func value(_ value: FieldValue, of field: FieldDefinition, timestampsAsText: Bool) -> Bool
@@ -134,11 +136,11 @@ struct COPYBinary: COPYRow, ~Copyable {
         count += 8
     }
 
-    /// A `smallint` column.
-    mutating func smallint(_ value: Int16) {
+    /// A reference's action: a `smallint` column.
+    mutating func action(_ code: Int64) {
         reserve(6)
         column(2)
-        UnsafeMutableRawPointer(base + count).storeBytes(of: value.bigEndian, as: Int16.self)
+        UnsafeMutableRawPointer(base + count).storeBytes(of: Int16(truncatingIfNeeded: code).bigEndian, as: Int16.self)
         count += 2
     }
 
@@ -160,23 +162,26 @@ struct COPYBinary: COPYRow, ~Copyable {
             put(PostgresLoad.text(value), asJSONB: true)
             return true
         }
-        switch (field.type.primitive, value) {
-        case (.string, .string(let text)):
+        // The value is matched on its own, not in a tuple with the field's type: a tuple would
+        // hold a copy of it (its strings retained and released, on every field of every row).
+        let primitive = field.type.primitive
+        switch value {
+        case .string(let text) where primitive == .string:
             self.text(text)
-        case (.int64, .int64(let number)):
+        case .int64(let number) where primitive == .int64:
             integer(number)
-        case (.timestamp, .timestamp(let milliseconds)):
+        case .timestamp(let milliseconds) where primitive == .timestamp:
             stamp(milliseconds, asText: true)
-        case (.double, .double(let number)):
+        case .double(let number) where primitive == .double:
             // float8: its IEEE 754 bits (-0.0 and the infinities as they are). Every NaN is the
             // one NaN the text "NaN" reads as, whatever sign or payload it came with.
             integer(Int64(bitPattern: (number.isNaN ? Double.nan : number).bitPattern))
-        case (.bytes, .bytes(let bytes)):
+        case .bytes(let bytes) where primitive == .bytes:
             bytes.withUnsafeBufferPointer { put($0) }
-        case (.reference, .reference(let reference)):
+        case .reference(let reference) where primitive == .reference:
             text(reference.recordName)
-            smallint(Int16(truncatingIfNeeded: reference.action.code))
-        case (.reference, .string(let name)):
+            action(reference.action.code)
+        case .string(let name) where primitive == .reference:
             text(name)
             null()
         default:

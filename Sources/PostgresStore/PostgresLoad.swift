@@ -152,7 +152,7 @@ enum PostgresLoad {
     /// written for a type's table. `fields` are sorted by name, as a record's fields are, and
     /// met in one walk. False when a value cannot go into its column in the writer's format (a
     /// binary row then stands half written, and the writer is to be dropped).
-    @discardableResult
+    @discardableResult @inline(__always)
     static func appendRow<Row: COPYRow & ~Copyable>(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to line: inout Row) -> Bool {
         func stamp(_ milliseconds: Int64?) {
             guard let milliseconds else { return line.null() }
@@ -185,7 +185,23 @@ enum PostgresLoad {
                     index += 1
                 }
                 if found {
-                    guard line.value(entries[index].value, of: field, timestampsAsText: timestampsAsText) else { return false }
+                    // The values most columns take are written from where they lie; handing
+                    // the value to `value(_:of:timestampsAsText:)` would copy it first (its
+                    // strings retained and released, on every field of every row).
+                    let type = field.type
+                    switch entries[index].value {
+                    case .string(let text) where !type.isList && type.primitive == .string:
+                        line.text(text)
+                    case .int64(let number) where !type.isList && type.primitive == .int64:
+                        line.integer(number)
+                    case .timestamp(let milliseconds) where !type.isList && type.primitive == .timestamp:
+                        line.stamp(milliseconds, asText: timestampsAsText)
+                    case .reference(let reference) where type == .reference:
+                        line.text(reference.recordName)
+                        line.action(reference.action.code)
+                    default:
+                        guard line.value(entries[index].value, of: field, timestampsAsText: timestampsAsText) else { return false }
+                    }
                     index += 1
                 } else {
                     line.null()
@@ -212,6 +228,7 @@ enum PostgresLoad {
     /// system field) — a value CloudKit allows that PostgreSQL's types do not: text with the
     /// character U+0000, a time outside ``storableTimestamps``, -0.0 in a `NUMBER` field (whose
     /// `numeric` column has one zero; a list or a `DOUBLE` keeps it). Nil when it can.
+    @inline(__always)
     static func valueProblem(_ record: Record, schema: Schema) -> (field: String?, message: String)? {
         func textProblem(_ text: String?) -> String? {
             guard let text else { return nil }
@@ -243,7 +260,18 @@ enum PostgresLoad {
         }
         let fieldProblem: (field: String?, message: String)? = record.fields.entries.withUnsafeBufferPointer { entries in
             for index in entries.indices {
-                guard let found = problem(entries[index].value) else { continue }
+                // The values most fields hold are looked at where they lie; only the others
+                // are handed on (as a copy) to `problem`.
+                let found: String?
+                switch entries[index].value {
+                case .string(let text): found = textProblem(text)
+                case .timestamp(let milliseconds): found = timeProblem(milliseconds)
+                case .int64: continue
+                case .double(let number): found = number == 0 && number.sign == .minus ? "" : nil
+                case .reference(let reference): found = textProblem(reference.recordName)
+                default: found = problem(entries[index].value)
+                }
+                guard let found else { continue }
                 let name = entries[index].name
                 if !found.isEmpty { return (name, "field '\(name)' " + found) }
                 if let declared = schema.recordType(named: record.recordType)?.field(named: name)?.type, declared.primitive == .number, !declared.isList {
@@ -632,6 +660,8 @@ struct COPYLine: ~Copyable {
 }
 
 extension COPYLine: COPYRow {
+    mutating func action(_ code: Int64) { integer(code) }
+
     mutating func stamp(_ milliseconds: Int64, asText: Bool) {
         if asText { timestamp(milliseconds) } else { integer(milliseconds) }
     }
@@ -640,7 +670,7 @@ extension COPYLine: COPYRow {
         switch value {
         case .reference(let reference):
             text(reference.recordName)
-            integer(reference.action.code)
+            action(reference.action.code)
         case .timestamp(let milliseconds):
             stamp(milliseconds, asText: timestampsAsText)
         case .int64(let number):

@@ -24,7 +24,7 @@ final class PostgresLoader: RecordLoader {
 
     func prepare(for recordType: String) throws {}
 
-    func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome? {
+    func save(_ record: consuming Record, mode: WriteMode) throws -> SaveOutcome? {
         heldRecords.append(record)
         heldModes.append(mode)
         return nil
@@ -60,9 +60,14 @@ final class PostgresLoader: RecordLoader {
         // its own (so that --skip-invalid can leave it out), as the SQLite store refuses
         // what it cannot take.
         var refused: [Int: SaveRefusal] = [:]
-        for index in records.indices where !records[index].isDeleted {
-            if let problem = PostgresLoad.valueProblem(records[index], schema: session.schema) {
-                refused[index] = SaveRefusal(message: "record '\(records[index].recordName)' (\(records[index].recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
+        let schema = session.schema
+        // The records are read where they lie: an array's element handed to a function is
+        // often copied first, each of its strings retained and released.
+        records.withUnsafeBufferPointer { records in
+            for index in records.indices where !records[index].isDeleted {
+                if let problem = PostgresLoad.valueProblem(records[index], schema: schema) {
+                    refused[index] = SaveRefusal(message: "record '\(records[index].recordName)' (\(records[index].recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
+                }
             }
         }
         guard !refused.isEmpty else { return try flush(records, modes) }
@@ -365,8 +370,10 @@ extension PostgresSession {
         if COPYBinary.takes(fields) {
             var rows = COPYBinary(capacity: capacity)
             var written = true
-            for index in indices where written {
-                written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
+            records.withUnsafeBufferPointer { records in
+                for index in indices where written {
+                    written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
+                }
             }
             // A value of another type than its field's (which validation does not let
             // through) goes as text, which the server converts or refuses.
@@ -376,8 +383,10 @@ extension PostgresSession {
             }
         }
         var line = COPYLine(capacity: capacity)
-        for index in indices {
-            PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
+        records.withUnsafeBufferPointer { records in
+            for index in indices {
+                PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
+            }
         }
         if !indices.isEmpty { rowBytes[definition.name] = line.count / indices.count + 64 }
         return (bare(definition.name), columns.map(bare), line.bytes(), false)

@@ -195,7 +195,7 @@ struct COPYBinaryTests {
         rows.text("né")
         rows.null()
         rows.stamp(0, asText: true)
-        rows.smallint(1)
+        rows.action(1)
         rows.end()
         rows.text("")
         rows.stamp(946_684_800_001, asText: true)

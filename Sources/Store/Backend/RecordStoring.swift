@@ -192,7 +192,7 @@ public protocol RecordLoader: AnyObject {
     /// saved by ``flush()``, which ``wantsFlush`` asks for.
     ///
     /// - Throws: ``SaveRefusal`` when the record cannot be saved as it stands.
-    func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome?
+    func save(_ record: consuming Record, mode: WriteMode) throws -> SaveOutcome?
     /// True when enough records are held that they should be saved now.
     var wantsFlush: Bool { get }
     /// Saves the records held, and says for each, in the order they were given, what that did

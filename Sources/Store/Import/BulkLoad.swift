@@ -39,7 +39,7 @@ final class BulkLoad: RecordLoader {
     }
 
     /// Saves each record at once: SQLite's inserts are prepared statements in this process.
-    func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome? {
+    func save(_ record: consuming Record, mode: WriteMode) throws -> SaveOutcome? {
         try session.save(record, mode: mode)
     }
 

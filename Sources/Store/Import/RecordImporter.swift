@@ -172,6 +172,13 @@ public final class RecordImporter {
                 var read = 0
                 let loader = try session.makeLoader()
                 var held: [Held] = []
+                // The items whose records the loader holds (copies sharing their strings and
+                // arrays): handed back to their reading thread only once the loader has saved
+                // and let go of them, so that the last reference, and the freeing, is that
+                // thread's (else the loader's copies free every record on this thread).
+                var holding = false
+                var saved = false
+                var heldItems: [SourceItem] = []
                 /// Counts a problem; false when the import should stop reading.
                 func note(_ issue: InputIssue, raw: [UInt8]?) throws -> Bool {
                     summary.counts[issue.recordType ?? "(unknown type)", default: ImportCounts()].rejected += 1
@@ -194,6 +201,7 @@ public final class RecordImporter {
                     guard results.count == held.count else {
                         throw StoreError.corrupt("the store answered for \(results.count) of \(held.count) records")
                     }
+                    saved = true
                     defer { held.removeAll(keepingCapacity: true) }
                     var going = true
                     for index in held.indices {
@@ -227,6 +235,7 @@ public final class RecordImporter {
                         let step = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil,
                                                     loader: loader, summary: &summary)
                         if case .held = step {
+                            holding = true
                             held.append(Held(position: sourced.position, recordName: sourced.record.recordName, recordType: sourced.record.recordType, raw: raw))
                             if loader.wantsFlush, !(try flush()) { return false }
                         }
@@ -249,9 +258,18 @@ public final class RecordImporter {
                 }
                 sources: for source in sources {
                     while let item = try source.next() {
+                        holding = false
                         let going = try take(item)
                         // Freed on the thread that read it.
-                        source.retire(consume item)
+                        if holding { heldItems.append(consume item) } else { source.retire(consume item) }
+                        if saved {
+                            saved = false
+                            // The one just taken was saved too, unless the loader still holds it
+                            // (the save came before it).
+                            let kept = holding && !held.isEmpty ? heldItems.popLast() : nil
+                            while let item = heldItems.popLast() { source.retire(consume item) }
+                            if let kept { heldItems.append(kept) }
+                        }
                         if !going { break sources }
                     }
                 }
@@ -308,7 +326,8 @@ public final class RecordImporter {
                               loader: any RecordLoader, summary: inout ImportSummary) throws -> Step {
         var record = sourced.record
         func issue(_ field: String?, _ message: String) -> InputIssue {
-            InputIssue(position: sourced.position(ofField: field), recordName: record.recordName, recordType: record.recordType, field: field, message: message)
+            InputIssue(position: sourced.position(ofField: field), recordName: sourced.record.recordName, recordType: sourced.record.recordType,
+                       field: field, message: message)
         }
         if !validated, let problem = RecordImporter.validate(sourced, validator, allowNewFields: options.allowNewFields) {
             return .refused(problem)
@@ -344,12 +363,13 @@ public final class RecordImporter {
         try loader.prepare(for: record.recordType)
         let outcome: SaveOutcome?
         do {
-            outcome = try loader.save(record, mode: options.mode)
+            // Moved, not copied, into a loader that holds it.
+            outcome = try loader.save(consume record, mode: options.mode)
         } catch let refusal as SaveRefusal {
             return .refused(issue(nil, refusal.message))
         }
         guard let outcome else { return .held }
-        RecordImporter.count(outcome, of: record.recordType, in: &summary)
+        RecordImporter.count(outcome, of: sourced.record.recordType, in: &summary)
         return .saved
     }
 }
