@@ -173,9 +173,11 @@ public final class RecordImporter {
                 let loader = try session.makeLoader()
                 var held: [Held] = []
                 // The items whose records the loader holds (copies sharing their strings and
-                // arrays): handed back to their reading thread only once the loader has saved
-                // and let go of them, so that the last reference, and the freeing, is that
-                // thread's (else the loader's copies free every record on this thread).
+                // arrays): handed back to a reading thread only once the loader has saved and
+                // let go of them, so that the last reference, and the freeing, is that thread's
+                // (else the loader's copies free every record on this thread). Their own
+                // source's thread, but for those held across the end of a source, which go to
+                // the next one's (the ended source's thread is gone).
                 var holding = false
                 var saved = false
                 var heldItems: [SourceItem] = []
