@@ -16,7 +16,9 @@ protocol COPYRow: ~Copyable {
     /// A reference's action (its code), in the column after the reference's.
     mutating func action(_ code: Int64)
     /// A field's value in its column (a reference's action in the next); false when the value
-    /// cannot go into the field's column in this format.
+    /// cannot go into the field's column in this format. ``PostgresLoad/appendRow(_:zone:fields:position:timestampsAsText:to:)``
+    /// writes a string, integer, time or reference in a field of its own type itself, from
+    /// where the value lies, and hands every other value here.
     mutating func value(_ value: FieldValue, of field: FieldDefinition, timestampsAsText: Bool) -> Bool
     /// Ends the row; what comes next begins another.
     mutating func end()
@@ -162,25 +164,17 @@ struct COPYBinary: COPYRow, ~Copyable {
             put(PostgresLoad.text(value), asJSONB: true)
             return true
         }
-        // The value is matched on its own, not in a tuple with the field's type: a tuple would
-        // hold a copy of it (its strings retained and released, on every field of every row).
+        // A string, integer, time or reference in a field of its own type never comes here
+        // (`appendRow` writes it); what does is matched on its own, not in a tuple with the
+        // field's type, which would hold a copy of it.
         let primitive = field.type.primitive
         switch value {
-        case .string(let text) where primitive == .string:
-            self.text(text)
-        case .int64(let number) where primitive == .int64:
-            integer(number)
-        case .timestamp(let milliseconds) where primitive == .timestamp:
-            stamp(milliseconds, asText: true)
         case .double(let number) where primitive == .double:
             // float8: its IEEE 754 bits (-0.0 and the infinities as they are). Every NaN is the
             // one NaN the text "NaN" reads as, whatever sign or payload it came with.
             integer(Int64(bitPattern: (number.isNaN ? Double.nan : number).bitPattern))
         case .bytes(let bytes) where primitive == .bytes:
             bytes.withUnsafeBufferPointer { put($0) }
-        case .reference(let reference) where primitive == .reference:
-            text(reference.recordName)
-            action(reference.action.code)
         case .string(let name) where primitive == .reference:
             text(name)
             null()

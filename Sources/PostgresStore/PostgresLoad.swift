@@ -152,7 +152,7 @@ enum PostgresLoad {
     /// written for a type's table. `fields` are sorted by name, as a record's fields are, and
     /// met in one walk. False when a value cannot go into its column in the writer's format (a
     /// binary row then stands half written, and the writer is to be dropped).
-    @discardableResult @inline(__always)
+    @discardableResult
     static func appendRow<Row: COPYRow & ~Copyable>(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to line: inout Row) -> Bool {
         func stamp(_ milliseconds: Int64?) {
             guard let milliseconds else { return line.null() }
@@ -228,7 +228,6 @@ enum PostgresLoad {
     /// system field) — a value CloudKit allows that PostgreSQL's types do not: text with the
     /// character U+0000, a time outside ``storableTimestamps``, -0.0 in a `NUMBER` field (whose
     /// `numeric` column has one zero; a list or a `DOUBLE` keeps it). Nil when it can.
-    @inline(__always)
     static func valueProblem(_ record: Record, schema: Schema) -> (field: String?, message: String)? {
         func textProblem(_ text: String?) -> String? {
             guard let text else { return nil }
@@ -241,13 +240,17 @@ enum PostgresLoad {
             storableTimestamps.contains(milliseconds) ? nil
                 : "is the time \(milliseconds) ms from 1970, outside what PostgreSQL's timestamptz holds (4714 BC to 294247 AD)"
         }
-        /// What is wrong with a value, or "" for -0.0 (wrong only in a NUMBER field's own column).
+        /// "" for -0.0: wrong only in a NUMBER field's own column.
+        func zeroProblem(_ number: Double) -> String? {
+            number == 0 && number.sign == .minus ? "" : nil
+        }
+        /// What is wrong with a value, or "" for -0.0 (see `zeroProblem`).
         func problem(_ value: FieldValue) -> String? {
             switch value {
             case .string(let s): return textProblem(s)
             case .timestamp(let t): return timeProblem(t)
             case .reference(let r): return textProblem(r.recordName)
-            case .double(let d): return d == 0 && d.sign == .minus ? "" : nil
+            case .double(let d): return zeroProblem(d)
             case .list(_, let items):
                 // A list of doubles keeps -0.0.
                 for item in items { if let found = problem(item), !found.isEmpty { return found } }
@@ -267,7 +270,7 @@ enum PostgresLoad {
                 case .string(let text): found = textProblem(text)
                 case .timestamp(let milliseconds): found = timeProblem(milliseconds)
                 case .int64: continue
-                case .double(let number): found = number == 0 && number.sign == .minus ? "" : nil
+                case .double(let number): found = zeroProblem(number)
                 case .reference(let reference): found = textProblem(reference.recordName)
                 default: found = problem(entries[index].value)
                 }

@@ -61,13 +61,9 @@ final class PostgresLoader: RecordLoader {
         // what it cannot take.
         var refused: [Int: SaveRefusal] = [:]
         let schema = session.schema
-        // The records are read where they lie: an array's element handed to a function is
-        // often copied first, each of its strings retained and released.
-        records.withUnsafeBufferPointer { records in
-            for index in records.indices where !records[index].isDeleted {
-                if let problem = PostgresLoad.valueProblem(records[index], schema: schema) {
-                    refused[index] = SaveRefusal(message: "record '\(records[index].recordName)' (\(records[index].recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
-                }
+        for index in records.indices where !records[index].isDeleted {
+            if let problem = PostgresLoad.valueProblem(records[index], schema: schema) {
+                refused[index] = SaveRefusal(message: "record '\(records[index].recordName)' (\(records[index].recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
             }
         }
         guard !refused.isEmpty else { return try flush(records, modes) }
@@ -370,10 +366,8 @@ extension PostgresSession {
         if COPYBinary.takes(fields) {
             var rows = COPYBinary(capacity: capacity)
             var written = true
-            records.withUnsafeBufferPointer { records in
-                for index in indices where written {
-                    written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
-                }
+            for index in indices where written {
+                written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
             }
             // A value of another type than its field's (which validation does not let
             // through) goes as text, which the server converts or refuses.
@@ -383,10 +377,8 @@ extension PostgresSession {
             }
         }
         var line = COPYLine(capacity: capacity)
-        records.withUnsafeBufferPointer { records in
-            for index in indices {
-                PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
-            }
+        for index in indices {
+            PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
         }
         if !indices.isEmpty { rowBytes[definition.name] = line.count / indices.count + 64 }
         return (bare(definition.name), columns.map(bare), line.bytes(), false)
