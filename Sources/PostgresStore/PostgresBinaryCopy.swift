@@ -49,6 +49,12 @@ struct COPYBinary: COPYRow, ~Copyable {
         fields.allSatisfy { $0.type.isList || $0.type.primitive != .number }
     }
 
+    /// The bytes before the first row: the signature, the flags and the header extension's
+    /// length. Rows of one table written by two writers go in one COPY without the second's.
+    static let headerBytes = 19
+    /// The bytes after the last row (-1 as 16 bits).
+    static let trailerBytes = 2
+
     /// Microseconds from 1970 to 2000-01-01, from which `timestamptz` counts.
     static let epoch2000: Int64 = 946_684_800_000_000
 

@@ -193,6 +193,7 @@ final class PostgresLink: @unchecked Sendable {
             }
             return result
         } catch {
+            heldBack = nil
             try? settle()
             do { try execute("ROLLBACK") } catch { usable = false }
             throw error
@@ -241,8 +242,23 @@ final class PostgresLink: @unchecked Sendable {
     /// Work started by ``start(_:)`` that nothing has waited for yet.
     private var pending: (done: DispatchSemaphore, failure: FailureBox)?
 
-    /// Waits for the work ``start(_:)`` left running, and throws its error.
+    /// Work kept back to go with more of its kind (a load's COPY rows): whatever uses the
+    /// connection next starts it first. A transaction that fails drops it.
+    private var heldBack: (() throws -> Void)?
+
+    /// Keeps `release` (which starts the work held back) until the connection is next used,
+    /// replacing what was kept; nil forgets it.
+    func holdBack(_ release: (() throws -> Void)?) {
+        heldBack = release
+    }
+
+    /// Starts the work held back, then waits for the work ``start(_:)`` left running, and
+    /// throws its error.
     func settle() throws {
+        if let release = heldBack {
+            heldBack = nil
+            try release()
+        }
         guard let (done, failure) = pending else { return }
         pending = nil
         done.wait()

@@ -68,14 +68,15 @@ extension PostgresLink {
     /// of the store's namespace once the session has put it first), by its name unquoted,
     /// filling `columns` (all when empty).
     func copy(into table: String, columns: [String] = [], binary: Bool = false, _ rows: [UInt8]) throws {
-        try run { connection, logger in try await PostgresLink.send(rows, into: table, columns: columns, binary: binary, on: connection, logger: logger) }
+        try run { connection, logger in try await PostgresLink.send([rows], into: table, columns: columns, binary: binary, on: connection, logger: logger) }
     }
 
-    /// Sends `rows` into `table` through one `COPY … FROM STDIN`, a megabyte at a time: the
-    /// server starts on the first while the rest travel. `binary`: the rows are in COPY's
-    /// binary format (a ``COPYBinary``), else its text format.
-    static func send(_ rows: [UInt8], into table: String, columns: [String], binary: Bool = false, on connection: PostgresConnection, logger: Logger) async throws {
-        try await PostgresCopy(connection).send(rows, into: table, columns: columns, binary: binary, logger: logger)
+    /// Sends `parts` into `table` through one `COPY … FROM STDIN`, a megabyte at a time: the
+    /// server starts on the first while the rest travel. `binary`: each part is rows in COPY's
+    /// binary format as a ``COPYBinary`` writes them, header and trailer included (they are
+    /// sent once, around all the rows), else rows in its text format.
+    static func send(_ parts: [[UInt8]], into table: String, columns: [String], binary: Bool = false, on connection: PostgresConnection, logger: Logger) async throws {
+        try await PostgresCopy(connection).send(parts, into: table, columns: columns, binary: binary, logger: logger)
     }
 }
 
@@ -98,7 +99,7 @@ actor PostgresCopy {
         unownedExecutor = connection.eventLoop.executor.asUnownedSerialExecutor()
     }
 
-    func send(_ rows: [UInt8], into table: String, columns: [String], binary: Bool, logger: Logger) async throws {
+    func send(_ parts: [[UInt8]], into table: String, columns: [String], binary: Bool, logger: Logger) async throws {
         let connection = connection
         var table = table, columns = columns
         if binary {
@@ -114,19 +115,24 @@ actor PostgresCopy {
             columns = []
         }
         try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
-            var start = 0
-            while start < rows.count {
-                try await self.stopIfClosed()
-                let end = min(rows.count, start + (1 << 20))
-                // The write's own checks run now, in this turn of the loop.
-                assert(connection.eventLoop.inEventLoop)
-                do {
-                    try await writer.write(ByteBuffer(bytes: rows[start..<end]))
-                } catch {
+            for (index, rows) in parts.enumerated() {
+                // Binary parts after the first go without their header, parts before the last
+                // without their trailer.
+                var start = binary && index > 0 ? COPYBinary.headerBytes : 0
+                let stop = binary && index < parts.count - 1 ? rows.count - COPYBinary.trailerBytes : rows.count
+                while start < stop {
                     try await self.stopIfClosed()
-                    throw error
+                    let end = min(stop, start + (1 << 20))
+                    // The write's own checks run now, in this turn of the loop.
+                    assert(connection.eventLoop.inEventLoop)
+                    do {
+                        try await writer.write(ByteBuffer(bytes: rows[start..<end]))
+                    } catch {
+                        try await self.stopIfClosed()
+                        throw error
+                    }
+                    start = end
                 }
-                start = end
             }
             try await self.stopIfClosed()
         }

@@ -17,6 +17,10 @@ final class PostgresLoader: RecordLoader {
     private var heldModes: [WriteMode] = []
     /// How many records are held before they are saved together.
     static let batchSize = 4000
+    /// How many records' rows under new names wait before they go to the server, as one COPY
+    /// per table: each COPY is a round trip and a start of its own on the server, and at 4,000
+    /// records a batch they were a tenth of an import's time (BENCHMARKS.md, PostgreSQL).
+    static let queuedRecords = 16000
 
     init(_ session: PostgresSession) {
         self.session = session
@@ -109,13 +113,13 @@ final class PostgresLoader: RecordLoader {
             let maybeWritten = keys.indices.filter { written.mayContain(keyPlaces[$0]) }.map { keys[$0] }
             let registry: (live: [Key: String], tombstones: Set<Key>) = maybeWritten.isEmpty ? ([:], []) : try lookUp(maybeWritten)
             if registry.live.isEmpty, registry.tombstones.isEmpty {
-                try start(prepared)
+                try queue(prepared, records: records.count)
                 return Array(repeating: .success(.inserted), count: records.count)
             }
         }
         let registry = try lookUp(Array(distinct))
         if let prepared, registry.live.isEmpty, registry.tombstones.isEmpty {
-            try start(prepared)
+            try queue(prepared, records: records.count)
             return Array(repeating: .success(.inserted), count: records.count)
         }
         var state = Decisions(current: try storedRecords(registry.live))
@@ -251,7 +255,7 @@ final class PostgresLoader: RecordLoader {
                 DELETE FROM \(namespace).\(PostgresLayout.identifier(type)) WHERE ("___zone", "___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
                 """, binds: bindings))
         }
-        if !fresh.isEmpty { try start(try freshCopies(fresh.map(\.record), keys: fresh.map(\.key))) }
+        if !fresh.isEmpty { try start(try freshCopies(fresh.map(\.record), keys: fresh.map(\.key)).map { ($0.table, $0.columns, $0.binary, [$0.rows]) }) }
         for (type, records) in writes.sorted(by: { $0.key < $1.key }) {
             let definition = try definition(type, records[0])
             try session.writeRows(records, of: definition, into: PostgresLayout(type: definition, schema: namespace).table, replacing: true)
@@ -286,16 +290,55 @@ final class PostgresLoader: RecordLoader {
         return copies
     }
 
-    /// Sends `copies` while this thread goes on to the next batch: whatever uses the
+    /// COPYs of records under new names that have not gone to the server yet (see
+    /// ``queuedRecords``), and how many records they hold.
+    private var queued: [Copy] = []
+    private var queuedCount = 0
+
+    /// Keeps `copies` (of `records` records) to go with the next ones, and sends what waits
+    /// once ``queuedRecords`` records do. What waits goes before anything else uses the
+    /// connection (the link holds it back, see ``PostgresLink/holdBack(_:)``): a read of the
+    /// registry, a write of another kind, the commit.
+    private func queue(_ copies: [Copy], records: Int) throws {
+        session.changedRecords = true
+        queued += copies
+        queuedCount += records
+        if queuedCount >= PostgresLoader.queuedRecords {
+            try sendQueued()
+        } else {
+            // Held strongly: rows the loader still keeps go even if the loader itself is gone.
+            session.link.holdBack { try self.sendQueued() }
+        }
+    }
+
+    /// Sends the COPYs waiting: those into one table with the same columns and format as one
+    /// COPY, in the order they came.
+    private func sendQueued() throws {
+        session.link.holdBack(nil)
+        guard !queued.isEmpty else { return }
+        var statements: [(table: String, columns: [String], binary: Bool, parts: [[UInt8]])] = []
+        for copy in queued {
+            if let index = statements.firstIndex(where: { $0.table == copy.table && $0.columns == copy.columns && $0.binary == copy.binary }) {
+                statements[index].parts.append(copy.rows)
+            } else {
+                statements.append((copy.table, copy.columns, copy.binary, [copy.rows]))
+            }
+        }
+        queued = []
+        queuedCount = 0
+        try start(statements)
+    }
+
+    /// Sends `statements` while this thread goes on to the next batch: whatever uses the
     /// connection next waits for them (and fails with their error).
-    private func start(_ copies: [Copy]) throws {
+    private func start(_ statements: [(table: String, columns: [String], binary: Bool, parts: [[UInt8]])]) throws {
         try session.useNamespace()
         session.changedRecords = true
         let location = session.location
         try session.link.start { connection, logger in
-            for copy in copies {
+            for statement in statements {
                 do {
-                    try await PostgresLink.send(copy.rows, into: copy.table, columns: copy.columns, binary: copy.binary, on: connection, logger: logger)
+                    try await PostgresLink.send(statement.parts, into: statement.table, columns: statement.columns, binary: statement.binary, on: connection, logger: logger)
                 } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
                     throw PostgresStoreError.server("\(location): another writer stored some of the same record names while this write ran, so this one was rolled back and nothing was written; run it again")
                 }
@@ -310,10 +353,12 @@ final class PostgresLoader: RecordLoader {
         return definition
     }
 
-    /// Nothing to do at the end: PostgreSQL's autovacuum refreshes the statistics of tables a
-    /// load filled, in the background (an ANALYZE here cost a third of a second per large
-    /// table on every import).
-    func finish(inserted: Int) throws {}
+    /// At the end, the rows still waiting go; nothing more: PostgreSQL's autovacuum refreshes
+    /// the statistics of tables a load filled, in the background (an ANALYZE here cost a third
+    /// of a second per large table on every import).
+    func finish(inserted: Int) throws {
+        try sendQueued()
+    }
 }
 
 extension PostgresSession {

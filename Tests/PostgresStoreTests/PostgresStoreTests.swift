@@ -215,6 +215,41 @@ struct COPYBinaryTests {
         #expect(bytes == expected)
     }
 
+    @Test("a value of another type than its field's (validation lets none through): the binary writer declines the row, so the loader sends the type's rows as text, which writes the value for the server to convert or refuse; a name alone in a reference field goes either way")
+    func mismatchGoesAsText() throws {
+        let schema = try SchemaParser.parse(PostgresSchemaTests.notes)
+        let fields = try #require(schema.recordType(named: "Note")).userFields
+            .filter { $0.name != "amount" }
+            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        #expect(COPYBinary.takes(fields))
+        let columns = PostgresLayout.rowColumns(fields)
+        let zone = ZoneID(scope: .private, zoneName: "Notes")
+        // A name alone in a reference field (no action) has a binary form: the name, and NULL.
+        let mismatches: [(field: String, value: FieldValue, text: String, binary: Bool)] = [
+            ("title", .int64(5), "5", false),
+            ("pinned", .string("7"), "7", false),
+            ("rating", .int64(2), "2", false),
+            ("due", .string("soon"), "soon", false),
+            ("folder", .string("folder-9"), "folder-9", true),
+        ]
+        for mismatch in mismatches {
+            let record = Record(id: RecordID(recordName: "n-1", zone: zone), recordType: "Note", fields: [
+                "body": .string("kept"), mismatch.field: mismatch.value,
+            ])
+            var binary = COPYBinary(capacity: 1)
+            #expect(PostgresLoad.appendRow(record, zone: 3, fields: fields, position: nil, timestampsAsText: true, to: &binary) == mismatch.binary, "\(mismatch.field)")
+            var line = COPYLine(capacity: 1)
+            #expect(PostgresLoad.appendRow(record, zone: 3, fields: fields, position: nil, timestampsAsText: true, to: &line))
+            let row = String(decoding: line.bytes(), as: UTF8.self).dropLast().split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            #expect(row.count == columns.count)
+            let column = try #require(columns.firstIndex(of: mismatch.field))
+            #expect(row[column] == mismatch.text, "\(mismatch.field): \(row)")
+            #expect(row[try #require(columns.firstIndex(of: "body"))] == "kept")
+            #expect(row[0] == "3" && row[1] == "n-1")
+            if mismatch.field == "folder" { #expect(row[column + 1] == "\\N") }
+        }
+    }
+
     @Test("a type with a NUMBER field goes as text; every other field type has a binary form")
     func takes() throws {
         let schema = try SchemaParser.parse(PostgresSchemaTests.notes)
