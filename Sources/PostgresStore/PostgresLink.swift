@@ -193,7 +193,7 @@ final class PostgresLink: @unchecked Sendable {
             }
             return result
         } catch {
-            heldBack = nil
+            heldBack = []
             try? settle()
             do { try execute("ROLLBACK") } catch { usable = false }
             throw error
@@ -242,22 +242,30 @@ final class PostgresLink: @unchecked Sendable {
     /// Work started by ``start(_:)`` that nothing has waited for yet.
     private var pending: (done: DispatchSemaphore, failure: FailureBox)?
 
-    /// Work kept back to go with more of its kind (a load's COPY rows): whatever uses the
-    /// connection next starts it first. A transaction that fails drops it.
-    private var heldBack: (() throws -> Void)?
+    /// Work kept back to go with more of its kind (a load's COPY rows), by whom it is kept,
+    /// in the order it was first kept: whatever uses the connection next starts it first. A
+    /// transaction that fails drops it.
+    private var heldBack: [(owner: ObjectIdentifier, release: () throws -> Void)] = []
 
-    /// Keeps `release` (which starts the work held back) until the connection is next used,
-    /// replacing what was kept; nil forgets it.
-    func holdBack(_ release: (() throws -> Void)?) {
-        heldBack = release
+    /// Keeps `release` (which starts the work `owner` holds back) until the connection is next
+    /// used, unless `owner` has work kept already; the work of other owners stays kept too.
+    func holdBack(for owner: AnyObject, _ release: @escaping () throws -> Void) {
+        let id = ObjectIdentifier(owner)
+        guard !heldBack.contains(where: { $0.owner == id }) else { return }
+        heldBack.append((id, release))
+    }
+
+    /// Forgets the work `owner` held back (it is starting it itself).
+    func letGo(of owner: AnyObject) {
+        let id = ObjectIdentifier(owner)
+        heldBack.removeAll { $0.owner == id }
     }
 
     /// Starts the work held back, then waits for the work ``start(_:)`` left running, and
     /// throws its error.
     func settle() throws {
-        if let release = heldBack {
-            heldBack = nil
-            try release()
+        while !heldBack.isEmpty {
+            try heldBack.removeFirst().release()
         }
         guard let (done, failure) = pending else { return }
         pending = nil

@@ -20,7 +20,11 @@ final class PostgresLoader: RecordLoader {
     /// How many records' rows under new names wait before they go to the server, as one COPY
     /// per table: each COPY is a round trip and a start of its own on the server, and at 4,000
     /// records a batch they were a tenth of an import's time (BENCHMARKS.md, PostgreSQL).
+    /// Only whole batches that needed no look-up wait (a bulk load into zones it creates); the
+    /// rest go at once, with whatever waits.
     static let queuedRecords = 16000
+    /// How many bytes of rows wait at most, whatever their number of records.
+    static let queuedBytes = 32 << 20
 
     init(_ session: PostgresSession) {
         self.session = session
@@ -49,9 +53,6 @@ final class PostgresLoader: RecordLoader {
             name.hashBytes(into: &hasher)
         }
     }
-
-    /// The names this load wrote into zones it registered (``PostgresSession/zonesNewHere``).
-    private var written = NameFilter()
 
     func flush() throws -> [Result<SaveOutcome, SaveRefusal>] {
         let records = heldRecords, modes = heldModes
@@ -102,7 +103,7 @@ final class PostgresLoader: RecordLoader {
         var places: [NameFilter.Places]?
         defer {
             for index in keys.indices where session.zonesNewHere.contains(keys[index].zone) {
-                written.insert(places?[index] ?? NameFilter.places(keys[index]))
+                session.writtenNames.insert(places?[index] ?? NameFilter.places(keys[index]))
             }
         }
         // In zones this transaction registered, only names it wrote itself can be in the
@@ -110,16 +111,18 @@ final class PostgresLoader: RecordLoader {
         if let prepared, keys.allSatisfy({ session.zonesNewHere.contains($0.zone) }) {
             let keyPlaces = keys.map(NameFilter.places)
             places = keyPlaces
-            let maybeWritten = keys.indices.filter { written.mayContain(keyPlaces[$0]) }.map { keys[$0] }
+            let maybeWritten = keys.indices.filter { session.writtenNames.mayContain(keyPlaces[$0]) }.map { keys[$0] }
             let registry: (live: [Key: String], tombstones: Set<Key>) = maybeWritten.isEmpty ? ([:], []) : try lookUp(maybeWritten)
             if registry.live.isEmpty, registry.tombstones.isEmpty {
-                try queue(prepared, records: records.count)
+                // A batch that looked names up waited for the rows before it: it goes at once,
+                // so that the server takes it in while the next is read.
+                try queue(prepared, records: records.count, wait: maybeWritten.isEmpty && records.count >= PostgresLoader.batchSize)
                 return Array(repeating: .success(.inserted), count: records.count)
             }
         }
         let registry = try lookUp(Array(distinct))
         if let prepared, registry.live.isEmpty, registry.tombstones.isEmpty {
-            try queue(prepared, records: records.count)
+            try queue(prepared, records: records.count, wait: false)
             return Array(repeating: .success(.inserted), count: records.count)
         }
         var state = Decisions(current: try storedRecords(registry.live))
@@ -291,30 +294,33 @@ final class PostgresLoader: RecordLoader {
     }
 
     /// COPYs of records under new names that have not gone to the server yet (see
-    /// ``queuedRecords``), and how many records they hold.
+    /// ``queuedRecords``), and how many records and bytes they hold.
     private var queued: [Copy] = []
     private var queuedCount = 0
+    private var queuedSize = 0
 
-    /// Keeps `copies` (of `records` records) to go with the next ones, and sends what waits
-    /// once ``queuedRecords`` records do. What waits goes before anything else uses the
-    /// connection (the link holds it back, see ``PostgresLink/holdBack(_:)``): a read of the
-    /// registry, a write of another kind, the commit.
-    private func queue(_ copies: [Copy], records: Int) throws {
+    /// Keeps `copies` (of `records` records) to go with the next ones (`wait`), and sends what
+    /// waits once ``queuedRecords`` records or ``queuedBytes`` bytes do, or at once without
+    /// `wait`. What waits goes before anything else uses the connection (the link holds it
+    /// back, see ``PostgresLink/holdBack(for:_:)``): a read of the registry, a write of another
+    /// kind, another loader's rows, the commit.
+    private func queue(_ copies: [Copy], records: Int, wait: Bool) throws {
         session.changedRecords = true
         queued += copies
         queuedCount += records
-        if queuedCount >= PostgresLoader.queuedRecords {
+        queuedSize += copies.reduce(0) { $0 + $1.rows.count }
+        if !wait || queuedCount >= PostgresLoader.queuedRecords || queuedSize >= PostgresLoader.queuedBytes {
             try sendQueued()
         } else {
             // Held strongly: rows the loader still keeps go even if the loader itself is gone.
-            session.link.holdBack { try self.sendQueued() }
+            session.link.holdBack(for: self) { try self.sendQueued() }
         }
     }
 
     /// Sends the COPYs waiting: those into one table with the same columns and format as one
     /// COPY, in the order they came.
     private func sendQueued() throws {
-        session.link.holdBack(nil)
+        session.link.letGo(of: self)
         guard !queued.isEmpty else { return }
         var statements: [(table: String, columns: [String], binary: Bool, parts: [[UInt8]])] = []
         for copy in queued {
@@ -326,6 +332,7 @@ final class PostgresLoader: RecordLoader {
         }
         queued = []
         queuedCount = 0
+        queuedSize = 0
         try start(statements)
     }
 
@@ -353,11 +360,14 @@ final class PostgresLoader: RecordLoader {
         return definition
     }
 
-    /// At the end, the rows still waiting go; nothing more: PostgreSQL's autovacuum refreshes
+    /// At the end, the rows still waiting go, and the load waits for them; nothing more:
+    /// PostgreSQL's autovacuum refreshes
     /// the statistics of tables a load filled, in the background (an ANALYZE here cost a third
     /// of a second per large table on every import).
     func finish(inserted: Int) throws {
         try sendQueued()
+        // The last rows' errors are the load's: waited for here, not by whatever comes next.
+        try session.link.settle()
     }
 }
 

@@ -84,6 +84,10 @@ public final class PostgresSession {
     /// writer is storing at the same moment, which the registry's key then refuses).
     private(set) var zonesNewHere: Set<Int64> = []
 
+    /// The names this transaction's loads wrote into ``zonesNewHere``: kept by the session, not
+    /// a load, since a transaction may save through more than one (``save(_:mode:)`` twice).
+    var writtenNames = NameFilter()
+
     /// Whether this transaction is rolled back at its end whatever happens (a dry run).
     private let dryRun: Bool
 

@@ -797,6 +797,34 @@ struct PostgresConcurrencyTests {
         }
     }
 
+    @Test("rows a load keeps back to send with the next batch's are never lost: two loads of whole batches into new zones in one transaction, then a third that reads the registry, all stored and numbered in order")
+    func heldBackRows() throws {
+        let location = try TestServer.location("heldback")
+        defer { try? TestServer.drop(location) }
+        let store = try PostgresStore(location, create: true)
+        try store.importSchema(try SchemaParser.parse(PostgresSchemaTests.notes))
+        let start = try store.changeToken().sequence
+        let batch = PostgresLoader.batchSize
+        let (a, b, c) = (notes("A", batch), notes("B", 2 * batch), notes("C", batch))
+        let saved: [Int] = try store.write { session in
+            // Whole batches, no look-up: each load's rows wait for more.
+            let first = try session.save(a)
+            let second = try session.save(b)
+            // A name of zone A, written above: this load reads the registry first.
+            let third = try session.save(c + [Record(id: a[0].id, recordType: "Note", fields: ["title": .string("A again")])])
+            return [first, second, third]
+        }
+        #expect(saved == [batch, 2 * batch, batch + 1])
+        let feed = try store.changes(after: start, through: try store.changeToken().sequence)
+        let names = feed.map(\.recordName)
+        #expect(names.count == 4 * batch && Set(names).count == 4 * batch, "\(names.count)")
+        // In the order saved, the record saved twice where it changed last.
+        #expect(Array(names.prefix(3)) == ["A-1", "A-2", "A-3"] && names.last == "A-0", "\(names.prefix(3)) \(names.suffix(1))")
+        #expect(names[batch - 1] == "B-0" && names[3 * batch - 1] == "C-0")
+        #expect(try store.record(a[0].id)?.fields["title"] == .string("A again"))
+        #expect(try store.record(b[2 * batch - 1].id) != nil && store.record(c[batch - 1].id) != nil)
+    }
+
     @Test("a writer into another zone finishes while the first is still open (no store-wide lock); a feed read meanwhile gets what committed, the next one the rest, each record once, in commit order")
     func sideBySide() throws {
         let location = try TestServer.location("writers")
