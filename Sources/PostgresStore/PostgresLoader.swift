@@ -270,6 +270,10 @@ final class PostgresLoader: RecordLoader {
     /// are in COPY's binary format (else its text format).
     typealias Copy = (table: String, columns: [String], rows: [UInt8], binary: Bool)
 
+    /// One COPY statement: the rows of one or more ``Copy`` values into the same table, with
+    /// the same columns and format, each part as its copy made it.
+    typealias Statement = (table: String, columns: [String], binary: Bool, parts: [[UInt8]])
+
     /// The COPYs that store records under names the store has never held: the change log's
     /// rows (numbered in this order, see ``PostgresSession/takeChangeNumbers(_:)``) and each
     /// type's rows.
@@ -322,7 +326,7 @@ final class PostgresLoader: RecordLoader {
     private func sendQueued() throws {
         session.link.letGo(of: self)
         guard !queued.isEmpty else { return }
-        var statements: [(table: String, columns: [String], binary: Bool, parts: [[UInt8]])] = []
+        var statements: [Statement] = []
         for copy in queued {
             if let index = statements.firstIndex(where: { $0.table == copy.table && $0.columns == copy.columns && $0.binary == copy.binary }) {
                 statements[index].parts.append(copy.rows)
@@ -338,7 +342,7 @@ final class PostgresLoader: RecordLoader {
 
     /// Sends `statements` while this thread goes on to the next batch: whatever uses the
     /// connection next waits for them (and fails with their error).
-    private func start(_ statements: [(table: String, columns: [String], binary: Bool, parts: [[UInt8]])]) throws {
+    private func start(_ statements: [Statement]) throws {
         try session.useNamespace()
         session.changedRecords = true
         let location = session.location
@@ -360,13 +364,12 @@ final class PostgresLoader: RecordLoader {
         return definition
     }
 
-    /// At the end, the rows still waiting go, and the load waits for them; nothing more:
-    /// PostgreSQL's autovacuum refreshes
-    /// the statistics of tables a load filled, in the background (an ANALYZE here cost a third
-    /// of a second per large table on every import).
+    /// At the end, the rows still waiting go, and the load waits for them, so that their errors
+    /// are the load's and not whatever comes next's; nothing more: PostgreSQL's autovacuum
+    /// refreshes the statistics of tables a load filled, in the background (an ANALYZE here
+    /// cost a third of a second per large table on every import).
     func finish(inserted: Int) throws {
-        try sendQueued()
-        // The last rows' errors are the load's: waited for here, not by whatever comes next.
+        // The link holds back what still waits (see `queue`), and settling sends it first.
         try session.link.settle()
     }
 }

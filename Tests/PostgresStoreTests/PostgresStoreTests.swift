@@ -822,7 +822,11 @@ struct PostgresConcurrencyTests {
         #expect(Array(names.prefix(3)) == ["A-1", "A-2", "A-3"] && names.last == "A-0", "\(names.prefix(3)) \(names.suffix(1))")
         #expect(names[batch - 1] == "B-0" && names[3 * batch - 1] == "C-0")
         #expect(try store.record(a[0].id)?.fields["title"] == .string("A again"))
-        #expect(try store.record(b[2 * batch - 1].id) != nil && store.record(c[batch - 1].id) != nil)
+        // Note has a NUMBER field, so its rows go in COPY's text format and the change log's in
+        // its binary one: both kinds of COPY were sent in parts. The last rows of each part:
+        for record in [a[batch - 1], b[batch - 1], b[2 * batch - 1], c[batch - 1]] {
+            #expect(try store.record(record.id)?.fields["title"] == record.fields["title"], "\(record.recordName)")
+        }
     }
 
     @Test("a writer into another zone finishes while the first is still open (no store-wide lock); a feed read meanwhile gets what committed, the next one the rest, each record once, in commit order")
