@@ -295,13 +295,21 @@ measure_floor() {
   local repeat=${BENCH_FLOOR_REPEAT:-5}
   cp "$store.empty" "$store-fl.empty"
   "$ckport" schema import "$work/schema.ckdb" --store "$work/$tag-floor.sqlite.empty" -q
+  cp "$work/$tag-floor.sqlite.empty" "$work/$tag-floor-side.sqlite.empty"
+  # Into a new store (built aside, without the write-ahead log until it is whole) and into an
+  # existing empty one (with it), each beside the C program doing the same SQLite work.
   alternate \
+    "$tag-fl-new|-$store-flnew|'$ckport' import '$work/schema.ckdb' '$work/$tag.jsonl' --store '$store-flnew' -q" \
+    "$tag-fl-c-side|$work/$tag-floor-side.sqlite.empty|IMPORT_FLOOR_SIDE=1 '$work/floor/import_floor' '$store' '$work/$tag-floor-side.sqlite'" \
     "$tag-fl-import|$store-fl.empty|'$ckport' import '$work/$tag.jsonl' --store '$store-fl' -q" \
     "$tag-fl-c-import|$work/$tag-floor.sqlite.empty|'$work/floor/import_floor' '$store' '$work/$tag-floor.sqlite'" \
     "$tag-fl-duck1|| '$py' scripts/bench_duckdb.py load '$work/$tag.jsonl' '$work/$tag.duckdb' 1" \
     "$tag-fl-duck2|| '$py' scripts/bench_duckdb.py load '$work/$tag.jsonl' '$work/$tag.duckdb' 2"
-  "$ckport" export --store "$work/$tag-floor.sqlite" -o "$work/$tag-floor-check.jsonl" -q
-  cmp -s "$work/$tag-floor-check.jsonl" "$work/$tag-out.jsonl" || { echo "bench: import_floor made a different store" >&2; exit 1; }
+  for made in "$store-flnew" "$work/$tag-floor.sqlite" "$work/$tag-floor-side.sqlite"; do
+    "$ckport" export --store "$made" -o "$work/$tag-floor-check.jsonl" -q
+    cmp -s "$work/$tag-floor-check.jsonl" "$work/$tag-out.jsonl" || { echo "bench: $made differs from the imported store" >&2; exit 1; }
+  done
+  rm -f "$store-flnew" "$work/$tag-floor-side.sqlite"
   alternate \
     "$tag-fl-export|-$work/$tag-fl-out.jsonl| '$ckport' export --store '$store' -o '$work/$tag-fl-out.jsonl' -q" \
     "$tag-fl-c-export|-$work/$tag-fl-c-out.jsonl| '$work/floor/export_floor' '$store' '$work/$tag-fl-c-out.jsonl'" \
@@ -316,7 +324,7 @@ measure_floor() {
   cp "$store" "$store-flmig.empty"
   cp "$store" "$store-flsql.empty"
   alternate \
-    "$tag-fl-import2|$store-fl.empty|'$ckport' import '$work/$tag.jsonl' --store '$store-fl' -q" \
+    "$tag-fl-import2|-$store-flnew|'$ckport' import '$work/schema.ckdb' '$work/$tag.jsonl' --store '$store-flnew' -q" \
     "$tag-fl-restore|-$store-flrestored|'$ckport' restore '$work/$tag-fl.ckbundle' --store '$store-flrestored' -q" \
     "$tag-fl-apply|$store-flmig.empty|'$ckport' migrate apply --dir scripts/bench-migration --store '$store-flmig' --no-backup -q" \
     "$tag-fl-sql-apply|$store-flsql.empty|sqlite3 '$store-flsql' < scripts/bench-migration.sql"
@@ -328,7 +336,7 @@ measure_floor() {
     && [ "$(sqlite3 "$store-flmig" 'SELECT count(*) FROM "Task" WHERE "statusCode" IS NULL OR "dueLabel" IS NULL OR "_schemaVersion" IS NOT 1')" = 0 ] \
     || { echo "bench: migrate apply and its SQL left different Task rows" >&2; exit 1; }
   sqlite3 "$store-flmig" 'SELECT count(*) FROM "Task"' > "$work/$tag-fl-tasks"
-  rm -f "$store-fl" "$store-flrestored"* "$store-flmig"* "$store-flsql"* "$work/$tag-fl.ckbundle" "$work/$tag-fl-restored.jsonl"
+  rm -f "$store-fl" "$store-flnew" "$store-flrestored"* "$store-flmig"* "$store-flsql"* "$work/$tag-fl.ckbundle" "$work/$tag-fl-restored.jsonl"
 }
 floor_table() {
   local tag=$1 n=$2
@@ -337,18 +345,21 @@ floor_table() {
   echo
   row "operation" "seconds" "records/s" "reference, same records" "ratio" "peak RSS"
   rule
+  row "import JSONL into a new store" "$(secs "$tag-fl-new")" "$(rate "$tag-fl-new" "$n")" "C, same SQLite work: $(secs "$tag-fl-c-side") s" "$(ratio "$tag-fl-new" "$tag-fl-c-side")×" "$(mb "$tag-fl-new") MB"
+  row "" "" "" "DuckDB, 1 thread: $(secs "$tag-fl-duck1") s" "$(ratio "$tag-fl-new" "$tag-fl-duck1")×" "$(mb "$tag-fl-duck1") MB"
+  row "" "" "" "DuckDB, 2 threads: $(secs "$tag-fl-duck2") s" "$(ratio "$tag-fl-new" "$tag-fl-duck2")×" "$(mb "$tag-fl-duck2") MB"
   row "import JSONL into an empty store" "$(secs "$tag-fl-import")" "$(rate "$tag-fl-import" "$n")" "C, same SQLite work: $(secs "$tag-fl-c-import") s" "$(ratio "$tag-fl-import" "$tag-fl-c-import")×" "$(mb "$tag-fl-import") MB"
   row "" "" "" "DuckDB, 1 thread: $(secs "$tag-fl-duck1") s" "$(ratio "$tag-fl-import" "$tag-fl-duck1")×" "$(mb "$tag-fl-duck1") MB"
-  row "" "" "" "DuckDB, 2 threads: $(secs "$tag-fl-duck2") s" "$(ratio "$tag-fl-import" "$tag-fl-duck2")×" "$(mb "$tag-fl-duck2") MB"
   row "export all to JSONL" "$(secs "$tag-fl-export")" "$(rate "$tag-fl-export" "$n")" "C, same bytes: $(secs "$tag-fl-c-export") s" "$(ratio "$tag-fl-export" "$tag-fl-c-export")×" "$(mb "$tag-fl-export") MB"
   row "" "" "" "DuckDB COPY, 1 thread: $(secs "$tag-fl-duck-export1") s" "$(ratio "$tag-fl-export" "$tag-fl-duck-export1")×" "$(mb "$tag-fl-duck-export1") MB"
   row "" "" "" "sqlite3 -json (Task): $(secs "$tag-fl-json") s" "$(ratio "$tag-fl-export" "$tag-fl-json")×" "$(mb "$tag-fl-json") MB"
-  row "restore a bundle into a new store" "$(secs "$tag-fl-restore")" "$(rate "$tag-fl-restore" "$n")" "import, same rounds: $(secs "$tag-fl-import2") s" "$(ratio "$tag-fl-restore" "$tag-fl-import2")×" "$(mb "$tag-fl-restore") MB"
+  row "restore a bundle into a new store" "$(secs "$tag-fl-restore")" "$(rate "$tag-fl-restore" "$n")" "import to new, same rounds: $(secs "$tag-fl-import2") s" "$(ratio "$tag-fl-restore" "$tag-fl-import2")×" "$(mb "$tag-fl-restore") MB"
   row "migrate apply, $(commas "$(cat "$work/$tag-fl-tasks")") Task" "$(secs "$tag-fl-apply")" "$(rate "$tag-fl-apply" "$(cat "$work/$tag-fl-tasks")")" "same steps in SQL: $(secs "$tag-fl-sql-apply") s" "$(ratio "$tag-fl-apply" "$tag-fl-sql-apply")×" "$(mb "$tag-fl-apply") MB"
   echo
   echo "Median of ${BENCH_FLOOR_REPEAT:-5} rounds. The C programs (scripts/bench-floor/) do ckport's SQLite work and"
   echo "nothing else: import_floor copies the rows of the store ckport imported into an empty store"
-  echo "(same pragmas, same change log, indexes dropped and rebuilt, one transaction); export_floor"
+  echo "(same pragmas, same change log, indexes dropped and rebuilt, one transaction; beside a new"
+  echo "store's import, with IMPORT_FLOOR_SIDE=1: no write-ahead log, one sync at the end); export_floor"
   echo "writes the byte-identical JSON Lines file. DuckDB $("$venv/bin/python" -c 'import duckdb; print(duckdb.__version__)') loads the same file with read_json"
   echo "(every value typed, into its own file) and writes it back with COPY; sqlite3 -json writes"
   echo "the Task table alone. restore reads a bundle of the same records (its store's export is"

@@ -107,6 +107,12 @@ for i in $(seq "$kills"); do
   printf "  kill %2d at %6s s (%s): integrity %s, %s records\n" "$i" "$delay" "$outcome" "$check" "$count"
 done
 landed restore "$killed"
+# A restore into a new store builds it beside the path: what the killed ones left there goes
+# with the next restore, which leaves nothing of its own.
+"$ckport" restore "$work/full.ckbundle" --store "$work/r.sqlite.again" -q
+left=$(cd "$work" && ls -A | grep -c '^\.r\.sqlite.*\.ckport-' || true)
+[ "$left" = 0 ] || fail "restore: $left files of killed restores left beside the store after the next one"
+echo "  after one more restore, files left beside the path: $left"
 
 # 3. migrate apply (with its backup bundle first): version 0 with the old columns, or version
 #    1 with every Task migrated; a bundle is there whole or not at all.
@@ -161,9 +167,20 @@ for log in "$work/d.sqlite-wal" "$work/d.sqlite-journal"; do
 done
 echo "  exit $status: $message"
 echo "  store afterwards: $(integrity "$work/d.sqlite"), $(records_in "$work/d.sqlite") records, the same bytes as before"
+# The same into a store that does not exist yet (built beside the path): exit 3, a message,
+# nothing at the path and nothing left beside it.
+status=0
+(trap '' XFSZ; ulimit -f 8192; exec "$ckport" import "$work/schema.ckdb" "$work/data.jsonl" --store "$work/n.sqlite" -q) 2>"$work/disk-new.err" || status=$?
+message=$(head -1 "$work/disk-new.err")
+[ "$status" -eq 3 ] || fail "an import into a new store past the file size limit ended with status $status, not 3"
+[ -n "$message" ] || fail "a full disk under a new store gave no message"
+[ ! -e "$work/n.sqlite" ] || fail "after a full disk a new store is at the path"
+left=$(cd "$work" && ls -A | grep -c '^\.n\.sqlite.*\.ckport-' || true)
+[ "$left" = 0 ] || fail "after a full disk under a new store $left files are left beside the path"
+echo "  into a new store: exit $status: $message; nothing at the path, nothing beside it"
 
 if [ "$failures" -gt 0 ]; then
   echo "crash check: $failures failures" >&2
   exit 1
 fi
-echo "crash check: every kill left the state before or the state after; the full disk left the store as it was"
+echo "crash check: every kill left the state before or the state after; the full disk left the store as it was, and no new store"

@@ -33,7 +33,7 @@ public final class RecordStore {
     public static let defaultWaitSeconds: Double = 300
 
     public let path: String
-    let queue: DatabaseQueue
+    private(set) var queue: DatabaseQueue
     /// A random identifier fixed when the store is created; change tokens carry it.
     public let storeID: String
     private let schemaCache = SchemaCache()
@@ -43,6 +43,13 @@ public final class RecordStore {
     private var createdHere: Bool
     /// The format the store had before opening it upgraded it, nil when it needed no upgrade.
     public private(set) var upgradedFrom: Int?
+    /// While a new store is built aside (see `init`'s `buildAside`): the file it is built in,
+    /// which takes ``path``'s name when its first write commits.
+    private var aside: String?
+
+    /// True while the store is being built aside: nothing is at ``path`` yet, and nothing will
+    /// be unless a write commits.
+    public var isBuiltAside: Bool { aside != nil }
 
     /// The page cache of each connection, in SQLite's notation (negative: kibibytes): 64 MB.
     static let cacheSize = -65536
@@ -65,8 +72,14 @@ public final class RecordStore {
     ///   - waiting: called once each time a write starts to wait for another process.
     ///   - upgrade: bring a store of an older format up to date in place (a write); false
     ///     refuses such a store instead, for a caller that promises to change nothing.
+    ///   - buildAside: when no store is at `path`, build the new store in a file of its own
+    ///     beside it, which no other process can see, and give it `path`'s name when the first
+    ///     write commits (see ``isBuiltAside``). Nobody can read a store that is not there yet,
+    ///     so that file needs no write-ahead log: a bulk load writes each page once instead of
+    ///     twice, and syncs once, at the end (README, Benchmark). Until then nothing is at `path`;
+    ///     a write that fails, or a process that is killed, leaves nothing there either.
     public init(path: String, create: Bool = true, upgrade: Bool = true, waitSeconds: Double = RecordStore.defaultWaitSeconds,
-                waiting: (@Sendable () -> Void)? = nil) throws {
+                waiting: (@Sendable () -> Void)? = nil, buildAside: Bool = false) throws {
         _ = RecordStore.sqliteConfigured
         self.path = path
         var isDirectory: ObjCBool = false
@@ -82,6 +95,18 @@ public final class RecordStore {
         let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
         self.waiter = waiter
         let configuration = RecordStore.configuration(waiter: waiter)
+        if !exists && create && buildAside, let temporary = RecordStore.makeAside(for: RecordStore.danglingLinkTarget(path) ?? path) {
+            do {
+                queue = try DatabaseQueue(path: temporary, configuration: RecordStore.asideConfiguration(waiter: waiter))
+                storeID = try queue.inDatabase { db in try RecordStore.prepare(db, path: path, create: true).id }
+            } catch {
+                for suffix in RecordStore.fileSuffixes { unlink(temporary + suffix) }
+                throw RecordStore.translate(error, path: path, waiter: waiter)
+            }
+            aside = temporary
+            createdHere = true
+            return
+        }
         // A link to a store not made yet: the store is made where the link points, whole and
         // its owner's alone, as at any other path (SQLite would otherwise create the file
         // behind the link with the umask's mode). createWhole's errors are the store's own.
@@ -123,6 +148,117 @@ public final class RecordStore {
         return configuration
     }
 
+    /// The files SQLite keeps for a database: the file itself, its rollback journal, its
+    /// write-ahead log and the log's index.
+    static let fileSuffixes = ["", "-journal", "-wal", "-shm"]
+
+    /// How the file of a store built aside is opened: as any store's connection, but with a
+    /// rollback journal and no syncs. The journal holds the few pages that were there before
+    /// the write (a new store's tables), so a failed write still rolls back; every page the
+    /// load adds goes to the file once. Nothing is synced until the file is whole
+    /// (``publishAside()``); a process killed before leaves a file nobody reads.
+    private static func asideConfiguration(waiter: LockWaiter) -> Configuration {
+        var configuration = Configuration()
+        configuration.label = "ckport-aside"
+        configuration.busyMode = .callback { tries in waiter.shouldRetry(tries) }
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF; PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
+        }
+        return configuration
+    }
+
+    /// A new, empty file beside `path` to build a store in, named as ckport's other files on
+    /// their way (a killed process's is removed once that process is gone); nil when the file
+    /// system cannot give it `path`'s name later without replacing what may be there by then
+    /// (the store is then made as usual).
+    private static func makeAside(for path: String) -> String? {
+        let folder = RecordStore.folder(of: path)
+        PrivateFiles.removeStale(in: folder)
+        let temporary = sideName(for: path)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        close(fd)
+        // Whether a name can be given without replacing: tried once on a name nobody has.
+        let probe = sideName(for: path)
+        guard place(temporary, at: probe) == 0 else {
+            unlink(temporary)
+            return nil
+        }
+        guard rename(probe, temporary) == 0 else {
+            unlink(probe)
+            return nil
+        }
+        return temporary
+    }
+
+    /// A new name beside `path` for a file on its way there: `.NAME.ckport-PID-N.tmp`, as
+    /// ckport names its other such files, so that what a killed process left is removed as
+    /// soon as that process is gone (``PrivateFiles/removeStale(in:)``).
+    private static func sideName(for path: String) -> String {
+        (folder(of: path) as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).ckport-\(getpid())-\(makeStoreID()).tmp")
+    }
+
+    /// Gives `temporary` the name `path` if nothing has that name, by a rename that never
+    /// replaces a file (or, where the file system has none, a hard link, after which the
+    /// temporary name goes); 0, or why not (`errno`'s value).
+    private static func place(_ temporary: String, at path: String) -> Int32 {
+        if ckport_rename_exclusive(temporary, path) == 0 { return 0 }
+        guard [EINVAL, ENOSYS, ENOTSUP, EOPNOTSUPP].contains(errno) else { return errno }
+        guard link(temporary, path) == 0 else { return errno }
+        unlink(temporary)
+        return 0
+    }
+
+    /// Makes the store built aside the store at ``path``: the log's mode is set (as every
+    /// store has it), the file is synced and given its name, which it takes only if nothing
+    /// has it (another process that made a store there meanwhile keeps theirs, and this write
+    /// fails, having written nothing there), and the store is opened there as usual.
+    private func publishAside() throws {
+        guard let temporary = aside else { return }
+        do {
+            try queue.inDatabase { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+            try queue.close()
+        } catch {
+            throw RecordStore.translate(error, path: path, waiter: waiter)
+        }
+        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
+        let synced = fd >= 0 && fsync(fd) == 0
+        let syncError = errno
+        if fd >= 0 { close(fd) }
+        guard synced else {
+            throw StoreError.cannotWrite(path: path, reason: "the new store could not be written to disk (\(String(cString: strerror(syncError))))")
+        }
+        let target = RecordStore.danglingLinkTarget(path) ?? path
+        let reason = RecordStore.place(temporary, at: target)
+        guard reason == 0 else {
+            if reason == EEXIST {
+                throw StoreError.unavailable(path: path, reason: "another process made a store there while this one was being built; nothing of this write went into it: run the command again to write into that store")
+            }
+            throw StoreError.unavailable(path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
+        }
+        aside = nil
+        // The new name is durable once the folder is synced.
+        let folderFD = open(RecordStore.folder(of: target), O_RDONLY | O_CLOEXEC)
+        if folderFD >= 0 { _ = fsync(folderFD); close(folderFD) }
+        do {
+            queue = try DatabaseQueue(path: path, configuration: RecordStore.configuration(waiter: waiter))
+        } catch {
+            throw RecordStore.translate(error, path: path, waiter: waiter)
+        }
+    }
+
+    /// Removes the file of a store built aside that was never given its name.
+    private func removeAside() {
+        guard let temporary = aside else { return }
+        aside = nil
+        try? queue.close()
+        for suffix in RecordStore.fileSuffixes { unlink(temporary + suffix) }
+    }
+
+    deinit {
+        removeAside()
+    }
+
     /// Makes a new, empty store at `path` that appears there whole: its tables are created in a
     /// file of its own beside `path`, in rollback-journal mode (so that once they are committed
     /// the file holds them all, with no log beside it), and only then is the file given the
@@ -139,10 +275,8 @@ public final class RecordStore {
     /// full disk) is an error, and nothing is left at `path`.
     private static func createWhole(at path: String, waiter: LockWaiter) throws -> Bool {
         let folder = RecordStore.folder(of: path)
-        // Named as ckport's other files on their way (`.NAME.ckport-PID-N.tmp`), so that what a
-        // killed process left is removed as soon as that process is gone.
         PrivateFiles.removeStale(in: folder)
-        let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).ckport-\(getpid())-\(makeStoreID()).tmp")
+        let temporary = sideName(for: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             // A name too long for one more prefix is made in place; any other reason (a folder
@@ -150,7 +284,7 @@ public final class RecordStore {
             return errno == ENAMETOOLONG ? createInPlace(path) : false
         }
         close(fd)
-        defer { for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) } }
+        defer { for suffix in fileSuffixes { unlink(temporary + suffix) } }
         var configuration = Configuration()
         configuration.label = "ckport-new"
         configuration.prepareDatabase { db in
@@ -167,14 +301,8 @@ public final class RecordStore {
         guard access(temporary + "-journal", F_OK) != 0 else {
             throw StoreError.cannotWrite(path: path, reason: "the new store's tables could not be written whole")
         }
-        var placed = ckport_rename_exclusive(temporary, path) == 0
-        if !placed && [EINVAL, ENOSYS, ENOTSUP, EOPNOTSUPP].contains(errno) {
-            // No exclusive rename here: a hard link never replaces a file either.
-            placed = link(temporary, path) == 0
-            if placed { unlink(temporary) }
-        }
-        let reason = errno
-        if placed {
+        let reason = place(temporary, at: path)
+        if reason == 0 {
             // The new name is durable once the folder is synced.
             let folderFD = open(folder, O_RDONLY | O_CLOEXEC)
             if folderFD >= 0 { _ = fsync(folderFD); close(folderFD) }
@@ -334,7 +462,10 @@ public final class RecordStore {
     public func write<T>(dryRun: Bool = false, _ body: (StoreSession) throws -> T) throws -> T {
         do {
             let result = try writeTransaction(dryRun: dryRun, body)
-            if !dryRun { createdHere = false }
+            if !dryRun {
+                try publishAside()
+                createdHere = false
+            }
             return result
         } catch {
             let translated = RecordStore.translate(error, path: path, waiter: waiter)
@@ -391,6 +522,7 @@ public final class RecordStore {
     /// when it is the only connection, which tells exactly that).
     private func removeIfUnused() {
         createdHere = false
+        if aside != nil { return removeAside() }
         let pristine = (try? queue.inDatabase { db -> Bool in
             let sequence = try Int64.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'changeSeq'") ?? 0
             let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\'") ?? 0
@@ -401,7 +533,7 @@ public final class RecordStore {
         }) ?? false
         guard pristine else { return }
         try? queue.close()
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+        for suffix in RecordStore.fileSuffixes { unlink(path + suffix) }
     }
 
     /// Store errors in words a user can act on: which store, what happened, never SQL text.

@@ -57,14 +57,16 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store, on SQLite or PostgreSQL by what `--store` names; commands that only
-    /// read pass `create: false`.
-    func open(create: Bool, upgrade: Bool = true) throws -> any RecordStoring {
-        try StoreOptions.open(path, create: create, upgrade: upgrade, wait: wait, quiet: quiet)
+    /// read pass `create: false`, commands that load records `buildAside: true`.
+    func open(create: Bool, upgrade: Bool = true, buildAside: Bool = false) throws -> any RecordStoring {
+        try StoreOptions.open(path, create: create, upgrade: upgrade, wait: wait, quiet: quiet, buildAside: buildAside)
     }
 
     /// Opens the store at `path` (a SQLite file or a postgresql:// URL); a store of an older
-    /// format is upgraded in place, or with `upgrade` false refused.
-    static func open(_ path: String, create: Bool, upgrade: Bool = true, wait: Double, quiet: Bool) throws -> any RecordStoring {
+    /// format is upgraded in place, or with `upgrade` false refused. With `buildAside`, a new
+    /// SQLite store is built beside `path` and appears there when its first write commits (see
+    /// ``RecordStore/init(path:create:upgrade:waitSeconds:waiting:buildAside:)``).
+    static func open(_ path: String, create: Bool, upgrade: Bool = true, wait: Double, quiet: Bool, buildAside: Bool = false) throws -> any RecordStoring {
         let upgradedFrom: Int?
         let store: any RecordStoring
         if PostgresLocation.isURL(path) {
@@ -75,7 +77,7 @@ struct StoreOptions: ParsableArguments {
             if !quiet {
                 waiting = { Console.error("waiting for another ckport writing to \(path)…") }
             }
-            let sqlite = try RecordStore(path: path, create: create, upgrade: upgrade, waitSeconds: wait, waiting: waiting)
+            let sqlite = try RecordStore(path: path, create: create, upgrade: upgrade, waitSeconds: wait, waiting: waiting, buildAside: buildAside)
             (store, upgradedFrom) = (sqlite, sqlite.upgradedFrom)
         }
         if let upgradedFrom, !quiet {

@@ -291,6 +291,126 @@ struct StoreTests {
         #expect(names == (0..<5).map { "shared\($0).sqlite" })
     }
 
+    /// The notes sample's schema and records, as the sample app writes them.
+    static func notesSample() throws -> (schema: Schema, records: [Record]) {
+        let schema = try SchemaParser.parse(try String(contentsOf: packageRoot.appendingPathComponent("samples/notes/schema.ckdb"), encoding: .utf8))
+        let reader = JSONRecordReader(input: try ByteInput(path: sample("notes", "records.jsonl")), layout: .lines, codec: JSONRecordCodec(schema: schema))
+        var records: [Record] = []
+        while let item = try reader.next() {
+            if case .record(let sourced) = item { records.append(sourced.record) }
+        }
+        return (schema, records)
+    }
+
+    /// The names in `folder` of files on their way (`.NAME.ckport-PID-N.tmp` and SQLite's files beside them).
+    static func sideFiles(_ folder: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains(".ckport-") }.sorted()
+    }
+
+    @Test("a new store built aside: nothing at the path until the load commits, then the whole store there, in WAL mode, the same as one loaded in place; nothing left beside it")
+    func builtAside() throws {
+        let scratch = Scratch()
+        let (schema, records) = try StoreTests.notesSample()
+        #expect(records.count > 10)
+        let path = scratch.path("aside.sqlite")
+        let store = try RecordStore(path: path, buildAside: true)
+        #expect(store.isBuiltAside && !FileManager.default.fileExists(atPath: path))
+        var seenDuringLoad: Bool?
+        // A watcher reads the file's header as soon as it is at the path: SQLite's bytes 18 and
+        // 19 are 2 in WAL mode, 1 in rollback-journal mode. The store is in WAL mode from the
+        // moment it appears, before this instance opens it there again.
+        let firstSight = Mutex<[UInt8]?>(nil)
+        let watcher = Thread {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                guard let handle = FileHandle(forReadingAtPath: path) else { continue }
+                firstSight.withLock { $0 = Array((try? handle.read(upToCount: 20)) ?? Data()) }
+                try? handle.close()
+                return
+            }
+        }
+        var hooks = ImportHooks()
+        hooks.finishing = { _ in
+            seenDuringLoad = FileManager.default.fileExists(atPath: path)
+            watcher.start()
+        }
+        let summary = try store.importRecords([ArrayRecordSource(records)], schema: schema, options: ImportOptions(), hooks: hooks)
+        while !watcher.isFinished { usleep(100) }
+        #expect(seenDuringLoad == false)
+        #expect(summary.totals.inserted == records.count)
+        #expect(!store.isBuiltAside)
+        let header = firstSight.withLock { $0 } ?? []
+        #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "\(header)")
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        // The same store as a load in place, and the instance goes on writing to it there.
+        let inPlace = try scratch.store(SchemaPrinter.print(schema), name: "in-place.sqlite")
+        _ = try inPlace.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        let reopened = try RecordStore(path: path, create: false)
+        #expect(try allRecords(reopened) == allRecords(inPlace))
+        #expect(try reopened.read { $0.currentToken.sequence } == inPlace.read { $0.currentToken.sequence })
+        #expect(try store.integrityCheck() == ["ok"])
+        let deleted = try store.write { session in try session.delete([records[0].id]) }
+        #expect(!deleted.isEmpty)
+        #expect(try allRecords(reopened).count == records.count - deleted.count)
+        #expect(try StoreTests.sideFiles(scratch.url.path) == [])
+    }
+
+    @Test("a store built aside that never commits leaves nothing: a failed load, a dry run, a store let go of unwritten")
+    func builtAsideLeavesNothing() throws {
+        let scratch = Scratch()
+        let (schema, records) = try StoreTests.notesSample()
+        let failing = try RecordStore(path: scratch.path("failed.sqlite"), buildAside: true)
+        var hooks = ImportHooks()
+        hooks.finishing = { _ in throw StoreError.corrupt("stopped on purpose") }
+        #expect(throws: StoreError.self) { try failing.importRecords([ArrayRecordSource(records)], schema: schema, options: ImportOptions(), hooks: hooks) }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("failed.sqlite")))
+        #expect(try StoreTests.sideFiles(scratch.url.path) == [])
+        do {
+            let dry = try RecordStore(path: scratch.path("dry.sqlite"), buildAside: true)
+            let summary = try dry.importRecords([ArrayRecordSource(records)], schema: schema, options: ImportOptions(dryRun: true), hooks: ImportHooks())
+            #expect(summary.totals.inserted == records.count)
+            // While the instance lives, its file is beside the path; the path stays free.
+            #expect(try StoreTests.sideFiles(scratch.url.path).count == 1)
+            let unwritten = try RecordStore(path: scratch.path("unwritten.sqlite"), buildAside: true)
+            #expect(try unwritten.read { $0.currentToken.sequence } == 0)
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("dry.sqlite")) && !FileManager.default.fileExists(atPath: scratch.path("unwritten.sqlite")))
+        #expect(try StoreTests.sideFiles(scratch.url.path) == [])
+    }
+
+    @Test("another process makes the store while it is built aside: theirs stays as it was, this load fails saying so, and nothing is left beside it")
+    func builtAsideMeetsAnotherStore() throws {
+        let scratch = Scratch()
+        let (schema, records) = try StoreTests.notesSample()
+        let path = scratch.path("raced.sqlite")
+        let aside = try RecordStore(path: path, buildAside: true)
+        var other: RecordStore?
+        var hooks = ImportHooks()
+        hooks.finishing = { _ in
+            other = try RecordStore(path: path)
+            try other!.importSchema(schema)
+        }
+        do {
+            _ = try aside.importRecords([ArrayRecordSource(records)], schema: schema, options: ImportOptions(), hooks: hooks)
+            Issue.record("the load went over another store")
+        } catch let error as StoreError {
+            #expect("\(error)".contains("another process made a store there"), "\(error)")
+        }
+        let theirs = try RecordStore(path: path, create: false)
+        #expect(theirs.storeID == other?.storeID && theirs.storeID != aside.storeID)
+        #expect(try allRecords(theirs).isEmpty && theirs.schema.isEquivalent(to: schema))
+        #expect(try StoreTests.sideFiles(scratch.url.path) == [])
+    }
+
+    @Test("the journal, log and log index beside a file on its way are a dead process's to remove as well")
+    func sideFileNames() {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            #expect(PrivateFiles.temporaryFileOwner(".family.sqlite.ckport-4242-0123456789ab.tmp" + suffix) == 4242)
+        }
+        #expect(PrivateFiles.temporaryFileOwner(".family.sqlite.ckport-4242-0123456789ab.tmp-other") == nil)
+        #expect(PrivateFiles.temporaryFileOwner("family.sqlite-journal") == nil)
+    }
+
     @Test("every value type survives the store unchanged")
     func storeRoundTrip() throws {
         let scratch = Scratch()

@@ -112,13 +112,18 @@ public enum PrivateFiles {
         }
     }
 
+    /// How the names of files on their way end: the file, and the journal, log and log index
+    /// SQLite keeps beside a store built under such a name.
+    static let sideSuffixes = [".tmp", ".tmp-journal", ".tmp-wal", ".tmp-shm"]
+
     /// The process that made a temporary file or folder of ckport's, from its name; nil for
-    /// other names: `.NAME.ckport-PID-N.tmp` (an output file on its way), `ckport-PID-XXXXXX`
+    /// other names: `.NAME.ckport-PID-N.tmp` (an output file or a store on its way, and its
+    /// `-journal`, `-wal`, `-shm`), `ckport-PID-XXXXXX`
     /// (a private folder), `.ckport-spool-PID-…`, `ckport-asset-PID-…`, `ckport-stdin-PID-…`
     /// (what earlier versions left).
     public static func temporaryFileOwner(_ name: String) -> Int32? {
         var rest: Substring
-        if name.hasPrefix("."), name.hasSuffix(".tmp"), let marker = name.range(of: ".ckport-", options: .backwards) {
+        if name.hasPrefix("."), PrivateFiles.sideSuffixes.contains(where: { name.hasSuffix($0) }), let marker = name.range(of: ".ckport-", options: .backwards) {
             rest = name[marker.upperBound...]
         } else if let kind = ["ckport-asset-", "ckport-stdin-", ".ckport-spool-", folderPrefix].first(where: { name.hasPrefix($0) }) {
             rest = name.dropFirst(kind.count)

@@ -287,7 +287,9 @@ struct RestoreCommand: ParsableCommand {
         let readers = try bundles.map { try Backups.open($0, options: options.read) }
         try Backups.checkChain(readers, intoExisting: mode != nil)
         let existed = FileManager.default.fileExists(atPath: storeOptions.path)
-        let store = try storeOptions.open(create: true)
+        let store = try storeOptions.open(create: true, buildAside: true)
+        // A store built aside is at the path only once the restore has committed.
+        let builtAside = (store as? RecordStore)?.isBuiltAside == true
         do {
             let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
             let summary = try Backups.restore(readers, into: store, options: options, progress: progress.handler)
@@ -299,7 +301,7 @@ struct RestoreCommand: ParsableCommand {
             }
         } catch {
             // A store this restore created and could not fill is removed again.
-            if !existed {
+            if !existed && !builtAside {
                 for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storeOptions.path + suffix) }
             }
             throw error
