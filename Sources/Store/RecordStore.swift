@@ -97,7 +97,7 @@ public final class RecordStore {
         let configuration = RecordStore.configuration(waiter: waiter)
         if !exists && create && buildAside, let temporary = RecordStore.makeAside(for: RecordStore.danglingLinkTarget(path) ?? path) {
             do {
-                queue = try DatabaseQueue(path: temporary, configuration: RecordStore.asideConfiguration(waiter: waiter))
+                queue = try DatabaseQueue(path: temporary, configuration: RecordStore.configuration(waiter: waiter, aside: true))
                 storeID = try queue.inDatabase { db in try RecordStore.prepare(db, path: path, create: true).id }
             } catch {
                 for suffix in RecordStore.fileSuffixes { unlink(temporary + suffix) }
@@ -130,20 +130,28 @@ public final class RecordStore {
         if exists { createdHere = false } else if madeWhole { createdHere = true }
     }
 
-    /// How every connection to a store is opened.
-    private static func configuration(waiter: LockWaiter) -> Configuration {
+    /// How every connection to a store is opened; `aside`, a store built aside (see
+    /// ``isBuiltAside``).
+    private static func configuration(waiter: LockWaiter, aside: Bool = false) -> Configuration {
         var configuration = Configuration()
-        configuration.label = "ckport"
+        configuration.label = aside ? "ckport-aside" : "ckport"
         configuration.busyMode = .callback { tries in waiter.shouldRetry(tries) }
+        // Write-ahead logging: readers keep reading the last committed state while a write
+        // runs, and a write that fails or is killed never touches the main file. FULL sync
+        // makes every commit durable; the log is folded back into the file, and removed, when
+        // the last connection closes. A store built aside, which nobody else reads, keeps a
+        // rollback journal instead and is not synced: the journal holds the few pages there
+        // before the write (a new store's tables), so a failed write still rolls back, and
+        // every page the load adds goes to the file once; the file is synced when it is whole
+        // (``publishAside()``), and a process killed before leaves a file nobody reads.
+        let journal = aside ? "PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF"
+            : "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864"
         configuration.prepareDatabase { db in
-            // Write-ahead logging: readers keep reading the last committed state while a write
-            // runs, and a write that fails or is killed never touches the main file. FULL sync
-            // makes every commit durable; the log is folded back into the file, and removed,
-            // when the last connection closes. A new store gets 16 KB pages (SQLite's default is
-            // 4 KB; an existing store keeps the size it has): a bulk load writes a quarter as many
-            // pages into the log and reads a quarter as many back while it builds the indexes,
-            // which made importing 10,000,000 records 1.3× faster (README, Benchmark).
-            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
+            // A new store gets 16 KB pages (SQLite's default is 4 KB; an existing store keeps
+            // the size it has): a bulk load writes a quarter as many pages into the log and
+            // reads a quarter as many back while it builds the indexes, which made importing
+            // 10,000,000 records 1.3× faster (README, Benchmark).
+            try db.execute(sql: "PRAGMA page_size = 16384; \(journal); PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
         }
         return configuration
     }
@@ -151,21 +159,6 @@ public final class RecordStore {
     /// The files SQLite keeps for a database: the file itself, its rollback journal, its
     /// write-ahead log and the log's index.
     static let fileSuffixes = ["", "-journal", "-wal", "-shm"]
-
-    /// How the file of a store built aside is opened: as any store's connection, but with a
-    /// rollback journal and no syncs. The journal holds the few pages that were there before
-    /// the write (a new store's tables), so a failed write still rolls back; every page the
-    /// load adds goes to the file once. Nothing is synced until the file is whole
-    /// (``publishAside()``); a process killed before leaves a file nobody reads.
-    private static func asideConfiguration(waiter: LockWaiter) -> Configuration {
-        var configuration = Configuration()
-        configuration.label = "ckport-aside"
-        configuration.busyMode = .callback { tries in waiter.shouldRetry(tries) }
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA page_size = 16384; PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF; PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
-        }
-        return configuration
-    }
 
     /// A new, empty file beside `path` to build a store in, named as ckport's other files on
     /// their way (a killed process's is removed once that process is gone); nil when the file
