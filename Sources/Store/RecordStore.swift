@@ -95,7 +95,11 @@ public final class RecordStore {
         let waiter = LockWaiter(limit: waitSeconds, onWait: waiting)
         self.waiter = waiter
         let configuration = RecordStore.configuration(waiter: waiter)
-        if !exists && create && buildAside, let temporary = RecordStore.makeAside(for: RecordStore.danglingLinkTarget(path) ?? path) {
+        // Only where nothing is at the path, or a link to nothing (not a loop of links).
+        var entry = stat()
+        let nothingThere = lstat(path, &entry) != 0 && errno == ENOENT
+        if !exists && create && buildAside && (nothingThere || RecordStore.danglingLinkTarget(path) != nil),
+           let temporary = RecordStore.makeAside(for: RecordStore.danglingLinkTarget(path) ?? path) {
             do {
                 queue = try DatabaseQueue(path: temporary, configuration: RecordStore.configuration(waiter: waiter, aside: true))
                 storeID = try queue.inDatabase { db in try RecordStore.prepare(db, path: path, create: true).id }
@@ -202,6 +206,10 @@ public final class RecordStore {
         return 0
     }
 
+    /// Called with the file of a store built aside once it is whole and synced, just before it
+    /// is given its name (tests look at it there).
+    var willPublish: ((String) -> Void)?
+
     /// Makes the store built aside the store at ``path``: the log's mode is set (as every
     /// store has it), the file is synced and given its name, which it takes only if nothing
     /// has it (another process that made a store there meanwhile keeps theirs, and this write
@@ -214,6 +222,12 @@ public final class RecordStore {
         } catch {
             throw RecordStore.translate(error, path: path, waiter: waiter)
         }
+        // A journal left beside it would mean the last commit did not finish; the log and its
+        // index, empty once the only connection closed, go.
+        guard access(temporary + "-journal", F_OK) != 0 else {
+            throw StoreError.cannotWrite(path: path, reason: "the new store could not be written whole")
+        }
+        for suffix in ["-wal", "-shm"] { unlink(temporary + suffix) }
         let fd = open(temporary, O_RDONLY | O_CLOEXEC)
         let synced = fd >= 0 && fsync(fd) == 0
         let syncError = errno
@@ -221,22 +235,28 @@ public final class RecordStore {
         guard synced else {
             throw StoreError.cannotWrite(path: path, reason: "the new store could not be written to disk (\(String(cString: strerror(syncError))))")
         }
+        willPublish?(temporary)
         let target = RecordStore.danglingLinkTarget(path) ?? path
         let reason = RecordStore.place(temporary, at: target)
         guard reason == 0 else {
             if reason == EEXIST {
-                throw StoreError.unavailable(path: path, reason: "another process made a store there while this one was being built; nothing of this write went into it: run the command again to write into that store")
+                throw StoreError.unavailable(path: path, reason: "something appeared there while this store was being built (another process's store?), and it is kept; nothing of this write went into it: run the command again to write into what is there")
             }
             throw StoreError.unavailable(path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
         }
+        // The load is at the path from here on: nothing removes it.
         aside = nil
+        createdHere = false
         // The new name is durable once the folder is synced.
         let folderFD = open(RecordStore.folder(of: target), O_RDONLY | O_CLOEXEC)
         if folderFD >= 0 { _ = fsync(folderFD); close(folderFD) }
+        // Opened as a store is opened: waiting out another process opening it at this moment.
+        waiter.reading = true
+        defer { waiter.reading = false }
         do {
             queue = try DatabaseQueue(path: path, configuration: RecordStore.configuration(waiter: waiter))
         } catch {
-            throw RecordStore.translate(error, path: path, waiter: waiter)
+            throw StoreError.unavailable(path: path, reason: "the new store was written there whole, but could not be opened again (\(RecordStore.translate(error, path: path, waiter: waiter)))")
         }
     }
 

@@ -316,31 +316,18 @@ struct StoreTests {
         let store = try RecordStore(path: path, buildAside: true)
         #expect(store.isBuiltAside && !FileManager.default.fileExists(atPath: path))
         var seenDuringLoad: Bool?
-        // A watcher reads the file's header as soon as it is at the path: SQLite's bytes 18 and
-        // 19 are 2 in WAL mode, 1 in rollback-journal mode. The store is in WAL mode from the
-        // moment it appears, before this instance opens it there again.
-        let firstSight = Mutex<[UInt8]?>(nil)
-        let watcher = Thread {
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
-                guard let handle = FileHandle(forReadingAtPath: path) else { continue }
-                firstSight.withLock { $0 = Array((try? handle.read(upToCount: 20)) ?? Data()) }
-                try? handle.close()
-                return
-            }
-        }
+        // The file's header as it is given its name: SQLite's bytes 18 and 19 are 2 in WAL
+        // mode, 1 in rollback-journal mode. The store is in WAL mode from the moment it
+        // appears, before this instance opens it there again.
+        var published: [UInt8] = []
+        store.willPublish = { file in published = Array(FileManager.default.contents(atPath: file)?.prefix(20) ?? Data()) }
         var hooks = ImportHooks()
-        hooks.finishing = { _ in
-            seenDuringLoad = FileManager.default.fileExists(atPath: path)
-            watcher.start()
-        }
+        hooks.finishing = { _ in seenDuringLoad = FileManager.default.fileExists(atPath: path) }
         let summary = try store.importRecords([ArrayRecordSource(records)], schema: schema, options: ImportOptions(), hooks: hooks)
-        while !watcher.isFinished { usleep(100) }
         #expect(seenDuringLoad == false)
         #expect(summary.totals.inserted == records.count)
         #expect(!store.isBuiltAside)
-        let header = firstSight.withLock { $0 } ?? []
-        #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "\(header)")
+        #expect(published.count == 20 && published[18] == 2 && published[19] == 2, "\(published)")
         #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         // The same store as a load in place, and the instance goes on writing to it there.
         let inPlace = try scratch.store(SchemaPrinter.print(schema), name: "in-place.sqlite")
@@ -360,6 +347,7 @@ struct StoreTests {
         let scratch = Scratch()
         let (schema, records) = try StoreTests.notesSample()
         let failing = try RecordStore(path: scratch.path("failed.sqlite"), buildAside: true)
+        #expect(failing.isBuiltAside)
         var hooks = ImportHooks()
         hooks.finishing = { _ in throw StoreError.corrupt("stopped on purpose") }
         #expect(throws: StoreError.self) { try failing.importRecords([ArrayRecordSource(records)], schema: schema, options: ImportOptions(), hooks: hooks) }
@@ -394,11 +382,25 @@ struct StoreTests {
             _ = try aside.importRecords([ArrayRecordSource(records)], schema: schema, options: ImportOptions(), hooks: hooks)
             Issue.record("the load went over another store")
         } catch let error as StoreError {
-            #expect("\(error)".contains("another process made a store there"), "\(error)")
+            #expect("\(error)".contains("something appeared there while this store was being built"), "\(error)")
         }
         let theirs = try RecordStore(path: path, create: false)
         #expect(theirs.storeID == other?.storeID && theirs.storeID != aside.storeID)
         #expect(try allRecords(theirs).isEmpty && theirs.schema.isEquivalent(to: schema))
+        #expect(try StoreTests.sideFiles(scratch.url.path) == [])
+    }
+
+    @Test("a loop of links at the path is not built aside: it fails at once, naming the path, and leaves nothing beside it")
+    func linkLoopNotBuiltAside() throws {
+        let scratch = Scratch()
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("a.sqlite"), withDestinationPath: "b.sqlite")
+        try FileManager.default.createSymbolicLink(atPath: scratch.path("b.sqlite"), withDestinationPath: "a.sqlite")
+        do {
+            _ = try RecordStore(path: scratch.path("a.sqlite"), buildAside: true)
+            Issue.record("a store was opened through a loop of links")
+        } catch let error as StoreError {
+            #expect("\(error)".contains(scratch.path("a.sqlite")), "\(error)")
+        }
         #expect(try StoreTests.sideFiles(scratch.url.path) == [])
     }
 

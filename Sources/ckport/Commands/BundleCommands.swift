@@ -286,25 +286,23 @@ struct RestoreCommand: ParsableCommand {
         // The chain is checked before a store is made for it.
         let readers = try bundles.map { try Backups.open($0, options: options.read) }
         try Backups.checkChain(readers, intoExisting: mode != nil)
-        let existed = FileManager.default.fileExists(atPath: storeOptions.path)
+        // A new store is built aside and appears only once the restore has committed; one made
+        // in place that the restore could not fill is removed by the store itself, and only if
+        // no other process has opened it meanwhile.
         let store = try storeOptions.open(create: true, buildAside: true)
-        // A store built aside is at the path only once the restore has committed.
-        let builtAside = (store as? RecordStore)?.isBuiltAside == true
+        let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
+        let summary: ImportSummary
         do {
-            let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
-            let summary = try Backups.restore(readers, into: store, options: options, progress: progress.handler)
+            summary = try Backups.restore(readers, into: store, options: options, progress: progress.handler)
             progress.finish()
-            if !storeOptions.quiet {
-                let assets = summary.assets > 0 ? " and \(Console.count(summary.assets)) asset files" : ""
-                Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
-                Console.error("change token: \(summary.token?.description ?? "")")
-            }
         } catch {
-            // A store this restore created and could not fill is removed again.
-            if !existed && !builtAside {
-                for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storeOptions.path + suffix) }
-            }
+            progress.finish()
             throw error
+        }
+        if !storeOptions.quiet {
+            let assets = summary.assets > 0 ? " and \(Console.count(summary.assets)) asset files" : ""
+            Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            Console.error("change token: \(summary.token?.description ?? "")")
         }
     }
 }

@@ -182,8 +182,8 @@ struct ImportCommand: ParsableCommand {
         if schemaFile == nil && !allowNewFields && !archive && !inputs.isEmpty && !StoreOptions.exists(storeOptions.path, wait: storeOptions.wait) {
             throw OperationError.noSchema(store: storeOptions.path, storeExists: false)
         }
-        // A first load into a new store builds it aside: a dry run writes nothing to build.
-        let store = try storeOptions.open(create: true, buildAside: !dryRun)
+        // A first load into a new store builds it aside (a dry run's never appears).
+        let store = try storeOptions.open(create: true, buildAside: true)
         var settings = FormatSettings()
         settings[JSONReadSettings.self] = JSONReadSettings(style: style.valueStyle)
         settings[CSVReadSettings.self] = try csv.settings()
