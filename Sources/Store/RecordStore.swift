@@ -98,8 +98,9 @@ public final class RecordStore {
         // Only where nothing is at the path, or a link to nothing (not a loop of links).
         var entry = stat()
         let nothingThere = lstat(path, &entry) != 0 && errno == ENOENT
-        if !exists && create && buildAside && (nothingThere || RecordStore.danglingLinkTarget(path) != nil),
-           let temporary = RecordStore.makeAside(for: RecordStore.danglingLinkTarget(path) ?? path) {
+        let linkTarget = RecordStore.danglingLinkTarget(path)
+        if !exists && create && buildAside && (nothingThere || linkTarget != nil),
+           let temporary = RecordStore.makeAside(for: linkTarget ?? path) {
             do {
                 queue = try DatabaseQueue(path: temporary, configuration: RecordStore.configuration(waiter: waiter, aside: true))
                 storeID = try queue.inDatabase { db in try RecordStore.prepare(db, path: path, create: true).id }
@@ -206,6 +207,12 @@ public final class RecordStore {
         return 0
     }
 
+    /// Syncs the folder of `path`: a name given there is durable once it is synced.
+    private static func syncFolder(of path: String) {
+        let fd = open(folder(of: path), O_RDONLY | O_CLOEXEC)
+        if fd >= 0 { _ = fsync(fd); close(fd) }
+    }
+
     /// Called with the file of a store built aside once it is whole and synced, just before it
     /// is given its name (tests look at it there).
     var willPublish: ((String) -> Void)?
@@ -247,9 +254,7 @@ public final class RecordStore {
         // The load is at the path from here on: nothing removes it.
         aside = nil
         createdHere = false
-        // The new name is durable once the folder is synced.
-        let folderFD = open(RecordStore.folder(of: target), O_RDONLY | O_CLOEXEC)
-        if folderFD >= 0 { _ = fsync(folderFD); close(folderFD) }
+        RecordStore.syncFolder(of: target)
         // Opened as a store is opened: waiting out another process opening it at this moment.
         waiter.reading = true
         defer { waiter.reading = false }
@@ -316,9 +321,7 @@ public final class RecordStore {
         }
         let reason = place(temporary, at: path)
         if reason == 0 {
-            // The new name is durable once the folder is synced.
-            let folderFD = open(folder, O_RDONLY | O_CLOEXEC)
-            if folderFD >= 0 { _ = fsync(folderFD); close(folderFD) }
+            syncFolder(of: path)
             return true
         }
         if reason == EEXIST { return false }
