@@ -88,7 +88,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CKPort", "Records", "Store", "Formats", "SampleApps"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "RecordsTests", dependencies: ["TestSupport", "Records", "SampleApps"], swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"], swiftSettings: strict),
-        .testTarget(name: "FormatsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps",
+        .testTarget(name: "FormatsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps", .product(name: "Crypto", package: "swift-crypto"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "MigrationsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "Migrations", "SampleApps",
                                                             .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),

@@ -338,6 +338,12 @@ measure_floor() {
   sqlite3 "$store-flmig" 'SELECT count(*) FROM "Task"' > "$work/$tag-fl-tasks"
   rm -f "$store-fl" "$store-flnew" "$store-flrestored"* "$store-flmig"* "$store-flsql"* "$work/$tag-fl.ckbundle" "$work/$tag-fl-restored.jsonl"
 }
+# What this ckport inflates bundles with: ISA-L when it was built against it, else zlib, about
+# half as fast (SwiftPM keeps its first look at the package: after installing libisal-dev,
+# swift package purge-cache).
+inflater() {
+  if nm "$ckport" 2>/dev/null | grep -q isal_inflate || ldd "$ckport" | grep -q libisal; then echo "ISA-L"; else echo "zlib (ISA-L was not built in)"; fi
+}
 floor_table() {
   local tag=$1 n=$2
   echo
@@ -363,7 +369,7 @@ floor_table() {
   echo "writes the byte-identical JSON Lines file. DuckDB $("$venv/bin/python" -c 'import duckdb; print(duckdb.__version__)') loads the same file with read_json"
   echo "(every value typed, into its own file) and writes it back with COPY; sqlite3 -json writes"
   echo "the Task table alone. restore reads a bundle of the same records (its store's export is"
-  echo "compared with the import's, byte for byte); migrate apply runs scripts/bench-migration on a"
+  echo "compared with the import's, byte for byte), inflating it with $(inflater); migrate apply runs scripts/bench-migration on a"
   echo "fresh copy of the imported store, the sqlite3 shell scripts/bench-migration.sql on another."
   echo "Targets: import faster than DuckDB on one thread; export at most half of sqlite3 -json;"
   echo "restore no slower than import; migrate apply no slower than its SQL; memory under 200 MB."

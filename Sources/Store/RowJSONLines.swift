@@ -140,7 +140,7 @@ struct RowCapturePlan {
         var costs = [Int](repeating: 48, count: TableLayout.systemColumns.count)
         costs[1] += names.recordType.count + 160
         for (position, kind) in layout.kinds.enumerated() {
-            let keyAndType = names.fieldOpenings[position].count + names.doubleClosings[position].count
+            let keyAndType = names.fields[position].opening.count + names.fields[position].doubleClosing.count
             switch kind {
             case .reference: costs += [keyAndType + 32, 24]
             case .string, .bytes, .json: costs.append(keyAndType)
@@ -217,8 +217,13 @@ struct RowBatch: @unchecked Sendable {
         var index: Int32 = 0
         for read in plan.reads {
             defer { index += 1 }
-            let type = read == .skip ? SQLITE_NULL : sqlite3_column_type(raw, index)
-            if type == SQLITE_NULL {
+            // One call into the statement per column, then the value's own accessors, which
+            // take no lock and set no error state: the sqlite3_column_ calls each do both, and
+            // were a third of this thread's time. (The value is only read here, on the thread
+            // stepping the statement, before the next step.)
+            let value = read == .skip ? nil : sqlite3_column_value(raw, index)
+            let type = value.map { sqlite3_value_type($0) } ?? SQLITE_NULL
+            guard let value, type != SQLITE_NULL else {
                 slots.append(RowSlot(type: SQLITE_NULL, count: 0, value: 0))
                 continue
             }
@@ -226,20 +231,24 @@ struct RowBatch: @unchecked Sendable {
             // A NUMBER is read as what it holds, as ``RowJSON`` reads it.
             switch read == .number ? (type == SQLITE_INTEGER ? .int64 : .double) : read {
             case .int64:
-                slots.append(RowSlot(type: type, count: 0, value: sqlite3_column_int64(raw, index)))
+                slots.append(RowSlot(type: type, count: 0, value: sqlite3_value_int64(value)))
             case .double, .number:
-                slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_column_double(raw, index).bitPattern)))
+                slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_value_double(value).bitPattern)))
             case .skip:
                 preconditionFailure("a skipped column is copied as NULL")
             case .text:
-                let text = statement.textBytes(index)
-                slots.append(RowSlot(type: type, count: Int32(text.count), value: Int64(bytes.count)))
-                bytes.append(contentsOf: text)
-            case .blob:
-                let count = Int(sqlite3_column_bytes(raw, index))
+                // Text first, then its length in that encoding, as sqlite3_column_text's users do.
                 let start = bytes.count
-                if count > 0, let pointer = sqlite3_column_blob(raw, index) {
-                    bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count))
+                if let text = sqlite3_value_text(value) {
+                    let count = Int(sqlite3_value_bytes(value))
+                    if count > 0 { bytes.append(contentsOf: UnsafeBufferPointer(start: text, count: count)) }
+                }
+                slots.append(RowSlot(type: type, count: Int32(bytes.count - start), value: Int64(start)))
+            case .blob:
+                let start = bytes.count
+                if let pointer = sqlite3_value_blob(value) {
+                    let count = Int(sqlite3_value_bytes(value))
+                    if count > 0 { bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count)) }
                 }
                 slots.append(RowSlot(type: type, count: Int32(bytes.count - start), value: Int64(start)))
             }

@@ -10,10 +10,11 @@ private struct Unpacked {
     var members: [(path: String, bytes: [UInt8])]
 
     init(_ path: String) throws {
-        let tar = TarReader(gzip: try GzipReader(path: path))
+        let gzip = try GzipReader(path: path)
+        let tar = TarReadAhead(name: path) { try gzip.read(into: $0) }
         members = []
         while let entry = try tar.next() {
-            members.append((entry.path, try TarReader.readAll(tar, limit: Int(entry.size))))
+            members.append((entry.path, try tar.readAll(limit: Int(entry.size))))
         }
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SampleApps
 import Testing
@@ -79,37 +80,110 @@ struct ParallelReadingTests {
         #expect(two == one)
     }
 
-    @Test("reading ahead on another thread hands over the same bytes, then the source's error after them")
-    func readAheadKeepsBytesAndErrors() throws {
+    /// A tar stream of members whose sizes sit on every edge of a 4 KiB run and of tar's
+    /// 512-byte blocks, one with a name long enough for a pax header.
+    static func tarStream() -> (bytes: [UInt8], members: [(String, [UInt8])]) {
         var generator = SeededRandom(state: 11)
-        let data = (0..<3_000_000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-        for failAt in [nil, 0, 1, 777_777, 2_999_999] as [Int?] {
-            var offset = 0
-            var sizes = SeededRandom(state: 5)
-            let ahead = ReadAhead(chunkSize: 1 << 16, depth: 3, progress: { Int64(offset) }) { buffer in
-                if let failAt, offset >= failAt { throw Broken() }
-                // Uneven reads, as a decompressor gives.
-                let limit = failAt ?? data.count
-                let n = min(buffer.count, Int(sizes.next() % 70_000) + 1, limit - offset)
-                data.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
-                offset += n
-                return n
-            }
-            var received: [UInt8] = []
-            var failure: Error?
-            var chunk = [UInt8](repeating: 0, count: 10_007)
-            do {
-                while true {
-                    let n = try chunk.withUnsafeMutableBytes { try ahead.read(into: $0) }
-                    if n == 0 { break }
-                    received += chunk[0..<n]
-                }
-            } catch {
-                failure = error
-            }
-            #expect(received == Array(data[0..<(failAt ?? data.count)]), "fail at \(String(describing: failAt))")
-            #expect((failure is Broken) == (failAt != nil))
+        let long = "records/shared/" + String(repeating: "zone-with-a-long-name-", count: 12) + "/Task.jsonl"
+        let sizes = [0, 1, 511, 512, 513, 4095, 4096, 4097, 8192, 100_000, 0, 70_001]
+        var members: [(String, [UInt8])] = []
+        var bytes: [UInt8] = []
+        for (k, size) in sizes.enumerated() {
+            let path = k == 9 ? long : "records/m\(k).jsonl"
+            let content = (0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            members.append((path, content))
+            bytes += Tar.header(path: path, size: Int64(size)) + content + Tar.padding(Int64(size))
         }
+        return (bytes + Tar.end, members)
+    }
+
+    /// A source of `bytes` that gives uneven reads, as a decompressor does, and fails at
+    /// `failAt`.
+    static func unevenSource(_ bytes: [UInt8], failAt: Int?, seed: UInt64) -> (UnsafeMutableRawBufferPointer) throws -> Int {
+        var offset = 0
+        var sizes = SeededRandom(state: seed)
+        return { buffer in
+            if let failAt, offset >= failAt { throw Broken() }
+            let limit = failAt ?? bytes.count
+            let n = min(buffer.count, Int(sizes.next() % 9_000) + 1, limit - offset)
+            bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+            offset += n
+            return n
+        }
+    }
+
+    /// Members, content digests and the ending, read with `next` and `read`; every member's
+    /// content read in pieces of uneven sizes unless `skipOdd` (then odd members are passed over).
+    static func tarTranscript(next: () throws -> TarEntry?, read: (UnsafeMutableRawBufferPointer) throws -> Int,
+                              digest: () -> SHA256.Digest?, skipOdd: Bool = false) -> [String] {
+        var out: [String] = []
+        var sizes = SeededRandom(state: 3)
+        var buffer = [UInt8](repeating: 0, count: 10_007)
+        var k = 0
+        // What was read of the member an error cut short is in the transcript too.
+        var content: [UInt8] = []
+        do {
+            while let entry = try next() {
+                out.append("member \(entry.path) \(entry.size) at \(entry.offset)")
+                defer { k += 1 }
+                if skipOdd && k % 2 == 1 { continue }
+                content = []
+                while true {
+                    let want = Int(sizes.next() % 10_007) + 1
+                    let n = try buffer.withUnsafeMutableBytes { try read(UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
+                    if n == 0 { break }
+                    content += buffer[0..<n]
+                }
+                let sha = Array(SHA256.hash(data: content))
+                out.append("content \(content.count) \(sha.prefix(6).map { String($0, radix: 16) }.joined())")
+                if let given = digest() { out.append(Array(given) == sha ? "digest matches" : "digest differs") }
+                content = []
+            }
+            out.append("end")
+        } catch {
+            out.append("cut short after \(content.count) bytes \(Array(SHA256.hash(data: content)).prefix(6).map { String($0, radix: 16) }.joined())")
+            out.append("error \(error)")
+        }
+        return out
+    }
+
+    @Test("a tar read ahead on another thread gives the members, bytes and SHA-256s read here give, then the source's error after them")
+    func tarReadAheadMatchesTarReader() throws {
+        let (bytes, members) = ParallelReadingTests.tarStream()
+        let total = members.reduce(0) { $0 + $1.1.count }
+        #expect(total > 190_000)
+        var cutMidMember = 0
+        for failAt in [nil, 0, 1, 700, 2_100, 5_000, 12_000, 40_000, bytes.count / 2, bytes.count - 1] as [Int?] {
+            for skipOdd in [false, true] {
+                let plain = TarReader(name: "t.tar", read: ParallelReadingTests.unevenSource(bytes, failAt: failAt, seed: 5))
+                let here = ParallelReadingTests.tarTranscript(next: { try plain.next() }, read: { try plain.readContent(into: $0) },
+                                                              digest: { nil }, skipOdd: skipOdd)
+                let ahead = TarReadAhead(name: "t.tar", chunkSize: 1 << 12, depth: 3, source: ParallelReadingTests.unevenSource(bytes, failAt: failAt, seed: 9))
+                let there = ParallelReadingTests.tarTranscript(next: { try ahead.next() }, read: { try ahead.readContent(into: $0) },
+                                                               digest: { ahead.digest }, skipOdd: skipOdd)
+                // The read-ahead's transcript is the plain one with a digest after each member read whole.
+                #expect(there.filter { !$0.hasPrefix("digest") } == here, "fail at \(String(describing: failAt)), skip \(skipOdd)")
+                #expect(!there.contains("digest differs"))
+                #expect((here.last == "end") == (failAt == nil))
+                if let cut = here.first(where: { $0.hasPrefix("cut short after ") }), !cut.hasPrefix("cut short after 0 ") { cutMidMember += 1 }
+                if failAt == nil {
+                    #expect(here.filter { $0.hasPrefix("member") }.count == members.count)
+                    #expect(there.filter { $0 == "digest matches" }.count == (skipOdd ? (members.count + 1) / 2 : members.count))
+                } else {
+                    #expect(here.last == "error the disk went away")
+                }
+            }
+        }
+        // Some errors came in the middle of a member, after some of its bytes.
+        #expect(cutMidMember >= 4)
+        // Whole members, as the bundle's header members are read.
+        let ahead = TarReadAhead(name: "t.tar", chunkSize: 1 << 12, source: ParallelReadingTests.unevenSource(bytes, failAt: nil, seed: 1))
+        for (path, content) in members {
+            #expect(try ahead.next()?.path == path)
+            #expect(try ahead.readAll(limit: content.count) == content)
+            #expect(ahead.digest.map(Array.init) == Array(SHA256.hash(data: content)))
+        }
+        #expect(try ahead.next() == nil)
     }
 
     @Test("a reader that stops early lets the read-ahead thread end")
@@ -119,14 +193,23 @@ struct ParallelReadingTests {
         do {
             let token = Token()
             weakToken = token
-            let ahead = ReadAhead(chunkSize: 1 << 12, depth: 2) { buffer in
-                // An endless source; the thread owns the token for as long as it runs.
+            // One member of 4 GB, endless as far as this test goes.
+            var header = Tar.header(path: "records/big.jsonl", size: 4 << 30)
+            let ahead = TarReadAhead(name: "t.tar", chunkSize: 1 << 12, depth: 2) { buffer in
+                // The thread owns the token for as long as it runs.
                 withExtendedLifetime(token) {}
+                if !header.isEmpty {
+                    let n = min(buffer.count, header.count)
+                    header.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: n) }
+                    header.removeFirst(n)
+                    return n
+                }
                 buffer.initializeMemory(as: UInt8.self, repeating: 7)
                 return buffer.count
             }
+            #expect(try ahead.next()?.size == 4 << 30)
             var byte = [UInt8](repeating: 0, count: 1)
-            _ = try byte.withUnsafeMutableBytes { try ahead.read(into: $0) }
+            _ = try byte.withUnsafeMutableBytes { try ahead.readContent(into: $0) }
             #expect(byte == [7])
         }
         for _ in 0..<50 where weakToken != nil { Thread.sleep(forTimeInterval: 0.02) }

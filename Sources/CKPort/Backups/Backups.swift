@@ -140,7 +140,7 @@ extension Backups {
         var lastType = ""
         var lastTypeCount = 0
         var records = 0
-        // Decompressing runs a thread ahead, hashing and parsing on two more (see BundleReader's
+        // Decompressing and hashing run a thread ahead, parsing on two more (see BundleReader's
         // decodeOnTwoThreads); checking runs here.
         let items = PrefetchingSource(reader)
         while let item = try items.next() {

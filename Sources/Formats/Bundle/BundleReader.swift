@@ -25,23 +25,21 @@ public final class BundleReader: RecordSource {
     public let schema: Schema
     /// The migrations the source store had had (`migrations.json`), oldest first.
     public private(set) var migrationHistory: [MigrationHistoryEntry] = []
-    /// Decompression (and decryption) run a few chunks ahead on a thread of their own.
-    private let readAhead: ReadAhead
-    private let tar: TarReader
+    /// Decompression (and decryption), the tar framing and every member's SHA-256 run a few
+    /// chunks ahead on a thread of their own.
+    private let tar: TarReadAhead
     private var expected: [String: BundleManifest.Member] = [:]
     /// The records member being read. A class, so that looking at it for every record costs one
     /// reference count rather than a copy of the member's description.
     private final class OpenMember {
         let member: BundleManifest.Member
         let reader: JSONRecordReader
-        let hasher: MemberHasher
         let bytes: Box<Int64>
         var records = 0
 
-        init(member: BundleManifest.Member, reader: JSONRecordReader, hasher: MemberHasher, bytes: Box<Int64>) {
+        init(member: BundleManifest.Member, reader: JSONRecordReader, bytes: Box<Int64>) {
             self.member = member
             self.reader = reader
-            self.hasher = hasher
             self.bytes = bytes
         }
     }
@@ -94,15 +92,13 @@ public final class BundleReader: RecordSource {
         } else {
             gzip = try GzipReader(path: path, limits: limits, engine: engine)
         }
-        let readAhead = ReadAhead(progress: { gzip.compressedBytes }) { try gzip.read(into: $0) }
-        self.readAhead = readAhead
-        tar = TarReader(name: path) { try readAhead.read(into: $0) }
+        tar = TarReadAhead(name: path, progress: { gzip.compressedBytes }) { try gzip.read(into: $0) }
         func fail(_ member: String?, _ message: String) -> BundleError { BundleError(file: path, member: member, message: message) }
         guard let first = try tar.next(), first.path == "manifest.json" else {
             throw fail(nil, "not a ckport bundle: manifest.json is not its first member")
         }
         guard first.size <= 64 << 20 else { throw fail("manifest.json", "is \(first.size) bytes, too large for a manifest") }
-        let manifestBytes = try TarReader.readAll(tar, limit: Int(first.size))
+        let manifestBytes = try tar.readAll(limit: Int(first.size))
         do {
             manifest = try JSONDecoder().decode(BundleManifest.self, from: Data(manifestBytes))
         } catch {
@@ -121,8 +117,8 @@ public final class BundleReader: RecordSource {
         guard schemaEntry.size == schemaMember.bytes else {
             throw fail("schema.ckdb", "is \(schemaEntry.size) bytes; the manifest says \(schemaMember.bytes)")
         }
-        let schemaBytes = try TarReader.readAll(tar, limit: Int(min(schemaEntry.size, 64 << 20)))
-        guard BundleReader.hex(SHA256.hash(data: schemaBytes)) == schemaMember.sha256 else {
+        let schemaBytes = try tar.readAll(limit: Int(min(schemaEntry.size, 64 << 20)))
+        guard let schemaDigest = tar.digest, BundleReader.hex(schemaDigest) == schemaMember.sha256 else {
             throw fail("schema.ckdb", "its SHA-256 does not match the manifest: the member is damaged")
         }
         do {
@@ -137,8 +133,8 @@ public final class BundleReader: RecordSource {
             guard entry.size == historyMember.bytes else {
                 throw fail(BundleWriter.migrationsPath, "is \(entry.size) bytes; the manifest says \(historyMember.bytes)")
             }
-            let bytes = try TarReader.readAll(tar, limit: Int(min(entry.size, 64 << 20)))
-            guard BundleReader.hex(SHA256.hash(data: bytes)) == historyMember.sha256 else {
+            let bytes = try tar.readAll(limit: Int(min(entry.size, 64 << 20)))
+            guard let digest = tar.digest, BundleReader.hex(digest) == historyMember.sha256 else {
                 throw fail(BundleWriter.migrationsPath, "its SHA-256 does not match the manifest: the member is damaged")
             }
             do {
@@ -154,7 +150,7 @@ public final class BundleReader: RecordSource {
     }
 
     public var name: String { path }
-    public var bytesRead: Int64 { readAhead.bytesRead }
+    public var bytesRead: Int64 { tar.bytesRead }
     public let totalBytes: Int64?
 
     private func fail(_ member: String?, _ message: String) -> BundleError {
@@ -174,7 +170,7 @@ public final class BundleReader: RecordSource {
                     }
                     return item
                 }
-                try finish(open.member, hasher: open.hasher.finish(), bytes: open.bytes.value, records: open.records)
+                try finish(open.member, digest: tar.digest, bytes: open.bytes.value, records: open.records)
                 current = nil
                 continue
             }
@@ -194,27 +190,21 @@ public final class BundleReader: RecordSource {
             if member.kind == "asset" {
                 return .asset(try readAsset(member))
             }
-            let hasher = MemberHasher(deferred: sideThread != nil)
             let bytes = Box<Int64>(0)
             let tar = self.tar
             let input = ByteInput(name: path + "/" + entry.path, totalBytes: entry.size) { buffer in
                 let n = try tar.readContent(into: buffer)
-                if n > 0 {
-                    hasher.add(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                    bytes.value += Int64(n)
-                }
+                bytes.value += Int64(n)
                 return n
             }
             let reader = JSONRecordReader(input: input, layout: .lines, codec: JSONRecordCodec(schema: schema), sideThread: sideThread)
-            // With a second thread, hashing happens there too, between batches.
-            if hasher.deferred { reader.sideWork = { hasher.catchUp() } }
-            current = OpenMember(member: member, reader: reader, hasher: hasher, bytes: bytes)
+            current = OpenMember(member: member, reader: reader, bytes: bytes)
         }
         return nil
     }
 
-    /// Reads an asset member through, hashing it and (with `stageAssets`) copying it to a
-    /// temporary file.
+    /// Reads an asset member through (the read-ahead thread hashes it), with `stageAssets`
+    /// copying it to a temporary file.
     private func readAsset(_ member: BundleManifest.Member) throws -> StagedAsset {
         guard member.path == BundleWriter.assetPath(member.sha256) else {
             throw fail(member.path, "an asset member must be named after its SHA-256 (\(BundleWriter.assetPath(member.sha256)))")
@@ -222,72 +212,26 @@ public final class BundleReader: RecordSource {
         // Kept sealed, in a file no name reaches: an encrypted bundle's assets never reach the
         // disk in the clear, and nothing stays behind if the process is killed.
         let staged: SealedBytes? = stageAssets ? try SealedBytes() : nil
-        var hasher = SHA256()
         var bytes: Int64 = 0
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n = try buffer.withUnsafeMutableBytes { try tar.readContent(into: $0) }
             if n == 0 { break }
-            try buffer.withUnsafeBytes { raw in
-                let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<n])
-                hasher.update(bufferPointer: chunk)
-                try staged?.append(chunk)
-            }
+            try buffer.withUnsafeBytes { try staged?.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             bytes += Int64(n)
         }
-        try finish(member, hasher: hasher.finalize(), bytes: bytes, records: 0)
+        try finish(member, digest: tar.digest, bytes: bytes, records: 0)
         return StagedAsset(sha256: member.sha256, size: member.bytes, bytes: staged, origin: path + "/" + member.path)
     }
 
-    private func finish(_ member: BundleManifest.Member, hasher: SHA256.Digest, bytes: Int64, records: Int) throws {
+    /// `digest` is nil when the member was not read to its end.
+    private func finish(_ member: BundleManifest.Member, digest: SHA256.Digest?, bytes: Int64, records: Int) throws {
         guard bytes == member.bytes else { throw fail(member.path, "holds \(bytes) bytes; the manifest says \(member.bytes)") }
-        guard BundleReader.hex(hasher) == member.sha256 else {
+        guard let digest, BundleReader.hex(digest) == member.sha256 else {
             throw fail(member.path, "its SHA-256 does not match the manifest: the member is damaged")
         }
         if let expectedRecords = member.records, expectedRecords != records {
             throw fail(member.path, "holds \(records) records; the manifest says \(expectedRecords)")
-        }
-    }
-}
-
-/// The SHA-256 of a records member, taken as its bytes are read — or, `deferred`, kept as
-/// copies until ``catchUp()`` hashes them, which the reader runs on its side thread between
-/// batches so that hashing and parsing share the cores.
-final class MemberHasher: @unchecked Sendable {
-    let deferred: Bool
-    private var sha = SHA256()
-    private var pending: [[UInt8]] = []
-
-    init(deferred: Bool) {
-        self.deferred = deferred
-    }
-
-    func add(_ bytes: UnsafeRawBufferPointer) {
-        if deferred { pending.append(Array(bytes)) } else { sha.update(bufferPointer: bytes) }
-    }
-
-    /// Hashes the bytes waiting, in the order they came.
-    func catchUp() {
-        for chunk in pending { chunk.withUnsafeBytes { sha.update(bufferPointer: $0) } }
-        pending.removeAll(keepingCapacity: true)
-    }
-
-    func finish() -> SHA256.Digest {
-        catchUp()
-        return sha.finalize()
-    }
-}
-
-extension TarReader {
-    /// The rest of the current member, which must be at most `limit` bytes.
-    static func readAll(_ tar: TarReader, limit: Int) throws -> [UInt8] {
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = try chunk.withUnsafeMutableBytes { try tar.readContent(into: $0) }
-            if n == 0 { return out }
-            out += chunk[0..<n]
-            if out.count > limit { throw ArchiveError(file: tar.name, message: "a member is larger than its header says") }
         }
     }
 }

@@ -26,8 +26,6 @@ public final class JSONRecordReader: RecordSource {
     private var overlongLines: [Int: Int64] = [:]
     private let side: SideThread<[SourceItem]>?
     static let linesPerBatch = 256
-    /// Work to do on the side thread before each batch it decodes (the bundle reader's hashing).
-    var sideWork: (() -> Void)?
 
     /// - Parameter twoThreads: decode JSON Lines on two threads (this one and one more), in
     ///   batches, the records still coming out in file order. Worth it when decoding is the
@@ -139,8 +137,7 @@ public final class JSONRecordReader: RecordSource {
         } else {
             let later = second.batch
             side.start { [self] in
-                sideWork?()
-                return later.items { lineItem($0, line: $1, overlong: overlong) }
+                later.items { lineItem($0, line: $1, overlong: overlong) }
             }
             items = first.batch.items { lineItem($0, line: $1, overlong: overlong) }
             items += side.collect()
