@@ -217,10 +217,10 @@ struct RowBatch: @unchecked Sendable {
         var index: Int32 = 0
         for read in plan.reads {
             defer { index += 1 }
-            // One call into the statement per column, then the value's own accessors, which
-            // take no lock and set no error state: the sqlite3_column_ calls each do both, and
-            // were a third of this thread's time. (The value is only read here, on the thread
-            // stepping the statement, before the next step.)
+            // One call into the statement per column, then the value's own accessors: each
+            // sqlite3_column_ call looks the column up again and checks the connection's error
+            // state on return, a third of this thread's time. (The value is only read here, on
+            // the thread stepping the statement, before the next step.)
             let value = read == .skip ? nil : sqlite3_column_value(raw, index)
             let type = value.map { sqlite3_value_type($0) } ?? SQLITE_NULL
             guard let value, type != SQLITE_NULL else {

@@ -395,6 +395,15 @@ struct BundleTests {
             try unpacked.write(path)
             let message = verify(path)
             #expect(message?.contains(words) == true, "\(what): \(message ?? "accepted")")
+            // A reader that has refused the bundle keeps refusing it: read on after the error,
+            // it never ends as if the bundle were whole.
+            if let reader = try? BundleReader(path: path) {
+                var first: String?
+                do { while try reader.next() != nil {} } catch { first = "\(error)" }
+                var again: String?
+                do { _ = try reader.next() } catch { again = "\(error)" }
+                #expect(first?.contains(words) == true && again == first, "\(what): \(first ?? "accepted"), then \(again ?? "the end")")
+            }
             // And a restore writes nothing.
             let target = scratch.path("\(what).sqlite")
             #expect(throws: (any Error).self) { _ = try restore(path, into: target) }

@@ -125,6 +125,7 @@ struct ParallelReadingTests {
         do {
             while let entry = try next() {
                 out.append("member \(entry.path) \(entry.size) at \(entry.offset)")
+                if digest() != nil { out.append("digest before the end") }
                 defer { k += 1 }
                 if skipOdd && k % 2 == 1 { continue }
                 content = []
@@ -133,6 +134,8 @@ struct ParallelReadingTests {
                     let n = try buffer.withUnsafeMutableBytes { try read(UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
                     if n == 0 { break }
                     content += buffer[0..<n]
+                    // A digest only once the member has been read to its end.
+                    if digest() != nil { out.append("digest before the end") }
                 }
                 let sha = Array(SHA256.hash(data: content))
                 out.append("content \(content.count) \(sha.prefix(6).map { String($0, radix: 16) }.joined())")
@@ -163,7 +166,9 @@ struct ParallelReadingTests {
                                                                digest: { ahead.digest }, skipOdd: skipOdd)
                 // The read-ahead's transcript is the plain one with a digest after each member read whole.
                 #expect(there.filter { !$0.hasPrefix("digest") } == here, "fail at \(String(describing: failAt)), skip \(skipOdd)")
-                #expect(!there.contains("digest differs"))
+                #expect(!there.contains("digest differs") && !there.contains("digest before the end"))
+                // Every member read whole has its digest, however the stream ended.
+                #expect(there.filter { $0 == "digest matches" }.count == here.filter { $0.hasPrefix("content") }.count)
                 #expect((here.last == "end") == (failAt == nil))
                 if let cut = here.first(where: { $0.hasPrefix("cut short after ") }), !cut.hasPrefix("cut short after 0 ") { cutMidMember += 1 }
                 if failAt == nil {
@@ -184,6 +189,8 @@ struct ParallelReadingTests {
             #expect(ahead.digest.map(Array.init) == Array(SHA256.hash(data: content)))
         }
         #expect(try ahead.next() == nil)
+        // The last member's digest does not outlive it.
+        #expect(ahead.digest == nil)
     }
 
     @Test("a reader that stops early lets the read-ahead thread end")

@@ -157,7 +157,21 @@ public final class BundleReader: RecordSource {
         BundleError(file: path, member: member, message: message)
     }
 
+    /// The error that ended reading: every later call throws it again, so that reading on
+    /// after a refusal never ends as if the bundle were whole.
+    private var failure: Error?
+
     public func next() throws -> SourceItem? {
+        if let failure { throw failure }
+        do {
+            return try nextItem()
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    private func nextItem() throws -> SourceItem? {
         try Interruption.check()
         while !done {
             if let open = current {

@@ -71,7 +71,8 @@ final class TarReadAhead: @unchecked Sendable {
     /// The next member, or nil after the end of the archive. What is left of the current
     /// member's content is passed over.
     func next() throws -> TarEntry? {
-        while inMember { try advance() }
+        digest = nil
+        while inMember { try advance(skipping: true) }
         guard !finished else { return nil }
         let piece = try take()
         if case .end = piece { return nil }
@@ -79,7 +80,6 @@ final class TarReadAhead: @unchecked Sendable {
             preconditionFailure("the read-ahead thread sent content outside a member")
         }
         inMember = true
-        digest = nil
         return entry
     }
 
@@ -108,10 +108,11 @@ final class TarReadAhead: @unchecked Sendable {
     }
 
     /// Moves past the content run handed out, to the next one of the member, or ends the
-    /// member when the run just finished carried its digest.
-    private func advance() throws {
+    /// member when the run just finished carried its digest — which becomes ``digest`` only
+    /// when the member was read, not `skipping` what was left of it.
+    private func advance(skipping: Bool = false) throws {
         if let pending = pendingDigest {
-            digest = pending
+            digest = skipping ? nil : pending
             pendingDigest = nil
             inMember = false
             bytes = []
