@@ -413,6 +413,94 @@ struct BundleTests {
         }
     }
 
+    @Test("checked after reading: a damaged records member is found by the second reading, a file changed in between is refused, an encrypted bundle is checked as it is read")
+    func checkedAfterReading() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyTodo)
+        let bundle = scratch.path("b.ckbundle")
+        let summary = try BundleWriter().write(store, to: bundle)
+        let task = try #require(summary.manifest.members.first { $0.recordType == "Task" })
+        let total = summary.manifest.members.compactMap(\.records).reduce(0, +)
+        #expect(total > 50)
+        /// Reads every record; the records read, or the error.
+        func readAll(_ reader: BundleReader) -> Result<Int, Error> {
+            Result {
+                var records = 0
+                while let item = try reader.next() { if case .record = item { records += 1 } }
+                return records
+            }
+        }
+
+        // Sound: every record, and the second reading finds nothing.
+        let sound = try BundleReader(path: bundle, checkRecordsAfterReading: true)
+        #expect(sound.checksRecordsAfterReading)
+        #expect(try readAll(sound).get() == total)
+        try sound.finishChecks()
+
+        // A records member edited (its gzip sound, its SHA-256 not the manifest's): every record
+        // reads, since the member was not hashed on the way; the second reading names it, again
+        // on a second call; read as it is, the same bundle is refused at the member.
+        var edited = try Unpacked(bundle)
+        let index = try #require(edited.members.firstIndex { $0.path == task.path })
+        edited.members[index].bytes = Array(String(decoding: edited.members[index].bytes, as: UTF8.self)
+            .replacingOccurrences(of: "Take out the trash", with: "Take out the trasH").utf8)
+        let editedPath = scratch.path("edited.ckbundle")
+        try edited.write(editedPath)
+        let later = try BundleReader(path: editedPath, checkRecordsAfterReading: true)
+        #expect(try readAll(later).get() == total)
+        let words = "\(task.path)): its SHA-256 does not match the manifest"
+        for call in 1...2 {
+            #expect(throws: (any Error).self) { try later.finishChecks() }
+            do { try later.finishChecks() } catch { #expect("\(error)".contains(words), "call \(call): \(error)") }
+        }
+        let atOnce = try BundleReader(path: editedPath)
+        #expect(!atOnce.checksRecordsAfterReading)
+        #expect(throws: (any Error).self) { _ = try readAll(atOnce).get() }
+        #expect(throws: (any Error).self) { try atOnce.finishChecks() }
+
+        // A reader stopped before the end has checked nothing, and says so.
+        let early = try BundleReader(path: bundle, checkRecordsAfterReading: true)
+        _ = try early.next()
+        do {
+            try early.finishChecks()
+            Issue.record("a reader stopped early passed its checks")
+        } catch {
+            #expect("\(error)".contains("was not read to its end"), "\(error)")
+        }
+
+        // Another file put at the path while the first reading goes on (the first reading
+        // keeps the file it opened): the second reading finds other bytes and refuses both.
+        for (what, replacement) in [("another bundle", editedPath), ("the same bundle written again", bundle)] {
+            let moving = scratch.path("moving.ckbundle")
+            try? FileManager.default.removeItem(atPath: moving)
+            try FileManager.default.copyItem(atPath: bundle, toPath: moving)
+            let reader = try BundleReader(path: moving, checkRecordsAfterReading: true)
+            _ = try reader.next()
+            let swap = scratch.path("swap.ckbundle")
+            try? FileManager.default.removeItem(atPath: swap)
+            try FileManager.default.copyItem(atPath: replacement, toPath: swap)
+            #expect(rename(swap, moving) == 0)
+            #expect(try readAll(reader).get() == total - 1)
+            if replacement == bundle {
+                try reader.finishChecks()
+            } else {
+                do {
+                    try reader.finishChecks()
+                    Issue.record("\(what): accepted")
+                } catch {
+                    #expect("\(error)".contains("changed while it was being read"), "\(what): \(error)")
+                }
+            }
+        }
+
+        // An encrypted bundle is checked as it is read (its chunks are authenticated too).
+        let secret = scratch.path("secret.ckbundle")
+        _ = try BundleWriter().write(store, to: secret, passphrase: "p")
+        let encrypted = try BundleReader(path: secret, passphrase: "p", checkRecordsAfterReading: true)
+        #expect(!encrypted.checksRecordsAfterReading)
+        #expect(try readAll(encrypted).get() == total)
+    }
+
     @Test("encrypted bundles: round trip, a wrong passphrase, any changed, dropped or moved byte is refused")
     func encryption() throws {
         let scratch = Scratch()

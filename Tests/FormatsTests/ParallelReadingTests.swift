@@ -191,6 +191,23 @@ struct ParallelReadingTests {
         #expect(try ahead.next() == nil)
         // The last member's digest does not outlive it.
         #expect(ahead.digest == nil)
+        // Members left unhashed give the same bytes and no digest; the others keep theirs.
+        let unhashed = Set(members.enumerated().filter { $0.offset % 3 == 0 }.map(\.element.0))
+        let partly = TarReadAhead(name: "t.tar", chunkSize: 1 << 12, hashes: { !unhashed.contains($0) },
+                                  source: ParallelReadingTests.unevenSource(bytes, failAt: nil, seed: 2))
+        var hashed = 0
+        for (path, content) in members {
+            #expect(try partly.next()?.path == path)
+            #expect(try partly.readAll(limit: content.count) == content)
+            if unhashed.contains(path) {
+                #expect(partly.digest == nil, "\(path)")
+            } else {
+                #expect(partly.digest.map(Array.init) == Array(SHA256.hash(data: content)), "\(path)")
+                hashed += 1
+            }
+        }
+        #expect(try partly.next() == nil)
+        #expect(unhashed.count >= 4 && hashed == members.count - unhashed.count)
     }
 
     @Test("a reader that stops early lets the read-ahead thread end")

@@ -1,4 +1,5 @@
 import Foundation
+import Formats
 @_exported import TestSupport
 import Testing
 
@@ -433,6 +434,16 @@ struct CLITests {
         let intoExisting = try ckport(["restore", "half.ckbundle", "--store", "copy.sqlite", "--mode", "replace"], in: folder.url)
         #expect(intoExisting.status == 2)
         #expect(folder.data("copy.sqlite") == before)
+        // A records member whose bytes are not the manifest's (the gzip sound): found by the
+        // restore's second reading, after every record went in and before the commit.
+        let edited = try editedBundle(folder.path("family.ckbundle"), folder.path("edited.ckbundle"))
+        let damaged = try ckport(["restore", "edited.ckbundle", "--store", "edited.sqlite"], in: folder.url)
+        #expect(damaged.status == 2)
+        #expect(damaged.stderr.contains("edited.ckbundle (\(edited)): its SHA-256 does not match the manifest"), "\(damaged.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path("edited.sqlite")))
+        let damagedIntoExisting = try ckport(["restore", "edited.ckbundle", "--store", "copy.sqlite", "--mode", "replace"], in: folder.url)
+        #expect(damagedIntoExisting.status == 2 && damagedIntoExisting.stderr.contains(edited), "\(damagedIntoExisting.stderr)")
+        #expect(folder.data("copy.sqlite") == before)
         #expect(try ckport(["backup", "-o", "-"], in: folder.url).status == 1)
         // A part of a bundle, and a zone restored under another name beside the original.
         let part = try ckport(["restore", "family.ckbundle", "--type", "Event", "--zone", "family-1-zone", "--store", "part.sqlite"], in: folder.url)
@@ -802,4 +813,35 @@ struct CLITests {
         #expect(other.status == 2, "\(other.stderr)")
         #expect(!(try FileManager.default.contentsOfDirectory(atPath: folder.url.path)).contains { $0.hasSuffix(".ckbundle") })
     }
+}
+
+/// Writes a copy of a bundle whose first records member has a letter's case changed, its manifest
+/// kept (the gzip and tar sound, the member's SHA-256 not the manifest's); returns the member.
+private func editedBundle(_ bundle: String, _ output: String) throws -> String {
+    let tar = TarReader(gzip: try GzipReader(path: bundle))
+    var archive: [UInt8] = []
+    var edited: String?
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while let entry = try tar.next() {
+        var bytes: [UInt8] = []
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { try tar.readContent(into: $0) }
+            if n == 0 { break }
+            bytes += buffer[0..<n]
+        }
+        // The first letter of the first string value changes case: the record stays valid.
+        let opening = Array(#""value":""#.utf8)
+        if edited == nil, entry.path.hasPrefix("records/"),
+           let start = bytes.indices.first(where: { bytes[$0...].starts(with: opening) }), start + opening.count < bytes.count {
+            let at = start + opening.count
+            if (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(bytes[at]) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[at]) {
+                bytes[at] ^= 0x20
+                edited = entry.path
+            }
+        }
+        archive += Tar.header(path: entry.path, size: Int64(bytes.count)) + bytes + Tar.padding(Int64(bytes.count))
+    }
+    archive += Tar.end
+    try Data(GzipCompressor.member(archive)).write(to: URL(fileURLWithPath: output))
+    return try #require(edited)
 }

@@ -110,8 +110,12 @@ public struct BundleCheck {
 extension Backups {
     /// Opens a bundle: its manifest, schema and migration history, which come first, are read
     /// at once; its records as the reader is read (once).
-    public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions()) throws -> BundleReader {
-        try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase, allowUnencrypted: options.allowUnencrypted)
+    /// `forRestore`: the records members' SHA-256 are checked by a second reading of the file
+    /// while the store builds its indexes (see ``BundleReader``); ``restore(_:into:options:progress:)``
+    /// waits for it before it commits.
+    public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions(), forRestore: Bool = false) throws -> BundleReader {
+        try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase, allowUnencrypted: options.allowUnencrypted,
+                         checkRecordsAfterReading: forRestore)
     }
 
     /// Checks a bundle completely without restoring it: gzip and tar structure, every member's
@@ -224,13 +228,15 @@ extension Backups {
     /// The newest bundle's migration history comes along.
     public static func restore(_ bundles: [String], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
                                progress: ProgressHandler? = nil) throws -> ImportSummary {
-        let readers = try bundles.map { try open($0, options: options.read) }
+        let readers = try bundles.map { try open($0, options: options.read, forRestore: true) }
         return try restore(readers, into: store, options: options, progress: progress)
     }
 
     /// Restores bundles already opened (``RestoreOptions/read`` is not used): a program that
     /// checks the chain with ``checkChain(_:intoExisting:)`` before it opens or creates the
-    /// store passes the same readers here. Each reader is read once.
+    /// store passes the same readers here (opened with `open(_:options:forRestore:)`, their
+    /// records members' SHA-256 are checked while the store builds its indexes). Each reader is
+    /// read once.
     public static func restore(_ readers: [BundleReader], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
                                progress: ProgressHandler? = nil) throws -> ImportSummary {
         try checkChain(readers, intoExisting: options.mode != nil)
@@ -255,12 +261,14 @@ extension Backups {
         let sources: [RecordSource] = selecting
             ? readers.map { SelectingSource($0, types: options.recordTypes, zones: options.zones, renames: options.zoneRenames) }
             : readers
+        // Bundles opened for a restore have their records members' SHA-256 checked by a second
+        // reading, on a core the store leaves idle while it builds its indexes: the load commits
+        // only once every bundle has checked out.
         // The migration history comes along: the newest bundle's, added to what the store has.
         let history = newest.migrationHistory
-        if !history.isEmpty {
-            hooks.finishing = { session in
-                for entry in history { try session.recordMigration(entry) }
-            }
+        hooks.finishing = { session in
+            for reader in readers { try reader.finishChecks() }
+            for entry in history { try session.recordMigration(entry) }
         }
         // A bundle holds whole records: into a store that was empty, a later bundle's record
         // replaces an earlier one's, so a field or link it no longer has goes too.

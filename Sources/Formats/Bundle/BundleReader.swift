@@ -59,6 +59,17 @@ public final class BundleReader: RecordSource {
     /// Decodes records on a second thread too, when the consumer is light (verify).
     private let sideThread: SideThread<[SourceItem]>?
 
+    /// A plain bundle's file, hashed as it is read (nil for an encrypted one).
+    private let file: HashingFileReader?
+    private let limits: DecompressionLimits
+    private let engine: GzipReader.Engine
+    /// Whether the records members' SHA-256 are left to a second reading of the file (see
+    /// ``init(path:limits:passphrase:allowUnencrypted:stageAssets:decodeOnTwoThreads:checkRecordsAfterReading:engine:)``),
+    /// which is then to check these, by path, against the manifest's digests.
+    public let checksRecordsAfterReading: Bool
+    private var checkLater: [String: String] = [:]
+    private var secondReading: SecondReading?
+
     /// An encrypted bundle needs its passphrase. Without `stageAssets`, asset members are
     /// checked but not kept (`StagedAsset.bytes` is nil), as verify wants. `decodeOnTwoThreads`
     /// suits a consumer that does little with each record: for one that works hard (a restore
@@ -69,13 +80,27 @@ public final class BundleReader: RecordSource {
     /// of their own making in its place (a plain bundle's checksums are nobody's secret), and it
     /// would be read without a word.
     ///
+    /// `checkRecordsAfterReading` leaves the SHA-256 of the records members to a second reading
+    /// of the file, so that a consumer that works hard on each record (a restore writing to
+    /// SQLite) does not share its cores with the hashing: it begins once the last record has
+    /// been read, on a thread of its own, while the consumer finishes (a restore builds its
+    /// indexes then, on one core). Sizes and record counts are still checked as each member
+    /// ends. The consumer must call ``finishChecks()`` before it trusts what it read — a restore
+    /// calls it before it commits. Only a plain bundle in a regular file is read twice, and the
+    /// second reading must find the same bytes (their SHA-256 is kept from the first), so a file
+    /// that changes in between is refused; an encrypted bundle (whose chunks are authenticated as
+    /// they are decrypted) keeps every check as it is read (``checksRecordsAfterReading`` says
+    /// which).
+    ///
     /// `engine` inflates the bundle: the fastest one built in unless a caller (a test, the
     /// fuzzer) wants each of them to read the same bytes.
     public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil,
                 allowUnencrypted: Bool = false, stageAssets: Bool = true, decodeOnTwoThreads: Bool = false,
-                engine: GzipReader.Engine = .fastest) throws {
+                checkRecordsAfterReading: Bool = false, engine: GzipReader.Engine = .fastest) throws {
         self.path = path
         self.stageAssets = stageAssets
+        self.limits = limits
+        self.engine = engine
         sideThread = decodeOnTwoThreads ? SideThread() : nil
         totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         isEncrypted = BundleEncryption.isEncrypted(path: path)
@@ -89,10 +114,20 @@ public final class BundleReader: RecordSource {
             }
             let decryptor = try BundleDecryptor(path: path, passphrase: passphrase)
             gzip = GzipReader(name: path, limits: limits, engine: engine) { try decryptor.read(into: $0) }
+            file = nil
         } else {
-            gzip = try GzipReader(path: path, limits: limits, engine: engine)
+            let file = try HashingFileReader(path: path)
+            gzip = GzipReader(name: path, limits: limits, engine: engine) { try file.read(into: $0) }
+            self.file = file
         }
-        tar = TarReadAhead(name: path, progress: { gzip.compressedBytes }) { try gzip.read(into: $0) }
+        let later = checkRecordsAfterReading && (file?.isRegularFile ?? false)
+        checksRecordsAfterReading = later
+        // The members that will be read as records (the manifest, read next, says which they
+        // are) are left unhashed.
+        let hashes: @Sendable (String) -> Bool = { path in
+            !later || !(path.hasPrefix("records/") || path == BundleWriter.changesPath)
+        }
+        tar = TarReadAhead(name: path, progress: { gzip.compressedBytes }, hashes: hashes) { try gzip.read(into: $0) }
         func fail(_ member: String?, _ message: String) -> BundleError { BundleError(file: path, member: member, message: message) }
         guard let first = try tar.next(), first.path == "manifest.json" else {
             throw fail(nil, "not a ckport bundle: manifest.json is not its first member")
@@ -145,6 +180,25 @@ public final class BundleReader: RecordSource {
         }
     }
 
+    deinit {
+        secondReading?.cancel()
+    }
+
+    /// Waits for the second reading that `checkRecordsAfterReading` asked for, and throws what
+    /// it found: a damaged member, or a file that changed. Returns at once when the checks were
+    /// not put off.
+    public func finishChecks() throws {
+        if let failure { throw failure }
+        guard checksRecordsAfterReading else { return }
+        guard done else { throw fail(nil, "was not read to its end, so its records members' SHA-256 were not checked") }
+        do {
+            try secondReading?.wait()
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
         digest.map { String(format: "%02x", $0) }.joined()
     }
@@ -193,6 +247,11 @@ public final class BundleReader: RecordSource {
                 if let missing = expected.keys.sorted().first {
                     throw fail(missing, "is in the manifest but not in the bundle (\(expected.count) member\(expected.count == 1 ? "" : "s") missing)")
                 }
+                if !checkLater.isEmpty {
+                    guard let file, let digest = file.digest else { throw fail(nil, "its end was not read") }
+                    secondReading = SecondReading(path: path, limits: limits, engine: engine, expected: checkLater,
+                                                  first: (digest, file.bytes))
+                }
                 return nil
             }
             guard let member = expected.removeValue(forKey: entry.path) else {
@@ -238,10 +297,17 @@ public final class BundleReader: RecordSource {
         return StagedAsset(sha256: member.sha256, size: member.bytes, bytes: staged, origin: path + "/" + member.path)
     }
 
-    /// `digest` is nil when the member was not read to its end.
+    /// `digest` is nil when the member was not read to its end, or (a records member, with
+    /// ``checkRecordsAfterReading()``) was read unhashed, to be checked by the second reading.
     private func finish(_ member: BundleManifest.Member, digest: SHA256.Digest?, bytes: Int64, records: Int) throws {
         guard bytes == member.bytes else { throw fail(member.path, "holds \(bytes) bytes; the manifest says \(member.bytes)") }
-        guard let digest, BundleReader.hex(digest) == member.sha256 else {
+        if let digest {
+            guard BundleReader.hex(digest) == member.sha256 else {
+                throw fail(member.path, "its SHA-256 does not match the manifest: the member is damaged")
+            }
+        } else if checksRecordsAfterReading && member.kind != "asset" && member.records != nil {
+            checkLater[member.path] = member.sha256
+        } else {
             throw fail(member.path, "its SHA-256 does not match the manifest: the member is damaged")
         }
         if let expectedRecords = member.records, expectedRecords != records {

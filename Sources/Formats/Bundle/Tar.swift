@@ -139,6 +139,9 @@ public final class TarReader {
         return buffer[start..<(start + count)]
     }
 
+    /// Reads of a member's content at least this large skip the reader's own buffer.
+    static let straightRead = 4096
+
     /// The largest pax header (extended or global) read: ckport writes a few hundred bytes.
     static let maxPaxHeader: Int64 = 1 << 20
 
@@ -196,10 +199,20 @@ public final class TarReader {
     /// Reads up to `buffer.count` bytes of the current member's content; 0 at its end.
     public func readContent(into target: UnsafeMutableRawBufferPointer) throws -> Int {
         guard remaining > 0 else { return 0 }
+        let left = Int(min(remaining, Int64(Int.max)))
         if start == end {
+            // Nothing buffered and a large read: straight into the caller's buffer, no further
+            // than the member's end, saving a copy of every byte.
+            if target.count >= TarReader.straightRead {
+                let n = try read(UnsafeMutableRawBufferPointer(rebasing: target[0..<min(target.count, left)]))
+                guard n > 0 else { throw fail("the archive ends inside a member (\(remaining) bytes missing)") }
+                offset += Int64(n)
+                remaining -= Int64(n)
+                return n
+            }
             guard try fill(1) else { throw fail("the archive ends inside a member (\(remaining) bytes missing)") }
         }
-        let n = min(target.count, end - start, Int(min(remaining, Int64(Int.max))))
+        let n = min(target.count, end - start, left)
         buffer.withUnsafeBytes { target.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + n)])) }
         start += n
         offset += Int64(n)

@@ -13,11 +13,11 @@ import Records
 /// time, so memory stays bounded; a reader that stops early stops the thread too.
 final class TarReadAhead: @unchecked Sendable {
     /// What the thread hands over: a member's header, a run of its content (the last run of a
-    /// member carries the member's SHA-256), the end of the archive, or the error that ended
-    /// reading.
+    /// member says so, and carries the member's SHA-256 unless the member was left unhashed),
+    /// the end of the archive, or the error that ended reading.
     private enum Piece {
         case member(TarEntry)
-        case content([UInt8], digest: SHA256.Digest?)
+        case content([UInt8], ends: Bool, digest: SHA256.Digest?)
         case end
         case failure(Error)
     }
@@ -37,24 +37,31 @@ final class TarReadAhead: @unchecked Sendable {
     /// The content being handed out, and how much of it has been.
     private var bytes: [UInt8] = []
     private var offset = 0
-    /// The current member's SHA-256, once the run that ends it has come.
-    private var pendingDigest: SHA256.Digest?
+    /// Whether the run being handed out ends the current member, and the member's SHA-256.
+    private var runEnds = false
+    private var runDigest: SHA256.Digest?
     private var inMember = false
+    /// Which members the thread hashes, by path.
+    private let hashes: @Sendable (String) -> Bool
     private var finished = false
     private var failure: Error?
     private var lastProgress: Int64 = 0
 
     /// The SHA-256 of the current member's content, once ``readContent(into:)`` has returned 0
-    /// for it; nil before.
+    /// for it; nil before, and for a member `hashes` leaves unhashed.
     private(set) var digest: SHA256.Digest?
 
     /// - Parameters:
     ///   - source: fills a buffer with the next bytes of the tar stream and returns how many, 0
     ///     at the end. Called only on the read-ahead thread once reading has begun.
     ///   - progress: read on the same thread after each piece, for ``bytesRead``.
+    ///   - hashes: whether a member, by its path, is hashed (for a reader that checks the
+    ///     others in another way).
     init(name: String, chunkSize: Int = 1 << 18, depth: Int = 6, progress: @escaping () -> Int64 = { 0 },
+         hashes: @escaping @Sendable (String) -> Bool = { _ in true },
          source: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) {
         self.name = name
+        self.hashes = hashes
         self.source = source
         self.progress = progress
         self.chunkSize = chunkSize
@@ -71,8 +78,8 @@ final class TarReadAhead: @unchecked Sendable {
     /// The next member, or nil after the end of the archive. What is left of the current
     /// member's content is passed over.
     func next() throws -> TarEntry? {
+        while inMember { try advance() }
         digest = nil
-        while inMember { try advance(skipping: true) }
         guard !finished else { return nil }
         let piece = try take()
         if case .end = piece { return nil }
@@ -103,28 +110,29 @@ final class TarReadAhead: @unchecked Sendable {
             guard inMember else { return out }
             out += bytes[offset...]
             offset = bytes.count
-            if out.count > limit { throw ArchiveError(file: name, message: "a member is larger than its header says") }
+            if out.count > limit { throw ArchiveError(file: name, message: "a member is larger than \(limit) bytes") }
         }
     }
 
     /// Moves past the content run handed out, to the next one of the member, or ends the
-    /// member when the run just finished carried its digest — which becomes ``digest`` only
-    /// when the member was read, not `skipping` what was left of it.
-    private func advance(skipping: Bool = false) throws {
-        if let pending = pendingDigest {
-            digest = skipping ? nil : pending
-            pendingDigest = nil
+    /// member when the run just finished was its last (its digest becomes ``digest``).
+    private func advance() throws {
+        if runEnds {
+            digest = runDigest
+            runEnds = false
+            runDigest = nil
             inMember = false
             bytes = []
             offset = 0
             return
         }
-        guard case .content(let run, let runDigest) = try take() else {
+        guard case .content(let run, let ends, let digest) = try take() else {
             preconditionFailure("the read-ahead thread sent a header inside a member")
         }
         bytes = run
         offset = 0
-        pendingDigest = runDigest
+        runEnds = ends
+        runDigest = digest
     }
 
     /// The next piece; the stream's error, again and again, once it has come.
@@ -153,13 +161,14 @@ final class TarReadAhead: @unchecked Sendable {
         nonisolated(unsafe) let progress = self.progress
         let chunkSize = self.chunkSize
         let name = self.name
+        let hashes = self.hashes
         let thread = Thread {
             let tar = TarReader(name: name, read: source)
             func send(_ piece: Piece) -> Bool { handoff.put(Chunk(piece: piece, progress: progress())) }
             do {
                 while let entry = try tar.next() {
                     guard send(.member(entry)) else { return }
-                    var sha = SHA256()
+                    var sha: SHA256? = hashes(entry.path) ? SHA256() : nil
                     while true {
                         var failure: Error?
                         var ended = false
@@ -180,12 +189,12 @@ final class TarReadAhead: @unchecked Sendable {
                         // What was read before an error is handed over before it, as a member
                         // that goes on (no digest).
                         if let failure {
-                            if !run.isEmpty { guard send(.content(run, digest: nil)) else { return } }
+                            if !run.isEmpty { guard send(.content(run, ends: false, digest: nil)) else { return } }
                             _ = send(.failure(failure))
                             return
                         }
-                        run.withUnsafeBytes { sha.update(bufferPointer: $0) }
-                        guard send(.content(run, digest: ended ? sha.finalize() : nil)) else { return }
+                        if sha != nil { run.withUnsafeBytes { sha!.update(bufferPointer: $0) } }
+                        guard send(.content(run, ends: ended, digest: ended ? sha?.finalize() : nil)) else { return }
                         if ended { break }
                     }
                 }

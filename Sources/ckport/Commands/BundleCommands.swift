@@ -284,7 +284,7 @@ struct RestoreCommand: ParsableCommand {
         let options = RestoreOptions(mode: mode, recordTypes: Set(recordTypes), zones: Set(zone), zoneRenames: renames,
                                      read: try passphrase.options(limits))
         // The chain is checked before a store is made for it.
-        let readers = try bundles.map { try Backups.open($0, options: options.read) }
+        let readers = try bundles.map { try Backups.open($0, options: options.read, forRestore: true) }
         try Backups.checkChain(readers, intoExisting: mode != nil)
         // A new store is built aside and appears only once the restore has committed; one made
         // in place that the restore could not fill is removed by the store itself, and only if
