@@ -413,7 +413,7 @@ struct BundleTests {
         }
     }
 
-    @Test("checked after reading: a damaged records member is found by the second reading, a file changed in between is refused, an encrypted bundle is checked as it is read")
+    @Test("checked after reading: a damaged records member is found by the second reading, the file opened is read again whatever becomes of its path, a file changed in place is refused, an encrypted bundle is checked as it is read")
     func checkedAfterReading() throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyTodo)
@@ -435,6 +435,7 @@ struct BundleTests {
         let sound = try BundleReader(path: bundle, checkRecordsAfterReading: true)
         #expect(sound.checksRecordsAfterReading)
         #expect(try readAll(sound).get() == total)
+        #expect(sound.damageFound() == nil)
         try sound.finishChecks()
 
         // A records member edited (its gzip sound, its SHA-256 not the manifest's): every record
@@ -449,6 +450,10 @@ struct BundleTests {
         let later = try BundleReader(path: editedPath, checkRecordsAfterReading: true)
         #expect(try readAll(later).get() == total)
         let words = "\(task.path)): its SHA-256 does not match the manifest"
+        // For a consumer that failed after the end: the damage, the same at every call.
+        for call in 1...2 {
+            #expect(later.damageFound().map { "\($0)" }?.contains(words) == true, "call \(call)")
+        }
         for call in 1...2 {
             #expect(throws: (any Error).self) { try later.finishChecks() }
             do { try later.finishChecks() } catch { #expect("\(error)".contains(words), "call \(call): \(error)") }
@@ -468,29 +473,72 @@ struct BundleTests {
             #expect("\(error)".contains("was not read to its end"), "\(error)")
         }
 
-        // Another file put at the path while the first reading goes on (the first reading
-        // keeps the file it opened): the second reading finds other bytes and refuses both.
-        for (what, replacement) in [("another bundle", editedPath), ("the same bundle written again", bundle)] {
+        // Whatever becomes of the path once the bundle is open — another bundle renamed over
+        // it, or nothing left there — the second reading reads the file the first one opened.
+        for what in ["another bundle put in its place", "the path removed"] {
             let moving = scratch.path("moving.ckbundle")
             try? FileManager.default.removeItem(atPath: moving)
             try FileManager.default.copyItem(atPath: bundle, toPath: moving)
             let reader = try BundleReader(path: moving, checkRecordsAfterReading: true)
             _ = try reader.next()
-            let swap = scratch.path("swap.ckbundle")
-            try? FileManager.default.removeItem(atPath: swap)
-            try FileManager.default.copyItem(atPath: replacement, toPath: swap)
-            #expect(rename(swap, moving) == 0)
-            #expect(try readAll(reader).get() == total - 1)
-            if replacement == bundle {
-                try reader.finishChecks()
+            if what == "the path removed" {
+                try FileManager.default.removeItem(atPath: moving)
             } else {
+                let swap = scratch.path("swap.ckbundle")
+                try? FileManager.default.removeItem(atPath: swap)
+                try FileManager.default.copyItem(atPath: editedPath, toPath: swap)
+                #expect(rename(swap, moving) == 0)
+            }
+            #expect(try readAll(reader).get() == total - 1, "\(what)")
+            #expect(throws: Never.self, "\(what)") { try reader.finishChecks() }
+        }
+
+        // The file changed in place between the readings (a byte in its middle, or cut short):
+        // the second reading does not find the bytes of the first.
+        let length = try #require(try FileManager.default.attributesOfItem(atPath: bundle)[.size] as? NSNumber).intValue
+        for change in ["a byte in the middle", "cut short"] {
+            let changing = scratch.path("changing.ckbundle")
+            try? FileManager.default.removeItem(atPath: changing)
+            try FileManager.default.copyItem(atPath: bundle, toPath: changing)
+            let first = try HashingFileReader(path: changing, hashing: true)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while try buffer.withUnsafeMutableBytes({ try first.read(into: $0) }) > 0 {}
+            let digest = try #require(first.digest)
+            #expect(first.bytes == Int64(length))
+            func secondReading() -> Error? {
                 do {
-                    try reader.finishChecks()
-                    Issue.record("\(what): accepted")
+                    try SecondReading(file: try HashingFileReader(secondReadingOf: first), limits: DecompressionLimits(), engine: .fastest,
+                                      expected: [task.path: task.sha256], first: (digest, first.bytes)).wait()
+                    return nil
                 } catch {
-                    #expect("\(error)".contains("changed while it was being read"), "\(what): \(error)")
+                    return error
                 }
             }
+            #expect(secondReading() == nil, "\(change): the file as it was")
+            let handle = try #require(FileHandle(forUpdatingAtPath: changing))
+            if change == "cut short" {
+                try handle.truncate(atOffset: UInt64(length - 3))
+            } else {
+                try handle.seek(toOffset: UInt64(length / 2))
+                let byte = try #require(try handle.read(upToCount: 1)).first!
+                try handle.seek(toOffset: UInt64(length / 2))
+                try handle.write(contentsOf: [byte ^ 0x01])
+            }
+            try handle.close()
+            let message = secondReading().map { "\($0)" } ?? "accepted"
+            #expect(message.contains("changing.ckbundle: changed while it was being read"), "\(change): \(message)")
+        }
+        // The second reading checks the members it is given against the digests it is given.
+        let whole = try HashingFileReader(path: bundle, hashing: true)
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while try chunk.withUnsafeMutableBytes({ try whole.read(into: $0) }) > 0 {}
+        let wrongDigest = SecondReading(file: try HashingFileReader(secondReadingOf: whole), limits: DecompressionLimits(), engine: .fastest,
+                                        expected: [task.path: String(task.sha256.reversed())], first: (try #require(whole.digest), whole.bytes))
+        do {
+            try wrongDigest.wait()
+            Issue.record("a wrong digest was accepted")
+        } catch {
+            #expect("\(error)".contains(words), "\(error)")
         }
 
         // An encrypted bundle is checked as it is read (its chunks are authenticated too).

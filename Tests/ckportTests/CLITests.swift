@@ -436,7 +436,7 @@ struct CLITests {
         #expect(folder.data("copy.sqlite") == before)
         // A records member whose bytes are not the manifest's (the gzip sound): found by the
         // restore's second reading, after every record went in and before the commit.
-        let edited = try editedBundle(folder.path("family.ckbundle"), folder.path("edited.ckbundle"))
+        let edited = try editedBundle(folder.path("family.ckbundle"), folder.path("edited.ckbundle"), edit: flipFirstLetter)
         let damaged = try ckport(["restore", "edited.ckbundle", "--store", "edited.sqlite"], in: folder.url)
         #expect(damaged.status == 2)
         #expect(damaged.stderr.contains("edited.ckbundle (\(edited)): its SHA-256 does not match the manifest"), "\(damaged.stderr)")
@@ -444,6 +444,20 @@ struct CLITests {
         let damagedIntoExisting = try ckport(["restore", "edited.ckbundle", "--store", "copy.sqlite", "--mode", "replace"], in: folder.url)
         #expect(damagedIntoExisting.status == 2 && damagedIntoExisting.stderr.contains(edited), "\(damagedIntoExisting.stderr)")
         #expect(folder.data("copy.sqlite") == before)
+        // A member damaged so that a record in it is no longer valid: the damage is what the
+        // restore reports, not the record it spoiled.
+        let spoiled = try editedBundle(folder.path("family.ckbundle"), folder.path("spoiled.ckbundle")) { bytes in
+            // The first field's name changes case: a field the schema does not have.
+            let fields = Array(#""fields":{""#.utf8)
+            guard let at = bytes.indices.first(where: { bytes[$0...].starts(with: fields) }) else { return false }
+            bytes[at + fields.count] ^= 0x20
+            return true
+        }
+        let spoiledRestore = try ckport(["restore", "spoiled.ckbundle", "--store", "spoiled.sqlite"], in: folder.url)
+        #expect(spoiledRestore.status == 2)
+        #expect(!spoiledRestore.stderr.contains("has no field"), "\(spoiledRestore.stderr)")
+        #expect(spoiledRestore.stderr.contains("spoiled.ckbundle (\(spoiled)): its SHA-256 does not match the manifest"), "\(spoiledRestore.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path("spoiled.sqlite")))
         #expect(try ckport(["backup", "-o", "-"], in: folder.url).status == 1)
         // A part of a bundle, and a zone restored under another name beside the original.
         let part = try ckport(["restore", "family.ckbundle", "--type", "Event", "--zone", "family-1-zone", "--store", "part.sqlite"], in: folder.url)
@@ -815,9 +829,20 @@ struct CLITests {
     }
 }
 
-/// Writes a copy of a bundle whose first records member has a letter's case changed, its manifest
-/// kept (the gzip and tar sound, the member's SHA-256 not the manifest's); returns the member.
-private func editedBundle(_ bundle: String, _ output: String) throws -> String {
+/// Changes the case of the first letter of the first string value: the record stays valid.
+private func flipFirstLetter(_ bytes: inout [UInt8]) -> Bool {
+    let opening = Array(#""value":""#.utf8)
+    guard let start = bytes.indices.first(where: { bytes[$0...].starts(with: opening) }), start + opening.count < bytes.count else { return false }
+    let at = start + opening.count
+    guard (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(bytes[at]) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[at]) else { return false }
+    bytes[at] ^= 0x20
+    return true
+}
+
+/// Writes a copy of a bundle whose first records member `edit` changes (returning true), its
+/// manifest kept (the gzip and tar sound, the member's SHA-256 not the manifest's); returns the
+/// member.
+private func editedBundle(_ bundle: String, _ output: String, edit: (inout [UInt8]) -> Bool) throws -> String {
     let tar = TarReader(gzip: try GzipReader(path: bundle))
     var archive: [UInt8] = []
     var edited: String?
@@ -829,16 +854,7 @@ private func editedBundle(_ bundle: String, _ output: String) throws -> String {
             if n == 0 { break }
             bytes += buffer[0..<n]
         }
-        // The first letter of the first string value changes case: the record stays valid.
-        let opening = Array(#""value":""#.utf8)
-        if edited == nil, entry.path.hasPrefix("records/"),
-           let start = bytes.indices.first(where: { bytes[$0...].starts(with: opening) }), start + opening.count < bytes.count {
-            let at = start + opening.count
-            if (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(bytes[at]) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[at]) {
-                bytes[at] ^= 0x20
-                edited = entry.path
-            }
-        }
+        if edited == nil, entry.path.hasPrefix("records/"), edit(&bytes) { edited = entry.path }
         archive += Tar.header(path: entry.path, size: Int64(bytes.count)) + bytes + Tar.padding(Int64(bytes.count))
     }
     archive += Tar.end

@@ -112,7 +112,8 @@ extension Backups {
     /// at once; its records as the reader is read (once).
     /// `forRestore`: the records members' SHA-256 are checked by a second reading of the file
     /// while the store builds its indexes (see ``BundleReader``); ``restore(_:into:options:progress:)``
-    /// waits for it before it commits.
+    /// waits for it before it commits. A reader opened so and read by anything else has its
+    /// records members' SHA-256 checked only if that calls ``BundleReader/finishChecks()``.
     public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions(), forRestore: Bool = false) throws -> BundleReader {
         try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase, allowUnencrypted: options.allowUnencrypted,
                          checkRecordsAfterReading: forRestore)
@@ -272,7 +273,15 @@ extension Backups {
         }
         // A bundle holds whole records: into a store that was empty, a later bundle's record
         // replaces an earlier one's, so a field or link it no longer has goes too.
-        return try store.importRecords(sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
+        do {
+            return try store.importRecords(sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
+        } catch {
+            // Records refused by a bundle whose member turns out damaged: the damage is the news.
+            for reader in readers {
+                if let damage = reader.damageFound() { throw damage }
+            }
+            throw error
+        }
     }
 
     /// Checks that bundles form a chain: it starts with a full bundle (or, into a store that

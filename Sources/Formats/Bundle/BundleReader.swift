@@ -16,7 +16,8 @@ public struct BundleError: CKPortError, Sendable {
 
 /// Reads a bundle: the manifest and the schema first, then every records member as one stream
 /// of records, each member's size, SHA-256 and record count checked against the manifest as it
-/// ends, and the manifest's members all present at the end. Records are never extracted to
+/// ends (or its SHA-256 by a second reading, for a restore: see `checkRecordsAfterReading`),
+/// and the manifest's members all present at the end. Records are never extracted to
 /// disk; an asset member comes out as a ``SourceItem/asset(_:)`` staged in a temporary file of
 /// ckport's own (or, without `stageAssets`, only checked).
 public final class BundleReader: RecordSource {
@@ -116,7 +117,7 @@ public final class BundleReader: RecordSource {
             gzip = GzipReader(name: path, limits: limits, engine: engine) { try decryptor.read(into: $0) }
             file = nil
         } else {
-            let file = try HashingFileReader(path: path)
+            let file = try HashingFileReader(path: path, hashing: checkRecordsAfterReading)
             gzip = GzipReader(name: path, limits: limits, engine: engine) { try file.read(into: $0) }
             self.file = file
         }
@@ -186,16 +187,39 @@ public final class BundleReader: RecordSource {
 
     /// Waits for the second reading that `checkRecordsAfterReading` asked for, and throws what
     /// it found: a damaged member, or a file that changed. Returns at once when the checks were
-    /// not put off.
+    /// not put off. Ctrl-C ends the wait (``InterruptedError``).
     public func finishChecks() throws {
         if let failure { throw failure }
         guard checksRecordsAfterReading else { return }
         guard done else { throw fail(nil, "was not read to its end, so its records members' SHA-256 were not checked") }
         do {
             try secondReading?.wait()
+        } catch let error as InterruptedError {
+            throw error
         } catch {
             failure = error
+            damage = error
             throw error
+        }
+    }
+
+    /// What the second reading found wrong, once ``finishChecks()`` has seen it.
+    private var damage: Error?
+
+    /// For a consumer that failed after reading the bundle to its end (records refused as
+    /// invalid, say): the damage the second reading found, if any — the likelier cause, and
+    /// the one to report. Nil when the checks were not put off, the reading did not get that
+    /// far, or the members are sound.
+    public func damageFound() -> Error? {
+        if let damage { return damage }
+        guard checksRecordsAfterReading, done, failure == nil, secondReading != nil else { return nil }
+        do {
+            try finishChecks()
+            return nil
+        } catch is InterruptedError {
+            return nil
+        } catch {
+            return error
         }
     }
 
@@ -248,9 +272,10 @@ public final class BundleReader: RecordSource {
                     throw fail(missing, "is in the manifest but not in the bundle (\(expected.count) member\(expected.count == 1 ? "" : "s") missing)")
                 }
                 if !checkLater.isEmpty {
-                    guard let file, let digest = file.digest else { throw fail(nil, "its end was not read") }
-                    secondReading = SecondReading(path: path, limits: limits, engine: engine, expected: checkLater,
-                                                  first: (digest, file.bytes))
+                    // The archive ends only after the last byte of the file has been read.
+                    guard let file, let digest = file.digest else { preconditionFailure("the archive ended before its file did") }
+                    secondReading = SecondReading(file: try HashingFileReader(secondReadingOf: file), limits: limits, engine: engine,
+                                                  expected: checkLater, first: (digest, file.bytes))
                 }
                 return nil
             }
@@ -298,7 +323,7 @@ public final class BundleReader: RecordSource {
     }
 
     /// `digest` is nil when the member was not read to its end, or (a records member, with
-    /// ``checkRecordsAfterReading()``) was read unhashed, to be checked by the second reading.
+    /// `checkRecordsAfterReading`) was read unhashed, to be checked by the second reading.
     private func finish(_ member: BundleManifest.Member, digest: SHA256.Digest?, bytes: Int64, records: Int) throws {
         guard bytes == member.bytes else { throw fail(member.path, "holds \(bytes) bytes; the manifest says \(member.bytes)") }
         if let digest {
