@@ -111,9 +111,9 @@ extension Backups {
     /// Opens a bundle: its manifest, schema and migration history, which come first, are read
     /// at once; its records as the reader is read (once).
     /// `forRestore`: the records members' SHA-256 are checked by a second reading of the file
-    /// while the store builds its indexes (see ``BundleReader``); ``restore(_:into:options:progress:)``
-    /// waits for it before it commits. A reader opened so and read by anything else has its
-    /// records members' SHA-256 checked only if that calls ``BundleReader/finishChecks()``.
+    /// while the store builds its indexes (see `BundleReader`); a restore waits for it before it
+    /// commits. A reader opened so and read by anything else has its records members' SHA-256
+    /// checked only if that calls `BundleReader.finishChecks()`.
     public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions(), forRestore: Bool = false) throws -> BundleReader {
         try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase, allowUnencrypted: options.allowUnencrypted,
                          checkRecordsAfterReading: forRestore)
