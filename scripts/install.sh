@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds ckport in release mode and puts the binary on PATH.
+# Builds ckport and ckport-emulator (CloudKit Web Services on loopback, for trying pull and
+# push offline) in release mode and puts them on PATH.
 #
 #   scripts/install.sh                 # into ~/.local/bin (no root needed)
 #   scripts/install.sh /usr/local      # into /usr/local/bin (may need sudo)
@@ -11,10 +12,13 @@ cd "$(dirname "$0")/.."
 prefix=${1:-$HOME/.local}
 echo "building ckport (release; the first build takes a few minutes)…"
 swift build -c release --product ckport
-binary="$(swift build -c release --show-bin-path)/ckport"
+swift build -c release --product ckport-emulator
+bin="$(swift build -c release --show-bin-path)"
 mkdir -p "$prefix/bin"
-install -m 0755 "$binary" "$prefix/bin/ckport"
-echo "installed $prefix/bin/ckport"
+for program in ckport ckport-emulator; do
+  install -m 0755 "$bin/$program" "$prefix/bin/$program"
+  echo "installed $prefix/bin/$program"
+done
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo "note: $prefix/bin is not on PATH; add it, e.g. export PATH=\"$prefix/bin:\$PATH\"" ;;

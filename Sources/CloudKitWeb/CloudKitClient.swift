@@ -102,7 +102,7 @@ public struct CloudKitUnavailable: CKPortError, Sendable {
 
     public var category: ErrorCategory { .environment }
     public var description: String {
-        "CloudKit did not answer \(operation) after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(lastProblem)"
+        "CloudKit did not answer \(operation)" + (attempts == 1 ? "" : " after \(attempts) attempts") + ": \(lastProblem)"
     }
 }
 
@@ -199,6 +199,9 @@ public actor CloudKitClient {
                 throw error
             } catch is CancellationError {
                 throw CancellationError()
+            } catch let error as ConnectionFailure where error.isRefused {
+                // Nothing listens there: waiting would not change that.
+                throw CloudKitUnavailable(operation: operation, attempts: attempt, lastProblem: error.description)
             } catch {
                 failure = .transport
                 problem = CloudKitCredentials.redactingTokens("\(error)")
@@ -261,6 +264,8 @@ public actor CloudKitClient {
                 throw error
             } catch is CancellationError {
                 throw CancellationError()
+            } catch let error as ConnectionFailure where error.isRefused {
+                throw CloudKitUnavailable(operation: what, attempts: attempt, lastProblem: error.description)
             } catch {
                 problem = "\(error)"
             }

@@ -111,6 +111,10 @@ public enum CloudKitRequestError: CKPortError, Equatable {
         case .unreadableKey(let path, let reason):
             return "\(path): not a server-to-server key: \(reason) (a PEM file with an EC P-256 private key, as 'openssl ecparam -name prime256v1 -genkey -noout' writes)"
         case .unreadableToken(let path):
+            var info = stat()
+            if stat(path, &info) != 0 { return "\(path): \(errno == ENOENT ? "no such file" : String(cString: strerror(errno))) (a file whose first line is the token)" }
+            if info.st_mode & S_IFMT == S_IFDIR { return "\(path): a folder, not a file whose first line is the token" }
+            if access(path, R_OK) != 0 { return "\(path): cannot be read (\(String(cString: strerror(errno))))" }
             return "\(path): no token in its first line"
         case .signInNotOffered:
             return "the server answered a request without a user's token without offering a sign-in URL (is this a CloudKit Web Services server?)"

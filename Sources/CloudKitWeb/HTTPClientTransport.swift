@@ -15,9 +15,20 @@ public final class HTTPClientTransport: CloudKitTransport, @unchecked Sendable {
 
     /// `timeout`: seconds a request may take, answer included, before it counts as failed.
     public init(timeout: TimeInterval = 60) {
-        client = HTTPClient.shared
+        client = HTTPClientTransport.shared
         self.timeout = .milliseconds(Int64(timeout * 1000))
     }
+
+    /// One client for the process, as `HTTPClient.shared`, but a connection that cannot be made
+    /// fails the request at once instead of being tried again until the request's deadline:
+    /// ckport's own retries (``RetryPolicy``) say each attempt, and a refused connection (nothing
+    /// listens there) is not tried again at all. Never shut down, as the shared one.
+    private static let shared: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.timeout.connect = .seconds(30)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     public func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)
@@ -27,9 +38,38 @@ public final class HTTPClientTransport: CloudKitTransport, @unchecked Sendable {
             outgoing.headers.replaceOrAdd(name: "Content-Length", value: String(request.body.count))
             outgoing.body = .bytes(request.body)
         }
-        let response = try await client.execute(outgoing, timeout: timeout)
-        let bytes = try await response.body.collect(upTo: maxAnswer)
-        return CloudKitHTTPResponse(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                                    body: Data(bytes.readableBytesView))
+        do {
+            let response = try await client.execute(outgoing, timeout: timeout)
+            let bytes = try await response.body.collect(upTo: maxAnswer)
+            return CloudKitHTTPResponse(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+                                        body: Data(bytes.readableBytesView))
+        } catch let error as IOError {
+            throw ConnectionFailure(url: request.url, code: error.errnoCode, underlying: error)
+        }
+    }
+}
+
+/// A request that got no answer because the connection failed, in words: "refused" when
+/// nothing listens at the address, which no retry mends.
+public struct ConnectionFailure: Error, CustomStringConvertible, Sendable {
+    /// The server, `host:port`.
+    public var server: String
+    /// The system's error number, when the connection failed with one.
+    public var code: Int32?
+    private var underlying: String
+
+    init(url: URL, code: Int32?, underlying: any Error) {
+        server = (url.host ?? "?") + (url.port.map { ":\($0)" } ?? "")
+        self.code = code
+        self.underlying = "\(underlying)"
+    }
+
+    /// Nothing listens at the address: the server is not running there, or the address is wrong.
+    public var isRefused: Bool { code == ECONNREFUSED }
+
+    public var description: String {
+        if isRefused { return "\(server) refused the connection (nothing is listening there)" }
+        if let code { return "the connection to \(server) failed: \(String(cString: strerror(code)))" }
+        return "the connection to \(server) failed: \(underlying)"
     }
 }

@@ -66,9 +66,11 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         address.sin_addr = parsed
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         guard bound == 0, listen(fd, 64) == 0 else {
+            let inUse = errno == EADDRINUSE
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw ServerError("cannot listen on \(host):\(port): \(reason)")
+            throw ServerError("cannot listen on \(host):\(port): \(reason)"
+                + (inUse ? " (another program listens there, another ckport serve or cloud login perhaps: --port chooses another port)" : ""))
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }

@@ -335,6 +335,9 @@ final class PostgresLink: @unchecked Sendable {
             if let underlying = psql.underlying, underlying is NIOSSLError || "\(type(of: underlying))".contains("SSL") {
                 return tlsAdvice("\(underlying)", location)
             }
+            if psql.serverInfo?[.sqlState] == "28P01" {
+                return text + " (ckport takes the password from PGPASSWORD, from passfile=FILE in the URL, or from a line for this server in ~/.pgpass or $PGPASSFILE; without one, the server refuses)"
+            }
             if psql.serverInfo?[.sqlState] == "28000", text.contains("no encryption") {
                 return text + "; the server takes this connection only with TLS: add sslmode=require (or verify-full) to the URL"
             }

@@ -36,6 +36,9 @@ public struct InputIssue: CKPortError, Sendable {
     public var recordType: String?
     public var field: String?
     public var message: String
+    /// The zone of the record it is about, when one was read (a pull's rejects file keeps it
+    /// with the record, so that the record goes back to its zone).
+    public var zone: ZoneID?
 
     public init(position: SourcePosition, recordName: String? = nil, recordType: String? = nil, field: String? = nil, message: String) {
         self.position = position
@@ -76,6 +79,9 @@ public struct SourcedRecord: Sendable {
     /// them: a validator whose type has the same fields checks only the rest. Nil again once
     /// ``record`` changes.
     public var checked: CheckedFields?
+    /// The input does not say the record's zone (a CSV file without the system columns): it is
+    /// in the zone records that name none are given, which the import may have to check.
+    public var namesNoZone = false
 
     /// The record's own bytes, as an array of their own.
     public var raw: [UInt8]? {

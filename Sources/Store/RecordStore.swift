@@ -277,6 +277,12 @@ public final class RecordStore {
         removeAside()
     }
 
+    /// Closes the store's connection (it waits for the work under way): the last connection
+    /// to the file checkpoints the write-ahead log and removes the `-wal` and `-shm` files.
+    public func closeConnections() throws {
+        try queue.close()
+    }
+
     /// Makes a new, empty store at `path` that appears there whole: its tables are created in a
     /// file of its own beside `path`, in rollback-journal mode (so that once they are committed
     /// the file holds them all, with no log beside it), and only then is the file given the

@@ -18,7 +18,7 @@ do {
         exit(0)
     }
     // A mistyped command or option gets the nearest real name instead of a guess.
-    Console.error(Suggestions.check(arguments, root: CKPortCommand.self) ?? message)
+    Console.error(Suggestions.check(arguments, root: CKPortCommand.self) ?? CKPortCommand.lowercased(message))
     exit(ExitStatus.usage.rawValue)
 }
 Interruption.install()
@@ -37,7 +37,7 @@ do {
             exit(0)
         }
         if code == .validationFailure {
-            Console.error(CKPortCommand.fullMessage(for: error))
+            Console.error(CKPortCommand.lowercased(CKPortCommand.fullMessage(for: error)))
             exit(ExitStatus.usage.rawValue)
         }
     }
@@ -67,4 +67,11 @@ func interrupted() -> Never {
     }
     Console.error("interrupted: " + what)
     exit(130)
+}
+
+extension CKPortCommand {
+    /// ArgumentParser's "Error: …" as ckport's own errors say it: "error: …".
+    static func lowercased(_ message: String) -> String {
+        message.hasPrefix("Error: ") ? "error: " + message.dropFirst("Error: ".count) : message
+    }
 }

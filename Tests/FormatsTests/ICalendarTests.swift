@@ -302,7 +302,7 @@ struct ICalendarExportTests {
         let summary = try export(store, .familyCalendar, to: path, query: query)
         #expect(summary.calendarName == "The Müllers")
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//ckport//ckport 0.1//EN\r\nCALSCALE:GREGORIAN\r\nX-WR-CALNAME:The Müllers\r\n"))
+        #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//ckport//ckport \(CKPortVersion.current)//EN\r\nCALSCALE:GREGORIAN\r\nX-WR-CALNAME:The Müllers\r\n"))
         #expect(!text.contains("METHOD:"))
         let events = try store.read { session -> [Record] in
             var found: [Record] = []

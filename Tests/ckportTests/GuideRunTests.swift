@@ -19,32 +19,100 @@ struct GuideRunTests {
         /// The scene named above it; nil when none is named, "not run, …" when it is not run.
         var scene: String?
         var text: String
+        /// `<!-- example: SCENE; unchanged -->` (or `unchanged=STORE`): the block must leave the
+        /// store's records as they were, byte for byte in its export (default `ckport.sqlite`).
+        var unchanged: String?
+        /// `<!-- check: COMMAND -->` lines just below the block: shell tests of the data after
+        /// it (counts, zones, owners), each of which must succeed.
+        var checks: [String] = []
+    }
+
+    /// `<!-- NAME: VALUE -->` on a line of its own: VALUE, else nil.
+    static func directive(_ name: String, _ line: String) -> String? {
+        let line = line.trimmingCharacters(in: .whitespaces)
+        guard line.hasPrefix("<!-- \(name):"), line.hasSuffix("-->") else { return nil }
+        return line.dropFirst("<!-- \(name):".count).dropLast(3).trimmingCharacters(in: .whitespaces)
     }
 
     static func blocks(in markdown: String) -> [Block] {
         var found: [Block] = []
         var current: Block?
         var previous = ""
+        var checking: Int?
+        var skipping = false
         for (number, raw) in markdown.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = String(raw)
             defer { if !line.isEmpty { previous = line } }
+            if let index = checking {
+                if let check = directive("check", line) {
+                    found[index].checks.append(check)
+                    continue
+                }
+                checking = nil
+            }
             if line.hasPrefix("```") {
                 if let block = current {
-                    if !GuideExampleTests.examples(in: "```sh\n" + block.text + "```\n").isEmpty { found.append(block) }
+                    if !GuideExampleTests.examples(in: "```sh\n" + block.text + "```\n").isEmpty {
+                        found.append(block)
+                        checking = found.count - 1
+                    }
                     current = nil
                 } else if line == "```sh" || line == "```bash" || line == "```shell" {
-                    var scene: String?
-                    if previous.hasPrefix("<!-- example:"), previous.hasSuffix("-->") {
-                        scene = previous.dropFirst("<!-- example:".count).dropLast(3).trimmingCharacters(in: .whitespaces)
+                    // A scene's own block (`<!-- scene: NAME -->`) sets the scene up; it is not an example.
+                    if directive("scene", previous) != nil {
+                        current = nil
+                        skipping = true
+                        continue
                     }
-                    current = Block(line: number + 1, scene: scene, text: "")
+                    var block = Block(line: number + 1, scene: nil, text: "")
+                    if let value = directive("example", previous) {
+                        let parts = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+                        block.scene = parts[0]
+                        for part in parts.dropFirst() where part.hasPrefix("unchanged") {
+                            block.unchanged = part.contains("=") ? String(part.split(separator: "=", maxSplits: 1)[1]) : "ckport.sqlite"
+                        }
+                    }
+                    current = block
                 }
+                if skipping { skipping = false }
                 continue
             }
+            if skipping { continue }
             current?.text += line + "\n"
         }
         return found
     }
+
+    /// The scenes a Markdown text sets up itself: `<!-- scene: NAME -->` above a shell block,
+    /// the commands a reader runs to have what the examples of that scene start from.
+    static func sceneBlocks(in markdown: String) -> [String: String] {
+        var scenes: [String: String] = [:]
+        var name: String?
+        var text = ""
+        var previous = ""
+        for raw in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = String(raw)
+            defer { if !line.isEmpty { previous = line } }
+            if line.hasPrefix("```") {
+                if let open = name {
+                    scenes[open] = text
+                    name = nil
+                } else if let scene = directive("scene", previous), line == "```sh" {
+                    name = scene
+                    text = ""
+                }
+                continue
+            }
+            if name != nil { text += line + "\n" }
+        }
+        return scenes
+    }
+
+    /// Scenes that stand for the reader's machine rather than files a guide makes: the package's
+    /// folder, and what `scripts/quickstart.sh` leaves. Every other scene a guide names is one
+    /// it shows (`<!-- scene: NAME -->`), so that every file an example uses is made by a step
+    /// the reader sees.
+    static let machineScenes: Set<String> = ["repo", "quickstart"]
 
     /// README.md and the guides (docs/cli.md is generated from `--help`).
     static var guides: [String] {
@@ -65,10 +133,11 @@ struct GuideRunTests {
         ("docs/import-export.md", "--records 1000000", "--records 2000"),
     ]
 
-    @Test("every example of README.md and docs/ that runs ckport runs, in the scene named above it", arguments: guides)
+    @Test("every example of README.md and docs/ that runs ckport runs, in the scene named above it, and leaves the data as the guide says", arguments: guides)
     func run(_ document: String) throws {
         let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
         let blocks = Self.blocks(in: text)
+        let scenes = Self.sceneBlocks(in: text)
         for block in blocks {
             guard let scene = block.scene else {
                 Issue.record("\(document):\(block.line): an example without a scene: name one above it (<!-- example: SCENE -->, Tests/Fixtures/guides/scenes.sh)")
@@ -80,13 +149,43 @@ struct GuideRunTests {
             }
             // As the PostgreSQL store's own tests: run where a server is given, and always in CI.
             if ["browsing", "postgresql"].contains(scene) && Self.postgres.isEmpty && ProcessInfo.processInfo.environment["CI"] == nil { continue }
-            var script = block.text
-            for replacement in Self.replacements where replacement.document == document {
-                script = script.replacingOccurrences(of: replacement.from, with: replacement.to)
+            let setup = scenes[scene]
+            if setup == nil && !Self.machineScenes.contains(scene) {
+                Issue.record("\(document):\(block.line): scene \(scene) is not shown in \(document): show the reader how to make what the example starts from (<!-- scene: \(scene) --> above a shell block)")
+                continue
             }
-            let result = try Self.runScript(script, scene: scene)
+            let result = try Self.runScript(Self.replaced(block.text, in: document), scene: scene, setup: setup.map { Self.replaced($0, in: document) },
+                                            unchanged: block.unchanged, checks: block.checks)
             #expect(result.status == 0, "\(document):\(block.line) (scene \(scene)) ended with \(result.status):\n\(result.output)")
         }
+    }
+
+    /// A guide's text with what stands for the reader's machine replaced (``replacements``).
+    static func replaced(_ text: String, in document: String) -> String {
+        var script = text
+        for replacement in replacements where replacement.document == document {
+            script = script.replacingOccurrences(of: replacement.from, with: replacement.to)
+        }
+        return script
+    }
+
+    @Test("every scene a guide names is one it shows, or the reader's machine; the blocks that must change nothing say so")
+    func scenesShown() throws {
+        var unchanged = 0, checks = 0
+        for document in Self.guides {
+            let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
+            let scenes = Self.sceneBlocks(in: text)
+            for block in Self.blocks(in: text) + Self.transcripts(in: text) {
+                guard let scene = block.scene, !scene.hasPrefix("not run") else { continue }
+                #expect(scenes[scene] != nil || Self.machineScenes.contains(scene), "\(document):\(block.line): scene \(scene) is not shown in the guide")
+                if block.unchanged != nil { unchanged += 1 }
+                checks += block.checks.count
+            }
+        }
+        // The round trips the guides show (calendar, xCal, property list, spreadsheet) and
+        // checks of counts, zones and owners after the blocks that change the store.
+        #expect(unchanged >= 4, "only \(unchanged) blocks are checked to change nothing")
+        #expect(checks >= 12, "only \(checks) checks of the data after a block")
     }
 
     @Test("the guides have examples to run, and every one of them is run")
@@ -165,7 +264,7 @@ struct GuideRunTests {
                 // Line by line, as a terminal shows standard output and error together.
                 script += "echo \(Self.singleQuoted("$ " + command))\nstdbuf -oL -eL \(command) 2>&1 || true\n"
             }
-            let result = try Self.runScript(script, scene: scene, trace: false)
+            let result = try Self.runScript(script, scene: scene, setup: Self.sceneBlocks(in: text)[scene].map { Self.replaced($0, in: document) }, trace: false)
             #expect(result.status == 0, "\(document):\(block.line): \(result.output)")
             let shown = Self.steady(block.text), printed = Self.steady(result.output)
             #expect(printed == shown, "\(document):\(block.line) (scene \(scene)) printed:\n\(result.output)")
@@ -176,8 +275,13 @@ struct GuideRunTests {
 
     /// Runs a block after its scene, in a new folder with its own HOME; ckport and
     /// ckport-emulator are the ones built beside the tests (`serve` runs until its first page
-    /// has answered). Its status, and its output with the script's trace.
-    static func runScript(_ block: String, scene: String, trace: Bool = true) throws -> (status: Int32, output: String) {
+    /// has answered). The scene is the machine's part (`machine_SCENE` in scenes.sh when there
+    /// is one, else the package's folder) and then the guide's own `setup`, or, for the
+    /// reader's machine, the function `scene_SCENE`. With `unchanged`, the store's export
+    /// before and after the block must be the same bytes; then each check runs. Its status,
+    /// and its output with the script's trace.
+    static func runScript(_ block: String, scene: String, setup: String? = nil, unchanged: String? = nil, checks: [String] = [],
+                          trace: Bool = true) throws -> (status: Int32, output: String) {
         let scratch = Scratch()
         let bin = scratch.url.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
@@ -211,15 +315,39 @@ struct GuideRunTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: wrapper.path)
         let emulator = ckportBinary.deletingLastPathComponent().appendingPathComponent("ckport-emulator")
         try FileManager.default.createSymbolicLink(at: bin.appendingPathComponent("ckport-emulator"), withDestinationURL: emulator)
+        let name = scene.replacingOccurrences(of: "-", with: "_")
+        let prepare = setup.map { "if declare -F machine_\(name) >/dev/null; then machine_\(name); else scene_repo; fi\n" + $0 } ?? "scene_\(name)"
+        var before = "", after = ""
+        if let store = unchanged {
+            before = """
+                test -s "\(store)" || { echo "guide check: no store \(store) to compare" >&2; exit 1; }
+                ckport export --store '\(store)' -o .guide-before.jsonl -q
+                test -s .guide-before.jsonl || { echo "guide check: the store \(store) holds no records to compare" >&2; exit 1; }
+                """
+            after = """
+                ckport export --store '\(store)' -o .guide-after.jsonl -q
+                cmp -s .guide-before.jsonl .guide-after.jsonl || { echo "guide check: the block changed the records of \(store):" >&2; diff .guide-before.jsonl .guide-after.jsonl | head -20 >&2; exit 1; }
+                """
+        }
+        for check in checks {
+            after += "\n( \(check) ) || { echo \(singleQuoted("guide check failed: " + check)) >&2; exit 1; }"
+        }
         let script = """
             set -e
             export HOME="$PWD/home" PATH="$PWD/bin:$PATH" GUIDE_REPO='\(packageRoot.path)' GUIDE_POSTGRES='\(postgres)'
             unset CKPORT_STORE
-            trap 'jobs -p | xargs -r kill 2>/dev/null || true' EXIT
+            # The scene's own output is shown only when it fails: what the example prints is the example's.
+            exec 3>&1 4>&2 > .guide-setup.log 2>&1
+            trap 'status=$?; exec 1>&3 2>&4; [ -f .guide-setup.done ] || { echo "the scene failed:"; cat .guide-setup.log; }; jobs -p | xargs -r kill 2>/dev/null || true; exit $status' EXIT
             source "$GUIDE_REPO/Tests/Fixtures/guides/scenes.sh"
-            scene_\(scene.replacingOccurrences(of: "-", with: "_"))
+            \(prepare)
+            exec 1>&3 2>&4
+            touch .guide-setup.done
             \(trace ? "set -x" : "")
+            \(before)
             \(block)
+            set +x
+            \(after)
             """
         try script.write(to: scratch.url.appendingPathComponent("example.sh"), atomically: true, encoding: .utf8)
         let process = Process()

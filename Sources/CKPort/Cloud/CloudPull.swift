@@ -92,6 +92,12 @@ extension CloudSync {
     /// CloudKit no longer holds removed.
     static let refetchMarker = "ckport:fetch-again"
 
+    /// What a zone's sync token is after a pull left some of its records out (a type or field
+    /// the schema lacked): the next pull reads its feed again from the start, so that once the
+    /// schema can take them they come in. (A feed asked from a later token would never bring
+    /// them back; a zone read by queries is read whole every pull anyway.)
+    static let leftOutMarker = "ckport:left-out"
+
     /// Pulls the database `client` speaks to into `store`.
     ///
     /// Custom zones of the private and shared databases come through their change feeds, from
@@ -233,6 +239,7 @@ extension CloudSync {
         }
         nonisolated(unsafe) let writerStore: any RecordStoring = store
         let refetches = Refetches()
+        let leftOutZones = LeftOutZones()
         var total = 0
         var failure: Error?
         var importing = ImportOptions(mode: .replace, allowNewFields: allowNewTypes, skipInvalid: true)
@@ -251,7 +258,7 @@ extension CloudSync {
                 for page in pages where page.page.kind.isFetched { results[page.unit.zone]!.pages += 1 }
                 func commit(_ pages: [PulledPage]) async throws {
                     let saved = try await onWriter {
-                        try save(pages, into: writerStore, source: source, options: options, rejects: rejects, refetches: refetches)
+                        try save(pages, into: writerStore, source: source, options: options, rejects: rejects, refetches: refetches, leftOut: leftOutZones)
                     }
                     for (entry, count) in zip(pages, saved.counts) {
                         let zone = entry.unit.zone
@@ -341,7 +348,8 @@ extension CloudSync {
         var request: [String: Any] = ["zoneID": zoneJSON(unit.zone)]
         if let recordType = unit.recordType { request["query"] = ["recordType": recordType] }
         // A fetch from the start that a killed pull left unfinished starts over.
-        var refetch: String? = unit.startToken == refetchMarker ? "a fetch from the start that an earlier pull began had not ended" : nil
+        var refetch: String? = unit.startToken == refetchMarker ? "a fetch from the start that an earlier pull began had not ended"
+            : unit.startToken == leftOutMarker ? "an earlier pull left some of its records out, which this one asks for again" : nil
         var firstOfRefetch = refetch != nil
         if let token = unit.startToken, refetch == nil { request["syncToken"] = token }
         if let resultsLimit { request["resultsLimit"] = resultsLimit }
@@ -405,7 +413,7 @@ extension CloudSync {
     /// CloudKit no longer holds. A deletion a later page of the batch undoes (the record made
     /// again) is not applied; a record a later page deletes is deleted.
     static func save(_ batch: [PulledPage], into store: some RecordStoring, source: String, options: ImportOptions,
-                     rejects: RejectSink?, refetches: Refetches) throws -> SavedPages {
+                     rejects: RejectSink?, refetches: Refetches, leftOut: LeftOutZones = LeftOutZones()) throws -> SavedPages {
         // The deletions left standing at the end of the batch, with the page that made each.
         var deletions: [RecordID: Int] = [:]
         for (index, entry) in batch.enumerated() {
@@ -427,6 +435,9 @@ extension CloudSync {
         // keeps it under CloudKit's own share type, which joins the schema when it lacks it.
         let addingTypes = batch.contains { $0.page.holdsShares } ? [RecordTypeDefinition.share] : []
         let hooks = ImportHooks(rejects: held, addingTypes: addingTypes, finishing: { session in
+            // A zone that left records out keeps a token that has its next pull read it again.
+            let leaving = leftOut.adding(held.zones)
+            func token(_ token: String?, of zone: ZoneID) -> String? { leaving.contains(zone) ? leftOutMarker : token }
             try held.pass(to: rejects)
             let ordered = deletions.sorted { ($0.value, $0.key.recordName) < ($1.value, $1.key.recordName) }.map(\.key)
             let present = try ordered.filter { try session.record($0) != nil }
@@ -452,9 +463,9 @@ extension CloudSync {
                     let (removed, kept) = try refetches.sweep(zone, session: session)
                     counts[index].removed += removed
                     counts[index].kept += kept
-                    try session.saveSyncToken(entry.page.syncToken, source: source, zone: zone)
+                    try session.saveSyncToken(token(entry.page.syncToken, of: zone), source: source, zone: zone)
                 case .fetched where entry.unit.recordType == nil:
-                    try session.saveSyncToken(entry.page.syncToken, source: source, zone: zone)
+                    try session.saveSyncToken(token(entry.page.syncToken, of: zone), source: source, zone: zone)
                 case .fetched:
                     break
                 }
@@ -622,18 +633,57 @@ final class Refetches: @unchecked Sendable {
     }
 }
 
+/// The zones a pull left records out of: their tokens stay at ``CloudSync/leftOutMarker`` to
+/// the end of the pull. Used by the writer only.
+final class LeftOutZones: @unchecked Sendable {
+    private var zones: Set<ZoneID> = []
+
+    /// Every zone left out of so far, `more` among them.
+    func adding(_ more: Set<ZoneID>) -> Set<ZoneID> {
+        zones.formUnion(more)
+        return zones
+    }
+}
+
 /// Rejected records held until their transaction is about to commit.
 final class HeldRejects: RejectSink {
     private var held: [(InputIssue, [UInt8]?)] = []
 
     func reject(_ issue: InputIssue, raw: [UInt8]?) throws { held.append((issue, raw)) }
 
-    /// Hands the records over, and has them made durable.
+    /// The zones of the records held.
+    var zones: Set<ZoneID> { Set(held.compactMap(\.0.zone)) }
+
+    /// Hands the records over, and has them made durable. Each keeps its zone (CloudKit's
+    /// record of a zone's feed names none): imported again, it goes back where it was.
     func pass(to sink: RejectSink?) throws {
         guard let sink else { return }
-        for (issue, raw) in held { try sink.reject(issue, raw: raw) }
+        for (issue, raw) in held { try sink.reject(issue, raw: raw.map { HeldRejects.placed($0, in: issue.zone) }) }
         held = []
         try sink.sync()
+    }
+
+    /// A record's JSON with the `scope` and `zoneID` of the zone the store keeps it in: a feed's
+    /// records name their zone as CloudKit does (in the private database, the user's own record
+    /// name as its owner, which the store keeps as the default owner) and no scope.
+    static func placed(_ raw: [UInt8], in zone: ZoneID?) -> [UInt8] {
+        guard let zone, case .object(let object)? = try? JSONParser.parse(raw) else { return raw }
+        var out = JSONWriter(capacity: raw.count + 128)
+        out.raw("{\"scope\":")
+        out.string(zone.scope.rawValue)
+        out.raw(",\"zoneID\":{\"zoneName\":")
+        out.string(zone.zoneName)
+        out.raw(",\"ownerRecordName\":")
+        out.string(zone.ownerRecordName)
+        out.raw("}")
+        for member in object.members where member.key != "scope" && member.key != "zoneID" {
+            out.raw(",")
+            out.string(member.key)
+            out.raw(":")
+            out.value(member.value)
+        }
+        out.raw("}")
+        return out.bytes
     }
 }
 

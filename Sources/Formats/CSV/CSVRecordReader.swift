@@ -51,6 +51,8 @@ public final class CSVRecordReader: RecordSource {
     private var layouts: [String: [CSVColumn?]] = [:]
     private var lastLayout: (type: String, columns: [CSVColumn?])?
     private var typeColumn: Int?
+    /// No zoneName column: every row is in the zone records that name none are given.
+    private var namesNoZone = true
     /// Companion cells of the current row, kept between rows so their storage is reused.
     private var actions: [(field: String, action: ReferenceAction)] = []
     private var sizes: [(field: String, text: String, cell: CSVCell)] = []
@@ -85,6 +87,7 @@ public final class CSVRecordReader: RecordSource {
                              message: "the column map renames column '\(source)', which the header does not have (its columns: \(cells.map(\.text).joined(separator: ", ")))")
         }
         typeColumn = headerNames.firstIndex(of: "recordType")
+        namesNoZone = !headerNames.contains("zoneName")
         if typeColumn == nil && options.defaultRecordType == nil {
             throw InputIssue(position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
                              message: "the rows' record type is unknown: \(Wording.giveRecordType.text), or add a recordType column")
@@ -100,6 +103,13 @@ public final class CSVRecordReader: RecordSource {
     private func layout(for typeName: String, header: [CSVCell]) throws -> [CSVColumn?] {
         if let known = layouts[typeName] { return known }
         let type = schema.recordType(named: typeName)
+        if type == nil && !options.allowNewFields {
+            // A type the schema lacks has no fields: say that, not that the first column is not one.
+            let near = schema.recordTypes.first { $0.name.lowercased() == typeName.lowercased() }.map { " (did you mean '\($0.name)'?)" } ?? ""
+            let types = schema.recordTypes.map(\.name).filter { !$0.hasPrefix("cloudkit.") }.sorted().joined(separator: ", ")
+            throw InputIssue(position: SourcePosition(file: rows.name, line: header.first?.line ?? 1, column: 1), recordType: typeName,
+                             message: "the schema has no record type '\(typeName)'\(near)" + (types.isEmpty ? "" : "; its types: \(types)"))
+        }
         var columns: [CSVColumn?] = []
         for (index, name) in headerNames.enumerated() {
             if let column = CSVLayout.resolve(name, in: type) {
@@ -153,7 +163,12 @@ public final class CSVRecordReader: RecordSource {
             do {
                 columns = try layout(for: typeName, header: header!)
             } catch let problem as InputIssue {
-                return .invalid(InputIssue(position: problem.position, recordType: typeName, message: problem.message), raw: raw)
+                // A row's own type the schema lacks is the row's problem, at its cell.
+                var position = problem.position
+                if let typeColumn, schema.recordType(named: typeName) == nil {
+                    position = SourcePosition(file: rows.name, line: cells[typeColumn].line, column: cells[typeColumn].column)
+                }
+                return .invalid(InputIssue(position: position, recordType: typeName, message: problem.message), raw: raw)
             }
             lastLayout = (typeName, columns)
         }
@@ -269,6 +284,8 @@ public final class CSVRecordReader: RecordSource {
             }
             return start
         }
-        return .record(SourcedRecord(record: record, position: start, raw: raw, locateField: locate))
+        var sourced = SourcedRecord(record: record, position: start, raw: raw, locateField: locate)
+        sourced.namesNoZone = namesNoZone
+        return .record(sourced)
     }
 }

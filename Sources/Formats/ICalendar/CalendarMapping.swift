@@ -155,6 +155,12 @@ public struct CalendarMapping: Sendable {
     /// The property naming the zone of a record outside the private default zone:
     /// `X-CKPORT-ZONE;SCOPE=shared;OWNER=_4f00…:family-1-zone`.
     public static let zoneProperty = "X-CKPORT-ZONE"
+    /// What a record's `timeZone` field holds when the times written say otherwise (an export
+    /// with `--tz`, a record that keeps no form): `X-CKPORT-TIMEZONE:Europe/Zurich`, `UTC`,
+    /// `floating`, or `none` (with `;TZID=ZONE` when its dates are ZONE's midnights).
+    public static let keptFormProperty = "X-CKPORT-TIMEZONE"
+    /// ``keptFormProperty``'s value for a record whose field holds nothing.
+    public static let keptNone = "none"
 }
 
 /// A mapping file that cannot be read or does not fit the schema.

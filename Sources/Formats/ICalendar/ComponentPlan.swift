@@ -7,14 +7,14 @@ import Records
 struct PropertyNumbers {
     static let uid = 0, dtstart = 1, zone = 2, type = 3, created = 4, lastModified = 5, duration = 6, status = 7,
                organizer = 8, attendee = 9, categories = 10, rrule = 11, rdate = 12, exdate = 13, recurrenceID = 14,
-               dtstamp = 15, sequence = 16
+               dtstamp = 15, sequence = 16, keptForm = 17
     /// The names of the numbers above, in their order.
     static let fixed = ["UID", "DTSTART", CalendarMapping.zoneProperty, CalendarMapping.typeProperty, "CREATED", "LAST-MODIFIED",
                         "DURATION", "STATUS", "ORGANIZER", "ATTENDEE", "CATEGORIES", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID",
-                        "DTSTAMP", "SEQUENCE"]
+                        "DTSTAMP", "SEQUENCE", CalendarMapping.keptFormProperty]
     /// What ckport reads whatever the mapping says: never reported as not kept.
     static let structural: [Int] = [zone, type, uid, dtstamp, sequence, rrule, rdate, exdate, recurrenceID, organizer,
-                                    attendee, duration, status, created, lastModified]
+                                    attendee, duration, status, created, lastModified, keptForm]
 
     private var byName: [String: Int] = [:]
     private(set) var count = 0

@@ -13,7 +13,7 @@ public struct ICalExportOptions: Sendable {
     public var productID: String
 
     public init(timeZone: TimeZone? = nil, dtstamp: Int64 = Int64(Date().timeIntervalSince1970 * 1000), includeCancelled: Bool = false,
-                productID: String = "-//ckport//ckport 0.1//EN") {
+                productID: String = "-//ckport//ckport \(CKPortVersion.current)//EN") {
         self.timeZone = timeZone
         self.dtstamp = dtstamp
         self.includeCancelled = includeCancelled
@@ -49,8 +49,10 @@ public final class ICalendarExporter {
     private var recordUTC = false
     private var recordFloating = false
     private var recordDate = false
+    /// The record keeps a TZID of its own that `--tz` writes over.
+    private var recordOtherZone = false
     /// Whether the record says how its times were written (then no midnight-to-midnight guess).
-    private var recordKeepsForm: Bool { recordZone != nil || recordUTC || recordFloating || recordDate }
+    private var recordKeepsForm: Bool { recordZone != nil || recordUTC || recordFloating || recordDate || recordOtherZone }
 
     public init(session: any RecordSession, mapping: CalendarMapping, options: ICalExportOptions) {
         self.session = session
@@ -196,16 +198,17 @@ public final class ICalendarExporter {
     // MARK: Components
 
     private func write(_ record: Record, _ component: CalendarMapping.Component, cancelled: Bool) throws {
-        (recordZone, recordUTC, recordFloating, recordDate) = (nil, false, false, false)
+        (recordZone, recordUTC, recordFloating, recordDate, recordOtherZone) = (nil, false, false, false, false)
         if let field = component.timeZone, case .string(let kept)? = record.fields[field] {
             switch kept {
             case CalendarMapping.keptDate: recordDate = true
             case CalendarMapping.keptFloating: recordFloating = true
             case CalendarMapping.keptUTC: recordUTC = options.timeZone == nil
-            default: if options.timeZone == nil { recordZone = TimeZone(identifier: kept) }
+            default:
+                if options.timeZone == nil { recordZone = TimeZone(identifier: kept) } else { recordOtherZone = true }
             }
         }
-        defer { (recordZone, recordUTC, recordFloating, recordDate) = (nil, false, false, false) }
+        defer { (recordZone, recordUTC, recordFloating, recordDate, recordOtherZone) = (nil, false, false, false, false) }
         writer.line("BEGIN", component.component)
         writer.text("UID", record.recordName)
         writer.utc("DTSTAMP", options.dtstamp)
@@ -220,6 +223,9 @@ public final class ICalendarExporter {
         let end = timestamp(record, component.property("DTEND"))
         // An event from local midnight to local midnight is an all-day event.
         let allDay = component.component == "VEVENT" && !recordKeepsForm && start != nil && end != nil && isMidnight(start!) && isMidnight(end!) && end! > start!
+        if start != nil, let form = keptForm(record, component, allDay: allDay) {
+            writer.text(CalendarMapping.keptFormProperty, form.zone.map { [("TZID", $0)] } ?? [], form.value)
+        }
         var wroteStatus = false
         for (name, value) in component.properties {
             if name == "STATUS" { wroteStatus = true }
@@ -261,6 +267,26 @@ public final class ICalendarExporter {
             writer.line("END", "VALARM")
         }
         writer.line("END", component.component)
+    }
+
+    /// What the record's `timeZone` field holds, when the times as written say something else
+    /// (`--tz` writes every time in its zone; a record that keeps no form would get one), so
+    /// that importing this file gives the record back as it is: the field's value, or the
+    /// word `none` when it holds none, with the zone whose midnights its dates are (`TZID`).
+    private func keptForm(_ record: Record, _ component: CalendarMapping.Component, allDay: Bool) -> (value: String, zone: String?)? {
+        guard let field = component.timeZone else { return nil }
+        guard case .string(let kept)? = record.fields[field] else {
+            return (CalendarMapping.keptNone, allDay ? options.timeZone?.identifier : nil)
+        }
+        switch kept {
+        case CalendarMapping.keptDate:
+            return nil
+        case CalendarMapping.keptFloating, CalendarMapping.keptUTC:
+            return options.timeZone == nil ? nil : (kept, nil)
+        default:
+            let written = options.timeZone ?? recordZone
+            return written?.identifier == kept ? nil : (kept, nil)
+        }
     }
 
     private func writeProperty(_ name: String, _ value: CalendarMapping.Value, of record: Record, allDay: Bool) throws {

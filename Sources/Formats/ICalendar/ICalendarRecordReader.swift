@@ -56,6 +56,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     private var zones: ZoneResolver
     private let givenZones: ZoneResolver
     private let wallClockZones = ZoneResolver()
+    /// The component being read was written by `--tz` from floating times: its zoned times
+    /// are read back as the wall clocks they were (see ``CalendarMapping/keptFormProperty``).
+    private var zonedAsWallClock = false
     private let values: CSVValues
     private var queue: [SourceItem] = []
     private var queueIndex = 0
@@ -370,6 +373,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         guard let time = CalendarTime.parse(property) else {
             throw ComponentProblem(line: property.line, message: "\(property.name) is not a date or date-time: \"\(property.value)\"", recordName: recordName)
         }
+        if zonedAsWallClock, case .zoned(let wall, _) = time { return (.floating(wall), wall.wallSeconds * 1000) }
         if case .zoned(_, let tzid) = time, !zones.knows(tzid), !(try zoneDefinedLater(tzid)) {
             throw ComponentProblem(line: property.line, message: "\(property.name) names TZID \"\(tzid)\", which has no VTIMEZONE in the calendar and is not a time-zone name this system knows", recordName: recordName)
         }
@@ -388,6 +392,23 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         zones = givenZones
         if spec.timeZone != nil, let dtstart = properties.first(PropertyNumbers.dtstart), let form = CalendarTime.parse(dtstart), form.isWallClock {
             zones = wallClockZones
+        }
+        // What the record's timeZone field held, where the times as written say otherwise
+        // (ckport's export with --tz): the record comes back as it was.
+        var keptForm: String?
+        zonedAsWallClock = false
+        let givenDefault = givenZones.defaultZone
+        defer { givenZones.defaultZone = givenDefault }
+        if spec.timeZone != nil, let marker = properties.first(PropertyNumbers.keptForm) {
+            let form = ICalText.unescape(marker.value)
+            keptForm = form
+            if form == CalendarMapping.keptFloating {
+                zonedAsWallClock = true
+            } else if form == CalendarMapping.keptNone {
+                // No form kept: its dates were the midnights of the zone named, else UTC's.
+                zones = givenZones
+                givenZones.defaultZone = marker.parameter("TZID").flatMap(TimeZone.init(identifier:))
+            }
         }
         var record = Record(id: RecordID(recordName: baseName, zone: try zone(of: properties, recordName: baseName)), recordType: type.name,
                             fields: RecordFields(minimumCapacity: type.fields.count))
@@ -423,7 +444,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             try assign(property, mapped, to: &record, type: type)
         }
         // How the times were written: kept in the mapping's timeZone field, or said not kept.
-        if let start {
+        if let keptForm, let field = spec.timeZone {
+            if keptForm != CalendarMapping.keptNone { record.fields[field] = .string(keptForm) }
+        } else if let start {
             switch start.0 {
             case .zoned(_, let tzid):
                 if let field = spec.timeZone { record.fields[field] = .string(tzid) } else { dropped("DTSTART TZID=\(tzid)", component) }

@@ -123,3 +123,53 @@ public struct Schema: Hashable, Sendable {
         }
     }
 }
+
+/// Two schema files that say different things of one field.
+public struct SchemaConflict: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+    public var recordType: String
+    public var field: String
+    public var first: (file: String, definition: String)
+    public var second: (file: String, definition: String)
+
+    public var description: String {
+        "\(second.file): \(recordType).\(field) is \(second.definition), but \(first.file) has it as \(first.definition): one store holds one definition of a field"
+    }
+}
+
+extension Schema {
+    /// The schemas of several files as one (several apps' records in one store): every role and
+    /// record type of each, in the order first declared; a type declared in several files gets
+    /// every field and grant any of them gives it. A field two files define differently is
+    /// refused.
+    public static func merged(_ schemas: [(file: String, schema: Schema)]) throws -> Schema {
+        var merged = Schema()
+        var origin: [String: String] = [:]
+        for (file, schema) in schemas {
+            for role in schema.roles where !merged.roles.contains(role) { merged.roles.append(role) }
+            for type in schema.recordTypes {
+                guard let index = merged.recordTypes.firstIndex(where: { $0.name == type.name }) else {
+                    merged.recordTypes.append(type)
+                    for field in type.fields { origin[type.name + "." + field.name] = file }
+                    continue
+                }
+                for field in type.fields {
+                    if let known = merged.recordTypes[index].field(named: field.name) {
+                        guard known == field else {
+                            throw SchemaConflict(recordType: type.name, field: field.name,
+                                                 first: (origin[type.name + "." + field.name] ?? "?", SchemaPrinter.describe(known)),
+                                                 second: (file, SchemaPrinter.describe(field)))
+                        }
+                        continue
+                    }
+                    merged.recordTypes[index].fields.append(field)
+                    origin[type.name + "." + field.name] = file
+                }
+                for grant in type.grants where !merged.recordTypes[index].grants.contains(grant) {
+                    merged.recordTypes[index].grants.append(grant)
+                }
+            }
+        }
+        return merged
+    }
+}

@@ -22,6 +22,11 @@ public enum SchemaPrinter {
         return out
     }
 
+    /// A field as the schema language declares it: `STRING QUERYABLE SORTABLE`.
+    public static func describe(_ field: FieldDefinition) -> String {
+        ([field.type.description] + field.options.names).joined(separator: " ")
+    }
+
     static func print(_ type: RecordTypeDefinition) -> String {
         let fields = type.fields.sorted { byteOrder($0.name, $1.name) }
         let width = fields.map { quoteIfNeeded($0.name).count }.max() ?? 0

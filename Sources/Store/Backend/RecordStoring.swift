@@ -48,6 +48,15 @@ public protocol RecordStoring: AnyObject {
     /// Loads records from `sources` in one transaction: all of them or, when one is invalid
     /// and invalid records are not skipped, none.
     func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws -> ImportSummary
+    /// Lets go of the store's connections once what uses them has finished (a SQLite store's
+    /// last connection takes its write-ahead log files with it). Using the store afterwards
+    /// is an error.
+    func closeConnections() throws
+}
+
+extension RecordStoring {
+    /// A store that holds nothing to let go of early: it goes with the handle.
+    public func closeConnections() throws {}
 }
 
 /// What a write transaction may do to the schema.

@@ -16,6 +16,16 @@ public struct ImportOptions: Sendable {
     /// `<dir>/<sha256>`, one with only a `localPath` from that path (relative paths inside
     /// `<dir>`), and the bytes are stored with the record. Nil leaves asset values as given.
     public var assetDirectory: String?
+    /// Fields the import gives every record itself (a calendar import's `--set familyID=…`),
+    /// not the input: a record the store already holds with another value in one of them keeps
+    /// its own, and ``ImportSummary/keptOwnValues`` counts it. They fill new records and
+    /// records that lack the field, and never re-point a record that says where it belongs.
+    public var filledFields: [String] = []
+    /// The caller chose the zone of records that name none (`ImportRequest.defaultZone`). When it
+    /// did not, a new record whose input names no zone (``SourcedRecord/namesNoZone``: a CSV
+    /// file without the system columns) is refused when the store holds a record of its type
+    /// and name in another zone: it would be a copy beside that one, not that one updated.
+    public var zoneChosen = false
 
     public init(mode: WriteMode = .upsert, allowNewFields: Bool = false, skipInvalid: Bool = false, dryRun: Bool = false, maxErrors: Int = 20) {
         self.mode = mode
@@ -57,6 +67,9 @@ public struct ImportSummary: Sendable {
     public var notes: [String] = []
     /// Asset files stored (files the store already held are not counted).
     public var assets = 0
+    /// Records that kept their own value of a field the import fills (see
+    /// ``ImportOptions/filledFields``), by `RecordType.field`.
+    public var keptOwnValues: [String: Int] = [:]
     public var dryRun = false
     /// The store's change token after the import.
     public var token: ChangeToken?
@@ -69,6 +82,27 @@ public struct ImportSummary: Sendable {
             total.deleted += counts.deleted
             total.rejected += counts.rejected
         }
+    }
+}
+
+/// A record whose input names no zone, and whose name a record of its type has in another zone
+/// of the store: the import would put a copy beside it. Nothing is imported.
+public struct RecordInAnotherZone: CKPortError, Sendable {
+    public var category: ErrorCategory { .invalidInput }
+    public var position: SourcePosition
+    public var recordName: String
+    public var recordType: String
+    /// The zone it would go to: the one records that name none are given.
+    public var given: ZoneID
+    /// Where the store holds it.
+    public var stored: ZoneID
+
+    public var description: String {
+        "\(position): record '\(recordName)' (\(recordType)) is in the store's \(stored.scope.rawValue) zone \(stored.zoneName)"
+            + (stored.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(stored.ownerRecordName))")
+            + ", and the input does not say which zone its records are in: importing it would make a copy in \(given.scope.rawValue) zone \(given.zoneName) beside it."
+            + " Say which zone the input's records go to, or export them with their system columns, which name each record's zone."
+            + " Nothing was imported: the store is unchanged"
     }
 }
 
@@ -106,6 +140,9 @@ public final class RecordImporter {
     /// schema lacks them (a built-in mapping's types, say). Types already there are left as
     /// they are.
     public var addingTypes: [RecordTypeDefinition] = []
+    /// Whether the store holds records of a type outside the zone given to records that name
+    /// none, by type (see ``ImportOptions/zoneChosen``).
+    private var elsewhere: [String: Bool] = [:]
 
     /// The store, as the import uses it: its schema now, a write transaction, a read's token.
     private let storeSchema: () throws -> Schema
@@ -125,6 +162,7 @@ public final class RecordImporter {
         var position: SourcePosition
         var recordName: String
         var recordType: String
+        var zone: ZoneID
         var raw: ArraySlice<UInt8>?
     }
 
@@ -212,8 +250,9 @@ public final class RecordImporter {
                             RecordImporter.count(outcome, of: held[index].recordType, in: &summary)
                         case .failure(let refusal):
                             let entry = held[index]
-                            let issue = InputIssue(position: entry.position, recordName: entry.recordName, recordType: entry.recordType,
+                            var issue = InputIssue(position: entry.position, recordName: entry.recordName, recordType: entry.recordType,
                                                    field: nil, message: refusal.message)
+                            issue.zone = entry.zone
                             if going { going = try note(issue, raw: entry.raw.map { Array($0) }) }
                         }
                     }
@@ -238,7 +277,8 @@ public final class RecordImporter {
                                                     loader: loader, summary: &summary)
                         if case .held = step {
                             holding = true
-                            held.append(Held(position: sourced.position, recordName: sourced.record.recordName, recordType: sourced.record.recordType, raw: raw))
+                            held.append(Held(position: sourced.position, recordName: sourced.record.recordName, recordType: sourced.record.recordType,
+                                             zone: sourced.record.zone, raw: raw))
                             if loader.wantsFlush, !(try flush()) { return false }
                         }
                         if case .refused(let problem) = step { issue = problem } else { issue = nil }
@@ -305,7 +345,9 @@ public final class RecordImporter {
         guard let first = problems.first else { return nil }
         let record = sourced.record
         let message = problems.count == 1 ? first.message : first.message + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)"
-        return InputIssue(position: sourced.position(ofField: first.field), recordName: record.recordName, recordType: record.recordType, field: first.field, message: message)
+        var issue = InputIssue(position: sourced.position(ofField: first.field), recordName: record.recordName, recordType: record.recordType, field: first.field, message: message)
+        issue.zone = record.zone
+        return issue
     }
 
     /// What became of one record read.
@@ -328,8 +370,10 @@ public final class RecordImporter {
                               loader: any RecordLoader, summary: inout ImportSummary) throws -> Step {
         var record = sourced.record
         func issue(_ field: String?, _ message: String) -> InputIssue {
-            InputIssue(position: sourced.position(ofField: field), recordName: sourced.record.recordName, recordType: sourced.record.recordType,
-                       field: field, message: message)
+            var issue = InputIssue(position: sourced.position(ofField: field), recordName: sourced.record.recordName, recordType: sourced.record.recordType,
+                                   field: field, message: message)
+            issue.zone = sourced.record.zone
+            return issue
         }
         if !validated, let problem = RecordImporter.validate(sourced, validator, allowNewFields: options.allowNewFields) {
             return .refused(problem)
@@ -362,6 +406,18 @@ public final class RecordImporter {
             }
             validator.schema = session.schema
         }
+        if sourced.namesNoZone, !options.zoneChosen, try livesElsewhere(record, session: session), try session.record(record.id) == nil,
+           let other = try session.record(named: record.recordName, ofType: record.recordType), other.zone != record.zone, !other.isDeleted {
+            throw RecordInAnotherZone(position: sourced.position, recordName: record.recordName, recordType: record.recordType,
+                                      given: record.zone, stored: other.zone)
+        }
+        if !options.filledFields.isEmpty, !record.isDeleted, let stored = try session.record(record.id), stored.recordType == record.recordType {
+            for field in options.filledFields {
+                guard let given = record.fields[field], let own = stored.fields[field], own != given else { continue }
+                record.fields[field] = own
+                summary.keptOwnValues[record.recordType + "." + field, default: 0] += 1
+            }
+        }
         try loader.prepare(for: record.recordType)
         let outcome: SaveOutcome?
         do {
@@ -377,6 +433,17 @@ public final class RecordImporter {
 }
 
 extension RecordImporter {
+    /// Whether the store holds records of `record`'s type in zones other than its own (asked
+    /// once a type: most stores keep a type in one zone, and then no record needs a look-up).
+    private func livesElsewhere(_ record: Record, session: any RecordSession) throws -> Bool {
+        if let known = elsewhere[record.recordType] { return known }
+        let zone = record.zone
+        let all = try session.count(RecordQuery(recordTypes: [record.recordType]))
+        let here = try session.count(RecordQuery(recordTypes: [record.recordType], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName))
+        elsewhere[record.recordType] = all > here
+        return all > here
+    }
+
     /// The asset with its bytes stored, read from `directory` (see ``ImportOptions/assetDirectory``).
     func attach(_ asset: Asset, from directory: String, session: any RecordSession, summary: inout ImportSummary) throws -> Asset {
         var asset = asset

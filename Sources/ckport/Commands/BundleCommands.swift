@@ -26,9 +26,12 @@ struct BackupCommand: ParsableCommand {
           ckport backup -o tuesday.ckbundle --since monday.ckbundle
           ckport restore monday.ckbundle tuesday.ckbundle --store restored.sqlite
 
-        --encrypt seals the whole bundle with AES-256-GCM under a key derived from a \
-        passphrase (scrypt, random salt), read from --passphrase-file or $CKPORT_PASSPHRASE:
+        A passphrase, from --passphrase-file or $CKPORT_PASSPHRASE, seals the whole bundle \
+        with AES-256-GCM under a key derived from it (scrypt, random salt): a backup given a \
+        passphrase is always encrypted. --encrypt insists on it (no passphrase is then an \
+        error); --no-encrypt writes a plain bundle although $CKPORT_PASSPHRASE is set.
 
+          ckport backup -o family.ckbundle --passphrase-file ~/.ckport-pass
           CKPORT_PASSPHRASE="$(cat ~/.ckport-pass)" \\
               ckport backup -o family.ckbundle --encrypt
         """
@@ -42,8 +45,8 @@ struct BackupCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Write only what changed after this earlier bundle of the same store was made.", valueName: "bundle"))
     var since: String?
 
-    @Flag(help: "Encrypt the bundle (AES-256-GCM, key from the passphrase by scrypt).")
-    var encrypt = false
+    @Flag(inversion: .prefixedNo, help: "Encrypt the bundle (AES-256-GCM, key from the passphrase by scrypt). Default: encrypted when a passphrase is given (--passphrase-file, $CKPORT_PASSPHRASE), else plain.")
+    var encrypt: Bool?
 
     @OptionGroup var passphrase: PassphraseOptions
 
@@ -57,15 +60,24 @@ struct BackupCommand: ParsableCommand {
     func run() throws {
         let store = try storeOptions.open(create: false)
         if let since { try InputFiles.check(since, as: "a bundle", binary: true) }
-        let options = BackupOptions(query: try filter.query(), since: since, encrypt: encrypt, passphrase: try passphrase.passphrase())
+        // A passphrase encrypts: never a plain bundle beside one, unless --no-encrypt says so.
+        let phrase = try passphrase.passphrase()
+        let encrypts = encrypt ?? (phrase != nil)
+        if encrypt == false && passphrase.passphraseFile != nil && since == nil {
+            throw CommandFailure.usage("--no-encrypt writes a plain bundle, which takes no passphrase: leave out --passphrase-file for a plain bundle, or --no-encrypt to encrypt it")
+        }
+        if !encrypts && phrase != nil && !storeOptions.quiet {
+            Console.error("note: the bundle is not encrypted (--no-encrypt)\(since == nil ? ", although $CKPORT_PASSPHRASE is set" : "; the passphrase opens \(since!) only")")
+        }
+        let options = BackupOptions(query: try filter.query(), since: since, encrypt: encrypts, passphrase: phrase)
         let progress = ProgressLine("backing up", quiet: storeOptions.quiet)
         let started = Date()
         let result = try Backups.write(store, to: output, options: options, progress: progress.handler)
         progress.finish()
         if !storeOptions.quiet {
             let manifest = result.manifest
-            Console.error("backed up \(Console.count(manifest.recordCount)) \(result.isIncremental ? "changes" : "records") in \(result.memberCount) members to \(output) "
-                + "(\(Console.bytes(result.bytesWritten))) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            Console.error("backed up \(Console.count(manifest.recordCount)) \(result.isIncremental ? "changes" : "records") in \(result.memberCount) member\(result.memberCount == 1 ? "" : "s") to \(output) "
+                + "(\(Console.bytes(result.bytesWritten))\(encrypts ? ", encrypted" : "")) in \(Console.seconds(Date().timeIntervalSince(started)))")
             Console.error("change token: \(manifest.token)")
         }
         if !result.missingAssets.isEmpty {
@@ -301,7 +313,11 @@ struct RestoreCommand: ParsableCommand {
         }
         if !storeOptions.quiet {
             let assets = summary.assets > 0 ? " and \(Console.count(summary.assets)) asset files" : ""
-            Console.error("restored \(Console.count(summary.totals.inserted + summary.totals.updated)) records\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            let written = summary.totals.inserted + summary.totals.updated
+            // A chain writes a record once a bundle: say what the store holds at the end too.
+            let holds = bundles.count > 1 || summary.totals.deleted > 0 || mode != nil
+                ? "; the store now holds \(Console.count(try store.read { try $0.count(RecordQuery()) })) records" : ""
+            Console.error("restored \(Console.count(written)) record\(written == 1 ? "" : "s")\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))\(holds)")
             Console.error("change token: \(summary.token?.description ?? "")")
         }
     }

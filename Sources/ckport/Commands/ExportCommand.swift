@@ -138,6 +138,10 @@ struct ExportCommand: ParsableCommand {
             if ["ckbundle", "gz"].contains(ext) {
                 throw ValidationError("-o \(output): export writes \(ExportCommand.writtenExtensions); a backup bundle (.\(ext)) is written by 'ckport backup -o \(output)'")
             }
+            // A name that says another format (.xlsx, .xml, .txt) is not given JSON Lines silently.
+            if !writesDirectory, !ext.isEmpty, ext.allSatisfy({ $0.isLetter }) {
+                throw ValidationError("-o \(output): ckport does not write .\(ext) files; it writes \(ExportCommand.writtenExtensions). Name the file so (out.csv), or give --format to write one of them under this name")
+            }
         }
     }
 

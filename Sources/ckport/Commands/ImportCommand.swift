@@ -110,14 +110,14 @@ struct ImportCommand: ParsableCommand {
     @Option(name: .customLong("type"), help: ArgumentHelp("Record type for records that name none.", valueName: "type"))
     var recordType: String?
 
-    @Option(help: ArgumentHelp("Zone for records that name none.", valueName: "name"))
-    var zone: String = ZoneID.defaultZoneName
+    @Option(help: ArgumentHelp("Zone for records that name none (default: _defaultZone).", valueName: "name"))
+    var zone: String?
 
-    @Option(help: ArgumentHelp("Zone owner for records that name none.", valueName: "userRecordName"))
-    var owner: String = ZoneID.defaultOwnerName
+    @Option(help: ArgumentHelp("Zone owner for records that name none (default: __defaultOwner__).", valueName: "userRecordName"))
+    var owner: String?
 
-    @Option(help: "Database scope for records that name none: private, shared or public.")
-    var scope: DatabaseScope = .private
+    @Option(help: "Database scope for records that name none: private (the default), shared or public.")
+    var scope: DatabaseScope?
 
     @Option(help: ArgumentHelp("Time zone for timestamps written without an offset, and for iCalendar's floating times and dates (default UTC).", valueName: "zone"))
     var tz: String?
@@ -194,8 +194,10 @@ struct ImportCommand: ParsableCommand {
         }
         var options = ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun)
         options.assetDirectory = assets
+        options.zoneChosen = zone != nil || scope != nil || owner != nil
         let request = ImportRequest(inputs: inputs, schema: schemaFile?.schema, options: options, defaultRecordType: recordType,
-                                    defaultZone: ZoneID(scope: scope, zoneName: zone, ownerRecordName: owner), timeZone: timeZone,
+                                    defaultZone: ZoneID(scope: scope ?? .private, zoneName: zone ?? ZoneID.defaultZoneName,
+                                                                    ownerRecordName: owner ?? ZoneID.defaultOwnerName), timeZone: timeZone,
                                     settings: settings, strict: calendar.strict,
                                     rejects: try rejects.map { RejectsWriter(output: try OutputFile(path: $0)) })
         let progress = ProgressLine(dryRun ? "checking" : "importing", quiet: storeOptions.quiet)
@@ -211,7 +213,8 @@ struct ImportCommand: ParsableCommand {
             for input in inputs where input.input.name != "-" && ((try? FileManager.default.attributesOfItem(atPath: input.input.name)[.size] as? NSNumber)?.int64Value ?? -1) == 0 {
                 Console.error("note: \(input.input.name) is empty: it holds no records")
             }
-            Console.error(ImportCommand.report(summary, files: inputs.count, seconds: progress.elapsed, rejects: rejects))
+            Console.error(ImportCommand.report(summary, files: inputs.count, seconds: progress.elapsed, rejects: rejects, filled: calendar.fixedFields,
+                                               schemaFile: schemaFile?.path))
         }
     }
 
@@ -222,9 +225,15 @@ struct ImportCommand: ParsableCommand {
         return SchemaParser.looksLikeSchema(String(decoding: head, as: UTF8.self))
     }
 
-    static func report(_ summary: ImportSummary, files: Int, seconds: Double, rejects: String?) -> String {
+    static func report(_ summary: ImportSummary, files: Int, seconds: Double, rejects: String?, filled: [String] = [], schemaFile: String? = nil) -> String {
         var lines: [String] = []
         for note in summary.notes { lines.append("note: " + note) }
+        // --set fills new records; a record the store holds with another value keeps its own.
+        for (key, count) in summary.keptOwnValues.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
+            let given = filled.last { $0.hasPrefix(parts[1] + "=") } ?? parts[1]
+            lines.append("note: --set \(given) fills new records only: \(Console.count(count)) \(parts[0]) record\(count == 1 ? "" : "s") already in the store with another \(parts[1]) kept \(count == 1 ? "its" : "their") own")
+        }
         if !summary.schemaChanges.isEmpty {
             lines.append("schema \(summary.dryRun ? "would change" : "changed"):")
             lines += summary.schemaChanges.map { "  " + $0 }
@@ -239,7 +248,8 @@ struct ImportCommand: ParsableCommand {
         let accepted = totals.total - totals.rejected
         let rejectedPart = totals.rejected > 0 ? "; \(Console.count(totals.rejected)) rejected" : ""
         let verb = summary.dryRun ? "checked \(Console.count(totals.total)) records" : "imported \(Console.count(accepted)) record\(accepted == 1 ? "" : "s")"
-        lines.append("\(verb) from \(files) file\(files == 1 ? "" : "s") in \(Console.seconds(seconds))\(rate)\(rejectedPart)")
+        let schemaPart = schemaFile.map { ", and the schema from \($0)," } ?? ""
+        lines.append("\(verb) from \(files) file\(files == 1 ? "" : "s")\(schemaPart) in \(Console.seconds(seconds))\(rate)\(rejectedPart)")
         if totals.total > 0 {
             let header = summary.dryRun ? ["type", "would insert", "would update", "unchanged", "would delete", "rejected"] : ["type", "inserted", "updated", "unchanged", "deleted", "rejected"]
             lines.append(Console.table(header, rows, numeric: [1, 2, 3, 4, 5]))

@@ -138,9 +138,10 @@ struct PullCommand: ParsableCommand {
 
         A feed never stalls: a record the store cannot take (a type or field the schema lacks, \
         such as a share's cloudkit.share or a type added since the schema was exported) is left \
-        out, counted, and written with its reason to --rejects FILE, and the rest of its page \
-        and the zone's token are saved; the exit status is then 3. --allow-new-types adds such \
-        types and fields to the schema instead. A zone whose sync token expired, or that was \
+        out, counted, and written with its reason and its zone to --rejects FILE, and the rest \
+        of its page is saved; the exit status is then 3. The zone is read again from the start \
+        by the next pull, so that once the schema has the type or field (ckport schema import, \
+        or --allow-new-types, which adds such types and fields) the records come in. A zone whose sync token expired, or that was \
         reset, is fetched again from the start and what CloudKit no longer holds becomes \
         tombstones; a zone deleted in CloudKit loses its records the same way.
 
@@ -218,7 +219,9 @@ struct PullCommand: ParsableCommand {
         }
         if result.leftOut > 0 {
             let kept = rejects.map { "; they are in \($0), each with its reason" } ?? " (--rejects FILE keeps them, each with its reason)"
-            throw CommandFailure(status: .failure, message: "\(Console.count(result.leftOut)) record\(result.leftOut == 1 ? " was" : "s were") left out\(kept); the rest is saved, and the next pull goes on from here. --allow-new-types adds types and fields the schema lacks")
+            throw CommandFailure(status: .failure, message: "\(Console.count(result.leftOut)) record\(result.leftOut == 1 ? " was" : "s were") left out\(kept); the rest is saved. "
+                + "The next pull asks for them again (it reads their zones again from the start): give the schema their types and fields first "
+                + "(ckport schema import SCHEMA, or pull --allow-new-types to add them)")
         }
     }
 
@@ -246,7 +249,8 @@ struct PullCommand: ParsableCommand {
         for (type, count) in result.leftOutByType.sorted(by: { $0.key < $1.key }) {
             lines.append("left out: \(Console.count(count)) \(type) record\(count == 1 ? "" : "s")")
         }
-        for issue in result.leftOutExamples.prefix(3) { lines.append("  e.g. \(issue.description)") }
+        // The import's flag is --allow-new-fields; a pull's is --allow-new-types.
+        for issue in result.leftOutExamples.prefix(3) { lines.append("  e.g. " + issue.description.replacingOccurrences(of: "--allow-new-fields", with: "--allow-new-types")) }
         for entry in result.notPulled {
             lines.append("not pulled: \(entry.recordType) in \(entry.zone.zoneName): \(entry.reason)")
         }

@@ -104,6 +104,7 @@ struct PushCommand: ParsableCommand {
                 zones.insert(operation.zone.zoneName)
             }
             try output.commit()
+            if count == 0, notSent.isEmpty, let hint = try PushCommand.otherScopes(store, filter: filter, since: since, database: database) { Console.error(hint) }
             if !storeOptions.quiet {
                 Console.error("would send \(Console.count(count)) operations in \(zones.count) zone\(zones.count == 1 ? "" : "s") to \(CloudSync.source(database)) (nothing was sent)")
                 let held = notSent.values.reduce(0, +)
@@ -144,6 +145,9 @@ struct PushCommand: ParsableCommand {
             }
             Console.error("pushed \(Console.count(total.saved)) records and \(Console.count(total.deleted)) deletions to \(result.destination) in \(result.requests) request\(result.requests == 1 ? "" : "s"), \(Console.seconds(Date().timeIntervalSince(started)))")
         }
+        if result.requests == 0, total.rejected == 0, let hint = try PushCommand.otherScopes(store, filter: filter, since: since, database: database) {
+            Console.error(hint)
+        }
         // What became of the shares is said even with --quiet: who shares what with whom is
         // what a restore most often cannot bring back whole.
         for share in result.shares { Console.error(PushCommand.describe(share)) }
@@ -151,6 +155,24 @@ struct PushCommand: ParsableCommand {
             let kept = rejects.map { "; they are in \($0)" } ?? " (--rejects FILE lists them)"
             throw CommandFailure(status: .failure, message: "CloudKit turned away \(total.rejected) record\(total.rejected == 1 ? "" : "s")\(kept)")
         }
+    }
+
+    /// When a push selects nothing because the store's records are in another scope than the
+    /// target database's (a store pulled from the shared database, pushed to a private one), a
+    /// note that says where they are and which --scope sends them.
+    static func otherScopes(_ store: some RecordStoring, filter: RecordFilterOptions, since: String?, database: CloudKitDatabase) throws -> String? {
+        guard filter.scope == nil, since == nil, let target = DatabaseScope(rawValue: database.scope.rawValue) else { return nil }
+        var query = try filter.query()
+        var elsewhere: [(DatabaseScope, Int)] = []
+        for scope in DatabaseScope.allCases where scope != target {
+            query.scope = scope
+            let count = try store.read { try $0.count(query) }
+            if count > 0 { elsewhere.append((scope, count)) }
+        }
+        guard let first = elsewhere.first else { return nil }
+        let where_ = elsewhere.map { "\(Console.count($0.1)) record\($0.1 == 1 ? "" : "s") in the \($0.0.rawValue) scope" }.joined(separator: ", ")
+        return "note: nothing to send: a push takes the records of the target database's scope (\(target.rawValue)) unless --scope says otherwise, "
+            + "and the store has none there that the filters select (\(where_)); --scope \(first.0.rawValue) sends them to the \(target.rawValue) database"
     }
 
     /// A share's fate in a push, and who it invites again or cannot.

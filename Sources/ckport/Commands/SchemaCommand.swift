@@ -187,18 +187,24 @@ struct SchemaCommand: ParsableCommand {
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make the store's schema the one in FILE.",
+            abstract: "Make the store's schema the one in FILE (or the files together).",
             discussion: """
             Record types and fields that are new are added. A type or field that goes away, or \
             a field whose type changes, is accepted only while no stored record holds a value \
             for it; otherwise nothing changes and ckport says which values are in the way.
 
+            Several files make one schema (several apps in one store): every type of each, and \
+            a type two files declare (CloudKit's cloudkit.share) with the fields and grants of \
+            both; a field they define differently is refused.
+
               ckport schema import samples/family-todo/schema.ckdb --store family.sqlite
+              ckport schema import samples/family-todo/schema.ckdb \\
+                  samples/family-calendar/schema.ckdb --store families.sqlite
             """
         )
 
-        @Argument(help: ArgumentHelp("A schema file (cktool's 'DEFINE SCHEMA' text).", valueName: "file"))
-        var file: String
+        @Argument(help: ArgumentHelp("Schema files (cktool's 'DEFINE SCHEMA' text).", valueName: "file"))
+        var files: [String]
 
         @Flag(help: "Show what would change, and change nothing.")
         var dryRun = false
@@ -206,8 +212,13 @@ struct SchemaCommand: ParsableCommand {
         @OptionGroup var storeOptions: StoreOptions
 
         func run() throws {
-            let (schema, warnings) = try SchemaCommand.readChecked(file)
-            if !storeOptions.quiet { for warning in warnings { Console.error("\(file):\(warning)") } }
+            var read: [(file: String, schema: Schema)] = []
+            for file in files {
+                let (schema, warnings) = try SchemaCommand.readChecked(file)
+                if !storeOptions.quiet { for warning in warnings { Console.error("\(file):\(warning)") } }
+                read.append((file, schema))
+            }
+            let schema = read.count == 1 ? read[0].schema : try Schema.merged(read)
             let store = try storeOptions.open(create: true)
             let change = try store.importSchema(schema, dryRun: dryRun)
             if !storeOptions.quiet {

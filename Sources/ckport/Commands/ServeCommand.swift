@@ -33,8 +33,8 @@ struct ServeCommand: ParsableCommand {
         """
     )
 
-    @Option(help: ArgumentHelp("The port to listen on (0: any free port).", valueName: "port"))
-    var port = 8642
+    @Option(help: ArgumentHelp("The port to listen on (0: any free port; cloud login's sign-in callback has 8642).", valueName: "port"))
+    var port = 8640
 
     @Option(help: ArgumentHelp("The IPv4 address to listen on, when other machines must reach the view (0.0.0.0: every interface). Default: 127.0.0.1, this machine only.",
                                valueName: "address"))
@@ -127,6 +127,8 @@ struct ServeCommand: ParsableCommand {
         if open { openInBrowser(server.baseURL.absoluteString + "/") }
         while !Interruption.requested { usleep(200_000) }
         server.stop()
+        // Every handle let go of: the store's last connection takes its -wal and -shm files.
+        for handle in [store] + more { try? handle.closeConnections() }
         if !storeOptions.quiet { Console.error("stopped") }
     }
 

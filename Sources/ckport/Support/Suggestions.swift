@@ -34,9 +34,15 @@ enum Suggestions {
             guard argument.hasPrefix("--"), argument.count > 2 else { continue }
             let name = String(argument.prefix { $0 != "=" })
             if options.contains(name) { continue }
+            let command = path.joined(separator: " ")
             if let near = nearest(name, in: options.sorted()) {
-                return "error: unknown option '\(name)' for \(path.joined(separator: " ")). Did you mean '\(near)'?"
+                return "error: unknown option '\(name)' for \(command). Did you mean '\(near)'?"
             }
+            // The options most commands share, where this one has no use for them.
+            if ["--store", "--wait"].contains(name) {
+                return "error: unknown option '\(name)' for \(command): it opens no store (\(command) --help lists its options)"
+            }
+            return "error: unknown option '\(name)' for \(command) (\(command) --help lists its options)"
         }
         return nil
     }
