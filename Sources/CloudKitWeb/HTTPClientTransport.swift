@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Records
 
 /// HTTP through swift-server's AsyncHTTPClient (SwiftNIO): persistent connections, TLS from
 /// swift-nio-ssl, and request bodies written as they are. ckport's default: Foundation's
@@ -51,7 +52,8 @@ public final class HTTPClientTransport: CloudKitTransport, @unchecked Sendable {
 
 /// A request that got no answer because the connection failed, in words: "refused" when
 /// nothing listens at the address, which no retry mends.
-public struct ConnectionFailure: Error, CustomStringConvertible, Sendable {
+public struct ConnectionFailure: CKPortError, Sendable {
+    public var category: ErrorCategory { .environment }
     /// The server, `host:port`.
     public var server: String
     /// The system's error number, when the connection failed with one.
@@ -59,9 +61,14 @@ public struct ConnectionFailure: Error, CustomStringConvertible, Sendable {
     private var underlying: String
 
     init(url: URL, code: Int32?, underlying: any Error) {
-        server = (url.host ?? "?") + (url.port.map { ":\($0)" } ?? "")
+        self.init(server: (url.host ?? "?") + (url.port.map { ":\($0)" } ?? ""), code: code, reason: "\(underlying)")
+    }
+
+    /// `reason`: what the connection's failure said, for a failure without an error number.
+    public init(server: String, code: Int32?, reason: String) {
+        self.server = server
         self.code = code
-        self.underlying = "\(underlying)"
+        underlying = reason
     }
 
     /// Nothing listens at the address: the server is not running there, or the address is wrong.

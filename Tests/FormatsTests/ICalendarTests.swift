@@ -7,50 +7,6 @@ import SampleApps
 
 /// The independent RFC 5545 checker beside the project, with its Python, when set up
 /// (`../shared/conformance/setup.sh`; CI does it).
-enum Conformance {
-    static var python: String? {
-        let venv = ProcessInfo.processInfo.environment["ICAL_CHECK_VENV"] ?? (NSHomeDirectory() + "/.cache/ical-check-venv")
-        let path = venv + "/bin/python"
-        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
-    }
-
-    static var checker: String? {
-        let path = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/conformance/ical_check.py").path
-        return FileManager.default.fileExists(atPath: path) ? path : nil
-    }
-
-    static func run(_ python: String, _ arguments: [String]) throws -> (Int32, String) {
-        try ExternalTool.run(executable: python, arguments)
-    }
-
-    /// CI sets CKPORT_CONFORMANCE=required once it has set the checker up, so that a missing
-    /// checker fails there instead of skipping.
-    static var required: Bool { ProcessInfo.processInfo.environment["CKPORT_CONFORMANCE"] == "required" }
-
-    /// Runs the checker on a file. When the checker is not set up here, the test stops as
-    /// cancelled — shown as skipped, with the reason, never as passed — or, where CI requires the
-    /// checker, fails.
-    static func check(_ path: String) throws -> (Int32, String)? {
-        guard let python, let checker else {
-            try missing()
-        }
-        return try run(python, [checker, "--quiet", path])
-    }
-
-    /// Python with icalendar (the checker's venv), or the test stops as ``check(_:)`` says.
-    static func requirePython() throws -> String {
-        guard let python else { try missing() }
-        return python
-    }
-
-    private static func missing() throws -> Never {
-        if required {
-            Issue.record("CKPORT_CONFORMANCE=required, but the RFC 5545 checker or its venv is missing")
-            throw CancellationError()
-        }
-        try Test.cancel("the RFC 5545 checker is not set up here (../shared/conformance/setup.sh); skipped")
-    }
-}
 
 
 func export(_ store: RecordStore, _ app: SampleApp, to path: String, query: RecordQuery = RecordQuery(), options: ICalExportOptions = ICalExportOptions(dtstamp: 1_767_225_600_000)) throws -> ICalExportSummary {
@@ -388,9 +344,11 @@ struct ICalendarExportTests {
         #expect(component.property("DTSTART")?.value == "20260329")
         #expect(component.property("DTEND")?.value == "20260330")
         if let (status, report) = try Conformance.check(scratch.path("dst.ics")) { #expect(status == 0, "\(report)") }
-        // Reading it back under the same zone, through a mapping without a timeZone field,
-        // gives the same instants; through the app's mapping, which keeps the form, the dates
-        // are kept as wall clocks (midnight as if UTC) and said to be dates.
+        // Reading it back under the same zone, through a mapping without a timeZone field, gives
+        // the same instants; through the app's mapping, which keeps the form, too: the export
+        // said the record keeps none, with the zone whose midnights its dates are
+        // (X-CKPORT-TIMEZONE;TZID=Europe/Berlin:none), so it comes back as it was.
+        #expect(component.property("X-CKPORT-TIMEZONE")?.value == "none" && component.property("X-CKPORT-TIMEZONE")?.parameter("TZID") == "Europe/Berlin")
         for keepsForm in [false, true] {
             let copy = try RecordStore(path: scratch.path("copy-\(keepsForm).sqlite"))
             try copy.importSchema(store.schema)
@@ -402,9 +360,9 @@ struct ICalendarExportTests {
                                                options: ICalImportOptions(timeZone: TimeZone(identifier: "Europe/Berlin")))
             _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
             let back = try #require(try copy.read { try $0.record(named: name, ofType: "Event") })
-            #expect(back.fields["startDate"] == .timestamp(ISO8601.parse(keepsForm ? "2026-03-29T00:00:00Z" : "2026-03-28T23:00:00Z")!))
-            #expect(back.fields["endDate"] == .timestamp(ISO8601.parse(keepsForm ? "2026-03-30T00:00:00Z" : "2026-03-29T22:00:00Z")!))
-            #expect(back.fields["timeZone"] == (keepsForm ? .string("date") : nil))
+            #expect(back.fields["startDate"] == .timestamp(ISO8601.parse("2026-03-28T23:00:00Z")!))
+            #expect(back.fields["endDate"] == .timestamp(ISO8601.parse("2026-03-29T22:00:00Z")!))
+            #expect(back.fields["timeZone"] == nil)
         }
     }
 

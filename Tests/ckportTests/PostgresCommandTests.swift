@@ -8,6 +8,28 @@ struct PostgresCommandTests {
         try #require(PostgresTestServer.store(tag), "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
     }
 
+    @Test("a server that refuses the password says where ckport looks for one, and never shows it")
+    func passwordRefused() throws {
+        let store = try server("password")
+        let folder = Scratch()
+        FileManager.default.createFile(atPath: folder.path("empty.pgpass"), contents: Data(), attributes: [.posixPermissions: 0o600])
+        for password in [nil, "not-the-password"] {
+            var environment = ["PGPASSWORD": password ?? "", "PGPASSFILE": folder.path("empty.pgpass"), "HOME": folder.path(".")]
+            if password == nil { environment["PGPASSWORD"] = nil }
+            let process = ckportProcess(["stats", "--store", store], in: folder.url, environment: environment)
+            if password == nil { process.environment?["PGPASSWORD"] = nil }
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 3, "\(said)")
+            #expect(said.contains("PGPASSWORD") && said.contains("~/.pgpass"), "\(said)")
+            #expect(!said.contains("not-the-password"))
+        }
+    }
+
     @Test("schema import, import, export, --where, delete, stats, backup, verify and restore on PostgreSQL answer as on SQLite, byte for byte")
     func commands() throws {
         let folder = Scratch()

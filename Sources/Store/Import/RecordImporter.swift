@@ -100,9 +100,8 @@ public struct RecordInAnotherZone: CKPortError, Sendable {
     public var description: String {
         "\(position): record '\(recordName)' (\(recordType)) is in the store's \(stored.scope.rawValue) zone \(stored.zoneName)"
             + (stored.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(stored.ownerRecordName))")
-            + ", and the input does not say which zone its records are in: importing it would make a copy in \(given.scope.rawValue) zone \(given.zoneName) beside it."
-            + " Say which zone the input's records go to, or export them with their system columns, which name each record's zone."
-            + " Nothing was imported: the store is unchanged"
+            + ", and the file does not say which zone its rows are in: importing it would make a copy in \(given.scope.rawValue) zone \(given.zoneName) beside it."
+            + "\nnothing was imported: the store is unchanged"
     }
 }
 
@@ -415,6 +414,8 @@ public final class RecordImporter {
             for field in options.filledFields {
                 guard let given = record.fields[field], let own = stored.fields[field], own != given else { continue }
                 record.fields[field] = own
+                // A reference to the same record with another action is the record's own, not another value.
+                if case .reference(let a) = own, case .reference(let b) = given, a.recordName == b.recordName { continue }
                 summary.keptOwnValues[record.recordType + "." + field, default: 0] += 1
             }
         }

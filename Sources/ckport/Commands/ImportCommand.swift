@@ -71,7 +71,7 @@ struct ImportCommand: ParsableCommand {
         the sample app's when the store's schema is one): VEVENT → Event with an \
         EventParticipant per ATTENDEE, VTODO → Task, and so on. Records are named from the UID, \
         so importing a file twice changes nothing. --expand FROM..TO turns recurring events \
-        into one record per occurrence in the window; --set fills a field of every record; \
+        into one record per occurrence in the window; --set fills a field of the new records; \
         floating times and dates are read in --tz (else UTC):
 
           ckport import family.ics --expand 2026-01-01..2026-12-31 \\

@@ -60,10 +60,7 @@ enum Failures {
             let zone = error.stored
             let flags = "--zone \(zone.zoneName)" + (zone.scope == .private ? "" : " --scope \(zone.scope.rawValue)")
                 + (zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " --owner \(zone.ownerRecordName)")
-            return (ExitStatus(error.category), "\(error.position): record '\(error.recordName)' (\(error.recordType)) is in the store's \(zone.scope.rawValue) zone \(zone.zoneName)"
-                + (zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(zone.ownerRecordName))")
-                + ", and the file does not say which zone its rows are in: importing it would make a copy in \(error.given.scope.rawValue) zone \(error.given.zoneName) beside it.\n"
-                + "nothing was imported: the store is unchanged (give the rows' zone, \(flags), or export with --system, whose columns name each row's zone)")
+            return (ExitStatus(error.category), error.description + " (give the rows' zone, \(flags), or export with --system, whose columns name each row's zone)")
         case let error as any CKPortError:
             return (ExitStatus(error.category), error.description)
         default:

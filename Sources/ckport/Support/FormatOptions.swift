@@ -67,7 +67,7 @@ struct CalendarImportOptions: ParsableArguments, FormatOptionGroup {
     @Option(help: ArgumentHelp("Expand recurring events into their occurrences starting in FROM..TO (dates or ISO-8601 times; TO's day included).", valueName: "from..to"))
     var expand: String?
 
-    @Option(name: .customLong("set"), help: ArgumentHelp("Give every imported record this field value, e.g. familyID=family-1; repeat for several.", valueName: "field=value"))
+    @Option(name: .customLong("set"), help: ArgumentHelp("Give new records (and those without the field) this field value, e.g. familyID=family-1; a record the store holds with another value keeps its own. Repeat for several.", valueName: "field=value"))
     var fixedFields: [String] = []
 
     @Flag(help: "Refuse the import when the mapping has no place for something the file holds (a second alarm, an RDATE, an attendee's role, an X- property…).")

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+
+/// What a new user met running the guides' examples and the next thing after them: each case
+/// failed before its fix (the calendars' round trip and `--set` are in
+/// RoundTripCommandProperties, the checks of the data after each block in GuideRunTests).
+@Suite("the guides, as a new user runs them")
+struct GuideDefectTests {
+    static func store(_ app: String, in folder: Scratch, _ name: String = "ckport.sqlite") throws {
+        let run = try ckport(["import", sample(app, "schema.ckdb"), sample(app, "records.jsonl"), "--store", name, "-q"], in: folder.url)
+        try #require(run.status == 0, "\(run.stderr)")
+    }
+
+    static func export(_ folder: Scratch, _ store: String = "ckport.sqlite") throws -> String {
+        let run = try ckport(["export", "-q", "--store", store], in: folder.url)
+        try #require(run.status == 0, "\(run.stderr)")
+        return run.stdout
+    }
+
+    @Test("a spreadsheet without zone columns is refused beside the records it names in other zones, and the store is unchanged; with --system it comes back")
+    func spreadsheetZones() throws {
+        let folder = Scratch()
+        try Self.store("family-todo", in: folder)
+        let before = try Self.export(folder)
+        #expect(try ckport(["export", "--type", "Task", "-o", "tasks.csv", "-q"], in: folder.url).status == 0)
+        let plain = try ckport(["import", "tasks.csv", "--type", "Task"], in: folder.url)
+        #expect(plain.status == 2, "\(plain.stderr)")
+        #expect(plain.stderr.contains("tasks.csv:2:1: record 'task-1-000001' (Task) is in the store's shared zone household-1 (owner _2c354ab8c7e011972305c42725648965)"), "\(plain.stderr)")
+        #expect(plain.stderr.contains("--zone household-1 --scope shared --owner _2c354ab8c7e011972305c42725648965") && plain.stderr.contains("--system"), "\(plain.stderr)")
+        #expect(try Self.export(folder) == before)
+        // Told where the rows go, they go there: the household's tasks are updated, not copied.
+        let placed = try ckport(["import", "tasks.csv", "--type", "Task", "--dry-run", "--zone", "household-1", "--scope", "shared",
+                                 "--owner", "_2c354ab8c7e011972305c42725648965"], in: folder.url)
+        #expect(placed.status == 0 && placed.stderr.contains("would insert"), "\(placed.stderr)")
+        #expect(try ckport(["export", "--type", "Task", "--system", "-o", "all.csv", "-q"], in: folder.url).status == 0)
+        let system = try ckport(["import", "all.csv", "--type", "Task"], in: folder.url)
+        #expect(system.status == 0 && system.stderr.contains("Task          0        0         46"), "\(system.stderr)")
+        #expect(try Self.export(folder) == before)
+        // A type named in the wrong case is said to be missing, with the one meant.
+        let lower = try ckport(["import", "tasks.csv", "--type", "task"], in: folder.url)
+        #expect(lower.status == 2 && lower.stderr.contains("the schema has no record type 'task' (did you mean 'Task'?)"), "\(lower.stderr)")
+    }
+
+    @Test("a passphrase given to backup encrypts; --no-encrypt writes a plain bundle only when asked, and says so")
+    func passphraseEncrypts() throws {
+        let folder = Scratch()
+        try Self.store("family-todo", in: folder)
+        try "correct horse battery staple\n".write(toFile: folder.path("pass.txt"), atomically: true, encoding: .utf8)
+        chmod(folder.path("pass.txt"), 0o600)
+        let byFile = try ckport(["backup", "-o", "a.ckbundle", "--passphrase-file", "pass.txt"], in: folder.url)
+        #expect(byFile.status == 0 && byFile.stderr.contains(", encrypted)"), "\(byFile.stderr)")
+        let byEnvironment = try ckport(["backup", "-o", "b.ckbundle"], in: folder.url, environment: ["CKPORT_PASSPHRASE": "from the environment"])
+        #expect(byEnvironment.status == 0, "\(byEnvironment.stderr)")
+        for (bundle, phrase) in [("a.ckbundle", "correct horse battery staple"), ("b.ckbundle", "from the environment")] {
+            let verify = try ckport(["verify", bundle], in: folder.url, environment: ["CKPORT_PASSPHRASE": phrase])
+            #expect(verify.status == 0 && verify.stdout.contains("encrypted: yes"), "\(bundle): \(verify.stdout) \(verify.stderr)")
+            // Without the passphrase it cannot be read at all.
+            #expect(try ckport(["verify", bundle], in: folder.url, environment: ["CKPORT_PASSPHRASE": ""]).status != 0)
+        }
+        let plain = try ckport(["backup", "-o", "c.ckbundle", "--no-encrypt"], in: folder.url, environment: ["CKPORT_PASSPHRASE": "set for another job"])
+        #expect(plain.status == 0 && plain.stderr.contains("note: the bundle is not encrypted (--no-encrypt), although $CKPORT_PASSPHRASE is set"), "\(plain.stderr)")
+        #expect(try ckport(["verify", "c.ckbundle"], in: folder.url, environment: ["CKPORT_PASSPHRASE": ""]).stdout.contains("encrypted: no"))
+        let contradiction = try ckport(["backup", "-o", "d.ckbundle", "--no-encrypt", "--passphrase-file", "pass.txt"], in: folder.url)
+        #expect(contradiction.status == 1 && !FileManager.default.fileExists(atPath: folder.path("d.ckbundle")), "\(contradiction.stderr)")
+    }
+
+    @Test("records a pull leaves out come in with the next pull once the schema takes them, in their zone and under their owner; the rejects file keeps the zone")
+    func pullLeavesNothingBehind() throws {
+        let folder = Scratch()
+        try "api-1\n".write(toFile: folder.path("api.txt"), atomically: true, encoding: .utf8)
+        try "web-1\n".write(toFile: folder.path("web.txt"), atomically: true, encoding: .utf8)
+        let emulator = try EmulatorProcess(["--container", "iCloud.com.example.App", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt",
+                                            "--schema", sample("family-todo", "schema.ckdb"), "--load", sample("family-todo", "records.jsonl"),
+                                            "--database", "shared"], in: folder.url)
+        let full = try String(contentsOfFile: sample("family-todo", "schema.ckdb"), encoding: .utf8)
+        let reduced = full.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("        status ") }.joined(separator: "\n")
+        #expect(reduced != full)
+        try reduced.write(toFile: folder.path("reduced.ckdb"), atomically: true, encoding: .utf8)
+        #expect(try ckport(["schema", "import", "reduced.ckdb", "-q"], in: folder.url).status == 0)
+        let cloud = ["--base-url", emulator.url, "--container", "iCloud.com.example.App", "--database", "shared",
+                     "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"]
+        let first = try ckport(["pull"] + cloud + ["--rejects", "left.jsonl"], in: folder.url)
+        #expect(first.status == 3, "\(first.stderr)")
+        #expect(first.stderr.contains("46 records were left out") && first.stderr.contains("The next pull asks for them again"), "\(first.stderr)")
+        #expect(first.stderr.contains("use --allow-new-types to add it") && !first.stderr.contains("--allow-new-fields"), "\(first.stderr)")
+        // Each reject names the zone as the store keeps it.
+        let lines = folder.text("left.jsonl").split(separator: "\n")
+        #expect(lines.count == 46)
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let record = try #require(object["record"] as? [String: Any])
+            let zone = try #require(record["zoneID"] as? [String: Any])
+            #expect(record["scope"] as? String == "shared" && (zone["ownerRecordName"] as? String)?.hasPrefix("_") == true, "\(line.prefix(300))")
+        }
+        let status = try ckport(["cloud", "status"], in: folder.url)
+        #expect(status.stdout.contains("ckport:left-out") || status.stderr.contains("ckport:left-out"), "\(status.stdout)")
+        // The schema takes them now: the next pull reads the zones again and brings them in.
+        let second = try ckport(["pull"] + cloud + ["--allow-new-types"], in: folder.url)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("an earlier pull left some of its records out"), "\(second.stderr)")
+        let tasks = try ckport(["export", "--type", "Task", "-q"], in: folder.url).stdout.split(separator: "\n")
+        #expect(tasks.count == 46)
+        let zones = Set(try tasks.map { line -> String in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let zone = try #require(object["zoneID"] as? [String: Any])
+            return "\(object["scope"] ?? "")/\(zone["zoneName"] ?? "")/\(zone["ownerRecordName"] ?? "")"
+        })
+        #expect(zones == ["shared/household-1/_2c354ab8c7e011972305c42725648965", "shared/household-2/_bffaf971cb908ab30a22a6a7bb7dbdf7"], "\(zones)")
+        // And the token moves on: the pull after that asks only for what changed.
+        let third = try ckport(["pull"] + cloud, in: folder.url)
+        #expect(third.status == 0 && third.stderr.contains("pulled 0 records") && !third.stderr.contains("fetched again"), "\(third.stderr)")
+    }
+
+    @Test("a push that selects nothing in the target database's scope says where the records are and which --scope sends them")
+    func pushSaysWhichScope() throws {
+        let folder = Scratch()
+        try Self.store("family-todo", in: folder)
+        try "api-1\n".write(toFile: folder.path("api.txt"), atomically: true, encoding: .utf8)
+        try "web-1\n".write(toFile: folder.path("web.txt"), atomically: true, encoding: .utf8)
+        let emulator = try EmulatorProcess(["--container", "iCloud.com.example.App", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt",
+                                            "--schema", sample("family-todo", "schema.ckdb")], in: folder.url)
+        let cloud = ["--base-url", emulator.url, "--container", "iCloud.com.example.App", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"]
+        for dry in [true, false] {
+            let push = try ckport(["push"] + cloud + (dry ? ["--dry-run"] : []), in: folder.url)
+            #expect(push.status == 0, "\(push.stderr)")
+            #expect(push.stderr.contains("(80 records in the shared scope); --scope shared sends them to the private database"), "\(push.stderr)")
+        }
+        let shared = try ckport(["push"] + cloud + ["--scope", "shared"], in: folder.url)
+        #expect(shared.status == 0 && shared.stderr.contains("pushed 80 records") && !shared.stderr.contains("nothing to send"), "\(shared.stderr)")
+    }
+
+    @Test("a connection nothing listens on is said to be refused, at once, without retries")
+    func refusedConnection() throws {
+        let folder = Scratch()
+        try "api-1\n".write(toFile: folder.path("api.txt"), atomically: true, encoding: .utf8)
+        try "web-1\n".write(toFile: folder.path("web.txt"), atomically: true, encoding: .utf8)
+        try Self.store("notes", in: folder)
+        let port = freePort()
+        let pull = try ckport(["pull", "--base-url", "http://127.0.0.1:\(port)", "--container", "iCloud.com.example.App",
+                               "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"], in: folder.url)
+        #expect(pull.status == 3, "\(pull.stderr)")
+        #expect(pull.stderr.contains("127.0.0.1:\(port) refused the connection (nothing is listening there)"), "\(pull.stderr)")
+        #expect(!pull.stderr.contains("waiting") && !pull.stderr.contains("reset") && !pull.stderr.contains("errno"), "\(pull.stderr)")
+    }
+
+    @Test("scripts/install.sh installs ckport-emulator beside ckport")
+    func installsEmulator() throws {
+        let folder = Scratch()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [packageRoot.appendingPathComponent("scripts/install.sh").path, folder.path("prefix")]
+        var environment = ProcessInfo.processInfo.environment
+        environment["CKPORT_INSTALL_FROM"] = ckportBinary.deletingLastPathComponent().path
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        for program in ["ckport", "ckport-emulator"] {
+            #expect(FileManager.default.isExecutableFile(atPath: folder.path("prefix/bin/\(program)")), "\(program) was not installed")
+        }
+    }
+
+    @Test("the smaller things: a port in use, a missing token file, an option a command does not take, an output format ckport does not write, and counts that say what the store holds")
+    func smallerThings() throws {
+        let folder = Scratch()
+        try Self.store("family-calendar", in: folder)
+        // Something listens on the port serve is asked for.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        listen(listener, 1)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let serve = try ckport(["serve", "--port", String(port)], in: folder.url)
+        #expect(serve.status == 3 && serve.stderr.contains("Address already in use (another program listens there, another ckport serve or cloud login perhaps: --port chooses another port)"), "\(serve.stderr)")
+        // serve and cloud login no longer share a default port.
+        let help = try ckport(["serve", "--help"], in: folder.url).stdout
+        #expect(help.contains("default: 8640") && help.contains("8642"), "\(help)")
+
+        let token = try ckport(["pull", "--container", "iCloud.com.example.App", "--api-token-file", "nope.txt", "--web-auth-token-file", "web.txt"], in: folder.url)
+        #expect(token.status == 2 && token.stderr.contains("nope.txt: no such file"), "\(token.stderr)")
+
+        for (arguments, said) in [(["verify", "x.ckbundle", "--store", "s.sqlite"], "error: unknown option '--store' for ckport verify: it opens no store"),
+                                  (["generate", "--app", "notes", "--wait", "3"], "error: unknown option '--wait' for ckport generate: it opens no store"),
+                                  (["import", "--bogus-flag", "x.jsonl"], "error: unknown option '--bogus-flag' for ckport import (ckport import --help lists its options)")] {
+            let run = try ckport(arguments, in: folder.url)
+            #expect(run.status == 1 && run.stderr.hasPrefix(said), "\(arguments): \(run.stderr)")
+        }
+        let missing = try ckport(["import"], in: folder.url)
+        #expect(missing.status == 1 && missing.stderr.hasPrefix("error: "), "\(missing.stderr)")
+
+        let xlsx = try ckport(["export", "-o", "out.xlsx"], in: folder.url)
+        #expect(xlsx.status == 1 && xlsx.stderr.contains("ckport does not write .xlsx files"), "\(xlsx.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path("out.xlsx")))
+        #expect(try ckport(["export", "-o", "out.xlsx", "--format", "csv", "--type", "Event", "-q"], in: folder.url).status == 0)
+
+        // Counts: the files records came from, and what a chain of bundles leaves.
+        let two = Scratch()
+        let imported = try ckport(["import", sample("family-calendar", "schema.ckdb"), sample("family-calendar", "records.jsonl")], in: two.url)
+        #expect(imported.stderr.contains("imported 120 records from 1 file, and the schema from "), "\(imported.stderr)")
+        #expect(try ckport(["backup", "-o", "monday.ckbundle", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["delete", "--type", "Event", "--where", "isDeleted == 1", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["backup", "-o", "tuesday.ckbundle", "--since", "monday.ckbundle", "-q"], in: folder.url).status == 0)
+        let holds = try ckport(["export", "-q"], in: folder.url).stdout.split(separator: "\n").count
+        let restored = try ckport(["restore", "monday.ckbundle", "tuesday.ckbundle", "--store", "r.sqlite"], in: folder.url)
+        #expect(restored.stderr.contains("; the store now holds \(holds) records"), "\(restored.stderr)")
+        let backup = try ckport(["backup", "-o", "one.ckbundle", "--type", "Family"], in: folder.url)
+        #expect(backup.stderr.contains(" members ") || backup.stderr.contains(" member "), "\(backup.stderr)")
+        #expect(!backup.stderr.contains("1 members"), "\(backup.stderr)")
+    }
+}
