@@ -41,6 +41,29 @@ struct GuideDefectTests {
         #expect(lower.status == 2 && lower.stderr.contains("the schema has no record type 'task' (did you mean 'Task'?)"), "\(lower.stderr)")
     }
 
+    @Test("a date field is the same day under any --tz: a check-in of 5 January is written on the 5th in Los Angeles and read back unchanged")
+    func datesKeepTheirDay() throws {
+        let folder = Scratch()
+        try Self.store("relationship-checkin", in: folder)
+        let before = try Self.export(folder)
+        #expect(try ckport(["export", "-o", "la.ics", "--tz", "America/Los_Angeles", "-q"], in: folder.url).status == 0)
+        let text = folder.text("la.ics").replacingOccurrences(of: "\r\n ", with: "")
+        var checked = 0
+        var uid = ""
+        for line in text.split(separator: "\r\n") {
+            if line.hasPrefix("UID:") { uid = String(line.dropFirst(4)) }
+            if line.hasPrefix("DTSTART;VALUE=DATE:"), uid.hasPrefix("DailyEntry_") {
+                let day = String(uid.dropFirst("DailyEntry_".count).prefix(10)).replacingOccurrences(of: "-", with: "")
+                #expect(line.hasSuffix(day), "\(uid): \(line)")
+                checked += 1
+            }
+        }
+        #expect(checked > 20)
+        #expect(try ckport(["import", "la.ics", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["import", "la.ics", "--tz", "Asia/Tokyo", "-q"], in: folder.url).status == 0)
+        #expect(try Self.export(folder) == before)
+    }
+
     @Test("a passphrase given to backup encrypts; --no-encrypt writes a plain bundle only when asked, and says so")
     func passphraseEncrypts() throws {
         let folder = Scratch()

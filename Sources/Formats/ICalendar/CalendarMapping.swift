@@ -159,6 +159,9 @@ public struct CalendarMapping: Sendable {
     /// with `--tz`, a record that keeps no form): `X-CKPORT-TIMEZONE:Europe/Zurich`, `UTC`,
     /// `floating`, or `none` (with `;TZID=ZONE` when its dates are ZONE's midnights).
     public static let keptFormProperty = "X-CKPORT-TIMEZONE"
+    /// The zone an export with `--tz` wrote its dates and floating times in, on the calendar:
+    /// importing the file without `--tz` reads them in it, as the export wrote them.
+    public static let exportZoneProperty = "X-CKPORT-TZ"
     /// ``keptFormProperty``'s value for a record whose field holds nothing.
     public static let keptNone = "none"
 }

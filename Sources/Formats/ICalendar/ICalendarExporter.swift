@@ -100,6 +100,8 @@ public final class ICalendarExporter {
         }
         if let zone = options.timeZone {
             writer.line("X-WR-TIMEZONE", zone.identifier)
+            // The zone its dates and floating times are written in, for ckport's import of it.
+            writer.line(CalendarMapping.exportZoneProperty, zone.identifier)
             var low: Int64?, high: Int64?
             for (component, query) in plan {
                 let fields = component.properties.compactMap { property -> String? in
@@ -294,7 +296,9 @@ public final class ICalendarExporter {
             guard let ms = timestamp(record, value) else { return }
             let utcOnly = name == "CREATED" || name == "LAST-MODIFIED" || name == "COMPLETED"
             if case .date = value {
-                writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
+                // A date field holds its day's midnight in UTC, as the apps keep dates: the same
+                // day under any --tz (a check-in of 5 January is never written on the 4th).
+                writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(LocalDateTime(wallSeconds: ISO8601.floorDiv(ms, 1000)), date: true))
             } else if allDay || (recordDate && !utcOnly) {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
             } else if recordFloating && !utcOnly {

@@ -83,7 +83,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         // mapping writes it back from the records (its `name`); anything else (METHOD,
         // X-WR-CALDESC, X-WR-TIMEZONE, REFRESH-INTERVAL, …) has none in an app's records.
         for (name, count) in parser.calendarPropertyCounts.sorted(by: { $0.key < $1.key }) {
-            if ["VERSION", "PRODID", "CALSCALE"].contains(name) { continue }
+            if ["VERSION", "PRODID", "CALSCALE", CalendarMapping.exportZoneProperty].contains(name) { continue }
+            // The zone ckport's export wrote in, which its X-CKPORT-TZ says again and the import used.
+            if name == "X-WR-TIMEZONE", parser.calendarPropertyCounts[CalendarMapping.exportZoneProperty] != nil { continue }
             if name == "X-WR-CALNAME", let kept = options.nameOnExport, calendarNames.allSatisfy({ $0 == kept }) { continue }
             if name == "X-WR-CALNAME", mapping.calendarName != nil {
                 let differing = calendarNames.filter { $0 != options.nameOnExport }.map { "\"\($0)\"" }
@@ -399,6 +401,11 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         zonedAsWallClock = false
         let givenDefault = givenZones.defaultZone
         defer { givenZones.defaultZone = givenDefault }
+        // ckport's export with --tz says the zone its dates were written in: read them in it.
+        if options.timeZone == nil, let written = parser.calendarProperties.last(where: { $0.name == CalendarMapping.exportZoneProperty }),
+           let zone = TimeZone(identifier: ICalText.unescape(written.value)) {
+            givenZones.defaultZone = zone
+        }
         if spec.timeZone != nil, let marker = properties.first(PropertyNumbers.keptForm) {
             let form = ICalText.unescape(marker.value)
             keptForm = form
@@ -438,7 +445,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 let parsed = try time(property, recordName: baseName)
                 if mapped.number == PropertyNumbers.dtstart { start = parsed }
                 if let field = mapped.value.sourceField, case .field = mapped.value { record.fields[field] = .timestamp(parsed.1) }
-                if let field = mapped.value.sourceField, case .date = mapped.value { record.fields[field] = .timestamp(parsed.1) }
+                if let field = mapped.value.sourceField, case .date = mapped.value {
+                    // A DATE is its day's midnight in UTC, whatever zone dates are read in.
+                    if case .date(let day) = parsed.0 { record.fields[field] = .timestamp(day.wallSeconds * 1000) } else { record.fields[field] = .timestamp(parsed.1) }
+                }
                 continue
             }
             try assign(property, mapped, to: &record, type: type)
