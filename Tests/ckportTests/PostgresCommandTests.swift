@@ -12,7 +12,7 @@ struct PostgresCommandTests {
     func passwordRefused() throws {
         let store = try server("password")
         let folder = Scratch()
-        FileManager.default.createFile(atPath: folder.path("empty.pgpass"), contents: Data(), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: folder.path("empty.pgpass"), contents: Data(), attributes: [.posixPermissions: 0o600])
         for password in [nil, "not-the-password"] {
             var environment = ["PGPASSWORD": password ?? "", "PGPASSFILE": folder.path("empty.pgpass"), "HOME": folder.path(".")]
             if password == nil { environment["PGPASSWORD"] = nil }
