@@ -1,4 +1,5 @@
 import ArgumentParser
+import Formats
 import Foundation
 import PostgresStore
 import Records
@@ -24,10 +25,21 @@ struct CKPortCommand: ParsableCommand {
         password from PGPASSWORD or ~/.pgpass, never the command line).
         Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure (for pull: also records left out), 4 CloudKit wants a new sign-in.
         """,
-        version: CKPortVersion.current,
+        version: CKPortCommand.versionText,
         subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
                       RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self, StatsCommand.self, ServeCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
     )
+}
+
+extension CKPortCommand {
+    /// `ckport --version`: the version, the commit it was built from, and the formats it writes.
+    static var versionText: String {
+        """
+        ckport \(CKPortVersion.current)
+        commit \(BuildCommit.commit ?? "unknown (built from source; scripts/release.sh records it)")
+        writes SQLite store format \(RecordStore.formatVersion), PostgreSQL store format \(PostgresStore.format), backup bundle format \(BundleManifest.currentFormat)
+        """
+    }
 }
 
 /// Options every command that touches a store takes.

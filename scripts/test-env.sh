@@ -1,0 +1,52 @@
+# What the test suite needs and a fresh machine lacks, made ready in the shell that sources it
+# (scripts/test.sh and .ci/run do): the Debian or Ubuntu packages the tests run (chromium for
+# the browser tests, pigz and igzip for the gzip readers, PostgreSQL's server, xmllint, jq, …),
+# the independent RFC 5545 checker's venv when ../shared/conformance is beside the clone, and a
+# throwaway PostgreSQL cluster on 127.0.0.1, stopped and removed when the shell exits.
+#
+#   . scripts/test-env.sh
+#
+# Nothing is installed when everything is there. Without root, packages are installed through
+# sudo; where there is neither, the missing packages are named and the script stops.
+
+test_packages=(libsqlite3-dev libxml2-dev libxml2-utils zlib1g-dev libisal-dev isal pigz pkg-config sqlite3
+  python3 python3-venv tzdata openssl curl ca-certificates postgresql chromium jq)
+test_missing=()
+for package in "${test_packages[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || test_missing+=("$package")
+done
+if [ ${#test_missing[@]} -gt 0 ]; then
+  echo "the tests need: ${test_missing[*]}; installing them"
+  if [ "$(id -u)" -eq 0 ]; then test_sudo=(); elif command -v sudo >/dev/null; then test_sudo=(sudo); else
+    echo "error: not root and no sudo: install them first (apt-get install ${test_missing[*]})" >&2
+    return 1 2>/dev/null || exit 1
+  fi
+  "${test_sudo[@]}" apt-get update -q
+  "${test_sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${test_missing[@]}"
+fi
+
+if ! command -v swift >/dev/null && [ -x /opt/swift/usr/bin/swift ]; then
+  export PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+# The independent RFC 5545 checker (icalendar and libical as peers) lives beside the clone;
+# where it is, it is required: every .ics the tests write goes through it, and one that finds
+# it missing fails.
+test_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [ -f "$test_root/../shared/conformance/setup.sh" ]; then
+  bash "$test_root/../shared/conformance/setup.sh" >/dev/null
+  export CKPORT_CONFORMANCE=required
+else
+  echo "note: the RFC 5545 checker (../shared/conformance) is not beside this clone: the tests that run it say so and are skipped"
+fi
+
+# A throwaway PostgreSQL cluster (127.0.0.1, a free port, scram-sha-256) for the PostgreSQL
+# store's tests, which are then required (CI=true), as they are in CI.
+export CI="${CI:-true}"
+test_pgdir=$(mktemp -d)
+trap 'bash "$test_root/scripts/postgres-cluster.sh" stop "$test_pgdir" >/dev/null 2>&1 || true; rm -rf "$test_pgdir"' EXIT
+CKPORT_TEST_POSTGRES=$(bash "$test_root/scripts/postgres-cluster.sh" start "$test_pgdir")
+PGPASSWORD=$(cat "$test_pgdir/password")
+CKPORT_TEST_POSTGRES_CA="$test_pgdir/ca.crt"
+export CKPORT_TEST_POSTGRES PGPASSWORD CKPORT_TEST_POSTGRES_CA
+echo "PostgreSQL for the tests: $CKPORT_TEST_POSTGRES"
