@@ -5,14 +5,15 @@
 #
 # - The archive's SHA-256 file verifies with sha256sum -c, and `ldd bin/ckport` names no library
 #   of the Swift toolchain.
-# - `systemd-analyze verify` passes on the nightly job's units, as the package installs them.
 # - A minimal Debian root (debootstrap --variant=minbase, from Debian's own mirror) with no
 #   Swift in it installs the .deb with apt, and in it `ckport --version`, `man ckport`, and the
-#   quick start's import, export, backup, verify and restore on a sample work. `dpkg -r` then
+#   quick start's import, export, backup, verify and restore on a sample work, and
+#   `systemd-analyze verify` passes on the nightly job's units as the package installed them
+#   (with systemd from Debian in that root). `dpkg -r` then
 #   removes every file the package installed but its settings file (a conffile, which Debian
 #   keeps until a purge), and `dpkg --purge` that one too.
 #
-# Needs root (debootstrap, chroot) and debootstrap, systemd (for systemd-analyze) and binutils.
+# Needs root (debootstrap, chroot) and debootstrap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dist=$(cd "${1:-dist}" && pwd)
@@ -23,7 +24,7 @@ for file in "$dist/$name.tar.gz" "$dist/$name.tar.gz.sha256" "$deb"; do
   [ -f "$file" ] || { echo "error: $file is missing: run scripts/release.sh first" >&2; exit 1; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "error: run as root (debootstrap and chroot)" >&2; exit 1; }
-for tool in debootstrap systemd-analyze; do
+for tool in debootstrap; do
   command -v "$tool" >/dev/null || { echo "error: $tool is not installed (apt-get install $tool)" >&2; exit 1; }
 done
 fail() { echo "package check failed: $*" >&2; exit 1; }
@@ -49,16 +50,6 @@ if ldd "$archive/bin/ckport" | grep -E '/opt/swift|libswift|libFoundation|libdis
 fi
 env -i "$archive/bin/ckport" --version | head -1 | grep -qx "ckport $version" || fail "bin/ckport --version, with an empty environment"
 
-echo "== the units"
-# As the package installs them: the job's script at its place in the root they are checked in.
-units=$work/units
-mkdir -p "$units/lib/systemd/system" "$units/usr/lib/ckport" "$units/etc/ckport"
-cp "$archive"/lib/systemd/system/* "$units/lib/systemd/system/"
-cp "$archive/lib/ckport/ckport-nightly" "$units/usr/lib/ckport/"
-cp "$archive/etc/ckport/nightly.env" "$units/etc/ckport/"
-systemd-analyze verify --root="$units" /lib/systemd/system/ckport-nightly.service /lib/systemd/system/ckport-nightly.timer \
-  || fail "systemd-analyze verify"
-
 echo "== a Debian root without Swift"
 debootstrap --variant=minbase "$(. /etc/os-release && echo "$VERSION_CODENAME")" "$work/root" http://deb.debian.org/debian > "$work/debootstrap.log" 2>&1 \
   || { tail -20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
@@ -74,9 +65,12 @@ cp "$deb" "$root/tmp/ckport.deb"
 mkdir -p "$root/tmp/quick"
 cp samples/family-todo/schema.ckdb samples/family-todo/records.jsonl "$root/tmp/quick/"
 in_root apt-get update -q > "$work/apt.log" 2>&1 || { tail -20 "$work/apt.log" >&2; fail "apt-get update in the root"; }
-in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/ckport.deb man-db >> "$work/apt.log" 2>&1 \
+in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/ckport.deb man-db systemd >> "$work/apt.log" 2>&1 \
   || { tail -20 "$work/apt.log" >&2; fail "apt-get install ckport.deb"; }
 in_root ckport --version
+# The units as the package installed them, with the man pages their Documentation= names.
+in_root systemd-analyze verify /lib/systemd/system/ckport-nightly.service /lib/systemd/system/ckport-nightly.timer \
+  || fail "systemd-analyze verify"
 in_root man -P cat ckport | grep -q "ckport" || fail "man ckport"
 in_root man -P cat ckport-backup | grep -qi "bundle" || fail "man ckport-backup"
 in_root sh -ec '
@@ -98,6 +92,7 @@ in_root dpkg -L ckport > "$work/files"
 in_root env DEBIAN_FRONTEND=noninteractive dpkg -r ckport > /dev/null
 left=()
 while read -r path; do
+  [ -d "$root$path" ] && continue
   [ -f "$root$path" ] || [ -L "$root$path" ] || continue
   [ "$path" = /etc/ckport/nightly.env ] || left+=("$path")
 done < "$work/files"
