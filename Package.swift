@@ -61,7 +61,8 @@ let package = Package(
         // CloudKit Web Services: addresses, server-to-server signatures, error dictionaries,
         // retries and request batching.
         .target(name: "CloudKitWeb", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto"),
-                                                     .product(name: "AsyncHTTPClient", package: "async-http-client")], swiftSettings: strict),
+                                                     .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                                                     .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
         // CloudKit Web Services over an in-memory container, for tests and offline scripts.
         .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", "Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Records
 
 /// HTTP through swift-server's AsyncHTTPClient (SwiftNIO): persistent connections, TLS from
@@ -46,6 +47,11 @@ public final class HTTPClientTransport: CloudKitTransport, @unchecked Sendable {
                                         body: Data(bytes.readableBytesView))
         } catch let error as IOError {
             throw ConnectionFailure(url: request.url, code: error.errnoCode, underlying: error)
+        } catch let error as NIOConnectionError {
+            // A host name: every address it resolved to was tried; refused when each refused.
+            let codes = error.connectionErrors.map { ($0.error as? IOError)?.errnoCode }
+            let code = !codes.isEmpty && codes.allSatisfy({ $0 == ECONNREFUSED }) ? ECONNREFUSED : codes.compactMap { $0 }.first
+            throw ConnectionFailure(url: request.url, code: code, underlying: error)
         }
     }
 }

@@ -82,6 +82,10 @@ public struct SourcedRecord: Sendable {
     /// The input does not say the record's zone (a CSV file without the system columns): it is
     /// in the zone records that name none are given, which the import may have to check.
     public var namesNoZone = false
+    /// Fields the reader gave the record itself, not the input (a calendar import's `--set`
+    /// where the file says nothing of the field): a record the store holds with another value
+    /// in one of them keeps its own, and the import counts it (`ImportSummary.keptOwnValues`).
+    public var filledFields: [String] = []
 
     /// The record's own bytes, as an array of their own.
     public var raw: [UInt8]? {

@@ -7,6 +7,8 @@ import Foundation
 public enum Wording: Sendable, Hashable {
     /// A field the schema lacks could be added.
     case allowNewFields
+    /// A record a pull met names a field or type the schema lacks: a pull could add it.
+    case allowNewTypes
     /// A change token of another store: start again from everything.
     case startNewChangeChain
     /// There is no store at `path` yet.
@@ -84,6 +86,7 @@ public enum Wording: Sendable, Hashable {
     public var dataText: String {
         switch self {
         case .allowNewFields: return "allow new fields to add it to the schema"
+        case .allowNewTypes: return "pull again allowing new types to add it to the schema"
         case .startNewChangeChain: return "export everything, without a change token, to start a new chain"
         case .createStore: return "create one by importing a schema into it"
         case .updatingModes: return "the insert mode adds new records only; upsert, replace or newer update them"

@@ -48,6 +48,7 @@ struct ErrorModelTests {
         (StoreError.unavailable(path: "s.sqlite", reason: "permission denied"), .environment),
         (StoreError.corrupt("bad page"), .internal),
         (CalendarMappingMissing(file: "family.ics"), .usage),
+        (CalendarFixedFieldUnknown(field: "status", text: "pending", recordTypes: ["Event"]), .usage),
         (CloudKitRequestError.invalidContainer("com.example"), .usage),
         (CloudKitServerError(serverErrorCode: "THROTTLED", retryAfter: 5, status: 429), .environment),
         (CloudKitServerError(serverErrorCode: "AUTHENTICATION_REQUIRED", reason: "request needs authorization",

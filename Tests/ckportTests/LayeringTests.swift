@@ -21,6 +21,7 @@ struct LayeringTests {
         "CalendarMappingChoice": "the default mapping comes from the sample apps, which the library does not ship",
         "FormatOptionGroup": "help groups of flags that only some formats take",
         "CommandLineWords": "the flags the library's messages name, where the library speaks of settings",
+        "BuildCommit": "the commit of this build, written by scripts/release.sh into the executable it builds",
         "CloudConnection": "a client built from the CloudKit flags, with the terminal's messages about its token file (the library's part is CloudKitClient and WebAuthTokenFile)",
     ]
 
@@ -103,7 +104,7 @@ struct LayeringTests {
             }
         }
         #expect(flagged.isEmpty, "\(flagged)")
-        let samples: [Wording] = [.allowNewFields, .startNewChangeChain, .createStore(path: "s.sqlite"), .updatingModes, .predicate("a == 1"),
+        let samples: [Wording] = [.allowNewFields, .allowNewTypes, .startNewChangeChain, .createStore(path: "s.sqlite"), .updatingModes, .predicate("a == 1"),
                                   .predicateWord, .sortField("title"), .chooseRecordTypes, .skipInvalid, .expansionWindow, .expandForOccurrences,
                                   .importWithoutExpanding, .keepWholeOrRefuse, .importIntoArchive, .fixedField(field: "f", text: "v"),
                                   .passphraseSource, .defaultRecordType, .giveRecordType, .fieldList, .mapColumn(header: "Due"),

@@ -373,7 +373,7 @@ struct PullKilledTests {
         kill(pull.processIdentifier, SIGKILL)
         pull.waitUntilExit()
         let status = try ckport(["cloud", "status"], in: folder.url).stdout
-        #expect(status.contains("  Notes: token ckport:left-out"), "\(status)")
+        #expect(status.contains("  Notes: records were left out"), "\(status)")
         let saved = try #require(try savedThrough(), "the pull was killed before its first page: \(status)")
         #expect(saved > 0 && saved < total, "\(saved)")
         let rejected = Set(folder.text("left-out.jsonl").split(separator: "\n").compactMap { line -> String? in

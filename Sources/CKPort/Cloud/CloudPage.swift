@@ -27,6 +27,10 @@ struct CloudPage: @unchecked Sendable {
     /// Whether a decoded record is a share (`cloudkit.share`): the store's schema gains
     /// CloudKit's share type with the page, if it lacks it.
     var holdsShares = false
+    /// A page of a zone read again because an earlier pull left records out of it: a record
+    /// the store holds with CloudKit's change tag is not saved again (CloudKit has not changed
+    /// it, and an edit made here since stays, as an incremental pull would leave it).
+    var keepsUnchanged = false
 
     init(_ data: Data, operation: String) throws {
         bytes = [UInt8](data)
@@ -182,8 +186,11 @@ extension CloudPage {
                 // The answer's bytes for a rejects file: a slice that shares the page's buffer.
                 items.append(.record(SourcedRecord(record: decoded, position: position, rawBytes: bytes[record.range])))
             case .failure(let error):
-                items.append(.invalid(InputIssue(position: position, recordName: error.recordName ?? record.name, recordType: error.recordType,
-                                                 field: error.field, message: error.message), raw: Array(bytes[record.range])))
+                var issue = InputIssue(position: position, recordName: error.recordName ?? record.name, recordType: error.recordType,
+                                       field: error.field, message: error.message)
+                // Its zone, for the zone's token (the next pull asks for it again) and the rejects file.
+                issue.zone = zone
+                items.append(.invalid(issue, raw: Array(bytes[record.range])))
             }
         }
         bytes = []

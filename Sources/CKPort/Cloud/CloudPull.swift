@@ -385,6 +385,7 @@ extension CloudSync {
                     page.kind = .refetch(begins: firstOfRefetch, reason: refetch)
                     firstOfRefetch = false
                 }
+                page.keepsUnchanged = unit.startToken == leftOutMarker
             } catch {
                 await slots.release()
                 throw error
@@ -471,14 +472,33 @@ extension CloudSync {
                 }
             }
         })
-        let summary = try store.importRecords([PagesRecordSource(batch.map(\.page))], schema: nil, options: options, hooks: hooks)
+        // A zone read again for the records an earlier pull left out: those the store holds as
+        // CloudKit has them are not saved again.
+        var pages = batch.map(\.page)
+        var skipped = batch.map { _ in 0 }
+        for index in pages.indices where pages[index].keepsUnchanged {
+            let tags: [(RecordID, String)] = pages[index].items.compactMap { item in
+                guard case .record(let sourced) = item, let tag = sourced.record.changeTag else { return nil }
+                return (sourced.record.id, tag)
+            }
+            let unchanged: Set<String> = try store.read { session in
+                Set(try tags.compactMap { id, tag in try session.record(id)?.changeTag == tag ? id.recordName : nil })
+            }
+            guard !unchanged.isEmpty else { continue }
+            pages[index].items.removeAll { item in
+                if case .record(let sourced) = item { return unchanged.contains(sourced.record.recordName) }
+                return false
+            }
+            skipped[index] = unchanged.count
+        }
+        let summary = try store.importRecords([PagesRecordSource(pages)], schema: nil, options: options, hooks: hooks)
         // Saved and left out, page by page: the import counts by type, so count the pages' items.
         var leftOutNames = Set(summary.issues.compactMap(\.recordName))
         for (index, entry) in batch.enumerated() {
             var leftOut = 0
             for case let name? in entry.page.records.map(\.name) where leftOutNames.remove(name) != nil { leftOut += 1 }
             counts[index].leftOut = leftOut
-            counts[index].saved = entry.page.records.count - leftOut
+            counts[index].saved = entry.page.records.count - leftOut - skipped[index]
         }
         refetches.finished(batch.filter { if case .refetch = $0.page.kind { return !$0.page.moreComing } else { return false } }.map(\.unit.zone))
         return SavedPages(counts: counts, summary: summary)
@@ -658,7 +678,12 @@ final class HeldRejects: RejectSink {
     /// record of a zone's feed names none): imported again, it goes back where it was.
     func pass(to sink: RejectSink?) throws {
         guard let sink else { return }
-        for (issue, raw) in held { try sink.reject(issue, raw: raw.map { HeldRejects.placed($0, in: issue.zone) }) }
+        for (issue, raw) in held {
+            // The validator speaks of an import's remedy; a pull's is its own.
+            var said = issue
+            said.message = issue.message.replacingOccurrences(of: Wording.allowNewFields.text, with: Wording.allowNewTypes.text)
+            try sink.reject(said, raw: raw.map { HeldRejects.placed($0, in: issue.zone) })
+        }
         held = []
         try sink.sync()
     }

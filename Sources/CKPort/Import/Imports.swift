@@ -106,12 +106,8 @@ extension Imports {
         if let progress {
             hooks.progress = { progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes)) }
         }
-        var options = request.options
-        if let calendar = request.settings[CalendarReadSettings.self] {
-            options.filledFields += calendar.fixedFields.map(\.field).filter { !options.filledFields.contains($0) }
-        }
         do {
-            let summary = try store.importRecords(sources, schema: request.schema, options: options, hooks: hooks)
+            let summary = try store.importRecords(sources, schema: request.schema, options: request.options, hooks: hooks)
             try request.rejects?.finish()
             return summary
         } catch {

@@ -51,7 +51,8 @@ public final class CSVRecordReader: RecordSource {
     private var layouts: [String: [CSVColumn?]] = [:]
     private var lastLayout: (type: String, columns: [CSVColumn?])?
     private var typeColumn: Int?
-    /// No zoneName column: every row is in the zone records that name none are given.
+    /// No zone columns (zoneName, scope and ownerRecordName): every row is given the zone, or
+    /// the part of it, that records naming none get.
     private var namesNoZone = true
     /// Companion cells of the current row, kept between rows so their storage is reused.
     private var actions: [(field: String, action: ReferenceAction)] = []
@@ -87,7 +88,8 @@ public final class CSVRecordReader: RecordSource {
                              message: "the column map renames column '\(source)', which the header does not have (its columns: \(cells.map(\.text).joined(separator: ", ")))")
         }
         typeColumn = headerNames.firstIndex(of: "recordType")
-        namesNoZone = !headerNames.contains("zoneName")
+        // A zone is its scope, name and owner: a row that says fewer is given the rest.
+        namesNoZone = !(headerNames.contains("zoneName") && headerNames.contains("scope") && headerNames.contains("ownerRecordName"))
         if typeColumn == nil && options.defaultRecordType == nil {
             throw InputIssue(position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
                              message: "the rows' record type is unknown: \(Wording.giveRecordType.text), or add a recordType column")

@@ -157,13 +157,16 @@ public struct CalendarMapping: Sendable {
     public static let zoneProperty = "X-CKPORT-ZONE"
     /// What a record's `timeZone` field holds when the times written say otherwise (an export
     /// with `--tz`, a record that keeps no form): `X-CKPORT-TIMEZONE:Europe/Zurich`, `UTC`,
-    /// `floating`, or `none` (with `;TZID=ZONE` when its dates are ZONE's midnights).
+    /// `floating`, or `X-CKPORT-EMPTY=TRUE:none` for none (with `;TZID=ZONE` when its dates are
+    /// ZONE's midnights).
     public static let keptFormProperty = "X-CKPORT-TIMEZONE"
     /// The zone an export with `--tz` wrote its dates and floating times in, on the calendar:
     /// importing the file without `--tz` reads them in it, as the export wrote them.
     public static let exportZoneProperty = "X-CKPORT-TZ"
-    /// ``keptFormProperty``'s value for a record whose field holds nothing.
+    /// ``keptFormProperty``'s value for a record whose field holds nothing, with
+    /// ``keptEmptyParameter`` (so that a field that holds the word `none` is told apart).
     public static let keptNone = "none"
+    public static let keptEmptyParameter = "X-CKPORT-EMPTY"
 }
 
 /// A mapping file that cannot be read or does not fit the schema.

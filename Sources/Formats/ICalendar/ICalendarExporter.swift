@@ -225,8 +225,8 @@ public final class ICalendarExporter {
         let end = timestamp(record, component.property("DTEND"))
         // An event from local midnight to local midnight is an all-day event.
         let allDay = component.component == "VEVENT" && !recordKeepsForm && start != nil && end != nil && isMidnight(start!) && isMidnight(end!) && end! > start!
-        if start != nil, let form = keptForm(record, component, allDay: allDay) {
-            writer.text(CalendarMapping.keptFormProperty, form.zone.map { [("TZID", $0)] } ?? [], form.value)
+        if let form = keptForm(record, component, hasStart: start != nil, allDay: allDay) {
+            writer.text(CalendarMapping.keptFormProperty, form.parameters, form.value)
         }
         var wroteStatus = false
         for (name, value) in component.properties {
@@ -271,23 +271,28 @@ public final class ICalendarExporter {
         writer.line("END", component.component)
     }
 
-    /// What the record's `timeZone` field holds, when the times as written say something else
-    /// (`--tz` writes every time in its zone; a record that keeps no form would get one), so
-    /// that importing this file gives the record back as it is: the field's value, or the
-    /// word `none` when it holds none, with the zone whose midnights its dates are (`TZID`).
-    private func keptForm(_ record: Record, _ component: CalendarMapping.Component, allDay: Bool) -> (value: String, zone: String?)? {
+    /// What the record's `timeZone` field holds, when the times as written do not say it
+    /// (`--tz` writes every time in its zone; a record that keeps no form would get one; a
+    /// component without DTSTART says nothing of its form), so that importing this file gives
+    /// the record back as it is: the field's value, or, when it holds none, `none` marked
+    /// `X-CKPORT-EMPTY=TRUE` (with `TZID`, the zone whose midnights its dates are).
+    private func keptForm(_ record: Record, _ component: CalendarMapping.Component, hasStart: Bool, allDay: Bool) -> (value: String, parameters: [(String, String)])? {
         guard let field = component.timeZone else { return nil }
         guard case .string(let kept)? = record.fields[field] else {
-            return (CalendarMapping.keptNone, allDay ? options.timeZone?.identifier : nil)
+            var parameters = [(CalendarMapping.keptEmptyParameter, "TRUE")]
+            if allDay, let zone = options.timeZone { parameters.append(("TZID", zone.identifier)) }
+            return (CalendarMapping.keptNone, parameters)
         }
+        // Only DTSTART says how a component's times were written.
+        guard hasStart else { return (kept, []) }
         switch kept {
         case CalendarMapping.keptDate:
             return nil
         case CalendarMapping.keptFloating, CalendarMapping.keptUTC:
-            return options.timeZone == nil ? nil : (kept, nil)
+            return options.timeZone == nil ? nil : (kept, [])
         default:
             let written = options.timeZone ?? recordZone
-            return written?.identifier == kept ? nil : (kept, nil)
+            return written?.identifier == kept ? nil : (kept, [])
         }
     }
 

@@ -41,6 +41,25 @@ public struct CalendarWriteSettings: Sendable {
     }
 }
 
+/// A field given to a calendar's records (`--set`) that none of its record types has.
+public struct CalendarFixedFieldUnknown: CKPortError, Sendable {
+    public var field: String
+    public var text: String
+    public var recordTypes: [String]
+    public var category: ErrorCategory { .usage }
+    public var description: String {
+        "\(Wording.fixedField(field: field, text: text).text): none of the record types the calendar's components become (\(recordTypes.joined(separator: ", "))) has a field '\(field)'"
+    }
+}
+
+extension Array where Element == String {
+    /// The names in their first order, each once.
+    func uniquedNames() -> [String] {
+        var seen: Set<String> = []
+        return filter { seen.insert($0).inserted }
+    }
+}
+
 /// A calendar import or export was asked for without a mapping.
 public struct CalendarMappingMissing: CKPortError, Sendable {
     public var file: String
@@ -61,6 +80,11 @@ extension RecordFormat {
                 return CalendarArchiveReader(input: try input.open(), zone: context.defaultZone, timeZone: context.timeZone)
             }
             guard let mapping = settings.mapping else { throw CalendarMappingMissing(file: input.name) }
+            // A field no component's record type has would be given to nothing: say so.
+            let types = mapping.components.map(\.recordType).uniquedNames()
+            for (field, text) in settings.fixedFields where !types.contains(where: { context.schema.recordType(named: $0)?.field(named: field) != nil }) {
+                throw CalendarFixedFieldUnknown(field: field, text: text, recordTypes: types)
+            }
             // Attendees become links to the people the store knows by e-mail address.
             let people = try context.store?.readSession { try ICalendarRecordReader.people(mapping, in: $0) } ?? [:]
             var options = ICalImportOptions(timeZone: context.timeZone, expand: settings.expand, zone: context.defaultZone,

@@ -59,6 +59,8 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// The component being read was written by `--tz` from floating times: its zoned times
     /// are read back as the wall clocks they were (see ``CalendarMapping/keptFormProperty``).
     private var zonedAsWallClock = false
+    /// The fields of the component being read that --set filled (see ``SourcedRecord/filledFields``).
+    private var filled: [String] = []
     private let values: CSVValues
     private var queue: [SourceItem] = []
     private var queueIndex = 0
@@ -397,7 +399,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
         // What the record's timeZone field held, where the times as written say otherwise
         // (ckport's export with --tz): the record comes back as it was.
-        var keptForm: String?
+        var keptForm: String??
         zonedAsWallClock = false
         let givenDefault = givenZones.defaultZone
         defer { givenZones.defaultZone = givenDefault }
@@ -408,31 +410,26 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
         if spec.timeZone != nil, let marker = properties.first(PropertyNumbers.keptForm) {
             let form = ICalText.unescape(marker.value)
-            keptForm = form
-            if form == CalendarMapping.keptFloating {
-                zonedAsWallClock = true
-            } else if form == CalendarMapping.keptNone {
+            if marker.parameter(CalendarMapping.keptEmptyParameter) != nil {
                 // No form kept: its dates were the midnights of the zone named, else UTC's.
+                keptForm = .some(nil)
                 zones = givenZones
                 givenZones.defaultZone = marker.parameter("TZID").flatMap(TimeZone.init(identifier:))
+            } else {
+                keptForm = form
+                switch form {
+                case CalendarMapping.keptFloating:
+                    zonedAsWallClock = true
+                    zones = wallClockZones
+                case CalendarMapping.keptDate:
+                    zones = wallClockZones
+                default:
+                    zones = givenZones
+                }
             }
         }
         var record = Record(id: RecordID(recordName: baseName, zone: try zone(of: properties, recordName: baseName)), recordType: type.name,
                             fields: RecordFields(minimumCapacity: type.fields.count))
-        for (field, text) in options.fixedFields {
-            guard let definition = type.field(named: field) else { continue }
-            do {
-                if var value = try values.value(text, as: definition.type) {
-                    if case .reference(var reference) = value, let action = spec.referenceActions[field] {
-                        reference.action = action
-                        value = .reference(reference)
-                    }
-                    record.fields[field] = value
-                }
-            } catch {
-                throw ComponentProblem(line: component.line, message: "\(Wording.fixedField(field: field, text: text).text): \(error.message)", recordName: baseName, field: field)
-            }
-        }
         if let created = properties.first(PropertyNumbers.created), let (_, ms) = try? time(created, recordName: baseName) { record.created = RecordStamp(timestamp: ms) }
         if let modified = properties.first(PropertyNumbers.lastModified), let (_, ms) = try? time(modified, recordName: baseName) { record.modified = RecordStamp(timestamp: ms) }
 
@@ -455,7 +452,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
         // How the times were written: kept in the mapping's timeZone field, or said not kept.
         if let keptForm, let field = spec.timeZone {
-            if keptForm != CalendarMapping.keptNone { record.fields[field] = .string(keptForm) }
+            if let form = keptForm { record.fields[field] = .string(form) }
         } else if let start {
             switch start.0 {
             case .zoned(_, let tzid):
@@ -543,6 +540,25 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             dropped("ATTENDEE", component, count: properties.count(PropertyNumbers.attendee))
         }
         if spec.organizer == nil { dropped("ORGANIZER", component, count: properties.count(PropertyNumbers.organizer)) }
+
+        // --set's values, where the file gave the field none: those the import may fill
+        // (a record the store holds with another value keeps its own).
+        filled = []
+        for (field, text) in options.fixedFields where record.fields[field] == nil {
+            guard let definition = type.field(named: field) else { continue }
+            do {
+                if var value = try values.value(text, as: definition.type) {
+                    if case .reference(var reference) = value, let action = spec.referenceActions[field] {
+                        reference.action = action
+                        value = .reference(reference)
+                    }
+                    record.fields[field] = value
+                    filled.append(field)
+                }
+            } catch {
+                throw ComponentProblem(line: component.line, message: "\(Wording.fixedField(field: field, text: text).text): \(error.message)", recordName: baseName, field: field)
+            }
+        }
 
         // Recurrence: keep the rule, expand it, or note it.
         if let recurrenceID = properties.first(PropertyNumbers.recurrenceID) {
@@ -656,7 +672,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// The record, then one attendee record per ATTENDEE.
     private func emit(_ record: Record, _ component: ICalComponent, _ properties: NumberedProperties, _ plan: ComponentPlan, isOccurrence: Bool = false) {
         let file = input.name
-        queue.append(.record(SourcedRecord(record: record, position: SourcePosition(file: file, line: component.line))))
+        var sourced = SourcedRecord(record: record, position: SourcePosition(file: file, line: component.line))
+        sourced.filledFields = filled
+        queue.append(.record(sourced))
         guard let attendees = plan.attendees else { return }
         let spec = attendees.spec
         for (index, attendee) in properties.properties.enumerated() where properties.numbers[index] == PropertyNumbers.attendee {

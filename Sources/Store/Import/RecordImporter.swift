@@ -16,16 +16,6 @@ public struct ImportOptions: Sendable {
     /// `<dir>/<sha256>`, one with only a `localPath` from that path (relative paths inside
     /// `<dir>`), and the bytes are stored with the record. Nil leaves asset values as given.
     public var assetDirectory: String?
-    /// Fields the import gives every record itself (a calendar import's `--set familyID=…`),
-    /// not the input: a record the store already holds with another value in one of them keeps
-    /// its own, and ``ImportSummary/keptOwnValues`` counts it. They fill new records and
-    /// records that lack the field, and never re-point a record that says where it belongs.
-    public var filledFields: [String] = []
-    /// The caller chose the zone of records that name none (`ImportRequest.defaultZone`). When it
-    /// did not, a new record whose input names no zone (``SourcedRecord/namesNoZone``: a CSV
-    /// file without the system columns) is refused when the store holds a record of its type
-    /// and name in another zone: it would be a copy beside that one, not that one updated.
-    public var zoneChosen = false
 
     public init(mode: WriteMode = .upsert, allowNewFields: Bool = false, skipInvalid: Bool = false, dryRun: Bool = false, maxErrors: Int = 20) {
         self.mode = mode
@@ -67,8 +57,8 @@ public struct ImportSummary: Sendable {
     public var notes: [String] = []
     /// Asset files stored (files the store already held are not counted).
     public var assets = 0
-    /// Records that kept their own value of a field the import fills (see
-    /// ``ImportOptions/filledFields``), by `RecordType.field`.
+    /// Records that kept their own value of a field the reader filled (see
+    /// ``SourcedRecord/filledFields``), by `RecordType.field`.
     public var keptOwnValues: [String: Int] = [:]
     public var dryRun = false
     /// The store's change token after the import.
@@ -139,9 +129,10 @@ public final class RecordImporter {
     /// schema lacks them (a built-in mapping's types, say). Types already there are left as
     /// they are.
     public var addingTypes: [RecordTypeDefinition] = []
-    /// Whether the store holds records of a type outside the zone given to records that name
-    /// none, by type (see ``ImportOptions/zoneChosen``).
-    private var elsewhere: [String: Bool] = [:]
+    /// The names the store's records of a type have in other zones than the one records that
+    /// name none are given (nil when there are none), by type: asked once a type, so that a
+    /// row's check is a look-up in a set, not a query (see ``SourcedRecord/namesNoZone``).
+    private var elsewhere: [String: NameSet?] = [:]
 
     /// The store, as the import uses it: its schema now, a write transaction, a read's token.
     private let storeSchema: () throws -> Schema
@@ -405,13 +396,16 @@ public final class RecordImporter {
             }
             validator.schema = session.schema
         }
-        if sourced.namesNoZone, !options.zoneChosen, try livesElsewhere(record, session: session), try session.record(record.id) == nil,
-           let other = try session.record(named: record.recordName, ofType: record.recordType), other.zone != record.zone, !other.isDeleted {
+        // A record whose input does not say its zone (a CSV file without the zone's columns) is
+        // never a copy beside one of the same name in another zone: a new one is refused.
+        if sourced.namesNoZone, !record.isDeleted, let elsewhere = try namesElsewhere(record, session: session),
+           try elsewhere.contains(record.recordName), try session.record(record.id) == nil,
+           let other = try session.record(named: record.recordName, ofType: record.recordType), other.zone != record.zone {
             throw RecordInAnotherZone(position: sourced.position, recordName: record.recordName, recordType: record.recordType,
                                       given: record.zone, stored: other.zone)
         }
-        if !options.filledFields.isEmpty, !record.isDeleted, let stored = try session.record(record.id), stored.recordType == record.recordType {
-            for field in options.filledFields {
+        if !sourced.filledFields.isEmpty, !record.isDeleted, let stored = try session.record(record.id), stored.recordType == record.recordType {
+            for field in sourced.filledFields {
                 guard let given = record.fields[field], let own = stored.fields[field], own != given else { continue }
                 record.fields[field] = own
                 // A reference to the same record with another action is the record's own, not another value.
@@ -434,15 +428,30 @@ public final class RecordImporter {
 }
 
 extension RecordImporter {
-    /// Whether the store holds records of `record`'s type in zones other than its own (asked
-    /// once a type: most stores keep a type in one zone, and then no record needs a look-up).
-    private func livesElsewhere(_ record: Record, session: any RecordSession) throws -> Bool {
+    /// The names of `record`'s type in zones other than its own, kept on disk (a type may have
+    /// millions); nil when the type is in no other zone, as most are.
+    private func namesElsewhere(_ record: Record, session: any RecordSession) throws -> NameSet? {
         if let known = elsewhere[record.recordType] { return known }
         let zone = record.zone
         let all = try session.count(RecordQuery(recordTypes: [record.recordType]))
         let here = try session.count(RecordQuery(recordTypes: [record.recordType], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName))
-        elsewhere[record.recordType] = all > here
-        return all > here
+        var found: NameSet?
+        if all > here {
+            let names = try NameSet()
+            var batch: [String] = []
+            try session.forEach(RecordQuery(recordTypes: [record.recordType])) { stored in
+                guard stored.zone != zone, !stored.isDeleted else { return }
+                batch.append(stored.recordName)
+                if batch.count >= 4096 {
+                    try names.insert(batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            try names.insert(batch)
+            found = names
+        }
+        elsewhere[record.recordType] = .some(found)
+        return found
     }
 
     /// The asset with its bytes stored, read from `directory` (see ``ImportOptions/assetDirectory``).

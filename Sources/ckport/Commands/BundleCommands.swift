@@ -61,10 +61,14 @@ struct BackupCommand: ParsableCommand {
         let store = try storeOptions.open(create: false)
         if let since { try InputFiles.check(since, as: "a bundle", binary: true) }
         // A passphrase encrypts: never a plain bundle beside one, unless --no-encrypt says so.
+        // A passphrase variable that is set but empty ("$(cat ~/.missing)") is a mistake, not a wish for a plain bundle.
+        if passphrase.passphraseFile == nil, encrypt != false, ProcessInfo.processInfo.environment["CKPORT_PASSPHRASE"] == "" {
+            throw CommandFailure.usage("$CKPORT_PASSPHRASE is set but empty, so no bundle was written: give it the passphrase, or unset it (or --no-encrypt) for a plain bundle")
+        }
         let phrase = try passphrase.passphrase()
         let encrypts = encrypt ?? (phrase != nil)
         if encrypt == false && passphrase.passphraseFile != nil && since == nil {
-            throw CommandFailure.usage("--no-encrypt writes a plain bundle, which takes no passphrase: leave out --passphrase-file for a plain bundle, or --no-encrypt to encrypt it")
+            throw CommandFailure.usage("--no-encrypt writes a plain bundle, which takes no passphrase: leave out --passphrase-file for a plain bundle, or leave out --no-encrypt to encrypt it")
         }
         if !encrypts && phrase != nil && !storeOptions.quiet {
             Console.error("note: the bundle is not encrypted (--no-encrypt)\(since == nil ? ", although $CKPORT_PASSPHRASE is set" : "; the passphrase opens \(since!) only")")

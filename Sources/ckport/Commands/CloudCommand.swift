@@ -189,7 +189,9 @@ struct CloudStatusCommand: ParsableCommand {
             lines.append("pulled from \(source):")
             for state in zoneStates[source]! {
                 let saved = Date(timeIntervalSince1970: Double(state.savedAt) / 1000)
-                let token = state.token == "ckport:fetch-again" ? "being fetched again from the start (the next pull finishes it)" : "token \(state.token)"
+                let token = state.token == "ckport:fetch-again" ? "being fetched again from the start (the next pull finishes it)"
+                    : state.token == "ckport:left-out" ? "records were left out (the next pull reads the zone again from the start and asks for them)"
+                    : "token \(state.token)"
                 lines.append("  \(state.zone.zoneName)\(state.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(state.zone.ownerRecordName))"): \(token), saved \(CloudStatusCommand.moment(saved))")
             }
             if let report { lines += CloudStatusCommand.describe(report) }

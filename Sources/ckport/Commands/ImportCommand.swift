@@ -194,7 +194,6 @@ struct ImportCommand: ParsableCommand {
         }
         var options = ImportOptions(mode: mode, allowNewFields: allowNewFields, skipInvalid: skipInvalid, dryRun: dryRun)
         options.assetDirectory = assets
-        options.zoneChosen = zone != nil || scope != nil || owner != nil
         let request = ImportRequest(inputs: inputs, schema: schemaFile?.schema, options: options, defaultRecordType: recordType,
                                     defaultZone: ZoneID(scope: scope ?? .private, zoneName: zone ?? ZoneID.defaultZoneName,
                                                                     ownerRecordName: owner ?? ZoneID.defaultOwnerName), timeZone: timeZone,

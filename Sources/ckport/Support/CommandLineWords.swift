@@ -11,6 +11,7 @@ enum CommandLineWords {
     @Sendable static func words(_ wording: Wording) -> String? {
         switch wording {
         case .allowNewFields: return "use --allow-new-fields to add it to the schema"
+        case .allowNewTypes: return "use --allow-new-types to add it to the schema"
         case .startNewChangeChain: return "export without --since to start a new chain"
         case .createStore(let path): return "create one with 'ckport schema import schema.ckdb --store \(path)'"
         case .updatingModes: return "mode insert adds new records only; use --mode upsert, replace or newer"
