@@ -371,14 +371,18 @@ struct ICalendarImportTests {
         #expect(try calendar.event("bad") == nil)
     }
 
-    @Test("a --set value the field cannot take names the field")
+    @Test("a --set value the field cannot take names the field, whether the file gives the field a value (isDeleted, from STATUS) or not")
     func badFixedField() throws {
         let calendar = try CalendarImport()
         let path = try calendar.file(ICalendarImportTests.good + "END:VCALENDAR\n")
-        #expect { try calendar.run(path, fixed: [("isDeleted", "maybe")]) } throws: { error in
-            let text = "\(error)"
-            return text.contains("\(path):4: record 'good-1' (Event), field 'isDeleted': the value isDeleted=maybe given to every record: expected INT64")
+        let before = calendar.storeBytes
+        for (field, type) in [("isDeleted", "INT64"), ("reminderTime", "TIMESTAMP")] {
+            #expect { try calendar.run(path, fixed: [(field, "maybe")]) } throws: { error in
+                let text = "\(error)"
+                return text.contains("\(path):4: record 'good-1' (Event), field '\(field)': the value \(field)=maybe given to every record: expected \(type)")
+            }
         }
+        #expect(calendar.storeBytes == before)
     }
 
     /// Broken structure: nothing can be trusted after it, so the whole file fails, even with --skip-invalid.

@@ -542,12 +542,14 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         if spec.organizer == nil { dropped("ORGANIZER", component, count: properties.count(PropertyNumbers.organizer)) }
 
         // --set's values, where the file gave the field none: those the import may fill
-        // (a record the store holds with another value keeps its own).
+        // (a record the store holds with another value keeps its own). A value the field
+        // cannot take is refused even where the file gives the field one.
         filled = []
-        for (field, text) in options.fixedFields where record.fields[field] == nil {
+        for (field, text) in options.fixedFields {
             guard let definition = type.field(named: field) else { continue }
             do {
-                if var value = try values.value(text, as: definition.type) {
+                let converted = try values.value(text, as: definition.type)
+                if record.fields[field] == nil, var value = converted {
                     if case .reference(var reference) = value, let action = spec.referenceActions[field] {
                         reference.action = action
                         value = .reference(reference)
