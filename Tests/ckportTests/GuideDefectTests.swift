@@ -17,6 +17,23 @@ struct GuideDefectTests {
         return run.stdout
     }
 
+    /// The family-todo sample's shared database on the emulator, and a store whose schema lacks
+    /// Task's `status` field (so a pull leaves every Task out): the emulator and the pull's flags.
+    static func cloudWithoutStatus(in folder: Scratch) throws -> (EmulatorProcess, [String]) {
+        try "api-1\n".write(toFile: folder.path("api.txt"), atomically: true, encoding: .utf8)
+        try "web-1\n".write(toFile: folder.path("web.txt"), atomically: true, encoding: .utf8)
+        let emulator = try EmulatorProcess(["--container", "iCloud.com.example.App", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt",
+                                            "--schema", sample("family-todo", "schema.ckdb"), "--load", sample("family-todo", "records.jsonl"),
+                                            "--database", "shared"], in: folder.url)
+        let full = try String(contentsOfFile: sample("family-todo", "schema.ckdb"), encoding: .utf8)
+        let reduced = full.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("        status ") }.joined(separator: "\n")
+        try #require(reduced != full)
+        try reduced.write(toFile: folder.path("reduced.ckdb"), atomically: true, encoding: .utf8)
+        try #require(try ckport(["schema", "import", "reduced.ckdb", "-q"], in: folder.url).status == 0)
+        return (emulator, ["--base-url", emulator.url, "--container", "iCloud.com.example.App", "--database", "shared",
+                           "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"])
+    }
+
     @Test("a spreadsheet without zone columns is refused beside the records it names in other zones, and the store is unchanged; with --system it comes back")
     func spreadsheetZones() throws {
         let folder = Scratch()
@@ -127,17 +144,8 @@ struct GuideDefectTests {
     @Test("a zone read again for records an earlier pull left out keeps the edits made here to records CloudKit did not change")
     func leftOutRefetchKeepsLocalEdits() throws {
         let folder = Scratch()
-        try "api-1\n".write(toFile: folder.path("api.txt"), atomically: true, encoding: .utf8)
-        try "web-1\n".write(toFile: folder.path("web.txt"), atomically: true, encoding: .utf8)
-        let emulator = try EmulatorProcess(["--container", "iCloud.com.example.App", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt",
-                                            "--schema", sample("family-todo", "schema.ckdb"), "--load", sample("family-todo", "records.jsonl"),
-                                            "--database", "shared"], in: folder.url)
-        let full = try String(contentsOfFile: sample("family-todo", "schema.ckdb"), encoding: .utf8)
-        try full.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("        status ") }.joined(separator: "\n")
-            .write(toFile: folder.path("reduced.ckdb"), atomically: true, encoding: .utf8)
-        #expect(try ckport(["schema", "import", "reduced.ckdb", "-q"], in: folder.url).status == 0)
-        let cloud = ["--base-url", emulator.url, "--container", "iCloud.com.example.App", "--database", "shared",
-                     "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"]
+        let (emulator, cloud) = try Self.cloudWithoutStatus(in: folder)
+        defer { withExtendedLifetime(emulator) {} }
         #expect(try ckport(["pull", "-q"] + cloud, in: folder.url).status == 3)
         // An edit made here to a record CloudKit has not changed.
         let edit = #"{"recordName":"area-1-garden","recordType":"Area","scope":"shared","zoneID":{"zoneName":"household-1","ownerRecordName":"_2c354ab8c7e011972305c42725648965"},"fields":{"name":{"value":"The garden, edited here","type":"STRING"}}}"#
@@ -191,18 +199,8 @@ struct GuideDefectTests {
     @Test("records a pull leaves out come in with the next pull once the schema takes them, in their zone and under their owner; the rejects file keeps the zone")
     func pullLeavesNothingBehind() throws {
         let folder = Scratch()
-        try "api-1\n".write(toFile: folder.path("api.txt"), atomically: true, encoding: .utf8)
-        try "web-1\n".write(toFile: folder.path("web.txt"), atomically: true, encoding: .utf8)
-        let emulator = try EmulatorProcess(["--container", "iCloud.com.example.App", "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt",
-                                            "--schema", sample("family-todo", "schema.ckdb"), "--load", sample("family-todo", "records.jsonl"),
-                                            "--database", "shared"], in: folder.url)
-        let full = try String(contentsOfFile: sample("family-todo", "schema.ckdb"), encoding: .utf8)
-        let reduced = full.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("        status ") }.joined(separator: "\n")
-        #expect(reduced != full)
-        try reduced.write(toFile: folder.path("reduced.ckdb"), atomically: true, encoding: .utf8)
-        #expect(try ckport(["schema", "import", "reduced.ckdb", "-q"], in: folder.url).status == 0)
-        let cloud = ["--base-url", emulator.url, "--container", "iCloud.com.example.App", "--database", "shared",
-                     "--api-token-file", "api.txt", "--web-auth-token-file", "web.txt"]
+        let (emulator, cloud) = try Self.cloudWithoutStatus(in: folder)
+        defer { withExtendedLifetime(emulator) {} }
         let first = try ckport(["pull"] + cloud + ["--rejects", "left.jsonl"], in: folder.url)
         #expect(first.status == 3, "\(first.stderr)")
         #expect(first.stderr.contains("46 records were left out") && first.stderr.contains("The next pull asks for them again"), "\(first.stderr)")
