@@ -6,9 +6,9 @@ let package = Package(
     name: "ckport-examples",
     platforms: [.macOS(.v13)],
     dependencies: [
-        .package(name: "ckport", path: ".."),
+        .package(name: "ckport", path: "..")
     ],
     targets: [
-        .executableTarget(name: "FamilyBackup", dependencies: [.product(name: "CKPort", package: "ckport")]),
+        .executableTarget(name: "FamilyBackup", dependencies: [.product(name: "CKPort", package: "ckport")])
     ]
 )

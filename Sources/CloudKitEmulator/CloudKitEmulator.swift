@@ -89,10 +89,10 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     var zoneLog: [String: [(sequence: Int, zone: EmulatedZone, deleted: Bool)]] = [:]
     var sequence = 0
     var zoneSequence = 0
-    var keys: [String: String] = [:]             // key ID → public key PEM
+    var keys: [String: String] = [:]  // key ID → public key PEM
     var apiTokens: Set<String> = []
     var sessions: [Int: SignInSession] = [:]
-    var tokens: [String: Int] = [:]              // web auth token → sign-in
+    var tokens: [String: Int] = [:]  // web auth token → sign-in
     var nextSession = 0
     var signInUser = "_user"
     /// Asset bytes by receipt (uploaded, or put here by ``storeAsset(_:)``).
@@ -124,8 +124,10 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     /// Registers an API token and a user signed in now with `webAuthToken` (a token of the
     /// test's choosing; ``signIn(apiToken:user:keepSignedIn:)`` makes one shaped like Apple's).
     /// `signedInAgo`: how long before now the sign-in began (a sign-in that has ended, say).
-    public func registerUser(apiToken: String, webAuthToken: String, user: String = "_user", keepSignedIn: Bool = false,
-                             signedInAgo: TimeInterval = 0) {
+    public func registerUser(
+        apiToken: String, webAuthToken: String, user: String = "_user", keepSignedIn: Bool = false,
+        signedInAgo: TimeInterval = 0
+    ) {
         locked {
             signInUser = user
             apiTokens.insert(apiToken)
@@ -182,15 +184,18 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     /// Puts records (CloudKit's record dictionaries, as `ckport export` writes them) into a
     /// database of the container, each in the zone its `zoneID` names (else `zone`), as
     /// changes the feed will report.
-    public func load(_ records: [[String: Any]], environment: CloudKitDatabase.Environment = .development,
-                     scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone") {
+    public func load(
+        _ records: [[String: Any]], environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone"
+    ) {
         locked {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             for var record in records {
                 guard let name = record["recordName"] as? String else { continue }
                 let zoneID = record["zoneID"] as? [String: Any]
-                let zone = zoneForLoading(database, scope: scope, name: zoneID?["zoneName"] as? String ?? defaultZone,
-                                          owner: zoneID?["ownerRecordName"] as? String)
+                let zone = zoneForLoading(
+                    database, scope: scope, name: zoneID?["zoneName"] as? String ?? defaultZone,
+                    owner: zoneID?["ownerRecordName"] as? String)
                 sequence += 1
                 record["scope"] = nil
                 record["recordChangeTag"] = changeTag(sequence)
@@ -205,8 +210,10 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
 
     /// ``load(_:environment:scope:zone:)`` for records already parsed by ckport's own JSON
     /// reader: much faster for large loads, as nothing passes through Foundation's JSON.
-    public func load(json records: [JSONValue], environment: CloudKitDatabase.Environment = .development,
-                     scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone") {
+    public func load(
+        json records: [JSONValue], environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone"
+    ) {
         locked {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             for case .object(let record) in records {
@@ -219,7 +226,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
                 }
                 let zone = zoneForLoading(database, scope: scope, name: zoneName, owner: owner)
                 sequence += 1
-                var kept = record.members.filter { !["scope", "recordChangeTag", "zoneID", "deleted"].contains($0.key) }
+                var kept = record.members.filter {
+                    !["scope", "recordChangeTag", "zoneID", "deleted"].contains($0.key)
+                }
                 // CloudKit names the zone in a record's `share` link.
                 for index in kept.indices where kept[index].key == "share" {
                     if case .object(var link) = kept[index].value, link["zoneID"] == nil {
@@ -264,7 +273,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         let parts = request.url.path.split(separator: "/").map(String.init)
         // database / 1 / container / environment / database / operation…
         guard parts.count >= 6, parts[0] == "database", parts[1] == "1", parts[2] == container,
-              let environment = CloudKitDatabase.Environment(rawValue: parts[3]), let scope = CloudKitDatabase.Scope(rawValue: parts[4]) else {
+            let environment = CloudKitDatabase.Environment(rawValue: parts[3]),
+            let scope = CloudKitDatabase.Scope(rawValue: parts[4])
+        else {
             return error(404, "NOT_FOUND", "no such container or path: \(request.url.path)")
         }
         let operation = parts[5...].joined(separator: "/")
@@ -272,15 +283,19 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         var busyRecords: (count: Int, retryAfter: Double)?
         var zoneRefusal: (code: String, reason: String)?
         if operation == "records/modify", !refusedRecords.isEmpty,
-           let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-           (body["operations"] as? [[String: Any]] ?? []).contains(where: { refusedRecords.contains(($0["record"] as? [String: Any])?["recordName"] as? String ?? "") }) {
+            let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+            (body["operations"] as? [[String: Any]] ?? []).contains(where: {
+                refusedRecords.contains(($0["record"] as? [String: Any])?["recordName"] as? String ?? "")
+            })
+        {
             return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
         }
         if let index = faults.firstIndex(where: { $0.operation == operation || $0.operation == "*" }) {
             let fault = faults.remove(at: index).fault
             switch fault {
             case .throttled(let after): return error(429, "THROTTLED", "request rate too high", retryAfter: after)
-            case .tryAgainLater(let after): return error(503, "TRY_AGAIN_LATER", "service unavailable, try again later", retryAfter: after)
+            case .tryAgainLater(let after):
+                return error(503, "TRY_AGAIN_LATER", "service unavailable, try again later", retryAfter: after)
             case .internalError: return error(500, "INTERNAL_ERROR", "internal server error")
             case .unavailable: return CloudKitHTTPResponse(status: 503, body: Data("Service Unavailable".utf8))
             case .droppedConnection: throw ConnectionDropped()
@@ -295,7 +310,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         case .refused(let response): return response
         case .caller(let who): caller = who
         }
-        let body = request.body.isEmpty ? [:] : ((try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:])
+        let body =
+            request.body.isEmpty
+            ? [:] : ((try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:])
         let database = "\(environment.rawValue)/\(scope.rawValue)"
         var response: CloudKitHTTPResponse
         switch operation {
@@ -304,7 +321,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         case "zones/list": response = listZones(database, scope: scope, caller: caller)
         case "zones/modify": response = modifyZones(database, scope: scope, body, caller: caller, refusal: zoneRefusal)
         case "zones/changes" where scope != .shared: response = zoneChanges(database, body, caller: caller)
-        case "records/modify": response = modifyRecords(database, scope: scope, body, caller: caller, base: request.url, busy: busyRecords)
+        case "records/modify":
+            response = modifyRecords(database, scope: scope, body, caller: caller, base: request.url, busy: busyRecords)
         case "records/changes": response = changes(database, scope: scope, body, caller: caller)
         case "records/query": response = query(database, scope: scope, body, caller: caller)
         case "records/lookup": response = lookup(database, scope: scope, body, caller: caller)
@@ -330,7 +348,9 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
 
     /// An error dictionary: `uuid`, `serverErrorCode`, `reason`, and `retryAfter` or
     /// `redirectURL` when given.
-    func error(_ status: Int, _ code: String, _ reason: String, retryAfter: Double? = nil, redirectURL: String? = nil) -> CloudKitHTTPResponse {
+    func error(_ status: Int, _ code: String, _ reason: String, retryAfter: Double? = nil, redirectURL: String? = nil)
+        -> CloudKitHTTPResponse
+    {
         var object: [String: Any] = ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code, "reason": reason]
         if let retryAfter { object["retryAfter"] = retryAfter }
         if let redirectURL { object["redirectURL"] = redirectURL }

@@ -28,8 +28,9 @@ extension CloudKitEmulator {
 
     func startSession(user: String, keepSignedIn: Bool) -> Int {
         nextSession += 1
-        sessions[nextSession] = SignInSession(user: user, signedInAt: now,
-                                              lifetime: keepSignedIn ? WebAuthTokenLifetime.keptSignedIn : WebAuthTokenLifetime.standard)
+        sessions[nextSession] = SignInSession(
+            user: user, signedInAt: now,
+            lifetime: keepSignedIn ? WebAuthTokenLifetime.keptSignedIn : WebAuthTokenLifetime.standard)
         return nextSession
     }
 
@@ -53,7 +54,9 @@ extension CloudKitEmulator {
     /// The query string's items, read as CloudKit reads them: as a form, where `+` is a space
     /// and `%XX` a byte. A token sent with a bare `+` arrives with a space in its place.
     static func formItems(_ url: URL) -> [String: String] {
-        guard let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery else { return [:] }
+        guard let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery else {
+            return [:]
+        }
         var items: [String: String] = [:]
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -68,19 +71,28 @@ extension CloudKitEmulator {
 
     /// Checks a request's credentials: a server-to-server signature, or an API token and a web
     /// auth token (`users/*` and the private and shared databases take only those).
-    func authenticate(_ request: CloudKitHTTPRequest, scope: CloudKitDatabase.Scope, operation: String) -> Authentication {
+    func authenticate(_ request: CloudKitHTTPRequest, scope: CloudKitDatabase.Scope, operation: String)
+        -> Authentication
+    {
         if let keyID = request.header(ServerToServerKey.keyIDHeader) {
             guard scope == .public, !operation.hasPrefix("users/") else {
-                return .refused(error(403, "ACCESS_DENIED", "server-to-server keys reach the public database's records and zones only"))
+                return .refused(
+                    error(
+                        403, "ACCESS_DENIED", "server-to-server keys reach the public database's records and zones only"
+                    ))
             }
             guard let pem = keys[keyID], let date = request.header(ServerToServerKey.dateHeader),
-                  let signature = request.header(ServerToServerKey.signatureHeader),
-                  ServerToServerKey.verify(signature: signature, publicKeyPEM: pem, date: date, body: request.body, path: request.url.path) else {
+                let signature = request.header(ServerToServerKey.signatureHeader),
+                ServerToServerKey.verify(
+                    signature: signature, publicKeyPEM: pem, date: date, body: request.body, path: request.url.path)
+            else {
                 return .refused(error(401, "AUTHENTICATION_FAILED", "Authentication failed"))
             }
             // The date is the caller's clock, which runs on while a test has this one frozen for
             // sign-ins: it is held against the real clock, moved as far as the test moved this one.
-            guard let sent = ISO8601DateFormatter().date(from: date), abs(sent.timeIntervalSince(Date().addingTimeInterval(clockOffset))) <= settings.clockSkew else {
+            guard let sent = ISO8601DateFormatter().date(from: date),
+                abs(sent.timeIntervalSince(Date().addingTimeInterval(clockOffset))) <= settings.clockSkew
+            else {
                 return .refused(error(401, "AUTHENTICATION_FAILED", "Authentication failed"))
             }
             return .caller(Caller(user: "_server", nextToken: nil))
@@ -91,7 +103,8 @@ extension CloudKitEmulator {
         }
         let signInPage = signInAddress(base: request.url, apiToken: api)
         guard let web = query["ckWebAuthToken"], !web.isEmpty else {
-            return .refused(error(421, "AUTHENTICATION_REQUIRED", "request needs authorization", redirectURL: signInPage))
+            return .refused(
+                error(421, "AUTHENTICATION_REQUIRED", "request needs authorization", redirectURL: signInPage))
         }
         // A token CloudKit never issued (or one mangled on the way, a `+` read as a space)
         // fails as any bad credential does.
@@ -99,7 +112,8 @@ extension CloudKitEmulator {
             return .refused(error(401, "AUTHENTICATION_FAILED", "Authentication failed"))
         }
         guard now < session.signedInAt.addingTimeInterval(session.lifetime) else {
-            return .refused(error(421, "AUTHENTICATION_REQUIRED", "request needs authorization", redirectURL: signInPage))
+            return .refused(
+                error(421, "AUTHENTICATION_REQUIRED", "request needs authorization", redirectURL: signInPage))
         }
         // Each answer carries a new token of the same sign-in; the one used still works (as in
         // captures of the real service, where the reference says it would not).
@@ -125,12 +139,15 @@ extension CloudKitEmulator {
             return error(401, "AUTHENTICATION_FAILED", "Authentication failed")
         }
         guard let callback = settings.signInCallback, let target = URLComponents(string: callback) else {
-            return error(400, "BAD_REQUEST", "this API token has no sign-in callback (ckport-emulator --sign-in-callback URL)")
+            return error(
+                400, "BAD_REQUEST", "this API token has no sign-in callback (ckport-emulator --sign-in-callback URL)")
         }
         let keep = query["keep"] == "1" || settings.keepSignedIn
         let token = issueToken(for: startSession(user: signInUser, keepSignedIn: keep))
         var address = target
-        address.percentEncodedQuery = (target.percentEncodedQuery.map { $0 + "&" } ?? "") + "ckWebAuthToken=" + CloudKitDatabase.percentEncoded(token)
+        address.percentEncodedQuery =
+            (target.percentEncodedQuery.map { $0 + "&" } ?? "") + "ckWebAuthToken="
+            + CloudKitDatabase.percentEncoded(token)
         return CloudKitHTTPResponse(status: 302, headers: [("Location", address.url!.absoluteString)], body: Data())
     }
 }

@@ -29,18 +29,23 @@ extension CloudKitEmulator {
                 let marked = entry["isEncrypted"] as? Bool == true || entry["type"] as? String == "ENCRYPTED_BYTES"
                 if !marked {
                     let schemaName = "ENCRYPTED_" + FieldType(declared.primitive, list: declared.isList).webServicesName
-                    return "invalid attempt to set value type ENCRYPTED_BYTES for field '\(name)' for type '\(type)', defined to be: \(schemaName)"
+                    return
+                        "invalid attempt to set value type ENCRYPTED_BYTES for field '\(name)' for type '\(type)', defined to be: \(schemaName)"
                 }
             }
         }
         return nil
     }
 
-    func modifyRecords(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller, base: URL,
-                       busy: (count: Int, retryAfter: Double)?) -> CloudKitHTTPResponse {
+    func modifyRecords(
+        _ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller, base: URL,
+        busy: (count: Int, retryAfter: Double)?
+    ) -> CloudKitHTTPResponse {
         let operations = body["operations"] as? [[String: Any]] ?? []
         guard operations.count <= settings.maxOperations else {
-            return error(400, "BAD_REQUEST", "a request holds at most \(settings.maxOperations) operations; this one holds \(operations.count)")
+            return error(
+                400, "BAD_REQUEST",
+                "a request holds at most \(settings.maxOperations) operations; this one holds \(operations.count)")
         }
         guard let zone = zone(database, scope: scope, body, caller: caller) else {
             return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
@@ -49,29 +54,38 @@ extension CloudKitEmulator {
             return error(400, "BAD_REQUEST", "atomic operations not supported in default zone")
         }
         // The whole request fails when an operation that CloudKit checks lacks its change tag.
-        for operation in operations where ["update", "replace", "delete"].contains(operation["operationType"] as? String ?? "") {
+        for operation in operations
+        where ["update", "replace", "delete"].contains(operation["operationType"] as? String ?? "") {
             if (operation["record"] as? [String: Any])?["recordChangeTag"] == nil {
                 return error(400, "BAD_REQUEST", "BadRequestException: missing required field 'recordChangeTag'")
             }
         }
         // The server keeps the system fields: who saved a record when, from where.
-        let stamp: [String: Any] = ["timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": caller.user, "deviceID": "2"]
+        let stamp: [String: Any] = [
+            "timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": caller.user, "deviceID": "2",
+        ]
         // A parent may come earlier in the same request than its child.
         var savedHere: Set<String> = []
-        var results: [Data] = []   // each operation's outcome as JSON
+        var results: [Data] = []  // each operation's outcome as JSON
         for (index, given) in operations.enumerated() {
             var operation = given
             // A record created without a name gets a random one, as the reference says.
-            if operation["operationType"] as? String == "create", var unnamed = operation["record"] as? [String: Any], unnamed["recordName"] == nil {
-                unnamed["recordName"] = (unnamed["recordType"] as? String)?.lowercased() == "cloudkit.share" ? "Share-" + UUID().uuidString : UUID().uuidString
+            if operation["operationType"] as? String == "create", var unnamed = operation["record"] as? [String: Any],
+                unnamed["recordName"] == nil
+            {
+                unnamed["recordName"] =
+                    (unnamed["recordType"] as? String)?.lowercased() == "cloudkit.share"
+                    ? "Share-" + UUID().uuidString : UUID().uuidString
                 operation["record"] = unnamed
             }
             guard let type = operation["operationType"] as? String, var record = operation["record"] as? [String: Any],
-                  let recordName = record["recordName"] as? String else {
+                let recordName = record["recordName"] as? String
+            else {
                 return error(400, "BAD_REQUEST", "an operation needs an operationType and a record with a recordName")
             }
             func refuse(_ code: String, _ reason: String, retryAfter: Double? = nil) {
-                var text = "{\"reason\":\(quoted(reason)),\"recordName\":\(quoted(recordName)),\"serverErrorCode\":\"\(code)\""
+                var text =
+                    "{\"reason\":\(quoted(reason)),\"recordName\":\(quoted(recordName)),\"serverErrorCode\":\"\(code)\""
                 if let retryAfter { text += ",\"retryAfter\":\(retryAfter)" }
                 results.append(Data((text + "}").utf8))
             }
@@ -79,8 +93,12 @@ extension CloudKitEmulator {
                 refuse("TRY_AGAIN_LATER", "the zone is busy", retryAfter: busy.retryAfter)
                 continue
             }
-            if type == "create", let recordType = record["recordType"] as? String, recordType.lowercased() == "cloudkit.share" {
-                switch createShare(record, recordType: recordType, atomic: body["atomic"] as? Bool == true, zone: zone, stamp: stamp) {
+            if type == "create", let recordType = record["recordType"] as? String,
+                recordType.lowercased() == "cloudkit.share"
+            {
+                switch createShare(
+                    record, recordType: recordType, atomic: body["atomic"] as? Bool == true, zone: zone, stamp: stamp)
+                {
                 case .success(let created): results.append(created)
                 case .failure(let refusal): refuse(refusal.code, refusal.reason)
                 }
@@ -89,30 +107,49 @@ extension CloudKitEmulator {
             let existing = zone.record(recordName)
             let tag = record["recordChangeTag"] as? String
             switch type {
-            case "create" where existing != nil: refuse("EXISTS", "record to insert already exists"); continue
+            case "create" where existing != nil:
+                refuse("EXISTS", "record to insert already exists")
+                continue
             case "update", "replace", "delete":
-                guard let existing else { refuse("NOT_FOUND", "record not found"); continue }
-                if tag != existing["recordChangeTag"] as? String { refuse("CONFLICT", "oplock error: the record has changed"); continue }
+                guard let existing else {
+                    refuse("NOT_FOUND", "record not found")
+                    continue
+                }
+                if tag != existing["recordChangeTag"] as? String {
+                    refuse("CONFLICT", "oplock error: the record has changed")
+                    continue
+                }
             case "create", "forceUpdate", "forceReplace", "forceDelete": break
             default: return error(400, "BAD_REQUEST", "unknown operationType \(type)")
             }
             if type == "delete" || type == "forceDelete" {
-                guard let existing else { refuse("NOT_FOUND", "record not found"); continue }
+                guard let existing else {
+                    refuse("NOT_FOUND", "record not found")
+                    continue
+                }
                 sequence += 1
                 zone.changed(recordName, at: sequence)
                 zone.save(recordName, nil)
                 unlinkShare(of: existing, named: recordName, in: zone, stamp: stamp)
-                results.append(Data("{\"deleted\":true,\"recordName\":\(quoted(recordName)),\"zoneID\":\(zoneJSONText(zone))}".utf8))
+                results.append(
+                    Data(
+                        "{\"deleted\":true,\"recordName\":\(quoted(recordName)),\"zoneID\":\(zoneJSONText(zone))}".utf8)
+                )
                 continue
             }
-            if let problem = fieldProblem(record) { refuse("BAD_REQUEST", problem); continue }
+            if let problem = fieldProblem(record) {
+                refuse("BAD_REQUEST", problem)
+                continue
+            }
             // The parent must be there already, or saved earlier in the same request. (CloudKit's
             // code for a missing parent is not documented for Web Services: the one for a
             // reference that does not hold is an assumption, as is refusing a parent saved later
             // in the request.)
             if let parent = record["parent"] as? [String: Any] {
-                guard let name = parent["recordName"] as? String, zone.record(name) != nil || savedHere.contains(name) else {
-                    refuse("VALIDATING_REFERENCE_ERROR", "the parent record \(parent["recordName"] ?? "") does not exist")
+                guard let name = parent["recordName"] as? String, zone.record(name) != nil || savedHere.contains(name)
+                else {
+                    refuse(
+                        "VALIDATING_REFERENCE_ERROR", "the parent record \(parent["recordName"] ?? "") does not exist")
                     continue
                 }
                 record["parent"] = ["recordName": name]
@@ -135,10 +172,15 @@ extension CloudKitEmulator {
                         case .success(let stored): entry["value"] = stored
                         case .failure(let problem): unknown = "field \(fieldName): \(problem)"
                         }
-                    } else if let elements = entry["value"] as? [Any], elements.contains(where: { ($0 as? [String: Any])?["receipt"] != nil }) {
+                    } else if let elements = entry["value"] as? [Any],
+                        elements.contains(where: { ($0 as? [String: Any])?["receipt"] != nil })
+                    {
                         var stored: [Any] = []
                         for element in elements {
-                            guard let value = element as? [String: Any], value["receipt"] != nil else { stored.append(element); continue }
+                            guard let value = element as? [String: Any], value["receipt"] != nil else {
+                                stored.append(element)
+                                continue
+                            }
                             switch attach(value, base: base) {
                             case .success(let kept): stored.append(kept)
                             case .failure(let problem): unknown = "field \(fieldName): \(problem)"
@@ -151,12 +193,15 @@ extension CloudKitEmulator {
                     }
                     fields[fieldName] = entry
                 }
-                if let unknown { refuse("BAD_REQUEST", unknown); continue }
+                if let unknown {
+                    refuse("BAD_REQUEST", unknown)
+                    continue
+                }
                 record["fields"] = fields
             }
             sequence += 1
             zone.changed(recordName, at: sequence)
-            if (type == "update" || type == "forceUpdate"), let existing {
+            if type == "update" || type == "forceUpdate", let existing {
                 var fields = existing["fields"] as? [String: Any] ?? [:]
                 for (key, value) in record["fields"] as? [String: Any] ?? [:] { fields[key] = value }
                 record["fields"] = fields
@@ -172,7 +217,9 @@ extension CloudKitEmulator {
             results.append(zone.encoded[recordName] ?? Data())
             // Saving a child changes its parent's change tag (as apps see on devices): a client
             // that shares the parent afterwards needs its tag anew.
-            if let parentName = (record["parent"] as? [String: Any])?["recordName"] as? String, var parent = zone.record(parentName) {
+            if let parentName = (record["parent"] as? [String: Any])?["recordName"] as? String,
+                var parent = zone.record(parentName)
+            {
                 sequence += 1
                 parent["recordChangeTag"] = changeTag(sequence)
                 zone.save(parentName, parent)
@@ -189,13 +236,21 @@ extension CloudKitEmulator {
     }
 
     private func zoneJSONText(_ zone: EmulatedZone) -> String {
-        String(decoding: (try? JSONSerialization.data(withJSONObject: zone.json, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+        String(
+            decoding: (try? JSONSerialization.data(withJSONObject: zone.json, options: [.sortedKeys]))
+                ?? Data("{}".utf8), as: UTF8.self)
     }
 
     /// `records/changes`: a custom zone's changes after its sync token, a page at a time.
-    func changes(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> CloudKitHTTPResponse {
-        guard let zone = zone(database, scope: scope, body, caller: caller) else { return error(404, "ZONE_NOT_FOUND", "Zone does not exist") }
-        guard !zone.isDefault else { return error(400, "BAD_REQUEST", "record changes are fetched from custom zones only") }
+    func changes(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller)
+        -> CloudKitHTTPResponse
+    {
+        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+            return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
+        }
+        guard !zone.isDefault else {
+            return error(400, "BAD_REQUEST", "record changes are fetched from custom zones only")
+        }
         if let limit = body["resultsLimit"] as? Int, !(1...200).contains(limit) {
             return error(400, "BAD_REQUEST", "resultsLimit must be between 1 and 200")
         }
@@ -204,7 +259,9 @@ extension CloudKitEmulator {
             guard let value = zone.sequence(of: token) else {
                 // A token of this zone from before its tokens expired (or it was reset), or
                 // one never issued.
-                if let data = Data(base64Encoded: token), String(decoding: data, as: UTF8.self).hasPrefix(zone.name + "|") {
+                if let data = Data(base64Encoded: token),
+                    String(decoding: data, as: UTF8.self).hasPrefix(zone.name + "|")
+                {
                     return error(400, "CHANGE_TOKEN_EXPIRED", "client knowledge differs from server knowledge")
                 }
                 return error(400, "BAD_REQUEST", "invalid sync token")
@@ -213,7 +270,8 @@ extension CloudKitEmulator {
         }
         let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
         // The first change after the token, by binary search; then the live entries in order.
-        var low = 0, high = zone.changes.count
+        var low = 0
+        var high = zone.changes.count
         while low < high {
             let middle = (low + high) / 2
             if zone.changes[middle].sequence <= after { low = middle + 1 } else { high = middle }
@@ -226,7 +284,8 @@ extension CloudKitEmulator {
             index += 1
             last = change.sequence
             guard zone.changedAt[change.name] == change.sequence else { continue }
-            records.append(zone.encoded[change.name] ?? Data("{\"deleted\":true,\"recordName\":\(quoted(change.name))}".utf8))
+            records.append(
+                zone.encoded[change.name] ?? Data("{\"deleted\":true,\"recordName\":\(quoted(change.name))}".utf8))
         }
         let moreComing = zone.changes[index...].contains { zone.changedAt[$0.name] == $0.sequence }
         if !moreComing { last = max(last, zone.changes.last?.sequence ?? after) }
@@ -235,19 +294,27 @@ extension CloudKitEmulator {
             if index > 0 { answer.append(UInt8(ascii: ",")) }
             answer.append(record)
         }
-        answer.append(Data("],\"syncToken\":\(quoted(zone.syncToken(after: last))),\"zoneID\":\(zoneJSONText(zone))}".utf8))
+        answer.append(
+            Data("],\"syncToken\":\(quoted(zone.syncToken(after: last))),\"zoneID\":\(zoneJSONText(zone))}".utf8))
         return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
     }
 
     /// `records/query`: a type's records in a zone, by record name, a page at a time. System
     /// types are never queried; with a schema, only types whose `___recordID` is QUERYABLE are.
-    func query(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> CloudKitHTTPResponse {
-        guard let zone = zone(database, scope: scope, body, caller: caller) else { return error(404, "ZONE_NOT_FOUND", "Zone does not exist") }
+    func query(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller)
+        -> CloudKitHTTPResponse
+    {
+        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+            return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
+        }
         guard let type = (body["query"] as? [String: Any])?["recordType"] as? String else {
             return error(400, "BAD_REQUEST", "a query needs a recordType")
         }
-        if type == "Users" || type.hasPrefix("cloudkit.") { return error(400, "BAD_REQUEST", "Can't query system types") }
-        if let schema, schema.recordType(named: type)?.field(named: "___recordID")?.options.contains(.queryable) != true {
+        if type == "Users" || type.hasPrefix("cloudkit.") {
+            return error(400, "BAD_REQUEST", "Can't query system types")
+        }
+        if let schema, schema.recordType(named: type)?.field(named: "___recordID")?.options.contains(.queryable) != true
+        {
             return error(400, "BAD_REQUEST", "Queried type is not marked indexable")
         }
         if let limit = body["resultsLimit"] as? Int, !(1...200).contains(limit) {
@@ -263,14 +330,19 @@ extension CloudKitEmulator {
             answer.append(zone.encoded[recordName] ?? Data())
         }
         answer.append(UInt8(ascii: "]"))
-        if start + page.count < matching.count { answer.append(Data(",\"continuationMarker\":\"\(start + page.count)\"".utf8)) }
+        if start + page.count < matching.count {
+            answer.append(Data(",\"continuationMarker\":\"\(start + page.count)\"".utf8))
+        }
         answer.append(UInt8(ascii: "}"))
         return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: answer)
     }
 
     // MARK: Shares
 
-    struct Refusal: Error { var code: String; var reason: String }
+    struct Refusal: Error {
+        var code: String
+        var reason: String
+    }
 
     static func newShortGUID() -> String {
         "0" + String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(24))
@@ -281,13 +353,18 @@ extension CloudKitEmulator {
     /// in an atomic request, `forRecord` naming its root and the root's current change tag.
     /// The participants named are INVITED (nobody accepts for somebody else); the zone's owner
     /// is the share's OWNER. The root gains `share` and a short GUID.
-    func createShare(_ request: [String: Any], recordType: String, atomic: Bool, zone: EmulatedZone, stamp: [String: Any]) -> Result<Data, Refusal> {
+    func createShare(
+        _ request: [String: Any], recordType: String, atomic: Bool, zone: EmulatedZone, stamp: [String: Any]
+    ) -> Result<Data, Refusal> {
         guard recordType == "cloudkit.share" else {
             return .failure(Refusal(code: "BAD_REQUEST", reason: "Cannot share - no such record exists to share"))
         }
-        guard atomic else { return .failure(Refusal(code: "BAD_REQUEST", reason: "You can only create a share with atomic=true")) }
+        guard atomic else {
+            return .failure(Refusal(code: "BAD_REQUEST", reason: "You can only create a share with atomic=true"))
+        }
         guard let forRecord = request["forRecord"] as? [String: Any], let rootName = forRecord["recordName"] as? String,
-              var root = zone.record(rootName) else {
+            var root = zone.record(rootName)
+        else {
             return .failure(Refusal(code: "BAD_REQUEST", reason: "Cannot share - no such record exists to share"))
         }
         guard forRecord["recordChangeTag"] as? String == root["recordChangeTag"] as? String else {
@@ -296,23 +373,35 @@ extension CloudKitEmulator {
         // One share per root (CloudKit's native API calls it alreadyShared).
         if root["share"] != nil { return .failure(Refusal(code: "BAD_REQUEST", reason: "record is already shared")) }
         let name = request["recordName"] as? String ?? "Share-" + UUID().uuidString
-        if zone.record(name) != nil { return .failure(Refusal(code: "EXISTS", reason: "record to insert already exists")) }
-        let owner: [String: Any] = ["participantId": UUID().uuidString, "userIdentity": ["userRecordName": zone.owner, "nameComponents": [String: Any]()],
-                                    "type": "OWNER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE"]
+        if zone.record(name) != nil {
+            return .failure(Refusal(code: "EXISTS", reason: "record to insert already exists"))
+        }
+        let owner: [String: Any] = [
+            "participantId": UUID().uuidString,
+            "userIdentity": ["userRecordName": zone.owner, "nameComponents": [String: Any]()],
+            "type": "OWNER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE",
+        ]
         var participants: [[String: Any]] = [owner]
         for given in request["participants"] as? [[String: Any]] ?? [] {
             let identity = given["userIdentity"] as? [String: Any] ?? [:]
-            participants.append(["participantId": UUID().uuidString, "userIdentity": ["lookupInfo": identity["lookupInfo"] ?? [String: Any](), "nameComponents": [String: Any]()],
-                                 "type": given["type"] as? String ?? "USER", "acceptanceStatus": "INVITED",
-                                 "permission": given["permission"] as? String ?? "READ_ONLY"])
+            participants.append([
+                "participantId": UUID().uuidString,
+                "userIdentity": [
+                    "lookupInfo": identity["lookupInfo"] ?? [String: Any](), "nameComponents": [String: Any](),
+                ],
+                "type": given["type"] as? String ?? "USER", "acceptanceStatus": "INVITED",
+                "permission": given["permission"] as? String ?? "READ_ONLY",
+            ])
         }
         let shortGUID = root["shortGUID"] as? String ?? CloudKitEmulator.newShortGUID()
         sequence += 1
         let share: [String: Any] = [
             "recordName": name, "recordType": "cloudkit.share", "fields": request["fields"] ?? [String: Any](),
-            "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp, "modified": stamp, "deleted": false,
+            "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp,
+            "modified": stamp, "deleted": false,
             "zoneID": zone.json, "share": ["recordName": name, "zoneID": zone.json],
-            "publicPermission": request["publicPermission"] as? String ?? "NONE", "participants": participants, "owner": owner,
+            "publicPermission": request["publicPermission"] as? String ?? "NONE", "participants": participants,
+            "owner": owner,
             "currentUserParticipant": owner, "shortGUID": shortGUID,
         ]
         zone.save(name, share)
@@ -332,7 +421,8 @@ extension CloudKitEmulator {
     func unlinkShare(of record: [String: Any], named name: String, in zone: EmulatedZone, stamp: [String: Any]) {
         if record["recordType"] as? String == "cloudkit.share" {
             for (other, type) in zone.types where type != "cloudkit.share" {
-                guard var root = zone.record(other), (root["share"] as? [String: Any])?["recordName"] as? String == name else { continue }
+                guard var root = zone.record(other), (root["share"] as? [String: Any])?["recordName"] as? String == name
+                else { continue }
                 sequence += 1
                 root["share"] = nil
                 root["recordChangeTag"] = changeTag(sequence)
@@ -340,7 +430,9 @@ extension CloudKitEmulator {
                 zone.save(other, root)
                 zone.changed(other, at: sequence)
             }
-        } else if let share = (record["share"] as? [String: Any])?["recordName"] as? String, share != name, zone.record(share) != nil {
+        } else if let share = (record["share"] as? [String: Any])?["recordName"] as? String, share != name,
+            zone.record(share) != nil
+        {
             sequence += 1
             zone.changed(share, at: sequence)
             zone.save(share, nil)
@@ -348,8 +440,12 @@ extension CloudKitEmulator {
     }
 
     /// `records/lookup`: records by name, each as CloudKit holds it, or NOT_FOUND.
-    func lookup(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> CloudKitHTTPResponse {
-        guard let zone = zone(database, scope: scope, body, caller: caller) else { return error(404, "ZONE_NOT_FOUND", "Zone does not exist") }
+    func lookup(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller)
+        -> CloudKitHTTPResponse
+    {
+        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+            return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
+        }
         var answer = Data("{\"records\":[".utf8)
         for (index, wanted) in (body["records"] as? [[String: Any]] ?? []).enumerated() {
             if index > 0 { answer.append(UInt8(ascii: ",")) }
@@ -357,7 +453,10 @@ extension CloudKitEmulator {
             if let encoded = zone.encoded[name] {
                 answer.append(encoded)
             } else {
-                answer.append(Data("{\"recordName\":\(quoted(name)),\"serverErrorCode\":\"NOT_FOUND\",\"reason\":\"Record not found\"}".utf8))
+                answer.append(
+                    Data(
+                        "{\"recordName\":\(quoted(name)),\"serverErrorCode\":\"NOT_FOUND\",\"reason\":\"Record not found\"}"
+                            .utf8))
             }
         }
         answer.append(Data("]}".utf8))
@@ -369,27 +468,44 @@ extension CloudKitEmulator {
     /// root record names it in `share`; both changes reach the zone's change feed. Returns
     /// the share's record name.
     @discardableResult
-    public func share(_ root: String, zone name: String, title: String, participants: [(user: String, permission: String, accepted: Bool)] = [],
-                      publicPermission: String = "NONE", environment: CloudKitDatabase.Environment = .development,
-                      scope: CloudKitDatabase.Scope = .private) -> String? {
+    public func share(
+        _ root: String, zone name: String, title: String,
+        participants: [(user: String, permission: String, accepted: Bool)] = [],
+        publicPermission: String = "NONE", environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private
+    ) -> String? {
         locked {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
-            guard let zone = zonesOf(database).values.first(where: { $0.name == name }), var rootRecord = zone.record(root) else { return nil }
+            guard let zone = zonesOf(database).values.first(where: { $0.name == name }),
+                var rootRecord = zone.record(root)
+            else { return nil }
             let shareName = "Share-" + UUID().uuidString
             func participant(_ user: String, type: String, permission: String, status: String) -> [String: Any] {
-                ["userIdentity": ["userRecordName": user, "lookupInfo": ["emailAddress": "\(user.dropFirst())@example.com"]],
-                 "type": type, "acceptanceStatus": status, "permission": permission]
+                [
+                    "userIdentity": [
+                        "userRecordName": user, "lookupInfo": ["emailAddress": "\(user.dropFirst())@example.com"],
+                    ],
+                    "type": type, "acceptanceStatus": status, "permission": permission,
+                ]
             }
             let owner = participant(zone.owner, type: "OWNER", permission: "READ_WRITE", status: "ACCEPTED")
-            let others = participants.map { participant($0.user, type: "USER", permission: $0.permission, status: $0.accepted ? "ACCEPTED" : "INVITED") }
-            let stamp: [String: Any] = ["timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": zone.owner, "deviceID": "2"]
+            let others = participants.map {
+                participant(
+                    $0.user, type: "USER", permission: $0.permission, status: $0.accepted ? "ACCEPTED" : "INVITED")
+            }
+            let stamp: [String: Any] = [
+                "timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": zone.owner, "deviceID": "2",
+            ]
             sequence += 1
             let share: [String: Any] = [
                 "recordName": shareName, "recordType": "cloudkit.share",
                 "fields": ["cloudkit.title": ["value": title, "type": "STRING"]],
-                "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp, "modified": stamp, "deleted": false,
-                "zoneID": zone.json, "publicPermission": publicPermission, "participants": [owner] + others, "owner": owner,
-                "currentUserParticipant": owner, "shortGUID": String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(25)),
+                "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp,
+                "modified": stamp, "deleted": false,
+                "zoneID": zone.json, "publicPermission": publicPermission, "participants": [owner] + others,
+                "owner": owner,
+                "currentUserParticipant": owner,
+                "shortGUID": String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(25)),
             ]
             zone.save(shareName, share)
             zone.changed(shareName, at: sequence)
@@ -442,20 +558,30 @@ extension CloudKitEmulator {
     /// record's asset field is then saved with.
     func receiveAsset(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
         let slot = String(request.url.path.dropFirst("/upload/".count))
-        guard request.method == "POST", pendingUploads.remove(slot) != nil else { return error(404, "NOT_FOUND", "no such upload") }
+        guard request.method == "POST", pendingUploads.remove(slot) != nil else {
+            return error(404, "NOT_FOUND", "no such upload")
+        }
         guard request.body.count <= settings.maxAssetSize else {
-            return error(413, "BAD_REQUEST", "an asset holds at most \(settings.maxAssetSize) bytes; this one holds \(request.body.count)")
+            return error(
+                413, "BAD_REQUEST",
+                "an asset holds at most \(settings.maxAssetSize) bytes; this one holds \(request.body.count)")
         }
         let receipt = "r-" + UUID().uuidString.lowercased()
         assets[receipt] = request.body
         let checksum = Data(SHA256.hash(data: request.body).prefix(20)).base64EncodedString()
-        return json(["singleFile": ["fileChecksum": checksum, "size": request.body.count, "receipt": receipt,
-                                    "referenceChecksum": checksum, "wrappingKey": "emulator-key"]])
+        return json([
+            "singleFile": [
+                "fileChecksum": checksum, "size": request.body.count, "receipt": receipt,
+                "referenceChecksum": checksum, "wrappingKey": "emulator-key",
+            ]
+        ])
     }
 
     func sendAsset(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
         let parts = request.url.path.split(separator: "/")
-        guard parts.count >= 2, let bytes = assets[String(parts[1])] else { return error(404, "NOT_FOUND", "no such asset") }
+        guard parts.count >= 2, let bytes = assets[String(parts[1])] else {
+            return error(404, "NOT_FOUND", "no such asset")
+        }
         return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: bytes)
     }
 

@@ -26,9 +26,12 @@ final class EmulatedZone {
     }
 
     var jsonValue: JSONValue {
-        .object(JSONObject([JSONObject.Member(key: "zoneName", value: .string(name)),
-                            JSONObject.Member(key: "ownerRecordName", value: .string(owner)),
-                            JSONObject.Member(key: "zoneType", value: .string(isDefault ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE"))]))
+        .object(
+            JSONObject([
+                JSONObject.Member(key: "zoneName", value: .string(name)),
+                JSONObject.Member(key: "ownerRecordName", value: .string(owner)),
+                JSONObject.Member(key: "zoneType", value: .string(isDefault ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE")),
+            ]))
     }
 
     /// Record name → the record's JSON as answers carry it (encoded once, when saved: a
@@ -37,7 +40,9 @@ final class EmulatedZone {
     var types: [String: String] = [:]
 
     func save(_ name: String, _ record: [String: Any]?) {
-        encoded[name] = record.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.withoutEscapingSlashes]) }
+        encoded[name] = record.flatMap {
+            try? JSONSerialization.data(withJSONObject: $0, options: [.withoutEscapingSlashes])
+        }
         types[name] = record?["recordType"] as? String
     }
 
@@ -81,7 +86,13 @@ extension CloudKitEmulator {
     func zonesOf(_ database: String) -> [String: EmulatedZone] {
         if databases[database] == nil {
             let scope = database.split(separator: "/").last.map(String.init) ?? "private"
-            databases[database] = scope == "shared" ? [:] : [ZoneID.defaultZoneName: EmulatedZone(name: ZoneID.defaultZoneName, owner: ownerName(scope: scope, caller: nil))]
+            databases[database] =
+                scope == "shared"
+                ? [:]
+                : [
+                    ZoneID.defaultZoneName: EmulatedZone(
+                        name: ZoneID.defaultZoneName, owner: ownerName(scope: scope, caller: nil))
+                ]
         }
         return databases[database]!
     }
@@ -99,7 +110,8 @@ extension CloudKitEmulator {
 
     /// The zone a request's `zoneID` names: in the shared database, with its owner (a zone
     /// named without one would be the caller's own, which the shared database never holds).
-    func zone(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> EmulatedZone? {
+    func zone(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> EmulatedZone?
+    {
         let zoneID = body["zoneID"] as? [String: Any]
         let name = zoneID?["zoneName"] as? String ?? ZoneID.defaultZoneName
         let owner = zoneID?["ownerRecordName"] as? String ?? caller.user
@@ -108,11 +120,15 @@ extension CloudKitEmulator {
 
     /// A zone for records being loaded: in the shared database somebody else's (the owner the
     /// record names, or one made up from the zone's name).
-    func zoneForLoading(_ database: String, scope: CloudKitDatabase.Scope, name: String, owner given: String?) -> EmulatedZone {
+    func zoneForLoading(_ database: String, scope: CloudKitDatabase.Scope, name: String, owner given: String?)
+        -> EmulatedZone
+    {
         _ = zonesOf(database)
         let owner: String
         if scope == .shared {
-            if let given, given != ZoneID.defaultOwnerName { owner = given } else {
+            if let given, given != ZoneID.defaultOwnerName {
+                owner = given
+            } else {
                 owner = "_" + SHA256.hash(data: Data(name.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
             }
         } else {
@@ -129,8 +145,11 @@ extension CloudKitEmulator {
     // MARK: Zones as tests change them
 
     /// Deletes a zone and its records, as its owner would in an app.
-    public func deleteZone(_ name: String, environment: CloudKitDatabase.Environment = .development, scope: CloudKitDatabase.Scope = .private,
-                           owner: String? = nil) {
+    public func deleteZone(
+        _ name: String, environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private,
+        owner: String? = nil
+    ) {
         locked {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             let key = CloudKitEmulator.key(name: name, owner: owner ?? signInUser, scope: scope)
@@ -149,8 +168,11 @@ extension CloudKitEmulator {
 
     /// Makes a zone's sync tokens stop working, as CloudKit's do when they are old or the zone
     /// was reset; `keeping` names the records it still holds afterwards (nil: all).
-    public func expireSyncTokens(zone name: String, environment: CloudKitDatabase.Environment = .development, scope: CloudKitDatabase.Scope = .private,
-                                 keeping: Set<String>? = nil) {
+    public func expireSyncTokens(
+        zone name: String, environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private,
+        keeping: Set<String>? = nil
+    ) {
         locked {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             guard let zone = zonesOf(database).values.first(where: { $0.name == name }) else { return }
@@ -169,15 +191,19 @@ extension CloudKitEmulator {
 
     func listZones(_ database: String, scope: CloudKitDatabase.Scope, caller: Caller) -> CloudKitHTTPResponse {
         let zones = zonesOf(database).values.sorted { ($0.owner, $0.name) < ($1.owner, $1.name) }
-        return json(["zones": zones.map { zone -> [String: Any] in
-            var entry: [String: Any] = ["zoneID": zone.json, "atomic": !zone.isDefault]
-            if !zone.isDefault { entry["syncToken"] = zone.syncToken(after: zone.changes.last?.sequence ?? 0) }
-            return entry
-        }])
+        return json([
+            "zones": zones.map { zone -> [String: Any] in
+                var entry: [String: Any] = ["zoneID": zone.json, "atomic": !zone.isDefault]
+                if !zone.isDefault { entry["syncToken"] = zone.syncToken(after: zone.changes.last?.sequence ?? 0) }
+                return entry
+            }
+        ])
     }
 
-    func modifyZones(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller,
-                     refusal: (code: String, reason: String)?) -> CloudKitHTTPResponse {
+    func modifyZones(
+        _ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller,
+        refusal: (code: String, reason: String)?
+    ) -> CloudKitHTTPResponse {
         _ = zonesOf(database)
         var results: [[String: Any]] = []
         for operation in body["operations"] as? [[String: Any]] ?? [] {
@@ -194,8 +220,12 @@ extension CloudKitEmulator {
             switch operation["operationType"] as? String {
             case "create":
                 if scope == .shared || name.hasPrefix("_") {
-                    results.append(["zoneID": echo, "serverErrorCode": scope == .shared ? "ACCESS_DENIED" : "BAD_REQUEST",
-                                    "reason": scope == .shared ? "zones in the shared database are made by their owners" : "zone names starting with _ are reserved"])
+                    results.append([
+                        "zoneID": echo, "serverErrorCode": scope == .shared ? "ACCESS_DENIED" : "BAD_REQUEST",
+                        "reason": scope == .shared
+                            ? "zones in the shared database are made by their owners"
+                            : "zone names starting with _ are reserved",
+                    ])
                     continue
                 }
                 if databases[database]![key] == nil {
@@ -206,7 +236,9 @@ extension CloudKitEmulator {
                 results.append(["zoneID": databases[database]![key]!.json])
             case "delete":
                 guard let zone = databases[database]![key], !zone.isDefault else {
-                    results.append(["zoneID": echo, "serverErrorCode": "ZONE_NOT_FOUND", "reason": "zone \(name) does not exist"])
+                    results.append([
+                        "zoneID": echo, "serverErrorCode": "ZONE_NOT_FOUND", "reason": "zone \(name) does not exist",
+                    ])
                     continue
                 }
                 databases[database]![key] = nil
@@ -225,8 +257,10 @@ extension CloudKitEmulator {
         _ = zonesOf(database)
         var after = 0
         if let token = body["metaSyncToken"] as? String {
-            guard let data = Data(base64Encoded: token), case let parts = String(decoding: data, as: UTF8.self).split(separator: "|"),
-                  parts.count == 2, parts[0] == "zones", let value = Int(parts[1]) else {
+            guard let data = Data(base64Encoded: token),
+                case let parts = String(decoding: data, as: UTF8.self).split(separator: "|"),
+                parts.count == 2, parts[0] == "zones", let value = Int(parts[1])
+            else {
                 return error(400, "BAD_REQUEST", "unknown metaSyncToken")
             }
             after = value
@@ -242,6 +276,9 @@ extension CloudKitEmulator {
             if entry.deleted { zone["deleted"] = true }
             return zone
         }
-        return json(["moreComing": ordered.count > page.count, "metaSyncToken": Data("zones|\(last)".utf8).base64EncodedString(), "zones": zones])
+        return json([
+            "moreComing": ordered.count > page.count, "metaSyncToken": Data("zones|\(last)".utf8).base64EncodedString(),
+            "zones": zones,
+        ])
     }
 }

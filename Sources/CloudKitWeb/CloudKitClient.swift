@@ -52,7 +52,9 @@ public enum CloudKitCredentials: Sendable {
     /// from files (or the environment), never from command lines, where others could see them.
     public static func token(fromFile path: String) throws -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let line = text.split(separator: "\n").first.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }), !line.isEmpty else {
+            let line = text.split(separator: "\n").first.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }),
+            !line.isEmpty
+        else {
             throw CloudKitRequestError.unreadableToken(path: path)
         }
         return line
@@ -102,7 +104,8 @@ public struct CloudKitUnavailable: CKPortError, Sendable {
 
     public var category: ErrorCategory { .environment }
     public var description: String {
-        "CloudKit did not answer \(operation)" + (attempts == 1 ? "" : " after \(attempts) attempts") + ": \(lastProblem)"
+        "CloudKit did not answer \(operation)" + (attempts == 1 ? "" : " after \(attempts) attempts")
+            + ": \(lastProblem)"
     }
 }
 
@@ -121,10 +124,15 @@ public actor CloudKitClient {
     /// program that may be killed keeps each one at once (the one it sent no longer works).
     private let onWebAuthToken: (@Sendable (String) -> Void)?
 
-    public init(database: CloudKitDatabase, credentials: CloudKitCredentials, transport: CloudKitTransport, policy: RetryPolicy = RetryPolicy(),
-                onRetry: (@Sendable (String, Double, String) -> Void)? = nil,
-                onWebAuthToken: (@Sendable (String) -> Void)? = nil,
-                sleep: @escaping @Sendable (Double) async throws -> Void = { try await Task.sleep(nanoseconds: UInt64($0 * 1_000_000_000)) }) throws {
+    public init(
+        database: CloudKitDatabase, credentials: CloudKitCredentials, transport: CloudKitTransport,
+        policy: RetryPolicy = RetryPolicy(),
+        onRetry: (@Sendable (String, Double, String) -> Void)? = nil,
+        onWebAuthToken: (@Sendable (String) -> Void)? = nil,
+        sleep: @escaping @Sendable (Double) async throws -> Void = {
+            try await Task.sleep(nanoseconds: UInt64($0 * 1_000_000_000))
+        }
+    ) throws {
         if case .serverToServer = credentials, database.scope != .public {
             throw CloudKitRequestError.keyNeedsPublicDatabase(database.scope)
         }
@@ -176,8 +184,11 @@ public actor CloudKitClient {
                     problem = error.description
                     guard let wait = policy.delay(after: attempt, failure: failure) else {
                         if let asked = error.retryAfter, asked > policy.longestWait, attempt < policy.maxAttempts {
-                            throw CloudKitUnavailable(operation: operation, attempts: attempt,
-                                                      lastProblem: "\(problem); it asked to wait \(Self.duration(asked)), longer than the \(Self.duration(policy.longestWait)) ckport waits")
+                            throw CloudKitUnavailable(
+                                operation: operation, attempts: attempt,
+                                lastProblem:
+                                    "\(problem); it asked to wait \(Self.duration(asked)), longer than the \(Self.duration(policy.longestWait)) ckport waits"
+                            )
                         }
                         guard error.isRetryable else { throw error }
                         throw CloudKitUnavailable(operation: operation, attempts: attempt, lastProblem: problem)
@@ -187,9 +198,11 @@ public actor CloudKitClient {
                     continue
                 }
                 guard response.status >= 500 || response.status == 429 else {
-                    throw CloudKitServerError(serverErrorCode: "HTTP_\(response.status)",
-                                              reason: CloudKitCredentials.redactingTokens(String(decoding: response.body.prefix(200), as: UTF8.self)),
-                                              status: response.status)
+                    throw CloudKitServerError(
+                        serverErrorCode: "HTTP_\(response.status)",
+                        reason: CloudKitCredentials.redactingTokens(
+                            String(decoding: response.body.prefix(200), as: UTF8.self)),
+                        status: response.status)
                 }
                 failure = .transport
                 problem = "HTTP \(response.status) without an error dictionary"
@@ -235,14 +248,17 @@ public actor CloudKitClient {
     /// POSTs an asset's bytes to the URL `assets/upload` gave for it (signed by CloudKit
     /// already) and returns the answer, `{"singleFile": {…}}`. Retried as any request.
     public func upload(_ bytes: Data, to url: URL) async throws -> Data {
-        try await sendAsIs(CloudKitHTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/octet-stream")], body: bytes),
-                           what: "an asset upload")
+        try await sendAsIs(
+            CloudKitHTTPRequest(
+                method: "POST", url: url, headers: [("Content-Type", "application/octet-stream")], body: bytes),
+            what: "an asset upload")
     }
 
     /// Downloads an asset from the URL a record gives for it (signed by CloudKit already: no
     /// token is added). Retried as any request.
     public func download(_ url: URL) async throws -> Data {
-        try await sendAsIs(CloudKitHTTPRequest(method: "GET", url: url, headers: [], body: Data()), what: "an asset download")
+        try await sendAsIs(
+            CloudKitHTTPRequest(method: "GET", url: url, headers: [], body: Data()), what: "an asset download")
     }
 
     /// Sends a request to an address CloudKit signed, as it is, retrying after failures that
@@ -257,8 +273,12 @@ public actor CloudKitClient {
                 if (200..<300).contains(response.status) { return response.body }
                 problem = "HTTP \(response.status)"
                 guard response.status >= 500 || response.status == 429 else {
-                    if let error = CloudKitServerError.parse(status: response.status, body: response.body) { throw error }
-                    throw CloudKitServerError(serverErrorCode: "HTTP_\(response.status)", reason: "\(what) at \(request.url.host ?? "?") failed", status: response.status)
+                    if let error = CloudKitServerError.parse(status: response.status, body: response.body) {
+                        throw error
+                    }
+                    throw CloudKitServerError(
+                        serverErrorCode: "HTTP_\(response.status)",
+                        reason: "\(what) at \(request.url.host ?? "?") failed", status: response.status)
                 }
             } catch let error as CloudKitServerError {
                 throw error
@@ -300,13 +320,20 @@ public actor CloudKitClient {
         switch credentials {
         case .serverToServer(let key):
             headers += try key.headers(body: sent, path: database.path(operation, scope: scope))
-            return CloudKitHTTPRequest(method: method, url: database.url(operation, scope: scope), headers: headers, body: sent)
+            return CloudKitHTTPRequest(
+                method: method, url: database.url(operation, scope: scope), headers: headers, body: sent)
         case .webToken(let api, let web):
-            let url = database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api), URLQueryItem(name: "ckWebAuthToken", value: web)], scope: scope)
+            let url = database.url(
+                operation,
+                query: [
+                    URLQueryItem(name: "ckAPIToken", value: api), URLQueryItem(name: "ckWebAuthToken", value: web),
+                ], scope: scope)
             return CloudKitHTTPRequest(method: method, url: url, headers: headers, body: sent)
         case .apiToken(let api):
-            return CloudKitHTTPRequest(method: method, url: database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api)], scope: scope),
-                                       headers: headers, body: sent)
+            return CloudKitHTTPRequest(
+                method: method,
+                url: database.url(operation, query: [URLQueryItem(name: "ckAPIToken", value: api)], scope: scope),
+                headers: headers, body: sent)
         }
     }
 

@@ -33,9 +33,12 @@ public struct CloudKitDatabase: Sendable, Hashable, CustomStringConvertible {
     /// The server: Apple's, or another that speaks the same protocol (an emulator).
     public var baseURL: URL
 
-    public init(container: String, environment: Environment, scope: Scope, baseURL: URL = CloudKitDatabase.appleBaseURL) throws {
+    public init(container: String, environment: Environment, scope: Scope, baseURL: URL = CloudKitDatabase.appleBaseURL)
+        throws
+    {
         guard container.hasPrefix("iCloud."), container.count > "iCloud.".count,
-              container.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            container.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
+        else {
             throw CloudKitRequestError.invalidContainer(container)
         }
         self.container = container
@@ -62,7 +65,8 @@ public struct CloudKitDatabase: Sendable, Hashable, CustomStringConvertible {
         components.path = prefix + path(operation, scope: scope)
         if !query.isEmpty {
             components.percentEncodedQuery = query.map { item in
-                CloudKitDatabase.percentEncoded(item.name) + (item.value.map { "=" + CloudKitDatabase.percentEncoded($0) } ?? "")
+                CloudKitDatabase.percentEncoded(item.name)
+                    + (item.value.map { "=" + CloudKitDatabase.percentEncoded($0) } ?? "")
             }.joined(separator: "&")
         }
         return components.url!
@@ -74,8 +78,9 @@ public struct CloudKitDatabase: Sendable, Hashable, CustomStringConvertible {
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 out += String(format: "%%%02X", byte)
@@ -107,19 +112,26 @@ public enum CloudKitRequestError: CKPortError, Equatable {
     public var description: String {
         switch self {
         case .invalidContainer(let name):
-            return "'\(name)' is not a container identifier: it starts with iCloud. and holds letters, digits, '.', '-' and '_' (iCloud.com.example.App)"
+            return
+                "'\(name)' is not a container identifier: it starts with iCloud. and holds letters, digits, '.', '-' and '_' (iCloud.com.example.App)"
         case .unreadableKey(let path, let reason):
-            return "\(path): not a server-to-server key: \(reason) (a PEM file with an EC P-256 private key, as 'openssl ecparam -name prime256v1 -genkey -noout' writes)"
+            return
+                "\(path): not a server-to-server key: \(reason) (a PEM file with an EC P-256 private key, as 'openssl ecparam -name prime256v1 -genkey -noout' writes)"
         case .unreadableToken(let path):
             var info = stat()
-            if stat(path, &info) != 0 { return "\(path): \(errno == ENOENT ? "no such file" : String(cString: strerror(errno))) (a file whose first line is the token)" }
+            if stat(path, &info) != 0 {
+                return
+                    "\(path): \(errno == ENOENT ? "no such file" : String(cString: strerror(errno))) (a file whose first line is the token)"
+            }
             if info.st_mode & S_IFMT == S_IFDIR { return "\(path): a folder, not a file whose first line is the token" }
             if access(path, R_OK) != 0 { return "\(path): cannot be read (\(String(cString: strerror(errno))))" }
             return "\(path): no token in its first line"
         case .signInNotOffered:
-            return "the server answered a request without a user's token without offering a sign-in URL (is this a CloudKit Web Services server?)"
+            return
+                "the server answered a request without a user's token without offering a sign-in URL (is this a CloudKit Web Services server?)"
         case .keyNeedsPublicDatabase(let scope):
-            return "a server-to-server key reaches the public database only; the \(scope.rawValue) database needs a user's web auth token"
+            return
+                "a server-to-server key reaches the public database only; the \(scope.rawValue) database needs a user's web auth token"
         }
     }
 }

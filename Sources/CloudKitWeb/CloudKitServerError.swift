@@ -35,8 +35,10 @@ public struct CloudKitServerError: CKPortError, Sendable, Equatable, Decodable {
     /// The HTTP status the error came with (0 for a per-record error inside a 200 answer).
     public var status: Int
 
-    public init(serverErrorCode: String, reason: String? = nil, uuid: String? = nil, retryAfter: Double? = nil,
-                redirectURL: String? = nil, recordName: String? = nil, status: Int = 0) {
+    public init(
+        serverErrorCode: String, reason: String? = nil, uuid: String? = nil, retryAfter: Double? = nil,
+        redirectURL: String? = nil, recordName: String? = nil, status: Int = 0
+    ) {
         self.serverErrorCode = serverErrorCode
         self.reason = reason
         self.uuid = uuid
@@ -114,11 +116,13 @@ public struct CloudKitServerError: CKPortError, Sendable, Equatable, Decodable {
         if let reason, !reason.isEmpty { text += ": \(reason)" }
         switch code {
         case .authenticationRequired?:
-            text += "; the web auth token has expired (a sign-in lasts 30 minutes, or two weeks when \"Keep me signed in\" was ticked) or was never given"
+            text +=
+                "; the web auth token has expired (a sign-in lasts 30 minutes, or two weeks when \"Keep me signed in\" was ticked) or was never given"
             text += "; \(Wording.signInAgain.text)"
             if let redirectURL { text += " (CloudKit's sign-in page: \(redirectURL))" }
         case .authenticationFailed?:
-            text += "; CloudKit did not accept the credentials: the API token, the web auth token (\(Wording.signInAgain.text)), or the server-to-server key ID and key"
+            text +=
+                "; CloudKit did not accept the credentials: the API token, the web auth token (\(Wording.signInAgain.text)), or the server-to-server key ID and key"
         case .conflict?:
             text += "; the record changed in CloudKit since its change tag was read"
         case .quotaExceeded?:

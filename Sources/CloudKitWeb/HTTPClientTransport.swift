@@ -43,14 +43,17 @@ public final class HTTPClientTransport: CloudKitTransport, @unchecked Sendable {
         do {
             let response = try await client.execute(outgoing, timeout: timeout)
             let bytes = try await response.body.collect(upTo: maxAnswer)
-            return CloudKitHTTPResponse(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                                        body: Data(bytes.readableBytesView))
+            return CloudKitHTTPResponse(
+                status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+                body: Data(bytes.readableBytesView))
         } catch let error as IOError {
             throw ConnectionFailure(url: request.url, code: error.errnoCode, underlying: error)
         } catch let error as NIOConnectionError {
             // A host name: every address it resolved to was tried; refused when each refused.
             let codes = error.connectionErrors.map { ($0.error as? IOError)?.errnoCode }
-            let code = !codes.isEmpty && codes.allSatisfy({ $0 == ECONNREFUSED }) ? ECONNREFUSED : codes.compactMap { $0 }.first
+            let code =
+                !codes.isEmpty && codes.allSatisfy({ $0 == ECONNREFUSED })
+                ? ECONNREFUSED : codes.compactMap { $0 }.first
             throw ConnectionFailure(url: request.url, code: code, underlying: error)
         }
     }

@@ -1,9 +1,10 @@
 import Foundation
 import Records
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A small HTTP/1.1 server on a loopback port: persistent connections (until the client
@@ -42,38 +43,50 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// - Parameter host: the IPv4 address to listen on; 127.0.0.1 (this machine only) unless a
     ///   caller asks for another, such as 0.0.0.0 for every interface.
-    public init(port: Int = 0, host: String = "127.0.0.1", limits: Limits = Limits(), handler: @escaping Handler) throws {
+    public init(port: Int = 0, host: String = "127.0.0.1", limits: Limits = Limits(), handler: @escaping Handler) throws
+    {
         self.handler = handler
         self.limits = limits
         self.host = host
         guard (0...65535).contains(port) else { throw ServerError("\(port) is not a port (0 to 65535)") }
         var parsed = in_addr()
-        guard inet_pton(AF_INET, host, &parsed) == 1 else { throw ServerError("\(host) is not an IPv4 address to listen on") }
+        guard inet_pton(AF_INET, host, &parsed) == 1 else {
+            throw ServerError("\(host) is not an IPv4 address to listen on")
+        }
         #if canImport(Glibc)
-        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        let fd = Darwin.socket(AF_INET, SOCK_STREAM, 0)
+            let fd = Darwin.socket(AF_INET, SOCK_STREAM, 0)
         #endif
         guard fd >= 0 else { throw ServerError("cannot open a socket: \(String(cString: strerror(errno)))") }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         #if canImport(Darwin)
-        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
         #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr = parsed
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         guard bound == 0, listen(fd, 64) == 0 else {
             let inUse = errno == EADDRINUSE
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw ServerError("cannot listen on \(host):\(port): \(reason)"
-                + (inUse ? " (another program listens there, another ckport serve or cloud login perhaps: --port chooses another port)" : ""))
+            throw ServerError(
+                "cannot listen on \(host):\(port): \(reason)"
+                    + (inUse
+                        ? " (another program listens there, another ckport serve or cloud login perhaps: --port chooses another port)"
+                        : ""))
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         self.port = Int(UInt16(bigEndian: address.sin_port))
         socket = fd
     }
@@ -138,14 +151,17 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let requestLine = head[0].split(separator: " ")
             // An origin-form target only ("/path?query"): anything else is not for this server.
             guard requestLine.count >= 2, requestLine[1].hasPrefix("/"),
-                  let url = URL(string: "http://127.0.0.1:\(port)\(requestLine[1])") else {
-                _ = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8).withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                let url = URL(string: "http://127.0.0.1:\(port)\(requestLine[1])")
+            else {
+                _ = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                    .withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
                 return
             }
             var headers: [(name: String, value: String)] = []
             for line in head.dropFirst() where !line.isEmpty {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+                headers.append(
+                    (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
             }
             let length = Int(headers.first { $0.name.lowercased() == "content-length" }?.value ?? "0") ?? 0
             guard length >= 0, length <= limits.body else { return }
@@ -158,7 +174,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             buffer.removeFirst(headerEnd! + length)
             let closing = headers.contains { $0.name.lowercased() == "connection" && $0.value.lowercased() == "close" }
             let request = CloudKitHTTPRequest(method: String(requestLine[0]), url: url, headers: headers, body: body)
-            guard let response = try? handler(request) else { return }   // a dropped connection
+            guard let response = try? handler(request) else { return }  // a dropped connection
             let phrase = response.status < 300 ? "OK" : response.status < 400 ? "Found" : "Error"
             // A body in a file is sent from it a piece at a time (and the file removed after):
             // memory stays flat however large the body.
@@ -186,7 +202,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 }
                 return true
             }
-            guard send(Array((text + "\r\n").utf8) + (file >= 0 || request.method == "HEAD" ? [] : Array(response.body))) else { return }
+            guard
+                send(Array((text + "\r\n").utf8) + (file >= 0 || request.method == "HEAD" ? [] : Array(response.body)))
+            else { return }
             if file >= 0 && request.method != "HEAD" {
                 var piece = [UInt8](repeating: 0, count: 1 << 16)
                 while true {
@@ -231,7 +249,15 @@ final class LockedFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var flag = true
     var value: Bool {
-        get { lock.lock(); defer { lock.unlock() }; return flag }
-        set { lock.lock(); flag = newValue; lock.unlock() }
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return flag
+        }
+        set {
+            lock.lock()
+            flag = newValue
+            lock.unlock()
+        }
     }
 }

@@ -38,7 +38,10 @@ public struct ModifyBatcher: Sendable {
     /// The last batch, if any operations wait.
     public mutating func finish() -> [[UInt8]]? {
         guard !pending.isEmpty else { return nil }
-        defer { pending = []; pendingBytes = 0 }
+        defer {
+            pending = []
+            pendingBytes = 0
+        }
         return pending
     }
 }

@@ -44,7 +44,9 @@ public struct RetryPolicy: Sendable, Equatable {
     /// How long to wait before attempt `attempt + 1` after attempt `attempt` (1-based) failed
     /// with `failure`; nil when there is to be no further attempt. `random` gives a number
     /// in 0..<1 for the jitter.
-    public func delay(after attempt: Int, failure: Failure, random: () -> Double = { Double.random(in: 0..<1) }) -> Double? {
+    public func delay(after attempt: Int, failure: Failure, random: () -> Double = { Double.random(in: 0..<1) })
+        -> Double?
+    {
         guard attempt < maxAttempts else { return nil }
         let backoff = min(maxDelay, baseDelay * pow(2, Double(attempt - 1)))
         // Full jitter over the upper half: waits spread out, and never collapse to nothing.

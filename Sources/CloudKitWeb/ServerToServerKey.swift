@@ -16,7 +16,8 @@ public struct ServerToServerKey: Sendable {
     /// The key from PEM text: SEC 1 (`BEGIN EC PRIVATE KEY`) or PKCS #8 (`BEGIN PRIVATE KEY`).
     public init(keyID: String, pem: String, file: String = "the key") throws {
         guard !keyID.isEmpty, keyID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            throw CloudKitRequestError.unreadableKey(path: file, reason: "the key ID '\(keyID)' is not the dashboard's hexadecimal ID")
+            throw CloudKitRequestError.unreadableKey(
+                path: file, reason: "the key ID '\(keyID)' is not the dashboard's hexadecimal ID")
         }
         do {
             key = try P256.Signing.PrivateKey(pemRepresentation: pem)
@@ -42,7 +43,8 @@ public struct ServerToServerKey: Sendable {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
     }
 
     /// What the signature covers.
@@ -55,16 +57,19 @@ public struct ServerToServerKey: Sendable {
     public func headers(body: Data, path: String, date: Date = Date()) throws -> [(name: String, value: String)] {
         let dateText = ServerToServerKey.dateString(date)
         let signature = try key.signature(for: ServerToServerKey.message(date: dateText, body: body, path: path))
-        return [(ServerToServerKey.keyIDHeader, keyID), (ServerToServerKey.dateHeader, dateText),
-                (ServerToServerKey.signatureHeader, signature.derRepresentation.base64EncodedString())]
+        return [
+            (ServerToServerKey.keyIDHeader, keyID), (ServerToServerKey.dateHeader, dateText),
+            (ServerToServerKey.signatureHeader, signature.derRepresentation.base64EncodedString()),
+        ]
     }
 
     /// Whether `signature` (base64 DER) is `publicKey`'s signature of the request: how a server
     /// checks one.
     public static func verify(signature: String, publicKeyPEM: String, date: String, body: Data, path: String) -> Bool {
         guard let der = Data(base64Encoded: signature),
-              let parsed = try? P256.Signing.ECDSASignature(derRepresentation: der),
-              let publicKey = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM) else { return false }
+            let parsed = try? P256.Signing.ECDSASignature(derRepresentation: der),
+            let publicKey = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
+        else { return false }
         return publicKey.isValidSignature(parsed, for: message(date: date, body: body, path: path))
     }
 }

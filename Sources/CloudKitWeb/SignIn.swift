@@ -7,8 +7,12 @@ import Foundation
 /// the `ckWebAuthToken` query parameter. ``SignInCallback`` is that callback on a loopback port.
 public enum CloudKitSignIn {
     /// The URL where the person signs in, as CloudKit gives it.
-    public static func signInURL(database: CloudKitDatabase, apiToken: String, transport: CloudKitTransport) async throws -> String {
-        let client = try CloudKitClient(database: database, credentials: .apiToken(apiToken), transport: transport, policy: RetryPolicy(maxAttempts: 3))
+    public static func signInURL(database: CloudKitDatabase, apiToken: String, transport: CloudKitTransport)
+        async throws -> String
+    {
+        let client = try CloudKitClient(
+            database: database, credentials: .apiToken(apiToken), transport: transport,
+            policy: RetryPolicy(maxAttempts: 3))
         do {
             _ = try await client.send("users/current")
         } catch let error as CloudKitServerError where error.code == .authenticationRequired {
@@ -45,10 +49,14 @@ public final class SignInCallback: @unchecked Sendable {
         self.state = state
         let arrival = self.arrival
         let cookie = SignInCallback.cookie
-        server = try LoopbackHTTPServer(port: port, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)) { request in
+        server = try LoopbackHTTPServer(
+            port: port, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)
+        ) { request in
             func page(_ status: Int, _ text: String, headers: [(String, String)] = []) -> CloudKitHTTPResponse {
-                CloudKitHTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")] + headers,
-                                     body: Data((text + "\n").utf8))
+                CloudKitHTTPResponse(
+                    status: status,
+                    headers: [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")] + headers,
+                    body: Data((text + "\n").utf8))
             }
             // Only the loopback names: a page that points its own name at 127.0.0.1 says it.
             let host = request.header("Host") ?? ""
@@ -62,24 +70,42 @@ public final class SignInCallback: @unchecked Sendable {
                 guard items.first(where: { $0.name == "state" })?.value == state, let target = signInURL() else {
                     return page(404, "Not here.")
                 }
-                return CloudKitHTTPResponse(status: 302, headers: [
-                    ("Location", target), ("Cache-Control", "no-store"),
-                    ("Set-Cookie", "\(cookie)=\(state); Path=/; HttpOnly; SameSite=Lax; Max-Age=3600"),
-                ], body: Data())
+                return CloudKitHTTPResponse(
+                    status: 302,
+                    headers: [
+                        ("Location", target), ("Cache-Control", "no-store"),
+                        ("Set-Cookie", "\(cookie)=\(state); Path=/; HttpOnly; SameSite=Lax; Max-Age=3600"),
+                    ], body: Data())
             case path:
                 guard let token = items.first(where: { $0.name == "ckWebAuthToken" })?.value, !token.isEmpty else {
-                    return page(400, "No ckWebAuthToken came with this request: is the API token's sign-in callback set to URL Redirect?")
+                    return page(
+                        400,
+                        "No ckWebAuthToken came with this request: is the API token's sign-in callback set to URL Redirect?"
+                    )
                 }
-                let cookies = (request.header("Cookie") ?? "").split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-                guard SignInCallback.same(cookies.first { $0.hasPrefix(cookie + "=") }.map { String($0.dropFirst(cookie.count + 1)) } ?? "", state) else {
+                let cookies = (request.header("Cookie") ?? "").split(separator: ";").map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+                guard
+                    SignInCallback.same(
+                        cookies.first { $0.hasPrefix(cookie + "=") }.map { String($0.dropFirst(cookie.count + 1)) }
+                            ?? "", state)
+                else {
                     arrival.refused()
-                    return page(403, "This sign-in did not start from the address ckport printed: open that address in your browser.")
+                    return page(
+                        403,
+                        "This sign-in did not start from the address ckport printed: open that address in your browser."
+                    )
                 }
                 guard arrival.deliver(token) else {
                     return page(409, "ckport already has a different token from this sign-in; this one is refused.")
                 }
-                return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
-                                            body: Data("<!doctype html><title>ckport</title><p>Signed in. ckport has the token; you can close this page.</p>\n".utf8))
+                return CloudKitHTTPResponse(
+                    status: 200,
+                    headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
+                    body: Data(
+                        "<!doctype html><title>ckport</title><p>Signed in. ckport has the token; you can close this page.</p>\n"
+                            .utf8))
             default:
                 return page(404, "Not here.")
             }
@@ -88,7 +114,8 @@ public final class SignInCallback: @unchecked Sendable {
 
     /// Compares two strings in time that does not depend on where they differ.
     static func same(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
         guard x.count == y.count else { return false }
         return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }

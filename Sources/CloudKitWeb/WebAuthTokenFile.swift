@@ -1,9 +1,10 @@
 import Foundation
 import Records
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A web auth token file: the token on its first line, then what ckport knows of the sign-in
@@ -51,13 +52,19 @@ public final class WebAuthTokenFile: @unchecked Sendable {
 
         /// Reads a file's text; nil when its first line holds no token.
         public init?(text: String) {
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
             guard let first = lines.first, !first.isEmpty, !first.hasPrefix("#") else { return nil }
             token = first
             for line in lines.dropFirst() where line.hasPrefix("#") {
                 let body = line.dropFirst().trimmingCharacters(in: .whitespaces)
-                if body.hasPrefix("signed in:") { signedIn = WebAuthTokenFile.parse(String(body.dropFirst("signed in:".count))) }
-                if body.hasPrefix("last answer:") { lastAnswer = WebAuthTokenFile.parse(String(body.dropFirst("last answer:".count))) }
+                if body.hasPrefix("signed in:") {
+                    signedIn = WebAuthTokenFile.parse(String(body.dropFirst("signed in:".count)))
+                }
+                if body.hasPrefix("last answer:") {
+                    lastAnswer = WebAuthTokenFile.parse(String(body.dropFirst("last answer:".count)))
+                }
             }
         }
     }
@@ -130,16 +137,21 @@ public final class WebAuthTokenFile: @unchecked Sendable {
         let folder = url.deletingLastPathComponent().path
         if cleanUp { removeStale(beside: url) }
         var random = SystemRandomNumberGenerator()
-        let temporary = (folder.isEmpty ? "." : folder) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(random.next() as UInt64).tmp"
+        let temporary =
+            (folder.isEmpty ? "." : folder) + "/." + url.lastPathComponent
+            + ".ckport-\(getpid())-\(random.next() as UInt64).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw TokenFileError(path: path, reason: "cannot create a file beside it: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw TokenFileError(
+                path: path, reason: "cannot create a file beside it: \(String(cString: strerror(errno)))")
+        }
         let bytes = Array(contents.text.utf8)
         var written = 0
         while written < bytes.count {
             #if canImport(Glibc)
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
             #else
-            let n = bytes.withUnsafeBytes { Darwin.write(fd, $0.baseAddress! + written, bytes.count - written) }
+                let n = bytes.withUnsafeBytes { Darwin.write(fd, $0.baseAddress! + written, bytes.count - written) }
             #endif
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
@@ -177,7 +189,9 @@ public final class WebAuthTokenFile: @unchecked Sendable {
     static func removeStale(beside url: URL) {
         let folder = url.deletingLastPathComponent().path
         let prefix = "." + url.lastPathComponent + ".ckport-"
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.isEmpty ? "." : folder) else { return }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.isEmpty ? "." : folder) else {
+            return
+        }
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
             let digits = name.dropFirst(prefix.count).prefix { $0.isASCII && $0.isNumber }
             guard let pid = Int32(digits), pid > 0, pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }

@@ -76,7 +76,9 @@ public struct CompiledMigration: Sendable {
     }
 
     /// Checks `migration` against `schema` and works out the schema it leaves.
-    public init(_ migration: Migration, schema: Schema, latestVersion: Int, appendOnly: Set<String> = [], force: Bool = false) throws {
+    public init(
+        _ migration: Migration, schema: Schema, latestVersion: Int, appendOnly: Set<String> = [], force: Bool = false
+    ) throws {
         self.migration = migration
         self.latestVersion = latestVersion
         self.appendOnly = appendOnly
@@ -87,25 +89,38 @@ public struct CompiledMigration: Sendable {
         var sources: Set<String> = []
         var touched: Set<String> = []
         func fail(_ index: Int, _ message: String) -> MigrationError {
-            MigrationError(file: migration.file, line: migration.stepLines.indices.contains(index) && migration.stepLines[index] > 0 ? migration.stepLines[index] : nil,
-                           "\(migration.steps[index].kind): \(message)")
+            MigrationError(
+                file: migration.file,
+                line: migration.stepLines.indices.contains(index) && migration.stepLines[index] > 0
+                    ? migration.stepLines[index] : nil,
+                "\(migration.steps[index].kind): \(message)")
         }
         func typeIndex(_ name: String, _ index: Int) throws -> Int {
             guard let found = schema.recordTypes.firstIndex(where: { $0.name == name }) else {
-                throw fail(index, "the schema has no record type '\(name)' here (it has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+                throw fail(
+                    index,
+                    "the schema has no record type '\(name)' here (it has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))"
+                )
             }
             return found
         }
         func fieldIndex(_ name: String, in type: Int, _ index: Int) throws -> Int {
-            guard let found = schema.recordTypes[type].fields.firstIndex(where: { $0.name == name && !$0.isSystem }) else {
-                throw fail(index, "record type \(schema.recordTypes[type].name) has no field '\(name)' here (it has \(schema.recordTypes[type].userFields.map(\.name).joined(separator: ", ")))")
+            guard let found = schema.recordTypes[type].fields.firstIndex(where: { $0.name == name && !$0.isSystem })
+            else {
+                throw fail(
+                    index,
+                    "record type \(schema.recordTypes[type].name) has no field '\(name)' here (it has \(schema.recordTypes[type].userFields.map(\.name).joined(separator: ", ")))"
+                )
             }
             return found
         }
         func addField(_ field: FieldDefinition, to type: Int, _ index: Int) throws {
             if let existing = schema.recordTypes[type].field(named: field.name) {
                 guard existing.type == field.type else {
-                    throw fail(index, "\(schema.recordTypes[type].name).\(field.name) already exists as \(existing.type), not \(field.type)")
+                    throw fail(
+                        index,
+                        "\(schema.recordTypes[type].name).\(field.name) already exists as \(existing.type), not \(field.type)"
+                    )
                 }
                 return
             }
@@ -113,7 +128,9 @@ public struct CompiledMigration: Sendable {
             schema.recordTypes[type].fields.append(field)
         }
         func stampable(_ type: Int, _ index: Int) throws {
-            try addField(FieldDefinition(name: CompiledMigration.versionField, type: .int64, options: .queryable), to: type, index)
+            try addField(
+                FieldDefinition(name: CompiledMigration.versionField, type: .int64, options: .queryable), to: type,
+                index)
         }
         for (index, step) in migration.steps.enumerated() {
             var stepType: RecordTypeDefinition?
@@ -128,7 +145,9 @@ public struct CompiledMigration: Sendable {
             case .renameField(let typeName, let from, let to):
                 let t = try typeIndex(typeName, index)
                 let f = try fieldIndex(from, in: t, index)
-                if schema.recordTypes[t].field(named: to) != nil { throw fail(index, "\(typeName) already has a field '\(to)'") }
+                if schema.recordTypes[t].field(named: to) != nil {
+                    throw fail(index, "\(typeName) already has a field '\(to)'")
+                }
                 if let problem = Names.fieldNameProblem(to) { throw fail(index, problem) }
                 schema.recordTypes[t].fields[f].name = to
                 stepType = schema.recordTypes[t]
@@ -155,12 +174,20 @@ public struct CompiledMigration: Sendable {
             case .migrateRecordType(let from, let to, let fields, let drop, let template, let keepSource):
                 let s = try typeIndex(from, index)
                 let source = schema.recordTypes[s]
-                if keepSource && template == nil { throw fail(index, "keepSource: true needs a name template, since both records live on (name: v2-{recordName})") }
+                if keepSource && template == nil {
+                    throw fail(
+                        index,
+                        "keepSource: true needs a name template, since both records live on (name: v2-{recordName})")
+                }
                 for name in fields.keys.sorted() + drop.sorted() where source.field(named: name) == nil {
-                    throw fail(index, "record type \(from) has no field '\(name)' (it has \(source.userFields.map(\.name).joined(separator: ", ")))")
+                    throw fail(
+                        index,
+                        "record type \(from) has no field '\(name)' (it has \(source.userFields.map(\.name).joined(separator: ", ")))"
+                    )
                 }
                 if schema.recordType(named: to) == nil {
-                    schema.recordTypes.append(RecordTypeDefinition(name: to, fields: source.fields.filter(\.isSystem), grants: source.grants))
+                    schema.recordTypes.append(
+                        RecordTypeDefinition(name: to, fields: source.fields.filter(\.isSystem), grants: source.grants))
                 }
                 let t = try typeIndex(to, index)
                 for field in source.userFields where !drop.contains(field.name) {
@@ -182,7 +209,9 @@ public struct CompiledMigration: Sendable {
                     type = FieldValueJSON.inferType(of: json)
                 }
                 if schema.recordTypes[t].field(named: field) == nil {
-                    guard let type else { throw fail(index, "\(typeName) has no field '\(field)'; give its fieldType to add it") }
+                    guard let type else {
+                        throw fail(index, "\(typeName) has no field '\(field)'; give its fieldType to add it")
+                    }
                     try addField(FieldDefinition(name: field, type: type), to: t, index)
                 }
                 let definition = schema.recordTypes[t].field(named: field)!
@@ -198,7 +227,10 @@ public struct CompiledMigration: Sendable {
                     }
                 }
                 if let predicate {
-                    for name in predicate.fieldNames where !["recordName", "___createTime", "___modTime"].contains(name) && schema.recordTypes[t].field(named: name) == nil {
+                    for name in predicate.fieldNames
+                    where !["recordName", "___createTime", "___modTime"].contains(name)
+                        && schema.recordTypes[t].field(named: name) == nil
+                    {
                         throw fail(index, "where names '\(name)', which \(typeName) does not have")
                     }
                 }
@@ -216,16 +248,19 @@ public struct CompiledMigration: Sendable {
             }
             sources.formUnion(step.sourceTypes)
             touched.formUnion(step.sourceTypes)
-            compiled.append(CompiledStep(index: index, step: step, type: stepType, setValue: setValue, setType: setType))
+            compiled.append(
+                CompiledStep(index: index, step: step, type: stepType, setValue: setValue, setType: setType))
         }
         do {
-            _ = try SchemaParser.parse(SchemaPrinter.print(schema), file: "the schema after version \(migration.version)")
+            _ = try SchemaParser.parse(
+                SchemaPrinter.print(schema), file: "the schema after version \(migration.version)")
         } catch {
             throw MigrationError(file: migration.file, "leaves a schema CloudKit would not accept: \(error)")
         }
         steps = compiled
         places = migration.steps.indices.map { migration.place(ofStep: $0) }
-        stampedTypes = Set(schema.recordTypes.filter { $0.field(named: CompiledMigration.versionField) != nil }.map(\.name))
+        stampedTypes = Set(
+            schema.recordTypes.filter { $0.field(named: CompiledMigration.versionField) != nil }.map(\.name))
         schemaAfter = schema
         sourceTypes = sources
         touchedTypes = touched
@@ -330,7 +365,9 @@ public struct CompiledMigration: Sendable {
     public var renamingTypes: [String: (template: String, keepSource: Bool)] {
         var result: [String: (String, Bool)] = [:]
         for entry in steps {
-            if case .migrateRecordType(let from, _, _, _, let template?, let keep) = entry.step { result[from] = (template, keep) }
+            if case .migrateRecordType(let from, _, _, _, let template?, let keep) = entry.step {
+                result[from] = (template, keep)
+            }
         }
         return result
     }
@@ -363,15 +400,21 @@ public struct CompiledMigration: Sendable {
                     switch try apply(entry, to: &single) {
                     case .same: break
                     case .changed: changed = true
-                    case .replaced(let records): many = records; changed = true
+                    case .replaced(let records):
+                        many = records
+                        changed = true
                     }
                 } else {
                     var next: [Record] = []
                     for var item in many! {
                         switch try apply(entry, to: &item) {
                         case .same: next.append(item)
-                        case .changed: next.append(item); changed = true
-                        case .replaced(let records): next += records; changed = true
+                        case .changed:
+                            next.append(item)
+                            changed = true
+                        case .replaced(let records):
+                            next += records
+                            changed = true
                         }
                     }
                     many = next
@@ -379,25 +422,37 @@ public struct CompiledMigration: Sendable {
             } catch let failure as RecordFailure {
                 return .failed(failure)
             } catch {
-                return .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil,
-                                             step: places[entry.index], message: "\(error)"))
+                return .failed(
+                    RecordFailure(
+                        recordName: record.recordName, recordType: record.recordType, field: nil,
+                        step: places[entry.index], message: "\(error)"))
             }
         }
         // Which results are the record as it was, each compared once. One result, the usual
         // case, goes through without a list of them.
         func appendOnlyRefusal() -> RecordOutcome {
-            .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil, step: places.first ?? migration.file,
-                                  message: "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"))
+            .failed(
+                RecordFailure(
+                    recordName: record.recordName, recordType: record.recordType, field: nil,
+                    step: places.first ?? migration.file,
+                    message:
+                        "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"
+                ))
         }
         func repointFailure(_ error: any Error) -> RecordOutcome {
-            .failed(RecordFailure(recordName: record.recordName, recordType: record.recordType, field: nil,
-                                  step: places.first ?? migration.file, message: "the names of renamed records could not be read: \(error)"))
+            .failed(
+                RecordFailure(
+                    recordName: record.recordName, recordType: record.recordType, field: nil,
+                    step: places.first ?? migration.file,
+                    message: "the names of renamed records could not be read: \(error)"))
         }
         let version = FieldValue.int64(Int64(migration.version))
         guard var current = many else {
             // References to records that moved to new names follow them.
             if repoints {
-                do { if try repoint(&single, in: record.zone) { changed = true } } catch { return repointFailure(error) }
+                do { if try repoint(&single, in: record.zone) { changed = true } } catch {
+                    return repointFailure(error)
+                }
             }
             guard changed, single != record else { return .unchanged }
             if !appendOnly.isEmpty && appendOnly.contains(record.recordType) && !force { return appendOnlyRefusal() }
@@ -462,7 +517,9 @@ public struct CompiledMigration: Sendable {
 
     private func apply(_ entry: CompiledStep, to record: inout Record) throws -> StepEffect {
         func failure(_ field: String?, _ message: String) -> RecordFailure {
-            RecordFailure(recordName: record.recordName, recordType: record.recordType, field: field, step: places[entry.index], message: message)
+            RecordFailure(
+                recordName: record.recordName, recordType: record.recordType, field: field, step: places[entry.index],
+                message: message)
         }
         switch entry.step {
         case .addField(let type, let field, let defaultValue):
@@ -490,14 +547,17 @@ public struct CompiledMigration: Sendable {
         case .removeField(let type, let field, let purge):
             guard record.recordType == type, record.fields[field] != nil else { return .same }
             guard purge else {
-                throw failure(field, "holds a value, which removing the field would lose (purge: true removes the values too)")
+                throw failure(
+                    field, "holds a value, which removing the field would lose (purge: true removes the values too)")
             }
             record.fields[field] = nil
             return .changed
         case .migrateRecordType(let from, let to, let fields, let drop, let template, let keepSource):
             guard record.recordType == from else { return .same }
-            var migrated = Record(id: record.id, recordType: to, changeTag: record.changeTag, created: record.created, modified: record.modified,
-                                  parent: record.parent)
+            var migrated = Record(
+                id: record.id, recordType: to, changeTag: record.changeTag, created: record.created,
+                modified: record.modified,
+                parent: record.parent)
             // A share has one root: the new record takes it over, unless the old one stays.
             if !keepSource {
                 migrated.share = record.share
@@ -505,7 +565,10 @@ public struct CompiledMigration: Sendable {
             }
             if let template { migrated.id.recordName = CompiledMigration.name(template, record.recordName) }
             for (name, value) in record.fields where !drop.contains(name) && name != CompiledMigration.versionField {
-                guard let mapping = fields[name] else { migrated.fields[name] = value; continue }
+                guard let mapping = fields[name] else {
+                    migrated.fields[name] = value
+                    continue
+                }
                 if let conversion = mapping.conversion {
                     switch conversion.apply(value) {
                     case .success(let converted): migrated.fields[mapping.to] = converted

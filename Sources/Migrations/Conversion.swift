@@ -1,3 +1,4 @@
+import Foundation
 import Records
 
 extension Conversion {
@@ -15,7 +16,10 @@ extension Conversion {
             if let mapped = map[key] {
                 converted = .success(mapped)
             } else {
-                converted = .failure(ConversionProblem("\(Conversion.describe(value)) is not in the map (it has \(map.keys.sorted().joined(separator: ", ")))"))
+                converted = .failure(
+                    ConversionProblem(
+                        "\(Conversion.describe(value)) is not in the map (it has \(map.keys.sorted().joined(separator: ", ")))"
+                    ))
             }
         } else {
             converted = Conversion.builtIn(value, to: to)
@@ -59,7 +63,7 @@ extension Conversion {
         }
         switch (value, target.primitive) {
         case (.string, .string), (.int64, .int64), (.double, .double), (.timestamp, .timestamp), (.bytes, .bytes),
-             (.reference, .reference), (.asset, .asset), (.location, .location):
+            (.reference, .reference), (.asset, .asset), (.location, .location):
             return .success(value)
         case (.int64(let i), .string): return .success(.string(String(i)))
         case (.int64(let i), .double): return .success(.double(Double(i)))
@@ -70,17 +74,24 @@ extension Conversion {
             return .success(.int64(Int64(d)))
         case (.double(let d), .string): return .success(.string(keyText(.double(d))))
         case (.string(let s), .int64):
-            guard let i = Int64(s.trimmingCharacters(in: .whitespaces)) else { return fail("\(describe(value)) is not a whole number") }
+            guard let i = Int64(s.trimmingCharacters(in: .whitespaces)) else {
+                return fail("\(describe(value)) is not a whole number")
+            }
             return .success(.int64(i))
         case (.string(let s), .double):
-            guard let d = Double(s.trimmingCharacters(in: .whitespaces)) else { return fail("\(describe(value)) is not a number") }
+            guard let d = Double(s.trimmingCharacters(in: .whitespaces)) else {
+                return fail("\(describe(value)) is not a number")
+            }
             return .success(.double(d))
         case (.string(let s), .timestamp):
-            guard let t = ISO8601.parse(s.trimmingCharacters(in: .whitespaces)) else { return fail("\(describe(value)) is not an ISO 8601 time") }
+            guard let t = ISO8601.parse(s.trimmingCharacters(in: .whitespaces)) else {
+                return fail("\(describe(value)) is not an ISO 8601 time")
+            }
             return .success(.timestamp(t))
         case (.timestamp(let t), .string): return .success(.string(ISO8601.format(milliseconds: t)))
         default:
-            return fail("there is no built-in conversion from \(value.type) to \(target) (give a map, or a custom step)")
+            return fail(
+                "there is no built-in conversion from \(value.type) to \(target) (give a map, or a custom step)")
         }
     }
 }
@@ -93,5 +104,3 @@ public struct ConversionProblem: CKPortError, Sendable {
     public init(_ message: String) { self.message = message }
     public var description: String { message }
 }
-
-import Foundation

@@ -65,7 +65,9 @@ public indirect enum Expression: Sendable, Hashable, CustomStringConvertible {
             case .int64(let i): return .int(i)
             case .double(let d): return .double(d)
             case .timestamp(let t): return .timestamp(t)
-            default: throw ExpressionError(column: 0, message: "field '\(name)' is \(value.type), which expressions cannot compute with")
+            default:
+                throw ExpressionError(
+                    column: 0, message: "field '\(name)' is \(value.type), which expressions cannot compute with")
             }
         case .negate(let e):
             switch try e.evaluate(field) {
@@ -85,21 +87,39 @@ public indirect enum Expression: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static func apply(_ op: Character, _ x: ExpressionValue, _ y: ExpressionValue, in expression: Expression) throws(ExpressionError) -> ExpressionValue {
-        func fail(_ message: String) -> ExpressionError { ExpressionError(column: 0, message: "\(message) (in \(expression))") }
+    private static func apply(_ op: Character, _ x: ExpressionValue, _ y: ExpressionValue, in expression: Expression)
+        throws(ExpressionError) -> ExpressionValue
+    {
+        func fail(_ message: String) -> ExpressionError {
+            ExpressionError(column: 0, message: "\(message) (in \(expression))")
+        }
         if x == .null || y == .null { return .null }
         if op == "+", x.isText || y.isText { return .string(x.text + y.text) }
         switch (x, y) {
-        case let (.int(a), .int(b)):
+        case (.int(let a), .int(let b)):
             switch op {
-            case "+": let (r, o) = a.addingReportingOverflow(b); if o { throw fail("the sum overflows INT64") }; return .int(r)
-            case "-": let (r, o) = a.subtractingReportingOverflow(b); if o { throw fail("the difference overflows INT64") }; return .int(r)
-            case "*": let (r, o) = a.multipliedReportingOverflow(by: b); if o { throw fail("the product overflows INT64") }; return .int(r)
-            case "/": if b == 0 { throw fail("division by zero") }; return .int(a / b)
-            default: if b == 0 { throw fail("division by zero") }; return .int(a % b)
+            case "+":
+                let (r, o) = a.addingReportingOverflow(b)
+                if o { throw fail("the sum overflows INT64") }
+                return .int(r)
+            case "-":
+                let (r, o) = a.subtractingReportingOverflow(b)
+                if o { throw fail("the difference overflows INT64") }
+                return .int(r)
+            case "*":
+                let (r, o) = a.multipliedReportingOverflow(by: b)
+                if o { throw fail("the product overflows INT64") }
+                return .int(r)
+            case "/":
+                if b == 0 { throw fail("division by zero") }
+                return .int(a / b)
+            default:
+                if b == 0 { throw fail("division by zero") }
+                return .int(a % b)
             }
         case (.int, .double), (.double, .int), (.double, .double):
-            let a = x.number!, b = y.number!
+            let a = x.number!
+            let b = y.number!
             switch op {
             case "+": return .double(a + b)
             case "-": return .double(a - b)
@@ -107,17 +127,17 @@ public indirect enum Expression: Sendable, Hashable, CustomStringConvertible {
             case "/": return .double(a / b)
             default: return .double(a.truncatingRemainder(dividingBy: b))
             }
-        case let (.timestamp(t), .int(n)) where op == "+" || op == "-":
+        case (.timestamp(let t), .int(let n)) where op == "+" || op == "-":
             let (r, o) = op == "+" ? t.addingReportingOverflow(n) : t.subtractingReportingOverflow(n)
             if o { throw fail("the time overflows") }
             return .timestamp(r)
-        case let (.int(n), .timestamp(t)) where op == "+":
+        case (.int(let n), .timestamp(let t)) where op == "+":
             let (r, o) = t.addingReportingOverflow(n)
             if o { throw fail("the time overflows") }
             return .timestamp(r)
-        case let (.timestamp(t), .double(d)) where op == "+" || op == "-":
+        case (.timestamp(let t), .double(let d)) where op == "+" || op == "-":
             return .timestamp(op == "+" ? t + Int64(d.rounded()) : t - Int64(d.rounded()))
-        case let (.timestamp(a), .timestamp(b)) where op == "-":
+        case (.timestamp(let a), .timestamp(let b)) where op == "-":
             return .int(a &- b)
         default:
             throw fail("cannot compute \(x.kind) \(op) \(y.kind)")
@@ -174,7 +194,9 @@ public enum ExpressionValue: Sendable, Hashable {
 
     /// The value as a field of `type`, or nil for null.
     public func fieldValue(as type: FieldType) throws(ExpressionError) -> FieldValue? {
-        func fail() -> ExpressionError { ExpressionError(column: 0, message: "the result, \(kind) (\(text)), cannot be stored in a \(type) field") }
+        func fail() -> ExpressionError {
+            ExpressionError(column: 0, message: "the result, \(kind) (\(text)), cannot be stored in a \(type) field")
+        }
         guard !type.isList else { throw fail() }
         switch (self, type.primitive) {
         case (.null, _): return nil
@@ -214,12 +236,16 @@ private struct ExpressionParser {
 
     mutating func enter() throws(ExpressionError) {
         nesting += 1
-        if nesting > ExpressionParser.maxNesting { throw fail("the expression nests deeper than \(ExpressionParser.maxNesting) levels") }
+        if nesting > ExpressionParser.maxNesting {
+            throw fail("the expression nests deeper than \(ExpressionParser.maxNesting) levels")
+        }
     }
 
     mutating func countOperator() throws(ExpressionError) {
         operators += 1
-        if operators > ExpressionParser.maxOperators { throw fail("the expression has more than \(ExpressionParser.maxOperators) operators") }
+        if operators > ExpressionParser.maxOperators {
+            throw fail("the expression has more than \(ExpressionParser.maxOperators) operators")
+        }
     }
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -227,7 +253,9 @@ private struct ExpressionParser {
     func fail(_ message: String) -> ExpressionError { ExpressionError(column: index + 1, message: message) }
 
     mutating func skipSpaces() {
-        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D { index += 1 }
+        while index < bytes.count,
+            bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D
+        { index += 1 }
     }
 
     mutating func peek() -> UInt8? {
@@ -280,9 +308,15 @@ private struct ExpressionParser {
             index += 1
             var text: [UInt8] = []
             while true {
-                guard index < bytes.count else { throw fail("the text is not closed with \(Character(UnicodeScalar(c)))") }
+                guard index < bytes.count else {
+                    throw fail("the text is not closed with \(Character(UnicodeScalar(c)))")
+                }
                 if bytes[index] == c {
-                    if index + 1 < bytes.count, bytes[index + 1] == c { text.append(c); index += 2; continue }
+                    if index + 1 < bytes.count, bytes[index + 1] == c {
+                        text.append(c)
+                        index += 2
+                        continue
+                    }
                     index += 1
                     break
                 }
@@ -293,8 +327,10 @@ private struct ExpressionParser {
         }
         if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || c == UInt8(ascii: ".") {
             let start = index
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) || bytes[index] == UInt8(ascii: ".")
-                    || bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") { index += 1 }
+            while index < bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) || bytes[index] == UInt8(ascii: ".")
+                    || bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")
+            { index += 1 }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
             if let i = Int64(text) { return .literal(.int(i)) }
             if let d = Double(text) { return .literal(.double(d)) }
@@ -303,17 +339,25 @@ private struct ExpressionParser {
         }
         if isNameStart(c) {
             let start = index
-            while index < bytes.count, isNameStart(bytes[index]) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            while index < bytes.count,
+                isNameStart(bytes[index]) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
+            { index += 1 }
             let name = String(decoding: bytes[start..<index], as: UTF8.self)
             if peek() == UInt8(ascii: "(") {
-                guard name == "coalesce" else { index = start; throw fail("unknown function '\(name)' (there is coalesce)") }
+                guard name == "coalesce" else {
+                    index = start
+                    throw fail("unknown function '\(name)' (there is coalesce)")
+                }
                 try enter()
                 defer { nesting -= 1 }
                 index += 1
                 var items: [Expression] = []
                 while true {
                     items.append(try expression())
-                    if peek() == UInt8(ascii: ",") { index += 1; continue }
+                    if peek() == UInt8(ascii: ",") {
+                        index += 1
+                        continue
+                    }
                     guard peek() == UInt8(ascii: ")") else { throw fail("expected ',' or ')' in coalesce(…)") }
                     index += 1
                     break
@@ -327,6 +371,7 @@ private struct ExpressionParser {
     }
 
     func isNameStart(_ c: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c) || c == UInt8(ascii: "_")
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
+            || c == UInt8(ascii: "_")
     }
 }

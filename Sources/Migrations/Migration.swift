@@ -20,7 +20,10 @@ public struct Conversion: Sendable, Hashable {
     public var defaultValue: FieldValue?
     public var onError: ConversionFailure
 
-    public init(to: FieldType, map: [String: FieldValue]? = nil, defaultValue: FieldValue? = nil, onError: ConversionFailure = .fail) {
+    public init(
+        to: FieldType, map: [String: FieldValue]? = nil, defaultValue: FieldValue? = nil,
+        onError: ConversionFailure = .fail
+    ) {
         self.to = to
         self.map = map
         self.defaultValue = defaultValue
@@ -48,8 +51,10 @@ public struct CustomStep: Sendable {
     /// The record as it should be, or nil to delete it.
     public var transform: @Sendable (Record) throws -> Record?
 
-    public init(name: String, recordTypes: [String], schema: @escaping @Sendable (inout Schema) throws -> Void = { _ in },
-                transform: @escaping @Sendable (Record) throws -> Record?) {
+    public init(
+        name: String, recordTypes: [String], schema: @escaping @Sendable (inout Schema) throws -> Void = { _ in },
+        transform: @escaping @Sendable (Record) throws -> Record?
+    ) {
         self.name = name
         self.recordTypes = recordTypes
         self.schema = schema
@@ -66,8 +71,9 @@ public enum MigrationStep: Sendable {
     case removeField(type: String, field: String, purge: Bool)
     /// Records of `from` become records of `to`: fields renamed (and converted) by `fields`,
     /// the others copied under their own names unless listed in `drop`.
-    case migrateRecordType(from: String, to: String, fields: [String: RecordTypeFieldMapping], drop: Set<String>,
-                           nameTemplate: String?, keepSource: Bool)
+    case migrateRecordType(
+        from: String, to: String, fields: [String: RecordTypeFieldMapping], drop: Set<String>,
+        nameTemplate: String?, keepSource: Bool)
     case setField(type: String, field: String, value: SetValue, fieldType: FieldType?, where: RecordPredicate?)
     case deleteRecords(type: String, where: RecordPredicate?)
     case custom(CustomStep)
@@ -89,8 +95,9 @@ public enum MigrationStep: Sendable {
     /// The record types whose records the step reads.
     public var sourceTypes: [String] {
         switch self {
-        case .addField(let type, _, _), .renameField(let type, _, _), .changeType(let type, _, _, _), .removeField(let type, _, _),
-             .setField(let type, _, _, _, _), .deleteRecords(let type, _):
+        case .addField(let type, _, _), .renameField(let type, _, _), .changeType(let type, _, _, _),
+            .removeField(let type, _, _),
+            .setField(let type, _, _, _, _), .deleteRecords(let type, _):
             return [type]
         case .migrateRecordType(let from, _, _, _, _, _): return [from]
         case .custom(let step): return step.recordTypes
@@ -128,7 +135,10 @@ public struct Migration: Sendable {
     /// SHA-256 (hex) of the file's bytes.
     public var checksum: String
 
-    public init(version: Int, description: String, steps: [MigrationStep], file: String = "", stepLines: [Int] = [], checksum: String = "") {
+    public init(
+        version: Int, description: String, steps: [MigrationStep], file: String = "", stepLines: [Int] = [],
+        checksum: String = ""
+    ) {
         self.version = version
         self.description = description
         self.steps = steps

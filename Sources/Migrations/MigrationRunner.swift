@@ -42,8 +42,12 @@ public struct MigrationReport: Sendable {
 
     public var totals: MigrationCounts {
         counts.values.reduce(into: MigrationCounts()) { total, c in
-            total.scanned += c.scanned; total.changed += c.changed; total.unchanged += c.unchanged
-            total.failed += c.failed; total.deleted += c.deleted; total.future += c.future
+            total.scanned += c.scanned
+            total.changed += c.changed
+            total.unchanged += c.unchanged
+            total.failed += c.failed
+            total.deleted += c.deleted
+            total.future += c.future
         }
     }
 }
@@ -101,28 +105,41 @@ public final class MigrationRunner {
         let files = Dictionary(set.migrations.map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
         for entry in history {
             guard let migration = files[entry.version] else {
-                problems.append("migration \(entry.version) (\(entry.file)) was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) but is not in \(set.directory): put the file back")
+                problems.append(
+                    "migration \(entry.version) (\(entry.file)) was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) but is not in \(set.directory): put the file back"
+                )
                 continue
             }
             if migration.checksum != entry.checksum && !repair {
-                problems.append("\(migration.file) was edited after it was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) (SHA-256 \(entry.checksum.prefix(12))… then, \(migration.checksum.prefix(12))… now): undo the edit and write a new migration, \(Wording.repairHistory.text)")
+                problems.append(
+                    "\(migration.file) was edited after it was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) (SHA-256 \(entry.checksum.prefix(12))… then, \(migration.checksum.prefix(12))… now): undo the edit and write a new migration, \(Wording.repairHistory.text)"
+                )
             }
         }
         let appliedVersions = Set(history.map(\.version))
         let newest = history.map(\.version).max() ?? 0
-        for migration in set.migrations where migration.version < newest && !appliedVersions.contains(migration.version) {
-            problems.append("\(migration.file) (version \(migration.version)) was never applied, but version \(newest) was: migrations run in order, so renumber it to \(String(format: "%04d", set.latestVersion + 1)) or later")
+        for migration in set.migrations where migration.version < newest && !appliedVersions.contains(migration.version)
+        {
+            problems.append(
+                "\(migration.file) (version \(migration.version)) was never applied, but version \(newest) was: migrations run in order, so renumber it to \(String(format: "%04d", set.latestVersion + 1)) or later"
+            )
         }
-        return MigrationStatus(set: set.name, applied: history, pending: set.migrations.filter { $0.version > newest }, problems: problems)
+        return MigrationStatus(
+            set: set.name, applied: history, pending: set.migrations.filter { $0.version > newest }, problems: problems)
     }
 
     private func pending(upTo target: Int?, _ status: MigrationStatus) throws -> [Migration] {
         guard status.problems.isEmpty else { throw MigrationError(status.problems.joined(separator: "\n")) }
         if let target {
             guard target >= status.currentVersion else {
-                throw MigrationError("the store is at version \(status.currentVersion); migrating down to \(target) is not something migrations do (restore a backup instead)")
+                throw MigrationError(
+                    "the store is at version \(status.currentVersion); migrating down to \(target) is not something migrations do (restore a backup instead)"
+                )
             }
-            guard target <= set.latestVersion else { throw MigrationError("there is no version \(target) in \(set.directory) (the newest is \(set.latestVersion))") }
+            guard target <= set.latestVersion else {
+                throw MigrationError(
+                    "there is no version \(target) in \(set.directory) (the newest is \(set.latestVersion))")
+            }
             return status.pending.filter { $0.version <= target }
         }
         return status.pending
@@ -135,7 +152,10 @@ public final class MigrationRunner {
         for type in compiled.renamingTypes.keys.sorted() where session.schema.recordType(named: type) != nil {
             try session.forEach(RecordQuery(recordTypes: [type])) { record in
                 guard case .changed(let results) = compiled.migrate(record) else { return }
-                for item in results where item.recordName != record.recordName && item.fields[CompiledMigration.migratedFromField] == .string(record.recordName) {
+                for item in results
+                where item.recordName != record.recordName
+                    && item.fields[CompiledMigration.migratedFromField] == .string(record.recordName)
+                {
                     try result.set(record.recordName, to: item.recordName, in: record.zone)
                 }
             }
@@ -145,7 +165,9 @@ public final class MigrationRunner {
 
     /// The same, for a migration that runs after `earlier` ones: each stored record is taken
     /// through those first.
-    private func renamedNames(_ compiled: CompiledMigration, after earlier: [CompiledMigration], _ session: any RecordSession) throws -> NameMap {
+    private func renamedNames(
+        _ compiled: CompiledMigration, after earlier: [CompiledMigration], _ session: any RecordSession
+    ) throws -> NameMap {
         let result = NameMap(memoryLimit: renamesHeldInMemory)
         guard !compiled.renamingTypes.isEmpty else { return result }
         for type in session.schema.recordTypes.map(\.name).sorted() {
@@ -159,7 +181,10 @@ public final class MigrationRunner {
                 }
                 for item in items where compiled.renamingTypes[item.recordType] != nil {
                     guard case .changed(let results) = compiled.migrate(item) else { continue }
-                    for moved in results where moved.recordName != item.recordName && moved.fields[CompiledMigration.migratedFromField] == .string(item.recordName) {
+                    for moved in results
+                    where moved.recordName != item.recordName
+                        && moved.fields[CompiledMigration.migratedFromField] == .string(item.recordName)
+                    {
                         try result.set(item.recordName, to: moved.recordName, in: item.zone)
                     }
                 }
@@ -182,16 +207,21 @@ public final class MigrationRunner {
             var compiled: [CompiledMigration] = []
             var schema = session.schema
             for migration in migrations {
-                var next = try CompiledMigration(migration, schema: schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
+                var next = try CompiledMigration(
+                    migration, schema: schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly,
+                    force: force)
                 // Records that a later migration renames are found as the migrations before it
                 // will have left them (one extra pass over the store for such a migration).
-                next.renamed = compiled.isEmpty ? try renamedNames(next, session) : try renamedNames(next, after: compiled, session)
+                next.renamed =
+                    compiled.isEmpty
+                    ? try renamedNames(next, session) : try renamedNames(next, after: compiled, session)
                 compiled.append(next)
                 schema = next.schemaAfter
             }
             var reports = compiled.map { c in
-                MigrationReport(version: c.migration.version, description: c.migration.description, file: c.migration.file,
-                                schemaChanges: SchemaChange(from: c.schemaBefore, to: c.schemaAfter).summary)
+                MigrationReport(
+                    version: c.migration.version, description: c.migration.description, file: c.migration.file,
+                    schemaChanges: SchemaChange(from: c.schemaBefore, to: c.schemaAfter).summary)
             }
             var readTypes = Set<String>()
             for c in compiled {
@@ -207,7 +237,10 @@ public final class MigrationRunner {
                     for (index, c) in compiled.enumerated() {
                         var outputs: [Record] = []
                         for item in inputs {
-                            guard c.sourceTypes.contains(item.recordType) || c.repoints else { outputs.append(item); continue }
+                            guard c.sourceTypes.contains(item.recordType) || c.repoints else {
+                                outputs.append(item)
+                                continue
+                            }
                             let outcome = c.migrate(item)
                             var counts = reports[index].counts[item.recordType, default: MigrationCounts()]
                             counts.scanned += 1
@@ -217,16 +250,24 @@ public final class MigrationRunner {
                                 outputs.append(item)
                             case .future:
                                 counts.future += 1
-                                if reports[index].futureExamples.count < 5 { reports[index].futureExamples.append(item.recordName) }
+                                if reports[index].futureExamples.count < 5 {
+                                    reports[index].futureExamples.append(item.recordName)
+                                }
                                 outputs.append(item)
                             case .changed(let results):
                                 counts.changed += 1
-                                if !results.contains(where: { $0.recordName == item.recordName }) { counts.deleted += 1 }
-                                if reports[index].diffs.count < diffLimit { reports[index].diffs.append(MigrationRunner.diff(item, results)) }
+                                if !results.contains(where: { $0.recordName == item.recordName }) {
+                                    counts.deleted += 1
+                                }
+                                if reports[index].diffs.count < diffLimit {
+                                    reports[index].diffs.append(MigrationRunner.diff(item, results))
+                                }
                                 outputs += results
                             case .failed(let failure):
                                 counts.failed += 1
-                                if reports[index].failures.count < max(diffLimit, 20) { reports[index].failures.append(failure) }
+                                if reports[index].failures.count < max(diffLimit, 20) {
+                                    reports[index].failures.append(failure)
+                                }
                                 outputs.append(item)
                             }
                             reports[index].counts[item.recordType] = counts
@@ -248,14 +289,18 @@ public final class MigrationRunner {
     ///   the place for a safety backup: it sees exactly the state the migration starts from,
     ///   and no other process can write in between.
     @discardableResult
-    public func apply(to target: Int? = nil, beforeFirst: ((any RecordSession) throws -> Void)? = nil) throws -> [MigrationReport] {
+    public func apply(to target: Int? = nil, beforeFirst: ((any RecordSession) throws -> Void)? = nil) throws
+        -> [MigrationReport]
+    {
         let history = try store.readSession { try $0.migrationHistory(set: set.name) }
         let current = status(history)
         let migrations = try pending(upTo: target, current)
         if repair {
             try store.writeSession { session in
                 for var entry in history {
-                    guard let migration = set.migrations.first(where: { $0.version == entry.version }), migration.checksum != entry.checksum else { continue }
+                    guard let migration = set.migrations.first(where: { $0.version == entry.version }),
+                        migration.checksum != entry.checksum
+                    else { continue }
                     entry.checksum = migration.checksum
                     try session.recordMigration(entry)
                 }
@@ -265,11 +310,14 @@ public final class MigrationRunner {
         for migration in migrations {
             let started = Date()
             let report = try store.writeSession(schema: .changes) { session -> MigrationReport in
-                var compiled = try CompiledMigration(migration, schema: session.schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly, force: force)
+                var compiled = try CompiledMigration(
+                    migration, schema: session.schema, latestVersion: set.latestVersion, appendOnly: set.appendOnly,
+                    force: force)
                 compiled.renamed = try renamedNames(compiled, session)
                 if migration.version == migrations.first?.version { try beforeFirst?(session) }
-                var report = MigrationReport(version: migration.version, description: migration.description, file: migration.file,
-                                             schemaChanges: SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter).summary)
+                var report = MigrationReport(
+                    version: migration.version, description: migration.description, file: migration.file,
+                    schemaChanges: SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter).summary)
                 var types = compiled.sourceTypes.union(compiled.touchedTypes)
                 if compiled.repoints { types.formUnion(MigrationRunner.referenceTypes(compiled.schemaBefore)) }
                 var read = 0
@@ -282,7 +330,10 @@ public final class MigrationRunner {
                 }
                 var lastType: String?
                 var readsLastType = false
-                enum Counted { case unchanged, future, changed(deleted: Bool) }
+                enum Counted {
+                    case unchanged, future
+                    case changed(deleted: Bool)
+                }
                 /// Counts one record of `type` the migration read.
                 func count(_ type: String, _ recordName: String, _ counted: Counted) {
                     if tally?.type != type {
@@ -324,7 +375,9 @@ public final class MigrationRunner {
                         count(record.recordType, record.recordName, .future)
                         return nil
                     case .changed(let results):
-                        count(record.recordType, record.recordName, .changed(deleted: !results.contains(where: { $0.recordName == record.recordName })))
+                        count(
+                            record.recordType, record.recordName,
+                            .changed(deleted: !results.contains(where: { $0.recordName == record.recordName })))
                         return results
                     case .failed(let failure):
                         throw failure
@@ -351,19 +404,26 @@ public final class MigrationRunner {
                     }
                 }
                 let change = SchemaChange(from: compiled.schemaBefore, to: compiled.schemaAfter)
-                let changedTypes = Set(change.addedFields.map(\.type) + change.removedFields.map(\.type) + change.retypedFields.map(\.type)
-                                       + change.reindexedFields.map(\.type) + change.regrantedTypes)
+                let changedTypes = Set(
+                    change.addedFields.map(\.type) + change.removedFields.map(\.type) + change.retypedFields.map(\.type)
+                        + change.reindexedFields.map(\.type) + change.regrantedTypes)
                 let renames = compiled.renames
                 let writes = compiled.writes
                 let reads = compiled.reads
                 let present = compiled.sourceTypes.filter { session.schema.recordType(named: $0) != nil }
-                if inPlace && compiled.canRunInPlace && !compiled.repoints && change.addedTypes.isEmpty && change.removedTypes.isEmpty
+                if inPlace && compiled.canRunInPlace && !compiled.repoints && change.addedTypes.isEmpty
+                    && change.removedTypes.isEmpty
                     && changedTypes.isSubset(of: present)
-                    && present.allSatisfy({ session.canUpdateInPlace(type: $0, into: compiled.schemaAfter, renames: renames[$0] ?? [:]) }) {
+                    && present.allSatisfy({
+                        session.canUpdateInPlace(type: $0, into: compiled.schemaAfter, renames: renames[$0] ?? [:])
+                    })
+                {
                     for type in present.sorted() {
                         let reads = reads.map { $0[type] ?? [] }
-                        try session.updateInPlace(type: type, into: compiled.schemaAfter, renames: renames[type] ?? [:], writes: writes[type] ?? [],
-                                                  reads: reads, byValues: reads == nil ? nil : byValues(type), transform)
+                        try session.updateInPlace(
+                            type: type, into: compiled.schemaAfter, renames: renames[type] ?? [:],
+                            writes: writes[type] ?? [],
+                            reads: reads, byValues: reads == nil ? nil : byValues(type), transform)
                     }
                     guard session.schema.isEquivalent(to: compiled.schemaAfter) else {
                         throw StoreError.corrupt("migrating in place did not leave the schema the migration describes")
@@ -373,11 +433,13 @@ public final class MigrationRunner {
                 }
                 settleTally()
                 report.durationMilliseconds = Int64(Date().timeIntervalSince(started) * 1000)
-                try session.recordMigration(MigrationHistoryEntry(
-                    set: set.name, version: migration.version, description: migration.description,
-                    file: (migration.file as NSString).lastPathComponent, checksum: migration.checksum,
-                    appliedAt: Int64(Date().timeIntervalSince1970 * 1000), durationMilliseconds: report.durationMilliseconds,
-                    recordsChanged: report.totals.changed))
+                try session.recordMigration(
+                    MigrationHistoryEntry(
+                        set: set.name, version: migration.version, description: migration.description,
+                        file: (migration.file as NSString).lastPathComponent, checksum: migration.checksum,
+                        appliedAt: Int64(Date().timeIntervalSince1970 * 1000),
+                        durationMilliseconds: report.durationMilliseconds,
+                        recordsChanged: report.totals.changed))
                 return report
             }
             reports.append(report)
@@ -394,16 +456,20 @@ public final class MigrationRunner {
             if result.recordName != before.recordName || result.recordType != before.recordType {
                 lines.append("→ \(result.recordType) \(result.recordName)")
             }
-            let names = Set(before.fields.map(\.name)).union(result.fields.map(\.name)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            let names = Set(before.fields.map(\.name)).union(result.fields.map(\.name)).sorted {
+                $0.utf8.lexicographicallyPrecedes($1.utf8)
+            }
             for name in names {
-                let old = before.fields[name], new = result.fields[name]
+                let old = before.fields[name]
+                let new = result.fields[name]
                 if old == new { continue }
                 if let old { lines.append("- \(name): \(text(old))") }
                 if let new { lines.append("+ \(name): \(text(new))") }
             }
         }
-        return RecordDiff(recordName: before.recordName, recordType: before.recordType, zoneName: before.zone.zoneName, lines: lines,
-                          scope: before.zone.scope.rawValue, ownerRecordName: before.zone.ownerRecordName)
+        return RecordDiff(
+            recordName: before.recordName, recordType: before.recordType, zoneName: before.zone.zoneName, lines: lines,
+            scope: before.zone.scope.rawValue, ownerRecordName: before.zone.ownerRecordName)
     }
 
     static func text(_ value: FieldValue) -> String {

@@ -42,18 +42,25 @@ public struct MigrationSet: Sendable {
         let custom = Dictionary(customSteps.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for name in names where name.hasSuffix(".yaml") || name.hasSuffix(".yml") {
             let path = (directory as NSString).appendingPathComponent(name)
-            guard let data = FileManager.default.contents(atPath: path) else { throw MigrationError(file: path, "cannot be read") }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw MigrationError(file: path, "cannot be read")
+            }
             if name == "set.yaml" || name == "set.yml" {
-                appendOnly = try MigrationFileReader(file: path, custom: custom).readSet(String(decoding: data, as: UTF8.self))
+                appendOnly = try MigrationFileReader(file: path, custom: custom).readSet(
+                    String(decoding: data, as: UTF8.self))
                 continue
             }
             let digits = name.prefix { $0.isNumber }
             guard !digits.isEmpty, name.dropFirst(digits.count).first == "_" else {
-                throw MigrationError(file: path, "a migration file is named NNNN_description.yaml (e.g. 0002_rename_body.yaml)")
+                throw MigrationError(
+                    file: path, "a migration file is named NNNN_description.yaml (e.g. 0002_rename_body.yaml)")
             }
-            var migration = try MigrationFileReader(file: path, custom: custom).readMigration(String(decoding: data, as: UTF8.self))
+            var migration = try MigrationFileReader(file: path, custom: custom).readMigration(
+                String(decoding: data, as: UTF8.self))
             guard migration.version == Int(digits) else {
-                throw MigrationError(file: path, "says version \(migration.version), but its name says \(Int(digits) ?? -1); make them agree")
+                throw MigrationError(
+                    file: path,
+                    "says version \(migration.version), but its name says \(Int(digits) ?? -1); make them agree")
             }
             migration.checksum = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
             migrations.append(migration)
@@ -61,15 +68,21 @@ public struct MigrationSet: Sendable {
         migrations.sort { $0.version < $1.version }
         for (previous, next) in zip(migrations, migrations.dropFirst()) {
             if next.version == previous.version {
-                throw MigrationError(file: next.file, "has version \(next.version), as \(previous.file) does; each version is one file")
+                throw MigrationError(
+                    file: next.file, "has version \(next.version), as \(previous.file) does; each version is one file")
             }
             if next.version != previous.version + 1 {
-                let missing = (previous.version + 1..<next.version).map { String(format: "%04d", $0) }.joined(separator: ", ")
-                throw MigrationError(file: next.file, "follows version \(previous.version): \(missing) is missing (add it, or renumber the files after it)")
+                let missing = (previous.version + 1..<next.version).map { String(format: "%04d", $0) }.joined(
+                    separator: ", ")
+                throw MigrationError(
+                    file: next.file,
+                    "follows version \(previous.version): \(missing) is missing (add it, or renumber the files after it)"
+                )
             }
         }
         if let first = migrations.first, first.version != 1 {
-            throw MigrationError(file: first.file, "the first migration must be version 1 (0001_…), found \(first.version)")
+            throw MigrationError(
+                file: first.file, "the first migration must be version 1 (0001_…), found \(first.version)")
         }
         let name = URL(fileURLWithPath: directory).standardized.lastPathComponent
         return MigrationSet(name: name, directory: directory, migrations: migrations, appendOnly: appendOnly)
@@ -91,7 +104,9 @@ struct MigrationFileReader {
             throw MigrationError(file: file, "is not valid YAML: \(error)")
         }
         guard let node else { throw MigrationError(file: file, "is empty") }
-        guard let mapping = node.mapping else { throw fail(node, "must be a mapping with version, description and steps") }
+        guard let mapping = node.mapping else {
+            throw fail(node, "must be a mapping with version, description and steps")
+        }
         return mapping
     }
 
@@ -105,14 +120,18 @@ struct MigrationFileReader {
     func readMigration(_ text: String) throws -> Migration {
         let top = try root(text)
         try keys(top, ["version", "description", "steps"], "a migration")
-        guard let versionNode = top["version"], let version = versionNode.int, versionNode.scalar?.style == .plain, version > 0 else {
+        guard let versionNode = top["version"], let version = versionNode.int, versionNode.scalar?.style == .plain,
+            version > 0
+        else {
             throw fail(top["version"], "needs version: a whole number above 0")
         }
         let description = try top["description"].map { try string($0, "description") } ?? ""
         var steps: [MigrationStep] = []
         var lines: [Int] = []
         if let stepsNode = top["steps"], stepsNode.scalar?.string != "" || stepsNode.sequence != nil {
-            guard let list = stepsNode.sequence else { throw fail(stepsNode, "steps must be a list (- renameField: {…})") }
+            guard let list = stepsNode.sequence else {
+                throw fail(stepsNode, "steps must be a list (- renameField: {…})")
+            }
             for node in list {
                 steps.append(try step(node))
                 lines.append(node.mark?.line ?? 0)
@@ -124,11 +143,19 @@ struct MigrationFileReader {
     // MARK: Steps
 
     func step(_ node: Node) throws -> MigrationStep {
-        guard let mapping = node.mapping, mapping.count == 1, let (kindNode, body) = mapping.first, let kind = kindNode.string else {
-            throw fail(node, "a step is one kind with its settings, e.g. - renameField: {type: Note, from: body, to: content}")
+        guard let mapping = node.mapping, mapping.count == 1, let (kindNode, body) = mapping.first,
+            let kind = kindNode.string
+        else {
+            throw fail(
+                node, "a step is one kind with its settings, e.g. - renameField: {type: Note, from: body, to: content}")
         }
-        let kinds = ["addField", "renameField", "changeType", "removeField", "migrateRecordType", "setField", "deleteRecords", "custom"]
-        guard kinds.contains(kind) else { throw fail(kindNode, "unknown step '\(kind)' (steps: \(kinds.joined(separator: ", ")))") }
+        let kinds = [
+            "addField", "renameField", "changeType", "removeField", "migrateRecordType", "setField", "deleteRecords",
+            "custom",
+        ]
+        guard kinds.contains(kind) else {
+            throw fail(kindNode, "unknown step '\(kind)' (steps: \(kinds.joined(separator: ", ")))")
+        }
         guard let settings = body.mapping else { throw fail(body, "\(kind) needs its settings as a mapping") }
         func text(_ key: String) throws -> String {
             guard let value = settings[key] else { throw fail(body, "\(kind) needs '\(key)'") }
@@ -152,7 +179,9 @@ struct MigrationFileReader {
         case "changeType":
             try keys(settings, ["type", "field", "to", "map", "into", "default", "onError"], kind)
             let target = try fieldDefinition("x", try text("to"), settings["to"]).type
-            return .changeType(type: try text("type"), field: try text("field"), conversion: try conversion(settings, to: target), into: try optionalText("into"))
+            return .changeType(
+                type: try text("type"), field: try text("field"), conversion: try conversion(settings, to: target),
+                into: try optionalText("into"))
         case "removeField":
             try keys(settings, ["type", "field", "purge"], kind)
             return .removeField(type: try text("type"), field: try text("field"), purge: try flag("purge") ?? false)
@@ -160,7 +189,9 @@ struct MigrationFileReader {
             try keys(settings, ["from", "to", "fields", "drop", "name", "keepSource"], kind)
             var fields: [String: RecordTypeFieldMapping] = [:]
             if let node = settings["fields"] {
-                guard let map = node.mapping else { throw fail(node, "fields maps old names to new ones: {body: content}") }
+                guard let map = node.mapping else {
+                    throw fail(node, "fields maps old names to new ones: {body: content}")
+                }
                 for (key, target) in map {
                     guard let from = key.string else { throw fail(key, "a field name") }
                     if let name = target.string, target.scalar != nil {
@@ -170,7 +201,8 @@ struct MigrationFileReader {
                         guard let toNode = spec["to"] else { throw fail(target, "needs 'to': the new field's name") }
                         var conversion: Conversion?
                         if let typeNode = spec["type"] {
-                            conversion = try self.conversion(spec, to: try fieldDefinition("x", try string(typeNode, "type"), typeNode).type)
+                            conversion = try self.conversion(
+                                spec, to: try fieldDefinition("x", try string(typeNode, "type"), typeNode).type)
                         }
                         fields[from] = RecordTypeFieldMapping(to: try string(toNode, "to"), conversion: conversion)
                     } else {
@@ -183,21 +215,28 @@ struct MigrationFileReader {
             if let template, !template.contains("{recordName}") {
                 throw fail(settings["name"], "name is a template holding {recordName}, e.g. v2-{recordName}")
             }
-            return .migrateRecordType(from: try text("from"), to: try text("to"), fields: fields, drop: drop,
-                                      nameTemplate: template, keepSource: try flag("keepSource") ?? false)
+            return .migrateRecordType(
+                from: try text("from"), to: try text("to"), fields: fields, drop: drop,
+                nameTemplate: template, keepSource: try flag("keepSource") ?? false)
         case "setField":
             try keys(settings, ["type", "field", "value", "expression", "fieldType", "where"], kind)
             let value: SetValue
             switch (settings["value"], settings["expression"]) {
             case (let constant?, nil): value = .constant(try json(constant))
             case (nil, let expression?):
-                do { value = .expression(try Expression.parse(try string(expression, "expression"))) } catch let error as ExpressionError {
+                do { value = .expression(try Expression.parse(try string(expression, "expression"))) } catch let error
+                    as ExpressionError
+                {
                     throw fail(expression, "expression: \(error)")
                 }
             default: throw fail(body, "setField needs either value or expression")
             }
-            let fieldType = try optionalText("fieldType").map { try fieldDefinition("x", $0, settings["fieldType"]).type }
-            return .setField(type: try text("type"), field: try text("field"), value: value, fieldType: fieldType, where: try predicate(settings["where"]))
+            let fieldType = try optionalText("fieldType").map {
+                try fieldDefinition("x", $0, settings["fieldType"]).type
+            }
+            return .setField(
+                type: try text("type"), field: try text("field"), value: value, fieldType: fieldType,
+                where: try predicate(settings["where"]))
         case "deleteRecords":
             try keys(settings, ["type", "where"], kind)
             return .deleteRecords(type: try text("type"), where: try predicate(settings["where"]))
@@ -205,7 +244,10 @@ struct MigrationFileReader {
             try keys(settings, ["name"], kind)
             let name = try text("name")
             guard let step = custom[name] else {
-                throw fail(settings["name"], "no custom step '\(name)' is registered (register it through the library: MigrationSet.load(directory:customSteps:))")
+                throw fail(
+                    settings["name"],
+                    "no custom step '\(name)' is registered (register it through the library: MigrationSet.load(directory:customSteps:))"
+                )
             }
             return .custom(step)
         }
@@ -214,7 +256,9 @@ struct MigrationFileReader {
     func conversion(_ settings: Node.Mapping, to target: FieldType) throws -> Conversion {
         var result = Conversion(to: target)
         if let mapNode = settings["map"] {
-            guard let map = mapNode.mapping else { throw fail(mapNode, "map is a mapping of old values to new ones: {0: low, 1: medium}") }
+            guard let map = mapNode.mapping else {
+                throw fail(mapNode, "map is a mapping of old values to new ones: {0: low, 1: medium}")
+            }
             var values: [String: FieldValue] = [:]
             for (key, value) in map {
                 guard let keyText = key.string else { throw fail(key, "map keys are values such as 0 or low") }
@@ -240,7 +284,8 @@ struct MigrationFileReader {
 
     func keys(_ mapping: Node.Mapping, _ allowed: [String], _ what: String) throws {
         for (key, _) in mapping where !allowed.contains(key.string ?? "") {
-            throw fail(key, "\(what) has no setting '\(key.string ?? "")' (it takes \(allowed.joined(separator: ", ")))")
+            throw fail(
+                key, "\(what) has no setting '\(key.string ?? "")' (it takes \(allowed.joined(separator: ", ")))")
         }
     }
 
@@ -265,8 +310,12 @@ struct MigrationFileReader {
     func fieldDefinition(_ name: String, _ typeText: String, _ node: Node?) throws -> FieldDefinition {
         let quotedName = "\"" + name + "\""
         guard let schema = try? SchemaParser.parse("DEFINE SCHEMA RECORD TYPE T (\(quotedName) \(typeText));"),
-              let field = schema.recordTypes.first?.field(named: name) else {
-            throw fail(node, "'\(typeText)' is not a field type (STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSET, LOCATION, LIST<…>, with QUERYABLE, SORTABLE, SEARCHABLE)")
+            let field = schema.recordTypes.first?.field(named: name)
+        else {
+            throw fail(
+                node,
+                "'\(typeText)' is not a field type (STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSET, LOCATION, LIST<…>, with QUERYABLE, SORTABLE, SEARCHABLE)"
+            )
         }
         return field
     }
@@ -283,7 +332,9 @@ struct MigrationFileReader {
         case .sequence(let list): return .array(try list.map { try json($0) })
         case .mapping(let mapping):
             var members: [JSONObject.Member] = []
-            for (key, value) in mapping { members.append(JSONObject.Member(key: try string(key, "a key"), value: try json(value))) }
+            for (key, value) in mapping {
+                members.append(JSONObject.Member(key: try string(key, "a key"), value: try json(value)))
+            }
             return .object(JSONObject(members))
         case .alias: throw fail(node, "aliases are not used in migration files")
         }

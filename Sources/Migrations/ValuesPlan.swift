@@ -73,7 +73,8 @@ struct ValuesPlan {
                 case .constant: operations.append(.set(slot, entry.setValue))
                 case .expression(let expression):
                     guard let fieldType = entry.setType else { return nil }
-                    operations.append(.compute(slot, expression, fieldType, places: place, field: field, step: entry.index))
+                    operations.append(
+                        .compute(slot, expression, fieldType, places: place, field: field, step: entry.index))
                 }
                 touched.insert(slot)
             case .removeField(let stepType, _, _):
@@ -130,7 +131,8 @@ struct ValuesPlan {
             case .compute(let slot, let expression, let fieldType, let places, let field, let step):
                 let value: FieldValue?
                 do {
-                    value = try expression.evaluate { name in places[name].flatMap { values[$0] } }.fieldValue(as: fieldType)
+                    value = try expression.evaluate { name in places[name].flatMap { values[$0] } }.fieldValue(
+                        as: fieldType)
                 } catch {
                     throw failure(field, step, "\(expression): \(error.message)")
                 }
@@ -146,8 +148,11 @@ struct ValuesPlan {
         }
         guard changed else { return .unchanged }
         if refusesChanges {
-            throw RecordFailure(recordName: recordName, recordType: type, field: nil, step: firstPlace,
-                                message: "\(type) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))")
+            throw RecordFailure(
+                recordName: recordName, recordType: type, field: nil, step: firstPlace,
+                message:
+                    "\(type) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"
+            )
         }
         if stamps, let versionPlace { values[versionPlace] = .int64(version) }
         return .changed

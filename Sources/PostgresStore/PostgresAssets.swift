@@ -13,10 +13,13 @@ extension PostgresSession {
     /// Stores an asset's bytes (checked against what the record says of them when given);
     /// `added` is false when the store held them already.
     @discardableResult
-    public func putAsset(_ source: AssetSource, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
+    public func putAsset(_ source: AssetSource, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (
+        sha256: String, size: Int64, added: Bool
+    ) {
         let (sha256, size) = try AssetFile.measure(source, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
         let schema = namespace
-        let inserted = try link.rows("""
+        let inserted = try link.rows(
+            """
             INSERT INTO \(unescaped: schema)._ck_asset (sha256, size) VALUES (\(sha256), \(size)) ON CONFLICT DO NOTHING RETURNING sha256
             """)
         guard !inserted.isEmpty else { return (sha256, size, false) }
@@ -26,9 +29,10 @@ extension PostgresSession {
         var pending = [UInt8]()
         pending.reserveCapacity(PostgresSession.assetChunk)
         func flush() throws {
-            try link.execute(query: """
-                INSERT INTO \(unescaped: schema)._ck_asset_chunk (sha256, chunk, data) VALUES (\(sha256), \(index), \(ByteBuffer(bytes: pending)))
-                """)
+            try link.execute(
+                query: """
+                    INSERT INTO \(unescaped: schema)._ck_asset_chunk (sha256, chunk, data) VALUES (\(sha256), \(index), \(ByteBuffer(bytes: pending)))
+                    """)
             index += 1
             pending.removeAll(keepingCapacity: true)
         }
@@ -53,7 +57,8 @@ extension PostgresSession {
 extension PostgresSession {
     /// The size of an asset the store holds.
     public func assetSize(_ sha256: String) throws -> Int64? {
-        try link.rows("SELECT size::text FROM \(name: namespace)._ck_asset WHERE sha256 = \(sha256)").first?[0].flatMap(Int64.init)
+        try link.rows("SELECT size::text FROM \(name: namespace)._ck_asset WHERE sha256 = \(sha256)").first?[0].flatMap(
+            Int64.init)
     }
 
     /// Passes an asset's bytes to `body` a megabyte at a time; false when the store lacks them.
@@ -62,13 +67,16 @@ extension PostgresSession {
         guard let size = try assetSize(sha256) else { return false }
         var index: Int32 = 0
         var total: Int64 = 0
-        while let bytes = try link.bytes("SELECT data FROM \(name: namespace)._ck_asset_chunk WHERE sha256 = \(sha256) AND chunk = \(index)") {
+        while let bytes = try link.bytes(
+            "SELECT data FROM \(name: namespace)._ck_asset_chunk WHERE sha256 = \(sha256) AND chunk = \(index)")
+        {
             try bytes.withUnsafeBytes { try body($0) }
             total += Int64(bytes.count)
             index += 1
         }
         guard total == size else {
-            throw PostgresStoreError.notAStore("\(location): asset \(sha256) holds \(total) bytes; its entry says \(size)")
+            throw PostgresStoreError.notAStore(
+                "\(location): asset \(sha256) holds \(total) bytes; its entry says \(size)")
         }
         return true
     }

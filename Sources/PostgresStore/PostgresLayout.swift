@@ -30,11 +30,15 @@ struct PostgresLayout {
     /// The qualified table name.
     var table: String { "\(schema).\(PostgresLayout.identifier(type.name))" }
 
-    static let systemColumns: [(name: String, sqlType: String)] = [
-        ("___zone", "bigint NOT NULL"), ("___recordID", "text COLLATE \"C\" NOT NULL"), ("___etag", "text COLLATE \"C\""),
-        ("___createTime", "timestamptz"), ("___createdBy", "text COLLATE \"C\""), ("___createdDevice", "text COLLATE \"C\""),
-        ("___modTime", "timestamptz"), ("___modifiedBy", "text COLLATE \"C\""), ("___modifiedDevice", "text COLLATE \"C\""),
-    ] + linkColumns
+    static let systemColumns: [(name: String, sqlType: String)] =
+        [
+            ("___zone", "bigint NOT NULL"), ("___recordID", "text COLLATE \"C\" NOT NULL"),
+            ("___etag", "text COLLATE \"C\""),
+            ("___createTime", "timestamptz"), ("___createdBy", "text COLLATE \"C\""),
+            ("___createdDevice", "text COLLATE \"C\""),
+            ("___modTime", "timestamptz"), ("___modifiedBy", "text COLLATE \"C\""),
+            ("___modifiedDevice", "text COLLATE \"C\""),
+        ] + linkColumns
 
     /// The system columns that store format 1 lacked; an upgrade adds them.
     static let linkColumns: [(name: String, sqlType: String)] = [
@@ -87,7 +91,8 @@ struct PostgresLayout {
         for field in type.userFields { definitions += PostgresLayout.columnDefinitions(field) }
         // Named where no type can take the name (types start with a letter): PostgreSQL's own
         // choice, "<table>_pkey", is the name of a table a type `Foo_pkey` would want.
-        definitions.append("CONSTRAINT \(PostgresLayout.primaryKeyName(type.name)) PRIMARY KEY (\"___zone\", \"___recordID\")")
+        definitions.append(
+            "CONSTRAINT \(PostgresLayout.primaryKeyName(type.name)) PRIMARY KEY (\"___zone\", \"___recordID\")")
         var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n)"]
         for field in type.userFields where PostgresLayout.needsIndex(field) {
             statements.append(PostgresLayout.indexStatement(schema: schema, type: type.name, field: field))
@@ -112,7 +117,8 @@ struct PostgresLayout {
 
     static func indexStatement(schema: String, type: String, field: FieldDefinition) -> String {
         let method = sqlType(field.type) == "jsonb" ? " USING gin" : ""
-        return "CREATE INDEX \(indexName(type: type, field: field.name)) ON \(schema).\(identifier(type))\(method) (\(identifier(field.name)))"
+        return
+            "CREATE INDEX \(indexName(type: type, field: field.name)) ON \(schema).\(identifier(type))\(method) (\(identifier(field.name)))"
     }
 
     /// A CloudKit name as a quoted PostgreSQL identifier, shortened to 63 bytes when longer.

@@ -15,22 +15,27 @@ final class PostgresLink: @unchecked Sendable {
     private let logger = Logger(label: "ckport.postgres")
 
     /// Connects to `location`, with its password, TLS as it asks.
-    init(_ location: PostgresLocation, waitSeconds: Double = 300,
-         environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    init(
+        _ location: PostgresLocation, waitSeconds: Double = 300,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         self.location = location
         let password = try location.password(environment: environment)
         var configuration: PostgresConnection.Configuration
         let loop = MultiThreadedEventLoopGroup.singleton.any()
         var socket: (any Channel)?
         if let directory = location.socketDirectory {
-            configuration = .init(unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user, password: password,
-                                  database: location.database)
+            configuration = .init(
+                unixSocketPath: "\(directory)/.s.PGSQL.\(location.port)", username: location.user, password: password,
+                database: location.database)
         } else {
             // As libpq does: only verify-ca and verify-full check who the server is (and require,
             // when given the roots to check against); the others encrypt without checking.
             var settings = TLSConfiguration.makeClientConfiguration()
-            let verifying = location.tls.verifiesCertificate || (location.tls == .require && location.rootCertificates != nil)
-            settings.certificateVerification = !verifying ? .none : location.tls == .verifyFull ? .fullVerification : .noHostnameVerification
+            let verifying =
+                location.tls.verifiesCertificate || (location.tls == .require && location.rootCertificates != nil)
+            settings.certificateVerification =
+                !verifying ? .none : location.tls == .verifyFull ? .fullVerification : .noHostnameVerification
             if let roots = location.rootCertificates { settings.trustRoots = .file(roots) }
             let tls: PostgresConnection.Configuration.TLS
             switch location.tls {
@@ -47,9 +52,12 @@ final class PostgresLink: @unchecked Sendable {
             do {
                 let channel = try PostgresLink.connectTCP(host: location.host, port: location.port, on: loop)
                 socket = channel
-                configuration = .init(establishedChannel: channel, tls: tls, username: location.user, password: password, database: location.database)
+                configuration = .init(
+                    establishedChannel: channel, tls: tls, username: location.user, password: password,
+                    database: location.database)
             } catch {
-                throw PostgresStoreError.unreachable("cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
+                throw PostgresStoreError.unreachable(
+                    "cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
             }
             // What PostgresNIO names for SNI and verify-full when it makes the socket: the host,
             // unless it is an address.
@@ -58,16 +66,19 @@ final class PostgresLink: @unchecked Sendable {
         configuration.options.connectTimeout = PostgresLink.connectTimeout
         let logger = self.logger
         do {
-            connection = try PostgresConnection.connect(on: loop, configuration: configuration, id: 1, logger: logger).wait()
+            connection = try PostgresConnection.connect(on: loop, configuration: configuration, id: 1, logger: logger)
+                .wait()
         } catch {
             socket?.close(promise: nil)
-            throw PostgresStoreError.unreachable("cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
+            throw PostgresStoreError.unreachable(
+                "cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
         }
         connection.closeFuture.whenComplete { [closed] _ in closed.set() }
         // What the store's text depends on, whatever the server, database or role sets: every
         // digit of a double (extra_float_digits), times in UTC and ISO form, bytes in hex; and
         // no wait for a lock without end, whatever the statement (see ``workWait(_:)``).
-        _ = try wait(connection.query(PostgresQuery(unsafeSQL: PostgresLink.settings(waitSeconds: waitSeconds)), logger: logger))
+        _ = try wait(
+            connection.query(PostgresQuery(unsafeSQL: PostgresLink.settings(waitSeconds: waitSeconds)), logger: logger))
     }
 
     static let connectTimeout = TimeAmount.seconds(15)
@@ -84,12 +95,21 @@ final class PostgresLink: @unchecked Sendable {
     static func connectTCP(host: String, port: Int, on loop: any EventLoop) throws -> any Channel {
         var bootstrap = ClientBootstrap(group: loop).connectTimeout(connectTimeout)
             .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
-            .channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPINTVL)), value: keepaliveInterval)
-            .channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPCNT)), value: keepaliveProbes)
+            .channelOption(
+                ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPINTVL)),
+                value: keepaliveInterval
+            )
+            .channelOption(
+                ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPCNT)),
+                value: keepaliveProbes)
         #if os(Linux)
-        bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPIDLE)), value: keepaliveIdle)
+            bootstrap = bootstrap.channelOption(
+                ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPIDLE)),
+                value: keepaliveIdle)
         #elseif canImport(Darwin)
-        bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPALIVE)), value: keepaliveIdle)
+            bootstrap = bootstrap.channelOption(
+                ChannelOptions.Types.SocketOption(level: .tcp, name: .init(rawValue: TCP_KEEPALIVE)),
+                value: keepaliveIdle)
         #endif
         return try bootstrap.connect(host: host, port: port).wait()
     }
@@ -189,7 +209,9 @@ final class PostgresLink: @unchecked Sendable {
                 // The server may have committed before the connection went: say so, rather
                 // than "nothing was written".
                 usable = false
-                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost while it committed this write, so whether the write is in the store cannot be told from here; look (ckport stats, ckport export) before running it again")
+                throw PostgresStoreError.unreachable(
+                    "\(location): the connection to the server was lost while it committed this write, so whether the write is in the store cannot be told from here; look (ckport stats, ckport export) before running it again"
+                )
             }
             return result
         } catch {
@@ -232,7 +254,11 @@ final class PostgresLink: @unchecked Sendable {
         // answer it: its end ends the wait, with an error, whatever the work does.
         let location = self.location
         connection.closeFuture.whenComplete { _ in
-            if failure.end(PostgresStoreError.unreachable("\(location): the connection to the server was lost while records were on their way; nothing of this write was committed")) {
+            if failure.end(
+                PostgresStoreError.unreachable(
+                    "\(location): the connection to the server was lost while records were on their way; nothing of this write was committed"
+                ))
+            {
                 done.signal()
             }
         }
@@ -275,7 +301,9 @@ final class PostgresLink: @unchecked Sendable {
             // Records whose connection went under them (the server restarted mid-COPY).
             if closed.isSet || connection.isClosed {
                 usable = false
-                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost while records were on their way; nothing of this write was committed")
+                throw PostgresStoreError.unreachable(
+                    "\(location): the connection to the server was lost while records were on their way; nothing of this write was committed"
+                )
             }
             throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
         }
@@ -301,7 +329,9 @@ final class PostgresLink: @unchecked Sendable {
             // Closed: an answer already on its way still gets a moment to arrive.
             if closed.isSet && done.wait(timeout: .now() + .seconds(1)) == .timedOut {
                 usable = false
-                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost before it answered; nothing of this transaction was committed")
+                throw PostgresStoreError.unreachable(
+                    "\(location): the connection to the server was lost before it answered; nothing of this transaction was committed"
+                )
             }
         }
         switch answer.result {
@@ -311,7 +341,9 @@ final class PostgresLink: @unchecked Sendable {
             // A query that failed because the connection went (the server restarted) says so.
             if closed.isSet || connection.isClosed {
                 usable = false
-                throw PostgresStoreError.unreachable("\(location): the connection to the server was lost before it answered; nothing of this transaction was committed")
+                throw PostgresStoreError.unreachable(
+                    "\(location): the connection to the server was lost before it answered; nothing of this transaction was committed"
+                )
             }
             throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
         case nil:
@@ -330,19 +362,24 @@ final class PostgresLink: @unchecked Sendable {
         let text = explain(error)
         if let psql = error as? PSQLError {
             if "\(psql.code)".contains("authMechanismRequiresPassword") {
-                return "the server asks for a password, and none was found: set PGPASSWORD, give passfile=FILE, or add a line for this server to ~/.pgpass"
+                return
+                    "the server asks for a password, and none was found: set PGPASSWORD, give passfile=FILE, or add a line for this server to ~/.pgpass"
             }
-            if let underlying = psql.underlying, underlying is NIOSSLError || "\(type(of: underlying))".contains("SSL") {
+            if let underlying = psql.underlying, underlying is NIOSSLError || "\(type(of: underlying))".contains("SSL")
+            {
                 return tlsAdvice("\(underlying)", location)
             }
             if psql.serverInfo?[.sqlState] == "28P01" {
-                return text + " (ckport takes the password from PGPASSWORD, from passfile=FILE in the URL, or from a line for this server in ~/.pgpass or $PGPASSFILE; without one, the server refuses)"
+                return text
+                    + " (ckport takes the password from PGPASSWORD, from passfile=FILE in the URL, or from a line for this server in ~/.pgpass or $PGPASSFILE; without one, the server refuses)"
             }
             if psql.serverInfo?[.sqlState] == "28000", text.contains("no encryption") {
-                return text + "; the server takes this connection only with TLS: add sslmode=require (or verify-full) to the URL"
+                return text
+                    + "; the server takes this connection only with TLS: add sslmode=require (or verify-full) to the URL"
             }
             if "\(psql.code)".contains("sslUnsupported") {
-                return "the server does not offer TLS, and sslmode=\(location.tls.rawValue) asks for it: use sslmode=prefer (TLS when offered) or set the server up for TLS"
+                return
+                    "the server does not offer TLS, and sslmode=\(location.tls.rawValue) asks for it: use sslmode=prefer (TLS when offered) or set the server up for TLS"
             }
         }
         if error is NIOSSLError || "\(type(of: error))".contains("SSL") { return tlsAdvice(text, location) }
@@ -353,12 +390,15 @@ final class PostgresLink: @unchecked Sendable {
         // BoringSSL's reason (OPENSSL_internal:CERTIFICATE_VERIFY_FAILED), in words.
         var detail = raw
         if let range = raw.range(of: "OPENSSL_internal:") {
-            detail = raw[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }.lowercased().replacingOccurrences(of: "_", with: " ")
+            detail = raw[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }.lowercased()
+                .replacingOccurrences(of: "_", with: " ")
         }
         if raw.contains("CERTIFICATE_VERIFY_FAILED") || raw.contains("certificate") || raw.contains("handshakeFailed") {
-            let authorities = location.rootCertificates.map { "an authority in \($0)" }
+            let authorities =
+                location.rootCertificates.map { "an authority in \($0)" }
                 ?? "an authority the system trusts (or give the server's authority as sslrootcert=FILE)"
-            return "TLS: the server's certificate could not be checked (\(detail)); with sslmode=\(location.tls.rawValue) it must be signed by \(authorities)"
+            return
+                "TLS: the server's certificate could not be checked (\(detail)); with sslmode=\(location.tls.rawValue) it must be signed by \(authorities)"
                 + (location.tls == .verifyFull ? " and name the host the URL names" : "")
         }
         return "TLS: \(detail)"
@@ -370,9 +410,11 @@ final class PostgresLink: @unchecked Sendable {
         if let error = error as? PSQLError {
             switch error.serverInfo?[.sqlState] {
             case "55P03":
-                return "waited longer than \(Wording.storeWait.text) for a lock another transaction holds (another ckport's schema change or migration, or a session left open on the server); nothing was written (SQLSTATE 55P03)"
+                return
+                    "waited longer than \(Wording.storeWait.text) for a lock another transaction holds (another ckport's schema change or migration, or a session left open on the server); nothing was written (SQLSTATE 55P03)"
             case "40P01":
-                return "another ckport was writing the same records, in another order, at the same moment: the server stopped this write so that the other could finish, and nothing of this one was written; run it again (SQLSTATE 40P01)"
+                return
+                    "another ckport was writing the same records, in another order, at the same moment: the server stopped this write so that the other could finish, and nothing of this one was written; run it again (SQLSTATE 40P01)"
             default:
                 break
             }

@@ -29,7 +29,9 @@ struct PostgresReader {
         ]
         for field in fields {
             selected.append(PostgresLoad.asText("t.\(PostgresLayout.identifier(field.name))", field.type))
-            if field.type == .reference { selected.append("t.\(PostgresLayout.identifier(field.name + ":action"))::text") }
+            if field.type == .reference {
+                selected.append("t.\(PostgresLayout.identifier(field.name + ":action"))::text")
+            }
         }
         columns = selected.joined(separator: ", ")
         self.table = table
@@ -42,10 +44,15 @@ struct PostgresReader {
         guard let zoneNumber = row[0].flatMap(Int64.init), let name = row[1] else {
             throw PostgresStoreError.notAStore("\(session.location): a \(type) row lacks its zone or name")
         }
-        var record = Record(id: RecordID(recordName: name, zone: try session.zone(number: zoneNumber)), recordType: type)
+        var record = Record(
+            id: RecordID(recordName: name, zone: try session.zone(number: zoneNumber)), recordType: type)
         record.changeTag = row[2]
-        if let created = row[3].flatMap(Int64.init) { record.created = RecordStamp(timestamp: created, userRecordName: row[4], deviceID: row[5]) }
-        if let modified = row[6].flatMap(Int64.init) { record.modified = RecordStamp(timestamp: modified, userRecordName: row[7], deviceID: row[8]) }
+        if let created = row[3].flatMap(Int64.init) {
+            record.created = RecordStamp(timestamp: created, userRecordName: row[4], deviceID: row[5])
+        }
+        if let modified = row[6].flatMap(Int64.init) {
+            record.modified = RecordStamp(timestamp: modified, userRecordName: row[7], deviceID: row[8])
+        }
         record.parent = row[9]
         record.share = row[10]
         record.shareDetails = row[11]
@@ -54,7 +61,9 @@ struct PostgresReader {
         for field in fields {
             defer { column += field.type == .reference ? 2 : 1 }
             guard let text = row[column] else { continue }
-            let value = try PostgresLoad.value(text, field.type, action: field.type == .reference ? row[column + 1] : nil, record: name, field: field.name)
+            let value = try PostgresLoad.value(
+                text, field.type, action: field.type == .reference ? row[column + 1] : nil, record: name,
+                field: field.name)
             entries.append(RecordFields.Entry(name: field.name, value: value))
         }
         record.fields = RecordFields(sortedEntries: entries)
@@ -68,14 +77,20 @@ extension PostgresLink {
     /// of the store's namespace once the session has put it first), by its name unquoted,
     /// filling `columns` (all when empty).
     func copy(into table: String, columns: [String] = [], binary: Bool = false, _ rows: [UInt8]) throws {
-        try run { connection, logger in try await PostgresLink.send([rows], into: table, columns: columns, binary: binary, on: connection, logger: logger) }
+        try run { connection, logger in
+            try await PostgresLink.send(
+                [rows], into: table, columns: columns, binary: binary, on: connection, logger: logger)
+        }
     }
 
     /// Sends `parts` into `table` through one `COPY … FROM STDIN`, a megabyte at a time: the
     /// server starts on the first while the rest travel. `binary`: each part is rows in COPY's
     /// binary format as a ``COPYBinary`` writes them, header and trailer included (they are
     /// sent once, around all the rows), else rows in its text format.
-    static func send(_ parts: [[UInt8]], into table: String, columns: [String], binary: Bool = false, on connection: PostgresConnection, logger: Logger) async throws {
+    static func send(
+        _ parts: [[UInt8]], into table: String, columns: [String], binary: Bool = false,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws {
         try await PostgresCopy(connection).send(parts, into: table, columns: columns, binary: binary, logger: logger)
     }
 }
@@ -101,7 +116,8 @@ actor PostgresCopy {
 
     func send(_ parts: [[UInt8]], into table: String, columns: [String], binary: Bool, logger: Logger) async throws {
         let connection = connection
-        var table = table, columns = columns
+        var table = table
+        var columns = columns
         if binary {
             // PostgresNIO's copyFrom offers COPY's text format only. It writes the statement
             // as `COPY "<table>"(<columns>) FROM STDIN WITH (FORMAT text)`, the names as
@@ -143,7 +159,9 @@ actor PostgresCopy {
     private func stopIfClosed() async throws {
         guard connection.isClosed else { return }
         try? await connection.closeFuture.get()
-        throw PostgresStoreError.unreachable("the connection to the server was lost while records were on their way; nothing of this write was committed")
+        throw PostgresStoreError.unreachable(
+            "the connection to the server was lost while records were on their way; nothing of this write was committed"
+        )
     }
 }
 
@@ -159,7 +177,10 @@ enum PostgresLoad {
     /// met in one walk. False when a value cannot go into its column in the writer's format (a
     /// binary row then stands half written, and the writer is to be dropped).
     @discardableResult
-    static func appendRow<Row: COPYRow & ~Copyable>(_ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false, to line: inout Row) -> Bool {
+    static func appendRow<Row: COPYRow & ~Copyable>(
+        _ record: Record, zone: Int64, fields: [FieldDefinition], position: Int?, timestampsAsText: Bool = false,
+        to line: inout Row
+    ) -> Bool {
         func stamp(_ milliseconds: Int64?) {
             guard let milliseconds else { return line.null() }
             line.stamp(milliseconds, asText: timestampsAsText)
@@ -206,7 +227,9 @@ enum PostgresLoad {
                         line.text(reference.recordName)
                         line.action(reference.action.code)
                     default:
-                        guard line.value(entries[index].value, of: field, timestampsAsText: timestampsAsText) else { return false }
+                        guard line.value(entries[index].value, of: field, timestampsAsText: timestampsAsText) else {
+                            return false
+                        }
                     }
                     index += 1
                 } else {
@@ -237,13 +260,15 @@ enum PostgresLoad {
     static func valueProblem(_ record: Record, schema: Schema) -> (field: String?, message: String)? {
         func textProblem(_ text: String?) -> String? {
             guard let text else { return nil }
-            let found = text.utf8.withContiguousStorageIfAvailable { bytes in
-                bytes.isEmpty ? false : memchr(bytes.baseAddress!, 0, bytes.count) != nil
-            } ?? text.utf8.contains(0)
+            let found =
+                text.utf8.withContiguousStorageIfAvailable { bytes in
+                    bytes.isEmpty ? false : memchr(bytes.baseAddress!, 0, bytes.count) != nil
+                } ?? text.utf8.contains(0)
             return found ? "holds the character U+0000, which PostgreSQL's text cannot hold" : nil
         }
         func timeProblem(_ milliseconds: Int64) -> String? {
-            storableTimestamps.contains(milliseconds) ? nil
+            storableTimestamps.contains(milliseconds)
+                ? nil
                 : "is the time \(milliseconds) ms from 1970, outside what PostgreSQL's timestamptz holds (4714 BC to 294247 AD)"
         }
         /// "" for -0.0: wrong only in a NUMBER field's own column.
@@ -262,12 +287,15 @@ enum PostgresLoad {
                 for item in items { if let found = problem(item), !found.isEmpty { return found } }
                 return nil
             case .asset(let asset):
-                return textProblem(asset.fileChecksum) ?? textProblem(asset.referenceChecksum) ?? textProblem(asset.wrappingKey)
-                    ?? textProblem(asset.receipt) ?? textProblem(asset.downloadURL) ?? textProblem(asset.localPath) ?? textProblem(asset.sha256)
+                return textProblem(asset.fileChecksum) ?? textProblem(asset.referenceChecksum) ?? textProblem(
+                    asset.wrappingKey)
+                    ?? textProblem(asset.receipt) ?? textProblem(asset.downloadURL) ?? textProblem(asset.localPath)
+                    ?? textProblem(asset.sha256)
             default: return nil
             }
         }
-        let fieldProblem: (field: String?, message: String)? = record.fields.entries.withUnsafeBufferPointer { entries in
+        let fieldProblem: (field: String?, message: String)? = record.fields.entries.withUnsafeBufferPointer {
+            entries in
             for index in entries.indices {
                 // The values most fields hold are looked at where they lie; only the others
                 // are handed on (as a copy) to `problem`.
@@ -283,8 +311,13 @@ enum PostgresLoad {
                 guard let found else { continue }
                 let name = entries[index].name
                 if !found.isEmpty { return (name, "field '\(name)' " + found) }
-                if let declared = schema.recordType(named: record.recordType)?.field(named: name)?.type, declared.primitive == .number, !declared.isList {
-                    return (name, "field '\(name)' is -0.0, which PostgreSQL's numeric (the column of a NUMBER field) holds only as 0")
+                if let declared = schema.recordType(named: record.recordType)?.field(named: name)?.type,
+                    declared.primitive == .number, !declared.isList
+                {
+                    return (
+                        name,
+                        "field '\(name)' is -0.0, which PostgreSQL's numeric (the column of a NUMBER field) holds only as 0"
+                    )
                 }
             }
             return nil
@@ -347,9 +380,13 @@ enum PostgresLoad {
         func negativeZero(_ d: Double?) -> Bool { d.map { $0 == 0 && $0.sign == .minus } ?? false }
         switch value {
         case .list(.double, let elements):
-            return elements.contains { if case .double(let d) = $0 { return negativeZero(d) }; return false }
+            return elements.contains {
+                if case .double(let d) = $0 { return negativeZero(d) }
+                return false
+            }
         case .location(let l):
-            return [l.latitude, l.longitude, l.horizontalAccuracy, l.verticalAccuracy, l.altitude, l.speed, l.course].contains(where: negativeZero)
+            return [l.latitude, l.longitude, l.horizontalAccuracy, l.verticalAccuracy, l.altitude, l.speed, l.course]
+                .contains(where: negativeZero)
         case .list(.location, let elements):
             return elements.contains(where: holdsNegativeZero)
         default:
@@ -406,9 +443,12 @@ enum PostgresLoad {
     }
 
     /// A field's value from the text a read gave for it.
-    static func value(_ text: String, _ type: FieldType, action: String?, record: String, field: String) throws -> FieldValue {
+    static func value(_ text: String, _ type: FieldType, action: String?, record: String, field: String) throws
+        -> FieldValue
+    {
         func bad() -> PostgresStoreError {
-            PostgresStoreError.notAStore("record \(record) field \(field): the store holds '\(text.prefix(40))', not a \(type)")
+            PostgresStoreError.notAStore(
+                "record \(record) field \(field): the store holds '\(text.prefix(40))', not a \(type)")
         }
         if type.isList || type.primitive == .asset || type.primitive == .location {
             do {
@@ -419,14 +459,20 @@ enum PostgresLoad {
         }
         switch type.primitive {
         case .string: return .string(text)
-        case .int64: guard let value = Int64(text) else { throw bad() }; return .int64(value)
-        case .timestamp: guard let value = Int64(text) else { throw bad() }; return .timestamp(value)
+        case .int64:
+            guard let value = Int64(text) else { throw bad() }
+            return .int64(value)
+        case .timestamp:
+            guard let value = Int64(text) else { throw bad() }
+            return .timestamp(value)
         case .double:
             switch text {
             case "NaN": return .double(.nan)
             case "Infinity": return .double(.infinity)
             case "-Infinity": return .double(-.infinity)
-            default: guard let value = Double(text) else { throw bad() }; return .double(value)
+            default:
+                guard let value = Double(text) else { throw bad() }
+                return .double(value)
             }
         case .number:
             if let value = Int64(text) { return .int64(value) }
@@ -438,7 +484,12 @@ enum PostgresLoad {
             var high: UInt8?
             for character in text.utf8 {
                 guard let nibble = character.hexNibble else { throw bad() }
-                if let h = high { bytes.append(h << 4 | nibble); high = nil } else { high = nibble }
+                if let h = high {
+                    bytes.append(h << 4 | nibble)
+                    high = nil
+                } else {
+                    high = nibble
+                }
             }
             guard high == nil else { throw bad() }
             return .bytes(bytes)
@@ -451,8 +502,8 @@ enum PostgresLoad {
     }
 }
 
-private extension UInt8 {
-    var hexNibble: UInt8? {
+extension UInt8 {
+    fileprivate var hexNibble: UInt8? {
         switch self {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return self - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return self - UInt8(ascii: "a") + 10
@@ -494,7 +545,9 @@ struct COPYLine: ~Copyable {
 
     /// Moves the first `count` bytes at `base` to memory of at least twice `capacity` that holds
     /// `needed` bytes (this writer's and ``COPYBinary``'s).
-    static func grow(_ base: inout UnsafeMutablePointer<UInt8>, capacity: inout Int, keeping count: Int, toHold needed: Int) {
+    static func grow(
+        _ base: inout UnsafeMutablePointer<UInt8>, capacity: inout Int, keeping count: Int, toHold needed: Int
+    ) {
         var size = capacity * 2
         while size < needed { size *= 2 }
         let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
@@ -506,7 +559,12 @@ struct COPYLine: ~Copyable {
 
     /// A tab before every field but a line's first. Room for it must be reserved.
     @inline(__always) private mutating func separate() {
-        if first { first = false } else { base[count] = UInt8(ascii: "\t"); count += 1 }
+        if first {
+            first = false
+        } else {
+            base[count] = UInt8(ascii: "\t")
+            count += 1
+        }
     }
 
     mutating func null() {
@@ -561,7 +619,8 @@ struct COPYLine: ~Copyable {
     static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return false }
         let raw = UnsafeRawPointer(base)
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
         var index = 0
         while index + 8 <= bytes.count {
             let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
@@ -628,7 +687,9 @@ struct COPYLine: ~Copyable {
             out[10] = UInt8(ascii: " ")
             lastDay = day
             let raw = UnsafeRawPointer(out)
-            lastDate = (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self), out[10])
+            lastDate = (
+                raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self), out[10]
+            )
         } else {
             let raw = UnsafeMutableRawPointer(out)
             raw.storeBytes(of: lastDate.0, as: UInt64.self)

@@ -55,7 +55,8 @@ final class PostgresLoader: RecordLoader {
     }
 
     func flush() throws -> [Result<SaveOutcome, SaveRefusal>] {
-        let records = heldRecords, modes = heldModes
+        let records = heldRecords
+        let modes = heldModes
         heldRecords = []
         heldModes = []
         heldRecords.reserveCapacity(PostgresLoader.batchSize)
@@ -68,7 +69,10 @@ final class PostgresLoader: RecordLoader {
         let schema = session.schema
         for index in records.indices where !records[index].isDeleted {
             if let problem = PostgresLoad.valueProblem(records[index], schema: schema) {
-                refused[index] = SaveRefusal(message: "record '\(records[index].recordName)' (\(records[index].recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is")
+                refused[index] = SaveRefusal(
+                    message:
+                        "record '\(records[index].recordName)' (\(records[index].recordType)): \(problem.message); the PostgreSQL store cannot keep it as it is"
+                )
             }
         }
         guard !refused.isEmpty else { return try flush(records, modes) }
@@ -87,16 +91,21 @@ final class PostgresLoader: RecordLoader {
         keys.reserveCapacity(records.count)
         var zone = (id: records[0].zone, number: try session.zoneNumber(records[0].zone, create: true)!)
         for index in records.indices {
-            if records[index].zone != zone.id { zone = (records[index].zone, try session.zoneNumber(records[index].zone, create: true)!) }
+            if records[index].zone != zone.id {
+                zone = (records[index].zone, try session.zoneNumber(records[index].zone, create: true)!)
+            }
             keys.append(Key(zone: zone.number, name: records[index].recordName))
         }
         let distinct = Set(keys)
         // The common case of a bulk load, names the store has never held, each once: its COPY
         // is prepared now, while the server still takes in the previous batch's.
         var prepared: [Copy]?
-        if distinct.count == keys.count, records.indices.allSatisfy({ index in
-            !records[index].isDeleted && session.schema.recordType(named: records[index].recordType) != nil && PostgresLoad.timestampsHaveText(records[index])
-        }) {
+        if distinct.count == keys.count,
+            records.indices.allSatisfy({ index in
+                !records[index].isDeleted && session.schema.recordType(named: records[index].recordType) != nil
+                    && PostgresLoad.timestampsHaveText(records[index])
+            })
+        {
             prepared = try freshCopies(records, keys: keys)
         }
         // Each key's places in the filter, worked out once for the look-up and the insert.
@@ -112,11 +121,14 @@ final class PostgresLoader: RecordLoader {
             let keyPlaces = keys.map(NameFilter.places)
             places = keyPlaces
             let maybeWritten = keys.indices.filter { session.writtenNames.mayContain(keyPlaces[$0]) }.map { keys[$0] }
-            let registry: (live: [Key: String], tombstones: Set<Key>) = maybeWritten.isEmpty ? ([:], []) : try lookUp(maybeWritten)
+            let registry: (live: [Key: String], tombstones: Set<Key>) =
+                maybeWritten.isEmpty ? ([:], []) : try lookUp(maybeWritten)
             if registry.live.isEmpty, registry.tombstones.isEmpty {
                 // A batch that looked names up waited for the rows before it: it goes at once,
                 // so that the server takes it in while the next is read.
-                try queue(prepared, records: records.count, wait: maybeWritten.isEmpty && records.count >= PostgresLoader.batchSize)
+                try queue(
+                    prepared, records: records.count,
+                    wait: maybeWritten.isEmpty && records.count >= PostgresLoader.batchSize)
                 return Array(repeating: .success(.inserted), count: records.count)
             }
         }
@@ -140,17 +152,25 @@ final class PostgresLoader: RecordLoader {
     /// other gives — no update is lost. (Two writers that lock the same names in two orders
     /// across batches meet in a deadlock, which the server breaks by failing one, whole.)
     private func lookUp(_ unsorted: [Key]) throws -> (live: [Key: String], tombstones: Set<Key>) {
-        let keys = unsorted.sorted { a, b in a.zone != b.zone ? a.zone < b.zone : a.name.utf8.lexicographicallyPrecedes(b.name.utf8) }
+        let keys = unsorted.sorted { a, b in
+            a.zone != b.zone ? a.zone < b.zone : a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
+        }
         var live: [Key: String] = [:]
         var tombstones: Set<Key> = []
-        for row in try session.link.rows("""
+        for row in try session.link.rows(
+            """
             SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text
             FROM unnest(\(keys.map(\.zone))::bigint[], \(keys.map(\.name))::text[]) WITH ORDINALITY AS k(zone, name, n)
             JOIN LATERAL (SELECT * FROM \(unescaped: session.namespace)._ck_record r WHERE r.zone = k.zone AND r."recordName" = k.name FOR UPDATE) r ON true
             ORDER BY k.n
-            """) {
+            """)
+        {
             guard let zone = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { continue }
-            if row[3] == "true" { tombstones.insert(Key(zone: zone, name: name)) } else { live[Key(zone: zone, name: name)] = type }
+            if row[3] == "true" {
+                tombstones.insert(Key(zone: zone, name: name))
+            } else {
+                live[Key(zone: zone, name: name)] = type
+            }
         }
         return (live, tombstones)
     }
@@ -160,17 +180,21 @@ final class PostgresLoader: RecordLoader {
         var records: [Key: Record] = [:]
         for (type, group) in Dictionary(grouping: live.keys, by: { live[$0]! }) {
             guard let definition = session.schema.recordType(named: type) else {
-                throw StoreError.corrupt("record \(group[0].name) is registered as \(type), which the schema does not define")
+                throw StoreError.corrupt(
+                    "record \(group[0].name) is registered as \(type), which the schema does not define")
             }
             let table = PostgresLayout(type: definition, schema: session.namespace).table
             let reader = PostgresReader(definition, table: table, session: session)
             var bindings = PostgresBindings()
             bindings.append(group.map(\.zone))
             bindings.append(group.map(\.name))
-            for row in try session.link.rows(PostgresQuery(unsafeSQL: """
-                SELECT \(reader.columns) FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
-                JOIN LATERAL (SELECT * FROM \(table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
-                """, binds: bindings)) {
+            for row in try session.link.rows(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT \(reader.columns) FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
+                        JOIN LATERAL (SELECT * FROM \(table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
+                        """, binds: bindings))
+            {
                 let record = try reader.decode(row)
                 records[Key(zone: try session.zoneNumber(record.zone)!, name: record.recordName)] = record
             }
@@ -185,7 +209,9 @@ final class PostgresLoader: RecordLoader {
         var lastChange: [Key: Int] = [:]
         var lastType: [Key: String] = [:]
 
-        mutating func decide(_ records: [Record], _ modes: [WriteMode], keys: [Key]) -> [Result<SaveOutcome, SaveRefusal>] {
+        mutating func decide(_ records: [Record], _ modes: [WriteMode], keys: [Key]) -> [Result<
+            SaveOutcome, SaveRefusal
+        >] {
             var results: [Result<SaveOutcome, SaveRefusal>] = []
             results.reserveCapacity(records.count)
             for index in records.indices {
@@ -194,7 +220,9 @@ final class PostgresLoader: RecordLoader {
             return results
         }
 
-        private mutating func decide(_ record: Record, mode: WriteMode, key: Key, index: Int) -> Result<SaveOutcome, SaveRefusal> {
+        private mutating func decide(_ record: Record, mode: WriteMode, key: Key, index: Int) -> Result<
+            SaveOutcome, SaveRefusal
+        > {
             if record.isDeleted {
                 guard let existing = current[key] else { return .success(.unchanged) }
                 lastType[key] = existing.recordType
@@ -209,10 +237,16 @@ final class PostgresLoader: RecordLoader {
                 return .success(.inserted)
             }
             guard existing.recordType == record.recordType else {
-                return .failure(SaveRefusal(message: "record name '\(record.recordName)' is already used in zone \(record.zone.zoneName) by a record of type \(existing.recordType)"))
+                return .failure(
+                    SaveRefusal(
+                        message:
+                            "record name '\(record.recordName)' is already used in zone \(record.zone.zoneName) by a record of type \(existing.recordType)"
+                    ))
             }
             do {
-                guard let combined = try mode.combine(existing, with: record), combined != existing else { return .success(.unchanged) }
+                guard let combined = try mode.combine(existing, with: record), combined != existing else {
+                    return .success(.unchanged)
+                }
                 current[key] = combined
                 lastChange[key] = index
                 return .success(.updated)
@@ -240,7 +274,9 @@ final class PostgresLoader: RecordLoader {
         for key in changed {
             let now = state.current[key]
             if let before = registry.live[key], now?.recordType != before { removals[before, default: []].append(key) }
-            if let now, registry.live[key] == nil, !registry.tombstones.contains(key), PostgresLoad.timestampsHaveText(now) {
+            if let now, registry.live[key] == nil, !registry.tombstones.contains(key),
+                PostgresLoad.timestampsHaveText(now)
+            {
                 fresh.append((key, now))
                 continue
             }
@@ -254,16 +290,27 @@ final class PostgresLoader: RecordLoader {
             var bindings = PostgresBindings()
             bindings.append(removed.map(\.zone))
             bindings.append(removed.map(\.name))
-            try session.link.execute(query: PostgresQuery(unsafeSQL: """
-                DELETE FROM \(namespace).\(PostgresLayout.identifier(type)) WHERE ("___zone", "___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
-                """, binds: bindings))
+            try session.link.execute(
+                query: PostgresQuery(
+                    unsafeSQL: """
+                        DELETE FROM \(namespace).\(PostgresLayout.identifier(type)) WHERE ("___zone", "___recordID") IN (SELECT * FROM unnest($1::bigint[], $2::text[]))
+                        """, binds: bindings))
         }
-        if !fresh.isEmpty { try start(try freshCopies(fresh.map(\.record), keys: fresh.map(\.key)).map { ($0.table, $0.columns, $0.binary, [$0.rows]) }) }
+        if !fresh.isEmpty {
+            try start(
+                try freshCopies(fresh.map(\.record), keys: fresh.map(\.key)).map {
+                    ($0.table, $0.columns, $0.binary, [$0.rows])
+                })
+        }
         for (type, records) in writes.sorted(by: { $0.key < $1.key }) {
             let definition = try definition(type, records[0])
-            try session.writeRows(records, of: definition, into: PostgresLayout(type: definition, schema: namespace).table, replacing: true)
+            try session.writeRows(
+                records, of: definition, into: PostgresLayout(type: definition, schema: namespace).table,
+                replacing: true)
         }
-        if !log.zones.isEmpty { try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted) }
+        if !log.zones.isEmpty {
+            try session.writeLog(zones: log.zones, names: log.names, types: log.types, deleted: log.deleted)
+        }
     }
 
     /// One COPY: the table and column names as COPY takes them, the rows, and whether they
@@ -292,7 +339,8 @@ final class PostgresLoader: RecordLoader {
         }
         var copies: [Copy] = [("_ck_record", ["zone", "recordName", "recordType", "seq"], log.bytes(), true)]
         for (type, group) in byType.sorted(by: { $0.key < $1.key }) {
-            copies.append(try session.copyPayload(records, group, zones: keys, of: try definition(type, records[group[0]])))
+            copies.append(
+                try session.copyPayload(records, group, zones: keys, of: try definition(type, records[group[0]])))
         }
         return copies
     }
@@ -328,7 +376,9 @@ final class PostgresLoader: RecordLoader {
         guard !queued.isEmpty else { return }
         var statements: [Statement] = []
         for copy in queued {
-            if let index = statements.firstIndex(where: { $0.table == copy.table && $0.columns == copy.columns && $0.binary == copy.binary }) {
+            if let index = statements.firstIndex(where: {
+                $0.table == copy.table && $0.columns == copy.columns && $0.binary == copy.binary
+            }) {
                 statements[index].parts.append(copy.rows)
             } else {
                 statements.append((copy.table, copy.columns, copy.binary, [copy.rows]))
@@ -349,9 +399,13 @@ final class PostgresLoader: RecordLoader {
         try session.link.start { connection, logger in
             for statement in statements {
                 do {
-                    try await PostgresLink.send(statement.parts, into: statement.table, columns: statement.columns, binary: statement.binary, on: connection, logger: logger)
+                    try await PostgresLink.send(
+                        statement.parts, into: statement.table, columns: statement.columns, binary: statement.binary,
+                        on: connection, logger: logger)
                 } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-                    throw PostgresStoreError.server("\(location): another writer stored some of the same record names while this write ran, so this one was rolled back and nothing was written; run it again")
+                    throw PostgresStoreError.server(
+                        "\(location): another writer stored some of the same record names while this write ran, so this one was rolled back and nothing was written; run it again"
+                    )
                 }
             }
         }
@@ -359,7 +413,9 @@ final class PostgresLoader: RecordLoader {
 
     private func definition(_ type: String, _ record: Record) throws -> RecordTypeDefinition {
         guard let definition = session.schema.recordType(named: type) else {
-            throw StoreError.schemaChangeRefused(["record \(record.recordName) is of type \(type), which the store's schema does not define (import a schema that does first)"])
+            throw StoreError.schemaChangeRefused([
+                "record \(record.recordName) is of type \(type), which the store's schema does not define (import a schema that does first)"
+            ])
         }
         return definition
     }
@@ -378,26 +434,34 @@ extension PostgresSession {
     /// Writes whole rows into `table` (a type's table, or one a rewrite is filling) through COPY
     /// into a staging table of text columns and one INSERT from there; with `replacing`, a row
     /// already there under the same zone and name takes the new values, else it is an error.
-    func writeRows(_ records: [Record], of definition: RecordTypeDefinition, into table: String, replacing: Bool) throws {
+    func writeRows(_ records: [Record], of definition: RecordTypeDefinition, into table: String, replacing: Bool) throws
+    {
         let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-        var columns = PostgresLayout.systemColumns.map { ($0.name, $0.name == "___zone" ? "bigint" : ($0.name.hasSuffix("Time") ? "timestamp" : "text")) }
+        var columns = PostgresLayout.systemColumns.map {
+            ($0.name, $0.name == "___zone" ? "bigint" : ($0.name.hasSuffix("Time") ? "timestamp" : "text"))
+        }
         for field in fields {
             columns.append((field.name, PostgresLayout.sqlType(field.type)))
             if field.type == .reference { columns.append((field.name + ":action", "smallint")) }
         }
         var line = COPYLine(capacity: records.count * 256)
         for (position, record) in records.enumerated() {
-            PostgresLoad.appendRow(record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: position, to: &line)
+            PostgresLoad.appendRow(
+                record, zone: try zoneNumber(record.zone, create: true)!, fields: fields, position: position, to: &line)
         }
         let rows = line.bytes()
         let stage = "_ck_stage"
-        try link.execute("CREATE TEMP TABLE \(stage) (\(columns.indices.map { "c\($0) text" }.joined(separator: ", ")), pos bigint) ON COMMIT DROP")
+        try link.execute(
+            "CREATE TEMP TABLE \(stage) (\(columns.indices.map { "c\($0) text" }.joined(separator: ", ")), pos bigint) ON COMMIT DROP"
+        )
         try link.copy(into: stage, rows)
         let casts = columns.enumerated().map { index, column in PostgresLoad.cast("c\(index)", to: column.1) }
         let names = columns.map { PostgresLayout.identifier($0.0) }
-        var sql = "INSERT INTO \(table) AS t (\(names.joined(separator: ", "))) SELECT \(casts.joined(separator: ", ")) FROM \(stage) ORDER BY pos"
+        var sql =
+            "INSERT INTO \(table) AS t (\(names.joined(separator: ", "))) SELECT \(casts.joined(separator: ", ")) FROM \(stage) ORDER BY pos"
         if replacing {
-            sql += " ON CONFLICT (\"___zone\", \"___recordID\") DO UPDATE SET "
+            sql +=
+                " ON CONFLICT (\"___zone\", \"___recordID\") DO UPDATE SET "
                 + names.dropFirst(2).map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
         }
         do {
@@ -414,10 +478,14 @@ extension PostgresSession {
     /// column names as COPY takes them (PostgresLayout.identifier's spelling without its
     /// quotes), and the rows.
     /// `indices` pick the records of `records` to write, and their zones' numbers from `zones`.
-    func copyPayload(_ records: [Record], _ indices: [Int], zones: [PostgresLoader.Key], of definition: RecordTypeDefinition) throws -> PostgresLoader.Copy {
+    func copyPayload(
+        _ records: [Record], _ indices: [Int], zones: [PostgresLoader.Key], of definition: RecordTypeDefinition
+    ) throws -> PostgresLoader.Copy {
         let fields = definition.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         let columns = PostgresLayout.rowColumns(fields)
-        func bare(_ name: String) -> String { String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") }
+        func bare(_ name: String) -> String {
+            String(PostgresLayout.identifier(name).dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"")
+        }
         // Room for as many bytes a row as the type's last rows took, so that the rows are
         // seldom moved to a larger buffer on the way.
         let capacity = indices.count * (rowBytes[definition.name] ?? 384)
@@ -425,7 +493,9 @@ extension PostgresSession {
             var rows = COPYBinary(capacity: capacity)
             var written = true
             for index in indices where written {
-                written = PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &rows)
+                written = PostgresLoad.appendRow(
+                    records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true,
+                    to: &rows)
             }
             // A value of another type than its field's (which validation does not let
             // through) goes as text, which the server converts or refuses.
@@ -436,7 +506,9 @@ extension PostgresSession {
         }
         var line = COPYLine(capacity: capacity)
         for index in indices {
-            PostgresLoad.appendRow(records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true, to: &line)
+            PostgresLoad.appendRow(
+                records[index], zone: zones[index].zone, fields: fields, position: nil, timestampsAsText: true,
+                to: &line)
         }
         if !indices.isEmpty { rowBytes[definition.name] = line.count / indices.count + 64 }
         return (bare(definition.name), columns.map(bare), line.bytes(), false)
@@ -460,13 +532,15 @@ extension PostgresSession {
         bindings.append(types)
         bindings.append(deleted)
         bindings.append(takeChangeNumbers(zones.count) - 1)
-        try link.execute(query: PostgresQuery(unsafeSQL: """
-            INSERT INTO \(namespace)._ck_record (zone, "recordName", "recordType", seq, deleted)
-            SELECT zone, name, type, $5::bigint + n, gone
-            FROM (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[]) WITH ORDINALITY AS k(zone, name, type, gone, n) ORDER BY n) ordered
-            ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq,
-                xid = pg_current_xact_id(), deleted = EXCLUDED.deleted
-            """, binds: bindings))
+        try link.execute(
+            query: PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO \(namespace)._ck_record (zone, "recordName", "recordType", seq, deleted)
+                    SELECT zone, name, type, $5::bigint + n, gone
+                    FROM (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[]) WITH ORDINALITY AS k(zone, name, type, gone, n) ORDER BY n) ordered
+                    ON CONFLICT (zone, "recordName") DO UPDATE SET "recordType" = EXCLUDED."recordType", seq = EXCLUDED.seq,
+                        xid = pg_current_xact_id(), deleted = EXCLUDED.deleted
+                    """, binds: bindings))
     }
 }
 

@@ -50,7 +50,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             throw bad("not a URL of the form postgresql://USER@HOST:PORT/DATABASE?schema=NAME")
         }
         if components.password != nil {
-            throw bad("a password does not go in the URL, where shell history and process lists keep it; use PGPASSWORD, ~/.pgpass or passfile=FILE")
+            throw bad(
+                "a password does not go in the URL, where shell history and process lists keep it; use PGPASSWORD, ~/.pgpass or passfile=FILE"
+            )
         }
         url = text
         var query: [String: String] = [:]
@@ -62,7 +64,8 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
             throw bad("unknown parameter '\(unknown)' (known: schema, sslmode, sslrootcert, passfile, host)")
         }
-        user = components.user.flatMap { $0.removingPercentEncoding } ?? environment["PGUSER"] ?? environment["USER"] ?? ""
+        user =
+            components.user.flatMap { $0.removingPercentEncoding } ?? environment["PGUSER"] ?? environment["USER"] ?? ""
         guard !user.isEmpty else { throw bad("no user: write postgresql://USER@HOST/DATABASE") }
         socketDirectory = query["host"].flatMap { $0.isEmpty ? nil : $0 }
         if let socketDirectory, !socketDirectory.hasPrefix("/") {
@@ -166,8 +169,11 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
         // libpq ignores a password file others can read; so does ckport, saying why.
         if let attributes = try? FileManager.default.attributesOfItem(atPath: file),
-           let mode = attributes[.posixPermissions] as? Int, mode & 0o077 != 0 {
-            throw PostgresStoreError.badLocation("\(self): the password file \(file) can be read by others (mode \(String(mode, radix: 8))); chmod 600 it")
+            let mode = attributes[.posixPermissions] as? Int, mode & 0o077 != 0
+        {
+            throw PostgresStoreError.badLocation(
+                "\(self): the password file \(file) can be read by others (mode \(String(mode, radix: 8))); chmod 600 it"
+            )
         }
         let hostField = socketDirectory ?? host
         for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
@@ -175,7 +181,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             let fields = PostgresLocation.passfileFields(String(line))
             guard fields.count == 5 else { continue }
             let wanted = [hostField, String(port), database, user]
-            if zip(fields.prefix(4), wanted).allSatisfy({ $0 == "*" || $0 == $1 || ($0 == "localhost" && hostField.hasPrefix("/")) }) {
+            if zip(fields.prefix(4), wanted).allSatisfy({
+                $0 == "*" || $0 == $1 || ($0 == "localhost" && hostField.hasPrefix("/"))
+            }) {
                 return fields[4]
             }
         }

@@ -59,13 +59,19 @@ extension PostgresSession {
 
     /// The earliest and latest value of TIMESTAMP `fields` among the records a query selects.
     public func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)? {
-        var low: Int64?, high: Int64?
+        var low: Int64?
+        var high: Int64?
         for compiled in try compile(query) {
             for field in fields {
-                guard let definition = compiled.reader.definition.field(named: field), definition.type == .timestamp else { continue }
+                guard let definition = compiled.reader.definition.field(named: field), definition.type == .timestamp
+                else { continue }
                 let column = PostgresLayout.identifier(field)
-                let range = compiled.selecting("\(PostgresLoad.milliseconds("min(t.\(column))")), \(PostgresLoad.milliseconds("max(t.\(column))"))")
-                guard let row = try link.rows(range).first, let min = row[0].flatMap(Int64.init), let max = row[1].flatMap(Int64.init) else { continue }
+                let range = compiled.selecting(
+                    "\(PostgresLoad.milliseconds("min(t.\(column))")), \(PostgresLoad.milliseconds("max(t.\(column))"))"
+                )
+                guard let row = try link.rows(range).first, let min = row[0].flatMap(Int64.init),
+                    let max = row[1].flatMap(Int64.init)
+                else { continue }
                 low = Swift.min(low ?? min, min)
                 high = Swift.max(high ?? max, max)
             }
@@ -78,24 +84,36 @@ extension PostgresSession {
     /// order when several do).
     public func record(named name: String, ofType type: String) throws -> Record? {
         guard let definition = schema.recordType(named: type) else { return nil }
-        let reader = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
+        let reader = PostgresReader(
+            definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
         var bindings = PostgresBindings()
         bindings.append(name)
-        let found = try link.rows(PostgresQuery(unsafeSQL: reader.sql + " WHERE t.\"___recordID\" = $1", binds: bindings)).map { try reader.decode($0) }
+        let found = try link.rows(
+            PostgresQuery(unsafeSQL: reader.sql + " WHERE t.\"___recordID\" = $1", binds: bindings)
+        ).map { try reader.decode($0) }
         return found.min { $0.zone < $1.zone }
     }
 
     /// Records of `type` whose REFERENCE field `field` points at `target`, by record name.
     public func records(ofType type: String, whose field: String, pointsAt target: RecordID) throws -> [Record] {
         guard let definition = schema.recordType(named: type) else {
-            throw StoreError.badQuery("unknown record type '\(type)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+            throw StoreError.badQuery(
+                "unknown record type '\(type)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))"
+            )
         }
-        guard definition.field(named: field)?.type == .reference, let zone = try zoneNumber(target.zone) else { return [] }
-        let reader = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
+        guard definition.field(named: field)?.type == .reference, let zone = try zoneNumber(target.zone) else {
+            return []
+        }
+        let reader = PostgresReader(
+            definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
         var bindings = PostgresBindings()
         bindings.append(target.recordName)
-        return try link.rows(PostgresQuery(unsafeSQL: reader.sql + " WHERE t.\(PostgresLayout.identifier(field)) = $1 AND t.\"___zone\" = \(zone) ORDER BY t.\"___recordID\"",
-                                           binds: bindings)).map { try reader.decode($0) }
+        return try link.rows(
+            PostgresQuery(
+                unsafeSQL: reader.sql
+                    + " WHERE t.\(PostgresLayout.identifier(field)) = $1 AND t.\"___zone\" = \(zone) ORDER BY t.\"___recordID\"",
+                binds: bindings)
+        ).map { try reader.decode($0) }
     }
 
     /// The statements of a query: without a sort, one per type and zone (zones in export
@@ -108,7 +126,9 @@ extension PostgresSession {
         } else {
             definitions = try query.recordTypes.map { name in
                 guard let definition = schema.recordType(named: name) else {
-                    throw StoreError.badQuery("unknown record type '\(name)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+                    throw StoreError.badQuery(
+                        "unknown record type '\(name)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))"
+                    )
                 }
                 return definition
             }
@@ -121,7 +141,8 @@ extension PostgresSession {
             var bindings = PostgresBindings()
             if let predicate = query.predicate {
                 for condition in predicate.conditions {
-                    clauses.append(try compile(condition, type: definition, text: query.predicateText, bindings: &bindings))
+                    clauses.append(
+                        try compile(condition, type: definition, text: query.predicateText, bindings: &bindings))
                 }
             }
             let numbers = try zones.map { try zoneNumber($0)! }
@@ -129,10 +150,14 @@ extension PostgresSession {
                 let column = try sortColumn(sortField, type: definition)
                 var filters = clauses
                 if query.narrowsZones {
-                    filters.insert(numbers.isEmpty ? "false" : "t.\"___zone\" IN (\(numbers.map(String.init).joined(separator: ", ")))", at: 0)
+                    filters.insert(
+                        numbers.isEmpty
+                            ? "false" : "t.\"___zone\" IN (\(numbers.map(String.init).joined(separator: ", ")))", at: 0)
                 }
                 if let key = query.after {
-                    let (sql, _) = try RecordKey.clause(key, field: sortField, column: column, descending: query.descending) { condition -> (String, [Never]) in
+                    let (sql, _) = try RecordKey.clause(
+                        key, field: sortField, column: column, descending: query.descending
+                    ) { condition -> (String, [Never]) in
                         (try compile(condition, type: definition, text: nil, bindings: &bindings), [])
                     }
                     filters.append(sql)
@@ -140,12 +165,18 @@ extension PostgresSession {
                 // NULLs first going up and last going down, as SQLite sorts them.
                 let direction = query.descending ? " DESC NULLS LAST" : " NULLS FIRST"
                 let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
-                let order = " ORDER BY \(column)\(direction), t.\"___recordID\"\(query.descending ? " DESC" : ""), t.\"___zone\""
-                compiled.append(PostgresCompiledQuery(reader: reader, table: table, filter: filter, order: order, bindings: bindings))
+                let order =
+                    " ORDER BY \(column)\(direction), t.\"___recordID\"\(query.descending ? " DESC" : ""), t.\"___zone\""
+                compiled.append(
+                    PostgresCompiledQuery(
+                        reader: reader, table: table, filter: filter, order: order, bindings: bindings))
             } else {
                 for number in numbers {
                     let filter = " WHERE " + (["t.\"___zone\" = \(number)"] + clauses).joined(separator: " AND ")
-                    compiled.append(PostgresCompiledQuery(reader: reader, table: table, filter: filter, order: " ORDER BY t.\"___recordID\"", bindings: bindings))
+                    compiled.append(
+                        PostgresCompiledQuery(
+                            reader: reader, table: table, filter: filter, order: " ORDER BY t.\"___recordID\"",
+                            bindings: bindings))
                 }
             }
         }
@@ -153,9 +184,14 @@ extension PostgresSession {
     }
 
     private func sortColumn(_ name: String, type: RecordTypeDefinition) throws -> String {
-        if let system = RecordQuery.systemField(name, typeHasField: { type.field(named: $0).map { !$0.isSystem } ?? false }) { return "t.\(PostgresLayout.identifier(system.column))" }
+        if let system = RecordQuery.systemField(
+            name, typeHasField: { type.field(named: $0).map { !$0.isSystem } ?? false })
+        {
+            return "t.\(PostgresLayout.identifier(system.column))"
+        }
         guard let field = type.field(named: name), !field.isSystem else {
-            throw StoreError.badQuery("\(Wording.sortField(name).text): record type \(type.name) has no field '\(name)'")
+            throw StoreError.badQuery(
+                "\(Wording.sortField(name).text): record type \(type.name) has no field '\(name)'")
         }
         guard !field.type.isList, ![.asset, .location, .bytes].contains(field.type.primitive) else {
             throw StoreError.badQuery("\(Wording.sortField(name).text): \(field.type) fields cannot be sorted")
@@ -164,10 +200,14 @@ extension PostgresSession {
     }
 
     /// One condition as SQL over the reader's table `t`, its values appended to `bindings`.
-    private func compile(_ condition: Condition, type definition: RecordTypeDefinition, text: String?, bindings: inout PostgresBindings) throws -> String {
+    private func compile(
+        _ condition: Condition, type definition: RecordTypeDefinition, text: String?, bindings: inout PostgresBindings
+    ) throws -> String {
         let column: String
         let type: FieldType
-        if let system = RecordQuery.systemField(condition.field, typeHasField: { definition.field(named: $0).map { !$0.isSystem } ?? false }) {
+        if let system = RecordQuery.systemField(
+            condition.field, typeHasField: { definition.field(named: $0).map { !$0.isSystem } ?? false })
+        {
             column = "t.\(PostgresLayout.identifier(system.column))"
             type = system.type
         } else if let field = definition.field(named: condition.field), !field.isSystem {
@@ -175,12 +215,15 @@ extension PostgresSession {
             type = field.type
         } else {
             let known = definition.userFields.map(\.name).joined(separator: ", ")
-            throw RecordQuery.predicateError("record type \(definition.name) has no field '\(condition.field)' (its fields: \(known); also recordName, parent, share, ___createTime, ___modTime)",
-                                             column: condition.fieldColumn, text: text)
+            throw RecordQuery.predicateError(
+                "record type \(definition.name) has no field '\(condition.field)' (its fields: \(known); also recordName, parent, share, ___createTime, ___modTime)",
+                column: condition.fieldColumn, text: text)
         }
         /// A literal as a parameter of the column's type: its placeholder.
         func parameter(_ literal: PredicateValue, as type: FieldType) throws -> String {
-            let value: FieldValue? = type.primitive == .bytes ? { if case .string(let s) = literal { return .string(s) } else { return nil } }()
+            let value: FieldValue? =
+                type.primitive == .bytes
+                ? { if case .string(let s) = literal { return .string(s) } else { return nil } }()
                 : literal.fieldValue(as: type)
             let placeholder = "$\(bindings.count + 1)"
             switch value {
@@ -200,29 +243,37 @@ extension PostgresSession {
                 bindings.append(d)
                 return type.primitive == .number ? "\(placeholder)::numeric" : placeholder
             default:
-                throw RecordQuery.predicateError("field '\(condition.field)' is \(type); \(literal) is not a \(StoreSession.literalForm(type))",
-                                                 column: condition.valueColumn, text: text)
+                throw RecordQuery.predicateError(
+                    "field '\(condition.field)' is \(type); \(literal) is not a \(StoreSession.literalForm(type))",
+                    column: condition.valueColumn, text: text)
             }
         }
         if type.isList || [.asset, .location, .bytes].contains(type.primitive) {
             guard condition.op == .contains, type.isList, ![.asset, .location].contains(type.primitive) else {
                 let hint = type.isList ? " (use CONTAINS to test list membership)" : ""
-                throw RecordQuery.predicateError("field '\(condition.field)' is \(type) and cannot be compared with \(condition.op.rawValue)\(hint)",
-                                                 column: condition.fieldColumn, text: text)
+                throw RecordQuery.predicateError(
+                    "field '\(condition.field)' is \(type) and cannot be compared with \(condition.op.rawValue)\(hint)",
+                    column: condition.fieldColumn, text: text)
             }
             // Containment on the jsonb list (the GIN index answers it): a one-element list of
             // the value, or of an object with the reference's record name.
             let element: FieldValue?
-            if type.primitive == .bytes, case .string(let s) = condition.value { element = .string(s) } else { element = condition.value.fieldValue(as: type.element) }
+            if type.primitive == .bytes, case .string(let s) = condition.value {
+                element = .string(s)
+            } else {
+                element = condition.value.fieldValue(as: type.element)
+            }
             let json: String
             switch element {
             case .reference(let reference)?:
                 json = "[{\"recordName\":\(FieldValueJSON.canonicalText(.string(reference.recordName)))}]"
-            case let value? where [.string, .int64, .double, .timestamp, .number].contains(value.type.primitive) && !value.type.isList:
+            case let value?
+            where [.string, .int64, .double, .timestamp, .number].contains(value.type.primitive) && !value.type.isList:
                 json = "[\(FieldValueJSON.canonicalText(value))]"
             default:
-                throw RecordQuery.predicateError("field '\(condition.field)' is \(type); \(condition.value) is not a \(StoreSession.literalForm(type.element))",
-                                                 column: condition.valueColumn, text: text)
+                throw RecordQuery.predicateError(
+                    "field '\(condition.field)' is \(type); \(condition.value) is not a \(StoreSession.literalForm(type.element))",
+                    column: condition.valueColumn, text: text)
             }
             bindings.append(json)
             // A zero of a list of doubles may be stored as the string "-0.0" (see
@@ -244,16 +295,19 @@ extension PostgresSession {
             if values.isEmpty { return "false" }
             return "\(column) IN (\(try values.map { try parameter($0, as: type) }.joined(separator: ", ")))"
         case .beginsWith:
-            guard type.primitive == .string || type.primitive == .reference, case .string(let prefix) = condition.value else {
-                throw RecordQuery.predicateError("BEGINSWITH needs a text field and 'text'", column: condition.fieldColumn, text: text)
+            guard type.primitive == .string || type.primitive == .reference, case .string(let prefix) = condition.value
+            else {
+                throw RecordQuery.predicateError(
+                    "BEGINSWITH needs a text field and 'text'", column: condition.fieldColumn, text: text)
             }
             // A range on the index (bytes order, collation "C"), as the SQLite store does.
             bindings.append(prefix)
             bindings.append(prefix + "\u{10FFFF}")
             return "(\(column) >= $\(bindings.count - 1) AND \(column) < $\(bindings.count))"
         case .contains:
-            throw RecordQuery.predicateError("CONTAINS tests list membership, and field '\(condition.field)' is \(type), not a LIST",
-                                             column: condition.fieldColumn, text: text)
+            throw RecordQuery.predicateError(
+                "CONTAINS tests list membership, and field '\(condition.field)' is \(type), not a LIST",
+                column: condition.fieldColumn, text: text)
         }
     }
 }

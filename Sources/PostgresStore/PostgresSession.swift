@@ -27,7 +27,9 @@ public final class PostgresSession {
     var namespace: String { store.server.quotedSchema }
     public var storeID: String { store.storeID }
 
-    init(store: PostgresStore, link: PostgresLink, writable: Bool, schemaUse: SchemaUse = .keeps, dryRun: Bool = false) throws {
+    init(store: PostgresStore, link: PostgresLink, writable: Bool, schemaUse: SchemaUse = .keeps, dryRun: Bool = false)
+        throws
+    {
         self.store = store
         self.link = link
         self.writable = writable
@@ -53,16 +55,27 @@ public final class PostgresSession {
             // waits for it, or it for the change — it never reads a table its snapshot cannot see.
             try link.execute("LOCK TABLE \(store.server.quotedSchema)._ck_meta IN ACCESS SHARE MODE")
         }
-        let text = try link.rows(PostgresQuery(unsafeSQL: "SELECT value FROM \(store.server.quotedSchema)._ck_meta WHERE key = 'schema'\(lock)")).first?[0]
-        guard let text else { throw PostgresStoreError.notAStore("\(store.server): the store has no schema row in _ck_meta") }
-        try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(PostgresLink.workWait(store.waitSeconds)))")
+        let text = try link.rows(
+            PostgresQuery(
+                unsafeSQL: "SELECT value FROM \(store.server.quotedSchema)._ck_meta WHERE key = 'schema'\(lock)")
+        ).first?[0]
+        guard let text else {
+            throw PostgresStoreError.notAStore("\(store.server): the store has no schema row in _ck_meta")
+        }
+        try link.execute(
+            "SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(PostgresLink.workWait(store.waitSeconds)))")
         schema = try SchemaParser.parse(text, file: "stored schema")
         try loadZones()
     }
 
     private func loadZones() throws {
-        for row in try link.rows(PostgresQuery(unsafeSQL: "SELECT id::text, scope, \"zoneName\", \"ownerRecordName\" FROM \(namespace)._ck_zone")) {
-            guard let id = row[0].flatMap(Int64.init), let scope = row[1].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[2], let owner = row[3] else {
+        for row in try link.rows(
+            PostgresQuery(
+                unsafeSQL: "SELECT id::text, scope, \"zoneName\", \"ownerRecordName\" FROM \(namespace)._ck_zone"))
+        {
+            guard let id = row[0].flatMap(Int64.init), let scope = row[1].flatMap(DatabaseScope.init(rawValue:)),
+                let zoneName = row[2], let owner = row[3]
+            else {
                 throw PostgresStoreError.notAStore("\(location): a zone row of _ck_zone is incomplete")
             }
             let zone = ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner)
@@ -106,16 +119,22 @@ public final class PostgresSession {
             try numberZones(CollectionOfOne(zone))
             return zoneNumbers[zone]
         }
-        if let found = try link.rows("""
+        if let found = try link.rows(
+            """
             SELECT id::text FROM \(name: namespace)._ck_zone
             WHERE scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
-            """).first?[0].flatMap({ Int64($0) }) {
+            """
+        ).first?[0].flatMap({ Int64($0) }) {
             remember(zone, as: found)
             return found
         }
         guard create else { return nil }
-        guard let provisional = try link.rows(PostgresQuery(unsafeSQL: "SELECT nextval(pg_get_serial_sequence('\(namespace)._ck_zone', 'id'))::text"))
-            .first?[0].flatMap({ Int64($0) }) else {
+        guard
+            let provisional = try link.rows(
+                PostgresQuery(unsafeSQL: "SELECT nextval(pg_get_serial_sequence('\(namespace)._ck_zone', 'id'))::text")
+            )
+            .first?[0].flatMap({ Int64($0) })
+        else {
             throw PostgresStoreError.server("\(location): zone \(zone) has no number")
         }
         zonesNewHere.insert(provisional)
@@ -151,23 +170,29 @@ public final class PostgresSession {
         bindings.append(unknown.map(\.ownerRecordName))
         let namespace = self.namespace
         let (added, all) = try store.pool.withLink { aside -> ([[String?]], [[String?]]) in
-            let added = try aside.rows(PostgresQuery(unsafeSQL: """
-                INSERT INTO \(namespace)._ck_zone (scope, "zoneName", "ownerRecordName")
-                SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING id::text
-                """, binds: bindings))
+            let added = try aside.rows(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO \(namespace)._ck_zone (scope, "zoneName", "ownerRecordName")
+                        SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING id::text
+                        """, binds: bindings))
             // A new statement: zones another writer registered meanwhile (the insert waited for
             // it and did nothing) are seen too.
-            let all = try aside.rows(PostgresQuery(unsafeSQL: """
-                SELECT z.id::text, z.scope, z."zoneName", z."ownerRecordName" FROM \(namespace)._ck_zone z
-                JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, "zoneName", "ownerRecordName")
-                  ON z.scope = k.scope AND z."zoneName" = k."zoneName" AND z."ownerRecordName" = k."ownerRecordName"
-                """, binds: bindings))
+            let all = try aside.rows(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT z.id::text, z.scope, z."zoneName", z."ownerRecordName" FROM \(namespace)._ck_zone z
+                        JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, "zoneName", "ownerRecordName")
+                          ON z.scope = k.scope AND z."zoneName" = k."zoneName" AND z."ownerRecordName" = k."ownerRecordName"
+                        """, binds: bindings))
             return (added, all)
         }
         let addedHere = Set(added.compactMap { $0[0].flatMap { Int64($0) } })
         for row in all {
-            guard let number = row[0].flatMap({ Int64($0) }), let scopeName = row[1], let scope = DatabaseScope(rawValue: scopeName),
-                  let zoneName = row[2], let owner = row[3] else { continue }
+            guard let number = row[0].flatMap({ Int64($0) }), let scopeName = row[1],
+                let scope = DatabaseScope(rawValue: scopeName),
+                let zoneName = row[2], let owner = row[3]
+            else { continue }
             if addedHere.contains(number) { zonesNewHere.insert(number) }
             remember(ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), as: number)
         }
@@ -180,9 +205,10 @@ public final class PostgresSession {
     /// drops or replaces them: a reader that began before waits, or this change waits for the
     /// readers that hold them (each at most its wait).
     func holdTablesForChange() throws {
-        try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(store.waitSeconds))",
-                         "LOCK TABLE \(namespace)._ck_meta IN ACCESS EXCLUSIVE MODE",
-                         "SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(PostgresLink.workWait(store.waitSeconds)))")
+        try link.execute(
+            "SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(store.waitSeconds))",
+            "LOCK TABLE \(namespace)._ck_meta IN ACCESS EXCLUSIVE MODE",
+            "SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(PostgresLink.workWait(store.waitSeconds)))")
     }
 
     /// The zone a registry number stands for.
@@ -190,7 +216,9 @@ public final class PostgresSession {
         if let zone = zonesByNumber[number] { return zone }
         // Registered by another writer since this transaction began.
         try loadZones()
-        guard let zone = zonesByNumber[number] else { throw PostgresStoreError.notAStore("\(location): a record names zone \(number), which does not exist") }
+        guard let zone = zonesByNumber[number] else {
+            throw PostgresStoreError.notAStore("\(location): a record names zone \(number), which does not exist")
+        }
         return zone
     }
 
@@ -216,7 +244,10 @@ public final class PostgresSession {
     /// rolls back leaves it where it was. Inside a write, the write's own changes are not
     /// counted yet: a feed from that token repeats them.
     public func changeToken() throws -> ChangeToken {
-        let last = try link.rows(PostgresQuery(unsafeSQL: "SELECT coalesce(max(commit), 0)::text FROM \(namespace)._ck_commit")).first?[0].flatMap { Int64($0) } ?? 0
+        let last =
+            try link.rows(
+                PostgresQuery(unsafeSQL: "SELECT coalesce(max(commit), 0)::text FROM \(namespace)._ck_commit")
+            ).first?[0].flatMap { Int64($0) } ?? 0
         return ChangeToken(storeID: storeID, sequence: last)
     }
 
@@ -234,19 +265,26 @@ public final class PostgresSession {
     /// commit: a moment, never a wait `--wait` is about (with `--wait 0`, writers side by side
     /// would otherwise fail each other), so the wait for it has a bound of its own.
     func numberCommit() throws {
-        try link.execute("SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(max(store.waitSeconds, 60)))",
-                         "SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(store.server.schema + "\u{0}commit")))",
-                         "INSERT INTO \(namespace)._ck_commit (xid, commit) VALUES (pg_current_xact_id(), nextval('\(namespace)._ck_commit_seq'))")
+        try link.execute(
+            "SET LOCAL lock_timeout = \(PostgresLink.lockTimeout(max(store.waitSeconds, 60)))",
+            "SELECT pg_advisory_xact_lock(\(PostgresStore.lockKey(store.server.schema + "\u{0}commit")))",
+            "INSERT INTO \(namespace)._ck_commit (xid, commit) VALUES (pg_current_xact_id(), nextval('\(namespace)._ck_commit_seq'))"
+        )
     }
 
     /// The changes of the commits after number `after` up to `through`, in the order they
     /// happened: zone, name, type and whether the change was a deletion.
-    public func changes(after: Int64, through: Int64) throws -> [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] {
+    public func changes(after: Int64, through: Int64) throws -> [(
+        zone: ZoneID, recordName: String, recordType: String, deleted: Bool
+    )] {
         var found: [(zone: ZoneID, recordName: String, recordType: String, deleted: Bool)] = []
-        try forEachRow(PostgresQuery(unsafeSQL: """
-            SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
-            JOIN \(namespace)._ck_commit c ON c.xid = r.xid WHERE c.commit > \(after) AND c.commit <= \(through) ORDER BY c.commit, r.seq
-            """)) { row in
+        try forEachRow(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
+                    JOIN \(namespace)._ck_commit c ON c.xid = r.xid WHERE c.commit > \(after) AND c.commit <= \(through) ORDER BY c.commit, r.seq
+                    """)
+        ) { row in
             guard let number = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { return }
             found.append((try zone(number: number), name, type, row[3] == "true"))
         }
@@ -255,14 +293,20 @@ public final class PostgresSession {
 
     /// Every change after `token`, in the order it happened: live records as they are now,
     /// deleted ones as tombstones. A record changed twice is reported once.
-    public func forEachChange(since token: ChangeToken, recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil,
-                              _ body: (Record) throws -> Void) throws {
+    public func forEachChange(
+        since token: ChangeToken, recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil,
+        _ body: (Record) throws -> Void
+    ) throws {
         guard token.storeID == storeID else {
-            throw StoreError.badToken("change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)")
+            throw StoreError.badToken(
+                "change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)"
+            )
         }
         let current = try changeToken()
         guard token.sequence <= current.sequence else {
-            throw StoreError.badToken("change token \(token) is ahead of this store, which is at \(current); was the store restored from an older copy?")
+            throw StoreError.badToken(
+                "change token \(token) is ahead of this store, which is at \(current); was the store restored from an older copy?"
+            )
         }
         let types = Set(recordTypes)
         // The changes a page at a time; each page's live records fetched as a set, one query
@@ -273,14 +317,18 @@ public final class PostgresSession {
             var fetched: [RecordID: Record] = [:]
             for (type, group) in Dictionary(grouping: page.filter { !$0.deleted }, by: \.type) {
                 guard let definition = schema.recordType(named: type) else { continue }
-                let reading = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
+                let reading = PostgresReader(
+                    definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
                 var bindings = PostgresBindings()
                 bindings.append(group.map(\.zone))
                 bindings.append(group.map(\.id.recordName))
-                for row in try link.rows(PostgresQuery(unsafeSQL: """
-                    SELECT \(reading.columns) FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
-                    JOIN LATERAL (SELECT * FROM \(reading.table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
-                    """, binds: bindings)) {
+                for row in try link.rows(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            SELECT \(reading.columns) FROM unnest($1::bigint[], $2::text[]) AS k(zone, name)
+                            JOIN LATERAL (SELECT * FROM \(reading.table) x WHERE x."___zone" = k.zone AND x."___recordID" = k.name) t ON true
+                            """, binds: bindings))
+                {
                     let record = try reading.decode(row)
                     fetched[record.id] = record
                 }
@@ -295,10 +343,13 @@ public final class PostgresSession {
                 }
             }
         }
-        try forEachRow(PostgresQuery(unsafeSQL: """
-            SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
-            JOIN \(namespace)._ck_commit c ON c.xid = r.xid WHERE c.commit > \(token.sequence) ORDER BY c.commit, r.seq
-            """)) { row in
+        try forEachRow(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT r.zone::text, r."recordName", r."recordType", r.deleted::text FROM \(namespace)._ck_record r
+                    JOIN \(namespace)._ck_commit c ON c.xid = r.xid WHERE c.commit > \(token.sequence) ORDER BY c.commit, r.seq
+                    """)
+        ) { row in
             guard let number = row[0].flatMap(Int64.init), let name = row[1], let type = row[2] else { return }
             let zone = try self.zone(number: number)
             if let scope, zone.scope != scope { return }
@@ -315,9 +366,13 @@ public final class PostgresSession {
     /// What the registry says of a record name: its type and whether it is a tombstone.
     func registryEntry(_ id: RecordID) throws -> (recordType: String, deleted: Bool)? {
         guard let zone = try zoneNumber(id.zone) else { return nil }
-        guard let row = try link.rows("""
-            SELECT "recordType", deleted::text FROM \(name: namespace)._ck_record WHERE zone = \(zone) AND "recordName" = \(id.recordName)
-            """).first, let type = row[0] else { return nil }
+        guard
+            let row = try link.rows(
+                """
+                SELECT "recordType", deleted::text FROM \(name: namespace)._ck_record WHERE zone = \(zone) AND "recordName" = \(id.recordName)
+                """
+            ).first, let type = row[0]
+        else { return nil }
         return (type, row[1] == "true")
     }
 
@@ -330,10 +385,17 @@ public final class PostgresSession {
     /// The row of a record of `type`, if there is one.
     func fetch(_ id: RecordID, type: String) throws -> Record? {
         guard let definition = schema.recordType(named: type), let zone = try zoneNumber(id.zone) else { return nil }
-        let reading = PostgresReader(definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
+        let reading = PostgresReader(
+            definition, table: PostgresLayout(type: definition, schema: namespace).table, session: self)
         var bindings = PostgresBindings()
         bindings.append(id.recordName)
-        guard let row = try link.rows(PostgresQuery(unsafeSQL: reading.sql + " WHERE t.\"___zone\" = \(zone) AND t.\"___recordID\" = $1", binds: bindings)).first else {
+        guard
+            let row = try link.rows(
+                PostgresQuery(
+                    unsafeSQL: reading.sql + " WHERE t.\"___zone\" = \(zone) AND t.\"___recordID\" = $1",
+                    binds: bindings)
+            ).first
+        else {
             return nil
         }
         return try reading.decode(row)
@@ -370,20 +432,30 @@ public final class PostgresSession {
     /// and its change token.
     public func stats() throws -> StoreStats {
         var entries: [StoreStats.Entry] = []
-        for row in try link.rows("""
+        for row in try link.rows(
+            """
             SELECT r.zone::text, r."recordType", count(*) FILTER (WHERE NOT r.deleted)::text, count(*) FILTER (WHERE r.deleted)::text
             FROM \(name: namespace)._ck_record r GROUP BY r.zone, r."recordType"
-            """) {
+            """)
+        {
             guard let number = row[0].flatMap(Int64.init), let type = row[1],
-                  let records = row[2].flatMap(Int.init), let tombstones = row[3].flatMap(Int.init) else { continue }
-            entries.append(StoreStats.Entry(zone: try zone(number: number), recordType: type, records: records, tombstones: tombstones))
+                let records = row[2].flatMap(Int.init), let tombstones = row[3].flatMap(Int.init)
+            else { continue }
+            entries.append(
+                StoreStats.Entry(
+                    zone: try zone(number: number), recordType: type, records: records, tombstones: tombstones))
         }
         entries.sort { ($0.zone, $0.recordType) < ($1.zone, $1.recordType) }
-        let size = try link.rows("""
-            SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = \(store.server.schema) AND c.relkind = 'r'
-            """).first?[0].flatMap(Int64.init) ?? 0
-        return StoreStats(path: location.description, fileSize: size, token: try changeToken(), entries: entries, recordTypeCount: schema.recordTypes.count)
+        let size =
+            try link.rows(
+                """
+                SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = \(store.server.schema) AND c.relkind = 'r'
+                """
+            ).first?[0].flatMap(Int64.init) ?? 0
+        return StoreStats(
+            path: location.description, fileSize: size, token: try changeToken(), entries: entries,
+            recordTypeCount: schema.recordTypes.count)
     }
 
     // MARK: Sync tokens and migration history
@@ -392,47 +464,58 @@ public final class PostgresSession {
     public func saveSyncToken(_ token: String?, source: String, zone: ZoneID) throws {
         if let token {
             let savedAt = Int64(Date().timeIntervalSince1970 * 1000)
-            try link.execute(query: """
-                INSERT INTO \(unescaped: namespace)._ck_sync (source, scope, "zoneName", "ownerRecordName", token, "savedAt")
-                VALUES (\(source), \(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName), \(token), \(savedAt))
-                ON CONFLICT (source, scope, "zoneName", "ownerRecordName") DO UPDATE SET token = EXCLUDED.token, "savedAt" = EXCLUDED."savedAt"
-                """)
+            try link.execute(
+                query: """
+                    INSERT INTO \(unescaped: namespace)._ck_sync (source, scope, "zoneName", "ownerRecordName", token, "savedAt")
+                    VALUES (\(source), \(zone.scope.rawValue), \(zone.zoneName), \(zone.ownerRecordName), \(token), \(savedAt))
+                    ON CONFLICT (source, scope, "zoneName", "ownerRecordName") DO UPDATE SET token = EXCLUDED.token, "savedAt" = EXCLUDED."savedAt"
+                    """)
         } else {
-            try link.execute(query: """
-                DELETE FROM \(unescaped: namespace)._ck_sync
-                WHERE source = \(source) AND scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
-                """)
+            try link.execute(
+                query: """
+                    DELETE FROM \(unescaped: namespace)._ck_sync
+                    WHERE source = \(source) AND scope = \(zone.scope.rawValue) AND "zoneName" = \(zone.zoneName) AND "ownerRecordName" = \(zone.ownerRecordName)
+                    """)
         }
     }
 
     /// The sync states saved for `source`, by zone.
     public func syncStates(source: String) throws -> [SyncState] {
-        try link.rows("""
+        try link.rows(
+            """
             SELECT source, scope, "zoneName", "ownerRecordName", token, "savedAt"::text FROM \(name: namespace)._ck_sync
             WHERE source = \(source) ORDER BY scope, "zoneName", "ownerRecordName"
-            """).compactMap { row in
-            guard let source = row[0], let scope = row[1].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[2], let owner = row[3],
-                  let token = row[4], let savedAt = row[5].flatMap(Int64.init) else { return nil }
-            return SyncState(source: source, zone: ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), token: token, savedAt: savedAt)
+            """
+        ).compactMap { row in
+            guard let source = row[0], let scope = row[1].flatMap(DatabaseScope.init(rawValue:)), let zoneName = row[2],
+                let owner = row[3],
+                let token = row[4], let savedAt = row[5].flatMap(Int64.init)
+            else { return nil }
+            return SyncState(
+                source: source, zone: ZoneID(scope: scope, zoneName: zoneName, ownerRecordName: owner), token: token,
+                savedAt: savedAt)
         }
     }
 
     /// Every source a pull saved a sync state for, sorted.
     public func syncSources() throws -> [String] {
-        try link.rows(PostgresQuery(unsafeSQL: "SELECT DISTINCT source FROM \(namespace)._ck_sync")).compactMap { $0[0] }
-            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        try link.rows(PostgresQuery(unsafeSQL: "SELECT DISTINCT source FROM \(namespace)._ck_sync")).compactMap {
+            $0[0]
+        }
+        .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// Adds (or, for the same set and version, replaces) an entry of the migration history, in
     /// this transaction: with the records the migration rewrote.
     public func recordMigration(_ entry: MigrationHistoryEntry) throws {
-        try link.execute(query: """
-            INSERT INTO \(unescaped: namespace)._ck_migration ("set", version, description, file, checksum, "appliedAt", "durationMs", "recordsChanged")
-            VALUES (\(entry.set), \(entry.version), \(entry.description), \(entry.file), \(entry.checksum), \(entry.appliedAt),
-                    \(entry.durationMilliseconds), \(entry.recordsChanged))
-            ON CONFLICT ("set", version) DO UPDATE SET description = EXCLUDED.description, file = EXCLUDED.file, checksum = EXCLUDED.checksum,
-                "appliedAt" = EXCLUDED."appliedAt", "durationMs" = EXCLUDED."durationMs", "recordsChanged" = EXCLUDED."recordsChanged"
-            """)
+        try link.execute(
+            query: """
+                INSERT INTO \(unescaped: namespace)._ck_migration ("set", version, description, file, checksum, "appliedAt", "durationMs", "recordsChanged")
+                VALUES (\(entry.set), \(entry.version), \(entry.description), \(entry.file), \(entry.checksum), \(entry.appliedAt),
+                        \(entry.durationMilliseconds), \(entry.recordsChanged))
+                ON CONFLICT ("set", version) DO UPDATE SET description = EXCLUDED.description, file = EXCLUDED.file, checksum = EXCLUDED.checksum,
+                    "appliedAt" = EXCLUDED."appliedAt", "durationMs" = EXCLUDED."durationMs", "recordsChanged" = EXCLUDED."recordsChanged"
+                """)
     }
 
     /// The migrations applied to this store, oldest first; only `set`'s when given.
@@ -441,15 +524,21 @@ public final class PostgresSession {
             SELECT "set", version::text, description, file, checksum, "appliedAt"::text, "durationMs"::text, "recordsChanged"::text
             FROM \(namespace)._ck_migration
             """
-        let rows = try set.map { try link.rows("\(unescaped: sql) WHERE \"set\" = \($0) ORDER BY \"set\", version") }
+        let rows =
+            try set.map { try link.rows("\(unescaped: sql) WHERE \"set\" = \($0) ORDER BY \"set\", version") }
             ?? link.rows(PostgresQuery(unsafeSQL: sql + " ORDER BY \"set\", version"))
         return try rows.map { row in
-            guard let set = row[0], let version = row[1].flatMap(Int.init), let description = row[2], let file = row[3], let checksum = row[4],
-                  let appliedAt = row[5].flatMap(Int64.init), let duration = row[6].flatMap(Int64.init), let changed = row[7].flatMap(Int.init) else {
+            guard let set = row[0], let version = row[1].flatMap(Int.init), let description = row[2], let file = row[3],
+                let checksum = row[4],
+                let appliedAt = row[5].flatMap(Int64.init), let duration = row[6].flatMap(Int64.init),
+                let changed = row[7].flatMap(Int.init)
+            else {
                 throw PostgresStoreError.notAStore("\(location): a migration history row is incomplete")
             }
-            return MigrationHistoryEntry(set: set, version: version, description: description, file: file, checksum: checksum, appliedAt: appliedAt,
-                                         durationMilliseconds: duration, recordsChanged: changed)
+            return MigrationHistoryEntry(
+                set: set, version: version, description: description, file: file, checksum: checksum,
+                appliedAt: appliedAt,
+                durationMilliseconds: duration, recordsChanged: changed)
         }
     }
 }
@@ -467,7 +556,9 @@ extension PostgresSession: LoadingSession {
         precondition(writable, "save(_:mode:) needs a write transaction")
         let loader = PostgresLoader(self)
         _ = try loader.save(record, mode: mode)
-        guard let result = try loader.flush().first else { throw StoreError.corrupt("the store did not answer for record \(record.id)") }
+        guard let result = try loader.flush().first else {
+            throw StoreError.corrupt("the store did not answer for record \(record.id)")
+        }
         return try result.get()
     }
 
@@ -488,17 +579,25 @@ extension PostgresSession: LoadingSession {
         precondition(writable, "a schema change needs a write transaction")
         // The session holds the schema row (shared) since it began, so its schema is what is
         // committed: a load that changes nothing takes no further lock.
-        guard SchemaChange(from: schema, to: newSchema).changesSchema else { return SchemaChange(from: schema, to: newSchema) }
-        let text = try link.rows("SELECT value FROM \(name: namespace)._ck_meta WHERE key = 'schema' FOR UPDATE").first?[0] ?? "DEFINE SCHEMA\n"
+        guard SchemaChange(from: schema, to: newSchema).changesSchema else {
+            return SchemaChange(from: schema, to: newSchema)
+        }
+        let text =
+            try link.rows("SELECT value FROM \(name: namespace)._ck_meta WHERE key = 'schema' FOR UPDATE").first?[0]
+            ?? "DEFINE SCHEMA\n"
         schema = try SchemaParser.parse(text, file: "stored schema")
         let change = SchemaChange(from: schema, to: newSchema)
         guard change.changesSchema else { return change }
-        if !change.removedTypes.isEmpty || !change.removedFields.isEmpty || !change.retypedFields.isEmpty { try holdTablesForChange() }
+        if !change.removedTypes.isEmpty || !change.removedFields.isEmpty || !change.retypedFields.isEmpty {
+            try holdTablesForChange()
+        }
         // Only schemas the schema language reads back are kept (a backup must restore).
         _ = try SchemaParser.parse(SchemaPrinter.print(newSchema), file: "the new schema")
         var refusals: [String] = []
         for type in newSchema.recordTypes where PostgresLayout(type: type, schema: namespace).columnCount > 1600 {
-            refusals.append("record type \(type.name) would need \(PostgresLayout(type: type, schema: namespace).columnCount) columns; PostgreSQL allows 1,600 to a table")
+            refusals.append(
+                "record type \(type.name) would need \(PostgresLayout(type: type, schema: namespace).columnCount) columns; PostgreSQL allows 1,600 to a table"
+            )
         }
         let namespace = self.namespace
         func count(_ sql: String) throws -> Int {
@@ -506,29 +605,42 @@ extension PostgresSession: LoadingSession {
         }
         refusals += try change.dataLossRefusals(
             records: { try count("SELECT count(*)::text FROM \(namespace).\(PostgresLayout.identifier($0))") },
-            values: { try count("SELECT count(*)::text FROM \(namespace).\(PostgresLayout.identifier($0)) WHERE \(PostgresLayout.identifier($1)) IS NOT NULL") })
+            values: {
+                try count(
+                    "SELECT count(*)::text FROM \(namespace).\(PostgresLayout.identifier($0)) WHERE \(PostgresLayout.identifier($1)) IS NOT NULL"
+                )
+            })
         guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
         var statements: [String] = []
-        for typeName in change.removedTypes { statements.append("DROP TABLE \(namespace).\(PostgresLayout.identifier(typeName))") }
+        for typeName in change.removedTypes {
+            statements.append("DROP TABLE \(namespace).\(PostgresLayout.identifier(typeName))")
+        }
         for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
             // Dropping a column drops its index; a reference's action column goes with it.
             var columns = [field.name]
             if field.type == .reference { columns.append(field.name + ":action") }
             for column in columns {
-                statements.append("ALTER TABLE \(namespace).\(PostgresLayout.identifier(typeName)) DROP COLUMN \(PostgresLayout.identifier(column))")
+                statements.append(
+                    "ALTER TABLE \(namespace).\(PostgresLayout.identifier(typeName)) DROP COLUMN \(PostgresLayout.identifier(column))"
+                )
             }
         }
         for type in change.addedTypes { statements += PostgresLayout(type: type, schema: namespace).createStatements() }
         for (typeName, field) in change.addedFields + change.retypedFields.map({ ($0.type, $0.new) }) {
             for definition in PostgresLayout.columnDefinitions(field) {
-                statements.append("ALTER TABLE \(namespace).\(PostgresLayout.identifier(typeName)) ADD COLUMN \(definition)")
+                statements.append(
+                    "ALTER TABLE \(namespace).\(PostgresLayout.identifier(typeName)) ADD COLUMN \(definition)")
             }
-            if PostgresLayout.needsIndex(field) { statements.append(PostgresLayout.indexStatement(schema: namespace, type: typeName, field: field)) }
+            if PostgresLayout.needsIndex(field) {
+                statements.append(PostgresLayout.indexStatement(schema: namespace, type: typeName, field: field))
+            }
         }
-        for (typeName, old, new) in change.reindexedFields where PostgresLayout.needsIndex(old) != PostgresLayout.needsIndex(new) {
-            statements.append(PostgresLayout.needsIndex(new)
-                ? PostgresLayout.indexStatement(schema: namespace, type: typeName, field: new)
-                : "DROP INDEX \(namespace).\(PostgresLayout.indexName(type: typeName, field: new.name))")
+        for (typeName, old, new) in change.reindexedFields
+        where PostgresLayout.needsIndex(old) != PostgresLayout.needsIndex(new) {
+            statements.append(
+                PostgresLayout.needsIndex(new)
+                    ? PostgresLayout.indexStatement(schema: namespace, type: typeName, field: new)
+                    : "DROP INDEX \(namespace).\(PostgresLayout.indexName(type: typeName, field: new.name))")
         }
         for sql in statements { try link.execute(sql) }
         try writeSchema(newSchema)
@@ -537,7 +649,8 @@ extension PostgresSession: LoadingSession {
 
     /// Keeps `newSchema` as the store's schema, in this transaction.
     func writeSchema(_ newSchema: Schema) throws {
-        _ = try link.rows("UPDATE \(name: namespace)._ck_meta SET value = \(SchemaPrinter.print(newSchema)) WHERE key = 'schema'")
+        _ = try link.rows(
+            "UPDATE \(name: namespace)._ck_meta SET value = \(SchemaPrinter.print(newSchema)) WHERE key = 'schema'")
         schema = newSchema
     }
 
@@ -545,8 +658,12 @@ extension PostgresSession: LoadingSession {
     /// change (``rewrite(types:into:_:)``).
     public func canUpdateInPlace(type: String, into newSchema: Schema, renames: [String: String]) -> Bool { false }
 
-    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
-                              byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
-        throw StoreError.corrupt("the PostgreSQL store migrates records by rewriting their types; updateInPlace is not available (canUpdateInPlace says so)")
+    public func updateInPlace(
+        type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
+        byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?
+    ) throws -> RewriteCounts {
+        throw StoreError.corrupt(
+            "the PostgreSQL store migrates records by rewriting their types; updateInPlace is not available (canUpdateInPlace says so)"
+        )
     }
 }

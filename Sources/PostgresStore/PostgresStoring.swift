@@ -17,7 +17,9 @@ extension PostgresSession {
         var results: [Result<SaveOutcome, SaveRefusal>] = []
         for record in records {
             guard schema.recordType(named: record.recordType) != nil else {
-                throw StoreError.schemaChangeRefused(["record \(record.recordName) is of type \(record.recordType), which the store's schema does not define (import a schema that does first)"])
+                throw StoreError.schemaChangeRefused([
+                    "record \(record.recordName) is of type \(record.recordType), which the store's schema does not define (import a schema that does first)"
+                ])
             }
             _ = try loader.save(record, mode: mode)
             if loader.wantsFlush { results += try loader.flush() }

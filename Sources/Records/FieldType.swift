@@ -39,7 +39,10 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
     /// For `NUMBER PREFERRED AS …`; nil for every other type and for a bare `NUMBER`.
     public var numberPreference: NumberPreference?
 
-    public init(_ primitive: PrimitiveType, list: Bool = false, encrypted: Bool = false, numberPreference: NumberPreference? = nil) {
+    public init(
+        _ primitive: PrimitiveType, list: Bool = false, encrypted: Bool = false,
+        numberPreference: NumberPreference? = nil
+    ) {
         self.primitive = primitive
         self.isList = list
         self.isEncrypted = encrypted
@@ -140,8 +143,14 @@ public struct FieldType: Hashable, Sendable, CustomStringConvertible {
         var name = Substring(webServicesName.uppercased())
         var list = false
         var encrypted = false
-        if name.hasSuffix("_LIST") { list = true; name = name.dropLast(5) }
-        if name.hasPrefix("ENCRYPTED_") { encrypted = true; name = name.dropFirst(10) }
+        if name.hasSuffix("_LIST") {
+            list = true
+            name = name.dropLast(5)
+        }
+        if name.hasPrefix("ENCRYPTED_") {
+            encrypted = true
+            name = name.dropFirst(10)
+        }
         let primitive: PrimitiveType
         switch name {
         case "ASSETID", "ASSET": primitive = .asset

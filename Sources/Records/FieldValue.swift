@@ -51,8 +51,10 @@ public struct Asset: Hashable, Sendable {
     /// the bytes in the store and of the `assets/<sha256>` member of a bundle.
     public var sha256: String?
 
-    public init(fileChecksum: String, size: Int64, referenceChecksum: String? = nil, wrappingKey: String? = nil,
-                receipt: String? = nil, downloadURL: String? = nil, localPath: String? = nil, sha256: String? = nil) {
+    public init(
+        fileChecksum: String, size: Int64, referenceChecksum: String? = nil, wrappingKey: String? = nil,
+        receipt: String? = nil, downloadURL: String? = nil, localPath: String? = nil, sha256: String? = nil
+    ) {
         self.fileChecksum = fileChecksum
         self.size = size
         self.referenceChecksum = referenceChecksum
@@ -81,8 +83,10 @@ public struct Location: Sendable {
     /// Milliseconds since 1970.
     public var timestamp: Int64?
 
-    public init(latitude: Double, longitude: Double, horizontalAccuracy: Double? = nil, verticalAccuracy: Double? = nil,
-                altitude: Double? = nil, speed: Double? = nil, course: Double? = nil, timestamp: Int64? = nil) {
+    public init(
+        latitude: Double, longitude: Double, horizontalAccuracy: Double? = nil, verticalAccuracy: Double? = nil,
+        altitude: Double? = nil, speed: Double? = nil, course: Double? = nil, timestamp: Int64? = nil
+    ) {
         self.latitude = latitude
         self.longitude = longitude
         self.horizontalAccuracy = horizontalAccuracy
@@ -117,7 +121,7 @@ extension Location: Hashable {
 @inline(__always) func sameBits(_ a: Double?, _ b: Double?) -> Bool {
     switch (a, b) {
     case (nil, nil): return true
-    case let (x?, y?): return x.bitPattern == y.bitPattern
+    case (let x?, let y?): return x.bitPattern == y.bitPattern
     default: return false
     }
 }
@@ -178,30 +182,49 @@ public enum FieldValue: Sendable {
 extension FieldValue: Hashable {
     public static func == (lhs: FieldValue, rhs: FieldValue) -> Bool {
         switch (lhs, rhs) {
-        case let (.string(a), .string(b)): return a == b
-        case let (.int64(a), .int64(b)): return a == b
-        case let (.double(a), .double(b)): return a.bitPattern == b.bitPattern
-        case let (.timestamp(a), .timestamp(b)): return a == b
-        case let (.bytes(a), .bytes(b)): return a == b
-        case let (.reference(a), .reference(b)): return a == b
-        case let (.asset(a), .asset(b)): return a == b
-        case let (.location(a), .location(b)): return a == b
-        case let (.list(ta, a), .list(tb, b)): return ta == tb && a == b
+        case (.string(let a), .string(let b)): return a == b
+        case (.int64(let a), .int64(let b)): return a == b
+        case (.double(let a), .double(let b)): return a.bitPattern == b.bitPattern
+        case (.timestamp(let a), .timestamp(let b)): return a == b
+        case (.bytes(let a), .bytes(let b)): return a == b
+        case (.reference(let a), .reference(let b)): return a == b
+        case (.asset(let a), .asset(let b)): return a == b
+        case (.location(let a), .location(let b)): return a == b
+        case (.list(let ta, let a), .list(let tb, let b)): return ta == tb && a == b
         default: return false
         }
     }
 
     public func hash(into hasher: inout Hasher) {
         switch self {
-        case .string(let s): hasher.combine(0); hasher.combine(s)
-        case .int64(let i): hasher.combine(1); hasher.combine(i)
-        case .double(let d): hasher.combine(2); hasher.combine(d.bitPattern)
-        case .timestamp(let t): hasher.combine(3); hasher.combine(t)
-        case .bytes(let b): hasher.combine(4); hasher.combine(b)
-        case .reference(let r): hasher.combine(5); hasher.combine(r)
-        case .asset(let a): hasher.combine(6); hasher.combine(a)
-        case .location(let l): hasher.combine(7); hasher.combine(l)
-        case .list(let t, let v): hasher.combine(8); hasher.combine(t); hasher.combine(v)
+        case .string(let s):
+            hasher.combine(0)
+            hasher.combine(s)
+        case .int64(let i):
+            hasher.combine(1)
+            hasher.combine(i)
+        case .double(let d):
+            hasher.combine(2)
+            hasher.combine(d.bitPattern)
+        case .timestamp(let t):
+            hasher.combine(3)
+            hasher.combine(t)
+        case .bytes(let b):
+            hasher.combine(4)
+            hasher.combine(b)
+        case .reference(let r):
+            hasher.combine(5)
+            hasher.combine(r)
+        case .asset(let a):
+            hasher.combine(6)
+            hasher.combine(a)
+        case .location(let l):
+            hasher.combine(7)
+            hasher.combine(l)
+        case .list(let t, let v):
+            hasher.combine(8)
+            hasher.combine(t)
+            hasher.combine(v)
         }
     }
 }

@@ -33,7 +33,9 @@ public enum FieldValueJSON {
     /// `forCloudKit`: an asset as a request to CloudKit carries it, with CloudKit's keys only
     /// (`fileChecksum`, `size`, `referenceChecksum`, `wrappingKey`, `receipt`); ckport's
     /// `localPath` and `sha256`, and the `downloadURL` CloudKit answered with, are left out.
-    public static func write(_ value: FieldValue, style: ValueStyle, forCloudKit: Bool = false, to out: inout JSONWriter) {
+    public static func write(
+        _ value: FieldValue, style: ValueStyle, forCloudKit: Bool = false, to out: inout JSONWriter
+    ) {
         switch value {
         case .string(let s): out.string(s)
         case .int64(let i): out.int(i)
@@ -65,13 +67,31 @@ public enum FieldValueJSON {
             out.string(a.fileChecksum)
             out.raw(",\"size\":")
             out.int(a.size)
-            if let v = a.referenceChecksum { out.raw(",\"referenceChecksum\":"); out.string(v) }
-            if let v = a.wrappingKey { out.raw(",\"wrappingKey\":"); out.string(v) }
-            if let v = a.receipt { out.raw(",\"receipt\":"); out.string(v) }
+            if let v = a.referenceChecksum {
+                out.raw(",\"referenceChecksum\":")
+                out.string(v)
+            }
+            if let v = a.wrappingKey {
+                out.raw(",\"wrappingKey\":")
+                out.string(v)
+            }
+            if let v = a.receipt {
+                out.raw(",\"receipt\":")
+                out.string(v)
+            }
             if !forCloudKit {
-                if let v = a.downloadURL { out.raw(",\"downloadURL\":"); out.string(v) }
-                if let v = a.localPath { out.raw(",\"localPath\":"); out.string(v) }
-                if let v = a.sha256 { out.raw(",\"sha256\":"); out.string(v) }
+                if let v = a.downloadURL {
+                    out.raw(",\"downloadURL\":")
+                    out.string(v)
+                }
+                if let v = a.localPath {
+                    out.raw(",\"localPath\":")
+                    out.string(v)
+                }
+                if let v = a.sha256 {
+                    out.raw(",\"sha256\":")
+                    out.string(v)
+                }
             }
             out.byte(UInt8(ascii: "}"))
         case .location(let l):
@@ -79,11 +99,26 @@ public enum FieldValueJSON {
             out.double(l.latitude)
             out.raw(",\"longitude\":")
             out.double(l.longitude)
-            if let v = l.horizontalAccuracy { out.raw(",\"horizontalAccuracy\":"); out.double(v) }
-            if let v = l.verticalAccuracy { out.raw(",\"verticalAccuracy\":"); out.double(v) }
-            if let v = l.altitude { out.raw(",\"altitude\":"); out.double(v) }
-            if let v = l.speed { out.raw(",\"speed\":"); out.double(v) }
-            if let v = l.course { out.raw(",\"course\":"); out.double(v) }
+            if let v = l.horizontalAccuracy {
+                out.raw(",\"horizontalAccuracy\":")
+                out.double(v)
+            }
+            if let v = l.verticalAccuracy {
+                out.raw(",\"verticalAccuracy\":")
+                out.double(v)
+            }
+            if let v = l.altitude {
+                out.raw(",\"altitude\":")
+                out.double(v)
+            }
+            if let v = l.speed {
+                out.raw(",\"speed\":")
+                out.double(v)
+            }
+            if let v = l.course {
+                out.raw(",\"course\":")
+                out.double(v)
+            }
             if let v = l.timestamp {
                 out.raw(",\"timestamp\":")
                 write(.timestamp(v), style: style, to: &out)
@@ -112,7 +147,9 @@ public enum FieldValueJSON {
     ///
     /// - Parameter zone: the zone of the record holding the value; a reference that names
     ///   another zone is refused, because CloudKit references stay inside one zone.
-    public static func read(_ json: JSONValue, as type: FieldType, zone: ZoneID? = nil, timeZone: TimeZone? = nil) throws(ValueError) -> FieldValue {
+    public static func read(_ json: JSONValue, as type: FieldType, zone: ZoneID? = nil, timeZone: TimeZone? = nil)
+        throws(ValueError) -> FieldValue
+    {
         if type.isList {
             guard case .array(let elements) = json else {
                 throw ValueError("expected \(type) as a JSON array, found \(json.summary)")
@@ -140,7 +177,9 @@ public enum FieldValueJSON {
         case .double:
             return .double(try double(json))
         case .number:
-            if case .number(let text) = json, !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let i = Int64(text) {
+            if case .number(let text) = json, !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }),
+                let i = Int64(text)
+            {
                 return .int64(i)
             }
             return .double(try double(json))
@@ -148,7 +187,9 @@ public enum FieldValueJSON {
             return .timestamp(try timestamp(json, timeZone: timeZone))
         case .bytes:
             guard case .string(let s) = json else { throw mismatch(json, "BYTES", "Base64 text") }
-            guard let bytes = Base64.decode(s) else { throw ValueError("expected BYTES as Base64 text, found \(json.summary), which is not Base64") }
+            guard let bytes = Base64.decode(s) else {
+                throw ValueError("expected BYTES as Base64 text, found \(json.summary), which is not Base64")
+            }
             return .bytes(bytes)
         case .reference:
             return .reference(try reference(json, zone: zone))
@@ -166,13 +207,20 @@ public enum FieldValueJSON {
         case .string: return .string
         case .bool: return .int64
         case .number(let text):
-            return text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) || Int64(text) == nil ? .double : .int64
+            return text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) || Int64(text) == nil
+                ? .double : .int64
         case .array(let elements):
-            guard let first = elements.first, var element = inferType(of: first), !element.isList else { return elements.isEmpty ? .list(.string) : nil }
+            guard let first = elements.first, var element = inferType(of: first), !element.isList else {
+                return elements.isEmpty ? .list(.string) : nil
+            }
             for other in elements.dropFirst() {
                 guard let type = inferType(of: other), !type.isList else { return nil }
                 if type != element {
-                    if Set([type.primitive, element.primitive]) == [.int64, .double] { element = .double } else { return nil }
+                    if Set([type.primitive, element.primitive]) == [.int64, .double] {
+                        element = .double
+                    } else {
+                        return nil
+                    }
                 }
             }
             element.isList = true
@@ -200,7 +248,8 @@ public enum FieldValueJSON {
             if let value = Int64(text) { return value }
             if case .number = json, let exact = exactInteger(text) { return exact }
             if text.allSatisfy({ $0.isNumber || $0 == "-" || $0 == "+" }) && !text.isEmpty {
-                throw ValueError("expected INT64, found \(json.summary), which is outside -9223372036854775808…9223372036854775807")
+                throw ValueError(
+                    "expected INT64, found \(json.summary), which is outside -9223372036854775808…9223372036854775807")
             }
             throw mismatch(json, "INT64", "a whole number")
         case .bool(let b):
@@ -233,7 +282,10 @@ public enum FieldValueJSON {
     /// Decimal number text as people write it (`-1.5`, `2e3`, `+4`), and not the hex floats,
     /// `nan` or `inf` that `Double(_:)` would also take.
     private static func isDecimalText(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 43 || $0 == 45 || $0 == 101 || $0 == 69 }
+        !text.isEmpty
+            && text.utf8.allSatisfy {
+                ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 43 || $0 == 45 || $0 == 101 || $0 == 69
+            }
     }
 
     static func timestamp(_ json: JSONValue, timeZone: TimeZone?) throws(ValueError) -> Int64 {
@@ -243,7 +295,9 @@ public enum FieldValueJSON {
             throw ValueError("expected TIMESTAMP, found \(json.summary): milliseconds since 1970 are whole numbers")
         case .string(let text):
             if let ms = ISO8601.parse(text, timeZone: timeZone) { return ms }
-            throw ValueError("expected TIMESTAMP (milliseconds since 1970, or ISO-8601 text such as 2026-01-12T09:00:00.000Z), found \(json.summary)")
+            throw ValueError(
+                "expected TIMESTAMP (milliseconds since 1970, or ISO-8601 text such as 2026-01-12T09:00:00.000Z), found \(json.summary)"
+            )
         default:
             throw mismatch(json, "TIMESTAMP", "milliseconds since 1970, or ISO-8601 text")
         }
@@ -252,17 +306,25 @@ public enum FieldValueJSON {
     static func reference(_ json: JSONValue, zone: ZoneID?) throws(ValueError) -> Reference {
         switch json {
         case .string(let name):
-            if let problem = Names.referenceTargetProblem(name) { throw ValueError("a REFERENCE names its target record: \(problem)") }
+            if let problem = Names.referenceTargetProblem(name) {
+                throw ValueError("a REFERENCE names its target record: \(problem)")
+            }
             return Reference(recordName: name)
         case .object(let object):
             guard case .string(let name)? = object["recordName"] else {
-                throw ValueError("a REFERENCE needs \"recordName\" (text)", path: object["recordName"] == nil ? [] : [.key("recordName")])
+                throw ValueError(
+                    "a REFERENCE needs \"recordName\" (text)",
+                    path: object["recordName"] == nil ? [] : [.key("recordName")])
             }
-            if let problem = Names.referenceTargetProblem(name) { throw ValueError("a REFERENCE names its target record: \(problem)", path: [.key("recordName")]) }
+            if let problem = Names.referenceTargetProblem(name) {
+                throw ValueError("a REFERENCE names its target record: \(problem)", path: [.key("recordName")])
+            }
             var action = ReferenceAction.none
             if let raw = object["action"] {
                 guard case .string(let text) = raw, let parsed = ReferenceAction(rawValue: text.uppercased()) else {
-                    throw ValueError("a REFERENCE action is NONE, DELETE_SELF or VALIDATE, found \(raw.summary)", path: [.key("action")])
+                    throw ValueError(
+                        "a REFERENCE action is NONE, DELETE_SELF or VALIDATE, found \(raw.summary)",
+                        path: [.key("action")])
                 }
                 action = parsed
             }
@@ -273,7 +335,9 @@ public enum FieldValueJSON {
             if let zone, case .object(let zoneObject)? = object["zoneID"] {
                 let zoneName = zoneObject["zoneName"]?.stringValue ?? ZoneID.defaultZoneName
                 if zoneName != zone.zoneName {
-                    throw ValueError("a REFERENCE must point into its record's own zone (\(zone.zoneName)); this one points into \(zoneName)", path: [.key("zoneID")])
+                    throw ValueError(
+                        "a REFERENCE must point into its record's own zone (\(zone.zoneName)); this one points into \(zoneName)",
+                        path: [.key("zoneID")])
                 }
             }
             return Reference(recordName: name, action: action)
@@ -296,16 +360,20 @@ public enum FieldValueJSON {
         }
         func text(_ key: String) throws(ValueError) -> String? {
             guard let value = object[key] else { return nil }
-            guard case .string(let s) = value else { throw ValueError("expected text, found \(value.summary)", path: [.key(key)]) }
+            guard case .string(let s) = value else {
+                throw ValueError("expected text, found \(value.summary)", path: [.key(key)])
+            }
             return s
         }
         let sha256 = try text("sha256")
         if let sha256, !Asset.isSHA256(sha256) {
-            throw ValueError("expected a SHA-256 as 64 lowercase hex digits, found \"\(sha256.prefix(80))\"", path: [.key("sha256")])
+            throw ValueError(
+                "expected a SHA-256 as 64 lowercase hex digits, found \"\(sha256.prefix(80))\"", path: [.key("sha256")])
         }
-        return Asset(fileChecksum: checksum, size: size, referenceChecksum: try text("referenceChecksum"),
-                     wrappingKey: try text("wrappingKey"), receipt: try text("receipt"),
-                     downloadURL: try text("downloadURL"), localPath: try text("localPath"), sha256: sha256)
+        return Asset(
+            fileChecksum: checksum, size: size, referenceChecksum: try text("referenceChecksum"),
+            wrappingKey: try text("wrappingKey"), receipt: try text("receipt"),
+            downloadURL: try text("downloadURL"), localPath: try text("localPath"), sha256: sha256)
     }
 
     static func location(_ json: JSONValue, timeZone: TimeZone?) throws(ValueError) -> Location {
@@ -319,14 +387,21 @@ public enum FieldValueJSON {
         guard let latitude = try number("latitude"), let longitude = try number("longitude") else {
             throw ValueError("a LOCATION needs \"latitude\" and \"longitude\"")
         }
-        guard (-90...90).contains(latitude) else { throw ValueError("latitude \(latitude) is outside -90…90", path: [.key("latitude")]) }
-        guard (-180...180).contains(longitude) else { throw ValueError("longitude \(longitude) is outside -180…180", path: [.key("longitude")]) }
+        guard (-90...90).contains(latitude) else {
+            throw ValueError("latitude \(latitude) is outside -90…90", path: [.key("latitude")])
+        }
+        guard (-180...180).contains(longitude) else {
+            throw ValueError("longitude \(longitude) is outside -180…180", path: [.key("longitude")])
+        }
         var stamp: Int64? = nil
         if let value = object["timestamp"] {
-            do { stamp = try timestamp(value, timeZone: timeZone) } catch { throw ValueError(error.message, path: [.key("timestamp")]) }
+            do { stamp = try timestamp(value, timeZone: timeZone) } catch {
+                throw ValueError(error.message, path: [.key("timestamp")])
+            }
         }
-        return Location(latitude: latitude, longitude: longitude, horizontalAccuracy: try number("horizontalAccuracy"),
-                        verticalAccuracy: try number("verticalAccuracy"), altitude: try number("altitude"),
-                        speed: try number("speed"), course: try number("course"), timestamp: stamp)
+        return Location(
+            latitude: latitude, longitude: longitude, horizontalAccuracy: try number("horizontalAccuracy"),
+            verticalAccuracy: try number("verticalAccuracy"), altitude: try number("altitude"),
+            speed: try number("speed"), course: try number("course"), timestamp: stamp)
     }
 }

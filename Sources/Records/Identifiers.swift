@@ -48,14 +48,17 @@ public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public static func < (lhs: ZoneID, rhs: ZoneID) -> Bool {
         if lhs.scope != rhs.scope { return lhs.scope < rhs.scope }
-        if !lhs.zoneName.hasSameBytes(as: rhs.zoneName) { return lhs.zoneName.utf8.lexicographicallyPrecedes(rhs.zoneName.utf8) }
+        if !lhs.zoneName.hasSameBytes(as: rhs.zoneName) {
+            return lhs.zoneName.utf8.lexicographicallyPrecedes(rhs.zoneName.utf8)
+        }
         return lhs.ownerRecordName.utf8.lexicographicallyPrecedes(rhs.ownerRecordName.utf8)
     }
 
     /// Zones are told apart by the bytes of their names, as CloudKit and the stores tell them
     /// apart (Swift's own `String` equality would take "é" and "e" + U+0301 for one name).
     public static func == (lhs: ZoneID, rhs: ZoneID) -> Bool {
-        lhs.scope == rhs.scope && lhs.zoneName.hasSameBytes(as: rhs.zoneName) && lhs.ownerRecordName.hasSameBytes(as: rhs.ownerRecordName)
+        lhs.scope == rhs.scope && lhs.zoneName.hasSameBytes(as: rhs.zoneName)
+            && lhs.ownerRecordName.hasSameBytes(as: rhs.ownerRecordName)
     }
 
     public func hash(into hasher: inout Hasher) {

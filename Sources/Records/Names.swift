@@ -61,9 +61,12 @@ public enum Names {
     /// CloudKit's own `cloudkit.share`.
     public static func recordTypeNameProblem(_ name: String) -> String? {
         if name == shareType { return nil }
-        guard let problem = identifierProblem(name, what: "a record type name", allowLeadingUnderscore: false) else { return nil }
+        guard let problem = identifierProblem(name, what: "a record type name", allowLeadingUnderscore: false) else {
+            return nil
+        }
         if name.hasPrefix("cloudkit.") {
-            return "'\(name)' is not a record type CloudKit defines (of its own types with a dot, a schema declares only \(shareType)); \(problem)"
+            return
+                "'\(name)' is not a record type CloudKit defines (of its own types with a dot, a schema declares only \(shareType)); \(problem)"
         }
         if name.contains(".") {
             return problem + " (a dot belongs only to CloudKit's own \(shareType))"
@@ -84,7 +87,9 @@ public enum Names {
             return "'\(name)' starts with '___', which CloudKit keeps for system fields"
         }
         if recordType == shareType && shareFields.contains(where: { $0.name == name }) { return nil }
-        guard let problem = identifierProblem(name, what: "a field name", allowLeadingUnderscore: true) else { return nil }
+        guard let problem = identifierProblem(name, what: "a field name", allowLeadingUnderscore: true) else {
+            return nil
+        }
         if name.hasPrefix("cloudkit.") {
             let known = shareFields.map(\.name).joined(separator: ", ")
             return recordType == shareType

@@ -40,7 +40,10 @@ public struct InputIssue: CKPortError, Sendable {
     /// with the record, so that the record goes back to its zone).
     public var zone: ZoneID?
 
-    public init(position: SourcePosition, recordName: String? = nil, recordType: String? = nil, field: String? = nil, message: String) {
+    public init(
+        position: SourcePosition, recordName: String? = nil, recordType: String? = nil, field: String? = nil,
+        message: String
+    ) {
         self.position = position
         self.recordName = recordName
         self.recordType = recordType
@@ -93,14 +96,20 @@ public struct SourcedRecord: Sendable {
         set { rawBytes = newValue.map { $0[...] } }
     }
 
-    public init(record: Record, position: SourcePosition, raw: [UInt8]? = nil, locateField: (@Sendable (String) -> SourcePosition)? = nil) {
+    public init(
+        record: Record, position: SourcePosition, raw: [UInt8]? = nil,
+        locateField: (@Sendable (String) -> SourcePosition)? = nil
+    ) {
         self.record = record
         self.position = position
         self.rawBytes = raw.map { $0[...] }
         self.locateField = locateField
     }
 
-    public init(record: Record, position: SourcePosition, rawBytes: ArraySlice<UInt8>?, locateField: (@Sendable (String) -> SourcePosition)? = nil) {
+    public init(
+        record: Record, position: SourcePosition, rawBytes: ArraySlice<UInt8>?,
+        locateField: (@Sendable (String) -> SourcePosition)? = nil
+    ) {
         self.record = record
         self.position = position
         self.rawBytes = rawBytes

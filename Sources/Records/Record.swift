@@ -35,9 +35,11 @@ public struct Record: Hashable, Sendable {
     /// share's root record its `shortGUID`. ``ShareDetails`` reads it.
     public var shareDetails: String?
 
-    public init(id: RecordID, recordType: String, fields: RecordFields = RecordFields(), changeTag: String? = nil,
-                created: RecordStamp? = nil, modified: RecordStamp? = nil, isDeleted: Bool = false,
-                parent: String? = nil, share: String? = nil, shareDetails: String? = nil) {
+    public init(
+        id: RecordID, recordType: String, fields: RecordFields = RecordFields(), changeTag: String? = nil,
+        created: RecordStamp? = nil, modified: RecordStamp? = nil, isDeleted: Bool = false,
+        parent: String? = nil, share: String? = nil, shareDetails: String? = nil
+    ) {
         self.id = id
         self.recordType = recordType
         self.fields = fields

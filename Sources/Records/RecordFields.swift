@@ -42,7 +42,8 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     /// Whether `a` sorts before `b` in the byte order of their UTF-8, the order fields are kept in.
     @inlinable @inline(__always) public static func precedes(_ a: String, _ b: String) -> Bool {
-        var a = a, b = b
+        var a = a
+        var b = b
         return a.withUTF8 { x in
             b.withUTF8 { y in
                 for index in 0..<Swift.min(x.count, y.count) where x[index] != y[index] { return x[index] < y[index] }
@@ -65,7 +66,8 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     /// Where `name` stands or would stand: the first entry that does not sort before it.
     @inline(__always) private func position(of name: String) -> Int {
-        var low = 0, high = entries.count
+        var low = 0
+        var high = entries.count
         while low < high {
             let middle = (low + high) / 2
             if RecordFields.precedes(entries[middle].name, name) { low = middle + 1 } else { high = middle }
@@ -78,7 +80,9 @@ public struct RecordFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
             // A scan: for a record's handful of fields, equal names (the common question)
             // compare fastest this way. By index, so that only the name is read of the others.
             let count = name.utf8.count
-            for index in entries.indices where RecordFields.same(entries[index].name, name, count) { return entries[index].value }
+            for index in entries.indices where RecordFields.same(entries[index].name, name, count) {
+                return entries[index].value
+            }
             return nil
         }
         set {

@@ -88,7 +88,9 @@ public struct RecordValidator: Sendable {
                             guard RecordFields.precedes(names[next], entries[k].name) else { return false }
                             next += 1
                         }
-                        guard next < names.count, types[next].accepts(FieldValue.type(of: entries[k].value)) else { return false }
+                        guard next < names.count, types[next].accepts(FieldValue.type(of: entries[k].value)) else {
+                            return false
+                        }
                         size += entries[k].name.utf8.count + FieldValue.size(of: entries[k].value)
                         next += 1
                     }
@@ -106,7 +108,9 @@ public struct RecordValidator: Sendable {
     ///     against this validator's own fields for the record's type.
     ///   - allowNewFields: fields and types the schema does not know are not problems
     ///     (the caller adds them to the schema, as CloudKit's development environment does).
-    public func issues(in record: Record, checked: CheckedFields? = nil, allowNewFields: Bool = false) -> [ValidationIssue] {
+    public func issues(in record: Record, checked: CheckedFields? = nil, allowNewFields: Bool = false)
+        -> [ValidationIssue]
+    {
         var issues: [ValidationIssue] = []
         if let problem = Names.recordNameProblem(record.recordName) {
             issues.append(ValidationIssue(message: "bad recordName '\(record.recordName)': \(problem)"))
@@ -115,32 +119,47 @@ public struct RecordValidator: Sendable {
         guard let check = index[record.recordType] else {
             if !allowNewFields {
                 let known = schema.recordTypes.map(\.name).sorted()
-                issues.append(ValidationIssue(message: "unknown record type '\(record.recordType)' (the schema has \(known.isEmpty ? "no record types; import one with 'ckport schema import'" : known.joined(separator: ", ")))"))
+                issues.append(
+                    ValidationIssue(
+                        message:
+                            "unknown record type '\(record.recordType)' (the schema has \(known.isEmpty ? "no record types; import one with 'ckport schema import'" : known.joined(separator: ", ")))"
+                    ))
             } else if let problem = Names.recordTypeNameProblem(record.recordType) {
                 issues.append(ValidationIssue(message: problem))
             }
             if allowNewFields {
                 for name in record.fields.names {
-                    if let problem = Names.fieldNameProblem(name, recordType: record.recordType) { issues.append(ValidationIssue(field: name, message: problem)) }
+                    if let problem = Names.fieldNameProblem(name, recordType: record.recordType) {
+                        issues.append(ValidationIssue(field: name, message: problem))
+                    }
                 }
             }
             return issues
         }
-        let (sound, quickSize) = if let checked, checked.types == check.types, checked.names == check.names {
-            (true, checked.size)
-        } else {
-            RecordValidator.quickCheck(record, check)
-        }
+        let (sound, quickSize) =
+            if let checked, checked.types == check.types, checked.names == check.names {
+                (true, checked.size)
+            } else {
+                RecordValidator.quickCheck(record, check)
+            }
         if sound && quickSize <= RecordValidator.maxRecordSize { return issues }
         // Something is wrong: look again, field by field, to say what.
         let size = sound ? quickSize : record.encodedSize
-        let type = check.type, fields = check.fields
+        let type = check.type
+        let fields = check.fields
         for (name, value) in record.fields {
             guard let field = fields[name], !field.isSystem else {
                 if Names.isSystemField(name) {
-                    issues.append(ValidationIssue(field: name, message: "system fields are set through the record's system keys, not its fields"))
+                    issues.append(
+                        ValidationIssue(
+                            field: name,
+                            message: "system fields are set through the record's system keys, not its fields"))
                 } else if !allowNewFields {
-                    issues.append(ValidationIssue(field: name, message: "record type '\(type.name)' has no field '\(name)' (\(Wording.allowNewFields.text))"))
+                    issues.append(
+                        ValidationIssue(
+                            field: name,
+                            message:
+                                "record type '\(type.name)' has no field '\(name)' (\(Wording.allowNewFields.text))"))
                 } else if let problem = Names.fieldNameProblem(name, recordType: type.name) {
                     issues.append(ValidationIssue(field: name, message: problem))
                 }
@@ -149,7 +168,8 @@ public struct RecordValidator: Sendable {
             if !field.type.accepts(value.type) {
                 // NUMBER names a field's type; a value's numbers are INT64 or DOUBLE, so a list
                 // built with NUMBER elements matches no field, LIST<NUMBER> included.
-                let found = value.type.isList && value.type.primitive == .number
+                let found =
+                    value.type.isList && value.type.primitive == .number
                     ? "a list whose elements are typed NUMBER (a value's numbers are INT64 or DOUBLE)"
                     : "a \(value.type) value"
                 issues.append(ValidationIssue(field: name, message: "expected \(field.type), found \(found)"))
@@ -157,7 +177,12 @@ public struct RecordValidator: Sendable {
         }
         if size > RecordValidator.maxRecordSize {
             let largest = record.fields.max { $0.value.encodedSize < $1.value.encodedSize }
-            issues.append(ValidationIssue(field: largest?.name, message: "the record is \(size) bytes, over CloudKit's limit of \(RecordValidator.maxRecordSize) bytes (assets excluded); keep large data in an ASSET field"))
+            issues.append(
+                ValidationIssue(
+                    field: largest?.name,
+                    message:
+                        "the record is \(size) bytes, over CloudKit's limit of \(RecordValidator.maxRecordSize) bytes (assets excluded); keep large data in an ASSET field"
+                ))
         }
         return issues
     }

@@ -22,9 +22,11 @@ public struct ShareDetails: Sendable, Equatable {
         /// `UNKNOWN`, `NONE`, `READ_ONLY` or `READ_WRITE`.
         public var permission: String?
 
-        public init(participantID: String? = nil, userRecordName: String? = nil, givenName: String? = nil,
-                    familyName: String? = nil, emailAddress: String? = nil, phoneNumber: String? = nil,
-                    type: String? = nil, acceptanceStatus: String? = nil, permission: String? = nil) {
+        public init(
+            participantID: String? = nil, userRecordName: String? = nil, givenName: String? = nil,
+            familyName: String? = nil, emailAddress: String? = nil, phoneNumber: String? = nil,
+            type: String? = nil, acceptanceStatus: String? = nil, permission: String? = nil
+        ) {
             self.participantID = participantID
             self.userRecordName = userRecordName
             self.givenName = givenName
@@ -74,7 +76,9 @@ public struct ShareDetails: Sendable, Equatable {
         /// The participant as CloudKit Web Services writes one.
         public var json: JSONValue {
             var identity = JSONObject()
-            if let userRecordName { identity.members.append(.init(key: "userRecordName", value: .string(userRecordName))) }
+            if let userRecordName {
+                identity.members.append(.init(key: "userRecordName", value: .string(userRecordName)))
+            }
             var names = JSONObject()
             if let givenName { names.members.append(.init(key: "givenName", value: .string(givenName))) }
             if let familyName { names.members.append(.init(key: "familyName", value: .string(familyName))) }
@@ -87,7 +91,9 @@ public struct ShareDetails: Sendable, Equatable {
             if let participantID { object.members.append(.init(key: "participantId", value: .string(participantID))) }
             object.members.append(.init(key: "userIdentity", value: .object(identity)))
             if let type { object.members.append(.init(key: "type", value: .string(type))) }
-            if let acceptanceStatus { object.members.append(.init(key: "acceptanceStatus", value: .string(acceptanceStatus))) }
+            if let acceptanceStatus {
+                object.members.append(.init(key: "acceptanceStatus", value: .string(acceptanceStatus)))
+            }
             if let permission { object.members.append(.init(key: "permission", value: .string(permission))) }
             return .object(object)
         }
@@ -101,7 +107,8 @@ public struct ShareDetails: Sendable, Equatable {
     /// keys in a root's stable URL, the share's PCS blobs. ckport does not keep them; CloudKit
     /// never takes them back (a share is created from its root, permission and participants).
     public static let keyMaterial: Set<String> = [
-        "outOfNetworkPrivateKey", "protectionInfo", "invitedPCS", "selfAddedPCS", "chainPrivateKey", "chainProtectionInfo",
+        "outOfNetworkPrivateKey", "protectionInfo", "invitedPCS", "selfAddedPCS", "chainPrivateKey",
+        "chainProtectionInfo",
         "chainParentKey", "protectedFullToken", "encryptedPublicSharingKey",
     ]
 
@@ -109,8 +116,10 @@ public struct ShareDetails: Sendable, Equatable {
     public static func withoutKeyMaterial(_ value: JSONValue) -> JSONValue {
         switch value {
         case .object(let object):
-            return .object(JSONObject(object.members.filter { !keyMaterial.contains($0.key) }
-                .map { JSONObject.Member(key: $0.key, value: withoutKeyMaterial($0.value)) }))
+            return .object(
+                JSONObject(
+                    object.members.filter { !keyMaterial.contains($0.key) }
+                        .map { JSONObject.Member(key: $0.key, value: withoutKeyMaterial($0.value)) }))
         case .array(let items):
             return .array(items.map(withoutKeyMaterial))
         default:
@@ -145,7 +154,9 @@ public struct ShareDetails: Sendable, Equatable {
             if let text = object[key]?.stringValue { return text }
         }
         guard let shortGUID else { return nil }
-        let host = object["displayedHostname"]?.stringValue ?? object["stableUrl"]?.objectValue?["displayedHostname"]?.stringValue ?? "www.icloud.com"
+        let host =
+            object["displayedHostname"]?.stringValue ?? object["stableUrl"]?.objectValue?["displayedHostname"]?
+            .stringValue ?? "www.icloud.com"
         return "https://\(host)/share/\(shortGUID)"
     }
     public var participants: [Participant] {
@@ -153,7 +164,9 @@ public struct ShareDetails: Sendable, Equatable {
         return items.compactMap { $0.objectValue.map(Participant.init) }
     }
     public var owner: Participant? { object["owner"]?.objectValue.map(Participant.init) }
-    public var currentUserParticipant: Participant? { object["currentUserParticipant"]?.objectValue.map(Participant.init) }
+    public var currentUserParticipant: Participant? {
+        object["currentUserParticipant"]?.objectValue.map(Participant.init)
+    }
 
     /// The compact JSON text ckport keeps.
     public var text: String {

@@ -156,10 +156,15 @@ public enum ISO8601 {
 
     /// Writes `value`'s decimal digits, at least `minWidth` of them (zeros in front), at `text`
     /// (room for `max(20, minWidth)` bytes); returns how many bytes it wrote.
-    @inline(__always) static func writeDigits(_ value: UInt64, minWidth: Int, to text: UnsafeMutablePointer<UInt8>) -> Int {
+    @inline(__always) static func writeDigits(_ value: UInt64, minWidth: Int, to text: UnsafeMutablePointer<UInt8>)
+        -> Int
+    {
         var count = 1
         var rest = value / 10
-        while rest > 0 { count += 1; rest /= 10 }
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
         let width = max(count, minWidth)
         for position in 0..<(width - count) { text[position] = UInt8(ascii: "0") }
         rest = value
@@ -191,7 +196,10 @@ public enum ISO8601 {
         }
 
         mutating func consume(_ ascii: Unicode.Scalar) -> Bool {
-            if peek == UInt8(ascii: ascii) { i += 1; return true }
+            if peek == UInt8(ascii: ascii) {
+                i += 1
+                return true
+            }
             return false
         }
 
@@ -209,14 +217,21 @@ public enum ISO8601 {
             guard yearDigits >= 4 else { return nil }
             year *= sign
             guard consume("-"), let month = digits(exactly: 2), (1...12).contains(month),
-                  consume("-"), let day = digits(exactly: 2), day >= 1, day <= ISO8601.daysInMonth(year: year, month: month)
+                consume("-"), let day = digits(exactly: 2), day >= 1,
+                day <= ISO8601.daysInMonth(year: year, month: month)
             else { return nil }
-            var hour: Int64 = 0, minute: Int64 = 0, second: Int64 = 0, millis: Int64 = 0
+            var hour: Int64 = 0
+            var minute: Int64 = 0
+            var second: Int64 = 0
+            var millis: Int64 = 0
             var offset: Int64? = nil
             if i < bytes.count {
                 guard consume("T") || consume("t") || consume(" ") else { return nil }
-                guard let h = digits(exactly: 2), h < 24, consume(":"), let m = digits(exactly: 2), m < 60 else { return nil }
-                hour = h; minute = m
+                guard let h = digits(exactly: 2), h < 24, consume(":"), let m = digits(exactly: 2), m < 60 else {
+                    return nil
+                }
+                hour = h
+                minute = m
                 if consume(":") {
                     guard let s = digits(exactly: 2), s < 60 else { return nil }
                     second = s
@@ -226,7 +241,7 @@ public enum ISO8601 {
                             if fraction < 3 {
                                 millis = millis * 10 + Int64(b - 48)
                             } else if b != 48 {
-                                return nil // sub-millisecond precision would be lost
+                                return nil  // sub-millisecond precision would be lost
                             }
                             fraction += 1
                             i += 1
@@ -266,7 +281,8 @@ public enum ISO8601 {
             guard let timeZone else { return local }
             // Local wall time: find the instant whose offset maps back to it.
             let first = Int64(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(local) / 1000))) * 1000
-            let second2 = Int64(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(local - first) / 1000))) * 1000
+            let second2 =
+                Int64(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(local - first) / 1000))) * 1000
             return local - second2
         }
     }

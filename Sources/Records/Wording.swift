@@ -97,13 +97,17 @@ public enum Wording: Sendable, Hashable {
         case .chooseModelVersion: return "name the version to read"
         case .skipInvalid: return "skip invalid records, keeping them in a rejects file, to import the valid ones"
         case .signInAgain: return "sign in again for a new web auth token"
-        case .allowUnencrypted: return "read it without a passphrase, or allow unencrypted bundles, if it is the one you meant"
+        case .allowUnencrypted:
+            return "read it without a passphrase, or allow unencrypted bundles, if it is the one you meant"
         case .createOrForcePush: return "push it as a new record, or overwrite what CloudKit holds"
-        case .keepAssetBytes: return "pull with the asset files to keep them; an update leaves CloudKit's copy of such a field as it is"
+        case .keepAssetBytes:
+            return "pull with the asset files to keep them; an update leaves CloudKit's copy of such a field as it is"
         case .expansionWindow: return "the expansion window"
         case .expandForOccurrences: return "expand them in a window for their occurrences, or map RRULE to a field"
-        case .importWithoutExpanding: return "import without expanding to keep the component with its rule, or through the archive mapping"
-        case .keepWholeOrRefuse: return "the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep"
+        case .importWithoutExpanding:
+            return "import without expanding to keep the component with its rule, or through the archive mapping"
+        case .keepWholeOrRefuse:
+            return "the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep"
         case .importIntoArchive: return "import calendars through the archive mapping first"
         case .fixedField(let field, let text): return "the value \(field)=\(text) given to every record"
         case .passphraseSource: return ""

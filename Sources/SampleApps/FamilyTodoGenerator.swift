@@ -20,7 +20,7 @@ extension SampleGenerator {
         let timeOfDay = last - days * day
         switch type {
         case "weekly", "biweekly":
-            let today = (days + 3) % 7 + 1 // 1970-01-01 was a Thursday
+            let today = (days + 3) % 7 + 1  // 1970-01-01 was a Thursday
             var ahead = (Int64(weekday ?? Int(today)) - today + 7) % 7
             if ahead == 0 { ahead = 7 }
             return last + (ahead + (type == "biweekly" ? 7 : 0)) * day
@@ -35,12 +35,17 @@ extension SampleGenerator {
     }
 
     static let taskTitles: [(title: String, area: Int?)] = [
-        ("Take out the trash", 0), ("Empty the dishwasher", 0), ("Wipe the kitchen counters", 0), ("Clean the fridge", 0),
-        ("Descale the kettle", 0), ("Scrub the bathtub", 1), ("Restock toilet paper", 1), ("Clean the bathroom mirror", 1),
-        ("Vacuum the living room", 2), ("Dust the bookshelves", 2), ("Fold the laundry", 3), ("Change the bed sheets", 3),
+        ("Take out the trash", 0), ("Empty the dishwasher", 0), ("Wipe the kitchen counters", 0),
+        ("Clean the fridge", 0),
+        ("Descale the kettle", 0), ("Scrub the bathtub", 1), ("Restock toilet paper", 1),
+        ("Clean the bathroom mirror", 1),
+        ("Vacuum the living room", 2), ("Dust the bookshelves", 2), ("Fold the laundry", 3),
+        ("Change the bed sheets", 3),
         ("Mow the lawn", 4), ("Water the tomatoes", 4), ("Rake the leaves", 4), ("Fix the leaking tap", 5),
-        ("Replace the smoke detector battery", 5), ("Oil the squeaky door", 5), ("Buy groceries", nil), ("Walk the dog", nil),
-        ("Book a dentist appointment", nil), ("Pay the electricity bill", nil), ("Return library books", nil), ("Feed the cat", nil),
+        ("Replace the smoke detector battery", 5), ("Oil the squeaky door", 5), ("Buy groceries", nil),
+        ("Walk the dog", nil),
+        ("Book a dentist appointment", nil), ("Pay the electricity bill", nil), ("Return library books", nil),
+        ("Feed the cat", nil),
     ]
     static let taskNotes = [
         "Bins go out Sunday night; recycling is the blue one ♻️", "Use the eco programme, not the quick one.",
@@ -53,7 +58,8 @@ extension SampleGenerator {
     mutating func uuid() -> String {
         let h = random.hex(32).uppercased()
         let c = Array(h)
-        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-"
+            + String(c[20..<32])
     }
 
     mutating func familyTodo() throws {
@@ -81,10 +87,12 @@ extension SampleGenerator {
         // every other record names it as its parent.
         let shareName = "Share-" + Self.stableUUID("share/" + householdName)
         let shortGUID = Self.shortGUID("share/" + householdName)
-        var household = record("Household", householdName, zone: zone, at: start, by: owner, modifiedAt: start + 2 * Self.day, [
-            "id": .string(uuid()), "name": .string(familyName), "ownerId": .string(owner),
-            "createdAt": .timestamp(start), "updatedAt": .timestamp(start + 2 * Self.day),
-        ])
+        var household = record(
+            "Household", householdName, zone: zone, at: start, by: owner, modifiedAt: start + 2 * Self.day,
+            [
+                "id": .string(uuid()), "name": .string(familyName), "ownerId": .string(owner),
+                "createdAt": .timestamp(start), "updatedAt": .timestamp(start + 2 * Self.day),
+            ])
         household.share = shareName
         household.shareDetails = "{\"shortGUID\":\"\(shortGUID)\"}"
         try emit(household)
@@ -99,37 +107,51 @@ extension SampleGenerator {
         var participants: [ShareDetails.Participant] = []
         for k in 1...4 {
             let user = k == 1 ? owner : userRecordName()
-            let first = k <= 2 ? Self.adults[(h * 2 + k) % Self.adults.count] : Self.children[(h * 3 + k) % Self.children.count]
+            let first =
+                k <= 2 ? Self.adults[(h * 2 + k) % Self.adults.count] : Self.children[(h * 3 + k) % Self.children.count]
             let name = "member-\(h)-\(k)"
             let joined = start + Int64(k - 1) * Self.day
             memberNames.append(name)
             memberUsers.append(user)
-            try emit(underHousehold(record("Member", name, zone: zone, at: joined, by: user, [
-                "id": .string(uuid()), "householdId": householdRef, "userId": .string(user),
-                "displayName": .string(first), "role": .string(k == 1 ? "owner" : "member"),
-                "joinedAt": .timestamp(joined), "isActive": .int64(k == 4 && h % 3 == 0 ? 0 : 1),
-            ])))
-            participants.append(ShareDetails.Participant(
-                participantID: Self.stableUUID("participant/" + name), userRecordName: user, givenName: first, familyName: surname,
-                emailAddress: (first + "." + surname).lowercased().asciiLetters() + "@example.com",
-                type: k == 1 ? "OWNER" : "USER",
-                // The member who left is REMOVED; the youngest may only look.
-                acceptanceStatus: k == 4 && h % 3 == 0 ? "REMOVED" : "ACCEPTED",
-                permission: k == 4 ? "READ_ONLY" : "READ_WRITE"))
+            try emit(
+                underHousehold(
+                    record(
+                        "Member", name, zone: zone, at: joined, by: user,
+                        [
+                            "id": .string(uuid()), "householdId": householdRef, "userId": .string(user),
+                            "displayName": .string(first), "role": .string(k == 1 ? "owner" : "member"),
+                            "joinedAt": .timestamp(joined), "isActive": .int64(k == 4 && h % 3 == 0 ? 0 : 1),
+                        ])))
+            participants.append(
+                ShareDetails.Participant(
+                    participantID: Self.stableUUID("participant/" + name), userRecordName: user, givenName: first,
+                    familyName: surname,
+                    emailAddress: (first + "." + surname).lowercased().asciiLetters() + "@example.com",
+                    type: k == 1 ? "OWNER" : "USER",
+                    // The member who left is REMOVED; the youngest may only look.
+                    acceptanceStatus: k == 4 && h % 3 == 0 ? "REMOVED" : "ACCEPTED",
+                    permission: k == 4 ? "READ_ONLY" : "READ_WRITE"))
         }
         // "Smith Family To-Do", private to the invited members (publicPermission NONE), as the
         // second adult's pull of the shared database sees it.
-        try emit(Self.shareRecord(shareName, zone: zone, title: "\(familyName) To-Do", at: start + Self.hour, owner: participants[0],
-                                  participants: participants, current: participants[1], shortGUID: shortGUID))
+        try emit(
+            Self.shareRecord(
+                shareName, zone: zone, title: "\(familyName) To-Do", at: start + Self.hour, owner: participants[0],
+                participants: participants, current: participants[1], shortGUID: shortGUID))
 
         var areaNames: [String] = []
         for (index, area) in Self.areas.enumerated() {
             let name = "area-\(h)-\(area.name.lowercased().replacingSpaces())"
             areaNames.append(name)
-            try emit(underHousehold(record("Area", name, zone: zone, at: start + Int64(index) * Self.minute, by: owner, [
-                "id": .string(uuid()), "householdId": householdRef, "name": .string(area.name),
-                "icon": .string(area.icon), "sortOrder": .int64(Int64(index)), "createdAt": .timestamp(start + Int64(index) * Self.minute),
-            ])))
+            try emit(
+                underHousehold(
+                    record(
+                        "Area", name, zone: zone, at: start + Int64(index) * Self.minute, by: owner,
+                        [
+                            "id": .string(uuid()), "householdId": householdRef, "name": .string(area.name),
+                            "icon": .string(area.icon), "sortOrder": .int64(Int64(index)),
+                            "createdAt": .timestamp(start + Int64(index) * Self.minute),
+                        ])))
         }
 
         var choreNames: [String] = []
@@ -142,16 +164,25 @@ extension SampleGenerator {
             let last = Self.epoch + Int64(random.int(0...6)) * Self.day
             var fields: RecordFields = [
                 "id": .string(uuid()), "householdId": householdRef, "title": .string(chore.title),
-                "recurrenceType": .string(chore.type), "areaId": .reference(Reference(recordName: areaNames[chore.area])),
-                "isActive": .int64(c == 4 && h % 2 == 0 ? 0 : 1), "lastGeneratedDate": .timestamp(last), "timeZone": .string("date"),
-                "nextScheduledDate": .timestamp(Self.nextScheduled(after: last, type: chore.type, weekday: chore.day, dayOfMonth: chore.dayOfMonth)),
+                "recurrenceType": .string(chore.type),
+                "areaId": .reference(Reference(recordName: areaNames[chore.area])),
+                "isActive": .int64(c == 4 && h % 2 == 0 ? 0 : 1), "lastGeneratedDate": .timestamp(last),
+                "timeZone": .string("date"),
+                "nextScheduledDate": .timestamp(
+                    Self.nextScheduled(after: last, type: chore.type, weekday: chore.day, dayOfMonth: chore.dayOfMonth)),
                 "createdAt": .timestamp(created), "updatedAt": .timestamp(created + Self.day),
             ]
             if let day = chore.day { fields["recurrenceDay"] = .int64(Int64(day)) }
             if let dayOfMonth = chore.dayOfMonth { fields["recurrenceDayOfMonth"] = .int64(Int64(dayOfMonth)) }
-            if random.chance(0.6) { fields["defaultAssigneeId"] = .reference(Reference(recordName: random.pick(memberNames))) }
+            if random.chance(0.6) {
+                fields["defaultAssigneeId"] = .reference(Reference(recordName: random.pick(memberNames)))
+            }
             if c == 0 { fields["notes"] = .string("Rotates between everyone who is home that week.") }
-            try emit(underHousehold(record("RecurringChore", name, zone: zone, at: created, by: owner, modifiedAt: created + Self.day, fields)))
+            try emit(
+                underHousehold(
+                    record(
+                        "RecurringChore", name, zone: zone, at: created, by: owner, modifiedAt: created + Self.day,
+                        fields)))
         }
 
         guard tasks > 0 else { return }
@@ -165,11 +196,16 @@ extension SampleGenerator {
                 "id": .string(uuid()), "householdId": householdRef, "title": .string(template.title),
                 "status": .string(status), "createdAt": .timestamp(created),
             ]
-            if random.chance(0.75) { fields["assigneeId"] = .reference(Reference(recordName: memberNames[random.int(0...3)])) }
+            if random.chance(0.75) {
+                fields["assigneeId"] = .reference(Reference(recordName: memberNames[random.int(0...3)]))
+            }
             if let area = template.area ?? (random.chance(0.3) ? random.int(0...5) : nil) {
                 fields["areaId"] = .reference(Reference(recordName: areaNames[area]))
             }
-            if random.chance(0.8) { fields["dueDate"] = .timestamp(created + Int64(random.int(1...14)) * Self.day + 18 * Self.hour - created % Self.day) }
+            if random.chance(0.8) {
+                fields["dueDate"] = .timestamp(
+                    created + Int64(random.int(1...14)) * Self.day + 18 * Self.hour - created % Self.day)
+            }
             var updated = created
             if status == "done" {
                 updated = created + Int64(random.int(1...72)) * Self.hour
@@ -184,7 +220,11 @@ extension SampleGenerator {
             }
             if random.chance(0.25) { fields["notes"] = .string(random.pick(Self.taskNotes)) }
             fields["updatedAt"] = .timestamp(updated)
-            try emit(underHousehold(record("Task", "task-\(h)-\(Self.pad(t, 6))", zone: zone, at: created, by: memberUsers[author], modifiedAt: updated, fields)))
+            try emit(
+                underHousehold(
+                    record(
+                        "Task", "task-\(h)-\(Self.pad(t, 6))", zone: zone, at: created, by: memberUsers[author],
+                        modifiedAt: updated, fields)))
         }
     }
 }

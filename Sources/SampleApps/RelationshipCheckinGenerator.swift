@@ -24,10 +24,13 @@ extension SampleGenerator {
         let zone = ZoneID(scope: .private, zoneName: "RelationshipZone", ownerRecordName: owner)
         let coupleName = "couple-\(c)"
         let created = Self.epoch - 60 * Self.day + Int64(c) * Self.hour
-        try emit(record("Couple", coupleName, zone: zone, at: created, by: owner, modifiedAt: created + Self.day, [
-            "ownerUserRecordID": .reference(Reference(recordName: owner)),
-            "partnerUserRecordID": .reference(Reference(recordName: partner)),
-        ]))
+        try emit(
+            record(
+                "Couple", coupleName, zone: zone, at: created, by: owner, modifiedAt: created + Self.day,
+                [
+                    "ownerUserRecordID": .reference(Reference(recordName: owner)),
+                    "partnerUserRecordID": .reference(Reference(recordName: partner)),
+                ]))
         var day: Int64 = 0
         while emitted < end {
             let midnight = Self.epoch + day * Self.day
@@ -47,7 +50,10 @@ extension SampleGenerator {
                     fields["gratitude"] = .string(random.pick(Self.gratitudes))
                     if random.chance(0.7) { fields["tomorrowGreat"] = .string(random.pick(Self.tomorrowGreats)) }
                 }
-                try emit(record("DailyEntry", "DailyEntry_\(date)_\(user)", zone: zone, at: morning, by: user, modifiedAt: last, fields))
+                try emit(
+                    record(
+                        "DailyEntry", "DailyEntry_\(date)_\(user)", zone: zone, at: morning, by: user, modifiedAt: last,
+                        fields))
             }
             day += 1
         }

@@ -31,7 +31,8 @@ public enum SampleApp: String, CaseIterable, Sendable {
         case .familyTodo: return "households, members, areas, tasks and recurring chores"
         case .familyCalendar: return "families, members, events, participants, comments and notifications"
         case .relationshipCheckin: return "couples and their daily check-ins, one per user per day"
-        case .screenTimeRewards: return "children, app rules, inventories, points ledgers, audits and redemption windows"
+        case .screenTimeRewards:
+            return "children, app rules, inventories, points ledgers, audits and redemption windows"
         case .notes: return "folders, notes in every field type, and legacy NoteV1 records awaiting migration"
         }
     }

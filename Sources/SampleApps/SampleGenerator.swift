@@ -52,8 +52,8 @@ public struct SeededRandom: Sendable {
     }
 }
 
-private extension String {
-    func randomCharacter(_ index: Int) -> Character { self[self.index(startIndex, offsetBy: index)] }
+extension String {
+    fileprivate func randomCharacter(_ index: Int) -> Character { self[self.index(startIndex, offsetBy: index)] }
 }
 
 /// Sentinel thrown when the requested number of records has been emitted.
@@ -96,7 +96,9 @@ struct SampleGenerator {
 
     /// Generates `count` groups (families, couples…), group `n` running until `until` records
     /// are out; the last group runs until the limit.
-    mutating func groups(_ count: Int, _ body: (inout SampleGenerator, _ index: Int, _ until: Int) throws -> Void) throws {
+    mutating func groups(_ count: Int, _ body: (inout SampleGenerator, _ index: Int, _ until: Int) throws -> Void)
+        throws
+    {
         let budget = limit / count
         try run { g in
             for index in 1...count {
@@ -111,13 +113,16 @@ struct SampleGenerator {
         limit >= 20_000 ? limit / perGroup : max(1, min(2, limit / smallDivisor))
     }
 
-    mutating func record(_ type: String, _ name: String, zone: ZoneID, at time: Int64, by user: String,
-                         modifiedAt: Int64? = nil, _ fields: RecordFields) -> Record {
+    mutating func record(
+        _ type: String, _ name: String, zone: ZoneID, at time: Int64, by user: String,
+        modifiedAt: Int64? = nil, _ fields: RecordFields
+    ) -> Record {
         let device = Self.deviceID(of: user)
-        return Record(id: RecordID(recordName: name, zone: zone), recordType: type, fields: fields,
-                      changeTag: random.hex(8),
-                      created: RecordStamp(timestamp: time, userRecordName: user, deviceID: device),
-                      modified: RecordStamp(timestamp: modifiedAt ?? time, userRecordName: user, deviceID: device))
+        return Record(
+            id: RecordID(recordName: name, zone: zone), recordType: type, fields: fields,
+            changeTag: random.hex(8),
+            created: RecordStamp(timestamp: time, userRecordName: user, deviceID: device),
+            modified: RecordStamp(timestamp: modifiedAt ?? time, userRecordName: user, deviceID: device))
     }
 
     mutating func userRecordName() -> String { "_" + random.hex(32) }
@@ -148,22 +153,26 @@ struct SampleGenerator {
     /// A UUID in CloudKit's upper-case form, from `seed` alone.
     static func stableUUID(_ seed: String) -> String {
         let c = Array(stableHex(seed, 32).uppercased())
-        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-"
+            + String(c[20..<32])
     }
 
     /// A share's short GUID (the last part of its URL): 25 letters and digits, from `seed`.
     static func shortGUID(_ seed: String) -> String {
         let alphabet = Array("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
         let hex = Array(stableHex(seed, 50))
-        return "0" + String((0..<24).map { i in alphabet[Int(String(hex[2 * i...2 * i + 1]), radix: 16)! % alphabet.count] })
+        return "0"
+            + String((0..<24).map { i in alphabet[Int(String(hex[2 * i...2 * i + 1]), radix: 16)! % alphabet.count] })
     }
 
     /// A share record (`cloudkit.share`) as CloudKit gives it: its title, the self-link CloudKit
     /// puts on it, and its details — who may open it by URL, its participants, its owner, the
     /// participant who pulled it, its short GUID. Built from `name` alone, without drawing from
     /// the random stream.
-    static func shareRecord(_ name: String, zone: ZoneID, title: String, at time: Int64, owner: ShareDetails.Participant,
-                            participants: [ShareDetails.Participant], current: ShareDetails.Participant, shortGUID: String) -> Record {
+    static func shareRecord(
+        _ name: String, zone: ZoneID, title: String, at time: Int64, owner: ShareDetails.Participant,
+        participants: [ShareDetails.Participant], current: ShareDetails.Participant, shortGUID: String
+    ) -> Record {
         let device = deviceID(of: owner.userRecordName ?? name)
         var details = JSONObject()
         details.members.append(.init(key: "publicPermission", value: .string("NONE")))
@@ -171,11 +180,12 @@ struct SampleGenerator {
         details.members.append(.init(key: "owner", value: owner.json))
         details.members.append(.init(key: "currentUserParticipant", value: current.json))
         details.members.append(.init(key: "shortGUID", value: .string(shortGUID)))
-        return Record(id: RecordID(recordName: name, zone: zone), recordType: Record.shareType,
-                      fields: ["cloudkit.title": .string(title)], changeTag: stableHex(name + "/tag", 8),
-                      created: RecordStamp(timestamp: time, userRecordName: owner.userRecordName, deviceID: device),
-                      modified: RecordStamp(timestamp: time, userRecordName: owner.userRecordName, deviceID: device),
-                      share: name, shareDetails: ShareDetails(details).text)
+        return Record(
+            id: RecordID(recordName: name, zone: zone), recordType: Record.shareType,
+            fields: ["cloudkit.title": .string(title)], changeTag: stableHex(name + "/tag", 8),
+            created: RecordStamp(timestamp: time, userRecordName: owner.userRecordName, deviceID: device),
+            modified: RecordStamp(timestamp: time, userRecordName: owner.userRecordName, deviceID: device),
+            share: name, shareDetails: ShareDetails(details).text)
     }
 
     static func pad(_ n: Int, _ width: Int) -> String {
@@ -185,9 +195,15 @@ struct SampleGenerator {
 
     // MARK: Vocabulary
 
-    static let surnames = ["Smith", "García", "Nguyen", "Okafor", "Müller", "Rossi", "Kowalski", "Tanaka", "Haddad", "Johansson",
-                           "O'Brien", "Patel", "Silva", "Dubois", "Kim", "Andersen", "Novak", "Mensah", "Lindqvist", "Moreau"]
-    static let adults = ["Emma", "Liam", "Olivia", "Noah", "Sofia", "Mateo", "Amara", "Jonas", "Priya", "Daniel", "Chloé", "Marco",
-                         "Yuki", "Fatima", "Grace", "Tomás", "Ingrid", "Kwame", "Leila", "Ravi"]
-    static let children = ["Mia", "Leo", "Zoe", "Ethan", "Ava", "Lucas", "Nora", "Felix", "Isla", "Omar", "Hana", "Theo", "Lina", "Sami"]
+    static let surnames = [
+        "Smith", "García", "Nguyen", "Okafor", "Müller", "Rossi", "Kowalski", "Tanaka", "Haddad", "Johansson",
+        "O'Brien", "Patel", "Silva", "Dubois", "Kim", "Andersen", "Novak", "Mensah", "Lindqvist", "Moreau",
+    ]
+    static let adults = [
+        "Emma", "Liam", "Olivia", "Noah", "Sofia", "Mateo", "Amara", "Jonas", "Priya", "Daniel", "Chloé", "Marco",
+        "Yuki", "Fatima", "Grace", "Tomás", "Ingrid", "Kwame", "Leila", "Ravi",
+    ]
+    static let children = [
+        "Mia", "Leo", "Zoe", "Ethan", "Ava", "Lucas", "Nora", "Felix", "Isla", "Omar", "Hana", "Theo", "Lina", "Sami",
+    ]
 }

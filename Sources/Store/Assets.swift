@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
+import GRDBSQLite
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
-import GRDBSQLite
-import Records
 
 /// A problem with an asset file: missing, unreadable, or not the bytes a record says.
 public struct AssetError: CKPortError, Sendable {
@@ -51,10 +52,14 @@ extension StoreSession {
     @discardableResult
     public func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard try assetTableExists(),
-              let rowid = try Int64.fetchOne(db, sql: "SELECT rowid FROM _ck_asset WHERE sha256 = ?", arguments: [sha256]) else { return false }
+            let rowid = try Int64.fetchOne(db, sql: "SELECT rowid FROM _ck_asset WHERE sha256 = ?", arguments: [sha256])
+        else { return false }
         var blob: OpaquePointer?
-        guard sqlite3_blob_open(db.sqliteConnection, "main", "_ck_asset", "data", rowid, 0, &blob) == SQLITE_OK, let blob else {
-            throw StoreError.corrupt("asset \(sha256) cannot be read: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+        guard sqlite3_blob_open(db.sqliteConnection, "main", "_ck_asset", "data", rowid, 0, &blob) == SQLITE_OK,
+            let blob
+        else {
+            throw StoreError.corrupt(
+                "asset \(sha256) cannot be read: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
         }
         defer { sqlite3_blob_close(blob) }
         let total = Int(sqlite3_blob_bytes(blob))
@@ -62,8 +67,12 @@ extension StoreSession {
         var offset = 0
         while offset < total {
             let n = min(buffer.count, total - offset)
-            let status = buffer.withUnsafeMutableBytes { sqlite3_blob_read(blob, $0.baseAddress, Int32(n), Int32(offset)) }
-            guard status == SQLITE_OK else { throw StoreError.corrupt("asset \(sha256) cannot be read (SQLite error \(status))") }
+            let status = buffer.withUnsafeMutableBytes {
+                sqlite3_blob_read(blob, $0.baseAddress, Int32(n), Int32(offset))
+            }
+            guard status == SQLITE_OK else {
+                throw StoreError.corrupt("asset \(sha256) cannot be read (SQLite error \(status))")
+            }
             try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += n
         }
@@ -74,24 +83,37 @@ extension StoreSession {
     /// whether they were new. Bytes the store already holds are not stored twice. With
     /// `expectedSHA256` or `expectedSize`, bytes that differ are refused and nothing is added.
     @discardableResult
-    public func putAsset(_ source: AssetSource, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
+    public func putAsset(_ source: AssetSource, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (
+        sha256: String, size: Int64, added: Bool
+    ) {
         precondition(writable, "putAsset needs a write transaction")
         let (sha256, size) = try AssetFile.measure(source, expectedSHA256: expectedSHA256, expectedSize: expectedSize)
         if try assetSize(sha256) != nil { return (sha256, size, false) }
-        try db.execute(sql: "CREATE TABLE IF NOT EXISTS _ck_asset (sha256 TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, data BLOB NOT NULL)")
-        try db.execute(sql: "INSERT INTO _ck_asset (sha256, size, data) VALUES (?, ?, zeroblob(?))", arguments: [sha256, size, size])
+        try db.execute(
+            sql:
+                "CREATE TABLE IF NOT EXISTS _ck_asset (sha256 TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, data BLOB NOT NULL)"
+        )
+        try db.execute(
+            sql: "INSERT INTO _ck_asset (sha256, size, data) VALUES (?, ?, zeroblob(?))",
+            arguments: [sha256, size, size])
         let rowid = db.lastInsertedRowID
         guard size > 0 else { return (sha256, size, true) }
         // Second pass: copy into the blob, hashing again in case the file changed meanwhile.
         var blob: OpaquePointer?
-        guard sqlite3_blob_open(db.sqliteConnection, "main", "_ck_asset", "data", rowid, 1, &blob) == SQLITE_OK, let blob else {
-            throw AssetError("\(source.name): cannot write the asset into the store: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))")
+        guard sqlite3_blob_open(db.sqliteConnection, "main", "_ck_asset", "data", rowid, 1, &blob) == SQLITE_OK,
+            let blob
+        else {
+            throw AssetError(
+                "\(source.name): cannot write the asset into the store: \(String(cString: sqlite3_errmsg(db.sqliteConnection)))"
+            )
         }
         defer { sqlite3_blob_close(blob) }
         var again = SHA256()
         var offset: Int64 = 0
         try source.read { chunk in
-            guard offset + Int64(chunk.count) <= size else { throw AssetError("\(source.name): the file changed while it was being stored") }
+            guard offset + Int64(chunk.count) <= size else {
+                throw AssetError("\(source.name): the file changed while it was being stored")
+            }
             again.update(bufferPointer: chunk)
             let status = sqlite3_blob_write(blob, chunk.baseAddress, Int32(chunk.count), Int32(offset))
             guard status == SQLITE_OK else {
@@ -126,10 +148,12 @@ extension Record {
             switch value {
             case .asset(let asset): copy.fields[name] = .asset(try transform(name, asset))
             case .list(let type, let items) where type == .asset:
-                copy.fields[name] = .list(type, try items.map { item in
-                    if case .asset(let asset) = item { return .asset(try transform(name, asset)) }
-                    return item
-                })
+                copy.fields[name] = .list(
+                    type,
+                    try items.map { item in
+                        if case .asset(let asset) = item { return .asset(try transform(name, asset)) }
+                        return item
+                    })
             default: break
             }
         }
@@ -157,7 +181,9 @@ public enum AssetSource {
         case .staged(let bytes, _):
             try bytes.read(body)
         case .file(let path):
-            guard let handle = FileHandle(forReadingAtPath: path) else { throw AssetError("\(path): cannot open the asset file") }
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw AssetError("\(path): cannot open the asset file")
+            }
             defer { try? handle.close() }
             while let chunk = try handle.read(upToCount: StoreSession.assetChunk), !chunk.isEmpty {
                 try chunk.withUnsafeBytes { try body($0) }
@@ -171,14 +197,18 @@ public enum AssetSource {
 /// record says are refused before anything is written).
 public enum AssetFile {
     /// Reads the bytes once: their SHA-256 and size, checked against what is expected when given.
-    public static func measure(_ source: AssetSource, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64) {
+    public static func measure(_ source: AssetSource, expectedSHA256: String?, expectedSize: Int64?) throws -> (
+        sha256: String, size: Int64
+    ) {
         var hasher = SHA256()
         var size: Int64 = 0
         try source.read { chunk in
             hasher.update(bufferPointer: chunk)
             size += Int64(chunk.count)
             guard size <= StoreSession.maximumAssetSize else {
-                throw AssetError("\(source.name): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset")
+                throw AssetError(
+                    "\(source.name): the asset is larger than \(StoreSession.maximumAssetSize) bytes, the most a store keeps in one asset"
+                )
             }
         }
         let sha256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()

@@ -13,8 +13,11 @@ public struct ChangeToken: Hashable, Sendable, CustomStringConvertible {
 
     public init(parsing text: String) throws {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "ck1", !parts[1].isEmpty, let sequence = Int64(parts[2]), sequence >= 0 else {
-            throw StoreError.badToken("'\(text)' is not a change token (tokens look like ck1-4f0c2a9e81b3-1520, as 'ckport export' and 'ckport stats' print them)")
+        guard parts.count == 3, parts[0] == "ck1", !parts[1].isEmpty, let sequence = Int64(parts[2]), sequence >= 0
+        else {
+            throw StoreError.badToken(
+                "'\(text)' is not a change token (tokens look like ck1-4f0c2a9e81b3-1520, as 'ckport export' and 'ckport stats' print them)"
+            )
         }
         self.init(storeID: String(parts[1]), sequence: sequence)
     }

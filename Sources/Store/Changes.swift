@@ -1,24 +1,32 @@
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
-import Records
 
 extension StoreSession {
     /// Calls `body` with every record changed or deleted after `token`, in the order the
     /// changes happened: live records as they are now, deleted ones as tombstones
     /// (`isDeleted`, no fields). A record changed twice is reported once.
-    public func forEachChange(since token: ChangeToken, recordTypes: [String] = [], scope: DatabaseScope? = nil,
-                              zoneName: String? = nil, _ body: (Record) throws -> Void) throws {
+    public func forEachChange(
+        since token: ChangeToken, recordTypes: [String] = [], scope: DatabaseScope? = nil,
+        zoneName: String? = nil, _ body: (Record) throws -> Void
+    ) throws {
         guard token.storeID == storeID else {
-            throw StoreError.badToken("change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)")
+            throw StoreError.badToken(
+                "change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)"
+            )
         }
         guard token.sequence <= changeSequence else {
-            throw StoreError.badToken("change token \(token) is ahead of this store, which is at \(currentToken); was the store restored from an older copy?")
+            throw StoreError.badToken(
+                "change token \(token) is ahead of this store, which is at \(currentToken); was the store restored from an older copy?"
+            )
         }
         let types = Set(recordTypes)
-        let statement = try PreparedStatement(db, "SELECT zone, recordName, recordType, deleted FROM _ck_record WHERE seq > ?1 ORDER BY seq")
+        let statement = try PreparedStatement(
+            db, "SELECT zone, recordName, recordType, deleted FROM _ck_record WHERE seq > ?1 ORDER BY seq")
         statement.bind(1, token.sequence)
         while try statement.step(db) {
             let zone = try self.zone(row: statement.int64(0))

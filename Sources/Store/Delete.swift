@@ -1,5 +1,6 @@
-import class GRDB.Database
 import Records
+
+import class GRDB.Database
 
 /// One record a delete removed, and why.
 public struct DeletedRecord: Sendable, Hashable {
@@ -32,39 +33,51 @@ extension StoreSession {
         var planned: Set<RecordID> = []
         var missing: [RecordID] = []
         for id in ids where !planned.contains(id) {
-            guard let entry = try registryEntry(id), !entry.deleted else { missing.append(id); continue }
+            guard let entry = try registryEntry(id), !entry.deleted else {
+                missing.append(id)
+                continue
+            }
             planned.insert(id)
             plan.append(DeletedRecord(id: id, recordType: entry.recordType, cause: nil, field: nil))
         }
         if !missing.isEmpty { throw StoreError.missingRecords(missing) }
-        plan = try DeletePlan.expand(plan, referrers: referrers(of:), share: { id, type in
-            guard let layout = layouts[type], let zone = try zoneRow(id.zone, create: false) else { return nil }
-            let select = try statement("SELECT ___share FROM \(layout.table) WHERE ___zone = ?1 AND ___recordID = ?2")
-            select.reset()
-            defer { select.reset() }
-            select.bind(1, zone)
-            select.bind(2, id.recordName)
-            guard try select.step(db), let name = select.optionalText(0) else { return nil }
-            // Only a share the store holds goes along (a link may name one that is not here).
-            guard let entry = try registryEntry(RecordID(recordName: name, zone: id.zone)), !entry.deleted, entry.recordType == Record.shareType else { return nil }
-            return name
-        })
+        plan = try DeletePlan.expand(
+            plan, referrers: referrers(of:),
+            share: { id, type in
+                guard let layout = layouts[type], let zone = try zoneRow(id.zone, create: false) else { return nil }
+                let select = try statement(
+                    "SELECT ___share FROM \(layout.table) WHERE ___zone = ?1 AND ___recordID = ?2")
+                select.reset()
+                defer { select.reset() }
+                select.bind(1, zone)
+                select.bind(2, id.recordName)
+                guard try select.step(db), let name = select.optionalText(0) else { return nil }
+                // Only a share the store holds goes along (a link may name one that is not here).
+                guard let entry = try registryEntry(RecordID(recordName: name, zone: id.zone)), !entry.deleted,
+                    entry.recordType == Record.shareType
+                else { return nil }
+                return name
+            })
         for entry in plan {
-            try removeRow(zone: try zoneRow(entry.id.zone, create: false)!, name: entry.id.recordName, type: entry.recordType)
+            try removeRow(
+                zone: try zoneRow(entry.id.zone, create: false)!, name: entry.id.recordName, type: entry.recordType)
         }
         try DeletePlan.unlinkRoots(of: plan, in: self)
         return plan
     }
 
     /// Records in the target's zone holding a reference to it, single or in a list.
-    func referrers(of target: RecordID) throws -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)] {
+    func referrers(of target: RecordID) throws -> [(
+        id: RecordID, recordType: String, field: String, action: ReferenceAction
+    )] {
         guard let zone = try zoneRow(target.zone, create: false) else { return [] }
         var found: [(RecordID, String, String, ReferenceAction)] = []
         for type in schema.recordTypes {
             let layout = layouts[type.name]!
             for field in layout.fields where field.type.primitive == .reference {
                 if field.type.isList {
-                    let select = try statement("""
+                    let select = try statement(
+                        """
                         SELECT ___recordID, json_extract(json_each.value, '$.action') FROM \(layout.table), json_each(\(field.column))
                         WHERE ___zone = ?1 AND json_extract(json_each.value, '$.recordName') = ?2
                         """)
@@ -73,17 +86,21 @@ extension StoreSession {
                     select.bind(2, target.recordName)
                     while try select.step(db) {
                         let action = ReferenceAction(rawValue: select.optionalText(1) ?? "NONE") ?? .none
-                        found.append((RecordID(recordName: select.text(0), zone: target.zone), type.name, field.name, action))
+                        found.append(
+                            (RecordID(recordName: select.text(0), zone: target.zone), type.name, field.name, action))
                     }
                     select.reset()
                 } else {
-                    let select = try statement("SELECT ___recordID, \(field.actionColumn!) FROM \(layout.table) WHERE \(field.column) = ?2 AND ___zone = ?1")
+                    let select = try statement(
+                        "SELECT ___recordID, \(field.actionColumn!) FROM \(layout.table) WHERE \(field.column) = ?2 AND ___zone = ?1"
+                    )
                     select.reset()
                     select.bind(1, zone)
                     select.bind(2, target.recordName)
                     while try select.step(db) {
                         let action = ReferenceAction(code: select.optionalInt64(1) ?? 0) ?? .none
-                        found.append((RecordID(recordName: select.text(0), zone: target.zone), type.name, field.name, action))
+                        found.append(
+                            (RecordID(recordName: select.text(0), zone: target.zone), type.name, field.name, action))
                     }
                     select.reset()
                 }
@@ -96,13 +113,22 @@ extension StoreSession {
 extension StoreError {
     /// A delete of records that are not there (every store says it in these words).
     public static func missingRecords(_ missing: [RecordID]) -> StoreError {
-        .deleteRefused("nothing was deleted: no record named \(missing.prefix(5).map { "'\($0.recordName)' in \($0.zone)" }.joined(separator: ", "))\(missing.count > 5 ? " and \(missing.count - 5) more" : "")")
+        .deleteRefused(
+            "nothing was deleted: no record named \(missing.prefix(5).map { "'\($0.recordName)' in \($0.zone)" }.joined(separator: ", "))\(missing.count > 5 ? " and \(missing.count - 5) more" : "")"
+        )
     }
 
     /// A delete that VALIDATE references from records that stay refuse.
-    public static func validateReferences(_ standing: [(source: RecordID, sourceType: String, field: String, target: RecordID)]) -> StoreError {
-        let lines = standing.prefix(5).map { "\($0.sourceType) '\($0.source.recordName)' points at '\($0.target.recordName)' through \($0.field) (VALIDATE)" }
-        return .deleteRefused("nothing was deleted: \(standing.count) VALIDATE reference\(standing.count == 1 ? "" : "s") still point\(standing.count == 1 ? "s" : "") at the records to delete:\n  " + lines.joined(separator: "\n  ") + (standing.count > 5 ? "\n  …and \(standing.count - 5) more" : "") + "\ndelete those records first, or change their references")
+    public static func validateReferences(
+        _ standing: [(source: RecordID, sourceType: String, field: String, target: RecordID)]
+    ) -> StoreError {
+        let lines = standing.prefix(5).map {
+            "\($0.sourceType) '\($0.source.recordName)' points at '\($0.target.recordName)' through \($0.field) (VALIDATE)"
+        }
+        return .deleteRefused(
+            "nothing was deleted: \(standing.count) VALIDATE reference\(standing.count == 1 ? "" : "s") still point\(standing.count == 1 ? "s" : "") at the records to delete:\n  "
+                + lines.joined(separator: "\n  ") + (standing.count > 5 ? "\n  …and \(standing.count - 5) more" : "")
+                + "\ndelete those records first, or change their references")
     }
 }
 
@@ -118,9 +144,11 @@ public enum DeletePlan {
     /// each deleted root record roots (`share` gives the share a record's `share` link names,
     /// when the store holds it); refused while
     /// a VALIDATE reference from a record that stays points at one of them.
-    public static func expand(_ asked: [DeletedRecord],
-                              referrers: (RecordID) throws -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)],
-                              share: (RecordID, String) throws -> String? = { _, _ in nil }) throws -> [DeletedRecord] {
+    public static func expand(
+        _ asked: [DeletedRecord],
+        referrers: (RecordID) throws -> [(id: RecordID, recordType: String, field: String, action: ReferenceAction)],
+        share: (RecordID, String) throws -> String? = { _, _ in nil }
+    ) throws -> [DeletedRecord] {
         var plan = asked
         var planned = Set(asked.map(\.id))
         var blockers: [(source: RecordID, sourceType: String, field: String, target: RecordID)] = []
@@ -140,7 +168,9 @@ public enum DeletePlan {
                 switch referrer.action {
                 case .deleteSelf:
                     if planned.insert(referrer.id).inserted {
-                        plan.append(DeletedRecord(id: referrer.id, recordType: referrer.recordType, cause: target, field: referrer.field))
+                        plan.append(
+                            DeletedRecord(
+                                id: referrer.id, recordType: referrer.recordType, cause: target, field: referrer.field))
                     }
                 case .validate:
                     blockers.append((referrer.id, referrer.recordType, referrer.field, target))
@@ -163,9 +193,12 @@ public enum DeletePlan {
         let gone = Set(plan.map(\.id))
         var roots: [Record] = []
         for share in shares {
-            let predicate = RecordPredicate([Condition(field: "___share", op: .equal, value: .string(share.id.recordName))])
-            let query = RecordQuery(recordTypes: session.schema.recordTypes.map(\.name).filter { $0 != Record.shareType },
-                                    scope: share.id.zone.scope, zoneName: share.id.zone.zoneName, predicate: predicate)
+            let predicate = RecordPredicate([
+                Condition(field: "___share", op: .equal, value: .string(share.id.recordName))
+            ])
+            let query = RecordQuery(
+                recordTypes: session.schema.recordTypes.map(\.name).filter { $0 != Record.shareType },
+                scope: share.id.zone.scope, zoneName: share.id.zone.zoneName, predicate: predicate)
             try session.forEach(query) { record in
                 if record.zone == share.id.zone && !gone.contains(record.id) { roots.append(record) }
             }

@@ -1,8 +1,9 @@
 import Foundation
-import struct GRDB.DatabaseError
-import struct GRDB.ResultCode
 import GRDBSQLite
 import Records
+
+import struct GRDB.DatabaseError
+import struct GRDB.ResultCode
 
 /// A migration's work on one type's records when it needs no whole record: it takes a record's
 /// name and its field values, one per field of the type's working shape, changes the values
@@ -72,15 +73,21 @@ final class SnapshotRows: RowColumns {
     /// another version of the schema (the caller then reads on its own connection).
     init?(path: String, sql: String, schemaVersion: Int64, storeID: String, changeSequence: Int64) {
         self.sql = sql
-        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE, nil) == SQLITE_OK,
-              let connection else { return nil }
+        guard
+            sqlite3_open_v2(
+                path, &connection, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE, nil)
+                == SQLITE_OK,
+            let connection
+        else { return nil }
         sqlite3_busy_timeout(connection, 5000)
         // The read transaction starts with the first read and keeps its snapshot to the end.
         guard sqlite3_exec(connection, "BEGIN", nil, nil, nil) == SQLITE_OK,
-              SnapshotRows.value(connection, "PRAGMA schema_version") == String(schemaVersion),
-              SnapshotRows.value(connection, "SELECT value FROM _ck_meta WHERE key = 'storeID'") == storeID,
-              SnapshotRows.value(connection, "SELECT value FROM _ck_meta WHERE key = 'changeSeq'") == String(changeSequence),
-              sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, statement != nil else { return nil }
+            SnapshotRows.value(connection, "PRAGMA schema_version") == String(schemaVersion),
+            SnapshotRows.value(connection, "SELECT value FROM _ck_meta WHERE key = 'storeID'") == storeID,
+            SnapshotRows.value(connection, "SELECT value FROM _ck_meta WHERE key = 'changeSeq'")
+                == String(changeSequence),
+            sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK, statement != nil
+        else { return nil }
     }
 
     /// The first column of the first row `sql` gives, as text.
@@ -109,7 +116,9 @@ final class SnapshotRows: RowColumns {
         let code = sqlite3_step(statement)
         if code == SQLITE_ROW { return true }
         if code == SQLITE_DONE { return false }
-        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: connection.map { String(cString: sqlite3_errmsg($0)) }, sql: sql)
+        throw DatabaseError(
+            resultCode: ResultCode(rawValue: code), message: connection.map { String(cString: sqlite3_errmsg($0)) },
+            sql: sql)
     }
 
     @inline(__always) func isNull(_ index: Int32) -> Bool { sqlite3_column_type(statement, index) == SQLITE_NULL }
@@ -118,7 +127,8 @@ final class SnapshotRows: RowColumns {
     @inline(__always) func double(_ index: Int32) -> Double { sqlite3_column_double(statement, index) }
     @inline(__always) func textBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8> {
         let pointer = sqlite3_column_text(statement, index)
-        return UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : Int(sqlite3_column_bytes(statement, index)))
+        return UnsafeBufferPointer(
+            start: pointer, count: pointer == nil ? 0 : Int(sqlite3_column_bytes(statement, index)))
     }
     @inline(__always) func blob(_ index: Int32) -> [UInt8] {
         let count = Int(sqlite3_column_bytes(statement, index))
@@ -161,12 +171,17 @@ final class InPlacePipeline {
     /// `zones`: the store's zones by number (a row names its zone by number). With `values`,
     /// rows become values, not records, and `transform` is not called; `writtenPositions` are
     /// the positions of the written fields among the layout's.
-    init(layout: TableLayout, only: [Bool]?, type: String, writtenTargets: [String], writtenPositions: [Int], zones: [Int64: ZoneID],
-         values: InPlaceValues.Transform?, transform: @escaping Transform) {
+    init(
+        layout: TableLayout, only: [Bool]?, type: String, writtenTargets: [String], writtenPositions: [Int],
+        zones: [Int64: ZoneID],
+        values: InPlaceValues.Transform?, transform: @escaping Transform
+    ) {
         width = writtenTargets.count
         func migrate<Row: RowColumns>(_ row: Row, _ done: inout InPlaceResults) throws {
             let zoneRow = row.int64(0)
-            guard let zone = zones[zoneRow] else { throw StoreError.corrupt("a record names zone \(zoneRow), which does not exist") }
+            guard let zone = zones[zoneRow] else {
+                throw StoreError.corrupt("a record names zone \(zoneRow), which does not exist")
+            }
             if let values {
                 let name = String(decoding: row.textBytes(1), as: UTF8.self)
                 try layout.decodeValues(row, only: only, into: &done.scratch)
@@ -193,7 +208,8 @@ final class InPlacePipeline {
                 return
             }
             guard results.count == 1, result.id == record.id, result.recordType == type else {
-                throw StoreError.corrupt("record '\(record.recordName)' changed its name or type in a migration done in place")
+                throw StoreError.corrupt(
+                    "record '\(record.recordName)' changed its name or type in a migration done in place")
             }
             done.outcomes.append(.updated(done.values.count))
             for target in writtenTargets { done.values.append(result.fields[target]) }

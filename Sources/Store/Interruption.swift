@@ -1,5 +1,5 @@
-import Records
 import CSQLiteConfig
+import Records
 
 /// Ctrl-C and SIGTERM, turned into an error that long work throws where it can stop cleanly:
 /// every row a query reads or a write stores checks for it, so a transaction rolls back and

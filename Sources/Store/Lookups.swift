@@ -1,9 +1,10 @@
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
-import Records
 
 extension StoreSession {
     /// A record of `type` named `name`, in whichever zone holds it (the first zone in export
@@ -23,8 +24,10 @@ extension StoreSession {
     public func records(ofType type: String, whose field: String, pointsAt target: RecordID) throws -> [Record] {
         let layout = try self.layout(type)
         guard let index = layout.fieldsByName[field], layout.fields[index].type == .reference,
-              let zone = try zoneRow(target.zone, create: false) else { return [] }
-        let select = try statement(layout.selectSQL + " WHERE \(layout.fields[index].column) = ?2 AND ___zone = ?1 ORDER BY ___recordID")
+            let zone = try zoneRow(target.zone, create: false)
+        else { return [] }
+        let select = try statement(
+            layout.selectSQL + " WHERE \(layout.fields[index].column) = ?2 AND ___zone = ?1 ORDER BY ___recordID")
         select.reset()
         select.bind(1, zone)
         select.bind(2, target.recordName)
@@ -36,14 +39,18 @@ extension StoreSession {
 
     /// The earliest and latest value of TIMESTAMP `fields` among the records a query selects.
     public func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)? {
-        var low: Int64?, high: Int64?
+        var low: Int64?
+        var high: Int64?
         var statements = QueryStatements()
         for compiled in try compile(query) {
             for field in fields {
-                guard let index = compiled.layout.fieldsByName[field], compiled.layout.fields[index].type == .timestamp else { continue }
+                guard let index = compiled.layout.fieldsByName[field], compiled.layout.fields[index].type == .timestamp
+                else { continue }
                 let column = compiled.layout.fields[index].column
-                let statement = try statements.statement(db, "SELECT min(\(column)), max(\(column)) FROM (\(compiled.sql))", compiled.arguments)
-                guard try statement.step(db), let min = statement.optionalInt64(0), let max = statement.optionalInt64(1) else { continue }
+                let statement = try statements.statement(
+                    db, "SELECT min(\(column)), max(\(column)) FROM (\(compiled.sql))", compiled.arguments)
+                guard try statement.step(db), let min = statement.optionalInt64(0), let max = statement.optionalInt64(1)
+                else { continue }
                 low = Swift.min(low ?? min, min)
                 high = Swift.max(high ?? max, max)
             }

@@ -15,8 +15,10 @@ public struct MigrationHistoryEntry: Sendable, Hashable, Codable {
     public var durationMilliseconds: Int64
     public var recordsChanged: Int
 
-    public init(set: String, version: Int, description: String, file: String, checksum: String, appliedAt: Int64,
-                durationMilliseconds: Int64, recordsChanged: Int) {
+    public init(
+        set: String, version: Int, description: String, file: String, checksum: String, appliedAt: Int64,
+        durationMilliseconds: Int64, recordsChanged: Int
+    ) {
         self.set = set
         self.version = version
         self.description = description
@@ -46,12 +48,16 @@ extension StoreSession {
     /// The migrations applied to this store, oldest first; only `set`'s when given.
     public func migrationHistory(set: String? = nil) throws -> [MigrationHistoryEntry] {
         guard try db.tableExists("_ck_migration") else { return [] }
-        let rows = try Row.fetchAll(db, sql: "SELECT * FROM _ck_migration" + (set == nil ? "" : " WHERE \"set\" = ?") + " ORDER BY \"set\", version",
-                                    arguments: set.map { [$0] } ?? [])
+        let rows = try Row.fetchAll(
+            db,
+            sql: "SELECT * FROM _ck_migration" + (set == nil ? "" : " WHERE \"set\" = ?")
+                + " ORDER BY \"set\", version",
+            arguments: set.map { [$0] } ?? [])
         return rows.map { row in
-            MigrationHistoryEntry(set: row["set"], version: row["version"], description: row["description"], file: row["file"],
-                                  checksum: row["checksum"], appliedAt: row["appliedAt"], durationMilliseconds: row["durationMs"],
-                                  recordsChanged: row["recordsChanged"])
+            MigrationHistoryEntry(
+                set: row["set"], version: row["version"], description: row["description"], file: row["file"],
+                checksum: row["checksum"], appliedAt: row["appliedAt"], durationMilliseconds: row["durationMs"],
+                recordsChanged: row["recordsChanged"])
         }
     }
 
@@ -59,8 +65,11 @@ extension StoreSession {
     public func recordMigration(_ entry: MigrationHistoryEntry) throws {
         precondition(writable)
         try db.execute(sql: StoreSession.historyTable)
-        try db.execute(sql: "INSERT OR REPLACE INTO _ck_migration VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       arguments: [entry.set, entry.version, entry.description, entry.file, entry.checksum, entry.appliedAt,
-                                   entry.durationMilliseconds, entry.recordsChanged])
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO _ck_migration VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            arguments: [
+                entry.set, entry.version, entry.description, entry.file, entry.checksum, entry.appliedAt,
+                entry.durationMilliseconds, entry.recordsChanged,
+            ])
     }
 }

@@ -60,16 +60,20 @@ public final class NameMap: @unchecked Sendable {
             guard let disk else { return memory[zone]?[ExactText(old)] }
             if !pending.isEmpty { try flush() }
             return try disk.queue.read { db in
-                try String.fetchOne(db.cachedStatement(sql: "SELECT new FROM names WHERE scope = ? AND zone = ? AND owner = ? AND old = ?"),
-                                    arguments: [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName, old])
+                try String.fetchOne(
+                    db.cachedStatement(
+                        sql: "SELECT new FROM names WHERE scope = ? AND zone = ? AND owner = ? AND old = ?"),
+                    arguments: [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName, old])
             }
         }
     }
 
     private func moveToDisk() throws {
-        disk = try ScratchDatabase(prefix: "renamed-", schema: """
-            CREATE TABLE names (scope TEXT, zone TEXT, owner TEXT, old TEXT, new TEXT NOT NULL, PRIMARY KEY (scope, zone, owner, old)) WITHOUT ROWID
-            """)
+        disk = try ScratchDatabase(
+            prefix: "renamed-",
+            schema: """
+                CREATE TABLE names (scope TEXT, zone TEXT, owner TEXT, old TEXT, new TEXT NOT NULL, PRIMARY KEY (scope, zone, owner, old)) WITHOUT ROWID
+                """)
         for (zone, names) in memory {
             for (old, new) in names { pending.append((zone, old.text, new)) }
         }
@@ -84,9 +88,12 @@ public final class NameMap: @unchecked Sendable {
         var added = 0
         try disk.queue.write { db in
             let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO names VALUES (?, ?, ?, ?, ?)")
-            let exists = try db.cachedStatement(sql: "SELECT 1 FROM names WHERE scope = ? AND zone = ? AND owner = ? AND old = ?")
+            let exists = try db.cachedStatement(
+                sql: "SELECT 1 FROM names WHERE scope = ? AND zone = ? AND owner = ? AND old = ?")
             for entry in batch {
-                let key: StatementArguments = [entry.zone.scope.rawValue, entry.zone.zoneName, entry.zone.ownerRecordName, entry.old]
+                let key: StatementArguments = [
+                    entry.zone.scope.rawValue, entry.zone.zoneName, entry.zone.ownerRecordName, entry.old,
+                ]
                 if try Bool.fetchOne(exists, arguments: key) == nil { added += 1 }
                 try insert.execute(arguments: key + [entry.new])
             }
@@ -96,4 +103,3 @@ public final class NameMap: @unchecked Sendable {
         entries -= batch.count - added
     }
 }
-

@@ -12,7 +12,8 @@ public final class NameSet {
     public private(set) var count = 0
 
     public init() throws {
-        scratch = try ScratchDatabase(prefix: "names-", schema: "CREATE TABLE names (name TEXT PRIMARY KEY) WITHOUT ROWID")
+        scratch = try ScratchDatabase(
+            prefix: "names-", schema: "CREATE TABLE names (name TEXT PRIMARY KEY) WITHOUT ROWID")
     }
 
     /// Adds names (once each, however often they are added).
@@ -27,6 +28,8 @@ public final class NameSet {
     }
 
     public func contains(_ name: String) throws -> Bool {
-        try queue.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM names WHERE name = ?", arguments: [name]) ?? false }
+        try queue.read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM names WHERE name = ?", arguments: [name]) ?? false
+        }
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
-import Records
 
 /// Which records to read, in which order.
 ///
@@ -29,8 +30,12 @@ public struct RecordQuery: Sendable {
     /// going up, last going down) and its record name. For a query of one zone.
     public var after: RecordKey?
 
-    public init(recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil, ownerRecordName: String? = nil,
-                predicate: RecordPredicate? = nil, predicateText: String? = nil, sortField: String? = nil, descending: Bool = false, limit: Int? = nil) {
+    public init(
+        recordTypes: [String] = [], scope: DatabaseScope? = nil, zoneName: String? = nil,
+        ownerRecordName: String? = nil,
+        predicate: RecordPredicate? = nil, predicateText: String? = nil, sortField: String? = nil,
+        descending: Bool = false, limit: Int? = nil
+    ) {
         self.recordTypes = recordTypes
         self.scope = scope
         self.zoneName = zoneName
@@ -57,15 +62,24 @@ public struct RecordKey: Sendable, Equatable {
     /// The SQL that keeps the rows after the key, from the store's own pieces: `column` the
     /// sort column, and a compiler of one condition into SQL (and, in that order, its
     /// arguments) for the value's and the name's comparisons.
-    public static func clause<Argument>(_ key: RecordKey, field: String, column: String, descending: Bool,
-                                 compile: (Condition) throws -> (String, [Argument])) throws -> (String, [Argument]) {
-        let (name, nameArguments) = try compile(Condition(field: "recordName", op: descending ? .less : .greater, value: .string(key.recordName), fieldColumn: 0, valueColumn: 0))
+    public static func clause<Argument>(
+        _ key: RecordKey, field: String, column: String, descending: Bool,
+        compile: (Condition) throws -> (String, [Argument])
+    ) throws -> (String, [Argument]) {
+        let (name, nameArguments) = try compile(
+            Condition(
+                field: "recordName", op: descending ? .less : .greater, value: .string(key.recordName), fieldColumn: 0,
+                valueColumn: 0))
         guard let value = key.value else {
             // After a record without a value: the others without one, then (going up) all with one.
-            return descending ? ("(\(column) IS NULL AND \(name))", nameArguments) : ("(\(column) IS NOT NULL OR \(name))", nameArguments)
+            return descending
+                ? ("(\(column) IS NULL AND \(name))", nameArguments)
+                : ("(\(column) IS NOT NULL OR \(name))", nameArguments)
         }
-        let (beyond, beyondArguments) = try compile(Condition(field: field, op: descending ? .less : .greater, value: value, fieldColumn: 0, valueColumn: 0))
-        let (same, sameArguments) = try compile(Condition(field: field, op: .equal, value: value, fieldColumn: 0, valueColumn: 0))
+        let (beyond, beyondArguments) = try compile(
+            Condition(field: field, op: descending ? .less : .greater, value: value, fieldColumn: 0, valueColumn: 0))
+        let (same, sameArguments) = try compile(
+            Condition(field: field, op: .equal, value: value, fieldColumn: 0, valueColumn: 0))
         let sql = "(\(beyond) OR (\(same) AND \(name))" + (descending ? " OR \(column) IS NULL)" : ")")
         return (sql, beyondArguments + sameArguments + nameArguments)
     }
@@ -94,7 +108,8 @@ extension RecordQuery {
 
     /// The system field a predicate or sort names by `name`, unless the record type has a field
     /// of its own by that name (`parent`, say), which wins over the short system names.
-    public static func systemField(_ name: String, typeHasField: (String) -> Bool) -> (column: String, type: FieldType)? {
+    public static func systemField(_ name: String, typeHasField: (String) -> Bool) -> (column: String, type: FieldType)?
+    {
         guard let system = systemFields[name] else { return nil }
         if !name.hasPrefix("___") && name != "recordName" && typeHasField(name) { return nil }
         return system
@@ -201,7 +216,9 @@ extension StoreSession {
     /// The record types a query reads, checked against the schema.
     func queryTypes(_ query: RecordQuery) throws -> [TableLayout] {
         if query.recordTypes.isEmpty {
-            return schema.recordTypes.map(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { layouts[$0]! }
+            return schema.recordTypes.map(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map {
+                layouts[$0]!
+            }
         }
         return try query.recordTypes.map { try layout($0) }
     }
@@ -221,28 +238,35 @@ extension StoreSession {
             }
             if let sortField = query.sortField {
                 let column = try sortColumn(sortField, layout: layout)
-                var where_ = clauses
+                var conditions = clauses
                 if query.narrowsZones {
                     let rows = try zones.map { try zoneRow($0, create: false)! }
-                    where_.insert("___zone IN (\(rows.map(String.init).joined(separator: ", ")))", at: 0)
+                    conditions.insert("___zone IN (\(rows.map(String.init).joined(separator: ", ")))", at: 0)
                 }
                 var keyArguments: [SQLArgument] = []
                 if let key = query.after {
-                    let (sql, args) = try RecordKey.clause(key, field: sortField, column: column, descending: query.descending) { condition in
+                    let (sql, args) = try RecordKey.clause(
+                        key, field: sortField, column: column, descending: query.descending
+                    ) { condition in
                         try compile(condition, layout: layout, text: nil)
                     }
-                    where_.append(sql)
+                    conditions.append(sql)
                     keyArguments = args
                 }
                 let direction = query.descending ? " DESC" : ""
-                let sql = layout.selectSQL + (where_.isEmpty ? "" : " WHERE " + where_.joined(separator: " AND "))
+                let sql =
+                    layout.selectSQL + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
                     + " ORDER BY \(column)\(direction), ___recordID\(direction), ___zone"
                 compiled.append(CompiledQuery(layout: layout, zone: nil, sql: sql, arguments: arguments + keyArguments))
             } else {
                 for zone in zones {
                     let row = try zoneRow(zone, create: false)!
-                    let sql = layout.selectSQL + " WHERE " + (["___zone = ?"] + clauses).joined(separator: " AND ") + " ORDER BY ___recordID"
-                    compiled.append(CompiledQuery(layout: layout, zone: zone, zoneRow: row, sql: sql, arguments: [.int(row)] + arguments))
+                    let sql =
+                        layout.selectSQL + " WHERE " + (["___zone = ?"] + clauses).joined(separator: " AND ")
+                        + " ORDER BY ___recordID"
+                    compiled.append(
+                        CompiledQuery(
+                            layout: layout, zone: zone, zoneRow: row, sql: sql, arguments: [.int(row)] + arguments))
                 }
             }
         }
@@ -254,9 +278,12 @@ extension StoreSession {
     }
 
     private func sortColumn(_ name: String, layout: TableLayout) throws -> String {
-        if let system = RecordQuery.systemField(name, typeHasField: { layout.fieldsByName[$0] != nil }) { return system.column }
+        if let system = RecordQuery.systemField(name, typeHasField: { layout.fieldsByName[$0] != nil }) {
+            return system.column
+        }
         guard let field = layout.fieldsByName[name].map({ layout.fields[$0] }) else {
-            throw StoreError.badQuery("\(Wording.sortField(name).text): record type \(layout.typeName) has no field '\(name)'")
+            throw StoreError.badQuery(
+                "\(Wording.sortField(name).text): record type \(layout.typeName) has no field '\(name)'")
         }
         guard !field.type.isList, ![.asset, .location, .bytes].contains(field.type.primitive) else {
             throw StoreError.badQuery("\(Wording.sortField(name).text): \(field.type) fields cannot be sorted")
@@ -274,36 +301,54 @@ extension StoreSession {
             type = layout.fields[index].type
         } else {
             let known = layout.fields.map(\.name).joined(separator: ", ")
-            throw queryError("record type \(layout.typeName) has no field '\(condition.field)' (its fields: \(known); also recordName, parent, share, ___createTime, ___modTime)", column: condition.fieldColumn, text: text)
+            throw queryError(
+                "record type \(layout.typeName) has no field '\(condition.field)' (its fields: \(known); also recordName, parent, share, ___createTime, ___modTime)",
+                column: condition.fieldColumn, text: text)
         }
         func value(_ literal: PredicateValue, as type: FieldType) throws -> SQLArgument {
             if let argument = StoreSession.argument(literal, as: type) { return argument }
-            throw queryError("field '\(condition.field)' is \(type); \(literal) is not a \(StoreSession.literalForm(type))", column: condition.valueColumn, text: text)
+            throw queryError(
+                "field '\(condition.field)' is \(type); \(literal) is not a \(StoreSession.literalForm(type))",
+                column: condition.valueColumn, text: text)
         }
         if type.isList || [.asset, .location, .bytes].contains(type.primitive) {
             guard condition.op == .contains, type.isList, ![.asset, .location].contains(type.primitive) else {
                 let hint = type.isList ? " (use CONTAINS to test list membership)" : ""
-                throw queryError("field '\(condition.field)' is \(type) and cannot be compared with \(condition.op.rawValue)\(hint)", column: condition.fieldColumn, text: text)
+                throw queryError(
+                    "field '\(condition.field)' is \(type) and cannot be compared with \(condition.op.rawValue)\(hint)",
+                    column: condition.fieldColumn, text: text)
             }
-            let element = type.primitive == .reference ? "json_extract(json_each.value, '$.recordName')" : "json_each.value"
-            return ("EXISTS (SELECT 1 FROM json_each(\(column)) WHERE \(element) = ?)", [try value(condition.value, as: type.element)])
+            let element =
+                type.primitive == .reference ? "json_extract(json_each.value, '$.recordName')" : "json_each.value"
+            return (
+                "EXISTS (SELECT 1 FROM json_each(\(column)) WHERE \(element) = ?)",
+                [try value(condition.value, as: type.element)]
+            )
         }
         switch condition.op {
         case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual:
             let sqlOp = condition.op == .equal ? "=" : condition.op.rawValue
             return ("\(column) \(sqlOp) ?", [try value(condition.value, as: type)])
         case .in:
-            guard case .list(let values) = condition.value else { throw queryError("IN needs a list", column: condition.valueColumn, text: text) }
+            guard case .list(let values) = condition.value else {
+                throw queryError("IN needs a list", column: condition.valueColumn, text: text)
+            }
             if values.isEmpty { return ("0", []) }
-            return ("\(column) IN (\(values.map { _ in "?" }.joined(separator: ", ")))", try values.map { try value($0, as: type) })
+            return (
+                "\(column) IN (\(values.map { _ in "?" }.joined(separator: ", ")))",
+                try values.map { try value($0, as: type) }
+            )
         case .beginsWith:
-            guard type.primitive == .string || type.primitive == .reference, case .string(let prefix) = condition.value else {
+            guard type.primitive == .string || type.primitive == .reference, case .string(let prefix) = condition.value
+            else {
                 throw queryError("BEGINSWITH needs a text field and 'text'", column: condition.fieldColumn, text: text)
             }
             // A range on the index rather than LIKE, which ignores case and cannot use one.
             return ("(\(column) >= ? AND \(column) < ?)", [.text(prefix), .text(prefix + "\u{10FFFF}")])
         case .contains:
-            throw queryError("CONTAINS tests list membership, and field '\(condition.field)' is \(type), not a LIST", column: condition.fieldColumn, text: text)
+            throw queryError(
+                "CONTAINS tests list membership, and field '\(condition.field)' is \(type), not a LIST",
+                column: condition.fieldColumn, text: text)
         }
     }
 

@@ -56,7 +56,9 @@ public struct RecordRow {
 
     /// The creation (or, with `modified`, the modification) stamp: its time in milliseconds,
     /// the user and the device; nil when the record has none.
-    public func stamp(modified: Bool) -> (timestamp: Int64, user: UnsafeBufferPointer<UInt8>?, device: UnsafeBufferPointer<UInt8>?)? {
+    public func stamp(modified: Bool) -> (
+        timestamp: Int64, user: UnsafeBufferPointer<UInt8>?, device: UnsafeBufferPointer<UInt8>?
+    )? {
         let column: Int32 = modified ? 6 : 3
         guard !statement.isNull(column) else { return nil }
         return (statement.int64(column), optionalText(column + 1), optionalText(column + 2))
@@ -72,7 +74,9 @@ public struct RecordRow {
         case .int64: return .int64(statement.int64(column))
         case .timestamp: return .timestamp(statement.int64(column))
         case .double: return .double(statement.double(column))
-        case .number: return statement.columnType(column) == SQLITE_INTEGER ? .int64(statement.int64(column)) : .double(statement.double(column))
+        case .number:
+            return statement.columnType(column) == SQLITE_INTEGER
+                ? .int64(statement.int64(column)) : .double(statement.double(column))
         case .bytes:
             let count = Int(sqlite3_column_bytes(statement.raw, column))
             return .bytes(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement.raw, column), count: count))
@@ -100,7 +104,8 @@ extension StoreSession {
 
     /// Calls `body` with each row `query` selects, in the order ``forEach(_:_:)`` gives the
     /// records. The row is only valid inside `body`.
-    @inline(__always) public func forEachRow(_ query: RecordQuery, _ body: (borrowing RecordRow) throws -> Void) throws {
+    @inline(__always) public func forEachRow(_ query: RecordQuery, _ body: (borrowing RecordRow) throws -> Void) throws
+    {
         var remaining = query.limit ?? Int.max
         var statements = QueryStatements()
         var serial = 0
@@ -114,8 +119,9 @@ extension StoreSession {
                 column += kind == .reference ? 2 : 1
             }
             serial += 1
-            var row = RecordRow(statement: statement, layout: compiled.layout, columns: columns, fixedZone: compiled.zone,
-                                zone: compiled.zone ?? .defaultZone, zoneSerial: serial)
+            var row = RecordRow(
+                statement: statement, layout: compiled.layout, columns: columns, fixedZone: compiled.zone,
+                zone: compiled.zone ?? .defaultZone, zoneSerial: serial)
             var zoneRow: Int64?
             while remaining > 0, try statement.step(db) {
                 if row.fixedZone == nil {

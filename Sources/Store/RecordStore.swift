@@ -78,8 +78,10 @@ public final class RecordStore {
     ///     so that file needs no write-ahead log: a bulk load writes each page once instead of
     ///     twice, and syncs once, at the end (README, Benchmark). Until then nothing is at `path`;
     ///     a write that fails, or a process that is killed, leaves nothing there either.
-    public init(path: String, create: Bool = true, upgrade: Bool = true, waitSeconds: Double = RecordStore.defaultWaitSeconds,
-                waiting: (@Sendable () -> Void)? = nil, buildAside: Bool = false) throws {
+    public init(
+        path: String, create: Bool = true, upgrade: Bool = true, waitSeconds: Double = RecordStore.defaultWaitSeconds,
+        waiting: (@Sendable () -> Void)? = nil, buildAside: Bool = false
+    ) throws {
         _ = RecordStore.sqliteConfigured
         self.path = path
         var isDirectory: ObjCBool = false
@@ -100,9 +102,11 @@ public final class RecordStore {
         let nothingThere = lstat(path, &entry) != 0 && errno == ENOENT
         let linkTarget = RecordStore.danglingLinkTarget(path)
         if !exists && create && buildAside && (nothingThere || linkTarget != nil),
-           let temporary = RecordStore.makeAside(for: linkTarget ?? path) {
+            let temporary = RecordStore.makeAside(for: linkTarget ?? path)
+        {
             do {
-                queue = try DatabaseQueue(path: temporary, configuration: RecordStore.configuration(waiter: waiter, aside: true))
+                queue = try DatabaseQueue(
+                    path: temporary, configuration: RecordStore.configuration(waiter: waiter, aside: true))
                 storeID = try queue.inDatabase { db in try RecordStore.prepare(db, path: path, create: true).id }
             } catch {
                 for suffix in RecordStore.fileSuffixes { unlink(temporary + suffix) }
@@ -115,7 +119,8 @@ public final class RecordStore {
         // A link to a store not made yet: the store is made where the link points, whole and
         // its owner's alone, as at any other path (SQLite would otherwise create the file
         // behind the link with the umask's mode). createWhole's errors are the store's own.
-        let madeWhole = try !exists && RecordStore.createWhole(at: RecordStore.danglingLinkTarget(path) ?? path, waiter: waiter)
+        let madeWhole =
+            try !exists && RecordStore.createWhole(at: RecordStore.danglingLinkTarget(path) ?? path, waiter: waiter)
         do {
             waiter.reading = true
             defer { waiter.reading = false }
@@ -125,7 +130,10 @@ public final class RecordStore {
             }
             if !upgrade {
                 // A store without a format row is of format 0 here, as the upgrade takes it.
-                let seen = try queue.inDatabase { db in try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") } ?? 0
+                let seen =
+                    try queue.inDatabase { db in
+                        try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'")
+                    } ?? 0
                 if seen < RecordStore.formatVersion { throw StoreError.readOnlyNeedsUpgrade(path: path, version: seen) }
             }
             upgradedFrom = try queue.inDatabase { db in try RecordStore.upgrade(db, path: path) }
@@ -149,14 +157,19 @@ public final class RecordStore {
         // before the write (a new store's tables), so a failed write still rolls back, and
         // every page the load adds goes to the file once; the file is synced when it is whole
         // (``publishAside()``), and a process killed before leaves a file nobody reads.
-        let journal = aside ? "PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF"
+        let journal =
+            aside
+            ? "PRAGMA journal_mode = DELETE; PRAGMA synchronous = OFF"
             : "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864"
         configuration.prepareDatabase { db in
             // A new store gets 16 KB pages (SQLite's default is 4 KB; an existing store keeps
             // the size it has): a bulk load writes a quarter as many pages into the log and
             // reads a quarter as many back while it builds the indexes, which made importing
             // 10,000,000 records 1.3× faster (README, Benchmark).
-            try db.execute(sql: "PRAGMA page_size = 16384; \(journal); PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
+            try db.execute(
+                sql:
+                    "PRAGMA page_size = 16384; \(journal); PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE"
+            )
         }
         return configuration
     }
@@ -193,7 +206,8 @@ public final class RecordStore {
     /// ckport names its other such files, so that what a killed process left is removed as
     /// soon as that process is gone (``PrivateFiles/removeStale(in:)``).
     private static func sideName(for path: String) -> String {
-        (folder(of: path) as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).ckport-\(getpid())-\(makeStoreID()).tmp")
+        (folder(of: path) as NSString).appendingPathComponent(
+            ".\((path as NSString).lastPathComponent).ckport-\(getpid())-\(makeStoreID()).tmp")
     }
 
     /// Gives `temporary` the name `path` if nothing has that name, by a rename that never
@@ -210,7 +224,10 @@ public final class RecordStore {
     /// Syncs the folder of `path`: a name given there is durable once it is synced.
     private static func syncFolder(of path: String) {
         let fd = open(folder(of: path), O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { _ = fsync(fd); close(fd) }
+        if fd >= 0 {
+            _ = fsync(fd)
+            close(fd)
+        }
     }
 
     /// Called with the file of a store built aside once it is whole and synced, just before it
@@ -240,16 +257,23 @@ public final class RecordStore {
         let syncError = errno
         if fd >= 0 { close(fd) }
         guard synced else {
-            throw StoreError.cannotWrite(path: path, reason: "the new store could not be written to disk (\(String(cString: strerror(syncError))))")
+            throw StoreError.cannotWrite(
+                path: path,
+                reason: "the new store could not be written to disk (\(String(cString: strerror(syncError))))")
         }
         willPublish?(temporary)
         let target = RecordStore.danglingLinkTarget(path) ?? path
         let reason = RecordStore.place(temporary, at: target)
         guard reason == 0 else {
             if reason == EEXIST {
-                throw StoreError.unavailable(path: path, reason: "something appeared there while this store was being built (another process's store?), and it is kept; nothing of this write went into it: run the command again to write into what is there")
+                throw StoreError.unavailable(
+                    path: path,
+                    reason:
+                        "something appeared there while this store was being built (another process's store?), and it is kept; nothing of this write went into it: run the command again to write into what is there"
+                )
             }
-            throw StoreError.unavailable(path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
+            throw StoreError.unavailable(
+                path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
         }
         // The load is at the path from here on: nothing removes it.
         aside = nil
@@ -261,7 +285,11 @@ public final class RecordStore {
         do {
             queue = try DatabaseQueue(path: path, configuration: RecordStore.configuration(waiter: waiter))
         } catch {
-            throw StoreError.unavailable(path: path, reason: "the new store was written there whole, but could not be opened again (\(RecordStore.translate(error, path: path, waiter: waiter)))")
+            throw StoreError.unavailable(
+                path: path,
+                reason:
+                    "the new store was written there whole, but could not be opened again (\(RecordStore.translate(error, path: path, waiter: waiter)))"
+            )
         }
     }
 
@@ -332,7 +360,8 @@ public final class RecordStore {
         }
         if reason == EEXIST { return false }
         if [EPERM, ENOTSUP, EOPNOTSUPP, EXDEV, EMLINK, EINVAL, ENOSYS].contains(reason) { return createInPlace(path) }
-        throw StoreError.unavailable(path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
+        throw StoreError.unavailable(
+            path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
     }
 
     /// The file of a new store made in place, for file systems that can neither rename
@@ -356,29 +385,35 @@ public final class RecordStore {
                 return .commit
             }
             let id = RecordStore.makeStoreID()
-            try db.execute(sql: """
-                CREATE TABLE _ck_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-                CREATE TABLE _ck_zone (
-                  id INTEGER PRIMARY KEY,
-                  scope TEXT NOT NULL,
-                  zoneName TEXT NOT NULL,
-                  ownerRecordName TEXT NOT NULL,
-                  UNIQUE (scope, zoneName, ownerRecordName)
-                );
-                -- One row per record name ever stored: live records and tombstones. Record names
-                -- are unique per zone whatever the type, and seq is the change that last touched it.
-                CREATE TABLE _ck_record (
-                  zone INTEGER NOT NULL,
-                  recordName TEXT NOT NULL,
-                  recordType TEXT NOT NULL,
-                  seq INTEGER NOT NULL,
-                  deleted INTEGER NOT NULL DEFAULT 0,
-                  PRIMARY KEY (zone, recordName)
-                ) WITHOUT ROWID;
-                CREATE INDEX _ck_record_seq ON _ck_record (seq);
-                """)
-            try db.execute(sql: "INSERT INTO _ck_meta (key, value) VALUES ('format', ?), ('storeID', ?), ('changeSeq', 0), ('schema', ?), ('created', ?)",
-                           arguments: [formatVersion, id, SchemaPrinter.print(Schema()), ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))])
+            try db.execute(
+                sql: """
+                    CREATE TABLE _ck_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+                    CREATE TABLE _ck_zone (
+                      id INTEGER PRIMARY KEY,
+                      scope TEXT NOT NULL,
+                      zoneName TEXT NOT NULL,
+                      ownerRecordName TEXT NOT NULL,
+                      UNIQUE (scope, zoneName, ownerRecordName)
+                    );
+                    -- One row per record name ever stored: live records and tombstones. Record names
+                    -- are unique per zone whatever the type, and seq is the change that last touched it.
+                    CREATE TABLE _ck_record (
+                      zone INTEGER NOT NULL,
+                      recordName TEXT NOT NULL,
+                      recordType TEXT NOT NULL,
+                      seq INTEGER NOT NULL,
+                      deleted INTEGER NOT NULL DEFAULT 0,
+                      PRIMARY KEY (zone, recordName)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX _ck_record_seq ON _ck_record (seq);
+                    """)
+            try db.execute(
+                sql:
+                    "INSERT INTO _ck_meta (key, value) VALUES ('format', ?), ('storeID', ?), ('changeSeq', 0), ('schema', ?), ('created', ?)",
+                arguments: [
+                    formatVersion, id, SchemaPrinter.print(Schema()),
+                    ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+                ])
             result = (id, true)
             return .commit
         }
@@ -390,7 +425,10 @@ public final class RecordStore {
         guard try db.tableExists("_ck_meta") else {
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
             guard tables.isEmpty else {
-                throw StoreError.notAStore(path: path, reason: "it holds other tables (\(tables.prefix(3).joined(separator: ", "))) and no ckport metadata")
+                throw StoreError.notAStore(
+                    path: path,
+                    reason: "it holds other tables (\(tables.prefix(3).joined(separator: ", "))) and no ckport metadata"
+                )
             }
             return nil
         }
@@ -409,7 +447,8 @@ public final class RecordStore {
         let seen = try Int.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'format'") ?? 0
         guard seen < formatVersion else { return nil }
         if access(path, W_OK) != 0 {
-            throw StoreError.needsUpgrade(path: path, version: seen, reason: RecordStore.accessProblem(path) ?? "the file cannot be written")
+            throw StoreError.needsUpgrade(
+                path: path, version: seen, reason: RecordStore.accessProblem(path) ?? "the file cannot be written")
         }
         var from: Int?
         try db.inTransaction(.immediate) {
@@ -418,9 +457,14 @@ public final class RecordStore {
             from = version
             if version < 2 {
                 // Format 2: every record type's table gains the parent, share and share-details columns.
-                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+                let tables = try String.fetchAll(
+                    db,
+                    sql:
+                        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+                )
                 for table in tables {
-                    let columns = try Set(Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(table)))").map { $0["name"] as String })
+                    let columns = try Set(
+                        Row.fetchAll(db, sql: "PRAGMA table_info(\(quoted(table)))").map { $0["name"] as String })
                     guard columns.contains("___recordID") else { continue }
                     for (column, type) in TableLayout.linkColumns where !columns.contains(column) {
                         try db.execute(sql: "ALTER TABLE \(quoted(table)) ADD COLUMN \(column) \(type)")
@@ -545,14 +589,20 @@ public final class RecordStore {
     private func removeIfUnused() {
         createdHere = false
         if aside != nil { return removeAside() }
-        let pristine = (try? queue.inDatabase { db -> Bool in
-            let sequence = try Int64.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'changeSeq'") ?? 0
-            let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\'") ?? 0
-            let schema = try String.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'schema'") ?? ""
-            guard sequence == 0, tables == 0, schema == SchemaPrinter.print(Schema()) else { return false }
-            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
-            return mode?.lowercased() == "delete"
-        }) ?? false
+        let pristine =
+            (try? queue.inDatabase { db -> Bool in
+                let sequence = try Int64.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'changeSeq'") ?? 0
+                let tables =
+                    try Int.fetchOne(
+                        db,
+                        sql:
+                            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_ck\\_%' ESCAPE '\\'"
+                    ) ?? 0
+                let schema = try String.fetchOne(db, sql: "SELECT value FROM _ck_meta WHERE key = 'schema'") ?? ""
+                guard sequence == 0, tables == 0, schema == SchemaPrinter.print(Schema()) else { return false }
+                let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+                return mode?.lowercased() == "delete"
+            }) ?? false
         guard pristine else { return }
         try? queue.close()
         for suffix in RecordStore.fileSuffixes { unlink(path + suffix) }
@@ -560,7 +610,9 @@ public final class RecordStore {
 
     /// Store errors in words a user can act on: which store, what happened, never SQL text.
     static func translate(_ error: Error, path: String, waiter: LockWaiter) -> Error {
-        if Interruption.requested && !(error is InterruptedError) { return InterruptedError(signal: ckport_interrupted()) }
+        if Interruption.requested && !(error is InterruptedError) {
+            return InterruptedError(signal: ckport_interrupted())
+        }
         guard let error = error as? DatabaseError else { return error }
         let reason = error.message ?? "SQLite result code \(error.resultCode.rawValue)"
         switch error.resultCode {
@@ -586,8 +638,11 @@ public final class RecordStore {
             var info = stat()
             guard lstat(current, &info) == 0 else { return followed > 0 ? current : nil }
             guard (info.st_mode & S_IFMT) == S_IFLNK,
-                  let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { return nil }
-            current = destination.hasPrefix("/") ? destination : (folder(of: current) as NSString).appendingPathComponent(destination)
+                let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: current)
+            else { return nil }
+            current =
+                destination.hasPrefix("/")
+                ? destination : (folder(of: current) as NSString).appendingPathComponent(destination)
             followed += 1
         }
         return nil
@@ -602,7 +657,9 @@ public final class RecordStore {
     /// Why the store's file or folder cannot be written, in the file system's words.
     static func accessProblem(_ path: String) -> String? {
         let folder = RecordStore.folder(of: path)
-        if access(folder, W_OK) != 0 { return "its folder \(folder) cannot be written (\(String(cString: strerror(errno))))" }
+        if access(folder, W_OK) != 0 {
+            return "its folder \(folder) cannot be written (\(String(cString: strerror(errno))))"
+        }
         if FileManager.default.fileExists(atPath: path), access(path, W_OK) != 0 {
             return "the file cannot be written (\(String(cString: strerror(errno))))"
         }

@@ -1,10 +1,11 @@
+import GRDBSQLite
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
-import GRDBSQLite
-import Records
 
 /// What a rewrite did.
 public struct RewriteCounts: Sendable, Hashable {
@@ -21,7 +22,8 @@ extension RewriteCounts {
         var kept = false
         for result in results {
             guard result.zone == record.zone else {
-                throw StoreError.corrupt("a rewrite moved record '\(record.recordName)' to another zone, which records cannot do")
+                throw StoreError.corrupt(
+                    "a rewrite moved record '\(record.recordName)' to another zone, which records cannot do")
             }
             if result.recordName == record.recordName {
                 guard !kept else { throw SaveRefusal(message: "record '\(record.recordName)' would be written twice") }
@@ -63,8 +65,10 @@ extension StoreSession {
     /// see them. Indexes are built once at the end. Everything happens inside the session's
     /// transaction: when `transform` throws, nothing has changed.
     @discardableResult
-    public func rewrite(types requested: Set<String>, into newSchema: Schema,
-                        _ transform: (Record) throws -> [Record]?) throws -> [String: RewriteCounts] {
+    public func rewrite(
+        types requested: Set<String>, into newSchema: Schema,
+        _ transform: (Record) throws -> [Record]?
+    ) throws -> [String: RewriteCounts] {
         precondition(writable, "rewrite needs a write transaction")
         let oldSchema = schema
         let types = SchemaChange(from: oldSchema, to: newSchema).rebuiltTypes(requested)
@@ -73,7 +77,9 @@ extension StoreSession {
 
         // Set the old tables aside, without their indexes (whose names the new ones take).
         for type in oldTypes {
-            let indexes = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", arguments: [type.name])
+            let indexes = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+                arguments: [type.name])
             for index in indexes { try db.execute(sql: "DROP INDEX \(quoted(index))") }
             try db.execute(sql: "ALTER TABLE \(quoted(type.name)) RENAME TO \(quoted("_ck_old_" + type.name))")
         }
@@ -88,14 +94,20 @@ extension StoreSession {
 
         var counts: [String: RewriteCounts] = [:]
         var inserts: [String: PreparedStatement] = [:]
-        let claim = try statement("INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING")
+        let claim = try statement(
+            "INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING"
+        )
         let oldNames = Set(oldTypes.map(\.name))
         func insert(_ result: Record, zoneRow: Int64) throws {
             guard let layout = layouts[result.recordType], types.contains(result.recordType) else {
-                throw StoreError.corrupt("a rewrite turned record '\(result.recordName)' into type \(result.recordType), which it does not rebuild")
+                throw StoreError.corrupt(
+                    "a rewrite turned record '\(result.recordName)' into type \(result.recordType), which it does not rebuild"
+                )
             }
             let statement: PreparedStatement
-            if let cached = inserts[result.recordType] { statement = cached } else {
+            if let cached = inserts[result.recordType] {
+                statement = cached
+            } else {
                 statement = try PreparedStatement(db, layout.insertSQL)
                 inserts[result.recordType] = statement
             }
@@ -103,12 +115,14 @@ extension StoreSession {
             do {
                 try statement.execute(db)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                throw SaveRefusal(message: "record '\(result.recordName)' (\(result.recordType)) would be written twice")
+                throw SaveRefusal(
+                    message: "record '\(result.recordName)' (\(result.recordType)) would be written twice")
             }
         }
         for type in oldTypes {
             let old = TableLayout(type)
-            let select = try PreparedStatement(db, "SELECT \(old.columnList) FROM \(quoted("_ck_old_" + type.name)) ORDER BY ___zone, ___recordID")
+            let select = try PreparedStatement(
+                db, "SELECT \(old.columnList) FROM \(quoted("_ck_old_" + type.name)) ORDER BY ___zone, ___recordID")
             var typeCounts = RewriteCounts()
             while try select.step(db) {
                 let zoneRow = select.int64(0)
@@ -131,10 +145,16 @@ extension StoreSession {
                         claim.bind(4, nextSequence())
                         try claim.execute(db)
                         if db.lastChanges == 0 {
-                            guard let entry = try registryEntry(result.id), entry.deleted || oldNames.contains(entry.recordType) else {
-                                throw SaveRefusal(message: "record '\(record.recordName)' would become '\(result.recordName)', a name already used in zone \(record.zone.zoneName)")
+                            guard let entry = try registryEntry(result.id),
+                                entry.deleted || oldNames.contains(entry.recordType)
+                            else {
+                                throw SaveRefusal(
+                                    message:
+                                        "record '\(record.recordName)' would become '\(result.recordName)', a name already used in zone \(record.zone.zoneName)"
+                                )
                             }
-                            try setRegistry(zone: zoneRow, name: result.recordName, type: result.recordType, deleted: false)
+                            try setRegistry(
+                                zone: zoneRow, name: result.recordName, type: result.recordType, deleted: false)
                         }
                     }
                     try insert(result, zoneRow: zoneRow)
@@ -160,12 +180,16 @@ extension StoreSession {
     /// session's schema to `newSchema`: fields may be added (and re-indexed) and renamed
     /// (`renames`: old name → new name), but none removed or retyped.
     public func canUpdateInPlace(type name: String, into newSchema: Schema, renames: [String: String]) -> Bool {
-        guard let old = schema.recordType(named: name), let new = newSchema.recordType(named: name), old.grants == new.grants else { return false }
+        guard let old = schema.recordType(named: name), let new = newSchema.recordType(named: name),
+            old.grants == new.grants
+        else { return false }
         // Fields whose names differ only in case have columns of another form: a new table
         // sorts those out.
         // (The working shape, old fields and new side by side, counts too.)
-        let working = RecordTypeDefinition(name: name, fields: old.userFields + new.userFields.filter { old.field(named: $0.name) == nil })
-        guard !TableLayout.hasCaseTwins(old) && !TableLayout.hasCaseTwins(new) && !TableLayout.hasCaseTwins(working) else { return false }
+        let working = RecordTypeDefinition(
+            name: name, fields: old.userFields + new.userFields.filter { old.field(named: $0.name) == nil })
+        guard !TableLayout.hasCaseTwins(old) && !TableLayout.hasCaseTwins(new) && !TableLayout.hasCaseTwins(working)
+        else { return false }
         let newNames = Set(new.userFields.map(\.name))
         for field in old.userFields {
             let target = renames[field.name] ?? field.name
@@ -190,11 +214,14 @@ extension StoreSession {
     /// than ``rewrite(types:into:_:)`` for a migration that adds, renames and sets fields, since
     /// the table and its other indexes stay as they are.
     @discardableResult
-    public func updateInPlace(type name: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
-                              byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
+    public func updateInPlace(
+        type name: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
+        byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?
+    ) throws -> RewriteCounts {
         precondition(writable, "updateInPlace needs a write transaction")
         guard canUpdateInPlace(type: name, into: newSchema, renames: renames),
-              let old = schema.recordType(named: name), let new = newSchema.recordType(named: name) else {
+            let old = schema.recordType(named: name), let new = newSchema.recordType(named: name)
+        else {
             throw StoreError.corrupt("\(name) cannot be migrated in place")
         }
         let inverse = Dictionary(uniqueKeysWithValues: renames.map { ($0.value, $0.key) })
@@ -206,7 +233,8 @@ extension StoreSession {
         // Whether the table's rows can be read as committed (see SnapshotRows): nothing in this
         // transaction has changed a row or the schema yet, and readers do not wait for writers.
         let journal = try String.fetchOne(db, sql: "PRAGMA journal_mode")
-        let untouched = Int64(sqlite3_total_changes(db.sqliteConnection)) == changesAtStart && journal?.lowercased() == "wal"
+        let untouched =
+            Int64(sqlite3_total_changes(db.sqliteConnection)) == changesAtStart && journal?.lowercased() == "wal"
         let schemaVersion = try Int64.fetchOne(db, sql: "PRAGMA schema_version") ?? -1
         for field in added {
             for definition in TableLayout.columnDefinitions(layout.fields[layout.fieldsByName[field.name]!]) {
@@ -215,22 +243,35 @@ extension StoreSession {
         }
         // The columns this migration may write (their places among the type's fields, by their
         // working names), and the names their values have in the migrated records.
-        let writtenPositions = layout.fields.indices.filter { writes.contains(renames[layout.fields[$0].name] ?? layout.fields[$0].name) }
-        let written = writtenPositions.map { (layout.fields[$0], renames[layout.fields[$0].name] ?? layout.fields[$0].name) }
+        let writtenPositions = layout.fields.indices.filter {
+            writes.contains(renames[layout.fields[$0].name] ?? layout.fields[$0].name)
+        }
+        let written = writtenPositions.map {
+            (layout.fields[$0], renames[layout.fields[$0].name] ?? layout.fields[$0].name)
+        }
         let writtenTargets = written.map(\.1)
         let writtenActions = written.map { $0.0.actionColumn != nil }
         // Changed records are written a run at a time (see RunUpdate): their new values are
         // staged, then one UPDATE covers the run's key range and another gives the run's
         // registry rows new change sequence numbers.
         let columns = written.flatMap { [$0.0.column] + ($0.0.actionColumn.map { [$0] } ?? []) }
-        let assignments = columns.enumerated().map { "\($0.element) = \(RunUpdate.valueFunction)(___recordID, \($0.offset))" }
+        let assignments = columns.enumerated().map {
+            "\($0.element) = \(RunUpdate.valueFunction)(___recordID, \($0.offset))"
+        }
         let runs = try RunUpdate(db, width: columns.count)
         let staging = runs.staging
-        let update = assignments.isEmpty ? nil : try PreparedStatement(db, """
-            UPDATE \(quoted(name)) SET \(assignments.joined(separator: ", "))
-            WHERE ___zone = ?1 AND ___recordID >= ?2 AND ___recordID <= ?3
-            """)
-        let stamp = try PreparedStatement(db, """
+        let update =
+            assignments.isEmpty
+            ? nil
+            : try PreparedStatement(
+                db,
+                """
+                UPDATE \(quoted(name)) SET \(assignments.joined(separator: ", "))
+                WHERE ___zone = ?1 AND ___recordID >= ?2 AND ___recordID <= ?3
+                """)
+        let stamp = try PreparedStatement(
+            db,
+            """
             UPDATE _ck_record SET seq = \(RunUpdate.sequenceFunction)()
             WHERE zone = ?1 AND recordName >= ?2 AND recordName <= ?3 AND recordType = ?4 AND deleted = 0
             """)
@@ -245,14 +286,18 @@ extension StoreSession {
             runs.remove()
         }
         // The fields the transform reads (under their old names or the names renames give them).
-        let decoded = reads.map { reads in layout.fields.map { reads.contains($0.name) || reads.contains(renames[$0.name] ?? $0.name) } }
+        let decoded = reads.map { reads in
+            layout.fields.map { reads.contains($0.name) || reads.contains(renames[$0.name] ?? $0.name) }
+        }
         var runZone: Int64 = 0
         func writeRun() throws {
             guard let first = staging.names.first, let last = staging.names.last else { return }
             defer { staging.clear() }
             func check(_ what: String) throws {
                 guard db.lastChanges == staging.count else {
-                    throw StoreError.corrupt("\(what) has \(db.lastChanges) \(name) records from '\(first)' to '\(last)' where the migration changed \(staging.count)")
+                    throw StoreError.corrupt(
+                        "\(what) has \(db.lastChanges) \(name) records from '\(first)' to '\(last)' where the migration changed \(staging.count)"
+                    )
                 }
             }
             if let update {
@@ -295,7 +340,9 @@ extension StoreSession {
                 staging.begin(done.names[row])
                 var index: Int32 = 0
                 for position in writtenTargets.indices {
-                    TableLayout.bind(done.values[first + position], hasActionColumn: writtenActions[position], at: &index, to: staging)
+                    TableLayout.bind(
+                        done.values[first + position], hasActionColumn: writtenActions[position], at: &index,
+                        to: staging)
                 }
             }
         }
@@ -303,18 +350,28 @@ extension StoreSession {
         // this thread writes what it made of the batch before. The worker reads the rows itself
         // from the snapshot the transaction began with when it can (the fields just added are
         // NULL there, as here); otherwise this thread copies each row's columns for it.
-        let pipeline = InPlacePipeline(layout: layout, only: decoded, type: name, writtenTargets: writtenTargets, writtenPositions: writtenPositions,
-                                       zones: zonesByRow, values: byValues?.make(layout.fieldNames), transform: transform)
+        let pipeline = InPlacePipeline(
+            layout: layout, only: decoded, type: name, writtenTargets: writtenTargets,
+            writtenPositions: writtenPositions,
+            zones: zonesByRow, values: byValues?.make(layout.fieldNames), transform: transform)
         let addedNames = Set(added.map(\.name))
-        let systemColumns = zip(TableLayout.systemColumns, TableLayout.systemColumnsForReads).map { column, read in decoded == nil || read ? column : "NULL" }
-        let snapshotColumns = systemColumns + layout.fields.enumerated().flatMap { position, field -> [String] in
-            let read = !addedNames.contains(field.name) && (decoded?[position] ?? true)
-            return [read ? field.column : "NULL"] + (field.actionColumn.map { [read ? $0 : "NULL"] } ?? [])
+        let systemColumns = zip(TableLayout.systemColumns, TableLayout.systemColumnsForReads).map { column, read in
+            decoded == nil || read ? column : "NULL"
         }
+        let snapshotColumns =
+            systemColumns
+            + layout.fields.enumerated().flatMap { position, field -> [String] in
+                let read = !addedNames.contains(field.name) && (decoded?[position] ?? true)
+                return [read ? field.column : "NULL"] + (field.actionColumn.map { [read ? $0 : "NULL"] } ?? [])
+            }
         let file = sqlite3_db_filename(db.sqliteConnection, "main").map { String(cString: $0) } ?? ""
-        let snapshot = untouched && !file.isEmpty
-            ? SnapshotRows(path: file, sql: "SELECT \(snapshotColumns.joined(separator: ", ")) FROM \(quoted(name)) ORDER BY ___zone, ___recordID",
-                           schemaVersion: schemaVersion, storeID: store.storeID, changeSequence: sequenceAtStart)
+        let snapshot =
+            untouched && !file.isEmpty
+            ? SnapshotRows(
+                path: file,
+                sql:
+                    "SELECT \(snapshotColumns.joined(separator: ", ")) FROM \(quoted(name)) ORDER BY ___zone, ___recordID",
+                schemaVersion: schemaVersion, storeID: store.storeID, changeSequence: sequenceAtStart)
             : nil
         defer { snapshot?.close() }
         inPlaceReadFromSnapshot = snapshot != nil
@@ -339,7 +396,10 @@ extension StoreSession {
                 var more = true
                 while more || pipeline.busy {
                     while more && !filling.isFull {
-                        guard try select.step(db) else { more = false; break }
+                        guard try select.step(db) else {
+                            more = false
+                            break
+                        }
                         filling.copy(select, plan: plan)
                     }
                     counts.scanned += filling.rowCount
@@ -361,11 +421,17 @@ extension StoreSession {
             try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: name, column: from))")
             try db.execute(sql: "ALTER TABLE \(quoted(name)) RENAME COLUMN \(quoted(from)) TO \(quoted(to))")
             if field.type == .reference {
-                try db.execute(sql: "ALTER TABLE \(quoted(name)) RENAME COLUMN \(quoted(from + ":action")) TO \(quoted(to + ":action"))")
+                try db.execute(
+                    sql:
+                        "ALTER TABLE \(quoted(name)) RENAME COLUMN \(quoted(from + ":action")) TO \(quoted(to + ":action"))"
+                )
             }
         }
         // Indexes as the new definition wants them.
-        let existing = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", arguments: [name]))
+        let existing = Set(
+            try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+                arguments: [name]))
         for field in new.userFields {
             let indexName = "\(name).\(field.name)"
             if TableLayout.needsIndex(field) && !existing.contains(indexName) {

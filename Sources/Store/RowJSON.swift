@@ -19,9 +19,11 @@ extension StoreSession {
     /// ``forEach(_:_:)`` gives, and calls `written` after each. `starting` hears the zone and
     /// record type before the first record of each run of records that share them (a backup's
     /// members).
-    public func forEachCanonicalJSON(_ query: RecordQuery, into out: inout JSONWriter,
-                                     starting: ((ZoneID, String, inout JSONWriter) throws -> Void)? = nil,
-                                     _ written: (inout JSONWriter) throws -> Void) throws {
+    public func forEachCanonicalJSON(
+        _ query: RecordQuery, into out: inout JSONWriter,
+        starting: ((ZoneID, String, inout JSONWriter) throws -> Void)? = nil,
+        _ written: (inout JSONWriter) throws -> Void
+    ) throws {
         var layout: TableLayout?
         var names: RowJSONNames?
         var zonePart: [UInt8] = []
@@ -76,17 +78,24 @@ extension TableLayout {
             build(&out)
             return start..<out.bytes.count
         }
-        let recordType = piece { $0.raw(",\"recordType\":"); $0.string(typeName) }
+        let recordType = piece {
+            $0.raw(",\"recordType\":")
+            $0.string(typeName)
+        }
         var pieces: [RowJSONNames.Field] = []
         for (field, kind) in zip(fields, kinds) {
-            let opening = piece { $0.string(field.name); $0.raw(":{\"value\":") }
+            let opening = piece {
+                $0.string(field.name)
+                $0.raw(":{\"value\":")
+            }
             var type = FieldType(field.type.primitive == .number ? .int64 : field.type.primitive)
             type.isEncrypted = field.type.isEncrypted
             let closing = piece { type.appendTypeClosing(to: &$0.bytes) }
             var double = FieldType(.double)
             double.isEncrypted = field.type.isEncrypted
             let doubleClosing = piece { double.appendTypeClosing(to: &$0.bytes) }
-            pieces.append(RowJSONNames.Field(kind: kind, opening: opening, closing: closing, doubleClosing: doubleClosing))
+            pieces.append(
+                RowJSONNames.Field(kind: kind, opening: opening, closing: closing, doubleClosing: doubleClosing))
         }
         return RowJSONNames(bytes: out.bytes, recordType: recordType, fields: pieces)
     }
@@ -122,38 +131,63 @@ enum RowJSON {
     }
 
     /// `{"timestamp":…,"userRecordName":…,"deviceID":…}` from three columns, when there is a time.
-    @inline(__always) static func stamp<Row: RowColumns>(_ statement: Row, at index: Int32, key: StaticString, to out: inout JSONWriter) {
+    @inline(__always) static func stamp<Row: RowColumns>(
+        _ statement: Row, at index: Int32, key: StaticString, to out: inout JSONWriter
+    ) {
         guard !statement.isNull(index) else { return }
         out.raw(key)
         out.raw("{\"timestamp\":")
         out.int(statement.int64(index))
-        if !statement.isNull(index + 1) { out.raw(",\"userRecordName\":"); text(statement, index + 1, to: &out) }
-        if !statement.isNull(index + 2) { out.raw(",\"deviceID\":"); text(statement, index + 2, to: &out) }
+        if !statement.isNull(index + 1) {
+            out.raw(",\"userRecordName\":")
+            text(statement, index + 1, to: &out)
+        }
+        if !statement.isNull(index + 2) {
+            out.raw(",\"deviceID\":")
+            text(statement, index + 2, to: &out)
+        }
         out.byte(UInt8(ascii: "}"))
     }
 
     /// The record in the statement's current row (selecting the layout's `columnList`), as
     /// ``JSONRecordCodec``'s canonical encoding writes it.
-    static func append<Row: RowColumns>(_ statement: Row, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8], to out: inout JSONWriter) throws {
+    static func append<Row: RowColumns>(
+        _ statement: Row, layout: TableLayout, names: RowJSONNames, zonePart: [UInt8], to out: inout JSONWriter
+    ) throws {
         try names.bytes.withUnsafeBufferPointer { pieces in
             try names.fields.withUnsafeBufferPointer { fields in
-                try append(statement, layout: layout, pieces: pieces, recordType: names.recordType, fields: fields, zonePart: zonePart, to: &out)
+                try append(
+                    statement, layout: layout, pieces: pieces, recordType: names.recordType, fields: fields,
+                    zonePart: zonePart, to: &out)
             }
         }
     }
 
     @inline(__always)
-    private static func append<Row: RowColumns>(_ statement: Row, layout: TableLayout, pieces: UnsafeBufferPointer<UInt8>, recordType: Range<Int>,
-                                                fields: UnsafeBufferPointer<RowJSONNames.Field>, zonePart: [UInt8], to out: inout JSONWriter) throws {
+    private static func append<Row: RowColumns>(
+        _ statement: Row, layout: TableLayout, pieces: UnsafeBufferPointer<UInt8>, recordType: Range<Int>,
+        fields: UnsafeBufferPointer<RowJSONNames.Field>, zonePart: [UInt8], to out: inout JSONWriter
+    ) throws {
         out.raw("{\"recordName\":")
         text(statement, 1, to: &out)
         out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: pieces[recordType]))
         out.bytes.append(contentsOf: zonePart)
-        if !statement.isNull(2) { out.raw(",\"recordChangeTag\":"); text(statement, 2, to: &out) }
+        if !statement.isNull(2) {
+            out.raw(",\"recordChangeTag\":")
+            text(statement, 2, to: &out)
+        }
         stamp(statement, at: 3, key: ",\"created\":", to: &out)
         stamp(statement, at: 6, key: ",\"modified\":", to: &out)
-        if !statement.isNull(9) { out.raw(",\"parent\":{\"recordName\":"); text(statement, 9, to: &out); out.byte(UInt8(ascii: "}")) }
-        if !statement.isNull(10) { out.raw(",\"share\":{\"recordName\":"); text(statement, 10, to: &out); out.byte(UInt8(ascii: "}")) }
+        if !statement.isNull(9) {
+            out.raw(",\"parent\":{\"recordName\":")
+            text(statement, 9, to: &out)
+            out.byte(UInt8(ascii: "}"))
+        }
+        if !statement.isNull(10) {
+            out.raw(",\"share\":{\"recordName\":")
+            text(statement, 10, to: &out)
+            out.byte(UInt8(ascii: "}"))
+        }
         out.raw(",\"fields\":{")
         var first = true
         var index = TableLayout.firstFieldColumn
@@ -216,7 +250,9 @@ enum RowJSON {
     /// when the field is. Apart from ``append(_:layout:names:zonePart:to:)``, whose loop over
     /// scalar columns stays lean.
     @inline(never)
-    static func appendJSONColumn<Row: RowColumns>(_ statement: Row, _ index: Int32, layout: TableLayout, position: Int, to out: inout JSONWriter) throws {
+    static func appendJSONColumn<Row: RowColumns>(
+        _ statement: Row, _ index: Int32, layout: TableLayout, position: Int, to out: inout JSONWriter
+    ) throws {
         let value = try layout.decodeJSON(UnsafeRawBufferPointer(statement.textBytes(index)), position: position)
         FieldValueJSON.write(value, style: .canonical, to: &out)
         var type = value.type

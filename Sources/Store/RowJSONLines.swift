@@ -12,8 +12,10 @@ extension StoreSession {
     /// how many rows have been read, on this thread. An error of either thread ends the export
     /// with that error. Returns the number of records. ``canWriteJSONFromRows(_:)`` must have
     /// said yes to `query`.
-    public func writeCanonicalJSONLines(_ query: RecordQuery, progress: ((Int) -> Void)? = nil,
-                                        write: @escaping ([UInt8]) throws -> Void) throws -> Int {
+    public func writeCanonicalJSONLines(
+        _ query: RecordQuery, progress: ((Int) -> Void)? = nil,
+        write: @escaping ([UInt8]) throws -> Void
+    ) throws -> Int {
         let formatter = SideThread<Error?>(name: "ckport format")
         defer { formatter.stop() }
         // Two batches: one being filled here, one being written there; and the JSON buffer,
@@ -233,7 +235,8 @@ struct RowBatch: @unchecked Sendable {
             case .int64:
                 slots.append(RowSlot(type: type, count: 0, value: sqlite3_value_int64(value)))
             case .double, .number:
-                slots.append(RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_value_double(value).bitPattern)))
+                slots.append(
+                    RowSlot(type: type, count: 0, value: Int64(bitPattern: sqlite3_value_double(value).bitPattern)))
             case .skip:
                 preconditionFailure("a skipped column is copied as NULL")
             case .text:
@@ -274,7 +277,8 @@ struct RowBatch: @unchecked Sendable {
                     let end = number + 1 < runs.count ? runs[number + 1].firstRow : rowStarts.count
                     for row in run.firstRow..<end {
                         let copied = CopiedRow(slots: slots.baseAddress! + rowStarts[row], bytes: bytes)
-                        try RowJSON.append(copied, layout: run.layout, names: run.names, zonePart: run.zonePart, to: &out)
+                        try RowJSON.append(
+                            copied, layout: run.layout, names: run.names, zonePart: run.zonePart, to: &out)
                         out.byte(0x0A)
                     }
                 }
@@ -291,7 +295,9 @@ struct CopiedRow: RowColumns {
     @inline(__always) func isNull(_ index: Int32) -> Bool { slots[Int(index)].type == SQLITE_NULL }
     @inline(__always) func columnType(_ index: Int32) -> Int32 { slots[Int(index)].type }
     @inline(__always) func int64(_ index: Int32) -> Int64 { slots[Int(index)].value }
-    @inline(__always) func double(_ index: Int32) -> Double { Double(bitPattern: UInt64(bitPattern: slots[Int(index)].value)) }
+    @inline(__always) func double(_ index: Int32) -> Double {
+        Double(bitPattern: UInt64(bitPattern: slots[Int(index)].value))
+    }
     @inline(__always) func textBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8> {
         let slot = slots[Int(index)]
         guard slot.count > 0 else { return UnsafeBufferPointer(start: nil, count: 0) }

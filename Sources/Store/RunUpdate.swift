@@ -68,7 +68,10 @@ final class RunUpdate {
         /// last is tried first.
         fileprivate func row(named bytes: UnsafeRawBufferPointer) -> Int? {
             if cursor < names.count, Staging.same(names[cursor], bytes) { return cursor }
-            if cursor + 1 < names.count, Staging.same(names[cursor + 1], bytes) { cursor += 1; return cursor }
+            if cursor + 1 < names.count, Staging.same(names[cursor + 1], bytes) {
+                cursor += 1
+                return cursor
+            }
             guard let found = names.firstIndex(where: { Staging.same($0, bytes) }) else { return nil }
             cursor = found
             return found
@@ -108,8 +111,11 @@ final class RunUpdate {
             }
             let text = sqlite3_value_text(name)
             let bytes = UnsafeRawBufferPointer(start: text, count: Int(sqlite3_value_bytes(name)))
-            guard let row = staging.row(named: bytes), let value = staging.value(row: row, slot: Int(sqlite3_value_int64(slot))) else {
-                sqlite3_result_error(call, "record '\(String(decoding: bytes, as: UTF8.self))' was not staged for this update", -1)
+            guard let row = staging.row(named: bytes),
+                let value = staging.value(row: row, slot: Int(sqlite3_value_int64(slot)))
+            else {
+                sqlite3_result_error(
+                    call, "record '\(String(decoding: bytes, as: UTF8.self))' was not staged for this update", -1)
                 return
             }
             switch value {
@@ -118,27 +124,36 @@ final class RunUpdate {
             case .real(let real): sqlite3_result_double(call, real)
             case .text(var text):
                 text.withUTF8 { utf8 in
-                    sqlite3_result_text(call, UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self), Int32(utf8.count), SQLITE_TRANSIENT)
+                    sqlite3_result_text(
+                        call,
+                        UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(
+                            to: CChar.self), Int32(utf8.count), sqliteTransient)
                 }
             case .blob(let blob):
                 blob.withUnsafeBytes { buffer in
-                    if buffer.isEmpty { sqlite3_result_zeroblob(call, 0) } else {
-                        sqlite3_result_blob(call, buffer.baseAddress, Int32(buffer.count), SQLITE_TRANSIENT)
+                    if buffer.isEmpty {
+                        sqlite3_result_zeroblob(call, 0)
+                    } else {
+                        sqlite3_result_blob(call, buffer.baseAddress, Int32(buffer.count), sqliteTransient)
                     }
                 }
             }
         }
     }
 
-    private func register(_ name: String, arguments: Int32,
-                          _ function: @escaping @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void) throws {
+    private func register(
+        _ name: String, arguments: Int32,
+        _ function: @escaping @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void
+    ) throws {
         let context = Unmanaged.passRetained(staging).toOpaque()
         // On failure SQLite has already called the destructor, which released the context.
-        let status = sqlite3_create_function_v2(connection, name, arguments, SQLITE_UTF8, context, function, nil, nil) { context in
+        let status = sqlite3_create_function_v2(connection, name, arguments, SQLITE_UTF8, context, function, nil, nil) {
+            context in
             if let context { Unmanaged<Staging>.fromOpaque(context).release() }
         }
         guard status == SQLITE_OK else {
-            throw StoreError.corrupt("cannot register the SQL function \(name): \(String(cString: sqlite3_errmsg(connection)))")
+            throw StoreError.corrupt(
+                "cannot register the SQL function \(name): \(String(cString: sqlite3_errmsg(connection)))")
         }
     }
 

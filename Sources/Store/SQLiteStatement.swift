@@ -1,8 +1,9 @@
+import Foundation
 import GRDB
 import GRDBSQLite
 
 /// SQLite's "copy this buffer now" destructor for bound text and blobs.
-let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// A prepared statement driven through SQLite's C API.
 ///
@@ -40,7 +41,10 @@ final class PreparedStatement {
     }
 
     @inline(__always) func bind(_ index: Int32, _ value: String?) {
-        guard let value else { sqlite3_bind_null(raw, index); return }
+        guard let value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
         bind(index, value)
     }
 
@@ -55,9 +59,11 @@ final class PreparedStatement {
 
     @inline(__always) private func bindText(_ index: Int32, _ utf8: UnsafeBufferPointer<UInt8>) {
         if let base = utf8.baseAddress, utf8.count > 0 {
-            _ = sqlite3_bind_text(raw, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), SQLITE_TRANSIENT)
+            _ = sqlite3_bind_text(
+                raw, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count),
+                sqliteTransient)
         } else {
-            _ = sqlite3_bind_text(raw, index, "", 0, SQLITE_TRANSIENT)
+            _ = sqlite3_bind_text(raw, index, "", 0, sqliteTransient)
         }
     }
 
@@ -67,7 +73,7 @@ final class PreparedStatement {
             if buffer.count == 0 {
                 _ = sqlite3_bind_zeroblob(raw, index, 0)
             } else {
-                _ = sqlite3_bind_blob(raw, index, buffer.baseAddress, Int32(buffer.count), SQLITE_TRANSIENT)
+                _ = sqlite3_bind_blob(raw, index, buffer.baseAddress, Int32(buffer.count), sqliteTransient)
             }
         }
     }
@@ -179,5 +185,3 @@ extension Database {
 func quoted(_ name: String) -> String {
     "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }
-
-import Foundation

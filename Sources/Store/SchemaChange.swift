@@ -35,7 +35,9 @@ public struct SchemaChange: Sendable {
             for field in previous.userFields where type.field(named: field.name) == nil {
                 removedFields.append((type.name, field))
             }
-            if Set(previous.grants.map { "\($0)" }) != Set(type.grants.map { "\($0)" }) { regrantedTypes.append(type.name) }
+            if Set(previous.grants.map { "\($0)" }) != Set(type.grants.map { "\($0)" }) {
+                regrantedTypes.append(type.name)
+            }
         }
         removedTypes = old.recordTypes.map(\.name).filter { new.recordType(named: $0) == nil }
         addedRoles = new.roles.filter { !old.roles.contains($0) }
@@ -57,7 +59,9 @@ public struct SchemaChange: Sendable {
         for (type, field) in removedFields { lines.append("- \(type).\(field.name) \(field.type)") }
         for (type, old, new) in retypedFields { lines.append("~ \(type).\(old.name) \(old.type) -> \(new.type)") }
         for (type, old, new) in reindexedFields {
-            lines.append("~ \(type).\(old.name) \(old.type) \(old.options.names.joined(separator: " ")) -> \(new.type) \(new.options.names.joined(separator: " "))")
+            lines.append(
+                "~ \(type).\(old.name) \(old.type) \(old.options.names.joined(separator: " ")) -> \(new.type) \(new.options.names.joined(separator: " "))"
+            )
         }
         for role in addedRoles { lines.append("+ role \(role)") }
         for role in removedRoles { lines.append("- role \(role)") }
@@ -71,19 +75,29 @@ extension SchemaChange {
     /// while `records(type)` of it are stored, a field that goes away or changes type while
     /// `values(type, field)` records hold a value for it. Empty when nothing stands in the way.
     /// Every store refuses the same changes in the same words.
-    public func dataLossRefusals(records: (_ type: String) throws -> Int, values: (_ type: String, _ field: String) throws -> Int) rethrows -> [String] {
+    public func dataLossRefusals(
+        records: (_ type: String) throws -> Int, values: (_ type: String, _ field: String) throws -> Int
+    ) rethrows -> [String] {
         var refusals: [String] = []
         for typeName in removedTypes {
             let count = try records(typeName)
-            if count > 0 { refusals.append("record type \(typeName) would go away, but \(count) record\(count == 1 ? "" : "s") of it are stored (delete them first, or keep the type)") }
+            if count > 0 {
+                refusals.append(
+                    "record type \(typeName) would go away, but \(count) record\(count == 1 ? "" : "s") of it are stored (delete them first, or keep the type)"
+                )
+            }
         }
         for (typeName, field) in removedFields + retypedFields.map({ ($0.type, $0.old) }) {
             let count = try values(typeName, field.name)
             guard count > 0 else { continue }
             if let retyped = retypedFields.first(where: { $0.type == typeName && $0.old.name == field.name }) {
-                refusals.append("field \(typeName).\(field.name) would change from \(retyped.old.type) to \(retyped.new.type), but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (convert them with a migration instead)")
+                refusals.append(
+                    "field \(typeName).\(field.name) would change from \(retyped.old.type) to \(retyped.new.type), but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (convert them with a migration instead)"
+                )
             } else {
-                refusals.append("field \(typeName).\(field.name) would go away, but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (CloudKit never removes a field from a production schema either)")
+                refusals.append(
+                    "field \(typeName).\(field.name) would go away, but \(count) stored record\(count == 1 ? " holds" : "s hold") a value for it (CloudKit never removes a field from a production schema either)"
+                )
             }
         }
         return refusals

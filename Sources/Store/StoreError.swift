@@ -1,10 +1,13 @@
 import Records
+
 /// Errors of the record store itself (input errors are `InputError`).
 public enum StoreError: CKPortError, Sendable {
     public var category: ErrorCategory {
         switch self {
         case .badQuery, .badToken, .deleteRefused, .schemaChangeRefused: return .invalidInput
-        case .missing, .notAStore, .unsupportedFormat, .needsUpgrade, .readOnlyNeedsUpgrade, .cannotWrite, .busy, .unavailable: return .environment
+        case .missing, .notAStore, .unsupportedFormat, .needsUpgrade, .readOnlyNeedsUpgrade, .cannotWrite, .busy,
+            .unavailable:
+            return .environment
         case .corrupt: return .internal
         }
     }
@@ -47,15 +50,18 @@ public enum StoreError: CKPortError, Sendable {
         case .unsupportedFormat(let path, let version):
             return "\(path) was written by a newer ckport (store format \(version)); upgrade ckport to read it"
         case .needsUpgrade(let path, let version, let reason):
-            return "\(path) was written by an older ckport (store format \(version)) and is upgraded in place when opened, but \(reason); "
+            return
+                "\(path) was written by an older ckport (store format \(version)) and is upgraded in place when opened, but \(reason); "
                 + Wording.upgradeStore(path: path).text
         case .readOnlyNeedsUpgrade(let path, let version):
-            return "\(path) was written by an older ckport (store format \(version)), and this command only reads, while an upgrade writes; "
+            return
+                "\(path) was written by an older ckport (store format \(version)), and this command only reads, while an upgrade writes; "
                 + Wording.upgradeStoreFirst(path: path).text
         case .corrupt(let message):
             return "the store is damaged: \(message)"
         case .schemaChangeRefused(let reasons):
-            return "the schema change is refused; nothing was changed:\n" + reasons.map { "  - " + $0 }.joined(separator: "\n")
+            return "the schema change is refused; nothing was changed:\n"
+                + reasons.map { "  - " + $0 }.joined(separator: "\n")
         case .badToken(let message):
             return message
         case .deleteRefused(let message):
@@ -63,9 +69,11 @@ public enum StoreError: CKPortError, Sendable {
         case .badQuery(let message):
             return message
         case .cannotWrite(let path, let reason):
-            return "cannot write to the store \(path) (\(reason)): the disk may be full, or a file size limit reached. The change was rolled back; the store is as it was before it."
+            return
+                "cannot write to the store \(path) (\(reason)): the disk may be full, or a file size limit reached. The change was rolled back; the store is as it was before it."
         case .busy(let path, let seconds):
-            return "another process is still writing to the store \(path) after \(seconds < 10 ? String(format: "%.1f", seconds) : String(Int(seconds))) s of waiting; nothing was changed"
+            return
+                "another process is still writing to the store \(path) after \(seconds < 10 ? String(format: "%.1f", seconds) : String(Int(seconds))) s of waiting; nothing was changed"
         case .unavailable(let path, let reason):
             return "cannot use the store \(path): \(reason)"
         }

@@ -1,11 +1,12 @@
 import Foundation
 import GRDBSQLite
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
-import Records
 
 /// How an incoming record combines with a stored record of the same name.
 public enum WriteMode: String, Sendable, CaseIterable {
@@ -50,7 +51,8 @@ extension WriteMode {
             result = incoming
         case .newer:
             guard let incomingTime = incoming.modified?.timestamp,
-                  incomingTime > (existing.modified?.timestamp ?? Int64.min) else { return nil }
+                incomingTime > (existing.modified?.timestamp ?? Int64.min)
+            else { return nil }
             result = incoming
         }
         result.changeTag = incoming.changeTag ?? existing.changeTag
@@ -109,7 +111,9 @@ public final class StoreSession {
         changesAtStart = Int64(sqlite3_total_changes(db.sqliteConnection))
         for type in schema.recordTypes { layouts[type.name] = TableLayout(type) }
         for row in try Row.fetchAll(db, sql: "SELECT id, scope, zoneName, ownerRecordName FROM _ck_zone") {
-            guard let scope = DatabaseScope(rawValue: row["scope"]) else { throw StoreError.corrupt("zone \(row["id"] as Int64) has scope '\(row["scope"] as String)'") }
+            guard let scope = DatabaseScope(rawValue: row["scope"]) else {
+                throw StoreError.corrupt("zone \(row["id"] as Int64) has scope '\(row["scope"] as String)'")
+            }
             let zone = ZoneID(scope: scope, zoneName: row["zoneName"], ownerRecordName: row["ownerRecordName"])
             zoneRows[zone] = row["id"]
             zonesByRow[row["id"]] = zone
@@ -124,14 +128,19 @@ public final class StoreSession {
     /// the store holds. (Stepping through the zones instead read a page per zone and table:
     /// 3,000 pages for every session of a store of 1,000 zones.)
     private func checkZoneReferences() throws {
-        let tables = [("_ck_record", "zone", "the change log")] + layouts.values.map { ($0.table, "___zone", "a \($0.typeName) record") }
+        let tables =
+            [("_ck_record", "zone", "the change log")]
+            + layouts.values.map { ($0.table, "___zone", "a \($0.typeName) record") }
         for (table, column, what) in tables {
-            let probe = try PreparedStatement(db, "SELECT \(column) FROM \(table) WHERE \(column) BETWEEN ?1 AND ?2 LIMIT 1")
+            let probe = try PreparedStatement(
+                db, "SELECT \(column) FROM \(table) WHERE \(column) BETWEEN ?1 AND ?2 LIMIT 1")
             for gap in StoreSession.gaps(in: zonesByRow.keys.sorted()) {
                 probe.reset()
                 probe.bind(1, gap.lowerBound)
                 probe.bind(2, gap.upperBound)
-                if try probe.step(db) { throw StoreError.corrupt("\(what) names zone \(probe.int64(0)), which does not exist") }
+                if try probe.step(db) {
+                    throw StoreError.corrupt("\(what) names zone \(probe.int64(0)), which does not exist")
+                }
             }
         }
     }
@@ -151,11 +160,16 @@ public final class StoreSession {
 
     /// The change sequence, checked: a store whose metadata was edited by hand is damaged.
     static func storedSequence(_ db: Database) throws -> Int64 {
-        guard let row = try Row.fetchOne(db, sql: "SELECT typeof(value) AS kind, value FROM _ck_meta WHERE key = 'changeSeq'") else {
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT typeof(value) AS kind, value FROM _ck_meta WHERE key = 'changeSeq'")
+        else {
             throw StoreError.corrupt("its change sequence is missing")
         }
         guard row["kind"] as String == "integer", let sequence = row["value"] as Int64?, sequence >= 0 else {
-            throw StoreError.corrupt("its change sequence is \(row["kind"] as String == "text" ? "the text '\(row["value"] as String? ?? "")'" : "\(row["value"] as DatabaseValue)"), not a count of changes")
+            throw StoreError.corrupt(
+                "its change sequence is \(row["kind"] as String == "text" ? "the text '\(row["value"] as String? ?? "")'" : "\(row["value"] as DatabaseValue)"), not a count of changes"
+            )
         }
         return sequence
     }
@@ -166,7 +180,8 @@ public final class StoreSession {
             try db.execute(sql: "UPDATE _ck_meta SET value = ? WHERE key = 'changeSeq'", arguments: [changeSequence])
         }
         if schemaChanged {
-            try db.execute(sql: "UPDATE _ck_meta SET value = ? WHERE key = 'schema'", arguments: [SchemaPrinter.print(schema)])
+            try db.execute(
+                sql: "UPDATE _ck_meta SET value = ? WHERE key = 'schema'", arguments: [SchemaPrinter.print(schema)])
         }
     }
 
@@ -203,7 +218,9 @@ public final class StoreSession {
 
     func layout(_ typeName: String) throws -> TableLayout {
         guard let layout = layouts[typeName] else {
-            throw StoreError.badQuery("unknown record type '\(typeName)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+            throw StoreError.badQuery(
+                "unknown record type '\(typeName)' (the schema has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))"
+            )
         }
         return layout
     }
@@ -221,8 +238,9 @@ public final class StoreSession {
             return row
         }
         guard create else { return nil }
-        try db.execute(sql: "INSERT INTO _ck_zone (scope, zoneName, ownerRecordName) VALUES (?, ?, ?)",
-                       arguments: [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName])
+        try db.execute(
+            sql: "INSERT INTO _ck_zone (scope, zoneName, ownerRecordName) VALUES (?, ?, ?)",
+            arguments: [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName])
         let row = db.lastInsertedRowID
         zoneRows[zone] = row
         zonesByRow[row] = zone
@@ -230,7 +248,9 @@ public final class StoreSession {
     }
 
     func zone(row: Int64) throws -> ZoneID {
-        guard let zone = zonesByRow[row] else { throw StoreError.corrupt("a record names zone \(row), which does not exist") }
+        guard let zone = zonesByRow[row] else {
+            throw StoreError.corrupt("a record names zone \(row), which does not exist")
+        }
         return zone
     }
 
@@ -238,7 +258,9 @@ public final class StoreSession {
 
     /// The live record with this identity, or nil.
     public func record(_ id: RecordID) throws -> Record? {
-        guard let entry = try registryEntry(id), !entry.deleted, let layout = layouts[entry.recordType] else { return nil }
+        guard let entry = try registryEntry(id), !entry.deleted, let layout = layouts[entry.recordType] else {
+            return nil
+        }
         return try fetch(id, layout: layout)
     }
 
@@ -282,7 +304,9 @@ public final class StoreSession {
         let layout = try self.layout(incoming.recordType)
         let sequence = changeSequence + 1
         if claimStatement == nil {
-            claimStatement = try statement("INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING")
+            claimStatement = try statement(
+                "INSERT INTO _ck_record (zone, recordName, recordType, seq, deleted) VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT DO NOTHING"
+            )
         }
         let claim = claimStatement!
         claim.resetForRebinding()
@@ -296,14 +320,19 @@ public final class StoreSession {
             try insertRow(incoming, zone: zone, layout: layout)
             return .inserted
         }
-        guard let entry = try registryEntry(incoming.id) else { throw StoreError.corrupt("record \(incoming.id) vanished during a write") }
+        guard let entry = try registryEntry(incoming.id) else {
+            throw StoreError.corrupt("record \(incoming.id) vanished during a write")
+        }
         if entry.deleted {
             try setRegistry(zone: zone, name: incoming.recordName, type: incoming.recordType, deleted: false)
             try insertRow(incoming, zone: zone, layout: layout)
             return .inserted
         }
         guard entry.recordType == incoming.recordType else {
-            throw SaveRefusal(message: "record name '\(incoming.recordName)' is already used in zone \(incoming.zone.zoneName) by a record of type \(entry.recordType)")
+            throw SaveRefusal(
+                message:
+                    "record name '\(incoming.recordName)' is already used in zone \(incoming.zone.zoneName) by a record of type \(entry.recordType)"
+            )
         }
         guard let existing = try fetch(incoming.id, layout: layout) else {
             throw StoreError.corrupt("record \(incoming.id) is registered as \(entry.recordType) but has no row")
@@ -322,8 +351,9 @@ public final class StoreSession {
     public static func merged(_ existing: RecordStamp?, _ incoming: RecordStamp?) -> RecordStamp? {
         guard let incoming else { return existing }
         guard let existing else { return incoming }
-        return RecordStamp(timestamp: incoming.timestamp, userRecordName: incoming.userRecordName ?? existing.userRecordName,
-                           deviceID: incoming.deviceID ?? existing.deviceID)
+        return RecordStamp(
+            timestamp: incoming.timestamp, userRecordName: incoming.userRecordName ?? existing.userRecordName,
+            deviceID: incoming.deviceID ?? existing.deviceID)
     }
 
     private func insertRow(_ record: Record, zone: Int64, layout: TableLayout) throws {
@@ -339,7 +369,8 @@ public final class StoreSession {
     }
 
     func setRegistry(zone: Int64, name: String, type: String, deleted: Bool) throws {
-        let update = try statement("UPDATE _ck_record SET recordType = ?3, seq = ?4, deleted = ?5 WHERE zone = ?1 AND recordName = ?2")
+        let update = try statement(
+            "UPDATE _ck_record SET recordType = ?3, seq = ?4, deleted = ?5 WHERE zone = ?1 AND recordName = ?2")
         update.reset()
         update.bind(1, zone)
         update.bind(2, name)
@@ -391,7 +422,13 @@ public final class StoreSession {
         }
         let refusals = try change.dataLossRefusals(
             records: { try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted($0))") ?? 0 },
-            values: { try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted($0)) WHERE \(quoted(TableLayout.column(of: $1, in: schema.recordType(named: $0)))) IS NOT NULL") ?? 0 })
+            values: {
+                try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT count(*) FROM \(quoted($0)) WHERE \(quoted(TableLayout.column(of: $1, in: schema.recordType(named: $0)))) IS NOT NULL"
+                ) ?? 0
+            })
         guard refusals.isEmpty else { throw StoreError.schemaChangeRefused(refusals) }
 
         for typeName in change.removedTypes {
@@ -399,7 +436,9 @@ public final class StoreSession {
             layouts[typeName] = nil
         }
         for (typeName, field) in change.removedFields + change.retypedFields.map({ ($0.type, $0.old) }) {
-            try dropColumn(type: typeName, field: field, column: TableLayout.column(of: field.name, in: schema.recordType(named: typeName)))
+            try dropColumn(
+                type: typeName, field: field,
+                column: TableLayout.column(of: field.name, in: schema.recordType(named: typeName)))
         }
         // A field that stays keeps its values; its column changes name when a field of the same
         // name but for case comes or goes (see TableLayout.columnName). After the drops, so a
@@ -409,13 +448,20 @@ public final class StoreSession {
             guard let oldType = schema.recordType(named: newType.name) else { continue }
             for field in newType.userFields {
                 // A retyped field's column was dropped above and is added below.
-                guard let before = oldType.field(named: field.name), !retyped.contains(newType.name + "\u{0}" + field.name) else { continue }
-                let from = TableLayout.column(of: field.name, in: oldType), to = TableLayout.column(of: field.name, in: newType)
+                guard let before = oldType.field(named: field.name),
+                    !retyped.contains(newType.name + "\u{0}" + field.name)
+                else { continue }
+                let from = TableLayout.column(of: field.name, in: oldType)
+                let to = TableLayout.column(of: field.name, in: newType)
                 guard from != to else { continue }
                 try db.execute(sql: "DROP INDEX IF EXISTS \(TableLayout.indexName(type: newType.name, column: from))")
-                try db.execute(sql: "ALTER TABLE \(quoted(newType.name)) RENAME COLUMN \(quoted(from)) TO \(quoted(to))")
+                try db.execute(
+                    sql: "ALTER TABLE \(quoted(newType.name)) RENAME COLUMN \(quoted(from)) TO \(quoted(to))")
                 if field.type == .reference {
-                    try db.execute(sql: "ALTER TABLE \(quoted(newType.name)) RENAME COLUMN \(quoted(from + ":action")) TO \(quoted(to + ":action"))")
+                    try db.execute(
+                        sql:
+                            "ALTER TABLE \(quoted(newType.name)) RENAME COLUMN \(quoted(from + ":action")) TO \(quoted(to + ":action"))"
+                    )
                 }
                 if TableLayout.needsIndex(before) && TableLayout.needsIndex(field) {
                     try db.execute(sql: TableLayout.indexStatement(type: newType.name, column: to))
@@ -434,7 +480,9 @@ public final class StoreSession {
                 try db.execute(sql: "ALTER TABLE \(quoted(typeName)) ADD COLUMN \(definition)")
             }
             if TableLayout.needsIndex(field) {
-                try db.execute(sql: TableLayout.indexStatement(type: typeName, column: TableLayout.column(of: field.name, in: type)))
+                try db.execute(
+                    sql: TableLayout.indexStatement(
+                        type: typeName, column: TableLayout.column(of: field.name, in: type)))
             }
         }
         for (typeName, old, new) in change.reindexedFields {

@@ -26,7 +26,10 @@ public struct StoreStats: Sendable {
     public var assetFiles = 0
     public var assetBytes: Int64 = 0
 
-    public init(path: String, fileSize: Int64, token: ChangeToken, entries: [Entry], recordTypeCount: Int, assetFiles: Int = 0, assetBytes: Int64 = 0) {
+    public init(
+        path: String, fileSize: Int64, token: ChangeToken, entries: [Entry], recordTypeCount: Int, assetFiles: Int = 0,
+        assetBytes: Int64 = 0
+    ) {
         self.path = path
         self.fileSize = fileSize
         self.token = token
@@ -44,12 +47,18 @@ public struct StoreStats: Sendable {
         out.raw("[")
         for (index, entry) in entries.enumerated() {
             if index > 0 { out.raw(",") }
-            out.raw("{\"scope\":"); out.string(entry.zone.scope.rawValue)
-            out.raw(",\"zoneName\":"); out.string(entry.zone.zoneName)
-            out.raw(",\"ownerRecordName\":"); out.string(entry.zone.ownerRecordName)
-            out.raw(",\"recordType\":"); out.string(entry.recordType)
-            out.raw(",\"records\":"); out.int(Int64(entry.records))
-            out.raw(",\"tombstones\":"); out.int(Int64(entry.tombstones))
+            out.raw("{\"scope\":")
+            out.string(entry.zone.scope.rawValue)
+            out.raw(",\"zoneName\":")
+            out.string(entry.zone.zoneName)
+            out.raw(",\"ownerRecordName\":")
+            out.string(entry.zone.ownerRecordName)
+            out.raw(",\"recordType\":")
+            out.string(entry.recordType)
+            out.raw(",\"records\":")
+            out.int(Int64(entry.records))
+            out.raw(",\"tombstones\":")
+            out.int(Int64(entry.tombstones))
             out.raw("}")
         }
         out.raw("]")
@@ -60,14 +69,19 @@ public struct StoreStats: Sendable {
 extension StoreSession {
     public func stats() throws -> StoreStats {
         var entries: [StoreStats.Entry] = []
-        let statement = try PreparedStatement(db, "SELECT zone, recordType, sum(deleted = 0), sum(deleted != 0) FROM _ck_record GROUP BY zone, recordType")
+        let statement = try PreparedStatement(
+            db, "SELECT zone, recordType, sum(deleted = 0), sum(deleted != 0) FROM _ck_record GROUP BY zone, recordType"
+        )
         while try statement.step(db) {
-            entries.append(StoreStats.Entry(zone: try zone(row: statement.int64(0)), recordType: statement.text(1),
-                                            records: Int(statement.int64(2)), tombstones: Int(statement.int64(3))))
+            entries.append(
+                StoreStats.Entry(
+                    zone: try zone(row: statement.int64(0)), recordType: statement.text(1),
+                    records: Int(statement.int64(2)), tombstones: Int(statement.int64(3))))
         }
         entries.sort { ($0.zone, $0.recordType) < ($1.zone, $1.recordType) }
-        var stats = StoreStats(path: store.path, fileSize: store.fileSize, token: currentToken, entries: entries,
-                               recordTypeCount: schema.recordTypes.count)
+        var stats = StoreStats(
+            path: store.path, fileSize: store.fileSize, token: currentToken, entries: entries,
+            recordTypeCount: schema.recordTypes.count)
         (stats.assetFiles, stats.assetBytes) = try assetTotals()
         return stats
     }

@@ -1,8 +1,9 @@
 import Foundation
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import class GRDB.Row
-import Records
 
 /// Where a pull from a CloudKit zone got to: the zone's `syncToken` from its change feed (or
 /// the marker of a query), kept in the store so that the next pull asks only for what changed.
@@ -38,11 +39,15 @@ extension StoreSession {
     /// The sync states saved for `source`, by zone.
     public func syncStates(source: String) throws -> [SyncState] {
         guard try db.tableExists("_ck_sync") else { return [] }
-        let rows = try Row.fetchAll(db, sql: "SELECT * FROM _ck_sync WHERE source = ? ORDER BY scope, zoneName, ownerRecordName", arguments: [source])
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT * FROM _ck_sync WHERE source = ? ORDER BY scope, zoneName, ownerRecordName",
+            arguments: [source])
         return rows.compactMap { row in
             guard let scope = DatabaseScope(text: row["scope"]) else { return nil }
-            return SyncState(source: row["source"], zone: ZoneID(scope: scope, zoneName: row["zoneName"], ownerRecordName: row["ownerRecordName"]),
-                             token: row["token"], savedAt: row["savedAt"])
+            return SyncState(
+                source: row["source"],
+                zone: ZoneID(scope: scope, zoneName: row["zoneName"], ownerRecordName: row["ownerRecordName"]),
+                token: row["token"], savedAt: row["savedAt"])
         }
     }
 
@@ -59,12 +64,16 @@ extension StoreSession {
         precondition(writable)
         try db.execute(sql: StoreSession.syncTable)
         if let token {
-            try db.execute(sql: "INSERT OR REPLACE INTO _ck_sync VALUES (?, ?, ?, ?, ?, ?)",
-                           arguments: [source, zone.scope.rawValue, zone.zoneName, zone.ownerRecordName, token,
-                                       Int64(Date().timeIntervalSince1970 * 1000)])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO _ck_sync VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    source, zone.scope.rawValue, zone.zoneName, zone.ownerRecordName, token,
+                    Int64(Date().timeIntervalSince1970 * 1000),
+                ])
         } else {
-            try db.execute(sql: "DELETE FROM _ck_sync WHERE source = ? AND scope = ? AND zoneName = ? AND ownerRecordName = ?",
-                           arguments: [source, zone.scope.rawValue, zone.zoneName, zone.ownerRecordName])
+            try db.execute(
+                sql: "DELETE FROM _ck_sync WHERE source = ? AND scope = ? AND zoneName = ? AND ownerRecordName = ?",
+                arguments: [source, zone.scope.rawValue, zone.zoneName, zone.ownerRecordName])
         }
     }
 }

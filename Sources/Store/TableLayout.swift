@@ -1,11 +1,12 @@
 import Foundation
+import GRDBSQLite
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import struct GRDB.DatabaseError
 import struct GRDB.DatabaseValue
 import class GRDB.Row
-import Records
-import GRDBSQLite
 
 /// How one record type lives in SQLite: a table named after the type, keyed by zone and record
 /// name, with the system fields in CloudKit's own `___` names and one typed column per field.
@@ -81,8 +82,9 @@ final class TableLayout {
         let names = type.userFields.map(\.name)
         fields = type.userFields.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map { field in
             let column = TableLayout.columnName(field.name, among: names)
-            return FieldColumn(name: field.name, type: field.type, column: quoted(column),
-                               actionColumn: field.type == .reference ? quoted(column + ":action") : nil)
+            return FieldColumn(
+                name: field.name, type: field.type, column: quoted(column),
+                actionColumn: field.type == .reference ? quoted(column + ":action") : nil)
         }
         fieldNames = fields.map(\.name)
         kinds = fields.map { field in
@@ -108,7 +110,8 @@ final class TableLayout {
             if let action = field.actionColumn { columns.append(action) }
         }
         columnList = columns.joined(separator: ", ")
-        insertSQL = "INSERT INTO \(table) (\(columnList)) VALUES (\(columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
+        insertSQL =
+            "INSERT INTO \(table) (\(columnList)) VALUES (\(columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")))"
         let assignments = columns.enumerated().dropFirst(2).map { "\($0.element) = ?\($0.offset + 1)" }
         updateSQL = "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE ___zone = ?1 AND ___recordID = ?2"
         selectSQL = "SELECT \(columnList) FROM \(table)"
@@ -122,7 +125,9 @@ final class TableLayout {
     static func columnName(_ field: String, among names: [String]) -> String {
         let folded = field.lowercased()
         guard names.contains(where: { $0 != field && $0.lowercased() == folded }) else { return field }
-        let capitals = field.unicodeScalars.enumerated().filter { ("A"..."Z").contains($0.element) }.map { String($0.offset) }
+        let capitals = field.unicodeScalars.enumerated().filter { ("A"..."Z").contains($0.element) }.map {
+            String($0.offset)
+        }
         return field + "~" + capitals.joined(separator: ".")
     }
 
@@ -138,21 +143,25 @@ final class TableLayout {
         columnName(name, among: type?.userFields.map(\.name) ?? [name])
     }
 
-    var columnCount: Int { TableLayout.systemColumns.count + fields.count + fields.filter { $0.actionColumn != nil }.count }
+    var columnCount: Int {
+        TableLayout.systemColumns.count + fields.count + fields.filter { $0.actionColumn != nil }.count
+    }
 
     // MARK: DDL
 
     func createStatements(for type: RecordTypeDefinition) -> [String] {
-        var definitions = [
-            "___zone INTEGER NOT NULL", "___recordID TEXT NOT NULL", "___etag TEXT",
-            "___createTime INTEGER", "___createdBy TEXT", "___createdDevice TEXT",
-            "___modTime INTEGER", "___modifiedBy TEXT", "___modifiedDevice TEXT",
-        ] + TableLayout.linkColumns.map { "\($0.0) \($0.1)" }
+        var definitions =
+            [
+                "___zone INTEGER NOT NULL", "___recordID TEXT NOT NULL", "___etag TEXT",
+                "___createTime INTEGER", "___createdBy TEXT", "___createdDevice TEXT",
+                "___modTime INTEGER", "___modifiedBy TEXT", "___modifiedDevice TEXT",
+            ] + TableLayout.linkColumns.map { "\($0.0) \($0.1)" }
         for field in fields { definitions.append(contentsOf: TableLayout.columnDefinitions(field)) }
         definitions.append("PRIMARY KEY (___zone, ___recordID)")
         var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n) WITHOUT ROWID"]
         for field in type.userFields where TableLayout.needsIndex(field) {
-            statements.append(TableLayout.indexStatement(type: type.name, column: TableLayout.column(of: field.name, in: type)))
+            statements.append(
+                TableLayout.indexStatement(type: type.name, column: TableLayout.column(of: field.name, in: type)))
         }
         return statements
     }
@@ -219,16 +228,24 @@ final class TableLayout {
                     for position in 0..<names.count {
                         var found = -1
                         while next < entries.count {
-                            if entries[next].name == names[position] { found = next; next += 1; break }
+                            if entries[next].name == names[position] {
+                                found = next
+                                next += 1
+                                break
+                            }
                             if RecordFields.precedes(names[position], entries[next].name) { break }
                             next += 1
                         }
                         if found < 0 {
                             statement.bindNull(index)
-                            if actions[position] { index += 1; statement.bindNull(index) }
+                            if actions[position] {
+                                index += 1
+                                statement.bindNull(index)
+                            }
                             index += 1
                         } else {
-                            TableLayout.bind(entries[found].value, hasActionColumn: actions[position], at: &index, to: statement)
+                            TableLayout.bind(
+                                entries[found].value, hasActionColumn: actions[position], at: &index, to: statement)
                         }
                     }
                 }
@@ -237,22 +254,31 @@ final class TableLayout {
     }
 
     /// Binds one field's value (and a reference's action) at `index`, and moves `index` past it.
-    @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue?, _ field: FieldColumn, at index: inout Int32, to statement: Sink) {
+    @inline(__always) static func bind<Sink: ColumnSink>(
+        _ value: FieldValue?, _ field: FieldColumn, at index: inout Int32, to statement: Sink
+    ) {
         bind(value, hasActionColumn: field.actionColumn != nil, at: &index, to: statement)
     }
 
     /// Binds a value that may be absent (NULL, and NULL for a reference's action).
-    @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue?, hasActionColumn: Bool, at index: inout Int32, to statement: Sink) {
+    @inline(__always) static func bind<Sink: ColumnSink>(
+        _ value: FieldValue?, hasActionColumn: Bool, at index: inout Int32, to statement: Sink
+    ) {
         guard let value else {
             statement.bindNull(index)
-            if hasActionColumn { index += 1; statement.bindNull(index) }
+            if hasActionColumn {
+                index += 1
+                statement.bindNull(index)
+            }
             index += 1
             return
         }
         bind(value, hasActionColumn: hasActionColumn, at: &index, to: statement)
     }
 
-    @inline(__always) static func bind<Sink: ColumnSink>(_ value: FieldValue, hasActionColumn: Bool, at index: inout Int32, to statement: Sink) {
+    @inline(__always) static func bind<Sink: ColumnSink>(
+        _ value: FieldValue, hasActionColumn: Bool, at index: inout Int32, to statement: Sink
+    ) {
         switch value {
         case .string(let s): statement.bind(index, s)
         case .int64(let i): statement.bind(index, i)
@@ -261,10 +287,16 @@ final class TableLayout {
         case .bytes(let b): statement.bind(index, blob: b)
         case .reference(let r):
             statement.bind(index, r.recordName)
-            if hasActionColumn { index += 1; statement.bind(index, r.action.code) }
+            if hasActionColumn {
+                index += 1
+                statement.bind(index, r.action.code)
+            }
         default:
             statement.bind(index, FieldValueJSON.canonicalText(value))
-            if hasActionColumn { index += 1; statement.bindNull(index) }
+            if hasActionColumn {
+                index += 1
+                statement.bindNull(index)
+            }
         }
         index += 1
     }
@@ -281,7 +313,8 @@ final class TableLayout {
             record.created = RecordStamp(timestamp: created, userRecordName: optionalText(4), deviceID: optionalText(5))
         }
         if let modified = row.optionalInt64(6) {
-            record.modified = RecordStamp(timestamp: modified, userRecordName: optionalText(7), deviceID: optionalText(8))
+            record.modified = RecordStamp(
+                timestamp: modified, userRecordName: optionalText(7), deviceID: optionalText(8))
         }
         record.parent = optionalText(9)
         record.share = optionalText(10)
@@ -329,7 +362,8 @@ final class TableLayout {
         case .double: return .double(row.double(index))
         case .bytes: return .bytes(row.blob(index))
         case .number:
-            return row.columnType(index) == 1 /* SQLITE_INTEGER */ ? .int64(row.int64(index)) : .double(row.double(index))
+            return row.columnType(index) == 1  // SQLITE_INTEGER
+                ? .int64(row.int64(index)) : .double(row.double(index))
         case .reference:
             let action = row.optionalInt64(index + 1).flatMap(ReferenceAction.init(code:)) ?? .none
             return .reference(Reference(recordName: text(index), action: action))
@@ -342,7 +376,8 @@ final class TableLayout {
         do {
             return try FieldValueJSON.read(try JSONParser.parse(text), as: field.type)
         } catch {
-            throw StoreError.corrupt("\(typeName).\(field.name) holds a value that is not valid \(field.type): \(error)")
+            throw StoreError.corrupt(
+                "\(typeName).\(field.name) holds a value that is not valid \(field.type): \(error)")
         }
     }
 
@@ -353,7 +388,8 @@ final class TableLayout {
         do {
             return try FieldValueJSON.read(try JSONParser.parse(bytes), as: field.type)
         } catch {
-            throw StoreError.corrupt("\(typeName).\(field.name) holds a value that is not valid \(field.type): \(error)")
+            throw StoreError.corrupt(
+                "\(typeName).\(field.name) holds a value that is not valid \(field.type): \(error)")
         }
     }
 }
@@ -366,7 +402,8 @@ extension TableLayout {
         schema.recordTypes.compactMap { type in
             let columns = TableLayout(type).columnCount
             guard columns > maximumColumns else { return nil }
-            return "record type \(type.name) has \(type.userFields.count) fields, which need \(columns) columns in the store; "
+            return
+                "record type \(type.name) has \(type.userFields.count) fields, which need \(columns) columns in the store; "
                 + "a table holds at most \(maximumColumns) (SQLite's limit), counting \(systemColumns.count) for system fields and one more for each REFERENCE field's action"
         }
     }
@@ -383,7 +420,9 @@ extension TableLayout {
         for type in schema.recordTypes {
             let folded = type.name.lowercased()
             if let other = seen[folded] {
-                problems.append("record types '\(other)' and '\(type.name)' differ only in case, which CloudKit allows but a SQLite store's tables cannot keep apart; keep this schema in a PostgreSQL store, which holds them")
+                problems.append(
+                    "record types '\(other)' and '\(type.name)' differ only in case, which CloudKit allows but a SQLite store's tables cannot keep apart; keep this schema in a PostgreSQL store, which holds them"
+                )
             } else {
                 seen[folded] = type.name
             }

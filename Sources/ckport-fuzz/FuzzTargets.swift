@@ -1,6 +1,6 @@
 import CKPort
-import Foundation
 import Formats
+import Foundation
 import Migrations
 import Records
 import SampleApps
@@ -37,13 +37,19 @@ enum FuzzTargets {
     static let notes = SampleApp.notes.schema
     static let calendar = SampleApp.familyCalendar.schema
     static let todo = SampleApp.familyTodo.schema
-    static let mapping = try! CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: calendar)
+    static let mapping = try! CalendarMapping.parse(
+        SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: calendar)
     /// A notes record with a value of every kind, for the targets that evaluate what they read.
-    static let sampleNote = Record(id: RecordID(recordName: "n"), recordType: "Note", fields: [
-        "title": .string("Milk"), "pinned": .int64(1), "createdAt": .timestamp(0), "tags": .list(.string, [.string("a")]),
-        "readingMinutes": .double(2.5), "folder": .reference(Reference(recordName: "f")),
-    ])
-    static let bundlePath = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-fuzz-\(getpid()).ckbundle").path
+    static let sampleNote = Record(
+        id: RecordID(recordName: "n"), recordType: "Note",
+        fields: [
+            "title": .string("Milk"), "pinned": .int64(1), "createdAt": .timestamp(0),
+            "tags": .list(.string, [.string("a")]),
+            "readingMinutes": .double(2.5), "folder": .reference(Reference(recordName: "f")),
+        ])
+    static let bundlePath = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "ckport-fuzz-\(getpid()).ckbundle"
+    ).path
 
     static func drain(_ source: RecordSource) {
         do {
@@ -80,8 +86,10 @@ enum FuzzTargets {
             // Half the inputs (by their length) go through the two-thread decoding verify uses;
             // every input through each inflater built in (zlib, and ISA-L where it is).
             for engine in GzipReader.Engine.available {
-                if let reader = try? BundleReader(path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200),
-                                                  stageAssets: true, decodeOnTwoThreads: bytes.count % 2 == 0, engine: engine) {
+                if let reader = try? BundleReader(
+                    path: bundlePath, limits: DecompressionLimits(maxTotalBytes: 64 << 20, maxRatio: 200),
+                    stageAssets: true, decodeOnTwoThreads: bytes.count % 2 == 0, engine: engine)
+                {
                     drain(reader)
                 }
             }
@@ -97,10 +105,13 @@ enum FuzzTargets {
                 _ = expression.description
             }
         case "migration":
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-fuzz-\(getpid())-migrations").path
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "ckport-fuzz-\(getpid())-migrations"
+            ).path
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: folder + "/0001_fuzz.yaml", contents: Data(bytes)),
-                  let set = try? MigrationSet.load(directory: folder), let first = set.migrations.first else { return }
+                let set = try? MigrationSet.load(directory: folder), let first = set.migrations.first
+            else { return }
             _ = try? CompiledMigration(first, schema: notes, latestVersion: set.latestVersion)
         case "mapping":
             _ = try? CalendarMapping.parse(String(decoding: bytes, as: UTF8.self), file: "fuzz", schema: calendar)
@@ -109,13 +120,19 @@ enum FuzzTargets {
                 _ = try? template.render(sampleNote, timeZone: TimeZone(identifier: "Europe/Berlin"))
             }
         case "xml":
-            guard let reader = try? XMLReader(bytes: bytes, name: "fuzz", limits: XMLReader.Limits(depth: 64, bytes: 1 << 20, textBytes: 1 << 16)) else { return }
+            guard
+                let reader = try? XMLReader(
+                    bytes: bytes, name: "fuzz", limits: XMLReader.Limits(depth: 64, bytes: 1 << 20, textBytes: 1 << 16))
+            else { return }
             while (try? reader.next()) != nil {}
         case "coredata":
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-fuzz-\(getpid()).xcdatamodel").path
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "ckport-fuzz-\(getpid()).xcdatamodel"
+            ).path
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: folder + "/contents", contents: Data(bytes)),
-                  let model = try? CoreDataModel.read(folder) else { return }
+                let model = try? CoreDataModel.read(folder)
+            else { return }
             _ = try? CoreDataCloudKit.schema(for: model)
             _ = CoreDataCloudKit.problems(in: model)
         case "cloudkit-page":
@@ -124,13 +141,16 @@ enum FuzzTargets {
         case "leak-canary":
             // Leaks on purpose (two objects that own each other), so that scripts/leak-check.sh
             // can show that its checker sees a leak before it reports that the readers have none.
-            let first = LeakCanary(), second = LeakCanary()
+            let first = LeakCanary()
+            let second = LeakCanary()
             first.other = second
             second.other = first
         default:
             // Every other reader of the format registry, by the format's name (csv, tsv, ics…).
             guard let format = RecordFormats.named(target), format.makeReader != nil else {
-                fatalError("CKPORT_FUZZ_TARGET must be schema, json, bundle, where, expression, migration, mapping, template, cloudkit-page, xml, coredata or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))")
+                fatalError(
+                    "CKPORT_FUZZ_TARGET must be schema, json, bundle, where, expression, migration, mapping, template, cloudkit-page, xml, coredata or a format ckport reads: \(RecordFormats.all.filter { $0.makeReader != nil }.map(\.name).joined(separator: ", "))"
+                )
             }
             read(bytes, as: format)
         }
@@ -142,35 +162,38 @@ final class LeakCanary {
 }
 
 #if FUZZING
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    FuzzTargets.run(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-#else
-@main
-struct FuzzTargetsMain {
-    /// Without the fuzzer: runs each file named on the command line (or each file in a folder
-    /// named there) through the target once, which replays a crash file or a whole corpus.
-    static func main() {
-        var count = 0
-        for path in CommandLine.arguments.dropFirst() {
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
-                FileHandle.standardError.write(Data("ckport-fuzz: no such file: \(path)\n".utf8))
-                exit(1)
-            }
-            let files = isFolder.boolValue
-                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { path + "/" + $0 }
-                : [path]
-            for file in files {
-                guard let data = FileManager.default.contents(atPath: file) else { continue }
-                FuzzTargets.run(Array(data))
-                count += 1
-            }
-        }
-        try? FileManager.default.removeItem(atPath: FuzzTargets.bundlePath)
-        print("ckport-fuzz: \(FuzzTargets.target): \(count) inputs replayed")
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+        FuzzTargets.run(Array(UnsafeBufferPointer(start: data, count: size)))
+        return 0
     }
-}
+#else
+    @main
+    struct FuzzTargetsMain {
+        /// Without the fuzzer: runs each file named on the command line (or each file in a folder
+        /// named there) through the target once, which replays a crash file or a whole corpus.
+        static func main() {
+            var count = 0
+            for path in CommandLine.arguments.dropFirst() {
+                var isFolder: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+                    FileHandle.standardError.write(Data("ckport-fuzz: no such file: \(path)\n".utf8))
+                    exit(1)
+                }
+                let files =
+                    isFolder.boolValue
+                    ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map {
+                        path + "/" + $0
+                    }
+                    : [path]
+                for file in files {
+                    guard let data = FileManager.default.contents(atPath: file) else { continue }
+                    FuzzTargets.run(Array(data))
+                    count += 1
+                }
+            }
+            try? FileManager.default.removeItem(atPath: FuzzTargets.bundlePath)
+            print("ckport-fuzz: \(FuzzTargets.target): \(count) inputs replayed")
+        }
+    }
 #endif

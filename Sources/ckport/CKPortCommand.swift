@@ -10,24 +10,29 @@ struct CKPortCommand: ParsableCommand {
         commandName: "ckport",
         abstract: "Move CloudKit records in and out of a local store, and keep them safe through schema changes.",
         discussion: """
-        ckport keeps CloudKit data — record types, zones, records with typed fields, system \
-        fields and change tokens — in one SQLite file, and moves it to and from JSON.
+            ckport keeps CloudKit data — record types, zones, records with typed fields, system \
+            fields and change tokens — in one SQLite file, and moves it to and from JSON.
 
-        Start with a schema (the text 'cktool export-schema' writes), then import records:
+            Start with a schema (the text 'cktool export-schema' writes), then import records:
 
-          ckport schema import samples/family-calendar/schema.ckdb
-          ckport import samples/family-calendar/records.jsonl
-          ckport export --type Event --sort startDate \\
-              --where "familyID == 'family-1' AND isDeleted == false"
+              ckport schema import samples/family-calendar/schema.ckdb
+              ckport import samples/family-calendar/records.jsonl
+              ckport export --type Event --sort startDate \\
+                  --where "familyID == 'family-1' AND isDeleted == false"
 
-        The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite. A store on a \
-        PostgreSQL server is a URL: --store 'postgresql://USER@HOST:PORT/DB?schema=NAME' (the \
-        password from PGPASSWORD or ~/.pgpass, never the command line).
-        Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure (for pull: also records left out), 4 CloudKit wants a new sign-in.
-        """,
+            The store is --store PATH, else $CKPORT_STORE, else ./ckport.sqlite. A store on a \
+            PostgreSQL server is a URL: --store 'postgresql://USER@HOST:PORT/DB?schema=NAME' (the \
+            password from PGPASSWORD or ~/.pgpass, never the command line).
+            Exit status: 0 done, 1 usage error, 2 invalid input (nothing was written), 3 any other failure (for pull: also records left out), 4 CloudKit wants a new sign-in.
+            """,
         version: CKPortCommand.versionText,
-        subcommands: [SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self, InspectCommand.self,
-                      RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self, StatsCommand.self, ServeCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self, PushCommand.self, CloudCommand.self]
+        subcommands: [
+            SchemaCommand.self, ImportCommand.self, ExportCommand.self, BackupCommand.self, VerifyCommand.self,
+            InspectCommand.self,
+            RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self,
+            StatsCommand.self, ServeCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self,
+            PushCommand.self, CloudCommand.self,
+        ]
     )
 }
 
@@ -44,21 +49,30 @@ extension CKPortCommand {
 
 /// Options every command that touches a store takes.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The store: a SQLite file, or postgresql://USER@HOST:PORT/DB?schema=NAME.",
-                                            discussion: "Default: $CKPORT_STORE, else ./ckport.sqlite. A PostgreSQL store's password comes from PGPASSWORD, passfile=FILE in the URL, or ~/.pgpass.",
-                                            valueName: "path-or-url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The store: a SQLite file, or postgresql://USER@HOST:PORT/DB?schema=NAME.",
+            discussion:
+                "Default: $CKPORT_STORE, else ./ckport.sqlite. A PostgreSQL store's password comes from PGPASSWORD, passfile=FILE in the URL, or ~/.pgpass.",
+            valueName: "path-or-url"))
     var store: String?
 
     @Flag(name: [.short, .long], help: "No progress and no summary on standard error (errors are still reported).")
     var quiet = false
 
-    @Option(help: ArgumentHelp("How long to wait while another ckport writes to the store (on PostgreSQL: for any lock another transaction holds), in seconds.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "How long to wait while another ckport writes to the store (on PostgreSQL: for any lock another transaction holds), in seconds.",
+            valueName: "seconds"))
     var wait: Double = RecordStore.defaultWaitSeconds
 
     var path: String { StoreOptions.resolvePath(store) }
 
     /// Where the store is: `--store`, then `$CKPORT_STORE`, then `./ckport.sqlite`.
-    static func resolvePath(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    static func resolvePath(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> String
+    {
         if let option, !option.isEmpty { return option }
         if let fromEnvironment = environment["CKPORT_STORE"], !fromEnvironment.isEmpty { return fromEnvironment }
         return "ckport.sqlite"
@@ -78,22 +92,29 @@ struct StoreOptions: ParsableArguments {
     /// format is upgraded in place, or with `upgrade` false refused. With `buildAside`, a new
     /// SQLite store is built beside `path` and appears there when its first write commits (see
     /// ``RecordStore/init(path:create:upgrade:waitSeconds:waiting:buildAside:)``).
-    static func open(_ path: String, create: Bool, upgrade: Bool = true, wait: Double, quiet: Bool, buildAside: Bool = false) throws -> any RecordStoring {
+    static func open(
+        _ path: String, create: Bool, upgrade: Bool = true, wait: Double, quiet: Bool, buildAside: Bool = false
+    ) throws -> any RecordStoring {
         let upgradedFrom: Int?
         let store: any RecordStoring
         if PostgresLocation.isURL(path) {
-            let postgres = try PostgresStore(PostgresLocation(path), create: create, upgrade: upgrade, waitSeconds: wait)
+            let postgres = try PostgresStore(
+                PostgresLocation(path), create: create, upgrade: upgrade, waitSeconds: wait)
             (store, upgradedFrom) = (postgres, postgres.upgradedFrom)
         } else {
             var waiting: (@Sendable () -> Void)?
             if !quiet {
                 waiting = { Console.error("waiting for another ckport writing to \(path)…") }
             }
-            let sqlite = try RecordStore(path: path, create: create, upgrade: upgrade, waitSeconds: wait, waiting: waiting, buildAside: buildAside)
+            let sqlite = try RecordStore(
+                path: path, create: create, upgrade: upgrade, waitSeconds: wait, waiting: waiting,
+                buildAside: buildAside)
             (store, upgradedFrom) = (sqlite, sqlite.upgradedFrom)
         }
         if let upgradedFrom, !quiet {
-            Console.error("upgraded the store \(Console.clean(path)) in place from format \(upgradedFrom) to \(RecordStore.formatVersion) (records now keep their parent and share links)")
+            Console.error(
+                "upgraded the store \(Console.clean(path)) in place from format \(upgradedFrom) to \(RecordStore.formatVersion) (records now keep their parent and share links)"
+            )
         }
         return store
     }

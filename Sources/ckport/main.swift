@@ -61,7 +61,8 @@ func interrupted() -> Never {
     case "export", "backup", "generate":
         what = "no output was left behind"
     case "migrate" where words.dropFirst().first == "apply":
-        what = "the migration that was running was rolled back; migrations applied before it stay ('ckport migrate status' shows the store's version)"
+        what =
+            "the migration that was running was rolled back; migrations applied before it stay ('ckport migrate status' shows the store's version)"
     default:
         what = "stopped"
     }

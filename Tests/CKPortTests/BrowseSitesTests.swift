@@ -1,9 +1,10 @@
-@testable import CKPort
 import CloudKitWeb
 import Foundation
 import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import CKPort
 
 /// A status set on one thread and read on another.
 final class StatusBox: @unchecked Sendable {
@@ -36,10 +37,12 @@ struct BrowseSitesTests {
     func sideBySide() throws {
         let scratch = Scratch()
         let path = try scratch.sampleStore(.familyCalendar).path
-        let two = BrowseSites(try (0..<2).map { _ in BrowseSite(store: try RecordStore(path: path, create: false), backend: "SQLite") })
+        let two = BrowseSites(
+            try (0..<2).map { _ in BrowseSite(store: try RecordStore(path: path, create: false), backend: "SQLite") })
         let busy = two.take()
         let aside = BrowseSitesTests.answerAside(two, "/index.json")
-        #expect(aside.done.wait(timeout: .now() + 30) == .success, "the free site did not answer while the other was busy")
+        #expect(
+            aside.done.wait(timeout: .now() + 30) == .success, "the free site did not answer while the other was busy")
         #expect(aside.status.status == 200)
         two.give(busy)
 

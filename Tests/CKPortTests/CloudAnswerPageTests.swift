@@ -1,10 +1,10 @@
 import CKPort
-import Foundation
 import Formats
+import Foundation
 import Records
 import SampleApps
-import Testing
 import TestSupport
+import Testing
 
 /// The `cloudkit-page` fuzz target's seeds read as a pull reads them: so that the fuzzer starts
 /// from answers that reach the record decoder, not from ones refused at the first byte.
@@ -14,14 +14,17 @@ struct CloudAnswerPageTests {
 
     func read(_ seed: String) throws -> (items: [SourceItem], deleted: [String], syncToken: String?, moreComing: Bool) {
         let data = try Data(contentsOf: packageRoot.appendingPathComponent("Fuzz/corpus/cloudkit-page/\(seed)"))
-        return try CloudAnswerPage.read(data, operation: "changes/zone", schema: SampleApp.familyTodo.schema, zone: Self.zone)
+        return try CloudAnswerPage.read(
+            data, operation: "changes/zone", schema: SampleApp.familyTodo.schema, zone: Self.zone)
     }
 
     func records(_ items: [SourceItem]) -> [Record] {
         items.compactMap { if case .record(let sourced) = $0 { return sourced.record } else { return nil } }
     }
 
-    @Test("the seeds decode: records with their share and parent links in the zone asked about, deletions and paging keys")
+    @Test(
+        "the seeds decode: records with their share and parent links in the zone asked about, deletions and paging keys"
+    )
     func seeds() throws {
         let first = try read("a.json")
         let decoded = records(first.items)
@@ -30,8 +33,14 @@ struct CloudAnswerPageTests {
         #expect(decoded[0].share != nil && decoded[1].parent == decoded[0].recordName)
         #expect(first.syncToken == "AQAAAAAAAAF_" && first.moreComing)
         let second = try read("b.json")
-        #expect(records(second.items).map(\.recordType) == ["Member"] && second.deleted == ["task-1-000009"] && !second.moreComing, "\(second)")
+        #expect(
+            records(second.items).map(\.recordType) == ["Member"] && second.deleted == ["task-1-000009"]
+                && !second.moreComing, "\(second)")
         #expect(records(try read("c.json").items).count == 2)
-        #expect(throws: (any Error).self) { _ = try CloudAnswerPage.read(Data("{\"records\": [".utf8), operation: "changes/zone", schema: SampleApp.familyTodo.schema, zone: Self.zone) }
+        #expect(throws: (any Error).self) {
+            _ = try CloudAnswerPage.read(
+                Data("{\"records\": [".utf8), operation: "changes/zone", schema: SampleApp.familyTodo.schema,
+                zone: Self.zone)
+        }
     }
 }

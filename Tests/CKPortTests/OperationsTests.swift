@@ -1,21 +1,26 @@
 import CKPort
 import Foundation
 import SampleApps
-import Testing
 import TestSupport
+import Testing
 
 /// The operations as a Swift program calls them: typed requests in, typed results out,
 /// progress through a callback.
 @Suite("operations")
 struct OperationsTests {
     /// A store of `count` generated family-todo records, imported through the operation.
-    func generatedStore(_ scratch: Scratch, count: Int, name: String = "store.sqlite") throws -> (RecordStore, ImportSummary, [OperationProgress]) {
+    func generatedStore(_ scratch: Scratch, count: Int, name: String = "store.sqlite") throws -> (
+        RecordStore, ImportSummary, [OperationProgress]
+    ) {
         let file = scratch.path("generated.jsonl")
         if !FileManager.default.fileExists(atPath: file) {
             var settings = FormatSettings()
             settings[JSONWriteSettings.self] = JSONWriteSettings(style: .canonical)
-            let writer = try RecordFormat.jsonLines.makeWriter!(try OutputFile(path: file), RecordWriteContext(schema: SampleApp.familyTodo.schema, settings: settings))
-            try Exports.stream(into: writer, progress: nil) { emit in try SampleApp.familyTodo.generate(records: count, seed: 7, emit: emit) }
+            let writer = try RecordFormat.jsonLines.makeWriter!(
+                try OutputFile(path: file), RecordWriteContext(schema: SampleApp.familyTodo.schema, settings: settings))
+            try Exports.stream(into: writer, progress: nil) { emit in
+                try SampleApp.familyTodo.generate(records: count, seed: 7, emit: emit)
+            }
         }
         let store = try scratch.store(SampleApp.familyTodo.schemaText, name: name)
         var steps: [OperationProgress] = []
@@ -33,10 +38,12 @@ struct OperationsTests {
     func importAndExport() throws {
         let scratch = Scratch()
         let store = try scratch.store(try String(contentsOfFile: sample("family-todo", "schema.ckdb"), encoding: .utf8))
-        let summary = try Imports.run(ImportRequest(inputs: [.file(sample("family-todo", "records.jsonl"))]), into: store)
+        let summary = try Imports.run(
+            ImportRequest(inputs: [.file(sample("family-todo", "records.jsonl"))]), into: store)
         #expect(summary.totals.inserted == 80 && summary.totals.rejected == 0)
         #expect(summary.token != nil)
-        let result = try Exports.records(from: store, to: .file(scratch.path("out.jsonl")), request: ExportRequest(format: .jsonLines))
+        let result = try Exports.records(
+            from: store, to: .file(scratch.path("out.jsonl")), request: ExportRequest(format: .jsonLines))
         #expect(result.records == 80 && result.files.map(\.path) == [scratch.path("out.jsonl")])
         // The same records, line for line, in the store's order (the sample is in the order it was made).
         let given = try String(contentsOfFile: sample("family-todo", "records.jsonl"), encoding: .utf8)
@@ -46,7 +53,9 @@ struct OperationsTests {
 
         // A file per record type into a folder the export makes.
         let folder = scratch.path("sheets")
-        let sheets = try Exports.records(from: store, to: .directory(folder), request: ExportRequest(query: RecordQuery(recordTypes: ["Task", "Household"]), format: .csv))
+        let sheets = try Exports.records(
+            from: store, to: .directory(folder),
+            request: ExportRequest(query: RecordQuery(recordTypes: ["Task", "Household"]), format: .csv))
         #expect(sheets.files.map { ($0.path as NSString).lastPathComponent } == ["Task.csv", "Household.csv"])
         let held = try store.read { try $0.stats() }.entries
         for file in sheets.files {
@@ -54,8 +63,11 @@ struct OperationsTests {
             #expect(file.records > 0)
         }
         // An unknown type fails before anything is left behind.
-        #expect(throws: OperationError.unknownRecordType("Nope", known: store.schema.recordTypes.map(\.name).sorted())) {
-            _ = try Exports.records(from: store, to: .directory(scratch.path("none")), request: ExportRequest(query: RecordQuery(recordTypes: ["Nope"]), format: .csv))
+        #expect(throws: OperationError.unknownRecordType("Nope", known: store.schema.recordTypes.map(\.name).sorted()))
+        {
+            _ = try Exports.records(
+                from: store, to: .directory(scratch.path("none")),
+                request: ExportRequest(query: RecordQuery(recordTypes: ["Nope"]), format: .csv))
         }
         #expect(!FileManager.default.fileExists(atPath: scratch.path("none")))
     }
@@ -67,7 +79,11 @@ struct OperationsTests {
         #expect(summary.totals.inserted == 40_000)
         #expect(!importSteps.isEmpty)
         #expect(importSteps.map(\.records) == importSteps.map(\.records).sorted())
-        #expect(importSteps.allSatisfy { ($0.fraction ?? 0) <= 1 } && importSteps.last!.total == Int64(FileManager.default.contents(atPath: scratch.path("generated.jsonl"))!.count))
+        #expect(
+            importSteps.allSatisfy { ($0.fraction ?? 0) <= 1 }
+                && importSteps.last!.total
+                    == Int64(FileManager.default.contents(atPath: scratch.path("generated.jsonl"))!.count)
+        )
 
         var backupSteps: [OperationProgress] = []
         let bundle = scratch.path("all.ckbundle")
@@ -86,7 +102,8 @@ struct OperationsTests {
     func backupChain() throws {
         let scratch = Scratch()
         let (store, _, _) = try generatedStore(scratch, count: 2_000)
-        let monday = scratch.path("monday.ckbundle"), tuesday = scratch.path("tuesday.ckbundle")
+        let monday = scratch.path("monday.ckbundle")
+        let tuesday = scratch.path("tuesday.ckbundle")
         _ = try Backups.write(store, to: monday)
         let tasks = try store.read { session in
             var names: [String] = []
@@ -105,7 +122,8 @@ struct OperationsTests {
         let restored = try RecordStore(path: scratch.path("restored.sqlite"))
         let summary = try Backups.restore([monday, tuesday], into: restored)
         #expect(summary.totals.inserted == 2_000)
-        #expect(try exportText(restored, scratch, "restored.jsonl") == (try exportText(store, scratch, "original.jsonl")))
+        #expect(
+            try exportText(restored, scratch, "restored.jsonl") == (try exportText(store, scratch, "original.jsonl")))
 
         // Out of order, a full bundle inside, a store that already holds records.
         let other = try RecordStore(path: scratch.path("other.sqlite"))
@@ -115,7 +133,10 @@ struct OperationsTests {
         #expect(throws: OperationError.chainFullBundleInside(bundle: monday, previous: monday)) {
             _ = try Backups.restore([monday, monday], into: other)
         }
-        #expect(throws: OperationError.storeNotEmpty(store: restored.path, records: try restored.read { try $0.stats().totalRecords })) {
+        #expect(
+            throws: OperationError.storeNotEmpty(
+                store: restored.path, records: try restored.read { try $0.stats().totalRecords })
+        ) {
             _ = try Backups.restore([monday], into: restored)
         }
         #expect(try other.read { try $0.stats().totalRecords } == 0)
@@ -130,12 +151,16 @@ struct OperationsTests {
         #expect(plan.map(\.version) == [1, 2, 3])
         var heard: [String] = []
         let backup = scratch.path("before.ckbundle")
-        let result = try SchemaMigrations.apply(set, to: store, backup: .at(backup), backedUp: { path, summary in
-            heard.append(path)
-            #expect(summary.manifest.recordCount == 60)
-        })
+        let result = try SchemaMigrations.apply(
+            set, to: store, backup: .at(backup),
+            backedUp: { path, summary in
+                heard.append(path)
+                #expect(summary.manifest.recordCount == 60)
+            })
         #expect(heard == [backup] && result.backup == backup)
-        #expect(result.reports.map(\.version) == [1, 2, 3] && result.before.currentVersion == 0 && result.after.currentVersion == 3)
+        #expect(
+            result.reports.map(\.version) == [1, 2, 3] && result.before.currentVersion == 0
+                && result.after.currentVersion == 3)
         #expect(try Backups.verify(backup).records == 60)
         let again = try SchemaMigrations.apply(set, to: store, backup: .at(scratch.path("again.ckbundle")))
         #expect(again.reports.isEmpty && !FileManager.default.fileExists(atPath: scratch.path("again.ckbundle")))

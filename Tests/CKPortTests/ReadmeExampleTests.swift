@@ -1,7 +1,7 @@
 import CKPort
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("README")
 struct ReadmeExampleTests {
@@ -23,8 +23,10 @@ struct ReadmeExampleTests {
         let store = try RecordStore(path: scratch.path("family.sqlite"))
         let (schema, _) = try InputFiles.readSchema(sample("family-todo", "schema.ckdb"))
         var fractions: [Double] = []
-        let summary = try Imports.run(ImportRequest(inputs: [.file(sample("family-todo", "records.jsonl"))], schema: schema),
-                                      into: store) { step in fractions.append(step.fraction ?? 0) }
+        let summary = try Imports.run(
+            ImportRequest(inputs: [.file(sample("family-todo", "records.jsonl"))], schema: schema),
+            into: store
+        ) { step in fractions.append(step.fraction ?? 0) }
         #expect(summary.totals.inserted == 80 && summary.token != nil)
         #expect(fractions.allSatisfy { $0 <= 1 })
 

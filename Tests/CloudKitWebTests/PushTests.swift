@@ -3,21 +3,24 @@ import CloudKitEmulator
 import CloudKitWeb
 import Crypto
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// An emulated container and a client that follows its web auth tokens, as ckport does.
 struct Container {
     let emulator = CloudKitEmulator(container: "iCloud.com.example.Notes")
-    let database = try! CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .private)
+    let database = try! CloudKitDatabase(
+        container: "iCloud.com.example.Notes", environment: .development, scope: .private)
     let client: CloudKitClient
 
     init(pageSize: Int = 50, maxOperations: Int = ModifyBatcher.maxOperations, waits: Waits? = nil) throws {
         emulator.registerUser(apiToken: "api-1", webAuthToken: "web-1")
         emulator.settings.pageSize = pageSize
         emulator.settings.maxOperations = maxOperations
-        client = try CloudKitClient(database: database, credentials: .webToken(apiToken: "api-1", webAuthToken: "web-1"), transport: emulator,
-                                    policy: RetryPolicy(maxAttempts: 4, baseDelay: 0.1, maxDelay: 5), sleep: { seconds in waits?.seconds.append(seconds) })
+        client = try CloudKitClient(
+            database: database, credentials: .webToken(apiToken: "api-1", webAuthToken: "web-1"), transport: emulator,
+            policy: RetryPolicy(maxAttempts: 4, baseDelay: 0.1, maxDelay: 5),
+            sleep: { seconds in waits?.seconds.append(seconds) })
     }
 
     /// Records as CloudKit holds them, by name: type, change tag and fields.
@@ -26,7 +29,10 @@ struct Container {
         var all: [String: [String: Any]] = [:]
         var request = try JSONSerialization.jsonObject(with: body) as! [String: Any]
         while true {
-            let answer = try JSONSerialization.jsonObject(with: try await client.send("records/changes", body: try JSONSerialization.data(withJSONObject: request))) as! [String: Any]
+            let answer =
+                try JSONSerialization.jsonObject(
+                    with: try await client.send(
+                        "records/changes", body: try JSONSerialization.data(withJSONObject: request))) as! [String: Any]
             for record in answer["records"] as! [[String: Any]] {
                 let name = record["recordName"] as! String
                 all[name] = record["deleted"] as? Bool == true ? nil : record
@@ -56,12 +62,15 @@ struct PushTests {
     /// A store with `count` notes in the Notes zone and three in the default zone.
     func store(_ scratch: Scratch, count: Int, name: String = "store.sqlite") throws -> RecordStore {
         var records = (0..<count).map { n in
-            Record(id: RecordID(recordName: String(format: "note-%04d", n), zone: Self.notes), recordType: "Note",
-                   fields: ["title": .string("Note \(n) — ünïcode \"quoted\""), "pinned": .int64(Int64(n % 2))])
+            Record(
+                id: RecordID(recordName: String(format: "note-%04d", n), zone: Self.notes), recordType: "Note",
+                fields: ["title": .string("Note \(n) — ünïcode \"quoted\""), "pinned": .int64(Int64(n % 2))])
         }
         records += (0..<3).map { n in
-            Record(id: RecordID(recordName: "loose-\(n)", zone: ZoneID(scope: .private, zoneName: ZoneID.defaultZoneName)), recordType: "Note",
-                   fields: ["title": .string("Loose \(n)")])
+            Record(
+                id: RecordID(recordName: "loose-\(n)", zone: ZoneID(scope: .private, zoneName: ZoneID.defaultZoneName)),
+                recordType: "Note",
+                fields: ["title": .string("Loose \(n)")])
         }
         return try scratch.store(name, schema: Self.schema, records: records)
     }
@@ -70,16 +79,21 @@ struct PushTests {
         let scratch = Scratch()
         _ = try Exports.records(from: store, to: .file(scratch.path("out.jsonl")), request: ExportRequest())
         // CloudKit keeps the system fields (change tag, created, modified) itself.
-        return scratch.text("out.jsonl").replacing(try Regex(#""recordChangeTag":"[^"]*",|"(created|modified)":\{[^}]*\},"#), with: "")
+        return scratch.text("out.jsonl").replacing(
+            try Regex(#""recordChangeTag":"[^"]*",|"(created|modified)":\{[^}]*\},"#), with: "")
     }
 
-    @Test("push → pull gives the same records; missing zones are created; requests hold at most 200 operations and the byte budget")
+    @Test(
+        "push → pull gives the same records; missing zones are created; requests hold at most 200 operations and the byte budget"
+    )
     func roundTrip() async throws {
         let scratch = Scratch()
         let source = try store(scratch, count: 450)
         let cloud = try Container()
         let rejections = Rejections()
-        let result = try await CloudSync.push(cloud.client, from: source, request: PushRequest()) { rejections.all.append($0) }
+        let result = try await CloudSync.push(cloud.client, from: source, request: PushRequest()) {
+            rejections.all.append($0)
+        }
         #expect(rejections.all.isEmpty)
         #expect(result.total.saved == 453 && result.total.rejected == 0 && result.zonesCreated == ["Notes"])
         // 450 in Notes: 200 + 200 + 50; 3 in the default zone.
@@ -95,23 +109,38 @@ struct PushTests {
         #expect(stamped?.created?.userRecordName == "_user" && stamped?.modified?.deviceID == "2")
         // A small byte budget closes requests sooner.
         let other = try Container()
-        let small = try await CloudSync.push(other.client, from: source, request: PushRequest(byteBudget: 4096)) { _ in }
+        let small = try await CloudSync.push(other.client, from: source, request: PushRequest(byteBudget: 4096)) { _ in
+        }
         #expect(small.total.saved == 453 && small.requests > 20)
     }
 
-    @Test("safe by default: create reports EXISTS, update a stale change tag as CONFLICT and a missing record as NOT_FOUND; --force overwrites")
+    @Test(
+        "safe by default: create reports EXISTS, update a stale change tag as CONFLICT and a missing record as NOT_FOUND; --force overwrites"
+    )
     func conflicts() async throws {
         let scratch = Scratch()
         let cloud = try Container()
         let source = try store(scratch, count: 10)
         _ = try await CloudSync.push(cloud.client, from: source, request: PushRequest()) { _ in }
         // Someone edits note-0002 in CloudKit.
-        let edit: [String: Any] = ["zoneID": ["zoneName": "Notes"], "operations": [["operationType": "forceUpdate", "record": [
-            "recordName": "note-0002", "recordType": "Note", "fields": ["title": ["value": "Edited in the app", "type": "STRING"]]]]]]
+        let edit: [String: Any] = [
+            "zoneID": ["zoneName": "Notes"],
+            "operations": [
+                [
+                    "operationType": "forceUpdate",
+                    "record": [
+                        "recordName": "note-0002", "recordType": "Note",
+                        "fields": ["title": ["value": "Edited in the app", "type": "STRING"]],
+                    ],
+                ]
+            ],
+        ]
         _ = try await cloud.client.send("records/modify", body: try JSONSerialization.data(withJSONObject: edit))
         // Creating again: every record exists; nothing is overwritten.
         let again = Rejections()
-        let create = try await CloudSync.push(cloud.client, from: source, request: PushRequest()) { again.all.append($0) }
+        let create = try await CloudSync.push(cloud.client, from: source, request: PushRequest()) {
+            again.all.append($0)
+        }
         #expect(create.total.exists == 13 && create.total.saved == 0 && again.codes.allSatisfy { $0 == "EXISTS" })
         #expect(cloud.title(try await cloud.records(zone: "Notes")["note-0002"]) == "Edited in the app")
         // The store pulls (taking CloudKit's change tags), then the edit there makes its tag stale.
@@ -125,26 +154,45 @@ struct PushTests {
             var clashing = try #require(try session.record(RecordID(recordName: "note-0002", zone: Self.notes)))
             clashing["title"] = .string("The store's version")
             _ = try session.save(clashing, mode: .replace)
-            _ = try session.save(Record(id: RecordID(recordName: "note-new", zone: Self.notes), recordType: "Note", fields: ["title": .string("New")]), mode: .replace)
+            _ = try session.save(
+                Record(
+                    id: RecordID(recordName: "note-new", zone: Self.notes), recordType: "Note",
+                    fields: ["title": .string("New")]), mode: .replace)
         }
         // Someone deletes note-0007 in CloudKit; the store still has it, with its change tag.
-        let deletion: [String: Any] = ["zoneID": ["zoneName": "Notes"], "operations": [["operationType": "forceDelete", "record": ["recordName": "note-0007"]]]]
+        let deletion: [String: Any] = [
+            "zoneID": ["zoneName": "Notes"],
+            "operations": [["operationType": "forceDelete", "record": ["recordName": "note-0007"]]],
+        ]
         _ = try await cloud.client.send("records/modify", body: try JSONSerialization.data(withJSONObject: deletion))
         let update = Rejections()
-        let updated = try await CloudSync.push(cloud.client, from: mirror, request: PushRequest(mode: .update)) { update.all.append($0) }
-        #expect(updated.total.conflicts == 1 && updated.total.missing == 1 && updated.total.failed == 1 && updated.total.saved == 11, "\(updated.total)")
+        let updated = try await CloudSync.push(cloud.client, from: mirror, request: PushRequest(mode: .update)) {
+            update.all.append($0)
+        }
+        #expect(
+            updated.total.conflicts == 1 && updated.total.missing == 1 && updated.total.failed == 1
+                && updated.total.saved == 11, "\(updated.total)")
         // note-new has no change tag (CloudKit never saw it): an update cannot carry one, so it
         // is not sent at all (CloudKit would refuse the whole request).
-        #expect(Set(update.all.map { "\($0.operation.recordName) \($0.serverErrorCode)" }) == ["note-0002 CONFLICT", "note-0007 NOT_FOUND", "note-new NOT_SENT"])
+        #expect(
+            Set(update.all.map { "\($0.operation.recordName) \($0.serverErrorCode)" }) == [
+                "note-0002 CONFLICT", "note-0007 NOT_FOUND", "note-new NOT_SENT",
+            ])
         #expect(update.all.first { $0.serverErrorCode == "NOT_SENT" }?.reason.contains("no change tag") == true)
         #expect(update.all.first { $0.serverErrorCode == "CONFLICT" }?.operation.json.count ?? 0 > 40)
         // Every update that went carried the change tag the store pulled.
-        let sentTags = update.all.filter { $0.serverErrorCode != "NOT_SENT" }.map { String(decoding: $0.operation.json, as: UTF8.self) }
+        let sentTags = update.all.filter { $0.serverErrorCode != "NOT_SENT" }.map {
+            String(decoding: $0.operation.json, as: UTF8.self)
+        }
         #expect(sentTags.count == 2 && sentTags.allSatisfy { $0.contains(#""recordChangeTag":""#) })
         var inCloud = try await cloud.records(zone: "Notes")
-        #expect(cloud.title(inCloud["note-0002"]) == "Edited in the app" && cloud.title(inCloud["note-0005"]) == "Edited in the store")
+        #expect(
+            cloud.title(inCloud["note-0002"]) == "Edited in the app"
+                && cloud.title(inCloud["note-0005"]) == "Edited in the store")
         // Forced, the store's version wins, and the missing record is created.
-        let forced = try await CloudSync.push(cloud.client, from: mirror, request: PushRequest(mode: .update, force: true)) { _ in }
+        let forced = try await CloudSync.push(
+            cloud.client, from: mirror, request: PushRequest(mode: .update, force: true)
+        ) { _ in }
         #expect(forced.total.saved == 14 && forced.total.rejected == 0)
         #expect(inCloud["note-0007"] == nil)
         inCloud = try await cloud.records(zone: "Notes")
@@ -159,14 +207,24 @@ struct PushTests {
         _ = try await CloudSync.push(cloud.client, from: source, request: PushRequest()) { _ in }
         let token = try source.read { $0.currentToken }
         try source.write { session in
-            _ = try session.delete([RecordID(recordName: "note-0004", zone: Self.notes), RecordID(recordName: "note-0005", zone: Self.notes)])
-            _ = try session.save(Record(id: RecordID(recordName: "note-0100", zone: Self.notes), recordType: "Note", fields: ["title": .string("Later")]), mode: .replace)
+            _ = try session.delete([
+                RecordID(recordName: "note-0004", zone: Self.notes),
+                RecordID(recordName: "note-0005", zone: Self.notes),
+            ])
+            _ = try session.save(
+                Record(
+                    id: RecordID(recordName: "note-0100", zone: Self.notes), recordType: "Note",
+                    fields: ["title": .string("Later")]), mode: .replace)
         }
         let unforced = Rejections()
-        let first = try await CloudSync.push(cloud.client, from: source, request: PushRequest(since: token)) { unforced.all.append($0) }
+        let first = try await CloudSync.push(cloud.client, from: source, request: PushRequest(since: token)) {
+            unforced.all.append($0)
+        }
         #expect(first.total.saved == 1 && first.total.failed == 2 && unforced.codes == ["NOT_SENT", "NOT_SENT"])
         #expect(try await cloud.records(zone: "Notes").count == 21)
-        let forced = try await CloudSync.push(cloud.client, from: source, request: PushRequest(since: token, force: true)) { _ in }
+        let forced = try await CloudSync.push(
+            cloud.client, from: source, request: PushRequest(since: token, force: true)
+        ) { _ in }
         #expect(forced.total.deleted == 2 && forced.total.saved == 1)
         let names = try await cloud.records(zone: "Notes").keys
         #expect(names.count == 19 && !names.contains("note-0004") && names.contains("note-0100"))
@@ -185,20 +243,27 @@ struct PushTests {
         // The first request goes through; the second finds the container full.
         let full = try Container()
         let passing = Passing(full.emulator, failing: "records/modify", after: 1)
-        let client = try CloudKitClient(database: full.database, credentials: .webToken(apiToken: "api-1", webAuthToken: "web-1"), transport: passing)
+        let client = try CloudKitClient(
+            database: full.database, credentials: .webToken(apiToken: "api-1", webAuthToken: "web-1"),
+            transport: passing)
         do {
             _ = try await CloudSync.push(client, from: source, request: PushRequest()) { _ in }
             Issue.record("QUOTA_EXCEEDED is final")
         } catch let error as CloudPushStopped {
             #expect(error.partial.total.saved == 200 && error.partial.requests == 1)
-            #expect(error.description.contains("QUOTA_EXCEEDED") && error.description.contains("accepted 200 records"), "\(error.description)")
+            #expect(
+                error.description.contains("QUOTA_EXCEEDED") && error.description.contains("accepted 200 records"),
+                "\(error.description)")
         }
     }
 
-    @Test("assets: a push uploads the bytes the store holds (assets/upload, then the file) and the record carries the receipt; a pull with assets brings the same bytes back")
+    @Test(
+        "assets: a push uploads the bytes the store holds (assets/upload, then the file) and the record carries the receipt; a pull with assets brings the same bytes back"
+    )
     func assetsRoundTrip() async throws {
         let scratch = Scratch()
-        let schema = Self.schema.replacingOccurrences(of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
+        let schema = Self.schema.replacingOccurrences(
+            of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
         let source = try scratch.store(schema)
         let bytes = Data((0..<123_457).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
         let file = scratch.path("photo.bin")
@@ -208,7 +273,10 @@ struct PushTests {
             for n in 0..<3 {
                 var fields: RecordFields = ["title": .string("Photo \(n)")]
                 fields["attachment"] = .asset(Asset(fileChecksum: "local", size: stored.size, sha256: stored.sha256))
-                _ = try session.save(Record(id: RecordID(recordName: "photo-\(n)", zone: Self.notes), recordType: "Note", fields: fields), mode: .replace)
+                _ = try session.save(
+                    Record(
+                        id: RecordID(recordName: "photo-\(n)", zone: Self.notes), recordType: "Note", fields: fields),
+                    mode: .replace)
             }
         }
         let cloud = try Container()
@@ -216,19 +284,29 @@ struct PushTests {
         #expect(pushed.total.saved == 3)
         #expect(cloud.emulator.log.filter { $0 == "assets/upload" }.count == 1)
         let inCloud = try await cloud.records(zone: "Notes")
-        let value = ((inCloud["photo-1"]?["fields"] as? [String: Any])?["attachment"] as? [String: Any])?["value"] as? [String: Any]
-        #expect(value?["receipt"] == nil && (value?["downloadURL"] as? String)?.contains("/download/") == true && value?["size"] as? Int == 123_457)
+        let value =
+            ((inCloud["photo-1"]?["fields"] as? [String: Any])?["attachment"] as? [String: Any])?["value"]
+            as? [String: Any]
+        #expect(
+            value?["receipt"] == nil && (value?["downloadURL"] as? String)?.contains("/download/") == true
+                && value?["size"] as? Int == 123_457)
         let copy = try scratch.store(schema, name: "copy.sqlite")
         _ = try await CloudSync.pull(cloud.client, into: copy, assets: true)
         let sha = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
         for n in 0..<3 {
-            guard case .asset(let asset)? = try copy.read({ try $0.record(RecordID(recordName: "photo-\(n)", zone: Self.notes)) })?["attachment"] else {
-                Issue.record("photo-\(n) has no asset"); continue
+            guard
+                case .asset(let asset)? = try copy.read({
+                    try $0.record(RecordID(recordName: "photo-\(n)", zone: Self.notes))
+                })?["attachment"]
+            else {
+                Issue.record("photo-\(n) has no asset")
+                continue
             }
             #expect(asset.sha256 == sha && asset.size == 123_457)
         }
         var back = Data()
-        #expect(try copy.read { session in try session.readAsset(sha) { back.append(contentsOf: $0) } } && back == bytes)
+        #expect(
+            try copy.read { session in try session.readAsset(sha) { back.append(contentsOf: $0) } } && back == bytes)
         // A file over the server's limit is refused, and the push says so.
         cloud.emulator.settings.maxAssetSize = 100_000
         do {
@@ -239,17 +317,24 @@ struct PushTests {
         }
     }
 
-    @Test("a dry run lists the operations without reaching CloudKit; records an update cannot send (no change tag) are listed apart")
+    @Test(
+        "a dry run lists the operations without reaching CloudKit; records an update cannot send (no change tag) are listed apart"
+    )
     func dryRun() throws {
         let scratch = Scratch()
         let source = try store(scratch, count: 5)
-        let database = try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .private)
+        let database = try CloudKitDatabase(
+            container: "iCloud.com.example.Notes", environment: .development, scope: .private)
         var operations: [PushOperation] = []
         var notSent: [PushRejection] = []
-        try CloudSync.plan(source, request: PushRequest(mode: .update), database: database, notSent: { notSent.append($0) }) { operations.append($0) }
+        try CloudSync.plan(
+            source, request: PushRequest(mode: .update), database: database, notSent: { notSent.append($0) },
+            { operations.append($0) })
         // The store made these records itself: they carry no change tag of CloudKit's, and
         // CloudKit refuses a whole request with an update that lacks one.
-        #expect(operations.isEmpty && notSent.count == 8 && notSent.allSatisfy { $0.serverErrorCode == "NOT_SENT" && $0.reason.contains("no change tag") })
+        #expect(
+            operations.isEmpty && notSent.count == 8
+                && notSent.allSatisfy { $0.serverErrorCode == "NOT_SENT" && $0.reason.contains("no change tag") })
         try CloudSync.plan(source, request: PushRequest(mode: .create), database: database) { operations.append($0) }
         #expect(operations.count == 8 && operations.allSatisfy { $0.operationType == "create" })
         let first = try #require(operations.first)
@@ -257,9 +342,15 @@ struct PushTests {
         let record = try #require(json["record"] as? [String: Any])
         #expect(json["operationType"] as? String == "create" && record["recordType"] as? String == "Note")
         #expect((record["fields"] as? [String: Any])?["pinned"] as? [String: Any] != nil)
-        #expect(record["recordChangeTag"] == nil && record["scope"] == nil && record["zoneID"] == nil && record["created"] == nil)
+        #expect(
+            record["recordChangeTag"] == nil && record["scope"] == nil && record["zoneID"] == nil
+                && record["created"] == nil)
         // Records of another scope are not the private database's.
-        try CloudSync.plan(source, request: PushRequest(), database: try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .public)) { _ in
+        try CloudSync.plan(
+            source, request: PushRequest(),
+            database: try CloudKitDatabase(
+                container: "iCloud.com.example.Notes", environment: .development, scope: .public)
+        ) { _ in
             Issue.record("a private record planned for the public database")
         }
     }

@@ -1,9 +1,9 @@
 import CloudKitWeb
+import Formats
 import Foundation
 import Records
-import Testing
 import TestSupport
-import Formats
+import Testing
 
 /// Sends raw bytes to a loopback port and returns what came back before the server closed the
 /// connection (or `wait` seconds passed).
@@ -14,7 +14,11 @@ func rawExchange(port: Int, _ text: String, wait: Double = 5) -> String {
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
     guard connected == 0 else { return "" }
     var timeout = timeval(tv_sec: Int(wait), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -25,9 +29,12 @@ func rawExchange(port: Int, _ text: String, wait: Double = 5) -> String {
         let n = read(fd, &chunk, chunk.count)
         if n <= 0 { break }
         answer += chunk[0..<n]
-        if let end = answer.firstRange(of: Array("\r\n\r\n".utf8)), let head = String(bytes: answer[..<end.lowerBound], encoding: .utf8),
-           let length = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }).flatMap({ Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }),
-           answer.count >= end.upperBound + length {
+        if let end = answer.firstRange(of: Array("\r\n\r\n".utf8)),
+            let head = String(bytes: answer[..<end.lowerBound], encoding: .utf8),
+            let length = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") })
+                .flatMap({ Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }),
+            answer.count >= end.upperBound + length
+        {
             break
         }
     }
@@ -36,47 +43,76 @@ func rawExchange(port: Int, _ text: String, wait: Double = 5) -> String {
 
 @Suite("the sign-in callback and the loopback server")
 struct SignInCallbackTests {
-    @Test("only the browser that started the sign-in delivers its token: no state cookie, a foreign Host, a second token are refused")
+    @Test(
+        "only the browser that started the sign-in delivers its token: no state cookie, a foreign Host, a second token are refused"
+    )
     func forgedTokens() throws {
-        let callback = try SignInCallback(port: 0, signInURL: { "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x" })
+        let callback = try SignInCallback(
+            port: 0, signInURL: { "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x" })
         callback.start()
         defer { callback.stop() }
         let port = callback.callbackURL.port!
         let state = String(callback.startURL.query!.dropFirst("state=".count))
         #expect(state.count == 64)
         // Another local user, or a web page, sends its own account's token straight to the callback.
-        let forged = rawExchange(port: port, "GET /callback?ckWebAuthToken=attacker HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
+        let forged = rawExchange(
+            port: port,
+            "GET /callback?ckWebAuthToken=attacker HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
         #expect(forged.hasPrefix("HTTP/1.1 403"), "\(forged)")
-        let wrongCookie = rawExchange(port: port, "GET /callback?ckWebAuthToken=attacker HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: ckport-sign-in=\(String(state.reversed()))\r\nConnection: close\r\n\r\n")
+        let wrongCookie = rawExchange(
+            port: port,
+            "GET /callback?ckWebAuthToken=attacker HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: ckport-sign-in=\(String(state.reversed()))\r\nConnection: close\r\n\r\n"
+        )
         #expect(wrongCookie.hasPrefix("HTTP/1.1 403"), "\(wrongCookie)")
         // A page that pointed its own name at 127.0.0.1 (DNS rebinding) says so in Host.
-        let rebound = rawExchange(port: port, "GET /callback?ckWebAuthToken=attacker HTTP/1.1\r\nHost: evil.example:\(port)\r\nCookie: ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n")
+        let rebound = rawExchange(
+            port: port,
+            "GET /callback?ckWebAuthToken=attacker HTTP/1.1\r\nHost: evil.example:\(port)\r\nCookie: ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n"
+        )
         #expect(rebound.hasPrefix("HTTP/1.1 421"), "\(rebound)")
         #expect(callback.wait(seconds: 0.2) == nil && callback.refusedCount == 2)
         // The start page: the browser gets the state, and goes on to Apple's page.
-        let start = rawExchange(port: port, "GET /start?state=\(state) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
-        #expect(start.hasPrefix("HTTP/1.1 302") && start.contains("Location: https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x"))
+        let start = rawExchange(
+            port: port, "GET /start?state=\(state) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
+        #expect(
+            start.hasPrefix("HTTP/1.1 302")
+                && start.contains("Location: https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x"))
         #expect(start.contains("Set-Cookie: ckport-sign-in=\(state); Path=/; HttpOnly; SameSite=Lax"), "\(start)")
-        #expect(rawExchange(port: port, "GET /start?state=guess HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n").hasPrefix("HTTP/1.1 404"))
+        #expect(
+            rawExchange(
+                port: port, "GET /start?state=guess HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
+            ).hasPrefix("HTTP/1.1 404"))
         // Back from Apple with the cookie: taken. A different token after it: refused.
-        let good = rawExchange(port: port, "GET /callback?ckWebAuthToken=106__54__a%2Bb%2Fc%3D HTTP/1.1\r\nHost: localhost:\(port)\r\nCookie: other=1; ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n")
+        let good = rawExchange(
+            port: port,
+            "GET /callback?ckWebAuthToken=106__54__a%2Bb%2Fc%3D HTTP/1.1\r\nHost: localhost:\(port)\r\nCookie: other=1; ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n"
+        )
         #expect(good.hasPrefix("HTTP/1.1 200"), "\(good)")
         #expect(callback.wait(seconds: 1) == "106__54__a+b/c=")
-        let second = rawExchange(port: port, "GET /callback?ckWebAuthToken=another HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n")
+        let second = rawExchange(
+            port: port,
+            "GET /callback?ckWebAuthToken=another HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n"
+        )
         #expect(second.hasPrefix("HTTP/1.1 409"), "\(second)")
         #expect(callback.wait(seconds: 1) == "106__54__a+b/c=")
     }
 
-    @Test("the loopback server survives what a hostile client sends: a request line without a path, idle connections past the cap, a body over the limit")
+    @Test(
+        "the loopback server survives what a hostile client sends: a request line without a path, idle connections past the cap, a body over the limit"
+    )
     func hostileClients() throws {
-        let server = try LoopbackHTTPServer(port: 0, limits: LoopbackHTTPServer.Limits(connections: 8, body: 1024, idle: 2)) { _ in
+        let server = try LoopbackHTTPServer(
+            port: 0, limits: LoopbackHTTPServer.Limits(connections: 8, body: 1024, idle: 2)
+        ) { _ in
             CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Data("fine".utf8))
         }
         server.start()
         defer { server.stop() }
         let port = server.port
         // No leading "/": answered 400, and the server goes on.
-        #expect(rawExchange(port: port, "GET http://127.0.0.1/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").hasPrefix("HTTP/1.1 400"))
+        #expect(
+            rawExchange(port: port, "GET http://127.0.0.1/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").hasPrefix(
+                "HTTP/1.1 400"))
         #expect(rawExchange(port: port, "GET x HTTP/1.1\r\n\r\n").hasPrefix("HTTP/1.1 400"))
         // Forty silent connections: at most eight are served at once, the rest are closed at
         // once; once the silent ones time out, the server answers again.
@@ -87,7 +123,11 @@ struct SignInCallbackTests {
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
             idle.append(fd)
         }
         defer { for fd in idle { close(fd) } }
@@ -103,31 +143,44 @@ struct SignInCallbackTests {
         var answered = ""
         for _ in 0..<20 where !answered.hasPrefix("HTTP/1.1 200") {
             usleep(250_000)
-            answered = rawExchange(port: port, "GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", wait: 1)
+            answered = rawExchange(
+                port: port, "GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", wait: 1)
         }
         #expect(answered.hasPrefix("HTTP/1.1 200"), "the server did not answer once the idle connections timed out")
         // A body over the limit: the connection closes without an answer.
-        #expect(rawExchange(port: port, "POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "a", count: 5000)).isEmpty)
+        #expect(
+            rawExchange(
+                port: port,
+                "POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n"
+                    + String(repeating: "a", count: 5000)
+            ).isEmpty)
     }
 
     @Test("a server's error page that echoes the request's address does not carry the tokens into a message")
     func tokensRedacted() async throws {
         final class EchoingProxy: CloudKitTransport, @unchecked Sendable {
             func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
-                CloudKitHTTPResponse(status: 403, body: Data("<html>Forbidden: \(request.url.absoluteString)</html>".utf8))
+                CloudKitHTTPResponse(
+                    status: 403, body: Data("<html>Forbidden: \(request.url.absoluteString)</html>".utf8))
             }
         }
-        let database = try CloudKitDatabase(container: "iCloud.com.example.Notes", environment: .development, scope: .private)
-        let client = try CloudKitClient(database: database, credentials: .webToken(apiToken: "0123abcd-api", webAuthToken: "106__54__SECRET+x/y="),
-                                        transport: EchoingProxy())
+        let database = try CloudKitDatabase(
+            container: "iCloud.com.example.Notes", environment: .development, scope: .private)
+        let client = try CloudKitClient(
+            database: database, credentials: .webToken(apiToken: "0123abcd-api", webAuthToken: "106__54__SECRET+x/y="),
+            transport: EchoingProxy())
         do {
             _ = try await client.send("zones/list")
             Issue.record("a 403 page was taken")
         } catch let error as CloudKitServerError {
             #expect(error.description.contains("ckAPIToken=…&ckWebAuthToken=…"), "\(error.description)")
-            #expect(!error.description.contains("SECRET") && !error.description.contains("0123abcd"), "\(error.description)")
+            #expect(
+                !error.description.contains("SECRET") && !error.description.contains("0123abcd"), "\(error.description)"
+            )
         }
-        #expect(CloudKitCredentials.redactingTokens("a?ckAPIToken=abc&ckWebAuthToken=x%2By&other=1 and myToken=keep") == "a?ckAPIToken=…&ckWebAuthToken=…&other=1 and myToken=keep")
+        #expect(
+            CloudKitCredentials.redactingTokens("a?ckAPIToken=abc&ckWebAuthToken=x%2By&other=1 and myToken=keep")
+                == "a?ckAPIToken=…&ckWebAuthToken=…&other=1 and myToken=keep")
     }
 }
 
@@ -146,8 +199,9 @@ struct SetAsideTests {
         var found = 0
         for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
-                  target.contains(".ckport-spool-"), target.hasSuffix("(deleted)"),
-                  let bytes = try? Data(contentsOf: URL(fileURLWithPath: "/proc/self/fd/" + name)) else { continue }
+                target.contains(".ckport-spool-"), target.hasSuffix("(deleted)"),
+                let bytes = try? Data(contentsOf: URL(fileURLWithPath: "/proc/self/fd/" + name))
+            else { continue }
             #expect(bytes.firstRange(of: Data(marker)) == nil, "\(target)")
             if target.contains("/ckport-\(getpid())-"), bytes.count >= marker.count * 2000 { found += 1 }
         }
@@ -160,7 +214,9 @@ struct SetAsideTests {
         #expect(stat(try PrivateFiles.folder(), &info) == 0 && info.st_mode & 0o777 == 0o700 && info.st_uid == getuid())
     }
 
-    @Test("the token file's next token goes through a fresh, unguessable name: a link planted at any name ckport used before is never followed")
+    @Test(
+        "the token file's next token goes through a fresh, unguessable name: a link planted at any name ckport used before is never followed"
+    )
     func tokenFileLinks() throws {
         let scratch = Scratch()
         let victim = scratch.write("precious.txt", "keep me\n")

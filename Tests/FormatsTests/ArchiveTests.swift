@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Formats
 
 /// Runs a system tool; (status, what it printed).
@@ -15,9 +16,11 @@ private func sampleBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
     let titles = ["Take out the trash", "Water the plants", "Pay the rent", "Fold the laundry", "Feed the cat"]
     var n = 0
     while out.count < count {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         n += 1
-        out += Array("{\"recordName\":\"task-\(seed)-\(n)\",\"fields\":{\"title\":\"\(titles[Int(state >> 61) % titles.count])\",\"due\":\(1_767_225_600_000 + Int64(state >> 40))}}\n".utf8)
+        out += Array(
+            "{\"recordName\":\"task-\(seed)-\(n)\",\"fields\":{\"title\":\"\(titles[Int(state >> 61) % titles.count])\",\"due\":\(1_767_225_600_000 + Int64(state >> 40))}}\n"
+                .utf8)
     }
     return Array(out.prefix(count))
 }
@@ -38,9 +41,13 @@ private func trickling(_ bytes: [UInt8], engine: GzipReader.Engine, seed: UInt64
     var offset = 0
     var state = seed
     return GzipReader(name: "trickle.gz", engine: engine) { buffer in
-        state = state &* 6364136223846793005 &+ 1442695040888963407
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         let n = min(buffer.count, bytes.count - offset, Int(state >> 61) + 1)
-        if n > 0 { bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)])) } }
+        if n > 0 {
+            bytes.withUnsafeBytes {
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)]))
+            }
+        }
         offset += n
         return n
     }
@@ -71,7 +78,10 @@ private func archive(_ members: [(String, [UInt8])], end: Bool = true) -> [UInt8
     return GzipCompressor.member(tar)
 }
 
-private func readAll(_ bytes: [UInt8], name: String = "bundle.tar.gz", limits: DecompressionLimits = DecompressionLimits(), engine: GzipReader.Engine = .fastest) throws -> [(String, [UInt8])] {
+private func readAll(
+    _ bytes: [UInt8], name: String = "bundle.tar.gz", limits: DecompressionLimits = DecompressionLimits(),
+    engine: GzipReader.Engine = .fastest
+) throws -> [(String, [UInt8])] {
     let reader = TarReader(gzip: GzipReader(name: name, bytes: bytes, limits: limits, engine: engine))
     var members: [(String, [UInt8])] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
@@ -95,7 +105,9 @@ private func errorText(_ body: () throws -> Void) -> String? {
 
 @Suite("gzip and tar")
 struct ArchiveTests {
-    @Test("gzip: chunked and multi-member streams round trip, and gzip itself agrees", arguments: GzipReader.Engine.available)
+    @Test(
+        "gzip: chunked and multi-member streams round trip, and gzip itself agrees",
+        arguments: GzipReader.Engine.available)
     func gzipRoundTrip(engine: GzipReader.Engine) throws {
         let data = sampleBytes(3_000_000)
         // Two members, each compressed in uneven chunks, one after the other in one file.
@@ -119,7 +131,9 @@ struct ArchiveTests {
         #expect(try decompressAll(try GzipReader(path: path, engine: engine)) == data)
     }
 
-    @Test("ISA-L and zlib read the same bytes from files other tools wrote: gzip -9, gzip -1 with a name, pigz's independent blocks, igzip")
+    @Test(
+        "ISA-L and zlib read the same bytes from files other tools wrote: gzip -9, gzip -1 with a name, pigz's independent blocks, igzip"
+    )
     func enginesAgree() throws {
         let data = sampleBytes(1_500_000, seed: 9)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString)").path
@@ -128,7 +142,10 @@ struct ArchiveTests {
         let plain = folder + "/records.jsonl"
         try Data(data).write(to: URL(fileURLWithPath: plain))
         // Each tool writes its own header (a name, a time, extra flags) and its own blocks.
-        let writers: [(String, String)] = [("gzip -9", "gzip -9 -c"), ("gzip -1 -N", "gzip -1 -N -c"), ("pigz -i", "pigz -i -c -b 128"), ("igzip -3", "igzip -3 -c")]
+        let writers: [(String, String)] = [
+            ("gzip -9", "gzip -9 -c"), ("gzip -1 -N", "gzip -1 -N -c"), ("pigz -i", "pigz -i -c -b 128"),
+            ("igzip -3", "igzip -3 -c"),
+        ]
         for (what, command) in writers {
             let file = folder + "/out.gz"
             let (status, printed) = try tool("/bin/sh", ["-c", "\(command) '\(plain)' > '\(file)'"])
@@ -136,12 +153,16 @@ struct ArchiveTests {
             let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: file)))
             #expect(bytes.count > 1_000 && bytes.count < data.count / 3, "\(what): \(bytes.count) bytes")
             for engine in GzipReader.Engine.available {
-                #expect(try decompressAll(GzipReader(name: "out.gz", bytes: bytes, engine: engine)) == data, "\(what) read by \(engine)")
+                #expect(
+                    try decompressAll(GzipReader(name: "out.gz", bytes: bytes, engine: engine)) == data,
+                    "\(what) read by \(engine)")
             }
         }
     }
 
-    @Test("headers with every optional part, several members, input in pieces of 1 to 8 bytes, output in odd sizes: both engines read them; gzip and zlib agree the file is sound", arguments: GzipReader.Engine.available)
+    @Test(
+        "headers with every optional part, several members, input in pieces of 1 to 8 bytes, output in odd sizes: both engines read them; gzip and zlib agree the file is sound",
+        arguments: GzipReader.Engine.available)
     func headersInPieces(engine: GzipReader.Engine) throws {
         let parts = [sampleBytes(70_000, seed: 21), sampleBytes(1, seed: 22), sampleBytes(200_000, seed: 23)]
         let file = memberWithHeader(parts[0]) + memberWithHeader(parts[1], name: "x") + GzipCompressor.member(parts[2])
@@ -151,18 +172,25 @@ struct ArchiveTests {
         #expect(try tool("/bin/gzip", ["-t", path]).0 == 0)
         let whole = parts.flatMap { $0 }
         for (seed, chunk) in [(5, 1), (6, 7), (7, 4093), (8, 1 << 16)] {
-            #expect(try decompressAll(trickling(file, engine: engine, seed: UInt64(seed)), chunk: chunk) == whole, "output in \(chunk)-byte pieces")
+            #expect(
+                try decompressAll(trickling(file, engine: engine, seed: UInt64(seed)), chunk: chunk) == whole,
+                "output in \(chunk)-byte pieces")
         }
         // The header's CRC-16 is checked, and reserved flags are refused, as zlib does.
         var badHeader = file
         badHeader[10 + 2 + 8 + 13 + 42] ^= 0x01
         let header = errorText { _ = try decompressAll(trickling(badHeader, engine: engine)) }
         #expect(header?.contains("header") == true, "\(header ?? "accepted")")
-        let reserved = errorText { _ = try decompressAll(GzipReader(name: "r.gz", bytes: memberWithHeader(parts[0], reserved: 0x20), engine: engine)) }
+        let reserved = errorText {
+            _ = try decompressAll(
+                GzipReader(name: "r.gz", bytes: memberWithHeader(parts[0], reserved: 0x20), engine: engine))
+        }
         #expect(reserved != nil)
     }
 
-    @Test("every byte of each member's trailer is checked, and a cut at any point of it is an error", arguments: GzipReader.Engine.available)
+    @Test(
+        "every byte of each member's trailer is checked, and a cut at any point of it is an error",
+        arguments: GzipReader.Engine.available)
     func trailers(engine: GzipReader.Engine) throws {
         let first = GzipCompressor.member(sampleBytes(50_000, seed: 31))
         let second = GzipCompressor.member(sampleBytes(60_000, seed: 32))
@@ -172,12 +200,18 @@ struct ArchiveTests {
             for position in (end - 8)..<end {
                 var damaged = file
                 damaged[position] ^= 0x10
-                let message = errorText { _ = try decompressAll(GzipReader(name: "t.gz", bytes: damaged, engine: engine)) }
-                #expect(message?.contains("t.gz: ") == true, "trailer byte \(position - end + 8) of the member ending at \(end): \(message ?? "accepted")")
+                let message = errorText {
+                    _ = try decompressAll(GzipReader(name: "t.gz", bytes: damaged, engine: engine))
+                }
+                #expect(
+                    message?.contains("t.gz: ") == true,
+                    "trailer byte \(position - end + 8) of the member ending at \(end): \(message ?? "accepted")")
             }
         }
         for cut in [first.count - 8, first.count - 4, first.count - 1, file.count - 8, file.count - 4, file.count - 1] {
-            let message = errorText { _ = try decompressAll(GzipReader(name: "t.gz", bytes: Array(file[..<cut]), engine: engine)) }
+            let message = errorText {
+                _ = try decompressAll(GzipReader(name: "t.gz", bytes: Array(file[..<cut]), engine: engine))
+            }
             #expect(message?.contains("ends early") == true, "cut at \(cut): \(message ?? "accepted")")
         }
         // A cut exactly between members is a whole file of one member.
@@ -217,19 +251,24 @@ struct ArchiveTests {
         return out + GzipFraming.trailer(crc: crc, length: Int64(data.count))
     }
 
-    @Test("deflate segments compressed on several threads join into one gzip member that gzip, zlib and ISA-L read back")
+    @Test(
+        "deflate segments compressed on several threads join into one gzip member that gzip, zlib and ISA-L read back")
     func parallelSegments() throws {
-        let data = sampleBytes(2_500_000, seed: 3) + [UInt8](repeating: 0x41, count: 70_000) + sampleBytes(400_000, seed: 4)
+        let data =
+            sampleBytes(2_500_000, seed: 3) + [UInt8](repeating: 0x41, count: 70_000) + sampleBytes(400_000, seed: 4)
         // Uneven chunks: tiny ones, ones under the 32 KiB window (so a chunk's priming reaches
         // back over several chunks), and large ones; runs that start anew in the middle.
-        let cuts = [1, 7, 20_000, 30_000, 31_000, 300_000, 700_000, 1_000_000, 1_000_001, 2_400_000, 2_600_000, 2_900_000]
+        let cuts = [
+            1, 7, 20_000, 30_000, 31_000, 300_000, 700_000, 1_000_000, 1_000_001, 2_400_000, 2_600_000, 2_900_000,
+        ]
         let runStarts: Set<Int> = [0, 5, 9]
         let one = try segmented(data, cuts: cuts, runStarts: runStarts, workers: 1)
         let three = try segmented(data, cuts: cuts, runStarts: runStarts, workers: 3)
         // The bytes depend on where the chunks are cut, not on how many threads compress them.
         #expect(one == three)
         for engine in GzipReader.Engine.available {
-            #expect(try decompressAll(GzipReader(name: "segments.gz", bytes: three, engine: engine)) == data, "\(engine)")
+            #expect(
+                try decompressAll(GzipReader(name: "segments.gz", bytes: three, engine: engine)) == data, "\(engine)")
         }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).gz").path
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -239,7 +278,9 @@ struct ArchiveTests {
         // Python's gzip module (zlib underneath) reads the same bytes back.
         let back = path + ".out"
         defer { try? FileManager.default.removeItem(atPath: back) }
-        let (status, printed) = try tool("/usr/bin/python3", ["-c", "import gzip, sys; open(sys.argv[2], 'wb').write(gzip.open(sys.argv[1]).read())", path, back])
+        let (status, printed) = try tool(
+            "/usr/bin/python3",
+            ["-c", "import gzip, sys; open(sys.argv[2], 'wb').write(gzip.open(sys.argv[1]).read())", path, back])
         #expect(status == 0, "\(printed)")
         #expect(try Array(Data(contentsOf: URL(fileURLWithPath: back))) == data)
         // Priming with the bytes before a chunk keeps the ratio of one stream: within 1 % of
@@ -254,7 +295,8 @@ struct ArchiveTests {
     @Test("tar: short, prefixed and pax-long names, empty members; tar lists exactly them")
     func tarRoundTrip() throws {
         let long = "records/shared/" + String(repeating: "a-very-long-zone-name-", count: 14) + "/Task.jsonl"
-        let prefixed = "records/shared/" + String(repeating: "z", count: 90) + "/EventParticipant-with-a-long-name.jsonl"
+        let prefixed =
+            "records/shared/" + String(repeating: "z", count: 90) + "/EventParticipant-with-a-long-name.jsonl"
         let members: [(String, [UInt8])] = [
             ("manifest.json", Array("{\"format\":1}\n".utf8)),
             ("schema.ckdb", []),
@@ -268,7 +310,8 @@ struct ArchiveTests {
         let back = try readAll(bytes)
         #expect(back.map(\.0) == members.map(\.0))
         #expect(back.map(\.1) == members.map(\.1))
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).tar.gz").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-\(UUID().uuidString).tar.gz")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let (status, listing) = try tool("/bin/tar", ["-tzf", path])
@@ -276,9 +319,13 @@ struct ArchiveTests {
         #expect(listing.split(separator: "\n").map(String.init) == members.map(\.0))
     }
 
-    @Test("truncation anywhere and a flipped byte anywhere are errors, never silent", arguments: GzipReader.Engine.available)
+    @Test(
+        "truncation anywhere and a flipped byte anywhere are errors, never silent",
+        arguments: GzipReader.Engine.available)
     func damage(engine: GzipReader.Engine) throws {
-        let bytes = archive([("manifest.json", Array("{}".utf8)), ("records/private/_defaultZone/Task.jsonl", sampleBytes(200_000))])
+        let bytes = archive([
+            ("manifest.json", Array("{}".utf8)), ("records/private/_defaultZone/Task.jsonl", sampleBytes(200_000)),
+        ])
         for cut in [1, 10, 18, bytes.count / 3, bytes.count / 2, bytes.count - 9, bytes.count - 1] {
             let message = errorText { _ = try readAll(Array(bytes[..<cut]), engine: engine) }
             #expect(message != nil, "cut at \(cut)")
@@ -290,7 +337,9 @@ struct ArchiveTests {
             #expect(errorText { _ = try readAll(damaged, engine: engine) } != nil, "flipped byte \(position)")
         }
         // Junk after the last member, and bytes that are not gzip at all.
-        #expect(errorText { _ = try readAll(bytes + [0x00, 0x01], engine: engine) }?.contains("unexpected bytes after the end") == true)
+        #expect(
+            errorText { _ = try readAll(bytes + [0x00, 0x01], engine: engine) }?.contains(
+                "unexpected bytes after the end") == true)
         #expect(errorText { _ = try readAll(Array("not gzip".utf8), engine: engine) } != nil)
         #expect(errorText { _ = try readAll([], engine: engine) }?.contains("empty") == true)
     }
@@ -298,7 +347,8 @@ struct ArchiveTests {
     /// Hand-built hostile archives: (what, tar bytes, words of the refusal).
     static func hostile() -> [(String, [UInt8], String)] {
         func member(_ path: String, type: UInt8 = UInt8(ascii: "0"), content: [UInt8] = [0x41]) -> [UInt8] {
-            Tar.block(name: path, prefix: "", size: Int64(content.count), modified: 0, mode: 0o644, type: type) + content + Tar.padding(Int64(content.count))
+            Tar.block(name: path, prefix: "", size: Int64(content.count), modified: 0, mode: 0o644, type: type)
+                + content + Tar.padding(Int64(content.count))
         }
         var badSum = member("manifest.json")
         badSum[0] = UInt8(ascii: "M")
@@ -307,8 +357,14 @@ struct ArchiveTests {
             ("parent directory", member("../outside.jsonl") + Tar.end, "climbs out of the bundle"),
             ("nested parent", member("records/../../x") + Tar.end, "climbs out of the bundle"),
             ("absolute path", member("/etc/passwd") + Tar.end, "absolute path"),
-            ("pax path escaping", Tar.block(name: "PaxHeaders/x", prefix: "", size: Int64(paxRecord.count), modified: 0, mode: 0o644, type: UInt8(ascii: "x"))
-                + paxRecord + Tar.padding(Int64(paxRecord.count)) + member("innocent") + Tar.end, "climbs out of the bundle"),
+            (
+                "pax path escaping",
+                Tar.block(
+                    name: "PaxHeaders/x", prefix: "", size: Int64(paxRecord.count), modified: 0, mode: 0o644,
+                    type: UInt8(ascii: "x"))
+                    + paxRecord + Tar.padding(Int64(paxRecord.count)) + member("innocent") + Tar.end,
+                "climbs out of the bundle"
+            ),
             ("symbolic link", member("schema.ckdb", type: UInt8(ascii: "2"), content: []) + Tar.end, "is a link"),
             ("hard link", member("schema.ckdb", type: UInt8(ascii: "1"), content: []) + Tar.end, "is a link"),
             ("character device", member("records/dev", type: UInt8(ascii: "3"), content: []) + Tar.end, "device"),
@@ -316,7 +372,11 @@ struct ArchiveTests {
             ("duplicate member", member("manifest.json") + member("manifest.json") + Tar.end, "appears twice"),
             ("damaged header", badSum + Tar.end, "checksum does not match"),
             ("no end blocks", member("manifest.json"), "ends early"),
-            ("member cut short", Array(member("records/a.jsonl", content: [UInt8](repeating: 0x41, count: 5000)).prefix(1500)), "ends inside a member"),
+            (
+                "member cut short",
+                Array(member("records/a.jsonl", content: [UInt8](repeating: 0x41, count: 5000)).prefix(1500)),
+                "ends inside a member"
+            ),
         ]
     }
 
@@ -334,22 +394,32 @@ struct ArchiveTests {
         #expect(bomb.count < 100_000)
         let byRatio = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: bomb, engine: engine)) }
         #expect(byRatio?.contains("possible decompression bomb") == true, "\(byRatio ?? "accepted")")
-        let bySize = errorText { _ = try decompressAll(GzipReader(name: "bomb.gz", bytes: GzipCompressor.member(sampleBytes(3_000_000)), limits: DecompressionLimits(maxTotalBytes: 1_000_000), engine: engine)) }
+        let bySize = errorText {
+            _ = try decompressAll(
+                GzipReader(
+                    name: "bomb.gz", bytes: GzipCompressor.member(sampleBytes(3_000_000)),
+                    limits: DecompressionLimits(maxTotalBytes: 1_000_000), engine: engine))
+        }
         #expect(bySize?.contains("limit of 1000000 bytes") == true, "\(bySize ?? "accepted")")
         // The limits can be raised for a file known to be good.
-        let allowed = try decompressAll(GzipReader(name: "zeros.gz", bytes: bomb, limits: DecompressionLimits(maxRatio: 10_000), engine: engine))
+        let allowed = try decompressAll(
+            GzipReader(name: "zeros.gz", bytes: bomb, limits: DecompressionLimits(maxRatio: 10_000), engine: engine))
         #expect(allowed.count == zeros.count)
     }
 
-    @Test("random padding does not buy room for a bomb: each stretch of output is held to the ratio, not only the whole", arguments: GzipReader.Engine.available)
+    @Test(
+        "random padding does not buy room for a bomb: each stretch of output is held to the ratio, not only the whole",
+        arguments: GzipReader.Engine.available)
     func paddedBomb(engine: GzipReader.Engine) throws {
         // 16 MB of incompressible bytes, then 256 MB of zeros: 272 MB from ~16.3 MB, 17× overall.
         var state: UInt64 = 7
         let padding = (0..<(16 << 20)).map { _ -> UInt8 in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 56)
         }
-        let stream = GzipCompressor.member(padding, level: 1) + GzipCompressor.member([UInt8](repeating: 0, count: 256 << 20), level: 9)
+        let stream =
+            GzipCompressor.member(padding, level: 1)
+            + GzipCompressor.member([UInt8](repeating: 0, count: 256 << 20), level: 9)
         #expect(Int64(256 + 16) * (1 << 20) / Int64(stream.count) < DecompressionLimits().maxRatio)
         let reader = GzipReader(name: "padded.gz", bytes: stream, engine: engine)
         var produced: Int64 = 0
@@ -361,24 +431,36 @@ struct ArchiveTests {
                 produced += Int64(n)
             }
         }
-        #expect(message?.contains("possible decompression bomb") == true && message?.contains("expand from") == true, "\(message ?? "accepted")")
+        #expect(
+            message?.contains("possible decompression bomb") == true && message?.contains("expand from") == true,
+            "\(message ?? "accepted")")
         // Refused within the first stretch of zeros, long before the 256 MB.
         #expect(produced < 40 << 20, "\(produced)")
     }
 
-    @Test("a pax global header claiming gigabytes is refused from its header, before anything is read or set aside for it")
+    @Test(
+        "a pax global header claiming gigabytes is refused from its header, before anything is read or set aside for it"
+    )
     func paxGlobalHeader() throws {
         // 512 bytes of header, no content: the claim alone.
-        let claim = Tar.block(name: "pax_global_header", prefix: "", size: 4 << 30, modified: 0, mode: 0o644, type: UInt8(ascii: "g"))
+        let claim = Tar.block(
+            name: "pax_global_header", prefix: "", size: 4 << 30, modified: 0, mode: 0o644, type: UInt8(ascii: "g"))
         let stream = GzipCompressor.member(claim)
         #expect(stream.count < 200)
         let message = errorText { _ = try readAll(stream) }
-        #expect(message?.contains("pax global header of 4294967296 bytes") == true && message?.contains("larger than") == true, "\(message ?? "accepted")")
+        #expect(
+            message?.contains("pax global header of 4294967296 bytes") == true
+                && message?.contains("larger than") == true, "\(message ?? "accepted")")
         // A small global header (as GNU tar writes) is still read past.
         let record = Array("20 comment=hello\n".utf8)
-        let small = Tar.block(name: "pax_global_header", prefix: "", size: Int64(record.count), modified: 0, mode: 0o644, type: UInt8(ascii: "g"))
+        let small =
+            Tar.block(
+                name: "pax_global_header", prefix: "", size: Int64(record.count), modified: 0, mode: 0o644,
+                type: UInt8(ascii: "g"))
             + record + Tar.padding(Int64(record.count))
-        let members = try readAll(GzipCompressor.member(small + Tar.header(path: "a.txt", size: 2, modified: 0) + Array("hi".utf8) + Tar.padding(2) + Tar.end))
+        let members = try readAll(
+            GzipCompressor.member(
+                small + Tar.header(path: "a.txt", size: 2, modified: 0) + Array("hi".utf8) + Tar.padding(2) + Tar.end))
         #expect(members.map(\.0) == ["a.txt"])
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
-@testable import Formats
 import Records
 import SampleApps
+import Testing
+
+@testable import Formats
 @testable import Store
 
 /// A bundle taken apart into its members and put back together, for building damaged ones.
@@ -65,8 +66,9 @@ private func verify(_ bundle: String, engine: GzipReader.Engine = .fastest) -> S
 
 @Suite("backup bundles")
 struct BundleTests {
-    @Test("store → bundle → new store gives back every record, and tar and gzip accept the bundle",
-          arguments: SampleApp.allCases)
+    @Test(
+        "store → bundle → new store gives back every record, and tar and gzip accept the bundle",
+        arguments: SampleApp.allCases)
     func roundTrip(app: SampleApp) throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(app)
@@ -81,19 +83,23 @@ struct BundleTests {
         #expect(try Conformance.run("/bin/gzip", ["-t", bundle]).0 == 0)
         let (status, listing) = try Conformance.run("/bin/tar", ["-tzf", bundle])
         #expect(status == 0)
-        #expect(listing.split(separator: "\n").map(String.init) == ["manifest.json"] + summary.manifest.members.map(\.path))
+        #expect(
+            listing.split(separator: "\n").map(String.init) == ["manifest.json"] + summary.manifest.members.map(\.path))
         #expect(verify(bundle) == nil)
     }
 
-    @Test("each record member holds its zone's records of its type as canonical JSON Lines, whether its type's rows are written straight or through records",
-          arguments: SampleApp.allCases)
+    @Test(
+        "each record member holds its zone's records of its type as canonical JSON Lines, whether its type's rows are written straight or through records",
+        arguments: SampleApp.allCases)
     func membersFromRows(app: SampleApp) throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(app)
         // A second zone, so that members split by zone as well as by type.
         let moved = try everything(store).prefix(7).map { record -> Record in
             var copy = record
-            copy.id = RecordID(recordName: record.recordName + "-shared", zone: ZoneID(scope: .shared, zoneName: "Shared;Zone", ownerRecordName: "_owner"))
+            copy.id = RecordID(
+                recordName: record.recordName + "-shared",
+                zone: ZoneID(scope: .shared, zoneName: "Shared;Zone", ownerRecordName: "_owner"))
             return copy
         }
         _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource(moved)])
@@ -103,7 +109,9 @@ struct BundleTests {
         var expected: [(path: String, bytes: [UInt8])] = []
         var rowTypes = 0
         try store.read { session in
-            rowTypes = try session.recordTypeNames(RecordQuery()).filter { session.canReadRows(RecordQuery(recordTypes: [$0])) }.count
+            rowTypes = try session.recordTypeNames(RecordQuery()).filter {
+                session.canReadRows(RecordQuery(recordTypes: [$0]))
+            }.count
             var out = JSONWriter()
             try session.forEach(RecordQuery()) { record in
                 let path = BundleWriter.memberPath(record.zone, record.recordType)
@@ -126,10 +134,13 @@ struct BundleTests {
         #expect(verify(bundle) == nil)
     }
 
-    @Test("members many compression chunks long, plain and encrypted: the same members and records come back, and gzip, tar and Python read the plain bundle")
+    @Test(
+        "members many compression chunks long, plain and encrypted: the same members and records come back, and gzip, tar and Python read the plain bundle"
+    )
     func largeMembers() throws {
         let scratch = Scratch()
-        let schema = try String(contentsOf: packageRoot.appendingPathComponent("samples/family-todo/schema.ckdb"), encoding: .utf8)
+        let schema = try String(
+            contentsOf: packageRoot.appendingPathComponent("samples/family-todo/schema.ckdb"), encoding: .utf8)
         let store = try scratch.store(schema, name: "large.sqlite")
         var records: [Record] = []
         try SampleApp.familyTodo.generate(records: 6_000, seed: 11) { records.append($0) }
@@ -144,7 +155,8 @@ struct BundleTests {
             // Each inflater built in reads the same records (zlib, and ISA-L where it is).
             for engine in GzipReader.Engine.available {
                 let reader = try BundleReader(path: bundle, passphrase: passphrase, engine: engine)
-                let copy = try RecordStore(path: scratch.path("copy-\(engine)\(passphrase == nil ? "" : "-sealed").sqlite"))
+                let copy = try RecordStore(
+                    path: scratch.path("copy-\(engine)\(passphrase == nil ? "" : "-sealed").sqlite"))
                 _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader], schema: reader.schema)
                 #expect(try everything(copy) == original, "read by \(engine)")
             }
@@ -153,14 +165,18 @@ struct BundleTests {
             #expect(try Conformance.run("/bin/gzip", ["-t", bundle]).0 == 0)
             let (status, listing) = try Conformance.run("/bin/tar", ["-tzf", bundle])
             #expect(status == 0)
-            #expect(listing.split(separator: "\n").map(String.init) == ["manifest.json"] + summary.manifest.members.map(\.path))
+            #expect(
+                listing.split(separator: "\n").map(String.init) == ["manifest.json"]
+                    + summary.manifest.members.map(\.path))
             // Every member's bytes as Python's tarfile reads them: the sizes and SHA-256s the
             // manifest names.
-            let script = "import hashlib, sys, tarfile\nwith tarfile.open(sys.argv[1], 'r:gz') as t:\n    for m in t:\n        print(m.name, m.size, hashlib.sha256(t.extractfile(m).read()).hexdigest())"
+            let script =
+                "import hashlib, sys, tarfile\nwith tarfile.open(sys.argv[1], 'r:gz') as t:\n    for m in t:\n        print(m.name, m.size, hashlib.sha256(t.extractfile(m).read()).hexdigest())"
             let (pythonStatus, printed) = try Conformance.run("/usr/bin/python3", ["-c", script, bundle])
             #expect(pythonStatus == 0, "\(printed)")
             let lines = printed.split(separator: "\n").map(String.init)
-            #expect(lines.dropFirst() == ArraySlice(summary.manifest.members.map { "\($0.path) \($0.bytes) \($0.sha256)" }))
+            #expect(
+                lines.dropFirst() == ArraySlice(summary.manifest.members.map { "\($0.path) \($0.bytes) \($0.sha256)" }))
         }
     }
 
@@ -180,14 +196,16 @@ struct BundleTests {
         let copy = try restore(bundle, into: scratch.path("trip.sqlite"))
         #expect(try everything(copy) == expected)
         let types = Set(expected.flatMap { $0.fields.map { $0.value.type.primitive } })
-        #expect(types.contains(.asset) && types.contains(.location) && types.contains(.bytes) && types.contains(.double))
+        #expect(
+            types.contains(.asset) && types.contains(.location) && types.contains(.bytes) && types.contains(.double))
     }
 
     /// A store whose records name real asset files: an empty one, a 2.5 MB one (several
     /// chunks), one shared by two records, and a list of assets.
     private func assetStore(_ scratch: Scratch) throws -> (RecordStore, [String: [UInt8]]) {
         let store = try RecordStore(path: scratch.path("assets.sqlite"))
-        try store.importSchema(SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Photo (title STRING, cover ASSET, pages LIST<ASSET>);"))
+        try store.importSchema(
+            SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Photo (title STRING, cover ASSET, pages LIST<ASSET>);"))
         var generator = SystemRandomNumberGenerator()
         let files: [String: [UInt8]] = [
             "empty": [],
@@ -196,13 +214,17 @@ struct BundleTests {
             "other": Array("another page".utf8),
         ]
         for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: scratch.path(name))) }
-        func asset(_ name: String) -> FieldValue { .asset(Asset(fileChecksum: "ck-\(name)", size: Int64(files[name]!.count), localPath: name)) }
+        func asset(_ name: String) -> FieldValue {
+            .asset(Asset(fileChecksum: "ck-\(name)", size: Int64(files[name]!.count), localPath: name))
+        }
         let lines = [
             ("p1", ["cover": asset("big"), "pages": .list(.asset, [asset("small"), asset("other")])]),
             ("p2", ["cover": asset("small"), "title": .string("shares a file with p1")]),
             ("p3", ["cover": asset("empty")]),
             ("p4", ["title": .string("no assets")]),
-        ].map { name, fields in Record(id: RecordID(recordName: name), recordType: "Photo", fields: RecordFields(fields)) }
+        ].map { name, fields in
+            Record(id: RecordID(recordName: name), recordType: "Photo", fields: RecordFields(fields))
+        }
         var options = ImportOptions()
         options.assetDirectory = scratch.url.path
         let summary = try RecordImporter(store: store, options: options).run([ArrayRecordSource(lines)])
@@ -231,14 +253,18 @@ struct BundleTests {
         let stored = try assetBytes(store)
         #expect(Set(stored.values) == Set(files.values))
         let p1 = try #require(try store.read { try $0.record(RecordID(recordName: "p1")) })
-        guard case .asset(let cover)? = p1.fields["cover"] else { Issue.record("p1 has no cover"); return }
+        guard case .asset(let cover)? = p1.fields["cover"] else {
+            Issue.record("p1 has no cover")
+            return
+        }
         #expect(cover.size == 2_500_000 && stored[cover.sha256!] == files["big"])
 
         let bundle = scratch.path("photos.ckbundle")
         let summary = try BundleWriter().write(store, to: bundle)
         let assetMembers = summary.manifest.members.filter { $0.kind == "asset" }
         #expect(assetMembers.count == 4)
-        #expect(assetMembers.allSatisfy { $0.path == "assets/" + $0.sha256 && stored[$0.sha256]?.count == Int($0.bytes) })
+        #expect(
+            assetMembers.allSatisfy { $0.path == "assets/" + $0.sha256 && stored[$0.sha256]?.count == Int($0.bytes) })
         let (status, listing) = try Conformance.run("/bin/tar", ["-tzf", bundle])
         #expect(status == 0 && listing.contains("assets/\(cover.sha256!)"))
         #expect(verify(bundle) == nil)
@@ -250,8 +276,13 @@ struct BundleTests {
 
         // A selection carries only the files its records name.
         let part = scratch.path("p2.ckbundle")
-        let partSummary = try BundleWriter().write(store, query: RecordQuery(predicate: try RecordPredicate.parse("title = 'shares a file with p1'")), to: part)
-        #expect(partSummary.manifest.members.filter { $0.kind == "asset" }.map(\.sha256) == [stored.first { $0.value == files["small"] }!.key])
+        let partSummary = try BundleWriter().write(
+            store, query: RecordQuery(predicate: try RecordPredicate.parse("title = 'shares a file with p1'")), to: part
+        )
+        #expect(
+            partSummary.manifest.members.filter { $0.kind == "asset" }.map(\.sha256) == [
+                stored.first { $0.value == files["small"] }!.key
+            ])
     }
 
     @Test("a damaged or misnamed asset member is refused and restores nothing")
@@ -300,32 +331,52 @@ struct BundleTests {
         options.assetDirectory = scratch.url.path
         func run(_ asset: Asset) -> String? {
             let record = Record(id: RecordID(recordName: "p"), recordType: "Photo", fields: ["cover": .asset(asset)])
-            do { _ = try RecordImporter(store: store, options: options).run([ArrayRecordSource([record])]); return nil } catch { return "\(error)" }
+            do {
+                _ = try RecordImporter(store: store, options: options).run([ArrayRecordSource([record])])
+                return nil
+            } catch { return "\(error)" }
         }
-        #expect(run(Asset(fileChecksum: "x", size: 13, localPath: "f"))?.contains("the asset is 12 bytes; 13 were expected") == true)
-        #expect(run(Asset(fileChecksum: "x", size: 12, localPath: "nope"))?.contains("names no file inside the assets folder") == true)
+        #expect(
+            run(Asset(fileChecksum: "x", size: 13, localPath: "f"))?.contains("the asset is 12 bytes; 13 were expected")
+                == true)
+        #expect(
+            run(Asset(fileChecksum: "x", size: 12, localPath: "nope"))?.contains(
+                "names no file inside the assets folder") == true)
         // Nothing outside the folder is read, and the refusal says nothing about what is there:
         // an absolute path, a climb out, and links out of the folder to a file, to a folder and
         // to nothing at all get the same words, never the outside file's size.
         let outside = Scratch()
         try Data("secret outside the folder".utf8).write(to: URL(fileURLWithPath: outside.path("secret")))
         try FileManager.default.createDirectory(atPath: scratch.path("inner"), withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: scratch.path("inner/link-file"), withDestinationPath: outside.path("secret"))
-        try FileManager.default.createSymbolicLink(atPath: scratch.path("inner/link-folder"), withDestinationPath: outside.url.path)
-        try FileManager.default.createSymbolicLink(atPath: scratch.path("inner/link-nothing"), withDestinationPath: outside.path("nothing"))
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.path("inner/link-file"), withDestinationPath: outside.path("secret"))
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.path("inner/link-folder"), withDestinationPath: outside.url.path)
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.path("inner/link-nothing"), withDestinationPath: outside.path("nothing"))
         options.assetDirectory = scratch.path("inner")
-        for path in [outside.path("secret"), "../f", "link-file", "link-folder/secret", "link-nothing", "/etc/hostname"] {
+        for path in [
+            outside.path("secret"), "../f", "link-file", "link-folder/secret", "link-nothing", "/etc/hostname",
+        ] {
             let message = run(Asset(fileChecksum: "x", size: 3, localPath: path))
-            #expect(message?.contains("the asset path '\(path)' names no file inside the assets folder") == true, "\(path): \(message ?? "accepted")")
-            #expect(message?.contains("25 bytes") == false && message?.contains("is 25") == false && message?.contains(" bytes") == false, "\(path): \(message ?? "")")
+            #expect(
+                message?.contains("the asset path '\(path)' names no file inside the assets folder") == true,
+                "\(path): \(message ?? "accepted")")
+            #expect(
+                message?.contains("25 bytes") == false && message?.contains("is 25") == false
+                    && message?.contains(" bytes") == false, "\(path): \(message ?? "")")
         }
         options.assetDirectory = scratch.url.path
-        #expect(run(Asset(fileChecksum: "x", size: 12, sha256: String(repeating: "a", count: 64)))?.contains("no file for asset") == true)
+        #expect(
+            run(Asset(fileChecksum: "x", size: 12, sha256: String(repeating: "a", count: 64)))?.contains(
+                "no file for asset") == true)
         #expect(try store.read { try $0.assetTotals().count } == 0 && everything(store).isEmpty)
         #expect(run(Asset(fileChecksum: "x", size: -1, localPath: "f")) == nil)
         let record = try #require(try store.read { try $0.record(RecordID(recordName: "p")) })
         let (_, sum) = try Conformance.run("/usr/bin/sha256sum", [scratch.path("f")])
-        #expect(record.fields["cover"] == .asset(Asset(fileChecksum: "x", size: 12, localPath: "f", sha256: String(sum.prefix(64)))))
+        #expect(
+            record.fields["cover"]
+                == .asset(Asset(fileChecksum: "x", size: 12, localPath: "f", sha256: String(sum.prefix(64)))))
     }
 
     @Test("truncation and flipped bytes anywhere are refused, by each inflater")
@@ -363,7 +414,8 @@ struct BundleTests {
         var cases: [(String, Unpacked, String)] = []
 
         var wrongSum = try Unpacked(bundle)
-        wrongSum.manifestText = wrongSum.manifestText.replacingOccurrences(of: task.sha256, with: String(task.sha256.reversed()))
+        wrongSum.manifestText = wrongSum.manifestText.replacingOccurrences(
+            of: task.sha256, with: String(task.sha256.reversed()))
         cases.append(("wrong checksum", wrongSum, "\(task.path)): its SHA-256 does not match the manifest"))
 
         var wrongCount = try Unpacked(bundle)
@@ -371,7 +423,8 @@ struct BundleTests {
         let taskIndex = try #require(lyingManifest.members.firstIndex { $0.path == task.path })
         lyingManifest.members[taskIndex].records = task.records! + 1
         wrongCount.members[0].bytes = Array(try JSONEncoder().encode(lyingManifest))
-        cases.append(("wrong count", wrongCount, "holds \(task.records!) records; the manifest says \(task.records! + 1)"))
+        cases.append(
+            ("wrong count", wrongCount, "holds \(task.records!) records; the manifest says \(task.records! + 1)"))
 
         var missing = try Unpacked(bundle)
         missing.members.removeAll { $0.path == task.path }
@@ -383,7 +436,10 @@ struct BundleTests {
 
         var edited = try Unpacked(bundle)
         let index = try #require(edited.members.firstIndex { $0.path == task.path })
-        edited.members[index].bytes = Array(String(decoding: edited.members[index].bytes, as: UTF8.self).replacingOccurrences(of: "Take out the trash", with: "Take out the trasH").utf8)
+        edited.members[index].bytes = Array(
+            String(decoding: edited.members[index].bytes, as: UTF8.self).replacingOccurrences(
+                of: "Take out the trash", with: "Take out the trasH"
+            ).utf8)
         cases.append(("edited member", edited, "\(task.path)): its SHA-256 does not match the manifest"))
 
         var noManifest = try Unpacked(bundle)
@@ -402,7 +458,9 @@ struct BundleTests {
                 do { while try reader.next() != nil {} } catch { first = "\(error)" }
                 var again: String?
                 do { _ = try reader.next() } catch { again = "\(error)" }
-                #expect(first?.contains(words) == true && again == first, "\(what): \(first ?? "accepted"), then \(again ?? "the end")")
+                #expect(
+                    first?.contains(words) == true && again == first,
+                    "\(what): \(first ?? "accepted"), then \(again ?? "the end")")
             }
             // And a restore writes nothing.
             let target = scratch.path("\(what).sqlite")
@@ -413,7 +471,9 @@ struct BundleTests {
         }
     }
 
-    @Test("checked after reading: a damaged records member is found by the second reading, the file opened is read again whatever becomes of its path, a file changed in place is refused, an encrypted bundle is checked as it is read")
+    @Test(
+        "checked after reading: a damaged records member is found by the second reading, the file opened is read again whatever becomes of its path, a file changed in place is refused, an encrypted bundle is checked as it is read"
+    )
     func checkedAfterReading() throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyTodo)
@@ -443,8 +503,9 @@ struct BundleTests {
         // on a second call; read as it is, the same bundle is refused at the member.
         var edited = try Unpacked(bundle)
         let index = try #require(edited.members.firstIndex { $0.path == task.path })
-        edited.members[index].bytes = Array(String(decoding: edited.members[index].bytes, as: UTF8.self)
-            .replacingOccurrences(of: "Take out the trash", with: "Take out the trasH").utf8)
+        edited.members[index].bytes = Array(
+            String(decoding: edited.members[index].bytes, as: UTF8.self)
+                .replacingOccurrences(of: "Take out the trash", with: "Take out the trasH").utf8)
         let editedPath = scratch.path("edited.ckbundle")
         try edited.write(editedPath)
         let later = try BundleReader(path: editedPath, checkRecordsAfterReading: true)
@@ -507,8 +568,11 @@ struct BundleTests {
             #expect(first.bytes == Int64(length))
             func secondReading() -> Error? {
                 do {
-                    try SecondReading(file: try HashingFileReader(secondReadingOf: first), limits: DecompressionLimits(), engine: .fastest,
-                                      expected: [task.path: task.sha256], first: (digest, first.bytes)).wait()
+                    try SecondReading(
+                        file: try HashingFileReader(secondReadingOf: first), limits: DecompressionLimits(),
+                        engine: .fastest,
+                        expected: [task.path: task.sha256], first: (digest, first.bytes)
+                    ).wait()
                     return nil
                 } catch {
                     return error
@@ -532,8 +596,9 @@ struct BundleTests {
         let whole = try HashingFileReader(path: bundle, hashing: true)
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while try chunk.withUnsafeMutableBytes({ try whole.read(into: $0) }) > 0 {}
-        let wrongDigest = SecondReading(file: try HashingFileReader(secondReadingOf: whole), limits: DecompressionLimits(), engine: .fastest,
-                                        expected: [task.path: String(task.sha256.reversed())], first: (try #require(whole.digest), whole.bytes))
+        let wrongDigest = SecondReading(
+            file: try HashingFileReader(secondReadingOf: whole), limits: DecompressionLimits(), engine: .fastest,
+            expected: [task.path: String(task.sha256.reversed())], first: (try #require(whole.digest), whole.bytes))
         do {
             try wrongDigest.wait()
             Issue.record("a wrong digest was accepted")
@@ -564,9 +629,12 @@ struct BundleTests {
         let copy = try RecordStore(path: scratch.path("copy.sqlite"))
         _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader], schema: reader.schema)
         #expect(try everything(copy) == (try everything(store)))
-        let wrong = "\((try? BundleReader(path: bundle, passphrase: "Correct horse battery staple")).map { _ in "accepted" } ?? "")"
+        let wrong =
+            "\((try? BundleReader(path: bundle, passphrase: "Correct horse battery staple")).map { _ in "accepted" } ?? "")"
         #expect(wrong.isEmpty)
-        do { _ = try BundleReader(path: bundle, passphrase: "wrong") } catch { #expect("\(error)".contains("passphrase is wrong")) }
+        do { _ = try BundleReader(path: bundle, passphrase: "wrong") } catch {
+            #expect("\(error)".contains("passphrase is wrong"))
+        }
         func read(_ damaged: [UInt8]) -> String? {
             let path = scratch.path("damaged.ckbundle")
             try? Data(damaged).write(to: URL(fileURLWithPath: path))
@@ -618,12 +686,16 @@ struct BundleTests {
         let dropped = Array(sealed[..<headerLength]) + Array(sealed[(headerLength + chunkLength)...])
         #expect((try? decrypt(dropped).get()) == nil, "dropped first chunk")
         let cut = Array(sealed[..<(headerLength + 2 * chunkLength)])
-        if case .failure(let error) = decrypt(cut) { #expect("\(error)".contains("cut short")) } else { Issue.record("a cut after a whole chunk was accepted") }
+        if case .failure(let error) = decrypt(cut) {
+            #expect("\(error)".contains("cut short"))
+        } else {
+            Issue.record("a cut after a whole chunk was accepted")
+        }
     }
 }
 
-private extension Array where Element == UInt8 {
-    func firstIndex(of byte: UInt8, after start: Int) -> Int? {
+extension Array where Element == UInt8 {
+    fileprivate func firstIndex(of byte: UInt8, after start: Int) -> Int? {
         self[start...].firstIndex(of: byte)
     }
 }
@@ -636,16 +708,19 @@ struct EncryptionHeaderTests {
         let path = scratch.path("crafted.ckbundle")
         var generous = BundleEncryption.newHeader()
         #expect(BundleEncryption.checkLimits(generous) == nil)
-        for (change, expected) in [({ (h: inout BundleEncryption.Header) in h.n = 1 << 22 }, "N = 4194304"),
-                                   ({ h in h.r = 32 }, "r = 32"),
-                                   ({ h in h.p = 16 }, "p = 16"),
-                                   ({ h in h.n = 3 << 12 }, "N = 12288"),
-                                   ({ h in h.chunkSize = 64 << 20 }, "chunks of 67108864 bytes")] as [((inout BundleEncryption.Header) -> Void, String)] {
+        for (change, expected) in [
+            ({ (h: inout BundleEncryption.Header) in h.n = 1 << 22 }, "N = 4194304"),
+            ({ h in h.r = 32 }, "r = 32"),
+            ({ h in h.p = 16 }, "p = 16"),
+            ({ h in h.n = 3 << 12 }, "N = 12288"),
+            ({ h in h.chunkSize = 64 << 20 }, "chunks of 67108864 bytes"),
+        ] as [((inout BundleEncryption.Header) -> Void, String)] {
             var header = BundleEncryption.newHeader()
             change(&header)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            try Data(BundleEncryption.magic + Array(try encoder.encode(header)) + [0x0A]).write(to: URL(fileURLWithPath: path))
+            try Data(BundleEncryption.magic + Array(try encoder.encode(header)) + [0x0A]).write(
+                to: URL(fileURLWithPath: path))
             do {
                 _ = try BundleDecryptor(path: path, passphrase: "x")
                 Issue.record("accepted \(expected)")

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Formats
 import Records
+import Testing
+
+@testable import Formats
 @testable import Store
 
 /// Calendars written to look like what Apple Calendar, Google Calendar, Outlook, Thunderbird,
@@ -10,7 +11,8 @@ import Records
 /// with RANGE, every alarm action, non-ASCII text folded across lines, LF line ends, TAB folds).
 let calendarCorpus: [String] = {
     let folder = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/calendars").path
-    return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".ics") }.sorted().map { folder + "/" + $0 }
+    return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".ics") }
+        .sorted().map { folder + "/" + $0 }
 }()
 
 func archive(_ paths: [String], into store: RecordStore) throws -> ImportSummary {
@@ -22,7 +24,9 @@ func archive(_ paths: [String], into store: RecordStore) throws -> ImportSummary
 func exportArchive(_ store: RecordStore, to path: String, where text: String? = nil) throws -> CalendarArchiveSummary {
     let output = try OutputFile(path: path)
     let predicate = try text.map { try RecordPredicate.parse($0) }
-    let summary = try store.read { try CalendarArchiveExporter(session: $0).export(predicate: predicate, predicateText: text, to: output) }
+    let summary = try store.read {
+        try CalendarArchiveExporter(session: $0).export(predicate: predicate, predicateText: text, to: output)
+    }
     try output.commit()
     return summary
 }
@@ -34,7 +38,9 @@ struct CalendarArchiveTests {
         #expect(calendarCorpus.count >= 7)
     }
 
-    @Test("every calendar of the corpus comes back the same, component by component, as Python's icalendar reads it", arguments: calendarCorpus)
+    @Test(
+        "every calendar of the corpus comes back the same, component by component, as Python's icalendar reads it",
+        arguments: calendarCorpus)
     func roundTrip(_ path: String) throws {
         let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
@@ -55,7 +61,9 @@ struct CalendarArchiveTests {
         #expect(report.contains(", 0 differences"), "\(report)")
     }
 
-    @Test("the fields for queries: UID, overrides tied to their master, DTSTART as an instant, the original forms kept in content")
+    @Test(
+        "the fields for queries: UID, overrides tied to their master, DTSTART as an instant, the original forms kept in content"
+    )
     func fields() throws {
         let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
@@ -74,11 +82,19 @@ struct CalendarArchiveTests {
         let master = try #require(swimming.first { $0["recurrenceId"] == nil })
         #expect(master["start"] == .timestamp(ISO8601.parse("2026-01-05T22:00:00Z")!))
         #expect(master["calendar"] == .string("The Parkers"))
-        guard case .string(let content)? = master["content"] else { Issue.record("no content"); return }
-        #expect(content.contains("ATTENDEE;CUTYPE=INDIVIDUAL;ROLE=CHAIR;PARTSTAT=TENTATIVE;CN=\"Parker, Jo\":mailto:jo@example.com"))
+        guard case .string(let content)? = master["content"] else {
+            Issue.record("no content")
+            return
+        }
+        #expect(
+            content.contains(
+                "ATTENDEE;CUTYPE=INDIVIDUAL;ROLE=CHAIR;PARTSTAT=TENTATIVE;CN=\"Parker, Jo\":mailto:jo@example.com"))
         #expect(content.contains("BEGIN:VALARM\nACTION:EMAIL"))
         let hebrew = try #require(byUID["hebrew-birthday@example.com"]?.first)
-        guard case .string(let rule)? = hebrew["content"] else { Issue.record("no content"); return }
+        guard case .string(let rule)? = hebrew["content"] else {
+            Issue.record("no content")
+            return
+        }
         #expect(rule.contains("RRULE:RSCALE=HEBREW;FREQ=YEARLY;BYMONTH=5L;BYMONTHDAY=8;SKIP=FORWARD"))
         let text = try #require(byUID["long-text@example.com"]?.first)
         #expect(text["summary"] == .string("日本語のとても長い件名がここにあります。折り返しが UTF-8 の文字の途中で起きないことを確かめるための文章です 🎌🎌🎌"))
@@ -90,17 +106,28 @@ struct CalendarArchiveTests {
     func emptyCalendar() throws {
         let scratch = Scratch()
         let path = scratch.path("empty.ics")
-        try Data("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//x//y//EN\r\nX-WR-CALNAME:Nothing yet\r\nEND:VCALENDAR\r\n".utf8).write(to: URL(fileURLWithPath: path))
+        try Data(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//x//y//EN\r\nX-WR-CALNAME:Nothing yet\r\nEND:VCALENDAR\r\n".utf8
+        ).write(to: URL(fileURLWithPath: path))
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
         let archived = try archive([path], into: store)
-        #expect(archived.notes.contains { $0.contains("empty.ics holds a calendar with no components") && $0.contains("an iCalendar export of it alone is refused") }, "\(archived.notes)")
+        #expect(
+            archived.notes.contains {
+                $0.contains("empty.ics holds a calendar with no components")
+                    && $0.contains("an iCalendar export of it alone is refused")
+            }, "\(archived.notes)")
         // A calendar with something in it says nothing of the kind.
         let full = try archive([calendarCorpus[0]], into: store)
         #expect(!full.notes.contains { $0.contains("no components") } && full.totals.inserted > 1, "\(full.notes)")
         // Through an app's mapping.
         let calendar = try CalendarImport()
         let mapped = try calendar.run(path)
-        #expect(mapped.totals.inserted == 0 && mapped.notes.contains { $0.contains("empty.ics holds a calendar with no components") && $0.contains("nothing in it to import") }, "\(mapped.notes)")
+        #expect(
+            mapped.totals.inserted == 0
+                && mapped.notes.contains {
+                    $0.contains("empty.ics holds a calendar with no components")
+                        && $0.contains("nothing in it to import")
+                }, "\(mapped.notes)")
     }
 
     @Test("several calendars share a store; a selection exports alone; an empty one is an error, not an empty calendar")

@@ -1,9 +1,9 @@
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// iCalendar files from other projects' test suites (icalendar, ical.js, libical, khal, vobject,
 /// sabre/vobject, Calendar Server), each row of the corpus's SOURCES.tsv: file, repository,
@@ -21,7 +21,11 @@ private func logicalLines(_ bytes: [UInt8]) -> [[UInt8]] {
     func finish() {
         defer { current = [] }
         guard !current.isEmpty else { return }
-        if (current[0] == 0x20 || current[0] == 0x09), !lines.isEmpty { lines[lines.count - 1] += current.dropFirst() } else { lines.append(current) }
+        if current[0] == 0x20 || current[0] == 0x09, !lines.isEmpty {
+            lines[lines.count - 1] += current.dropFirst()
+        } else {
+            lines.append(current)
+        }
     }
     while index < bytes.endIndex {
         let byte = bytes[index]
@@ -43,7 +47,9 @@ struct CalendarCorpusTests {
     func present() {
         #expect(realCalendars.count >= 60)
         for row in realCalendars {
-            #expect(row.count == 7 && FileManager.default.fileExists(atPath: row[0]) && row[1].contains("/") && row[2].count == 40, "\(row)")
+            #expect(
+                row.count == 7 && FileManager.default.fileExists(atPath: row[0]) && row[1].contains("/")
+                    && row[2].count == 40, "\(row)")
             #expect(["identical", "unfolded", "completed", "not-kept", "empty", "refused"].contains(row[4]), "\(row)")
         }
         for outcome in ["identical", "unfolded", "completed", "not-kept", "empty", "refused"] {
@@ -51,8 +57,9 @@ struct CalendarCorpusTests {
         }
     }
 
-    @Test("each archives and exports as its row expects: whole, said to be partial, or refused with its reason and nothing written",
-          arguments: realCalendars.map { [$0[0], $0[4], $0[5]] })
+    @Test(
+        "each archives and exports as its row expects: whole, said to be partial, or refused with its reason and nothing written",
+        arguments: realCalendars.map { [$0[0], $0[4], $0[5]] })
     func archive(_ row: [String]) throws {
         let (path, expected, detail) = (row[0], row[1], row[2])
         let scratch = Scratch()
@@ -72,11 +79,15 @@ struct CalendarCorpusTests {
             return
         }
         let summary = try importer.run([reader])
-        #expect(reader.notKeptItems.joined(separator: ", ") == (expected == "not-kept" ? detail : ""), "\(reader.notKeptItems)")
+        #expect(
+            reader.notKeptItems.joined(separator: ", ") == (expected == "not-kept" ? detail : ""),
+            "\(reader.notKeptItems)")
         let output = try OutputFile(path: scratch.path("back.ics"))
         if expected == "empty" {
             #expect(summary.notes.contains { $0.contains("holds a calendar with no components") }, "\(summary.notes)")
-            #expect(throws: (any Error).self) { try store.read { try CalendarArchiveExporter(session: $0).export(to: output) } }
+            #expect(throws: (any Error).self) {
+                try store.read { try CalendarArchiveExporter(session: $0).export(to: output) }
+            }
             return
         }
         _ = try store.read { try CalendarArchiveExporter(session: $0).export(to: output) }
@@ -99,7 +110,9 @@ struct CalendarCorpusTests {
             var remaining = logicalLines(original)[...]
             for line in backAsRead {
                 guard let found = remaining.firstIndex(of: line) else {
-                    Issue.record("\(path): a line came back that the file did not hold: \(String(decoding: line, as: UTF8.self))")
+                    Issue.record(
+                        "\(path): a line came back that the file did not hold: \(String(decoding: line, as: UTF8.self))"
+                    )
                     break
                 }
                 remaining = remaining[(found + 1)...]

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
-@testable import Formats
 import Records
 import SampleApps
+import Testing
+
+@testable import Formats
 @testable import Store
 
 /// Imports calendar files into a family-calendar store through the sample mapping.
@@ -45,16 +46,21 @@ final class CalendarImport {
     }
 
     @discardableResult
-    func run(_ path: String, expand: ClosedRange<String>? = nil, timeZone: TimeZone? = nil, skipInvalid: Bool = false,
-             fixed: [(field: String, text: String)] = [("familyID", "family-1")], reopens: Bool = true) throws -> ImportSummary {
+    func run(
+        _ path: String, expand: ClosedRange<String>? = nil, timeZone: TimeZone? = nil, skipInvalid: Bool = false,
+        fixed: [(field: String, text: String)] = [("familyID", "family-1")], reopens: Bool = true
+    ) throws -> ImportSummary {
         var options = ICalImportOptions(timeZone: timeZone, fixedFields: fixed, people: people)
         if let expand { options.expand = (ISO8601.parse(expand.lowerBound)!, ISO8601.parse(expand.upperBound)!) }
         // The first pass `ckport import` makes: overrides, and messages a later one supersedes.
-        let found = try ICalendarRecordReader.firstPass(in: try ByteInput(path: path), timeZone: timeZone, overrides: expand != nil)
+        let found = try ICalendarRecordReader.firstPass(
+            in: try ByteInput(path: path), timeZone: timeZone, overrides: expand != nil)
         options.overrides = found.overrides
         options.superseded = found.superseded
-        options.nameOnExport = try ICalendarRecordReader.nameOnExport(mapping, fixedFields: fixed, zone: .defaultZone, store: store)
-        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: options)
+        options.nameOnExport = try ICalendarRecordReader.nameOnExport(
+            mapping, fixedFields: fixed, zone: .defaultZone, store: store)
+        let reader = ICalendarRecordReader(
+            input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: options)
         if reopens { reader.reopen = { try ByteInput(path: path) } }
         return try RecordImporter(store: store, options: ImportOptions(skipInvalid: skipInvalid)).run([reader])
     }
@@ -66,30 +72,38 @@ final class CalendarImport {
     func records(_ type: String, _ predicate: String) throws -> [Record] {
         try store.read { session in
             var found: [Record] = []
-            try session.forEach(RecordQuery(recordTypes: [type], predicate: try RecordPredicate.parse(predicate))) { found.append($0) }
+            try session.forEach(RecordQuery(recordTypes: [type], predicate: try RecordPredicate.parse(predicate))) {
+                found.append($0)
+            }
             return found.sorted { $0.recordName < $1.recordName }
         }
     }
 
-    var storeBytes: Data { (try? Data(contentsOf: URL(fileURLWithPath: scratch.path("family-calendar.sqlite")))) ?? Data() }
+    var storeBytes: Data {
+        (try? Data(contentsOf: URL(fileURLWithPath: scratch.path("family-calendar.sqlite")))) ?? Data()
+    }
 }
 
 func at(_ text: String) -> FieldValue { .timestamp(ISO8601.parse(text)!) }
 
 @Suite("iCalendar import")
 struct ICalendarImportTests {
-    @Test("a Google Calendar file: a weekly rule with EXDATE and an override across DST, all-day, floating, DURATION, cancelled")
+    @Test(
+        "a Google Calendar file: a weekly rule with EXDATE and an override across DST, all-day, floating, DURATION, cancelled"
+    )
     func googleCalendar() throws {
         let calendar = try CalendarImport()
         let summary = try calendar.run(calendar.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01")
         // Mondays and Wednesdays in March, less the EXDATE (4th), the 18th replaced by its override.
         let swims = try calendar.records("Event", "title BEGINSWITH 'Swim training'")
-        #expect(swims.map { $0.fields["startDate"] } == [
-            at("2026-03-02T16:00:00Z"), at("2026-03-09T16:00:00Z"), at("2026-03-11T16:00:00Z"), at("2026-03-16T16:00:00Z"),
-            at("2026-03-18T17:00:00Z"), at("2026-03-23T16:00:00Z"), at("2026-03-25T16:00:00Z"),
-            // Berlin is on summer time from the 29th: 17:00 local is 15:00 UTC.
-            at("2026-03-30T15:00:00Z"),
-        ])
+        #expect(
+            swims.map { $0.fields["startDate"] } == [
+                at("2026-03-02T16:00:00Z"), at("2026-03-09T16:00:00Z"), at("2026-03-11T16:00:00Z"),
+                at("2026-03-16T16:00:00Z"),
+                at("2026-03-18T17:00:00Z"), at("2026-03-23T16:00:00Z"), at("2026-03-25T16:00:00Z"),
+                // Berlin is on summer time from the 29th: 17:00 local is 15:00 UTC.
+                at("2026-03-30T15:00:00Z"),
+            ])
         #expect(swims.map(\.recordName).first == "swim-training@google.com_20260302T160000Z")
         let override = swims[4]
         #expect(override.recordName == "swim-training@google.com_20260318T160000Z")
@@ -106,12 +120,18 @@ struct ICalendarImportTests {
         #expect(last.created?.timestamp == ISO8601.parse("2026-01-01T12:00:00Z"))
         #expect(last.modified?.timestamp == ISO8601.parse("2026-01-15T12:00:00Z"))
         // Attendees: one participant per ATTENDEE of each occurrence; known addresses become users.
-        let participants = try calendar.records("EventParticipant", "eventID == 'swim-training@google.com_20260330T150000Z'")
-        #expect(participants.map(\.recordName) == ["swim-training@google.com_20260330T150000Z_coach@example.com",
-                                                   "swim-training@google.com_20260330T150000Z_user-1-1"])
+        let participants = try calendar.records(
+            "EventParticipant", "eventID == 'swim-training@google.com_20260330T150000Z'")
+        #expect(
+            participants.map(\.recordName) == [
+                "swim-training@google.com_20260330T150000Z_coach@example.com",
+                "swim-training@google.com_20260330T150000Z_user-1-1",
+            ])
         #expect(participants.map { $0.fields["userID"] } == [.string("coach@example.com"), .string("user-1-1")])
         #expect(participants.map { $0.fields["status"] } == [.string("pending"), .string("accepted")])
-        #expect(participants[0].fields["eventID"] == .reference(Reference(recordName: "swim-training@google.com_20260330T150000Z", action: .deleteSelf)))
+        #expect(
+            participants[0].fields["eventID"]
+                == .reference(Reference(recordName: "swim-training@google.com_20260330T150000Z", action: .deleteSelf)))
         // An all-day event: DATE values are midnights (UTC here), DTEND exclusive.
         let easter = try #require(try calendar.event("easter-2026"))
         #expect(easter.fields["startDate"] == at("2026-04-04T00:00:00Z"))
@@ -123,7 +143,10 @@ struct ICalendarImportTests {
         #expect(dentist.fields["isDeleted"] == .int64(1))
         #expect(summary.counts["Event"]?.inserted == 10)
         #expect(summary.counts["EventParticipant"]?.inserted == 14)
-        #expect(summary.notes.contains("not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-WR-CALNAME of the calendar (\"Family\"), which the records' calendar calls \"The Müllers\", 1 X-GOOGLE-CONFERENCE in 1 event (the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep)"), "\(summary.notes)")
+        #expect(
+            summary.notes.contains(
+                "not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-WR-CALNAME of the calendar (\"Family\"), which the records' calendar calls \"The Müllers\", 1 X-GOOGLE-CONFERENCE in 1 event (the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep)"
+            ), "\(summary.notes)")
         // The mapping's timeZone field keeps how each start was written.
         #expect(swims.allSatisfy { $0.fields["timeZone"] == .string("Europe/Berlin") })
         #expect(easter.fields["timeZone"] == .string("date"))
@@ -145,7 +168,9 @@ struct ICalendarImportTests {
         try keeping.run(keeping.fixture("google.ics"), expand: "2026-01-01"..."2027-01-01", timeZone: newYork)
         #expect(try keeping.event("dentist-floating")?.fields["startDate"] == at("2026-03-10T09:00:00Z"))
         #expect(try keeping.event("easter-2026")?.fields["startDate"] == at("2026-04-04T00:00:00Z"))
-        #expect(try keeping.event("swim-training@google.com_20260302T160000Z")?.fields["startDate"] == at("2026-03-02T16:00:00Z"))
+        #expect(
+            try keeping.event("swim-training@google.com_20260302T160000Z")?.fields["startDate"]
+                == at("2026-03-02T16:00:00Z"))
     }
 
     @Test("a floating recurrence's override replaces its occurrence whatever --tz says")
@@ -154,7 +179,8 @@ struct ICalendarImportTests {
             "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:x",
             "BEGIN:VEVENT", "UID:yoga", "DTSTAMP:20260101T000000Z", "DTSTART:20260302T070000", "DTEND:20260302T080000",
             "RRULE:FREQ=DAILY;COUNT=3", "SUMMARY:Yoga", "END:VEVENT",
-            "BEGIN:VEVENT", "UID:yoga", "DTSTAMP:20260101T000000Z", "RECURRENCE-ID:20260303T070000", "DTSTART:20260303T090000",
+            "BEGIN:VEVENT", "UID:yoga", "DTSTAMP:20260101T000000Z", "RECURRENCE-ID:20260303T070000",
+            "DTSTART:20260303T090000",
             "DTEND:20260303T100000", "SUMMARY:Yoga (late)", "END:VEVENT",
             "END:VCALENDAR", "",
         ].joined(separator: "\n")
@@ -163,7 +189,8 @@ struct ICalendarImportTests {
             let path = try calendar.file(text)
             try calendar.run(path, expand: "2026-03-01"..."2026-03-10", timeZone: TimeZone(identifier: "Asia/Tokyo"))
             let titles = try calendar.records("Event", "title BEGINSWITH 'Yoga'").map { $0.fields["title"] }
-            #expect(titles == [.string("Yoga"), .string("Yoga (late)"), .string("Yoga")], "keeping times: \(keepingTimes)")
+            #expect(
+                titles == [.string("Yoga"), .string("Yoga (late)"), .string("Yoga")], "keeping times: \(keepingTimes)")
         }
     }
 
@@ -179,17 +206,21 @@ struct ICalendarImportTests {
         #expect(again.token == token)
         // The organiser moved the late start and said so.
         var text = try String(contentsOfFile: calendar.fixture("google.ics"), encoding: .utf8)
-        text = text.replacingOccurrences(of: "SUMMARY:Swim training (late start)\r\nSEQUENCE:3", with: "SUMMARY:Swim training (moved)\r\nSEQUENCE:4")
+        text = text.replacingOccurrences(
+            of: "SUMMARY:Swim training (late start)\r\nSEQUENCE:3", with: "SUMMARY:Swim training (moved)\r\nSEQUENCE:4")
         let changed = calendar.scratch.path("changed.ics")
         try Data(text.utf8).write(to: URL(fileURLWithPath: changed))
         let update = try calendar.run(changed, expand: "2026-01-01"..."2027-01-01")
         #expect(update.counts["Event"]?.updated == 1)
         #expect(update.counts["Event"]?.unchanged == 9)
-        #expect(try calendar.event("swim-training@google.com_20260318T160000Z")?.fields["title"] == .string("Swim training (moved)"))
+        #expect(
+            try calendar.event("swim-training@google.com_20260318T160000Z")?.fields["title"]
+                == .string("Swim training (moved)"))
     }
 
-    @Test("importing ckport's own export back changes nothing: records keep their names, zones and types",
-          arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
+    @Test(
+        "importing ckport's own export back changes nothing: records keep their names, zones and types",
+        arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
     func ownExportBack(app: SampleApp) throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(app)
@@ -205,7 +236,9 @@ struct ICalendarImportTests {
         let before = try everything()
         let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "m", schema: store.schema)
         let people = try store.read { try ICalendarRecordReader.people(mapping, in: $0) }
-        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: ICalImportOptions(people: people))
+        let reader = ICalendarRecordReader(
+            input: try ByteInput(path: path), mapping: mapping, schema: store.schema,
+            options: ICalImportOptions(people: people))
         let summary = try RecordImporter(store: store, options: ImportOptions()).run([reader])
         #expect(summary.totals.inserted == 0)
         #expect(summary.totals.updated == 0)
@@ -217,7 +250,8 @@ struct ICalendarImportTests {
     func outlook() throws {
         let calendar = try CalendarImport()
         let summary = try calendar.run(calendar.fixture("outlook.ics"))
-        let uid = "040000008200E00074C5B7101A82E0080000000010F3B6FDA28FDC010000000000000000100000005D1B2A9AC1E44D4E8F0F8D12D6C1B4F5"
+        let uid =
+            "040000008200E00074C5B7101A82E0080000000010F3B6FDA28FDC010000000000000000100000005D1B2A9AC1E44D4E8F0F8D12D6C1B4F5"
         let evening = try #require(try calendar.event(uid))
         #expect(evening.fields["startDate"] == at("2026-03-27T17:00:00Z"))
         #expect(evening.fields["endDate"] == at("2026-03-27T18:30:00Z"))
@@ -226,12 +260,17 @@ struct ICalendarImportTests {
         #expect(evening.fields["description"] == .string("Parents, please bring\n a dish to share."))
         #expect(try calendar.event("after-dst-change")?.fields["startDate"] == at("2026-10-30T17:00:00Z"))
         let notKept = summary.notes.first { $0.hasPrefix("not kept (the mapping has no place for them): ") } ?? ""
-        for item in ["1 CLASS in 1 event", "1 PRIORITY in 1 event", "1 TRANSP in 1 event", "1 X-MICROSOFT-CDO-BUSYSTATUS in 1 event"] {
+        for item in [
+            "1 CLASS in 1 event", "1 PRIORITY in 1 event", "1 TRANSP in 1 event",
+            "1 X-MICROSOFT-CDO-BUSYSTATUS in 1 event",
+        ] {
             #expect(notKept.contains(item), "\(item): \(summary.notes)")
         }
     }
 
-    @Test("a VTIMEZONE after the events that name it (RFC 5545 puts no order on components): found by a second reading of the file")
+    @Test(
+        "a VTIMEZONE after the events that name it (RFC 5545 puts no order on components): found by a second reading of the file"
+    )
     func zoneDefinedLast() throws {
         let calendar = try CalendarImport()
         let zone = """
@@ -267,7 +306,8 @@ struct ICalendarImportTests {
             END:VEVENT
 
             """
-        let path = try calendar.file("BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\n" + events + zone + "END:VCALENDAR\n", name: "late.ics")
+        let path = try calendar.file(
+            "BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\n" + events + zone + "END:VCALENDAR\n", name: "late.ics")
         let summary = try calendar.run(path)
         #expect(summary.totals.inserted == 2, "\(summary.issues)")
         #expect(try calendar.event("late-zone-winter")?.fields["startDate"] == at("2026-03-01T08:00:00Z"))
@@ -275,10 +315,14 @@ struct ICalendarImportTests {
         // An input read once (standard input without a copy) cannot look ahead: the error names the TZID.
         let once = try CalendarImport()
         do {
-            _ = try once.run(try once.file("BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\n" + events + zone + "END:VCALENDAR\n", name: "once.ics"), reopens: false)
+            _ = try once.run(
+                try once.file(
+                    "BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\n" + events + zone + "END:VCALENDAR\n", name: "once.ics"),
+                reopens: false)
             Issue.record("an unknown TZID was read")
         } catch {
-            #expect("\(error)".contains("names TZID \"Custom Zurich\", which has no VTIMEZONE in the calendar"), "\(error)")
+            #expect(
+                "\(error)".contains("names TZID \"Custom Zurich\", which has no VTIMEZONE in the calendar"), "\(error)")
         }
     }
 
@@ -296,56 +340,86 @@ struct ICalendarImportTests {
     func ruleKeptInAField() throws {
         let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("s.sqlite"))
-        try store.importSchema(try SchemaParser.parse("""
-        DEFINE SCHEMA
-            RECORD TYPE Appointment (
-                "___recordID" REFERENCE QUERYABLE,
-                title STRING,
-                startsAt TIMESTAMP,
-                rule STRING
-            );
-        """))
-        let mapping = try CalendarMapping.parse("""
-        components:
-          - recordType: Appointment
-            component: VEVENT
-            properties: { SUMMARY: title, DTSTART: startsAt }
-            recurrence: { rule: rule }
-        """, file: "m.yaml", schema: store.schema)
-        let reader = ICalendarRecordReader(input: try ByteInput(path: packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/google.ics").path),
-                                           mapping: mapping, schema: store.schema, options: ICalImportOptions())
+        try store.importSchema(
+            try SchemaParser.parse(
+                """
+                DEFINE SCHEMA
+                    RECORD TYPE Appointment (
+                        "___recordID" REFERENCE QUERYABLE,
+                        title STRING,
+                        startsAt TIMESTAMP,
+                        rule STRING
+                    );
+                """))
+        let mapping = try CalendarMapping.parse(
+            """
+            components:
+              - recordType: Appointment
+                component: VEVENT
+                properties: { SUMMARY: title, DTSTART: startsAt }
+                recurrence: { rule: rule }
+            """, file: "m.yaml", schema: store.schema)
+        let reader = ICalendarRecordReader(
+            input: try ByteInput(
+                path: packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/google.ics").path),
+            mapping: mapping, schema: store.schema, options: ICalImportOptions())
         _ = try RecordImporter(store: store, options: ImportOptions()).run([reader])
-        let swim = try #require(try store.read { try $0.record(named: "swim-training@google.com", ofType: "Appointment") })
+        let swim = try #require(
+            try store.read { try $0.record(named: "swim-training@google.com", ofType: "Appointment") })
         #expect(swim.fields["rule"] == .string("FREQ=WEEKLY;UNTIL=20260401T000000Z;BYDAY=MO,WE"))
     }
 
     static let good = """
-    BEGIN:VCALENDAR
-    VERSION:2.0
-    PRODID:-//test//EN
-    BEGIN:VEVENT
-    UID:good-1
-    DTSTAMP:20260101T000000Z
-    DTSTART:20260105T090000Z
-    DTEND:20260105T100000Z
-    SUMMARY:Fine
-    END:VEVENT
+        BEGIN:VCALENDAR
+        VERSION:2.0
+        PRODID:-//test//EN
+        BEGIN:VEVENT
+        UID:good-1
+        DTSTAMP:20260101T000000Z
+        DTSTART:20260105T090000Z
+        DTEND:20260105T100000Z
+        SUMMARY:Fine
+        END:VEVENT
 
-    """
+        """
 
     /// Bad input: (what is wrong, the rest of the calendar, the line reported, words of the message).
     static let badComponents: [(String, String, Int, String)] = [
-        ("impossible date", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260230T090000Z\nEND:VEVENT\n", 14, "DTSTART is not a date or date-time: \"20260230T090000Z\""),
-        ("undefined TZID", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART;TZID=Mars/Olympus:20260106T090000\nEND:VEVENT\n", 14, "TZID \"Mars/Olympus\""),
-        ("bad DURATION", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nDURATION:soon\nEND:VEVENT\n", 15, "DURATION is not a duration"),
-        ("bad RRULE", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nRRULE:FREQ=SOMETIMES\nEND:VEVENT\n", 15, "FREQ"),
+        (
+            "impossible date",
+            "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260230T090000Z\nEND:VEVENT\n", 14,
+            "DTSTART is not a date or date-time: \"20260230T090000Z\""
+        ),
+        (
+            "undefined TZID",
+            "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART;TZID=Mars/Olympus:20260106T090000\nEND:VEVENT\n",
+            14, "TZID \"Mars/Olympus\""
+        ),
+        (
+            "bad DURATION",
+            "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nDURATION:soon\nEND:VEVENT\n",
+            15, "DURATION is not a duration"
+        ),
+        (
+            "bad RRULE",
+            "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nRRULE:FREQ=SOMETIMES\nEND:VEVENT\n",
+            15, "FREQ"
+        ),
         ("no UID", "BEGIN:VEVENT\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nEND:VEVENT\n", 11, "without UID"),
-        ("not UTF-8", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nSUMMARY:caf\u{FFFD}\nEND:VEVENT\n", 14, "the line is not valid UTF-8"),
-        ("bad TRIGGER", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nBEGIN:VALARM\nACTION:DISPLAY\nTRIGGER:later\nEND:VALARM\nEND:VEVENT\n", 17, "TRIGGER"),
+        (
+            "not UTF-8", "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nSUMMARY:caf\u{FFFD}\nEND:VEVENT\n", 14,
+            "the line is not valid UTF-8"
+        ),
+        (
+            "bad TRIGGER",
+            "BEGIN:VEVENT\nUID:bad\nDTSTAMP:20260101T000000Z\nDTSTART:20260106T090000Z\nBEGIN:VALARM\nACTION:DISPLAY\nTRIGGER:later\nEND:VALARM\nEND:VEVENT\n",
+            17, "TRIGGER"
+        ),
     ]
 
-    @Test("a bad component fails the import with its line, and the store stays byte for byte as it was",
-          arguments: 0..<badComponents.count)
+    @Test(
+        "a bad component fails the import with its line, and the store stays byte for byte as it was",
+        arguments: 0..<badComponents.count)
     func badComponent(index: Int) throws {
         let (what, bad, line, words) = ICalendarImportTests.badComponents[index]
         let calendar = try CalendarImport()
@@ -371,7 +445,9 @@ struct ICalendarImportTests {
         #expect(try calendar.event("bad") == nil)
     }
 
-    @Test("a --set value the field cannot take names the field, whether the file gives the field a value (isDeleted, from STATUS) or not")
+    @Test(
+        "a --set value the field cannot take names the field, whether the file gives the field a value (isDeleted, from STATUS) or not"
+    )
     func badFixedField() throws {
         let calendar = try CalendarImport()
         let path = try calendar.file(ICalendarImportTests.good + "END:VCALENDAR\n")
@@ -379,7 +455,9 @@ struct ICalendarImportTests {
         for (field, type) in [("isDeleted", "INT64"), ("reminderTime", "TIMESTAMP")] {
             #expect { try calendar.run(path, fixed: [(field, "maybe")]) } throws: { error in
                 let text = "\(error)"
-                return text.contains("\(path):4: record 'good-1' (Event), field '\(field)': the value \(field)=maybe given to every record: expected \(type)")
+                return text.contains(
+                    "\(path):4: record 'good-1' (Event), field '\(field)': the value \(field)=maybe given to every record: expected \(type)"
+                )
             }
         }
         #expect(calendar.storeBytes == before)
@@ -387,16 +465,28 @@ struct ICalendarImportTests {
 
     /// Broken structure: nothing can be trusted after it, so the whole file fails, even with --skip-invalid.
     static let brokenFiles: [(String, String, Int, String)] = [
-        ("unterminated component", "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\nDTSTART:20260105T090000Z\nEND:VCALENDAR\n", 6, "END:VCALENDAR closes BEGIN:VEVENT of line 3"),
-        ("file ends inside a component", "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\n", 3, "BEGIN:VEVENT is never closed"),
+        (
+            "unterminated component",
+            "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\nDTSTART:20260105T090000Z\nEND:VCALENDAR\n", 6,
+            "END:VCALENDAR closes BEGIN:VEVENT of line 3"
+        ),
+        (
+            "file ends inside a component", "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\n", 3,
+            "BEGIN:VEVENT is never closed"
+        ),
         ("file ends inside the calendar", "BEGIN:VCALENDAR\nVERSION:2.0\n", 2, "the file ends inside BEGIN:VCALENDAR"),
         ("no calendar", "BEGIN:VEVENT\nUID:a\nEND:VEVENT\n", 1, "expected BEGIN:VCALENDAR"),
         ("stray END", "BEGIN:VCALENDAR\nEND:VEVENT\nEND:VCALENDAR\n", 2, "END:VEVENT without a matching BEGIN"),
         ("continuation first", " folded\nBEGIN:VCALENDAR\nEND:VCALENDAR\n", 1, "a folded continuation line"),
-        ("calendar line not UTF-8", "BEGIN:VCALENDAR\nX-WR-CALNAME:caf\u{FFFD}\nEND:VCALENDAR\n", 2, "the line is not valid UTF-8"),
+        (
+            "calendar line not UTF-8", "BEGIN:VCALENDAR\nX-WR-CALNAME:caf\u{FFFD}\nEND:VCALENDAR\n", 2,
+            "the line is not valid UTF-8"
+        ),
     ]
 
-    @Test("broken structure fails the whole file with its line, whatever --skip-invalid says", arguments: 0..<brokenFiles.count)
+    @Test(
+        "broken structure fails the whole file with its line, whatever --skip-invalid says",
+        arguments: 0..<brokenFiles.count)
     func brokenFile(index: Int) throws {
         let (what, text, line, words) = ICalendarImportTests.brokenFiles[index]
         let calendar = try CalendarImport()
@@ -414,24 +504,31 @@ struct ICalendarImportTests {
     @Test("--expand: an RDATE period lasts its own length, start/end or start/duration")
     func rdatePeriods() throws {
         let calendar = try CalendarImport()
-        let summary = try calendar.run(calendar.fixture("calendars/zimbra-lotus.ics"), expand: "2026-04-01T00:00:00Z"..."2026-06-01T00:00:00Z")
+        let summary = try calendar.run(
+            calendar.fixture("calendars/zimbra-lotus.ics"), expand: "2026-04-01T00:00:00Z"..."2026-06-01T00:00:00Z")
         #expect(summary.totals.inserted == 5)
-        let events = try calendar.records("Event", "title == 'Gartenarbeit'").sorted { $0["startDate"].map { "\($0)" } ?? "" < $1["startDate"].map { "\($0)" } ?? "" }
+        let events = try calendar.records("Event", "title == 'Gartenarbeit'").sorted {
+            $0["startDate"].map { "\($0)" } ?? "" < $1["startDate"].map { "\($0)" } ?? ""
+        }
         func hours(_ record: Record) -> Int64? {
-            guard case .timestamp(let start)? = record["startDate"], case .timestamp(let end)? = record["endDate"] else { return nil }
+            guard case .timestamp(let start)? = record["startDate"], case .timestamp(let end)? = record["endDate"]
+            else { return nil }
             return (end - start) / 3_600_000
         }
-        let byStart = Dictionary(uniqueKeysWithValues: events.compactMap { record -> (String, Int64)? in
-            guard case .timestamp(let start)? = record["startDate"], let length = hours(record) else { return nil }
-            return (ISO8601.format(milliseconds: start), length)
-        })
-        #expect(byStart["2026-04-04T08:00:00.000Z"] == 3)   // DTSTART with DURATION:PT3H
-        #expect(byStart["2026-04-11T08:00:00.000Z"] == 2)   // RDATE period start/PT2H
-        #expect(byStart["2026-04-18T09:00:00.000Z"] == 3)   // RDATE period start/end
-        #expect(byStart["2026-05-02T08:00:00.000Z"] == 3)   // a plain RDATE keeps the event's length
+        let byStart = Dictionary(
+            uniqueKeysWithValues: events.compactMap { record -> (String, Int64)? in
+                guard case .timestamp(let start)? = record["startDate"], let length = hours(record) else { return nil }
+                return (ISO8601.format(milliseconds: start), length)
+            })
+        #expect(byStart["2026-04-04T08:00:00.000Z"] == 3)  // DTSTART with DURATION:PT3H
+        #expect(byStart["2026-04-11T08:00:00.000Z"] == 2)  // RDATE period start/PT2H
+        #expect(byStart["2026-04-18T09:00:00.000Z"] == 3)  // RDATE period start/end
+        #expect(byStart["2026-05-02T08:00:00.000Z"] == 3)  // a plain RDATE keeps the event's length
     }
 
-    @Test("--expand refuses a rule it cannot expand (RFC 7529 RSCALE and SKIP) and names the RFC; without --expand it comes in once")
+    @Test(
+        "--expand refuses a rule it cannot expand (RFC 7529 RSCALE and SKIP) and names the RFC; without --expand it comes in once"
+    )
     func rscale() throws {
         let calendar = try CalendarImport()
         let path = calendar.fixture("calendars/rfc7529-and-text.ics")
@@ -446,24 +543,35 @@ struct ICalendarImportTests {
         #expect(once.totals.inserted == 3)
     }
 
-    @Test("lenient reading: LF line ends, TAB folds, an unknown escape and a stray line after the calendar are read, with counted warnings")
+    @Test(
+        "lenient reading: LF line ends, TAB folds, an unknown escape and a stray line after the calendar are read, with counted warnings"
+    )
     func lenient() throws {
         let calendar = try CalendarImport()
         let path = calendar.scratch.path("lenient.ics")
-        let text = "BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\nBEGIN:VEVENT\nUID:lenient-1\nDTSTAMP:20260101T000000Z\nDTSTART:20260301T100000Z\n"
+        let text =
+            "BEGIN:VCALENDAR\nVERSION:2.0\nPRODID:x\nBEGIN:VEVENT\nUID:lenient-1\nDTSTAMP:20260101T000000Z\nDTSTART:20260301T100000Z\n"
             + "SUMMARY:Say \\\"hi\\\" to\n\tgrandma\nEND:VEVENT\nEND:VCALENDAR\nthis line is stray\n"
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: calendar.mapping, schema: calendar.store.schema,
-                                           options: ICalImportOptions(fixedFields: [("familyID", "family-1")], people: calendar.people))
+        let reader = ICalendarRecordReader(
+            input: try ByteInput(path: path), mapping: calendar.mapping, schema: calendar.store.schema,
+            options: ICalImportOptions(fixedFields: [("familyID", "family-1")], people: calendar.people))
         let summary = try RecordImporter(store: calendar.store, options: ImportOptions()).run([reader])
         #expect(summary.totals.inserted == 1)
         #expect(summary.notes.contains("warning: a line after END:VCALENDAR was ignored (1×)"), "\(summary.notes)")
-        #expect(summary.notes.contains { $0.contains("an escape TEXT does not know") && $0.contains("(2×)") }, "\(summary.notes)")
+        #expect(
+            summary.notes.contains { $0.contains("an escape TEXT does not know") && $0.contains("(2×)") },
+            "\(summary.notes)")
         let event = try #require(try calendar.records("Event", "title BEGINSWITH 'Say'").first)
         #expect(event["title"] == .string("Say \"hi\" tograndma"))
         // Broken structure is still an error with its line.
-        for (broken, expected) in [("BEGIN:VEVENT\nUID:x\nEND:VEVENT\n", "input.ics:1: expected BEGIN:VCALENDAR"),
-                                   ("BEGIN:VCALENDAR\nBEGIN:VEVENT\nUID:x\nEND:VCALENDAR\n", "input.ics:4: END:VCALENDAR closes BEGIN:VEVENT of line 2")] {
+        for (broken, expected) in [
+            ("BEGIN:VEVENT\nUID:x\nEND:VEVENT\n", "input.ics:1: expected BEGIN:VCALENDAR"),
+            (
+                "BEGIN:VCALENDAR\nBEGIN:VEVENT\nUID:x\nEND:VCALENDAR\n",
+                "input.ics:4: END:VCALENDAR closes BEGIN:VEVENT of line 2"
+            ),
+        ] {
             do {
                 try calendar.run(try calendar.file(broken))
                 Issue.record("accepted \(broken)")
@@ -473,7 +581,9 @@ struct ICalendarImportTests {
         }
     }
 
-    @Test("the calendar's own properties an app's records have no place for (METHOD, X-WR-CALDESC, X-WR-TIMEZONE, REFRESH-INTERVAL) are named as not kept; VERSION, PRODID, CALSCALE and a name the records' calendar already has are not")
+    @Test(
+        "the calendar's own properties an app's records have no place for (METHOD, X-WR-CALDESC, X-WR-TIMEZONE, REFRESH-INTERVAL) are named as not kept; VERSION, PRODID, CALSCALE and a name the records' calendar already has are not"
+    )
     func calendarProperties() throws {
         let calendar = try CalendarImport()
         #expect(calendar.mapping.calendarName != nil)
@@ -499,19 +609,30 @@ struct ICalendarImportTests {
         let summary = try calendar.run(try calendar.file(text))
         #expect(summary.totals.inserted == 1)
         let notKept = summary.notes.first { $0.hasPrefix("not kept") } ?? ""
-        for item in ["1 METHOD of the calendar", "1 REFRESH-INTERVAL of the calendar", "1 X-WR-CALDESC of the calendar", "1 X-WR-TIMEZONE of the calendar"] {
+        for item in [
+            "1 METHOD of the calendar", "1 REFRESH-INTERVAL of the calendar", "1 X-WR-CALDESC of the calendar",
+            "1 X-WR-TIMEZONE of the calendar",
+        ] {
             #expect(notKept.contains(item), "\(item): \(summary.notes)")
         }
-        for kept in ["VERSION", "PRODID", "CALSCALE"] { #expect(!notKept.contains(kept + " of"), "\(kept): \(notKept)") }
+        for kept in ["VERSION", "PRODID", "CALSCALE"] {
+            #expect(!notKept.contains(kept + " of"), "\(kept): \(notKept)")
+        }
         // The records belong to family-1, whose calendar an export calls "The Müllers": this
         // file's name for it is not kept, and said to be.
-        #expect(notKept.contains("1 X-WR-CALNAME of the calendar (\"The Parkers\"), which the records' calendar calls \"The Müllers\""), "\(notKept)")
+        #expect(
+            notKept.contains(
+                "1 X-WR-CALNAME of the calendar (\"The Parkers\"), which the records' calendar calls \"The Müllers\""),
+            "\(notKept)")
         // The family's own name is kept by the family's record.
-        let same = try calendar.run(try calendar.file(text.replacingOccurrences(of: "The Parkers", with: "The Müllers"), name: "same.ics"))
+        let same = try calendar.run(
+            try calendar.file(text.replacingOccurrences(of: "The Parkers", with: "The Müllers"), name: "same.ics"))
         #expect(!(same.notes.first { $0.hasPrefix("not kept") } ?? "").contains("X-WR-CALNAME"), "\(same.notes)")
     }
 
-    @Test("lines that are not properties (a fold that lost its space, a property without ':') are left out as Python's icalendar leaves them, counted, named as not kept, and the rest of the component read")
+    @Test(
+        "lines that are not properties (a fold that lost its space, a property without ':') are left out as Python's icalendar leaves them, counted, named as not kept, and the rest of the component read"
+    )
     func unreadableLines() throws {
         let calendar = try CalendarImport()
         let text = """
@@ -536,45 +657,71 @@ struct ICalendarImportTests {
         let summary = try calendar.run(try calendar.file(text))
         #expect(summary.totals.inserted == 1, "\(summary.issues)")
         let event = try #require(try calendar.event("broken-lines"))
-        #expect(event["description"] == .string("Bring the") && event["location"] == .string("Field 2") && event["title"] == nil, "\(event)")
+        #expect(
+            event["description"] == .string("Bring the") && event["location"] == .string("Field 2")
+                && event["title"] == nil, "\(event)")
         let notKept = summary.notes.first { $0.hasPrefix("not kept") } ?? ""
-        for item in ["1 unreadable ORGANIZER line", "1 unreadable SUMMARY line", "1 unreadable X-APPLE-RADIUS line", "1 unreadable X-APPLE-STRUCTURED-LOCATION line", "1 unreadable BIG line"] {
+        for item in [
+            "1 unreadable ORGANIZER line", "1 unreadable SUMMARY line", "1 unreadable X-APPLE-RADIUS line",
+            "1 unreadable X-APPLE-STRUCTURED-LOCATION line", "1 unreadable BIG line",
+        ] {
             #expect(notKept.contains(item), "\(item): \(summary.notes)")
         }
-        #expect(summary.notes.contains { $0.contains("a line that is not a property") && $0.contains("(5×)") }, "\(summary.notes)")
+        #expect(
+            summary.notes.contains { $0.contains("a line that is not a property") && $0.contains("(5×)") },
+            "\(summary.notes)")
         // The archive keeps every other line of the component and says which it could not.
         let store = try RecordStore(path: calendar.scratch.path("archive.sqlite"))
         let importer = RecordImporter(store: store, options: ImportOptions())
         importer.addingTypes = CalendarArchive.schema.recordTypes
-        let archived = try importer.run([CalendarArchiveReader(input: try ByteInput(path: calendar.scratch.path("input.ics")))])
-        #expect(archived.notes.contains { $0.contains("every property kept but 1 unreadable BIG line, 1 unreadable ORGANIZER line") }, "\(archived.notes)")
+        let archived = try importer.run([
+            CalendarArchiveReader(input: try ByteInput(path: calendar.scratch.path("input.ics")))
+        ])
+        #expect(
+            archived.notes.contains {
+                $0.contains("every property kept but 1 unreadable BIG line, 1 unreadable ORGANIZER line")
+            }, "\(archived.notes)")
     }
 
-    @Test("an app mapping says everything it does not keep: extra alarms, other alarm actions, attendees' roles, a second category, RDATE and EXDATE")
+    @Test(
+        "an app mapping says everything it does not keep: extra alarms, other alarm actions, attendees' roles, a second category, RDATE and EXDATE"
+    )
     func notKept() throws {
         let calendar = try CalendarImport()
         let summary = try calendar.run(calendar.fixture("calendars/google-calendar.ics"))
         let note = try #require(summary.notes.first { $0.hasPrefix("not kept") })
-        for item in ["1 ATTENDEE ROLE=CHAIR in 1 event", "1 ATTENDEE CUTYPE=RESOURCE in 1 event", "1 ATTENDEE RSVP=TRUE in 1 event",
-                     "1 VALARM in 1 event", "1 VALARM ACTION:EMAIL in 1 event", "1 RRULE in 1 event", "3 TRANSP in 3 events", "1 GEO in 1 event"] {
+        for item in [
+            "1 ATTENDEE ROLE=CHAIR in 1 event", "1 ATTENDEE CUTYPE=RESOURCE in 1 event",
+            "1 ATTENDEE RSVP=TRUE in 1 event",
+            "1 VALARM in 1 event", "1 VALARM ACTION:EMAIL in 1 event", "1 RRULE in 1 event", "3 TRANSP in 3 events",
+            "1 GEO in 1 event",
+        ] {
             #expect(note.contains(item), "\(item): \(note)")
         }
         let apple = try calendar.run(calendar.fixture("calendars/apple-calendar.ics"))
         let appleNote = try #require(apple.notes.first { $0.hasPrefix("not kept") })
-        for item in ["1 CATEGORIES value in 1 event", "1 EXDATE in 1 event", "1 VALARM ACTION:AUDIO in 1 event", "1 X-APPLE-STRUCTURED-LOCATION in 1 event"] {
+        for item in [
+            "1 CATEGORIES value in 1 event", "1 EXDATE in 1 event", "1 VALARM ACTION:AUDIO in 1 event",
+            "1 X-APPLE-STRUCTURED-LOCATION in 1 event",
+        ] {
             #expect(appleNote.contains(item), "\(item): \(appleNote)")
         }
         // The escaped comma is part of the second category, not a third one.
         #expect(!appleNote.contains("2 CATEGORIES value"))
     }
 
-    @Test("a mapping's timeZone field keeps TZID, floating and DATE times: a weekly 09:00 Zurich meeting is still at 09:00 after the clocks change")
+    @Test(
+        "a mapping's timeZone field keeps TZID, floating and DATE times: a weekly 09:00 Zurich meeting is still at 09:00 after the clocks change"
+    )
     func timesKeepTheirForm() throws {
         let scratch = Scratch()
-        let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Meeting (endDate TIMESTAMP, rule STRING, startDate TIMESTAMP, title STRING, zone STRING);")
+        let schema = try SchemaParser.parse(
+            "DEFINE SCHEMA RECORD TYPE Meeting (endDate TIMESTAMP, rule STRING, startDate TIMESTAMP, title STRING, zone STRING);"
+        )
         let store = try RecordStore(path: scratch.path("meetings.sqlite"))
         try store.importSchema(schema)
-        let mapping = try CalendarMapping.parse("""
+        let mapping = try CalendarMapping.parse(
+            """
             components:
               - recordType: Meeting
                 component: VEVENT
@@ -592,13 +739,17 @@ struct ICalendarImportTests {
             "END:VCALENDAR\r\n",
         ]
         try Data(lines.joined().utf8).write(to: URL(fileURLWithPath: input))
-        let reader = ICalendarRecordReader(input: try ByteInput(path: input), mapping: mapping, schema: schema, options: ICalImportOptions())
+        let reader = ICalendarRecordReader(
+            input: try ByteInput(path: input), mapping: mapping, schema: schema, options: ICalImportOptions())
         let summary = try RecordImporter(store: store, options: ImportOptions()).run([reader])
         #expect(summary.totals.inserted == 4)
         #expect(!summary.notes.contains { $0.contains("DTSTART") }, "\(summary.notes)")
         let out = scratch.path("out.ics")
         let file = try OutputFile(path: out)
-        _ = try store.read { try ICalendarExporter(session: $0, mapping: mapping, options: ICalExportOptions()).export(RecordQuery(), to: file) }
+        _ = try store.read {
+            try ICalendarExporter(session: $0, mapping: mapping, options: ICalExportOptions()).export(
+                RecordQuery(), to: file)
+        }
         let text = try String(contentsOfFile: out, encoding: .utf8)
         #expect(text.contains("DTSTART;TZID=Europe/Zurich:20260302T090000\r\n"), "\(text)")
         #expect(text.contains("TZID:Europe/Zurich\r\n") && text.contains("TZNAME:CEST"), "\(text)")
@@ -622,12 +773,15 @@ struct ICalendarImportTests {
         #expect(summary.notes.contains { $0.contains("DTSTART TZID=America/New_York in 2 events") }, "\(summary.notes)")
     }
 
-    @Test("names, addresses and words in any case: lower-case property names, MAILTO: and an address in capitals find the person, status:cancelled cancels, partstat=accepted is renamed")
+    @Test(
+        "names, addresses and words in any case: lower-case property names, MAILTO: and an address in capitals find the person, status:cancelled cancels, partstat=accepted is renamed"
+    )
     func anyCase() throws {
         let calendar = try CalendarImport()
         let (address, user) = try #require(calendar.people.sorted { $0.key < $1.key }.first)
         #expect(address != address.uppercased(), "the sample's addresses are written in lower case")
-        let path = try calendar.file("""
+        let path = try calendar.file(
+            """
             BEGIN:VCALENDAR
             VERSION:2.0
             BEGIN:VEVENT
@@ -651,7 +805,8 @@ struct ICalendarImportTests {
         #expect(event.fields["isDeleted"] == .int64(1))
         #expect(event.fields["creatorID"] == .string(user))
         let participants = try calendar.records("EventParticipant", "eventID == 'any-case'")
-        #expect(Set(participants.compactMap { $0.fields["userID"] }) == [.string(user), .string("Someone@Example.com")])
+        #expect(
+            Set(participants.compactMap { $0.fields["userID"] }) == [.string(user), .string("Someone@Example.com")])
         #expect(Set(participants.compactMap { $0.fields["status"] }) == [.string("accepted"), .string("declined")])
         // REQ-PARTICIPANT is the default role whatever its case; CHAIR is not kept.
         let note = try #require(summary.notes.first { $0.hasPrefix("not kept") })

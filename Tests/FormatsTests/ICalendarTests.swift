@@ -1,17 +1,23 @@
 import Foundation
-import Testing
-@testable import Formats
 import Records
 import SampleApps
+import Testing
+
+@testable import Formats
 @testable import Store
 
 /// The independent RFC 5545 checker beside the project, with its Python, when set up
 /// (`../shared/conformance/setup.sh`; CI does it).
 
-
-func export(_ store: RecordStore, _ app: SampleApp, to path: String, query: RecordQuery = RecordQuery(), options: ICalExportOptions = ICalExportOptions(dtstamp: 1_767_225_600_000)) throws -> ICalExportSummary {
+func export(
+    _ store: RecordStore, _ app: SampleApp, to path: String, query: RecordQuery = RecordQuery(),
+    options: ICalExportOptions = ICalExportOptions(dtstamp: 1_767_225_600_000)
+) throws -> ICalExportSummary {
     let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "mapping", schema: store.schema)
-    return try store.read { session in try ICalendarExporter(session: session, mapping: mapping, options: options).export(query, to: try OutputFile(path: path)) }
+    return try store.read { session in
+        try ICalendarExporter(session: session, mapping: mapping, options: options).export(
+            query, to: try OutputFile(path: path))
+    }
 }
 
 @Suite("iCalendar text")
@@ -29,7 +35,11 @@ struct ICalendarTextTests {
                 #expect(line.count - 1 <= 75)
                 #expect(String(validating: Array(line), as: UTF8.self) != nil, "a fold split a character")
             }
-            let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: Array("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\n".utf8) + bytes + Array("END:VEVENT\r\nEND:VCALENDAR\r\n".utf8)))
+            let parser = ICalParser(
+                input: ByteInput(
+                    name: "t.ics",
+                    bytes: Array("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\n".utf8) + bytes
+                        + Array("END:VEVENT\r\nEND:VCALENDAR\r\n".utf8)))
             let component = try #require(try parser.next())
             #expect(ICalText.unescape(component.property("SUMMARY")!.value) == text)
         }
@@ -37,8 +47,10 @@ struct ICalendarTextTests {
 
     @Test("words compared in any case as upper-casing compares them, Unicode's mappings included")
     func anyCase() {
-        for (text, expected) in [("cancelled", true), ("CANCELLED", true), ("CanCelled", true), ("CANCELLE", false), ("CANCELLED ", false),
-                                 ("", false), ("cancelléd", false), ("CANCELLED\u{0}", false)] {
+        for (text, expected) in [
+            ("cancelled", true), ("CANCELLED", true), ("CanCelled", true), ("CANCELLE", false), ("CANCELLED ", false),
+            ("", false), ("cancelléd", false), ("CANCELLED\u{0}", false),
+        ] {
             #expect(ICalText.equalsIgnoringCase(text, "CANCELLED") == expected, "\(text)")
         }
         // Dotless ı upper-cases to I and the long s ſ to S, as String.uppercased() says.
@@ -50,31 +62,46 @@ struct ICalendarTextTests {
     @Test("names in any case, common or not, and times with spaces around them read the same")
     func namesAndTimes() throws {
         let long = "X-A-PROPERTY-NAME-LONGER-THAN-SIXTEEN"
-        let text = "BEGIN:VCALENDAR\nbegin:vevent\nuid:a\nDtStart;tzid=Europe/Zurich: 20260301T090000 \nDTEND;VALUE=date:20260302\nRECURRENCE-ID;Value=DATE:\t20260303\n\(long.lowercased());X-P=1:v\nX-:empty\nEND:VEVENT\nEND:VCALENDAR\n"
+        let text =
+            "BEGIN:VCALENDAR\nbegin:vevent\nuid:a\nDtStart;tzid=Europe/Zurich: 20260301T090000 \nDTEND;VALUE=date:20260302\nRECURRENCE-ID;Value=DATE:\t20260303\n\(long.lowercased());X-P=1:v\nX-:empty\nEND:VEVENT\nEND:VCALENDAR\n"
         let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: Array(text.utf8)))
         let event = try #require(try parser.next())
         #expect(event.name == "VEVENT")
         #expect(event.properties.map(\.name) == ["UID", "DTSTART", "DTEND", "RECURRENCE-ID", long, "X-"])
         let start = try #require(event.property("DTSTART"))
         #expect(start.parameter("TZID") == "Europe/Zurich")
-        #expect(CalendarTime.parse(start) == .zoned(LocalDateTime(year: 2026, month: 3, day: 1, hour: 9), tzid: "Europe/Zurich"))
-        #expect(CalendarTime.parse(try #require(event.property("DTEND"))) == .date(LocalDateTime(year: 2026, month: 3, day: 2)))
-        #expect(CalendarTime.parse(try #require(event.property("RECURRENCE-ID"))) == .date(LocalDateTime(year: 2026, month: 3, day: 3)))
+        #expect(
+            CalendarTime.parse(start)
+                == .zoned(LocalDateTime(year: 2026, month: 3, day: 1, hour: 9), tzid: "Europe/Zurich"))
+        #expect(
+            CalendarTime.parse(try #require(event.property("DTEND")))
+                == .date(LocalDateTime(year: 2026, month: 3, day: 2)))
+        #expect(
+            CalendarTime.parse(try #require(event.property("RECURRENCE-ID")))
+                == .date(LocalDateTime(year: 2026, month: 3, day: 3)))
         #expect(event.property(long)?.parameter("X-P") == "1")
         for bad in ["2026030", "20260230", "20260301T250000Z", "20260301T0900", "20260301X090000", " "] {
             #expect(CalendarTime.parse(ContentLine(name: "DTSTART", value: bad)) == nil, "\(bad)")
         }
-        #expect(CalendarTime.parse(ContentLine(name: "DTSTART", value: "20260301t090000z")) == .utc(LocalDateTime(year: 2026, month: 3, day: 1, hour: 9)))
+        #expect(
+            CalendarTime.parse(ContentLine(name: "DTSTART", value: "20260301t090000z"))
+                == .utc(LocalDateTime(year: 2026, month: 3, day: 1, hour: 9)))
     }
 
-    @Test("a UTF-8 byte-order mark before BEGIN:VCALENDAR is skipped, lines still counted from it; one anywhere else is refused at its line")
+    @Test(
+        "a UTF-8 byte-order mark before BEGIN:VCALENDAR is skipped, lines still counted from it; one anywhere else is refused at its line"
+    )
     func byteOrderMark() throws {
         let body = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:bom-1\r\nSUMMARY:Piano\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
         let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: [0xEF, 0xBB, 0xBF] + Array(body.utf8)))
         let event = try #require(try parser.next())
         #expect(event.name == "VEVENT" && event.property("UID")?.value == "bom-1" && event.line == 2)
         #expect(try parser.next() == nil)
-        let late = ICalParser(input: ByteInput(name: "t.ics", bytes: Array("BEGIN:VCALENDAR\r\n".utf8) + [0xEF, 0xBB, 0xBF] + Array("BEGIN:VEVENT\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n".utf8)))
+        let late = ICalParser(
+            input: ByteInput(
+                name: "t.ics",
+                bytes: Array("BEGIN:VCALENDAR\r\n".utf8) + [0xEF, 0xBB, 0xBF]
+                    + Array("BEGIN:VEVENT\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n".utf8)))
         do {
             _ = try late.next()
             Issue.record("a byte-order mark on line 2 was read")
@@ -93,7 +120,8 @@ struct ICalendarTextTests {
 
     @Test("content lines: quoted and listed parameters, LF files, tab continuations, several calendars")
     func parsing() throws {
-        let text = "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\nATTENDEE;CN=\"Coach, Bob\";MEMBER=\"mailto:x@y\",\"mailto:z@w\";PARTSTAT=ACCEPTED:mailto:coach@\n\texample.com\nEND:VEVENT\nEND:VCALENDAR\nBEGIN:VCALENDAR\nBEGIN:VTODO\nUID:b\nEND:VTODO\nEND:VCALENDAR\n"
+        let text =
+            "BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VEVENT\nUID:a\nATTENDEE;CN=\"Coach, Bob\";MEMBER=\"mailto:x@y\",\"mailto:z@w\";PARTSTAT=ACCEPTED:mailto:coach@\n\texample.com\nEND:VEVENT\nEND:VCALENDAR\nBEGIN:VCALENDAR\nBEGIN:VTODO\nUID:b\nEND:VTODO\nEND:VCALENDAR\n"
         let parser = ICalParser(input: ByteInput(name: "t.ics", bytes: Array(text.utf8)))
         let event = try #require(try parser.next())
         let attendee = try #require(event.property("ATTENDEE"))
@@ -110,7 +138,8 @@ struct ICalendarTextTests {
     func times() throws {
         let zones = ZoneResolver(defaultZone: TimeZone(identifier: "America/New_York"))
         func ms(_ value: String, _ parameters: [(name: String, values: [String])] = []) throws -> Int64 {
-            try zones.milliseconds(try #require(CalendarTime.parse(ContentLine(name: "DTSTART", parameters: parameters, value: value))))
+            try zones.milliseconds(
+                try #require(CalendarTime.parse(ContentLine(name: "DTSTART", parameters: parameters, value: value))))
         }
         #expect(try ms("20260112T090000Z") == 1_768_208_400_000)
         #expect(try ms("20260112T100000", [("TZID", ["Europe/Berlin"])]) == 1_768_208_400_000)
@@ -118,12 +147,17 @@ struct ICalendarTextTests {
         #expect(try ms("20260112T040000") == 1_768_208_400_000)
         #expect(try ms("20260112", [("VALUE", ["DATE"])]) == ISO8601.parse("2026-01-12T05:00:00Z"))
         // Outlook's Windows zone name, defined by the calendar itself.
-        let outlook = ICalParser(input: try ByteInput(path: packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/outlook.ics").path))
+        let outlook = ICalParser(
+            input: try ByteInput(
+                path: packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/outlook.ics").path))
         let vtimezone = try #require(try outlook.next())
         try zones.add(vtimezone)
-        #expect(try ms("20260327T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-03-27T17:00:00Z"))
-        #expect(try ms("20260330T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-03-30T16:00:00Z"))
-        #expect(try ms("20261030T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-10-30T17:00:00Z"))
+        #expect(
+            try ms("20260327T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-03-27T17:00:00Z"))
+        #expect(
+            try ms("20260330T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-03-30T16:00:00Z"))
+        #expect(
+            try ms("20261030T180000", [("TZID", ["W. Europe Standard Time"])]) == ISO8601.parse("2026-10-30T17:00:00Z"))
         #expect(throws: RecurrenceError.self) { try ms("20260112T090000", [("TZID", ["Mars/Olympus_Mons"])]) }
         #expect(CalendarTime.parse(ContentLine(name: "DTSTART", value: "20260230T090000")) == nil)
         #expect(CalendarDuration.parse("-PT15M") == -900)
@@ -139,7 +173,8 @@ struct ICalendarTextTests {
     @Test("a VTIMEZONE built from the system database covers the exported dates, DST included")
     func vtimezone() throws {
         let zone = TimeZone(identifier: "Europe/Berlin")!
-        let lines = VTimeZoneBuilder.lines(for: zone, from: ISO8601.parse("2026-01-10T00:00:00Z")!, to: ISO8601.parse("2026-12-01T00:00:00Z")!)
+        let lines = VTimeZoneBuilder.lines(
+            for: zone, from: ISO8601.parse("2026-01-10T00:00:00Z")!, to: ISO8601.parse("2026-12-01T00:00:00Z")!)
         let text = lines.map { "\($0.name):\($0.value)" }
         #expect(text.contains("DTSTART:20260329T020000"))
         #expect(text.contains("DTSTART:20261025T030000"))
@@ -147,27 +182,40 @@ struct ICalendarTextTests {
         #expect(text.filter { $0 == "BEGIN:STANDARD" }.count == 2)
         // TZNAME is the zone database's abbreviation, never Foundation's "GMT+1".
         #expect(Set(text.filter { $0.hasPrefix("TZNAME:") }) == ["TZNAME:CET", "TZNAME:CEST"], "\(text)")
-        for (identifier, names) in [("America/New_York", ["EST", "EDT"]), ("Australia/Sydney", ["AEST", "AEDT"]), ("Asia/Kolkata", ["IST"])] {
-            let other = VTimeZoneBuilder.lines(for: TimeZone(identifier: identifier)!, from: ISO8601.parse("2026-01-10T00:00:00Z")!, to: ISO8601.parse("2026-12-01T00:00:00Z")!)
+        for (identifier, names) in [
+            ("America/New_York", ["EST", "EDT"]), ("Australia/Sydney", ["AEST", "AEDT"]), ("Asia/Kolkata", ["IST"]),
+        ] {
+            let other = VTimeZoneBuilder.lines(
+                for: TimeZone(identifier: identifier)!, from: ISO8601.parse("2026-01-10T00:00:00Z")!,
+                to: ISO8601.parse("2026-12-01T00:00:00Z")!)
             #expect(Set(other.filter { $0.name == "TZNAME" }.map(\.value)) == Set(names), "\(identifier)")
         }
         // The definition read back gives the system's offsets on both sides of each change.
-        let component = ICalComponent(name: "VTIMEZONE", properties: [ContentLine(name: "TZID", value: "X")],
-                                      components: stride(from: 2, to: lines.count - 1, by: 6).map { start in
-                                          ICalComponent(name: lines[start].value, properties: lines[(start + 1)..<(start + 5)].map { ContentLine(name: $0.name, value: $0.value) })
-                                      })
+        let component = ICalComponent(
+            name: "VTIMEZONE", properties: [ContentLine(name: "TZID", value: "X")],
+            components: stride(from: 2, to: lines.count - 1, by: 6).map { start in
+                ICalComponent(
+                    name: lines[start].value,
+                    properties: lines[(start + 1)..<(start + 5)].map { ContentLine(name: $0.name, value: $0.value) })
+            })
         let defined = try DefinedZone(component)
-        for instant in ["2026-03-29T00:59:59Z", "2026-03-29T01:00:00Z", "2026-10-25T00:59:59Z", "2026-10-25T01:00:00Z", "2026-06-01T12:00:00Z"] {
+        for instant in [
+            "2026-03-29T00:59:59Z", "2026-03-29T01:00:00Z", "2026-10-25T00:59:59Z", "2026-10-25T01:00:00Z",
+            "2026-06-01T12:00:00Z",
+        ] {
             let seconds = ISO8601.parse(instant)! / 1000
-            #expect(defined.offset(at: seconds) == Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))), "\(instant)")
+            #expect(
+                defined.offset(at: seconds)
+                    == Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))), "\(instant)")
         }
     }
 }
 
 @Suite("iCalendar export")
 struct ICalendarExportTests {
-    @Test("every sample's calendar passes the independent checker, and its peers count what we wrote",
-          arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
+    @Test(
+        "every sample's calendar passes the independent checker, and its peers count what we wrote",
+        arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
     func samplesPassIndependentParsers(app: SampleApp) throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(app)
@@ -185,19 +233,19 @@ struct ICalendarExportTests {
         }
         let python = try Conformance.requirePython()
         let script = """
-        import json, sys, icalendar
-        cal = icalendar.Calendar.from_ical(open(sys.argv[1], 'rb').read())
-        out = []
-        for c in cal.walk():
-            if c.name in ('VEVENT', 'VTODO', 'VJOURNAL'):
-                start = c.get('DTSTART')
-                end = c.get('DTEND') if c.get('DTEND') is not None else c.get('DUE')
-                attendees = c.get('ATTENDEE')
-                attendees = [] if attendees is None else (attendees if isinstance(attendees, list) else [attendees])
-                out.append([c.name, str(c.get('UID')), start.to_ical().decode() if start is not None else None,
-                            end.to_ical().decode() if end is not None else None, len(attendees)])
-        print(json.dumps(out))
-        """
+            import json, sys, icalendar
+            cal = icalendar.Calendar.from_ical(open(sys.argv[1], 'rb').read())
+            out = []
+            for c in cal.walk():
+                if c.name in ('VEVENT', 'VTODO', 'VJOURNAL'):
+                    start = c.get('DTSTART')
+                    end = c.get('DTEND') if c.get('DTEND') is not None else c.get('DUE')
+                    attendees = c.get('ATTENDEE')
+                    attendees = [] if attendees is None else (attendees if isinstance(attendees, list) else [attendees])
+                    out.append([c.name, str(c.get('UID')), start.to_ical().decode() if start is not None else None,
+                                end.to_ical().decode() if end is not None else None, len(attendees)])
+            print(json.dumps(out))
+            """
         let (status, output) = try Conformance.run(python, ["-c", script, path])
         #expect(status == 0, "\(output)")
         let theirs = try JSONDecoder().decode([[JSONScalar]].self, from: Data(output.utf8))
@@ -206,10 +254,12 @@ struct ICalendarExportTests {
         var ours: [[JSONScalar]] = []
         while let component = try parser.next() {
             if component.name == "VTIMEZONE" { continue }
-            ours.append([.text(component.name), .text(ICalText.unescape(component.property("UID")!.value)),
-                         component.property("DTSTART").map { .text($0.value) } ?? .null,
-                         (component.property("DTEND") ?? component.property("DUE")).map { .text($0.value) } ?? .null,
-                         .number(component.all("ATTENDEE").count)])
+            ours.append([
+                .text(component.name), .text(ICalText.unescape(component.property("UID")!.value)),
+                component.property("DTSTART").map { .text($0.value) } ?? .null,
+                (component.property("DTEND") ?? component.property("DUE")).map { .text($0.value) } ?? .null,
+                .number(component.all("ATTENDEE").count),
+            ])
         }
         #expect(theirs == ours)
         #expect(ours.count == written)
@@ -217,7 +267,9 @@ struct ICalendarExportTests {
         let expected = try store.read { session -> [(name: String, start: Int64?)] in
             var records: [(name: String, start: Int64?)] = []
             let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "mapping", schema: store.schema)
-            for (component, query) in try ICalendarExporter(session: session, mapping: mapping, options: ICalExportOptions()).queries(RecordQuery()) {
+            for (component, query) in try ICalendarExporter(
+                session: session, mapping: mapping, options: ICalExportOptions()
+            ).queries(RecordQuery()) {
                 let type = session.schema.recordType(named: component.recordType)!
                 let startField = component.property("DTSTART")?.sourceField
                 try session.forEach(query) { record in
@@ -245,7 +297,9 @@ struct ICalendarExportTests {
             let time = try #require(CalendarTime.parse(property))
             let written = try resolver.milliseconds(time)
             let day: Int64 = 86_400_000
-            #expect(written == (time.isDate ? ISO8601.floorDiv(stored, day) * day : ISO8601.floorDiv(stored, 1000) * 1000), "\(expected[index].name)")
+            #expect(
+                written == (time.isDate ? ISO8601.floorDiv(stored, day) * day : ISO8601.floorDiv(stored, 1000) * 1000),
+                "\(expected[index].name)")
         }
     }
 
@@ -253,12 +307,17 @@ struct ICalendarExportTests {
     func familyCalendar() throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
-        let query = RecordQuery(predicate: try RecordPredicate.parse("familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"))
+        let query = RecordQuery(
+            predicate: try RecordPredicate.parse(
+                "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"))
         let path = scratch.path("march.ics")
         let summary = try export(store, .familyCalendar, to: path, query: query)
         #expect(summary.calendarName == "The Müllers")
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//ckport//ckport \(CKPortVersion.current)//EN\r\nCALSCALE:GREGORIAN\r\nX-WR-CALNAME:The Müllers\r\n"))
+        #expect(
+            text.hasPrefix(
+                "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//ckport//ckport \(CKPortVersion.current)//EN\r\nCALSCALE:GREGORIAN\r\nX-WR-CALNAME:The Müllers\r\n"
+            ))
         #expect(!text.contains("METHOD:"))
         let events = try store.read { session -> [Record] in
             var found: [Record] = []
@@ -272,8 +331,17 @@ struct ICalendarExportTests {
             #expect(text.contains("UID:\(event.recordName)\r\n"))
         }
         // With --include-deleted the soft-deleted ones come too, as cancelled.
-        let all = try export(store, .familyCalendar, to: scratch.path("all.ics"), options: ICalExportOptions(dtstamp: 0, includeCancelled: true))
-        #expect(try String(contentsOfFile: scratch.path("all.ics"), encoding: .utf8).components(separatedBy: "STATUS:CANCELLED").count - 1 == all.written["Event"]! - (try store.read { try $0.count(RecordQuery(recordTypes: ["Event"], predicate: try RecordPredicate.parse("isDeleted == false"))) }))
+        let all = try export(
+            store, .familyCalendar, to: scratch.path("all.ics"),
+            options: ICalExportOptions(dtstamp: 0, includeCancelled: true))
+        #expect(
+            try String(contentsOfFile: scratch.path("all.ics"), encoding: .utf8).components(
+                separatedBy: "STATUS:CANCELLED"
+            ).count - 1 == all.written["Event"]!
+                - (try store.read {
+                    try $0.count(
+                        RecordQuery(recordTypes: ["Event"], predicate: try RecordPredicate.parse("isDeleted == false")))
+                }))
         // Alarms: one VALARM per event with a reminder, triggered relative to the start.
         let reminders = live.filter { $0.fields["reminderTime"] != nil }
         #expect(text.components(separatedBy: "BEGIN:VALARM\r\nACTION:DISPLAY\r\n").count - 1 == reminders.count)
@@ -284,27 +352,38 @@ struct ICalendarExportTests {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let path = scratch.path("berlin.ics")
-        _ = try export(store, .familyCalendar, to: path, options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0, includeCancelled: true))
+        _ = try export(
+            store, .familyCalendar, to: path,
+            options: ICalExportOptions(
+                timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0, includeCancelled: true))
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains("BEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\n"))
         #expect(text.contains("DTSTART;TZID=Europe/Berlin:"))
         if let (status, report) = try Conformance.check(path) { #expect(status == 0, "\(report)") }
         let copy = try RecordStore(path: scratch.path("copy.sqlite"))
         try copy.importSchema(store.schema)
-        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "m", schema: store.schema)
-        let reader = ICalendarRecordReader(input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: ICalImportOptions())
+        let mapping = try CalendarMapping.parse(
+            SampleApp.familyCalendar.calendarMappingText!, file: "m", schema: store.schema)
+        let reader = ICalendarRecordReader(
+            input: try ByteInput(path: path), mapping: mapping, schema: store.schema, options: ICalImportOptions())
         _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
-        let originals = try allEvents(store), copies = try allEvents(copy)
+        let originals = try allEvents(store)
+        let copies = try allEvents(copy)
         #expect(copies.count == originals.count)
         for (original, copy) in zip(originals, copies) {
             #expect(copy.recordName == original.recordName)
-            for field in ["startDate", "endDate", "title", "reminderTime", "isDeleted", "createdAt", "updatedAt", "location", "category"] {
+            for field in [
+                "startDate", "endDate", "title", "reminderTime", "isDeleted", "createdAt", "updatedAt", "location",
+                "category",
+            ] {
                 #expect(copy.fields[field] == original.fields[field], "\(original.recordName).\(field)")
             }
         }
     }
 
-    @Test("an event that does not say how its times were written, from local midnight to midnight, is an all-day event, in UTC and under --tz")
+    @Test(
+        "an event that does not say how its times were written, from local midnight to midnight, is an all-day event, in UTC and under --tz"
+    )
     func allDayEvents() throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
@@ -333,13 +412,17 @@ struct ICalendarExportTests {
         #expect(component.property("DTSTART")?.value == "20260405")
         #expect(component.property("DTEND")?.value == "20260407")
         // The same instants are not midnight in Berlin, so there they stay timed.
-        _ = try export(store, .familyCalendar, to: scratch.path("berlin.ics"), options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
+        _ = try export(
+            store, .familyCalendar, to: scratch.path("berlin.ics"),
+            options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
         component = try event(scratch.path("berlin.ics"))
         #expect(component.property("DTSTART")?.value == "20260405T020000")
         #expect(component.property("DTSTART")?.parameter("TZID") == "Europe/Berlin")
         // Berlin's midnights across the spring change (a 23-hour day) are an all-day event there.
         try setTimes("2026-03-28T23:00:00Z", "2026-03-29T22:00:00Z")
-        _ = try export(store, .familyCalendar, to: scratch.path("dst.ics"), options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
+        _ = try export(
+            store, .familyCalendar, to: scratch.path("dst.ics"),
+            options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
         component = try event(scratch.path("dst.ics"))
         #expect(component.property("DTSTART")?.value == "20260329")
         #expect(component.property("DTEND")?.value == "20260330")
@@ -348,7 +431,9 @@ struct ICalendarExportTests {
         // the same instants; through the app's mapping, which keeps the form, too: the export
         // said the record keeps none, with the zone whose midnights its dates are
         // (X-CKPORT-TIMEZONE;TZID=Europe/Berlin:none), so it comes back as it was.
-        #expect(component.property("X-CKPORT-TIMEZONE")?.value == "none" && component.property("X-CKPORT-TIMEZONE")?.parameter("TZID") == "Europe/Berlin")
+        #expect(
+            component.property("X-CKPORT-TIMEZONE")?.value == "none"
+                && component.property("X-CKPORT-TIMEZONE")?.parameter("TZID") == "Europe/Berlin")
         for keepsForm in [false, true] {
             let copy = try RecordStore(path: scratch.path("copy-\(keepsForm).sqlite"))
             try copy.importSchema(store.schema)
@@ -356,8 +441,9 @@ struct ICalendarExportTests {
             if !keepsForm { text = text.replacingOccurrences(of: "    timeZone: timeZone\n", with: "") }
             let mapping = try CalendarMapping.parse(text, file: "m", schema: store.schema)
             #expect((mapping.components[0].timeZone != nil) == keepsForm)
-            let reader = ICalendarRecordReader(input: try ByteInput(path: scratch.path("dst.ics")), mapping: mapping, schema: store.schema,
-                                               options: ICalImportOptions(timeZone: TimeZone(identifier: "Europe/Berlin")))
+            let reader = ICalendarRecordReader(
+                input: try ByteInput(path: scratch.path("dst.ics")), mapping: mapping, schema: store.schema,
+                options: ICalImportOptions(timeZone: TimeZone(identifier: "Europe/Berlin")))
             _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
             let back = try #require(try copy.read { try $0.record(named: name, ofType: "Event") })
             #expect(back.fields["startDate"] == .timestamp(ISO8601.parse("2026-03-28T23:00:00Z")!))
@@ -392,33 +478,45 @@ struct ICalendarExportTests {
             let parser = ICalParser(input: try ByteInput(path: path))
             var found: [String: String] = [:]
             while let component = try parser.next() {
-                guard let uid = component.property("UID")?.value, names.contains(uid), let start = component.property("DTSTART"),
-                      let end = component.property("DTEND") else { continue }
-                let parameters = start.parameters.map { "\($0.name)=\($0.values.joined(separator: ","))" }.joined(separator: ";")
+                guard let uid = component.property("UID")?.value, names.contains(uid),
+                    let start = component.property("DTSTART"),
+                    let end = component.property("DTEND")
+                else { continue }
+                let parameters = start.parameters.map { "\($0.name)=\($0.values.joined(separator: ","))" }.joined(
+                    separator: ";")
                 found[uid] = "\(parameters)|\(start.value)|\(end.value)"
             }
             return found
         }
         _ = try export(store, .familyCalendar, to: scratch.path("kept.ics"))
         // Midnight to midnight, but each says its form: no all-day guess for the zone, floating or UTC.
-        #expect(try starts(scratch.path("kept.ics")) == [
-            names[0]: "VALUE=DATE|20260405|20260407", names[1]: "|20260405T000000|20260406T000000",
-            names[2]: "TZID=Europe/Zurich|20260329T000000|20260330T000000", names[3]: "|20260405T000000Z|20260406T000000Z",
-        ])
+        #expect(
+            try starts(scratch.path("kept.ics")) == [
+                names[0]: "VALUE=DATE|20260405|20260407", names[1]: "|20260405T000000|20260406T000000",
+                names[2]: "TZID=Europe/Zurich|20260329T000000|20260330T000000",
+                names[3]: "|20260405T000000Z|20260406T000000Z",
+            ])
         if let (status, report) = try Conformance.check(scratch.path("kept.ics")) { #expect(status == 0, "\(report)") }
         // West of UTC the date stays the date; the floating time gets --tz's TZID with its wall clock.
-        _ = try export(store, .familyCalendar, to: scratch.path("la.ics"), options: ICalExportOptions(timeZone: TimeZone(identifier: "America/Los_Angeles"), dtstamp: 0))
-        #expect(try starts(scratch.path("la.ics")) == [
-            names[0]: "VALUE=DATE|20260405|20260407", names[1]: "TZID=America/Los_Angeles|20260405T000000|20260406T000000",
-            names[2]: "TZID=America/Los_Angeles|20260328T160000|20260329T150000", names[3]: "TZID=America/Los_Angeles|20260404T170000|20260405T170000",
-        ])
+        _ = try export(
+            store, .familyCalendar, to: scratch.path("la.ics"),
+            options: ICalExportOptions(timeZone: TimeZone(identifier: "America/Los_Angeles"), dtstamp: 0))
+        #expect(
+            try starts(scratch.path("la.ics")) == [
+                names[0]: "VALUE=DATE|20260405|20260407",
+                names[1]: "TZID=America/Los_Angeles|20260405T000000|20260406T000000",
+                names[2]: "TZID=America/Los_Angeles|20260328T160000|20260329T150000",
+                names[3]: "TZID=America/Los_Angeles|20260404T170000|20260405T170000",
+            ])
         if let (status, report) = try Conformance.check(scratch.path("la.ics")) { #expect(status == 0, "\(report)") }
         // Imported again under yet another zone, every event is what it was.
         let copy = try RecordStore(path: scratch.path("copy.sqlite"))
         try copy.importSchema(store.schema)
-        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "m", schema: store.schema)
-        let reader = ICalendarRecordReader(input: try ByteInput(path: scratch.path("kept.ics")), mapping: mapping, schema: store.schema,
-                                           options: ICalImportOptions(timeZone: TimeZone(identifier: "Pacific/Honolulu")))
+        let mapping = try CalendarMapping.parse(
+            SampleApp.familyCalendar.calendarMappingText!, file: "m", schema: store.schema)
+        let reader = ICalendarRecordReader(
+            input: try ByteInput(path: scratch.path("kept.ics")), mapping: mapping, schema: store.schema,
+            options: ICalImportOptions(timeZone: TimeZone(identifier: "Pacific/Honolulu")))
         _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
         let originals = try allEvents(store).filter { names.contains($0.recordName) }
         let copies = try allEvents(copy).filter { names.contains($0.recordName) }
@@ -442,7 +540,10 @@ struct ICalendarExportTests {
         let path = scratch.path("todo.ics")
         let summary = try export(store, .familyTodo, to: path)
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        let activeChores = try store.read { try $0.count(RecordQuery(recordTypes: ["RecurringChore"], predicate: try RecordPredicate.parse("isActive == 1"))) }
+        let activeChores = try store.read {
+            try $0.count(
+                RecordQuery(recordTypes: ["RecurringChore"], predicate: try RecordPredicate.parse("isActive == 1")))
+        }
         #expect(summary.written["RecurringChore"] == activeChores)
         #expect(summary.written["Task"] == 46)
         #expect(text.contains("STATUS:IN-PROCESS\r\n"))
@@ -456,39 +557,64 @@ struct ICalendarExportTests {
             rules += 1
             let rule = try RecurrenceRule(parsing: rrule.value)
             let date = try #require(CalendarTime.parse(start)).local
-            if let weekday = rule.byDay.first?.weekday { #expect(Int((date.dayNumber + 3) % 7) == weekday, "\(rrule.value) from \(start.value)") }
+            if let weekday = rule.byDay.first?.weekday {
+                #expect(Int((date.dayNumber + 3) % 7) == weekday, "\(rrule.value) from \(start.value)")
+            }
             if let monthDay = rule.byMonthDay.max() {
-                #expect(date.day == min(Int64(monthDay), ISO8601.daysInMonth(year: date.year, month: date.month)), "\(rrule.value) from \(start.value)")
+                #expect(
+                    date.day == min(Int64(monthDay), ISO8601.daysInMonth(year: date.year, month: date.month)),
+                    "\(rrule.value) from \(start.value)")
             }
         }
         #expect(rules == activeChores)
         // Under --tz, the zone's changes are written for years ahead, since the chores repeat.
         let berlin = scratch.path("berlin.ics")
-        _ = try export(store, .familyTodo, to: berlin, options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
+        _ = try export(
+            store, .familyTodo, to: berlin,
+            options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 0))
         let zoned = try String(contentsOfFile: berlin, encoding: .utf8)
-        #expect(zoned.components(separatedBy: "BEGIN:DAYLIGHT\r\n").count - 1 >= ICalendarExporter.recurrenceHorizonYears)
+        #expect(
+            zoned.components(separatedBy: "BEGIN:DAYLIGHT\r\n").count - 1 >= ICalendarExporter.recurrenceHorizonYears)
         if let (status, report) = try Conformance.check(berlin) { #expect(status == 0, "\(report)") }
         // A record type the mapping does not name is refused, not silently left out.
         #expect(throws: StoreError.self) {
             try store.read { session in
-                try ICalendarExporter(session: session, mapping: try CalendarMapping.parse(SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema), options: ICalExportOptions())
-                    .queries(RecordQuery(recordTypes: ["Household"]))
+                try ICalendarExporter(
+                    session: session,
+                    mapping: try CalendarMapping.parse(
+                        SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema),
+                    options: ICalExportOptions()
+                )
+                .queries(RecordQuery(recordTypes: ["Household"]))
             }
         }
-        let exporter = try store.read { session in ICalendarExporter(session: session, mapping: try CalendarMapping.parse(SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema), options: ICalExportOptions()) }
+        let exporter = try store.read { session in
+            ICalendarExporter(
+                session: session,
+                mapping: try CalendarMapping.parse(
+                    SampleApp.familyTodo.calendarMappingText!, file: "m", schema: store.schema),
+                options: ICalExportOptions())
+        }
         func chore(_ fields: RecordFields) -> String? {
-            exporter.rule(.chore(type: "recurrenceType", weekday: "recurrenceDay", monthDay: "recurrenceDayOfMonth"),
-                          Record(id: RecordID(recordName: "c"), recordType: "RecurringChore", fields: fields))
+            exporter.rule(
+                .chore(type: "recurrenceType", weekday: "recurrenceDay", monthDay: "recurrenceDayOfMonth"),
+                Record(id: RecordID(recordName: "c"), recordType: "RecurringChore", fields: fields))
         }
         #expect(chore(["recurrenceType": .string("daily")]) == "FREQ=DAILY")
         #expect(chore(["recurrenceType": .string("weekly"), "recurrenceDay": .int64(1)]) == "FREQ=WEEKLY;BYDAY=MO")
-        #expect(chore(["recurrenceType": .string("biweekly"), "recurrenceDay": .int64(7)]) == "FREQ=WEEKLY;INTERVAL=2;BYDAY=SU")
-        #expect(chore(["recurrenceType": .string("monthly"), "recurrenceDayOfMonth": .int64(15)]) == "FREQ=MONTHLY;BYMONTHDAY=15")
+        #expect(
+            chore(["recurrenceType": .string("biweekly"), "recurrenceDay": .int64(7)])
+                == "FREQ=WEEKLY;INTERVAL=2;BYDAY=SU")
+        #expect(
+            chore(["recurrenceType": .string("monthly"), "recurrenceDayOfMonth": .int64(15)])
+                == "FREQ=MONTHLY;BYMONTHDAY=15")
         let lastDay = try #require(chore(["recurrenceType": .string("monthly"), "recurrenceDayOfMonth": .int64(31)]))
         #expect(lastDay == "FREQ=MONTHLY;BYMONTHDAY=28,29,30,31;BYSETPOS=-1")
         let resolver = ZoneResolver()
-        let set = RecurrenceSet(start: LocalDateTime(year: 2026, month: 1, day: 31, hour: 9), isDate: false, rules: [try RecurrenceRule(parsing: lastDay)],
-                                instant: { $0.wallSeconds }, instantOf: { try! resolver.milliseconds($0) / 1000 })
+        let set = RecurrenceSet(
+            start: LocalDateTime(year: 2026, month: 1, day: 31, hour: 9), isDate: false,
+            rules: [try RecurrenceRule(parsing: lastDay)],
+            instant: { $0.wallSeconds }, instantOf: { try! resolver.milliseconds($0) / 1000 })
         let days = try set.occurrences(from: 0, to: ISO8601.parse("2026-06-01")! / 1000).map(\.day)
         #expect(days == [31, 28, 31, 30, 31])
     }
@@ -498,11 +624,19 @@ enum CalendarTestFailure: Error { case missing(String) }
 
 /// A JSON scalar for comparing what Python printed with what we read.
 enum JSONScalar: Decodable, Equatable, CustomStringConvertible {
-    case text(String), number(Int), null
+    case text(String)
+    case number(Int)
+    case null
 
     init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null } else if let n = try? container.decode(Int.self) { self = .number(n) } else { self = .text(try container.decode(String.self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let n = try? container.decode(Int.self) {
+            self = .number(n)
+        } else {
+            self = .text(try container.decode(String.self))
+        }
     }
 
     var description: String {

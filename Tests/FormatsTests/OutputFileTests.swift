@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Formats
 
 /// The type of the file system `path` is on, from the longest mount point above it in
@@ -34,7 +35,9 @@ struct OutputFileTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["out.jsonl"])
     }
 
-    @Test("what is not a regular file is written to, never replaced: a FIFO, a link to a device; a link to a file has its file replaced and stays a link")
+    @Test(
+        "what is not a regular file is written to, never replaced: a FIFO, a link to a device; a link to a file has its file replaced and stays a link"
+    )
     func notRegularFiles() throws {
         let scratch = Scratch()
         // A FIFO with a reader: the bytes go through it, and it stays a FIFO.
@@ -67,7 +70,9 @@ struct OutputFileTests {
         #expect(scratch.text("real.txt") == "new\n")
     }
 
-    @Test("temporary files of a ckport that was killed are cleared, whatever output they were for; a running one's are kept")
+    @Test(
+        "temporary files of a ckport that was killed are cleared, whatever output they were for; a running one's are kept"
+    )
     func staleTemporaries() throws {
         let scratch = Scratch()
         let finished = Process()
@@ -80,17 +85,25 @@ struct OutputFileTests {
         let otherOutput = scratch.path(".X.ckbundle.ckport-\(dead)-44.tmp")
         let spool = scratch.path(".ckport-spool-\(dead)-6F0C2A4E")
         let staged = scratch.path("ckport-asset-\(dead)-6F0C2A4E")
-        let users = [scratch.path("notes.txt"), scratch.path(".notes.ckport-x.tmp"), scratch.path("my-ckport-\(dead)-1.tmp")]
-        for path in [stale, alive, otherOutput, spool, staged] + users { _ = FileManager.default.createFile(atPath: path, contents: Data("partial".utf8)) }
+        let users = [
+            scratch.path("notes.txt"), scratch.path(".notes.ckport-x.tmp"), scratch.path("my-ckport-\(dead)-1.tmp"),
+        ]
+        for path in [stale, alive, otherOutput, spool, staged] + users {
+            _ = FileManager.default.createFile(atPath: path, contents: Data("partial".utf8))
+        }
         let output = try OutputFile(path: scratch.path("out.jsonl"))
         try output.write("done\n")
         try output.commit()
-        for path in [stale, otherOutput, spool, staged] { #expect(!FileManager.default.fileExists(atPath: path), "\(path)") }
+        for path in [stale, otherOutput, spool, staged] {
+            #expect(!FileManager.default.fileExists(atPath: path), "\(path)")
+        }
         #expect(FileManager.default.fileExists(atPath: alive))
         for path in users { #expect(FileManager.default.fileExists(atPath: path), "\(path)") }
     }
 
-    @Test("a large output is written behind: its bytes are exact, and what is on disk has left the page cache before the commit")
+    @Test(
+        "a large output is written behind: its bytes are exact, and what is on disk has left the page cache before the commit"
+    )
     func writeBehind() throws {
         // Only file systems that keep files on a disk drop clean pages when asked (tmpfs keeps
         // them, as it must): the output goes to a scratch folder on one, or beside the build
@@ -103,7 +116,10 @@ struct OutputFileTests {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
         defer { if folder != scratch.url.path { try? FileManager.default.removeItem(atPath: folder) } }
-        try #require(dropping.contains(fileSystem(of: folder) ?? ""), "neither the scratch folder nor the build folder is on a file system that keeps files on a disk (\(fileSystem(of: folder) ?? "unknown"))")
+        try #require(
+            dropping.contains(fileSystem(of: folder) ?? ""),
+            "neither the scratch folder nor the build folder is on a file system that keeps files on a disk (\(fileSystem(of: folder) ?? "unknown"))"
+        )
         let path = folder + "/large.jsonl"
         let output = try OutputFile(path: path)
         // 100 MB in uneven pieces, some through the buffer and some straight to the file.
@@ -111,15 +127,17 @@ struct OutputFileTests {
         var written: [UInt8] = []
         written.reserveCapacity(101 << 20)
         while written.count < 100 << 20 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            let piece = [UInt8](repeating: UInt8(truncatingIfNeeded: state >> 56), count: Int(state >> 40) % (3 << 19) + 1)
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let piece = [UInt8](
+                repeating: UInt8(truncatingIfNeeded: state >> 56), count: Int(state >> 40) % (3 << 19) + 1)
             try output.write(piece)
             written += piece
         }
         try output.flush()
         // The temporary file beside the output: its first 32 MB went to the disk and were let go
         // of once the next 32 MB had been written.
-        let temporary = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasSuffix(".tmp") })
+        let temporary = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasSuffix(".tmp") })
         do {
             let fd = open(folder + "/" + temporary, O_RDONLY)
             defer { close(fd) }
@@ -130,7 +148,8 @@ struct OutputFileTests {
             var resident = [UInt8](repeating: 0, count: length / page)
             #expect(mincore(map, length, &resident) == 0)
             let kept = resident.filter { $0 & 1 != 0 }.count
-            #expect(kept < resident.count / 10, "\(kept) of \(resident.count) pages of the first 32 MB are still cached")
+            #expect(
+                kept < resident.count / 10, "\(kept) of \(resident.count) pages of the first 32 MB are still cached")
         }
         try output.commit()
         let back = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -144,7 +163,8 @@ struct OutputFileTests {
         let output = try OutputFile(path: scratch.path("secret.jsonl"))
         try output.write("a record\n")
         try output.flush()
-        let temporary = try #require(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).first { $0.hasSuffix(".tmp") })
+        let temporary = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).first { $0.hasSuffix(".tmp") })
         var info = stat()
         #expect(stat(scratch.path(temporary), &info) == 0)
         #expect(info.st_mode & 0o777 == 0o600)

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import SampleApps
 import Testing
+
 @testable import Formats
 @testable import Records
 
@@ -21,9 +22,12 @@ struct ParallelReadingTests {
         for k in 0..<1_300 {
             switch k % 97 {
             case 13: text += "   \n"
-            case 41: text += "{\"recordName\":\"t\(k)\",\"recordType\":\"Task\",\"fields\":{\"n\":{\"value\":\"many\"}}}\n"
+            case 41:
+                text += "{\"recordName\":\"t\(k)\",\"recordType\":\"Task\",\"fields\":{\"n\":{\"value\":\"many\"}}}\n"
             case 77: text += "{not json\n"
-            default: text += "{\"recordName\":\"t\(k)\",\"recordType\":\"Task\",\"fields\":{\"title\":{\"value\":\"task \(k)\",\"type\":\"STRING\"},\"n\":{\"value\":\(k),\"type\":\"INT64\"}}}\n"
+            default:
+                text +=
+                    "{\"recordName\":\"t\(k)\",\"recordType\":\"Task\",\"fields\":{\"title\":{\"value\":\"task \(k)\",\"type\":\"STRING\"},\"n\":{\"value\":\(k),\"type\":\"INT64\"}}}\n"
             }
         }
         return Array(text.utf8)
@@ -35,7 +39,10 @@ struct ParallelReadingTests {
         do {
             while let item = try reader.next() {
                 switch item {
-                case .record(let sourced): out.append("record \(sourced.position) \(sourced.record.recordName) \(sourced.record.fields) \(sourced.raw?.count ?? -1)")
+                case .record(let sourced):
+                    out.append(
+                        "record \(sourced.position) \(sourced.record.recordName) \(sourced.record.fields) \(sourced.raw?.count ?? -1)"
+                    )
                 case .invalid(let issue, let raw): out.append("invalid \(issue) \(raw?.count ?? -1)")
                 case .asset(let asset): out.append("asset \(asset.sha256)")
                 }
@@ -51,8 +58,11 @@ struct ParallelReadingTests {
     func twoThreadsMatchOne() {
         let bytes = ParallelReadingTests.lines()
         let codec = JSONRecordCodec(schema: ParallelReadingTests.schema)
-        let one = ParallelReadingTests.transcript(JSONRecordReader(input: ByteInput(name: "t.jsonl", bytes: bytes), layout: .lines, codec: codec))
-        let two = ParallelReadingTests.transcript(JSONRecordReader(input: ByteInput(name: "t.jsonl", bytes: bytes), layout: .lines, codec: codec, twoThreads: true))
+        let one = ParallelReadingTests.transcript(
+            JSONRecordReader(input: ByteInput(name: "t.jsonl", bytes: bytes), layout: .lines, codec: codec))
+        let two = ParallelReadingTests.transcript(
+            JSONRecordReader(
+                input: ByteInput(name: "t.jsonl", bytes: bytes), layout: .lines, codec: codec, twoThreads: true))
         #expect(one.count == 1_300 - 14 + 1)
         #expect(one.filter { $0.hasPrefix("invalid") }.count == 26)
         #expect(two == one)
@@ -74,7 +84,8 @@ struct ParallelReadingTests {
             }
         }
         let one = ParallelReadingTests.transcript(JSONRecordReader(input: failingInput(), layout: .lines, codec: codec))
-        let two = ParallelReadingTests.transcript(JSONRecordReader(input: failingInput(), layout: .lines, codec: codec, twoThreads: true))
+        let two = ParallelReadingTests.transcript(
+            JSONRecordReader(input: failingInput(), layout: .lines, codec: codec, twoThreads: true))
         #expect(one.last == "error the disk went away")
         #expect(one.count > 300)
         #expect(two == one)
@@ -99,7 +110,9 @@ struct ParallelReadingTests {
 
     /// A source of `bytes` that gives uneven reads, as a decompressor does, and fails at
     /// `failAt`.
-    static func unevenSource(_ bytes: [UInt8], failAt: Int?, seed: UInt64) -> (UnsafeMutableRawBufferPointer) throws -> Int {
+    static func unevenSource(_ bytes: [UInt8], failAt: Int?, seed: UInt64) -> (UnsafeMutableRawBufferPointer) throws ->
+        Int
+    {
         var offset = 0
         var sizes = SeededRandom(state: seed)
         return { buffer in
@@ -114,8 +127,10 @@ struct ParallelReadingTests {
 
     /// Members, content digests and the ending, read with `next` and `read`; every member's
     /// content read in pieces of uneven sizes unless `skipOdd` (then odd members are passed over).
-    static func tarTranscript(next: () throws -> TarEntry?, read: (UnsafeMutableRawBufferPointer) throws -> Int,
-                              digest: () -> SHA256.Digest?, skipOdd: Bool = false) -> [String] {
+    static func tarTranscript(
+        next: () throws -> TarEntry?, read: (UnsafeMutableRawBufferPointer) throws -> Int,
+        digest: () -> SHA256.Digest?, skipOdd: Bool = false
+    ) -> [String] {
         var out: [String] = []
         var sizes = SeededRandom(state: 3)
         var buffer = [UInt8](repeating: 0, count: 10_007)
@@ -131,7 +146,9 @@ struct ParallelReadingTests {
                 content = []
                 while true {
                     let want = Int(sizes.next() % 10_007) + 1
-                    let n = try buffer.withUnsafeMutableBytes { try read(UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
+                    let n = try buffer.withUnsafeMutableBytes {
+                        try read(UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]))
+                    }
                     if n == 0 { break }
                     content += buffer[0..<n]
                     // A digest only once the member has been read to its end.
@@ -144,13 +161,17 @@ struct ParallelReadingTests {
             }
             out.append("end")
         } catch {
-            out.append("cut short after \(content.count) bytes \(Array(SHA256.hash(data: content)).prefix(6).map { String($0, radix: 16) }.joined())")
+            out.append(
+                "cut short after \(content.count) bytes \(Array(SHA256.hash(data: content)).prefix(6).map { String($0, radix: 16) }.joined())"
+            )
             out.append("error \(error)")
         }
         return out
     }
 
-    @Test("a tar read ahead on another thread gives the members, bytes and SHA-256s read here give, then the source's error after them")
+    @Test(
+        "a tar read ahead on another thread gives the members, bytes and SHA-256s read here give, then the source's error after them"
+    )
     func tarReadAheadMatchesTarReader() throws {
         let (bytes, members) = ParallelReadingTests.tarStream()
         let total = members.reduce(0) { $0 + $1.1.count }
@@ -158,22 +179,35 @@ struct ParallelReadingTests {
         var cutMidMember = 0
         for failAt in [nil, 0, 1, 700, 2_100, 5_000, 12_000, 40_000, bytes.count / 2, bytes.count - 1] as [Int?] {
             for skipOdd in [false, true] {
-                let plain = TarReader(name: "t.tar", read: ParallelReadingTests.unevenSource(bytes, failAt: failAt, seed: 5))
-                let here = ParallelReadingTests.tarTranscript(next: { try plain.next() }, read: { try plain.readContent(into: $0) },
-                                                              digest: { nil }, skipOdd: skipOdd)
-                let ahead = TarReadAhead(name: "t.tar", chunkSize: 1 << 12, depth: 3, source: ParallelReadingTests.unevenSource(bytes, failAt: failAt, seed: 9))
-                let there = ParallelReadingTests.tarTranscript(next: { try ahead.next() }, read: { try ahead.readContent(into: $0) },
-                                                               digest: { ahead.digest }, skipOdd: skipOdd)
+                let plain = TarReader(
+                    name: "t.tar", read: ParallelReadingTests.unevenSource(bytes, failAt: failAt, seed: 5))
+                let here = ParallelReadingTests.tarTranscript(
+                    next: { try plain.next() }, read: { try plain.readContent(into: $0) },
+                    digest: { nil }, skipOdd: skipOdd)
+                let ahead = TarReadAhead(
+                    name: "t.tar", chunkSize: 1 << 12, depth: 3,
+                    source: ParallelReadingTests.unevenSource(bytes, failAt: failAt, seed: 9))
+                let there = ParallelReadingTests.tarTranscript(
+                    next: { try ahead.next() }, read: { try ahead.readContent(into: $0) },
+                    digest: { ahead.digest }, skipOdd: skipOdd)
                 // The read-ahead's transcript is the plain one with a digest after each member read whole.
-                #expect(there.filter { !$0.hasPrefix("digest") } == here, "fail at \(String(describing: failAt)), skip \(skipOdd)")
+                #expect(
+                    there.filter { !$0.hasPrefix("digest") } == here,
+                    "fail at \(String(describing: failAt)), skip \(skipOdd)")
                 #expect(!there.contains("digest differs") && !there.contains("digest before the end"))
                 // Every member read whole has its digest, however the stream ended.
                 #expect(there.filter { $0 == "digest matches" }.count == here.filter { $0.hasPrefix("content") }.count)
                 #expect((here.last == "end") == (failAt == nil))
-                if let cut = here.first(where: { $0.hasPrefix("cut short after ") }), !cut.hasPrefix("cut short after 0 ") { cutMidMember += 1 }
+                if let cut = here.first(where: { $0.hasPrefix("cut short after ") }),
+                    !cut.hasPrefix("cut short after 0 ")
+                {
+                    cutMidMember += 1
+                }
                 if failAt == nil {
                     #expect(here.filter { $0.hasPrefix("member") }.count == members.count)
-                    #expect(there.filter { $0 == "digest matches" }.count == (skipOdd ? (members.count + 1) / 2 : members.count))
+                    #expect(
+                        there.filter { $0 == "digest matches" }.count
+                            == (skipOdd ? (members.count + 1) / 2 : members.count))
                 } else {
                     #expect(here.last == "error the disk went away")
                 }
@@ -182,7 +216,8 @@ struct ParallelReadingTests {
         // Some errors came in the middle of a member, after some of its bytes.
         #expect(cutMidMember >= 4)
         // Whole members, as the bundle's header members are read.
-        let ahead = TarReadAhead(name: "t.tar", chunkSize: 1 << 12, source: ParallelReadingTests.unevenSource(bytes, failAt: nil, seed: 1))
+        let ahead = TarReadAhead(
+            name: "t.tar", chunkSize: 1 << 12, source: ParallelReadingTests.unevenSource(bytes, failAt: nil, seed: 1))
         for (path, content) in members {
             #expect(try ahead.next()?.path == path)
             #expect(try ahead.readAll(limit: content.count) == content)
@@ -193,8 +228,9 @@ struct ParallelReadingTests {
         #expect(ahead.digest == nil)
         // Members left unhashed give the same bytes and no digest; the others keep theirs.
         let unhashed = Set(members.enumerated().filter { $0.offset % 3 == 0 }.map(\.element.0))
-        let partly = TarReadAhead(name: "t.tar", chunkSize: 1 << 12, hashes: { !unhashed.contains($0) },
-                                  source: ParallelReadingTests.unevenSource(bytes, failAt: nil, seed: 2))
+        let partly = TarReadAhead(
+            name: "t.tar", chunkSize: 1 << 12, hashes: { !unhashed.contains($0) },
+            source: ParallelReadingTests.unevenSource(bytes, failAt: nil, seed: 2))
         var hashed = 0
         for (path, content) in members {
             #expect(try partly.next()?.path == path)

@@ -1,9 +1,10 @@
 import Foundation
 import PropertyBased
-import SampleApps
-import Testing
-import TestSupport
 import Records
+import SampleApps
+import TestSupport
+import Testing
+
 @testable import Store
 
 /// The `--where` language on random predicates over random records (``PredicateData``):
@@ -12,9 +13,11 @@ import Records
 /// keeps. The PostgreSQL store runs the same check (PostgresStoreTests).
 @Suite("the predicate language on random input")
 struct PredicateProperties {
-    @Test("a predicate printed parses back to the same conditions; the SQLite store selects exactly what the in-memory evaluation keeps")
+    @Test(
+        "a predicate printed parses back to the same conditions; the SQLite store selects exactly what the in-memory evaluation keeps"
+    )
     func storeAgreesWithEvaluation() async {
-        await propertyCheck(count: 30, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
+        await propertyCheck(count: 30, input: Gen.uint64(in: 0...UInt64.max)) { seed in
             do {
                 var dice = SeededRandom(state: seed)
                 let records = dice.predicateRecords()

@@ -1,14 +1,20 @@
 import Foundation
 import PropertyBased
+import Records
 import SampleApps
 import Testing
+
 @testable import Formats
-import Records
 @testable import Store
 
 private enum RandomData {
-    static let textPieces = ["a", "Zoë", " ", "", "\"", "'", ",", ";", "\n", "\r\n", "\t", "\\", "=SUM(A1)", "-3", "🥑", "日本", "x\u{0}y".replacingOccurrences(of: "\u{0}", with: ""), "null", "true", "0042", "1e5", "\u{2028}"]
-    static let primitives: [PrimitiveType] = [.string, .int64, .double, .timestamp, .bytes, .reference, .asset, .location]
+    static let textPieces = [
+        "a", "Zoë", " ", "", "\"", "'", ",", ";", "\n", "\r\n", "\t", "\\", "=SUM(A1)", "-3", "🥑", "日本",
+        "x\u{0}y".replacingOccurrences(of: "\u{0}", with: ""), "null", "true", "0042", "1e5", "\u{2028}",
+    ]
+    static let primitives: [PrimitiveType] = [
+        .string, .int64, .double, .timestamp, .bytes, .reference, .asset, .location,
+    ]
 }
 
 /// Random schemas and records, built from one seed so that a failure can be run again
@@ -31,15 +37,24 @@ extension SeededRandom {
                 let encrypted = !list && primitive.canBeEncrypted && roll(0.1)
                 var options: FieldOptions = []
                 if !encrypted && roll(0.3) { options.insert(.queryable) }
-                if !encrypted && !list && roll(0.2) && primitive != .bytes && primitive != .location { options.insert(.sortable) }
-                var field = FieldDefinition(name: "f\(f)_\(primitive.rawValue.lowercased())", type: FieldType(primitive, list: list, encrypted: encrypted), options: options)
+                if !encrypted && !list && roll(0.2) && primitive != .bytes && primitive != .location {
+                    options.insert(.sortable)
+                }
+                var field = FieldDefinition(
+                    name: "f\(f)_\(primitive.rawValue.lowercased())",
+                    type: FieldType(primitive, list: list, encrypted: encrypted), options: options)
                 // Only options CloudKit allows on the type (the schema language says which).
-                if (try? SchemaParser.parse(SchemaPrinter.print(Schema(recordTypes: [RecordTypeDefinition(name: "X", fields: [field])])))) == nil {
+                if (try? SchemaParser.parse(
+                    SchemaPrinter.print(Schema(recordTypes: [RecordTypeDefinition(name: "X", fields: [field])]))))
+                    == nil
+                {
                     field.options = []
                 }
                 fields.append(field)
             }
-            types.append(RecordTypeDefinition(name: "T\(t)", fields: fields, grants: [Grant([.read, .create, .write], to: "_creator")]))
+            types.append(
+                RecordTypeDefinition(
+                    name: "T\(t)", fields: fields, grants: [Grant([.read, .create, .write], to: "_creator")]))
         }
         return Schema(recordTypes: types)
     }
@@ -51,16 +66,26 @@ extension SeededRandom {
         switch type.primitive {
         case .string: return .string(text())
         case .int64: return .int64(pick([Int64.min, Int64.max, 0, -1, 1, Int64(bitPattern: next())]))
-        case .double: return .double(pick([-0.0, 0.1, 1e308, -1e-300, Double.leastNonzeroMagnitude, 3.0, Double(Int64(bitPattern: next() >> 11)) / 1024]))
+        case .double:
+            return .double(
+                pick([
+                    -0.0, 0.1, 1e308, -1e-300, Double.leastNonzeroMagnitude, 3.0,
+                    Double(Int64(bitPattern: next() >> 11)) / 1024,
+                ]))
         case .timestamp: return .timestamp(Int64(below(7_000_000_000_000)) - 3_000_000_000_000)
         case .bytes: return .bytes((0..<below(20)).map { _ in UInt8(truncatingIfNeeded: next()) })
         case .reference: return .reference(Reference(recordName: pick(names), action: pick(ReferenceAction.allCases)))
         case .asset:
-            return .asset(Asset(fileChecksum: name("ck"), size: Int64(below(5_000_000)), downloadURL: roll(0.3) ? "https://example.com/\(below(99))" : nil))
+            return .asset(
+                Asset(
+                    fileChecksum: name("ck"), size: Int64(below(5_000_000)),
+                    downloadURL: roll(0.3) ? "https://example.com/\(below(99))" : nil))
         case .location:
-            return .location(Location(latitude: Double(below(180_000)) / 1000 - 90, longitude: Double(below(360_000)) / 1000 - 180,
-                                      horizontalAccuracy: roll(0.5) ? Double(below(100)) : nil, altitude: roll(0.3) ? -12.5 : nil,
-                                      timestamp: roll(0.3) ? Int64(below(2_000_000_000_000)) : nil))
+            return .location(
+                Location(
+                    latitude: Double(below(180_000)) / 1000 - 90, longitude: Double(below(360_000)) / 1000 - 180,
+                    horizontalAccuracy: roll(0.5) ? Double(below(100)) : nil, altitude: roll(0.3) ? -12.5 : nil,
+                    timestamp: roll(0.3) ? Int64(below(2_000_000_000_000)) : nil))
         case .number: return .int64(Int64(below(1000)))
         }
     }
@@ -68,8 +93,11 @@ extension SeededRandom {
     mutating func records(for schema: Schema, count: Int) -> [Record] {
         // Records in several zones and scopes: the default zone, a zone of the private database,
         // and a shared zone of another owner.
-        let zones = [ZoneID.defaultZone, ZoneID(scope: .private, zoneName: "Notes-\(below(9))", ownerRecordName: ZoneID.defaultOwnerName),
-                     ZoneID(scope: .shared, zoneName: "family-\(below(9))", ownerRecordName: "_" + String(next(), radix: 16))]
+        let zones = [
+            ZoneID.defaultZone,
+            ZoneID(scope: .private, zoneName: "Notes-\(below(9))", ownerRecordName: ZoneID.defaultOwnerName),
+            ZoneID(scope: .shared, zoneName: "family-\(below(9))", ownerRecordName: "_" + String(next(), radix: 16)),
+        ]
         var names = Set<String>()
         while names.count < count { names.insert(name("r-")) }
         let ordered = names.sorted()
@@ -77,10 +105,14 @@ extension SeededRandom {
             let type = pick(schema.recordTypes)
             var fields = RecordFields()
             for field in type.userFields where roll(0.8) { fields[field.name] = value(field.type, names: ordered) }
-            let stamp = RecordStamp(timestamp: Int64(below(2_000_000_000_000)), userRecordName: roll(0.7) ? "_u\(below(9))" : nil,
-                                    deviceID: roll(0.5) ? "iPhone-\(below(99))" : nil)
-            return Record(id: RecordID(recordName: recordName, zone: zones[below(zones.count)]), recordType: type.name, fields: fields,
-                          changeTag: roll(0.8) ? String(next() % 0xFFFF_FFFF, radix: 16) : nil, created: stamp, modified: roll(0.5) ? stamp : nil)
+            let stamp = RecordStamp(
+                timestamp: Int64(below(2_000_000_000_000)), userRecordName: roll(0.7) ? "_u\(below(9))" : nil,
+                deviceID: roll(0.5) ? "iPhone-\(below(99))" : nil)
+            return Record(
+                id: RecordID(recordName: recordName, zone: zones[below(zones.count)]), recordType: type.name,
+                fields: fields,
+                changeTag: roll(0.8) ? String(next() % 0xFFFF_FFFF, radix: 16) : nil, created: stamp,
+                modified: roll(0.5) ? stamp : nil)
         }
     }
 }
@@ -105,9 +137,11 @@ private func newStore(_ path: String, _ schema: Schema) throws -> RecordStore {
 
 @Suite("round trips of random data")
 struct RoundTripProperties {
-    @Test("random records of random schemas come back unchanged through JSON Lines (both shapes), CSV, a property list and a bundle")
+    @Test(
+        "random records of random schemas come back unchanged through JSON Lines (both shapes), CSV, a property list and a bundle"
+    )
     func everyFormat() async {
-        await propertyCheck(count: 25, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
+        await propertyCheck(count: 25, input: Gen.uint64(in: 0...UInt64.max)) { seed in
             do {
                 var dice = SeededRandom(state: seed)
                 let schema = dice.schema()
@@ -121,11 +155,13 @@ struct RoundTripProperties {
                 // JSON Lines, canonical and plain.
                 for style in [ValueStyle.canonical, .plain] {
                     let path = scratch.path("out-\(style).jsonl")
-                    let writer = JSONRecordWriter(output: try OutputFile(path: path), layout: .lines, style: style, schema: schema)
+                    let writer = JSONRecordWriter(
+                        output: try OutputFile(path: path), layout: .lines, style: style, schema: schema)
                     try source.read { session in try session.forEach(RecordQuery()) { try writer.write($0) } }
                     try writer.finish()
                     let copy = try newStore(scratch.path("json-\(style).sqlite"), schema)
-                    let reader = JSONRecordReader(input: try ByteInput(path: path), layout: .lines, codec: JSONRecordCodec(schema: schema))
+                    let reader = JSONRecordReader(
+                        input: try ByteInput(path: path), layout: .lines, codec: JSONRecordCodec(schema: schema))
                     _ = try RecordImporter(store: copy, options: ImportOptions()).run([reader])
                     #expect(try canonicalLines(copy) == expected, "seed \(seed), \(style) JSON")
                 }
@@ -134,10 +170,15 @@ struct RoundTripProperties {
                 let csvCopy = try newStore(scratch.path("csv.sqlite"), schema)
                 for type in schema.recordTypes {
                     let path = scratch.path("\(type.name).csv")
-                    let writer = try CSVRecordWriter(output: try OutputFile(path: path), type: type, options: CSVWriteOptions(includeSystem: true))
-                    try source.read { session in try session.forEach(RecordQuery(recordTypes: [type.name])) { try writer.write($0) } }
+                    let writer = try CSVRecordWriter(
+                        output: try OutputFile(path: path), type: type, options: CSVWriteOptions(includeSystem: true))
+                    try source.read { session in
+                        try session.forEach(RecordQuery(recordTypes: [type.name])) { try writer.write($0) }
+                    }
                     try writer.finish()
-                    let reader = CSVRecordReader(input: try ByteInput(path: path), schema: schema, options: CSVReadOptions(defaultRecordType: type.name))
+                    let reader = CSVRecordReader(
+                        input: try ByteInput(path: path), schema: schema,
+                        options: CSVReadOptions(defaultRecordType: type.name))
                     _ = try RecordImporter(store: csvCopy, options: ImportOptions()).run([reader])
                 }
                 #expect(try canonicalLines(csvCopy) == expected, "seed \(seed), CSV")
@@ -148,7 +189,8 @@ struct RoundTripProperties {
                 try source.read { session in try session.forEach(RecordQuery()) { try plistWriter.write($0) } }
                 try plistWriter.finish()
                 let plistCopy = try newStore(scratch.path("plist.sqlite"), schema)
-                let plistReader = try PlistRecordReader(input: try ByteInput(path: plistPath), codec: JSONRecordCodec(schema: schema, readStyle: .plain))
+                let plistReader = try PlistRecordReader(
+                    input: try ByteInput(path: plistPath), codec: JSONRecordCodec(schema: schema, readStyle: .plain))
                 _ = try RecordImporter(store: plistCopy, options: ImportOptions()).run([plistReader])
                 #expect(try canonicalLines(plistCopy) == expected, "seed \(seed), property list")
 
@@ -168,13 +210,15 @@ struct RoundTripProperties {
 
     @Test("a random chain of changes, deletions and bundles restores to the same store")
     func bundleChains() async {
-        await propertyCheck(count: 15, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
+        await propertyCheck(count: 15, input: Gen.uint64(in: 0...UInt64.max)) { seed in
             do {
                 var dice = SeededRandom(state: seed)
                 let schema = dice.schema()
                 let scratch = Scratch()
                 let source = try newStore(scratch.path("source.sqlite"), schema)
-                _ = try RecordImporter(store: source, options: ImportOptions()).run([ArrayRecordSource(dice.records(for: schema, count: 1 + dice.below(30)))])
+                _ = try RecordImporter(store: source, options: ImportOptions()).run([
+                    ArrayRecordSource(dice.records(for: schema, count: 1 + dice.below(30)))
+                ])
                 var chain = [scratch.path("b0.ckbundle")]
                 var summary = try BundleWriter().write(source, to: chain[0])
                 for step in 1...(1 + dice.below(3)) {
@@ -191,7 +235,9 @@ struct RoundTripProperties {
                         }
                         return record
                     }
-                    _ = try RecordImporter(store: source, options: ImportOptions(mode: .replace)).run([ArrayRecordSource(changed + dice.records(for: schema, count: dice.below(5)))])
+                    _ = try RecordImporter(store: source, options: ImportOptions(mode: .replace)).run([
+                        ArrayRecordSource(changed + dice.records(for: schema, count: dice.below(5)))
+                    ])
                     let doomed = existing.filter { _ in dice.roll(0.2) }.map(\.id)
                     if !doomed.isEmpty {
                         do { _ = try source.write { try $0.delete(doomed) } } catch StoreError.deleteRefused {
@@ -199,12 +245,14 @@ struct RoundTripProperties {
                         }
                     }
                     let path = scratch.path("b\(step).ckbundle")
-                    summary = try BundleWriter().write(source, since: try ChangeToken(parsing: summary.manifest.token), to: path)
+                    summary = try BundleWriter().write(
+                        source, since: try ChangeToken(parsing: summary.manifest.token), to: path)
                     chain.append(path)
                 }
                 let restored = try RecordStore(path: scratch.path("restored.sqlite"))
                 let readers = try chain.map { try BundleReader(path: $0) }
-                _ = try RecordImporter(store: restored, options: ImportOptions()).run(readers, schema: readers.last!.schema)
+                _ = try RecordImporter(store: restored, options: ImportOptions()).run(
+                    readers, schema: readers.last!.schema)
                 #expect(try canonicalLines(restored) == canonicalLines(source), "seed \(seed)")
             } catch {
                 Issue.record("seed \(seed): \(error)")
@@ -215,19 +263,25 @@ struct RoundTripProperties {
 
 @Suite("bundles of stores with any zone and owner names")
 struct ZoneNameProperties {
-    static let pieces = [".", "..", "/", "../", "@", "%", "%2E", "a", "Zoë", "日本", " ", "\\", "_", "-", "~", "🥑", "zone"]
+    static let pieces = [
+        ".", "..", "/", "../", "@", "%", "%2E", "a", "Zoë", "日本", " ", "\\", "_", "-", "~", "🥑", "zone",
+    ]
 
     @Test("every zone and owner name the store accepts backs up, verifies and restores")
     func anyZoneName() async {
-        await propertyCheck(count: 20, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
+        await propertyCheck(count: 20, input: Gen.uint64(in: 0...UInt64.max)) { seed in
             do {
                 var dice = SeededRandom(state: seed)
                 let schema = try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Item (title STRING);")
                 var records: [Record] = []
                 for index in 0..<(2 + dice.below(10)) {
                     let zoneName = (0..<(1 + dice.below(3))).map { _ in dice.pick(ZoneNameProperties.pieces) }.joined()
-                    let owner = dice.roll(0.5) ? ZoneID.defaultOwnerName : (0..<(1 + dice.below(3))).map { _ in dice.pick(ZoneNameProperties.pieces) }.joined()
-                    let zone = ZoneID(scope: dice.pick([.private, .shared, .public]), zoneName: zoneName, ownerRecordName: owner)
+                    let owner =
+                        dice.roll(0.5)
+                        ? ZoneID.defaultOwnerName
+                        : (0..<(1 + dice.below(3))).map { _ in dice.pick(ZoneNameProperties.pieces) }.joined()
+                    let zone = ZoneID(
+                        scope: dice.pick([.private, .shared, .public]), zoneName: zoneName, ownerRecordName: owner)
                     var record = Record(id: RecordID(recordName: "item-\(index)", zone: zone), recordType: "Item")
                     record["title"] = .string("item \(index) in \(zoneName)")
                     records.append(record)
@@ -241,7 +295,9 @@ struct ZoneNameProperties {
                 let summary = try BundleWriter().write(source, to: bundle)
                 for member in summary.manifest.members {
                     let segments = member.path.split(separator: "/", omittingEmptySubsequences: false)
-                    #expect(!segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." || $0.hasPrefix(".") }), "seed \(seed): \(member.path)")
+                    #expect(
+                        !segments.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." || $0.hasPrefix(".") }),
+                        "seed \(seed): \(member.path)")
                 }
                 let reader = try BundleReader(path: bundle)
                 let restored = try RecordStore(path: scratch.path("restored.sqlite"))

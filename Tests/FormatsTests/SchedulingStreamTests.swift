@@ -1,9 +1,9 @@
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// A stream of scheduling messages (RFC 5546, iTIP) in one file, as a scheduling server's test
 /// data and mail archives hold them: a calendar per message, each with its METHOD, the same
@@ -60,7 +60,9 @@ let schedulingStream = """
 
 @Suite("scheduling messages: several calendars in one file")
 struct SchedulingStreamTests {
-    @Test("on the archive route each calendar is kept whole: its METHOD and PRODID come back with its own event, in the file's order")
+    @Test(
+        "on the archive route each calendar is kept whole: its METHOD and PRODID come back with its own event, in the file's order"
+    )
     func archiveKeepsEachCalendar() throws {
         let calendar = try CalendarImport()
         let path = try calendar.file(schedulingStream, name: "invites.ics")
@@ -68,7 +70,8 @@ struct SchedulingStreamTests {
         let importer = RecordImporter(store: store, options: ImportOptions())
         importer.addingTypes = CalendarArchive.schema.recordTypes
         let summary = try importer.run([CalendarArchiveReader(input: try ByteInput(path: path))])
-        #expect(summary.notes.contains { $0.contains("archived 3 VEVENT whole, every property kept") }, "\(summary.notes)")
+        #expect(
+            summary.notes.contains { $0.contains("archived 3 VEVENT whole, every property kept") }, "\(summary.notes)")
         let output = try OutputFile(path: calendar.scratch.path("back.ics"))
         let exported = try store.read { try CalendarArchiveExporter(session: $0).export(to: output) }
         try output.commit()
@@ -81,7 +84,9 @@ struct SchedulingStreamTests {
         }
     }
 
-    @Test("on an app mapping the message with the highest SEQUENCE is kept whole, never blended with older ones, and the others are named as not kept")
+    @Test(
+        "on an app mapping the message with the highest SEQUENCE is kept whole, never blended with older ones, and the others are named as not kept"
+    )
     func appMappingKeepsTheLatest() throws {
         let calendar = try CalendarImport()
         let summary = try calendar.run(try calendar.file(schedulingStream))
@@ -92,21 +97,29 @@ struct SchedulingStreamTests {
         #expect(event["endDate"] == at("2026-03-12T17:30:00Z"))
         #expect(event["location"] == nil)
         let note = try #require(summary.notes.first { $0.hasPrefix("not kept") })
-        #expect(note.contains("2 VEVENTs superseded by a later message for the same event (the one with the highest SEQUENCE, the last of equals, kept whole)"), "\(note)")
+        #expect(
+            note.contains(
+                "2 VEVENTs superseded by a later message for the same event (the one with the highest SEQUENCE, the last of equals, kept whole)"
+            ), "\(note)")
         #expect(note.contains("3 METHOD of the calendar"), "\(note)")
     }
 
     @Test("lines between one calendar's END and the next one's BEGIN are named as not kept on both routes")
     func linesBetweenCalendars() throws {
         let calendar = try CalendarImport()
-        let stray = schedulingStream.replacingOccurrences(of: "END:VCALENDAR\nBEGIN:VCALENDAR\nPRODID:-//Example Phone",
-                                                          with: "END:VCALENDAR\nBEGIN:VEVENT\nUID:lost@example.org\nSUMMARY:Between\nEND:VEVENT\nBEGIN:VCALENDAR\nPRODID:-//Example Phone")
+        let stray = schedulingStream.replacingOccurrences(
+            of: "END:VCALENDAR\nBEGIN:VCALENDAR\nPRODID:-//Example Phone",
+            with:
+                "END:VCALENDAR\nBEGIN:VEVENT\nUID:lost@example.org\nSUMMARY:Between\nEND:VEVENT\nBEGIN:VCALENDAR\nPRODID:-//Example Phone"
+        )
         #expect(stray != schedulingStream)
         let path = try calendar.file(stray, name: "stray.ics")
         let reader = CalendarArchiveReader(input: try ByteInput(path: path))
         while try reader.next() != nil {}
         #expect(reader.notKeptItems == ["4 lines outside any VCALENDAR"], "\(reader.notKeptItems)")
         let mapped = try calendar.run(path)
-        #expect(mapped.notes.contains { $0.hasPrefix("not kept") && $0.contains("4 lines outside any VCALENDAR") }, "\(mapped.notes)")
+        #expect(
+            mapped.notes.contains { $0.hasPrefix("not kept") && $0.contains("4 lines outside any VCALENDAR") },
+            "\(mapped.notes)")
     }
 }

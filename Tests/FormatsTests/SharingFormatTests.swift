@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Formats
 import Records
+import Testing
+
+@testable import Formats
 
 /// Parent and share links and a share's details in every format that carries system fields.
 /// The shapes come from answers CloudKit gave: a root record's `share` with its zone and its
@@ -12,7 +13,8 @@ import Records
 @Suite("parent, share and share details in every format")
 struct SharingFormatTests {
     static let schema: Schema = {
-        var schema = try! SchemaParser.parse("""
+        var schema = try! SchemaParser.parse(
+            """
             DEFINE SCHEMA
                 RECORD TYPE Centre (name STRING, GRANT READ TO "_world");
                 RECORD TYPE Room (name STRING, GRANT READ TO "_world");
@@ -63,34 +65,49 @@ struct SharingFormatTests {
         return out.text
     }
 
-    @Test("CloudKit's answers read: parent and share by name, a share's details whole and in order, a root's short GUID and stable URL")
+    @Test(
+        "CloudKit's answers read: parent and share by name, a share's details whole and in order, a root's short GUID and stable URL"
+    )
     func readsAnswers() throws {
         let root = try decode(Self.root)
         #expect(root.share == "Share-C1FB" && root.parent == nil)
-        #expect(root.shareDetails == #"{"stableUrl":{"routingKey":"0NE","displayedHostname":"www.icloud.com"},"shortGUID":"0NEa3AEPXwK71VM4gHFnvh2kw"}"#)
+        #expect(
+            root.shareDetails
+                == #"{"stableUrl":{"routingKey":"0NE","displayedHostname":"www.icloud.com"},"shortGUID":"0NEa3AEPXwK71VM4gHFnvh2kw"}"#
+        )
         let share = try decode(Self.share)
         #expect(share.isShare && share.share == "Share-C1FB" && share["cloudkit.title"] == .string("Centre"))
         let details = try #require(share.shareDetails.flatMap(ShareDetails.init(json:)))
-        #expect(details.object.keys == ["publicPermission", "participants", "owner", "currentUserParticipant", "shortGUID"])
+        #expect(
+            details.object.keys == ["publicPermission", "participants", "owner", "currentUserParticipant", "shortGUID"])
         #expect(details.publicPermission == "READ_WRITE" && details.shortGUID == "0NEa3AEPXwK71VM4gHFnvh2kw")
         #expect(details.url == "https://www.icloud.com/share/0NEa3AEPXwK71VM4gHFnvh2kw")
         #expect(details.participants.map(\.displayName) == ["Benjamin Johnson", "+15550100"])
-        #expect(details.participants.map(\.acceptanceStatus) == ["ACCEPTED", "INVITED"] && details.participants[1].permission == "READ_ONLY")
+        #expect(
+            details.participants.map(\.acceptanceStatus) == ["ACCEPTED", "INVITED"]
+                && details.participants[1].permission == "READ_ONLY")
         #expect(details.owner?.userRecordName == Self.owner && details.currentUserParticipant?.type == "OWNER")
         // What ckport does not model is kept as CloudKit gave it; the keys CloudKit protects a
         // share with are not kept anywhere.
         #expect(share.shareDetails!.contains(#""permission":"READ_ONLY","orgUser":false}"#), "\(share.shareDetails!)")
-        for key in ["protectionInfo", "outOfNetworkPrivateKey", "invitedPCS"] { #expect(!share.shareDetails!.contains(key)) }
+        for key in ["protectionInfo", "outOfNetworkPrivateKey", "invitedPCS"] {
+            #expect(!share.shareDetails!.contains(key))
+        }
         let child = try decode(Self.child)
         #expect(child.parent == "D06A308D" && child.share == nil && child.shareDetails == nil)
     }
 
-    @Test("written back in CloudKit's shape, the links and details read again as the same record; the direct reader agrees")
+    @Test(
+        "written back in CloudKit's shape, the links and details read again as the same record; the direct reader agrees"
+    )
     func canonicalRoundTrip() throws {
         // The direct reader takes links in their usual form itself.
-        let scanner = CanonicalRecordScanner(fieldTypes: ["Centre": ["name": .string], "Room": ["name": .string]], defaultRecordType: nil, defaultZone: .defaultZone)
+        let scanner = CanonicalRecordScanner(
+            fieldTypes: ["Centre": ["name": .string], "Room": ["name": .string]], defaultRecordType: nil,
+            defaultZone: .defaultZone)
         for text in [Self.bareRoot, Self.child] {
-            let scanned = try #require(Array(text.utf8).withUnsafeBytes { scanner.scan($0) }, "the direct reader gave up on \(text)")
+            let scanned = try #require(
+                Array(text.utf8).withUnsafeBytes { scanner.scan($0) }, "the direct reader gave up on \(text)")
             #expect(scanned == (try decode(text)))
             #expect(scanned.parent != nil)
         }
@@ -101,13 +118,18 @@ struct SharingFormatTests {
             let again = try decode(written)
             #expect(again == record, "\(written)")
             #expect(encode(again, style: .canonical) == written)
-            let (fast, _) = try Array(written.utf8).withUnsafeBytes { try JSONRecordCodec(schema: Self.schema).decode(bytes: $0) }
+            let (fast, _) = try Array(written.utf8).withUnsafeBytes {
+                try JSONRecordCodec(schema: Self.schema).decode(bytes: $0)
+            }
             #expect(fast == record)
         }
         let child = encode(try decode(Self.child), style: .canonical)
         #expect(child.contains(#""parent":{"recordName":"D06A308D"},"fields":"#), "\(child)")
         let share = encode(try decode(Self.share), style: .canonical)
-        #expect(share.contains(#""share":{"recordName":"Share-C1FB"},"fields":{"cloudkit.title":{"value":"Centre","type":"STRING"}},"publicPermission":"READ_WRITE","participants":[{"#), "\(share)")
+        #expect(
+            share.contains(
+                #""share":{"recordName":"Share-C1FB"},"fields":{"cloudkit.title":{"value":"Centre","type":"STRING"}},"publicPermission":"READ_WRITE","participants":[{"#
+            ), "\(share)")
         // A tombstone carries no links.
         var gone = try decode(Self.child)
         gone.isDeleted = true
@@ -123,17 +145,33 @@ struct SharingFormatTests {
         }
         let plain = encode(try decode(Self.root), style: .plain)
         #expect(plain.contains(#""shareRecordName":"Share-C1FB","shareDetails":{"stableUrl":"#), "\(plain)")
-        #expect(JSONRecordCodec.plainCollisions(in: try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE T (parentRecordName STRING);")) == ["T.parentRecordName"])
+        #expect(
+            JSONRecordCodec.plainCollisions(
+                in: try SchemaParser.parse("DEFINE SCHEMA RECORD TYPE T (parentRecordName STRING);")) == [
+                    "T.parentRecordName"
+                ])
     }
 
-    @Test("bad links are refused with the record, the key and the reason", arguments: [
-        (#"{"recordName":"r","recordType":"Room","parent":"D06A308D","fields":{}}"#, "record 'r', parent: parent must be an object {\"recordName\": …}, found the string \"D06A308D\""),
-        (#"{"recordName":"r","recordType":"Room","parent":{"name":"x"},"fields":{}}"#, "record 'r', parent.recordName: parent needs the record name of the parent record as text"),
-        (#"{"recordName":"r","recordType":"Room","share":{"recordName":"s","zoneID":{"zoneName":"Other"}},"fields":{}}"#,
-         "record 'r', share.zoneID: share is in zone 'Other', but CloudKit keeps a record's share in the record's own zone ('_defaultZone')"),
-        (#"{"recordName":"r","recordType":"Room","parentRecordName":"x","shareDetails":{"recordName":"y"}}"#,
-         "record 'r', shareDetails.recordName: shareDetails holds what a share says beyond its record; 'recordName' belongs to the record itself"),
-    ])
+    @Test(
+        "bad links are refused with the record, the key and the reason",
+        arguments: [
+            (
+                #"{"recordName":"r","recordType":"Room","parent":"D06A308D","fields":{}}"#,
+                "record 'r', parent: parent must be an object {\"recordName\": …}, found the string \"D06A308D\""
+            ),
+            (
+                #"{"recordName":"r","recordType":"Room","parent":{"name":"x"},"fields":{}}"#,
+                "record 'r', parent.recordName: parent needs the record name of the parent record as text"
+            ),
+            (
+                #"{"recordName":"r","recordType":"Room","share":{"recordName":"s","zoneID":{"zoneName":"Other"}},"fields":{}}"#,
+                "record 'r', share.zoneID: share is in zone 'Other', but CloudKit keeps a record's share in the record's own zone ('_defaultZone')"
+            ),
+            (
+                #"{"recordName":"r","recordType":"Room","parentRecordName":"x","shareDetails":{"recordName":"y"}}"#,
+                "record 'r', shareDetails.recordName: shareDetails holds what a share says beyond its record; 'recordName' belongs to the record itself"
+            ),
+        ])
     func refusals(_ text: String, _ message: String) {
         do {
             _ = try decode(text)
@@ -146,18 +184,24 @@ struct SharingFormatTests {
     @Test("a property list carries the links as strings and a share's details as their JSON text, and reads them back")
     func plist() throws {
         let records = try [Self.root, Self.share, Self.child].map { try decode($0) }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-share-\(UUID().uuidString).plist").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ckport-share-\(UUID().uuidString).plist"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let writer = PlistRecordWriter(output: try OutputFile(path: path))
         for record in records { try writer.write(record) }
         try writer.finish()
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains("<key>parentRecordName</key>\n\t\t<string>D06A308D</string>"), "\(text)")
-        let reader = try PlistRecordReader(input: ByteInput(name: "s.plist", bytes: Array(text.utf8)),
-                                           codec: JSONRecordCodec(schema: Self.schema, readStyle: .plain, defaultZone: records[0].zone))
+        let reader = try PlistRecordReader(
+            input: ByteInput(name: "s.plist", bytes: Array(text.utf8)),
+            codec: JSONRecordCodec(schema: Self.schema, readStyle: .plain, defaultZone: records[0].zone))
         var read: [Record] = []
         while let item = try reader.next() {
-            guard case .record(let sourced) = item else { Issue.record("\(item)"); continue }
+            guard case .record(let sourced) = item else {
+                Issue.record("\(item)")
+                continue
+            }
             read.append(sourced.record)
         }
         #expect(read == records)
@@ -166,15 +210,26 @@ struct SharingFormatTests {
     @Test("CSV with system columns carries them too, and reads them back")
     func csv() throws {
         let share = try decode(Self.share)
-        let text = try writeCSV([share], type: "cloudkit.share", schema: Self.schema, options: CSVWriteOptions(includeSystem: true))
+        let text = try writeCSV(
+            [share], type: "cloudkit.share", schema: Self.schema, options: CSVWriteOptions(includeSystem: true))
         let header = text.components(separatedBy: "\r\n")[0]
         #expect(header.hasSuffix(",modifiedDevice,parentRecordName,shareRecordName,shareDetails"), "\(header)")
-        let items = try csvRecords(text, schema: Self.schema, options: CSVReadOptions(defaultRecordType: "cloudkit.share"))
-        guard case .record(let sourced)? = items.first else { Issue.record("\(items)"); return }
+        let items = try csvRecords(
+            text, schema: Self.schema, options: CSVReadOptions(defaultRecordType: "cloudkit.share"))
+        guard case .record(let sourced)? = items.first else {
+            Issue.record("\(items)")
+            return
+        }
         #expect(sourced.record == share)
         let bad = text.replacingOccurrences(of: "\"{\"\"publicPermission", with: "\"[\"\"publicPermission")
-        let refused = try csvRecords(bad, schema: Self.schema, options: CSVReadOptions(defaultRecordType: "cloudkit.share"))
-        guard case .invalid(let issue, _)? = refused.first else { Issue.record("\(refused)"); return }
-        #expect(issue.message.hasPrefix("shareDetails is a JSON object of what CloudKit says of a share"), "\(issue.message)")
+        let refused = try csvRecords(
+            bad, schema: Self.schema, options: CSVReadOptions(defaultRecordType: "cloudkit.share"))
+        guard case .invalid(let issue, _)? = refused.first else {
+            Issue.record("\(refused)")
+            return
+        }
+        #expect(
+            issue.message.hasPrefix("shareDetails is a JSON object of what CloudKit says of a share"),
+            "\(issue.message)")
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
-@testable import Formats
 import Records
 import SampleApps
+import Testing
+
+@testable import Formats
 @testable import Store
 
 private let xcalFixtures = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/xcal").path
@@ -14,7 +15,8 @@ private func validate(_ path: String) throws {
     let core = path + ".core.xml"
     let (stripped, report) = try ExternalTool.run("python3", [xcalFixtures + "/xcal_extensions.py", path, core])
     #expect(stripped == 0, "\(report)")
-    let (status, output) = try ExternalTool.run("xmllint", ["--noout", "--relaxng", xcalFixtures + "/icalendar-2.0.rng", core])
+    let (status, output) = try ExternalTool.run(
+        "xmllint", ["--noout", "--relaxng", xcalFixtures + "/icalendar-2.0.rng", core])
     #expect(status == 0 && output.contains("validates"), "\(path): \(output)")
 }
 
@@ -30,20 +32,26 @@ private func expectSameCalendar(xcal: String, ics: String) throws {
     #expect(same == 0 && report.contains(", 0 differences"), "\(report)")
 }
 
-func exportCalendar(_ format: RecordFormat, from store: RecordStore, to path: String, settings: CalendarWriteSettings) throws -> FormatExportSummary {
+func exportCalendar(_ format: RecordFormat, from store: RecordStore, to path: String, settings: CalendarWriteSettings)
+    throws -> FormatExportSummary
+{
     var formatSettings = FormatSettings()
     formatSettings[CalendarWriteSettings.self] = settings
     let output = try OutputFile(path: path)
     return try store.readSession { session in
-        try format.exportFromStore!(session, RecordQuery(), output, RecordWriteContext(schema: session.schema, settings: formatSettings))
+        try format.exportFromStore!(
+            session, RecordQuery(), output, RecordWriteContext(schema: session.schema, settings: formatSettings))
     }
 }
 
-func importCalendar(_ path: String, into store: RecordStore, settings: CalendarReadSettings, strict: Bool = false) throws -> (ImportSummary, RecordSource) {
+func importCalendar(_ path: String, into store: RecordStore, settings: CalendarReadSettings, strict: Bool = false)
+    throws -> (ImportSummary, RecordSource)
+{
     var formatSettings = FormatSettings()
     formatSettings[CalendarReadSettings.self] = settings
     let format = RecordFormats.forPath(path)!
-    let reader = try format.makeReader!(.file(path), RecordReadContext(schema: store.schema, store: store, settings: formatSettings))
+    let reader = try format.makeReader!(
+        .file(path), RecordReadContext(schema: store.schema, store: store, settings: formatSettings))
     let importer = RecordImporter(store: store, options: ImportOptions())
     if settings.keepsCalendarsWhole { importer.addingTypes = CalendarArchive.schema.recordTypes }
     return (try importer.run([reader]), reader)
@@ -57,13 +65,16 @@ func allRecords(_ store: RecordStore) throws -> [Record] {
 
 @Suite("xCal")
 struct XCalTests {
-    @Test("a sample's calendar as xCal: valid by RFC 6321's schema, and the same calendar as its iCalendar export",
-          arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
+    @Test(
+        "a sample's calendar as xCal: valid by RFC 6321's schema, and the same calendar as its iCalendar export",
+        arguments: [SampleApp.familyCalendar, .familyTodo, .relationshipCheckin])
     func samples(_ app: SampleApp) throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(app)
         let mapping = try CalendarMapping.parse(app.calendarMappingText!, file: "mapping", schema: store.schema)
-        let settings = CalendarWriteSettings(mapping: mapping, options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 1_767_225_600_000))
+        let settings = CalendarWriteSettings(
+            mapping: mapping,
+            options: ICalExportOptions(timeZone: TimeZone(identifier: "Europe/Berlin"), dtstamp: 1_767_225_600_000))
         let ics = scratch.path("\(app.rawValue).ics")
         let xcal = scratch.path("\(app.rawValue).xcal")
         let icsSummary = try exportCalendar(.iCalendar, from: store, to: ics, settings: settings)
@@ -77,14 +88,20 @@ struct XCalTests {
     func importsAsICalendarDoes() throws {
         let scratch = Scratch()
         let source = try scratch.sampleStore(.familyCalendar)
-        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: source.schema)
-        let write = CalendarWriteSettings(mapping: mapping, options: ICalExportOptions(timeZone: TimeZone(identifier: "America/New_York")))
+        let mapping = try CalendarMapping.parse(
+            SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: source.schema)
+        let write = CalendarWriteSettings(
+            mapping: mapping, options: ICalExportOptions(timeZone: TimeZone(identifier: "America/New_York")))
         var results: [[Record]] = []
         for format in [RecordFormat.iCalendar, .xCal] {
             let path = scratch.path("family.\(format.extensions[0])")
             _ = try exportCalendar(format, from: source, to: path, settings: write)
-            let store = try scratch.store(String(contentsOfFile: sample("family-calendar", "schema.ckdb"), encoding: .utf8), name: "\(format.name).sqlite")
-            let (summary, _) = try importCalendar(path, into: store, settings: CalendarReadSettings(mapping: mapping, fixedFields: [("familyID", "family-1")]))
+            let store = try scratch.store(
+                String(contentsOfFile: sample("family-calendar", "schema.ckdb"), encoding: .utf8),
+                name: "\(format.name).sqlite")
+            let (summary, _) = try importCalendar(
+                path, into: store,
+                settings: CalendarReadSettings(mapping: mapping, fixedFields: [("familyID", "family-1")]))
             #expect(summary.issues.isEmpty, "\(summary.issues)")
             #expect(summary.totals.inserted == 78)
             results.append(try allRecords(store))
@@ -96,7 +113,8 @@ struct XCalTests {
     func corpus(_ path: String) throws {
         let scratch = Scratch()
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
-        let (summary, _) = try importCalendar(path, into: store, settings: CalendarReadSettings(keepsCalendarsWhole: true))
+        let (summary, _) = try importCalendar(
+            path, into: store, settings: CalendarReadSettings(keepsCalendarsWhole: true))
         #expect(summary.issues.isEmpty, "\(summary.issues)")
         let whole = CalendarWriteSettings(keepsCalendarsWhole: true)
         let ics = scratch.path("archive.ics")
@@ -107,12 +125,18 @@ struct XCalTests {
         try expectSameCalendar(xcal: xcal, ics: ics)
         // ckport's own xCal reader: the archive it makes exports the same calendar.
         let again = try RecordStore(path: scratch.path("again.sqlite"))
-        let (second, _) = try importCalendar(xcal, into: again, settings: CalendarReadSettings(keepsCalendarsWhole: true))
+        let (second, _) = try importCalendar(
+            xcal, into: again, settings: CalendarReadSettings(keepsCalendarsWhole: true))
         #expect(second.issues.isEmpty && second.totals.inserted == summary.totals.inserted, "\(second.issues)")
         let back = scratch.path("back.ics")
         _ = try exportCalendar(.iCalendar, from: again, to: back, settings: whole)
         let python = try Conformance.requirePython()
-        let (status, report) = try Conformance.run(python, [packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/compare_calendars.py").path, "--xcal", ics, back])
+        let (status, report) = try Conformance.run(
+            python,
+            [
+                packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/compare_calendars.py").path, "--xcal",
+                ics, back,
+            ])
         #expect(status == 0 && report.contains(", 0 differences"), "\(report)")
     }
 
@@ -188,7 +212,8 @@ struct XCalTests {
         try XCalTests.everyNotation.write(toFile: path, atomically: true, encoding: .utf8)
         try validate(path)
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
-        let (summary, reader) = try importCalendar(path, into: store, settings: CalendarReadSettings(keepsCalendarsWhole: true))
+        let (summary, reader) = try importCalendar(
+            path, into: store, settings: CalendarReadSettings(keepsCalendarsWhole: true))
         #expect(summary.issues.isEmpty, "\(summary.issues)")
         var content = ""
         var calendar: FieldValue?
@@ -226,7 +251,8 @@ struct XCalTests {
     func errorPositions() throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
-        let mapping = try CalendarMapping.parse(SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: store.schema)
+        let mapping = try CalendarMapping.parse(
+            SampleApp.familyCalendar.calendarMappingText!, file: "mapping", schema: store.schema)
         func attempt(_ body: String) throws -> Error? {
             let path = scratch.path("broken.xcal")
             let text = """
@@ -242,13 +268,16 @@ struct XCalTests {
                 """
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             do {
-                let (summary, _) = try importCalendar(path, into: store, settings: CalendarReadSettings(mapping: mapping, fixedFields: [("familyID", "family-1")]))
+                let (summary, _) = try importCalendar(
+                    path, into: store,
+                    settings: CalendarReadSettings(mapping: mapping, fixedFields: [("familyID", "family-1")]))
                 return summary.issues.first
             } catch {
                 return error
             }
         }
-        let badDate = try attempt("""
+        let badDate = try attempt(
+            """
               <vevent>
                 <properties>
                   <uid><text>e-1</text></uid>
@@ -256,9 +285,13 @@ struct XCalTests {
                 </properties>
               </vevent>
             """)
-        #expect("\(badDate.map { "\($0)" } ?? "no error")".hasPrefix("\(scratch.path("broken.xcal")):9:"), "\(String(describing: badDate))")
-        #expect("\(badDate.map { "\($0)" } ?? "")".contains("<date-time>2026-13-45</date-time> is not a valid date-time"))
-        let unknownValue = try attempt("""
+        #expect(
+            "\(badDate.map { "\($0)" } ?? "no error")".hasPrefix("\(scratch.path("broken.xcal")):9:"),
+            "\(String(describing: badDate))")
+        #expect(
+            "\(badDate.map { "\($0)" } ?? "")".contains("<date-time>2026-13-45</date-time> is not a valid date-time"))
+        let unknownValue = try attempt(
+            """
               <vevent>
                 <properties>
                   <uid><text>e-1</text></uid>
@@ -270,7 +303,8 @@ struct XCalTests {
         #expect("\(unknownValue.map { "\($0)" } ?? "")".contains("<string> is not an xCal value type"))
         // The mapping's own complaints name the xCal line of the property, or of the
         // component when no property is to blame.
-        let unknownZone = try attempt("""
+        let unknownZone = try attempt(
+            """
 
 
               <vevent>
@@ -282,8 +316,12 @@ struct XCalTests {
               </vevent>
             """)
         let zoneText = unknownZone.map { "\($0)" } ?? "no error"
-        #expect(zoneText.hasPrefix("\(scratch.path("broken.xcal")):12: record 'e-2' (Event): DTSTART names TZID \"Mars/Olympus_Mons\""), "\(zoneText)")
-        let noUID = try attempt("""
+        #expect(
+            zoneText.hasPrefix(
+                "\(scratch.path("broken.xcal")):12: record 'e-2' (Event): DTSTART names TZID \"Mars/Olympus_Mons\""),
+            "\(zoneText)")
+        let noUID = try attempt(
+            """
 
               <vevent>
                 <properties>
@@ -292,21 +330,25 @@ struct XCalTests {
               </vevent>
             """)
         let uidText = noUID.map { "\($0)" } ?? "no error"
-        #expect(uidText.hasPrefix("\(scratch.path("broken.xcal")):7: ") && uidText.contains("without UID"), "\(uidText)")
+        #expect(
+            uidText.hasPrefix("\(scratch.path("broken.xcal")):7: ") && uidText.contains("without UID"), "\(uidText)")
     }
 
     @Test("the iCalendar text made from xCal is held a read at a time, however long the file")
     func bounded() throws {
         var body = ""
         for e in 0..<4000 {
-            body += "<vevent><properties><uid><text>e-\(e)</text></uid><dtstamp><date-time>2026-01-01T00:00:00Z</date-time></dtstamp>"
+            body +=
+                "<vevent><properties><uid><text>e-\(e)</text></uid><dtstamp><date-time>2026-01-01T00:00:00Z</date-time></dtstamp>"
                 + "<dtstart><date-time>2026-03-02T17:00:00Z</date-time></dtstart><summary><text>Event \(e) with a summary long enough to matter</text></summary>"
                 + "</properties></vevent>\n"
         }
-        let text = "<?xml version=\"1.0\"?>\n<icalendar xmlns=\"urn:ietf:params:xml:ns:icalendar-2.0\"><vcalendar><properties>"
+        let text =
+            "<?xml version=\"1.0\"?>\n<icalendar xmlns=\"urn:ietf:params:xml:ns:icalendar-2.0\"><vcalendar><properties>"
             + "<prodid><text>-//t//t//EN</text></prodid><version><text>2.0</text></version></properties><components>\n"
             + body + "</components></vcalendar></icalendar>\n"
-        let converter = try XCalToICalendar(input: ByteInput(name: "long.xcal", bytes: Array(text.utf8)), lines: XCalLineMap())
+        let converter = try XCalToICalendar(
+            input: ByteInput(name: "long.xcal", bytes: Array(text.utf8)), lines: XCalLineMap())
         var chunk = [UInt8](repeating: 0, count: 4096)
         var total = 0
         var largest = 0
@@ -325,10 +367,10 @@ struct XCalTests {
         let scratch = Scratch()
         let path = scratch.path("evil.xcal")
         try """
-            <?xml version="1.0"?>
-            <!DOCTYPE icalendar [ <!ENTITY a "aaaaaaaaaa"> <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"> ]>
-            <icalendar xmlns="urn:ietf:params:xml:ns:icalendar-2.0"><vcalendar><properties><prodid><text>&b;</text></prodid></properties></vcalendar></icalendar>
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        <?xml version="1.0"?>
+        <!DOCTYPE icalendar [ <!ENTITY a "aaaaaaaaaa"> <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"> ]>
+        <icalendar xmlns="urn:ietf:params:xml:ns:icalendar-2.0"><vcalendar><properties><prodid><text>&b;</text></prodid></properties></vcalendar></icalendar>
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         let store = try RecordStore(path: scratch.path("archive.sqlite"))
         do {
             _ = try importCalendar(path, into: store, settings: CalendarReadSettings(keepsCalendarsWhole: true))

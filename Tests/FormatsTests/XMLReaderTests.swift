@@ -1,7 +1,7 @@
-import Foundation
 import Formats
-import Testing
+import Foundation
 import TestSupport
+import Testing
 
 @Suite("XML reader (libxml2)")
 struct XMLReaderTests {
@@ -24,7 +24,9 @@ struct XMLReaderTests {
         }
     }
 
-    @Test("elements, attributes in order, self-closing elements, text, CDATA and XML's own entities; whitespace between elements left out")
+    @Test(
+        "elements, attributes in order, self-closing elements, text, CDATA and XML's own entities; whitespace between elements left out"
+    )
     func reading() throws {
         let text = """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -36,17 +38,24 @@ struct XMLReaderTests {
                 <note>Tom &amp; Ana &lt;3 <![CDATA[<raw> & all]]></note>
             </model>
             """
-        #expect(try events(text) == [
-            .start("model", attributes: [.init("type", "com.apple.IDECoreDataModeler.DataModel"), .init("documentVersion", "1.0")]),
-            .start("entity", attributes: [.init("name", "Chore"), .init("representedClassName", "Chore")]),
-            .start("attribute", attributes: [.init("name", "title"), .init("optional", "YES"), .init("attributeType", "String")]),
-            .end("attribute"),
-            .end("entity"),
-            .start("note", attributes: []),
-            .text("Tom & Ana <3 <raw> & all"),
-            .end("note"),
-            .end("model"),
-        ])
+        #expect(
+            try events(text) == [
+                .start(
+                    "model",
+                    attributes: [
+                        .init("type", "com.apple.IDECoreDataModeler.DataModel"), .init("documentVersion", "1.0"),
+                    ]),
+                .start("entity", attributes: [.init("name", "Chore"), .init("representedClassName", "Chore")]),
+                .start(
+                    "attribute",
+                    attributes: [.init("name", "title"), .init("optional", "YES"), .init("attributeType", "String")]),
+                .end("attribute"),
+                .end("entity"),
+                .start("note", attributes: []),
+                .text("Tom & Ana <3 <raw> & all"),
+                .end("note"),
+                .end("model"),
+            ])
     }
 
     @Test("a document that is not well-formed: the file, the line and libxml2's reason")
@@ -78,7 +87,9 @@ struct XMLReaderTests {
     func billionLaughs() throws {
         var text = "<?xml version=\"1.0\"?>\n<!DOCTYPE lolz [\n <!ENTITY lol \"lol\">\n"
         for level in 1...9 {
-            text += " <!ENTITY lol\(level) \"" + String(repeating: "&lol\(level == 1 ? "" : String(level - 1));", count: 10) + "\">\n"
+            text +=
+                " <!ENTITY lol\(level) \"" + String(repeating: "&lol\(level == 1 ? "" : String(level - 1));", count: 10)
+                + "\">\n"
         }
         text += "]>\n<lolz>&lol9;</lolz>\n"
         let error = try #require(refusal(text))
@@ -102,7 +113,8 @@ struct XMLReaderTests {
         #expect(tooDeep.message.contains("nested more than 39 deep") && tooDeep.line == 1, "\(tooDeep)")
         let big = "<a>" + String(repeating: "x", count: 5000) + "</a>"
         #expect(refusal(big, limits: XMLReader.Limits(bytes: 1000))?.message.contains("limited to 1000 bytes") == true)
-        #expect(refusal(big, limits: XMLReader.Limits(textBytes: 4000))?.message.contains("limited to 4000 bytes") == true)
+        #expect(
+            refusal(big, limits: XMLReader.Limits(textBytes: 4000))?.message.contains("limited to 4000 bytes") == true)
         #expect(try events(big, limits: XMLReader.Limits(textBytes: 5000)).count == 3)
     }
 
@@ -114,7 +126,8 @@ struct XMLReaderTests {
         text += "</records>\n"
         try text.write(toFile: scratch.path("many.xml"), atomically: true, encoding: .utf8)
         let reader = try XMLReader(path: scratch.path("many.xml"))
-        var starts = 0, texts = 0
+        var starts = 0
+        var texts = 0
         var last: String?
         while let event = try reader.next() {
             switch event {

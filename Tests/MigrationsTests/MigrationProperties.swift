@@ -1,10 +1,11 @@
 import Foundation
 import PropertyBased
-import SampleApps
-import Testing
-@testable import Migrations
 import Records
+import SampleApps
 import Store
+import Testing
+
+@testable import Migrations
 
 /// Random migrations over random records: what `plan` says is what `apply` does.
 @Suite("random migrations")
@@ -28,7 +29,9 @@ struct MigrationProperties {
             if dice.roll(0.9) { fields["name"] = .string(dice.pick(["Ann", "Bo", "Cy", "Di", "Ed"])) }
             if dice.roll(0.8) { fields["age"] = .int64(Int64(dice.below(100))) }
             if dice.roll(0.7) { fields["score"] = .double(dice.pick([0.0, 1.5, 2.0, -3.0, 7.25])) }
-            if dice.roll(0.6) { fields["born"] = .string(dice.pick(["2001-02-03T04:05:06Z", "1969-12-31T23:59:59Z", "soon", ""])) }
+            if dice.roll(0.6) {
+                fields["born"] = .string(dice.pick(["2001-02-03T04:05:06Z", "1969-12-31T23:59:59Z", "soon", ""]))
+            }
             if dice.roll(0.8) { fields["level"] = .int64(Int64(dice.below(4))) }
             if dice.roll(0.3) { fields["friend"] = .reference(Reference(recordName: "p\(dice.below(count))")) }
             if dice.roll(0.1) { fields["_schemaVersion"] = .int64(Int64(dice.pick([1, 2, 50]))) }
@@ -61,7 +64,9 @@ struct MigrationProperties {
             if version == 2 && dice.roll(0.3) {
                 steps.append("  - migrateRecordType: {from: Pet, to: Animal, name: 'a-{recordName}'}")
             }
-            files[String(format: "%04d_random.yaml", version)] = "version: \(version)\ndescription: random \(version)\nsteps:\n" + (steps.isEmpty ? "  []\n" : steps.joined(separator: "\n") + "\n")
+            files[String(format: "%04d_random.yaml", version)] =
+                "version: \(version)\ndescription: random \(version)\nsteps:\n"
+                + (steps.isEmpty ? "  []\n" : steps.joined(separator: "\n") + "\n")
         }
         return files
     }
@@ -71,11 +76,14 @@ struct MigrationProperties {
         var dice = SeededRandom(state: seed)
         let records = MigrationProperties.records(&dice)
         var files = MigrationProperties.migrations(&dice)
-        for (name, text) in files where text.hasSuffix("steps:\n  []\n") { files[name] = text.replacingOccurrences(of: "steps:\n  []\n", with: "steps: []\n") }
+        for (name, text) in files where text.hasSuffix("steps:\n  []\n") {
+            files[name] = text.replacingOccurrences(of: "steps:\n  []\n", with: "steps: []\n")
+        }
         let inPlace = dice.roll(0.5)
         let scratch = Scratch()
         let store = try scratch.store(schema: MigrationProperties.schema, records: records)
-        let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: scratch.migrations("m", files)))
+        let runner = MigrationRunner(
+            store: store, set: try MigrationSet.load(directory: scratch.migrations("m", files)))
         runner.inPlace = inPlace
         // Planning writes nothing: the store's file and its log are what they were before it.
         let before = fileBytes(store.path)
@@ -86,7 +94,8 @@ struct MigrationProperties {
         #expect(plan.map(\.counts) == applied.map(\.counts), "seed \(seed): \(files)")
         // The last migration's diffs say what each changed record now holds.
         guard let last = plan.last else { return }
-        for diff in last.diffs where !diff.lines.contains("deleted") && !diff.lines.contains(where: { $0.hasPrefix("→") }) {
+        for diff in last.diffs
+        where !diff.lines.contains("deleted") && !diff.lines.contains(where: { $0.hasPrefix("→") }) {
             let now = try #require(try stored(store, diff.recordName), "seed \(seed): \(diff.recordName) is gone")
             for line in diff.lines where line.hasPrefix("+ ") {
                 let body = line.dropFirst(2)
@@ -100,13 +109,14 @@ struct MigrationProperties {
 
     @Test("plan counts and diffs match what apply then does, in place or rebuilt")
     func planEqualsApply() async {
-        await propertyCheck(count: 40, input: Gen.uint64(in: 0 ... UInt64.max)) { seed in
+        await propertyCheck(count: 40, input: Gen.uint64(in: 0...UInt64.max)) { seed in
             do { try MigrationProperties.check(seed) } catch { Issue.record("seed \(seed): \(error)") }
         }
     }
 
-    @Test("seeds that once found a plan repointing references to a record an earlier migration deleted",
-          arguments: [9_232_483_184_532_075_947 as UInt64, 8_384_691_743_372_270_529, 6_645_199_384_534_637_772])
+    @Test(
+        "seeds that once found a plan repointing references to a record an earlier migration deleted",
+        arguments: [9_232_483_184_532_075_947 as UInt64, 8_384_691_743_372_270_529, 6_645_199_384_534_637_772])
     func regressions(seed: UInt64) throws {
         try MigrationProperties.check(seed)
     }
@@ -129,12 +139,24 @@ struct RenamedNamesTests {
         let other = ZoneID(scope: .private, zoneName: "other", ownerRecordName: "_defaultOwner")
         for zone in [ZoneID.defaultZone, other] {
             for i in 0..<60 {
-                var pet = record("pet-\(i)", "Pet", ["name": .string("pet \(i)"), "owner": .reference(Reference(recordName: i == 59 ? "person-0" : "pet-\(i + 1)"))])
+                var pet = record(
+                    "pet-\(i)", "Pet",
+                    [
+                        "name": .string("pet \(i)"),
+                        "owner": .reference(Reference(recordName: i == 59 ? "person-0" : "pet-\(i + 1)")),
+                    ])
                 pet.id = RecordID(recordName: pet.recordName, zone: zone)
-                var person = record("person-\(i)", "Person", [
-                    "friend": .reference(Reference(recordName: "pet-\(i)")),
-                    "pets": .list(.reference, [.reference(Reference(recordName: "pet-\((i + 7) % 60)")), .reference(Reference(recordName: "person-\(i)"))]),
-                ])
+                var person = record(
+                    "person-\(i)", "Person",
+                    [
+                        "friend": .reference(Reference(recordName: "pet-\(i)")),
+                        "pets": .list(
+                            .reference,
+                            [
+                                .reference(Reference(recordName: "pet-\((i + 7) % 60)")),
+                                .reference(Reference(recordName: "person-\(i)")),
+                            ]),
+                    ])
                 person.id = RecordID(recordName: person.recordName, zone: zone)
                 if zone != .defaultZone { person.fields["name"] = .string("other \(i)") }
                 records += [pet, person]
@@ -143,15 +165,21 @@ struct RenamedNamesTests {
         return records
     }
 
-    @Test("a migration that renames records gives the same store whether the old → new names are held in memory or on disk, every reference following")
+    @Test(
+        "a migration that renames records gives the same store whether the old → new names are held in memory or on disk, every reference following"
+    )
     func sameOnDisk() throws {
-        let files = ["0001_animals.yaml": "version: 1\ndescription: pets become animals\nsteps:\n  - migrateRecordType: {from: Pet, to: Animal, name: 'a-{recordName}'}\n"]
+        let files = [
+            "0001_animals.yaml":
+                "version: 1\ndescription: pets become animals\nsteps:\n  - migrateRecordType: {from: Pet, to: Animal, name: 'a-{recordName}'}\n"
+        ]
         var results: [[String: Record]] = []
         var plans: [[MigrationReport]] = []
         for held in [100_000, 0, 7] {
             let scratch = Scratch()
             let store = try scratch.store(schema: RenamedNamesTests.schema, records: RenamedNamesTests.records())
-            let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: scratch.migrations("m", files)))
+            let runner = MigrationRunner(
+                store: store, set: try MigrationSet.load(directory: scratch.migrations("m", files)))
             runner.renamesHeldInMemory = held
             plans.append(try runner.plan(diffLimit: 1000))
             _ = try runner.apply()
@@ -167,7 +195,14 @@ struct RenamedNamesTests {
             for i in 0..<60 {
                 let person = try #require(first["\(zone)/person-\(i)"])
                 #expect(person["friend"] == .reference(Reference(recordName: "a-pet-\(i)")), "\(zone)/person-\(i)")
-                #expect(person["pets"] == .list(.reference, [.reference(Reference(recordName: "a-pet-\((i + 7) % 60)")), .reference(Reference(recordName: "person-\(i)"))]))
+                #expect(
+                    person["pets"]
+                        == .list(
+                            .reference,
+                            [
+                                .reference(Reference(recordName: "a-pet-\((i + 7) % 60)")),
+                                .reference(Reference(recordName: "person-\(i)")),
+                            ]))
                 let animal = try #require(first["\(zone)/a-pet-\(i)"])
                 #expect(animal["owner"] == .reference(Reference(recordName: i == 59 ? "person-0" : "a-pet-\(i + 1)")))
                 #expect(first["\(zone)/pet-\(i)"] == nil)

@@ -1,10 +1,10 @@
-import Foundation
-@_exported import TestSupport
 import Formats
+import Foundation
 import Migrations
 import Records
 import SampleApps
 import Store
+@_exported import TestSupport
 
 func record(_ name: String, _ type: String, _ fields: RecordFields) -> Record {
     Record(id: RecordID(recordName: name), recordType: type, fields: fields)

@@ -1,12 +1,13 @@
 import Crypto
-import PostgresNIO
 import Foundation
+import PostgresNIO
 import Records
-import Store
-import Testing
-import TestSupport
-@testable import PostgresStore
 import SampleApps
+import Store
+import TestSupport
+import Testing
+
+@testable import PostgresStore
 
 /// The server the tests use: `CKPORT_TEST_POSTGRES`, a store URL (its password in
 /// `PGPASSWORD`), as `.ci/run` sets after starting a throwaway cluster
@@ -19,7 +20,8 @@ enum TestServer {
 
     /// A location in a namespace of its own, for one test.
     static func location(_ tag: String) throws -> PostgresLocation {
-        let url = try #require(TestServer.url, "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
+        let url = try #require(
+            TestServer.url, "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
         let schema = "t_\(tag)_\(UUID().uuidString.prefix(8).lowercased())"
         return try PostgresLocation(url + (url.contains("?") ? "&" : "?") + "schema=\(schema)")
     }
@@ -34,8 +36,10 @@ enum TestServer {
 struct PostgresLocationTests {
     @Test("a store URL gives user, host, port, database, schema and TLS; what is left out has its default")
     func parse() throws {
-        let full = try PostgresLocation("postgresql://backup@db.example.net:6543/mirror?schema=family_todo&sslmode=require", environment: [:])
-        #expect(full.user == "backup" && full.host == "db.example.net" && full.port == 6543 && full.database == "mirror")
+        let full = try PostgresLocation(
+            "postgresql://backup@db.example.net:6543/mirror?schema=family_todo&sslmode=require", environment: [:])
+        #expect(
+            full.user == "backup" && full.host == "db.example.net" && full.port == 6543 && full.database == "mirror")
         #expect(full.schema == "family_todo" && full.tls == .require && full.socketDirectory == nil)
         let short = try PostgresLocation("postgres://ana@localhost", environment: [:])
         #expect(short.port == 5432 && short.database == "ana" && short.schema == "ckport" && short.tls == .disable)
@@ -47,23 +51,32 @@ struct PostgresLocationTests {
         let scratch = Scratch()
         scratch.write("root.crt", "-----BEGIN CERTIFICATE-----\n")
         let root = scratch.url.appendingPathComponent("root.crt").path
-        let verifying = try PostgresLocation("postgresql://ana@db.example.net/db?sslmode=verify-full&sslrootcert=\(root)", environment: [:])
+        let verifying = try PostgresLocation(
+            "postgresql://ana@db.example.net/db?sslmode=verify-full&sslrootcert=\(root)", environment: [:])
         #expect(verifying.tls == .verifyFull && verifying.rootCertificates == root)
         #expect(verifying.description.contains("sslmode=verify-full"))
         let allow = try PostgresLocation("postgresql://ana@db.example.net/db?sslmode=allow", environment: [:])
         #expect(allow.tls == .allow && allow.rootCertificates == nil)
     }
 
-    @Test("refused, each with why: a password in the URL (not repeated in the message), unknown or repeated parameters, a schema name that needs quoting, a bad sslmode")
+    @Test(
+        "refused, each with why: a password in the URL (not repeated in the message), unknown or repeated parameters, a schema name that needs quoting, a bad sslmode"
+    )
     func refused() {
         let cases: [(String, String)] = [
             ("postgresql://ana:s3cret@localhost/db", "a password does not go in the URL"),
             ("postgresql://ana@localhost/db?schema=a&schema=b", "'schema' is given twice"),
             ("postgresql://ana@localhost/db?sslkey=x", "unknown parameter 'sslkey'"),
-            ("postgresql://ana@localhost/db?sslrootcert=/nonexistent/root.crt", "sslrootcert=/nonexistent/root.crt cannot be read"),
+            (
+                "postgresql://ana@localhost/db?sslrootcert=/nonexistent/root.crt",
+                "sslrootcert=/nonexistent/root.crt cannot be read"
+            ),
             ("postgresql://ana@localhost/db?schema=Family", "not a plain name"),
             ("postgresql://ana@localhost/db?schema=a;drop", "not a plain name"),
-            ("postgresql://ana@localhost/db?sslmode=verify", "sslmode=verify is not one of disable, allow, prefer, require, verify-ca, verify-full"),
+            (
+                "postgresql://ana@localhost/db?sslmode=verify",
+                "sslmode=verify is not one of disable, allow, prefer, require, verify-ca, verify-full"
+            ),
             ("postgresql://ana@localhost/db?host=relative/dir", "not a directory path"),
             ("mysql://ana@localhost/db", "not a URL of the form"),
         ]
@@ -72,17 +85,22 @@ struct PostgresLocationTests {
                 _ = try PostgresLocation(url, environment: [:])
             } throws: { error in
                 let text = "\(error)"
-                return text.contains(expected) && !text.contains("s3cret") && (error as? PostgresStoreError)?.category == .usage
+                return text.contains(expected) && !text.contains("s3cret")
+                    && (error as? PostgresStoreError)?.category == .usage
             }
         }
     }
 
-    @Test("the password: PGPASSWORD first, then the password file's first matching line (wildcards, escaped colons); a file others can read is refused")
+    @Test(
+        "the password: PGPASSWORD first, then the password file's first matching line (wildcards, escaped colons); a file others can read is refused"
+    )
     func password() throws {
         let scratch = Scratch()
         let location = try PostgresLocation("postgresql://ana@db.example.net:5433/mirror?schema=x", environment: [:])
         #expect(try location.password(environment: ["PGPASSWORD": "from-env", "HOME": scratch.url.path]) == "from-env")
-        scratch.write(".pgpass", """
+        scratch.write(
+            ".pgpass",
+            """
             # host:port:database:user:password
             db.example.net:5432:mirror:ana:wrong-port
             db.example.net:5433:other:ana:wrong-database
@@ -102,7 +120,8 @@ struct PostgresLocationTests {
         }
         // No file at all: no password (the server may not ask for one); a file named but missing is an error.
         #expect(try location.password(environment: ["HOME": scratch.path("nowhere")]) == nil)
-        let named = try PostgresLocation("postgresql://ana@localhost/db?passfile=\(scratch.path("missing"))", environment: [:])
+        let named = try PostgresLocation(
+            "postgresql://ana@localhost/db?passfile=\(scratch.path("missing"))", environment: [:])
         #expect(throws: PostgresStoreError.self) { _ = try named.password(environment: [:]) }
     }
 }
@@ -122,7 +141,9 @@ struct COPYLineTests {
         }
     }
 
-    @Test("a tab, newline, carriage return or backslash at any place of a text, before, inside or after a run of eight bytes, is escaped; other bytes below 14 and text without them pass as they are")
+    @Test(
+        "a tab, newline, carriage return or backslash at any place of a text, before, inside or after a run of eight bytes, is escaped; other bytes below 14 and text without them pass as they are"
+    )
     func escapes() {
         var checked = 0
         for special in ["\t", "\n", "\r", "\\", "\u{0B}", "\u{01}", "é", "]"] {
@@ -142,14 +163,18 @@ struct COPYLineTests {
         #expect(checked == 8 * 210)
     }
 
-    @Test("integers at their edges and timestamps as timestamptz reads them (days met twice in a row, and again after another), a field each, tab between, newline at the end")
+    @Test(
+        "integers at their edges and timestamps as timestamptz reads them (days met twice in a row, and again after another), a field each, tab between, newline at the end"
+    )
     func numbersAndTimes() {
         var line = COPYLine(capacity: 1)
-        for number in [0, 7, -7, 9, 10, 99, 100, 1_000_000, Int64.max, Int64.min, Int64.min + 1] { line.integer(number) }
+        for number in [0, 7, -7, 9, 10, 99, 100, 1_000_000, Int64.max, Int64.min, Int64.min + 1] {
+            line.integer(number)
+        }
         line.timestamp(0)
-        line.timestamp(1_772_357_400_250)      // 2026-03-01 09:30:00.250
+        line.timestamp(1_772_357_400_250)  // 2026-03-01 09:30:00.250
         line.timestamp(1_772_357_400_250 + 3_600_000 + 61_001)
-        line.timestamp(-1)                     // the last millisecond of 1969
+        line.timestamp(-1)  // the last millisecond of 1969
         line.timestamp(1_772_357_400_250 - 86_400_000)
         line.timestamp(1_772_357_400_250)
         line.timestamp(PostgresLoad.textTimestamps.lowerBound)
@@ -157,12 +182,15 @@ struct COPYLineTests {
         line.null()
         line.end()
         let bytes = line.bytes()
-        #expect(String(decoding: bytes, as: UTF8.self) == [
-            "0", "7", "-7", "9", "10", "99", "100", "1000000", "9223372036854775807", "-9223372036854775808", "-9223372036854775807",
-            "1970-01-01 00:00:00.000+00", "2026-03-01 09:30:00.250+00", "2026-03-01 10:31:01.251+00", "1969-12-31 23:59:59.999+00",
-            "2026-02-28 09:30:00.250+00", "2026-03-01 09:30:00.250+00",
-            "0001-01-01 00:00:00.000+00", "9999-12-31 23:59:59.999+00", "\\N",
-        ].joined(separator: "\t") + "\n")
+        #expect(
+            String(decoding: bytes, as: UTF8.self) == [
+                "0", "7", "-7", "9", "10", "99", "100", "1000000", "9223372036854775807", "-9223372036854775808",
+                "-9223372036854775807",
+                "1970-01-01 00:00:00.000+00", "2026-03-01 09:30:00.250+00", "2026-03-01 10:31:01.251+00",
+                "1969-12-31 23:59:59.999+00",
+                "2026-02-28 09:30:00.250+00", "2026-03-01 09:30:00.250+00",
+                "0001-01-01 00:00:00.000+00", "9999-12-31 23:59:59.999+00", "\\N",
+            ].joined(separator: "\t") + "\n")
     }
 
     @Test("lines written one after another on one writer each begin afresh, with no tab before their first field")
@@ -177,7 +205,9 @@ struct COPYLineTests {
         line.text(String(repeating: "long text, ", count: 500))
         line.end()
         let bytes = line.bytes()
-        #expect(String(decoding: bytes, as: UTF8.self) == "4\ttask-1\n\\N\ttask-2\t\t" + String(repeating: "long text, ", count: 500) + "\n")
+        #expect(
+            String(decoding: bytes, as: UTF8.self) == "4\ttask-1\n\\N\ttask-2\t\t"
+                + String(repeating: "long text, ", count: 500) + "\n")
     }
 }
 
@@ -188,7 +218,9 @@ struct COPYBinaryTests {
         (0..<bytes).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 
-    @Test("the signature and an empty header, each row its column count, each column its length and bytes big-endian (-1 for NULL), times as microseconds from 2000, -1 after the last row")
+    @Test(
+        "the signature and an empty header, each row its column count, each column its length and bytes big-endian (-1 for NULL), times as microseconds from 2000, -1 after the last row"
+    )
     func layout() {
         var rows = COPYBinary(capacity: 1)
         rows.integer(-2)
@@ -215,7 +247,9 @@ struct COPYBinaryTests {
         #expect(bytes == expected)
     }
 
-    @Test("a value of another type than its field's (validation lets none through): the binary writer declines the row, so the loader sends the type's rows as text, which writes the value for the server to convert or refuse; a name alone in a reference field goes either way")
+    @Test(
+        "a value of another type than its field's (validation lets none through): the binary writer declines the row, so the loader sends the type's rows as text, which writes the value for the server to convert or refuse; a name alone in a reference field goes either way"
+    )
     func mismatchGoesAsText() throws {
         let schema = try SchemaParser.parse(PostgresSchemaTests.notes)
         let fields = try #require(schema.recordType(named: "Note")).userFields
@@ -233,14 +267,23 @@ struct COPYBinaryTests {
             ("folder", .string("folder-9"), "folder-9", true),
         ]
         for mismatch in mismatches {
-            let record = Record(id: RecordID(recordName: "n-1", zone: zone), recordType: "Note", fields: [
-                "body": .string("kept"), mismatch.field: mismatch.value,
-            ])
+            let record = Record(
+                id: RecordID(recordName: "n-1", zone: zone), recordType: "Note",
+                fields: [
+                    "body": .string("kept"), mismatch.field: mismatch.value,
+                ])
             var binary = COPYBinary(capacity: 1)
-            #expect(PostgresLoad.appendRow(record, zone: 3, fields: fields, position: nil, timestampsAsText: true, to: &binary) == mismatch.binary, "\(mismatch.field)")
+            #expect(
+                PostgresLoad.appendRow(
+                    record, zone: 3, fields: fields, position: nil, timestampsAsText: true, to: &binary)
+                    == mismatch.binary, "\(mismatch.field)")
             var line = COPYLine(capacity: 1)
-            #expect(PostgresLoad.appendRow(record, zone: 3, fields: fields, position: nil, timestampsAsText: true, to: &line))
-            let row = String(decoding: line.bytes(), as: UTF8.self).dropLast().split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            #expect(
+                PostgresLoad.appendRow(
+                    record, zone: 3, fields: fields, position: nil, timestampsAsText: true, to: &line))
+            let row = String(decoding: line.bytes(), as: UTF8.self).dropLast().split(
+                separator: "\t", omittingEmptySubsequences: false
+            ).map(String.init)
             #expect(row.count == columns.count)
             let column = try #require(columns.firstIndex(of: mismatch.field))
             #expect(row[column] == mismatch.text, "\(mismatch.field): \(row)")
@@ -262,7 +305,9 @@ struct COPYBinaryTests {
 
 @Suite("PostgreSQL store: opening and creating", .enabled(if: TestServer.enabled))
 struct PostgresStoreOpeningTests {
-    @Test("created once, then opened: the same identity, an empty schema, no changes; opening without create where there is no store says so")
+    @Test(
+        "created once, then opened: the same identity, an empty schema, no changes; opening without create where there is no store says so"
+    )
     func createThenOpen() throws {
         let location = try TestServer.location("open")
         defer { try? TestServer.drop(location) }
@@ -293,13 +338,17 @@ struct PostgresStoreOpeningTests {
     func foreignNamespace() throws {
         let location = try TestServer.location("foreign")
         defer { try? TestServer.drop(location) }
-        try PostgresLink(location).execute("CREATE SCHEMA \(location.schema)", "CREATE TABLE \(location.schema).invoices (id int)")
+        try PostgresLink(location).execute(
+            "CREATE SCHEMA \(location.schema)", "CREATE TABLE \(location.schema).invoices (id int)")
         #expect {
             _ = try PostgresStore(location, create: true)
         } throws: { error in
             "\(error)".contains("holds tables (invoices) but no ckport store")
         }
-        #expect(try PostgresLink(location).rows("SELECT count(*)::text FROM pg_tables WHERE schemaname = \(location.schema)").first?[0] == "1")
+        #expect(
+            try PostgresLink(location).rows(
+                "SELECT count(*)::text FROM pg_tables WHERE schemaname = \(location.schema)"
+            ).first?[0] == "1")
     }
 
     @Test("a wrong password: an error naming the server and what it said, never the password")
@@ -316,7 +365,9 @@ struct PostgresStoreOpeningTests {
         }
     }
 
-    @Test("a TCP connection asks for keepalives (probes after 60 s of silence, every 10 s, six unanswered end it), so a server host that vanishes is noticed")
+    @Test(
+        "a TCP connection asks for keepalives (probes after 60 s of silence, every 10 s, six unanswered end it), so a server host that vanishes is noticed"
+    )
     func keepalive() throws {
         let location = try TestServer.location("keepalive")
         try #require(location.socketDirectory == nil, "the test server is reached over TCP")
@@ -328,12 +379,20 @@ struct PostgresStoreOpeningTests {
         for fd in Int32(3)..<4096 {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let got = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
+            let got = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+            }
             guard got == 0 else { continue }
             let port: UInt16
             switch Int32(address.ss_family) {
-            case AF_INET: port = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) } }
-            case AF_INET6: port = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) } }
+            case AF_INET:
+                port = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+                }
+            case AF_INET6:
+                port = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+                }
             default: continue
             }
             guard Int(port) == location.port else { continue }
@@ -342,11 +401,15 @@ struct PostgresStoreOpeningTests {
                 var size = socklen_t(MemoryLayout<Int32>.size)
                 return getsockopt(fd, level, name, &value, &size) == 0 ? Int(value) : -1
             }
-            sockets.append([option(SOL_SOCKET, SO_KEEPALIVE), option(Int32(IPPROTO_TCP), TCP_KEEPIDLE), option(Int32(IPPROTO_TCP), TCP_KEEPINTVL),
-                            option(Int32(IPPROTO_TCP), TCP_KEEPCNT)])
+            sockets.append([
+                option(SOL_SOCKET, SO_KEEPALIVE), option(Int32(IPPROTO_TCP), TCP_KEEPIDLE),
+                option(Int32(IPPROTO_TCP), TCP_KEEPINTVL),
+                option(Int32(IPPROTO_TCP), TCP_KEEPCNT),
+            ])
         }
         #expect(!sockets.isEmpty, "no socket of this process reaches port \(location.port)")
-        #expect(sockets.allSatisfy { $0 == [1, 60, 10, 6] }, "keepalive, idle, interval, probes per socket: \(sockets)")
+        #expect(
+            sockets.allSatisfy { $0 == [1, 60, 10, 6] }, "keepalive, idle, interval, probes per socket: \(sockets)")
         withExtendedLifetime(link) {}
     }
 }
@@ -384,7 +447,9 @@ struct PostgresSchemaTests {
             );
         """
 
-    @Test("each record type a table with a typed column per field, a reference's action beside it, indexes where the SQLite store has them; the same schema again changes nothing")
+    @Test(
+        "each record type a table with a typed column per field, a reference's action beside it, indexes where the SQLite store has them; the same schema again changes nothing"
+    )
     func tables() throws {
         let location = try TestServer.location("schema")
         defer { try? TestServer.drop(location) }
@@ -393,34 +458,48 @@ struct PostgresSchemaTests {
         #expect(change.addedTypes.map(\.name) == ["Note"])
         let columns = try #require(try store.catalog()["Note"])
         #expect(columns["title"] == "text" && columns["pinned"] == "bigint" && columns["rating"] == "double precision")
-        #expect(columns["due"] == "timestamp with time zone" && columns["amount"] == "numeric" && columns["thumbnail"] == "bytea")
+        #expect(
+            columns["due"] == "timestamp with time zone" && columns["amount"] == "numeric"
+                && columns["thumbnail"] == "bytea")
         #expect(columns["photo"] == "jsonb" && columns["place"] == "jsonb" && columns["tags"] == "jsonb")
         #expect(columns["folder"] == "text" && columns["folder:action"] == "smallint")
-        #expect(columns["___zone"] == "bigint" && columns["___recordID"] == "text" && columns["___modTime"] == "timestamp with time zone")
+        #expect(
+            columns["___zone"] == "bigint" && columns["___recordID"] == "text"
+                && columns["___modTime"] == "timestamp with time zone")
         #expect(columns["___parent"] == "text" && columns["___share"] == "text" && columns["___shareDetails"] == "text")
         #expect(columns.count == 12 + 11 + 1)
         let indexes = try store.indexes()
-        #expect(indexes.isSuperset(of: ["Note.title", "Note.due", "Note.tags", "Note.folder", "_ck_pkey Note", "_ck_record_seq"]))
+        #expect(
+            indexes.isSuperset(of: [
+                "Note.title", "Note.due", "Note.tags", "Note.folder", "_ck_pkey Note", "_ck_record_seq",
+            ]))
         #expect(!indexes.contains("Note.body") && !indexes.contains("Note.pinned"))
         #expect(try SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
         #expect(try store.importSchema(try SchemaParser.parse(Self.notes)).changesSchema == false)
     }
 
-    @Test("fields and types added, index options changed, a field without data removed; a dry run leaves the tables as they were")
+    @Test(
+        "fields and types added, index options changed, a field without data removed; a dry run leaves the tables as they were"
+    )
     func changes() throws {
         let location = try TestServer.location("change")
         defer { try? TestServer.drop(location) }
         let store = try PostgresStore(location, create: true)
         try store.importSchema(try SchemaParser.parse(Self.notes))
-        let next = Self.notes
+        let next =
+            Self.notes
             .replacingOccurrences(of: "        body          STRING,\n", with: "")
             .replacingOccurrences(of: "pinned        INT64,", with: "pinned        INT64 QUERYABLE,")
-            .replacingOccurrences(of: "title         STRING QUERYABLE SORTABLE,", with: "title         STRING,\n            mood          STRING,")
+            .replacingOccurrences(
+                of: "title         STRING QUERYABLE SORTABLE,",
+                with: "title         STRING,\n            mood          STRING,")
             + "\n    RECORD TYPE Folder (\n        name STRING\n    );\n"
         let before = try store.catalog()
         let dry = try store.importSchema(try SchemaParser.parse(next), dryRun: true)
         #expect(dry.addedTypes.map(\.name) == ["Folder"] && dry.removedFields.map(\.field.name) == ["body"])
-        #expect(try store.catalog() == before && SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+        #expect(
+            try store.catalog() == before
+                && SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
         try store.importSchema(try SchemaParser.parse(next))
         let columns = try #require(try store.catalog()["Note"])
         let folder = try store.catalog()["Folder"]
@@ -436,8 +515,10 @@ struct PostgresSchemaTests {
         let store = try PostgresStore(location, create: true)
         try store.importSchema(try SchemaParser.parse(Self.notes))
         let link = try PostgresLink(location)
-        try link.execute("INSERT INTO \(location.schema)._ck_zone (scope, \"zoneName\", \"ownerRecordName\") VALUES ('private', 'Notes', '__defaultOwner__')",
-                         "INSERT INTO \(location.schema).\"Note\" (\"___zone\", \"___recordID\", body) SELECT id, 'n-1', 'kept' FROM \(location.schema)._ck_zone")
+        try link.execute(
+            "INSERT INTO \(location.schema)._ck_zone (scope, \"zoneName\", \"ownerRecordName\") VALUES ('private', 'Notes', '__defaultOwner__')",
+            "INSERT INTO \(location.schema).\"Note\" (\"___zone\", \"___recordID\", body) SELECT id, 'n-1', 'kept' FROM \(location.schema)._ck_zone"
+        )
         let before = try store.catalog()
         let withoutBody = Self.notes.replacingOccurrences(of: "        body          STRING,\n", with: "")
         #expect {
@@ -450,10 +531,14 @@ struct PostgresSchemaTests {
         } throws: { error in
             "\(error)".contains("record type Note would go away, but 1 record of it are stored")
         }
-        #expect(try store.catalog() == before && SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
+        #expect(
+            try store.catalog() == before
+                && SchemaPrinter.print(store.loadSchema()) == SchemaPrinter.print(SchemaParser.parse(Self.notes)))
     }
 
-    @Test("names longer than PostgreSQL's 63 bytes are shortened the same way every time, without collisions between two that share a beginning")
+    @Test(
+        "names longer than PostgreSQL's 63 bytes are shortened the same way every time, without collisions between two that share a beginning"
+    )
     func longNames() throws {
         let location = try TestServer.location("long")
         defer { try? TestServer.drop(location) }
@@ -466,17 +551,24 @@ struct PostgresSchemaTests {
             """
         try store.importSchema(try SchemaParser.parse(text))
         let catalog = try store.catalog()
-        #expect(catalog.keys.filter { !$0.hasPrefix("_ck_") }.count == 2 && catalog.keys.allSatisfy { $0.utf8.count <= 63 })
+        #expect(
+            catalog.keys.filter { !$0.hasPrefix("_ck_") }.count == 2 && catalog.keys.allSatisfy { $0.utf8.count <= 63 })
         #expect(try store.indexes().filter { $0.contains("~") }.count >= 2)
         // The same name in every process and version: a store made earlier must find its tables.
-        #expect(PostgresLayout.identifier(stem + "A") == "\"VeryLongRecordTypeNameVeryLongRecordTypeNameVeryLo~d8e83a882eac\"")
+        #expect(
+            PostgresLayout.identifier(stem + "A")
+                == "\"VeryLongRecordTypeNameVeryLongRecordTypeNameVeryLo~d8e83a882eac\"")
         #expect(catalog.keys.contains("VeryLongRecordTypeNameVeryLongRecordTypeNameVeryLo~d8e83a882eac"))
         #expect(PostgresLayout.identifier(stem + "A") != PostgresLayout.identifier(stem + "B"))
         // Records of the shortened table and columns go in through the loader's COPY and come back.
         let zone = ZoneID(scope: .private, zoneName: "Long")
         let records = (1...3).map { index in
-            Record(id: RecordID(recordName: "long-\(index)", zone: zone), recordType: stem + "A",
-                   fields: [stem.lowercased() + "_one": .string("one \(index)"), stem.lowercased() + "_two": .string("two\t\(index)")])
+            Record(
+                id: RecordID(recordName: "long-\(index)", zone: zone), recordType: stem + "A",
+                fields: [
+                    stem.lowercased() + "_one": .string("one \(index)"),
+                    stem.lowercased() + "_two": .string("two\t\(index)"),
+                ])
         }
         #expect(try store.save(records) == 3)
         var read: [Record] = []
@@ -487,7 +579,9 @@ struct PostgresSchemaTests {
 
 @Suite("PostgreSQL store: records through COPY", .enabled(if: TestServer.enabled))
 struct PostgresRecordTests {
-    @Test("every sample app's records, every field type among them, saved through COPY and read back equal; saved again, not doubled and not renumbered; changed ones renumbered", arguments: SampleApp.allCases)
+    @Test(
+        "every sample app's records, every field type among them, saved through COPY and read back equal; saved again, not doubled and not renumbered; changed ones renumbered",
+        arguments: SampleApp.allCases)
     func roundTrip(app: SampleApp) throws {
         let location = try TestServer.location("rt")
         defer { try? TestServer.drop(location) }
@@ -527,7 +621,9 @@ struct PostgresRecordTests {
         #expect(try store.changes(after: saved, through: now).map(\.recordName) == changed.map(\.recordName))
     }
 
-    @Test("values at their edges: text with tabs, newlines and backslashes, -0.0, NaN and infinities, huge and tiny integers, empty bytes, timestamps before 1970")
+    @Test(
+        "values at their edges: text with tabs, newlines and backslashes, -0.0, NaN and infinities, huge and tiny integers, empty bytes, timestamps before 1970"
+    )
     func edges() throws {
         let location = try TestServer.location("edge")
         defer { try? TestServer.drop(location) }
@@ -537,33 +633,48 @@ struct PostgresRecordTests {
         var records: [Record] = []
         let doubles: [Double] = [-0.0, .nan, .infinity, -.infinity, 1e-300, 0.1 + 0.2]
         for (index, double) in doubles.enumerated() {
-            records.append(Record(id: RecordID(recordName: "edge-\(index)", zone: zone), recordType: "Note", fields: [
-                "title": .string("tab\there\nnew line \\N back\\slash \u{1F951}"),
-                "pinned": .int64(index.isMultiple(of: 2) ? Int64.max : Int64.min),
-                "rating": .double(double),
-                "amount": index.isMultiple(of: 2) ? .int64(3) : .double(3.0),
-                "due": .timestamp(-86_400_123 * Int64(index + 1)),
-                "thumbnail": .bytes(index == 0 ? [] : [0, 9, 10, 92, 255]),
-                "folder": .reference(Reference(recordName: "folder-1", action: .deleteSelf)),
-                "tags": .list(.string, [.string("a\tb"), .string("")]),
-            ], created: RecordStamp(timestamp: 1, userRecordName: "_owner", deviceID: nil)))
+            records.append(
+                Record(
+                    id: RecordID(recordName: "edge-\(index)", zone: zone), recordType: "Note",
+                    fields: [
+                        "title": .string("tab\there\nnew line \\N back\\slash \u{1F951}"),
+                        "pinned": .int64(index.isMultiple(of: 2) ? Int64.max : Int64.min),
+                        "rating": .double(double),
+                        "amount": index.isMultiple(of: 2) ? .int64(3) : .double(3.0),
+                        "due": .timestamp(-86_400_123 * Int64(index + 1)),
+                        "thumbnail": .bytes(index == 0 ? [] : [0, 9, 10, 92, 255]),
+                        "folder": .reference(Reference(recordName: "folder-1", action: .deleteSelf)),
+                        "tags": .list(.string, [.string("a\tb"), .string("")]),
+                    ], created: RecordStamp(timestamp: 1, userRecordName: "_owner", deviceID: nil)))
         }
         try store.save(records)
         var read: [Record] = []
         try store.forEach(recordType: "Note") { read.append($0) }
         #expect(read == records)
-        #expect(read.map { $0.fields["rating"].map { value -> UInt64 in
-            if case .double(let d) = value { return d.bitPattern }
-            return 0
-        } } == doubles.map { $0.bitPattern })
+        #expect(
+            read.map {
+                $0.fields["rating"].map { value -> UInt64 in
+                    if case .double(let d) = value { return d.bitPattern }
+                    return 0
+                }
+            } == doubles.map { $0.bitPattern })
     }
 
     /// Records whose values sit at the edges of what each field type's column takes.
     static func edgeRecords(zone: ZoneID) -> [Record] {
-        let doubles: [Double] = [-0.0, 0.0, .nan, .infinity, -.infinity, 1e-300, 0.1 + 0.2, .greatestFiniteMagnitude, -.leastNonzeroMagnitude,
-                                 -Double.nan, Double(nan: 0x1234, signaling: false)]
-        let times: [Int64] = [0, -1, 1, PostgresLoad.textTimestamps.lowerBound, PostgresLoad.textTimestamps.upperBound, 946_684_800_000, 946_684_799_999, 1_772_357_400_250]
-        let texts = ["tab\there\nnew line \\N back\\slash \u{1F951}", "", "\r", String(repeating: "é", count: 3000), "\u{7F}\u{01}"]
+        let doubles: [Double] = [
+            -0.0, 0.0, .nan, .infinity, -.infinity, 1e-300, 0.1 + 0.2, .greatestFiniteMagnitude,
+            -.leastNonzeroMagnitude,
+            -Double.nan, Double(nan: 0x1234, signaling: false),
+        ]
+        let times: [Int64] = [
+            0, -1, 1, PostgresLoad.textTimestamps.lowerBound, PostgresLoad.textTimestamps.upperBound, 946_684_800_000,
+            946_684_799_999, 1_772_357_400_250,
+        ]
+        let texts = [
+            "tab\there\nnew line \\N back\\slash \u{1F951}", "", "\r", String(repeating: "é", count: 3000),
+            "\u{7F}\u{01}",
+        ]
         let actions: [ReferenceAction?] = [ReferenceAction.none, .deleteSelf, .validate, nil]
         return (0..<36).map { index in
             var fields: [String: FieldValue] = [
@@ -575,19 +686,36 @@ struct PostgresRecordTests {
                 "tags": .list(.string, [.string("a\tb"), .string(""), .string("\"quoted\"")]),
                 "readings": .list(.double, doubles.map { .double($0.isFinite ? $0 : 1) }),
                 "times": .list(.timestamp, times.map { .timestamp($0) }),
-                "place": .location(Location(latitude: -0.0, longitude: Double(index), horizontalAccuracy: -0.0, verticalAccuracy: nil, altitude: 1e-7)),
-                "photo": .asset(Asset(fileChecksum: "ck\(index)", size: Int64(index), downloadURL: "https://example.com/\(index)?a=b\\c")),
+                "place": .location(
+                    Location(
+                        latitude: -0.0, longitude: Double(index), horizontalAccuracy: -0.0, verticalAccuracy: nil,
+                        altitude: 1e-7)),
+                "photo": .asset(
+                    Asset(
+                        fileChecksum: "ck\(index)", size: Int64(index),
+                        downloadURL: "https://example.com/\(index)?a=b\\c")),
             ]
             if let action = actions[index % actions.count] {
                 fields["folder"] = .reference(Reference(recordName: "folder-\t\(index)", action: action))
             } else {
                 fields["folder"] = .string("folder-by-name-\(index)")
             }
-            if index % 7 == 3 { fields["body"] = nil; fields["rating"] = nil; fields["place"] = nil }
-            else { fields["body"] = .string("body \(index)") }
-            return Record(id: RecordID(recordName: "edge-\(index)", zone: zone), recordType: "Edge", fields: RecordFields(fields),
-                          created: RecordStamp(timestamp: times[(index + 1) % times.count], userRecordName: "_owner", deviceID: index % 2 == 0 ? nil : "device\n\(index)"),
-                          modified: index % 3 == 0 ? nil : RecordStamp(timestamp: times[(index + 2) % times.count], userRecordName: "_u\\\(index)", deviceID: nil))
+            if index % 7 == 3 {
+                fields["body"] = nil
+                fields["rating"] = nil
+                fields["place"] = nil
+            } else {
+                fields["body"] = .string("body \(index)")
+            }
+            return Record(
+                id: RecordID(recordName: "edge-\(index)", zone: zone), recordType: "Edge", fields: RecordFields(fields),
+                created: RecordStamp(
+                    timestamp: times[(index + 1) % times.count], userRecordName: "_owner",
+                    deviceID: index % 2 == 0 ? nil : "device\n\(index)"),
+                modified: index % 3 == 0
+                    ? nil
+                    : RecordStamp(
+                        timestamp: times[(index + 2) % times.count], userRecordName: "_u\\\(index)", deviceID: nil))
         }
     }
 
@@ -610,7 +738,9 @@ struct PostgresRecordTests {
             );
         """
 
-    @Test("the same rows through COPY's binary format and its text format are stored alike, column for column: every sample app's types without a NUMBER field, and values at their edges", arguments: [nil] + SampleApp.allCases)
+    @Test(
+        "the same rows through COPY's binary format and its text format are stored alike, column for column: every sample app's types without a NUMBER field, and values at their edges",
+        arguments: [nil] + SampleApp.allCases)
     func binaryAsText(app: SampleApp?) throws {
         let location = try TestServer.location("bin")
         defer { try? TestServer.drop(location) }
@@ -638,24 +768,42 @@ struct PostgresRecordTests {
             var binary = COPYBinary(capacity: 1)
             for (index, record) in group {
                 #expect(PostgresLoad.timestampsHaveText(record))
-                PostgresLoad.appendRow(record, zone: Int64(index % 3 + 1), fields: fields, position: nil, timestampsAsText: true, to: &text)
-                #expect(PostgresLoad.appendRow(record, zone: Int64(index % 3 + 1), fields: fields, position: nil, timestampsAsText: true, to: &binary))
+                PostgresLoad.appendRow(
+                    record, zone: Int64(index % 3 + 1), fields: fields, position: nil, timestampsAsText: true, to: &text
+                )
+                #expect(
+                    PostgresLoad.appendRow(
+                        record, zone: Int64(index % 3 + 1), fields: fields, position: nil, timestampsAsText: true,
+                        to: &binary))
             }
             try link.copy(into: "as_text", columns: columns, text.bytes())
             try link.copy(into: "as_binary", columns: columns, binary: true, binary.bytes())
             let read = { (name: String) in
-                try link.rows(PostgresQuery(unsafeSQL: "SELECT t::text FROM \(name) t ORDER BY \"___zone\", \"___recordID\"")).map { $0[0] ?? "" }
+                try link.rows(
+                    PostgresQuery(unsafeSQL: "SELECT t::text FROM \(name) t ORDER BY \"___zone\", \"___recordID\"")
+                ).map { $0[0] ?? "" }
             }
             let (asText, asBinary) = (try read("as_text"), try read("as_binary"))
             #expect(asText.count == group.count)
-            #expect(asBinary == asText, "\(definition.name): \(zip(asBinary, asText).first { $0 != $1 }.map { "\($0) against \($1)" } ?? "counts differ")")
+            #expect(
+                asBinary == asText,
+                "\(definition.name): \(zip(asBinary, asText).first { $0 != $1 }.map { "\($0) against \($1)" } ?? "counts differ")"
+            )
             // A double's text hides its bits (every NaN prints as NaN): compared as float8send gives them.
             for field in fields where field.type == .double {
                 let bits = { (name: String) in
-                    try link.rows(PostgresQuery(unsafeSQL: "SELECT encode(float8send(\(PostgresLayout.identifier(field.name))), 'hex') FROM \(name) ORDER BY \"___zone\", \"___recordID\"")).map { $0[0] ?? "" }
+                    try link.rows(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "SELECT encode(float8send(\(PostgresLayout.identifier(field.name))), 'hex') FROM \(name) ORDER BY \"___zone\", \"___recordID\""
+                        )
+                    ).map { $0[0] ?? "" }
                 }
                 let (textBits, binaryBits) = (try bits("as_text"), try bits("as_binary"))
-                #expect(textBits.count == group.count && binaryBits == textBits, "\(definition.name).\(field.name): \(zip(binaryBits, textBits).first { $0 != $1 }.map { "\($0) against \($1)" } ?? "counts differ")")
+                #expect(
+                    textBits.count == group.count && binaryBits == textBits,
+                    "\(definition.name).\(field.name): \(zip(binaryBits, textBits).first { $0 != $1 }.map { "\($0) against \($1)" } ?? "counts differ")"
+                )
             }
             compared += group.count
             try link.execute("DROP TABLE as_text", "DROP TABLE as_binary")
@@ -663,46 +811,63 @@ struct PostgresRecordTests {
         #expect(compared >= (app == nil ? 36 : 100))
     }
 
-    @Test("-0.0 inside a list of doubles and a location comes back as -0.0, bit for bit, beside 0.0, -0.05 and a plain number")
+    @Test(
+        "-0.0 inside a list of doubles and a location comes back as -0.0, bit for bit, beside 0.0, -0.05 and a plain number"
+    )
     func negativeZeroInJSON() throws {
         let location = try TestServer.location("zeros")
         defer { try? TestServer.drop(location) }
         let store = try PostgresStore(location, create: true)
-        try store.importSchema(try SchemaParser.parse("""
-            DEFINE SCHEMA
-                RECORD TYPE Trip (
-                    "___recordID" REFERENCE QUERYABLE,
-                    readings      LIST<DOUBLE> QUERYABLE,
-                    place         LOCATION,
-                    stops         LIST<LOCATION>,
-                    GRANT READ TO "_world"
-                );
-            """))
+        try store.importSchema(
+            try SchemaParser.parse(
+                """
+                DEFINE SCHEMA
+                    RECORD TYPE Trip (
+                        "___recordID" REFERENCE QUERYABLE,
+                        readings      LIST<DOUBLE> QUERYABLE,
+                        place         LOCATION,
+                        stops         LIST<LOCATION>,
+                        GRANT READ TO "_world"
+                    );
+                """))
         let zone = ZoneID(scope: .private, zoneName: "Trips")
         let readings: [Double] = [-0.0, 0.0, -0.05, 1.5, -0.0]
-        let place = Location(latitude: -0.0, longitude: 0.0, horizontalAccuracy: -0.0, verticalAccuracy: nil, altitude: -0.0)
+        let place = Location(
+            latitude: -0.0, longitude: 0.0, horizontalAccuracy: -0.0, verticalAccuracy: nil, altitude: -0.0)
         let records = [
-            Record(id: RecordID(recordName: "trip-1", zone: zone), recordType: "Trip", fields: [
-                "readings": .list(.double, readings.map { .double($0) }),
-                "place": .location(place),
-                "stops": .list(.location, [.location(Location(latitude: 2, longitude: -0.0)), .location(place)]),
-            ]),
-            Record(id: RecordID(recordName: "trip-2", zone: zone), recordType: "Trip", fields: [
-                "readings": .list(.double, [.double(2.5)]),
-                "place": .location(Location(latitude: 1, longitude: -0.5)),
-            ]),
+            Record(
+                id: RecordID(recordName: "trip-1", zone: zone), recordType: "Trip",
+                fields: [
+                    "readings": .list(.double, readings.map { .double($0) }),
+                    "place": .location(place),
+                    "stops": .list(.location, [.location(Location(latitude: 2, longitude: -0.0)), .location(place)]),
+                ]),
+            Record(
+                id: RecordID(recordName: "trip-2", zone: zone), recordType: "Trip",
+                fields: [
+                    "readings": .list(.double, [.double(2.5)]),
+                    "place": .location(Location(latitude: 1, longitude: -0.5)),
+                ]),
         ]
         try store.save(records)
         var read: [Record] = []
         try store.forEach(recordType: "Trip") { read.append($0) }
         #expect(read.count == 2)
-        guard read.count == 2, case .list(_, let elements)? = read[0].fields["readings"], case .location(let back)? = read[0].fields["place"] else {
+        guard read.count == 2, case .list(_, let elements)? = read[0].fields["readings"],
+            case .location(let back)? = read[0].fields["place"]
+        else {
             Issue.record("trip-1 came back without its readings or place: \(read)")
             return
         }
-        #expect(elements.map { value -> UInt64 in if case .double(let d) = value { return d.bitPattern }; return 0 } == readings.map(\.bitPattern))
+        #expect(
+            elements.map { value -> UInt64 in
+                if case .double(let d) = value { return d.bitPattern }
+                return 0
+            } == readings.map(\.bitPattern))
         #expect(back.latitude.bitPattern == (-0.0).bitPattern && back.longitude.bitPattern == (0.0).bitPattern)
-        #expect(back.horizontalAccuracy?.bitPattern == (-0.0).bitPattern && back.altitude?.bitPattern == (-0.0).bitPattern && back.verticalAccuracy == nil)
+        #expect(
+            back.horizontalAccuracy?.bitPattern == (-0.0).bitPattern && back.altitude?.bitPattern == (-0.0).bitPattern
+                && back.verticalAccuracy == nil)
         if case .list(_, let stops)? = read[0].fields["stops"], case .location(let first)? = stops.first {
             #expect(first.longitude.bitPattern == (-0.0).bitPattern)
         } else {
@@ -710,7 +875,10 @@ struct PostgresRecordTests {
         }
         #expect(read == records)
         // CONTAINS 0 finds a list that holds -0.0 (0 == -0.0), as on SQLite; CONTAINS 2.5 the other.
-        for (predicate, expected) in [("readings CONTAINS 0", ["trip-1"]), ("readings CONTAINS -0.0", ["trip-1"]), ("readings CONTAINS 2.5", ["trip-2"]), ("readings CONTAINS 7", [])] {
+        for (predicate, expected) in [
+            ("readings CONTAINS 0", ["trip-1"]), ("readings CONTAINS -0.0", ["trip-1"]),
+            ("readings CONTAINS 2.5", ["trip-2"]), ("readings CONTAINS 7", []),
+        ] {
             var query = RecordQuery(recordTypes: ["Trip"])
             query.predicate = try RecordPredicate.parse(predicate)
             let names = try store.read { session in
@@ -729,7 +897,8 @@ struct PostgresRecordTests {
         let store = try PostgresStore(location, create: true)
         try store.importSchema(try SchemaParser.parse(PostgresSchemaTests.notes))
         let zone = ZoneID(scope: .private, zoneName: "Notes")
-        let good = Record(id: RecordID(recordName: "ok", zone: zone), recordType: "Note", fields: ["title": .string("fine")])
+        let good = Record(
+            id: RecordID(recordName: "ok", zone: zone), recordType: "Note", fields: ["title": .string("fine")])
         let stray = Record(id: RecordID(recordName: "stray", zone: zone), recordType: "Folder")
         #expect {
             try store.save([good, stray])
@@ -753,14 +922,22 @@ struct PostgresCursorTests {
         for (count, batch) in [(25, 7), (21, 7), (0, 7), (3, 1000)] {
             var seen: [String?] = []
             try store.read { session in
-                try session.forEachRow(PostgresQuery(unsafeSQL: "SELECT g.n::text AS t FROM generate_series(1, \(count)) AS g(n) ORDER BY g.n"), batch: batch) { seen.append($0[0]) }
+                try session.forEachRow(
+                    PostgresQuery(
+                        unsafeSQL: "SELECT g.n::text AS t FROM generate_series(1, \(count)) AS g(n) ORDER BY g.n"),
+                    batch: batch
+                ) { seen.append($0[0]) }
             }
             #expect(seen == (0..<count).map { String($0 + 1) }, "\(count) rows in batches of \(batch)")
         }
         // A failing body ends the read and leaves the store usable.
         struct Stop: Error {}
         #expect(throws: Stop.self) {
-            try store.read { session in try session.forEachRow(PostgresQuery(unsafeSQL: "SELECT n::text FROM generate_series(1, 10) AS n"), batch: 3) { _ in throw Stop() } }
+            try store.read { session in
+                try session.forEachRow(
+                    PostgresQuery(unsafeSQL: "SELECT n::text FROM generate_series(1, 10) AS n"), batch: 3
+                ) { _ in throw Stop() }
+            }
         }
         #expect(try store.read { try $0.link.rows("SELECT 'still here'::text").first?[0] } == "still here")
     }
@@ -768,7 +945,9 @@ struct PostgresCursorTests {
 
 @Suite("PostgreSQL store: the predicate language on random input", .enabled(if: TestServer.enabled))
 struct PostgresPredicateTests {
-    @Test("the PostgreSQL store selects exactly what the in-memory evaluation keeps, for random predicates over random records (as the SQLite store does)")
+    @Test(
+        "the PostgreSQL store selects exactly what the in-memory evaluation keeps, for random predicates over random records (as the SQLite store does)"
+    )
     func storeAgreesWithEvaluation() throws {
         let location = try TestServer.location("predicates")
         defer { try? TestServer.drop(location) }
@@ -779,8 +958,11 @@ struct PostgresPredicateTests {
             var dice = SeededRandom(state: seed &* 0x9E37_79B9_7F4A_7C15)
             let records = dice.predicateRecords()
             // Each round replaces the last round's records.
-            try store.write(dryRun: false) { session in _ = try session.delete(matching: RecordQuery(recordTypes: ["P"])) }
-            _ = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+            try store.write(dryRun: false) { session in
+                _ = try session.delete(matching: RecordQuery(recordTypes: ["P"]))
+            }
+            _ = try store.importRecords(
+                [ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
             let result = try PredicateData.check(store, records: records, dice: &dice, count: 25)
             #expect(result.problems.isEmpty, "seed \(seed): \(result.problems.prefix(3).joined(separator: "; "))")
             selecting += result.selecting
@@ -793,11 +975,15 @@ struct PostgresPredicateTests {
 struct PostgresConcurrencyTests {
     func notes(_ zone: String, _ count: Int) -> [Record] {
         (0..<count).map { n in
-            Record(id: RecordID(recordName: "\(zone)-\(n)", zone: ZoneID(scope: .private, zoneName: zone)), recordType: "Note", fields: ["title": .string("\(zone) \(n)")])
+            Record(
+                id: RecordID(recordName: "\(zone)-\(n)", zone: ZoneID(scope: .private, zoneName: zone)),
+                recordType: "Note", fields: ["title": .string("\(zone) \(n)")])
         }
     }
 
-    @Test("rows a load keeps back to send with the next batch's are never lost: two loads of whole batches into new zones in one transaction, then a third that reads the registry, all stored and numbered in order")
+    @Test(
+        "rows a load keeps back to send with the next batch's are never lost: two loads of whole batches into new zones in one transaction, then a third that reads the registry, all stored and numbered in order"
+    )
     func heldBackRows() throws {
         let location = try TestServer.location("heldback")
         defer { try? TestServer.drop(location) }
@@ -811,7 +997,8 @@ struct PostgresConcurrencyTests {
             let first = try session.save(a)
             let second = try session.save(b)
             // A name of zone A, written above: this load reads the registry first.
-            let third = try session.save(c + [Record(id: a[0].id, recordType: "Note", fields: ["title": .string("A again")])])
+            let third = try session.save(
+                c + [Record(id: a[0].id, recordType: "Note", fields: ["title": .string("A again")])])
             return [first, second, third]
         }
         #expect(saved == [batch, 2 * batch, batch + 1])
@@ -819,7 +1006,9 @@ struct PostgresConcurrencyTests {
         let names = feed.map(\.recordName)
         #expect(names.count == 4 * batch && Set(names).count == 4 * batch, "\(names.count)")
         // In the order saved, the record saved twice where it changed last.
-        #expect(Array(names.prefix(3)) == ["A-1", "A-2", "A-3"] && names.last == "A-0", "\(names.prefix(3)) \(names.suffix(1))")
+        #expect(
+            Array(names.prefix(3)) == ["A-1", "A-2", "A-3"] && names.last == "A-0",
+            "\(names.prefix(3)) \(names.suffix(1))")
         #expect(names[batch - 1] == "B-0" && names[3 * batch - 1] == "C-0")
         #expect(try store.record(a[0].id)?.fields["title"] == .string("A again"))
         // Note has a NUMBER field, so its rows go in COPY's text format and the change log's in
@@ -829,7 +1018,9 @@ struct PostgresConcurrencyTests {
         }
     }
 
-    @Test("a writer into another zone finishes while the first is still open (no store-wide lock); a feed read meanwhile gets what committed, the next one the rest, each record once, in commit order")
+    @Test(
+        "a writer into another zone finishes while the first is still open (no store-wide lock); a feed read meanwhile gets what committed, the next one the rest, each record once, in commit order"
+    )
     func sideBySide() throws {
         let location = try TestServer.location("writers")
         defer { try? TestServer.drop(location) }
@@ -838,15 +1029,20 @@ struct PostgresConcurrencyTests {
         let second = try PostgresStore(location, create: false)
         let reader = try PostgresStore(location, create: false)
         let start = try reader.changeToken().sequence
-        let firstOpen = DispatchSemaphore(value: 0), secondDone = DispatchSemaphore(value: 0), firstDone = DispatchSemaphore(value: 0)
+        let firstOpen = DispatchSemaphore(value: 0)
+        let secondDone = DispatchSemaphore(value: 0)
+        let firstDone = DispatchSemaphore(value: 0)
         let failure = Locked<String?>(nil)
-        let recordsA = notes("A", 60), recordsB = notes("B", 40)
+        let recordsA = notes("A", 60)
+        let recordsB = notes("B", 40)
         DispatchQueue.global().async {
             do {
-                _ = try first.save(recordsA, whileOpen: {
-                    firstOpen.signal()
-                    _ = secondDone.wait(timeout: .now() + 30)
-                })
+                _ = try first.save(
+                    recordsA,
+                    whileOpen: {
+                        firstOpen.signal()
+                        _ = secondDone.wait(timeout: .now() + 30)
+                    })
             } catch {
                 failure.withLock { $0 = "\(error)" }
                 firstOpen.signal()
@@ -864,11 +1060,14 @@ struct PostgresConcurrencyTests {
         // is done, or 30 s) would have committed before it, and its records would show below.
         // The second writer committed first: its records, and only those, whatever else runs on
         // the server.
-        #expect(meanwhile == start + 1 && Set(early.map(\.recordName)) == Set(recordsB.map(\.recordName)) && early.count == 40,
-                "a feed read while the first writer was open got \(early.count) changes")
+        #expect(
+            meanwhile == start + 1 && Set(early.map(\.recordName)) == Set(recordsB.map(\.recordName))
+                && early.count == 40,
+            "a feed read while the first writer was open got \(early.count) changes")
         let end = try reader.changeToken().sequence
         let late = try reader.changes(after: meanwhile, through: end)
-        #expect(end == meanwhile + 1 && late.count == 60 && Set(late.map(\.recordName)) == Set(recordsA.map(\.recordName)))
+        #expect(
+            end == meanwhile + 1 && late.count == 60 && Set(late.map(\.recordName)) == Set(recordsA.map(\.recordName)))
         #expect(try reader.changes(after: end, through: end + 10).isEmpty)
         var stored = 0
         try reader.forEach(recordType: "Note") { _ in stored += 1 }
@@ -876,7 +1075,9 @@ struct PostgresConcurrencyTests {
         #expect(stored == 100 && numbered == 100)
     }
 
-    @Test("a dry run registers no zone: a writer registering the same new zones while the dry run is open neither waits for it nor meets its numbers, and the dry run leaves the registry as it was")
+    @Test(
+        "a dry run registers no zone: a writer registering the same new zones while the dry run is open neither waits for it nor meets its numbers, and the dry run leaves the registry as it was"
+    )
     func zonesBesideDryRun() throws {
         let location = try TestServer.location("zonewait")
         defer { try? TestServer.drop(location) }
@@ -886,8 +1087,10 @@ struct PostgresConcurrencyTests {
         let zoneA = ZoneID(scope: .private, zoneName: "a-chores", ownerRecordName: owner)
         let zoneB = ZoneID(scope: .private, zoneName: "b-calendar", ownerRecordName: owner)
         let zoneC = ZoneID(scope: .private, zoneName: "c-notes", ownerRecordName: owner)
-        let dryHoldsB = DispatchSemaphore(value: 0), writerDone = DispatchSemaphore(value: 0)
-        let writerFailure = Locked<String?>(nil), writerNumbers = Locked<[Int64?]>([])
+        let dryHoldsB = DispatchSemaphore(value: 0)
+        let writerDone = DispatchSemaphore(value: 0)
+        let writerFailure = Locked<String?>(nil)
+        let writerNumbers = Locked<[Int64?]>([])
         DispatchQueue.global().async {
             _ = dryHoldsB.wait(timeout: .now() + 30)
             do {
@@ -909,27 +1112,36 @@ struct PostgresConcurrencyTests {
             dryHoldsB.signal()
             writerFinishedMeanwhile = writerDone.wait(timeout: .now() + 10) == .success
             // A, which the writer registered meanwhile, is the writer's; C is new to both.
-            return (b, try session.zoneNumber(zoneA, create: true), try session.zoneNumber(zoneC, create: true), session.zonesNewHere)
+            return (
+                b, try session.zoneNumber(zoneA, create: true), try session.zoneNumber(zoneC, create: true),
+                session.zonesNewHere
+            )
         }
         if !writerFinishedMeanwhile { _ = writerDone.wait(timeout: .now() + 60) }
         #expect(writerFinishedMeanwhile, "the writer waited for the dry run")
         #expect(writerFailure.withLock { $0 } == nil)
         let written = writerNumbers.withLock { $0 }
         #expect(written.count == 2 && written.allSatisfy { $0 != nil }, "\(written)")
-        #expect(dry.a != nil && dry.a == written.first ?? nil, "the dry run's A \(String(describing: dry.a)) against the writer's \(written)")
+        #expect(
+            dry.a != nil && dry.a == written.first ?? nil,
+            "the dry run's A \(String(describing: dry.a)) against the writer's \(written)")
         // The dry run's own numbers are its alone: none is a registered zone's.
-        let b = try #require(dry.b), c = try #require(dry.c)
+        let b = try #require(dry.b)
+        let c = try #require(dry.c)
         #expect(Set([b, c]).isDisjoint(with: written.compactMap { $0 }) && b != c)
         #expect(dry.new.contains(b) && dry.new.contains(c) && !dry.new.contains(dry.a ?? -1))
         // The registry holds the writer's two zones and nothing of the dry run.
-        let rows = try PostgresLink(location).rows(PostgresQuery(unsafeSQL: "SELECT \"zoneName\" FROM \(location.schema)._ck_zone ORDER BY 1"))
+        let rows = try PostgresLink(location).rows(
+            PostgresQuery(unsafeSQL: "SELECT \"zoneName\" FROM \(location.schema)._ck_zone ORDER BY 1"))
         #expect(rows.map { $0[0] } == ["a-chores", "b-calendar"])
     }
 }
 
 @Suite("PostgreSQL store: deletes", .enabled(if: TestServer.enabled))
 struct PostgresDeleteTests {
-    @Test("a household deleted: DELETE_SELF takes its members, areas, tasks and chores along, exactly as the SQLite store does, and each leaves a tombstone in the change feed")
+    @Test(
+        "a household deleted: DELETE_SELF takes its members, areas, tasks and chores along, exactly as the SQLite store does, and each leaves a tombstone in the change feed"
+    )
     func cascadeLikeSQLite() throws {
         let app = SampleApp.familyTodo
         var records: [Record] = []
@@ -947,7 +1159,9 @@ struct PostgresDeleteTests {
         try store.save(records)
         let before = try store.changeToken().sequence
         let deleted = try store.delete([household.id])
-        func key(_ gone: DeletedRecord) -> String { "\(gone.recordType) \(gone.id.recordName) ← \(gone.cause?.recordName ?? "-") \(gone.field ?? "-")" }
+        func key(_ gone: DeletedRecord) -> String {
+            "\(gone.recordType) \(gone.id.recordName) ← \(gone.cause?.recordName ?? "-") \(gone.field ?? "-")"
+        }
         #expect(Set(deleted.map(key)) == Set(expected.map(key)))
         var left = 0
         for type in app.schema.recordTypes.map(\.name) { try store.forEach(recordType: type) { _ in left += 1 } }
@@ -958,7 +1172,9 @@ struct PostgresDeleteTests {
         // Counts per zone and type, records and tombstones, as the SQLite store counts them.
         let sqliteStats = try sqlite.read { try $0.stats() }
         let postgresStats = try store.stats()
-        #expect(postgresStats.entries == sqliteStats.entries && postgresStats.recordTypeCount == sqliteStats.recordTypeCount)
+        #expect(
+            postgresStats.entries == sqliteStats.entries && postgresStats.recordTypeCount == sqliteStats.recordTypeCount
+        )
         #expect(postgresStats.token.storeID == store.storeID && postgresStats.fileSize > 0)
         // One record by its ID: there while live, gone once deleted.
         let task = try #require(records.first { $0.recordType == "Task" && !Set(deleted.map(\.id)).contains($0.id) })
@@ -972,7 +1188,9 @@ struct PostgresDeleteTests {
         #expect(households == 1)
     }
 
-    @Test("refused with nothing deleted, in the SQLite store's words: a record that is not there, a VALIDATE reference from a record that stays")
+    @Test(
+        "refused with nothing deleted, in the SQLite store's words: a record that is not there, a VALIDATE reference from a record that stays"
+    )
     func refusals() throws {
         let schema = """
             DEFINE SCHEMA
@@ -982,10 +1200,12 @@ struct PostgresDeleteTests {
         let zone = ZoneID(scope: .private, zoneName: "Notes")
         let records = [
             Record(id: RecordID(recordName: "f", zone: zone), recordType: "Folder", fields: ["name": .string("Inbox")]),
-            Record(id: RecordID(recordName: "n", zone: zone), recordType: "Note", fields: [
-                "folder": .reference(Reference(recordName: "f", action: .none)),
-                "links": .list(.reference, [.reference(Reference(recordName: "f", action: .validate))]),
-            ]),
+            Record(
+                id: RecordID(recordName: "n", zone: zone), recordType: "Note",
+                fields: [
+                    "folder": .reference(Reference(recordName: "f", action: .none)),
+                    "links": .list(.reference, [.reference(Reference(recordName: "f", action: .validate))]),
+                ]),
         ]
         let scratch = Scratch()
         let sqlite = try scratch.store(schema: schema, records: records)
@@ -1010,13 +1230,16 @@ struct PostgresDeleteTests {
         try store.forEach(recordType: "Folder") { _ in folders += 1 }
         #expect(notes == 1 && folders == 1)
         // Deleting the note and the folder together is allowed: the VALIDATE reference goes too.
-        #expect(try store.delete([RecordID(recordName: "f", zone: zone), RecordID(recordName: "n", zone: zone)]).count == 2)
+        #expect(
+            try store.delete([RecordID(recordName: "f", zone: zone), RecordID(recordName: "n", zone: zone)]).count == 2)
     }
 }
 
 @Suite("PostgreSQL store: a pulled page and its token", .enabled(if: TestServer.enabled))
 struct PostgresSyncTests {
-    @Test("records and the zone's sync token commit together; a failure after both leaves neither; nil forgets the token; a dry run keeps nothing")
+    @Test(
+        "records and the zone's sync token commit together; a failure after both leaves neither; nil forgets the token; a dry run keeps nothing"
+    )
     func together() throws {
         let location = try TestServer.location("sync")
         defer { try? TestServer.drop(location) }
@@ -1025,7 +1248,11 @@ struct PostgresSyncTests {
         let zone = ZoneID(scope: .private, zoneName: "Notes")
         let source = "iCloud.com.example.Notes/production/private"
         func page(_ from: Int) -> [Record] {
-            (from..<from + 5).map { Record(id: RecordID(recordName: "n-\($0)", zone: zone), recordType: "Note", fields: ["title": .string("Note \($0)")]) }
+            (from..<from + 5).map {
+                Record(
+                    id: RecordID(recordName: "n-\($0)", zone: zone), recordType: "Note",
+                    fields: ["title": .string("Note \($0)")])
+            }
         }
         func held() throws -> Int {
             var count = 0
@@ -1058,7 +1285,9 @@ struct PostgresSyncTests {
 
 @Suite("PostgreSQL store: asset files", .enabled(if: TestServer.enabled))
 struct PostgresAssetTests {
-    @Test("an asset of several megabytes stored once under its SHA-256 and read back whole, a megabyte at a time; a wrong checksum or size refused; an empty file kept")
+    @Test(
+        "an asset of several megabytes stored once under its SHA-256 and read back whole, a megabyte at a time; a wrong checksum or size refused; an empty file kept"
+    )
     func assets() throws {
         let location = try TestServer.location("assets")
         defer { try? TestServer.drop(location) }
@@ -1069,16 +1298,24 @@ struct PostgresAssetTests {
         let file = scratch.path("photo.heic")
         #expect(FileManager.default.createFile(atPath: file, contents: Data(bytes)))
         let sha = SHA256.hash(data: Data(bytes)).map { String(format: "%02x", $0) }.joined()
-        let first = try store.write { try $0.putAsset(file: file, expectedSHA256: sha, expectedSize: Int64(bytes.count)) }
+        let first = try store.write {
+            try $0.putAsset(file: file, expectedSHA256: sha, expectedSize: Int64(bytes.count))
+        }
         #expect(first.sha256 == sha && first.size == Int64(bytes.count) && first.added)
         #expect(try store.write { try $0.putAsset(file: file) }.added == false)
         #expect(try store.assetSize(sha) == Int64(bytes.count))
         var read: [UInt8] = []
         var pieces = 0
-        #expect(try store.readAsset(sha) { read.append(contentsOf: $0); pieces += 1 })
+        #expect(
+            try store.readAsset(sha) {
+                read.append(contentsOf: $0)
+                pieces += 1
+            })
         #expect(read == bytes && pieces == 3)
         #expect(try store.readAsset(String(repeating: "0", count: 64)) { _ in } == false)
-        #expect(throws: AssetError.self) { try store.write { try $0.putAsset(file: file, expectedSHA256: String(repeating: "a", count: 64)) } }
+        #expect(throws: AssetError.self) {
+            try store.write { try $0.putAsset(file: file, expectedSHA256: String(repeating: "a", count: 64)) }
+        }
         #expect(throws: AssetError.self) { try store.write { try $0.putAsset(file: file, expectedSize: 5) } }
         let empty = scratch.path("empty.bin")
         #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
@@ -1091,14 +1328,18 @@ struct PostgresAssetTests {
 
 @Suite("PostgreSQL store: migration history", .enabled(if: TestServer.enabled))
 struct PostgresHistoryTests {
-    @Test("entries kept per set and version, oldest first, the same version replaced, filtered by set; one that rolls back is not kept")
+    @Test(
+        "entries kept per set and version, oldest first, the same version replaced, filtered by set; one that rolls back is not kept"
+    )
     func history() throws {
         let location = try TestServer.location("history")
         defer { try? TestServer.drop(location) }
         let store = try PostgresStore(location, create: true)
         func entry(_ set: String, _ version: Int, changed: Int) -> MigrationHistoryEntry {
-            MigrationHistoryEntry(set: set, version: version, description: "step \(version)", file: "\(version)-step.yaml", checksum: String(repeating: "c", count: 64),
-                                  appliedAt: 1_764_000_000_000 + Int64(version), durationMilliseconds: 12, recordsChanged: changed)
+            MigrationHistoryEntry(
+                set: set, version: version, description: "step \(version)", file: "\(version)-step.yaml",
+                checksum: String(repeating: "c", count: 64),
+                appliedAt: 1_764_000_000_000 + Int64(version), durationMilliseconds: 12, recordsChanged: changed)
         }
         try store.write { session in
             try session.recordMigration(entry("notes", 2, changed: 5))
@@ -1107,8 +1348,16 @@ struct PostgresHistoryTests {
         }
         try store.write { try $0.recordMigration(entry("notes", 2, changed: 7)) }
         struct Cut: Error {}
-        #expect(throws: Cut.self) { try store.write { session in try session.recordMigration(entry("notes", 3, changed: 1)); throw Cut() } }
-        #expect(try store.migrationHistory() == [entry("notes", 1, changed: 3), entry("notes", 2, changed: 7), entry("todo", 1, changed: 0)])
+        #expect(throws: Cut.self) {
+            try store.write { session in
+                try session.recordMigration(entry("notes", 3, changed: 1))
+                throw Cut()
+            }
+        }
+        #expect(
+            try store.migrationHistory() == [
+                entry("notes", 1, changed: 3), entry("notes", 2, changed: 7), entry("todo", 1, changed: 0),
+            ])
         #expect(try store.migrationHistory(set: "todo") == [entry("todo", 1, changed: 0)])
         #expect(try store.migrationHistory(set: "none").isEmpty)
     }
@@ -1123,16 +1372,25 @@ struct PostgresSaveRulesTests {
         """
     let zone = ZoneID(scope: .private, zoneName: "Notes")
 
-    func note(_ name: String, _ fields: RecordFields, tag: String? = nil, created: RecordStamp? = nil, modified: RecordStamp? = nil) -> Record {
-        Record(id: RecordID(recordName: name, zone: zone), recordType: "Note", fields: fields, changeTag: tag, created: created, modified: modified)
+    func note(
+        _ name: String, _ fields: RecordFields, tag: String? = nil, created: RecordStamp? = nil,
+        modified: RecordStamp? = nil
+    ) -> Record {
+        Record(
+            id: RecordID(recordName: name, zone: zone), recordType: "Note", fields: fields, changeTag: tag,
+            created: created, modified: modified)
     }
 
-    @Test("a saved record replaces the stored one as the SQLite store's replace does: fields as given, the change tag and the stamps' parts it does not say kept")
+    @Test(
+        "a saved record replaces the stored one as the SQLite store's replace does: fields as given, the change tag and the stamps' parts it does not say kept"
+    )
     func replaceLikeSQLite() throws {
-        let first = note("n", ["title": .string("One"), "body": .string("text")], tag: "t1",
-                         created: RecordStamp(timestamp: 10, userRecordName: "_ana", deviceID: "iPhone"),
-                         modified: RecordStamp(timestamp: 20, userRecordName: "_ana", deviceID: "iPhone"))
-        let second = note("n", ["title": .string("Two")], modified: RecordStamp(timestamp: 30, userRecordName: nil, deviceID: nil))
+        let first = note(
+            "n", ["title": .string("One"), "body": .string("text")], tag: "t1",
+            created: RecordStamp(timestamp: 10, userRecordName: "_ana", deviceID: "iPhone"),
+            modified: RecordStamp(timestamp: 20, userRecordName: "_ana", deviceID: "iPhone"))
+        let second = note(
+            "n", ["title": .string("Two")], modified: RecordStamp(timestamp: 30, userRecordName: nil, deviceID: nil))
         let scratch = Scratch()
         let sqlite = try scratch.store(Self.schema)
         try sqlite.write { session in
@@ -1147,20 +1405,27 @@ struct PostgresSaveRulesTests {
         try store.save([second])
         let expected = try sqlite.read { try $0.record(first.id) }
         #expect(try store.record(first.id) == expected)
-        #expect(expected?.changeTag == "t1" && expected?.modified?.userRecordName == "_ana" && expected?.fields["body"] == nil)
+        #expect(
+            expected?.changeTag == "t1" && expected?.modified?.userRecordName == "_ana"
+                && expected?.fields["body"] == nil)
         // The same name twice in one batch: the last one is what stays.
         try store.save([note("d", ["title": .string("first")]), note("d", ["title": .string("last")])])
         #expect(try store.record(RecordID(recordName: "d", zone: zone))?.fields["title"] == .string("last"))
     }
 
-    @Test("a record name another type holds, in the store or earlier in the batch, is refused in the SQLite store's words, and nothing of the batch is saved")
+    @Test(
+        "a record name another type holds, in the store or earlier in the batch, is refused in the SQLite store's words, and nothing of the batch is saved"
+    )
     func nameHeldByAnotherType() throws {
         let scratch = Scratch()
         let sqlite = try scratch.store(Self.schema)
-        let folder = Record(id: RecordID(recordName: "x", zone: zone), recordType: "Folder", fields: ["name": .string("Inbox")])
+        let folder = Record(
+            id: RecordID(recordName: "x", zone: zone), recordType: "Folder", fields: ["name": .string("Inbox")])
         _ = try sqlite.write { try $0.save(folder, mode: .replace) }
         var words = ""
-        do { _ = try sqlite.write { try $0.save(note("x", ["title": .string("clash")]), mode: .replace) } } catch { words = "\(error)" }
+        do { _ = try sqlite.write { try $0.save(note("x", ["title": .string("clash")]), mode: .replace) } } catch {
+            words = "\(error)"
+        }
         #expect(words.contains("already used"))
         let location = try TestServer.location("clash")
         defer { try? TestServer.drop(location) }
@@ -1173,7 +1438,10 @@ struct PostgresSaveRulesTests {
             "\(error)" == words
         }
         #expect {
-            try store.save([note("y", ["title": .string("a note")]), Record(id: RecordID(recordName: "y", zone: zone), recordType: "Folder")])
+            try store.save([
+                note("y", ["title": .string("a note")]),
+                Record(id: RecordID(recordName: "y", zone: zone), recordType: "Folder"),
+            ])
         } throws: { error in
             "\(error)".contains("record name 'y' is already used in zone Notes by a record of type Note")
         }

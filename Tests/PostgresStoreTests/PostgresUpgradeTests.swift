@@ -2,13 +2,16 @@ import Foundation
 import Records
 import SampleApps
 import Store
-import Testing
 import TestSupport
+import Testing
+
 @testable import PostgresStore
 
 @Suite("PostgreSQL store: older formats", .enabled(if: TestServer.enabled))
 struct PostgresUpgradeTests {
-    @Test("a store of format 1 (no link columns) is upgraded in place, once, in one transaction, its records as they were; a newer format is refused")
+    @Test(
+        "a store of format 1 (no link columns) is upgraded in place, once, in one transaction, its records as they were; a newer format is refused"
+    )
     func upgrade() throws {
         let location = try TestServer.location("upgrade")
         defer { try? TestServer.drop(location) }
@@ -16,7 +19,8 @@ struct PostgresUpgradeTests {
         try store.importSchema(SampleApp.notes.schema)
         var records: [Record] = []
         try SampleApp.notes.generate(records: 40, seed: 7) { records.append($0) }
-        _ = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        _ = try store.importRecords(
+            [ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
         let before = try store.read { session in
             var all: [Record] = []
             try session.forEach(RecordQuery()) { all.append($0) }
@@ -25,7 +29,9 @@ struct PostgresUpgradeTests {
         // The namespace as ckport wrote it before records had links.
         let link = try PostgresLink(location)
         for table in try store.catalog().filter({ $0.value["___recordID"] != nil }).keys.sorted() {
-            try link.execute("ALTER TABLE \(location.schema).\"\(table)\" DROP COLUMN \"___parent\", DROP COLUMN \"___share\", DROP COLUMN \"___shareDetails\"")
+            try link.execute(
+                "ALTER TABLE \(location.schema).\"\(table)\" DROP COLUMN \"___parent\", DROP COLUMN \"___share\", DROP COLUMN \"___shareDetails\""
+            )
         }
         try link.execute("UPDATE \(location.schema)._ck_meta SET value = '1' WHERE key = 'format'")
         #expect(try store.catalog()["Note"]?["___parent"] == nil)
@@ -39,7 +45,9 @@ struct PostgresUpgradeTests {
         let opened = try PostgresStore(location, create: false)
         #expect(opened.upgradedFrom == 1)
         for (table, columns) in try opened.catalog() where columns["___recordID"] != nil {
-            #expect(columns["___parent"] == "text" && columns["___share"] == "text" && columns["___shareDetails"] == "text", "\(table)")
+            #expect(
+                columns["___parent"] == "text" && columns["___share"] == "text" && columns["___shareDetails"] == "text",
+                "\(table)")
         }
         let after = try opened.read { session in
             var all: [Record] = []

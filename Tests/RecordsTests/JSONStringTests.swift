@@ -1,12 +1,18 @@
 import SampleApps
 import Testing
+
 @testable import Records
 
 @Suite("JSON strings")
 struct JSONStringTests {
-    static let pieces = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{01}", "é", "ü", "🥑", "日", "\u{7F}", "\u{2028}", "abcdefgh", "12345678"]
+    static let pieces = [
+        "a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{01}", "é", "ü", "🥑", "日", "\u{7F}", "\u{2028}", "abcdefgh",
+        "12345678",
+    ]
 
-    @Test("every length around the eight-byte steps, with quotes, escapes, controls and non-ASCII anywhere, reads back unchanged")
+    @Test(
+        "every length around the eight-byte steps, with quotes, escapes, controls and non-ASCII anywhere, reads back unchanged"
+    )
     func roundTrip() throws {
         // Seeded, so a failure names a case that can be run again.
         var generator = SeededRandom(state: 7)
@@ -30,7 +36,9 @@ struct JSONStringTests {
                     var content = [UInt8](repeating: UInt8(ascii: "x"), count: length)
                     content.replaceSubrange(position..<position + 1, with: bad)
                     let document = [UInt8(ascii: "\"")] + content + [UInt8(ascii: "\"")]
-                    #expect(throws: JSONSyntaxError.self, "length \(length), position \(position), bytes \(bad)") { try JSONParser.parse(document) }
+                    #expect(throws: JSONSyntaxError.self, "length \(length), position \(position), bytes \(bad)") {
+                        try JSONParser.parse(document)
+                    }
                 }
             }
         }
@@ -41,7 +49,9 @@ struct JSONStringTests {
         for position in 0..<20 {
             var content = [UInt8](repeating: UInt8(ascii: "y"), count: 20)
             content[position] = 0x0A
-            #expect(throws: JSONSyntaxError.self) { try JSONParser.parse([UInt8(ascii: "\"")] + content + [UInt8(ascii: "\"")]) }
+            #expect(throws: JSONSyntaxError.self) {
+                try JSONParser.parse([UInt8(ascii: "\"")] + content + [UInt8(ascii: "\"")])
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Records
 
 @Suite("Prefetching on a background thread")
@@ -26,7 +27,8 @@ struct PrefetchingTests {
                 guard produced < count else { return nil }
                 produced += 1
                 let record = Record(id: RecordID(recordName: "r\(produced)"), recordType: "T")
-                return .record(SourcedRecord(record: record, position: SourcePosition(file: "counting", line: produced)))
+                return .record(
+                    SourcedRecord(record: record, position: SourcePosition(file: "counting", line: produced)))
             }
         }
     }

@@ -1,9 +1,11 @@
 import Testing
+
 @testable import Records
 
 @Suite("Record validation")
 struct ValidationTests {
-    let schema = try! SchemaParser.parse("""
+    let schema = try! SchemaParser.parse(
+        """
         DEFINE SCHEMA
             RECORD TYPE Task (title STRING, due TIMESTAMP, tags LIST<STRING>, n NUMBER, blob BYTES);
         """)
@@ -15,7 +17,10 @@ struct ValidationTests {
     @Test("a good record has no issues")
     func good() {
         let validator = RecordValidator(schema: schema)
-        #expect(validator.issues(in: record(["title": .string("x"), "due": .timestamp(0), "tags": .list(.string, []), "n": .double(1.5)])).isEmpty)
+        #expect(
+            validator.issues(
+                in: record(["title": .string("x"), "due": .timestamp(0), "tags": .list(.string, []), "n": .double(1.5)])
+            ).isEmpty)
         #expect(validator.issues(in: record(["n": .int64(3)])).isEmpty)
     }
 
@@ -25,14 +30,24 @@ struct ValidationTests {
         #expect(validator.issues(in: record(name: "_hidden")).first?.message.contains("cannot start with '_'") == true)
         #expect(validator.issues(in: record(name: "")).first?.message.contains("cannot be empty") == true)
         #expect(validator.issues(in: record(name: "naïve")).first?.message.contains("ASCII") == true)
-        #expect(validator.issues(in: record(name: String(repeating: "a", count: 256))).first?.message.contains("at most 255") == true)
-        #expect(validator.issues(in: record(type: "Note")).first?.message.contains("unknown record type 'Note'") == true)
+        #expect(
+            validator.issues(in: record(name: String(repeating: "a", count: 256))).first?.message.contains(
+                "at most 255") == true)
+        #expect(
+            validator.issues(in: record(type: "Note")).first?.message.contains("unknown record type 'Note'") == true)
         let mismatch = validator.issues(in: record(["due": .string("tomorrow")]))
         #expect(mismatch == [ValidationIssue(field: "due", message: "expected TIMESTAMP, found a STRING value")])
         // A list typed NUMBER is refused without naming the field's own type as what was found.
         let numbers = try! SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Task (scores LIST<NUMBER>);")
         let listed = RecordValidator(schema: numbers).issues(in: record(["scores": .list(.number, [.int64(1)])]))
-        #expect(listed == [ValidationIssue(field: "scores", message: "expected LIST<NUMBER>, found a list whose elements are typed NUMBER (a value's numbers are INT64 or DOUBLE)")])
+        #expect(
+            listed == [
+                ValidationIssue(
+                    field: "scores",
+                    message:
+                        "expected LIST<NUMBER>, found a list whose elements are typed NUMBER (a value's numbers are INT64 or DOUBLE)"
+                )
+            ])
         #expect(RecordValidator(schema: numbers).issues(in: record(["scores": .list(.double, [.double(1.5)])])).isEmpty)
         let unknown = validator.issues(in: record(["colour": .string("red")]))
         #expect(unknown.first?.field == "colour")
@@ -50,10 +65,16 @@ struct ValidationTests {
         let fine = record(["title": .string("x"), "due": .timestamp(0)])
         // The validator's own fields for Task, sorted by name: what a reader of this schema checks against.
         let names = ["blob", "due", "n", "tags", "title"]
-        let types = [FieldType(.bytes), FieldType(.timestamp), FieldType(.number), FieldType(.string, list: true), FieldType(.string)]
-        #expect(validator.issues(in: fine, checked: CheckedFields(names: names, types: types, size: fine.encodedSize)).isEmpty)
+        let types = [
+            FieldType(.bytes), FieldType(.timestamp), FieldType(.number), FieldType(.string, list: true),
+            FieldType(.string),
+        ]
+        #expect(
+            validator.issues(in: fine, checked: CheckedFields(names: names, types: types, size: fine.encodedSize))
+                .isEmpty)
         // Taken: the size the reader counted is the one compared with the limit.
-        let counted = validator.issues(in: fine, checked: CheckedFields(names: names, types: types, size: RecordValidator.maxRecordSize + 1))
+        let counted = validator.issues(
+            in: fine, checked: CheckedFields(names: names, types: types, size: RecordValidator.maxRecordSize + 1))
         #expect(counted.count == 1 && counted[0].message.contains("over CloudKit's limit"), "\(counted)")
         // Not taken: checked against other fields (a type differs, a name is missing), the record
         // is looked at again, and its wrong value found.
@@ -61,11 +82,21 @@ struct ValidationTests {
         let expected = [ValidationIssue(field: "due", message: "expected TIMESTAMP, found a STRING value")]
         var otherTypes = types
         otherTypes[1] = FieldType(.string)
-        #expect(validator.issues(in: wrong, checked: CheckedFields(names: names, types: otherTypes, size: wrong.encodedSize)) == expected)
-        #expect(validator.issues(in: wrong, checked: CheckedFields(names: Array(names.dropFirst()), types: Array(otherTypes.dropFirst()), size: wrong.encodedSize)) == expected)
+        #expect(
+            validator.issues(
+                in: wrong, checked: CheckedFields(names: names, types: otherTypes, size: wrong.encodedSize)) == expected
+        )
+        #expect(
+            validator.issues(
+                in: wrong,
+                checked: CheckedFields(
+                    names: Array(names.dropFirst()), types: Array(otherTypes.dropFirst()), size: wrong.encodedSize))
+                == expected)
         // The record's name and type are still checked.
         let badName = record(["title": .string("x")], name: "_hidden")
-        #expect(validator.issues(in: badName, checked: CheckedFields(names: names, types: types, size: badName.encodedSize)).first?.message.contains("cannot start with '_'") == true)
+        #expect(
+            validator.issues(in: badName, checked: CheckedFields(names: names, types: types, size: badName.encodedSize))
+                .first?.message.contains("cannot start with '_'") == true)
     }
 
     @Test("a record changed after reading loses what the reader found of it")

@@ -1,12 +1,16 @@
 import Foundation
 import Testing
+
 @testable import Records
 
 @Suite("Timestamps")
 struct TimestampTests {
-    @Test("format and parse round trip, before 1970 and far from it",
-          arguments: [Int64(0), 1_768_208_400_000, -1, -236_131_200_000, -62_135_596_800_000, 253_402_300_799_999,
-                      951_782_400_000, Int64.min, Int64.max, -1_000_000_000_000_001])
+    @Test(
+        "format and parse round trip, before 1970 and far from it",
+        arguments: [
+            Int64(0), 1_768_208_400_000, -1, -236_131_200_000, -62_135_596_800_000, 253_402_300_799_999,
+            951_782_400_000, Int64.min, Int64.max, -1_000_000_000_000_001,
+        ])
     func roundTrip(ms: Int64) throws {
         let text = ISO8601.format(milliseconds: ms)
         #expect(ISO8601.parse(text) == ms, "\(text)")
@@ -29,22 +33,29 @@ struct TimestampTests {
         #expect(ISO8601.format(milliseconds: Int64.min) == "-292275055-05-16T16:47:04.192Z")
         #expect(ISO8601.format(milliseconds: 253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
         #expect(ISO8601.format(milliseconds: 253_402_300_800_000) == "+10000-01-01T00:00:00.000Z")
-        #expect(ISO8601.format(milliseconds: 1_768_208_400_000, offsetSeconds: -19_800) == "2026-01-12T03:30:00.000-05:30")
-        #expect(ISO8601.format(milliseconds: 1_768_208_400_007, offsetSeconds: 45_900) == "2026-01-12T21:45:00.007+12:45")
+        #expect(
+            ISO8601.format(milliseconds: 1_768_208_400_000, offsetSeconds: -19_800) == "2026-01-12T03:30:00.000-05:30")
+        #expect(
+            ISO8601.format(milliseconds: 1_768_208_400_007, offsetSeconds: 45_900) == "2026-01-12T21:45:00.007+12:45")
         var out: [UInt8] = Array("at ".utf8)
         ISO8601.append(milliseconds: 86_399_999, to: &out)
         #expect(String(decoding: out, as: UTF8.self) == "at 1970-01-01T23:59:59.999Z")
     }
 
-    @Test("appendDigits: a magnitude's digits, at least as many as asked, after what is there", arguments: [
-        (Int64(0), 0, "0"), (7, 1, "7"), (-42, 5, "00042"), (123_456, 3, "123456"), (1_000, 4, "1000"),
-        (Int64.max, 0, "9223372036854775807"), (Int64.min, 0, "9223372036854775808"), (7, 25, String(repeating: "0", count: 24) + "7"),
-    ])
+    @Test(
+        "appendDigits: a magnitude's digits, at least as many as asked, after what is there",
+        arguments: [
+            (Int64(0), 0, "0"), (7, 1, "7"), (-42, 5, "00042"), (123_456, 3, "123456"), (1_000, 4, "1000"),
+            (Int64.max, 0, "9223372036854775807"), (Int64.min, 0, "9223372036854775808"),
+            (7, 25, String(repeating: "0", count: 24) + "7"),
+        ])
     func digits(value: Int64, minWidth: Int, expected: String) {
         var out: [UInt8] = Array("n=".utf8)
         ISO8601.appendDigits(value, minWidth: minWidth, to: &out)
         #expect(String(decoding: out, as: UTF8.self) == "n=" + expected)
-        #expect(String(String(decoding: out.dropFirst(2), as: UTF8.self).drop { $0 == "0" }) == (value == 0 ? "" : String(value.magnitude)))
+        #expect(
+            String(String(decoding: out.dropFirst(2), as: UTF8.self).drop { $0 == "0" })
+                == (value == 0 ? "" : String(value.magnitude)))
     }
 
     @Test("agrees with Foundation's ISO 8601 formatter from 1600 to 9999")
@@ -79,10 +90,17 @@ struct TimestampTests {
         #expect(ISO8601.parse("2026-01-12T10:00:00+0100") == 1_768_208_400_000)
         #expect(ISO8601.parse("2026-01-12T09:00:00.123000Z") == 1_768_208_400_123)
         #expect(ISO8601.parse("2026-01-12T10:00", timeZone: TimeZone(identifier: "Europe/Berlin")) == 1_768_208_400_000)
-        #expect(ISO8601.parse("2026-07-12T11:00", timeZone: TimeZone(identifier: "Europe/Berlin")) == ISO8601.parse("2026-07-12T09:00Z"))
+        #expect(
+            ISO8601.parse("2026-07-12T11:00", timeZone: TimeZone(identifier: "Europe/Berlin"))
+                == ISO8601.parse("2026-07-12T09:00Z"))
     }
 
-    @Test("text that is not a timestamp", arguments: ["", "2026-13-01", "2026-02-30", "2025-02-29", "26-01-12", "2026-01-12T24:00", "2026-01-12T09:00:00.1234Z", "next tuesday", "2026-01-12T09:00:00Zjunk"])
+    @Test(
+        "text that is not a timestamp",
+        arguments: [
+            "", "2026-13-01", "2026-02-30", "2025-02-29", "26-01-12", "2026-01-12T24:00", "2026-01-12T09:00:00.1234Z",
+            "next tuesday", "2026-01-12T09:00:00Zjunk",
+        ])
     func invalid(text: String) {
         #expect(ISO8601.parse(text) == nil)
     }
@@ -92,8 +110,12 @@ struct TimestampTests {
 struct JSONTests {
     @Test("numbers keep their text; strings, escapes and surrogate pairs decode")
     func values() throws {
-        let value = try JSONParser.parse(#"{"a": 9223372036854775807, "b": -0.0, "c": "tab\there \u00e9 \ud83d\ude00", "d": [true, false, null]}"#)
-        guard case .object(let object) = value else { Issue.record("not an object"); return }
+        let value = try JSONParser.parse(
+            #"{"a": 9223372036854775807, "b": -0.0, "c": "tab\there \u00e9 \ud83d\ude00", "d": [true, false, null]}"#)
+        guard case .object(let object) = value else {
+            Issue.record("not an object")
+            return
+        }
         #expect(object["a"] == .number("9223372036854775807"))
         #expect(object["b"] == .number("-0.0"))
         #expect(object["c"] == .string("tab\there é 😀"))
@@ -172,9 +194,14 @@ struct JSONTests {
 struct PredicateTests {
     @Test("the CloudKit subset parses")
     func parses() throws {
-        let predicate = try RecordPredicate.parse("familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false AND status IN ['a', \"b\"] AND recordName BEGINSWITH 'DailyEntry_' AND tags CONTAINS 'x' AND n < -1.5e3")
+        let predicate = try RecordPredicate.parse(
+            "familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false AND status IN ['a', \"b\"] AND recordName BEGINSWITH 'DailyEntry_' AND tags CONTAINS 'x' AND n < -1.5e3"
+        )
         #expect(predicate.conditions.count == 7)
-        #expect(predicate.conditions[0] == Condition(field: "familyID", op: .equal, value: .string("family-1"), fieldColumn: 1, valueColumn: 13))
+        #expect(
+            predicate.conditions[0]
+                == Condition(field: "familyID", op: .equal, value: .string("family-1"), fieldColumn: 1, valueColumn: 13)
+        )
         #expect(predicate.conditions[1].value == .date("2026-03-01"))
         #expect(predicate.conditions[2].value == .bool(false))
         #expect(predicate.conditions[3].value == .list([.string("a"), .string("b")]))
@@ -185,16 +212,18 @@ struct PredicateTests {
         #expect(try RecordPredicate.parse("\"grant\" == 1").conditions[0].field == "grant")
     }
 
-    @Test("errors say where", arguments: [
-        ("title == ", 10, "expected a value"),
-        ("title = 'x' OR a = 1", 13, "OR is not supported"),
-        ("title ~ 'x'", 7, "unexpected character '~'"),
-        ("title 'x'", 7, "expected an operator"),
-        ("status IN 'a'", 11, "IN needs a list"),
-        ("title == 'open", 10, "not closed"),
-        ("", 1, "empty"),
-        ("a == 1 b == 2", 8, "expected AND"),
-    ])
+    @Test(
+        "errors say where",
+        arguments: [
+            ("title == ", 10, "expected a value"),
+            ("title = 'x' OR a = 1", 13, "OR is not supported"),
+            ("title ~ 'x'", 7, "unexpected character '~'"),
+            ("title 'x'", 7, "expected an operator"),
+            ("status IN 'a'", 11, "IN needs a list"),
+            ("title == 'open", 10, "not closed"),
+            ("", 1, "empty"),
+            ("a == 1 b == 2", 8, "expected AND"),
+        ])
     func errors(text: String, column: Int, message: String) {
         do {
             _ = try RecordPredicate.parse(text)
@@ -208,7 +237,9 @@ struct PredicateTests {
 
 @Suite("Record fields")
 struct RecordFieldsTests {
-    @Test("fields set in any order are kept in UTF-8 byte order, found, replaced and removed; a name set twice is one field")
+    @Test(
+        "fields set in any order are kept in UTF-8 byte order, found, replaced and removed; a name set twice is one field"
+    )
     func sortedFields() {
         // Byte order, not Unicode's or the locale's: "Z" < "a" < "é" (C3 A9) < "ü" (C3 BC).
         let names = ["ü", "title", "a", "Z", "é", "startDate", "b", "aa", "", "title2"]
@@ -225,13 +256,17 @@ struct RecordFieldsTests {
         fields["Z"] = nil
         fields["never"] = nil
         #expect(fields.names == ["", "a", "ab", "b", "startDate", "title", "title2", "é", "ü"])
-        #expect(RecordFields(Dictionary(uniqueKeysWithValues: names.map { ($0, FieldValue.int64(0)) })).names
+        #expect(
+            RecordFields(Dictionary(uniqueKeysWithValues: names.map { ($0, FieldValue.int64(0)) })).names
                 == ["", "Z", "a", "aa", "b", "startDate", "title", "title2", "é", "ü"])
     }
 
     @Test("byte order of names, long and short, against the standard library's")
     func precedes() {
-        let names = ["", "a", "A", "ab", "abc", "abcdefghijklmnop", "abcdefghijklmnoq", "abcdefghijklmnopq", "é", "e\u{301}", "ü", "z", "\u{1F600}"]
+        let names = [
+            "", "a", "A", "ab", "abc", "abcdefghijklmnop", "abcdefghijklmnoq", "abcdefghijklmnopq", "é", "e\u{301}",
+            "ü", "z", "\u{1F600}",
+        ]
         for a in names {
             for b in names {
                 #expect(RecordFields.precedes(a, b) == a.utf8.lexicographicallyPrecedes(b.utf8), "\(a) < \(b)")

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import Records
-import Testing
 import TestSupport
+import Testing
+
 @testable import Store
 
 @Suite("bulk loads into empty tables")
@@ -12,12 +13,17 @@ struct BulkLoadTests {
         let scratch = Scratch()
         let store = try scratch.store(taskSchema, name: "bulk.sqlite")
         func indexes() throws -> [String] {
-            try store.read { try String.fetchAll($0.db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name") }
+            try store.read {
+                try String.fetchAll(
+                    $0.db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+            }
         }
         let before = try indexes()
         #expect(before.contains { $0.contains("_ck_record_seq") })
         #expect(before.count > 1)
-        let lines = (0..<500).map { task("t\($0)", #""title":{"value":"task \#($0)"},"priority":{"value":\#($0 % 5)}"#) }
+        let lines = (0..<500).map {
+            task("t\($0)", #""title":{"value":"task \#($0)"},"priority":{"value":\#($0 % 5)}"#)
+        }
         let summary = try importText(lines.joined(separator: "\n") + "\n", into: store)
         #expect(summary.totals.inserted == 500)
         #expect(try indexes() == before)
@@ -27,16 +33,25 @@ struct BulkLoadTests {
         #expect(try store.read { try String.fetchOne($0.db, sql: "PRAGMA integrity_check") } == "ok")
     }
 
-    @Test("while a first import loads, the tables it fills carry no index; a table that holds records keeps its indexes")
+    @Test(
+        "while a first import loads, the tables it fills carry no index; a table that holds records keeps its indexes")
     func dropsWhileLoading() throws {
         let scratch = Scratch()
         let store = try scratch.store(taskSchema + "\n RECORD TYPE Note (text STRING QUERYABLE);", name: "bulk.sqlite")
         _ = try importText(task("kept", #""title":{"value":"already here"}"#) + "\n", into: store)
-        let noteIndexes = try store.read { try String.fetchAll($0.db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Note' AND sql IS NOT NULL") }
+        let noteIndexes = try store.read {
+            try String.fetchAll(
+                $0.db,
+                sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Note' AND sql IS NOT NULL")
+        }
         #expect(!noteIndexes.isEmpty)
         // The store holds a record now, so the change log keeps its index; Note is empty, Task not.
         func live(_ db: GRDB.Database, _ table: String) throws -> [String] {
-            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name", arguments: [table])
+            try String.fetchAll(
+                db,
+                sql:
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name",
+                arguments: [table])
         }
         let during = try store.write { session -> (note: [String], task: [String], log: [String]) in
             let loader = try session.makeLoader()

@@ -1,8 +1,8 @@
 import Foundation
 import Records
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// The SQLite store against the checks every record store must pass.
 @Suite("store conformance: SQLite")

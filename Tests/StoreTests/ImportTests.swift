@@ -1,7 +1,8 @@
-import Foundation
-import Testing
 import Formats
+import Foundation
 import Records
+import Testing
+
 @testable import Store
 
 @Suite("Import")
@@ -10,9 +11,12 @@ struct ImportTests {
     func upsert() throws {
         let scratch = Scratch()
         let store = try scratch.store(taskSchema)
-        var summary = try importText(task("t1", #""title":{"value":"Trash"},"priority":{"value":1}"#) + "\n" + task("t2", #""title":{"value":"Dishes"}"#), into: store)
+        var summary = try importText(
+            task("t1", #""title":{"value":"Trash"},"priority":{"value":1}"#) + "\n"
+                + task("t2", #""title":{"value":"Dishes"}"#), into: store)
         #expect(summary.counts["Task"] == ImportCounts(inserted: 2))
-        summary = try importText(task("t1", #""status":{"value":"next"}"#) + "\n" + task("t2", #""title":{"value":"Dishes"}"#), into: store)
+        summary = try importText(
+            task("t1", #""status":{"value":"next"}"#) + "\n" + task("t2", #""title":{"value":"Dishes"}"#), into: store)
         #expect(summary.counts["Task"] == ImportCounts(updated: 1, unchanged: 1))
         let t1 = try #require(try store.read { try $0.record(RecordID(recordName: "t1")) })
         #expect(t1.fields == ["title": .string("Trash"), "priority": .int64(1), "status": .string("next")])
@@ -24,9 +28,12 @@ struct ImportTests {
         let store = try scratch.store(taskSchema)
         _ = try importText(task("t1", #""title":{"value":"Trash"}"#), into: store)
         let failure = #expect(throws: ImportFailure.self) {
-            try importText(task("t1", #""title":{"value":"Other"}"#), into: store, options: ImportOptions(mode: .insert))
+            try importText(
+                task("t1", #""title":{"value":"Other"}"#), into: store, options: ImportOptions(mode: .insert))
         }
-        #expect(failure?.summary.issues.first?.message.contains("already exists (the insert mode adds new records only") == true)
+        #expect(
+            failure?.summary.issues.first?.message.contains("already exists (the insert mode adds new records only")
+                == true)
         #expect(try store.read { try $0.record(RecordID(recordName: "t1")) }?.fields["title"] == .string("Trash"))
     }
 
@@ -35,7 +42,8 @@ struct ImportTests {
         let scratch = Scratch()
         let store = try scratch.store(taskSchema)
         _ = try importText(task("t1", #""title":{"value":"Trash"},"priority":{"value":1}"#), into: store)
-        let summary = try importText(task("t1", #""status":{"value":"done"}"#), into: store, options: ImportOptions(mode: .replace))
+        let summary = try importText(
+            task("t1", #""status":{"value":"done"}"#), into: store, options: ImportOptions(mode: .replace))
         #expect(summary.counts["Task"]?.updated == 1)
         #expect(try store.read { try $0.record(RecordID(recordName: "t1")) }?.fields == ["status": .string("done")])
     }
@@ -44,12 +52,19 @@ struct ImportTests {
     func newer() throws {
         let scratch = Scratch()
         let store = try scratch.store(taskSchema)
-        _ = try importText(task("t1", #""title":{"value":"v100"}"#, modified: 100) + "\n" + task("t2", #""title":{"value":"v100"}"#, modified: 100), into: store)
-        let input = [task("t1", #""title":{"value":"v50"}"#, modified: 50), task("t2", #""title":{"value":"v100b"}"#, modified: 100),
-                     task("t3", #""title":{"value":"new"}"#, modified: 1)].joined(separator: "\n")
+        _ = try importText(
+            task("t1", #""title":{"value":"v100"}"#, modified: 100) + "\n"
+                + task("t2", #""title":{"value":"v100"}"#, modified: 100), into: store)
+        let input = [
+            task("t1", #""title":{"value":"v50"}"#, modified: 50),
+            task("t2", #""title":{"value":"v100b"}"#, modified: 100),
+            task("t3", #""title":{"value":"new"}"#, modified: 1),
+        ].joined(separator: "\n")
         var summary = try importText(input, into: store, options: ImportOptions(mode: .newer))
         #expect(summary.counts["Task"] == ImportCounts(inserted: 1, unchanged: 2))
-        summary = try importText(task("t1", #""title":{"value":"v200"}"#, modified: 200) + "\n" + task("t2", #""title":{"value":"none"}"#), into: store, options: ImportOptions(mode: .newer))
+        summary = try importText(
+            task("t1", #""title":{"value":"v200"}"#, modified: 200) + "\n" + task("t2", #""title":{"value":"none"}"#),
+            into: store, options: ImportOptions(mode: .newer))
         #expect(summary.counts["Task"] == ImportCounts(updated: 1, unchanged: 1))
         let records = try allRecords(store)
         #expect(records.map { $0.fields["title"] } == [.string("v200"), .string("v100"), .string("new")])
@@ -64,9 +79,13 @@ struct ImportTests {
         let before = fileBytes(store.path)
         var lines: [String] = []
         for i in 0..<20_000 {
-            lines.append(i == 12_345
-                ? task("t\(i)", #""priority":{"value":"high"}"#)
-                : task("t\(i)", #""title":{"value":"Task \#(i)"},"priority":{"value":\#(i)},"due":{"value":\#(1_768_208_400_000 + Int64(i))}"#))
+            lines.append(
+                i == 12_345
+                    ? task("t\(i)", #""priority":{"value":"high"}"#)
+                    : task(
+                        "t\(i)",
+                        #""title":{"value":"Task \#(i)"},"priority":{"value":\#(i)},"due":{"value":\#(1_768_208_400_000 + Int64(i))}"#
+                    ))
         }
         lines.append(task("keep", #""title":{"value":"changed"}"#))
         do {
@@ -74,7 +93,10 @@ struct ImportTests {
             Issue.record("the import should fail")
         } catch let failure as ImportFailure {
             #expect(failure.summary.issues.count == 1)
-            #expect(failure.summary.issues[0].description == "big.jsonl:12346:74 (fields.priority.value): record 't12345' (Task), field 'priority': expected INT64 (a whole number), found the string \"high\"")
+            #expect(
+                failure.summary.issues[0].description
+                    == "big.jsonl:12346:74 (fields.priority.value): record 't12345' (Task), field 'priority': expected INT64 (a whole number), found the string \"high\""
+            )
             #expect(failure.description.contains("nothing was imported: the store is unchanged"))
         }
         #expect(fileBytes(store.path) == before)
@@ -88,8 +110,10 @@ struct ImportTests {
     func skipInvalid() throws {
         let scratch = Scratch()
         let store = try scratch.store(taskSchema)
-        let input = [task("t1", #""title":{"value":"ok"}"#), "{not json", task("_bad", #""title":{"value":"x"}"#),
-                     task("t4", #""colour":{"value":"red","type":"STRING"}"#), task("t5", #""title":{"value":"ok too"}"#)].joined(separator: "\n")
+        let input = [
+            task("t1", #""title":{"value":"ok"}"#), "{not json", task("_bad", #""title":{"value":"x"}"#),
+            task("t4", #""colour":{"value":"red","type":"STRING"}"#), task("t5", #""title":{"value":"ok too"}"#),
+        ].joined(separator: "\n")
         let rejects = CollectingRejects()
         let summary = try importText(input, into: store, options: ImportOptions(skipInvalid: true), rejects: rejects)
         #expect(summary.totals.inserted == 2)
@@ -99,7 +123,9 @@ struct ImportTests {
         #expect(rejects.rejected[1].0.message.contains("cannot start with '_'"))
         #expect(rejects.rejected[2].0.field == "colour")
         #expect(rejects.rejected[2].0.position.column == 68)
-        #expect(rejects.rejected[2].1.map { String(decoding: $0, as: UTF8.self) } == task("t4", #""colour":{"value":"red","type":"STRING"}"#))
+        #expect(
+            rejects.rejected[2].1.map { String(decoding: $0, as: UTF8.self) }
+                == task("t4", #""colour":{"value":"red","type":"STRING"}"#))
         #expect(try allRecords(store).map(\.recordName) == ["t1", "t5"])
     }
 
@@ -109,7 +135,9 @@ struct ImportTests {
         let store = try scratch.store(taskSchema)
         _ = try importText(task("t1", #""title":{"value":"a"}"#), into: store)
         let before = fileBytes(store.path)
-        let summary = try importText(task("t1", #""title":{"value":"b"}"#) + "\n" + task("t2", #""title":{"value":"c"}"#), into: store, options: ImportOptions(dryRun: true))
+        let summary = try importText(
+            task("t1", #""title":{"value":"b"}"#) + "\n" + task("t2", #""title":{"value":"c"}"#), into: store,
+            options: ImportOptions(dryRun: true))
         #expect(summary.dryRun)
         #expect(summary.counts["Task"] == ImportCounts(inserted: 1, updated: 1))
         #expect(fileBytes(store.path) == before)
@@ -119,8 +147,9 @@ struct ImportTests {
     func newFields() throws {
         let scratch = Scratch()
         let store = try scratch.store(taskSchema)
-        let input = task("t1", #""colour":{"value":"red","type":"STRING"},"weight":{"value":2.5}"#) + "\n" +
-            #"{"recordName":"n1","recordType":"Note","fields":{"text":{"value":"hi"}}}"#
+        let input =
+            task("t1", #""colour":{"value":"red","type":"STRING"},"weight":{"value":2.5}"#) + "\n"
+            + #"{"recordName":"n1","recordType":"Note","fields":{"text":{"value":"hi"}}}"#
         #expect(throws: ImportFailure.self) { try importText(input, into: store) }
         let summary = try importText(input, into: store, options: ImportOptions(allowNewFields: true))
         #expect(summary.totals.inserted == 2)
@@ -137,10 +166,16 @@ struct ImportTests {
         let store = try scratch.store(taskSchema + "\n RECORD TYPE Note (text STRING);")
         _ = try importText(task("shared-name", #""title":{"value":"a"}"#), into: store)
         let note = #"{"recordName":"shared-name","recordType":"Note","fields":{"text":{"value":"x"}}}"#
-        do { _ = try importText(note, into: store); Issue.record("accepted") } catch let failure as ImportFailure {
-            #expect(failure.summary.issues[0].message == "record name 'shared-name' is already used in zone _defaultZone by a record of type Task")
+        do {
+            _ = try importText(note, into: store)
+            Issue.record("accepted")
+        } catch let failure as ImportFailure {
+            #expect(
+                failure.summary.issues[0].message
+                    == "record name 'shared-name' is already used in zone _defaultZone by a record of type Task")
         }
-        let otherZone = #"{"recordName":"shared-name","recordType":"Note","zoneID":{"zoneName":"Other"},"fields":{"text":{"value":"x"}}}"#
+        let otherZone =
+            #"{"recordName":"shared-name","recordType":"Note","zoneID":{"zoneName":"Other"},"fields":{"text":{"value":"x"}}}"#
         #expect(try importText(otherZone, into: store).totals.inserted == 1)
     }
 
@@ -148,9 +183,15 @@ struct ImportTests {
     func crossZoneReference() throws {
         let scratch = Scratch()
         let store = try scratch.store("DEFINE SCHEMA RECORD TYPE A (parent REFERENCE);")
-        let text = #"{"recordName":"a","recordType":"A","zoneID":{"zoneName":"Z1"},"fields":{"parent":{"value":{"recordName":"p","zoneID":{"zoneName":"Z2"}},"type":"REFERENCE"}}}"#
-        do { _ = try importText(text, into: store); Issue.record("accepted") } catch let failure as ImportFailure {
-            #expect(failure.summary.issues[0].message.contains("must point into its record's own zone (Z1); this one points into Z2"))
+        let text =
+            #"{"recordName":"a","recordType":"A","zoneID":{"zoneName":"Z1"},"fields":{"parent":{"value":{"recordName":"p","zoneID":{"zoneName":"Z2"}},"type":"REFERENCE"}}}"#
+        do {
+            _ = try importText(text, into: store)
+            Issue.record("accepted")
+        } catch let failure as ImportFailure {
+            #expect(
+                failure.summary.issues[0].message.contains(
+                    "must point into its record's own zone (Z1); this one points into Z2"))
             #expect(failure.summary.issues[0].position.path == "fields.parent.value.zoneID")
         }
     }
@@ -161,7 +202,8 @@ struct ImportTests {
         for app in ["family-todo", "family-calendar", "relationship-checkin", "screen-time-rewards", "notes"] {
             let store = try scratch.sampleStore(app)
             let exported = try allRecords(store)
-            let text = try String(contentsOf: packageRoot.appendingPathComponent("samples/\(app)/records.jsonl"), encoding: .utf8)
+            let text = try String(
+                contentsOf: packageRoot.appendingPathComponent("samples/\(app)/records.jsonl"), encoding: .utf8)
             let codec = JSONRecordCodec(schema: store.schema)
             let original = try text.split(separator: "\n").map { try codec.decode(try JSONParser.parse(String($0))) }
             #expect(Set(exported) == Set(original), "\(app)")

@@ -1,11 +1,14 @@
 import Foundation
 import Records
-@testable import Store
 import Testing
+
+@testable import Store
 
 @Suite("names and their new names, in memory and on disk")
 struct NameMapTests {
-    @Test("past its memory limit the map moves to disk and answers the same; zones stay apart, the last name set wins, a name set twice counts once")
+    @Test(
+        "past its memory limit the map moves to disk and answers the same; zones stay apart, the last name set wins, a name set twice counts once"
+    )
     func spills() throws {
         let other = ZoneID(scope: .shared, zoneName: "z", ownerRecordName: "_someone")
         for limit in [0, 3, 1_000_000] {

@@ -1,10 +1,14 @@
-import Foundation
-@_exported import TestSupport
 import Formats
+import Foundation
 import Records
+@_exported import TestSupport
+
 @testable import Store
 
-func importText(_ text: String, name: String = "input.jsonl", into store: RecordStore, options: ImportOptions = ImportOptions(), rejects: RejectSink? = nil) throws -> ImportSummary {
+func importText(
+    _ text: String, name: String = "input.jsonl", into store: RecordStore, options: ImportOptions = ImportOptions(),
+    rejects: RejectSink? = nil
+) throws -> ImportSummary {
     let codec = JSONRecordCodec(schema: store.schema)
     let reader = JSONRecordReader(input: ByteInput(name: name, bytes: Array(text.utf8)), layout: .lines, codec: codec)
     let importer = RecordImporter(store: store, options: options)
@@ -12,8 +16,12 @@ func importText(_ text: String, name: String = "input.jsonl", into store: Record
     return try importer.run([reader])
 }
 
-func importFile(_ path: String, into store: RecordStore, options: ImportOptions = ImportOptions()) throws -> ImportSummary {
-    let reader = JSONRecordReader(input: try ByteInput(path: path), layout: JSONRecordReader.layout(forPath: path), codec: JSONRecordCodec(schema: store.schema))
+func importFile(_ path: String, into store: RecordStore, options: ImportOptions = ImportOptions()) throws
+    -> ImportSummary
+{
+    let reader = JSONRecordReader(
+        input: try ByteInput(path: path), layout: JSONRecordReader.layout(forPath: path),
+        codec: JSONRecordCodec(schema: store.schema))
     return try RecordImporter(store: store, options: options).run([reader])
 }
 

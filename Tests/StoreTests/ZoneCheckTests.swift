@@ -1,10 +1,12 @@
 import Foundation
+import Records
+import TestSupport
+import Testing
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
 import class GRDB.DatabaseQueue
-import Records
-import Testing
-import TestSupport
+
 @testable import Store
 
 /// Every session checks that the zones the change log and the tables name exist, by probing
@@ -24,8 +26,10 @@ struct ZoneCheckTests {
         let scratch = Scratch()
         let records = (1...3).flatMap { zone in
             (0..<40).map { n in
-                Record(id: RecordID(recordName: "r\(n)", zone: ZoneID(scope: .private, zoneName: "Z\(zone)")), recordType: "Item",
-                       fields: ["n": .int64(Int64(n))])
+                Record(
+                    id: RecordID(recordName: "r\(n)", zone: ZoneID(scope: .private, zoneName: "Z\(zone)")),
+                    recordType: "Item",
+                    fields: ["n": .int64(Int64(n))])
             }
         }
         let store = try scratch.store(schema: "DEFINE SCHEMA\n    RECORD TYPE Item (n INT64);\n", records: records)
@@ -36,16 +40,27 @@ struct ZoneCheckTests {
         let raw = try DatabaseQueue(path: store.path)
         // Take the middle zone's number away: its rows now name a zone in a gap.
         try raw.write { try $0.execute(sql: "UPDATE _ck_zone SET id = 1000 WHERE id = ?", arguments: [middle]) }
-        #expect { try store.read { _ in } } throws: { "\($0)".contains("the change log names zone \(middle), which does not exist") }
+        #expect { try store.read { _ in } } throws: {
+            "\($0)".contains("the change log names zone \(middle), which does not exist")
+        }
         try raw.write { try $0.execute(sql: "UPDATE _ck_record SET zone = 1000 WHERE zone = ?", arguments: [middle]) }
-        #expect { try store.read { _ in } } throws: { "\($0)".contains("a Item record names zone \(middle), which does not exist") }
+        #expect { try store.read { _ in } } throws: {
+            "\($0)".contains("a Item record names zone \(middle), which does not exist")
+        }
         try raw.write { try $0.execute(sql: "UPDATE Item SET ___zone = 1000 WHERE ___zone = ?", arguments: [middle]) }
         #expect(try store.read { try $0.count(RecordQuery()) } == 120)
         // Below the lowest zone and above the highest.
         for wrong: Int64 in [-5, 5000] {
-            try raw.write { try $0.execute(sql: "UPDATE Item SET ___zone = ? WHERE ___recordID = 'r7' AND ___zone = 1000", arguments: [wrong]) }
-            #expect { try store.read { _ in } } throws: { "\($0)".contains("a Item record names zone \(wrong), which does not exist") }
-            try raw.write { try $0.execute(sql: "UPDATE Item SET ___zone = 1000 WHERE ___zone = ?", arguments: [wrong]) }
+            try raw.write {
+                try $0.execute(
+                    sql: "UPDATE Item SET ___zone = ? WHERE ___recordID = 'r7' AND ___zone = 1000", arguments: [wrong])
+            }
+            #expect { try store.read { _ in } } throws: {
+                "\($0)".contains("a Item record names zone \(wrong), which does not exist")
+            }
+            try raw.write {
+                try $0.execute(sql: "UPDATE Item SET ___zone = 1000 WHERE ___zone = ?", arguments: [wrong])
+            }
         }
         #expect(try store.integrityCheck() == ["ok"])
     }

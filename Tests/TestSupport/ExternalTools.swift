@@ -6,10 +6,13 @@ import Testing
 /// a missing one fails the test that needs it, never lets it pass.
 public enum ExternalTool {
     public static func path(_ name: String) throws -> String {
-        for folder in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: folder + "/" + name) {
+        for folder in ["/usr/bin", "/usr/local/bin", "/bin"]
+        where FileManager.default.isExecutableFile(atPath: folder + "/" + name) {
             return folder + "/" + name
         }
-        Issue.record("\(name) is needed by this test and is not installed (apt-get install \(name == "xmllint" ? "libxml2-utils" : name))")
+        Issue.record(
+            "\(name) is needed by this test and is not installed (apt-get install \(name == "xmllint" ? "libxml2-utils" : name))"
+        )
         throw CancellationError()
     }
 
@@ -39,13 +42,15 @@ public enum ExternalTool {
 /// The independent RFC 5545 checker beside the package (../shared/conformance), with its venv.
 public enum Conformance {
     public static var python: String? {
-        let venv = ProcessInfo.processInfo.environment["ICAL_CHECK_VENV"] ?? (NSHomeDirectory() + "/.cache/ical-check-venv")
+        let venv =
+            ProcessInfo.processInfo.environment["ICAL_CHECK_VENV"] ?? (NSHomeDirectory() + "/.cache/ical-check-venv")
         let path = venv + "/bin/python"
         return FileManager.default.isExecutableFile(atPath: path) ? path : nil
     }
 
     public static var checker: String? {
-        let path = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/conformance/ical_check.py").path
+        let path = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/conformance/ical_check.py")
+            .path
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 

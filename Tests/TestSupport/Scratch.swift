@@ -1,11 +1,12 @@
-import Foundation
 import Formats
+import Foundation
 import Records
 import SampleApps
 import Store
 
 /// The package's root folder, for samples, migrations and fixtures.
-public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// A sample app's file: `sample("notes", "schema.ckdb")`.
 /// The rows of a corpus's SOURCES.tsv under Tests/Fixtures/corpora (`#` lines and the header
@@ -73,9 +74,12 @@ public final class Scratch: @unchecked Sendable {
 
     /// A store holding a sample app's committed schema and records (`samples/APP`).
     public func sampleStore(_ app: String) throws -> RecordStore {
-        let schema = try String(contentsOf: packageRoot.appendingPathComponent("samples/\(app)/schema.ckdb"), encoding: .utf8)
+        let schema = try String(
+            contentsOf: packageRoot.appendingPathComponent("samples/\(app)/schema.ckdb"), encoding: .utf8)
         let store = try self.store(schema, name: "\(app).sqlite")
-        let reader = JSONRecordReader(input: try ByteInput(path: sample(app, "records.jsonl")), layout: .lines, codec: JSONRecordCodec(schema: store.schema))
+        let reader = JSONRecordReader(
+            input: try ByteInput(path: sample(app, "records.jsonl")), layout: .lines,
+            codec: JSONRecordCodec(schema: store.schema))
         _ = try RecordImporter(store: store, options: ImportOptions()).run([reader])
         return store
     }
@@ -87,5 +91,6 @@ public final class Scratch: @unchecked Sendable {
 
 /// A store's bytes on disk: the file and its write-ahead log.
 public func fileBytes(_ path: String) -> Data {
-    (FileManager.default.contents(atPath: path) ?? Data()) + (FileManager.default.contents(atPath: path + "-wal") ?? Data())
+    (FileManager.default.contents(atPath: path) ?? Data())
+        + (FileManager.default.contents(atPath: path + "-wal") ?? Data())
 }

@@ -24,9 +24,13 @@ public struct StoreConformance<Store: RecordStoring> {
     }
 
     public static var checks: [String] {
-        ["schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions", "assets",
-         "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles", "sharing", "share hierarchies",
-         "names byte for byte"]
+        [
+            "schema", "save modes", "queries", "transactions", "change tokens", "deletes and reference actions",
+            "assets",
+            "migration history", "migration rewrites", "sync tokens", "bulk load", "two handles", "sharing",
+            "share hierarchies",
+            "names byte for byte",
+        ]
     }
 
     public func run(_ check: String) throws {
@@ -78,10 +82,14 @@ public struct StoreConformance<Store: RecordStoring> {
 
     static var zone: ZoneID { ZoneID(scope: .private, zoneName: "Notes") }
 
-    static func note(_ name: String, _ title: String, pinned: Int64 = 0, folder: Reference? = nil, modified: Int64 = 1_700_000_000_000,
-                     due: Int64? = nil, zone: ZoneID = zone) -> Record {
-        var record = Record(id: RecordID(recordName: name, zone: zone), recordType: "Note",
-                            created: RecordStamp(timestamp: 1_700_000_000_000), modified: RecordStamp(timestamp: modified))
+    static func note(
+        _ name: String, _ title: String, pinned: Int64 = 0, folder: Reference? = nil,
+        modified: Int64 = 1_700_000_000_000,
+        due: Int64? = nil, zone: ZoneID = zone
+    ) -> Record {
+        var record = Record(
+            id: RecordID(recordName: name, zone: zone), recordType: "Note",
+            created: RecordStamp(timestamp: 1_700_000_000_000), modified: RecordStamp(timestamp: modified))
         record["title"] = .string(title)
         record["pinned"] = .int64(pinned)
         if let folder { record["folder"] = .reference(folder) }
@@ -90,8 +98,9 @@ public struct StoreConformance<Store: RecordStoring> {
     }
 
     static func folder(_ name: String, zone: ZoneID = zone) -> Record {
-        var record = Record(id: RecordID(recordName: name, zone: zone), recordType: "Folder",
-                            created: RecordStamp(timestamp: 1_700_000_000_000), modified: RecordStamp(timestamp: 1_700_000_000_000))
+        var record = Record(
+            id: RecordID(recordName: name, zone: zone), recordType: "Folder",
+            created: RecordStamp(timestamp: 1_700_000_000_000), modified: RecordStamp(timestamp: 1_700_000_000_000))
         record["title"] = .string(name)
         return record
     }
@@ -115,7 +124,8 @@ public struct StoreConformance<Store: RecordStoring> {
         let store = try create(name)
         try store.importSchema(try SchemaParser.parse(Self.schemaText), dryRun: false)
         if !records.isEmpty {
-            _ = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+            _ = try store.importRecords(
+                [ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
         }
         return store
     }
@@ -138,47 +148,78 @@ public struct StoreConformance<Store: RecordStoring> {
         try store.importSchema(schema, dryRun: false)
         try require(store.schema.isEquivalent(to: schema), "the schema read back differs from the one imported")
         try require(try store.read { $0.schema.isEquivalent(to: schema) }, "a session sees another schema")
-        _ = try store.importRecords([ArrayRecordSource([Self.note("n-1", "Milk")])], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        _ = try store.importRecords(
+            [ArrayRecordSource([Self.note("n-1", "Milk")])], schema: nil, options: ImportOptions(), hooks: ImportHooks()
+        )
         // Dropping a type that holds records would lose them: refused, and nothing changes.
-        let withoutNotes = try SchemaParser.parse(Self.schemaText.components(separatedBy: "RECORD TYPE Note")[0].trimmingCharacters(in: .whitespacesAndNewlines))
-        try requireThrows(StoreError.self, "a schema change that loses records") { try store.importSchema(withoutNotes, dryRun: false) }
-        try require(store.schema.isEquivalent(to: schema) && (try names(store)) == ["n-1"], "a refused schema change changed the store")
+        let withoutNotes = try SchemaParser.parse(
+            Self.schemaText.components(separatedBy: "RECORD TYPE Note")[0].trimmingCharacters(
+                in: .whitespacesAndNewlines))
+        try requireThrows(StoreError.self, "a schema change that loses records") {
+            try store.importSchema(withoutNotes, dryRun: false)
+        }
+        try require(
+            store.schema.isEquivalent(to: schema) && (try names(store)) == ["n-1"],
+            "a refused schema change changed the store")
     }
 
     /// Zone names that differ only in their Unicode form ("ü" against "u" + U+0308) are two
     /// zones to CloudKit: the same record name in each is two records, in one import as in two.
     /// (Record names themselves are ASCII.)
     func namesByteForByte() throws {
-        let kitchen = ZoneID(scope: .private, zoneName: "K\u{FC}che"), kitchenToo = ZoneID(scope: .private, zoneName: "Ku\u{308}che")
-        let records = [Self.note("n", "first kitchen", zone: kitchen), Self.note("n", "second kitchen", zone: kitchenToo),
-                       Self.note("m", "first kitchen's other", zone: kitchen)]
+        let kitchen = ZoneID(scope: .private, zoneName: "K\u{FC}che")
+        let kitchenToo = ZoneID(scope: .private, zoneName: "Ku\u{308}che")
+        let records = [
+            Self.note("n", "first kitchen", zone: kitchen), Self.note("n", "second kitchen", zone: kitchenToo),
+            Self.note("m", "first kitchen's other", zone: kitchen),
+        ]
         let store = try create("bytes")
         try store.importSchema(try SchemaParser.parse(Self.schemaText), dryRun: false)
-        let summary = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(mode: .replace), hooks: ImportHooks())
-        try require(summary.totals.inserted == 3 && summary.totals.updated == 0, "one import of three records: \(summary.totals)")
+        let summary = try store.importRecords(
+            [ArrayRecordSource(records)], schema: nil, options: ImportOptions(mode: .replace), hooks: ImportHooks())
+        try require(
+            summary.totals.inserted == 3 && summary.totals.updated == 0,
+            "one import of three records: \(summary.totals)")
         for record in records {
             let stored = try store.read { try $0.record(record.id) }
-            try require(stored?["title"] == record["title"] && stored.map { $0.zone.zoneName.utf8.elementsEqual(record.zone.zoneName.utf8) } == true,
-                        "\(record.id) reads back as \(String(describing: stored))")
+            try require(
+                stored?["title"] == record["title"]
+                    && stored.map { $0.zone.zoneName.utf8.elementsEqual(record.zone.zoneName.utf8) } == true,
+                "\(record.id) reads back as \(String(describing: stored))")
         }
         // An update in one zone leaves the other as it was.
-        _ = try store.importRecords([ArrayRecordSource([Self.note("n", "second kitchen, again", zone: kitchenToo)])], schema: nil,
-                                    options: ImportOptions(mode: .upsert), hooks: ImportHooks())
-        try require(try store.read { try $0.record(RecordID(recordName: "n", zone: kitchen)) }?["title"] == .string("first kitchen")
-                    && (try store.read { try $0.record(RecordID(recordName: "n", zone: kitchenToo)) })?["title"] == .string("second kitchen, again"),
-                    "an update in \(kitchenToo.zoneName.debugDescription) reached \(kitchen.zoneName.debugDescription)")
+        _ = try store.importRecords(
+            [ArrayRecordSource([Self.note("n", "second kitchen, again", zone: kitchenToo)])], schema: nil,
+            options: ImportOptions(mode: .upsert), hooks: ImportHooks())
+        try require(
+            try store.read { try $0.record(RecordID(recordName: "n", zone: kitchen)) }?["title"]
+                == .string("first kitchen")
+                && (try store.read { try $0.record(RecordID(recordName: "n", zone: kitchenToo)) })?["title"]
+                    == .string("second kitchen, again"),
+            "an update in \(kitchenToo.zoneName.debugDescription) reached \(kitchen.zoneName.debugDescription)")
         var zones: [String] = []
-        try store.read { session in try session.forEach(RecordQuery(recordTypes: ["Note"])) { zones.append($0.zone.zoneName) } }
-        try require(zones.count == 3 && Set(zones.map { Array($0.utf8) }).count == 2, "three notes in two zones, read: \(zones.map(\.debugDescription))")
+        try store.read { session in
+            try session.forEach(RecordQuery(recordTypes: ["Note"])) { zones.append($0.zone.zoneName) }
+        }
+        try require(
+            zones.count == 3 && Set(zones.map { Array($0.utf8) }).count == 2,
+            "three notes in two zones, read: \(zones.map(\.debugDescription))")
         // A query or a delete of one zone, by name, reads or deletes that zone only.
         var picked: [String] = []
         try store.read { session in
-            try session.forEach(RecordQuery(recordTypes: ["Note"], zoneName: kitchenToo.zoneName)) { picked.append($0["title"].map { "\($0)" } ?? "") }
+            try session.forEach(RecordQuery(recordTypes: ["Note"], zoneName: kitchenToo.zoneName)) {
+                picked.append($0["title"].map { "\($0)" } ?? "")
+            }
         }
         try require(picked.count == 1, "a query of \(kitchenToo.zoneName.debugDescription) read \(picked)")
-        let deleted = try store.write(dryRun: false) { session in try session.delete(matching: RecordQuery(recordTypes: ["Note"], zoneName: kitchen.zoneName)) }
-        try require(deleted.count == 2, "a delete of \(kitchen.zoneName.debugDescription) deleted \(deleted.count) records")
-        try require((try store.read { try $0.record(RecordID(recordName: "n", zone: kitchenToo)) }) != nil, "a delete of one zone took the other's record")
+        let deleted = try store.write(dryRun: false) { session in
+            try session.delete(matching: RecordQuery(recordTypes: ["Note"], zoneName: kitchen.zoneName))
+        }
+        try require(
+            deleted.count == 2, "a delete of \(kitchen.zoneName.debugDescription) deleted \(deleted.count) records")
+        try require(
+            (try store.read { try $0.record(RecordID(recordName: "n", zone: kitchenToo)) }) != nil,
+            "a delete of one zone took the other's record")
     }
 
     func saveModes() throws {
@@ -191,37 +232,50 @@ public struct StoreConformance<Store: RecordStoring> {
             try store.write(dryRun: false) { session in _ = try session.save(Self.note("n-1", "Eggs"), mode: .insert) }
         }
         // upsert sets the fields given and keeps the others.
-        var partial = Record(id: RecordID(recordName: "n-1", zone: Self.zone), recordType: "Note",
-                             modified: RecordStamp(timestamp: 1_700_000_100_000))
+        var partial = Record(
+            id: RecordID(recordName: "n-1", zone: Self.zone), recordType: "Note",
+            modified: RecordStamp(timestamp: 1_700_000_100_000))
         partial["title"] = .string("Oat milk")
         try store.write(dryRun: false) { session in _ = try session.save(partial, mode: .upsert) }
         var stored = try store.read { try $0.record(partial.id) }
-        try require(stored?["title"] == .string("Oat milk") && stored?["pinned"] == .int64(1), "upsert: \(String(describing: stored))")
+        try require(
+            stored?["title"] == .string("Oat milk") && stored?["pinned"] == .int64(1),
+            "upsert: \(String(describing: stored))")
         // replace clears what is not given.
         try store.write(dryRun: false) { session in _ = try session.save(partial, mode: .replace) }
         stored = try store.read { try $0.record(partial.id) }
-        try require(stored?["title"] == .string("Oat milk") && stored?["pinned"] == nil, "replace: \(String(describing: stored))")
+        try require(
+            stored?["title"] == .string("Oat milk") && stored?["pinned"] == nil,
+            "replace: \(String(describing: stored))")
         // newer keeps whichever side was modified later.
         let older = Self.note("n-1", "Old title", modified: 1_600_000_000_000)
         try store.write(dryRun: false) { session in
             let outcome = try session.save(older, mode: .newer)
-            guard case .unchanged = outcome else { throw Failure(description: "newer with an older record: \(outcome)") }
+            guard case .unchanged = outcome else {
+                throw Failure(description: "newer with an older record: \(outcome)")
+            }
         }
         let newer = Self.note("n-1", "New title", modified: 1_800_000_000_000)
         try store.write(dryRun: false) { session in _ = try session.save(newer, mode: .newer) }
         stored = try store.read { try $0.record(partial.id) }
-        try require(stored?["title"] == .string("New title"), "newer with a newer record: \(String(describing: stored))")
+        try require(
+            stored?["title"] == .string("New title"), "newer with a newer record: \(String(describing: stored))")
         // System fields come back as they were saved.
-        try require(stored?.modified?.timestamp == 1_800_000_000_000 && stored?.created?.timestamp == 1_700_000_000_000, "system fields: \(String(describing: stored))")
+        try require(
+            stored?.modified?.timestamp == 1_800_000_000_000 && stored?.created?.timestamp == 1_700_000_000_000,
+            "system fields: \(String(describing: stored))")
     }
 
     func queries() throws {
         let other = ZoneID(scope: .shared, zoneName: "A", ownerRecordName: "_someone")
-        let store = try newStore("queries", with: [
-            Self.note("n-3", "Cheese", pinned: 1, due: 1_800_000_000_000), Self.note("n-1", "Milk", pinned: 0, due: 1_750_000_000_000),
-            Self.note("n-2", "Bread", pinned: 1),
-            Self.folder("f-1"), Self.note("n-0", "Jam", zone: other),
-        ])
+        let store = try newStore(
+            "queries",
+            with: [
+                Self.note("n-3", "Cheese", pinned: 1, due: 1_800_000_000_000),
+                Self.note("n-1", "Milk", pinned: 0, due: 1_750_000_000_000),
+                Self.note("n-2", "Bread", pinned: 1),
+                Self.folder("f-1"), Self.note("n-0", "Jam", zone: other),
+            ])
         // Scope, zone, type, name.
         try require(try names(store) == ["f-1", "n-1", "n-2", "n-3", "n-0"], "order: \(try names(store))")
         var pinned = RecordQuery(recordTypes: ["Note"])
@@ -235,17 +289,25 @@ public struct StoreConformance<Store: RecordStoring> {
         try require(try names(store, sorted) == ["n-1", "n-3"], "descending, limit: \(try names(store, sorted))")
         try require(try store.read { try $0.count(pinned) } == 2, "count")
         try require(try store.read { try $0.count(RecordQuery(scope: .shared)) } == 1, "count by scope")
-        try require(try store.read { try $0.record(RecordID(recordName: "n-0", zone: other)) }?["title"] == .string("Jam"), "lookup in another zone")
-        try require(try store.read { try $0.record(RecordID(recordName: "n-0", zone: Self.zone)) } == nil, "a name is per zone")
+        try require(
+            try store.read { try $0.record(RecordID(recordName: "n-0", zone: other)) }?["title"] == .string("Jam"),
+            "lookup in another zone")
+        try require(
+            try store.read { try $0.record(RecordID(recordName: "n-0", zone: Self.zone)) } == nil, "a name is per zone")
         let stats = try store.read { try $0.stats() }
         try require(stats.totalRecords == 5, "stats: \(stats.totalRecords)")
         try require(try store.read { $0.zones }.contains(other), "zones")
         // Lookups a calendar export makes: by name and type, by reference, the range of a field.
-        try require(try store.read { try $0.record(named: "n-0", ofType: "Note") }?.zone == other, "a record by name and type")
+        try require(
+            try store.read { try $0.record(named: "n-0", ofType: "Note") }?.zone == other, "a record by name and type")
         try require(try store.read { try $0.record(named: "f-1", ofType: "Note") } == nil, "a name of another type")
         let bounds = try store.read { try $0.bounds(RecordQuery(recordTypes: ["Note"]), fields: ["due"]) }
-        try require(bounds.map { [$0.0, $0.1] } == [1_750_000_000_000, 1_800_000_000_000], "bounds: \(String(describing: bounds))")
-        try require(try store.read { try $0.bounds(RecordQuery(recordTypes: ["Note"], zoneName: "none"), fields: ["due"]) } == nil, "bounds of nothing")
+        try require(
+            bounds.map { [$0.0, $0.1] } == [1_750_000_000_000, 1_800_000_000_000],
+            "bounds: \(String(describing: bounds))")
+        try require(
+            try store.read { try $0.bounds(RecordQuery(recordTypes: ["Note"], zoneName: "none"), fields: ["due"]) }
+                == nil, "bounds of nothing")
     }
 
     func transactions() throws {
@@ -265,7 +327,8 @@ public struct StoreConformance<Store: RecordStoring> {
             _ = try session.save(Self.note("n-4", "Tea"), mode: .upsert)
             return try session.record(RecordID(recordName: "n-4", zone: Self.zone)) != nil
         }
-        try require(seenInside && (try names(store)) == ["n-1", "n-4"], "a write sees its own records and commits them")
+        try require(
+            seenInside && (try names(store)) == ["n-1", "n-4"], "a write sees its own records and commits them")
     }
 
     func changeTokens() throws {
@@ -281,29 +344,44 @@ public struct StoreConformance<Store: RecordStoring> {
         try require(end.sequence > start.sequence, "changes advance the token")
         var changes: [(String, Bool)] = []
         try store.read { session in
-            try session.forEachChange(since: start, recordTypes: [], scope: nil, zoneName: nil) { changes.append(($0.recordName, $0.isDeleted)) }
+            try session.forEachChange(since: start, recordTypes: [], scope: nil, zoneName: nil) {
+                changes.append(($0.recordName, $0.isDeleted))
+            }
         }
-        try require(changes.map(\.0) == ["n-3", "n-1", "n-2"] && changes.map(\.1) == [false, false, true], "changes in order, deletions as tombstones: \(changes)")
+        try require(
+            changes.map(\.0) == ["n-3", "n-1", "n-2"] && changes.map(\.1) == [false, false, true],
+            "changes in order, deletions as tombstones: \(changes)")
         var none = 0
-        try store.read { session in try session.forEachChange(since: end, recordTypes: [], scope: nil, zoneName: nil) { _ in none += 1 } }
+        try store.read { session in
+            try session.forEachChange(since: end, recordTypes: [], scope: nil, zoneName: nil) { _ in none += 1 }
+        }
         try require(none == 0, "nothing after the current token")
-        try require(try store.read { try $0.stats() }.entries.reduce(0) { $0 + $1.tombstones } == 1, "a tombstone is counted")
+        try require(
+            try store.read { try $0.stats() }.entries.reduce(0) { $0 + $1.tombstones } == 1, "a tombstone is counted")
         let foreign = ChangeToken(storeID: "000000000000", sequence: 1)
         try requireThrows(StoreError.self, "a token of another store") {
-            try store.read { session in try session.forEachChange(since: foreign, recordTypes: [], scope: nil, zoneName: nil) { _ in } }
+            try store.read { session in
+                try session.forEachChange(since: foreign, recordTypes: [], scope: nil, zoneName: nil) { _ in }
+            }
         }
     }
 
     func deletes() throws {
-        let store = try newStore("deletes", with: [
-            Self.folder("f-1"), Self.folder("f-2"),
-            Self.note("n-1", "Milk", folder: Reference(recordName: "f-1", action: .deleteSelf)),
-            Self.note("n-2", "Bread", folder: Reference(recordName: "f-2", action: .validate)),
-        ])
-        let pointing = try store.read { try $0.records(ofType: "Note", whose: "folder", pointsAt: RecordID(recordName: "f-1", zone: Self.zone)) }
-        try require(pointing.map(\.recordName) == ["n-1"], "records that point at a record: \(pointing.map(\.recordName))")
+        let store = try newStore(
+            "deletes",
+            with: [
+                Self.folder("f-1"), Self.folder("f-2"),
+                Self.note("n-1", "Milk", folder: Reference(recordName: "f-1", action: .deleteSelf)),
+                Self.note("n-2", "Bread", folder: Reference(recordName: "f-2", action: .validate)),
+            ])
+        let pointing = try store.read {
+            try $0.records(ofType: "Note", whose: "folder", pointsAt: RecordID(recordName: "f-1", zone: Self.zone))
+        }
+        try require(
+            pointing.map(\.recordName) == ["n-1"], "records that point at a record: \(pointing.map(\.recordName))")
         let deleted = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-1", zone: Self.zone)]) }
-        try require(Set(deleted.map(\.id.recordName)) == ["f-1", "n-1"], "DELETE_SELF takes the note along: \(deleted)")
+        try require(
+            Set(deleted.map(\.id.recordName)) == ["f-1", "n-1"], "DELETE_SELF takes the note along: \(deleted)")
         try requireThrows(StoreError.self, "deleting a record a VALIDATE reference points at") {
             _ = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-2", zone: Self.zone)]) }
         }
@@ -318,28 +396,38 @@ public struct StoreConformance<Store: RecordStoring> {
 
     func assets() throws {
         let store = try newStore("assets")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-conformance-\(UUID().uuidString)").path
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ckport-conformance-\(UUID().uuidString)"
+        ).path
         let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try bytes.write(to: URL(fileURLWithPath: file))
         defer { try? FileManager.default.removeItem(atPath: file) }
         let put = try store.write(dryRun: false) { try $0.putAsset(file: file, expectedSHA256: nil, expectedSize: nil) }
         try require(put.size == 100_000 && put.added && put.sha256.count == 64, "put: \(put)")
-        let again = try store.write(dryRun: false) { try $0.putAsset(file: file, expectedSHA256: put.sha256, expectedSize: 100_000) }
+        let again = try store.write(dryRun: false) {
+            try $0.putAsset(file: file, expectedSHA256: put.sha256, expectedSize: 100_000)
+        }
         try require(!again.added, "the same bytes twice are stored once")
         var read = Data()
         let found = try store.read { try $0.readAsset(put.sha256) { read.append(contentsOf: $0) } }
         try require(found && read == bytes, "read back \(read.count) bytes")
         try require(try store.read { try $0.assetSize(put.sha256) } == 100_000, "size")
-        try require(!(try store.read { try $0.readAsset(String(repeating: "0", count: 64)) { _ in } }), "an asset the store lacks")
+        try require(
+            !(try store.read { try $0.readAsset(String(repeating: "0", count: 64)) { _ in } }),
+            "an asset the store lacks")
         try requireThrows(Error.self, "bytes that are not what the record says") {
-            _ = try store.write(dryRun: false) { try $0.putAsset(file: file, expectedSHA256: String(repeating: "a", count: 64), expectedSize: nil) }
+            _ = try store.write(dryRun: false) {
+                try $0.putAsset(file: file, expectedSHA256: String(repeating: "a", count: 64), expectedSize: nil)
+            }
         }
     }
 
     func history() throws {
         let store = try newStore("history")
-        let first = MigrationHistoryEntry(set: "notes", version: 1, description: "first", file: "0001_a.yaml", checksum: String(repeating: "a", count: 64),
-                                          appliedAt: 1_700_000_000_000, durationMilliseconds: 12, recordsChanged: 3)
+        let first = MigrationHistoryEntry(
+            set: "notes", version: 1, description: "first", file: "0001_a.yaml",
+            checksum: String(repeating: "a", count: 64),
+            appliedAt: 1_700_000_000_000, durationMilliseconds: 12, recordsChanged: 3)
         var second = first
         second.version = 2
         second.file = "0002_b.yaml"
@@ -351,21 +439,28 @@ public struct StoreConformance<Store: RecordStoring> {
             try session.recordMigration(second)
         }
         let notes = try store.read { try $0.migrationHistory(set: "notes") }
-        try require(notes.map(\.version) == [1, 2] && notes.map(\.file) == ["0001_a.yaml", "0002_b.yaml"], "history of one set: \(notes)")
+        try require(
+            notes.map(\.version) == [1, 2] && notes.map(\.file) == ["0001_a.yaml", "0002_b.yaml"],
+            "history of one set: \(notes)")
         try require(try store.read { try $0.migrationHistory(set: nil) }.count == 3, "history of all sets")
     }
 
     func rewrites() throws {
-        let store = try newStore("rewrites", with: [Self.note("n-1", "Milk", pinned: 1), Self.note("n-2", "Bread"), Self.folder("f-1")])
-        let rated = try SchemaParser.parse(Self.schemaText.replacingOccurrences(of: "pinned        INT64 QUERYABLE SORTABLE,",
-                                                                               with: "pinned        INT64 QUERYABLE SORTABLE,\n        rating INT64 QUERYABLE,"))
+        let store = try newStore(
+            "rewrites", with: [Self.note("n-1", "Milk", pinned: 1), Self.note("n-2", "Bread"), Self.folder("f-1")])
+        let rated = try SchemaParser.parse(
+            Self.schemaText.replacingOccurrences(
+                of: "pinned        INT64 QUERYABLE SORTABLE,",
+                with: "pinned        INT64 QUERYABLE SORTABLE,\n        rating INT64 QUERYABLE,"))
         // A transform that throws leaves schema and records as they were.
         do {
             _ = try store.write(dryRun: false) { session in
                 try session.rewrite(types: ["Note"], into: rated) { _ in throw Failure(description: "on purpose") }
             }
         } catch is Failure {}
-        try require(store.schema.recordType(named: "Note")?.fields.contains { $0.name == "rating" } == false, "a failed rewrite changed the schema")
+        try require(
+            store.schema.recordType(named: "Note")?.fields.contains { $0.name == "rating" } == false,
+            "a failed rewrite changed the schema")
         let counts = try store.write(dryRun: false) { session in
             try session.rewrite(types: ["Note"], into: rated) { record in
                 var changed = record
@@ -408,7 +503,9 @@ public struct StoreConformance<Store: RecordStoring> {
                 throw Failure(description: "cut off")
             }
         } catch is Failure {}
-        try require(try store.read { try $0.syncStates(source: source) }.isEmpty && (try names(store)).isEmpty, "a rolled-back page left its token or records")
+        try require(
+            try store.read { try $0.syncStates(source: source) }.isEmpty && (try names(store)).isEmpty,
+            "a rolled-back page left its token or records")
         try store.write(dryRun: false) { session in
             _ = try session.save(Self.note("n-1", "Milk"), mode: .upsert)
             try session.saveSyncToken("AAAA", source: source, zone: Self.zone)
@@ -417,9 +514,13 @@ public struct StoreConformance<Store: RecordStoring> {
         }
         try store.write(dryRun: false) { try $0.saveSyncToken("AAAB", source: source, zone: Self.zone) }
         let states = try store.read { try $0.syncStates(source: source) }
-        try require(Set(states.map { "\($0.zone.zoneName)=\($0.token)" }) == ["Notes=AAAB", "family-1=BBBB"], "states: \(states)")
+        try require(
+            Set(states.map { "\($0.zone.zoneName)=\($0.token)" }) == ["Notes=AAAB", "family-1=BBBB"],
+            "states: \(states)")
         try require(states.first { $0.zone == other }?.zone.ownerRecordName == "_abc", "the zone's owner is kept")
-        try require(try store.read { try $0.syncSources() } == ["iCloud.com.example.Family/development/private", source].sorted(), "the sources pulled from")
+        try require(
+            try store.read { try $0.syncSources() }
+                == ["iCloud.com.example.Family/development/private", source].sorted(), "the sources pulled from")
         try store.write(dryRun: false) { try $0.saveSyncToken(nil, source: source, zone: other) }
         try require(try store.read { try $0.syncStates(source: source) }.map(\.token) == ["AAAB"], "a forgotten token")
     }
@@ -430,14 +531,17 @@ public struct StoreConformance<Store: RecordStoring> {
         bad["pinned"] = .string("yes")
         let records = [Self.note("n-1", "Milk"), bad, Self.note("n-3", "Jam")]
         do {
-            _ = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+            _ = try store.importRecords(
+                [ArrayRecordSource(records)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
             throw Failure(description: "an invalid record did not fail the load")
         } catch is Failure {
             throw Failure(description: "an invalid record did not fail the load")
         } catch {}
         try require(try names(store).isEmpty, "a failed load left records")
-        let summary = try store.importRecords([ArrayRecordSource(records)], schema: nil, options: ImportOptions(skipInvalid: true), hooks: ImportHooks())
-        try require(summary.totals.inserted == 2 && summary.totals.rejected == 1, "skipping invalid records: \(summary.totals)")
+        let summary = try store.importRecords(
+            [ArrayRecordSource(records)], schema: nil, options: ImportOptions(skipInvalid: true), hooks: ImportHooks())
+        try require(
+            summary.totals.inserted == 2 && summary.totals.rejected == 1, "skipping invalid records: \(summary.totals)")
         try require(try names(store) == ["n-1", "n-3"], "the valid records went in")
         var heard = 0
         let hooks = ImportHooks(finishing: { session in
@@ -445,7 +549,8 @@ public struct StoreConformance<Store: RecordStoring> {
             throw Failure(description: "refused at the end")
         })
         do {
-            _ = try store.importRecords([ArrayRecordSource([Self.note("n-4", "Tea")])], schema: nil, options: ImportOptions(), hooks: hooks)
+            _ = try store.importRecords(
+                [ArrayRecordSource([Self.note("n-4", "Tea")])], schema: nil, options: ImportOptions(), hooks: hooks)
         } catch is Failure {}
         try require(heard == 3, "the finishing hook sees the load's records: \(heard)")
         try require(try names(store) == ["n-1", "n-3"], "a load its hook refused left records")
@@ -456,7 +561,8 @@ public struct StoreConformance<Store: RecordStoring> {
     /// share's root deletes the share, deleting a share leaves its root (which no longer names
     /// it), and a parent link never deletes anything.
     func sharing() throws {
-        let details = #"{"publicPermission":"NONE","participants":[{"userIdentity":{"userRecordName":"_owner"},"type":"OWNER","acceptanceStatus":"ACCEPTED","permission":"READ_WRITE"}],"shortGUID":"0abc","extra":null}"#
+        let details =
+            #"{"publicPermission":"NONE","participants":[{"userIdentity":{"userRecordName":"_owner"},"type":"OWNER","acceptanceStatus":"ACCEPTED","permission":"READ_WRITE"}],"shortGUID":"0abc","extra":null}"#
         var root = Self.folder("f-1")
         root.share = "share-1"
         root.shareDetails = #"{"shortGUID":"0abc"}"#
@@ -464,15 +570,17 @@ public struct StoreConformance<Store: RecordStoring> {
         child.parent = "f-1"
         var grandchild = Self.note("n-2", "Bread")
         grandchild.parent = "n-1"
-        var share = Record(id: RecordID(recordName: "share-1", zone: Self.zone), recordType: Record.shareType,
-                           fields: ["cloudkit.title": .string("Groceries")], share: "share-1", shareDetails: details)
+        var share = Record(
+            id: RecordID(recordName: "share-1", zone: Self.zone), recordType: Record.shareType,
+            fields: ["cloudkit.title": .string("Groceries")], share: "share-1", shareDetails: details)
         share.changeTag = "tag-s"
         let store = try create("sharing")
         var schema = try SchemaParser.parse(Self.schemaText)
         schema.recordTypes.append(.share)
         try store.importSchema(schema, dryRun: false)
         // Half by bulk load, half by single saves.
-        _ = try store.importRecords([ArrayRecordSource([root, share])], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        _ = try store.importRecords(
+            [ArrayRecordSource([root, share])], schema: nil, options: ImportOptions(), hooks: ImportHooks())
         try store.write(dryRun: false) { session in
             _ = try session.save(child, mode: .insert)
             _ = try session.save(grandchild, mode: .insert)
@@ -482,8 +590,10 @@ public struct StoreConformance<Store: RecordStoring> {
             try session.forEach(RecordQuery()) { found[$0.recordName] = $0 }
             return found
         }
-        try require(all["f-1"] == root && all["n-1"] == child && all["n-2"] == grandchild && all["share-1"] == share,
-                    "links and details as given: \(all.values.map { "\($0.recordName) parent \($0.parent ?? "-") share \($0.share ?? "-") details \($0.shareDetails ?? "-")" })")
+        try require(
+            all["f-1"] == root && all["n-1"] == child && all["n-2"] == grandchild && all["share-1"] == share,
+            "links and details as given: \(all.values.map { "\($0.recordName) parent \($0.parent ?? "-") share \($0.share ?? "-") details \($0.shareDetails ?? "-")" })"
+        )
         var underMilk = RecordQuery(recordTypes: ["Note"])
         underMilk.predicate = try RecordPredicate.parse("parent == 'n-1'")
         try require(try names(store, underMilk) == ["n-2"], "query by parent: \(try names(store, underMilk))")
@@ -492,12 +602,16 @@ public struct StoreConformance<Store: RecordStoring> {
         retitled["title"] = .string("Groceries")
         try store.write(dryRun: false) { session in _ = try session.save(retitled, mode: .upsert) }
         let kept = try store.read { try $0.record(RecordID(recordName: "f-1", zone: Self.zone)) }
-        try require(kept?.share == "share-1" && kept?.shareDetails == root.shareDetails && kept?["title"] == .string("Groceries"), "upsert kept the links: \(String(describing: kept))")
+        try require(
+            kept?.share == "share-1" && kept?.shareDetails == root.shareDetails
+                && kept?["title"] == .string("Groceries"), "upsert kept the links: \(String(describing: kept))")
         // Deleting the share leaves its records; the root no longer names it.
         let first = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "share-1", zone: Self.zone)]) }
         try require(first.map(\.id.recordName) == ["share-1"], "deleting a share deletes it alone: \(first)")
         let unlinked = try store.read { try $0.record(RecordID(recordName: "f-1", zone: Self.zone)) }
-        try require(unlinked?.share == nil && unlinked?.shareDetails == root.shareDetails, "the root no longer names the share: \(String(describing: unlinked))")
+        try require(
+            unlinked?.share == nil && unlinked?.shareDetails == root.shareDetails,
+            "the root no longer names the share: \(String(describing: unlinked))")
         try require(try names(store) == ["f-1", "n-1", "n-2"], "records stay: \(try names(store))")
         // Deleting a root deletes its share; the records under it stay.
         try store.write(dryRun: false) { session in
@@ -507,9 +621,12 @@ public struct StoreConformance<Store: RecordStoring> {
             _ = try session.save(again, mode: .replace)
         }
         let second = try store.write(dryRun: false) { try $0.delete([RecordID(recordName: "f-1", zone: Self.zone)]) }
-        try require(Set(second.map(\.id.recordName)) == ["f-1", "share-1"], "deleting a root deletes its share: \(second)")
-        try require(second.first { $0.id.recordName == "share-1" }?.cause?.recordName == "f-1" && second.first { $0.id.recordName == "share-1" }?.field == "share",
-                    "the share is deleted because of its root: \(second)")
+        try require(
+            Set(second.map(\.id.recordName)) == ["f-1", "share-1"], "deleting a root deletes its share: \(second)")
+        try require(
+            second.first { $0.id.recordName == "share-1" }?.cause?.recordName == "f-1"
+                && second.first { $0.id.recordName == "share-1" }?.field == "share",
+            "the share is deleted because of its root: \(second)")
         try require(try names(store) == ["n-1", "n-2"], "a parent link deletes nothing: \(try names(store))")
     }
 
@@ -540,20 +657,27 @@ public struct StoreConformance<Store: RecordStoring> {
             linked(Self.folder("f-1", zone: other), share: "share-1"),
         ]
         let shares = ["share-1", "share-2", "share-3", "share-9"].map {
-            Record(id: RecordID(recordName: $0, zone: Self.zone), recordType: Record.shareType, fields: ["cloudkit.title": .string($0)], share: $0)
+            Record(
+                id: RecordID(recordName: $0, zone: Self.zone), recordType: Record.shareType,
+                fields: ["cloudkit.title": .string($0)], share: $0)
         }
         let store = try create("hierarchies")
         var schema = try SchemaParser.parse(Self.schemaText)
         schema.recordTypes.append(.share)
         try store.importSchema(schema, dryRun: false)
-        _ = try store.importRecords([ArrayRecordSource(records + shares)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
+        _ = try store.importRecords(
+            [ArrayRecordSource(records + shares)], schema: nil, options: ImportOptions(), hooks: ImportHooks())
         let found = try store.read { try $0.shareHierarchies(in: Self.zone) }
-        let expected = [ShareHierarchy(share: "share-1", rootName: "f-1", rootType: "Folder", recordCount: 5),
-                        ShareHierarchy(share: "share-2", rootName: "f-2", rootType: "Folder", recordCount: 2),
-                        ShareHierarchy(share: "share-3", rootName: "n-9", rootType: "Note", recordCount: 1)]
+        let expected = [
+            ShareHierarchy(share: "share-1", rootName: "f-1", rootType: "Folder", recordCount: 5),
+            ShareHierarchy(share: "share-2", rootName: "f-2", rootType: "Folder", recordCount: 2),
+            ShareHierarchy(share: "share-3", rootName: "n-9", rootType: "Note", recordCount: 1),
+        ]
         try require(found == expected, "share hierarchies of \(Self.zone.zoneName): \(found)")
         let elsewhere = try store.read { try $0.shareHierarchies(in: other) }
-        try require(elsewhere == [ShareHierarchy(share: "share-1", rootName: "f-1", rootType: "Folder", recordCount: 2)], "share hierarchies of Elsewhere: \(elsewhere)")
+        try require(
+            elsewhere == [ShareHierarchy(share: "share-1", rootName: "f-1", rootType: "Folder", recordCount: 2)],
+            "share hierarchies of Elsewhere: \(elsewhere)")
         let none = try store.read { try $0.shareHierarchies(in: ZoneID(scope: .private, zoneName: "Nowhere")) }
         try require(none.isEmpty, "a zone the store never held has no shares: \(none)")
     }
@@ -561,13 +685,17 @@ public struct StoreConformance<Store: RecordStoring> {
     func twoHandles() throws {
         let store = try newStore("handles", with: [Self.note("n-1", "Milk")])
         let second = try open(store.location)
-        try require(second.storeID == store.storeID && second.schema.isEquivalent(to: store.schema), "a second handle sees the same store")
+        try require(
+            second.storeID == store.storeID && second.schema.isEquivalent(to: store.schema),
+            "a second handle sees the same store")
         // A reader keeps its state while another handle commits.
         try second.read { session in
             try store.write(dryRun: false) { _ = try $0.save(Self.note("n-2", "Bread"), mode: .upsert) }
             var inside = 0
             try session.forEach(RecordQuery()) { _ in inside += 1 }
-            if inside != 1 { throw Failure(description: "a read transaction saw a commit made after it began (\(inside) records)") }
+            if inside != 1 {
+                throw Failure(description: "a read transaction saw a commit made after it began (\(inside) records)")
+            }
         }
         try require(try names(second) == ["n-1", "n-2"], "a new read sees the commit")
         try second.write(dryRun: false) { _ = try $0.save(Self.note("n-3", "Jam"), mode: .upsert) }

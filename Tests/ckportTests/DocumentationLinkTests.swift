@@ -1,13 +1,14 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The documentation a reader follows link by link: README.md, BENCHMARKS.md and docs/.
 @Suite("documentation links")
 struct DocumentationLinkTests {
     static var documents: [String] {
         let docs = packageRoot.appendingPathComponent("docs").path
-        let guides = ((try? FileManager.default.contentsOfDirectory(atPath: docs)) ?? []).filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        let guides = ((try? FileManager.default.contentsOfDirectory(atPath: docs)) ?? []).filter { $0.hasSuffix(".md") }
+            .sorted().map { "docs/" + $0 }
         return ["README.md", "BENCHMARKS.md"] + guides
     }
 
@@ -16,7 +17,11 @@ struct DocumentationLinkTests {
     static func anchor(_ heading: String) -> String {
         var out = ""
         for character in heading.lowercased() {
-            if character == " " { out.append("-") } else if character.isLetter || character.isNumber || character == "-" || character == "_" { out.append(character) }
+            if character == " " {
+                out.append("-")
+            } else if character.isLetter || character.isNumber || character == "-" || character == "_" {
+                out.append(character)
+            }
         }
         return out
     }
@@ -28,8 +33,13 @@ struct DocumentationLinkTests {
         var seen: [String: Int] = [:]
         var fenced = false
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("```") { fenced.toggle(); continue }
-            guard !fenced, line.hasPrefix("#"), let space = line.firstIndex(of: " "), line[..<space].allSatisfy({ $0 == "#" }) else { continue }
+            if line.hasPrefix("```") {
+                fenced.toggle()
+                continue
+            }
+            guard !fenced, line.hasPrefix("#"), let space = line.firstIndex(of: " "),
+                line[..<space].allSatisfy({ $0 == "#" })
+            else { continue }
             let base = anchor(String(line[line.index(after: space)...]))
             let count = seen[base, default: 0]
             seen[base] = count + 1
@@ -43,13 +53,19 @@ struct DocumentationLinkTests {
         var result: [(Int, String)] = []
         var fenced = false
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            if line.hasPrefix("```") { fenced.toggle(); continue }
+            if line.hasPrefix("```") {
+                fenced.toggle()
+                continue
+            }
             guard !fenced else { continue }
             // Inline code is not a link.
             var plain = ""
             var inCode = false
             for character in line {
-                if character == "`" { inCode.toggle(); continue }
+                if character == "`" {
+                    inCode.toggle()
+                    continue
+                }
                 if !inCode { plain.append(character) }
             }
             var rest = plain[...]
@@ -84,18 +100,23 @@ struct DocumentationLinkTests {
                 checked += 1
                 let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
                 let file = String(parts[0])
-                let destination = file.isEmpty ? url : url.deletingLastPathComponent().appendingPathComponent(file).standardizedFileURL
+                let destination =
+                    file.isEmpty
+                    ? url : url.deletingLastPathComponent().appendingPathComponent(file).standardizedFileURL
                 var isDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory) else {
                     Issue.record("\(document):\(line): \(target): no such file")
                     continue
                 }
                 if parts.count == 2 {
-                    guard !isDirectory.boolValue, let there = try? String(contentsOf: destination, encoding: .utf8) else {
+                    guard !isDirectory.boolValue, let there = try? String(contentsOf: destination, encoding: .utf8)
+                    else {
                         Issue.record("\(document):\(line): \(target): an anchor into something that is not a text file")
                         continue
                     }
-                    #expect(Self.anchors(of: there).contains(String(parts[1])), "\(document):\(line): \(target): no heading with that anchor")
+                    #expect(
+                        Self.anchors(of: there).contains(String(parts[1])),
+                        "\(document):\(line): \(target): no heading with that anchor")
                 }
             }
         }
@@ -107,6 +128,9 @@ struct DocumentationLinkTests {
         #expect(Self.anchor("`ckport schema import | export | check`") == "ckport-schema-import--export--check")
         #expect(Self.anchor("Several processes, one store") == "several-processes-one-store")
         #expect(Self.anchors(of: "# A\n## A\n```\n# not\n```\n") == ["a", "a-1"])
-        #expect(Self.links(in: "see [x](docs/a.md#b) and `[y](no.md)` and [z](https://e.org)").map(\.target) == ["docs/a.md#b"])
+        #expect(
+            Self.links(in: "see [x](docs/a.md#b) and `[y](no.md)` and [z](https://e.org)").map(\.target) == [
+                "docs/a.md#b"
+            ])
     }
 }

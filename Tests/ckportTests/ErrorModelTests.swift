@@ -1,12 +1,13 @@
+import CloudKitWeb
 import Foundation
 import Testing
-@testable import ckport
+
 @testable import CKPort
-import CloudKitWeb
 @testable import Formats
 @testable import Migrations
 @testable import Records
 @testable import Store
+@testable import ckport
 
 /// The command line's exit statuses (Testing has an `ExitStatus` of its own).
 typealias CLIExitStatus = ckport.ExitStatus
@@ -30,7 +31,10 @@ struct ErrorModelTests {
         (ValueError("not a number"), .invalidInput),
         (InputIssue(position: SourcePosition(file: "in.json", line: 1), message: "bad"), .invalidInput),
         (PredicateError(column: 3, message: "unknown operator"), .invalidInput),
-        (SchemaError(diagnostics: [SchemaDiagnostic(position: TextPosition(line: 1, column: 1), message: "bad")]), .invalidInput),
+        (
+            SchemaError(diagnostics: [SchemaDiagnostic(position: TextPosition(line: 1, column: 1), message: "bad")]),
+            .invalidInput
+        ),
         (JSONSyntaxError(offset: 4, message: "not valid JSON"), .invalidInput),
         (ExpressionError(column: 2, message: "bad"), .invalidInput),
         (RecordFailure(recordName: "a", recordType: "T", field: nil, step: "1", message: "bad"), .invalidInput),
@@ -51,35 +55,86 @@ struct ErrorModelTests {
         (CalendarFixedFieldUnknown(field: "status", text: "pending", recordTypes: ["Event"]), .usage),
         (CloudKitRequestError.invalidContainer("com.example"), .usage),
         (CloudKitServerError(serverErrorCode: "THROTTLED", retryAfter: 5, status: 429), .environment),
-        (CloudKitServerError(serverErrorCode: "AUTHENTICATION_REQUIRED", reason: "request needs authorization",
-                             redirectURL: "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x", status: 421), .authentication),
+        (
+            CloudKitServerError(
+                serverErrorCode: "AUTHENTICATION_REQUIRED", reason: "request needs authorization",
+                redirectURL: "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x", status: 421), .authentication
+        ),
         (TokenFileError(path: "web.txt", reason: "cannot create a file beside it: Permission denied"), .environment),
-        (PrivateFileError(path: "/tmp", reason: "cannot make a private folder there (Permission denied); set TMPDIR to a folder you can write to"), .environment),
-        (AccountMismatch(store: "family.sqlite", source: "iCloud.com.example.App/production/private", pulledAs: "_aca0", signedInAs: "_b1b2"), .usage),
-        (PullRequestError(description: "CloudKit gives 1 to 200 records per answer; 500 records per page cannot be asked for"), .usage),
+        (
+            PrivateFileError(
+                path: "/tmp",
+                reason:
+                    "cannot make a private folder there (Permission denied); set TMPDIR to a folder you can write to"),
+            .environment
+        ),
+        (
+            AccountMismatch(
+                store: "family.sqlite", source: "iCloud.com.example.App/production/private", pulledAs: "_aca0",
+                signedInAs: "_b1b2"), .usage
+        ),
+        (
+            PullRequestError(
+                description: "CloudKit gives 1 to 200 records per answer; 500 records per page cannot be asked for"),
+            .usage
+        ),
         (CloudKitUnavailable(operation: "records/changes", attempts: 6, lastProblem: "connection reset"), .environment),
         (ConnectionFailure(server: "127.0.0.1:8181", code: ECONNREFUSED, reason: "connection refused"), .environment),
-        (CloudPushStopped(partial: PushResult(destination: "iCloud.com.example.Notes/development/private"),
-                          underlying: "CloudKit answered QUOTA_EXCEEDED (HTTP 413)", underlyingCategory: .environment), .environment),
+        (
+            CloudPushStopped(
+                partial: PushResult(destination: "iCloud.com.example.Notes/development/private"),
+                underlying: "CloudKit answered QUOTA_EXCEEDED (HTTP 413)", underlyingCategory: .environment),
+            .environment
+        ),
         (LoopbackHTTPServer.ServerError("cannot listen on 127.0.0.1:8642: Address already in use"), .environment),
         (InputFileError(path: "in.json", "no such file"), .invalidInput),
-        (RecordInAnotherZone(position: SourcePosition(file: "tasks.csv", line: 2, column: 1), recordName: "task-1", recordType: "Task",
-                             given: .defaultZone, stored: ZoneID(scope: .shared, zoneName: "household-1", ownerRecordName: "_2c35")), .invalidInput),
-        (SchemaConflict(recordType: "Task", field: "title", first: ("a.ckdb", "STRING"), second: ("b.ckdb", "INT64")), .invalidInput),
-        (XMLInputError(file: "Model.xcdatamodel/contents", line: 3, column: 7, message: "not well-formed"), .invalidInput),
+        (
+            RecordInAnotherZone(
+                position: SourcePosition(file: "tasks.csv", line: 2, column: 1), recordName: "task-1",
+                recordType: "Task",
+                given: .defaultZone, stored: ZoneID(scope: .shared, zoneName: "household-1", ownerRecordName: "_2c35")),
+            .invalidInput
+        ),
+        (
+            SchemaConflict(
+                recordType: "Task", field: "title", first: ("a.ckdb", "STRING"), second: ("b.ckdb", "INT64")),
+            .invalidInput
+        ),
+        (
+            XMLInputError(file: "Model.xcdatamodel/contents", line: 3, column: 7, message: "not well-formed"),
+            .invalidInput
+        ),
         (OperationError.ambiguousRecordName("n-1", zones: ["private/A", "private/B"]), .invalidInput),
         (FormatNotReadable(format: "iCalendar", file: "x.ics"), .usage),
-        (PlistWriteError(file: "tasks.plist", recordName: "t-1", recordType: "Task", field: "title",
-                         message: "holds the character U+0001 at character 3, which XML 1.0 cannot hold (not even as &#…;)"), .invalidInput),
-        (XCalWriteError(file: "family.xcal", subject: "VEVENT 'e-1' RRULE", message: "RRULE part X-FOO has no place in xCal's <recur>"), .invalidInput),
+        (
+            PlistWriteError(
+                file: "tasks.plist", recordName: "t-1", recordType: "Task", field: "title",
+                message: "holds the character U+0001 at character 3, which XML 1.0 cannot hold (not even as &#…;)"),
+            .invalidInput
+        ),
+        (
+            XCalWriteError(
+                file: "family.xcal", subject: "VEVENT 'e-1' RRULE",
+                message: "RRULE part X-FOO has no place in xCal's <recur>"), .invalidInput
+        ),
         (OperationError.bundleNotSound(bundle: "b.ckbundle", problems: ["checksum"]), .invalidInput),
         (OperationError.noBundles, .usage),
         (OperationError.chainStartsIncremental(bundle: "t.ckbundle", base: "ck1-a-1"), .invalidInput),
         (OperationError.chainFullBundleInside(bundle: "t.ckbundle", previous: "m.ckbundle"), .invalidInput),
-        (OperationError.chainFromOtherStore(bundle: "t.ckbundle", store: "a", previous: "m.ckbundle", previousStore: "b"), .invalidInput),
-        (OperationError.chainBroken(bundle: "t.ckbundle", base: "ck1-a-5", previous: "m.ckbundle", previousEnd: "ck1-a-3", missing: true), .invalidInput),
+        (
+            OperationError.chainFromOtherStore(
+                bundle: "t.ckbundle", store: "a", previous: "m.ckbundle", previousStore: "b"), .invalidInput
+        ),
+        (
+            OperationError.chainBroken(
+                bundle: "t.ckbundle", base: "ck1-a-5", previous: "m.ckbundle", previousEnd: "ck1-a-3", missing: true),
+            .invalidInput
+        ),
         (OperationError.storeNotEmpty(store: "s.sqlite", records: 1200), .usage),
-        (OperationError.bundleOfAnotherSchema(bundle: "b.ckbundle", missingTypes: ["Note"], store: "s.sqlite"), .invalidInput),
+        (
+            OperationError.bundleOfAnotherSchema(bundle: "b.ckbundle", missingTypes: ["Note"], store: "s.sqlite"),
+            .invalidInput
+        ),
         (OperationError.noPassphrase, .usage),
         (OperationError.noSchema(store: "s.sqlite", storeExists: true), .invalidInput),
         (OperationError.inputNotKept(["1 VALARM"]), .invalidInput),
@@ -96,11 +151,14 @@ struct ErrorModelTests {
         var bare: [String] = []
         let sources = packageRoot.appendingPathComponent("Sources")
         let library = ["Records", "Store", "Formats", "Migrations", "CKPort", "CloudKitWeb"]
-        let declaration = try Regex(#"public (?:final )?(?:struct|enum|class|actor) (\w+)[^{\n]*:[^{\n]*\b(Error|CKPortError)\b"#)
+        let declaration = try Regex(
+            #"public (?:final )?(?:struct|enum|class|actor) (\w+)[^{\n]*:[^{\n]*\b(Error|CKPortError)\b"#)
         for module in library {
-            let enumerator = try #require(FileManager.default.enumerator(atPath: sources.appendingPathComponent(module).path))
+            let enumerator = try #require(
+                FileManager.default.enumerator(atPath: sources.appendingPathComponent(module).path))
             for case let file as String in enumerator where file.hasSuffix(".swift") {
-                let text = try String(contentsOf: sources.appendingPathComponent(module).appendingPathComponent(file), encoding: .utf8)
+                let text = try String(
+                    contentsOf: sources.appendingPathComponent(module).appendingPathComponent(file), encoding: .utf8)
                 for match in text.matches(of: declaration) {
                     let name = String(match.output[1].substring ?? "")
                     declared.insert(name)
@@ -111,14 +169,21 @@ struct ErrorModelTests {
         #expect(bare.isEmpty, "public error types that are not CKPortError: \(bare)")
         let sampled = Set(Self.samples.map { String(describing: type(of: $0.0)) })
         // Every case of the operations' error is sampled too.
-        let operationSource = try String(contentsOf: sources.appendingPathComponent("CKPort/OperationError.swift"), encoding: .utf8)
-        let cases = Set(operationSource.split(separator: "\n").filter { $0.hasPrefix("    case ") }.map { line in
-            String(line.dropFirst(9).prefix { $0.isLetter || $0.isNumber })
-        })
+        let operationSource = try String(
+            contentsOf: sources.appendingPathComponent("CKPort/OperationError.swift"), encoding: .utf8)
+        let cases = Set(
+            operationSource.split(separator: "\n").filter { $0.hasPrefix("    case ") }.map { line in
+                String(line.dropFirst(9).prefix { $0.isLetter || $0.isNumber })
+            })
         let sampledCases = Set(Self.samples.compactMap { $0.0 as? OperationError }.map(Self.caseName))
-        #expect(cases.count >= 10 && cases == sampledCases, "declared: \(cases.sorted()); sampled: \(sampledCases.sorted())")
+        #expect(
+            cases.count >= 10 && cases == sampledCases, "declared: \(cases.sorted()); sampled: \(sampledCases.sorted())"
+        )
         #expect(declared.count >= 20, "\(declared)")
-        #expect(declared == sampled, "declared but not sampled: \(declared.subtracting(sampled)); sampled but not declared: \(sampled.subtracting(declared))")
+        #expect(
+            declared == sampled,
+            "declared but not sampled: \(declared.subtracting(sampled)); sampled but not declared: \(sampled.subtracting(declared))"
+        )
     }
 
     @Test("each error's category, and the exit status the command line gives it")
@@ -126,12 +191,13 @@ struct ErrorModelTests {
         for (error, category) in Self.samples {
             #expect(error.category == category, "\(type(of: error)): \(error)")
             let (status, message) = Failures.classify(error)
-            let expected: CLIExitStatus = switch category {
-            case .usage: .usage
-            case .invalidInput: .invalidInput
-            case .environment, .internal: .failure
-            case .authentication: .signIn
-            }
+            let expected: CLIExitStatus =
+                switch category {
+                case .usage: .usage
+                case .invalidInput: .invalidInput
+                case .environment, .internal: .failure
+                case .authentication: .signIn
+                }
             #expect(status == expected, "\(type(of: error))")
             if error is OperationError {
                 // The library speaks of the data; the command line may name its flags instead.
@@ -161,16 +227,27 @@ struct ErrorModelTests {
     @Test("the command line names the flag where an operation speaks of a setting, and keeps the data's words")
     func commandLineHints() {
         let hinted: [(OperationError, String)] = [
-            (.storeNotEmpty(store: "s.sqlite", records: 1200), "the store s.sqlite already holds 1,200 records; pass --mode upsert, replace or newer to restore into it"),
+            (
+                .storeNotEmpty(store: "s.sqlite", records: 1200),
+                "the store s.sqlite already holds 1,200 records; pass --mode upsert, replace or newer to restore into it"
+            ),
             (.noPassphrase, "--encrypt needs a passphrase: --passphrase-file FILE, or $CKPORT_PASSPHRASE"),
-            (.inputNotKept(["1 VALARM"]), "--strict: the mapping would not keep 1 VALARM; nothing was imported (--mapping archive keeps a calendar whole)"),
-            (.chainStartsIncremental(bundle: "t.ckbundle", base: "ck1-a-1"), "t.ckbundle is incremental (it starts at ck1-a-1); restore the full bundle it builds on first, or pass --mode to apply it to a store restored earlier"),
+            (
+                .inputNotKept(["1 VALARM"]),
+                "--strict: the mapping would not keep 1 VALARM; nothing was imported (--mapping archive keeps a calendar whole)"
+            ),
+            (
+                .chainStartsIncremental(bundle: "t.ckbundle", base: "ck1-a-1"),
+                "t.ckbundle is incremental (it starts at ck1-a-1); restore the full bundle it builds on first, or pass --mode to apply it to a store restored earlier"
+            ),
         ]
         for (error, text) in hinted {
             #expect(Failures.classify(error).1 == text)
             #expect(error.description != text)
         }
-        let plain = OperationError.chainFromOtherStore(bundle: "t.ckbundle", store: "a", previous: "m.ckbundle", previousStore: "b")
-        #expect(Failures.classify(plain).1 == "t.ckbundle comes from store a, m.ckbundle from b: they are not one chain")
+        let plain = OperationError.chainFromOtherStore(
+            bundle: "t.ckbundle", store: "a", previous: "m.ckbundle", previousStore: "b")
+        #expect(
+            Failures.classify(plain).1 == "t.ckbundle comes from store a, m.ckbundle from b: they are not one chain")
     }
 }

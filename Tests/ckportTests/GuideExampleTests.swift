@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import ckport
 
 /// Every `ckport …` line of the shell examples in README.md, BENCHMARKS.md and docs/ is a
@@ -21,22 +22,37 @@ struct GuideExampleTests {
         var quote: Character?
         var characters = Array(line)
         var index = 0
-        func finish() { if inWord { words.append(current) }; current = ""; inWord = false }
+        func finish() {
+            if inWord { words.append(current) }
+            current = ""
+            inWord = false
+        }
         while index < characters.count {
             let c = characters[index]
             if let q = quote {
-                if c == q { quote = nil } else if c == "\\" && q == "\"" && index + 1 < characters.count { index += 1; current.append(characters[index]) } else { current.append(c) }
+                if c == q {
+                    quote = nil
+                } else if c == "\\" && q == "\"" && index + 1 < characters.count {
+                    index += 1
+                    current.append(characters[index])
+                } else {
+                    current.append(c)
+                }
             } else if c == "'" || c == "\"" {
-                quote = c; inWord = true
+                quote = c
+                inWord = true
             } else if c == "\\" && index + 1 < characters.count {
-                index += 1; current.append(characters[index]); inWord = true
+                index += 1
+                current.append(characters[index])
+                inWord = true
             } else if c == " " || c == "\t" {
                 finish()
             } else if "|<>;&".contains(c) || (c == "#" && !inWord) {
                 finish()
                 break
             } else {
-                current.append(c); inWord = true
+                current.append(c)
+                inWord = true
             }
             index += 1
         }
@@ -61,7 +77,10 @@ struct GuideExampleTests {
             guard inShell else { continue }
             var text = line
             var start = number + 1
-            if let earlier = pending { text = earlier.text + " " + line.trimmingCharacters(in: .whitespaces); start = earlier.line }
+            if let earlier = pending {
+                text = earlier.text + " " + line.trimmingCharacters(in: .whitespaces)
+                start = earlier.line
+            }
             if text.hasSuffix("\\") {
                 pending = (start, String(text.dropLast()))
                 continue
@@ -101,9 +120,16 @@ struct GuideExampleTests {
 
     @Test("the example reader splits as a shell does, and stops at a pipe or a comment")
     func splitting() {
-        #expect(Self.words(#"ckport export --where "a == 'b c'" -o x.jsonl | gzip"#) == ["ckport", "export", "--where", "a == 'b c'", "-o", "x.jsonl"])
+        #expect(
+            Self.words(#"ckport export --where "a == 'b c'" -o x.jsonl | gzip"#) == [
+                "ckport", "export", "--where", "a == 'b c'", "-o", "x.jsonl",
+            ])
         #expect(Self.words("ckport stats   # what the store holds") == ["ckport", "stats"])
-        #expect(Self.examples(in: "```sh\nCKPORT_STORE=x.sqlite ckport import a.jsonl \\\n    --mode upsert\nls\n```\n```\nckport not-shell\n```\n").map(\.words)
+        #expect(
+            Self.examples(
+                in:
+                    "```sh\nCKPORT_STORE=x.sqlite ckport import a.jsonl \\\n    --mode upsert\nls\n```\n```\nckport not-shell\n```\n"
+            ).map(\.words)
                 == [["import", "a.jsonl", "--mode", "upsert"]])
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Every shell example of README.md and the guides in docs/ that runs ckport is run, as a
 /// reader would paste it, in a folder of its own: with `set -e`, so a command that fails fails
@@ -69,7 +69,9 @@ struct GuideRunTests {
                         let parts = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
                         block.scene = parts[0]
                         for part in parts.dropFirst() where part.hasPrefix("unchanged") {
-                            block.unchanged = part.contains("=") ? String(part.split(separator: "=", maxSplits: 1)[1]) : "ckport.sqlite"
+                            block.unchanged =
+                                part.contains("=")
+                                ? String(part.split(separator: "=", maxSplits: 1)[1]) : "ckport.sqlite"
                         }
                     }
                     current = block
@@ -120,7 +122,8 @@ struct GuideRunTests {
     }
 
     /// The test server's URL without its query (`CKPORT_TEST_POSTGRES`).
-    static let postgres: String = ProcessInfo.processInfo.environment["CKPORT_TEST_POSTGRES"].map { String($0.split(separator: "?")[0]) } ?? ""
+    static let postgres: String =
+        ProcessInfo.processInfo.environment["CKPORT_TEST_POSTGRES"].map { String($0.split(separator: "?")[0]) } ?? ""
 
     /// What stands for the reader's machine in a guide, and what stands for it here: their
     /// server and folders.
@@ -129,34 +132,52 @@ struct GuideRunTests {
         ("docs/postgresql.md", "postgresql://ckport@db.example:5432/mirror", postgres),
         ("docs/browsing.md", "postgresql://me@db.example/ckport", postgres),
         ("docs/cloudkit.md", "/srv/backups", "$PWD/srv/backups"),
-        ("docs/cloudkit.md", "--container iCloud.com.example.App", "--base-url $GUIDE_CLOUDKIT --container iCloud.com.example.App"),
+        (
+            "docs/cloudkit.md", "--container iCloud.com.example.App",
+            "--base-url $GUIDE_CLOUDKIT --container iCloud.com.example.App"
+        ),
         ("docs/import-export.md", "--records 1000000", "--records 2000"),
     ]
 
-    @Test("every example of README.md and docs/ that runs ckport runs, in the scene named above it, and leaves the data as the guide says", arguments: guides)
+    @Test(
+        "every example of README.md and docs/ that runs ckport runs, in the scene named above it, and leaves the data as the guide says",
+        arguments: guides)
     func run(_ document: String) throws {
         let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
         let blocks = Self.blocks(in: text)
         let scenes = Self.sceneBlocks(in: text)
         for block in blocks {
             guard let scene = block.scene else {
-                Issue.record("\(document):\(block.line): an example without a scene: name one above it (<!-- example: SCENE -->, Tests/Fixtures/guides/scenes.sh)")
+                Issue.record(
+                    "\(document):\(block.line): an example without a scene: name one above it (<!-- example: SCENE -->, Tests/Fixtures/guides/scenes.sh)"
+                )
                 continue
             }
             if scene.hasPrefix("not run") {
-                #expect(scene.count > "not run, ".count + 10, "\(document):\(block.line): say why the example is not run")
+                #expect(
+                    scene.count > "not run, ".count + 10, "\(document):\(block.line): say why the example is not run")
                 continue
             }
             // As the PostgreSQL store's own tests: run where a server is given, and always in CI.
-            if ["browsing", "postgresql"].contains(scene) && Self.postgres.isEmpty && ProcessInfo.processInfo.environment["CI"] == nil { continue }
-            let setup = scenes[scene]
-            if setup == nil && !Self.machineScenes.contains(scene) {
-                Issue.record("\(document):\(block.line): scene \(scene) is not shown in \(document): show the reader how to make what the example starts from (<!-- scene: \(scene) --> above a shell block)")
+            if ["browsing", "postgresql"].contains(scene) && Self.postgres.isEmpty
+                && ProcessInfo.processInfo.environment["CI"] == nil
+            {
                 continue
             }
-            let result = try Self.runScript(Self.replaced(block.text, in: document), scene: scene, setup: setup.map { Self.replaced($0, in: document) },
-                                            unchanged: block.unchanged, checks: block.checks)
-            #expect(result.status == 0, "\(document):\(block.line) (scene \(scene)) ended with \(result.status):\n\(result.output)")
+            let setup = scenes[scene]
+            if setup == nil && !Self.machineScenes.contains(scene) {
+                Issue.record(
+                    "\(document):\(block.line): scene \(scene) is not shown in \(document): show the reader how to make what the example starts from (<!-- scene: \(scene) --> above a shell block)"
+                )
+                continue
+            }
+            let result = try Self.runScript(
+                Self.replaced(block.text, in: document), scene: scene,
+                setup: setup.map { Self.replaced($0, in: document) },
+                unchanged: block.unchanged, checks: block.checks)
+            #expect(
+                result.status == 0,
+                "\(document):\(block.line) (scene \(scene)) ended with \(result.status):\n\(result.output)")
         }
     }
 
@@ -169,15 +190,20 @@ struct GuideRunTests {
         return script
     }
 
-    @Test("every scene a guide names is one it shows, or the reader's machine; the blocks that must change nothing say so")
+    @Test(
+        "every scene a guide names is one it shows, or the reader's machine; the blocks that must change nothing say so"
+    )
     func scenesShown() throws {
-        var unchanged = 0, checks = 0
+        var unchanged = 0
+        var checks = 0
         for document in Self.guides {
             let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
             let scenes = Self.sceneBlocks(in: text)
             for block in Self.blocks(in: text) + Self.transcripts(in: text) {
                 guard let scene = block.scene, !scene.hasPrefix("not run") else { continue }
-                #expect(scenes[scene] != nil || Self.machineScenes.contains(scene), "\(document):\(block.line): scene \(scene) is not shown in the guide")
+                #expect(
+                    scenes[scene] != nil || Self.machineScenes.contains(scene),
+                    "\(document):\(block.line): scene \(scene) is not shown in the guide")
                 if block.unchanged != nil { unchanged += 1 }
                 checks += block.checks.count
             }
@@ -195,7 +221,11 @@ struct GuideRunTests {
         for document in Self.guides {
             let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
             for block in Self.blocks(in: text) {
-                if block.scene?.hasPrefix("not run") == true { notRun.append("\(document):\(block.line)") } else { run += 1 }
+                if block.scene?.hasPrefix("not run") == true {
+                    notRun.append("\(document):\(block.line)")
+                } else {
+                    run += 1
+                }
             }
         }
         #expect(run >= 22, "only \(run) examples")
@@ -217,12 +247,17 @@ struct GuideRunTests {
             if trimmed.hasPrefix("```") {
                 defer { inFence.toggle() }
                 if inFence {
-                    if let block = current, block.text.split(separator: "\n").contains(where: { $0.hasPrefix("$ ckport ") }) { found.append(block) }
+                    if let block = current,
+                        block.text.split(separator: "\n").contains(where: { $0.hasPrefix("$ ckport ") })
+                    {
+                        found.append(block)
+                    }
                     current = nil
                 } else if trimmed == "```" {
                     var scene: String?
                     if previous.hasPrefix("<!-- example:"), previous.hasSuffix("-->") {
-                        scene = previous.dropFirst("<!-- example:".count).dropLast(3).trimmingCharacters(in: .whitespaces)
+                        scene = previous.dropFirst("<!-- example:".count).dropLast(3).trimmingCharacters(
+                            in: .whitespaces)
                     }
                     indent = line.prefix { $0 == " " }.count
                     current = Block(line: number + 1, scene: scene, text: "")
@@ -239,7 +274,8 @@ struct GuideRunTests {
         var out = text
         for (pattern, replacement) in [
             (#"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"#, "<time>"), (#"\d+(\.\d+)? s\b"#, "<n> s"),
-            (#"\([\d,]+/s\)"#, "(<rate>)"), (#"[\d.]+ (KB|MB|GB|bytes)"#, "<size>"), (#"ck1-[0-9a-f]{12}-"#, "ck1-<store>-"),
+            (#"\([\d,]+/s\)"#, "(<rate>)"), (#"[\d.]+ (KB|MB|GB|bytes)"#, "<size>"),
+            (#"ck1-[0-9a-f]{12}-"#, "ck1-<store>-"),
         ] {
             out = out.replacingOccurrences(of: pattern, with: replacement, options: .regularExpression)
         }
@@ -253,20 +289,27 @@ struct GuideRunTests {
         return lines.joined(separator: "\n").trimmingCharacters(in: .newlines)
     }
 
-    @Test("every transcript in the guides (`$ ckport …` and what it prints) prints what it shows, but for times, sizes and store IDs", arguments: guides)
+    @Test(
+        "every transcript in the guides (`$ ckport …` and what it prints) prints what it shows, but for times, sizes and store IDs",
+        arguments: guides)
     func transcript(_ document: String) throws {
         let text = try String(contentsOf: packageRoot.appendingPathComponent(document), encoding: .utf8)
         for block in Self.transcripts(in: text) {
-            let scene = try #require(block.scene, "\(document):\(block.line): a transcript without a scene: name one above it (<!-- example: SCENE -->)")
+            let scene = try #require(
+                block.scene,
+                "\(document):\(block.line): a transcript without a scene: name one above it (<!-- example: SCENE -->)")
             var script = ""
             for line in block.text.split(separator: "\n") where line.hasPrefix("$ ") {
                 let command = String(line.dropFirst(2))
                 // Line by line, as a terminal shows standard output and error together.
                 script += "echo \(Self.singleQuoted("$ " + command))\nstdbuf -oL -eL \(command) 2>&1 || true\n"
             }
-            let result = try Self.runScript(script, scene: scene, setup: Self.sceneBlocks(in: text)[scene].map { Self.replaced($0, in: document) }, trace: false)
+            let result = try Self.runScript(
+                script, scene: scene, setup: Self.sceneBlocks(in: text)[scene].map { Self.replaced($0, in: document) },
+                trace: false)
             #expect(result.status == 0, "\(document):\(block.line): \(result.output)")
-            let shown = Self.steady(block.text), printed = Self.steady(result.output)
+            let shown = Self.steady(block.text)
+            let printed = Self.steady(result.output)
             #expect(printed == shown, "\(document):\(block.line) (scene \(scene)) printed:\n\(result.output)")
         }
     }
@@ -280,44 +323,51 @@ struct GuideRunTests {
     /// reader's machine, the function `scene_SCENE`. With `unchanged`, the store's export
     /// before and after the block must be the same bytes; then each check runs. Its status,
     /// and its output with the script's trace.
-    static func runScript(_ block: String, scene: String, setup: String? = nil, unchanged: String? = nil, checks: [String] = [],
-                          trace: Bool = true) throws -> (status: Int32, output: String) {
+    static func runScript(
+        _ block: String, scene: String, setup: String? = nil, unchanged: String? = nil, checks: [String] = [],
+        trace: Bool = true
+    ) throws -> (status: Int32, output: String) {
         let scratch = Scratch()
         let bin = scratch.url.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: scratch.url.appendingPathComponent("home"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: scratch.url.appendingPathComponent("home"), withIntermediateDirectories: true)
         let wrapper = bin.appendingPathComponent("ckport")
         try """
-            #!/usr/bin/env bash
-            # ckport as built for the tests. A server (serve) runs until its first page answers.
-            real=\(ckportBinary.path)
-            [ "${1:-}" = serve ] || exec "$real" "$@"
-            args=("$@")
-            case " $* " in *" --port "*) ;; *) args+=(--port 0) ;; esac
-            "$real" "${args[@]}" > serve.out 2>&1 &
-            server=$!
-            for _ in $(seq 100); do grep -q 'http://' serve.out && break; sleep 0.1; done
-            url=$(grep -o 'http://[^ ]*/' serve.out | head -1)
-            # The first page, asked up to three times on a loaded machine; each miss is said.
-            status=1
-            for attempt in 1 2 3; do
-              [ -n "$url" ] || break
-              code=$(curl -s -o serve.page -w '%{http_code}' --max-time 20 "$url") || true
-              if [ "$code" = 200 ] && grep -q '<html' serve.page; then status=0; break; fi
-              echo "first page, attempt $attempt: HTTP ${code:-none}: $(head -c 300 serve.page 2>/dev/null)" >> serve.miss
-              sleep 1
-            done
-            kill -INT $server; wait $server
-            [ ! -f serve.miss ] || cat serve.miss
-            cat serve.out
-            exit $status
-            """.write(to: wrapper, atomically: true, encoding: .utf8)
+        #!/usr/bin/env bash
+        # ckport as built for the tests. A server (serve) runs until its first page answers.
+        real=\(ckportBinary.path)
+        [ "${1:-}" = serve ] || exec "$real" "$@"
+        args=("$@")
+        case " $* " in *" --port "*) ;; *) args+=(--port 0) ;; esac
+        "$real" "${args[@]}" > serve.out 2>&1 &
+        server=$!
+        for _ in $(seq 100); do grep -q 'http://' serve.out && break; sleep 0.1; done
+        url=$(grep -o 'http://[^ ]*/' serve.out | head -1)
+        # The first page, asked up to three times on a loaded machine; each miss is said.
+        status=1
+        for attempt in 1 2 3; do
+          [ -n "$url" ] || break
+          code=$(curl -s -o serve.page -w '%{http_code}' --max-time 20 "$url") || true
+          if [ "$code" = 200 ] && grep -q '<html' serve.page; then status=0; break; fi
+          echo "first page, attempt $attempt: HTTP ${code:-none}: $(head -c 300 serve.page 2>/dev/null)" >> serve.miss
+          sleep 1
+        done
+        kill -INT $server; wait $server
+        [ ! -f serve.miss ] || cat serve.miss
+        cat serve.out
+        exit $status
+        """.write(to: wrapper, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: wrapper.path)
         let emulator = ckportBinary.deletingLastPathComponent().appendingPathComponent("ckport-emulator")
-        try FileManager.default.createSymbolicLink(at: bin.appendingPathComponent("ckport-emulator"), withDestinationURL: emulator)
+        try FileManager.default.createSymbolicLink(
+            at: bin.appendingPathComponent("ckport-emulator"), withDestinationURL: emulator)
         let name = scene.replacingOccurrences(of: "-", with: "_")
-        let prepare = setup.map { "if declare -F machine_\(name) >/dev/null; then machine_\(name); else scene_repo; fi\n" + $0 } ?? "scene_\(name)"
-        var before = "", after = ""
+        let prepare =
+            setup.map { "if declare -F machine_\(name) >/dev/null; then machine_\(name); else scene_repo; fi\n" + $0 }
+            ?? "scene_\(name)"
+        var before = ""
+        var after = ""
         if let store = unchanged {
             before = """
                 test -s "\(store)" || { echo "guide check: no store \(store) to compare" >&2; exit 1; }

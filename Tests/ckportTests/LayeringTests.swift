@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import Records
 import TestSupport
+import Testing
+
 @testable import ckport
 
 /// The command line is flags → options → an operation → what it prints. These checks keep
@@ -22,7 +23,8 @@ struct LayeringTests {
         "FormatOptionGroup": "help groups of flags that only some formats take",
         "CommandLineWords": "the flags the library's messages name, where the library speaks of settings",
         "BuildCommit": "the commit of this build, written by scripts/release.sh into the executable it builds",
-        "CloudConnection": "a client built from the CloudKit flags, with the terminal's messages about its token file (the library's part is CloudKitClient and WebAuthTokenFile)",
+        "CloudConnection":
+            "a client built from the CloudKit flags, with the terminal's messages about its token file (the library's part is CloudKitClient and WebAuthTokenFile)",
     ]
 
     static func commandLineFiles() throws -> [(name: String, text: String)] {
@@ -43,19 +45,29 @@ struct LayeringTests {
                 let name = String(match.output[1].substring ?? "")
                 let conformances = String(match.output[2].substring ?? "")
                 seen.insert(name)
-                let parsing = ["ParsableCommand", "ParsableArguments", "ExpressibleByArgument"].contains { conformances.contains($0) }
+                let parsing = ["ParsableCommand", "ParsableArguments", "ExpressibleByArgument"].contains {
+                    conformances.contains($0)
+                }
                 if !parsing && Self.commandLineTypes[name] == nil { unexpected.append("\(file): \(name)") }
             }
         }
-        #expect(unexpected.isEmpty, "types in the command line that a library user may need: move them to CKPort, or list them here with the reason they stay: \(unexpected)")
-        #expect(Set(Self.commandLineTypes.keys).isSubset(of: seen), "listed but gone: \(Set(Self.commandLineTypes.keys).subtracting(seen))")
+        #expect(
+            unexpected.isEmpty,
+            "types in the command line that a library user may need: move them to CKPort, or list them here with the reason they stay: \(unexpected)"
+        )
+        #expect(
+            Set(Self.commandLineTypes.keys).isSubset(of: seen),
+            "listed but gone: \(Set(Self.commandLineTypes.keys).subtracting(seen))")
     }
 
     @Test("the command line reads, writes, imports and migrates only through the operations and the format registry")
     func noEngineWorkInCommands() throws {
-        let engines = ["RecordImporter(", "MigrationRunner(", "BundleWriter(", "BundleReader(", "ICalendarExporter(", "CalendarArchiveExporter(",
-                       "JSONRecordReader(", "CSVRecordReader(", "ICalendarRecordReader(", "CalendarArchiveReader(",
-                       "JSONRecordWriter(", "CSVRecordWriter(", "RecordValidator("]
+        let engines = [
+            "RecordImporter(", "MigrationRunner(", "BundleWriter(", "BundleReader(", "ICalendarExporter(",
+            "CalendarArchiveExporter(",
+            "JSONRecordReader(", "CSVRecordReader(", "ICalendarRecordReader(", "CalendarArchiveReader(",
+            "JSONRecordWriter(", "CSVRecordWriter(", "RecordValidator(",
+        ]
         var uses: [String] = []
         for (file, text) in try Self.commandLineFiles() {
             for engine in engines where text.contains(engine) { uses.append("\(file): \(engine)") }
@@ -104,11 +116,15 @@ struct LayeringTests {
             }
         }
         #expect(flagged.isEmpty, "\(flagged)")
-        let samples: [Wording] = [.allowNewFields, .allowNewTypes, .startNewChangeChain, .createStore(path: "s.sqlite"), .updatingModes, .predicate("a == 1"),
-                                  .predicateWord, .sortField("title"), .chooseRecordTypes, .skipInvalid, .expansionWindow, .expandForOccurrences,
-                                  .importWithoutExpanding, .keepWholeOrRefuse, .importIntoArchive, .fixedField(field: "f", text: "v"),
-                                  .passphraseSource, .defaultRecordType, .giveRecordType, .fieldList, .mapColumn(header: "Due"),
-                                  .nameTemplate("{x}"), .nameTemplateWord, .repairHistory, .forceAppendOnly]
+        let samples: [Wording] = [
+            .allowNewFields, .allowNewTypes, .startNewChangeChain, .createStore(path: "s.sqlite"), .updatingModes,
+            .predicate("a == 1"),
+            .predicateWord, .sortField("title"), .chooseRecordTypes, .skipInvalid, .expansionWindow,
+            .expandForOccurrences,
+            .importWithoutExpanding, .keepWholeOrRefuse, .importIntoArchive, .fixedField(field: "f", text: "v"),
+            .passphraseSource, .defaultRecordType, .giveRecordType, .fieldList, .mapColumn(header: "Due"),
+            .nameTemplate("{x}"), .nameTemplateWord, .repairHistory, .forceAppendOnly,
+        ]
         for wording in samples {
             #expect(!wording.dataText.contains("--"), "\(wording): \(wording.dataText)")
             let words = try #require(CommandLineWords.words(wording))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Testing
+
 @testable import ckport
 
 /// docs/cli.md is the command tree's own help, command by command: a flag added, renamed or
@@ -16,18 +17,19 @@ struct ReferenceTests {
 
     static func reference() -> String {
         var text = """
-        # ckport command reference
+            # ckport command reference
 
-        The help of every command, as `ckport COMMAND --help` prints it. Written by
-        `scripts/cli-reference.sh` from the command tree; a test checks that it is current.
-        Shell completion: `ckport --generate-completion-script bash` (or `zsh`, `fish`); see
-        README's "Shell completion".
+            The help of every command, as `ckport COMMAND --help` prints it. Written by
+            `scripts/cli-reference.sh` from the command tree; a test checks that it is current.
+            Shell completion: `ckport --generate-completion-script bash` (or `zsh`, `fish`); see
+            README's "Shell completion".
 
 
-        """
+            """
         for (words, command) in commands(CKPortCommand.self) {
             text += "## \(words.joined(separator: " "))\n\n```\n"
-            text += CKPortCommand.helpMessage(for: command, columns: 100).trimmingCharacters(in: .whitespacesAndNewlines)
+            text += CKPortCommand.helpMessage(for: command, columns: 100).trimmingCharacters(
+                in: .whitespacesAndNewlines)
             text += "\n```\n\n"
         }
         return text
@@ -40,7 +42,9 @@ struct ReferenceTests {
         if ProcessInfo.processInfo.environment["CKPORT_WRITE_REFERENCE"] == "1" {
             // scripts/cli-reference.sh writes the file through this test; that is not a check,
             // and CI, which checks, never writes.
-            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "CKPORT_WRITE_REFERENCE=1 in CI would pass by writing what it compares")
+            #expect(
+                ProcessInfo.processInfo.environment["CI"] == nil,
+                "CKPORT_WRITE_REFERENCE=1 in CI would pass by writing what it compares")
             try current.write(toFile: path, atomically: true, encoding: .utf8)
             return
         }

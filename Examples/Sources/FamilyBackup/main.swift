@@ -7,8 +7,11 @@ import Foundation
 
 let arguments = CommandLine.arguments
 let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-let samples = arguments.count > 1 ? arguments[1] : here.appendingPathComponent("../../../samples/family-todo").standardized.path
-let work = arguments.count > 2 ? arguments[2] : FileManager.default.temporaryDirectory.appendingPathComponent("family-backup-\(getpid())").path
+let samples =
+    arguments.count > 1 ? arguments[1] : here.appendingPathComponent("../../../samples/family-todo").standardized.path
+let work =
+    arguments.count > 2
+    ? arguments[2] : FileManager.default.temporaryDirectory.appendingPathComponent("family-backup-\(getpid())").path
 
 do {
     try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
@@ -17,7 +20,8 @@ do {
     // 1. A schema file and the records, in one transaction: all of them or none.
     let (schema, warnings) = try InputFiles.readSchema(samples + "/schema.ckdb")
     for warning in warnings { print("schema advice: \(warning)") }
-    let imported = try Imports.run(ImportRequest(inputs: [.file(samples + "/records.jsonl")], schema: schema), into: store)
+    let imported = try Imports.run(
+        ImportRequest(inputs: [.file(samples + "/records.jsonl")], schema: schema), into: store)
     print("imported \(imported.totals.inserted) records; the store is at \(imported.token?.description ?? "?")")
 
     // 2. A query in CloudKit's predicate language, answered from the store's indexes.

@@ -1,5 +1,5 @@
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
 
@@ -20,7 +20,9 @@ public struct BackupOptions {
     /// The passphrase that encrypts the new bundle and opens an encrypted `since` bundle.
     public var passphrase: String?
 
-    public init(query: RecordQuery = RecordQuery(), since: String? = nil, encrypt: Bool = false, passphrase: String? = nil) {
+    public init(
+        query: RecordQuery = RecordQuery(), since: String? = nil, encrypt: Bool = false, passphrase: String? = nil
+    ) {
         self.query = query
         self.since = since
         self.encrypt = encrypt
@@ -44,11 +46,14 @@ public struct BackupResult {
 
 extension Backups {
     /// Writes a bundle of `store` to `path` (a temporary file until it is complete).
-    public static func write(_ store: some RecordStoring, to path: String, options: BackupOptions = BackupOptions(),
-                             progress: ProgressHandler? = nil) throws -> BackupResult {
+    public static func write(
+        _ store: some RecordStoring, to path: String, options: BackupOptions = BackupOptions(),
+        progress: ProgressHandler? = nil
+    ) throws -> BackupResult {
         var base: ChangeToken?
         if let since = options.since {
-            let previous = try BundleReader(path: since, passphrase: options.passphrase, allowUnencrypted: !options.encrypt)
+            let previous = try BundleReader(
+                path: since, passphrase: options.passphrase, allowUnencrypted: !options.encrypt)
             base = try ChangeToken(parsing: previous.manifest.token)
         }
         if options.encrypt && options.passphrase == nil { throw OperationError.noPassphrase }
@@ -56,12 +61,17 @@ extension Backups {
         // meet: it gives progress its end. Counting costs a pass over the keys, so only when
         // someone listens.
         let total = progress != nil && base == nil ? try store.readSession { try $0.count(options.query) } : nil
-        let summary = try BundleWriter().write(store, query: options.query, since: base, to: path,
-                                               passphrase: options.encrypt ? options.passphrase : nil) { records in
-            progress?(OperationProgress(records: records, done: total.map { _ in Int64(records) }, total: total.map(Int64.init)))
+        let summary = try BundleWriter().write(
+            store, query: options.query, since: base, to: path,
+            passphrase: options.encrypt ? options.passphrase : nil
+        ) { records in
+            progress?(
+                OperationProgress(
+                    records: records, done: total.map { _ in Int64(records) }, total: total.map(Int64.init)))
         }
-        return BackupResult(path: path, manifest: summary.manifest, bytesWritten: summary.bytesWritten,
-                            isIncremental: base != nil, missingAssets: summary.missingAssets)
+        return BackupResult(
+            path: path, manifest: summary.manifest, bytesWritten: summary.bytesWritten,
+            isIncremental: base != nil, missingAssets: summary.missingAssets)
     }
 }
 
@@ -77,7 +87,9 @@ public struct BundleReadOptions {
     /// have been put in the encrypted one's place).
     public var allowUnencrypted: Bool
 
-    public init(limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil, allowUnencrypted: Bool = false) {
+    public init(
+        limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil, allowUnencrypted: Bool = false
+    ) {
         self.limits = limits
         self.passphrase = passphrase
         self.allowUnencrypted = allowUnencrypted
@@ -114,19 +126,26 @@ extension Backups {
     /// while the store builds its indexes (see `BundleReader`); a restore waits for it before it
     /// commits. A reader opened so and read by anything else has its records members' SHA-256
     /// checked only if that calls `BundleReader.finishChecks()`.
-    public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions(), forRestore: Bool = false) throws -> BundleReader {
-        try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase, allowUnencrypted: options.allowUnencrypted,
-                         checkRecordsAfterReading: forRestore)
+    public static func open(_ path: String, options: BundleReadOptions = BundleReadOptions(), forRestore: Bool = false)
+        throws -> BundleReader
+    {
+        try BundleReader(
+            path: path, limits: options.limits, passphrase: options.passphrase,
+            allowUnencrypted: options.allowUnencrypted,
+            checkRecordsAfterReading: forRestore)
     }
 
     /// Checks a bundle completely without restoring it: gzip and tar structure, every member's
     /// size, SHA-256 and record count against the manifest, and every record against the
     /// bundled schema. Throws ``OperationError/bundleNotSound(bundle:problems:)`` naming up to
     /// twenty problems.
-    public static func verify(_ path: String, options: BundleReadOptions = BundleReadOptions(),
-                              progress: ProgressHandler? = nil) throws -> BundleCheck {
-        let reader = try BundleReader(path: path, limits: options.limits, passphrase: options.passphrase,
-                                      allowUnencrypted: options.allowUnencrypted, stageAssets: false, decodeOnTwoThreads: true)
+    public static func verify(
+        _ path: String, options: BundleReadOptions = BundleReadOptions(),
+        progress: ProgressHandler? = nil
+    ) throws -> BundleCheck {
+        let reader = try BundleReader(
+            path: path, limits: options.limits, passphrase: options.passphrase,
+            allowUnencrypted: options.allowUnencrypted, stageAssets: false, decodeOnTwoThreads: true)
         let validator = RecordValidator(schema: reader.schema)
         var assetsInBundle = Set<String>()
         var assetsNamed = Set<String>()
@@ -141,7 +160,9 @@ extension Backups {
         seen.reserveCapacity(min(reader.manifest.recordCount, 20_000_000))
         var forward: [(hash: Int, from: String, to: String)] = []
         var forwardHashes: [Int] = []
-        let typesWithAssets = Set(reader.schema.recordTypes.filter { type in type.fields.contains { $0.type.primitive == .asset } }.map(\.name))
+        let typesWithAssets = Set(
+            reader.schema.recordTypes.filter { type in type.fields.contains { $0.type.primitive == .asset } }.map(
+                \.name))
         var lastType = ""
         var lastTypeCount = 0
         var records = 0
@@ -155,7 +176,9 @@ extension Backups {
             case .record(let sourced):
                 let record = sourced.record
                 records += 1
-                if records % 8192 == 0 { progress?(OperationProgress(records: records, done: items.bytesRead, total: items.totalBytes)) }
+                if records % 8192 == 0 {
+                    progress?(OperationProgress(records: records, done: items.bytesRead, total: items.totalBytes))
+                }
                 if record.recordType == lastType {
                     lastTypeCount += 1
                 } else {
@@ -165,14 +188,19 @@ extension Backups {
                 }
                 seen.insert(keys.key(record.zone, record.recordName))
                 for issue in validator.issues(in: record) {
-                    problems.append("\(sourced.position): record '\(record.recordName)' (\(record.recordType)): \(issue)")
+                    problems.append(
+                        "\(sourced.position): record '\(record.recordName)' (\(record.recordType)): \(issue)")
                 }
                 record.fields.entries.withUnsafeBufferPointer { entries in
                     for k in 0..<entries.count {
                         guard case .reference(let target) = entries[k].value else { continue }
                         let hash = keys.key(record.zone, target.recordName)
                         if seen.contains(hash) { continue }
-                        if forward.count < 10_000 { forward.append((hash, record.recordName, target.recordName)) } else { forwardHashes.append(hash) }
+                        if forward.count < 10_000 {
+                            forward.append((hash, record.recordName, target.recordName))
+                        } else {
+                            forwardHashes.append(hash)
+                        }
                     }
                 }
                 if typesWithAssets.contains(record.recordType) {
@@ -187,11 +215,12 @@ extension Backups {
         if lastTypeCount > 0 { perType[lastType, default: 0] += lastTypeCount }
         guard problems.isEmpty else { throw OperationError.bundleNotSound(bundle: path, problems: problems) }
         let outside = forward.filter { !seen.contains($0.hash) }
-        return BundleCheck(bundle: path, manifest: reader.manifest, records: reader.recordsRead,
-                           assetFiles: assetsInBundle.count, assetBytes: assetBytes, recordsByType: perType,
-                           outsideReferences: outside.count + forwardHashes.filter { !seen.contains($0) }.count,
-                           outsideReferenceExamples: outside.prefix(3).map { BundleCheck.Reference(from: $0.from, to: $0.to) },
-                           absentAssets: assetsNamed.subtracting(assetsInBundle).sorted(), encrypted: reader.isEncrypted)
+        return BundleCheck(
+            bundle: path, manifest: reader.manifest, records: reader.recordsRead,
+            assetFiles: assetsInBundle.count, assetBytes: assetBytes, recordsByType: perType,
+            outsideReferences: outside.count + forwardHashes.filter { !seen.contains($0) }.count,
+            outsideReferenceExamples: outside.prefix(3).map { BundleCheck.Reference(from: $0.from, to: $0.to) },
+            absentAssets: assetsNamed.subtracting(assetsInBundle).sorted(), encrypted: reader.isEncrypted)
     }
 }
 
@@ -211,8 +240,10 @@ public struct RestoreOptions {
     public var zoneRenames: [String: String]
     public var read: BundleReadOptions
 
-    public init(mode: WriteMode? = nil, recordTypes: Set<String> = [], zones: Set<String> = [],
-                zoneRenames: [String: String] = [:], read: BundleReadOptions = BundleReadOptions()) {
+    public init(
+        mode: WriteMode? = nil, recordTypes: Set<String> = [], zones: Set<String> = [],
+        zoneRenames: [String: String] = [:], read: BundleReadOptions = BundleReadOptions()
+    ) {
         self.mode = mode
         self.recordTypes = recordTypes
         self.zones = zones
@@ -227,8 +258,10 @@ extension Backups {
     /// record go in one transaction, which commits only once every bundle has checked out
     /// (sizes, checksums, counts, every record valid), so a damaged bundle restores nothing.
     /// The newest bundle's migration history comes along.
-    public static func restore(_ bundles: [String], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
-                               progress: ProgressHandler? = nil) throws -> ImportSummary {
+    public static func restore(
+        _ bundles: [String], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
+        progress: ProgressHandler? = nil
+    ) throws -> ImportSummary {
         let readers = try bundles.map { try open($0, options: options.read, forRestore: true) }
         return try restore(readers, into: store, options: options, progress: progress)
     }
@@ -238,8 +271,10 @@ extension Backups {
     /// store passes the same readers here (opened with `open(_:options:forRestore:)`, their
     /// records members' SHA-256 are checked while the store builds its indexes). Each reader is
     /// read once.
-    public static func restore(_ readers: [BundleReader], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
-                               progress: ProgressHandler? = nil) throws -> ImportSummary {
+    public static func restore(
+        _ readers: [BundleReader], into store: some RecordStoring, options: RestoreOptions = RestoreOptions(),
+        progress: ProgressHandler? = nil
+    ) throws -> ImportSummary {
         try checkChain(readers, intoExisting: options.mode != nil)
         let stats = try store.readSession { try $0.stats() }
         if stats.totalRecords > 0 && options.mode == nil {
@@ -252,15 +287,21 @@ extension Backups {
         let heldTypes = Set(stats.entries.filter { $0.records > 0 }.map(\.recordType))
         let missing = heldTypes.subtracting(bundleTypes).sorted()
         if !missing.isEmpty {
-            throw OperationError.bundleOfAnotherSchema(bundle: newest.path, missingTypes: missing, store: store.location)
+            throw OperationError.bundleOfAnotherSchema(
+                bundle: newest.path, missingTypes: missing, store: store.location)
         }
         var hooks = ImportHooks()
         if let progress {
-            hooks.progress = { progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes)) }
+            hooks.progress = {
+                progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes))
+            }
         }
         let selecting = !options.recordTypes.isEmpty || !options.zones.isEmpty || !options.zoneRenames.isEmpty
-        let sources: [RecordSource] = selecting
-            ? readers.map { SelectingSource($0, types: options.recordTypes, zones: options.zones, renames: options.zoneRenames) }
+        let sources: [RecordSource] =
+            selecting
+            ? readers.map {
+                SelectingSource($0, types: options.recordTypes, zones: options.zones, renames: options.zoneRenames)
+            }
             : readers
         // Bundles opened for a restore have their records members' SHA-256 checked by a second
         // reading, on a core the store leaves idle while it builds its indexes: the load commits
@@ -274,7 +315,8 @@ extension Backups {
         // A bundle holds whole records: into a store that was empty, a later bundle's record
         // replaces an earlier one's, so a field or link it no longer has goes too.
         do {
-            return try store.importRecords(sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
+            return try store.importRecords(
+                sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
         } catch {
             // Records refused by a bundle whose member turns out damaged: the damage is the news.
             for reader in readers {
@@ -297,14 +339,16 @@ extension Backups {
                 throw OperationError.chainFullBundleInside(bundle: next.path, previous: previous.path)
             }
             guard next.manifest.storeID == previous.manifest.storeID else {
-                throw OperationError.chainFromOtherStore(bundle: next.path, store: next.manifest.storeID,
-                                                         previous: previous.path, previousStore: previous.manifest.storeID)
+                throw OperationError.chainFromOtherStore(
+                    bundle: next.path, store: next.manifest.storeID,
+                    previous: previous.path, previousStore: previous.manifest.storeID)
             }
             guard base == previous.manifest.token else {
                 let baseSequence = (try? ChangeToken(parsing: base))?.sequence ?? 0
                 let previousSequence = (try? ChangeToken(parsing: previous.manifest.token))?.sequence ?? 0
-                throw OperationError.chainBroken(bundle: next.path, base: base, previous: previous.path,
-                                                 previousEnd: previous.manifest.token, missing: baseSequence > previousSequence)
+                throw OperationError.chainBroken(
+                    bundle: next.path, base: base, previous: previous.path,
+                    previousEnd: previous.manifest.token, missing: baseSequence > previousSequence)
             }
         }
     }

@@ -13,7 +13,9 @@ public struct RecordKeyHasher {
         if zone != lastZone {
             lastZone = zone
             var seed: UInt64 = 0x243F_6A88_85A3_08D3
-            for part in [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName] { seed = RecordKeyHasher.mix(part, seed) }
+            for part in [zone.scope.rawValue, zone.zoneName, zone.ownerRecordName] {
+                seed = RecordKeyHasher.mix(part, seed)
+            }
             lastZoneSeed = seed
         }
         return Int(bitPattern: UInt(RecordKeyHasher.mix(name, lastZoneSeed)))

@@ -14,7 +14,8 @@ public final class SelectingSource: RecordSource {
         self.source = source
         self.types = types
         self.zones = Set(zones.map(ExactText.init))
-        self.renames = Dictionary(renames.map { (ExactText($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
+        self.renames = Dictionary(
+            renames.map { (ExactText($0.key), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     public var name: String { source.name }
@@ -26,7 +27,9 @@ public final class SelectingSource: RecordSource {
             guard case .record(var sourced) = item else { return item }
             if !types.isEmpty && !types.contains(sourced.record.recordType) { continue }
             if !zones.isEmpty && !zones.contains(ExactText(sourced.record.zone.zoneName)) { continue }
-            if let renamed = renames[ExactText(sourced.record.zone.zoneName)] { sourced.record.id.zone.zoneName = renamed }
+            if let renamed = renames[ExactText(sourced.record.zone.zoneName)] {
+                sourced.record.id.zone.zoneName = renamed
+            }
             return .record(sourced)
         }
         return nil

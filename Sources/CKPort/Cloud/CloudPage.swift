@@ -1,6 +1,6 @@
 import CloudKitWeb
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
 
@@ -35,9 +35,13 @@ struct CloudPage: @unchecked Sendable {
     init(_ data: Data, operation: String) throws {
         bytes = [UInt8](data)
         do {
-            (records, deletedNames, syncToken, moreComing, continuationMarker) = try bytes.withUnsafeBytes { buffer in try CloudPage.walk(buffer) }
+            (records, deletedNames, syncToken, moreComing, continuationMarker) = try bytes.withUnsafeBytes { buffer in
+                try CloudPage.walk(buffer)
+            }
         } catch {
-            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with JSON that does not parse (\(error))", status: 200)
+            throw CloudKitServerError(
+                serverErrorCode: "BAD_ANSWER", reason: "\(operation) answered with JSON that does not parse (\(error))",
+                status: 200)
         }
     }
 
@@ -49,17 +53,21 @@ struct CloudPage: @unchecked Sendable {
 extension CloudPage {
     /// The answer's parts: where each record lies, the deleted records' names, and the paging keys.
     private static func walk(_ buffer: UnsafeRawBufferPointer) throws(JSONSyntaxError)
-        -> ([(range: Range<Int>, name: String?)], [String], String?, Bool, String?) {
+        -> ([(range: Range<Int>, name: String?)], [String], String?, Bool, String?)
+    {
         var records: [(range: Range<Int>, name: String?)] = []
         var deletedNames: [String] = []
-        var syncToken: String?, continuationMarker: String?
+        var syncToken: String?
+        var continuationMarker: String?
         var moreComing = false
         var parser = JSONParser(buffer)
         var keys: Set<String> = []
         if try parser.walkObject() {
             repeat {
                 let key = try parser.walkKey()
-                guard keys.insert(key).inserted else { throw JSONSyntaxError(offset: parser.i, message: "key \"\(key)\" appears twice in one object") }
+                guard keys.insert(key).inserted else {
+                    throw JSONSyntaxError(offset: parser.i, message: "key \"\(key)\" appears twice in one object")
+                }
                 switch key {
                 case "records":
                     guard try parser.walkArray() else { continue }
@@ -90,7 +98,9 @@ extension CloudPage {
             } while try parser.walkNextMember()
         }
         parser.skipWhitespace()
-        if parser.i < buffer.count { throw JSONSyntaxError(offset: parser.i, message: "unexpected bytes after the answer's object") }
+        if parser.i < buffer.count {
+            throw JSONSyntaxError(offset: parser.i, message: "unexpected bytes after the answer's object")
+        }
         return (records, deletedNames, syncToken, moreComing, continuationMarker)
     }
 
@@ -111,13 +121,19 @@ extension CloudPage {
                 let name = fields.members[fieldIndex].key
                 switch field["value"] {
                 case .object(let value)?:
-                    guard let fetched = try await download(value, client: client, into: directory, record: recordName, field: name) else { continue }
+                    guard
+                        let fetched = try await download(
+                            value, client: client, into: directory, record: recordName, field: name)
+                    else { continue }
                     field.set("value", .object(fetched))
                 case .array(var elements)?:
                     var any = false
                     for (position, element) in elements.enumerated() {
                         guard case .object(let value) = element,
-                              let fetched = try await download(value, client: client, into: directory, record: recordName, field: "\(name)[\(position)]") else { continue }
+                            let fetched = try await download(
+                                value, client: client, into: directory, record: recordName,
+                                field: "\(name)[\(position)]")
+                        else { continue }
                         elements[position] = .object(fetched)
                         any = true
                     }
@@ -138,16 +154,24 @@ extension CloudPage {
 
     /// Downloads one asset value's file, if it names a download URL; returns the value pointed
     /// at the file.
-    private mutating func download(_ value: JSONObject, client: CloudKitClient, into directory: String, record: String, field: String) async throws -> JSONObject? {
+    private mutating func download(
+        _ value: JSONObject, client: CloudKitClient, into directory: String, record: String, field: String
+    ) async throws -> JSONObject? {
         guard let address = value["downloadURL"]?.stringValue else { return nil }
         // CloudKit's download URLs may hold `${f}`, the file name to give the download.
         let fileName = field.prefix { $0 != "[" }
         guard let url = URL(string: address.replacingOccurrences(of: "${f}", with: String(fileName))) else {
-            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "record \(record) field \(field): the download URL \(address) does not parse", status: 200)
+            throw CloudKitServerError(
+                serverErrorCode: "BAD_ANSWER",
+                reason: "record \(record) field \(field): the download URL \(address) does not parse", status: 200)
         }
         let bytes = try await client.download(url)
         if case .number(let size)? = value["size"], Int(size) != bytes.count {
-            throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "record \(record) field \(field): the asset downloaded holds \(bytes.count) bytes; the record says \(size)", status: 200)
+            throw CloudKitServerError(
+                serverErrorCode: "BAD_ANSWER",
+                reason:
+                    "record \(record) field \(field): the asset downloaded holds \(bytes.count) bytes; the record says \(size)",
+                status: 200)
         }
         let (fd, path) = try PrivateFiles.create("asset-", in: directory)
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
@@ -156,7 +180,8 @@ extension CloudPage {
             try handle.write(contentsOf: bytes)
             try handle.close()
         } catch {
-            throw OutputError(path: path, message: "cannot write the asset of record \(record) field \(field): \(error)")
+            throw OutputError(
+                path: path, message: "cannot write the asset of record \(record) field \(field): \(error)")
         }
         var pointed = value
         pointed.set("localPath", .string((path as NSString).lastPathComponent))
@@ -186,8 +211,9 @@ extension CloudPage {
                 // The answer's bytes for a rejects file: a slice that shares the page's buffer.
                 items.append(.record(SourcedRecord(record: decoded, position: position, rawBytes: bytes[record.range])))
             case .failure(let error):
-                var issue = InputIssue(position: position, recordName: error.recordName ?? record.name, recordType: error.recordType,
-                                       field: error.field, message: error.message)
+                var issue = InputIssue(
+                    position: position, recordName: error.recordName ?? record.name, recordType: error.recordType,
+                    field: error.field, message: error.message)
                 // Its zone, for the zone's token (the next pull asks for it again) and the rejects file.
                 issue.zone = zone
                 items.append(.invalid(issue, raw: Array(bytes[record.range])))
@@ -241,9 +267,12 @@ extension JSONObject {
 /// (the `cloudkit-page` fuzz target).
 public enum CloudAnswerPage {
     public static func read(_ data: Data, operation: String, schema: Schema, zone: ZoneID)
-        throws -> (items: [SourceItem], deleted: [String], syncToken: String?, moreComing: Bool) {
+        throws -> (items: [SourceItem], deleted: [String], syncToken: String?, moreComing: Bool)
+    {
         var page = try CloudPage(data, operation: operation)
-        page.decode(with: JSONRecordCodec(schema: schema, readStyle: .canonical, defaultZone: zone), name: operation, zone: zone)
+        page.decode(
+            with: JSONRecordCodec(schema: schema, readStyle: .canonical, defaultZone: zone), name: operation, zone: zone
+        )
         return (page.items, page.deletedNames, page.syncToken, page.moreComing)
     }
 }

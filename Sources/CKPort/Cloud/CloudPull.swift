@@ -1,6 +1,6 @@
 import CloudKitWeb
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
 
@@ -134,11 +134,16 @@ extension CloudSync {
     /// With `assets`, each asset a record names (ASSETID, or ASSETID_LIST elements) is
     /// downloaded and stored with the record's page, in the same transaction; without, the
     /// store keeps the asset's checksum and size.
-    public static func pull(_ client: CloudKitClient, into store: some RecordStoring, resultsLimit: Int? = nil,
-                            concurrency: Int = 4, assets: Bool = false, allowNewTypes: Bool = false, rejects: RejectSink? = nil,
-                            progress: ProgressHandler? = nil) async throws -> PullResult {
+    public static func pull(
+        _ client: CloudKitClient, into store: some RecordStoring, resultsLimit: Int? = nil,
+        concurrency: Int = 4, assets: Bool = false, allowNewTypes: Bool = false, rejects: RejectSink? = nil,
+        progress: ProgressHandler? = nil
+    ) async throws -> PullResult {
         if let resultsLimit, !(1...maxResultsLimit).contains(resultsLimit) {
-            throw PullRequestError(description: "CloudKit gives 1 to \(maxResultsLimit) records per answer; \(resultsLimit) records per page cannot be asked for")
+            throw PullRequestError(
+                description:
+                    "CloudKit gives 1 to \(maxResultsLimit) records per answer; \(resultsLimit) records per page cannot be asked for"
+            )
         }
         let staging: String? = assets ? try makeStagingDirectory() : nil
         defer { if let staging { PrivateFiles.removeFolder(staging) } }
@@ -160,7 +165,9 @@ extension CloudSync {
         var results: [ZoneID: ZonePullResult] = [:]
         if !plan.gone.isEmpty || plan.metaToken != nil {
             nonisolated(unsafe) let writing: any RecordStoring = store
-            let gone = plan.gone, metaToken = plan.metaToken, metaZone = plan.metaZone
+            let gone = plan.gone
+            let metaToken = plan.metaToken
+            let metaZone = plan.metaZone
             let removed = try await onWriter { () throws -> [ZoneID: (removed: Int, kept: Int)] in
                 try writing.writeSession { session in
                     var removed: [ZoneID: (removed: Int, kept: Int)] = [:]
@@ -214,8 +221,11 @@ extension CloudSync {
                 func start(_ unit: PullUnit) {
                     group.addTask {
                         do {
-                            try await fetch(unit, client: client, schema: schema, resultsLimit: resultsLimit, slots: slots, staging: staging,
-                                            refused: refused) { await arrivals.put(unit, $0) }
+                            try await fetch(
+                                unit, client: client, schema: schema, resultsLimit: resultsLimit, slots: slots,
+                                staging: staging,
+                                refused: refused
+                            ) { await arrivals.put(unit, $0) }
                             return nil
                         } catch {
                             return error
@@ -258,7 +268,9 @@ extension CloudSync {
                 for page in pages where page.page.kind.isFetched { results[page.unit.zone]!.pages += 1 }
                 func commit(_ pages: [PulledPage]) async throws {
                     let saved = try await onWriter {
-                        try save(pages, into: writerStore, source: source, options: options, rejects: rejects, refetches: refetches, leftOut: leftOutZones)
+                        try save(
+                            pages, into: writerStore, source: source, options: options, rejects: rejects,
+                            refetches: refetches, leftOut: leftOutZones)
                     }
                     for (entry, count) in zip(pages, saved.counts) {
                         let zone = entry.unit.zone
@@ -281,7 +293,9 @@ extension CloudSync {
                             break
                         }
                     }
-                    for (type, count) in saved.summary.counts where count.rejected > 0 { result.leftOutByType[type, default: 0] += count.rejected }
+                    for (type, count) in saved.summary.counts where count.rejected > 0 {
+                        result.leftOutByType[type, default: 0] += count.rejected
+                    }
                     result.leftOutExamples += saved.summary.issues.prefix(max(0, 5 - result.leftOutExamples.count))
                     result.schemaChanges += saved.summary.schemaChanges
                     progress?(OperationProgress(records: total))
@@ -290,7 +304,7 @@ extension CloudSync {
                     defer { for entry in batch { for file in entry.1.stagedFiles { unlink(file) } } }
                     do {
                         try await commit(pages)
-                    } catch where pages.count > 1 {
+                    } catch  where pages.count > 1 {
                         // The pages before the one that failed are kept, each with its token, as
                         // if they had come one at a time; the failure is the first page's that fails.
                         for page in pages { try await commit([page]) }
@@ -325,7 +339,8 @@ extension CloudSync {
             return "a system type: CloudKit does not answer queries for it"
         }
         guard type.field(named: "___recordID")?.options.contains(.queryable) == true else {
-            return "its ___recordID is not QUERYABLE in the schema, and CloudKit answers queries only for types with that index (add it in CloudKit Console, deploy it, and export the schema again)"
+            return
+                "its ___recordID is not QUERYABLE in the schema, and CloudKit answers queries only for types with that index (add it in CloudKit Console, deploy it, and export the schema again)"
         }
         return nil
     }
@@ -341,15 +356,21 @@ extension CloudSync {
     private static let writerQueue = DispatchQueue(label: "ckport.pull.writer")
 
     /// Fetches one unit's pages in order, each when a slot is free, handing each to `deliver`.
-    private static func fetch(_ unit: PullUnit, client: CloudKitClient, schema: Schema, resultsLimit: Int?, slots: PageSlots, staging: String?,
-                              refused: RefusedQueries, deliver: (CloudPage) async -> Void) async throws {
+    private static func fetch(
+        _ unit: PullUnit, client: CloudKitClient, schema: Schema, resultsLimit: Int?, slots: PageSlots,
+        staging: String?,
+        refused: RefusedQueries, deliver: (CloudPage) async -> Void
+    ) async throws {
         let codec = JSONRecordCodec(schema: schema, readStyle: .canonical, defaultZone: unit.zone)
         var number = 0
         var request: [String: Any] = ["zoneID": zoneJSON(unit.zone)]
         if let recordType = unit.recordType { request["query"] = ["recordType": recordType] }
         // A fetch from the start that a killed pull left unfinished starts over.
-        var refetch: String? = unit.startToken == refetchMarker ? "a fetch from the start that an earlier pull began had not ended"
-            : unit.startToken == leftOutMarker ? "an earlier pull left some of its records out, which this one asks for again" : nil
+        var refetch: String? =
+            unit.startToken == refetchMarker
+            ? "a fetch from the start that an earlier pull began had not ended"
+            : unit.startToken == leftOutMarker
+                ? "an earlier pull left some of its records out, which this one asks for again" : nil
         var firstOfRefetch = refetch != nil
         if let token = unit.startToken, refetch == nil { request["syncToken"] = token }
         if let resultsLimit { request["resultsLimit"] = resultsLimit }
@@ -361,8 +382,12 @@ extension CloudSync {
             do {
                 do {
                     page = try CloudPage(try await client.send(operation, body: body), operation: operation)
-                } catch let error as CloudKitServerError where unit.recordType == nil && error.isExpiredSyncToken && refetch == nil && request["syncToken"] != nil {
-                    refetch = "its sync token no longer works (CloudKit answered \(error.serverErrorCode)\(error.reason.map { ": \($0)" } ?? "")), so it was read again from the start"
+                } catch let error as CloudKitServerError
+                    where unit.recordType == nil && error.isExpiredSyncToken && refetch == nil
+                    && request["syncToken"] != nil
+                {
+                    refetch =
+                        "its sync token no longer works (CloudKit answered \(error.serverErrorCode)\(error.reason.map { ": \($0)" } ?? "")), so it was read again from the start"
                     firstOfRefetch = true
                     request["syncToken"] = nil
                     await slots.release()
@@ -373,14 +398,21 @@ extension CloudSync {
                     await deliver(gone)
                     return
                 } catch let error as CloudKitServerError where unit.recordType != nil && error.code == .badRequest {
-                    await refused.add(NotPulled(zone: unit.zone, recordType: unit.recordType!, reason: "CloudKit would not query it: \(error.reason ?? error.serverErrorCode)"))
+                    await refused.add(
+                        NotPulled(
+                            zone: unit.zone, recordType: unit.recordType!,
+                            reason: "CloudKit would not query it: \(error.reason ?? error.serverErrorCode)"))
                     await slots.release()
                     return
                 }
                 if let staging { try await page.downloadAssets(client, into: staging) }
                 // Decoded here, beside the writer, which then only saves.
                 number += 1
-                page.decode(with: codec, name: "CloudKit page \(number) of \(unit.recordType.map { "type \($0) in " } ?? "")zone \(unit.zone.zoneName)", zone: unit.zone)
+                page.decode(
+                    with: codec,
+                    name:
+                        "CloudKit page \(number) of \(unit.recordType.map { "type \($0) in " } ?? "")zone \(unit.zone.zoneName)",
+                    zone: unit.zone)
                 if let refetch {
                     page.kind = .refetch(begins: firstOfRefetch, reason: refetch)
                     firstOfRefetch = false
@@ -413,12 +445,16 @@ extension CloudSync {
     /// records, and a zone read again from the start loses, at its last page, the records
     /// CloudKit no longer holds. A deletion a later page of the batch undoes (the record made
     /// again) is not applied; a record a later page deletes is deleted.
-    static func save(_ batch: [PulledPage], into store: some RecordStoring, source: String, options: ImportOptions,
-                     rejects: RejectSink?, refetches: Refetches, leftOut: LeftOutZones = LeftOutZones()) throws -> SavedPages {
+    static func save(
+        _ batch: [PulledPage], into store: some RecordStoring, source: String, options: ImportOptions,
+        rejects: RejectSink?, refetches: Refetches, leftOut: LeftOutZones = LeftOutZones()
+    ) throws -> SavedPages {
         // The deletions left standing at the end of the batch, with the page that made each.
         var deletions: [RecordID: Int] = [:]
         for (index, entry) in batch.enumerated() {
-            for case let name? in entry.page.records.map(\.name) { deletions[RecordID(recordName: name, zone: entry.unit.zone)] = nil }
+            for case let name? in entry.page.records.map(\.name) {
+                deletions[RecordID(recordName: name, zone: entry.unit.zone)] = nil
+            }
             for name in entry.page.deletedNames { deletions[RecordID(recordName: name, zone: entry.unit.zone)] = index }
         }
         // The names CloudKit holds, for each zone read again from the start.
@@ -435,43 +471,48 @@ extension CloudSync {
         // A zone that holds a share gives its cloudkit.share record with the rest: the store
         // keeps it under CloudKit's own share type, which joins the schema when it lacks it.
         let addingTypes = batch.contains { $0.page.holdsShares } ? [RecordTypeDefinition.share] : []
-        let hooks = ImportHooks(rejects: held, addingTypes: addingTypes, finishing: { session in
-            // A zone that left records out keeps a token that has its next pull read it again.
-            let leaving = leftOut.adding(held.zones)
-            func token(_ token: String?, of zone: ZoneID) -> String? { leaving.contains(zone) ? leftOutMarker : token }
-            try held.pass(to: rejects)
-            let ordered = deletions.sorted { ($0.value, $0.key.recordName) < ($1.value, $1.key.recordName) }.map(\.key)
-            let present = try ordered.filter { try session.record($0) != nil }
-            // A record deleted because it pointed at one (DELETE_SELF) counts with that one's page.
-            var pageOf = deletions
-            for gone in try session.delete(present) {
-                let page = gone.cause.flatMap { pageOf[$0] } ?? deletions[gone.id] ?? batch.count - 1
-                pageOf[gone.id] = page
-                counts[page].deleted += 1
-            }
-            for (index, entry) in batch.enumerated() {
-                let zone = entry.unit.zone
-                switch entry.page.kind {
-                case .zoneGone:
-                    let (removed, kept) = try removeZone(zone, session: session)
-                    counts[index].removed += removed
-                    counts[index].kept += kept
-                    try session.saveSyncToken(nil, source: source, zone: zone)
-                case .refetch where entry.page.moreComing:
-                    // Until the last page, a later pull starts this fetch over.
-                    try session.saveSyncToken(refetchMarker, source: source, zone: zone)
-                case .refetch:
-                    let (removed, kept) = try refetches.sweep(zone, session: session)
-                    counts[index].removed += removed
-                    counts[index].kept += kept
-                    try session.saveSyncToken(token(entry.page.syncToken, of: zone), source: source, zone: zone)
-                case .fetched where entry.unit.recordType == nil:
-                    try session.saveSyncToken(token(entry.page.syncToken, of: zone), source: source, zone: zone)
-                case .fetched:
-                    break
+        let hooks = ImportHooks(
+            rejects: held, addingTypes: addingTypes,
+            finishing: { session in
+                // A zone that left records out keeps a token that has its next pull read it again.
+                let leaving = leftOut.adding(held.zones)
+                func token(_ token: String?, of zone: ZoneID) -> String? {
+                    leaving.contains(zone) ? leftOutMarker : token
                 }
-            }
-        })
+                try held.pass(to: rejects)
+                let ordered = deletions.sorted { ($0.value, $0.key.recordName) < ($1.value, $1.key.recordName) }.map(
+                    \.key)
+                let present = try ordered.filter { try session.record($0) != nil }
+                // A record deleted because it pointed at one (DELETE_SELF) counts with that one's page.
+                var pageOf = deletions
+                for gone in try session.delete(present) {
+                    let page = gone.cause.flatMap { pageOf[$0] } ?? deletions[gone.id] ?? batch.count - 1
+                    pageOf[gone.id] = page
+                    counts[page].deleted += 1
+                }
+                for (index, entry) in batch.enumerated() {
+                    let zone = entry.unit.zone
+                    switch entry.page.kind {
+                    case .zoneGone:
+                        let (removed, kept) = try removeZone(zone, session: session)
+                        counts[index].removed += removed
+                        counts[index].kept += kept
+                        try session.saveSyncToken(nil, source: source, zone: zone)
+                    case .refetch where entry.page.moreComing:
+                        // Until the last page, a later pull starts this fetch over.
+                        try session.saveSyncToken(refetchMarker, source: source, zone: zone)
+                    case .refetch:
+                        let (removed, kept) = try refetches.sweep(zone, session: session)
+                        counts[index].removed += removed
+                        counts[index].kept += kept
+                        try session.saveSyncToken(token(entry.page.syncToken, of: zone), source: source, zone: zone)
+                    case .fetched where entry.unit.recordType == nil:
+                        try session.saveSyncToken(token(entry.page.syncToken, of: zone), source: source, zone: zone)
+                    case .fetched:
+                        break
+                    }
+                }
+            })
         // A zone read again for the records an earlier pull left out: those the store holds as
         // CloudKit has them are not saved again.
         var pages = batch.map(\.page)
@@ -500,14 +541,18 @@ extension CloudSync {
             counts[index].leftOut = leftOut
             counts[index].saved = entry.page.records.count - leftOut - skipped[index]
         }
-        refetches.finished(batch.filter { if case .refetch = $0.page.kind { return !$0.page.moreComing } else { return false } }.map(\.unit.zone))
+        refetches.finished(
+            batch.filter { if case .refetch = $0.page.kind { return !$0.page.moreComing } else { return false } }.map(
+                \.unit.zone))
         return SavedPages(counts: counts, summary: summary)
     }
 
     /// Deletes the store's records of `zone` that came from CloudKit (the store keeps their
     /// tombstones); records with no change tag were made or imported here and are kept.
     /// Returns how many went and how many were kept.
-    static func removeZone(_ zone: ZoneID, session: any RecordSession, keeping held: NameSet? = nil) throws -> (removed: Int, kept: Int) {
+    static func removeZone(_ zone: ZoneID, session: any RecordSession, keeping held: NameSet? = nil) throws -> (
+        removed: Int, kept: Int
+    ) {
         var ids: [RecordID] = []
         var kept = 0
         try session.forEach(RecordQuery(scope: zone.scope, zoneName: zone.zoneName)) { record in
@@ -558,16 +603,20 @@ extension CloudSync {
     /// - A private zone is gone only when `zones/changes` says it was deleted; a shared zone
     ///   when it is no longer listed (nobody shares it any more). A zone deleted and made again
     ///   is read again from the start.
-    static func planZones(_ client: CloudKitClient, store: some RecordStoring, states: [SyncState], source: String) async throws -> ZonePlan {
+    static func planZones(_ client: CloudKitClient, store: some RecordStoring, states: [SyncState], source: String)
+        async throws -> ZonePlan
+    {
         let scope = client.database.scope
         let storeScope = DatabaseScope(rawValue: scope.rawValue)!
-        let listing = try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
+        let listing =
+            try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
         let entries = (listing["zones"] as? [[String: Any]] ?? []).compactMap { $0["zoneID"] as? [String: Any] }
         var account: String?
         switch scope {
         case .private: account = entries.lazy.compactMap { $0["ownerRecordName"] as? String }.first
         case .shared:
-            let answer = try JSONSerialization.jsonObject(with: try await client.send("users/current")) as? [String: Any]
+            let answer =
+                try JSONSerialization.jsonObject(with: try await client.send("users/current")) as? [String: Any]
             account = answer?["userRecordName"] as? String
         case .public: account = nil
         }
@@ -590,28 +639,37 @@ extension CloudSync {
         }
         let zones = entries.compactMap(resolve).sorted()
         let listedNames = Set(zones.map(\.zoneName))
-        var plan = ZonePlan(zones: zones, gone: [], refetch: [], metaZone: ZoneID(scope: storeScope, zoneName: zoneChangesName),
-                            metaToken: nil, account: account, notes: [])
+        var plan = ZonePlan(
+            zones: zones, gone: [], refetch: [], metaZone: ZoneID(scope: storeScope, zoneName: zoneChangesName),
+            metaToken: nil, account: account, notes: [])
         switch scope {
         case .shared:
             let listed = Set(zones)
             plan.gone = zoneStates.map(\.zone).filter { !listed.contains($0) }.sorted()
         case .private:
-            let pulledBefore = Dictionary(zoneStates.map { ($0.zone.zoneName, $0.zone) }, uniquingKeysWith: { first, _ in first })
+            let pulledBefore = Dictionary(
+                zoneStates.map { ($0.zone.zoneName, $0.zone) }, uniquingKeysWith: { first, _ in first })
             let since = states.first { $0.zone == plan.metaZone }?.token
             var changes: [ZoneChange] = []
             do {
                 (changes, plan.metaToken) = try await zoneChanges(client, since: since)
-            } catch let error as CloudKitServerError where since != nil && !error.isRetryable && error.category != .authentication {
+            } catch let error as CloudKitServerError
+                where since != nil && !error.isRetryable && error.category != .authentication
+            {
                 // A token CloudKit no longer takes: ask again from the start.
                 do {
                     (changes, plan.metaToken) = try await zoneChanges(client, since: nil)
-                    plan.notes.append("the zone changes were read again from the start (CloudKit answered \(error.serverErrorCode) to the token kept)")
+                    plan.notes.append(
+                        "the zone changes were read again from the start (CloudKit answered \(error.serverErrorCode) to the token kept)"
+                    )
                 } catch let again as CloudKitServerError where !again.isRetryable && again.category != .authentication {
-                    plan.notes.append("deleted zones were not looked for: CloudKit answered \(again.serverErrorCode) to zones/changes")
+                    plan.notes.append(
+                        "deleted zones were not looked for: CloudKit answered \(again.serverErrorCode) to zones/changes"
+                    )
                 }
             } catch let error as CloudKitServerError where !error.isRetryable && error.category != .authentication {
-                plan.notes.append("deleted zones were not looked for: CloudKit answered \(error.serverErrorCode) to zones/changes")
+                plan.notes.append(
+                    "deleted zones were not looked for: CloudKit answered \(error.serverErrorCode) to zones/changes")
             }
             for change in changes where change.deleted || change.purged {
                 guard let before = pulledBefore[change.zone.zoneName] else { continue }
@@ -681,7 +739,8 @@ final class HeldRejects: RejectSink {
         for (issue, raw) in held {
             // The validator speaks of an import's remedy; a pull's is its own.
             var said = issue
-            said.message = issue.message.replacingOccurrences(of: Wording.allowNewFields.text, with: Wording.allowNewTypes.text)
+            said.message = issue.message.replacingOccurrences(
+                of: Wording.allowNewFields.text, with: Wording.allowNewTypes.text)
             try sink.reject(said, raw: raw.map { HeldRejects.placed($0, in: issue.zone) })
         }
         held = []
@@ -857,7 +916,9 @@ public struct PullReport: Codable, Sendable, Equatable {
         saved = result.saved
         deleted = result.deleted
         leftOut = result.leftOutByType
-        notPulled = result.notPulled.map { Skipped(zone: $0.zone.zoneName, recordType: $0.recordType, reason: $0.reason) }
+        notPulled = result.notPulled.map {
+            Skipped(zone: $0.zone.zoneName, recordType: $0.recordType, reason: $0.reason)
+        }
         refetched = result.zones.filter { $0.refetched != nil }.map(\.zone.zoneName)
         gone = result.zones.filter(\.gone).map(\.zone.zoneName)
         removed = result.removed
@@ -875,7 +936,9 @@ extension CloudSync {
         encoder.outputFormatting = [.sortedKeys]
         let text = String(decoding: try encoder.encode(report), as: UTF8.self)
         let scope = DatabaseScope(rawValue: String(source.split(separator: "/").last ?? "private")) ?? .private
-        try store.writeSession { try $0.saveSyncToken(text, source: source, zone: ZoneID(scope: scope, zoneName: pullReportName)) }
+        try store.writeSession {
+            try $0.saveSyncToken(text, source: source, zone: ZoneID(scope: scope, zoneName: pullReportName))
+        }
     }
 
     /// The last pull's report for `source`, if one was kept.

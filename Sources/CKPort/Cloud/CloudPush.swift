@@ -1,6 +1,6 @@
 import CloudKitWeb
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
 
@@ -39,8 +39,10 @@ public struct PushRequest: Sendable {
     /// Bytes of operations per request at most (besides CloudKit's 200 operations).
     public var byteBudget: Int
 
-    public init(query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, mode: PushMode = .create, force: Bool = false,
-                byteBudget: Int = ModifyBatcher.defaultByteBudget) {
+    public init(
+        query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, mode: PushMode = .create, force: Bool = false,
+        byteBudget: Int = ModifyBatcher.defaultByteBudget
+    ) {
         self.query = query
         self.since = since
         self.mode = mode
@@ -79,11 +81,16 @@ public struct PushOperation: Sendable {
         if isDeletion {
             out.raw("{\"recordName\":")
             out.string(record.recordName)
-            if withChangeTag, let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+            if withChangeTag, let tag = record.changeTag {
+                out.raw(",\"recordChangeTag\":")
+                out.string(tag)
+            }
             out.byte(UInt8(ascii: "}"))
         } else {
             // A record that roots a share asks for the short GUID the share's URL needs.
-            codec.encodeForModify(record, withChangeTag: withChangeTag, createShortGUID: operationType == "create" && record.share != nil, to: &out)
+            codec.encodeForModify(
+                record, withChangeTag: withChangeTag, createShortGUID: operationType == "create" && record.share != nil,
+                to: &out)
         }
         out.byte(UInt8(ascii: "}"))
         json = out.bytes
@@ -161,7 +168,8 @@ public struct CloudPushStopped: CKPortError, Sendable {
     public var category: ErrorCategory { underlyingCategory }
     public var description: String {
         let total = partial.total
-        return "\(underlying)\n  before it stopped, CloudKit accepted \(total.saved) records and \(total.deleted) deletions in \(partial.requests) requests; pushing again sends them again (with create: reported as EXISTS)"
+        return
+            "\(underlying)\n  before it stopped, CloudKit accepted \(total.saved) records and \(total.deleted) deletions in \(partial.requests) requests; pushing again sends them again (with create: reported as EXISTS)"
     }
 }
 
@@ -170,16 +178,20 @@ extension CloudSync {
     /// CloudKit. Deletions (with `since`) need `force`: the store keeps no change tag for them.
     /// Records that could not go as the store holds them go to `notSent`, with the reason.
     /// `shares` hears what would become of each share the store holds (``ShareRestoration``).
-    public static func plan(_ store: some RecordStoring, request: PushRequest, database: CloudKitDatabase,
-                            notSent: ((PushRejection) throws -> Void)? = nil, shares: ((ShareRestoration) throws -> Void)? = nil,
-                            _ each: (PushOperation) throws -> Void) throws {
+    public static func plan(
+        _ store: some RecordStoring, request: PushRequest, database: CloudKitDatabase,
+        notSent: ((PushRejection) throws -> Void)? = nil, shares: ((ShareRestoration) throws -> Void)? = nil,
+        _ each: (PushOperation) throws -> Void
+    ) throws {
         try store.readSession { session in
             let batches = OperationBatches(request: request, database: database, schema: session.schema)
             try batches.produce(session) { batch in
                 for rejection in batch.unsent { try notSent?(rejection) }
                 for operation in batch.operations { try each(operation) }
                 for plan in batch.shares {
-                    try shares?(restoration(plan, state: shareDecision(plan, request: request, scope: database.scope) ?? .wouldCreate))
+                    try shares?(
+                        restoration(
+                            plan, state: shareDecision(plan, request: request, scope: database.scope) ?? .wouldCreate))
                 }
                 return true
             }
@@ -193,8 +205,10 @@ extension CloudSync {
     /// says, per share, what was created, who was invited again, and what was not). Records CloudKit turns away (EXISTS, CONFLICT,
     /// NOT_FOUND, …) go to `rejected` one by one; the rest of the push goes on. The store is
     /// read in one transaction on a thread of its own, a few requests ahead of the sending.
-    public static func push(_ client: CloudKitClient, from store: some RecordStoring, request: PushRequest,
-                            progress: ProgressHandler? = nil, rejected: (PushRejection) throws -> Void) async throws -> PushResult {
+    public static func push(
+        _ client: CloudKitClient, from store: some RecordStoring, request: PushRequest,
+        progress: ProgressHandler? = nil, rejected: (PushRejection) throws -> Void
+    ) async throws -> PushResult {
         let database = client.database
         var result = PushResult(destination: source(database))
         let codec = JSONRecordCodec(schema: try store.loadSchema())
@@ -230,7 +244,9 @@ extension CloudSync {
             }
             while let batch = try await feed.next() {
                 sharePlans += batch.shares
-                for rejection in batch.unsent { try turnAway(rejection.operation, rejection.serverErrorCode, rejection.reason) }
+                for rejection in batch.unsent {
+                    try turnAway(rejection.operation, rejection.serverErrorCode, rejection.reason)
+                }
                 guard !batch.operations.isEmpty else { continue }
                 if batch.zone.zoneName != ZoneID.defaultZoneName && !known.contains(batch.zone) {
                     if let refusal = try await createZone(batch.zone, client: client) {
@@ -252,16 +268,26 @@ extension CloudSync {
                     var again: [PushOperation] = []
                     var wait = 0.0
                     for (operation, outcome) in answered {
-                        if let outcome, let code = outcome["serverErrorCode"] as? String, !(operation.isDeletion && code == "NOT_FOUND") {
+                        if let outcome, let code = outcome["serverErrorCode"] as? String,
+                            !(operation.isDeletion && code == "NOT_FOUND")
+                        {
                             let reason = outcome["reason"] as? String ?? ""
                             let after = (outcome["retryAfter"] as? NSNumber)?.doubleValue
                             let busy = ["TRY_AGAIN_LATER", "THROTTLED", "INTERNAL_ERROR", "ZONE_BUSY"].contains(code)
-                            if (after != nil || busy), let delay = client.policy.delay(after: round, failure: .server(retryAfter: after, busy: busy)) {
+                            if after != nil || busy,
+                                let delay = client.policy.delay(
+                                    after: round, failure: .server(retryAfter: after, busy: busy))
+                            {
                                 again.append(operation)
                                 wait = max(wait, delay)
                                 continue
                             }
-                            try turnAway(operation, code, reason + (after.map { "; CloudKit asked to wait \(Int($0)) s and ckport had tried \(round) times" } ?? ""))
+                            try turnAway(
+                                operation, code,
+                                reason
+                                    + (after.map {
+                                        "; CloudKit asked to wait \(Int($0)) s and ckport had tried \(round) times"
+                                    } ?? ""))
                         } else if outcome == nil {
                             try turnAway(operation, "NO_ANSWER", "CloudKit's answer did not mention this record")
                         } else {
@@ -271,7 +297,11 @@ extension CloudSync {
                         }
                     }
                     if !again.isEmpty {
-                        await client.announceWait("records/modify", seconds: wait, reason: "CloudKit asked to send \(again.count) record\(again.count == 1 ? "" : "s") again later")
+                        await client.announceWait(
+                            "records/modify", seconds: wait,
+                            reason:
+                                "CloudKit asked to send \(again.count) record\(again.count == 1 ? "" : "s") again later"
+                        )
                         try await client.pause(wait)
                     }
                     pending = again
@@ -280,7 +310,8 @@ extension CloudSync {
                 progress?(OperationProgress(records: sent))
             }
             // Shares last: CloudKit creates one only for a root record it holds.
-            try await restoreShares(sharePlans, client: client, request: request, codec: codec, result: &result, rejected: rejected)
+            try await restoreShares(
+                sharePlans, client: client, request: request, codec: codec, result: &result, rejected: rejected)
             return result
         } catch let error as CKPortError {
             throw CloudPushStopped(partial: result, underlying: error.description, underlyingCategory: error.category)
@@ -295,8 +326,10 @@ extension CloudSync {
     /// when the answer does not mention it). A request CloudKit refuses whole for what one of
     /// them holds (400 BAD_REQUEST) is sent again in halves, until the refused operations stand
     /// alone and get that answer as their own outcome: one bad record does not stop a push.
-    private static func modify(_ operations: [PushOperation], in batch: OperationBatch, client: CloudKitClient,
-                               sent: () -> Void) async throws -> [(PushOperation, [String: Any]?)] {
+    private static func modify(
+        _ operations: [PushOperation], in batch: OperationBatch, client: CloudKitClient,
+        sent: () -> Void
+    ) async throws -> [(PushOperation, [String: Any]?)] {
         var request = batch
         request.operations = operations
         let answer: Data
@@ -306,8 +339,15 @@ extension CloudSync {
         } catch let error as CloudKitServerError where error.code == .badRequest && error.status == 400 {
             sent()
             guard operations.count > 1 else {
-                return [(operations[0], ["recordName": operations[0].recordName, "serverErrorCode": "BAD_REQUEST",
-                                         "reason": error.reason ?? "CloudKit refused the request that held it"])]
+                return [
+                    (
+                        operations[0],
+                        [
+                            "recordName": operations[0].recordName, "serverErrorCode": "BAD_REQUEST",
+                            "reason": error.reason ?? "CloudKit refused the request that held it",
+                        ]
+                    )
+                ]
             }
             let half = operations.count / 2
             return try await modify(Array(operations[..<half]), in: batch, client: client, sent: sent)
@@ -316,7 +356,8 @@ extension CloudSync {
         let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any] ?? [:]
         let outcomes = object["records"] as? [[String: Any]] ?? []
         return operations.enumerated().map { index, operation in
-            let outcome = outcomes.indices.contains(index) && outcomes[index]["recordName"] as? String == operation.recordName
+            let outcome =
+                outcomes.indices.contains(index) && outcomes[index]["recordName"] as? String == operation.recordName
                 ? outcomes[index] : outcomes.first { $0["recordName"] as? String == operation.recordName }
             return (operation, outcome)
         }
@@ -325,42 +366,70 @@ extension CloudSync {
     /// Uploads the assets a batch's records hold in the store (`assets/upload` for the URLs,
     /// a token per asset — an ASSETID_LIST's elements each have one, under the list's field —
     /// then each file's bytes), and puts CloudKit's receipts in their operations.
-    private static func uploadAssets(_ batch: inout OperationBatch, client: CloudKitClient, store: some RecordStoring, codec: JSONRecordCodec) async throws {
+    private static func uploadAssets(
+        _ batch: inout OperationBatch, client: CloudKitClient, store: some RecordStoring, codec: JSONRecordCodec
+    ) async throws {
         let wanted = batch.operations.indices.flatMap { index in batch.operations[index].uploads.map { (index, $0) } }
         guard !wanted.isEmpty else { return }
         let tokens: [[String: Any]] = wanted.map { index, upload in
-            ["recordName": batch.operations[index].recordName, "recordType": batch.operations[index].recordType, "fieldName": upload.field]
+            [
+                "recordName": batch.operations[index].recordName, "recordType": batch.operations[index].recordType,
+                "fieldName": upload.field,
+            ]
         }
         // At most 200 tokens a request ("Data Size Limits").
         var places: [[String: Any]] = []
         for start in stride(from: 0, to: tokens.count, by: 200) {
-            let request = try JSONSerialization.data(withJSONObject: ["zoneID": zoneJSON(batch.zone), "tokens": Array(tokens[start..<min(start + 200, tokens.count)])],
-                                                     options: [.sortedKeys])
-            let answer = try JSONSerialization.jsonObject(with: try await client.send("assets/upload", body: request)) as? [String: Any]
+            let request = try JSONSerialization.data(
+                withJSONObject: [
+                    "zoneID": zoneJSON(batch.zone), "tokens": Array(tokens[start..<min(start + 200, tokens.count)]),
+                ],
+                options: [.sortedKeys])
+            let answer =
+                try JSONSerialization.jsonObject(with: try await client.send("assets/upload", body: request))
+                as? [String: Any]
             places += answer?["tokens"] as? [[String: Any]] ?? []
         }
         for (index, upload) in wanted {
             let name = batch.operations[index].recordName
             let what = "record \(name) field \(upload.field)\(upload.element.map { "[\($0)]" } ?? "")"
             // The answer's tokens come in the order asked; several for one list field, one each.
-            guard let place = places.firstIndex(where: { $0["recordName"] as? String == name && $0["fieldName"] as? String == upload.field }),
-                  let address = places[place]["url"] as? String, let url = URL(string: address) else {
-                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "assets/upload gave no URL for \(what)", status: 200)
+            guard
+                let place = places.firstIndex(where: {
+                    $0["recordName"] as? String == name && $0["fieldName"] as? String == upload.field
+                }),
+                let address = places[place]["url"] as? String, let url = URL(string: address)
+            else {
+                throw CloudKitServerError(
+                    serverErrorCode: "BAD_ANSWER", reason: "assets/upload gave no URL for \(what)", status: 200)
             }
             places.remove(at: place)
             var bytes = Data()
-            let held = try store.readSession { session in try session.readAsset(upload.sha256) { bytes.append(contentsOf: $0) } }
+            let held = try store.readSession { session in
+                try session.readAsset(upload.sha256) { bytes.append(contentsOf: $0) }
+            }
             guard held else {
-                throw CloudKitServerError(serverErrorCode: "NOT_SENT", reason: "\(what): the store no longer holds asset \(upload.sha256)", status: 0)
+                throw CloudKitServerError(
+                    serverErrorCode: "NOT_SENT", reason: "\(what): the store no longer holds asset \(upload.sha256)",
+                    status: 0)
             }
-            let uploaded = try JSONSerialization.jsonObject(with: try await client.upload(bytes, to: url)) as? [String: Any]
-            guard let file = uploaded?["singleFile"] as? [String: Any], let checksum = file["fileChecksum"] as? String, file["receipt"] is String else {
-                throw CloudKitServerError(serverErrorCode: "BAD_ANSWER", reason: "the upload of \(what) was not answered with a singleFile and its receipt", status: 200)
+            let uploaded =
+                try JSONSerialization.jsonObject(with: try await client.upload(bytes, to: url)) as? [String: Any]
+            guard let file = uploaded?["singleFile"] as? [String: Any], let checksum = file["fileChecksum"] as? String,
+                file["receipt"] is String
+            else {
+                throw CloudKitServerError(
+                    serverErrorCode: "BAD_ANSWER",
+                    reason: "the upload of \(what) was not answered with a singleFile and its receipt", status: 200)
             }
-            let asset = Asset(fileChecksum: checksum, size: (file["size"] as? Int).map(Int64.init) ?? Int64(bytes.count),
-                              referenceChecksum: file["referenceChecksum"] as? String, wrappingKey: file["wrappingKey"] as? String,
-                              receipt: file["receipt"] as? String)
-            if let element = upload.element, case .list(let type, var items)? = batch.operations[index].record?[upload.field], items.indices.contains(element) {
+            let asset = Asset(
+                fileChecksum: checksum, size: (file["size"] as? Int).map(Int64.init) ?? Int64(bytes.count),
+                referenceChecksum: file["referenceChecksum"] as? String, wrappingKey: file["wrappingKey"] as? String,
+                receipt: file["receipt"] as? String)
+            if let element = upload.element,
+                case .list(let type, var items)? = batch.operations[index].record?[upload.field],
+                items.indices.contains(element)
+            {
                 items[element] = .asset(asset)
                 batch.operations[index].record?[upload.field] = .list(type, items)
             } else {
@@ -378,15 +447,23 @@ extension CloudSync {
     /// not shared with the signed-in user (any more), and is not created.
     private static func createZone(_ zone: ZoneID, client: CloudKitClient) async throws -> String? {
         if client.database.scope == .shared {
-            return "the shared database has no zone \(zone.zoneName) of owner \(zone.ownerRecordName): only its owner can make it, and it is not shared with you (any more)"
+            return
+                "the shared database has no zone \(zone.zoneName) of owner \(zone.ownerRecordName): only its owner can make it, and it is not shared with you (any more)"
         }
         let body: [String: Any] = ["operations": [["operationType": "create", "zone": ["zoneID": zoneJSON(zone)]]]]
-        let answer = try JSONSerialization.jsonObject(with: try await client.send("zones/modify", body: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))) as? [String: Any]
+        let answer =
+            try JSONSerialization.jsonObject(
+                with: try await client.send(
+                    "zones/modify", body: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])))
+            as? [String: Any]
         // Each zone of the request has its own outcome, an error dictionary when it failed.
-        let outcome = (answer?["zones"] as? [[String: Any]] ?? []).first { (($0["zoneID"] as? [String: Any])?["zoneName"] as? String) == zone.zoneName }
+        let outcome = (answer?["zones"] as? [[String: Any]] ?? []).first {
+            (($0["zoneID"] as? [String: Any])?["zoneName"] as? String) == zone.zoneName
+        }
         guard let outcome else { return "CloudKit's answer to creating zone \(zone.zoneName) did not mention it" }
         if let code = outcome["serverErrorCode"] as? String {
-            return "CloudKit did not create zone \(zone.zoneName): \(code)\((outcome["reason"] as? String).map { ": \($0)" } ?? "")"
+            return
+                "CloudKit did not create zone \(zone.zoneName): \(code)\((outcome["reason"] as? String).map { ": \($0)" } ?? "")"
         }
         return nil
     }
@@ -467,7 +544,9 @@ final class OperationBatches {
                     try body(record)
                 }
                 if let since = request.since {
-                    try session.forEachChange(since: since, recordTypes: request.query.recordTypes, scope: scope, zoneName: request.query.zoneName, each)
+                    try session.forEachChange(
+                        since: since, recordTypes: request.query.recordTypes, scope: scope,
+                        zoneName: request.query.zoneName, each)
                 } else {
                     var query = request.query
                     query.scope = scope
@@ -481,7 +560,9 @@ final class OperationBatches {
             var steps = 1
             var seen: Set<String> = [record.recordName]
             var parent = record.parent
-            while let name = parent, let above = try session.record(RecordID(recordName: name, zone: record.zone)), !above.isDeleted {
+            while let name = parent, let above = try session.record(RecordID(recordName: name, zone: record.zone)),
+                !above.isDeleted
+            {
                 guard let next = above.parent, next != name else { return steps }
                 guard seen.insert(name).inserted, steps < limit else { return nil }
                 steps += 1
@@ -497,7 +578,9 @@ final class OperationBatches {
                 shares.append(record)
                 return
             }
-            if let share = record.share, !record.isDeleted { roots[RecordID(recordName: share, zone: record.zone)] = record.recordName }
+            if let share = record.share, !record.isDeleted {
+                roots[RecordID(recordName: share, zone: record.zone)] = record.recordName
+            }
             if hasParent(record) {
                 waiting += 1
                 return
@@ -532,9 +615,15 @@ final class OperationBatches {
             // A root the push did not select is still the store's: look for it there.
             var root = roots[share.id]
             if root == nil {
-                let predicate = RecordPredicate([Condition(field: "___share", op: .equal, value: .string(share.recordName))])
+                let predicate = RecordPredicate([
+                    Condition(field: "___share", op: .equal, value: .string(share.recordName))
+                ])
                 let types = session.schema.recordTypes.map(\.name).filter { $0 != Record.shareType }
-                try session.forEach(RecordQuery(recordTypes: types, scope: share.zone.scope, zoneName: share.zone.zoneName, predicate: predicate)) { record in
+                try session.forEach(
+                    RecordQuery(
+                        recordTypes: types, scope: share.zone.scope, zoneName: share.zone.zoneName, predicate: predicate
+                    )
+                ) { record in
                     if record.zone == share.zone { root = record.recordName }
                 }
             }
@@ -550,8 +639,11 @@ final class OperationBatches {
         let type: String
         if record.isDeleted {
             guard request.force else {
-                unsent.append(PushRejection(operation: operation(record, type: "delete").0, serverErrorCode: "NOT_SENT",
-                                            reason: "a deletion is sent only when forced: the store keeps no change tag for a deleted record"))
+                unsent.append(
+                    PushRejection(
+                        operation: operation(record, type: "delete").0, serverErrorCode: "NOT_SENT",
+                        reason:
+                            "a deletion is sent only when forced: the store keeps no change tag for a deleted record"))
                 return nil
             }
             type = "forceDelete"
@@ -586,7 +678,8 @@ final class OperationBatches {
         // CloudKit checks the change tag of update and replace, and refuses the whole request
         // when one lacks it.
         if operation.withChangeTag && record.changeTag == nil {
-            return "the record has no change tag (it was not pulled from CloudKit), which \(operation.operationType) needs: \(Wording.createOrForcePush.text)"
+            return
+                "the record has no change tag (it was not pulled from CloudKit), which \(operation.operationType) needs: \(Wording.createOrForcePush.text)"
         }
         return nil
     }
@@ -594,19 +687,27 @@ final class OperationBatches {
     /// A record's operation, and why it cannot be sent, if it cannot.
     private func operation(_ record: Record, type: String) -> (PushOperation, notSent: String?) {
         var record = record
-        var operation = PushOperation(zone: record.zone, recordType: record.recordType, recordName: record.recordName, operationType: type, json: [])
+        var operation = PushOperation(
+            zone: record.zone, recordType: record.recordType, recordName: record.recordName, operationType: type,
+            json: [])
         operation.withChangeTag = !type.hasPrefix("force") && type != "create"
         var missing: [String] = []
         for entry in record.fields.entries {
             switch entry.value {
             case .asset(let asset):
-                if let sha256 = asset.sha256 { operation.uploads.append(AssetUpload(field: entry.name, element: nil, sha256: sha256)) }
-                else if asset.receipt == nil { missing.append(entry.name) }
+                if let sha256 = asset.sha256 {
+                    operation.uploads.append(AssetUpload(field: entry.name, element: nil, sha256: sha256))
+                } else if asset.receipt == nil {
+                    missing.append(entry.name)
+                }
             case .list(.asset, let items):
                 for (position, item) in items.enumerated() {
                     guard case .asset(let asset) = item else { continue }
-                    if let sha256 = asset.sha256 { operation.uploads.append(AssetUpload(field: entry.name, element: position, sha256: sha256)) }
-                    else if asset.receipt == nil { missing.append("\(entry.name)[\(position)]") }
+                    if let sha256 = asset.sha256 {
+                        operation.uploads.append(AssetUpload(field: entry.name, element: position, sha256: sha256))
+                    } else if asset.receipt == nil {
+                        missing.append("\(entry.name)[\(position)]")
+                    }
                 }
             default:
                 break
@@ -622,7 +723,10 @@ final class OperationBatches {
                 operation.record = record
                 operation.encode(with: codec)
                 operation.record = nil
-                return (operation, "the store holds no bytes of asset\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), and CloudKit takes an asset only with its upload's receipt: \(Wording.keepAssetBytes.text)")
+                return (
+                    operation,
+                    "the store holds no bytes of asset\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), and CloudKit takes an asset only with its upload's receipt: \(Wording.keepAssetBytes.text)"
+                )
             }
         }
         operation.record = record
@@ -650,7 +754,10 @@ final class BatchFeed<Element: Sendable>: @unchecked Sendable {
     func put(_ element: Element) -> Bool {
         condition.lock()
         while waiting.count >= depth && !cancelled { condition.wait() }
-        if cancelled { condition.unlock(); return false }
+        if cancelled {
+            condition.unlock()
+            return false
+        }
         if let consumer {
             self.consumer = nil
             condition.unlock()

@@ -54,7 +54,11 @@ extension CloudSync {
     /// or phone number, with the permission they had (READ_ONLY or READ_WRITE); administrators
     /// come back as plain participants.
     static func invitations(_ details: ShareDetails?)
-        -> (invite: [ShareDetails.Participant], skip: [(participant: ShareDetails.Participant, why: String)], notes: [(participant: ShareDetails.Participant, why: String)]) {
+        -> (
+            invite: [ShareDetails.Participant], skip: [(participant: ShareDetails.Participant, why: String)],
+            notes: [(participant: ShareDetails.Participant, why: String)]
+        )
+    {
         var invite: [ShareDetails.Participant] = []
         var skip: [(participant: ShareDetails.Participant, why: String)] = []
         var notes: [(participant: ShareDetails.Participant, why: String)] = []
@@ -62,7 +66,13 @@ extension CloudSync {
         let pusherOwned = pusher == nil || pusher?.type == "OWNER"
         for person in details?.participants ?? [] {
             if let pusher, person.isSamePerson(as: pusher) {
-                if !pusherOwned { notes.append((person, "pulled this store, and owns the share made again (it is made by the account that pushes)")) }
+                if !pusherOwned {
+                    notes.append(
+                        (
+                            person,
+                            "pulled this store, and owns the share made again (it is made by the account that pushes)"
+                        ))
+                }
                 continue
             }
             var invited = person
@@ -71,26 +81,43 @@ extension CloudSync {
             case ("OWNER", _):
                 if pusherOwned { continue }
                 invited.permission = "READ_WRITE"
-                notes.append((person, "owned the share; the share made again is the pushing account's, and invites them with READ_WRITE"))
+                notes.append(
+                    (
+                        person,
+                        "owned the share; the share made again is the pushing account's, and invites them with READ_WRITE"
+                    ))
             case (_, "REMOVED"), (_, "UNSUBSCRIBED"):
                 skip.append((person, "had left the share (\(person.acceptanceStatus!))"))
                 continue
             case ("PUBLIC_USER", _):
-                skip.append((person, "joined by the share's URL, not by invitation; anyone with the new URL can join again"))
+                skip.append(
+                    (person, "joined by the share's URL, not by invitation; anyone with the new URL can join again"))
                 continue
             default:
                 guard person.permission == "READ_ONLY" || person.permission == "READ_WRITE" else {
-                    skip.append((person, "had the permission \(person.permission ?? "none recorded"), which an invitation cannot give"))
+                    skip.append(
+                        (
+                            person,
+                            "had the permission \(person.permission ?? "none recorded"), which an invitation cannot give"
+                        ))
                     continue
                 }
                 if person.type == "ADMINISTRATOR" {
-                    notes.append((person, "was an administrator; invited as a participant, to be made administrator again in the app"))
+                    notes.append(
+                        (
+                            person,
+                            "was an administrator; invited as a participant, to be made administrator again in the app"
+                        ))
                 }
             }
             if person.emailAddress != nil || person.phoneNumber != nil {
                 invite.append(invited)
             } else {
-                skip.append((person, "CloudKit gave no e-mail address or phone number to invite them by; invite them again from the app"))
+                skip.append(
+                    (
+                        person,
+                        "CloudKit gave no e-mail address or phone number to invite them by; invite them again from the app"
+                    ))
             }
         }
         return (invite, skip, notes)
@@ -98,21 +125,33 @@ extension CloudSync {
 
     /// What a push will do with a share, decided without asking CloudKit: nil when it is to be
     /// created (then asked).
-    static func shareDecision(_ plan: SharePlan, request: PushRequest, scope: CloudKitDatabase.Scope) -> ShareRestoration.State? {
+    static func shareDecision(_ plan: SharePlan, request: PushRequest, scope: CloudKitDatabase.Scope)
+        -> ShareRestoration.State?
+    {
         if request.mode != .create {
-            return .leftAlone("\(Wording.pushMode(request.mode.rawValue).text) changes records, not shares: CloudKit keeps this share and everyone who accepted it")
+            return .leftAlone(
+                "\(Wording.pushMode(request.mode.rawValue).text) changes records, not shares: CloudKit keeps this share and everyone who accepted it"
+            )
         }
         if scope == .shared {
-            return .notCreated("this zone belongs to \(plan.share.zone.ownerRecordName): only its owner can share its records (from the app)")
+            return .notCreated(
+                "this zone belongs to \(plan.share.zone.ownerRecordName): only its owner can share its records (from the app)"
+            )
         }
         if plan.share.zone.zoneName == ZoneID.defaultZoneName {
-            return .notCreated("the default zone does not support sharing: move the records into a zone of their own in the app, and share them there")
+            return .notCreated(
+                "the default zone does not support sharing: move the records into a zone of their own in the app, and share them there"
+            )
         }
         if plan.share.recordName == Record.zoneShareName {
-            return .notCreated("CloudKit Web Services cannot create a share of a whole zone: share the zone again from the app, and invite the people listed again")
+            return .notCreated(
+                "CloudKit Web Services cannot create a share of a whole zone: share the zone again from the app, and invite the people listed again"
+            )
         }
         guard plan.root != nil else {
-            return .notCreated("the store holds no record whose share this is (its root), and CloudKit creates a share only for a root record")
+            return .notCreated(
+                "the store holds no record whose share this is (its root), and CloudKit creates a share only for a root record"
+            )
         }
         return nil
     }
@@ -122,19 +161,24 @@ extension CloudSync {
         let (invite, skip, notes) = invitations(details)
         var title: String?
         if case .string(let text)? = plan.share.fields["cloudkit.title"] { title = text }
-        return ShareRestoration(zone: plan.share.zone, shareName: plan.share.recordName, root: plan.root, title: title, state: state,
-                                invited: invite, notInvited: skip, notes: notes)
+        return ShareRestoration(
+            zone: plan.share.zone, shareName: plan.share.recordName, root: plan.root, title: title, state: state,
+            invited: invite, notInvited: skip, notes: notes)
     }
 
     /// The `records/modify` operation that creates a share again: the share's fields, its
     /// root (`forRecord`, with the change tag CloudKit holds now), who may open it by URL, and
     /// everyone it invites again, INVITED. CloudKit names the share, as in the flow seen
     /// working live (brightdigit/MistKit 0375d099, CloudKitService+CreateShare.swift).
-    static func shareCreation(_ plan: SharePlan, rootTag: String, invite: [ShareDetails.Participant], codec: JSONRecordCodec) -> [UInt8] {
+    static func shareCreation(
+        _ plan: SharePlan, rootTag: String, invite: [ShareDetails.Participant], codec: JSONRecordCodec
+    ) -> [UInt8] {
         let details = plan.share.shareDetails.flatMap(ShareDetails.init(json:))
         var out = JSONWriter(capacity: 512)
         // CloudKit's own spelling: the reference's `cloudKit.share` is refused.
-        out.raw("{\"operationType\":\"create\",\"record\":{\"recordType\":\"cloudkit.share\",\"forRecord\":{\"recordName\":")
+        out.raw(
+            "{\"operationType\":\"create\",\"record\":{\"recordType\":\"cloudkit.share\",\"forRecord\":{\"recordName\":"
+        )
         out.string(plan.root ?? "")
         out.raw(",\"recordChangeTag\":")
         out.string(rootTag)
@@ -144,8 +188,11 @@ extension CloudSync {
         for (index, person) in invite.enumerated() {
             if index > 0 { out.byte(UInt8(ascii: ",")) }
             var lookup = JSONObject()
-            if let email = person.emailAddress { lookup.members.append(.init(key: "emailAddress", value: .string(email))) }
-            else if let phone = person.phoneNumber { lookup.members.append(.init(key: "phoneNumber", value: .string(phone))) }
+            if let email = person.emailAddress {
+                lookup.members.append(.init(key: "emailAddress", value: .string(email)))
+            } else if let phone = person.phoneNumber {
+                lookup.members.append(.init(key: "phoneNumber", value: .string(phone)))
+            }
             out.raw("{\"type\":\"USER\",\"permission\":")
             out.string(person.permission ?? "READ_ONLY")
             out.raw(",\"acceptanceStatus\":\"INVITED\",\"userIdentity\":{\"lookupInfo\":")
@@ -167,8 +214,10 @@ extension CloudSync {
     }
 
     /// Creates the shares a push met again, where CloudKit allows it, once their records are in.
-    static func restoreShares(_ plans: [SharePlan], client: CloudKitClient, request: PushRequest, codec: JSONRecordCodec,
-                              result: inout PushResult, rejected: (PushRejection) throws -> Void) async throws {
+    static func restoreShares(
+        _ plans: [SharePlan], client: CloudKitClient, request: PushRequest, codec: JSONRecordCodec,
+        result: inout PushResult, rejected: (PushRejection) throws -> Void
+    ) async throws {
         for plan in plans {
             if let state = shareDecision(plan, request: request, scope: client.database.scope) {
                 result.shares.append(restoration(plan, state: state))
@@ -176,19 +225,27 @@ extension CloudSync {
             }
             var outcome = restoration(plan, state: .wouldCreate)
             let zone = plan.share.zone
-            var operation = PushOperation(zone: zone, recordType: Record.shareType, recordName: plan.share.recordName, operationType: "create", json: [])
+            var operation = PushOperation(
+                zone: zone, recordType: Record.shareType, recordName: plan.share.recordName, operationType: "create",
+                json: [])
             func fail(_ code: String, _ reason: String) throws {
                 outcome.state = .notCreated("\(code): \(reason)")
                 result.byType[Record.shareType, default: PushCounts()].failed += 1
                 try rejected(PushRejection(operation: operation, serverErrorCode: code, reason: reason))
             }
             // The root's change tag as CloudKit holds it now: saving its children changed it.
-            let lookup = try JSONSerialization.data(withJSONObject: ["zoneID": zoneJSON(zone), "records": [["recordName": plan.root!]]], options: [.sortedKeys])
+            let lookup = try JSONSerialization.data(
+                withJSONObject: ["zoneID": zoneJSON(zone), "records": [["recordName": plan.root!]]],
+                options: [.sortedKeys])
             let found: [String: Any]?
             do {
-                found = try JSONSerialization.jsonObject(with: try await client.send("records/lookup", body: lookup)) as? [String: Any]
+                found =
+                    try JSONSerialization.jsonObject(with: try await client.send("records/lookup", body: lookup))
+                    as? [String: Any]
                 result.requests += 1
-            } catch let error as CloudKitServerError where error.code != .authenticationRequired && error.code != .authenticationFailed {
+            } catch let error as CloudKitServerError
+                where error.code != .authenticationRequired && error.code != .authenticationFailed
+            {
                 // One share CloudKit will not look at does not stop the others.
                 result.requests += 1
                 try fail(error.serverErrorCode, error.reason ?? "CloudKit did not answer for its root record")
@@ -198,7 +255,9 @@ extension CloudSync {
             let rootAnswer = (found?["records"] as? [[String: Any]])?.first
             guard let rootTag = rootAnswer?["recordChangeTag"] as? String else {
                 let code = rootAnswer?["serverErrorCode"] as? String ?? "NOT_FOUND"
-                try fail(code, "its root record \(plan.root!) is not in CloudKit, and a share is created only for a root that is")
+                try fail(
+                    code,
+                    "its root record \(plan.root!) is not in CloudKit, and a share is created only for a root that is")
                 result.shares.append(outcome)
                 continue
             }
@@ -208,19 +267,23 @@ extension CloudSync {
             body.raw("{\"atomic\":true,\"operations\":[")
             body.bytes.append(contentsOf: operation.json)
             body.raw("],\"zoneID\":")
-            body.bytes.append(contentsOf: try JSONSerialization.data(withJSONObject: zoneJSON(zone), options: [.sortedKeys]))
+            body.bytes.append(
+                contentsOf: try JSONSerialization.data(withJSONObject: zoneJSON(zone), options: [.sortedKeys]))
             body.raw("}")
             let answer: Data
             do {
                 answer = try await client.send("records/modify", body: Data(body.bytes))
                 result.requests += 1
-            } catch let error as CloudKitServerError where error.code != .authenticationRequired && error.code != .authenticationFailed {
+            } catch let error as CloudKitServerError
+                where error.code != .authenticationRequired && error.code != .authenticationFailed
+            {
                 result.requests += 1
                 try fail(error.serverErrorCode, error.reason ?? "CloudKit refused to create it")
                 result.shares.append(outcome)
                 continue
             }
-            let records = (try JSONSerialization.jsonObject(with: answer) as? [String: Any])?["records"] as? [[String: Any]] ?? []
+            let records =
+                (try JSONSerialization.jsonObject(with: answer) as? [String: Any])?["records"] as? [[String: Any]] ?? []
             let created = records.first { $0["recordType"] as? String == Record.shareType } ?? records.first
             if let code = created?["serverErrorCode"] as? String {
                 try fail(code, created?["reason"] as? String ?? "")

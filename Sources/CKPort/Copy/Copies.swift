@@ -28,21 +28,27 @@ extension Copies {
     /// nothing written, when the target's schema cannot take it without losing data), the
     /// records `options.query` selects, the asset files those name, the migration history and
     /// the sync tokens. The source is read in one consistent state.
-    public static func run(from source: some RecordStoring, to target: some RecordStoring, options: CopyOptions = CopyOptions(),
-                           progress: ProgressHandler? = nil) throws -> ImportSummary {
+    public static func run(
+        from source: some RecordStoring, to target: some RecordStoring, options: CopyOptions = CopyOptions(),
+        progress: ProgressHandler? = nil
+    ) throws -> ImportSummary {
         let schema = try source.loadSchema()
         let records = StoreRecordSource(source, query: options.query)
         defer { records.cancel() }
         var importOptions = ImportOptions(mode: options.mode, dryRun: options.dryRun)
         importOptions.maxErrors = 20
-        let hooks = ImportHooks(progress: progress.map { report in { step in report(OperationProgress(records: step.records)) } }, finishing: { session in
-            try source.readSession { reading in
-                for entry in try reading.migrationHistory(set: nil) { try session.recordMigration(entry) }
-                for name in try reading.syncSources() {
-                    for state in try reading.syncStates(source: name) { try session.saveSyncToken(state.token, source: name, zone: state.zone) }
+        let hooks = ImportHooks(
+            progress: progress.map { report in { step in report(OperationProgress(records: step.records)) } },
+            finishing: { session in
+                try source.readSession { reading in
+                    for entry in try reading.migrationHistory(set: nil) { try session.recordMigration(entry) }
+                    for name in try reading.syncSources() {
+                        for state in try reading.syncStates(source: name) {
+                            try session.saveSyncToken(state.token, source: name, zone: state.zone)
+                        }
+                    }
                 }
-            }
-        })
+            })
         return try target.importRecords([records], schema: schema, options: importOptions, hooks: hooks)
     }
 }
@@ -67,11 +73,20 @@ final class StoreRecordSource: RecordSource, @unchecked Sendable {
                     try session.forEach(query) { record in
                         for sha256 in StoreRecordSource.assetHashes(record) where !staged.contains(sha256) {
                             staged.insert(sha256)
-                            guard let asset = try StoreRecordSource.stage(sha256, from: session, origin: origin) else { continue }
-                            guard handoff.put(.success(.asset(asset))) else { asset.discard(); throw CancellationError() }
+                            guard let asset = try StoreRecordSource.stage(sha256, from: session, origin: origin) else {
+                                continue
+                            }
+                            guard handoff.put(.success(.asset(asset))) else {
+                                asset.discard()
+                                throw CancellationError()
+                            }
                         }
-                        let position = SourcePosition(file: origin, path: "\(record.recordType) \(record.recordName) in zone \(record.zone.zoneName)")
-                        guard handoff.put(.success(.record(SourcedRecord(record: record, position: position)))) else { throw CancellationError() }
+                        let position = SourcePosition(
+                            file: origin,
+                            path: "\(record.recordType) \(record.recordName) in zone \(record.zone.zoneName)")
+                        guard handoff.put(.success(.record(SourcedRecord(record: record, position: position)))) else {
+                            throw CancellationError()
+                        }
                     }
                 }
                 _ = handoff.put(.success(nil))

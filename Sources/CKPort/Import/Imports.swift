@@ -1,5 +1,5 @@
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
 
@@ -25,7 +25,9 @@ public struct ImportInput {
     private static func sniffed(_ path: String) -> RecordFormat? {
         guard path != "-", let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
-        guard let head = try? handle.read(upToCount: 4096), let format = RecordFormats.sniff(Array(head)) else { return nil }
+        guard let head = try? handle.read(upToCount: 4096), let format = RecordFormats.sniff(Array(head)) else {
+            return nil
+        }
         // JSON of either layout is read by detecting it anyway.
         return format == .json || format == .jsonLines ? nil : format
     }
@@ -52,9 +54,11 @@ public struct ImportRequest {
     /// succeeds, discarded when it fails.
     public var rejects: RejectsWriter?
 
-    public init(inputs: [ImportInput], schema: Schema? = nil, options: ImportOptions = ImportOptions(),
-                defaultRecordType: String? = nil, defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil,
-                settings: FormatSettings = FormatSettings(), strict: Bool = false, rejects: RejectsWriter? = nil) {
+    public init(
+        inputs: [ImportInput], schema: Schema? = nil, options: ImportOptions = ImportOptions(),
+        defaultRecordType: String? = nil, defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil,
+        settings: FormatSettings = FormatSettings(), strict: Bool = false, rejects: RejectsWriter? = nil
+    ) {
         self.inputs = inputs
         self.schema = schema
         self.options = options
@@ -78,21 +82,30 @@ public struct FormatNotReadable: CKPortError, Sendable {
 extension Imports {
     /// Imports every input in one transaction: all of it, or — when any record is invalid and
     /// invalid records are not skipped, or the import is interrupted — nothing.
-    public static func run<Store: RecordStoring>(_ request: ImportRequest, into store: Store, progress: ProgressHandler? = nil) throws -> ImportSummary {
+    public static func run<Store: RecordStoring>(
+        _ request: ImportRequest, into store: Store, progress: ProgressHandler? = nil
+    ) throws -> ImportSummary {
         let schema = try request.schema ?? store.loadSchema()
-        let context = RecordReadContext(schema: schema, defaultRecordType: request.defaultRecordType, defaultZone: request.defaultZone,
-                                        timeZone: request.timeZone, allowNewFields: request.options.allowNewFields, store: store,
-                                        settings: request.settings)
+        let context = RecordReadContext(
+            schema: schema, defaultRecordType: request.defaultRecordType, defaultZone: request.defaultZone,
+            timeZone: request.timeZone, allowNewFields: request.options.allowNewFields, store: store,
+            settings: request.settings)
         let sources: [RecordSource] = try request.inputs.map { input in
-            guard let make = input.format.makeReader else { throw FormatNotReadable(format: input.format.title, file: input.input.name) }
+            guard let make = input.format.makeReader else {
+                throw FormatNotReadable(format: input.format.title, file: input.input.name)
+            }
             return try make(input.input, context)
         }
         // Records need a schema to be checked against, unless they bring their own types.
         var added: [RecordTypeDefinition] = []
         for case let source as SchemaExtendingSource in sources {
-            for type in source.addedRecordTypes where !added.contains(where: { $0.name == type.name }) { added.append(type) }
+            for type in source.addedRecordTypes where !added.contains(where: { $0.name == type.name }) {
+                added.append(type)
+            }
         }
-        if request.schema == nil && !request.options.allowNewFields && added.isEmpty && !sources.isEmpty && schema.recordTypes.isEmpty {
+        if request.schema == nil && !request.options.allowNewFields && added.isEmpty && !sources.isEmpty
+            && schema.recordTypes.isEmpty
+        {
             throw OperationError.noSchema(store: store.location, storeExists: true)
         }
         var hooks = ImportHooks(rejects: request.rejects, addingTypes: added)
@@ -104,10 +117,13 @@ extension Imports {
             }
         }
         if let progress {
-            hooks.progress = { progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes)) }
+            hooks.progress = {
+                progress(OperationProgress(records: $0.records, done: $0.bytesRead, total: $0.totalBytes))
+            }
         }
         do {
-            let summary = try store.importRecords(sources, schema: request.schema, options: request.options, hooks: hooks)
+            let summary = try store.importRecords(
+                sources, schema: request.schema, options: request.options, hooks: hooks)
             try request.rejects?.finish()
             return summary
         } catch {

@@ -34,14 +34,19 @@ public enum InputFiles {
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: 8192)
         let count = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count >= 0 else { throw InputFileError(path: path, "cannot be read (\(String(cString: strerror(errno))))") }
+        guard count >= 0 else {
+            throw InputFileError(path: path, "cannot be read (\(String(cString: strerror(errno))))")
+        }
         head.removeSubrange(count...)
         if binary {
             // A bundle is gzip data, or ckport's encrypted form of it.
             let gzip = head.starts(with: [0x1F, 0x8B])
             let encrypted = head.starts(with: Array("CKPORT-ENCRYPTED-BUNDLE".utf8))
             if count == 0 { throw InputFileError(path: path, "is empty, not \(kind)") }
-            if !gzip && !encrypted { throw InputFileError(path: path, "not \(kind) (a bundle is the gzip-compressed tar 'ckport backup' writes)") }
+            if !gzip && !encrypted {
+                throw InputFileError(
+                    path: path, "not \(kind) (a bundle is the gzip-compressed tar 'ckport backup' writes)")
+            }
             return
         }
         if looksBinary(head) { throw InputFileError(path: path, "not \(kind): it holds binary data") }

@@ -1,5 +1,5 @@
-import Foundation
 import Formats
+import Foundation
 import Migrations
 import Records
 import Store
@@ -66,8 +66,10 @@ extension SchemaMigrations {
     }
 
     /// What the pending migrations would do, record by record. The store file is not written.
-    public static func plan(_ set: MigrationSet, in store: some RecordStoring, options: MigrationRunOptions = MigrationRunOptions(),
-                            progress: ProgressHandler? = nil) throws -> [MigrationReport] {
+    public static func plan(
+        _ set: MigrationSet, in store: some RecordStoring, options: MigrationRunOptions = MigrationRunOptions(),
+        progress: ProgressHandler? = nil
+    ) throws -> [MigrationReport] {
         let runner = MigrationRunner(store: store, set: set)
         runner.force = options.force
         if let progress { runner.progress = { _, read in progress(OperationProgress(records: read)) } }
@@ -78,9 +80,11 @@ extension SchemaMigrations {
     /// written inside the first migration's transaction once that migration fits the schema:
     /// it holds exactly the records the migration starts from. `backedUp` hears of it at once,
     /// so that a caller can say where it is even when a later migration fails.
-    public static func apply(_ set: MigrationSet, to store: some RecordStoring, options: MigrationRunOptions = MigrationRunOptions(),
-                             repair: Bool = false, backup: MigrationBackup = .besideStore, progress: ProgressHandler? = nil,
-                             backedUp: ((String, BundleWriter.Summary) -> Void)? = nil) throws -> MigrationApplyResult {
+    public static func apply(
+        _ set: MigrationSet, to store: some RecordStoring, options: MigrationRunOptions = MigrationRunOptions(),
+        repair: Bool = false, backup: MigrationBackup = .besideStore, progress: ProgressHandler? = nil,
+        backedUp: ((String, BundleWriter.Summary) -> Void)? = nil
+    ) throws -> MigrationApplyResult {
         let runner = MigrationRunner(store: store, set: set)
         runner.force = options.force
         let before = try runner.status()
@@ -94,24 +98,33 @@ extension SchemaMigrations {
             if !pending.isEmpty {
                 switch backup {
                 case .none: break
-                case .besideStore: backupPath = defaultBackupPath(store: store.location, set: set.name, version: pending[0].version)
+                case .besideStore:
+                    backupPath = defaultBackupPath(store: store.location, set: set.name, version: pending[0].version)
                 case .at(let path): backupPath = path
                 }
             }
         }
         if let progress { runner.progress = { _, read in progress(OperationProgress(records: read)) } }
-        let reports = try runner.apply(to: options.target, beforeFirst: backupPath.map { path in { session in
-            let summary = try BundleWriter().write(session, to: path)
-            backedUp?(path, summary)
-        } })
+        let reports = try runner.apply(
+            to: options.target,
+            beforeFirst: backupPath.map { path in
+                { session in
+                    let summary = try BundleWriter().write(session, to: path)
+                    backedUp?(path, summary)
+                }
+            })
         var repaired: [MigrationRepair] = []
         if repair {
             for entry in before.applied {
-                guard let migration = set.migrations.first(where: { $0.version == entry.version }), migration.checksum != entry.checksum else { continue }
-                repaired.append(MigrationRepair(file: entry.file, oldChecksum: entry.checksum, newChecksum: migration.checksum))
+                guard let migration = set.migrations.first(where: { $0.version == entry.version }),
+                    migration.checksum != entry.checksum
+                else { continue }
+                repaired.append(
+                    MigrationRepair(file: entry.file, oldChecksum: entry.checksum, newChecksum: migration.checksum))
             }
         }
-        return MigrationApplyResult(reports: reports, before: before, after: try runner.status(), repaired: repaired, backup: backupPath)
+        return MigrationApplyResult(
+            reports: reports, before: before, after: try runner.status(), repaired: repaired, backup: backupPath)
     }
 
     /// `STORE.before-SET-NNNN.ckbundle` beside the store, with a time added when that exists; for
@@ -123,7 +136,8 @@ extension SchemaMigrations {
         }
         var path = "\(base).before-\(set)-\(String(format: "%04d", version)).ckbundle"
         if FileManager.default.fileExists(atPath: path) {
-            let stamp = ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(of: ":", with: "")
+            let stamp = ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)).replacingOccurrences(
+                of: ":", with: "")
             path = "\(base).before-\(set)-\(String(format: "%04d", version))-\(stamp).ckbundle"
         }
         return path

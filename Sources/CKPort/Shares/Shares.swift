@@ -30,10 +30,14 @@ public enum Shares {
     /// Every live share in the store (optionally of one scope or zone name), in export order,
     /// each with its root and the number of records it carries. The store counts each zone's
     /// hierarchies, so memory holds the shares, never the zone's links.
-    public static func list(_ session: any RecordSession, scope: DatabaseScope? = nil, zoneName: String? = nil) throws -> [StoredShare] {
+    public static func list(_ session: any RecordSession, scope: DatabaseScope? = nil, zoneName: String? = nil) throws
+        -> [StoredShare]
+    {
         guard session.schema.recordType(named: Record.shareType) != nil else { return [] }
         var shares: [Record] = []
-        try session.forEach(RecordQuery(recordTypes: [Record.shareType], scope: scope, zoneName: zoneName)) { shares.append($0) }
+        try session.forEach(RecordQuery(recordTypes: [Record.shareType], scope: scope, zoneName: zoneName)) {
+            shares.append($0)
+        }
         var result: [StoredShare] = []
         var zonesSeen: [ZoneID] = []
         for share in shares where !zonesSeen.contains(share.zone) { zonesSeen.append(share.zone) }
@@ -49,14 +53,23 @@ public enum Shares {
                 let details = share.shareDetails.flatMap(ShareDetails.init(json:))
                 if share.recordName == Record.zoneShareName {
                     // Everything in the zone but share records.
-                    let total = recordTypes.isEmpty ? 0 : try session.count(RecordQuery(recordTypes: recordTypes, scope: zone.scope, zoneName: zone.zoneName,
-                                                                                         ownerRecordName: zone.ownerRecordName))
-                    result.append(StoredShare(record: share, details: details, root: nil, isZoneWide: true, recordCount: total))
+                    let total =
+                        recordTypes.isEmpty
+                        ? 0
+                        : try session.count(
+                            RecordQuery(
+                                recordTypes: recordTypes, scope: zone.scope, zoneName: zone.zoneName,
+                                ownerRecordName: zone.ownerRecordName))
+                    result.append(
+                        StoredShare(record: share, details: details, root: nil, isZoneWide: true, recordCount: total))
                 } else if let hierarchy = hierarchies[share.recordName] {
-                    result.append(StoredShare(record: share, details: details, root: (hierarchy.rootName, hierarchy.rootType),
-                                              isZoneWide: false, recordCount: hierarchy.recordCount))
+                    result.append(
+                        StoredShare(
+                            record: share, details: details, root: (hierarchy.rootName, hierarchy.rootType),
+                            isZoneWide: false, recordCount: hierarchy.recordCount))
                 } else {
-                    result.append(StoredShare(record: share, details: details, root: nil, isZoneWide: false, recordCount: 0))
+                    result.append(
+                        StoredShare(record: share, details: details, root: nil, isZoneWide: false, recordCount: 0))
                 }
             }
         }
@@ -70,21 +83,30 @@ extension StoredShare {
     public func writeJSON(to out: inout JSONWriter) {
         let share = self
         let zone = share.zone
-        out.raw("{\"recordName\":"); out.string(share.record.recordName)
-        out.raw(",\"scope\":"); out.string(zone.scope.rawValue)
-        out.raw(",\"zoneName\":"); out.string(zone.zoneName)
-        out.raw(",\"ownerRecordName\":"); out.string(zone.ownerRecordName)
-        out.raw(",\"title\":"); if let title = share.title { out.string(title) } else { out.raw("null") }
-        out.raw(",\"zoneWide\":"); out.bool(share.isZoneWide)
+        out.raw("{\"recordName\":")
+        out.string(share.record.recordName)
+        out.raw(",\"scope\":")
+        out.string(zone.scope.rawValue)
+        out.raw(",\"zoneName\":")
+        out.string(zone.zoneName)
+        out.raw(",\"ownerRecordName\":")
+        out.string(zone.ownerRecordName)
+        out.raw(",\"title\":")
+        if let title = share.title { out.string(title) } else { out.raw("null") }
+        out.raw(",\"zoneWide\":")
+        out.bool(share.isZoneWide)
         out.raw(",\"root\":")
         if let root = share.root {
-            out.raw("{\"recordName\":"); out.string(root.recordName)
-            out.raw(",\"recordType\":"); out.string(root.recordType)
+            out.raw("{\"recordName\":")
+            out.string(root.recordName)
+            out.raw(",\"recordType\":")
+            out.string(root.recordType)
             out.raw("}")
         } else {
             out.raw("null")
         }
-        out.raw(",\"records\":"); out.int(Int64(share.recordCount))
+        out.raw(",\"records\":")
+        out.int(Int64(share.recordCount))
         func optional(_ key: StaticString, _ value: String?) {
             out.raw(key)
             if let value { out.string(value) } else { out.raw("null") }
@@ -95,7 +117,8 @@ extension StoredShare {
         out.raw(",\"participants\":[")
         for (index, person) in share.participants.enumerated() {
             if index > 0 { out.byte(UInt8(ascii: ",")) }
-            out.raw("{\"name\":"); out.string(person.displayName)
+            out.raw("{\"name\":")
+            out.string(person.displayName)
             optional(",\"userRecordName\":", person.userRecordName)
             optional(",\"emailAddress\":", person.emailAddress)
             optional(",\"phoneNumber\":", person.phoneNumber)

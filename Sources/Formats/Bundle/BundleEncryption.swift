@@ -29,8 +29,9 @@ public enum BundleEncryption {
 
     /// scrypt with N = 2^15, r = 8, p = 1: 32 MB and about a tenth of a second per derivation.
     public static func newHeader(chunkSize: Int = 1 << 20) -> Header {
-        Header(n: 1 << 15, r: 8, p: 1, salt: Data(randomBytes(16)).base64EncodedString(), chunkSize: chunkSize,
-               noncePrefix: Data(randomBytes(4)).base64EncodedString())
+        Header(
+            n: 1 << 15, r: 8, p: 1, salt: Data(randomBytes(16)).base64EncodedString(), chunkSize: chunkSize,
+            noncePrefix: Data(randomBytes(4)).base64EncodedString())
     }
 
     /// The largest scrypt cost a reader accepts: N = 2^17 with r = 8 needs 128 MB, within the
@@ -43,7 +44,9 @@ public enum BundleEncryption {
     /// r and p are fixed and N is capped, so a crafted header cannot make a reader allocate
     /// gigabytes or spin for minutes before the passphrase is even checked.
     static func checkLimits(_ header: Header) -> String? {
-        if header.r != 8 || header.p != 1 { return "scrypt with r = \(header.r) and p = \(header.p) (only r = 8, p = 1 are read)" }
+        if header.r != 8 || header.p != 1 {
+            return "scrypt with r = \(header.r) and p = \(header.p) (only r = 8, p = 1 are read)"
+        }
         if header.n < 1 << 10 || header.n > maximumCost || header.n & (header.n - 1) != 0 {
             return "scrypt with N = \(header.n) (N must be a power of two from 2^10 to 2^17)"
         }
@@ -59,13 +62,19 @@ public enum BundleEncryption {
     }
 
     static func key(_ passphrase: String, _ header: Header) throws -> SymmetricKey {
-        guard let salt = Data(base64Encoded: header.salt) else { throw ArchiveError(file: "", message: "the encryption header's salt is not Base64") }
-        return try KDF.Scrypt.deriveKey(from: Array(passphrase.utf8), salt: salt, outputByteCount: 32, rounds: header.n, blockSize: header.r, parallelism: header.p)
+        guard let salt = Data(base64Encoded: header.salt) else {
+            throw ArchiveError(file: "", message: "the encryption header's salt is not Base64")
+        }
+        return try KDF.Scrypt.deriveKey(
+            from: Array(passphrase.utf8), salt: salt, outputByteCount: 32, rounds: header.n, blockSize: header.r,
+            parallelism: header.p)
     }
 
     static func nonce(_ header: Header, _ index: UInt64) throws -> AES.GCM.Nonce {
         let prefix = [UInt8](Data(base64Encoded: header.noncePrefix) ?? Data())
-        guard prefix.count == 4 else { throw ArchiveError(file: "", message: "the encryption header's nonce prefix is not 4 bytes") }
+        guard prefix.count == 4 else {
+            throw ArchiveError(file: "", message: "the encryption header's nonce prefix is not 4 bytes")
+        }
         return try AES.GCM.Nonce(data: prefix + withUnsafeBytes(of: index.bigEndian) { Array($0) })
     }
 
@@ -90,7 +99,10 @@ public final class BundleEncryptor {
     private var pending: [UInt8] = []
     private var index: UInt64 = 0
 
-    public init(passphrase: String, header: BundleEncryption.Header = BundleEncryption.newHeader(), write: @escaping ([UInt8]) throws -> Void) throws {
+    public init(
+        passphrase: String, header: BundleEncryption.Header = BundleEncryption.newHeader(),
+        write: @escaping ([UInt8]) throws -> Void
+    ) throws {
         self.write = write
         self.header = header
         let encoder = JSONEncoder()
@@ -114,8 +126,9 @@ public final class BundleEncryptor {
     }
 
     private func seal(_ plain: [UInt8], final: Bool) throws {
-        let box = try AES.GCM.seal(plain, using: key, nonce: try BundleEncryption.nonce(header, index),
-                                   authenticating: BundleEncryption.associatedData(headerBytes, index, final: final))
+        let box = try AES.GCM.seal(
+            plain, using: key, nonce: try BundleEncryption.nonce(header, index),
+            authenticating: BundleEncryption.associatedData(headerBytes, index, final: final))
         let sealed = Array(box.ciphertext) + Array(box.tag)
         var length = UInt32(sealed.count).bigEndian
         if final { length = (UInt32(sealed.count) | BundleEncryption.finalFlag).bigEndian }
@@ -138,23 +151,34 @@ public final class BundleDecryptor {
 
     public init(path: String, passphrase: String) throws {
         self.path = path
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw ArchiveError(file: path, message: "cannot open the file") }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ArchiveError(file: path, message: "cannot open the file")
+        }
         self.handle = handle
         let start = [UInt8](try handle.read(upToCount: 4096) ?? Data())
-        guard start.starts(with: BundleEncryption.magic), let newline = start[BundleEncryption.magic.count...].firstIndex(of: 0x0A) else {
+        guard start.starts(with: BundleEncryption.magic),
+            let newline = start[BundleEncryption.magic.count...].firstIndex(of: 0x0A)
+        else {
             throw ArchiveError(file: path, message: "not an encrypted bundle (its header is missing or damaged)")
         }
         headerBytes = Array(start[...newline])
         do {
-            header = try JSONDecoder().decode(BundleEncryption.Header.self, from: Data(start[BundleEncryption.magic.count..<newline]))
+            header = try JSONDecoder().decode(
+                BundleEncryption.Header.self, from: Data(start[BundleEncryption.magic.count..<newline]))
         } catch {
             throw ArchiveError(file: path, message: "the encryption header cannot be read: \(error)")
         }
         guard header.format == 1, header.cipher == "AES-256-GCM", header.kdf == "scrypt" else {
-            throw ArchiveError(file: path, message: "the encryption header names a format, cipher or key derivation this ckport does not use")
+            throw ArchiveError(
+                file: path,
+                message: "the encryption header names a format, cipher or key derivation this ckport does not use")
         }
         if let problem = BundleEncryption.checkLimits(header) {
-            throw ArchiveError(file: path, message: "the encryption header asks for \(problem); refused before any work, since a bundle ckport wrote never does")
+            throw ArchiveError(
+                file: path,
+                message:
+                    "the encryption header asks for \(problem); refused before any work, since a bundle ckport wrote never does"
+            )
         }
         key = try BundleEncryption.key(passphrase, header)
         try handle.seek(toOffset: UInt64(headerBytes.count))
@@ -178,26 +202,40 @@ public final class BundleDecryptor {
         offset = 0
         let prefix = [UInt8](try handle.read(upToCount: 4) ?? Data())
         if prefix.isEmpty {
-            guard sawFinal else { throw ArchiveError(file: path, message: "the encrypted bundle is cut short (after chunk \(index))") }
+            guard sawFinal else {
+                throw ArchiveError(file: path, message: "the encrypted bundle is cut short (after chunk \(index))")
+            }
             return false
         }
         guard !sawFinal else { throw ArchiveError(file: path, message: "bytes follow the final encrypted chunk") }
-        guard prefix.count == 4 else { throw ArchiveError(file: path, message: "the encrypted bundle is cut short (inside chunk \(index))") }
+        guard prefix.count == 4 else {
+            throw ArchiveError(file: path, message: "the encrypted bundle is cut short (inside chunk \(index))")
+        }
         let raw = prefix.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).bigEndian }
         let final = raw & BundleEncryption.finalFlag != 0
         let length = Int(raw & ~BundleEncryption.finalFlag)
         guard length >= 16, length <= header.chunkSize + 16 else {
-            throw ArchiveError(file: path, message: "encrypted chunk \(index) has an impossible length: the bundle was changed or damaged")
+            throw ArchiveError(
+                file: path,
+                message: "encrypted chunk \(index) has an impossible length: the bundle was changed or damaged")
         }
         let sealed = [UInt8](try handle.read(upToCount: length) ?? Data())
-        guard sealed.count == length else { throw ArchiveError(file: path, message: "the encrypted bundle is cut short (inside chunk \(index))") }
+        guard sealed.count == length else {
+            throw ArchiveError(file: path, message: "the encrypted bundle is cut short (inside chunk \(index))")
+        }
         do {
-            let box = try AES.GCM.SealedBox(nonce: try BundleEncryption.nonce(header, index), ciphertext: sealed[..<(length - 16)], tag: sealed[(length - 16)...])
-            plain = Array(try AES.GCM.open(box, using: key, authenticating: BundleEncryption.associatedData(headerBytes, index, final: final)))
+            let box = try AES.GCM.SealedBox(
+                nonce: try BundleEncryption.nonce(header, index), ciphertext: sealed[..<(length - 16)],
+                tag: sealed[(length - 16)...])
+            plain = Array(
+                try AES.GCM.open(
+                    box, using: key, authenticating: BundleEncryption.associatedData(headerBytes, index, final: final)))
         } catch {
-            throw ArchiveError(file: path, message: index == 0
-                ? "cannot decrypt: the passphrase is wrong, or the bundle was changed"
-                : "encrypted chunk \(index) fails authentication: the bundle was changed or damaged")
+            throw ArchiveError(
+                file: path,
+                message: index == 0
+                    ? "cannot decrypt: the passphrase is wrong, or the bundle was changed"
+                    : "encrypted chunk \(index) fails authentication: the bundle was changed or damaged")
         }
         sawFinal = final
         index += 1

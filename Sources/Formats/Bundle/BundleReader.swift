@@ -95,9 +95,11 @@ public final class BundleReader: RecordSource {
     ///
     /// `engine` inflates the bundle: the fastest one built in unless a caller (a test, the
     /// fuzzer) wants each of them to read the same bytes.
-    public init(path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil,
-                allowUnencrypted: Bool = false, stageAssets: Bool = true, decodeOnTwoThreads: Bool = false,
-                checkRecordsAfterReading: Bool = false, engine: GzipReader.Engine = .fastest) throws {
+    public init(
+        path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil,
+        allowUnencrypted: Bool = false, stageAssets: Bool = true, decodeOnTwoThreads: Bool = false,
+        checkRecordsAfterReading: Bool = false, engine: GzipReader.Engine = .fastest
+    ) throws {
         self.path = path
         self.stageAssets = stageAssets
         self.limits = limits
@@ -106,12 +108,18 @@ public final class BundleReader: RecordSource {
         totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         isEncrypted = BundleEncryption.isEncrypted(path: path)
         if passphrase != nil && !isEncrypted && !allowUnencrypted {
-            throw BundleError(file: path, member: nil, message: "the bundle is not encrypted, though a passphrase was given: it may not be the backup that was encrypted with it (a plain bundle can be made by anyone); \(Wording.allowUnencrypted.text)")
+            throw BundleError(
+                file: path, member: nil,
+                message:
+                    "the bundle is not encrypted, though a passphrase was given: it may not be the backup that was encrypted with it (a plain bundle can be made by anyone); \(Wording.allowUnencrypted.text)"
+            )
         }
         let gzip: GzipReader
         if isEncrypted {
             guard let passphrase else {
-                throw BundleError(file: path, member: nil, message: "the bundle is encrypted: give its passphrase\(Wording.passphraseSource.text)")
+                throw BundleError(
+                    file: path, member: nil,
+                    message: "the bundle is encrypted: give its passphrase\(Wording.passphraseSource.text)")
             }
             let decryptor = try BundleDecryptor(path: path, passphrase: passphrase)
             gzip = GzipReader(name: path, limits: limits, engine: engine) { try decryptor.read(into: $0) }
@@ -128,12 +136,17 @@ public final class BundleReader: RecordSource {
         let hashes: @Sendable (String) -> Bool = { path in
             !later || !(path.hasPrefix("records/") || path == BundleWriter.changesPath)
         }
-        tar = TarReadAhead(name: path, progress: { gzip.compressedBytes }, hashes: hashes) { try gzip.read(into: $0) }
-        func fail(_ member: String?, _ message: String) -> BundleError { BundleError(file: path, member: member, message: message) }
+        tar = TarReadAhead(
+            name: path, progress: { gzip.compressedBytes }, hashes: hashes, source: { try gzip.read(into: $0) })
+        func fail(_ member: String?, _ message: String) -> BundleError {
+            BundleError(file: path, member: member, message: message)
+        }
         guard let first = try tar.next(), first.path == "manifest.json" else {
             throw fail(nil, "not a ckport bundle: manifest.json is not its first member")
         }
-        guard first.size <= 64 << 20 else { throw fail("manifest.json", "is \(first.size) bytes, too large for a manifest") }
+        guard first.size <= 64 << 20 else {
+            throw fail("manifest.json", "is \(first.size) bytes, too large for a manifest")
+        }
         let manifestBytes = try tar.readAll(limit: Int(first.size))
         do {
             manifest = try JSONDecoder().decode(BundleManifest.self, from: Data(manifestBytes))
@@ -141,13 +154,20 @@ public final class BundleReader: RecordSource {
             throw fail("manifest.json", "cannot be read: \(error)")
         }
         guard manifest.format <= BundleManifest.currentFormat else {
-            throw fail("manifest.json", "bundle format \(manifest.format) is newer than this ckport reads (\(BundleManifest.currentFormat)); update ckport")
+            throw fail(
+                "manifest.json",
+                "bundle format \(manifest.format) is newer than this ckport reads (\(BundleManifest.currentFormat)); update ckport"
+            )
         }
         for member in manifest.members {
             try Tar.checkPath(member.path, archive: path)
-            guard expected.updateValue(member, forKey: member.path) == nil else { throw fail("manifest.json", "names member '\(member.path)' twice") }
+            guard expected.updateValue(member, forKey: member.path) == nil else {
+                throw fail("manifest.json", "names member '\(member.path)' twice")
+            }
         }
-        guard let schemaEntry = try tar.next(), schemaEntry.path == "schema.ckdb", let schemaMember = expected.removeValue(forKey: "schema.ckdb") else {
+        guard let schemaEntry = try tar.next(), schemaEntry.path == "schema.ckdb",
+            let schemaMember = expected.removeValue(forKey: "schema.ckdb")
+        else {
             throw fail(nil, "schema.ckdb must follow manifest.json")
         }
         guard schemaEntry.size == schemaMember.bytes else {
@@ -167,11 +187,13 @@ public final class BundleReader: RecordSource {
                 throw fail(BundleWriter.migrationsPath, "must follow schema.ckdb")
             }
             guard entry.size == historyMember.bytes else {
-                throw fail(BundleWriter.migrationsPath, "is \(entry.size) bytes; the manifest says \(historyMember.bytes)")
+                throw fail(
+                    BundleWriter.migrationsPath, "is \(entry.size) bytes; the manifest says \(historyMember.bytes)")
             }
             let bytes = try tar.readAll(limit: Int(min(entry.size, 64 << 20)))
             guard let digest = tar.digest, BundleReader.hex(digest) == historyMember.sha256 else {
-                throw fail(BundleWriter.migrationsPath, "its SHA-256 does not match the manifest: the member is damaged")
+                throw fail(
+                    BundleWriter.migrationsPath, "its SHA-256 does not match the manifest: the member is damaged")
             }
             do {
                 migrationHistory = try JSONDecoder().decode([MigrationHistoryEntry].self, from: Data(bytes))
@@ -269,13 +291,19 @@ public final class BundleReader: RecordSource {
             guard let entry = try tar.next() else {
                 done = true
                 if let missing = expected.keys.sorted().first {
-                    throw fail(missing, "is in the manifest but not in the bundle (\(expected.count) member\(expected.count == 1 ? "" : "s") missing)")
+                    throw fail(
+                        missing,
+                        "is in the manifest but not in the bundle (\(expected.count) member\(expected.count == 1 ? "" : "s") missing)"
+                    )
                 }
                 if !checkLater.isEmpty {
                     // The archive ends only after the last byte of the file has been read.
-                    guard let file, let digest = file.digest else { preconditionFailure("the archive ended before its file did") }
-                    secondReading = SecondReading(file: try HashingFileReader(secondReadingOf: file), limits: limits, engine: engine,
-                                                  expected: checkLater, first: (digest, file.bytes))
+                    guard let file, let digest = file.digest else {
+                        preconditionFailure("the archive ended before its file did")
+                    }
+                    secondReading = SecondReading(
+                        file: try HashingFileReader(secondReadingOf: file), limits: limits, engine: engine,
+                        expected: checkLater, first: (digest, file.bytes))
                 }
                 return nil
             }
@@ -295,7 +323,8 @@ public final class BundleReader: RecordSource {
                 bytes.value += Int64(n)
                 return n
             }
-            let reader = JSONRecordReader(input: input, layout: .lines, codec: JSONRecordCodec(schema: schema), sideThread: sideThread)
+            let reader = JSONRecordReader(
+                input: input, layout: .lines, codec: JSONRecordCodec(schema: schema), sideThread: sideThread)
             current = OpenMember(member: member, reader: reader, bytes: bytes)
         }
         return nil
@@ -305,7 +334,9 @@ public final class BundleReader: RecordSource {
     /// copying it to a temporary file.
     private func readAsset(_ member: BundleManifest.Member) throws -> StagedAsset {
         guard member.path == BundleWriter.assetPath(member.sha256) else {
-            throw fail(member.path, "an asset member must be named after its SHA-256 (\(BundleWriter.assetPath(member.sha256)))")
+            throw fail(
+                member.path,
+                "an asset member must be named after its SHA-256 (\(BundleWriter.assetPath(member.sha256)))")
         }
         // Kept sealed, in a file no name reaches: an encrypted bundle's assets never reach the
         // disk in the clear, and nothing stays behind if the process is killed.
@@ -325,7 +356,9 @@ public final class BundleReader: RecordSource {
     /// `digest` is nil when the member was not read to its end, or (a records member, with
     /// `checkRecordsAfterReading`) was read unhashed, to be checked by the second reading.
     private func finish(_ member: BundleManifest.Member, digest: SHA256.Digest?, bytes: Int64, records: Int) throws {
-        guard bytes == member.bytes else { throw fail(member.path, "holds \(bytes) bytes; the manifest says \(member.bytes)") }
+        guard bytes == member.bytes else {
+            throw fail(member.path, "holds \(bytes) bytes; the manifest says \(member.bytes)")
+        }
         if let digest {
             guard BundleReader.hex(digest) == member.sha256 else {
                 throw fail(member.path, "its SHA-256 does not match the manifest: the member is damaged")

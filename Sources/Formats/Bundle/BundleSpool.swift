@@ -46,7 +46,8 @@ final class BundleSpool {
                 let n = pwrite(fd, raw.baseAddress! + written, raw.count - written, off_t(end) + off_t(written))
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw OutputError(path: directory, message: "cannot write a temporary file: \(String(cString: strerror(errno)))")
+                    throw OutputError(
+                        path: directory, message: "cannot write a temporary file: \(String(cString: strerror(errno)))")
                 }
                 written += n
             }
@@ -63,7 +64,8 @@ final class BundleSpool {
             let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, length, off_t(offset)) }
             guard got == length else { throw OutputError(path: directory, message: "a temporary file ended early") }
             if let key {
-                let box = try AES.GCM.SealedBox(nonce: try BundleSpool.nonce(index), ciphertext: bytes.dropLast(16), tag: bytes.suffix(16))
+                let box = try AES.GCM.SealedBox(
+                    nonce: try BundleSpool.nonce(index), ciphertext: bytes.dropLast(16), tag: bytes.suffix(16))
                 bytes = Array(try AES.GCM.open(box, using: key))
             }
             try body(bytes)
@@ -72,7 +74,8 @@ final class BundleSpool {
 
     /// Chunk numbers as nonces: the key is new for every spool, so each nonce is used once.
     private static func nonce(_ index: Int) throws -> AES.GCM.Nonce {
-        try AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 4) + withUnsafeBytes(of: UInt64(index).bigEndian) { Array($0) })
+        try AES.GCM.Nonce(
+            data: [UInt8](repeating: 0, count: 4) + withUnsafeBytes(of: UInt64(index).bigEndian) { Array($0) })
     }
 }
 

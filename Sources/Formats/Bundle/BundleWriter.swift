@@ -41,7 +41,10 @@ public struct BundleWriter {
     public static func memberPath(_ zone: ZoneID, _ type: String) -> String {
         func safe(_ text: String) -> String {
             guard !text.isEmpty else { return "%" }
-            let encoded = text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")) ?? text
+            let encoded =
+                text.addingPercentEncoding(
+                    withAllowedCharacters: CharacterSet(
+                        charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")) ?? text
             return encoded.hasPrefix(".") ? "%2E" + encoded.dropFirst() : encoded
         }
         var zonePart = safe(zone.zoneName)
@@ -56,8 +59,10 @@ public struct BundleWriter {
     /// Writes the records `query` selects, or with `since` every change after that token (an
     /// incremental bundle: `query`'s types, scope and zone still apply, its predicate does not).
     /// With `passphrase`, the bundle is encrypted (see ``BundleEncryption``).
-    public func write(_ store: some RecordStoring, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
-                      passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
+    public func write(
+        _ store: some RecordStoring, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
+        passphrase: String? = nil, progress: ((Int) -> Void)? = nil
+    ) throws -> Summary {
         try store.readSession { session in
             try write(session, query: query, since: since, to: path, passphrase: passphrase, progress: progress)
         }
@@ -67,30 +72,38 @@ public struct BundleWriter {
     /// records, history and asset files — comes from that transaction's one state of the
     /// store. A write transaction may pass its session to back up exactly what it is about
     /// to change.
-    public func write(_ session: any RecordSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
-                      passphrase: String? = nil, progress: ((Int) -> Void)? = nil) throws -> Summary {
+    public func write(
+        _ session: any RecordSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil, to path: String,
+        passphrase: String? = nil, progress: ((Int) -> Void)? = nil
+    ) throws -> Summary {
         // A backup holds a family's data: its owner's alone unless they say otherwise.
         let output = try OutputFile(path: path, privateIfNew: true)
         do {
-            return try write(session, query: query, since: since, to: output, passphrase: passphrase, progress: progress)
+            return try write(
+                session, query: query, since: since, to: output, passphrase: passphrase, progress: progress)
         } catch {
             output.discard()
             throw error
         }
     }
 
-    private func write(_ session: any RecordSession, query: RecordQuery, since: ChangeToken?, to output: OutputFile,
-                       passphrase: String?, progress: ((Int) -> Void)?) throws -> Summary {
+    private func write(
+        _ session: any RecordSession, query: RecordQuery, since: ChangeToken?, to output: OutputFile,
+        passphrase: String?, progress: ((Int) -> Void)?
+    ) throws -> Summary {
         let path = output.path
-        let spoolDirectory = path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
+        let spoolDirectory =
+            path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
         OutputFile.removeStale(in: spoolDirectory.isEmpty ? "." : spoolDirectory)
         let spool = try BundleSpool(directory: spoolDirectory.isEmpty ? "." : spoolDirectory, sealed: passphrase != nil)
         // Pass 1: the records into the spool, one member per (scope, zone, type), or one of
         // changes; the manifest needs every member's size and SHA-256 before it can go first.
-        let records = RecordSpooler(spool: spool, schema: session.schema, changes: since != nil, level: level, progress: progress)
+        let records = RecordSpooler(
+            spool: spool, schema: session.schema, changes: since != nil, level: level, progress: progress)
         if let since {
             try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
-            try session.forEachChange(since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, records.add)
+            try session.forEachChange(
+                since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, records.add)
         } else if let rows = session as? StoreSession, query.limit == nil, query.sortField == nil {
             // Type by type, in the order one query visits them: a type without assets (no
             // files to gather) goes straight from its rows to JSON, the others through records.
@@ -102,13 +115,21 @@ public struct BundleWriter {
                     continue
                 }
                 try session.forEach(one) { record in
-                    if !records.holds(record) { try records.open(BundleWriter.memberPath(record.zone, record.recordType), zone: record.zone, type: record.recordType) }
+                    if !records.holds(record) {
+                        try records.open(
+                            BundleWriter.memberPath(record.zone, record.recordType), zone: record.zone,
+                            type: record.recordType)
+                    }
                     try records.add(record)
                 }
             }
         } else {
             try session.forEach(query) { record in
-                if !records.holds(record) { try records.open(BundleWriter.memberPath(record.zone, record.recordType), zone: record.zone, type: record.recordType) }
+                if !records.holds(record) {
+                    try records.open(
+                        BundleWriter.memberPath(record.zone, record.recordType), zone: record.zone,
+                        type: record.recordType)
+                }
                 try records.add(record)
             }
         }
@@ -117,7 +138,9 @@ public struct BundleWriter {
         var missingAssets: [String] = []
         for sha256 in records.assetHashes.sorted() {
             if let size = try session.assetSize(sha256) {
-                assetMembers.append(BundleManifest.Member(path: BundleWriter.assetPath(sha256), kind: "asset", bytes: size, sha256: sha256))
+                assetMembers.append(
+                    BundleManifest.Member(
+                        path: BundleWriter.assetPath(sha256), kind: "asset", bytes: size, sha256: sha256))
             } else {
                 missingAssets.append(sha256)
             }
@@ -127,11 +150,15 @@ public struct BundleWriter {
         let schemaBytes = Array(SchemaPrinter.print(session.schema).utf8)
         var small = [("schema.ckdb", "schema", schemaBytes)]
         if !historyBytes.isEmpty { small.append((BundleWriter.migrationsPath, "migrations", historyBytes)) }
-        let smallMembers = small.map { BundleManifest.Member(path: $0.0, kind: $0.1, bytes: Int64($0.2.count), sha256: BundleReader.hex(SHA256.hash(data: $0.2))) }
-        let manifest = BundleManifest(format: BundleManifest.currentFormat, ckportVersion: version,
-                                      created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
-                                      storeID: session.storeID, token: session.currentToken.description, baseToken: since?.description,
-                                      recordTypes: session.schema.recordTypes.map(\.name), members: smallMembers + records.members + assetMembers)
+        let smallMembers = small.map {
+            BundleManifest.Member(
+                path: $0.0, kind: $0.1, bytes: Int64($0.2.count), sha256: BundleReader.hex(SHA256.hash(data: $0.2)))
+        }
+        let manifest = BundleManifest(
+            format: BundleManifest.currentFormat, ckportVersion: version,
+            created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+            storeID: session.storeID, token: session.currentToken.description, baseToken: since?.description,
+            recordTypes: session.schema.recordTypes.map(\.name), members: smallMembers + records.members + assetMembers)
         // Pass 2: the archive — the record members as pass 1 compressed them — and, with a
         // passphrase, encrypted.
         let archive = try ArchiveStream(output: output, level: level, passphrase: passphrase)
@@ -202,7 +229,8 @@ private final class RecordSpooler {
     init(spool: BundleSpool, schema: Schema, changes: Bool, level: Int32, progress: ((Int) -> Void)?) {
         self.spool = spool
         codec = JSONRecordCodec(schema: schema)
-        typesWithAssets = Set(schema.recordTypes.filter { $0.fields.contains { $0.type.primitive == .asset } }.map(\.name))
+        typesWithAssets = Set(
+            schema.recordTypes.filter { $0.fields.contains { $0.type.primitive == .asset } }.map(\.name))
         self.changes = changes
         self.progress = progress
         deflater = ParallelDeflater(level: level) { [unowned self] segment in
@@ -253,21 +281,24 @@ private final class RecordSpooler {
         var out = JSONWriter()
         swap(&out, &writer)
         defer { swap(&out, &writer) }
-        try rows.forEachCanonicalJSON(query, into: &out, starting: { zone, type, out in
-            swap(&out, &self.writer)
-            defer { swap(&out, &self.writer) }
-            try self.open(BundleWriter.memberPath(zone, type), zone: zone, type: type)
-        }) { out in
-            out.byte(0x0A)
-            count += 1
-            total += 1
-            if out.bytes.count >= 1 << 18 {
-                swap(&out, &writer)
-                defer { swap(&out, &writer) }
-                try flush()
-            }
-            if total % 10_000 == 0 { progress?(total) }
-        }
+        try rows.forEachCanonicalJSON(
+            query, into: &out,
+            starting: { zone, type, out in
+                swap(&out, &self.writer)
+                defer { swap(&out, &self.writer) }
+                try self.open(BundleWriter.memberPath(zone, type), zone: zone, type: type)
+            },
+            { out in
+                out.byte(0x0A)
+                count += 1
+                total += 1
+                if out.bytes.count >= 1 << 18 {
+                    swap(&out, &writer)
+                    defer { swap(&out, &writer) }
+                    try flush()
+                }
+                if total % 10_000 == 0 { progress?(total) }
+            })
     }
 
     func close() throws {
@@ -275,11 +306,15 @@ private final class RecordSpooler {
         try flush()
         let digest = BundleReader.hex(hasher.finalize())
         if changes {
-            members.append(BundleManifest.Member(path: open.path, kind: "changes", bytes: spooled - memberStart, sha256: digest, records: count))
+            members.append(
+                BundleManifest.Member(
+                    path: open.path, kind: "changes", bytes: spooled - memberStart, sha256: digest, records: count))
         } else {
-            members.append(BundleManifest.Member(path: open.path, kind: "records", bytes: spooled - memberStart,
-                                                 sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
-                                                 ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
+            members.append(
+                BundleManifest.Member(
+                    path: open.path, kind: "records", bytes: spooled - memberStart,
+                    sha256: digest, records: count, scope: open.zone.scope.rawValue, zoneName: open.zone.zoneName,
+                    ownerRecordName: open.zone.ownerRecordName, recordType: open.type))
         }
         hasher = SHA256()
         count = 0
@@ -328,12 +363,16 @@ private final class ArchiveStream {
 
     /// A member held in memory.
     func member(_ path: String, _ bytes: [UInt8]) throws {
-        try put(Tar.header(path: path, size: Int64(bytes.count), modified: modified) + bytes + Tar.padding(Int64(bytes.count)))
+        try put(
+            Tar.header(path: path, size: Int64(bytes.count), modified: modified) + bytes
+                + Tar.padding(Int64(bytes.count)))
     }
 
     /// A member of `size` bytes whose deflate segments (``DeflateSegmenter``) `body` hands to
     /// the function it is given; `crc` is the CRC-32 of the bytes they hold.
-    func compressedMember(_ path: String, size: Int64, crc memberCRC: UInt32, _ body: (_ emit: ([UInt8]) throws -> Void) throws -> Void) throws {
+    func compressedMember(
+        _ path: String, size: Int64, crc memberCRC: UInt32, _ body: (_ emit: ([UInt8]) throws -> Void) throws -> Void
+    ) throws {
         try put(Tar.header(path: path, size: size, modified: modified))
         try body(emit)
         crc = GzipFraming.combine(crc, memberCRC, secondLength: size)

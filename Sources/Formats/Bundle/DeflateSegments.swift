@@ -20,8 +20,9 @@ final class DeflateSegmenter {
 
     /// `level` as gzip's: 1 (fastest) … 9 (smallest).
     init(level: Int32) {
-        let status = deflateInit2_(&stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY,
-                                   zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        let status = deflateInit2_(
+            &stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY,
+            zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "zlib's deflateInit2 failed (\(status))")
     }
 
@@ -30,11 +31,14 @@ final class DeflateSegmenter {
     /// `bytes` as one segment: primed with `dictionary` (the bytes just before them in the
     /// stream, at most the last 32 KiB are used), and carrying the stream's final block when
     /// `last`.
-    func segment(_ bytes: UnsafeRawBufferPointer, dictionary: UnsafeRawBufferPointer? = nil, last: Bool = false) -> [UInt8] {
+    func segment(_ bytes: UnsafeRawBufferPointer, dictionary: UnsafeRawBufferPointer? = nil, last: Bool = false)
+        -> [UInt8]
+    {
         deflateReset(&stream)
         if let dictionary, dictionary.count > 0 {
             let window = min(dictionary.count, 1 << 15)
-            let start = dictionary.baseAddress!.advanced(by: dictionary.count - window).assumingMemoryBound(to: Bytef.self)
+            let start = dictionary.baseAddress!.advanced(by: dictionary.count - window).assumingMemoryBound(
+                to: Bytef.self)
             let status = deflateSetDictionary(&stream, start, uInt(window))
             precondition(status == Z_OK, "zlib's deflateSetDictionary failed (\(status))")
         }
@@ -46,7 +50,9 @@ final class DeflateSegmenter {
         var produced = 0
         let flush = last ? Z_FINISH : Z_SYNC_FLUSH
         while true {
-            if produced == output.count { output.append(contentsOf: repeatElement(0, count: max(output.count, 1 << 12))) }
+            if produced == output.count {
+                output.append(contentsOf: repeatElement(0, count: max(output.count, 1 << 12)))
+            }
             let status: Int32 = output.withUnsafeMutableBufferPointer { buffer in
                 stream.next_out = buffer.baseAddress! + produced
                 stream.avail_out = uInt(buffer.count - produced)
@@ -54,7 +60,8 @@ final class DeflateSegmenter {
                 produced = buffer.count - Int(stream.avail_out)
                 return status
             }
-            precondition(status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR, "zlib's deflate failed (\(status))")
+            precondition(
+                status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR, "zlib's deflate failed (\(status))")
             // Done when every byte is in and zlib stopped short of the space it had.
             if last ? status == Z_STREAM_END : (stream.avail_in == 0 && produced < output.count) { break }
         }
@@ -75,7 +82,8 @@ enum GzipFraming {
 
     static func trailer(crc: UInt32, length: Int64) -> [UInt8] {
         let size = UInt32(truncatingIfNeeded: length)
-        return [0, 8, 16, 24].map { UInt8(truncatingIfNeeded: crc >> $0) } + [0, 8, 16, 24].map { UInt8(truncatingIfNeeded: size >> $0) }
+        return [0, 8, 16, 24].map { UInt8(truncatingIfNeeded: crc >> $0) }
+            + [0, 8, 16, 24].map { UInt8(truncatingIfNeeded: size >> $0) }
     }
 
     static func crc(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
@@ -127,7 +135,10 @@ final class ParallelDeflater {
     /// - Parameters:
     ///   - workers: threads that compress (default: one per core).
     ///   - deliver: receives each segment, in order, on the thread that adds the chunks.
-    init(level: Int32, workers: Int = ProcessInfo.processInfo.activeProcessorCount, deliver: @escaping (Segment) throws -> Void) {
+    init(
+        level: Int32, workers: Int = ProcessInfo.processInfo.activeProcessorCount,
+        deliver: @escaping (Segment) throws -> Void
+    ) {
         self.level = level
         self.workers = max(1, workers)
         window = 2 * max(1, workers) + 2
@@ -142,7 +153,9 @@ final class ParallelDeflater {
     func add(_ bytes: [UInt8], continuing: Bool) throws {
         if !started { launch() }
         let dictionary = continuing ? tail : []
-        tail = bytes.count >= 1 << 15 ? Array(bytes.suffix(1 << 15)) : (continuing ? Array((tail + bytes).suffix(1 << 15)) : bytes)
+        tail =
+            bytes.count >= 1 << 15
+            ? Array(bytes.suffix(1 << 15)) : (continuing ? Array((tail + bytes).suffix(1 << 15)) : bytes)
         shared.condition.lock()
         var ready: [Segment] = []
         takeReady(into: &ready)
@@ -211,8 +224,9 @@ final class ParallelDeflater {
                     shared.condition.unlock()
                     let segment = job.bytes.withUnsafeBytes { bytes in
                         job.dictionary.withUnsafeBytes { dictionary in
-                            Segment(index: job.index, compressed: segmenter.segment(bytes, dictionary: dictionary),
-                                    crc: GzipFraming.crc(bytes), length: bytes.count)
+                            Segment(
+                                index: job.index, compressed: segmenter.segment(bytes, dictionary: dictionary),
+                                crc: GzipFraming.crc(bytes), length: bytes.count)
                         }
                     }
                     shared.condition.lock()

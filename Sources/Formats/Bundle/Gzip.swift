@@ -1,8 +1,9 @@
-import Records
 import CZlib
 import Foundation
+import Records
+
 #if canImport(CISAL)
-import CISAL
+    import CISAL
 #endif
 
 /// A problem with compressed input: where it is and what is wrong.
@@ -30,8 +31,9 @@ public final class GzipCompressor {
 
     /// `level` as gzip's: 1 (fastest) … 9 (smallest); 6 is gzip's default.
     public init(level: Int32 = 6) {
-        let status = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
-                                   zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        let status = deflateInit2_(
+            &stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+            zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "zlib's deflateInit2 failed (\(status))")
     }
 
@@ -115,9 +117,9 @@ public final class GzipReader {
         /// The engines this build has, the fastest last.
         public static var available: [Engine] {
             #if canImport(CISAL)
-            [.zlib, .isal]
+                [.zlib, .isal]
             #else
-            [.zlib]
+                [.zlib]
             #endif
         }
 
@@ -145,23 +147,27 @@ public final class GzipReader {
 
     /// - Parameter source: fills the buffer with the next compressed bytes and returns how many
     ///   (0 at the end).
-    public init(name: String, limits: DecompressionLimits = DecompressionLimits(), engine: Engine = .fastest,
-                source: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) {
+    public init(
+        name: String, limits: DecompressionLimits = DecompressionLimits(), engine: Engine = .fastest,
+        source: @escaping (UnsafeMutableRawBufferPointer) throws -> Int
+    ) {
         self.name = name
         self.source = source
         self.limits = limits
         input = .allocate(capacity: inputCapacity)
         #if canImport(CISAL)
-        self.engine = engine
-        inflater = engine == .isal ? ISALInflater() : ZlibInflater()
+            self.engine = engine
+            inflater = engine == .isal ? ISALInflater() : ZlibInflater()
         #else
-        self.engine = .zlib
-        inflater = ZlibInflater()
+            self.engine = .zlib
+            inflater = ZlibInflater()
         #endif
     }
 
     /// Reads a file.
-    public convenience init(path: String, limits: DecompressionLimits = DecompressionLimits(), engine: Engine = .fastest) throws {
+    public convenience init(
+        path: String, limits: DecompressionLimits = DecompressionLimits(), engine: Engine = .fastest
+    ) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ArchiveError(file: path, message: "cannot open the file")
         }
@@ -169,17 +175,25 @@ public final class GzipReader {
             while true {
                 let n = Foundation.read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
                 if n >= 0 { return n }
-                if errno != EINTR { throw ArchiveError(file: path, message: "cannot read: \(String(cString: strerror(errno)))") }
+                if errno != EINTR {
+                    throw ArchiveError(file: path, message: "cannot read: \(String(cString: strerror(errno)))")
+                }
             }
         }
     }
 
     /// Reads from bytes in memory.
-    public convenience init(name: String, bytes: [UInt8], limits: DecompressionLimits = DecompressionLimits(), engine: Engine = .fastest) {
+    public convenience init(
+        name: String, bytes: [UInt8], limits: DecompressionLimits = DecompressionLimits(), engine: Engine = .fastest
+    ) {
         var offset = 0
         self.init(name: name, limits: limits, engine: engine) { buffer in
             let n = min(buffer.count, bytes.count - offset)
-            if n > 0 { bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)])) } }
+            if n > 0 {
+                bytes.withUnsafeBytes {
+                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)]))
+                }
+            }
             offset += n
             return n
         }
@@ -212,7 +226,9 @@ public final class GzipReader {
                 }
                 // A new member starts here; anything but the gzip magic after a member is refused.
                 if members > 0 && input[pendingStart] != 0x1F {
-                    throw fail("unexpected bytes after the end of the gzip data (at compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart)))")
+                    throw fail(
+                        "unexpected bytes after the end of the gzip data (at compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart)))"
+                    )
                 }
                 inMember = true
             }
@@ -224,7 +240,9 @@ public final class GzipReader {
             if let problem = step.problem {
                 switch problem {
                 case .damaged(let detail):
-                    throw fail("the gzip data is damaged near compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart)): \(detail)")
+                    throw fail(
+                        "the gzip data is damaged near compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart)): \(detail)"
+                    )
                 case .failed(let message):
                     throw fail(message)
                 }
@@ -236,7 +254,9 @@ public final class GzipReader {
             } else if step.consumed == 0 && step.produced == 0 && (pendingStart < pendingEnd || sourceDone) {
                 // Nothing moved with input at hand (or none left to come): the member is cut short.
                 guard sourceDone && pendingStart == pendingEnd else {
-                    throw fail("the gzip data is damaged near compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart)): nothing more could be inflated from it")
+                    throw fail(
+                        "the gzip data is damaged near compressed byte \(compressedBytes - Int64(pendingEnd - pendingStart)): nothing more could be inflated from it"
+                    )
                 }
                 throw fail("the gzip data ends early (truncated after \(compressedBytes) compressed bytes)")
             }
@@ -247,10 +267,13 @@ public final class GzipReader {
 
     private func checkLimits() throws {
         if decompressedBytes > limits.maxTotalBytes {
-            throw fail("expands past the limit of \(limits.maxTotalBytes) bytes; refused as a possible decompression bomb")
+            throw fail(
+                "expands past the limit of \(limits.maxTotalBytes) bytes; refused as a possible decompression bomb")
         }
         if decompressedBytes > limits.ratioGrace, decompressedBytes / max(compressedBytes, 1) > limits.maxRatio {
-            throw fail("expands more than \(limits.maxRatio)× (\(decompressedBytes) bytes from \(compressedBytes)); refused as a possible decompression bomb")
+            throw fail(
+                "expands more than \(limits.maxRatio)× (\(decompressedBytes) bytes from \(compressedBytes)); refused as a possible decompression bomb"
+            )
         }
         // The same ratio over each stretch of output: the compressed bytes inflate consumed for it.
         let consumed = compressedBytes - Int64(pendingEnd - pendingStart)
@@ -258,7 +281,9 @@ public final class GzipReader {
         if stretch >= limits.ratioGrace {
             let used = consumed - window.compressed
             if stretch / max(used, 1) > limits.maxRatio {
-                throw fail("\(stretch) bytes from byte \(window.decompressed) on expand from \(used) compressed bytes, more than \(limits.maxRatio)×; refused as a possible decompression bomb")
+                throw fail(
+                    "\(stretch) bytes from byte \(window.decompressed) on expand from \(used) compressed bytes, more than \(limits.maxRatio)×; refused as a possible decompression bomb"
+                )
             }
             window = (consumed, decompressedBytes)
         }
@@ -308,7 +333,8 @@ final class ZlibInflater: MemberInflater {
         stream.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
         stream.avail_out = uInt(output.count)
         let status = inflate(&stream, Z_NO_FLUSH)
-        var step = InflateStep(consumed: count - Int(stream.avail_in), produced: output.count - Int(stream.avail_out), memberEnded: false)
+        var step = InflateStep(
+            consumed: count - Int(stream.avail_in), produced: output.count - Int(stream.avail_out), memberEnded: false)
         switch status {
         case Z_OK, Z_BUF_ERROR:
             break
@@ -328,47 +354,51 @@ final class ZlibInflater: MemberInflater {
 }
 
 #if canImport(CISAL)
-/// ISA-L's inflate, with gzip framing (its header, and the trailer's CRC-32 and length checked).
-final class ISALInflater: MemberInflater {
-    private let state: UnsafeMutableRawPointer
+    /// ISA-L's inflate, with gzip framing (its header, and the trailer's CRC-32 and length checked).
+    final class ISALInflater: MemberInflater {
+        private let state: UnsafeMutableRawPointer
 
-    init() {
-        guard let state = ckport_isal_gzip_new() else { fatalError("out of memory for ISA-L's inflate state") }
-        self.state = state
-    }
-
-    deinit { ckport_isal_free(state) }
-
-    func step(_ input: UnsafePointer<UInt8>, _ count: Int, into output: UnsafeMutableRawBufferPointer) -> InflateStep {
-        var consumed: UInt32 = 0
-        var produced: UInt32 = 0
-        var ended: Int32 = 0
-        // ISA-L counts in 32 bits; a reader's buffers are far smaller.
-        let status = ckport_isal_inflate(state, input, UInt32(min(count, Int(UInt32.max))), output.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                         UInt32(min(output.count, Int(UInt32.max))), &consumed, &produced, &ended)
-        var step = InflateStep(consumed: Int(consumed), produced: Int(produced), memberEnded: ended != 0)
-        switch status {
-        case ISAL_DECOMP_OK, ISAL_END_INPUT, ISAL_OUT_OVERFLOW:
-            break
-        case ISAL_INVALID_BLOCK:
-            step.problem = .damaged("invalid block")
-        case ISAL_INVALID_SYMBOL:
-            step.problem = .damaged("invalid code")
-        case ISAL_INVALID_LOOKBACK:
-            step.problem = .damaged("invalid distance too far back")
-        case ISAL_INVALID_WRAPPER, CKPORT_ISAL_HEADER_CHECKSUM:
-            step.problem = .damaged("incorrect header check")
-        case ISAL_UNSUPPORTED_METHOD:
-            step.problem = .damaged("unknown compression method")
-        case ISAL_INCORRECT_CHECKSUM:
-            step.problem = .damaged("incorrect data check (CRC-32 or length)")
-        default:
-            step.problem = .failed("ISA-L reported error \(status)")
+        init() {
+            guard let state = ckport_isal_gzip_new() else { fatalError("out of memory for ISA-L's inflate state") }
+            self.state = state
         }
-        if step.problem != nil { step.memberEnded = false }
-        return step
-    }
 
-    func nextMember() { ckport_isal_gzip_reset(state) }
-}
+        deinit { ckport_isal_free(state) }
+
+        func step(_ input: UnsafePointer<UInt8>, _ count: Int, into output: UnsafeMutableRawBufferPointer)
+            -> InflateStep
+        {
+            var consumed: UInt32 = 0
+            var produced: UInt32 = 0
+            var ended: Int32 = 0
+            // ISA-L counts in 32 bits; a reader's buffers are far smaller.
+            let status = ckport_isal_inflate(
+                state, input, UInt32(min(count, Int(UInt32.max))),
+                output.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                UInt32(min(output.count, Int(UInt32.max))), &consumed, &produced, &ended)
+            var step = InflateStep(consumed: Int(consumed), produced: Int(produced), memberEnded: ended != 0)
+            switch status {
+            case ISAL_DECOMP_OK, ISAL_END_INPUT, ISAL_OUT_OVERFLOW:
+                break
+            case ISAL_INVALID_BLOCK:
+                step.problem = .damaged("invalid block")
+            case ISAL_INVALID_SYMBOL:
+                step.problem = .damaged("invalid code")
+            case ISAL_INVALID_LOOKBACK:
+                step.problem = .damaged("invalid distance too far back")
+            case ISAL_INVALID_WRAPPER, CKPORT_ISAL_HEADER_CHECKSUM:
+                step.problem = .damaged("incorrect header check")
+            case ISAL_UNSUPPORTED_METHOD:
+                step.problem = .damaged("unknown compression method")
+            case ISAL_INCORRECT_CHECKSUM:
+                step.problem = .damaged("incorrect data check (CRC-32 or length)")
+            default:
+                step.problem = .failed("ISA-L reported error \(status)")
+            }
+            if step.problem != nil { step.memberEnded = false }
+            return step
+        }
+
+        func nextMember() { ckport_isal_gzip_reset(state) }
+    }
 #endif

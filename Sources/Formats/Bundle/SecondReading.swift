@@ -40,7 +40,8 @@ final class HashingFileReader: @unchecked Sendable {
     init(secondReadingOf first: HashingFileReader) throws {
         let descriptor = dup(first.descriptor)
         guard descriptor >= 0 else {
-            throw ArchiveError(file: first.path, message: "cannot read the file again: \(String(cString: strerror(errno)))")
+            throw ArchiveError(
+                file: first.path, message: "cannot read the file again: \(String(cString: strerror(errno)))")
         }
         path = first.path
         self.descriptor = descriptor
@@ -56,8 +57,10 @@ final class HashingFileReader: @unchecked Sendable {
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         while true {
-            let n = positional ? pread(descriptor, buffer.baseAddress, buffer.count, off_t(bytes))
-                               : Foundation.read(descriptor, buffer.baseAddress, buffer.count)
+            let n =
+                positional
+                ? pread(descriptor, buffer.baseAddress, buffer.count, off_t(bytes))
+                : Foundation.read(descriptor, buffer.baseAddress, buffer.count)
             if n > 0 {
                 sha?.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 bytes += Int64(n)
@@ -67,7 +70,9 @@ final class HashingFileReader: @unchecked Sendable {
                 if digest == nil, let sha { digest = sha.finalize() }
                 return 0
             }
-            if errno != EINTR { throw ArchiveError(file: path, message: "cannot read: \(String(cString: strerror(errno)))") }
+            if errno != EINTR {
+                throw ArchiveError(file: path, message: "cannot read: \(String(cString: strerror(errno)))")
+            }
         }
     }
 }
@@ -87,13 +92,16 @@ final class SecondReading: @unchecked Sendable {
     ///   - file: the second reading's file (``HashingFileReader/init(secondReadingOf:)``).
     ///   - expected: the members to check, by path, with the manifest's SHA-256 (hex).
     ///   - first: what the first reading read: the file's SHA-256 and length.
-    init(file: HashingFileReader, limits: DecompressionLimits, engine: GzipReader.Engine, expected: [String: String],
-         first: (digest: SHA256.Digest, bytes: Int64)) {
+    init(
+        file: HashingFileReader, limits: DecompressionLimits, engine: GzipReader.Engine, expected: [String: String],
+        first: (digest: SHA256.Digest, bytes: Int64)
+    ) {
         // The thread holds the object until it has said how the check went.
         let thread = Thread { [self] in
             let result: Error?
             do {
-                try SecondReading.check(file: file, limits: limits, engine: engine, expected: expected, first: first) { [self] in
+                try SecondReading.check(file: file, limits: limits, engine: engine, expected: expected, first: first) {
+                    [self] in
                     condition.withLock { cancelled }
                 }
                 result = nil
@@ -131,10 +139,14 @@ final class SecondReading: @unchecked Sendable {
 
     private struct Cancelled: Error {}
 
-    private static func check(file: HashingFileReader, limits: DecompressionLimits, engine: GzipReader.Engine, expected: [String: String],
-                              first: (digest: SHA256.Digest, bytes: Int64), isCancelled: @escaping () -> Bool) throws {
+    private static func check(
+        file: HashingFileReader, limits: DecompressionLimits, engine: GzipReader.Engine, expected: [String: String],
+        first: (digest: SHA256.Digest, bytes: Int64), isCancelled: @escaping () -> Bool
+    ) throws {
         let path = file.path
-        func fail(_ member: String?, _ message: String) -> BundleError { BundleError(file: path, member: member, message: message) }
+        func fail(_ member: String?, _ message: String) -> BundleError {
+            BundleError(file: path, member: member, message: message)
+        }
         var damaged: String?
         var checked = 0
         do {
@@ -160,10 +172,16 @@ final class SecondReading: @unchecked Sendable {
             return
         } catch {
             // The first reading read these bytes whole: the file changed, or the disk failed.
-            throw fail(nil, "changed while it was being read, or could not be read again: a second reading, which checks its records members' SHA-256, failed (\(error))")
+            throw fail(
+                nil,
+                "changed while it was being read, or could not be read again: a second reading, which checks its records members' SHA-256, failed (\(error))"
+            )
         }
         guard file.digest == first.digest, file.bytes == first.bytes, checked == expected.count else {
-            throw fail(nil, "changed while it was being read: a second reading, which checks its records members' SHA-256, did not find the bytes of the first")
+            throw fail(
+                nil,
+                "changed while it was being read: a second reading, which checks its records members' SHA-256, did not find the bytes of the first"
+            )
         }
         if let damaged {
             throw fail(damaged, "its SHA-256 does not match the manifest: the member is damaged")

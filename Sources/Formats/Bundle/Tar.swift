@@ -18,9 +18,14 @@ public enum Tar {
             // pax: "<length> path=<path>\n", the length counting itself.
             let body = " path=\(path)\n"
             var length = body.utf8.count + 1
-            while String(length).utf8.count + body.utf8.count != length { length = String(length).utf8.count + body.utf8.count }
+            while String(length).utf8.count + body.utf8.count != length {
+                length = String(length).utf8.count + body.utf8.count
+            }
             let record = Array((String(length) + body).utf8)
-            out += block(name: "PaxHeaders/" + String(decoding: path.utf8.suffix(80), as: UTF8.self).replacingOccurrences(of: "/", with: "_"), prefix: "", size: Int64(record.count), modified: modified, mode: mode, type: UInt8(ascii: "x"))
+            out += block(
+                name: "PaxHeaders/"
+                    + String(decoding: path.utf8.suffix(80), as: UTF8.self).replacingOccurrences(of: "/", with: "_"),
+                prefix: "", size: Int64(record.count), modified: modified, mode: mode, type: UInt8(ascii: "x"))
             out += record + padding(Int64(record.count))
             prefix = ""
             name = String(decoding: path.utf8.suffix(99), as: UTF8.self)
@@ -43,7 +48,8 @@ public enum Tar {
         let bytes = Array(path.utf8)
         if bytes.count <= 100 { return ("", path) }
         for index in bytes.indices.reversed() where bytes[index] == UInt8(ascii: "/") {
-            let prefix = bytes[..<index], name = bytes[(index + 1)...]
+            let prefix = bytes[..<index]
+            let name = bytes[(index + 1)...]
             if prefix.count <= 155 && name.count <= 100 && !name.isEmpty {
                 return (String(decoding: prefix, as: UTF8.self), String(decoding: name, as: UTF8.self))
             }
@@ -135,7 +141,10 @@ public final class TarReader {
     }
 
     private func take(_ count: Int) -> ArraySlice<UInt8> {
-        defer { start += count; offset += Int64(count) }
+        defer {
+            start += count
+            offset += Int64(count)
+        }
         return buffer[start..<(start + count)]
     }
 
@@ -172,7 +181,9 @@ public final class TarReader {
             case UInt8(ascii: "x"), UInt8(ascii: "g"):
                 // A header's claimed size is checked before anything is read or set aside for it.
                 guard size <= TarReader.maxPaxHeader else {
-                    throw fail("a pax \(type == UInt8(ascii: "g") ? "global " : "")header of \(size) bytes at byte \(headerOffset) is larger than the \(TarReader.maxPaxHeader) a bundle's headers ever need")
+                    throw fail(
+                        "a pax \(type == UInt8(ascii: "g") ? "global " : "")header of \(size) bytes at byte \(headerOffset) is larger than the \(TarReader.maxPaxHeader) a bundle's headers ever need"
+                    )
                 }
                 let record = try content(size)
                 if type == UInt8(ascii: "x") { paxPath = try paxPathValue(record, at: headerOffset) }
@@ -186,7 +197,8 @@ public final class TarReader {
             case UInt8(ascii: "5"):
                 throw fail("member '\(path)' is a directory; a bundle holds only regular files")
             default:
-                throw fail("member '\(path)' has tar type '\(Character(Unicode.Scalar(type)))', which a bundle never holds")
+                throw fail(
+                    "member '\(path)' has tar type '\(Character(Unicode.Scalar(type)))', which a bundle never holds")
             }
             try Tar.checkPath(path, archive: name)
             guard seen.insert(path).inserted else { throw fail("member '\(path)' appears twice") }
@@ -283,11 +295,15 @@ public final class TarReader {
         let stored = try octal(header[148..<156], field: "checksum", at: headerOffset)
         var sum: Int64 = 0
         for (i, byte) in header.enumerated() { sum += (148..<156).contains(i) ? 0x20 : Int64(byte) }
-        guard sum == stored else { throw fail("the tar header at byte \(headerOffset) is damaged (its checksum does not match)") }
+        guard sum == stored else {
+            throw fail("the tar header at byte \(headerOffset) is damaged (its checksum does not match)")
+        }
     }
 
     private func paxPathValue(_ record: [UInt8], at headerOffset: Int64) throws -> String? {
-        guard let text = String(validating: record, as: UTF8.self) else { throw fail("the pax header at byte \(headerOffset) is not UTF-8") }
+        guard let text = String(validating: record, as: UTF8.self) else {
+            throw fail("the pax header at byte \(headerOffset) is not UTF-8")
+        }
         var path: String?
         for line in text.split(separator: "\n") {
             guard let space = line.firstIndex(of: " "), let equals = line.firstIndex(of: "=") else { continue }
@@ -305,7 +321,9 @@ extension Tar {
         if path.isEmpty { throw ArchiveError(file: archive, message: "a member has an empty name") }
         if path.hasPrefix("/") { throw ArchiveError(file: archive, message: "member '\(path)' has an absolute path") }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        if parts.contains("..") { throw ArchiveError(file: archive, message: "member '\(path)' climbs out of the bundle with '..'") }
+        if parts.contains("..") {
+            throw ArchiveError(file: archive, message: "member '\(path)' climbs out of the bundle with '..'")
+        }
         if parts.contains(where: { $0.isEmpty || $0 == "." }) || path.contains("\\") || path.utf8.contains(0) {
             throw ArchiveError(file: archive, message: "member '\(path)' has an irregular path")
         }

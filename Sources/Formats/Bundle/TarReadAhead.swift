@@ -57,9 +57,11 @@ final class TarReadAhead: @unchecked Sendable {
     ///   - progress: read on the same thread after each piece, for ``bytesRead``.
     ///   - hashes: whether a member, by its path, is hashed (for a reader that checks the
     ///     others in another way).
-    init(name: String, chunkSize: Int = 1 << 18, depth: Int = 6, progress: @escaping () -> Int64 = { 0 },
-         hashes: @escaping @Sendable (String) -> Bool = { _ in true },
-         source: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) {
+    init(
+        name: String, chunkSize: Int = 1 << 18, depth: Int = 6, progress: @escaping () -> Int64 = { 0 },
+        hashes: @escaping @Sendable (String) -> Bool = { _ in true },
+        source: @escaping (UnsafeMutableRawBufferPointer) throws -> Int
+    ) {
         self.name = name
         self.hashes = hashes
         self.source = source
@@ -178,8 +180,13 @@ final class TarReadAhead: @unchecked Sendable {
                             filled = 0
                             do {
                                 while filled < buffer.count {
-                                    let n = try tar.readContent(into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[filled...])))
-                                    if n == 0 { ended = true; break }
+                                    let n = try tar.readContent(
+                                        into: UnsafeMutableRawBufferPointer(
+                                            UnsafeMutableBufferPointer(rebasing: buffer[filled...])))
+                                    if n == 0 {
+                                        ended = true
+                                        break
+                                    }
                                     filled += n
                                 }
                             } catch {

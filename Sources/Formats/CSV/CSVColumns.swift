@@ -54,13 +54,17 @@ public enum CSVSystemColumn: String, CaseIterable, Sendable {
 enum CSVLayout {
     /// The columns written for a record type: `recordName`, the fields (or the chosen ones)
     /// with their companions, then the system columns.
-    static func columns(for type: RecordTypeDefinition, fields chosen: [String]?, system: Bool) throws(ValueError) -> [CSVColumn] {
+    static func columns(for type: RecordTypeDefinition, fields chosen: [String]?, system: Bool) throws(ValueError)
+        -> [CSVColumn]
+    {
         var columns: [CSVColumn] = [.recordName]
         let fields: [FieldDefinition]
         if let chosen {
             fields = try chosen.map { name throws(ValueError) in
                 guard let field = type.field(named: name), !field.isSystem else {
-                    throw ValueError("\(Wording.fieldList.text): record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))")
+                    throw ValueError(
+                        "\(Wording.fieldList.text): record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))"
+                    )
                 }
                 return field
             }
@@ -73,7 +77,9 @@ enum CSVLayout {
             if field.type == .asset { columns.append(.assetSize(field.name)) }
         }
         if system {
-            columns += CSVSystemColumn.allCases.map { type.field(named: $0.rawValue) == nil ? .system($0) : .escapedSystem($0) }
+            columns += CSVSystemColumn.allCases.map {
+                type.field(named: $0.rawValue) == nil ? .system($0) : .escapedSystem($0)
+            }
         }
         return columns
     }
@@ -85,12 +91,16 @@ enum CSVLayout {
         case "recordType": return .recordType
         default: break
         }
-        if header.hasPrefix("___"), let system = CSVSystemColumn(rawValue: String(header.dropFirst(3))) { return .escapedSystem(system) }
+        if header.hasPrefix("___"), let system = CSVSystemColumn(rawValue: String(header.dropFirst(3))) {
+            return .escapedSystem(system)
+        }
         // A field of the type wins over a system column of the same name.
         if let field = type?.field(named: header), !field.isSystem { return .field(field.name, field.type) }
         if let system = CSVSystemColumn(rawValue: header) { return .system(system) }
         guard let type else { return nil }
-        if header.hasSuffix(":action"), let field = type.field(named: String(header.dropLast(7))), field.type == .reference {
+        if header.hasSuffix(":action"), let field = type.field(named: String(header.dropLast(7))),
+            field.type == .reference
+        {
             return .referenceAction(field.name)
         }
         if header.hasSuffix(":size"), let field = type.field(named: String(header.dropLast(5))), field.type == .asset {

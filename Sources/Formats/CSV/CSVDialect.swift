@@ -10,7 +10,10 @@ public struct CSVDialect: Sendable, Hashable {
     /// CR are written with a leading `'`, and read back without it.
     public var spreadsheetSafe: Bool
 
-    public init(delimiter: UInt8 = UInt8(ascii: ","), crlf: Bool = true, byteOrderMark: Bool = false, spreadsheetSafe: Bool = false) {
+    public init(
+        delimiter: UInt8 = UInt8(ascii: ","), crlf: Bool = true, byteOrderMark: Bool = false,
+        spreadsheetSafe: Bool = false
+    ) {
         self.delimiter = delimiter
         self.crlf = crlf
         self.byteOrderMark = byteOrderMark
@@ -25,7 +28,8 @@ public struct CSVDialect: Sendable, Hashable {
 
     /// The first characters that make a spreadsheet run a cell as a formula.
     static func startsFormula(_ first: UInt8) -> Bool {
-        first == UInt8(ascii: "=") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-") || first == UInt8(ascii: "@")
+        first == UInt8(ascii: "=") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-")
+            || first == UInt8(ascii: "@")
             || first == 0x09 || first == 0x0D
     }
 }

@@ -15,8 +15,10 @@ public struct CSVReadSettings: Sendable {
     /// Record names made from fields, for rows without recordName.
     public var nameTemplate: NameTemplate?
 
-    public init(delimiter: UInt8? = nil, spreadsheetSafe: Bool = false, columnMap: [String: String] = [:],
-                ignoreUnknownColumns: Bool = false, nameTemplate: NameTemplate? = nil) {
+    public init(
+        delimiter: UInt8? = nil, spreadsheetSafe: Bool = false, columnMap: [String: String] = [:],
+        ignoreUnknownColumns: Bool = false, nameTemplate: NameTemplate? = nil
+    ) {
         self.delimiter = delimiter
         self.spreadsheetSafe = spreadsheetSafe
         self.columnMap = columnMap
@@ -36,28 +38,37 @@ enum CSVFormatSupport {
     static func format(tab: Bool) -> RecordFormat {
         RecordFormat(
             names: [tab ? "tsv" : "csv"], extensions: [tab ? "tsv" : "csv"],
-            title: tab ? "TSV" : "CSV", summary: tab ? "tab-separated values, a record type per file" : "a record type per file", noun: "CSV",
+            title: tab ? "TSV" : "CSV",
+            summary: tab ? "tab-separated values, a record type per file" : "a record type per file", noun: "CSV",
             oneRecordTypePerFile: true,
             sniff: { head in
                 let line = Sniffing.firstLine(head)
-                guard let first = Sniffing.firstSignificantByte(Array(line)), first != UInt8(ascii: "{"), first != UInt8(ascii: "["),
-                      !line.starts(with: Array("BEGIN:".utf8)) else { return false }
-                let tabs = line.filter { $0 == 0x09 }.count, commas = line.filter { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: ";") }.count
+                guard let first = Sniffing.firstSignificantByte(Array(line)), first != UInt8(ascii: "{"),
+                    first != UInt8(ascii: "["),
+                    !line.starts(with: Array("BEGIN:".utf8))
+                else { return false }
+                let tabs = line.filter { $0 == 0x09 }.count
+                let commas = line.filter { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: ";") }.count
                 return tab ? tabs > 0 && tabs >= commas : commas > 0 && commas > tabs
             },
             makeReader: { input, context in
                 let settings = context.settings.get(CSVReadSettings.self, default: CSVReadSettings())
-                let options = CSVReadOptions(delimiter: settings.delimiter ?? (tab ? 0x09 : nil), spreadsheetSafe: settings.spreadsheetSafe,
-                                             values: CSVValues(timeZone: context.timeZone), defaultRecordType: context.defaultRecordType,
-                                             defaultZone: context.defaultZone, columnMap: settings.columnMap,
-                                             ignoreUnknownColumns: settings.ignoreUnknownColumns, allowNewFields: context.allowNewFields,
-                                             nameTemplate: settings.nameTemplate)
+                let options = CSVReadOptions(
+                    delimiter: settings.delimiter ?? (tab ? 0x09 : nil), spreadsheetSafe: settings.spreadsheetSafe,
+                    values: CSVValues(timeZone: context.timeZone), defaultRecordType: context.defaultRecordType,
+                    defaultZone: context.defaultZone, columnMap: settings.columnMap,
+                    ignoreUnknownColumns: settings.ignoreUnknownColumns, allowNewFields: context.allowNewFields,
+                    nameTemplate: settings.nameTemplate)
                 return CSVRecordReader(input: try input.open(), schema: context.schema, options: options)
             },
             makeWriter: { output, context in
-                guard let type = context.recordType else { throw ValueError("a CSV file holds one record type: name it") }
+                guard let type = context.recordType else {
+                    throw ValueError("a CSV file holds one record type: name it")
+                }
                 var options = context.settings[CSVWriteOptions.self] ?? CSVWriteOptions(dialect: tab ? .tsv : .csv)
-                if context.settings[CSVWriteOptions.self] == nil { options.values = CSVValues(timeZone: context.timeZone) }
+                if context.settings[CSVWriteOptions.self] == nil {
+                    options.values = CSVValues(timeZone: context.timeZone)
+                }
                 return try CSVRecordWriter(output: output, type: type, options: options)
             })
     }

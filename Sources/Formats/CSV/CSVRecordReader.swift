@@ -22,9 +22,12 @@ public struct CSVReadOptions: Sendable {
     /// Names for rows without a `recordName`; nil gives them random UUIDs.
     public var nameTemplate: NameTemplate?
 
-    public init(delimiter: UInt8? = nil, spreadsheetSafe: Bool = false, values: CSVValues = CSVValues(), defaultRecordType: String? = nil,
-                defaultZone: ZoneID = .defaultZone, columnMap: [String: String] = [:], ignoreUnknownColumns: Bool = false,
-                allowNewFields: Bool = false, nameTemplate: NameTemplate? = nil) {
+    public init(
+        delimiter: UInt8? = nil, spreadsheetSafe: Bool = false, values: CSVValues = CSVValues(),
+        defaultRecordType: String? = nil,
+        defaultZone: ZoneID = .defaultZone, columnMap: [String: String] = [:], ignoreUnknownColumns: Bool = false,
+        allowNewFields: Bool = false, nameTemplate: NameTemplate? = nil
+    ) {
         self.delimiter = delimiter
         self.spreadsheetSafe = spreadsheetSafe
         self.values = values
@@ -75,8 +78,9 @@ public final class CSVRecordReader: RecordSource {
         for cell in cells {
             let name = options.columnMap[cell.text] ?? cell.text
             if let first = seen[name] {
-                throw InputIssue(position: SourcePosition(file: rows.name, line: cell.line, column: cell.column),
-                                 message: "the header names column '\(name)' twice (first at column \(first.column))")
+                throw InputIssue(
+                    position: SourcePosition(file: rows.name, line: cell.line, column: cell.column),
+                    message: "the header names column '\(name)' twice (first at column \(first.column))")
             }
             seen[name] = cell
             headerNames.append(name)
@@ -84,15 +88,21 @@ public final class CSVRecordReader: RecordSource {
         // A column the map renames must be in the header: a misspelt name would map nothing.
         let present = Set(cells.map(\.text))
         for source in options.columnMap.keys.sorted() where !present.contains(source) {
-            throw InputIssue(position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
-                             message: "the column map renames column '\(source)', which the header does not have (its columns: \(cells.map(\.text).joined(separator: ", ")))")
+            throw InputIssue(
+                position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
+                message:
+                    "the column map renames column '\(source)', which the header does not have (its columns: \(cells.map(\.text).joined(separator: ", ")))"
+            )
         }
         typeColumn = headerNames.firstIndex(of: "recordType")
         // A zone is its scope, name and owner: a row that says fewer is given the rest.
-        namesNoZone = !(headerNames.contains("zoneName") && headerNames.contains("scope") && headerNames.contains("ownerRecordName"))
+        namesNoZone =
+            !(headerNames.contains("zoneName") && headerNames.contains("scope")
+            && headerNames.contains("ownerRecordName"))
         if typeColumn == nil && options.defaultRecordType == nil {
-            throw InputIssue(position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
-                             message: "the rows' record type is unknown: \(Wording.giveRecordType.text), or add a recordType column")
+            throw InputIssue(
+                position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
+                message: "the rows' record type is unknown: \(Wording.giveRecordType.text), or add a recordType column")
         }
         if typeColumn == nil, let type = options.defaultRecordType {
             // One type for the whole file: check the header now, before any row.
@@ -107,10 +117,17 @@ public final class CSVRecordReader: RecordSource {
         let type = schema.recordType(named: typeName)
         if type == nil && !options.allowNewFields {
             // A type the schema lacks has no fields: say that, not that the first column is not one.
-            let near = schema.recordTypes.first { $0.name.lowercased() == typeName.lowercased() }.map { " (did you mean '\($0.name)'?)" } ?? ""
-            let types = schema.recordTypes.map(\.name).filter { !$0.hasPrefix("cloudkit.") }.sorted().joined(separator: ", ")
-            throw InputIssue(position: SourcePosition(file: rows.name, line: header.first?.line ?? 1, column: 1), recordType: typeName,
-                             message: "the schema has no record type '\(typeName)'\(near)" + (types.isEmpty ? "" : "; its types: \(types)"))
+            let near =
+                schema.recordTypes.first { $0.name.lowercased() == typeName.lowercased() }.map {
+                    " (did you mean '\($0.name)'?)"
+                } ?? ""
+            let types = schema.recordTypes.map(\.name).filter { !$0.hasPrefix("cloudkit.") }.sorted().joined(
+                separator: ", ")
+            throw InputIssue(
+                position: SourcePosition(file: rows.name, line: header.first?.line ?? 1, column: 1),
+                recordType: typeName,
+                message: "the schema has no record type '\(typeName)'\(near)"
+                    + (types.isEmpty ? "" : "; its types: \(types)"))
         }
         var columns: [CSVColumn?] = []
         for (index, name) in headerNames.enumerated() {
@@ -125,9 +142,14 @@ public final class CSVRecordReader: RecordSource {
                 let cell = header[index]
                 let mapped = options.columnMap[cell.text] != nil
                 let known = type.map { " (its fields: \($0.userFields.map(\.name).joined(separator: ", ")))" } ?? ""
-                throw InputIssue(position: SourcePosition(file: rows.name, line: cell.line, column: cell.column), recordType: typeName,
-                                 message: "column '\(header[index].text)'\(mapped ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); "
-                                    + (mapped ? Wording.remapColumn(header: header[index].text) : Wording.mapColumn(header: header[index].text)).text)
+                throw InputIssue(
+                    position: SourcePosition(file: rows.name, line: cell.line, column: cell.column),
+                    recordType: typeName,
+                    message:
+                        "column '\(header[index].text)'\(mapped ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); "
+                        + (mapped
+                        ? Wording.remapColumn(header: header[index].text)
+                        : Wording.mapColumn(header: header[index].text)).text)
             }
         }
         layouts[typeName] = columns
@@ -144,11 +166,16 @@ public final class CSVRecordReader: RecordSource {
         let file = rows.name
         let rowLine = cells.first?.line ?? 0
         func issue(_ cell: CSVCell?, field: String?, name: String?, type: String?, _ message: String) -> SourceItem {
-            .invalid(InputIssue(position: SourcePosition(file: file, line: cell?.line ?? rowLine, column: cell?.column ?? 1),
-                                recordName: name, recordType: type, field: field, message: message), raw: raw)
+            .invalid(
+                InputIssue(
+                    position: SourcePosition(file: file, line: cell?.line ?? rowLine, column: cell?.column ?? 1),
+                    recordName: name, recordType: type, field: field, message: message), raw: raw)
         }
         guard cells.count == headerNames.count else {
-            return issue(nil, field: nil, name: nil, type: nil, "line \(rowLine) has \(cells.count) cell\(cells.count == 1 ? "" : "s"), the header has \(headerNames.count)")
+            return issue(
+                nil, field: nil, name: nil, type: nil,
+                "line \(rowLine) has \(cells.count) cell\(cells.count == 1 ? "" : "s"), the header has \(headerNames.count)"
+            )
         }
         let typeName: String
         if let typeColumn, !cells[typeColumn].text.isEmpty {
@@ -168,9 +195,11 @@ public final class CSVRecordReader: RecordSource {
                 // A row's own type the schema lacks is the row's problem, at its cell.
                 var position = problem.position
                 if let typeColumn, schema.recordType(named: typeName) == nil {
-                    position = SourcePosition(file: rows.name, line: cells[typeColumn].line, column: cells[typeColumn].column)
+                    position = SourcePosition(
+                        file: rows.name, line: cells[typeColumn].line, column: cells[typeColumn].column)
                 }
-                return .invalid(InputIssue(position: position, recordType: typeName, message: problem.message), raw: raw)
+                return .invalid(
+                    InputIssue(position: position, recordType: typeName, message: problem.message), raw: raw)
             }
             lastLayout = (typeName, columns)
         }
@@ -178,8 +207,10 @@ public final class CSVRecordReader: RecordSource {
         var recordName: String?
         actions.removeAll(keepingCapacity: true)
         sizes.removeAll(keepingCapacity: true)
-        var createdStamp = RecordStamp(timestamp: 0), modifiedStamp = RecordStamp(timestamp: 0)
-        var hasCreated = false, hasModified = false
+        var createdStamp = RecordStamp(timestamp: 0)
+        var modifiedStamp = RecordStamp(timestamp: 0)
+        var hasCreated = false
+        var hasModified = false
         var fields = RecordFields(minimumCapacity: columns.count)
         for (index, column) in columns.enumerated() {
             guard let column else { continue }
@@ -187,7 +218,8 @@ public final class CSVRecordReader: RecordSource {
             if cell.isNull { continue }
             var text = cell.text
             if options.spreadsheetSafe && column.isText, text.utf8.count >= 2, text.utf8.first == UInt8(ascii: "'"),
-               CSVDialect.startsFormula(text.utf8.dropFirst().first!) {
+                CSVDialect.startsFormula(text.utf8.dropFirst().first!)
+            {
                 text.removeFirst()
             }
             switch column {
@@ -200,8 +232,11 @@ public final class CSVRecordReader: RecordSource {
                     return issue(cell, field: name, name: recordName, type: typeName, error.message)
                 }
             case .referenceAction(let name):
-                guard let action = ReferenceAction(rawValue: text) ?? ReferenceAction(rawValue: text.uppercased()) else {
-                    return issue(cell, field: name, name: recordName, type: typeName, "expected a reference action (NONE, DELETE_SELF or VALIDATE), found \"\(text)\"")
+                guard let action = ReferenceAction(rawValue: text) ?? ReferenceAction(rawValue: text.uppercased())
+                else {
+                    return issue(
+                        cell, field: name, name: recordName, type: typeName,
+                        "expected a reference action (NONE, DELETE_SELF or VALIDATE), found \"\(text)\"")
                 }
                 actions.append((name, action))
             case .assetSize(let name):
@@ -210,7 +245,9 @@ public final class CSVRecordReader: RecordSource {
                 switch system {
                 case .scope:
                     guard let scope = DatabaseScope(text: text) else {
-                        return issue(cell, field: nil, name: recordName, type: typeName, "scope is private, shared or public, found \"\(text)\"")
+                        return issue(
+                            cell, field: nil, name: recordName, type: typeName,
+                            "scope is private, shared or public, found \"\(text)\"")
                     }
                     record.id.zone.scope = scope
                 case .zoneName: record.id.zone.zoneName = text
@@ -218,24 +255,41 @@ public final class CSVRecordReader: RecordSource {
                 case .recordChangeTag: record.changeTag = text
                 case .created, .modified:
                     guard case .timestamp(let ms)? = try? options.values.value(text, as: .timestamp) else {
-                        return issue(cell, field: nil, name: recordName, type: typeName, "\(system.rawValue) is a time such as 2026-01-12T09:00:00.000Z, found \"\(text)\"")
+                        return issue(
+                            cell, field: nil, name: recordName, type: typeName,
+                            "\(system.rawValue) is a time such as 2026-01-12T09:00:00.000Z, found \"\(text)\"")
                     }
-                    if system == .created { createdStamp.timestamp = ms; hasCreated = true } else { modifiedStamp.timestamp = ms; hasModified = true }
+                    if system == .created {
+                        createdStamp.timestamp = ms
+                        hasCreated = true
+                    } else {
+                        modifiedStamp.timestamp = ms
+                        hasModified = true
+                    }
                 case .createdBy: createdStamp.userRecordName = text
                 case .createdDevice: createdStamp.deviceID = text
                 case .modifiedBy: modifiedStamp.userRecordName = text
                 case .modifiedDevice: modifiedStamp.deviceID = text
                 case .parentRecordName, .shareRecordName:
                     if let problem = Names.referenceTargetProblem(text) {
-                        return issue(cell, field: nil, name: recordName, type: typeName, "\(system.rawValue) '\(text)' \(problem)")
+                        return issue(
+                            cell, field: nil, name: recordName, type: typeName,
+                            "\(system.rawValue) '\(text)' \(problem)")
                     }
                     if system == .parentRecordName { record.parent = text } else { record.share = text }
                 case .shareDetails:
                     guard let details = ShareDetails(json: text),
-                          !details.object.members.contains(where: { JSONRecordCodec.canonicalRecordKeys.contains($0.key) }) else {
-                        return issue(cell, field: nil, name: recordName, type: typeName, "shareDetails is a JSON object of what CloudKit says of a share (publicPermission, participants, …), found \"\(text.prefix(60))\"")
+                        !details.object.members.contains(where: { JSONRecordCodec.canonicalRecordKeys.contains($0.key) }
+                        )
+                    else {
+                        return issue(
+                            cell, field: nil, name: recordName, type: typeName,
+                            "shareDetails is a JSON object of what CloudKit says of a share (publicPermission, participants, …), found \"\(text.prefix(60))\""
+                        )
                     }
-                    if case .object(let kept) = ShareDetails.withoutKeyMaterial(.object(details.object)), !kept.members.isEmpty {
+                    if case .object(let kept) = ShareDetails.withoutKeyMaterial(.object(details.object)),
+                        !kept.members.isEmpty
+                    {
                         record.shareDetails = ShareDetails(kept).text
                     }
                 }
@@ -251,11 +305,17 @@ public final class CSVRecordReader: RecordSource {
                 }
             case .asset(var asset) where asset.size < 0:
                 guard let (_, text, cell) = sizes.first(where: { $0.field == entry.name }) else {
-                    let fieldCell = columns.firstIndex { if case .field(let name, _)? = $0 { return name == entry.name } else { return false } }.map { cells[$0] }
-                    return issue(fieldCell, field: entry.name, name: recordName, type: typeName, "an ASSET cell holds its checksum and needs its size in column \(entry.name):size")
+                    let fieldCell = columns.firstIndex {
+                        if case .field(let name, _)? = $0 { return name == entry.name } else { return false }
+                    }.map { cells[$0] }
+                    return issue(
+                        fieldCell, field: entry.name, name: recordName, type: typeName,
+                        "an ASSET cell holds its checksum and needs its size in column \(entry.name):size")
                 }
                 guard let size = Int64(text), size >= 0 else {
-                    return issue(cell, field: entry.name, name: recordName, type: typeName, "expected the asset's size in bytes, found \"\(text)\"")
+                    return issue(
+                        cell, field: entry.name, name: recordName, type: typeName,
+                        "expected the asset's size in bytes, found \"\(text)\"")
                 }
                 asset.size = size
                 fields[entry.name] = .asset(asset)

@@ -12,7 +12,10 @@ public struct CSVWriteOptions: Sendable {
     /// and a share's details).
     public var includeSystem: Bool
 
-    public init(dialect: CSVDialect = .csv, values: CSVValues = CSVValues(), fields: [String]? = nil, includeSystem: Bool = false) {
+    public init(
+        dialect: CSVDialect = .csv, values: CSVValues = CSVValues(), fields: [String]? = nil,
+        includeSystem: Bool = false
+    ) {
         self.dialect = dialect
         self.values = values
         self.fields = fields
@@ -53,10 +56,16 @@ public final class CSVRecordWriter: RecordSink {
 
     public func write(_ record: Record) throws {
         guard record.recordType == recordType else {
-            throw OutputError(path: output.path, message: "a CSV file holds one record type (\(recordType)); record '\(record.recordName)' is a \(record.recordType)")
+            throw OutputError(
+                path: output.path,
+                message:
+                    "a CSV file holds one record type (\(recordType)); record '\(record.recordName)' is a \(record.recordType)"
+            )
         }
         if record.isDeleted {
-            throw OutputError(path: output.path, message: "CSV has no place for deleted records ('\(record.recordName)'); export changes as JSON")
+            throw OutputError(
+                path: output.path,
+                message: "CSV has no place for deleted records ('\(record.recordName)'); export changes as JSON")
         }
         if !headerWritten { writeHeader() }
         for (index, column) in columns.enumerated() {
@@ -105,7 +114,8 @@ public final class CSVRecordWriter: RecordSink {
     /// store's tables: the bytes ``write(_:)`` writes for the same records, without building
     /// them (``StoreSession/canReadRows(_:)`` must have said yes). `written` hears the count
     /// after each row. Returns how many rows were written.
-    public func writeRows(of session: StoreSession, _ query: RecordQuery, written: ((Int) -> Void)? = nil) throws -> Int {
+    public func writeRows(of session: StoreSession, _ query: RecordQuery, written: ((Int) -> Void)? = nil) throws -> Int
+    {
         if !headerWritten { writeHeader() }
         // The buffer is worked on as a local: a class's stored property is checked for
         // exclusive access at every append.
@@ -147,7 +157,9 @@ public final class CSVRecordWriter: RecordSink {
             case .recordName: self = .recordName
             case .recordType: self = .recordType
             case .field(let name, let type):
-                self = row.position(ofField: name).map { .field(position: $0, isText: CSVColumn.field(name, type).isText) } ?? .none
+                self =
+                    row.position(ofField: name).map { .field(position: $0, isText: CSVColumn.field(name, type).isText) }
+                    ?? .none
             case .referenceAction(let name): self = row.position(ofField: name).map { .action(position: $0) } ?? .none
             case .system(let system), .escapedSystem(let system): self = .system(system)
             case .assetSize, .ignored: self = .none
@@ -155,7 +167,9 @@ public final class CSVRecordWriter: RecordSink {
         }
     }
 
-    private func appendCell(_ source: CellSource, of row: borrowing RecordRow, first: Bool, scratch: inout [UInt8], to out: inout [UInt8]) {
+    private func appendCell(
+        _ source: CellSource, of row: borrowing RecordRow, first: Bool, scratch: inout [UInt8], to out: inout [UInt8]
+    ) {
         switch source {
         case .recordName: appendText(row.recordName, text: true, first: first, to: &out)
         case .recordType: rows.appendCell(recordType, text: true, first: first, to: &out)
@@ -165,7 +179,8 @@ public final class CSVRecordWriter: RecordSink {
             case .text(let utf8)?: appendText(utf8, text: isText, first: first, to: &out)
             case .reference(let utf8, _)?: appendText(utf8, text: isText, first: first, to: &out)
             case .int64(let value)?: rows.appendCell(String(value), text: isText, first: first, to: &out)
-            case .double(let value)?: rows.appendCell(options.values.cell(.double(value)), text: isText, first: first, to: &out)
+            case .double(let value)?:
+                rows.appendCell(options.values.cell(.double(value)), text: isText, first: first, to: &out)
             case .timestamp(let ms)?: appendTimestamp(ms, first: first, scratch: &scratch, to: &out)
             case .bytes(let raw)?:
                 scratch.removeAll(keepingCapacity: true)
@@ -190,8 +205,10 @@ public final class CSVRecordWriter: RecordSink {
                 } else {
                     rows.appendCell(nil, text: false, first: first, to: &out)
                 }
-            case .createdBy, .modifiedBy: appendText(row.stamp(modified: system == .modifiedBy)?.user, text: true, first: first, to: &out)
-            case .createdDevice, .modifiedDevice: appendText(row.stamp(modified: system == .modifiedDevice)?.device, text: true, first: first, to: &out)
+            case .createdBy, .modifiedBy:
+                appendText(row.stamp(modified: system == .modifiedBy)?.user, text: true, first: first, to: &out)
+            case .createdDevice, .modifiedDevice:
+                appendText(row.stamp(modified: system == .modifiedDevice)?.device, text: true, first: first, to: &out)
             case .parentRecordName: appendText(row.parent, text: true, first: first, to: &out)
             case .shareRecordName: appendText(row.share, text: true, first: first, to: &out)
             case .shareDetails: appendText(row.shareDetails, text: true, first: first, to: &out)
@@ -214,7 +231,8 @@ public final class CSVRecordWriter: RecordSink {
 
     private func appendTimestamp(_ ms: Int64, first: Bool, scratch: inout [UInt8], to out: inout [UInt8]) {
         scratch.removeAll(keepingCapacity: true)
-        let offset = options.values.timeZone.map { $0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000)) } ?? 0
+        let offset =
+            options.values.timeZone.map { $0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000)) } ?? 0
         ISO8601.append(milliseconds: ms, offsetSeconds: offset, to: &scratch)
         scratch.withUnsafeBufferPointer { rows.appendCell(utf8: $0, text: false, first: first, to: &out) }
     }

@@ -64,7 +64,9 @@ public final class CSVRowReader {
             offset += 1
             if offset > 1 << 20 { break }
         }
-        return CSVDialect.candidates.max { (counts[$0] ?? 0) < (counts[$1] ?? 0) }.flatMap { counts[$0] == nil ? nil : $0 } ?? UInt8(ascii: ",")
+        return CSVDialect.candidates.max { (counts[$0] ?? 0) < (counts[$1] ?? 0) }.flatMap {
+            counts[$0] == nil ? nil : $0
+        } ?? UInt8(ascii: ",")
     }
 
     private func skipByteOrderMark() throws {
@@ -100,7 +102,8 @@ public final class CSVRowReader {
         var column = 1
         var currentLine = line
         while true {
-            let cellLine = currentLine, cellColumn = column
+            let cellLine = currentLine
+            let cellColumn = column
             var text: String
             var quoted = false
             if try scan.has(0, refill: refill), scan[0] == UInt8(ascii: "\"") {
@@ -110,7 +113,9 @@ public final class CSVRowReader {
                 var content: [UInt8] = []
                 while true {
                     guard try scan.has(0, refill: refill) else {
-                        throw fail("a quoted cell is not closed: expected '\"' before the end of the file", line: cellLine, column: cellColumn)
+                        throw fail(
+                            "a quoted cell is not closed: expected '\"' before the end of the file", line: cellLine,
+                            column: cellColumn)
                     }
                     let b = scan[0]
                     if b == UInt8(ascii: "\"") {
@@ -145,7 +150,9 @@ public final class CSVRowReader {
                 if try scan.has(0, refill: refill) {
                     let next = scan[0]
                     if next != delimiter && next != 0x0A && next != 0x0D {
-                        throw fail("unexpected '\(Character(UnicodeScalar(next)))' after a closing quote (a quote inside a quoted cell is written twice: \"\")", line: currentLine, column: column)
+                        throw fail(
+                            "unexpected '\(Character(UnicodeScalar(next)))' after a closing quote (a quote inside a quoted cell is written twice: \"\")",
+                            line: currentLine, column: column)
                     }
                 }
             } else {
@@ -156,7 +163,10 @@ public final class CSVRowReader {
                     if b & 0xC0 != 0x80 { column += 1 }
                     scan.offset += 1
                 }
-                guard let decoded = UTF8Validation.string(UnsafeRawBufferPointer(start: scan.base + scan.start + start, count: scan.offset - start)) else {
+                guard
+                    let decoded = UTF8Validation.string(
+                        UnsafeRawBufferPointer(start: scan.base + scan.start + start, count: scan.offset - start))
+                else {
                     throw fail("a cell is not valid UTF-8", line: cellLine, column: cellColumn)
                 }
                 text = decoded

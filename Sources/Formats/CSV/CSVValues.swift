@@ -42,18 +42,21 @@ public struct CSVValues: Sendable {
         case .asset(let a):
             return isPlainAsset(a) ? a.fileChecksum : json(value)
         case .location(let l):
-            return !locationAsJSON && isPlainLocation(l) ? "\(l.latitude.description),\(l.longitude.description)" : json(value)
+            return !locationAsJSON && isPlainLocation(l)
+                ? "\(l.latitude.description),\(l.longitude.description)" : json(value)
         case .list:
             return json(value)
         }
     }
 
     func isPlainAsset(_ a: Asset) -> Bool {
-        a.referenceChecksum == nil && a.wrappingKey == nil && a.receipt == nil && a.downloadURL == nil && a.localPath == nil && a.sha256 == nil
+        a.referenceChecksum == nil && a.wrappingKey == nil && a.receipt == nil && a.downloadURL == nil
+            && a.localPath == nil && a.sha256 == nil
     }
 
     func isPlainLocation(_ l: Location) -> Bool {
-        l.horizontalAccuracy == nil && l.verticalAccuracy == nil && l.altitude == nil && l.speed == nil && l.course == nil && l.timestamp == nil
+        l.horizontalAccuracy == nil && l.verticalAccuracy == nil && l.altitude == nil && l.speed == nil
+            && l.course == nil && l.timestamp == nil
     }
 
     private func json(_ value: FieldValue) -> String {
@@ -80,7 +83,9 @@ public struct CSVValues: Sendable {
         if type.isList || (text.first == "{" && (type.primitive == .asset || type.primitive == .location)) {
             let json: JSONValue
             do { json = try JSONParser.parse(text) } catch {
-                throw ValueError("expected \(type) as JSON (\(type.isList ? "an array such as [\"a\", \"b\"]" : "an object")), found \"\(text)\", which is not JSON: \(error.message)")
+                throw ValueError(
+                    "expected \(type) as JSON (\(type.isList ? "an array such as [\"a\", \"b\"]" : "an object")), found \"\(text)\", which is not JSON: \(error.message)"
+                )
             }
             return try FieldValueJSON.read(json, as: type, timeZone: timeZone)
         }
@@ -109,12 +114,16 @@ public struct CSVValues: Sendable {
             guard let bytes = Base64.decode(text) else { throw mismatch(type, "Base64", text) }
             return .bytes(bytes)
         case .reference:
-            if let problem = Names.referenceTargetProblem(text) { throw ValueError("expected REFERENCE (a record name), found \"\(text)\": \(problem)") }
+            if let problem = Names.referenceTargetProblem(text) {
+                throw ValueError("expected REFERENCE (a record name), found \"\(text)\": \(problem)")
+            }
             return .reference(Reference(recordName: text))
         case .asset:
             return .asset(Asset(fileChecksum: text, size: -1))
         case .location:
-            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
             guard parts.count == 2, let latitude = decimal(parts[0]), let longitude = decimal(parts[1]) else {
                 throw mismatch(type, "latitude,longitude such as 52.52,13.405", text)
             }
@@ -126,8 +135,11 @@ public struct CSVValues: Sendable {
     }
 
     private func decimal(_ text: String) -> Double? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 43 || $0 == 45 || $0 == 101 || $0 == 69 }),
-              let d = Double(text), d.isFinite else { return nil }
+        guard !text.isEmpty,
+            text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 43 || $0 == 45 || $0 == 101 || $0 == 69 }
+            ),
+            let d = Double(text), d.isFinite
+        else { return nil }
         return d
     }
 

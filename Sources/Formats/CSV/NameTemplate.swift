@@ -28,15 +28,21 @@ public struct NameTemplate: Sendable {
             }
             let inside = rest[rest.index(after: open)..<close]
             let pieces = inside.split(separator: ":", maxSplits: 1)
-            guard let name = pieces.first, !name.isEmpty else { throw ValueError("\(Wording.nameTemplate(text).text): '{}' names no field") }
-            if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
+            guard let name = pieces.first, !name.isEmpty else {
+                throw ValueError("\(Wording.nameTemplate(text).text): '{}' names no field")
+            }
+            if !literal.isEmpty {
+                parts.append(.literal(literal))
+                literal = ""
+            }
             parts.append(.field(String(name), pattern: pieces.count > 1 ? String(pieces[1]) : nil))
             rest = rest[rest.index(after: close)...]
         }
         literal += rest
         if !literal.isEmpty { parts.append(.literal(literal)) }
         guard parts.contains(where: { if case .field = $0 { return true } else { return false } }) else {
-            throw ValueError("\(Wording.nameTemplate(text).text) uses no field, so every record would get the same name")
+            throw ValueError(
+                "\(Wording.nameTemplate(text).text) uses no field, so every record would get the same name")
         }
         self.parts = parts
     }
@@ -54,7 +60,8 @@ public struct NameTemplate: Sendable {
                 out += text
             case .field(let name, let pattern):
                 guard let value = record.fields[name] else {
-                    throw ValueError("\(Wording.nameTemplateWord.text) needs field '\(name)', which this row leaves empty")
+                    throw ValueError(
+                        "\(Wording.nameTemplateWord.text) needs field '\(name)', which this row leaves empty")
                 }
                 switch value {
                 case .string(let s): out += s
@@ -62,9 +69,12 @@ public struct NameTemplate: Sendable {
                 case .double(let d): out += d.description
                 case .reference(let r): out += r.recordName
                 case .timestamp(let t):
-                    out += pattern.map { NameTemplate.format(t, pattern: $0, timeZone: timeZone) } ?? ISO8601.format(milliseconds: t)
+                    out +=
+                        pattern.map { NameTemplate.format(t, pattern: $0, timeZone: timeZone) }
+                        ?? ISO8601.format(milliseconds: t)
                 default:
-                    throw ValueError("\(Wording.nameTemplateWord.text) cannot put field '\(name)' (\(value.type)) in a record name")
+                    throw ValueError(
+                        "\(Wording.nameTemplateWord.text) cannot put field '\(name)' (\(value.type)) in a record name")
                 }
             }
         }
@@ -72,7 +82,8 @@ public struct NameTemplate: Sendable {
     }
 
     static func format(_ ms: Int64, pattern: String, timeZone: TimeZone?) -> String {
-        let offset = timeZone.map { Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000))) * 1000 } ?? 0
+        let offset =
+            timeZone.map { Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000))) * 1000 } ?? 0
         let local = ms + offset
         let days = ISO8601.floorDiv(local, 86_400_000)
         let msOfDay = (local % 86_400_000 + 86_400_000) % 86_400_000

@@ -24,7 +24,9 @@ public enum CoreDataCloudKit {
     static let textIndexes: FieldOptions = [.queryable, .searchable, .sortable]
     static let valueIndexes: FieldOptions = [.queryable, .sortable]
     /// Grants of every Core Data record type, as cktool shows them.
-    static let grants = [Grant([.write], to: "_creator"), Grant([.create], to: "_icloud"), Grant([.read], to: "_world")]
+    static let grants = [
+        Grant([.write], to: "_creator"), Grant([.create], to: "_icloud"), Grant([.read], to: "_world"),
+    ]
 
     /// The system fields of a Core Data record type. The container indexes none of them (an
     /// index on one, such as `"___recordID" QUERYABLE`, is added in the CloudKit console).
@@ -60,7 +62,9 @@ public enum CoreDataCloudKit {
             companionAsset = true
         case "UUID", "URI":
             type = .string
-            notes.insert("UUID and URI attributes: STRING without a _ckAsset companion (their values are short); Apple does not document one")
+            notes.insert(
+                "UUID and URI attributes: STRING without a _ckAsset companion (their values are short); Apple does not document one"
+            )
         case "Integer 16", "Integer 32", "Integer 64", "Boolean": type = .int64
         case "Date": type = .timestamp
         case "Double", "Float": type = .double
@@ -72,7 +76,9 @@ public enum CoreDataCloudKit {
             companionAsset = true
         case "Transformable":
             type = .bytes
-            notes.insert("Transformable attributes: BYTES without a _ckAsset companion; Apple does not document whether the container adds one")
+            notes.insert(
+                "Transformable attributes: BYTES without a _ckAsset companion; Apple does not document whether the container adds one"
+            )
         default:
             return nil
         }
@@ -80,7 +86,10 @@ public enum CoreDataCloudKit {
         if attribute.encrypted {
             fields = [FieldDefinition(name: name, type: FieldType(type, encrypted: true))]
         } else {
-            fields = [FieldDefinition(name: name, type: FieldType(type), options: type == .string ? textIndexes : valueIndexes)]
+            fields = [
+                FieldDefinition(
+                    name: name, type: FieldType(type), options: type == .string ? textIndexes : valueIndexes)
+            ]
         }
         // A string or data value too large for a record goes into an asset beside its field;
         // the container declares that field for every String and Binary attribute.
@@ -94,8 +103,11 @@ public enum CoreDataCloudKit {
         var members = Set(model.entities.map(\.name))
         if let configuration {
             guard let chosen = model.configurations.first(where: { $0.name == configuration }) else {
-                throw XMLInputError(file: model.file, line: 0, column: 0,
-                                    message: "has no configuration \"\(configuration)\" (its configurations: \(model.configurations.map(\.name).joined(separator: ", ")))")
+                throw XMLInputError(
+                    file: model.file, line: 0, column: 0,
+                    message:
+                        "has no configuration \"\(configuration)\" (its configurations: \(model.configurations.map(\.name).joined(separator: ", ")))"
+                )
             }
             members = Set(chosen.entities)
         }
@@ -107,10 +119,13 @@ public enum CoreDataCloudKit {
             if !cloud.isEmpty {
                 members = Set(cloud.flatMap(\.entities))
                 let localOnly = model.entities.map(\.name).filter { !members.contains($0) }
-                notes.insert("the configuration\(cloud.count == 1 ? "" : "s") marked Used with CloudKit (\(cloud.map(\.name).joined(separator: ", "))) chose the entities"
-                             + (localOnly.isEmpty ? "" : "; left out as local-only: \(localOnly.joined(separator: ", "))"))
+                notes.insert(
+                    "the configuration\(cloud.count == 1 ? "" : "s") marked Used with CloudKit (\(cloud.map(\.name).joined(separator: ", "))) chose the entities"
+                        + (localOnly.isEmpty ? "" : "; left out as local-only: \(localOnly.joined(separator: ", "))"))
             } else if !model.configurations.filter({ $0.name != "Default" }).isEmpty {
-                notes.insert("no configuration is marked Used with CloudKit, so every entity was taken (the Default configuration's); name a configuration to take only its entities")
+                notes.insert(
+                    "no configuration is marked Used with CloudKit, so every entity was taken (the Default configuration's); name a configuration to take only its entities"
+                )
             }
         }
         var types: [RecordTypeDefinition] = []
@@ -123,30 +138,41 @@ public enum CoreDataCloudKit {
             for entity in family {
                 for attribute in entity.attributes {
                     if attribute.transient {
-                        notes.insert("attribute \(entity.name).\(attribute.name) is transient: never saved, so the container has nothing of it to mirror; left out")
+                        notes.insert(
+                            "attribute \(entity.name).\(attribute.name) is transient: never saved, so the container has nothing of it to mirror; left out"
+                        )
                         continue
                     }
                     if attribute.derived {
-                        notes.insert("attribute \(entity.name).\(attribute.name) is derived: each device computes it from the values it derives from; left out (Apple does not document whether the container mirrors derived attributes)")
+                        notes.insert(
+                            "attribute \(entity.name).\(attribute.name) is derived: each device computes it from the values it derives from; left out (Apple does not document whether the container mirrors derived attributes)"
+                        )
                         continue
                     }
                     guard let fields = fields(attribute, notes: &notes) else {
-                        notes.insert("attribute \(entity.name).\(attribute.name) is of type \(attribute.type), which CloudKit does not take; left out")
+                        notes.insert(
+                            "attribute \(entity.name).\(attribute.name) is of type \(attribute.type), which CloudKit does not take; left out"
+                        )
                         continue
                     }
                     for field in fields {
                         if let earlier = byName[field.name], earlier.type != field.type {
-                            notes.insert("field \(field.name) of \(root.name)'s record type is \(earlier.type) in one entity and \(field.type) in another; the first is kept")
+                            notes.insert(
+                                "field \(field.name) of \(root.name)'s record type is \(earlier.type) in one entity and \(field.type) in another; the first is kept"
+                            )
                             continue
                         }
                         byName[field.name] = field
                     }
                 }
                 for relationship in entity.relationships {
-                    let inverse = model.entity(named: relationship.destination)?.relationships.first { $0.name == relationship.inverse }
+                    let inverse = model.entity(named: relationship.destination)?.relationships.first {
+                        $0.name == relationship.inverse
+                    }
                     if !relationship.toMany {
                         // A to-one relationship holds the related record's name.
-                        byName["CD_" + relationship.name] = FieldDefinition(name: "CD_" + relationship.name, type: .string, options: textIndexes)
+                        byName["CD_" + relationship.name] = FieldDefinition(
+                            name: "CD_" + relationship.name, type: .string, options: textIndexes)
                     } else if inverse?.toMany ?? false {
                         manyToMany = true
                     }
@@ -157,17 +183,27 @@ public enum CoreDataCloudKit {
         }
         if manyToMany {
             // Many-to-many relationships are rows of their own.
-            types.append(RecordTypeDefinition(name: "CDMR", fields: systemFields + ["CD_entityNames", "CD_recordNames", "CD_relationships"].map {
-                FieldDefinition(name: $0, type: .string, options: textIndexes)
-            }, grants: grants))
+            types.append(
+                RecordTypeDefinition(
+                    name: "CDMR",
+                    fields: systemFields
+                        + ["CD_entityNames", "CD_recordNames", "CD_relationships"].map {
+                            FieldDefinition(name: $0, type: .string, options: textIndexes)
+                        }, grants: grants))
         }
         // Every container has the Users type; cktool exports it too.
-        types.append(RecordTypeDefinition(name: "Users", fields: [
-            FieldDefinition(name: "___createTime", type: .timestamp), FieldDefinition(name: "___createdBy", type: .reference),
-            FieldDefinition(name: "___etag", type: .string), FieldDefinition(name: "___modTime", type: .timestamp),
-            FieldDefinition(name: "___modifiedBy", type: .reference), FieldDefinition(name: "___recordID", type: .reference),
-            FieldDefinition(name: "roles", type: .list(.int64)),
-        ], grants: [Grant([.write], to: "_creator"), Grant([.read], to: "_world")]))
+        types.append(
+            RecordTypeDefinition(
+                name: "Users",
+                fields: [
+                    FieldDefinition(name: "___createTime", type: .timestamp),
+                    FieldDefinition(name: "___createdBy", type: .reference),
+                    FieldDefinition(name: "___etag", type: .string),
+                    FieldDefinition(name: "___modTime", type: .timestamp),
+                    FieldDefinition(name: "___modifiedBy", type: .reference),
+                    FieldDefinition(name: "___recordID", type: .reference),
+                    FieldDefinition(name: "roles", type: .list(.int64)),
+                ], grants: [Grant([.write], to: "_creator"), Grant([.read], to: "_world")]))
         types.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         return Derived(schema: Schema(recordTypes: types), notes: model.notes + notes.sorted())
     }
@@ -175,33 +211,60 @@ public enum CoreDataCloudKit {
     /// What in a model CloudKit does not accept, with the line of each element.
     public static func problems(in model: CoreDataModel) -> [Problem] {
         var problems: [Problem] = []
-        func add(_ line: Int, _ message: String) { problems.append(Problem(file: model.file, line: line, message: message)) }
-        let configurationOf: [String: String] = Dictionary(model.configurations.filter { $0.name != "Default" }
-            .flatMap { configuration in configuration.entities.map { ($0, configuration.name) } }, uniquingKeysWith: { first, _ in first })
+        func add(_ line: Int, _ message: String) {
+            problems.append(Problem(file: model.file, line: line, message: message))
+        }
+        let configurationOf: [String: String] = Dictionary(
+            model.configurations.filter { $0.name != "Default" }
+                .flatMap { configuration in configuration.entities.map { ($0, configuration.name) } },
+            uniquingKeysWith: { first, _ in first })
         for entity in model.entities {
             if !entity.uniquenessConstraints.isEmpty {
-                add(entity.line, "entity \(entity.name) has a uniqueness constraint (\(entity.uniquenessConstraints.map { $0.joined(separator: ", ") }.joined(separator: "; "))); CloudKit does not support unique constraints")
+                add(
+                    entity.line,
+                    "entity \(entity.name) has a uniqueness constraint (\(entity.uniquenessConstraints.map { $0.joined(separator: ", ") }.joined(separator: "; "))); CloudKit does not support unique constraints"
+                )
             }
             for attribute in entity.attributes {
                 if attribute.type == "Undefined" || attribute.type == "ObjectID" {
-                    add(attribute.line, "attribute \(entity.name).\(attribute.name) is of type \(attribute.type), which CloudKit does not support")
+                    add(
+                        attribute.line,
+                        "attribute \(entity.name).\(attribute.name) is of type \(attribute.type), which CloudKit does not support"
+                    )
                 }
                 if !attribute.optional && attribute.defaultValue == nil {
-                    add(attribute.line, "attribute \(entity.name).\(attribute.name) is required and has no default value; a record can arrive from CloudKit without it, so give it a default or make it optional")
+                    add(
+                        attribute.line,
+                        "attribute \(entity.name).\(attribute.name) is required and has no default value; a record can arrive from CloudKit without it, so give it a default or make it optional"
+                    )
                 }
             }
             for relationship in entity.relationships {
                 if !relationship.optional {
-                    add(relationship.line, "relationship \(entity.name).\(relationship.name) is required; CloudKit needs every relationship optional (related records may arrive later)")
+                    add(
+                        relationship.line,
+                        "relationship \(entity.name).\(relationship.name) is required; CloudKit needs every relationship optional (related records may arrive later)"
+                    )
                 }
                 if relationship.inverse == nil {
-                    add(relationship.line, "relationship \(entity.name).\(relationship.name) has no inverse; CloudKit needs one for every relationship")
+                    add(
+                        relationship.line,
+                        "relationship \(entity.name).\(relationship.name) has no inverse; CloudKit needs one for every relationship"
+                    )
                 }
                 if relationship.deletionRule == "Deny" {
-                    add(relationship.line, "relationship \(entity.name).\(relationship.name) has the Deny delete rule, which CloudKit does not support")
+                    add(
+                        relationship.line,
+                        "relationship \(entity.name).\(relationship.name) has the Deny delete rule, which CloudKit does not support"
+                    )
                 }
-                if let here = configurationOf[entity.name], let there = configurationOf[relationship.destination], here != there {
-                    add(relationship.line, "relationship \(entity.name).\(relationship.name) reaches entity \(relationship.destination) of configuration \(there) from configuration \(here); entities in a configuration must not relate to another's")
+                if let here = configurationOf[entity.name], let there = configurationOf[relationship.destination],
+                    here != there
+                {
+                    add(
+                        relationship.line,
+                        "relationship \(entity.name).\(relationship.name) reaches entity \(relationship.destination) of configuration \(there) from configuration \(here); entities in a configuration must not relate to another's"
+                    )
                 }
             }
         }

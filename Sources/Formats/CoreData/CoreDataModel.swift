@@ -69,7 +69,9 @@ public struct CoreDataModel: Sendable, Equatable {
     public func root(of entity: Entity) -> Entity {
         var current = entity
         var seen: Set<String> = [entity.name]
-        while let parent = current.parent, let next = self.entity(named: parent), seen.insert(parent).inserted { current = next }
+        while let parent = current.parent, let next = self.entity(named: parent), seen.insert(parent).inserted {
+            current = next
+        }
         return current
     }
 
@@ -77,7 +79,9 @@ public struct CoreDataModel: Sendable, Equatable {
     public func allProperties(of entity: Entity) -> (attributes: [Attribute], relationships: [Relationship]) {
         var chain: [Entity] = [entity]
         var seen: Set<String> = [entity.name]
-        while let parent = chain.last?.parent, let next = self.entity(named: parent), seen.insert(parent).inserted { chain.append(next) }
+        while let parent = chain.last?.parent, let next = self.entity(named: parent), seen.insert(parent).inserted {
+            chain.append(next)
+        }
         return (chain.reversed().flatMap(\.attributes), chain.reversed().flatMap(\.relationships))
     }
 }
@@ -88,14 +92,18 @@ extension CoreDataModel {
     public static func read(_ path: String, version: String? = nil) throws -> CoreDataModel {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw XMLInputError(file: path, line: 0, column: 0, message: "no such model (a .xcdatamodeld or .xcdatamodel folder, or its contents file)")
+            throw XMLInputError(
+                file: path, line: 0, column: 0,
+                message: "no such model (a .xcdatamodeld or .xcdatamodel folder, or its contents file)")
         }
         guard isDirectory.boolValue else { return try parse(contents: path, version: version) }
         if path.hasSuffix(".xcdatamodel") || path.hasSuffix(".xcdatamodel/") {
             return try parse(contents: (path as NSString).appendingPathComponent("contents"), version: version)
         }
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".xcdatamodel") }
-            .map { String($0.dropLast(".xcdatamodel".count)) }.sorted()
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter {
+            $0.hasSuffix(".xcdatamodel")
+        }
+        .map { String($0.dropLast(".xcdatamodel".count)) }.sorted()
         guard !versions.isEmpty else {
             throw XMLInputError(file: path, line: 0, column: 0, message: "holds no .xcdatamodel version")
         }
@@ -105,7 +113,9 @@ extension CoreDataModel {
         var note: String?
         if let version {
             guard versions.contains(version) else {
-                throw XMLInputError(file: path, line: 0, column: 0, message: "has no version \"\(version)\" (its versions: \(versions.joined(separator: ", ")))")
+                throw XMLInputError(
+                    file: path, line: 0, column: 0,
+                    message: "has no version \"\(version)\" (its versions: \(versions.joined(separator: ", ")))")
             }
             chosen = version
         } else if let current = try currentVersion(path), versions.contains(current) {
@@ -116,19 +126,32 @@ extension CoreDataModel {
             chosen = versions[0]
             if hasCurrentFile {
                 let named = try currentVersion(path)
-                note = ".xccurrentversion " + (named.map { "names the version \"\($0)\", which the model does not hold" } ?? "names no version")
+                note =
+                    ".xccurrentversion "
+                    + (named.map { "names the version \"\($0)\", which the model does not hold" } ?? "names no version")
                     + "; its only version, \"\(chosen)\", was read"
             }
         } else if let current = try currentVersion(path) {
-            throw XMLInputError(file: currentFile, line: 0, column: 0,
-                                message: "names the version \"\(current)\", which the model does not hold (its versions: \(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)")
+            throw XMLInputError(
+                file: currentFile, line: 0, column: 0,
+                message:
+                    "names the version \"\(current)\", which the model does not hold (its versions: \(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)"
+            )
         } else if hasCurrentFile {
-            throw XMLInputError(file: currentFile, line: 0, column: 0,
-                                message: "names no version (no _XCCurrentVersionName), and the model has several (\(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)")
+            throw XMLInputError(
+                file: currentFile, line: 0, column: 0,
+                message:
+                    "names no version (no _XCCurrentVersionName), and the model has several (\(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)"
+            )
         } else {
-            throw XMLInputError(file: path, line: 0, column: 0, message: "has several versions (\(versions.joined(separator: ", "))) and no .xccurrentversion; \(Wording.chooseModelVersion.text)")
+            throw XMLInputError(
+                file: path, line: 0, column: 0,
+                message:
+                    "has several versions (\(versions.joined(separator: ", "))) and no .xccurrentversion; \(Wording.chooseModelVersion.text)"
+            )
         }
-        var model = try parse(contents: (path as NSString).appendingPathComponent("\(chosen).xcdatamodel/contents"), version: chosen)
+        var model = try parse(
+            contents: (path as NSString).appendingPathComponent("\(chosen).xcdatamodel/contents"), version: chosen)
         if let note { model.notes.append(note) }
         return model
     }
@@ -138,7 +161,9 @@ extension CoreDataModel {
         let file = (bundle as NSString).appendingPathComponent(".xccurrentversion")
         guard FileManager.default.fileExists(atPath: file) else { return nil }
         // An empty file names nothing (the XML reader would call it not XML).
-        if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size == 0 { return nil }
+        if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size == 0 {
+            return nil
+        }
         let reader = try XMLReader(path: file, limits: XMLReader.Limits(depth: 16, bytes: 1 << 20))
         var lastKey: String?
         var element: String?
@@ -163,7 +188,9 @@ extension CoreDataModel {
         var configuration: CoreDataModel.Configuration?
         var constraint: [String]?
         func bool(_ value: String?) -> Bool { value == "YES" }
-        func fail(_ message: String) -> XMLInputError { XMLInputError(file: path, line: reader.line, column: 0, message: message) }
+        func fail(_ message: String) -> XMLInputError {
+            XMLInputError(file: path, line: reader.line, column: 0, message: message)
+        }
         while let event = try reader.next() {
             switch event {
             case .start(let name, let list):
@@ -173,32 +200,46 @@ extension CoreDataModel {
                 case "model":
                     sawModel = true
                 case "entity":
-                    guard let entityName = attributes["name"], !entityName.isEmpty else { throw fail("an entity without a name") }
-                    entity = Entity(name: entityName, parent: attributes["parentEntity"], isAbstract: bool(attributes["isAbstract"]),
-                                    attributes: [], relationships: [], uniquenessConstraints: [], line: reader.line)
+                    guard let entityName = attributes["name"], !entityName.isEmpty else {
+                        throw fail("an entity without a name")
+                    }
+                    entity = Entity(
+                        name: entityName, parent: attributes["parentEntity"],
+                        isAbstract: bool(attributes["isAbstract"]),
+                        attributes: [], relationships: [], uniquenessConstraints: [], line: reader.line)
                 case "attribute":
                     guard entity != nil else { break }
                     guard let attributeName = attributes["name"], let type = attributes["attributeType"] else {
                         throw fail("an attribute of entity \(entity!.name) without a name or an attributeType")
                     }
-                    entity!.attributes.append(Attribute(name: attributeName, type: type, optional: bool(attributes["optional"]), defaultValue: attributes["defaultValueString"] ?? attributes["defaultDateTimeInterval"],
-                                                        externalStorage: bool(attributes["allowsExternalBinaryDataStorage"]),
-                                                        encrypted: bool(attributes["allowsCloudEncryption"]), transient: bool(attributes["transient"]),
-                                                        derived: bool(attributes["derived"]), line: reader.line))
+                    entity!.attributes.append(
+                        Attribute(
+                            name: attributeName, type: type, optional: bool(attributes["optional"]),
+                            defaultValue: attributes["defaultValueString"] ?? attributes["defaultDateTimeInterval"],
+                            externalStorage: bool(attributes["allowsExternalBinaryDataStorage"]),
+                            encrypted: bool(attributes["allowsCloudEncryption"]),
+                            transient: bool(attributes["transient"]),
+                            derived: bool(attributes["derived"]), line: reader.line))
                 case "relationship":
                     guard entity != nil else { break }
-                    guard let relationshipName = attributes["name"], let destination = attributes["destinationEntity"] else {
+                    guard let relationshipName = attributes["name"], let destination = attributes["destinationEntity"]
+                    else {
                         throw fail("a relationship of entity \(entity!.name) without a name or a destinationEntity")
                     }
-                    entity!.relationships.append(Relationship(name: relationshipName, destination: destination, toMany: bool(attributes["toMany"]),
-                                                              ordered: bool(attributes["ordered"]), optional: bool(attributes["optional"]),
-                                                              inverse: attributes["inverseName"], deletionRule: attributes["deletionRule"] ?? "Nullify", line: reader.line))
+                    entity!.relationships.append(
+                        Relationship(
+                            name: relationshipName, destination: destination, toMany: bool(attributes["toMany"]),
+                            ordered: bool(attributes["ordered"]), optional: bool(attributes["optional"]),
+                            inverse: attributes["inverseName"], deletionRule: attributes["deletionRule"] ?? "Nullify",
+                            line: reader.line))
                 case "uniquenessConstraint":
                     constraint = []
                 case "constraint":
                     if let value = attributes["value"] { constraint?.append(value) }
                 case "configuration":
-                    configuration = Configuration(name: attributes["name"] ?? "", entities: [], usedWithCloudKit: bool(attributes["usedWithCloudKit"]), line: reader.line)
+                    configuration = Configuration(
+                        name: attributes["name"] ?? "", entities: [],
+                        usedWithCloudKit: bool(attributes["usedWithCloudKit"]), line: reader.line)
                 case "memberEntity":
                     if let member = attributes["name"] { configuration?.entities.append(member) }
                 default:
@@ -222,7 +263,10 @@ extension CoreDataModel {
                 break
             }
         }
-        guard sawModel else { throw XMLInputError(file: path, line: 1, column: 0, message: "is not a Core Data model (no <model> element)") }
+        guard sawModel else {
+            throw XMLInputError(
+                file: path, line: 1, column: 0, message: "is not a Core Data model (no <model> element)")
+        }
         return model
     }
 }

@@ -50,7 +50,8 @@ public enum CalendarArchive {
     /// Whether `schema` holds the archive's record types as the archive needs them.
     public static func fits(_ schema: Schema) -> Bool {
         [componentType, infoType].allSatisfy { name in
-            guard let have = schema.recordType(named: name), let want = CalendarArchive.schema.recordType(named: name) else { return false }
+            guard let have = schema.recordType(named: name), let want = CalendarArchive.schema.recordType(named: name)
+            else { return false }
             return want.userFields.allSatisfy { field in have.field(named: field.name)?.type == field.type }
         }
     }
@@ -67,7 +68,9 @@ public enum CalendarArchive {
     /// The record name for a component: readable, within CloudKit's rules, and the same for
     /// the same calendar, kind, UID and RECURRENCE-ID.
     static func recordName(calendar: String, kind: String, key: String) -> String {
-        let digest = SHA256.hash(data: Array("\(calendar)\u{0}\(kind)\u{0}\(key)".utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Array("\(calendar)\u{0}\(kind)\u{0}\(key)".utf8)).prefix(16).map {
+            String(format: "%02x", $0)
+        }.joined()
         return "ical-\(kind.lowercased().prefix(12))-\(digest)"
     }
 }
@@ -104,13 +107,19 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
         var notes: [String] = []
         let lost = notKeptItems
         if !counts.isEmpty {
-            notes.append("archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, "
-                         + (lost.isEmpty ? "every property kept" : "every property kept but " + lost.joined(separator: ", ")))
+            notes.append(
+                "archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, "
+                    + (lost.isEmpty ? "every property kept" : "every property kept but " + lost.joined(separator: ", "))
+            )
         }
         if counts.isEmpty && parser.calendarCount > 0 {
-            notes.append("warning: \(input.name) holds a calendar with no components (RFC 5545 asks for one at least): its own properties were kept, but an iCalendar export of it alone is refused")
+            notes.append(
+                "warning: \(input.name) holds a calendar with no components (RFC 5545 asks for one at least): its own properties were kept, but an iCalendar export of it alone is refused"
+            )
         }
-        for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
+        for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) {
+            notes.append("warning: \(warning) (\(count)×)")
+        }
         return notes
     }
 
@@ -123,7 +132,9 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
         while pending.isEmpty {
             let component = try parser.next()
             // Each calendar's own properties, once its END is read (they may follow its components).
-            for finished in parser.takeFinishedCalendars() { emitInfo(number: finished.number, properties: finished.properties) }
+            for finished in parser.takeFinishedCalendars() {
+                emitInfo(number: finished.number, properties: finished.properties)
+            }
             guard let component else {
                 if pending.isEmpty { return nil }
                 break
@@ -142,7 +153,8 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
     /// the file took is followed by the calendar's number, as in "invites (2)".
     private func name(of number: Int, properties: [ContentLine]) -> String {
         if let known = names[number] { return known }
-        var name = calendarName
+        var name =
+            calendarName
             ?? properties.first { $0.name == "X-WR-CALNAME" }.map { ICalText.unescape($0.value) }
             ?? properties.first { $0.name == "NAME" }.map { ICalText.unescape($0.value) }
             ?? ((input.name as NSString).lastPathComponent as NSString).deletingPathExtension
@@ -155,8 +167,10 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
 
     private func emitInfo(number: Int, properties: [ContentLine]) {
         let calendar = name(of: number, properties: properties)
-        var record = Record(id: RecordID(recordName: CalendarArchive.recordName(calendar: calendar, kind: "VCALENDAR", key: ""), zone: zone),
-                            recordType: CalendarArchive.infoType)
+        var record = Record(
+            id: RecordID(
+                recordName: CalendarArchive.recordName(calendar: calendar, kind: "VCALENDAR", key: ""), zone: zone),
+            recordType: CalendarArchive.infoType)
         record["calendar"] = .string(calendar)
         record["content"] = .string(properties.map { $0.raw ?? "\($0.name):\($0.value)" }.joined(separator: "\n"))
         pending.append(.record(SourcedRecord(record: record, position: SourcePosition(file: input.name, line: 1))))
@@ -191,21 +205,34 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
         let repeats = seen[hash, default: 0]
         seen[hash] = repeats + 1
         if repeats > 0 { key += "\u{0}#\(repeats)" }
-        var record = Record(id: RecordID(recordName: CalendarArchive.recordName(calendar: calendar, kind: kind, key: key), zone: zone),
-                            recordType: CalendarArchive.componentType)
+        var record = Record(
+            id: RecordID(recordName: CalendarArchive.recordName(calendar: calendar, kind: kind, key: key), zone: zone),
+            recordType: CalendarArchive.componentType)
         record["calendar"] = .string(calendar)
         record["component"] = .string(kind)
         record["content"] = .string(content)
         record["position"] = .int64(Int64(position))
         if let uid { record["uid"] = .string(uid) }
-        if let recurrence { record["recurrenceId"] = .string(recurrence.raw.map { String($0.drop { $0 != ":" && $0 != ";" }) } ?? recurrence.value) }
-        if let text = component.property("SEQUENCE")?.value, let sequence = Int64(text.trimmingCharacters(in: .whitespaces)) { record["sequence"] = .int64(sequence) }
-        if let summary = component.property("SUMMARY")?.value { record["summary"] = .string(ICalText.unescape(summary)) }
+        if let recurrence {
+            record["recurrenceId"] = .string(
+                recurrence.raw.map { String($0.drop { $0 != ":" && $0 != ";" }) } ?? recurrence.value)
+        }
+        if let text = component.property("SEQUENCE")?.value,
+            let sequence = Int64(text.trimmingCharacters(in: .whitespaces))
+        {
+            record["sequence"] = .int64(sequence)
+        }
+        if let summary = component.property("SUMMARY")?.value {
+            record["summary"] = .string(ICalText.unescape(summary))
+        }
         if let tzid { record["tzid"] = .string(tzid) }
-        if let start = component.property("DTSTART"), let time = CalendarTime.parse(start), let ms = try? zones.milliseconds(time) {
+        if let start = component.property("DTSTART"), let time = CalendarTime.parse(start),
+            let ms = try? zones.milliseconds(time)
+        {
             record["start"] = .timestamp(ms)
         }
-        pending.append(.record(SourcedRecord(record: record, position: SourcePosition(file: input.name, line: component.line))))
+        pending.append(
+            .record(SourcedRecord(record: record, position: SourcePosition(file: input.name, line: component.line))))
     }
 
     /// A component's logical lines as read, BEGIN and END included.
@@ -235,25 +262,36 @@ public struct CalendarArchiveExporter {
 
     /// Writes the components `predicate` selects (all when nil) of every archived calendar.
     /// An empty selection is an error: an empty VCALENDAR is not a calendar RFC 5545 readers take.
-    public func export(predicate: RecordPredicate? = nil, predicateText: String? = nil, to output: OutputFile) throws -> CalendarArchiveSummary {
+    public func export(predicate: RecordPredicate? = nil, predicateText: String? = nil, to output: OutputFile) throws
+        -> CalendarArchiveSummary
+    {
         guard CalendarArchive.fits(session.schema) else {
             throw StoreError.badQuery("the store holds no archived calendars (\(Wording.importIntoArchive.text))")
         }
         var summary = CalendarArchiveSummary()
         var infos: [String: String] = [:]
         try session.forEach(RecordQuery(recordTypes: [CalendarArchive.infoType])) { record in
-            if case .string(let name)? = record["calendar"], case .string(let content)? = record["content"] { infos[name] = content }
+            if case .string(let name)? = record["calendar"], case .string(let content)? = record["content"] {
+                infos[name] = content
+            }
         }
-        var query = RecordQuery(recordTypes: [CalendarArchive.componentType], predicate: predicate, predicateText: predicateText)
+        var query = RecordQuery(
+            recordTypes: [CalendarArchive.componentType], predicate: predicate, predicateText: predicateText)
         query.sortField = "position"
         // The calendars in the order they were read: by the position of their first component
         // (calendars of one file follow each other in it), then by name.
         var first: [String: Int64] = [:]
         try session.forEach(query) { record in
             guard case .string(let calendar)? = record["calendar"], first[calendar] == nil else { return }
-            if case .int64(let position)? = record["position"] { first[calendar] = position } else { first[calendar] = .max }
+            if case .int64(let position)? = record["position"] {
+                first[calendar] = position
+            } else {
+                first[calendar] = .max
+            }
         }
-        let order = first.keys.sorted { a, b in first[a]! != first[b]! ? first[a]! < first[b]! : a.utf8.lexicographicallyPrecedes(b.utf8) }
+        let order = first.keys.sorted { a, b in
+            first[a]! != first[b]! ? first[a]! < first[b]! : a.utf8.lexicographicallyPrecedes(b.utf8)
+        }
         var writer = ICalLineWriter()
         // Calendar by calendar, each in the order it was read; one record in memory at a time.
         for name in order {
@@ -261,7 +299,8 @@ public struct CalendarArchiveExporter {
             var timeZones: Set<String> = []
             try session.forEach(query) { record in
                 guard case .string(let calendar)? = record["calendar"], calendar == name,
-                      case .string(let content)? = record["content"], case .string(let kind)? = record["component"] else { return }
+                    case .string(let content)? = record["content"], case .string(let kind)? = record["component"]
+                else { return }
                 if !opened {
                     opened = true
                     writer.raw("BEGIN:VCALENDAR")
@@ -277,7 +316,9 @@ public struct CalendarArchiveExporter {
                     // A zone the calendar defines twice (two imports of it): once is enough.
                     guard timeZones.insert(tzid).inserted else { return }
                 }
-                for line in content.split(separator: "\n", omittingEmptySubsequences: false) { writer.raw(String(line)) }
+                for line in content.split(separator: "\n", omittingEmptySubsequences: false) {
+                    writer.raw(String(line))
+                }
                 summary.components[kind, default: 0] += 1
                 try output.write(writer.take())
             }
@@ -288,7 +329,9 @@ public struct CalendarArchiveExporter {
             }
         }
         guard !summary.calendars.isEmpty else {
-            throw StoreError.badQuery("nothing to export: the selection holds no calendar components, and an empty calendar is not one RFC 5545 readers accept")
+            throw StoreError.badQuery(
+                "nothing to export: the selection holds no calendar components, and an empty calendar is not one RFC 5545 readers accept"
+            )
         }
         return summary
     }

@@ -142,10 +142,13 @@ public struct CalendarMapping: Sendable {
         guard components[(first + 1)...].contains(where: { $0.component == ical.name }) else { return first }
         let candidates = components.indices[first...].filter { components[$0].component == ical.name }
         if let type = ical.property(CalendarMapping.typeProperty)?.value,
-           let match = candidates.first(where: { components[$0].recordType == ICalText.unescape(type) }) {
+            let match = candidates.first(where: { components[$0].recordType == ICalText.unescape(type) })
+        {
             return match
         }
-        if ical.property("RRULE") != nil, let match = candidates.first(where: { components[$0].recurrence != nil }) { return match }
+        if ical.property("RRULE") != nil, let match = candidates.first(where: { components[$0].recurrence != nil }) {
+            return match
+        }
         return candidates.first { components[$0].recurrence == nil } ?? first
     }
 
@@ -182,7 +185,9 @@ public struct MappingError: CKPortError, Sendable {
 
 extension CalendarMapping {
     public static let componentNames: Set<String> = ["VEVENT", "VTODO", "VJOURNAL"]
-    static let timeProperties: Set<String> = ["DTSTART", "DTEND", "DUE", "COMPLETED", "CREATED", "LAST-MODIFIED", "RECURRENCE-ID"]
+    static let timeProperties: Set<String> = [
+        "DTSTART", "DTEND", "DUE", "COMPLETED", "CREATED", "LAST-MODIFIED", "RECURRENCE-ID",
+    ]
 
     /// Reads a mapping and checks it against the schema.
     public static func load(path: String, schema: Schema) throws(MappingError) -> CalendarMapping {
@@ -196,7 +201,9 @@ extension CalendarMapping {
     public static func parse(_ text: String, file: String, schema: Schema) throws(MappingError) -> CalendarMapping {
         let root: Node
         do {
-            guard let node = try Yams.compose(yaml: text) else { throw MappingError(file: file, line: nil, message: "the mapping is empty") }
+            guard let node = try Yams.compose(yaml: text) else {
+                throw MappingError(file: file, line: nil, message: "the mapping is empty")
+            }
             root = node
         } catch let error as MappingError {
             throw error
@@ -235,19 +242,31 @@ private struct MappingReader {
         }
     }
 
-    func field(_ name: String, in type: RecordTypeDefinition, _ node: Node?, types allowed: [PrimitiveType]? = nil, list: Bool? = nil) throws(MappingError) -> FieldDefinition {
+    func field(
+        _ name: String, in type: RecordTypeDefinition, _ node: Node?, types allowed: [PrimitiveType]? = nil,
+        list: Bool? = nil
+    ) throws(MappingError) -> FieldDefinition {
         guard let field = type.field(named: name), !field.isSystem else {
-            throw fail(node, "record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))")
+            throw fail(
+                node,
+                "record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))"
+            )
         }
         if let allowed, !allowed.contains(field.type.primitive) || (list != nil && field.type.isList != list!) {
-            throw fail(node, "field \(type.name).\(name) is \(field.type); here it must be \(allowed.map(\.rawValue).joined(separator: " or "))")
+            throw fail(
+                node,
+                "field \(type.name).\(name) is \(field.type); here it must be \(allowed.map(\.rawValue).joined(separator: " or "))"
+            )
         }
         return field
     }
 
     func recordType(_ name: String, _ node: Node?) throws(MappingError) -> RecordTypeDefinition {
         guard let type = schema.recordType(named: name) else {
-            throw fail(node, "the schema has no record type '\(name)' (it has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))")
+            throw fail(
+                node,
+                "the schema has no record type '\(name)' (it has \(schema.recordTypes.map(\.name).sorted().joined(separator: ", ")))"
+            )
         }
         return type
     }
@@ -265,7 +284,8 @@ private struct MappingReader {
             let fields = try mapping(calendar, "calendar")
             try keys(fields, allowed: ["name"], "calendar")
             if let nameNode = fields["name"] {
-                name = try value(nameNode, type: try recordType(components[0].recordType, nameNode), property: "X-WR-CALNAME")
+                name = try value(
+                    nameNode, type: try recordType(components[0].recordType, nameNode), property: "X-WR-CALNAME")
             }
         }
         return CalendarMapping(calendarName: name, components: components, file: file)
@@ -273,14 +293,20 @@ private struct MappingReader {
 
     mutating func component(_ node: Node) throws(MappingError) -> CalendarMapping.Component {
         let fields = try mapping(node, "a component")
-        try keys(fields, allowed: ["recordType", "component", "where", "cancelled", "properties", "organizer", "attendees", "alarms", "recurrence", "referenceActions", "timeZone"], "a component")
+        try keys(
+            fields,
+            allowed: [
+                "recordType", "component", "where", "cancelled", "properties", "organizer", "attendees", "alarms",
+                "recurrence", "referenceActions", "timeZone",
+            ], "a component")
         let typeName = try string(fields["recordType"], "recordType")
         let type = try recordType(typeName, fields["recordType"])
         let componentName = try string(fields["component"], "component").uppercased()
         guard CalendarMapping.componentNames.contains(componentName) else {
             throw fail(fields["component"], "component is VEVENT, VTODO or VJOURNAL, found \(componentName)")
         }
-        var result = CalendarMapping.Component(recordType: typeName, component: componentName, properties: [], alarms: [], referenceActions: [:])
+        var result = CalendarMapping.Component(
+            recordType: typeName, component: componentName, properties: [], alarms: [], referenceActions: [:])
         if let whereNode = fields["where"] {
             let text = try string(whereNode, "where")
             result.filter = try predicate(text, whereNode, type: type)
@@ -292,9 +318,14 @@ private struct MappingReader {
         if let propertiesNode = fields["properties"] {
             for (key, valueNode) in try mapping(propertiesNode, "properties") {
                 let property = try string(key, "a property name").uppercased()
-                guard property.allSatisfy({ $0.isLetter || $0 == "-" }) else { throw fail(key, "'\(property)' is not a property name") }
+                guard property.allSatisfy({ $0.isLetter || $0 == "-" }) else {
+                    throw fail(key, "'\(property)' is not a property name")
+                }
                 if ["UID", "DTSTAMP", "BEGIN", "END"].contains(property) {
-                    throw fail(key, "\(property) is written by ckport itself (UID from the record name, DTSTAMP from the export time)")
+                    throw fail(
+                        key,
+                        "\(property) is written by ckport itself (UID from the record name, DTSTAMP from the export time)"
+                    )
                 }
                 result.properties.append((property, try value(valueNode, type: type, property: property)))
             }
@@ -302,22 +333,27 @@ private struct MappingReader {
         if let organizer = fields["organizer"] { result.organizer = try person(organizer, type: type) }
         if let attendeesNode = fields["attendees"] {
             let attendee = try mapping(attendeesNode, "attendees")
-            try keys(attendee, allowed: ["recordType", "reference", "referenceAction", "person", "partstat"], "attendees")
+            try keys(
+                attendee, allowed: ["recordType", "reference", "referenceAction", "person", "partstat"], "attendees")
             let attendeeTypeName = try string(attendee["recordType"], "attendees.recordType")
             let attendeeType = try recordType(attendeeTypeName, attendee["recordType"])
             let reference = try string(attendee["reference"], "attendees.reference")
             _ = try field(reference, in: attendeeType, attendee["reference"], types: [.reference], list: false)
             var action = ReferenceAction.none
             if let actionNode = attendee["referenceAction"] {
-                guard let parsed = ReferenceAction(rawValue: try string(actionNode, "referenceAction").uppercased()) else {
+                guard let parsed = ReferenceAction(rawValue: try string(actionNode, "referenceAction").uppercased())
+                else {
                     throw fail(actionNode, "referenceAction is NONE, DELETE_SELF or VALIDATE")
                 }
                 action = parsed
             }
             guard let personNode = attendee["person"] else { throw fail(attendeesNode, "attendees need a person") }
-            result.attendees = CalendarMapping.Attendees(recordType: attendeeTypeName, reference: reference, referenceAction: action,
-                                                         person: try person(personNode, type: attendeeType),
-                                                         partstat: try attendee["partstat"].map { node throws(MappingError) in try value(node, type: attendeeType, property: "PARTSTAT") })
+            result.attendees = CalendarMapping.Attendees(
+                recordType: attendeeTypeName, reference: reference, referenceAction: action,
+                person: try person(personNode, type: attendeeType),
+                partstat: try attendee["partstat"].map { node throws(MappingError) in
+                    try value(node, type: attendeeType, property: "PARTSTAT")
+                })
         }
         if let alarmsNode = fields["alarms"] {
             guard let list = alarmsNode.sequence else { throw fail(alarmsNode, "alarms must be a list") }
@@ -326,10 +362,18 @@ private struct MappingReader {
                 try keys(alarm, allowed: ["trigger", "action", "description"], "an alarm")
                 let trigger = try string(alarm["trigger"], "trigger")
                 _ = try field(trigger, in: type, alarm["trigger"], types: [.timestamp], list: false)
-                let action = try alarm["action"].map { node throws(MappingError) in try string(node, "action").uppercased() } ?? "DISPLAY"
-                guard ["DISPLAY", "AUDIO"].contains(action) else { throw fail(alarm["action"], "an alarm's action is DISPLAY or AUDIO") }
-                result.alarms.append(CalendarMapping.Alarm(trigger: trigger, action: action,
-                                                           description: try alarm["description"].map { node throws(MappingError) in try value(node, type: type, property: "DESCRIPTION") }))
+                let action =
+                    try alarm["action"].map { node throws(MappingError) in try string(node, "action").uppercased() }
+                    ?? "DISPLAY"
+                guard ["DISPLAY", "AUDIO"].contains(action) else {
+                    throw fail(alarm["action"], "an alarm's action is DISPLAY or AUDIO")
+                }
+                result.alarms.append(
+                    CalendarMapping.Alarm(
+                        trigger: trigger, action: action,
+                        description: try alarm["description"].map { node throws(MappingError) in
+                            try value(node, type: type, property: "DESCRIPTION")
+                        }))
             }
         }
         if let recurrenceNode = fields["recurrence"] {
@@ -342,9 +386,16 @@ private struct MappingReader {
             } else {
                 let typeField = try string(recurrence["type"], "recurrence.type")
                 _ = try field(typeField, in: type, recurrence["type"], types: [.string], list: false)
-                var weekday: String?, monthDay: String?
-                if let node = recurrence["weekday"] { weekday = try string(node, "weekday"); _ = try field(weekday!, in: type, node, types: [.int64], list: false) }
-                if let node = recurrence["monthDay"] { monthDay = try string(node, "monthDay"); _ = try field(monthDay!, in: type, node, types: [.int64], list: false) }
+                var weekday: String?
+                var monthDay: String?
+                if let node = recurrence["weekday"] {
+                    weekday = try string(node, "weekday")
+                    _ = try field(weekday!, in: type, node, types: [.int64], list: false)
+                }
+                if let node = recurrence["monthDay"] {
+                    monthDay = try string(node, "monthDay")
+                    _ = try field(monthDay!, in: type, node, types: [.int64], list: false)
+                }
                 result.recurrence = .chore(type: typeField, weekday: weekday, monthDay: monthDay)
             }
         }
@@ -374,7 +425,10 @@ private struct MappingReader {
         do { predicate = try RecordPredicate.parse(text) } catch {
             throw fail(node, "\"\(text)\" at column \(error.column): \(error.message)")
         }
-        for condition in predicate.conditions where type.field(named: condition.field) == nil && !["recordName", "___createTime", "___modTime"].contains(condition.field) {
+        for condition in predicate.conditions
+        where type.field(named: condition.field) == nil
+            && !["recordName", "___createTime", "___modTime"].contains(condition.field)
+        {
             throw fail(node, "\"\(text)\": record type \(type.name) has no field '\(condition.field)'")
         }
         return predicate
@@ -389,13 +443,20 @@ private struct MappingReader {
         if let lookupNode = fields["lookup"] {
             let lookupType = try recordType(try string(lookupNode, "lookup"), lookupNode)
             person.lookup = lookupType.name
-            if let nameNode = fields["name"] { person.name = try string(nameNode, "name"); _ = try field(person.name!, in: lookupType, nameNode, types: [.string], list: false) }
-            if let emailNode = fields["email"] { person.email = try string(emailNode, "email"); _ = try field(person.email!, in: lookupType, emailNode, types: [.string], list: false) }
+            if let nameNode = fields["name"] {
+                person.name = try string(nameNode, "name")
+                _ = try field(person.name!, in: lookupType, nameNode, types: [.string], list: false)
+            }
+            if let emailNode = fields["email"] {
+                person.email = try string(emailNode, "email")
+                _ = try field(person.email!, in: lookupType, emailNode, types: [.string], list: false)
+            }
         }
         return person
     }
 
-    func value(_ node: Node, type: RecordTypeDefinition, property: String) throws(MappingError) -> CalendarMapping.Value {
+    func value(_ node: Node, type: RecordTypeDefinition, property: String) throws(MappingError) -> CalendarMapping.Value
+    {
         let isTime = CalendarMapping.timeProperties.contains(property)
         if let name = node.scalar?.string {
             let definition = try field(name, in: type, node)
@@ -416,12 +477,16 @@ private struct MappingReader {
         let name = try string(fields["field"], "field")
         let definition = try field(name, in: type, fields["field"])
         if fields["date"]?.bool == true {
-            guard definition.type == .timestamp else { throw fail(node, "date: true needs a TIMESTAMP field; \(type.name).\(name) is \(definition.type)") }
+            guard definition.type == .timestamp else {
+                throw fail(node, "date: true needs a TIMESTAMP field; \(type.name).\(name) is \(definition.type)")
+            }
             return .date(name)
         }
         if let valuesNode = fields["values"] {
             var values: [String: String] = [:]
-            for (key, value) in try mapping(valuesNode, "values") { values[try string(key, "a value")] = try string(value, "a value") }
+            for (key, value) in try mapping(valuesNode, "values") {
+                values[try string(key, "a value")] = try string(value, "a value")
+            }
             return .mapped(name, values: values)
         }
         if isTime && definition.type != .timestamp {

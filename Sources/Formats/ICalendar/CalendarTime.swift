@@ -27,7 +27,9 @@ public struct LocalDateTime: Hashable, Sendable, Comparable, CustomStringConvert
 
     public init(dayNumber: Int64, secondsOfDay: Int64 = 0) {
         let (y, m, d) = ISO8601.civil(fromDays: dayNumber)
-        self.init(year: y, month: m, day: d, hour: secondsOfDay / 3600, minute: secondsOfDay / 60 % 60, second: secondsOfDay % 60)
+        self.init(
+            year: y, month: m, day: d, hour: secondsOfDay / 3600, minute: secondsOfDay / 60 % 60,
+            second: secondsOfDay % 60)
     }
 
     public init(wallSeconds: Int64) {
@@ -75,7 +77,8 @@ public enum CalendarTime: Hashable, Sendable {
         let isDate = property.parameter("VALUE").map { ICalText.equalsIgnoringCase($0, "DATE") } ?? false
         // Read in place, without surrounding spaces and tabs.
         let parsed: (LocalDateTime, isDate: Bool, utc: Bool)? = property.value.withUTF8Bytes { raw in
-            var start = 0, end = raw.count
+            var start = 0
+            var end = raw.count
             while end > start, raw[end - 1] == 0x20 || raw[end - 1] == 0x09 { end -= 1 }
             while start < end, raw[start] == 0x20 || raw[start] == 0x09 { start += 1 }
             let text = raw[start..<end]
@@ -96,11 +99,16 @@ public enum CalendarTime: Hashable, Sendable {
         parseDate(Array(text.utf8)[...])
     }
 
-    static func parseDate<Digits: RandomAccessCollection>(_ digits: Digits) -> LocalDateTime? where Digits.Element == UInt8, Digits.Index == Int {
+    static func parseDate<Digits: RandomAccessCollection>(_ digits: Digits) -> LocalDateTime?
+    where Digits.Element == UInt8, Digits.Index == Int {
         guard digits.count == 8, digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
         let base = digits.startIndex
-        func number(_ range: Range<Int>) -> Int64 { digits[(base + range.lowerBound)..<(base + range.upperBound)].reduce(0) { $0 * 10 + Int64($1 - 48) } }
-        let year = number(0..<4), month = number(4..<6), day = number(6..<8)
+        func number(_ range: Range<Int>) -> Int64 {
+            digits[(base + range.lowerBound)..<(base + range.upperBound)].reduce(0) { $0 * 10 + Int64($1 - 48) }
+        }
+        let year = number(0..<4)
+        let month = number(4..<6)
+        let day = number(6..<8)
         guard (1...12).contains(month), day >= 1, day <= daysInMonth(year, month) else { return nil }
         return LocalDateTime(year: year, month: month, day: day)
     }
@@ -110,21 +118,30 @@ public enum CalendarTime: Hashable, Sendable {
         parseDateTime(Array(text.utf8)[...])
     }
 
-    static func parseDateTime<Text: RandomAccessCollection>(_ text: Text) -> (LocalDateTime, Bool)? where Text.Element == UInt8, Text.Index == Int {
+    static func parseDateTime<Text: RandomAccessCollection>(_ text: Text) -> (LocalDateTime, Bool)?
+    where Text.Element == UInt8, Text.Index == Int {
         var utf8 = text[...]
         var utc = false
-        if utf8.last == UInt8(ascii: "Z") || utf8.last == UInt8(ascii: "z") { utc = true; utf8 = utf8.dropLast() }
+        if utf8.last == UInt8(ascii: "Z") || utf8.last == UInt8(ascii: "z") {
+            utc = true
+            utf8 = utf8.dropLast()
+        }
         let base = utf8.startIndex
         guard utf8.count == 15, utf8[base + 8] == UInt8(ascii: "T") || utf8[base + 8] == UInt8(ascii: "t"),
-              var date = parseDate(utf8[base..<(base + 8)]) else { return nil }
+            var date = parseDate(utf8[base..<(base + 8)])
+        else { return nil }
         let time = utf8[(base + 9)..<(base + 15)]
         guard time.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
-        func pair(_ offset: Int) -> Int64 { Int64(time[time.startIndex + offset] - 48) * 10 + Int64(time[time.startIndex + offset + 1] - 48) }
-        let hour = pair(0), minute = pair(2), second = pair(4)
+        func pair(_ offset: Int) -> Int64 {
+            Int64(time[time.startIndex + offset] - 48) * 10 + Int64(time[time.startIndex + offset + 1] - 48)
+        }
+        let hour = pair(0)
+        let minute = pair(2)
+        let second = pair(4)
         guard hour < 24, minute < 60, second <= 60 else { return nil }
         date.hour = hour
         date.minute = minute
-        date.second = min(second, 59) // a leap second is read as :59
+        date.second = min(second, 59)  // a leap second is read as :59
         return (date, utc)
     }
 
@@ -155,7 +172,7 @@ public enum CalendarTime: Hashable, Sendable {
 
     static func appendBasic(_ time: LocalDateTime, date: Bool, to out: inout [UInt8]) {
         if time.year < 0 || time.year > 9999 {
-            out.append(contentsOf: String(time.year).utf8) // outside what iCalendar can say; kept visible
+            out.append(contentsOf: String(time.year).utf8)  // outside what iCalendar can say; kept visible
         } else {
             append(time.year, width: 4, to: &out)
         }
@@ -192,7 +209,12 @@ public enum CalendarDuration {
         let bytes = CalendarTime.trimmedBytes(text)
         var i = 0
         var sign: Int64 = 1
-        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { sign = -1; i += 1 } else if i < bytes.count, bytes[i] == UInt8(ascii: "+") { i += 1 }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") {
+            sign = -1
+            i += 1
+        } else if i < bytes.count, bytes[i] == UInt8(ascii: "+") {
+            i += 1
+        }
         guard i < bytes.count, bytes[i] | 0x20 == UInt8(ascii: "p") else { return nil }
         i += 1
         var total: Int64 = 0
@@ -207,8 +229,11 @@ public enum CalendarDuration {
                 number = (number ?? 0) * 10 + Int64(c - 48)
                 continue
             }
-            let unit = c & ~0x20 // upper case
-            if unit == UInt8(ascii: "T") && !inTime && number == nil { inTime = true; continue }
+            let unit = c & ~0x20  // upper case
+            if unit == UInt8(ascii: "T") && !inTime && number == nil {
+                inTime = true
+                continue
+            }
             guard let n = number else { return nil }
             switch (unit, inTime) {
             case (UInt8(ascii: "W"), false): total += n * 604_800
@@ -248,9 +273,11 @@ public enum UTCOffset {
     public static func parse(_ text: String) -> Int64? {
         let utf8 = CalendarTime.trimmedBytes(text)
         guard utf8.count == 5 || utf8.count == 7, utf8[0] == UInt8(ascii: "+") || utf8[0] == UInt8(ascii: "-"),
-              utf8.dropFirst().allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+            utf8.dropFirst().allSatisfy({ $0 >= 48 && $0 <= 57 })
+        else { return nil }
         let digits = utf8.dropFirst().map { Int64($0 - 48) }
-        let hours = digits[0] * 10 + digits[1], minutes = digits[2] * 10 + digits[3]
+        let hours = digits[0] * 10 + digits[1]
+        let minutes = digits[2] * 10 + digits[3]
         let seconds = utf8.count == 7 ? digits[4] * 10 + digits[5] : 0
         guard hours < 24, minutes < 60, seconds < 60 else { return nil }
         return (hours * 3600 + minutes * 60 + seconds) * (utf8[0] == UInt8(ascii: "-") ? -1 : 1)

@@ -16,7 +16,9 @@ public final class ZoneResolver {
 
     /// Learns a VTIMEZONE of the calendar.
     public func add(_ component: ICalComponent) throws(RecurrenceError) {
-        guard let tzid = component.property("TZID")?.value else { throw RecurrenceError(message: "VTIMEZONE without TZID (line \(component.line))") }
+        guard let tzid = component.property("TZID")?.value else {
+            throw RecurrenceError(message: "VTIMEZONE without TZID (line \(component.line))")
+        }
         defined[tzid] = try DefinedZone(component)
     }
 
@@ -48,7 +50,8 @@ public final class ZoneResolver {
         // resolve through the system's database, which covers every year.
         if let zone = systemZone(tzid) { return ZoneResolver.instant(wall: wall, in: zone) }
         if let zone = defined[tzid] { return zone.instant(wall: wall) }
-        throw RecurrenceError(message: "TZID \"\(tzid)\" has no VTIMEZONE in the calendar and is not a time-zone name this system knows")
+        throw RecurrenceError(
+            message: "TZID \"\(tzid)\" has no VTIMEZONE in the calendar and is not a time-zone name this system knows")
     }
 
     /// UTC milliseconds of a DATE or DATE-TIME value.
@@ -71,7 +74,8 @@ public final class ZoneResolver {
     /// The wall clock in `zone` of an instant in UTC milliseconds.
     public static func wall(milliseconds: Int64, in zone: TimeZone) -> LocalDateTime {
         let seconds = ISO8601.floorDiv(milliseconds, 1000)
-        return LocalDateTime(wallSeconds: seconds + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))))
+        return LocalDateTime(
+            wallSeconds: seconds + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))))
     }
 
     /// UTC milliseconds of the midnight that starts `day` in `zone`.
@@ -96,23 +100,34 @@ final class DefinedZone {
     init(_ component: ICalComponent) throws(RecurrenceError) {
         for child in component.components where child.name == "STANDARD" || child.name == "DAYLIGHT" {
             guard let startProperty = child.property("DTSTART"), let start = CalendarTime.parse(startProperty),
-                  let fromText = child.property("TZOFFSETFROM")?.value, let from = UTCOffset.parse(fromText),
-                  let toText = child.property("TZOFFSETTO")?.value, let to = UTCOffset.parse(toText) else {
-                throw RecurrenceError(message: "a \(child.name) of a VTIMEZONE (line \(child.line)) needs DTSTART, TZOFFSETFROM and TZOFFSETTO")
+                let fromText = child.property("TZOFFSETFROM")?.value, let from = UTCOffset.parse(fromText),
+                let toText = child.property("TZOFFSETTO")?.value, let to = UTCOffset.parse(toText)
+            else {
+                throw RecurrenceError(
+                    message:
+                        "a \(child.name) of a VTIMEZONE (line \(child.line)) needs DTSTART, TZOFFSETFROM and TZOFFSETTO"
+                )
             }
             var rules: [RecurrenceRule] = []
             for line in child.all("RRULE") { rules.append(try RecurrenceRule(parsing: line.value)) }
             var dates: [CalendarTime] = []
             for line in child.all("RDATE") {
                 for value in line.value.split(separator: ",") {
-                    if let time = CalendarTime.parse(ContentLine(name: "RDATE", parameters: line.parameters, value: String(value))) { dates.append(time) }
+                    if let time = CalendarTime.parse(
+                        ContentLine(name: "RDATE", parameters: line.parameters, value: String(value)))
+                    {
+                        dates.append(time)
+                    }
                 }
             }
-            let recurrence = RecurrenceSet(start: start.local, isDate: false, rules: rules, dates: dates,
-                                           instant: { $0.wallSeconds - from }, instantOf: { $0.local.wallSeconds - from })
+            let recurrence = RecurrenceSet(
+                start: start.local, isDate: false, rules: rules, dates: dates,
+                instant: { $0.wallSeconds - from }, instantOf: { $0.local.wallSeconds - from })
             observances.append(Observance(recurrence: recurrence, offsetFrom: from, offsetTo: to))
         }
-        if observances.isEmpty { throw RecurrenceError(message: "a VTIMEZONE (line \(component.line)) has no STANDARD or DAYLIGHT") }
+        if observances.isEmpty {
+            throw RecurrenceError(message: "a VTIMEZONE (line \(component.line)) has no STANDARD or DAYLIGHT")
+        }
     }
 
     private func extend(to instant: Int64) {
@@ -130,7 +145,8 @@ final class DefinedZone {
     /// The UTC offset in effect at a UTC instant.
     func offset(at instant: Int64) -> Int64 {
         extend(to: instant)
-        var low = 0, high = onsets.count
+        var low = 0
+        var high = onsets.count
         while low < high {
             let mid = (low + high) / 2
             if onsets[mid].at <= instant { low = mid + 1 } else { high = mid }
@@ -156,7 +172,9 @@ public enum VTimeZoneBuilder {
     /// TZNAME: the zone database's abbreviation ("CET", "CEST"), read from the system's TZif
     /// files; Foundation's own answer ("GMT+1") only when the system has none.
     static func abbreviation(_ zone: TimeZone, at date: Date) -> String {
-        TZif.abbreviation(zone.identifier, at: Int64(date.timeIntervalSince1970.rounded(.down)), isDST: zone.isDaylightSavingTime(for: date))
+        TZif.abbreviation(
+            zone.identifier, at: Int64(date.timeIntervalSince1970.rounded(.down)),
+            isDST: zone.isDaylightSavingTime(for: date))
             ?? zone.abbreviation(for: date) ?? zone.identifier
     }
 
@@ -173,14 +191,17 @@ public enum VTimeZoneBuilder {
             cursor = next
         }
         let previousOffset = Int64(zone.secondsFromGMT(for: previous.addingTimeInterval(-1)))
-        out += observance(daylight: isDaylight, at: previous, from: previous == startDate ? offset : previousOffset, to: offset,
-                          name: VTimeZoneBuilder.abbreviation(zone, at: startDate))
+        out += observance(
+            daylight: isDaylight, at: previous, from: previous == startDate ? offset : previousOffset, to: offset,
+            name: VTimeZoneBuilder.abbreviation(zone, at: startDate))
         var at = startDate
         let end = Date(timeIntervalSince1970: Double(ISO8601.floorDiv(to, 1000)))
         while let transition = zone.nextDaylightSavingTimeTransition(after: at), transition <= end {
             let after = Int64(zone.secondsFromGMT(for: transition))
             isDaylight = zone.isDaylightSavingTime(for: transition)
-            out += observance(daylight: isDaylight, at: transition, from: offset, to: after, name: VTimeZoneBuilder.abbreviation(zone, at: transition))
+            out += observance(
+                daylight: isDaylight, at: transition, from: offset, to: after,
+                name: VTimeZoneBuilder.abbreviation(zone, at: transition))
             offset = after
             at = transition
         }
@@ -188,11 +209,16 @@ public enum VTimeZoneBuilder {
         return out
     }
 
-    private static func observance(daylight: Bool, at date: Date, from: Int64, to: Int64, name: String) -> [(String, String)] {
+    private static func observance(daylight: Bool, at date: Date, from: Int64, to: Int64, name: String) -> [(
+        String, String
+    )] {
         let kind = daylight ? "DAYLIGHT" : "STANDARD"
         // DTSTART is the onset in the local time that was in effect before it.
         let local = LocalDateTime(wallSeconds: Int64(date.timeIntervalSince1970.rounded(.down)) + from)
-        return [("BEGIN", kind), ("DTSTART", CalendarTime.basic(local, date: false)), ("TZOFFSETFROM", UTCOffset.format(from)),
-                ("TZOFFSETTO", UTCOffset.format(to)), ("TZNAME", name), ("END", kind)]
+        return [
+            ("BEGIN", kind), ("DTSTART", CalendarTime.basic(local, date: false)),
+            ("TZOFFSETFROM", UTCOffset.format(from)),
+            ("TZOFFSETTO", UTCOffset.format(to)), ("TZNAME", name), ("END", kind),
+        ]
     }
 }

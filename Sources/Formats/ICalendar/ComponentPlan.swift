@@ -6,15 +6,19 @@ import Records
 /// scanning the component with string comparisons.
 struct PropertyNumbers {
     static let uid = 0, dtstart = 1, zone = 2, type = 3, created = 4, lastModified = 5, duration = 6, status = 7,
-               organizer = 8, attendee = 9, categories = 10, rrule = 11, rdate = 12, exdate = 13, recurrenceID = 14,
-               dtstamp = 15, sequence = 16, keptForm = 17
+        organizer = 8, attendee = 9, categories = 10, rrule = 11, rdate = 12, exdate = 13, recurrenceID = 14,
+        dtstamp = 15, sequence = 16, keptForm = 17
     /// The names of the numbers above, in their order.
-    static let fixed = ["UID", "DTSTART", CalendarMapping.zoneProperty, CalendarMapping.typeProperty, "CREATED", "LAST-MODIFIED",
-                        "DURATION", "STATUS", "ORGANIZER", "ATTENDEE", "CATEGORIES", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID",
-                        "DTSTAMP", "SEQUENCE", CalendarMapping.keptFormProperty]
+    static let fixed = [
+        "UID", "DTSTART", CalendarMapping.zoneProperty, CalendarMapping.typeProperty, "CREATED", "LAST-MODIFIED",
+        "DURATION", "STATUS", "ORGANIZER", "ATTENDEE", "CATEGORIES", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID",
+        "DTSTAMP", "SEQUENCE", CalendarMapping.keptFormProperty,
+    ]
     /// What ckport reads whatever the mapping says: never reported as not kept.
-    static let structural: [Int] = [zone, type, uid, dtstamp, sequence, rrule, rdate, exdate, recurrenceID, organizer,
-                                    attendee, duration, status, created, lastModified, keptForm]
+    static let structural: [Int] = [
+        zone, type, uid, dtstamp, sequence, rrule, rdate, exdate, recurrenceID, organizer,
+        attendee, duration, status, created, lastModified, keptForm,
+    ]
 
     private var byName: [String: Int] = [:]
     private(set) var count = 0
@@ -112,7 +116,7 @@ final class ComponentPlan {
         var startField: String?
         var endField: String?
         for (name, value) in spec.properties {
-            let number = numbers[name]! // every mapped name is numbered
+            let number = numbers[name]!  // every mapped name is numbered
             kept[number] = true
             if name == "DTSTART", let field = value.sourceField { startField = field }
             if name == "DTEND" || name == "DUE", let field = value.sourceField { endField = field }
@@ -120,8 +124,10 @@ final class ComponentPlan {
             if case .mapped(_, let map) = value {
                 for (key, text) in map where renamed[text.uppercased()] == nil { renamed[text.uppercased()] = key }
             }
-            mapped.append(Mapped(number: number, name: name, value: value, isTime: CalendarMapping.timeProperties.contains(name),
-                                 definition: value.sourceField.flatMap(type.field(named:)), renamed: renamed))
+            mapped.append(
+                Mapped(
+                    number: number, name: name, value: value, isTime: CalendarMapping.timeProperties.contains(name),
+                    definition: value.sourceField.flatMap(type.field(named:)), renamed: renamed))
         }
         self.kept = kept
         self.mapped = mapped
@@ -129,7 +135,8 @@ final class ComponentPlan {
         self.endField = endField
         categories = spec.properties.first { $0.name == "CATEGORIES" }?.value
         if let predicate = spec.cancelled, predicate.conditions.count == 1, predicate.conditions[0].op == .equal,
-           let definition = type.field(named: predicate.conditions[0].field) {
+            let definition = type.field(named: predicate.conditions[0].field)
+        {
             let condition = predicate.conditions[0]
             var otherwise: FieldValue?
             if case .bool(let flag) = condition.value { otherwise = .int64(flag ? 0 : 1) }
@@ -143,7 +150,9 @@ final class ComponentPlan {
             if case .mapped(_, let map)? = attendees.partstat {
                 for (key, text) in map where partstat[text.uppercased()] == nil { partstat[text.uppercased()] = key }
             }
-            self.attendees = Attendees(spec: attendees, type: attendeeType, person: attendeeType.field(named: attendees.person.field), partstat: partstat)
+            self.attendees = Attendees(
+                spec: attendees, type: attendeeType, person: attendeeType.field(named: attendees.person.field),
+                partstat: partstat)
         } else {
             attendees = nil
         }

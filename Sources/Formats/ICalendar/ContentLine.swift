@@ -56,8 +56,12 @@ public enum ICalText {
     static func appendEscaped(_ text: String, to out: inout [UInt8]) {
         for byte in text.utf8 {
             switch byte {
-            case 0x5C, 0x3B, 0x2C: out.append(0x5C); out.append(byte)
-            case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))
+            case 0x5C, 0x3B, 0x2C:
+                out.append(0x5C)
+                out.append(byte)
+            case 0x0A:
+                out.append(0x5C)
+                out.append(UInt8(ascii: "n"))
             case 0x0D: continue
             default: out.append(byte)
             }
@@ -176,7 +180,9 @@ public struct ICalLineWriter: Sendable {
             pending.append(0x3B)
             pending.append(contentsOf: key.utf8)
             pending.append(0x3D)
-            let needsQuotes = parameterValue.utf8.contains { (byte: UInt8) -> Bool in byte == 0x3A || byte == 0x3B || byte == 0x2C }
+            let needsQuotes = parameterValue.utf8.contains { (byte: UInt8) -> Bool in
+                byte == 0x3A || byte == 0x3B || byte == 0x2C
+            }
             if needsQuotes { pending.append(0x22) }
             // A parameter value cannot hold a double quote (RFC 5545 §3.1); it becomes a single quote.
             for byte in parameterValue.utf8 { pending.append(byte == 0x22 ? 0x27 : byte) }
@@ -197,7 +203,7 @@ public struct ICalLineWriter: Sendable {
         var start = 0
         var first = true
         while start < count {
-            let room = first ? 75 : 74 // a continuation line starts with a space
+            let room = first ? 75 : 74  // a continuation line starts with a space
             var stop = min(start + room, count)
             while stop < count && stop > start && (pending[stop] & 0xC0) == 0x80 { stop -= 1 }
             if !first { bytes.append(0x20) }

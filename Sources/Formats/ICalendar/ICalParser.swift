@@ -68,11 +68,14 @@ public final class ICalParser {
     /// matched against these bytes and handed out as the string already made, instead of a
     /// new string per line.
     static let commonNames: [[(key: NameKey, name: String)]] = {
-        let names = ["BEGIN", "END", "UID", "DTSTAMP", "DTSTART", "DTEND", "DUE", "DURATION", "SUMMARY", "DESCRIPTION", "LOCATION",
-                     "CATEGORIES", "CREATED", "LAST-MODIFIED", "SEQUENCE", "ORGANIZER", "ATTENDEE", "STATUS", "RRULE", "RDATE",
-                     "EXDATE", "RECURRENCE-ID", "TRIGGER", "ACTION", "TRANSP", "CLASS", "PRIORITY", "URL", "COMPLETED",
-                     "X-CKPORT-ZONE", "X-CKPORT-TYPE", "X-CKPORT-RECORD", "CN", "ROLE", "PARTSTAT", "RSVP", "CUTYPE", "TZID",
-                     "VALUE", "SCOPE", "OWNER", "RELATED", "LANGUAGE", "ALTREP"]
+        let names = [
+            "BEGIN", "END", "UID", "DTSTAMP", "DTSTART", "DTEND", "DUE", "DURATION", "SUMMARY", "DESCRIPTION",
+            "LOCATION",
+            "CATEGORIES", "CREATED", "LAST-MODIFIED", "SEQUENCE", "ORGANIZER", "ATTENDEE", "STATUS", "RRULE", "RDATE",
+            "EXDATE", "RECURRENCE-ID", "TRIGGER", "ACTION", "TRANSP", "CLASS", "PRIORITY", "URL", "COMPLETED",
+            "X-CKPORT-ZONE", "X-CKPORT-TYPE", "X-CKPORT-RECORD", "CN", "ROLE", "PARTSTAT", "RSVP", "CUTYPE", "TZID",
+            "VALUE", "SCOPE", "OWNER", "RELATED", "LANGUAGE", "ALTREP",
+        ]
         var table = [[(key: NameKey, name: String)]](repeating: [], count: 16)
         for name in names {
             Array(name.utf8).withUnsafeBufferPointer { table[name.utf8.count].append((NameKey($0), name)) }
@@ -86,13 +89,19 @@ public final class ICalParser {
 
         init(_ bytes: UnsafeBufferPointer<UInt8>) {
             for index in 0..<bytes.count {
-                if index < 8 { low |= UInt64(bytes[index]) << (8 * index) } else { high |= UInt64(bytes[index]) << (8 * (index - 8)) }
+                if index < 8 {
+                    low |= UInt64(bytes[index]) << (8 * index)
+                } else {
+                    high |= UInt64(bytes[index]) << (8 * (index - 8))
+                }
             }
         }
     }
 
     /// TEXT properties (RFC 5545 §3.3.11), whose escapes are checked.
-    static let textProperties: Set<String> = ["SUMMARY", "DESCRIPTION", "LOCATION", "COMMENT", "CATEGORIES", "CONTACT", "RESOURCES", "TZNAME"]
+    static let textProperties: Set<String> = [
+        "SUMMARY", "DESCRIPTION", "LOCATION", "COMMENT", "CATEGORIES", "CONTACT", "RESOURCES", "TZNAME",
+    ]
 
     /// Counts a backslash before a character TEXT does not escape (`\"`, say): read as that
     /// character, as the peers do.
@@ -101,8 +110,11 @@ public final class ICalParser {
         var escaped = false
         for byte in content.value.utf8 {
             if escaped {
-                if !(byte == 0x5C || byte == 0x3B || byte == 0x2C || byte == UInt8(ascii: "n") || byte == UInt8(ascii: "N")) {
-                    warnings["an escape TEXT does not know (such as \\\") was read as the character itself", default: 0] += 1
+                if !(byte == 0x5C || byte == 0x3B || byte == 0x2C || byte == UInt8(ascii: "n")
+                    || byte == UInt8(ascii: "N"))
+                {
+                    warnings[
+                        "an escape TEXT does not know (such as \\\") was read as the character itself", default: 0] += 1
                 }
                 escaped = false
             } else if byte == 0x5C {
@@ -209,22 +221,27 @@ public final class ICalParser {
                 return String(decoding: upper, as: UTF8.self)
             }
             var i = 0
-            while i < count, buffer[i] != 0x3B, buffer[i] != 0x3A { // ';' ':'
+            while i < count, buffer[i] != 0x3B, buffer[i] != 0x3A {  // ';' ':'
                 let c = buffer[i]
-                guard (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D else {
+                guard (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D
+                else {
                     let found = text(i, count).first.map(String.init) ?? "?"
-                    throw fail("expected a property name (letters, digits, '-'), found '\(found)' in \"\(preview())\"", line: line)
+                    throw fail(
+                        "expected a property name (letters, digits, '-'), found '\(found)' in \"\(preview())\"",
+                        line: line)
                 }
                 i += 1
             }
-            guard i > 0 else { throw fail("a content line needs a name before ':' or ';': \"\(preview())\"", line: line) }
+            guard i > 0 else {
+                throw fail("a content line needs a name before ':' or ';': \"\(preview())\"", line: line)
+            }
             let propertyName = name(0, i)
             var parameters: [(name: String, values: [String])] = []
             if i < count, buffer[i] == 0x3B { parameters.reserveCapacity(4) }
             while i < count, buffer[i] == 0x3B {
                 i += 1
                 let nameStart = i
-                while i < count, buffer[i] != 0x3D, buffer[i] != 0x3A, buffer[i] != 0x3B { i += 1 } // '=' ':' ';'
+                while i < count, buffer[i] != 0x3D, buffer[i] != 0x3A, buffer[i] != 0x3B { i += 1 }  // '=' ':' ';'
                 guard i < count, buffer[i] == 0x3D else {
                     throw fail("parameter '\(text(nameStart, i))' of \(propertyName) has no '=value'", line: line)
                 }
@@ -232,19 +249,25 @@ public final class ICalParser {
                 i += 1
                 var values: [String] = []
                 while true {
-                    if i < count, buffer[i] == 0x22 { // '"'
+                    if i < count, buffer[i] == 0x22 {  // '"'
                         let valueStart = i + 1
                         i = valueStart
                         while i < count, buffer[i] != 0x22 { i += 1 }
-                        guard i < count else { throw fail("a quoted parameter value of \(propertyName) is not closed", line: line) }
+                        guard i < count else {
+                            throw fail("a quoted parameter value of \(propertyName) is not closed", line: line)
+                        }
                         values.append(text(valueStart, i))
                         i += 1
                     } else {
                         let valueStart = i
-                        while i < count, buffer[i] != 0x2C, buffer[i] != 0x3A, buffer[i] != 0x3B { i += 1 } // ',' ':' ';'
+                        // Up to the next ',' ':' or ';'.
+                        while i < count, buffer[i] != 0x2C, buffer[i] != 0x3A, buffer[i] != 0x3B { i += 1 }
                         values.append(text(valueStart, i))
                     }
-                    if i < count, buffer[i] == 0x2C { i += 1; continue }
+                    if i < count, buffer[i] == 0x2C {
+                        i += 1
+                        continue
+                    }
                     break
                 }
                 parameters.append((parameterName, values))
@@ -254,7 +277,9 @@ public final class ICalParser {
             }
             var content = ContentLine(name: propertyName, parameters: parameters, value: text(i + 1, count), line: line)
             if keepRaw { content.raw = text(0, count) }
-            if checkingEscapes, UnsafeBufferPointer(rebasing: buffer[(i + 1)...]).contains(0x5C) { checkEscapes(content) }
+            if checkingEscapes, UnsafeBufferPointer(rebasing: buffer[(i + 1)...]).contains(0x5C) {
+                checkEscapes(content)
+            }
             return content
         }
     }
@@ -274,7 +299,9 @@ public final class ICalParser {
             if content.name == "BEGIN" {
                 let kind = content.value.uppercased()
                 if !inCalendar {
-                    guard kind == "VCALENDAR" else { throw fail("expected BEGIN:VCALENDAR, found BEGIN:\(content.value)", line: line) }
+                    guard kind == "VCALENDAR" else {
+                        throw fail("expected BEGIN:VCALENDAR, found BEGIN:\(content.value)", line: line)
+                    }
                     inCalendar = true
                     calendarCount += 1
                     calendarProperties = []
@@ -294,7 +321,9 @@ public final class ICalParser {
             calendarProperties.append(content)
             calendarPropertyCounts[content.name, default: 0] += 1
         }
-        if inCalendar { throw fail("the file ends inside BEGIN:VCALENDAR (END:VCALENDAR is missing)", line: physicalLine) }
+        if inCalendar {
+            throw fail("the file ends inside BEGIN:VCALENDAR (END:VCALENDAR is missing)", line: physicalLine)
+        }
         return nil
     }
 
@@ -308,8 +337,11 @@ public final class ICalParser {
 
     /// ``unreadableLines`` as a report's "not kept" items ("2 unreadable ORGANIZER lines"), by name.
     public var unreadableLineItems: [String] {
-        unreadableLines.sorted { $0.key < $1.key }.map { "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")" }
-            + (linesOutsideCalendars == 0 ? [] : ["\(linesOutsideCalendars) line\(linesOutsideCalendars == 1 ? "" : "s") outside any VCALENDAR"])
+        unreadableLines.sorted { $0.key < $1.key }.map {
+            "\($0.value) unreadable \($0.key) line\($0.value == 1 ? "" : "s")"
+        }
+            + (linesOutsideCalendars == 0
+                ? [] : ["\(linesOutsideCalendars) line\(linesOutsideCalendars == 1 ? "" : "s") outside any VCALENDAR"])
     }
 
     /// Reads a logical line of a component that is not a content line as Python's icalendar
@@ -324,12 +356,16 @@ public final class ICalParser {
         var nameEnd = 0
         while nameEnd < bytes.count {
             let c = bytes[nameEnd]
-            guard (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D else { break }
+            guard (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D else {
+                break
+            }
             nameEnd += 1
         }
         let name = nameEnd > 0 ? String(decoding: bytes[..<nameEnd], as: UTF8.self).uppercased() : "unnamed"
         unreadableLines[name, default: 0] += 1
-        warnings["a line that is not a property (a fold that lost its leading space, a property without its ':') was left out", default: 0] += 1
+        warnings[
+            "a line that is not a property (a fold that lost its leading space, a property without its ':') was left out",
+            default: 0] += 1
         return true
     }
 

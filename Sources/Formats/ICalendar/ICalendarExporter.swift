@@ -12,8 +12,11 @@ public struct ICalExportOptions: Sendable {
     public var includeCancelled: Bool
     public var productID: String
 
-    public init(timeZone: TimeZone? = nil, dtstamp: Int64 = Int64(Date().timeIntervalSince1970 * 1000), includeCancelled: Bool = false,
-                productID: String = "-//ckport//ckport \(CKPortVersion.current)//EN") {
+    public init(
+        timeZone: TimeZone? = nil, dtstamp: Int64 = Int64(Date().timeIntervalSince1970 * 1000),
+        includeCancelled: Bool = false,
+        productID: String = "-//ckport//ckport \(CKPortVersion.current)//EN"
+    ) {
         self.timeZone = timeZone
         self.dtstamp = dtstamp
         self.includeCancelled = includeCancelled
@@ -52,7 +55,9 @@ public final class ICalendarExporter {
     /// The record keeps a TZID of its own that `--tz` writes over.
     private var recordOtherZone = false
     /// Whether the record says how its times were written (then no midnight-to-midnight guess).
-    private var recordKeepsForm: Bool { recordZone != nil || recordUTC || recordFloating || recordDate || recordOtherZone }
+    private var recordKeepsForm: Bool {
+        recordZone != nil || recordUTC || recordFloating || recordDate || recordOtherZone
+    }
 
     public init(session: any RecordSession, mapping: CalendarMapping, options: ICalExportOptions) {
         self.session = session
@@ -69,15 +74,23 @@ public final class ICalendarExporter {
     public func queries(_ base: RecordQuery) throws -> [(CalendarMapping.Component, RecordQuery)] {
         var out: [(CalendarMapping.Component, RecordQuery)] = []
         for type in base.recordTypes where !mapping.components.contains(where: { $0.recordType == type }) {
-            throw StoreError.badQuery("the calendar mapping has no component for \(type) (it maps \(mapping.components.map(\.recordType).joined(separator: ", ")))")
+            throw StoreError.badQuery(
+                "the calendar mapping has no component for \(type) (it maps \(mapping.components.map(\.recordType).joined(separator: ", ")))"
+            )
         }
-        for component in mapping.components where base.recordTypes.isEmpty || base.recordTypes.contains(component.recordType) {
+        for component in mapping.components
+        where base.recordTypes.isEmpty || base.recordTypes.contains(component.recordType) {
             var query = base
             query.recordTypes = [component.recordType]
             var conditions = base.predicate?.conditions ?? []
             if let type = session.schema.recordType(named: component.recordType) {
-                for condition in conditions where type.field(named: condition.field) == nil && !["recordName", "___createTime", "___modTime"].contains(condition.field) {
-                    throw StoreError.badQuery("\(Wording.predicateWord.text) names field '\(condition.field)', which \(component.recordType) does not have; \(Wording.chooseRecordTypes.text)")
+                for condition in conditions
+                where type.field(named: condition.field) == nil
+                    && !["recordName", "___createTime", "___modTime"].contains(condition.field)
+                {
+                    throw StoreError.badQuery(
+                        "\(Wording.predicateWord.text) names field '\(condition.field)', which \(component.recordType) does not have; \(Wording.chooseRecordTypes.text)"
+                    )
                 }
             }
             conditions += component.filter?.conditions ?? []
@@ -102,7 +115,8 @@ public final class ICalendarExporter {
             writer.line("X-WR-TIMEZONE", zone.identifier)
             // The zone its dates and floating times are written in, for ckport's import of it.
             writer.line(CalendarMapping.exportZoneProperty, zone.identifier)
-            var low: Int64?, high: Int64?
+            var low: Int64?
+            var high: Int64?
             for (component, query) in plan {
                 let fields = component.properties.compactMap { property -> String? in
                     CalendarMapping.timeProperties.contains(property.name) ? property.value.sourceField : nil
@@ -126,7 +140,9 @@ public final class ICalendarExporter {
         for (component, query) in plan {
             guard let type = session.schema.recordType(named: component.recordType) else { continue }
             try session.forEach(query) { record in
-                let cancelled = try component.cancelled.map { predicate throws in try predicate.matches(record, type: type) } ?? false
+                let cancelled =
+                    try component.cancelled.map { predicate throws in try predicate.matches(record, type: type) }
+                    ?? false
                 if cancelled && !options.includeCancelled {
                     summary.cancelledLeftOut += 1
                     return
@@ -139,8 +155,13 @@ public final class ICalendarExporter {
         guard !summary.written.isEmpty else {
             // An empty VCALENDAR is not a calendar RFC 5545 readers accept.
             output.discard()
-            let cancelled = summary.cancelledLeftOut > 0 ? " (\(summary.cancelledLeftOut) cancelled record\(summary.cancelledLeftOut == 1 ? " was" : "s were") left out)" : ""
-            throw StoreError.badQuery("nothing to export: the selection holds no records for the calendar's components\(cancelled), and an empty calendar is not one RFC 5545 readers accept")
+            let cancelled =
+                summary.cancelledLeftOut > 0
+                ? " (\(summary.cancelledLeftOut) cancelled record\(summary.cancelledLeftOut == 1 ? " was" : "s were") left out)"
+                : ""
+            throw StoreError.badQuery(
+                "nothing to export: the selection holds no records for the calendar's components\(cancelled), and an empty calendar is not one RFC 5545 readers accept"
+            )
         }
         writer.line("END", "VCALENDAR")
         try output.write(writer.take())
@@ -153,9 +174,13 @@ public final class ICalendarExporter {
         var spans: [String: (low: Int64, high: Int64, repeats: Bool)] = [:]
         for (component, query) in plan {
             guard let field = component.timeZone else { continue }
-            let timeFields = component.properties.compactMap { CalendarMapping.timeProperties.contains($0.name) ? $0.value.sourceField : nil }
+            let timeFields = component.properties.compactMap {
+                CalendarMapping.timeProperties.contains($0.name) ? $0.value.sourceField : nil
+            }
             try session.forEach(query) { record in
-                guard case .string(let kept)? = record.fields[field], !CalendarMapping.keptForms.contains(kept), TimeZone(identifier: kept) != nil else { return }
+                guard case .string(let kept)? = record.fields[field], !CalendarMapping.keptForms.contains(kept),
+                    TimeZone(identifier: kept) != nil
+                else { return }
                 for name in timeFields {
                     guard case .timestamp(let ms)? = record.fields[name] else { continue }
                     let span = spans[kept] ?? (ms, ms, false)
@@ -186,11 +211,14 @@ public final class ICalendarExporter {
             var others = query
             others.limit = 1
             var conditions = others.predicate?.conditions ?? []
-            conditions.append(Condition(field: field, op: .notEqual, value: .string(reference.recordName), fieldColumn: 0, valueColumn: 0))
+            conditions.append(
+                Condition(
+                    field: field, op: .notEqual, value: .string(reference.recordName), fieldColumn: 0, valueColumn: 0))
             others.predicate = RecordPredicate(conditions)
             if try session.count(others) > 0 { return nil }
             guard let targetRecord = try session.record(RecordID(recordName: reference.recordName, zone: first.zone)),
-                  case .string(let name)? = targetRecord.fields[target] else { return nil }
+                case .string(let name)? = targetRecord.fields[target]
+            else { return nil }
             return name
         case .field, .mapped, .date:
             return nil
@@ -210,21 +238,27 @@ public final class ICalendarExporter {
                 if options.timeZone == nil { recordZone = TimeZone(identifier: kept) } else { recordOtherZone = true }
             }
         }
-        defer { (recordZone, recordUTC, recordFloating, recordDate, recordOtherZone) = (nil, false, false, false, false) }
+        defer {
+            (recordZone, recordUTC, recordFloating, recordDate, recordOtherZone) = (nil, false, false, false, false)
+        }
         writer.line("BEGIN", component.component)
         writer.text("UID", record.recordName)
         writer.utc("DTSTAMP", options.dtstamp)
         // Where the record lives and what it is, so that importing this file updates it.
         if record.zone != .defaultZone {
             var parameters: [(String, String)] = [("SCOPE", record.zone.scope.rawValue)]
-            if record.zone.ownerRecordName != ZoneID.defaultOwnerName { parameters.append(("OWNER", record.zone.ownerRecordName)) }
+            if record.zone.ownerRecordName != ZoneID.defaultOwnerName {
+                parameters.append(("OWNER", record.zone.ownerRecordName))
+            }
             writer.text(CalendarMapping.zoneProperty, parameters, record.zone.zoneName)
         }
         if mapping.isShared(component.component) { writer.text(CalendarMapping.typeProperty, record.recordType) }
         let start = timestamp(record, component.property("DTSTART"))
         let end = timestamp(record, component.property("DTEND"))
         // An event from local midnight to local midnight is an all-day event.
-        let allDay = component.component == "VEVENT" && !recordKeepsForm && start != nil && end != nil && isMidnight(start!) && isMidnight(end!) && end! > start!
+        let allDay =
+            component.component == "VEVENT" && !recordKeepsForm && start != nil && end != nil && isMidnight(start!)
+            && isMidnight(end!) && end! > start!
         if let form = keptForm(record, component, hasStart: start != nil, allDay: allDay) {
             writer.text(CalendarMapping.keptFormProperty, form.parameters, form.value)
         }
@@ -233,8 +267,12 @@ public final class ICalendarExporter {
             if name == "STATUS" { wroteStatus = true }
             try writeProperty(name, value, of: record, allDay: allDay && (name == "DTSTART" || name == "DTEND"))
         }
-        if component.property("CREATED") == nil, let created = record.created { writer.utc("CREATED", created.timestamp) }
-        if component.property("LAST-MODIFIED") == nil, let modified = record.modified { writer.utc("LAST-MODIFIED", modified.timestamp) }
+        if component.property("CREATED") == nil, let created = record.created {
+            writer.utc("CREATED", created.timestamp)
+        }
+        if component.property("LAST-MODIFIED") == nil, let modified = record.modified {
+            writer.utc("LAST-MODIFIED", modified.timestamp)
+        }
         if component.property("SEQUENCE") == nil { writer.line("SEQUENCE", "0") }
         if cancelled && !wroteStatus { writer.line("STATUS", "CANCELLED") }
         if let recurrence = component.recurrence, let rule = rule(recurrence, record) { writer.line("RRULE", rule) }
@@ -242,12 +280,16 @@ public final class ICalendarExporter {
             writer.line("ORGANIZER", name.map { [("CN", $0)] } ?? [], address)
         }
         if let attendees = component.attendees {
-            for attendee in try session.records(ofType: attendees.recordType, whose: attendees.reference, pointsAt: record.id) {
+            for attendee in try session.records(
+                ofType: attendees.recordType, whose: attendees.reference, pointsAt: record.id)
+            {
                 guard let (name, address) = try person(attendees.person, attendee) else { continue }
                 var parameters: [(String, String)] = []
                 if let name { parameters.append(("CN", name)) }
                 parameters.append(("ROLE", "REQ-PARTICIPANT"))
-                if let partstat = attendees.partstat, let text = try text(partstat, of: attendee) { parameters.append(("PARTSTAT", text.uppercased())) }
+                if let partstat = attendees.partstat, let text = try text(partstat, of: attendee) {
+                    parameters.append(("PARTSTAT", text.uppercased()))
+                }
                 // The participant record's own name, so that importing this file updates it.
                 parameters.append((ICalendarExporter.recordParameter, attendee.recordName))
                 writer.line("ATTENDEE", parameters, address)
@@ -263,7 +305,9 @@ public final class ICalendarExporter {
                 writer.line("TRIGGER", [("VALUE", "DATE-TIME")], CalendarTime.utcText(at))
             }
             if alarm.action == "DISPLAY" {
-                let description = try alarm.description.flatMap { try text($0, of: record) } ?? (try component.property("SUMMARY").flatMap { try text($0, of: record) }) ?? "Reminder"
+                let description =
+                    try alarm.description.flatMap { try text($0, of: record) }
+                    ?? (try component.property("SUMMARY").flatMap { try text($0, of: record) }) ?? "Reminder"
                 writer.text("DESCRIPTION", description)
             }
             writer.line("END", "VALARM")
@@ -276,7 +320,9 @@ public final class ICalendarExporter {
     /// component without DTSTART says nothing of its form), so that importing this file gives
     /// the record back as it is: the field's value, or, when it holds none, `none` marked
     /// `X-CKPORT-EMPTY=TRUE` (with `TZID`, the zone whose midnights its dates are).
-    private func keptForm(_ record: Record, _ component: CalendarMapping.Component, hasStart: Bool, allDay: Bool) -> (value: String, parameters: [(String, String)])? {
+    private func keptForm(_ record: Record, _ component: CalendarMapping.Component, hasStart: Bool, allDay: Bool) -> (
+        value: String, parameters: [(String, String)]
+    )? {
         guard let field = component.timeZone else { return nil }
         guard case .string(let kept)? = record.fields[field] else {
             var parameters = [(CalendarMapping.keptEmptyParameter, "TRUE")]
@@ -303,7 +349,9 @@ public final class ICalendarExporter {
             if case .date = value {
                 // A date field holds its day's midnight in UTC, as the apps keep dates: the same
                 // day under any --tz (a check-in of 5 January is never written on the 4th).
-                writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(LocalDateTime(wallSeconds: ISO8601.floorDiv(ms, 1000)), date: true))
+                writer.line(
+                    name, [("VALUE", "DATE")],
+                    CalendarTime.basic(LocalDateTime(wallSeconds: ISO8601.floorDiv(ms, 1000)), date: true))
             } else if allDay || (recordDate && !utcOnly) {
                 writer.line(name, [("VALUE", "DATE")], CalendarTime.basic(local(ms), date: true))
             } else if recordFloating && !utcOnly {
@@ -325,7 +373,9 @@ public final class ICalendarExporter {
             writer.line(name, text)
         case "CATEGORIES":
             if let field = value.sourceField, case .list(_, let items)? = record.fields[field], case .field = value {
-                let texts = items.compactMap { if case .string(let s) = $0 { return ICalText.escape(s) } else { return nil } }
+                let texts = items.compactMap {
+                    if case .string(let s) = $0 { return ICalText.escape(s) } else { return nil }
+                }
                 if !texts.isEmpty { writer.line(name, texts.joined(separator: ",")) }
             } else if let text = try text(value, of: record), !text.isEmpty {
                 writer.text(name, text)
@@ -347,7 +397,8 @@ public final class ICalendarExporter {
             return values[raw] ?? raw
         case .reference(let name, let target):
             guard case .reference(let reference)? = record.fields[name],
-                  let targetRecord = try session.record(RecordID(recordName: reference.recordName, zone: record.zone)) else { return nil }
+                let targetRecord = try session.record(RecordID(recordName: reference.recordName, zone: record.zone))
+            else { return nil }
             return targetRecord.fields[target].flatMap(Self.plainText)
         }
     }
@@ -372,7 +423,10 @@ public final class ICalendarExporter {
     private func local(_ ms: Int64) -> LocalDateTime {
         let seconds = ISO8601.floorDiv(ms, 1000)
         if recordDate || recordFloating { return LocalDateTime(wallSeconds: seconds) }
-        let offset = (options.timeZone ?? recordZone).map { Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))) } ?? 0
+        let offset =
+            (options.timeZone ?? recordZone).map {
+                Int64($0.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds))))
+            } ?? 0
         return LocalDateTime(wallSeconds: seconds + offset)
     }
 
@@ -389,7 +443,8 @@ public final class ICalendarExporter {
         case .reference(let r)?: key = r.recordName
         default: return nil
         }
-        var name: String?, email: String?
+        var name: String?
+        var email: String?
         if let lookup = spec.lookup {
             let cacheKey = lookup + "\u{0}" + key
             if people[cacheKey] == nil { people[cacheKey] = .some(try session.record(named: key, ofType: lookup)) }
@@ -399,7 +454,9 @@ public final class ICalendarExporter {
             }
         }
         if email == nil && key.contains("@") { email = key }
-        let address = email.map { "mailto:" + $0 } ?? "urn:x-ckport:" + key.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))!
+        let address =
+            email.map { "mailto:" + $0 } ?? "urn:x-ckport:" + key.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))!
         return (name, address)
     }
 
@@ -410,7 +467,9 @@ public final class ICalendarExporter {
     func rule(_ recurrence: CalendarMapping.Recurrence, _ record: Record) -> String? {
         switch recurrence {
         case .rule(let field):
-            guard case .string(let text)? = record.fields[field], let rule = try? RecurrenceRule(parsing: text) else { return nil }
+            guard case .string(let text)? = record.fields[field], let rule = try? RecurrenceRule(parsing: text) else {
+                return nil
+            }
             return rule.text
         case .chore(let typeField, let weekdayField, let monthDayField):
             guard case .string(let kind)? = record.fields[typeField] else { return nil }
@@ -423,7 +482,8 @@ public final class ICalendarExporter {
             case "weekly": return "FREQ=WEEKLY" + (weekday.map { ";BYDAY=" + $0 } ?? "")
             case "biweekly": return "FREQ=WEEKLY;INTERVAL=2" + (weekday.map { ";BYDAY=" + $0 } ?? "")
             case "monthly":
-                guard let monthDayField, case .int64(let day)? = record.fields[monthDayField], (1...31).contains(day) else { return "FREQ=MONTHLY" }
+                guard let monthDayField, case .int64(let day)? = record.fields[monthDayField], (1...31).contains(day)
+                else { return "FREQ=MONTHLY" }
                 // Days 29–31 fall on the month's last day in shorter months (a chore for the
                 // 31st happens on 30 April and 28 February), rather than skipping those months.
                 if day <= 28 { return "FREQ=MONTHLY;BYMONTHDAY=\(day)" }

@@ -26,8 +26,10 @@ public struct ICalImportOptions: Sendable {
     /// 1, every component directly inside a VCALENDAR counted): found by ``firstPass(in:timeZone:)``.
     public var superseded: Set<Int> = []
 
-    public init(timeZone: TimeZone? = nil, expand: (from: Int64, to: Int64)? = nil, zone: ZoneID = .defaultZone,
-                fixedFields: [(field: String, text: String)] = [], people: [String: String] = [:], overrides: Set<String> = []) {
+    public init(
+        timeZone: TimeZone? = nil, expand: (from: Int64, to: Int64)? = nil, zone: ZoneID = .defaultZone,
+        fixedFields: [(field: String, text: String)] = [], people: [String: String] = [:], overrides: Set<String> = []
+    ) {
         self.timeZone = timeZone
         self.expand = expand
         self.zone = zone
@@ -87,11 +89,18 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         for (name, count) in parser.calendarPropertyCounts.sorted(by: { $0.key < $1.key }) {
             if ["VERSION", "PRODID", "CALSCALE", CalendarMapping.exportZoneProperty].contains(name) { continue }
             // The zone ckport's export wrote in, which its X-CKPORT-TZ says again and the import used.
-            if name == "X-WR-TIMEZONE", parser.calendarPropertyCounts[CalendarMapping.exportZoneProperty] != nil { continue }
-            if name == "X-WR-CALNAME", let kept = options.nameOnExport, calendarNames.allSatisfy({ $0 == kept }) { continue }
+            if name == "X-WR-TIMEZONE", parser.calendarPropertyCounts[CalendarMapping.exportZoneProperty] != nil {
+                continue
+            }
+            if name == "X-WR-CALNAME", let kept = options.nameOnExport, calendarNames.allSatisfy({ $0 == kept }) {
+                continue
+            }
             if name == "X-WR-CALNAME", mapping.calendarName != nil {
                 let differing = calendarNames.filter { $0 != options.nameOnExport }.map { "\"\($0)\"" }
-                items.append("\(differing.count) X-WR-CALNAME of the calendar (\(differing.joined(separator: ", "))), " + (options.nameOnExport.map { "which the records' calendar calls \"\($0)\"" } ?? "which the records do not name"))
+                items.append(
+                    "\(differing.count) X-WR-CALNAME of the calendar (\(differing.joined(separator: ", "))), "
+                        + (options.nameOnExport.map { "which the records' calendar calls \"\($0)\"" }
+                            ?? "which the records do not name"))
                 continue
             }
             items.append("\(count) \(name) of the calendar")
@@ -145,7 +154,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     private func plan(_ index: Int) -> ComponentPlan? {
         if let known = plans[index] { return known }
         let spec = mapping.components[index]
-        let plan = schema.recordType(named: spec.recordType).map { ComponentPlan(spec: spec, type: $0, schema: schema, numbers: numbers) }
+        let plan = schema.recordType(named: spec.recordType).map {
+            ComponentPlan(spec: spec, type: $0, schema: schema, numbers: numbers)
+        }
         plans[index] = plan
         return plan
     }
@@ -158,14 +169,22 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         var notes: [String] = []
         let items = notKeptItems
         if !items.isEmpty {
-            notes.append("not kept (the mapping has no place for them): " + items.joined(separator: ", ") + " (\(Wording.keepWholeOrRefuse.text))")
+            notes.append(
+                "not kept (the mapping has no place for them): " + items.joined(separator: ", ")
+                    + " (\(Wording.keepWholeOrRefuse.text))")
         }
         if recurringKeptOnce > 0 {
-            notes.append("\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (\(Wording.expandForOccurrences.text))")
+            notes.append(
+                "\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (\(Wording.expandForOccurrences.text))"
+            )
         }
-        for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) { notes.append("warning: \(warning) (\(count)×)") }
+        for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) {
+            notes.append("warning: \(warning) (\(count)×)")
+        }
         if componentsRead == 0 && parser.calendarCount > 0 {
-            notes.append("warning: \(input.name) holds a calendar with no components (no event, to-do, journal or time zone): nothing in it to import")
+            notes.append(
+                "warning: \(input.name) holds a calendar with no components (no event, to-do, journal or time zone): nothing in it to import"
+            )
         }
         return notes
     }
@@ -185,7 +204,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         var people: [String: String] = [:]
         for (type, email) in lookups where session.schema.recordType(named: type) != nil {
             try session.forEach(RecordQuery(recordTypes: [type])) { record in
-                if case .string(let address)? = record.fields[email] { people[address.lowercased()] = record.recordName }
+                if case .string(let address)? = record.fields[email] {
+                    people[address.lowercased()] = record.recordName
+                }
             }
         }
         return people
@@ -200,18 +221,25 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// The calendar name an export of what `mapping` reads would write back (see
     /// ``ICalImportOptions/nameOnExport``): its fixed name, or the field of the record the
     /// fixed reference (`--set familyID=family-1`) points at, read from `store`.
-    public static func nameOnExport(_ mapping: CalendarMapping, fixedFields: [(field: String, text: String)], zone: ZoneID,
-                                    store: (any RecordStoring)?) throws -> String? {
+    public static func nameOnExport(
+        _ mapping: CalendarMapping, fixedFields: [(field: String, text: String)], zone: ZoneID,
+        store: (any RecordStoring)?
+    ) throws -> String? {
         switch mapping.calendarName {
         case .constant(let text)?:
             return text
         case .reference(let field, let target)?:
             guard let name = fixedFields.last(where: { $0.field == field })?.text, let store else { return nil }
             return try store.readSession { session in
-                if case .string(let text)? = try session.record(RecordID(recordName: name, zone: zone))?.fields[target] { return text }
+                if case .string(let text)? = try session.record(RecordID(recordName: name, zone: zone))?.fields[target]
+                {
+                    return text
+                }
                 // In whichever zone holds it (a family's records live in the family's zone).
                 for type in session.schema.recordTypes where type.field(named: target)?.type == .string {
-                    if case .string(let text)? = try session.record(named: name, ofType: type.name)?.fields[target] { return text }
+                    if case .string(let text)? = try session.record(named: name, ofType: type.name)?.fields[target] {
+                        return text
+                    }
                 }
                 return nil
             }
@@ -227,7 +255,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// message said (an end before its start); the one kept whole is the one with the highest
     /// SEQUENCE, the last of those in the file when several share it. Memory: one entry per
     /// event, a hash and two numbers.
-    public static func firstPass(in input: ByteInput, timeZone: TimeZone?, overrides wantOverrides: Bool) throws -> (overrides: Set<String>, superseded: Set<Int>) {
+    public static func firstPass(in input: ByteInput, timeZone: TimeZone?, overrides wantOverrides: Bool) throws -> (
+        overrides: Set<String>, superseded: Set<Int>
+    ) {
         let parser = ICalParser(input: input)
         let zones = ZoneResolver(defaultZone: timeZone)
         var found: Set<String> = []
@@ -236,11 +266,17 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         var number = 0
         while let component = try parser.next() {
             number += 1
-            if component.name == "VTIMEZONE" { try? zones.add(component); continue }
+            if component.name == "VTIMEZONE" {
+                try? zones.add(component)
+                continue
+            }
             guard let uid = component.property("UID")?.value else { continue }
             let recurrence = component.property("RECURRENCE-ID")
-            if wantOverrides, let recurrence, let time = CalendarTime.parse(recurrence) { found.insert(overrideKey(uid: uid, time, zones: zones)) }
-            let sequence = component.property("SEQUENCE").flatMap { Int64($0.value.trimmingCharacters(in: .whitespaces)) } ?? 0
+            if wantOverrides, let recurrence, let time = CalendarTime.parse(recurrence) {
+                found.insert(overrideKey(uid: uid, time, zones: zones))
+            }
+            let sequence =
+                component.property("SEQUENCE").flatMap { Int64($0.value.trimmingCharacters(in: .whitespaces)) } ?? 0
             let key = [component.name, uid, recurrence?.value ?? ""].joined(separator: "\u{0}").hashValue
             if let earlier = latest[key] {
                 if sequence >= earlier.sequence {
@@ -269,7 +305,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
 
     private func noteFinishedCalendars() {
         for finished in parser.takeFinishedCalendars() {
-            for property in finished.properties where property.name == "X-WR-CALNAME" { calendarNames.append(ICalText.unescape(property.value)) }
+            for property in finished.properties where property.name == "X-WR-CALNAME" {
+                calendarNames.append(ICalText.unescape(property.value))
+            }
         }
     }
 
@@ -289,15 +327,23 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         return queue[queueIndex - 1]
     }
 
-    private func issue(_ line: Int, _ message: String, name: String? = nil, type: String? = nil, field: String? = nil) -> SourceItem {
-        .invalid(InputIssue(position: SourcePosition(file: input.name, line: line), recordName: name, recordType: type, field: field, message: message), raw: nil)
+    private func issue(_ line: Int, _ message: String, name: String? = nil, type: String? = nil, field: String? = nil)
+        -> SourceItem
+    {
+        .invalid(
+            InputIssue(
+                position: SourcePosition(file: input.name, line: line), recordName: name, recordType: type,
+                field: field, message: message), raw: nil)
     }
 
     private func read(_ component: ICalComponent) {
         componentsRead += 1
         if let problem = component.problem {
-            queue.append(.invalid(InputIssue(position: problem.position, recordType: mapping.component(for: component)?.recordType,
-                                             message: "\(problem.message) (in the \(component.name) of line \(component.line))"), raw: nil))
+            queue.append(
+                .invalid(
+                    InputIssue(
+                        position: problem.position, recordType: mapping.component(for: component)?.recordType,
+                        message: "\(problem.message) (in the \(component.name) of line \(component.line))"), raw: nil))
             return
         }
         if component.name == "VTIMEZONE" {
@@ -318,7 +364,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         do {
             try convert(component, plan)
         } catch let problem as ComponentProblem {
-            queue.append(issue(problem.line ?? component.line, problem.message, name: problem.recordName, type: plan.spec.recordType, field: problem.field))
+            queue.append(
+                issue(
+                    problem.line ?? component.line, problem.message, name: problem.recordName,
+                    type: plan.spec.recordType, field: problem.field))
         } catch {
             queue.append(issue(component.line, "\(error)", type: plan.spec.recordType))
         }
@@ -334,7 +383,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     /// What an alarm holds besides its trigger that is not reported as not kept.
     static let alarmProperties: Set<String> = ["ACTION", "TRIGGER", "DESCRIPTION", "SUMMARY", "UID", "X-WR-ALARMUID"]
     /// ATTENDEE parameters the mapping has no field for.
-    static let attendeeParameters: Set<String> = ["ROLE", "RSVP", "CUTYPE", "DELEGATED-TO", "DELEGATED-FROM", "MEMBER", "SENT-BY", "DIR"]
+    static let attendeeParameters: Set<String> = [
+        "ROLE", "RSVP", "CUTYPE", "DELEGATED-TO", "DELEGATED-FROM", "MEMBER", "SENT-BY", "DIR",
+    ]
 
     /// The zone a ckport file names for the component, else the one the options give.
     private func zone(of properties: NumberedProperties, recordName: String) throws -> ZoneID {
@@ -342,13 +393,19 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         var zone = ZoneID(zoneName: ICalText.unescape(property.value))
         if let text = property.parameter("SCOPE") {
             guard let scope = DatabaseScope(text: text) else {
-                throw ComponentProblem(line: property.line, message: "\(property.name): SCOPE is private, shared or public, found \"\(text)\"", recordName: recordName)
+                throw ComponentProblem(
+                    line: property.line,
+                    message: "\(property.name): SCOPE is private, shared or public, found \"\(text)\"",
+                    recordName: recordName)
             }
             zone.scope = scope
         }
         if let owner = property.parameter("OWNER") { zone.ownerRecordName = owner }
         if zone.zoneName.isEmpty || zone.ownerRecordName.isEmpty {
-            throw ComponentProblem(line: property.line, message: "\(property.name) needs a zone name (and OWNER, when given, a user record name)", recordName: recordName)
+            throw ComponentProblem(
+                line: property.line,
+                message: "\(property.name) needs a zone name (and OWNER, when given, a user record name)",
+                recordName: recordName)
         }
         return zone
     }
@@ -366,7 +423,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         scannedForZones = true
         let scan = ICalParser(input: try reopen())
         while let component = try scan.next() {
-            guard component.name == "VTIMEZONE", component.problem == nil, component.property("TZID") != nil else { continue }
+            guard component.name == "VTIMEZONE", component.problem == nil, component.property("TZID") != nil else {
+                continue
+            }
             try? givenZones.add(component)
             try? wallClockZones.add(component)
         }
@@ -375,11 +434,17 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
 
     private func time(_ property: ContentLine, recordName: String?) throws -> (CalendarTime, Int64) {
         guard let time = CalendarTime.parse(property) else {
-            throw ComponentProblem(line: property.line, message: "\(property.name) is not a date or date-time: \"\(property.value)\"", recordName: recordName)
+            throw ComponentProblem(
+                line: property.line, message: "\(property.name) is not a date or date-time: \"\(property.value)\"",
+                recordName: recordName)
         }
         if zonedAsWallClock, case .zoned(let wall, _) = time { return (.floating(wall), wall.wallSeconds * 1000) }
         if case .zoned(_, let tzid) = time, !zones.knows(tzid), !(try zoneDefinedLater(tzid)) {
-            throw ComponentProblem(line: property.line, message: "\(property.name) names TZID \"\(tzid)\", which has no VTIMEZONE in the calendar and is not a time-zone name this system knows", recordName: recordName)
+            throw ComponentProblem(
+                line: property.line,
+                message:
+                    "\(property.name) names TZID \"\(tzid)\", which has no VTIMEZONE in the calendar and is not a time-zone name this system knows",
+                recordName: recordName)
         }
         do { return (time, try zones.milliseconds(time)) } catch {
             throw ComponentProblem(line: property.line, message: error.message, recordName: recordName)
@@ -387,14 +452,18 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     }
 
     private func convert(_ component: ICalComponent, _ plan: ComponentPlan) throws {
-        let spec = plan.spec, type = plan.type
+        let spec = plan.spec
+        let type = plan.type
         let properties = numbers.number(component)
         guard let uid = properties.first(PropertyNumbers.uid)?.value, !uid.isEmpty else {
-            throw ComponentProblem(line: component.line, message: "a \(component.name) without UID: ckport names records from it")
+            throw ComponentProblem(
+                line: component.line, message: "a \(component.name) without UID: ckport names records from it")
         }
         let baseName = ICalendarRecordReader.recordName(from: ICalText.unescape(uid))
         zones = givenZones
-        if spec.timeZone != nil, let dtstart = properties.first(PropertyNumbers.dtstart), let form = CalendarTime.parse(dtstart), form.isWallClock {
+        if spec.timeZone != nil, let dtstart = properties.first(PropertyNumbers.dtstart),
+            let form = CalendarTime.parse(dtstart), form.isWallClock
+        {
             zones = wallClockZones
         }
         // What the record's timeZone field held, where the times as written say otherwise
@@ -404,8 +473,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         let givenDefault = givenZones.defaultZone
         defer { givenZones.defaultZone = givenDefault }
         // ckport's export with --tz says the zone its dates were written in: read them in it.
-        if options.timeZone == nil, let written = parser.calendarProperties.last(where: { $0.name == CalendarMapping.exportZoneProperty }),
-           let zone = TimeZone(identifier: ICalText.unescape(written.value)) {
+        if options.timeZone == nil,
+            let written = parser.calendarProperties.last(where: { $0.name == CalendarMapping.exportZoneProperty }),
+            let zone = TimeZone(identifier: ICalText.unescape(written.value))
+        {
             givenZones.defaultZone = zone
         }
         if spec.timeZone != nil, let marker = properties.first(PropertyNumbers.keptForm) {
@@ -428,23 +499,40 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 }
             }
         }
-        var record = Record(id: RecordID(recordName: baseName, zone: try zone(of: properties, recordName: baseName)), recordType: type.name,
-                            fields: RecordFields(minimumCapacity: type.fields.count))
-        if let created = properties.first(PropertyNumbers.created), let (_, ms) = try? time(created, recordName: baseName) { record.created = RecordStamp(timestamp: ms) }
-        if let modified = properties.first(PropertyNumbers.lastModified), let (_, ms) = try? time(modified, recordName: baseName) { record.modified = RecordStamp(timestamp: ms) }
+        var record = Record(
+            id: RecordID(recordName: baseName, zone: try zone(of: properties, recordName: baseName)),
+            recordType: type.name,
+            fields: RecordFields(minimumCapacity: type.fields.count))
+        if let created = properties.first(PropertyNumbers.created),
+            let (_, ms) = try? time(created, recordName: baseName)
+        {
+            record.created = RecordStamp(timestamp: ms)
+        }
+        if let modified = properties.first(PropertyNumbers.lastModified),
+            let (_, ms) = try? time(modified, recordName: baseName)
+        {
+            record.modified = RecordStamp(timestamp: ms)
+        }
 
         // Properties the mapping names.
         var start: (CalendarTime, Int64)?
-        let startField = plan.startField, endField = plan.endField
+        let startField = plan.startField
+        let endField = plan.endField
         for mapped in plan.mapped {
             guard let property = properties.first(mapped.number) else { continue }
             if mapped.isTime {
                 let parsed = try time(property, recordName: baseName)
                 if mapped.number == PropertyNumbers.dtstart { start = parsed }
-                if let field = mapped.value.sourceField, case .field = mapped.value { record.fields[field] = .timestamp(parsed.1) }
+                if let field = mapped.value.sourceField, case .field = mapped.value {
+                    record.fields[field] = .timestamp(parsed.1)
+                }
                 if let field = mapped.value.sourceField, case .date = mapped.value {
                     // A DATE is its day's midnight in UTC, whatever zone dates are read in.
-                    if case .date(let day) = parsed.0 { record.fields[field] = .timestamp(day.wallSeconds * 1000) } else { record.fields[field] = .timestamp(parsed.1) }
+                    if case .date(let day) = parsed.0 {
+                        record.fields[field] = .timestamp(day.wallSeconds * 1000)
+                    } else {
+                        record.fields[field] = .timestamp(parsed.1)
+                    }
                 }
                 continue
             }
@@ -456,9 +544,17 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         } else if let start {
             switch start.0 {
             case .zoned(_, let tzid):
-                if let field = spec.timeZone { record.fields[field] = .string(tzid) } else { dropped("DTSTART TZID=\(tzid)", component) }
+                if let field = spec.timeZone {
+                    record.fields[field] = .string(tzid)
+                } else {
+                    dropped("DTSTART TZID=\(tzid)", component)
+                }
             case .floating:
-                if let field = spec.timeZone { record.fields[field] = .string(CalendarMapping.keptFloating) } else { dropped("floating DTSTART", component) }
+                if let field = spec.timeZone {
+                    record.fields[field] = .string(CalendarMapping.keptFloating)
+                } else {
+                    dropped("floating DTSTART", component)
+                }
             case .date:
                 // Without a field a DATE still comes back a DATE when the event spans whole days.
                 if let field = spec.timeZone { record.fields[field] = .string(CalendarMapping.keptDate) }
@@ -467,22 +563,30 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             }
         }
         // DURATION stands for DTEND (or DUE) when those are absent.
-        if let durationProperty = properties.first(PropertyNumbers.duration), let endField, record.fields[endField] == nil, let start {
+        if let durationProperty = properties.first(PropertyNumbers.duration), let endField,
+            record.fields[endField] == nil, let start
+        {
             guard let seconds = CalendarDuration.parse(durationProperty.value) else {
-                throw ComponentProblem(line: durationProperty.line, message: "DURATION is not a duration: \"\(durationProperty.value)\"", recordName: baseName)
+                throw ComponentProblem(
+                    line: durationProperty.line, message: "DURATION is not a duration: \"\(durationProperty.value)\"",
+                    recordName: baseName)
             }
             record.fields[endField] = .timestamp(start.1 + seconds * 1000)
         }
         // Cancelled components set the mapping's cancel flag; the others clear it.
         if let cancelled = plan.cancelled {
-            let isCancelled = properties.first(PropertyNumbers.status).map { ICalText.equalsIgnoringCase($0.value, "CANCELLED") } ?? false
+            let isCancelled =
+                properties.first(PropertyNumbers.status).map { ICalText.equalsIgnoringCase($0.value, "CANCELLED") }
+                ?? false
             if isCancelled, let value = cancelled.whenCancelled {
                 record.fields[cancelled.field] = value
             } else if !isCancelled, let value = cancelled.otherwise {
                 record.fields[cancelled.field] = value
             }
         }
-        if let organizerSpec = spec.organizer, let organizer = properties.first(PropertyNumbers.organizer), let definition = plan.organizer {
+        if let organizerSpec = spec.organizer, let organizer = properties.first(PropertyNumbers.organizer),
+            let definition = plan.organizer
+        {
             record.fields[organizerSpec.field] = personValue(organizer.value, definition.type)
         }
         let valarms = component.components.isEmpty ? [] : component.components.filter { $0.name == "VALARM" }
@@ -497,7 +601,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                     record.fields[alarmSpec.trigger] = .timestamp(anchor + seconds * 1000)
                 }
             } else {
-                throw ComponentProblem(line: trigger.line, message: "TRIGGER is neither a duration nor a date-time: \"\(trigger.value)\"", recordName: baseName)
+                throw ComponentProblem(
+                    line: trigger.line, message: "TRIGGER is neither a duration nor a date-time: \"\(trigger.value)\"",
+                    recordName: baseName)
             }
         }
         for (index, property) in component.properties.enumerated() {
@@ -508,7 +614,8 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         if let value = plan.categories {
             dropped("CATEGORIES", component, count: properties.count(PropertyNumbers.categories) - 1)
             if let field = value.sourceField, let definition = type.field(named: field), !definition.type.isList,
-               let first = properties.first(PropertyNumbers.categories) {
+                let first = properties.first(PropertyNumbers.categories)
+            {
                 dropped("CATEGORIES value", component, count: ICalText.splitList(first.value).count - 1)
             }
         }
@@ -526,13 +633,24 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         for child in component.components where child.name != "VALARM" { dropped(child.name, component) }
         // Participants' roles and replies have no field in the mapping.
         if spec.attendees != nil {
-            for (index, attendee) in component.properties.enumerated() where properties.numbers[index] == PropertyNumbers.attendee {
+            for (index, attendee) in component.properties.enumerated()
+            where properties.numbers[index] == PropertyNumbers.attendee {
                 // Most parameters are CN, PARTSTAT and ckport's own: the set is asked only about the rest.
-                for (name, values) in attendee.parameters where name != "CN" && name != "PARTSTAT" && name != ICalendarExporter.recordParameter
-                    && ICalendarRecordReader.attendeeParameters.contains(name) {
-                    if name == "ROLE" && values.first.map({ ICalText.equalsIgnoringCase($0, "REQ-PARTICIPANT") }) == true { continue }
-                    if name == "CUTYPE" && values.first.map({ ICalText.equalsIgnoringCase($0, "INDIVIDUAL") }) == true { continue }
-                    if name == "RSVP" && values.first.map({ ICalText.equalsIgnoringCase($0, "FALSE") }) == true { continue }
+                for (name, values) in attendee.parameters
+                where name != "CN" && name != "PARTSTAT" && name != ICalendarExporter.recordParameter
+                    && ICalendarRecordReader.attendeeParameters.contains(name)
+                {
+                    if name == "ROLE"
+                        && values.first.map({ ICalText.equalsIgnoringCase($0, "REQ-PARTICIPANT") }) == true
+                    {
+                        continue
+                    }
+                    if name == "CUTYPE" && values.first.map({ ICalText.equalsIgnoringCase($0, "INDIVIDUAL") }) == true {
+                        continue
+                    }
+                    if name == "RSVP" && values.first.map({ ICalText.equalsIgnoringCase($0, "FALSE") }) == true {
+                        continue
+                    }
                     dropped("ATTENDEE \(name)=\(values.joined(separator: ","))", component)
                 }
             }
@@ -558,7 +676,10 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                     filled.append(field)
                 }
             } catch {
-                throw ComponentProblem(line: component.line, message: "\(Wording.fixedField(field: field, text: text).text): \(error.message)", recordName: baseName, field: field)
+                throw ComponentProblem(
+                    line: component.line,
+                    message: "\(Wording.fixedField(field: field, text: text).text): \(error.message)",
+                    recordName: baseName, field: field)
             }
         }
 
@@ -593,9 +714,15 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         }
         var parsedRules: [RecurrenceRule] = []
         for rule in rules {
-            let parts = rule.value.uppercased().split(separator: ";").map { $0.split(separator: "=").first.map(String.init) ?? "" }
+            let parts = rule.value.uppercased().split(separator: ";").map {
+                $0.split(separator: "=").first.map(String.init) ?? ""
+            }
             if parts.contains("RSCALE") || parts.contains("SKIP") {
-                throw ComponentProblem(line: rule.line, message: "RRULE \(rule.value) uses RSCALE or SKIP (RFC 7529, non-Gregorian calendars and skipped days), which ckport cannot expand; \(Wording.importWithoutExpanding.text)", recordName: baseName)
+                throw ComponentProblem(
+                    line: rule.line,
+                    message:
+                        "RRULE \(rule.value) uses RSCALE or SKIP (RFC 7529, non-Gregorian calendars and skipped days), which ckport cannot expand; \(Wording.importWithoutExpanding.text)",
+                    recordName: baseName)
             }
             do { parsedRules.append(try RecurrenceRule(parsing: rule.value)) } catch {
                 throw ComponentProblem(line: rule.line, message: error.message, recordName: baseName)
@@ -608,13 +735,21 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             for period in rdate.value.split(separator: ",") {
                 let halves = period.split(separator: "/", maxSplits: 1).map(String.init)
                 guard halves.count == 2 else { continue }
-                let (_, startMS) = try time(ContentLine(name: "RDATE", parameters: rdate.parameters.filter { $0.name != "VALUE" }, value: halves[0], line: rdate.line), recordName: baseName)
+                let (_, startMS) = try time(
+                    ContentLine(
+                        name: "RDATE", parameters: rdate.parameters.filter { $0.name != "VALUE" }, value: halves[0],
+                        line: rdate.line), recordName: baseName)
                 if let seconds = CalendarDuration.parse(halves[1]) {
                     periodLengths[ISO8601.floorDiv(startMS, 1000)] = seconds * 1000
                 } else {
-                    let (_, endMS) = try time(ContentLine(name: "RDATE", parameters: rdate.parameters.filter { $0.name != "VALUE" }, value: halves[1], line: rdate.line), recordName: baseName)
+                    let (_, endMS) = try time(
+                        ContentLine(
+                            name: "RDATE", parameters: rdate.parameters.filter { $0.name != "VALUE" }, value: halves[1],
+                            line: rdate.line), recordName: baseName)
                     guard endMS >= startMS else {
-                        throw ComponentProblem(line: rdate.line, message: "RDATE period \(period) ends before it starts", recordName: baseName)
+                        throw ComponentProblem(
+                            line: rdate.line, message: "RDATE period \(period) ends before it starts",
+                            recordName: baseName)
                     }
                     periodLengths[ISO8601.floorDiv(startMS, 1000)] = endMS - startMS
                 }
@@ -628,12 +763,14 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         default: tzid = nil
         }
         let zones = self.zones
-        let set = RecurrenceSet(start: start.0.local, isDate: start.0.isDate, rules: parsedRules, dates: dates, exceptions: exceptions,
-                                instant: { (try? zones.instant(wall: $0, tzid: tzid)) ?? $0.wallSeconds },
-                                instantOf: { ((try? zones.milliseconds($0)) ?? $0.local.wallSeconds * 1000) / 1000 })
+        let set = RecurrenceSet(
+            start: start.0.local, isDate: start.0.isDate, rules: parsedRules, dates: dates, exceptions: exceptions,
+            instant: { (try? zones.instant(wall: $0, tzid: tzid)) ?? $0.wallSeconds },
+            instantOf: { ((try? zones.milliseconds($0)) ?? $0.local.wallSeconds * 1000) / 1000 })
         let occurrences: [LocalDateTime]
         do {
-            occurrences = try set.occurrences(from: ISO8601.floorDiv(window.from, 1000), to: ISO8601.floorDiv(window.to, 1000))
+            occurrences = try set.occurrences(
+                from: ISO8601.floorDiv(window.from, 1000), to: ISO8601.floorDiv(window.to, 1000))
         } catch {
             throw ComponentProblem(line: component.line, message: error.message, recordName: baseName)
         }
@@ -648,15 +785,25 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 let occurrence = occurrences[index]
                 index += 1
                 let ms = set.instant(occurrence) * 1000
-                let occurrenceTime: CalendarTime = start.0.isDate ? .date(occurrence) : start.0.isWallClock ? .floating(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
-                if overrides.contains(ICalendarRecordReader.overrideKey(uid: uid, occurrenceTime, zones: zones)) { continue }
+                let occurrenceTime: CalendarTime =
+                    start.0.isDate
+                    ? .date(occurrence)
+                    : start.0.isWallClock ? .floating(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
+                if overrides.contains(ICalendarRecordReader.overrideKey(uid: uid, occurrenceTime, zones: zones)) {
+                    continue
+                }
                 var copy = record
                 let shift = ms - start.1
                 for field in shifted {
-                    if let field, case .timestamp(let t)? = copy.fields[field] { copy.fields[field] = .timestamp(t + shift) }
+                    if let field, case .timestamp(let t)? = copy.fields[field] {
+                        copy.fields[field] = .timestamp(t + shift)
+                    }
                 }
-                if let length = periodLengths[ms / 1000], let endField { copy.fields[endField] = .timestamp(ms + length) }
-                let time: CalendarTime = start.0.isDate ? .date(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
+                if let length = periodLengths[ms / 1000], let endField {
+                    copy.fields[endField] = .timestamp(ms + length)
+                }
+                let time: CalendarTime =
+                    start.0.isDate ? .date(occurrence) : .utc(LocalDateTime(wallSeconds: ms / 1000))
                 copy.id.recordName = ICalendarRecordReader.occurrenceName(baseName, time, ms)
                 emit(copy, component, properties, plan, isOccurrence: true)
             }
@@ -666,25 +813,34 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
 
     private func timeList(_ property: ContentLine, recordName: String) throws -> [CalendarTime] {
         try property.value.split(separator: ",").map { value in
-            let text = String(value.split(separator: "/").first ?? value) // a PERIOD starts with its start
-            return try time(ContentLine(name: property.name, parameters: property.parameters, value: text, line: property.line), recordName: recordName).0
+            let text = String(value.split(separator: "/").first ?? value)  // a PERIOD starts with its start
+            return try time(
+                ContentLine(name: property.name, parameters: property.parameters, value: text, line: property.line),
+                recordName: recordName
+            ).0
         }
     }
 
     /// The record, then one attendee record per ATTENDEE.
-    private func emit(_ record: Record, _ component: ICalComponent, _ properties: NumberedProperties, _ plan: ComponentPlan, isOccurrence: Bool = false) {
+    private func emit(
+        _ record: Record, _ component: ICalComponent, _ properties: NumberedProperties, _ plan: ComponentPlan,
+        isOccurrence: Bool = false
+    ) {
         let file = input.name
         var sourced = SourcedRecord(record: record, position: SourcePosition(file: file, line: component.line))
         sourced.filledFields = filled
         queue.append(.record(sourced))
         guard let attendees = plan.attendees else { return }
         let spec = attendees.spec
-        for (index, attendee) in properties.properties.enumerated() where properties.numbers[index] == PropertyNumbers.attendee {
+        for (index, attendee) in properties.properties.enumerated()
+        where properties.numbers[index] == PropertyNumbers.attendee {
             guard let personField = attendees.person else { continue }
             let person = personValue(attendee.value, personField.type)
             // A file ckport wrote names the participant record; others get a name from the event's and the person's.
             let participantName: String
-            if !isOccurrence, let named = attendee.parameter(ICalendarExporter.recordParameter), Names.recordNameProblem(named) == nil {
+            if !isOccurrence, let named = attendee.parameter(ICalendarExporter.recordParameter),
+                Names.recordNameProblem(named) == nil
+            {
                 participantName = named
             } else {
                 let key: String
@@ -695,20 +851,25 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 }
                 participantName = ICalendarRecordReader.recordName(from: record.recordName + "_" + key)
             }
-            var participant = Record(id: RecordID(recordName: participantName, zone: record.zone), recordType: spec.recordType,
-                                     fields: RecordFields(minimumCapacity: attendees.type.fields.count))
-            participant.fields[spec.reference] = .reference(Reference(recordName: record.recordName, action: spec.referenceAction))
+            var participant = Record(
+                id: RecordID(recordName: participantName, zone: record.zone), recordType: spec.recordType,
+                fields: RecordFields(minimumCapacity: attendees.type.fields.count))
+            participant.fields[spec.reference] = .reference(
+                Reference(recordName: record.recordName, action: spec.referenceAction))
             participant.fields[spec.person.field] = person
             if let partstat = spec.partstat, let state = attendee.parameter("PARTSTAT") {
                 var text = state.uppercased()
                 if case .mapped = partstat { text = attendees.partstat[text] ?? state.lowercased() }
                 if let field = partstat.sourceField { participant.fields[field] = .string(text) }
             }
-            queue.append(.record(SourcedRecord(record: participant, position: SourcePosition(file: file, line: attendee.line))))
+            queue.append(
+                .record(SourcedRecord(record: participant, position: SourcePosition(file: file, line: attendee.line))))
         }
     }
 
-    private func assign(_ property: ContentLine, _ mapped: ComponentPlan.Mapped, to record: inout Record, type: RecordTypeDefinition) throws {
+    private func assign(
+        _ property: ContentLine, _ mapped: ComponentPlan.Mapped, to record: inout Record, type: RecordTypeDefinition
+    ) throws {
         guard let field = mapped.value.sourceField, let definition = mapped.definition else { return }
         switch mapped.value {
         case .constant, .reference:
@@ -731,7 +892,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             do {
                 if let parsed = try values.value(text, as: definition.type) { record.fields[field] = parsed }
             } catch {
-                throw ComponentProblem(line: property.line, message: "\(property.name) → \(type.name).\(field): \(error.message)", recordName: record.recordName, field: field)
+                throw ComponentProblem(
+                    line: property.line, message: "\(property.name) → \(type.name).\(field): \(error.message)",
+                    recordName: record.recordName, field: field)
             }
         }
     }
@@ -745,11 +908,15 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         // An ASCII address (nearly every one) is matched byte by byte; the others through
         // Unicode's case mapping.
         let (ascii, mailto) = address.withUTF8Bytes { bytes in
-            (!bytes.contains { $0 >= 0x80 },
-             bytes.count >= 7 && ICalendarRecordReader.mailto.indices.allSatisfy { index in
-                 let byte = bytes[index]
-                 return (byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte) == ICalendarRecordReader.mailto[index]
-             })
+            (
+                !bytes.contains { $0 >= 0x80 },
+                bytes.count >= 7
+                    && ICalendarRecordReader.mailto.indices.allSatisfy { index in
+                        let byte = bytes[index]
+                        return (byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte)
+                            == ICalendarRecordReader.mailto[index]
+                    }
+            )
         }
         if ascii ? mailto : key.lowercased().hasPrefix("mailto:") { key = String(key.dropFirst(7)) }
         if key.hasPrefix("urn:x-ckport:") { key = String(key.dropFirst(13)).removingPercentEncoding ?? key }
@@ -762,7 +929,9 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     }
 
     /// Puts a rule back into the fields it came from.
-    private func keep(_ rule: ContentLine, _ spec: CalendarMapping.Recurrence, in record: inout Record, type: RecordTypeDefinition) throws {
+    private func keep(
+        _ rule: ContentLine, _ spec: CalendarMapping.Recurrence, in record: inout Record, type: RecordTypeDefinition
+    ) throws {
         let parsed: RecurrenceRule
         do { parsed = try RecurrenceRule(parsing: rule.value) } catch {
             throw ComponentProblem(line: rule.line, message: error.message, recordName: record.recordName)
@@ -778,11 +947,18 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             case (.weekly, 2): record.fields[typeField] = .string("biweekly")
             case (.monthly, 1):
                 record.fields[typeField] = .string("monthly")
-                if let monthDayField, let day = parsed.byMonthDay.max(), day > 0 { record.fields[monthDayField] = .int64(Int64(day)) }
+                if let monthDayField, let day = parsed.byMonthDay.max(), day > 0 {
+                    record.fields[monthDayField] = .int64(Int64(day))
+                }
             default:
-                throw ComponentProblem(line: rule.line, message: "RRULE \(rule.value) is not one of the chore rules (daily, weekly, biweekly, monthly)", recordName: record.recordName)
+                throw ComponentProblem(
+                    line: rule.line,
+                    message: "RRULE \(rule.value) is not one of the chore rules (daily, weekly, biweekly, monthly)",
+                    recordName: record.recordName)
             }
-            if let weekdayField, let weekday, parsed.frequency == .weekly { record.fields[weekdayField] = .int64(weekday) }
+            if let weekdayField, let weekday, parsed.frequency == .weekly {
+                record.fields[weekdayField] = .int64(weekday)
+            }
         }
     }
 
@@ -792,7 +968,11 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         if Names.recordNameProblem(uid) == nil { return uid }
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in uid.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        let readable = String(uid.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-.@".unicodeScalars.contains($0)) }.prefix(40).map(Character.init))
+        let readable = String(
+            uid.unicodeScalars.filter {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-.@".unicodeScalars.contains($0))
+            }.prefix(40).map(Character.init))
         return (readable.isEmpty || readable.hasPrefix("_") ? "ics" : readable) + "-" + String(hash, radix: 16)
     }
 

@@ -20,8 +20,11 @@ public struct RecurrenceSet {
     static let maxEmptyPeriods = 2_000
     static let maxOccurrences = 1_000_000
 
-    public init(start: LocalDateTime, isDate: Bool, rules: [RecurrenceRule], dates: [CalendarTime] = [], exceptions: [CalendarTime] = [],
-                instant: @escaping (LocalDateTime) -> Int64, instantOf: @escaping (CalendarTime) -> Int64) {
+    public init(
+        start: LocalDateTime, isDate: Bool, rules: [RecurrenceRule], dates: [CalendarTime] = [],
+        exceptions: [CalendarTime] = [],
+        instant: @escaping (LocalDateTime) -> Int64, instantOf: @escaping (CalendarTime) -> Int64
+    ) {
         self.start = start
         self.isDate = isDate
         self.rules = rules
@@ -44,13 +47,19 @@ public struct RecurrenceSet {
         for date in dates {
             let wall = date.local
             let at = instantOf(date)
-            if at >= from && at < to { found.insert(isDate ? LocalDateTime(year: wall.year, month: wall.month, day: wall.day) : wall) }
+            if at >= from && at < to {
+                found.insert(isDate ? LocalDateTime(year: wall.year, month: wall.month, day: wall.day) : wall)
+            }
         }
-        let excluded = Set(exceptions.map { exception -> Int64 in
-            exception.isDate ? LocalDateTime(year: exception.local.year, month: exception.local.month, day: exception.local.day).dayNumber : instantOf(exception)
-        })
+        let excluded = Set(
+            exceptions.map { exception -> Int64 in
+                exception.isDate
+                    ? LocalDateTime(year: exception.local.year, month: exception.local.month, day: exception.local.day)
+                        .dayNumber : instantOf(exception)
+            })
         return found.filter { occurrence in
-            !excluded.contains(isDate ? occurrence.dayNumber : instant(occurrence)) && !(excludedByDate(occurrence, excluded))
+            !excluded.contains(isDate ? occurrence.dayNumber : instant(occurrence))
+                && !(excludedByDate(occurrence, excluded))
         }.sorted()
     }
 
@@ -62,13 +71,17 @@ public struct RecurrenceSet {
     /// The rule's occurrences in `from..<to` (UTC seconds), honouring COUNT and UNTIL. Only
     /// those in the window are kept; without COUNT, whole periods before the window are not
     /// even visited, so an early DTSTART with a short FREQ costs nothing.
-    func expand(_ original: RecurrenceRule, from windowStart: Int64 = Int64.min, until windowEnd: Int64) throws(RecurrenceError) -> [LocalDateTime] {
+    func expand(_ original: RecurrenceRule, from windowStart: Int64 = Int64.min, until windowEnd: Int64)
+        throws(RecurrenceError) -> [LocalDateTime]
+    {
         try expandCountingPeriods(original, from: windowStart, until: windowEnd).occurrences
     }
 
     /// ``expand(_:from:until:)``, and how many periods it looked at to find them.
-    func expandCountingPeriods(_ original: RecurrenceRule, from windowStart: Int64 = Int64.min,
-                               until windowEnd: Int64) throws(RecurrenceError) -> (occurrences: [LocalDateTime], periods: Int) {
+    func expandCountingPeriods(
+        _ original: RecurrenceRule, from windowStart: Int64 = Int64.min,
+        until windowEnd: Int64
+    ) throws(RecurrenceError) -> (occurrences: [LocalDateTime], periods: Int) {
         var visited = 0
         var rule = original
         // Defaults from DTSTART (RFC 5545 §3.3.10, as implementations apply them).
@@ -87,7 +100,9 @@ public struct RecurrenceSet {
         }
         let untilInstant: Int64? = rule.until.map { until in
             switch until {
-            case .date(let d): return instant(LocalDateTime(year: d.year, month: d.month, day: d.day, hour: 23, minute: 59, second: 59))
+            case .date(let d):
+                return instant(
+                    LocalDateTime(year: d.year, month: d.month, day: d.day, hour: 23, minute: 59, second: 59))
             case .floating(let t), .zoned(let t, _): return instant(t)
             case .utc: return instantOf(until)
             }
@@ -121,8 +136,11 @@ public struct RecurrenceSet {
             visited += 1
             // A period that starts after the window (or UNTIL) can hold nothing wanted.
             let periodInstant = instant(LocalDateTime(wallSeconds: periodStart))
-            if periodInstant >= windowEnd || (untilInstant.map { periodInstant > $0 } ?? false) { return (results, visited) }
-            let selected = rule.bySetPos.isEmpty ? candidates : RecurrenceSet.select(candidates, positions: rule.bySetPos)
+            if periodInstant >= windowEnd || (untilInstant.map { periodInstant > $0 } ?? false) {
+                return (results, visited)
+            }
+            let selected =
+                rule.bySetPos.isEmpty ? candidates : RecurrenceSet.select(candidates, positions: rule.bySetPos)
             var any = false
             for candidate in selected where candidate.wallSeconds >= startWall {
                 any = true
@@ -141,7 +159,10 @@ public struct RecurrenceSet {
                 guard at >= windowStart else { continue }
                 results.append(candidate)
                 if results.count > RecurrenceSet.maxOccurrences {
-                    throw RecurrenceError(message: "RRULE \(original.text) has more than \(RecurrenceSet.maxOccurrences) occurrences in the window; narrow \(Wording.expansionWindow.text)")
+                    throw RecurrenceError(
+                        message:
+                            "RRULE \(original.text) has more than \(RecurrenceSet.maxOccurrences) occurrences in the window; narrow \(Wording.expansionWindow.text)"
+                    )
                 }
             }
             empty = any ? 0 : empty + 1
@@ -169,7 +190,8 @@ public struct RecurrenceSet {
             days = Array(ISO8601.days(year: year, month: 1, day: 1)...ISO8601.days(year: year, month: 12, day: 31))
         case .monthly:
             let monthIndex = start.year * 12 + (start.month - 1) + Int64(period)
-            let year = ISO8601.floorDiv(monthIndex, 12), month = monthIndex - year * 12 + 1
+            let year = ISO8601.floorDiv(monthIndex, 12)
+            let month = monthIndex - year * 12 + 1
             let first = ISO8601.days(year: year, month: month, day: 1)
             days = Array(first..<(first + CalendarTime.daysInMonth(year, month)))
         case .weekly:
@@ -179,22 +201,42 @@ public struct RecurrenceSet {
             days = [start.dayNumber + Int64(period)]
         case .hourly, .minutely, .secondly:
             let step: Int64 = rule.frequency == .hourly ? 3600 : rule.frequency == .minutely ? 60 : 1
-            let base = rule.frequency == .hourly ? start.wallSeconds - start.minute * 60 - start.second
+            let base =
+                rule.frequency == .hourly
+                ? start.wallSeconds - start.minute * 60 - start.second
                 : rule.frequency == .minutely ? start.wallSeconds - start.second : start.wallSeconds
             let moment = LocalDateTime(wallSeconds: base + Int64(period) * step)
             days = [moment.dayNumber]
-            fixedTime = (moment.hour, rule.frequency == .hourly ? nil : moment.minute, rule.frequency == .secondly ? moment.second : nil)
+            fixedTime = (
+                moment.hour, rule.frequency == .hourly ? nil : moment.minute,
+                rule.frequency == .secondly ? moment.second : nil
+            )
         }
-        let dayOrdinalScope: DayScope = rule.frequency == .monthly || (rule.frequency == .yearly && !rule.byMonth.isEmpty) ? .month : rule.frequency == .yearly ? .year : .none
-        let periodStart = fixedTime.hour.map { h in days[0] * 86_400 + h * 3600 + (fixedTime.minute ?? 0) * 60 + (fixedTime.second ?? 0) } ?? days[0] * 86_400
+        let dayOrdinalScope: DayScope =
+            rule.frequency == .monthly || (rule.frequency == .yearly && !rule.byMonth.isEmpty)
+            ? .month : rule.frequency == .yearly ? .year : .none
+        let periodStart =
+            fixedTime.hour.map { h in
+                days[0] * 86_400 + h * 3600 + (fixedTime.minute ?? 0) * 60 + (fixedTime.second ?? 0)
+            } ?? days[0] * 86_400
         let matching = days.filter { matches(day: $0, rule: rule, scope: dayOrdinalScope) }
         guard !matching.isEmpty else { return ([], periodStart) }
-        let hours: [Int64] = fixedTime.hour.map { h in rule.byHour.isEmpty || rule.byHour.contains(Int(h)) ? [h] : [] } ?? (rule.byHour.isEmpty ? [start.hour] : rule.byHour.map(Int64.init).sorted())
-        let minutes: [Int64] = fixedTime.minute.map { m in rule.byMinute.isEmpty || rule.byMinute.contains(Int(m)) ? [m] : [] } ?? (rule.byMinute.isEmpty ? [start.minute] : rule.byMinute.map(Int64.init).sorted())
-        let seconds: [Int64] = fixedTime.second.map { s in rule.bySecond.isEmpty || rule.bySecond.contains(Int(s)) ? [s] : [] } ?? (rule.bySecond.isEmpty ? [start.second] : rule.bySecond.map { Int64(min($0, 59)) }.sorted())
+        let hours: [Int64] =
+            fixedTime.hour.map { h in rule.byHour.isEmpty || rule.byHour.contains(Int(h)) ? [h] : [] }
+            ?? (rule.byHour.isEmpty ? [start.hour] : rule.byHour.map(Int64.init).sorted())
+        let minutes: [Int64] =
+            fixedTime.minute.map { m in rule.byMinute.isEmpty || rule.byMinute.contains(Int(m)) ? [m] : [] }
+            ?? (rule.byMinute.isEmpty ? [start.minute] : rule.byMinute.map(Int64.init).sorted())
+        let seconds: [Int64] =
+            fixedTime.second.map { s in rule.bySecond.isEmpty || rule.bySecond.contains(Int(s)) ? [s] : [] }
+            ?? (rule.bySecond.isEmpty ? [start.second] : rule.bySecond.map { Int64(min($0, 59)) }.sorted())
         var out: [LocalDateTime] = []
         for day in matching {
-            for h in hours { for m in minutes { for s in seconds { out.append(LocalDateTime(dayNumber: day, secondsOfDay: h * 3600 + m * 60 + s)) } } }
+            for h in hours {
+                for m in minutes {
+                    for s in seconds { out.append(LocalDateTime(dayNumber: day, secondsOfDay: h * 3600 + m * 60 + s)) }
+                }
+            }
         }
         return (out, periodStart)
     }
@@ -236,9 +278,17 @@ public struct RecurrenceSet {
             let hit = rule.byDay.contains { entry in
                 guard entry.weekday == weekday else { return false }
                 guard entry.ordinal != 0, scope != .none else { return true }
-                let (first, last): (Int64, Int64) = scope == .month
-                    ? (ISO8601.days(year: date.year, month: date.month, day: 1), ISO8601.days(year: date.year, month: date.month, day: CalendarTime.daysInMonth(date.year, date.month)))
-                    : (ISO8601.days(year: date.year, month: 1, day: 1), ISO8601.days(year: date.year, month: 12, day: 31))
+                let (first, last): (Int64, Int64) =
+                    scope == .month
+                    ? (
+                        ISO8601.days(year: date.year, month: date.month, day: 1),
+                        ISO8601.days(
+                            year: date.year, month: date.month, day: CalendarTime.daysInMonth(date.year, date.month))
+                    )
+                    : (
+                        ISO8601.days(year: date.year, month: 1, day: 1),
+                        ISO8601.days(year: date.year, month: 12, day: 31)
+                    )
                 if entry.ordinal > 0 {
                     return (day - first) / 7 + 1 == Int64(entry.ordinal)
                 }

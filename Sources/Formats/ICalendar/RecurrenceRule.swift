@@ -11,8 +11,13 @@ public struct RecurrenceError: CKPortError, Sendable {
 /// An RRULE (RFC 5545 §3.3.10): FREQ, INTERVAL, COUNT, UNTIL, BYSECOND … BYSETPOS, WKST.
 public struct RecurrenceRule: Sendable, Hashable {
     public enum Frequency: String, Sendable, CaseIterable, Comparable {
-        case secondly = "SECONDLY", minutely = "MINUTELY", hourly = "HOURLY", daily = "DAILY"
-        case weekly = "WEEKLY", monthly = "MONTHLY", yearly = "YEARLY"
+        case secondly = "SECONDLY"
+        case minutely = "MINUTELY"
+        case hourly = "HOURLY"
+        case daily = "DAILY"
+        case weekly = "WEEKLY"
+        case monthly = "MONTHLY"
+        case yearly = "YEARLY"
 
         var rank: Int { Frequency.allCases.firstIndex(of: self)! }
         public static func < (a: Frequency, b: Frequency) -> Bool { a.rank < b.rank }
@@ -56,11 +61,14 @@ public struct RecurrenceRule: Sendable, Hashable {
         var rule = RecurrenceRule(frequency: .daily)
         var seen: Set<String> = []
         func fail(_ message: String) -> RecurrenceError { RecurrenceError(message: "RRULE \(text): \(message)") }
-        func numbers(_ value: String, _ name: String, _ range: ClosedRange<Int>, signed: Bool) throws(RecurrenceError) -> [Int] {
+        func numbers(_ value: String, _ name: String, _ range: ClosedRange<Int>, signed: Bool) throws(RecurrenceError)
+            -> [Int]
+        {
             var out: [Int] = []
             for part in value.split(separator: ",") {
                 guard let n = Int(part), range.contains(abs(n)), signed || n >= 0, !(signed && n == 0) else {
-                    throw fail("\(name) takes \(signed ? "±" : "")\(range.lowerBound)…\(range.upperBound), found \(part)")
+                    throw fail(
+                        "\(name) takes \(signed ? "±" : "")\(range.lowerBound)…\(range.upperBound), found \(part)")
                 }
                 out.append(n)
             }
@@ -69,7 +77,8 @@ public struct RecurrenceRule: Sendable, Hashable {
         for part in text.split(separator: ";") where !part.isEmpty {
             let pieces = part.split(separator: "=", maxSplits: 1).map(String.init)
             guard pieces.count == 2 else { throw fail("'\(part)' is not NAME=value") }
-            let name = pieces[0].uppercased(), value = pieces[1].uppercased()
+            let name = pieces[0].uppercased()
+            let value = pieces[1].uppercased()
             guard seen.insert(name).inserted else { throw fail("\(name) is given twice") }
             switch name {
             case "FREQ":
@@ -83,7 +92,9 @@ public struct RecurrenceRule: Sendable, Hashable {
                 rule.count = n
             case "UNTIL":
                 let property = ContentLine(name: "UNTIL", value: value)
-                guard let until = CalendarTime.parse(property) else { throw fail("UNTIL is a date or date-time, found \(value)") }
+                guard let until = CalendarTime.parse(property) else {
+                    throw fail("UNTIL is a date or date-time, found \(value)")
+                }
                 rule.until = until
             case "BYSECOND": rule.bySecond = try numbers(value, name, 0...60, signed: false)
             case "BYMINUTE": rule.byMinute = try numbers(value, name, 0...59, signed: false)
@@ -96,17 +107,23 @@ public struct RecurrenceRule: Sendable, Hashable {
             case "BYDAY":
                 for item in value.split(separator: ",") {
                     let dayName = String(item.suffix(2))
-                    guard let weekday = RecurrenceRule.weekdayNames.firstIndex(of: dayName) else { throw fail("unknown weekday in BYDAY: \(item)") }
+                    guard let weekday = RecurrenceRule.weekdayNames.firstIndex(of: dayName) else {
+                        throw fail("unknown weekday in BYDAY: \(item)")
+                    }
                     let prefix = item.dropLast(2)
                     var ordinal = 0
                     if !prefix.isEmpty {
-                        guard let n = Int(prefix), (1...53).contains(abs(n)) else { throw fail("a BYDAY ordinal is ±1…53, found \(prefix)") }
+                        guard let n = Int(prefix), (1...53).contains(abs(n)) else {
+                            throw fail("a BYDAY ordinal is ±1…53, found \(prefix)")
+                        }
                         ordinal = n
                     }
                     rule.byDay.append(WeekdayNumber(ordinal: ordinal, weekday: weekday))
                 }
             case "WKST":
-                guard let weekday = RecurrenceRule.weekdayNames.firstIndex(of: value) else { throw fail("unknown WKST \(value)") }
+                guard let weekday = RecurrenceRule.weekdayNames.firstIndex(of: value) else {
+                    throw fail("unknown WKST \(value)")
+                }
                 rule.weekStart = weekday
             default:
                 if !name.hasPrefix("X-") { throw fail("unknown part \(name)") }
@@ -130,12 +147,18 @@ public struct RecurrenceRule: Sendable, Hashable {
             case .zoned(let t, _), .floating(let t): parts.append("UNTIL=" + CalendarTime.basic(t, date: false))
             }
         }
-        func list(_ name: String, _ values: [Int]) { if !values.isEmpty { parts.append("\(name)=" + values.map(String.init).joined(separator: ",")) } }
+        func list(_ name: String, _ values: [Int]) {
+            if !values.isEmpty { parts.append("\(name)=" + values.map(String.init).joined(separator: ",")) }
+        }
         list("BYSECOND", bySecond)
         list("BYMINUTE", byMinute)
         list("BYHOUR", byHour)
         if !byDay.isEmpty {
-            parts.append("BYDAY=" + byDay.map { ($0.ordinal != 0 ? String($0.ordinal) : "") + RecurrenceRule.weekdayNames[$0.weekday] }.joined(separator: ","))
+            parts.append(
+                "BYDAY="
+                    + byDay.map {
+                        ($0.ordinal != 0 ? String($0.ordinal) : "") + RecurrenceRule.weekdayNames[$0.weekday]
+                    }.joined(separator: ","))
         }
         list("BYMONTHDAY", byMonthDay)
         list("BYYEARDAY", byYearDay)

@@ -58,7 +58,9 @@ enum TZif {
         let folder = ProcessInfo.processInfo.environment["TZDIR"] ?? "/usr/share/zoneinfo"
         var zone: Zone?
         // Names come from the zone database's own list of names, never from a path.
-        if !identifier.contains(".."), !identifier.hasPrefix("/"), let data = FileManager.default.contents(atPath: folder + "/" + identifier) {
+        if !identifier.contains(".."), !identifier.hasPrefix("/"),
+            let data = FileManager.default.contents(atPath: folder + "/" + identifier)
+        {
             zone = parse([UInt8](data))
         }
         cache[identifier] = zone
@@ -69,12 +71,15 @@ enum TZif {
         var offset = 0
         func u32(_ at: Int) -> Int? {
             guard at + 4 <= bytes.count else { return nil }
-            return Int(UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3]))
+            return Int(
+                UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8
+                    | UInt32(bytes[at + 3]))
         }
         func header(_ at: Int) -> (version: UInt8, isut: Int, isstd: Int, leap: Int, time: Int, type: Int, char: Int)? {
             guard at + 44 <= bytes.count, bytes[at..<(at + 4)].elementsEqual("TZif".utf8) else { return nil }
             guard let isut = u32(at + 20), let isstd = u32(at + 24), let leap = u32(at + 28), let time = u32(at + 32),
-                  let type = u32(at + 36), let char = u32(at + 40) else { return nil }
+                let type = u32(at + 36), let char = u32(at + 40)
+            else { return nil }
             return (bytes[at + 4], isut, isstd, leap, time, type, char)
         }
         guard let first = header(0) else { return nil }
@@ -120,6 +125,8 @@ enum TZif {
         if timeSize == 8, end < bytes.count, bytes[end] == 0x0A, let close = bytes[(end + 1)...].firstIndex(of: 0x0A) {
             footer = String(decoding: bytes[(end + 1)..<close], as: UTF8.self)
         }
-        return Zone(transitions: zip(times, indices).map { ($0, $1) }, types: types.map { (offset: $0.0, isDST: $0.1, abbreviation: $0.2) }, footer: footer)
+        return Zone(
+            transitions: zip(times, indices).map { ($0, $1) },
+            types: types.map { (offset: $0.0, isDST: $0.1, abbreviation: $0.2) }, footer: footer)
     }
 }

@@ -38,7 +38,9 @@ public final class AssetFolderWriter {
                 continue
             }
             let target = (directory as NSString).appendingPathComponent(sha256)
-            if let existing = (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.int64Value, existing == size {
+            if let existing = (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?
+                .int64Value, existing == size
+            {
                 alreadyThere += 1
                 continue
             }

@@ -42,7 +42,8 @@ public final class ByteInput {
             fd = open(path, O_RDONLY)
             guard fd >= 0 else {
                 buffer.deallocate()
-                throw InputIssue(position: SourcePosition(file: path), message: "cannot open: \(String(cString: strerror(errno)))")
+                throw InputIssue(
+                    position: SourcePosition(file: path), message: "cannot open: \(String(cString: strerror(errno)))")
             }
             ownsDescriptor = true
             var info = stat()
@@ -71,7 +72,10 @@ public final class ByteInput {
     }
 
     /// Reads from a stream: `read` fills the buffer and returns how many bytes it gave, 0 at the end.
-    public init(name: String, totalBytes: Int64?, chunkSize: Int = 1 << 20, read: @escaping (UnsafeMutableRawBufferPointer) throws -> Int) {
+    public init(
+        name: String, totalBytes: Int64?, chunkSize: Int = 1 << 20,
+        read: @escaping (UnsafeMutableRawBufferPointer) throws -> Int
+    ) {
         self.name = name
         self.chunkSize = chunkSize
         capacity = chunkSize
@@ -130,7 +134,8 @@ public final class ByteInput {
             } while count < 0 && errno == EINTR
         }
         if count < 0 {
-            throw InputIssue(position: SourcePosition(file: name), message: "read failed: \(String(cString: strerror(errno)))")
+            throw InputIssue(
+                position: SourcePosition(file: name), message: "read failed: \(String(cString: strerror(errno)))")
         }
         if count == 0 {
             atEOF = true

@@ -1,6 +1,6 @@
 import CSQLiteConfig
-import Records
 import Foundation
+import Records
 
 /// An output file written through a buffer, put in place only when complete.
 ///
@@ -69,10 +69,14 @@ public final class OutputFile {
                 throw OutputError(path: path, message: "its folder \(directory) does not exist")
             }
             OutputFile.removeStale(in: directory.isEmpty ? "." : directory)
-            let temporary = (directory.isEmpty ? "." : directory) + "/." + url.lastPathComponent + ".ckport-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+            let temporary =
+                (directory.isEmpty ? "." : directory) + "/." + url.lastPathComponent
+                + ".ckport-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
             // Readable by the owner only until it is complete; commit() gives it its final mode.
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw OutputError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                throw OutputError(path: path, message: "cannot create: \(String(cString: strerror(errno)))")
+            }
             temporaryPath = temporary
         }
         buffer.reserveCapacity(flushSize + 65536)
@@ -93,7 +97,9 @@ public final class OutputFile {
         }
         if let number {
             let copy = dup(number)
-            guard copy >= 0 else { throw OutputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))") }
+            guard copy >= 0 else {
+                throw OutputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))")
+            }
             return copy
         }
         var info = stat()
@@ -101,7 +107,9 @@ public final class OutputFile {
         let kind = info.st_mode & S_IFMT
         guard kind != S_IFREG && kind != S_IFDIR else { return nil }
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw OutputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw OutputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))")
+        }
         return fd
     }
 
@@ -185,7 +193,9 @@ public final class OutputFile {
             throw OutputError(path: path, message: "sync failed: \(message)")
         }
         var existing = stat()
-        let mode: mode_t = stat(finalPath, &existing) == 0 ? existing.st_mode & 0o7777 : privateIfNew ? 0o600 : 0o666 & ~OutputFile.umask
+        let mode: mode_t =
+            stat(finalPath, &existing) == 0
+            ? existing.st_mode & 0o7777 : privateIfNew ? 0o600 : 0o666 & ~OutputFile.umask
         fchmod(fd, ownerOnly ? 0o600 : mode)
         close(fd)
         guard rename(temporaryPath, finalPath) == 0 else {

@@ -25,7 +25,9 @@ public struct RecordInput {
     }
 
     /// An input whose bytes `open` makes (another format's text converted as it is read, say).
-    public static func converted(name: String, isReopenable: Bool, open: @escaping () throws -> ByteInput) -> RecordInput {
+    public static func converted(name: String, isReopenable: Bool, open: @escaping () throws -> ByteInput)
+        -> RecordInput
+    {
         RecordInput(name: name, isReopenable: isReopenable, opener: open, spool: nil)
     }
 

@@ -1,8 +1,9 @@
 import Records
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads the common shape of a canonical (CloudKit Web Services) record straight from its
@@ -70,8 +71,10 @@ public struct CanonicalRecordScanner: Sendable {
         @inline(__always)
         func usualTail(of index: Int, at bytes: UnsafeRawBufferPointer) -> Int? {
             tailBytes.withUnsafeBytes { all in
-                let from = tailOffsets[index], count = tailOffsets[index + 1] - from
-                return bytes.count >= count && memcmp(all.baseAddress! + from, bytes.baseAddress!, count) == 0 ? count : nil
+                let from = tailOffsets[index]
+                let count = tailOffsets[index + 1] - from
+                return bytes.count >= count && memcmp(all.baseAddress! + from, bytes.baseAddress!, count) == 0
+                    ? count : nil
             }
         }
 
@@ -81,9 +84,12 @@ public struct CanonicalRecordScanner: Sendable {
         func key(at bytes: UnsafeRawBufferPointer, hint: Int) -> Int? {
             guard hint < names.count else { return nil }
             return nameBytes.withUnsafeBytes { all in
-                let from = nameOffsets[hint], count = nameOffsets[hint + 1] - from
+                let from = nameOffsets[hint]
+                let count = nameOffsets[hint + 1] - from
                 guard bytes.count >= count + 3, bytes[0] == UInt8(ascii: "\""), bytes[count + 1] == UInt8(ascii: "\""),
-                      bytes[count + 2] == UInt8(ascii: ":"), count == 0 || memcmp(all.baseAddress! + from, bytes.baseAddress! + 1, count) == 0 else { return nil }
+                    bytes[count + 2] == UInt8(ascii: ":"),
+                    count == 0 || memcmp(all.baseAddress! + from, bytes.baseAddress! + 1, count) == 0
+                else { return nil }
                 return hint
             }
         }
@@ -96,8 +102,11 @@ public struct CanonicalRecordScanner: Sendable {
         }
 
         @inline(__always)
-        private static func equal(_ all: UnsafeRawBufferPointer, _ from: Int, _ to: Int, _ key: UnsafeRawBufferPointer) -> Bool {
-            to - from == key.count && (key.count == 0 || memcmp(all.baseAddress! + from, key.baseAddress!, key.count) == 0)
+        private static func equal(_ all: UnsafeRawBufferPointer, _ from: Int, _ to: Int, _ key: UnsafeRawBufferPointer)
+            -> Bool
+        {
+            to - from == key.count
+                && (key.count == 0 || memcmp(all.baseAddress! + from, key.baseAddress!, key.count) == 0)
         }
     }
 
@@ -145,7 +154,10 @@ extension JSONParser {
     @inline(__always) private mutating func openObject() throws -> Bool {
         try expect(UInt8(ascii: "{"))
         skipWhitespace()
-        if current == UInt8(ascii: "}") { i += 1; return false }
+        if current == UInt8(ascii: "}") {
+            i += 1
+            return false
+        }
         return true
     }
 
@@ -166,7 +178,11 @@ extension JSONParser {
         }
         let key = UnsafeRawBufferPointer(start: base + start, count: j - start)
         i = j + 1
-        if i < bytes.count, base.load(fromByteOffset: i, as: UInt8.self) == UInt8(ascii: ":") { i += 1 } else { try expect(UInt8(ascii: ":")) }
+        if i < bytes.count, base.load(fromByteOffset: i, as: UInt8.self) == UInt8(ascii: ":") {
+            i += 1
+        } else {
+            try expect(UInt8(ascii: ":"))
+        }
         skipWhitespace()
         return key
     }
@@ -210,7 +226,9 @@ extension JSONParser {
     /// Steps over `literal` when the input goes on with exactly its bytes, else stays put.
     @inline(__always) private mutating func skip(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
-        guard bytes.count - i >= count, memcmp(bytes.baseAddress! + i, literal.utf8Start, count) == 0 else { return false }
+        guard bytes.count - i >= count, memcmp(bytes.baseAddress! + i, literal.utf8Start, count) == 0 else {
+            return false
+        }
         i += count
         return true
     }
@@ -231,7 +249,8 @@ extension JSONParser {
             let start = i
             if let raw = try? rawString() {
                 let same = known.utf8.withContiguousStorageIfAvailable { utf8 in
-                    utf8.count == raw.count && (raw.count == 0 || memcmp(utf8.baseAddress!, raw.baseAddress!, raw.count) == 0)
+                    utf8.count == raw.count
+                        && (raw.count == 0 || memcmp(utf8.baseAddress!, raw.baseAddress!, raw.count) == 0)
                 }
                 if same == true { return known }
             }
@@ -243,7 +262,10 @@ extension JSONParser {
     /// A JSON integer (no fraction, no exponent) that fits an Int64.
     private mutating func integer() throws -> Int64 {
         var negative = false
-        if current == UInt8(ascii: "-") { negative = true; i += 1 }
+        if current == UInt8(ascii: "-") {
+            negative = true
+            i += 1
+        }
         guard let first = current, first >= 0x30 && first <= 0x39 else { throw GiveUp() }
         if first == 0x30, i + 1 < bytes.count, bytes[i + 1] >= 0x30 && bytes[i + 1] <= 0x39 { throw GiveUp() }
         var magnitude: UInt64 = 0
@@ -254,7 +276,9 @@ extension JSONParser {
             magnitude = sum
             i += 1
         }
-        if let b = current, b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") { throw GiveUp() }
+        if let b = current, b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") {
+            throw GiveUp()
+        }
         if negative {
             guard magnitude <= UInt64(Int64.max) + 1 else { throw GiveUp() }
             return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
@@ -265,7 +289,8 @@ extension JSONParser {
 
     private mutating func isNull() -> Bool {
         guard i + 4 <= bytes.count, bytes[i] == UInt8(ascii: "n"), bytes[i + 1] == UInt8(ascii: "u"),
-              bytes[i + 2] == UInt8(ascii: "l"), bytes[i + 3] == UInt8(ascii: "l") else { return false }
+            bytes[i + 2] == UInt8(ascii: "l"), bytes[i + 3] == UInt8(ascii: "l")
+        else { return false }
         i += 4
         return true
     }
@@ -277,14 +302,28 @@ extension JSONParser {
         if try openObject() {
             repeat {
                 // The usual keys, in their usual order, matched by their bytes first.
-                if timestamp == nil, skipKey("\"timestamp\":") { timestamp = try integer(); continue }
-                if timestamp != nil, user == nil, skipKey("\"userRecordName\":") { user = try string(reusing: usualUser); continue }
-                if user != nil, device == nil, skipKey("\"deviceID\":") { device = try string(); continue }
+                if timestamp == nil, skipKey("\"timestamp\":") {
+                    timestamp = try integer()
+                    continue
+                }
+                if timestamp != nil, user == nil, skipKey("\"userRecordName\":") {
+                    user = try string(reusing: usualUser)
+                    continue
+                }
+                if user != nil, device == nil, skipKey("\"deviceID\":") {
+                    device = try string()
+                    continue
+                }
                 let name = try memberKey()
-                if key(name, is: "timestamp"), timestamp == nil { timestamp = try integer() }
-                else if key(name, is: "userRecordName"), user == nil { user = try string(reusing: usualUser) }
-                else if key(name, is: "deviceID"), device == nil { device = try string() }
-                else { throw GiveUp() }
+                if key(name, is: "timestamp"), timestamp == nil {
+                    timestamp = try integer()
+                } else if key(name, is: "userRecordName"), user == nil {
+                    user = try string(reusing: usualUser)
+                } else if key(name, is: "deviceID"), device == nil {
+                    device = try string()
+                } else {
+                    throw GiveUp()
+                }
             } while try nextMember()
         }
         guard let timestamp else { throw GiveUp() }
@@ -309,17 +348,28 @@ extension JSONParser {
             var sawAction = false
             if try openObject() {
                 repeat {
-                    if name == nil, skipKey("\"recordName\":") { name = try string(); continue }
+                    if name == nil, skipKey("\"recordName\":") {
+                        name = try string()
+                        continue
+                    }
                     let member = try memberKey()
-                    if key(member, is: "recordName"), name == nil { name = try string() }
-                    else if key(member, is: "action"), !sawAction {
+                    if key(member, is: "recordName"), name == nil {
+                        name = try string()
+                    } else if key(member, is: "action"), !sawAction {
                         sawAction = true
                         let text = try rawString()
-                        if key(text, is: "DELETE_SELF") { action = .deleteSelf }
-                        else if key(text, is: "VALIDATE") { action = .validate }
-                        else if key(text, is: "NONE") { action = .none }
-                        else { throw GiveUp() }
-                    } else { throw GiveUp() }
+                        if key(text, is: "DELETE_SELF") {
+                            action = .deleteSelf
+                        } else if key(text, is: "VALIDATE") {
+                            action = .validate
+                        } else if key(text, is: "NONE") {
+                            action = .none
+                        } else {
+                            throw GiveUp()
+                        }
+                    } else {
+                        throw GiveUp()
+                    }
                 } while try nextMember()
             }
             guard let name, Names.referenceTargetProblem(name) == nil else { throw GiveUp() }
@@ -332,8 +382,10 @@ extension JSONParser {
     /// The fields the record's type has; every field read is one of them with a value its type
     /// accepts, or `sound` is made false. `size` counts what each field adds to the record's size
     /// (as the validator counts it).
-    private mutating func scanFields(of type: String, _ scanner: CanonicalRecordScanner, into fields: inout RecordFields,
-                                     size: inout Int, sound: inout Bool) throws -> CanonicalRecordScanner.FieldTable {
+    private mutating func scanFields(
+        of type: String, _ scanner: CanonicalRecordScanner, into fields: inout RecordFields,
+        size: inout Int, sound: inout Bool
+    ) throws -> CanonicalRecordScanner.FieldTable {
         // A type with a field named "fields" makes the general reader look closer; let it.
         guard let table = scanner.tables[type], !table.hasFieldsField else { throw GiveUp() }
         // Fields met without a value (null, or none): a second key of the same name is a
@@ -364,7 +416,9 @@ extension JSONParser {
             }
             guard !table.types[field].isList else { throw GiveUp() }
             let schemaType = table.types[field]
-            var sawValue = false, sawType = false, sawEncrypted = false
+            var sawValue = false
+            var sawType = false
+            var sawEncrypted = false
             // The usual shape, written compactly — `{"value":…,"type":"STRING"}` — is matched
             // byte for byte around the value; anything else is walked member by member.
             var more: Bool
@@ -392,7 +446,8 @@ extension JSONParser {
                     let given = try rawString()
                     if !table.isUsualTypeName(given, of: field) {
                         guard let parsed = FieldType.parseWebServicesName(String(decoding: given, as: UTF8.self)),
-                              schemaType.accepts(parsed) else { throw GiveUp() }
+                            schemaType.accepts(parsed)
+                        else { throw GiveUp() }
                     }
                 } else if key(member, is: "isEncrypted"), !sawEncrypted {
                     // How CloudKit marks an encrypted field's value; the schema says as much.
@@ -411,11 +466,18 @@ extension JSONParser {
         return table
     }
 
-    mutating func scanCanonicalRecord(_ scanner: CanonicalRecordScanner) throws -> (record: Record, checked: CheckedFields?) {
+    mutating func scanCanonicalRecord(_ scanner: CanonicalRecordScanner) throws -> (
+        record: Record, checked: CheckedFields?
+    ) {
         var recordName: String?
         var recordType: String?
         var zone = scanner.defaultZone
-        var sawScope = false, sawZone = false, sawTag = false, sawCreated = false, sawModified = false, sawDeleted = false
+        var sawScope = false
+        var sawZone = false
+        var sawTag = false
+        var sawCreated = false
+        var sawModified = false
+        var sawDeleted = false
         var changeTag: String?
         var created: RecordStamp?
         var modified: RecordStamp?
@@ -427,25 +489,34 @@ extension JSONParser {
         var sawFields = false
         // The type whose fields were read, and what was found on the way.
         var table: CanonicalRecordScanner.FieldTable?
-        var fieldsSize = 0, sound = true
+        var fieldsSize = 0
+        var sound = true
         // Fields may come before recordType; their bytes wait until the type is known.
         var fieldsStart: Int?
         skipWhitespace()
         if try openObject() {
             repeat {
                 let name = try memberKey()
-                if key(name, is: "recordName"), recordName == nil { recordName = try string() }
-                else if key(name, is: "recordType"), recordType == nil { recordType = try string() }
-                else if key(name, is: "scope"), !sawScope {
+                if key(name, is: "recordName"), recordName == nil {
+                    recordName = try string()
+                } else if key(name, is: "recordType"), recordType == nil {
+                    recordType = try string()
+                } else if key(name, is: "scope"), !sawScope {
                     sawScope = true
                     let text = try rawString()
-                    if key(text, is: "private") { zone.scope = .private }
-                    else if key(text, is: "shared") { zone.scope = .shared }
-                    else if key(text, is: "public") { zone.scope = .public }
-                    else { throw GiveUp() }
+                    if key(text, is: "private") {
+                        zone.scope = .private
+                    } else if key(text, is: "shared") {
+                        zone.scope = .shared
+                    } else if key(text, is: "public") {
+                        zone.scope = .public
+                    } else {
+                        throw GiveUp()
+                    }
                 } else if key(name, is: "zoneID"), !sawZone {
                     sawZone = true
-                    var sawName = false, sawOwner = false
+                    var sawName = false
+                    var sawOwner = false
                     if try openObject() {
                         repeat {
                             let zoneKey = try memberKey()
@@ -495,7 +566,9 @@ extension JSONParser {
         skipWhitespace()
         // Without these keys the general reader takes a record for the plain style.
         guard sawFields || sawZone else { throw GiveUp() }
-        guard i == bytes.count, let recordName, let type = recordType ?? scanner.defaultRecordType else { throw GiveUp() }
+        guard i == bytes.count, let recordName, let type = recordType ?? scanner.defaultRecordType else {
+            throw GiveUp()
+        }
         if let fieldsStart {
             let end = i
             i = fieldsStart
@@ -504,13 +577,23 @@ extension JSONParser {
         }
         // A share's details (and anything about links but their name) are the general reader's.
         if type == Record.shareType { throw GiveUp() }
-        if deleted { fields = RecordFields(); parent = nil; share = nil }
-        let checked = table.flatMap { table in
-            sound && !deleted ? CheckedFields(names: table.names, types: table.types, size: recordName.utf8.count + type.utf8.count + fieldsSize) : nil
+        if deleted {
+            fields = RecordFields()
+            parent = nil
+            share = nil
         }
-        return (Record(id: RecordID(recordName: recordName, zone: zone), recordType: type, fields: fields,
-                      changeTag: changeTag, created: created, modified: modified, isDeleted: deleted,
-                      parent: parent, share: share), checked)
+        let checked = table.flatMap { table in
+            sound && !deleted
+                ? CheckedFields(
+                    names: table.names, types: table.types, size: recordName.utf8.count + type.utf8.count + fieldsSize)
+                : nil
+        }
+        return (
+            Record(
+                id: RecordID(recordName: recordName, zone: zone), recordType: type, fields: fields,
+                changeTag: changeTag, created: created, modified: modified, isDeleted: deleted,
+                parent: parent, share: share), checked
+        )
     }
 
     /// `{"recordName": …}`: a parent or share in its usual form.

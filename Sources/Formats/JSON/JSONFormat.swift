@@ -22,14 +22,16 @@ extension RecordFormat {
             let first = Sniffing.firstSignificantByte(head)
             if first == UInt8(ascii: "[") { return true }
             // An object that does not end on its first line is a document, not JSON Lines.
-            return first == UInt8(ascii: "{") && Sniffing.firstLine(head).last(where: { $0 != 0x20 && $0 != 0x09 }) != UInt8(ascii: "}")
+            return first == UInt8(ascii: "{")
+                && Sniffing.firstLine(head).last(where: { $0 != 0x20 && $0 != 0x09 }) != UInt8(ascii: "}")
         },
         makeReader: { input, context in try JSONFormatSupport.reader(input, context, layout: .document) },
         makeWriter: { output, context in JSONFormatSupport.writer(output, context, layout: .document) })
 
     /// JSON Lines: one record object per line.
     public static let jsonLines = RecordFormat(
-        names: ["jsonl", "ndjson"], extensions: ["jsonl", "ndjson"], title: "JSON Lines", summary: "a record per line", noun: "JSON",
+        names: ["jsonl", "ndjson"], extensions: ["jsonl", "ndjson"], title: "JSON Lines", summary: "a record per line",
+        noun: "JSON",
         sniff: { head in
             Sniffing.firstSignificantByte(head) == UInt8(ascii: "{")
                 && Sniffing.firstLine(head).last(where: { $0 != 0x20 && $0 != 0x09 }) == UInt8(ascii: "}")
@@ -41,7 +43,8 @@ extension RecordFormat {
     /// an input is read as when neither a format nor its name says otherwise. Not in
     /// ``RecordFormats/all``: it is a way of reading the two formats above.
     public static let jsonDetectingLayout = RecordFormat(
-        names: ["json-detected"], extensions: [], title: "JSON", summary: "a document or a record per line, told by the first bytes", noun: "JSON",
+        names: ["json-detected"], extensions: [], title: "JSON",
+        summary: "a document or a record per line, told by the first bytes", noun: "JSON",
         sniff: { head in RecordFormat.json.sniff(head) || RecordFormat.jsonLines.sniff(head) },
         makeReader: { input, context in try JSONFormatSupport.reader(input, context, layout: nil) },
         makeWriter: nil)
@@ -49,16 +52,23 @@ extension RecordFormat {
 
 enum JSONFormatSupport {
     static func codec(_ context: RecordReadContext) -> JSONRecordCodec {
-        JSONRecordCodec(schema: context.schema, readStyle: context.settings[JSONReadSettings.self]?.style,
-                        defaultRecordType: context.defaultRecordType, defaultZone: context.defaultZone, timeZone: context.timeZone)
+        JSONRecordCodec(
+            schema: context.schema, readStyle: context.settings[JSONReadSettings.self]?.style,
+            defaultRecordType: context.defaultRecordType, defaultZone: context.defaultZone, timeZone: context.timeZone)
     }
 
-    static func reader(_ input: RecordInput, _ context: RecordReadContext, layout: JSONRecordReader.Layout?) throws -> RecordSource {
+    static func reader(_ input: RecordInput, _ context: RecordReadContext, layout: JSONRecordReader.Layout?) throws
+        -> RecordSource
+    {
         JSONRecordReader(input: try input.open(), layout: layout, codec: codec(context))
     }
 
-    static func writer(_ output: OutputFile, _ context: RecordWriteContext, layout: JSONRecordReader.Layout) -> RecordSink {
-        JSONRecordWriter(output: output, layout: layout, style: context.settings.get(JSONWriteSettings.self, default: JSONWriteSettings()).style,
-                         schema: context.schema)
+    static func writer(_ output: OutputFile, _ context: RecordWriteContext, layout: JSONRecordReader.Layout)
+        -> RecordSink
+    {
+        JSONRecordWriter(
+            output: output, layout: layout,
+            style: context.settings.get(JSONWriteSettings.self, default: JSONWriteSettings()).style,
+            schema: context.schema)
     }
 }

@@ -14,10 +14,10 @@ public struct RecordDecodingError: CKPortError, Sendable {
     public var message: String
 
     public var description: String {
-        var where_: [String] = []
-        if let recordName { where_.append("record '\(recordName)'") }
-        if let field { where_.append("field '\(field)'") } else if !path.isEmpty { where_.append(path.pathString) }
-        return where_.isEmpty ? message : where_.joined(separator: ", ") + ": " + message
+        var parts: [String] = []
+        if let recordName { parts.append("record '\(recordName)'") }
+        if let field { parts.append("field '\(field)'") } else if !path.isEmpty { parts.append(path.pathString) }
+        return parts.isEmpty ? message : parts.joined(separator: ", ") + ": " + message
     }
 }
 
@@ -80,15 +80,18 @@ public struct JSONRecordCodec: Sendable {
     private let fieldTypes: [String: [String: FieldType]]
     private let scanner: CanonicalRecordScanner
 
-    public init(schema: Schema, readStyle: ValueStyle? = nil, defaultRecordType: String? = nil,
-                defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil) {
+    public init(
+        schema: Schema, readStyle: ValueStyle? = nil, defaultRecordType: String? = nil,
+        defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil
+    ) {
         self.schema = schema
         var types: [String: [String: FieldType]] = [:]
         for type in schema.recordTypes {
             types[type.name] = Dictionary(type.userFields.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         }
         fieldTypes = types
-        scanner = CanonicalRecordScanner(fieldTypes: types, defaultRecordType: defaultRecordType, defaultZone: defaultZone)
+        scanner = CanonicalRecordScanner(
+            fieldTypes: types, defaultRecordType: defaultRecordType, defaultZone: defaultZone)
         self.readStyle = readStyle
         self.defaultRecordType = defaultRecordType
         self.defaultZone = defaultZone
@@ -99,7 +102,9 @@ public struct JSONRecordCodec: Sendable {
     public static func plainCollisions(in schema: Schema, types: [String]? = nil) -> [String] {
         schema.recordTypes
             .filter { types == nil || types!.contains($0.name) }
-            .flatMap { type in type.userFields.filter { plainSystemKeys.contains($0.name) }.map { "\(type.name).\($0.name)" } }
+            .flatMap { type in
+                type.userFields.filter { plainSystemKeys.contains($0.name) }.map { "\(type.name).\($0.name)" }
+            }
     }
 
     // MARK: Reading
@@ -113,8 +118,12 @@ public struct JSONRecordCodec: Sendable {
 
     /// As ``decode(bytes:)``, with what was found of the record's fields while reading them
     /// against the schema's types, when they were (``CheckedFields``).
-    public func decodeChecked(bytes: UnsafeRawBufferPointer) throws(RecordDecodingError) -> (Record, ValueStyle, CheckedFields?) {
-        if readStyle != .plain, let (record, checked) = scanner.scanChecked(bytes) { return (record, .canonical, checked) }
+    public func decodeChecked(bytes: UnsafeRawBufferPointer) throws(RecordDecodingError) -> (
+        Record, ValueStyle, CheckedFields?
+    ) {
+        if readStyle != .plain, let (record, checked) = scanner.scanChecked(bytes) {
+            return (record, .canonical, checked)
+        }
         let json: JSONValue
         do {
             json = try JSONParser.parse(bytes)
@@ -134,15 +143,22 @@ public struct JSONRecordCodec: Sendable {
         let recordName = object["recordName"]?.stringValue
         let recordType = object["recordType"]?.stringValue ?? defaultRecordType
         func fail(_ path: [JSONPathComponent], _ message: String, field: String? = nil) -> RecordDecodingError {
-            RecordDecodingError(path: path, field: field, recordName: recordName, recordType: recordType, message: message)
+            RecordDecodingError(
+                path: path, field: field, recordName: recordName, recordType: recordType, message: message)
         }
         guard let recordName else {
-            throw fail(object["recordName"] == nil ? [] : [.key("recordName")],
-                       object["recordName"] == nil ? "a record needs \"recordName\"" : "\"recordName\" must be text, found \(object["recordName"]!.summary)")
+            throw fail(
+                object["recordName"] == nil ? [] : [.key("recordName")],
+                object["recordName"] == nil
+                    ? "a record needs \"recordName\""
+                    : "\"recordName\" must be text, found \(object["recordName"]!.summary)")
         }
         guard let recordType else {
-            throw fail(object["recordType"] == nil ? [] : [.key("recordType")],
-                       object["recordType"] == nil ? "a record needs \"recordType\" (\(Wording.defaultRecordType.text))" : "\"recordType\" must be text")
+            throw fail(
+                object["recordType"] == nil ? [] : [.key("recordType")],
+                object["recordType"] == nil
+                    ? "a record needs \"recordType\" (\(Wording.defaultRecordType.text))"
+                    : "\"recordType\" must be text")
         }
         let style = readStyle ?? detectStyle(object)
         var zone = defaultZone
@@ -165,8 +181,17 @@ public struct JSONRecordCodec: Sendable {
 
     private func detectStyle(_ object: JSONObject) -> ValueStyle {
         if case .object(let fields)? = object["fields"] {
-            let typeHasFieldsField = fieldTypes[object["recordType"]?.stringValue ?? defaultRecordType ?? ""]?["fields"] != nil
-            if !typeHasFieldsField && fields.members.allSatisfy({ if case .object(let o) = $0.value { return o["value"] != nil || o["type"] != nil } else { return false } }) {
+            let typeHasFieldsField =
+                fieldTypes[object["recordType"]?.stringValue ?? defaultRecordType ?? ""]?["fields"] != nil
+            if !typeHasFieldsField
+                && fields.members.allSatisfy({
+                    if case .object(let o) = $0.value {
+                        return o["value"] != nil || o["type"] != nil
+                    } else {
+                        return false
+                    }
+                })
+            {
                 return .canonical
             }
         }
@@ -174,21 +199,31 @@ public struct JSONRecordCodec: Sendable {
         return object["fields"] == nil ? .plain : .canonical
     }
 
-    private func decodeCanonicalSystem(_ object: JSONObject, into record: inout Record,
-                                       fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
+    private func decodeCanonicalSystem(
+        _ object: JSONObject, into record: inout Record,
+        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+    ) throws(RecordDecodingError) {
         if let zoneValue = object["zoneID"] {
-            guard case .object(let zoneObject) = zoneValue else { throw fail([.key("zoneID")], "zoneID must be an object {zoneName, ownerRecordName}", nil) }
+            guard case .object(let zoneObject) = zoneValue else {
+                throw fail([.key("zoneID")], "zoneID must be an object {zoneName, ownerRecordName}", nil)
+            }
             if let name = zoneObject["zoneName"] {
-                guard case .string(let text) = name, !text.isEmpty else { throw fail([.key("zoneID"), .key("zoneName")], "zoneName must be text", nil) }
+                guard case .string(let text) = name, !text.isEmpty else {
+                    throw fail([.key("zoneID"), .key("zoneName")], "zoneName must be text", nil)
+                }
                 record.id.zone.zoneName = text
             }
             if let owner = zoneObject["ownerRecordName"] {
-                guard case .string(let text) = owner, !text.isEmpty else { throw fail([.key("zoneID"), .key("ownerRecordName")], "ownerRecordName must be text", nil) }
+                guard case .string(let text) = owner, !text.isEmpty else {
+                    throw fail([.key("zoneID"), .key("ownerRecordName")], "ownerRecordName must be text", nil)
+                }
                 record.id.zone.ownerRecordName = text
             }
         }
         if let tag = object["recordChangeTag"] {
-            guard case .string(let text) = tag else { throw fail([.key("recordChangeTag")], "recordChangeTag must be text", nil) }
+            guard case .string(let text) = tag else {
+                throw fail([.key("recordChangeTag")], "recordChangeTag must be text", nil)
+            }
             record.changeTag = text
         }
         record.created = try stamp(object, "created", fail: fail)
@@ -208,31 +243,47 @@ public struct JSONRecordCodec: Sendable {
 
     /// A record's `parent` or `share`: `{"recordName": …}`, perhaps with the record's own
     /// `zoneID` and (for a parent) the action NONE, as CloudKit writes them.
-    private func link(_ object: JSONObject, _ key: String, of record: Record,
-                      fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) -> String? {
+    private func link(
+        _ object: JSONObject, _ key: String, of record: Record,
+        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+    ) throws(RecordDecodingError) -> String? {
         guard let value = object[key], value != .null else { return nil }
         guard case .object(let link) = value else {
             throw fail([.key(key)], "\(key) must be an object {\"recordName\": …}, found \(value.summary)", nil)
         }
         guard case .string(let name)? = link["recordName"] else {
-            throw fail([.key(key), .key("recordName")], "\(key) needs the record name of the \(key == "share" ? "share" : "parent record") as text", nil)
+            throw fail(
+                [.key(key), .key("recordName")],
+                "\(key) needs the record name of the \(key == "share" ? "share" : "parent record") as text", nil)
         }
         if let problem = Names.referenceTargetProblem(name) {
             throw fail([.key(key), .key("recordName")], "\(key) names '\(name)', which \(problem)", nil)
         }
-        if case .object(let zone)? = link["zoneID"], case .string(let zoneName)? = zone["zoneName"], zoneName != record.zone.zoneName {
-            throw fail([.key(key), .key("zoneID")], "\(key) is in zone '\(zoneName)', but CloudKit keeps a record's \(key) in the record's own zone ('\(record.zone.zoneName)')", nil)
+        if case .object(let zone)? = link["zoneID"], case .string(let zoneName)? = zone["zoneName"],
+            zoneName != record.zone.zoneName
+        {
+            throw fail(
+                [.key(key), .key("zoneID")],
+                "\(key) is in zone '\(zoneName)', but CloudKit keeps a record's \(key) in the record's own zone ('\(record.zone.zoneName)')",
+                nil)
         }
         return name
     }
 
-    private func stamp(_ object: JSONObject, _ key: String, fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) -> RecordStamp? {
+    private func stamp(
+        _ object: JSONObject, _ key: String, fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+    ) throws(RecordDecodingError) -> RecordStamp? {
         guard let value = object[key], value != .null else { return nil }
-        guard case .object(let stampObject) = value else { throw fail([.key(key)], "\(key) must be an object {timestamp, userRecordName, deviceID}", nil) }
-        guard let timestampValue = stampObject["timestamp"] else { throw fail([.key(key)], "\(key) needs a timestamp", nil) }
+        guard case .object(let stampObject) = value else {
+            throw fail([.key(key)], "\(key) must be an object {timestamp, userRecordName, deviceID}", nil)
+        }
+        guard let timestampValue = stampObject["timestamp"] else {
+            throw fail([.key(key)], "\(key) needs a timestamp", nil)
+        }
         let timestamp: Int64
         do {
-            guard case .timestamp(let t) = try FieldValueJSON.read(timestampValue, as: .timestamp, timeZone: timeZone) else { return nil }
+            guard case .timestamp(let t) = try FieldValueJSON.read(timestampValue, as: .timestamp, timeZone: timeZone)
+            else { return nil }
             timestamp = t
         } catch {
             throw fail([.key(key), .key("timestamp")], error.message, nil)
@@ -246,10 +297,14 @@ public struct JSONRecordCodec: Sendable {
         return result
     }
 
-    private func decodeCanonicalFields(_ object: JSONObject, into record: inout Record,
-                                       fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
+    private func decodeCanonicalFields(
+        _ object: JSONObject, into record: inout Record,
+        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+    ) throws(RecordDecodingError) {
         guard let fieldsValue = object["fields"], fieldsValue != .null else { return }
-        guard case .object(let fields) = fieldsValue else { throw fail([.key("fields")], "fields must be an object of {value, type}", nil) }
+        guard case .object(let fields) = fieldsValue else {
+            throw fail([.key("fields")], "fields must be an object of {value, type}", nil)
+        }
         let declaredTypes = fieldTypes[record.recordType]
         var values = RecordFields(minimumCapacity: fields.members.count)
         for member in fields.members {
@@ -264,14 +319,23 @@ public struct JSONRecordCodec: Sendable {
             var unknownName: String? = nil
             if let typeValue = entry["type"] {
                 guard case .string(let typeName) = typeValue else {
-                    throw fail(path + [.key("type")], "a field's type is text (STRING, INT64, …), found \(typeValue.summary)", name)
+                    throw fail(
+                        path + [.key("type")], "a field's type is text (STRING, INT64, …), found \(typeValue.summary)",
+                        name)
                 }
-                if let parsed = FieldType.parseWebServicesName(typeName) { declared = parsed } else { unknownName = typeName }
+                if let parsed = FieldType.parseWebServicesName(typeName) {
+                    declared = parsed
+                } else {
+                    unknownName = typeName
+                }
             }
             let valueType: FieldType
             if let schemaType = declaredTypes?[name] {
                 if let declared, !schemaType.accepts(declared) {
-                    throw fail(path + [.key("type")], "the schema says \(record.recordType).\(name) is \(schemaType), but the record says \(declared.webServicesName)", name)
+                    throw fail(
+                        path + [.key("type")],
+                        "the schema says \(record.recordType).\(name) is \(schemaType), but the record says \(declared.webServicesName)",
+                        name)
                 }
                 valueType = schemaType.primitive == .number ? (declared ?? schemaType) : schemaType
             } else if let unknownName {
@@ -280,9 +344,15 @@ public struct JSONRecordCodec: Sendable {
                 if unknownName == FieldType.unknownListName {
                     // An empty list of a type nobody knows holds nothing to keep.
                     if case .array(let elements) = json, elements.isEmpty { continue }
-                    throw fail(path + [.key("type")], "field '\(name)' is a list whose element type CloudKit no longer knows (UNKNOWN_LIST), and the schema does not declare it; add it to the schema as a LIST", name)
+                    throw fail(
+                        path + [.key("type")],
+                        "field '\(name)' is a list whose element type CloudKit no longer knows (UNKNOWN_LIST), and the schema does not declare it; add it to the schema as a LIST",
+                        name)
                 }
-                throw fail(path + [.key("type")], "unknown field type \"\(unknownName)\" for field '\(name)', which the schema does not declare (known: STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION, ENCRYPTED_BYTES, …_LIST, UNKNOWN_LIST)", name)
+                throw fail(
+                    path + [.key("type")],
+                    "unknown field type \"\(unknownName)\" for field '\(name)', which the schema does not declare (known: STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION, ENCRYPTED_BYTES, …_LIST, UNKNOWN_LIST)",
+                    name)
             } else if let declared {
                 valueType = declared
             } else if let inferred = FieldValueJSON.inferType(of: json) {
@@ -294,49 +364,66 @@ public struct JSONRecordCodec: Sendable {
                 values[name] = try FieldValueJSON.read(json, as: valueType, zone: record.zone, timeZone: timeZone)
             } catch {
                 // The schema's type is what a value with an unknown type name is read as.
-                let named = unknownName.map { " (CloudKit named its type \($0), read as the schema's \(valueType))" } ?? ""
+                let named =
+                    unknownName.map { " (CloudKit named its type \($0), read as the schema's \(valueType))" } ?? ""
                 throw fail(path + [.key("value")] + error.path, error.message + named, name)
             }
         }
         record.fields = values
     }
 
-    private func decodePlain(_ object: JSONObject, into record: inout Record, typeHints: [String: FieldType],
-                             fail: ([JSONPathComponent], String, String?) -> RecordDecodingError) throws(RecordDecodingError) {
+    private func decodePlain(
+        _ object: JSONObject, into record: inout Record, typeHints: [String: FieldType],
+        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+    ) throws(RecordDecodingError) {
         func text(_ key: String) throws(RecordDecodingError) -> String? {
             guard let value = object[key], value != .null else { return nil }
-            guard case .string(let s) = value, !s.isEmpty else { throw fail([.key(key)], "\(key) must be text, found \(value.summary)", nil) }
+            guard case .string(let s) = value, !s.isEmpty else {
+                throw fail([.key(key)], "\(key) must be text, found \(value.summary)", nil)
+            }
             return s
         }
         if let zoneName = try text("zoneName") { record.id.zone.zoneName = zoneName }
         if let owner = try text("ownerRecordName") { record.id.zone.ownerRecordName = owner }
         record.changeTag = try text("recordChangeTag")
-        for (key, byKey, deviceKey) in [("created", "createdBy", "createdDevice"), ("modified", "modifiedBy", "modifiedDevice")] {
+        for (key, byKey, deviceKey) in [
+            ("created", "createdBy", "createdDevice"), ("modified", "modifiedBy", "modifiedDevice"),
+        ] {
             guard let value = object[key], value != .null else { continue }
             let timestamp: Int64
             do {
-                guard case .timestamp(let t) = try FieldValueJSON.read(value, as: .timestamp, timeZone: timeZone) else { continue }
+                guard case .timestamp(let t) = try FieldValueJSON.read(value, as: .timestamp, timeZone: timeZone) else {
+                    continue
+                }
                 timestamp = t
             } catch {
                 throw fail([.key(key)], error.message, nil)
             }
-            let stamp = RecordStamp(timestamp: timestamp, userRecordName: try text(byKey), deviceID: try text(deviceKey))
+            let stamp = RecordStamp(
+                timestamp: timestamp, userRecordName: try text(byKey), deviceID: try text(deviceKey))
             if key == "created" { record.created = stamp } else { record.modified = stamp }
         }
         if record.isDeleted { return }
         for (key, path) in [("parentRecordName", \Record.parent), ("shareRecordName", \Record.share)] {
             guard let name = try text(key) else { continue }
-            if let problem = Names.referenceTargetProblem(name) { throw fail([.key(key)], "\(key) '\(name)' \(problem)", nil) }
+            if let problem = Names.referenceTargetProblem(name) {
+                throw fail([.key(key)], "\(key) '\(name)' \(problem)", nil)
+            }
             record[keyPath: path] = name
         }
         if var value = object["shareDetails"], value != .null {
             // A property list carries them as JSON text.
             if case .string(let text) = value, let parsed = try? JSONParser.parse(text) { value = parsed }
             guard case .object(let details) = value else {
-                throw fail([.key("shareDetails")], "shareDetails must be an object (publicPermission, participants, …), found \(value.summary)", nil)
+                throw fail(
+                    [.key("shareDetails")],
+                    "shareDetails must be an object (publicPermission, participants, …), found \(value.summary)", nil)
             }
             if let clash = details.members.first(where: { JSONRecordCodec.canonicalRecordKeys.contains($0.key) }) {
-                throw fail([.key("shareDetails"), .key(clash.key)], "shareDetails holds what a share says beyond its record; '\(clash.key)' belongs to the record itself", nil)
+                throw fail(
+                    [.key("shareDetails"), .key(clash.key)],
+                    "shareDetails holds what a share says beyond its record; '\(clash.key)' belongs to the record itself",
+                    nil)
             }
             if case .object(let kept) = ShareDetails.withoutKeyMaterial(.object(details)), !kept.members.isEmpty {
                 record.shareDetails = ShareDetails(kept).text
@@ -355,10 +442,14 @@ public struct JSONRecordCodec: Sendable {
             } else if let inferred = FieldValueJSON.inferType(of: member.value) {
                 valueType = inferred
             } else {
-                throw fail([.key(name)], "field '\(name)' is not in the schema, and its type cannot be told from \(member.value.summary)", name)
+                throw fail(
+                    [.key(name)],
+                    "field '\(name)' is not in the schema, and its type cannot be told from \(member.value.summary)",
+                    name)
             }
             do {
-                values[name] = try FieldValueJSON.read(member.value, as: valueType, zone: record.zone, timeZone: timeZone)
+                values[name] = try FieldValueJSON.read(
+                    member.value, as: valueType, zone: record.zone, timeZone: timeZone)
             } catch {
                 throw fail([.key(name)] + error.path, error.message, name)
             }
@@ -408,8 +499,14 @@ public struct JSONRecordCodec: Sendable {
     private func writeStamp(_ stamp: RecordStamp, to out: inout JSONWriter) {
         out.raw("{\"timestamp\":")
         out.int(stamp.timestamp)
-        if let user = stamp.userRecordName { out.raw(",\"userRecordName\":"); out.string(user) }
-        if let device = stamp.deviceID { out.raw(",\"deviceID\":"); out.string(device) }
+        if let user = stamp.userRecordName {
+            out.raw(",\"userRecordName\":")
+            out.string(user)
+        }
+        if let device = stamp.deviceID {
+            out.raw(",\"deviceID\":")
+            out.string(device)
+        }
         out.byte(UInt8(ascii: "}"))
     }
 
@@ -420,12 +517,17 @@ public struct JSONRecordCodec: Sendable {
     /// The record's `parent` goes with it (`{"recordName": …}`, as CloudKit takes it); its
     /// `share` does not (CloudKit sets it when a share is created). `createShortGUID` asks
     /// CloudKit for the short GUID a share's URL is made of, for a record that is to root one.
-    public func encodeForModify(_ record: Record, withChangeTag: Bool, createShortGUID: Bool = false, to out: inout JSONWriter) {
+    public func encodeForModify(
+        _ record: Record, withChangeTag: Bool, createShortGUID: Bool = false, to out: inout JSONWriter
+    ) {
         out.raw("{\"recordName\":")
         out.string(record.recordName)
         out.raw(",\"recordType\":")
         out.string(record.recordType)
-        if withChangeTag, let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+        if withChangeTag, let tag = record.changeTag {
+            out.raw(",\"recordChangeTag\":")
+            out.string(tag)
+        }
         if !record.isDeleted {
             if let parent = record.parent {
                 out.raw(",\"parent\":{\"recordName\":")
@@ -442,7 +544,9 @@ public struct JSONRecordCodec: Sendable {
     ///
     /// `forCloudKit`: as a request to CloudKit carries them, assets with CloudKit's own keys
     /// only (ckport's `localPath` and `sha256`, and the `downloadURL` CloudKit gave, stay home).
-    private func writeCanonicalFields(_ record: Record, declaredTypes: [String: FieldType]?, forCloudKit: Bool = false, to out: inout JSONWriter) {
+    private func writeCanonicalFields(
+        _ record: Record, declaredTypes: [String: FieldType]?, forCloudKit: Bool = false, to out: inout JSONWriter
+    ) {
         out.raw(",\"fields\":{")
         var first = true
         for entry in record.fields.entries {
@@ -473,7 +577,10 @@ public struct JSONRecordCodec: Sendable {
             out.raw(",\"ownerRecordName\":")
             out.string(record.zone.ownerRecordName)
             out.byte(UInt8(ascii: "}"))
-            if let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+            if let tag = record.changeTag {
+                out.raw(",\"recordChangeTag\":")
+                out.string(tag)
+            }
             if let stamp = record.created {
                 out.raw(",\"created\":")
                 writeStamp(stamp, to: &out)
@@ -497,27 +604,48 @@ public struct JSONRecordCodec: Sendable {
                 out.raw(",\"ownerRecordName\":")
                 out.string(record.zone.ownerRecordName)
             }
-            if let tag = record.changeTag { out.raw(",\"recordChangeTag\":"); out.string(tag) }
+            if let tag = record.changeTag {
+                out.raw(",\"recordChangeTag\":")
+                out.string(tag)
+            }
             if let stamp = record.created {
                 out.raw(",\"created\":\"")
                 ISO8601.append(milliseconds: stamp.timestamp, to: &out.bytes)
                 out.byte(UInt8(ascii: "\""))
-                if let user = stamp.userRecordName { out.raw(",\"createdBy\":"); out.string(user) }
-                if let device = stamp.deviceID { out.raw(",\"createdDevice\":"); out.string(device) }
+                if let user = stamp.userRecordName {
+                    out.raw(",\"createdBy\":")
+                    out.string(user)
+                }
+                if let device = stamp.deviceID {
+                    out.raw(",\"createdDevice\":")
+                    out.string(device)
+                }
             }
             if let stamp = record.modified {
                 out.raw(",\"modified\":\"")
                 ISO8601.append(milliseconds: stamp.timestamp, to: &out.bytes)
                 out.byte(UInt8(ascii: "\""))
-                if let user = stamp.userRecordName { out.raw(",\"modifiedBy\":"); out.string(user) }
-                if let device = stamp.deviceID { out.raw(",\"modifiedDevice\":"); out.string(device) }
+                if let user = stamp.userRecordName {
+                    out.raw(",\"modifiedBy\":")
+                    out.string(user)
+                }
+                if let device = stamp.deviceID {
+                    out.raw(",\"modifiedDevice\":")
+                    out.string(device)
+                }
             }
             if record.isDeleted {
                 out.raw(",\"deleted\":true}")
                 return
             }
-            if let parent = record.parent { out.raw(",\"parentRecordName\":"); out.string(parent) }
-            if let share = record.share { out.raw(",\"shareRecordName\":"); out.string(share) }
+            if let parent = record.parent {
+                out.raw(",\"parentRecordName\":")
+                out.string(parent)
+            }
+            if let share = record.share {
+                out.raw(",\"shareRecordName\":")
+                out.string(share)
+            }
             if let details = record.shareDetails, details.utf8.count > 2 {
                 out.raw(",\"shareDetails\":")
                 var text = details

@@ -109,9 +109,13 @@ public final class JSONRecordReader: RecordSource {
 
     /// A line too long to hold a record, refused without being read into memory.
     private func overlong(_ length: Int64, line: Int) -> SourceItem {
-        .invalid(InputIssue(position: SourcePosition(file: input.name, line: line, column: 1),
-                            message: "the line is \(length) bytes long, more than the \(ByteInput.maximumLineBytes >> 20) MB a record can take even with every character escaped (CloudKit's limit is 1 MB a record); it was skipped unread"),
-                 raw: nil)
+        .invalid(
+            InputIssue(
+                position: SourcePosition(file: input.name, line: line, column: 1),
+                message:
+                    "the line is \(length) bytes long, more than the \(ByteInput.maximumLineBytes >> 20) MB a record can take even with every character escaped (CloudKit's limit is 1 MB a record); it was skipped unread"
+            ),
+            raw: nil)
     }
 
     /// The items of the next batch of lines; with a side thread, of the next two batches, the
@@ -165,7 +169,9 @@ public final class JSONRecordReader: RecordSource {
         var batch = LineBatch()
         batch.lines.reserveCapacity(JSONRecordReader.linesPerBatch)
         do {
-            while batch.lines.count < JSONRecordReader.linesPerBatch && batch.buffer.count < JSONRecordReader.bytesPerBatch {
+            while batch.lines.count < JSONRecordReader.linesPerBatch
+                && batch.buffer.count < JSONRecordReader.bytesPerBatch
+            {
                 guard let line = try input.nextLine() else {
                     inputEnded = true
                     break
@@ -177,7 +183,9 @@ public final class JSONRecordReader: RecordSource {
                     continue
                 }
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                if batch.buffer.isEmpty { batch.buffer.reserveCapacity(max(JSONRecordReader.bytesPerBatch + (1 << 14), line.count)) }
+                if batch.buffer.isEmpty {
+                    batch.buffer.reserveCapacity(max(JSONRecordReader.bytesPerBatch + (1 << 14), line.count))
+                }
                 let start = batch.buffer.count
                 batch.buffer.append(contentsOf: line)
                 batch.lines.append((start..<batch.buffer.count, lineNumber))
@@ -199,13 +207,15 @@ public final class JSONRecordReader: RecordSource {
 
     // MARK: Records
 
-    private func item(_ bytes: ArraySlice<UInt8>, line: Int, column: Int, pathPrefix: [JSONPathComponent]) -> SourceItem {
+    private func item(_ bytes: ArraySlice<UInt8>, line: Int, column: Int, pathPrefix: [JSONPathComponent]) -> SourceItem
+    {
         let file = input.name
         func position(at offset: Int, path: [JSONPathComponent]) -> SourcePosition {
             let (l, c) = bytes.withUnsafeBytes { $0.position(of: offset, startLine: line, startColumn: column) }
             return SourcePosition(file: file, line: l, column: c, path: (pathPrefix + path).pathString)
         }
-        let start = SourcePosition(file: file, line: line, column: column, path: pathPrefix.isEmpty ? nil : pathPrefix.pathString)
+        let start = SourcePosition(
+            file: file, line: line, column: column, path: pathPrefix.isEmpty ? nil : pathPrefix.pathString)
         let decoded = bytes.withUnsafeBytes { raw in
             Result { () throws(RecordDecodingError) in try codec.decodeChecked(bytes: raw) }
         }
@@ -223,8 +233,10 @@ public final class JSONRecordReader: RecordSource {
             return .record(sourced)
         case .failure(let error):
             let offset = error.byteOffset ?? bytes.withUnsafeBytes { JSONParser.offset(of: error.path, in: $0) } ?? 0
-            return .invalid(InputIssue(position: position(at: offset, path: error.path), recordName: error.recordName,
-                                       recordType: error.recordType, field: error.field, message: error.message), raw: Array(bytes))
+            return .invalid(
+                InputIssue(
+                    position: position(at: offset, path: error.path), recordName: error.recordName,
+                    recordType: error.recordType, field: error.field, message: error.message), raw: Array(bytes))
         }
     }
 }
@@ -234,7 +246,11 @@ final class JSONDocumentScanner {
     private let input: ByteInput
     private var line = 1
     private var column = 1
-    private enum State { case start, inArray(first: Bool), afterArray, done }
+    private enum State {
+        case start
+        case inArray(first: Bool)
+        case afterArray, done
+    }
     private var state = State.start
     /// True when the records array sits under a `"records"` key.
     private var enveloped = false
@@ -259,7 +275,9 @@ final class JSONDocumentScanner {
             switch state {
             case .start:
                 try skipWhitespace()
-                guard let b = try peek() else { throw fail("the file is empty: expected {\"records\": [ … ]} or [ … ]") }
+                guard let b = try peek() else {
+                    throw fail("the file is empty: expected {\"records\": [ … ]} or [ … ]")
+                }
                 if b == UInt8(ascii: "[") {
                     advance()
                     state = .inArray(first: true)
@@ -273,17 +291,23 @@ final class JSONDocumentScanner {
                 }
             case .inArray(let first):
                 try skipWhitespace()
-                guard let b = try peek() else { throw fail("not valid JSON: the file ends inside the records array (expected ']')") }
+                guard let b = try peek() else {
+                    throw fail("not valid JSON: the file ends inside the records array (expected ']')")
+                }
                 if b == UInt8(ascii: "]") {
                     advance()
                     state = .afterArray
                     continue
                 }
                 if !first {
-                    guard b == UInt8(ascii: ",") else { throw fail("not valid JSON: expected ',' or ']' between records, found \(shown(b))") }
+                    guard b == UInt8(ascii: ",") else {
+                        throw fail("not valid JSON: expected ',' or ']' between records, found \(shown(b))")
+                    }
                     advance()
                     try skipWhitespace()
-                    if try peek() == UInt8(ascii: "]") { throw fail("not valid JSON: a comma before ']' (JSON has no trailing commas)") }
+                    if try peek() == UInt8(ascii: "]") {
+                        throw fail("not valid JSON: a comma before ']' (JSON has no trailing commas)")
+                    }
                 }
                 state = .inArray(first: false)
                 let (startLine, startColumn) = (line, column)
@@ -315,7 +339,9 @@ final class JSONDocumentScanner {
         var needComma = afterMember
         while true {
             try skipWhitespace()
-            guard let b = try peek() else { throw fail("not valid JSON: the file ends inside the top-level object (expected '}')") }
+            guard let b = try peek() else {
+                throw fail("not valid JSON: the file ends inside the top-level object (expected '}')")
+            }
             if b == UInt8(ascii: "}") {
                 advance()
                 if case .start = state { throw fail("the object has no \"records\" array") }
@@ -323,20 +349,32 @@ final class JSONDocumentScanner {
                 return
             }
             if needComma {
-                guard b == UInt8(ascii: ",") else { throw fail("not valid JSON: expected ',' or '}' in the top-level object, found \(shown(b))") }
+                guard b == UInt8(ascii: ",") else {
+                    throw fail("not valid JSON: expected ',' or '}' in the top-level object, found \(shown(b))")
+                }
                 advance()
                 try skipWhitespace()
-                if try peek() == UInt8(ascii: "}") { throw fail("not valid JSON: a comma before '}' (JSON has no trailing commas)") }
+                if try peek() == UInt8(ascii: "}") {
+                    throw fail("not valid JSON: a comma before '}' (JSON has no trailing commas)")
+                }
             }
             needComma = true
-            guard try peek() == UInt8(ascii: "\"") else { throw fail("not valid JSON: expected a key in double quotes, found \(shown(try peek()))") }
+            guard try peek() == UInt8(ascii: "\"") else {
+                throw fail("not valid JSON: expected a key in double quotes, found \(shown(try peek()))")
+            }
             let keyPosition = here
             let keyBytes = try validateString()
             guard topLevelKeys.insert(keyBytes).inserted else {
-                throw InputIssue(position: keyPosition, message: "key \"\(String(decoding: keyBytes, as: UTF8.self))\" appears twice in the top-level object: ckport refuses a key given twice in any object, since RFC 8259 leaves its meaning open")
+                throw InputIssue(
+                    position: keyPosition,
+                    message:
+                        "key \"\(String(decoding: keyBytes, as: UTF8.self))\" appears twice in the top-level object: ckport refuses a key given twice in any object, since RFC 8259 leaves its meaning open"
+                )
             }
             try skipWhitespace()
-            guard try peek() == UInt8(ascii: ":") else { throw fail("not valid JSON: expected ':' after a key, found \(shown(try peek()))") }
+            guard try peek() == UInt8(ascii: ":") else {
+                throw fail("not valid JSON: expected ':' after a key, found \(shown(try peek()))")
+            }
             advance()
             try skipWhitespace()
             if keyBytes == Array("records".utf8) {
@@ -357,7 +395,8 @@ final class JSONDocumentScanner {
     // MARK: Checking a value as it streams past
 
     private enum Container {
-        case object(keys: Set<[UInt8]>), array
+        case object(keys: Set<[UInt8]>)
+        case array
         var isArray: Bool { if case .array = self { return true } else { return false } }
     }
 
@@ -374,7 +413,9 @@ final class JSONDocumentScanner {
                 guard let b else { throw fail("not valid JSON: the file ends where a value should be") }
                 switch b {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
-                    guard stack.count < JSONParser.maxDepth else { throw fail("not valid JSON: JSON nests deeper than \(JSONParser.maxDepth) levels") }
+                    guard stack.count < JSONParser.maxDepth else {
+                        throw fail("not valid JSON: JSON nests deeper than \(JSONParser.maxDepth) levels")
+                    }
                     advance()
                     try skipWhitespace()
                     let close = UInt8(ascii: b == UInt8(ascii: "[") ? "]" : "}")
@@ -401,12 +442,16 @@ final class JSONDocumentScanner {
                 expectValue = false
             } else {
                 guard let top = stack.last else { return }
-                guard let b else { throw fail("not valid JSON: the file ends inside \(top.isArray ? "an array" : "an object")") }
+                guard let b else {
+                    throw fail("not valid JSON: the file ends inside \(top.isArray ? "an array" : "an object")")
+                }
                 if b == UInt8(ascii: ",") {
                     advance()
                     try skipWhitespace()
                     let next = try peek()
-                    if next == UInt8(ascii: "]") || next == UInt8(ascii: "}") { throw fail("not valid JSON: a comma before \(shown(next)) (JSON has no trailing commas)") }
+                    if next == UInt8(ascii: "]") || next == UInt8(ascii: "}") {
+                        throw fail("not valid JSON: a comma before \(shown(next)) (JSON has no trailing commas)")
+                    }
                     if !top.isArray { try objectKey(&stack) }
                     expectValue = true
                 } else if b == UInt8(ascii: top.isArray ? "]" : "}") {
@@ -422,49 +467,63 @@ final class JSONDocumentScanner {
 
     /// A key and its colon, inside the object on top of `stack`.
     private func objectKey(_ stack: inout [Container]) throws {
-        guard try peek() == UInt8(ascii: "\"") else { throw fail("not valid JSON: expected a key in double quotes, found \(shown(try peek()))") }
+        guard try peek() == UInt8(ascii: "\"") else {
+            throw fail("not valid JSON: expected a key in double quotes, found \(shown(try peek()))")
+        }
         let position = here
         let key = try validateString()
         guard case .object(var keys) = stack.removeLast() else { preconditionFailure("a key outside an object") }
         guard keys.insert(key).inserted else {
-            throw InputIssue(position: position, message: "key \"\(String(decoding: key, as: UTF8.self))\" appears twice in one object: ckport refuses a key given twice in any object, since RFC 8259 leaves its meaning open")
+            throw InputIssue(
+                position: position,
+                message:
+                    "key \"\(String(decoding: key, as: UTF8.self))\" appears twice in one object: ckport refuses a key given twice in any object, since RFC 8259 leaves its meaning open"
+            )
         }
         stack.append(.object(keys: keys))
         try skipWhitespace()
-        guard try peek() == UInt8(ascii: ":") else { throw fail("not valid JSON: expected ':' after a key, found \(shown(try peek()))") }
+        guard try peek() == UInt8(ascii: ":") else {
+            throw fail("not valid JSON: expected ':' after a key, found \(shown(try peek()))")
+        }
         advance()
     }
 
     /// A string, checked for escapes, control characters and UTF-8; its raw bytes when `keep`.
     @discardableResult
     private func validateString(keep: Bool = true) throws -> [UInt8] {
-        advance() // the opening quote
+        advance()  // the opening quote
         var kept: [UInt8] = []
         var continuation = 0
-        var low: UInt8 = 0x80, high: UInt8 = 0xBF
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
         while true {
             guard let b = try peek() else { throw fail("not valid JSON: the file ends inside a string") }
             if continuation > 0 {
                 guard b >= low && b <= high else { throw fail("not valid JSON: the text is not UTF-8") }
                 continuation -= 1
-                low = 0x80; high = 0xBF
+                low = 0x80
+                high = 0xBF
             } else if b == UInt8(ascii: "\"") {
                 advance()
                 return kept
             } else if b < 0x20 {
-                throw fail("not valid JSON: a control character (byte 0x\(String(format: "%02X", b))) inside a string must be escaped")
+                throw fail(
+                    "not valid JSON: a control character (byte 0x\(String(format: "%02X", b))) inside a string must be escaped"
+                )
             } else if b == UInt8(ascii: "\\") {
                 advance()
                 if keep { kept.append(b) }
                 guard let e = try peek() else { throw fail("not valid JSON: the file ends inside a string") }
                 switch e {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     break
                 case UInt8(ascii: "u"):
                     for _ in 0..<4 {
                         if keep { kept.append(try peek() ?? 0) }
                         advance()
-                        guard let h = try peek(), (h >= 0x30 && h <= 0x39) || (h | 0x20 >= 0x61 && h | 0x20 <= 0x66) else {
+                        guard let h = try peek(), (h >= 0x30 && h <= 0x39) || (h | 0x20 >= 0x61 && h | 0x20 <= 0x66)
+                        else {
                             throw fail("not valid JSON: \\u needs four hexadecimal digits")
                         }
                     }
@@ -477,12 +536,20 @@ final class JSONDocumentScanner {
             } else if b >= 0x80 {
                 switch b {
                 case 0xC2...0xDF: continuation = 1
-                case 0xE0: continuation = 2; low = 0xA0
+                case 0xE0:
+                    continuation = 2
+                    low = 0xA0
                 case 0xE1...0xEC, 0xEE, 0xEF: continuation = 2
-                case 0xED: continuation = 2; high = 0x9F
-                case 0xF0: continuation = 3; low = 0x90
+                case 0xED:
+                    continuation = 2
+                    high = 0x9F
+                case 0xF0:
+                    continuation = 3
+                    low = 0x90
                 case 0xF1...0xF3: continuation = 3
-                case 0xF4: continuation = 3; high = 0x8F
+                case 0xF4:
+                    continuation = 3
+                    high = 0x8F
                 default: throw fail("not valid JSON: the text is not UTF-8")
                 }
             }
@@ -495,7 +562,10 @@ final class JSONDocumentScanner {
     private func validateNumber() throws {
         func digits() throws -> Int {
             var count = 0
-            while let d = try peek(), d >= 0x30 && d <= 0x39 { advance(); count += 1 }
+            while let d = try peek(), d >= 0x30 && d <= 0x39 {
+                advance()
+                count += 1
+            }
             return count
         }
         if try peek() == UInt8(ascii: "-") { advance() }
@@ -513,12 +583,16 @@ final class JSONDocumentScanner {
             if let sign = try peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { advance() }
             guard try digits() > 0 else { throw fail("not valid JSON: an exponent needs digits") }
         }
-        if let next = try peek(), next >= 0x30 && next <= 0x39 { throw fail("not valid JSON: a number cannot start with 0 followed by digits") }
+        if let next = try peek(), next >= 0x30 && next <= 0x39 {
+            throw fail("not valid JSON: a number cannot start with 0 followed by digits")
+        }
     }
 
     private func literal(_ word: String) throws {
         for expected in word.utf8 {
-            guard try peek() == expected else { throw fail("not valid JSON: expected a value (a word in JSON is true, false or null)") }
+            guard try peek() == expected else {
+                throw fail("not valid JSON: expected a value (a word in JSON is true, false or null)")
+            }
             advance()
         }
     }
@@ -531,7 +605,12 @@ final class JSONDocumentScanner {
     private func advance() {
         let b = input[input.position]
         input.position += 1
-        if b == 0x0A { line += 1; column = 1 } else if b & 0xC0 != 0x80 { column += 1 }
+        if b == 0x0A {
+            line += 1
+            column = 1
+        } else if b & 0xC0 != 0x80 {
+            column += 1
+        }
     }
 
     private func skipWhitespace() throws {
@@ -547,7 +626,9 @@ final class JSONDocumentScanner {
         var inString = false
         var escaped = false
         guard let first = try peek() else { throw fail("not valid JSON: the file ends where a value should be") }
-        if first == UInt8(ascii: ",") || first == UInt8(ascii: "]") || first == UInt8(ascii: "}") || first == UInt8(ascii: ":") {
+        if first == UInt8(ascii: ",") || first == UInt8(ascii: "]") || first == UInt8(ascii: "}")
+            || first == UInt8(ascii: ":")
+        {
             throw fail("not valid JSON: expected a value, found \(shown(first))")
         }
         let scalar = first != UInt8(ascii: "{") && first != UInt8(ascii: "[") && first != UInt8(ascii: "\"")
@@ -558,7 +639,9 @@ final class JSONDocumentScanner {
             }
             let b = input[input.position]
             if scalar {
-                if b == UInt8(ascii: ",") || b == UInt8(ascii: "]") || b == UInt8(ascii: "}") || b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 {
+                if b == UInt8(ascii: ",") || b == UInt8(ascii: "]") || b == UInt8(ascii: "}") || b == 0x20 || b == 0x0A
+                    || b == 0x0D || b == 0x09
+                {
                     return out
                 }
             }
@@ -566,7 +649,11 @@ final class JSONDocumentScanner {
             advance()
             if scalar { continue }
             if inString {
-                if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") {
+                if escaped {
+                    escaped = false
+                } else if b == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if b == UInt8(ascii: "\"") {
                     inString = false
                     if depth == 0 { return out }
                 }
@@ -583,4 +670,3 @@ final class JSONDocumentScanner {
         }
     }
 }
-

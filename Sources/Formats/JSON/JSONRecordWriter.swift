@@ -79,19 +79,25 @@ public final class AppendingRejectsWriter: RejectSink {
         guard !pending.isEmpty else { return }
         if fd < 0 {
             fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw OutputError(path: path, message: "cannot open for appending: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                throw OutputError(path: path, message: "cannot open for appending: \(String(cString: strerror(errno)))")
+            }
         }
         try pending.withUnsafeBytes { bytes in
             var written = 0
             while written < bytes.count {
                 let n = Foundation.write(fd, bytes.baseAddress! + written, bytes.count - written)
                 if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw OutputError(path: path, message: "write failed: \(String(cString: strerror(errno)))") }
+                guard n > 0 else {
+                    throw OutputError(path: path, message: "write failed: \(String(cString: strerror(errno)))")
+                }
                 written += n
             }
         }
         pending.removeAll(keepingCapacity: true)
-        guard fsync(fd) == 0 else { throw OutputError(path: path, message: "sync failed: \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else {
+            throw OutputError(path: path, message: "sync failed: \(String(cString: strerror(errno)))")
+        }
     }
 }
 
@@ -115,7 +121,10 @@ public final class RejectsWriter: RejectSink {
         out.string(issue.message)
         out.raw(",\"position\":")
         out.string(issue.position.description)
-        if let field = issue.field { out.raw(",\"field\":"); out.string(field) }
+        if let field = issue.field {
+            out.raw(",\"field\":")
+            out.string(field)
+        }
         if let raw {
             if (try? JSONParser.parse(raw)) != nil {
                 out.raw(",\"record\":")

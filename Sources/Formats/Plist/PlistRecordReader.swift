@@ -83,7 +83,8 @@ public final class PlistRecordReader: RecordSource {
         case .start("array", _)?:
             return
         case .start("dict", _)?:
-            throw fail("the property list is one dictionary; ckport reads records from an <array> of <dict>s, one per record")
+            throw fail(
+                "the property list is one dictionary; ckport reads records from an <array> of <dict>s, one per record")
         case .start(let element, _)?:
             throw fail("expected an <array> of records, found <\(element)>")
         default:
@@ -95,7 +96,9 @@ public final class PlistRecordReader: RecordSource {
         finished = true
         while let event = try nextMarkup(in: "after the records") {
             if case .end("plist") = event { continue }
-            if case .start(let element, _) = event { throw fail("<\(element)> after the array of records; a property list holds one top-level value") }
+            if case .start(let element, _) = event {
+                throw fail("<\(element)> after the array of records; a property list holds one top-level value")
+            }
             throw fail("unexpected content after the array of records")
         }
     }
@@ -114,22 +117,33 @@ public final class PlistRecordReader: RecordSource {
         do {
             let record = try codec.decode(json, typeHints: hints)
             let lines = keyLines
-            return .record(SourcedRecord(record: record, position: position, raw: nil, locateField: { field in
-                SourcePosition(file: file, line: lines[field] ?? line)
-            }))
+            return .record(
+                SourcedRecord(
+                    record: record, position: position, raw: nil,
+                    locateField: { field in
+                        SourcePosition(file: file, line: lines[field] ?? line)
+                    }))
         } catch {
             var out = JSONWriter(capacity: 256)
             out.value(json)
-            let where_ = error.field.flatMap { keyLines[$0] } ?? error.path.first.flatMap { if case .key(let k) = $0 { keyLines[k] } else { nil } } ?? line
-            return .invalid(InputIssue(position: SourcePosition(file: file, line: where_), recordName: error.recordName, recordType: error.recordType,
-                                       field: error.field, message: error.message), raw: out.bytes)
+            let place =
+                error.field.flatMap { keyLines[$0] } ?? error.path.first.flatMap {
+                    if case .key(let k) = $0 { keyLines[k] } else { nil }
+                } ?? line
+            return .invalid(
+                InputIssue(
+                    position: SourcePosition(file: file, line: place), recordName: error.recordName,
+                    recordType: error.recordType,
+                    field: error.field, message: error.message), raw: out.bytes)
         }
     }
 
     /// A `<dict>`'s keys and values, after its start: keys in order, a key given twice
     /// refused. For the record's own dictionary, `keyLines` and `hints` collect each key's
     /// line and the type its element shows.
-    private func dictionary(keyLines: inout [String: Int], hints: inout [String: FieldType], topLevel: Bool = true) throws -> JSONObject {
+    private func dictionary(keyLines: inout [String: Int], hints: inout [String: FieldType], topLevel: Bool = true)
+        throws -> JSONObject
+    {
         var members: [JSONObject.Member] = []
         var seen = Set<String>()
         while true {
@@ -141,7 +155,9 @@ public final class PlistRecordReader: RecordSource {
                 let keyLine = xml.line
                 let key = try scalarText("key")
                 guard seen.insert(key).inserted else {
-                    throw fail("the key \"\(key)\" appears twice in one <dict>; ckport refuses a key given twice, since the last one would silently win")
+                    throw fail(
+                        "the key \"\(key)\" appears twice in one <dict>; ckport refuses a key given twice, since the last one would silently win"
+                    )
                 }
                 guard case .start(let element, _)? = try nextMarkup(in: "after <key>\(key)</key>") else {
                     throw fail("<key>\(key)</key> has no value after it")
@@ -181,15 +197,23 @@ public final class PlistRecordReader: RecordSource {
             return (.string(try scalarText(element)), nil)
         case "integer":
             let text = XMLReader.trimmed(try scalarText(element))
-            guard PlistRecordReader.isInteger(text) else { throw fail("<integer>\(text.prefix(40))</integer> of \"\(key)\" is not a whole number") }
+            guard PlistRecordReader.isInteger(text) else {
+                throw fail("<integer>\(text.prefix(40))</integer> of \"\(key)\" is not a whole number")
+            }
             return (.number(text.hasPrefix("+") ? String(text.dropFirst()) : text), nil)
         case "real":
             let text = XMLReader.trimmed(try scalarText(element))
-            guard let number = Double(text) else { throw fail("<real>\(text.prefix(40))</real> of \"\(key)\" is not a number") }
-            guard number.isFinite else { throw fail("<real>\(text)</real> of \"\(key)\": CloudKit's DOUBLE holds finite numbers only") }
+            guard let number = Double(text) else {
+                throw fail("<real>\(text.prefix(40))</real> of \"\(key)\" is not a number")
+            }
+            guard number.isFinite else {
+                throw fail("<real>\(text)</real> of \"\(key)\": CloudKit's DOUBLE holds finite numbers only")
+            }
             return (.number(number.description), nil)
         case "true", "false":
-            guard XMLReader.isWhitespace(try scalarText(element)) else { throw fail("<\(element)/> of \"\(key)\" holds text") }
+            guard XMLReader.isWhitespace(try scalarText(element)) else {
+                throw fail("<\(element)/> of \"\(key)\" holds text")
+            }
             return (.number(element == "true" ? "1" : "0"), nil)
         case "date":
             let text = XMLReader.trimmed(try scalarText(element))
@@ -198,14 +222,18 @@ public final class PlistRecordReader: RecordSource {
             }
             return (.string(text), .timestamp)
         case "data":
-            let text = String(decoding: try scalarText(element).utf8.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
+            let text = String(
+                decoding: try scalarText(element).utf8.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D },
+                as: UTF8.self)
             guard Base64.decode(text) != nil else { throw fail("<data> of \"\(key)\" is not base64") }
             return (.string(text), .bytes)
         case "array":
             var elements: [JSONValue] = []
             var hints: [FieldType?] = []
             while true {
-                guard let event = try nextMarkup(in: "inside an <array>") else { throw fail("the file ends inside an <array>") }
+                guard let event = try nextMarkup(in: "inside an <array>") else {
+                    throw fail("the file ends inside an <array>")
+                }
                 if case .end("array") = event { break }
                 guard case .start(let inner, _) = event else { throw fail("expected a value in an <array>") }
                 let (value, hint) = try self.value(inner, in: key)
@@ -223,7 +251,9 @@ public final class PlistRecordReader: RecordSource {
             var ignoredHints: [String: FieldType] = [:]
             return (.object(try dictionary(keyLines: &ignoredLines, hints: &ignoredHints, topLevel: false)), nil)
         default:
-            throw fail("<\(element)> is not a property list value (string, integer, real, true, false, date, data, array, dict)")
+            throw fail(
+                "<\(element)> is not a property list value (string, integer, real, true, false, date, data, array, dict)"
+            )
         }
     }
 

@@ -73,14 +73,19 @@ public final class PlistRecordWriter: RecordSink {
     public var recordsWritten: Int { count }
 
     public func write(_ record: Record) throws {
-        if count == 0 { xml.raw(PlistRecordWriter.header); xml.raw("<array>\n") }
+        if count == 0 {
+            xml.raw(PlistRecordWriter.header)
+            xml.raw("<array>\n")
+        }
         current = record
         xml.raw("\t<dict>\n")
         try text("recordName", record.recordName, depth: 2)
         try text("recordType", record.recordType, depth: 2)
         try text("scope", record.zone.scope.rawValue, depth: 2)
         try text("zoneName", record.zone.zoneName, depth: 2)
-        if record.zone.ownerRecordName != ZoneID.defaultOwnerName { try text("ownerRecordName", record.zone.ownerRecordName, depth: 2) }
+        if record.zone.ownerRecordName != ZoneID.defaultOwnerName {
+            try text("ownerRecordName", record.zone.ownerRecordName, depth: 2)
+        }
         if let tag = record.changeTag { try text("recordChangeTag", tag, depth: 2) }
         for (stamp, prefix) in [(record.created, "created"), (record.modified, "modified")] {
             guard let stamp else { continue }
@@ -100,7 +105,10 @@ public final class PlistRecordWriter: RecordSink {
             if let details = record.shareDetails { try text("shareDetails", details, depth: 2) }
             for entry in record.fields.entries {
                 guard !JSONRecordCodec.plainSystemKeys.contains(entry.name) else {
-                    throw failure(entry.name, "has the name of a system key of the record's dictionary; a property list cannot tell them apart (export this type as JSON)")
+                    throw failure(
+                        entry.name,
+                        "has the name of a system key of the record's dictionary; a property list cannot tell them apart (export this type as JSON)"
+                    )
                 }
                 do {
                     try key(entry.name, depth: 2)
@@ -116,7 +124,12 @@ public final class PlistRecordWriter: RecordSink {
     }
 
     public func finish() throws {
-        if count == 0 { xml.raw(PlistRecordWriter.header); xml.raw("<array/>\n") } else { xml.raw("</array>\n") }
+        if count == 0 {
+            xml.raw(PlistRecordWriter.header)
+            xml.raw("<array/>\n")
+        } else {
+            xml.raw("</array>\n")
+        }
         xml.raw("</plist>\n")
         try xml.flush()
         try output.commit()
@@ -129,7 +142,9 @@ public final class PlistRecordWriter: RecordSink {
     // MARK: Values
 
     private func failure(_ field: String?, _ message: String) -> PlistWriteError {
-        PlistWriteError(file: output.path, recordName: current?.recordName ?? "", recordType: current?.recordType ?? "", field: field, message: message)
+        PlistWriteError(
+            file: output.path, recordName: current?.recordName ?? "", recordType: current?.recordType ?? "",
+            field: field, message: message)
     }
 
     /// A key on a line of its own, and the indentation of its value's line.
@@ -216,8 +231,11 @@ public final class PlistRecordWriter: RecordSink {
             xml.raw("</dict>\n")
         case .location(let l):
             xml.raw("<dict>\n")
-            for (name, part) in [("latitude", l.latitude), ("longitude", l.longitude), ("horizontalAccuracy", l.horizontalAccuracy),
-                                 ("verticalAccuracy", l.verticalAccuracy), ("altitude", l.altitude), ("speed", l.speed), ("course", l.course)] {
+            for (name, part) in [
+                ("latitude", l.latitude), ("longitude", l.longitude), ("horizontalAccuracy", l.horizontalAccuracy),
+                ("verticalAccuracy", l.verticalAccuracy), ("altitude", l.altitude), ("speed", l.speed),
+                ("course", l.course),
+            ] {
                 guard let part else { continue }
                 try key(name, depth: depth + 1)
                 real(part)
@@ -233,8 +251,10 @@ public final class PlistRecordWriter: RecordSink {
             try text("fileChecksum", a.fileChecksum, depth: depth + 1)
             try key("size", depth: depth + 1)
             xml.raw("<integer>\(a.size)</integer>\n")
-            for (name, part) in [("referenceChecksum", a.referenceChecksum), ("wrappingKey", a.wrappingKey), ("receipt", a.receipt),
-                                 ("downloadURL", a.downloadURL), ("localPath", a.localPath), ("sha256", a.sha256)] {
+            for (name, part) in [
+                ("referenceChecksum", a.referenceChecksum), ("wrappingKey", a.wrappingKey), ("receipt", a.receipt),
+                ("downloadURL", a.downloadURL), ("localPath", a.localPath), ("sha256", a.sha256),
+            ] {
                 if let part { try text(name, part, depth: depth + 1) }
             }
             xml.indent(depth)

@@ -50,8 +50,10 @@ public struct RecordReadContext {
     public var store: (any RecordStoring)?
     public var settings: FormatSettings
 
-    public init(schema: Schema, defaultRecordType: String? = nil, defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil,
-                allowNewFields: Bool = false, store: (any RecordStoring)? = nil, settings: FormatSettings = FormatSettings()) {
+    public init(
+        schema: Schema, defaultRecordType: String? = nil, defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil,
+        allowNewFields: Bool = false, store: (any RecordStoring)? = nil, settings: FormatSettings = FormatSettings()
+    ) {
         self.schema = schema
         self.defaultRecordType = defaultRecordType
         self.defaultZone = defaultZone
@@ -71,7 +73,10 @@ public struct RecordWriteContext {
     public var timeZone: TimeZone?
     public var settings: FormatSettings
 
-    public init(schema: Schema, recordType: RecordTypeDefinition? = nil, timeZone: TimeZone? = nil, settings: FormatSettings = FormatSettings()) {
+    public init(
+        schema: Schema, recordType: RecordTypeDefinition? = nil, timeZone: TimeZone? = nil,
+        settings: FormatSettings = FormatSettings()
+    ) {
         self.schema = schema
         self.recordType = recordType
         self.timeZone = timeZone

@@ -20,8 +20,11 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
     /// Writes what a query selects straight from a store's transaction into `output`, for a
     /// format whose files are not a stream of records (a calendar groups each event with its
     /// attendees and alarms). Commits `output` when done; says what it wrote.
-    public typealias StoreExporter = @Sendable (_ session: any RecordSession, _ query: RecordQuery, _ output: OutputFile,
-                                                _ context: RecordWriteContext) throws -> FormatExportSummary
+    public typealias StoreExporter =
+        @Sendable (
+            _ session: any RecordSession, _ query: RecordQuery, _ output: OutputFile,
+            _ context: RecordWriteContext
+        ) throws -> FormatExportSummary
 
     /// The names a program or the command line gives the format by; the first is its own.
     public let names: [String]
@@ -45,11 +48,14 @@ public struct RecordFormat: Sendable, Hashable, CustomStringConvertible {
     /// Exports from a store's transaction, for a format without a record writer.
     public let exportFromStore: StoreExporter?
 
-    public init(names: [String], extensions: [String], title: String, summary: String, noun: String, kind: Kind = .records, oneRecordTypePerFile: Bool = false,
-                sniff: @escaping @Sendable ([UInt8]) -> Bool,
-                makeReader: (@Sendable (RecordInput, RecordReadContext) throws -> RecordSource)?,
-                makeWriter: (@Sendable (OutputFile, RecordWriteContext) throws -> RecordSink)?,
-                exportFromStore: StoreExporter? = nil) {
+    public init(
+        names: [String], extensions: [String], title: String, summary: String, noun: String, kind: Kind = .records,
+        oneRecordTypePerFile: Bool = false,
+        sniff: @escaping @Sendable ([UInt8]) -> Bool,
+        makeReader: (@Sendable (RecordInput, RecordReadContext) throws -> RecordSource)?,
+        makeWriter: (@Sendable (OutputFile, RecordWriteContext) throws -> RecordSink)?,
+        exportFromStore: StoreExporter? = nil
+    ) {
         precondition(!names.isEmpty, "a format needs a name")
         self.names = names
         self.extensions = extensions

@@ -7,7 +7,8 @@ extension RecordFormat {
     /// as iCalendar. An export is the iCalendar export's calendar, element for element; an
     /// import reads the calendar as the iCalendar import would.
     public static let xCal = RecordFormat(
-        names: ["xcal"], extensions: ["xcal", "xcs"], title: "xCal", summary: "calendars in XML (RFC 6321), through a mapping", noun: "an xCal file", kind: .calendar,
+        names: ["xcal"], extensions: ["xcal", "xcs"], title: "xCal",
+        summary: "calendars in XML (RFC 6321), through a mapping", noun: "an xCal file", kind: .calendar,
         sniff: { head in
             let prefix = String(decoding: head.prefix(1024), as: UTF8.self)
             return prefix.contains("<icalendar") && prefix.contains("urn:ietf:params:xml:ns:icalendar-2.0")

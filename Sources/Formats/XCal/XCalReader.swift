@@ -95,7 +95,9 @@ final class XCalToICalendar {
     private func nextMarkup(inside element: String) throws -> XMLReader.Event? {
         while let event = try xml.next() {
             if case .text(let text) = event {
-                guard XMLReader.isWhitespace(text) else { throw fail("text \"\(text.prefix(40))\" directly inside <\(element)>, where xCal has only elements") }
+                guard XMLReader.isWhitespace(text) else {
+                    throw fail("text \"\(text.prefix(40))\" directly inside <\(element)>, where xCal has only elements")
+                }
                 continue
             }
             return event
@@ -144,13 +146,17 @@ final class XCalToICalendar {
         case (nil, .start(_, _)):
             guard !started else { throw fail("a second top-level element <\(xml.localName)>") }
             guard xml.localName == "icalendar", isXCal else {
-                throw fail("expected <icalendar xmlns=\"\(String(describing: XCalValue.namespace))\">, found <\(xml.localName)>" + (xml.namespaceURI.map { " in namespace \($0)" } ?? " without xCal's namespace"))
+                throw fail(
+                    "expected <icalendar xmlns=\"\(String(describing: XCalValue.namespace))\">, found <\(xml.localName)>"
+                        + (xml.namespaceURI.map { " in namespace \($0)" } ?? " without xCal's namespace"))
             }
             started = true
             stack.append(.icalendar)
         case (.icalendar, .start(_, _)):
             guard isXCal else { return try noteSkipped(xml.localName) }
-            guard xml.localName == "vcalendar" else { throw fail("expected <vcalendar> inside <icalendar>, found <\(xml.localName)>") }
+            guard xml.localName == "vcalendar" else {
+                throw fail("expected <vcalendar> inside <icalendar>, found <\(xml.localName)>")
+            }
             emit("BEGIN:VCALENDAR", xmlLine: xml.line)
             stack.append(.component("VCALENDAR"))
         case (.component, .start(_, _)):
@@ -218,7 +224,9 @@ final class XCalToICalendar {
                 } else if inner == "recur" {
                     values.append(Value(type: .recur, text: try recur()))
                 } else {
-                    throw fail("<\(inner)> is not an xCal value type (text, date, date-time, duration, period, recur, utc-offset, integer, float, boolean, uri, cal-address, binary, time, unknown)")
+                    throw fail(
+                        "<\(inner)> is not an xCal value type (text, date, date-time, duration, period, recur, utc-offset, integer, float, boolean, uri, cal-address, binary, time, unknown)"
+                    )
                 }
             case .text:
                 continue
@@ -242,7 +250,9 @@ final class XCalToICalendar {
     /// A value of a simple type in iCalendar's notation.
     private func scalar(_ type: XCalValue, text: String) throws -> String {
         func converted(_ value: String?) throws -> String {
-            guard let value else { throw fail("<\(type.rawValue)>\(text.prefix(40))</\(type.rawValue)> is not a valid \(type.rawValue)") }
+            guard let value else {
+                throw fail("<\(type.rawValue)>\(text.prefix(40))</\(type.rawValue)> is not a valid \(type.rawValue)")
+            }
             return value
         }
         switch type {
@@ -258,7 +268,9 @@ final class XCalToICalendar {
             }
         case .text: return text
         default:
-            guard !text.contains(where: { $0 == "\n" || $0 == "\r" }) else { throw fail("a line break inside <\(type.rawValue)>, which iCalendar cannot hold there") }
+            guard !text.contains(where: { $0 == "\n" || $0 == "\r" }) else {
+                throw fail("a line break inside <\(type.rawValue)>, which iCalendar cannot hold there")
+            }
             return text
         }
     }
@@ -276,8 +288,12 @@ final class XCalToICalendar {
                 let inner = xml.localName
                 let value = try text(of: inner)
                 switch inner {
-                case "start": start = try XCalValue.iCalDateTime(value).orFail { fail("<start>\(value)</start> is not a date-time") }
-                case "end": end = try XCalValue.iCalDateTime(value).orFail { fail("<end>\(value)</end> is not a date-time") }
+                case "start":
+                    start = try XCalValue.iCalDateTime(value).orFail {
+                        fail("<start>\(value)</start> is not a date-time")
+                    }
+                case "end":
+                    end = try XCalValue.iCalDateTime(value).orFail { fail("<end>\(value)</end> is not a date-time") }
                 case "duration": end = value
                 default: throw fail("<\(inner)> in <period> (start, end, duration)")
                 }
@@ -294,17 +310,24 @@ final class XCalToICalendar {
             switch event {
             case .end:
                 guard parts["FREQ"] != nil else { throw fail("<recur> needs <freq>") }
-                return XCalValue.recurParts.compactMap { key in parts[key].map { "\(key)=\($0.joined(separator: ","))" } }.joined(separator: ";")
+                return XCalValue.recurParts.compactMap { key in parts[key].map { "\(key)=\($0.joined(separator: ","))" }
+                }.joined(separator: ";")
             case .start:
                 let element = xml.localName
                 let key = element.uppercased()
                 guard XCalValue.recurParts.contains(key) else { throw fail("<\(element)> is not a part of <recur>") }
                 var value = XMLReader.trimmed(try text(of: element))
                 if key == "UNTIL" {
-                    value = try XCalValue.iCalDateOrDateTime(value).orFail { fail("<until>\(value)</until> is neither a date nor a date-time") }
+                    value = try XCalValue.iCalDateOrDateTime(value).orFail {
+                        fail("<until>\(value)</until> is neither a date nor a date-time")
+                    }
                 }
-                guard !value.contains(where: { $0 == ";" || $0 == "," || $0 == "\n" }) else { throw fail("<\(key.lowercased())>\(value)</\(key.lowercased())> holds a separator") }
-                guard parts[key] == nil || XCalValue.recurListParts.contains(key) else { throw fail("<\(key.lowercased())> appears twice in <recur>") }
+                guard !value.contains(where: { $0 == ";" || $0 == "," || $0 == "\n" }) else {
+                    throw fail("<\(key.lowercased())>\(value)</\(key.lowercased())> holds a separator")
+                }
+                guard parts[key] == nil || XCalValue.recurListParts.contains(key) else {
+                    throw fail("<\(key.lowercased())> appears twice in <recur>")
+                }
                 parts[key, default: []].append(value)
             case .text:
                 continue
@@ -316,7 +339,9 @@ final class XCalToICalendar {
     private func parameters(of element: String) throws -> [(String, [String])] {
         var result: [(String, [String])] = []
         while true {
-            guard let event = try nextMarkup(inside: "parameters") else { throw fail("the file ends inside <parameters>") }
+            guard let event = try nextMarkup(inside: "parameters") else {
+                throw fail("the file ends inside <parameters>")
+            }
             switch event {
             case .end:
                 return result
@@ -332,13 +357,17 @@ final class XCalToICalendar {
                     if case .end = inner { break }
                     let valueElement = xml.localName
                     guard case .start = inner, let type = XCalValue.named(valueElement) else {
-                        throw fail("a parameter's value is a typed element such as <text>, found <\(valueElement)> in <\(name)>")
+                        throw fail(
+                            "a parameter's value is a typed element such as <text>, found <\(valueElement)> in <\(name)>"
+                        )
                     }
                     values.append(try scalar(type, text: try text(of: valueElement)))
                 }
                 guard !values.isEmpty else { throw fail("parameter <\(name)> has no value") }
                 for value in values where value.contains(where: { $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
-                    throw fail("parameter <\(name)>'s value holds a quote or a line break, which iCalendar parameters cannot hold")
+                    throw fail(
+                        "parameter <\(name)>'s value holds a quote or a line break, which iCalendar parameters cannot hold"
+                    )
                 }
                 result.append((name.uppercased(), values))
             case .text:
@@ -348,29 +377,43 @@ final class XCalToICalendar {
     }
 
     /// The content line of a property read from xCal.
-    private func contentLine(_ name: String, parameters: [(String, [String])], values: [Value], parts: [String: String]) throws -> String {
+    private func contentLine(_ name: String, parameters: [(String, [String])], values: [Value], parts: [String: String])
+        throws -> String
+    {
         var value: String
         var parameters = parameters
         if name == "GEO" && values.isEmpty {
-            guard let latitude = parts["latitude"], let longitude = parts["longitude"], Double(latitude) != nil, Double(longitude) != nil else {
+            guard let latitude = parts["latitude"], let longitude = parts["longitude"], Double(latitude) != nil,
+                Double(longitude) != nil
+            else {
                 throw fail("<geo> needs <latitude> and <longitude> numbers")
             }
             value = latitude + ";" + longitude
         } else if name == "REQUEST-STATUS" && values.isEmpty {
-            guard let code = parts["code"], let description = parts["description"] else { throw fail("<request-status> needs <code> and <description>") }
+            guard let code = parts["code"], let description = parts["description"] else {
+                throw fail("<request-status> needs <code> and <description>")
+            }
             value = code + ";" + ICalText.escape(description)
             if let data = parts["data"] { value += ";" + ICalText.escape(data) }
         } else {
-            guard parts.isEmpty else { throw fail("<\(parts.keys.sorted()[0])> belongs to <geo> or <request-status>, not <\(name.lowercased())>") }
+            guard parts.isEmpty else {
+                throw fail(
+                    "<\(parts.keys.sorted()[0])> belongs to <geo> or <request-status>, not <\(name.lowercased())>")
+            }
             guard let type = values.first?.type else { throw fail("<\(name.lowercased())> has no value") }
-            guard values.allSatisfy({ $0.type == type }) else { throw fail("<\(name.lowercased())> holds values of different types") }
+            guard values.allSatisfy({ $0.type == type }) else {
+                throw fail("<\(name.lowercased())> holds values of different types")
+            }
             let texts = values.map { type == .text ? ICalText.escape($0.text) : $0.text }
-            guard values.count == 1 || XCalValue.listProperties.contains(name) || XCalValue.defaultType(of: name) == nil else {
+            guard values.count == 1 || XCalValue.listProperties.contains(name) || XCalValue.defaultType(of: name) == nil
+            else {
                 throw fail("<\(name.lowercased())> holds \(values.count) values; iCalendar's \(name) holds one")
             }
             value = texts.joined(separator: ",")
             if type == .unknown {
-                guard !value.contains(where: { $0 == "\n" || $0 == "\r" }) else { throw fail("a line break inside <unknown>, which iCalendar cannot hold") }
+                guard !value.contains(where: { $0 == "\n" || $0 == "\r" }) else {
+                    throw fail("a line break inside <unknown>, which iCalendar cannot hold")
+                }
             } else if type != (XCalValue.defaultType(of: name) ?? .text), let typeName = type.iCalendarName {
                 parameters.removeAll { $0.0 == "VALUE" }
                 parameters.append(("VALUE", [typeName]))
@@ -379,7 +422,8 @@ final class XCalToICalendar {
         var line = name
         for (parameter, values) in parameters {
             line += ";" + parameter + "="
-            line += values.map { $0.contains(where: { $0 == ":" || $0 == ";" || $0 == "," }) ? "\"\($0)\"" : $0 }.joined(separator: ",")
+            line += values.map { $0.contains(where: { $0 == ":" || $0 == ";" || $0 == "," }) ? "\"\($0)\"" : $0 }
+                .joined(separator: ",")
         }
         return line + ":" + value
     }
@@ -445,7 +489,9 @@ final class XCalRecordSource: AnnotatedRecordSource, LossReportingSource, Schema
     var notes: [String] {
         var notes = (inner as? AnnotatedRecordSource)?.notes ?? []
         if let skipped = converter()?.skipped, !skipped.isEmpty {
-            notes.append("left out elements of other namespaces: " + skipped.keys.sorted().map { "\($0) ×\(skipped[$0]!)" }.joined(separator: ", "))
+            notes.append(
+                "left out elements of other namespaces: "
+                    + skipped.keys.sorted().map { "\($0) ×\(skipped[$0]!)" }.joined(separator: ", "))
         }
         return notes
     }

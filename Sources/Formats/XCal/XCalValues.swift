@@ -3,8 +3,14 @@ import Foundation
 /// The value types of RFC 6321 (xCal) and how iCalendar's text of each becomes xCal's and
 /// back: the facts both directions share.
 enum XCalValue: String, CaseIterable {
-    case binary, boolean, calAddress = "cal-address", date, dateTime = "date-time", duration, float, integer, period, recur, text, time, uri,
-         utcOffset = "utc-offset", unknown
+    case binary, boolean
+    case calAddress = "cal-address"
+    case date
+    case dateTime = "date-time"
+    case duration, float, integer, period, recur, text, time, uri
+    case
+        utcOffset = "utc-offset"
+    case unknown
 
     /// The namespace of every xCal element.
     static let namespace: StaticString = "urn:ietf:params:xml:ns:icalendar-2.0"
@@ -27,12 +33,15 @@ enum XCalValue: String, CaseIterable {
     /// REQUEST-STATUS have structured values of their own.
     static func defaultType(of property: String) -> XCalValue? {
         switch property {
-        case "CALSCALE", "METHOD", "PRODID", "VERSION", "CATEGORIES", "CLASS", "COMMENT", "DESCRIPTION", "LOCATION", "RESOURCES", "STATUS",
-             "SUMMARY", "TRANSP", "TZID", "TZNAME", "CONTACT", "RELATED-TO", "UID", "ACTION":
+        case "CALSCALE", "METHOD", "PRODID", "VERSION", "CATEGORIES", "CLASS", "COMMENT", "DESCRIPTION", "LOCATION",
+            "RESOURCES", "STATUS",
+            "SUMMARY", "TRANSP", "TZID", "TZNAME", "CONTACT", "RELATED-TO", "UID", "ACTION":
             return .text
         case "ATTACH", "TZURL", "URL": return .uri
         case "PERCENT-COMPLETE", "PRIORITY", "REPEAT", "SEQUENCE": return .integer
-        case "COMPLETED", "CREATED", "DTSTAMP", "LAST-MODIFIED", "DTEND", "DUE", "DTSTART", "RECURRENCE-ID", "EXDATE", "RDATE": return .dateTime
+        case "COMPLETED", "CREATED", "DTSTAMP", "LAST-MODIFIED", "DTEND", "DUE", "DTSTART", "RECURRENCE-ID", "EXDATE",
+            "RDATE":
+            return .dateTime
         case "DURATION", "TRIGGER": return .duration
         case "FREEBUSY": return .period
         case "TZOFFSETFROM", "TZOFFSETTO": return .utcOffset
@@ -57,10 +66,15 @@ enum XCalValue: String, CaseIterable {
 
     /// RECUR's parts in the order RFC 6321's schema lists them, with RFC 7529's RSCALE first
     /// and SKIP last.
-    static let recurParts = ["RSCALE", "FREQ", "UNTIL", "COUNT", "INTERVAL", "BYSECOND", "BYMINUTE", "BYHOUR", "BYDAY", "BYMONTHDAY", "BYYEARDAY",
-                             "BYWEEKNO", "BYMONTH", "BYSETPOS", "WKST", "SKIP"]
+    static let recurParts = [
+        "RSCALE", "FREQ", "UNTIL", "COUNT", "INTERVAL", "BYSECOND", "BYMINUTE", "BYHOUR", "BYDAY", "BYMONTHDAY",
+        "BYYEARDAY",
+        "BYWEEKNO", "BYMONTH", "BYSETPOS", "WKST", "SKIP",
+    ]
     /// RECUR parts that hold a comma-separated list, one element per item.
-    static let recurListParts: Set<String> = ["BYSECOND", "BYMINUTE", "BYHOUR", "BYDAY", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYMONTH", "BYSETPOS"]
+    static let recurListParts: Set<String> = [
+        "BYSECOND", "BYMINUTE", "BYHOUR", "BYDAY", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYMONTH", "BYSETPOS",
+    ]
 
     // MARK: iCalendar text → xCal text
 
@@ -81,7 +95,9 @@ enum XCalValue: String, CaseIterable {
 
     /// `20081006T121500Z` → `2008-10-06T12:15:00Z`.
     static func xmlDateTime(_ text: Substring) -> String? {
-        guard let t = text.firstIndex(of: "T"), let date = xmlDate(text[..<t]), let time = xmlTime(text[text.index(after: t)...]) else { return nil }
+        guard let t = text.firstIndex(of: "T"), let date = xmlDate(text[..<t]),
+            let time = xmlTime(text[text.index(after: t)...])
+        else { return nil }
         return date + "T" + time
     }
 
@@ -101,7 +117,8 @@ enum XCalValue: String, CaseIterable {
     static func iCalDate(_ text: String) -> String? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].utf8.count == 4, parts[1].utf8.count == 2, parts[2].utf8.count == 2,
-              parts.allSatisfy({ $0.utf8.allSatisfy(isDigit) }) else { return nil }
+            parts.allSatisfy({ $0.utf8.allSatisfy(isDigit) })
+        else { return nil }
         return parts.joined()
     }
 
@@ -109,13 +126,17 @@ enum XCalValue: String, CaseIterable {
     static func iCalTime(_ text: Substring) -> String? {
         let utc = text.hasSuffix("Z")
         let parts = (utc ? text.dropLast() : text).split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.allSatisfy({ $0.utf8.count == 2 && $0.utf8.allSatisfy(isDigit) }) else { return nil }
+        guard parts.count == 3, parts.allSatisfy({ $0.utf8.count == 2 && $0.utf8.allSatisfy(isDigit) }) else {
+            return nil
+        }
         return parts.joined() + (utc ? "Z" : "")
     }
 
     /// `2008-10-06T12:15:00Z` → `20081006T121500Z`.
     static func iCalDateTime(_ text: String) -> String? {
-        guard let t = text.firstIndex(of: "T"), let date = iCalDate(String(text[..<t])), let time = iCalTime(text[text.index(after: t)...]) else { return nil }
+        guard let t = text.firstIndex(of: "T"), let date = iCalDate(String(text[..<t])),
+            let time = iCalTime(text[text.index(after: t)...])
+        else { return nil }
         return date + "T" + time
     }
 
@@ -123,7 +144,9 @@ enum XCalValue: String, CaseIterable {
     static func iCalOffset(_ text: String) -> String? {
         guard let sign = text.first, sign == "+" || sign == "-" else { return nil }
         let parts = text.dropFirst().split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2 || parts.count == 3, parts.allSatisfy({ $0.utf8.count == 2 && $0.utf8.allSatisfy(isDigit) }) else { return nil }
+        guard parts.count == 2 || parts.count == 3,
+            parts.allSatisfy({ $0.utf8.count == 2 && $0.utf8.allSatisfy(isDigit) })
+        else { return nil }
         return String(sign) + parts.joined()
     }
 

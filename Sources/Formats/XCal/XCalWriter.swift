@@ -38,7 +38,8 @@ public final class XCalWriter {
     /// Reads every component `parser` gives and writes the document; the output is not
     /// committed here.
     public func write(from parser: ICalParser) throws {
-        xml.raw("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<icalendar xmlns=\"urn:ietf:params:xml:ns:icalendar-2.0\">\n")
+        xml.raw(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<icalendar xmlns=\"urn:ietf:params:xml:ns:icalendar-2.0\">\n")
         while let component = try parser.next() {
             if parser.calendarCount != openCalendar {
                 if openCalendar > 0 { closeCalendar() }
@@ -56,7 +57,11 @@ public final class XCalWriter {
         }
         if openCalendar > 0 {
             guard parser.calendarProperties.count == calendarPropertiesWritten else {
-                throw XCalWriteError(file: file, subject: "VCALENDAR", message: "a calendar property follows the components; xCal writes them first, and ckport does not reorder")
+                throw XCalWriteError(
+                    file: file, subject: "VCALENDAR",
+                    message:
+                        "a calendar property follows the components; xCal writes them first, and ckport does not reorder"
+                )
             }
             closeCalendar()
         }
@@ -82,8 +87,12 @@ public final class XCalWriter {
     private func indent(_ depth: Int) { xml.indent(depth, with: 0x20, width: 2) }
 
     private func elementName(_ iCalendarName: String, subject: String) throws -> String {
-        guard let first = iCalendarName.unicodeScalars.first, (first >= "A" && first <= "Z") || (first >= "a" && first <= "z") else {
-            throw XCalWriteError(file: file, subject: subject, message: "the name \(iCalendarName) does not begin with a letter, so it cannot be an XML element")
+        guard let first = iCalendarName.unicodeScalars.first,
+            (first >= "A" && first <= "Z") || (first >= "a" && first <= "z")
+        else {
+            throw XCalWriteError(
+                file: file, subject: subject,
+                message: "the name \(iCalendarName) does not begin with a letter, so it cannot be an XML element")
         }
         return iCalendarName.lowercased()
     }
@@ -115,14 +124,18 @@ public final class XCalWriter {
 
     private func write(_ property: ContentLine, depth: Int, owner: String?) throws {
         let subject = (owner.map { $0 + " " } ?? "") + property.name
-        func fail(_ message: String) -> XCalWriteError { XCalWriteError(file: file, subject: subject, message: message) }
+        func fail(_ message: String) -> XCalWriteError {
+            XCalWriteError(file: file, subject: subject, message: message)
+        }
         let name = try elementName(property.name, subject: subject)
         let declared = property.parameter("VALUE")
         let type: XCalValue
         if let declared {
             type = XCalValue(iCalendarName: declared) ?? .unknown
         } else {
-            type = XCalValue.defaultType(of: property.name) ?? (["GEO", "REQUEST-STATUS"].contains(property.name) ? .text : .unknown)
+            type =
+                XCalValue.defaultType(of: property.name)
+                ?? (["GEO", "REQUEST-STATUS"].contains(property.name) ? .text : .unknown)
         }
         indent(depth)
         xml.raw("<\(name)>\n")
@@ -147,12 +160,16 @@ public final class XCalWriter {
             indent(depth + 1)
             if declared == nil && property.name == "GEO" {
                 let parts = property.value.split(separator: ";", omittingEmptySubsequences: false)
-                guard parts.count == 2, Double(parts[0]) != nil, Double(parts[1]) != nil else { throw fail("GEO is latitude;longitude, found \"\(property.value)\"") }
+                guard parts.count == 2, Double(parts[0]) != nil, Double(parts[1]) != nil else {
+                    throw fail("GEO is latitude;longitude, found \"\(property.value)\"")
+                }
                 try element("latitude", String(parts[0]))
                 try element("longitude", String(parts[1]))
             } else if declared == nil && property.name == "REQUEST-STATUS" {
                 let parts = XCalWriter.splitUnescaped(property.value, on: 0x3B)
-                guard parts.count >= 2 else { throw fail("REQUEST-STATUS is code;description[;data], found \"\(property.value)\"") }
+                guard parts.count >= 2 else {
+                    throw fail("REQUEST-STATUS is code;description[;data], found \"\(property.value)\"")
+                }
                 try element("code", parts[0])
                 try element("description", ICalText.unescape(parts[1]))
                 if parts.count > 2 { try element("data", ICalText.unescape(parts[2...].joined(separator: ";"))) }
@@ -199,7 +216,9 @@ public final class XCalWriter {
             try element("boolean", value.lowercased())
         case .period:
             let parts = value.split(separator: "/", omittingEmptySubsequences: false)
-            guard parts.count == 2, let start = XCalValue.xmlDateTime(parts[0]) else { throw fail("\"\(value)\" is not a PERIOD (start/end or start/duration)") }
+            guard parts.count == 2, let start = XCalValue.xmlDateTime(parts[0]) else {
+                throw fail("\"\(value)\" is not a PERIOD (start/end or start/duration)")
+            }
             xml.raw("<period><start>\(start)</start>")
             if let end = XCalValue.xmlDateTime(parts[1]) {
                 xml.raw("<end>\(end)</end>")
@@ -222,7 +241,9 @@ public final class XCalWriter {
             let pair = part.split(separator: "=", maxSplits: 1)
             guard pair.count == 2 else { throw fail("\"\(part)\" in RRULE is not NAME=VALUE") }
             let key = pair[0].uppercased()
-            guard XCalValue.recurParts.contains(key) else { throw fail("RRULE part \(key) has no place in xCal's <recur>") }
+            guard XCalValue.recurParts.contains(key) else {
+                throw fail("RRULE part \(key) has no place in xCal's <recur>")
+            }
             guard parts[key] == nil else { throw fail("RRULE gives \(key) twice") }
             parts[key] = String(pair[1])
         }

@@ -48,7 +48,8 @@ public final class XMLReader {
         /// `<string> </string>`) instead of leaving it out.
         public var keepsWhitespace: Bool
 
-        public init(depth: Int = 128, bytes: Int64 = 4 << 30, textBytes: Int = 64 << 20, keepsWhitespace: Bool = false) {
+        public init(depth: Int = 128, bytes: Int64 = 4 << 30, textBytes: Int = 64 << 20, keepsWhitespace: Bool = false)
+        {
             self.depth = depth
             self.bytes = bytes
             self.textBytes = textBytes
@@ -93,7 +94,9 @@ public final class XMLReader {
     /// making a String of it.
     public func isInNamespace(_ uri: StaticString) -> Bool {
         guard let reader, let namespace = xmlTextReaderConstNamespaceUri(reader) else { return false }
-        return strcmp(UnsafeRawPointer(namespace).assumingMemoryBound(to: CChar.self), UnsafeRawPointer(uri.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
+        return strcmp(
+            UnsafeRawPointer(namespace).assumingMemoryBound(to: CChar.self),
+            UnsafeRawPointer(uri.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
     }
 
     /// The local name (without a prefix) of the element the last start opened, until the next
@@ -122,10 +125,13 @@ public final class XMLReader {
                 let n = min(count, input.end - input.position)
                 given += Int64(n)
                 guard given <= limit else {
-                    failure = XMLInputError(file: input.name, line: 0, column: 0, message: "is more than \(limit) bytes; XML input is limited to that")
+                    failure = XMLInputError(
+                        file: input.name, line: 0, column: 0,
+                        message: "is more than \(limit) bytes; XML input is limited to that")
                     return -1
                 }
-                UnsafeMutableRawPointer(buffer).copyMemory(from: input.bytes(input.position, input.position + n).baseAddress!, byteCount: n)
+                UnsafeMutableRawPointer(buffer).copyMemory(
+                    from: input.bytes(input.position, input.position + n).baseAddress!, byteCount: n)
                 input.position += n
                 return Int32(n)
             } catch {
@@ -142,10 +148,13 @@ public final class XMLReader {
         memory = nil
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw XMLInputError(file: path, line: 0, column: 0, message: "cannot be read (\(String(cString: strerror(errno))))")
+            throw XMLInputError(
+                file: path, line: 0, column: 0, message: "cannot be read (\(String(cString: strerror(errno))))")
         }
         guard Int64(info.st_size) <= limits.bytes else {
-            throw XMLInputError(file: path, line: 0, column: 0, message: "is \(info.st_size) bytes; XML input is limited to \(limits.bytes) bytes")
+            throw XMLInputError(
+                file: path, line: 0, column: 0,
+                message: "is \(info.st_size) bytes; XML input is limited to \(limits.bytes) bytes")
         }
         if let handle = FileHandle(forReadingAtPath: path) {
             defer { try? handle.close() }
@@ -153,7 +162,9 @@ public final class XMLReader {
         }
         xmlResetLastError()
         reader = xmlReaderForFile(path, nil, XMLReader.options)
-        guard reader != nil else { throw XMLInputError(file: path, line: 0, column: 0, message: "cannot be opened as XML") }
+        guard reader != nil else {
+            throw XMLInputError(file: path, line: 0, column: 0, message: "cannot be opened as XML")
+        }
     }
 
     /// Reads `bytes`, called `name` in messages.
@@ -161,7 +172,9 @@ public final class XMLReader {
         self.name = name
         self.limits = limits
         guard Int64(bytes.count) <= limits.bytes, bytes.count <= Int(Int32.max) else {
-            throw XMLInputError(file: name, line: 0, column: 0, message: "is \(bytes.count) bytes; XML input is limited to \(limits.bytes) bytes")
+            throw XMLInputError(
+                file: name, line: 0, column: 0,
+                message: "is \(bytes.count) bytes; XML input is limited to \(limits.bytes) bytes")
         }
         try XMLReader.checkProlog(Array(bytes.prefix(XMLReader.prologBytes)), name: name)
         xmlResetLastError()
@@ -171,7 +184,9 @@ public final class XMLReader {
         reader = copy.baseAddress!.withMemoryRebound(to: CChar.self, capacity: copy.count) { pointer in
             xmlReaderForMemory(pointer, Int32(bytes.count), nil, nil, XMLReader.options)
         }
-        guard reader != nil else { throw XMLInputError(file: name, line: 0, column: 0, message: "cannot be read as XML") }
+        guard reader != nil else {
+            throw XMLInputError(file: name, line: 0, column: 0, message: "cannot be read as XML")
+        }
     }
 
     /// Reads from `input` as libxml2 asks for bytes: a file or standard input of any size,
@@ -192,7 +207,9 @@ public final class XMLReader {
         }
         // The context lives as long as this reader (`stream`), which frees libxml2's reader first.
         reader = xmlReaderForIO(read, nil, Unmanaged.passUnretained(context).toOpaque(), nil, nil, XMLReader.options)
-        guard reader != nil else { throw XMLInputError(file: name, line: 0, column: 0, message: "cannot be read as XML") }
+        guard reader != nil else {
+            throw XMLInputError(file: name, line: 0, column: 0, message: "cannot be read as XML")
+        }
     }
 
     /// Bytes of a stream input libxml2 has taken so far (0 for a file or bytes in memory).
@@ -206,7 +223,8 @@ public final class XMLReader {
     /// No network, no error output of libxml2's own (errors are thrown), no entity
     /// substitution (`XML_PARSE_NOENT` stays off), no DTD loading or default attributes from
     /// one, CDATA as text.
-    private static let options = Int32(CKPORT_XML_PARSE_NONET | CKPORT_XML_PARSE_NOERROR | CKPORT_XML_PARSE_NOWARNING | CKPORT_XML_PARSE_NOCDATA)
+    private static let options = Int32(
+        CKPORT_XML_PARSE_NONET | CKPORT_XML_PARSE_NOERROR | CKPORT_XML_PARSE_NOWARNING | CKPORT_XML_PARSE_NOCDATA)
 
     /// How much of the input's head is scanned for entity declarations.
     static let prologBytes = 1 << 20
@@ -223,7 +241,9 @@ public final class XMLReader {
     }
 
     private func fail(_ message: String) -> XMLInputError {
-        XMLInputError(file: name, line: line, column: reader.map { Int(xmlTextReaderGetParserColumnNumber($0)) } ?? 0, message: message)
+        XMLInputError(
+            file: name, line: line, column: reader.map { Int(xmlTextReaderGetParserColumnNumber($0)) } ?? 0,
+            message: message)
     }
 
     /// The next event, or nil at the end of the document.
@@ -252,7 +272,10 @@ public final class XMLReader {
                 var attributes: [Attribute] = []
                 if xmlTextReaderHasAttributes(reader) == 1 {
                     while xmlTextReaderMoveToNextAttribute(reader) == 1 {
-                        attributes.append(Attribute(XMLReader.string(xmlTextReaderConstName(reader)), XMLReader.string(xmlTextReaderConstValue(reader))))
+                        attributes.append(
+                            Attribute(
+                                XMLReader.string(xmlTextReaderConstName(reader)),
+                                XMLReader.string(xmlTextReaderConstValue(reader))))
                     }
                     xmlTextReaderMoveToElement(reader)
                 }
@@ -266,10 +289,14 @@ public final class XMLReader {
             case Int32(CKPORT_XML_READER_TYPE_TEXT), Int32(CKPORT_XML_READER_TYPE_CDATA):
                 guard let value = xmlTextReaderConstValue(reader) else { continue }
                 let length = strlen(UnsafeRawPointer(value).assumingMemoryBound(to: CChar.self))
-                guard length <= limits.textBytes else { throw fail("a text of \(length) bytes; XML text is limited to \(limits.textBytes) bytes") }
+                guard length <= limits.textBytes else {
+                    throw fail("a text of \(length) bytes; XML text is limited to \(limits.textBytes) bytes")
+                }
                 return .text(XMLReader.string(value))
             case Int32(CKPORT_XML_READER_TYPE_ENTITY_REFERENCE):
-                throw fail("the entity reference &\(XMLReader.string(xmlTextReaderConstName(reader))); is not accepted (ckport expands no entities)")
+                throw fail(
+                    "the entity reference &\(XMLReader.string(xmlTextReaderConstName(reader))); is not accepted (ckport expands no entities)"
+                )
             default:
                 continue
             }
@@ -295,8 +322,11 @@ public final class XMLReader {
                 let subset = head[index...]
                 if subset.firstRange(of: Array("<!ENTITY".utf8)) != nil {
                     let line = head[..<index].reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
-                    throw XMLInputError(file: name, line: line, column: 0,
-                                        message: "the document declares entities in its DOCTYPE; ckport reads no entity declarations (they can reach other files or expand without bound)")
+                    throw XMLInputError(
+                        file: name, line: line, column: 0,
+                        message:
+                            "the document declares entities in its DOCTYPE; ckport reads no entity declarations (they can reach other files or expand without bound)"
+                    )
                 }
                 return
             }
@@ -307,9 +337,12 @@ public final class XMLReader {
     /// libxml2's own message for the error that stopped the reader, with its position.
     private func parseError() -> XMLInputError {
         if let error = xmlGetLastError() {
-            let message = error.pointee.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "not well-formed XML"
+            let message =
+                error.pointee.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
+                ?? "not well-formed XML"
             let line = Int(error.pointee.line)
-            return XMLInputError(file: name, line: line > 0 ? line : self.line, column: Int(error.pointee.int2), message: message)
+            return XMLInputError(
+                file: name, line: line > 0 ? line : self.line, column: Int(error.pointee.int2), message: message)
         }
         return fail("not well-formed XML")
     }
@@ -324,7 +357,9 @@ public final class XMLReader {
         let utf8 = text.utf8
         func space(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
         guard let first = utf8.first, let last = utf8.last, space(first) || space(last) else { return text }
-        guard let start = utf8.firstIndex(where: { !space($0) }), let end = utf8.lastIndex(where: { !space($0) }) else { return "" }
+        guard let start = utf8.firstIndex(where: { !space($0) }), let end = utf8.lastIndex(where: { !space($0) }) else {
+            return ""
+        }
         return String(text[start...end])
     }
 

@@ -57,9 +57,13 @@ struct XMLWriter {
 
     /// `<name>` + escaped text + `</name>`.
     mutating func element(_ name: StaticString, text: String) throws(XMLCharacterError) {
-        byte(UInt8(ascii: "<")); raw(name); byte(UInt8(ascii: ">"))
+        byte(UInt8(ascii: "<"))
+        raw(name)
+        byte(UInt8(ascii: ">"))
         try escaped(text)
-        raw("</"); raw(name); byte(UInt8(ascii: ">"))
+        raw("</")
+        raw(name)
+        byte(UInt8(ascii: ">"))
     }
 
     /// Appends `text` escaped for element content (and for a double-quoted attribute value:

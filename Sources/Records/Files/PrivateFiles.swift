@@ -1,8 +1,9 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Temporary files that nobody but this process can reach.
@@ -28,7 +29,11 @@ public enum PrivateFiles {
             removeStale(in: base)
             var template = Array((base + "/" + folderPrefix + "\(getpid())-XXXXXX").utf8CString)
             guard let result = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-                throw PrivateFileError(path: base, reason: "cannot make a private folder there (\(String(cString: strerror(errno)))); set TMPDIR to a folder you can write to")
+                throw PrivateFileError(
+                    path: base,
+                    reason:
+                        "cannot make a private folder there (\(String(cString: strerror(errno)))); set TMPDIR to a folder you can write to"
+                )
             }
             folder = String(cString: result)
             // Gone with the process when it exits normally; a later run removes one a killed
@@ -66,7 +71,8 @@ public enum PrivateFiles {
             }
             if errno != EEXIST { break }
         }
-        throw PrivateFileError(path: folder, reason: "cannot create a temporary file there: \(String(cString: strerror(errno)))")
+        throw PrivateFileError(
+            path: folder, reason: "cannot create a temporary file there: \(String(cString: strerror(errno)))")
     }
 
     /// A new file that no name reaches: made as ``create(_:in:)`` does and unlinked at once. Its
@@ -82,7 +88,8 @@ public enum PrivateFiles {
         let parent = try folder()
         var template = Array((parent + "/" + prefix + "XXXXXX").utf8CString)
         guard let result = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw PrivateFileError(path: parent, reason: "cannot make a folder there: \(String(cString: strerror(errno)))")
+            throw PrivateFileError(
+                path: parent, reason: "cannot make a folder there: \(String(cString: strerror(errno)))")
         }
         return String(cString: result)
     }
@@ -100,7 +107,9 @@ public enum PrivateFiles {
     public static func removeStale(in directory: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for name in names {
-            guard let pid = temporaryFileOwner(name), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            guard let pid = temporaryFileOwner(name), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else {
+                continue
+            }
             let path = directory + "/" + name
             var info = stat()
             guard lstat(path, &info) == 0, info.st_uid == getuid() else { continue }
@@ -123,9 +132,13 @@ public enum PrivateFiles {
     /// (what earlier versions left).
     public static func temporaryFileOwner(_ name: String) -> Int32? {
         var rest: Substring
-        if name.hasPrefix("."), PrivateFiles.sideSuffixes.contains(where: { name.hasSuffix($0) }), let marker = name.range(of: ".ckport-", options: .backwards) {
+        if name.hasPrefix("."), PrivateFiles.sideSuffixes.contains(where: { name.hasSuffix($0) }),
+            let marker = name.range(of: ".ckport-", options: .backwards)
+        {
             rest = name[marker.upperBound...]
-        } else if let kind = ["ckport-asset-", "ckport-stdin-", ".ckport-spool-", folderPrefix].first(where: { name.hasPrefix($0) }) {
+        } else if let kind = ["ckport-asset-", "ckport-stdin-", ".ckport-spool-", folderPrefix].first(where: {
+            name.hasPrefix($0)
+        }) {
             rest = name.dropFirst(kind.count)
         } else {
             return nil

@@ -70,9 +70,15 @@ public struct JSONParser {
         case UInt8(ascii: "{"): return .object(try parseObject())
         case UInt8(ascii: "["): return .array(try parseArray())
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw error("unexpected \(describeCurrent()), expected a value")
         }
@@ -98,10 +104,14 @@ public struct JSONParser {
             let keyStart = i
             let key = try parseString()
             if members.count < 16 {
-                if members.contains(where: { $0.key == key }) { throw JSONSyntaxError(offset: keyStart, message: "key \"\(key)\" appears twice in one object") }
+                if members.contains(where: { $0.key == key }) {
+                    throw JSONSyntaxError(offset: keyStart, message: "key \"\(key)\" appears twice in one object")
+                }
             } else {
                 if seen == nil { seen = Set(members.map(\.key)) }
-                if !seen!.insert(key).inserted { throw JSONSyntaxError(offset: keyStart, message: "key \"\(key)\" appears twice in one object") }
+                if !seen!.insert(key).inserted {
+                    throw JSONSyntaxError(offset: keyStart, message: "key \"\(key)\" appears twice in one object")
+                }
             }
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else {
@@ -113,8 +123,14 @@ public struct JSONParser {
             members.append(JSONObject.Member(key: key, value: value))
             skipWhitespace()
             guard i < bytes.count else { throw error("unexpected end of JSON inside an object, expected ',' or '}'") }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "}") { i += 1; break }
+            if bytes[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if bytes[i] == UInt8(ascii: "}") {
+                i += 1
+                break
+            }
             throw error("expected ',' or '}' in an object, found \(describeCurrent())")
         }
         depth -= 1
@@ -136,8 +152,14 @@ public struct JSONParser {
             elements.append(try parseValue())
             skipWhitespace()
             guard i < bytes.count else { throw error("unexpected end of JSON inside an array, expected ',' or ']'") }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "]") { i += 1; break }
+            if bytes[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if bytes[i] == UInt8(ascii: "]") {
+                i += 1
+                break
+            }
             throw error("expected ',' or ']' in an array, found \(describeCurrent())")
         }
         depth -= 1
@@ -163,7 +185,9 @@ public struct JSONParser {
                 return string
             }
             if b == UInt8(ascii: "\\") { break }
-            if b < 0x20 { throw error("a control character (0x\(String(b, radix: 16))) must be escaped inside a string") }
+            if b < 0x20 {
+                throw error("a control character (0x\(String(b, radix: 16))) must be escaped inside a string")
+            }
             high |= b
             i += 1
         }
@@ -178,7 +202,9 @@ public struct JSONParser {
                 }
                 return string
             }
-            if b < 0x20 { throw error("a control character (0x\(String(b, radix: 16))) must be escaped inside a string") }
+            if b < 0x20 {
+                throw error("a control character (0x\(String(b, radix: 16))) must be escaped inside a string")
+            }
             if b != UInt8(ascii: "\\") {
                 out.append(b)
                 i += 1
@@ -199,7 +225,8 @@ public struct JSONParser {
                 let escapeStart = i - 1
                 var scalar = try hex4()
                 if (0xD800...0xDBFF).contains(scalar) {
-                    guard i + 2 < bytes.count, bytes[i + 1] == UInt8(ascii: "\\"), bytes[i + 2] == UInt8(ascii: "u") else {
+                    guard i + 2 < bytes.count, bytes[i + 1] == UInt8(ascii: "\\"), bytes[i + 2] == UInt8(ascii: "u")
+                    else {
                         throw JSONSyntaxError(offset: escapeStart, message: "a \\u escape holds half a surrogate pair")
                     }
                     i += 2
@@ -225,12 +252,16 @@ public struct JSONParser {
     /// returns 0x80 when a byte passed over is not ASCII, else 0. The caller finishes byte by byte.
     @inlinable @inline(__always) package func skipPlainWords(_ index: inout Int) -> UInt8 {
         guard let base = bytes.baseAddress else { return 0 }
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
         var wide: UInt64 = 0
         while index + 8 <= bytes.count {
             let word = (base + index).loadUnaligned(as: UInt64.self)
-            let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
-            let stops = (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)) & highs
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let stops =
+                (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word))
+                & highs
             if stops != 0 {
                 // The lowest flagged byte is exact (only bytes above a true hit can be false
                 // ones): stop on it, counting the bytes before it.
@@ -307,10 +338,14 @@ public struct JSONParser {
     /// Reads `"key":` and leaves the parser on the member's value.
     package mutating func walkKey() throws(JSONSyntaxError) -> String {
         skipWhitespace()
-        guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a key in double quotes, found \(describeCurrent())") }
+        guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else {
+            throw error("expected a key in double quotes, found \(describeCurrent())")
+        }
         let key = try parseString()
         skipWhitespace()
-        guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':' after key \"\(key)\", found \(describeCurrent())") }
+        guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else {
+            throw error("expected ':' after key \"\(key)\", found \(describeCurrent())")
+        }
         i += 1
         skipWhitespace()
         return key
@@ -346,7 +381,9 @@ public struct JSONParser {
             skipWhitespace()
             return true
         }
-        guard bytes[i] == closing else { throw error("expected ',' or '\(describeByte(closing))' in \(what), found \(describeCurrent())") }
+        guard bytes[i] == closing else {
+            throw error("expected ',' or '\(describeByte(closing))' in \(what), found \(describeCurrent())")
+        }
         i += 1
         depth -= 1
         return false
@@ -373,18 +410,30 @@ public struct JSONParser {
             while true {
                 skipWhitespace()
                 if isObject {
-                    guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw error("expected a key in double quotes, found \(describeCurrent())") }
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else {
+                        throw error("expected a key in double quotes, found \(describeCurrent())")
+                    }
                     try skipString()
                     skipWhitespace()
-                    guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw error("expected ':' after a key, found \(describeCurrent())") }
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else {
+                        throw error("expected ':' after a key, found \(describeCurrent())")
+                    }
                     i += 1
                     skipWhitespace()
                 }
                 try skipValue()
                 skipWhitespace()
-                guard i < bytes.count else { throw error("unexpected end of JSON inside \(isObject ? "an object" : "an array")") }
-                if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                if bytes[i] == close { i += 1; break }
+                guard i < bytes.count else {
+                    throw error("unexpected end of JSON inside \(isObject ? "an object" : "an array")")
+                }
+                if bytes[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                if bytes[i] == close {
+                    i += 1
+                    break
+                }
                 throw error("expected ',' or '\(describeByte(close))', found \(describeCurrent())")
             }
             depth -= 1
@@ -396,7 +445,9 @@ public struct JSONParser {
             i += 1
             while i < bytes.count {
                 switch bytes[i] {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-"): i += 1
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"),
+                    UInt8(ascii: "+"), UInt8(ascii: "-"):
+                    i += 1
                 default: return
                 }
             }
@@ -411,7 +462,9 @@ public struct JSONParser {
             _ = skipPlainWords(&i)
             guard i < bytes.count else { throw error("unexpected end of JSON inside a string") }
             switch bytes[i] {
-            case UInt8(ascii: "\""): i += 1; return
+            case UInt8(ascii: "\""):
+                i += 1
+                return
             case UInt8(ascii: "\\"): i += 2
             default: i += 1
             }
@@ -421,7 +474,8 @@ public struct JSONParser {
     private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
         let count = word.utf8CodeUnitCount
         guard i + count <= bytes.count,
-              memcmp(bytes.baseAddress! + i, word.utf8Start, count) == 0 else {
+            memcmp(bytes.baseAddress! + i, word.utf8Start, count) == 0
+        else {
             throw error("unexpected \(describeCurrent()), expected a value")
         }
         i += count
@@ -441,7 +495,7 @@ public struct JSONParser {
                 skipWhitespace()
                 let key = try parseString()
                 skipWhitespace()
-                i += 1 // ':'
+                i += 1  // ':'
                 skipWhitespace()
                 if key == wanted { return try locate(path.dropFirst()) }
                 _ = try parseValue()
@@ -502,7 +556,7 @@ public struct JSONParser {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

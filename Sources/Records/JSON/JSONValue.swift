@@ -13,7 +13,9 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .null: return "null"
         case .bool(let b): return b ? "true" : "false"
-        case .number(let n): return "the number \(n.count > 40 ? n.prefix(20) + "…" + n.suffix(6) + " (\(n.count) digits)" : Substring(n))"
+        case .number(let n):
+            return
+                "the number \(n.count > 40 ? n.prefix(20) + "…" + n.suffix(6) + " (\(n.count) digits)" : Substring(n))"
         case .string(let s): return "the string \"\(s.count > 60 ? s.prefix(57) + "..." : Substring(s))\""
         case .array(let a): return "an array of \(a.count)"
         case .object: return "an object"
@@ -70,7 +72,9 @@ extension Array where Element == JSONPathComponent {
         for component in self {
             switch component {
             case .key(let key):
-                let plain = key.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" }
+                let plain = key.unicodeScalars.allSatisfy {
+                    $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_"
+                }
                 if plain && !key.isEmpty {
                     out += out.isEmpty ? key : "." + key
                 } else {

@@ -43,20 +43,36 @@ public struct JSONWriter: Sendable {
             guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
             if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
             switch b {
-            case 0x22: bytes.append(0x5C); bytes.append(0x22)
-            case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
-            case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
-            case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
-            case 0x08: bytes.append(0x5C); bytes.append(UInt8(ascii: "b"))
-            case 0x0C: bytes.append(0x5C); bytes.append(UInt8(ascii: "f"))
+            case 0x22:
+                bytes.append(0x5C)
+                bytes.append(0x22)
+            case 0x5C:
+                bytes.append(0x5C)
+                bytes.append(0x5C)
+            case 0x0A:
+                bytes.append(0x5C)
+                bytes.append(UInt8(ascii: "n"))
+            case 0x0D:
+                bytes.append(0x5C)
+                bytes.append(UInt8(ascii: "r"))
+            case 0x09:
+                bytes.append(0x5C)
+                bytes.append(UInt8(ascii: "t"))
+            case 0x08:
+                bytes.append(0x5C)
+                bytes.append(UInt8(ascii: "b"))
+            case 0x0C:
+                bytes.append(0x5C)
+                bytes.append(UInt8(ascii: "f"))
             default:
                 let hex = JSONWriter.hexDigits
                 bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]])
             }
             runStart = index + 1
         }
-        if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count])) }
+        if runStart < utf8.count {
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -68,7 +84,7 @@ public struct JSONWriter: Sendable {
             bytes.append(UInt8(ascii: "0") + UInt8(magnitude))
             return
         }
-        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0) // 32 bytes: room for 20 digits
+        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes: room for 20 digits
         var count = 0
         withUnsafeMutableBytes(of: &digits) { buffer in
             while magnitude > 0 {
@@ -95,7 +111,9 @@ public struct JSONWriter: Sendable {
         switch value {
         case .null: raw("null")
         case .bool(let b): bool(b)
-        case .number(let n): var n = n; n.withUTF8 { bytes.append(contentsOf: $0) }
+        case .number(let n):
+            var n = n
+            n.withUTF8 { bytes.append(contentsOf: $0) }
         case .string(let s): string(s)
         case .array(let elements):
             byte(UInt8(ascii: "["))

@@ -18,20 +18,35 @@ public enum UTF8Validation {
             // Eight ASCII bytes at a time.
             if i + 8 <= count {
                 let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-                if word & 0x8080_8080_8080_8080 == 0 { i += 8; continue }
+                if word & 0x8080_8080_8080_8080 == 0 {
+                    i += 8
+                    continue
+                }
             }
             let b0 = base[i]
-            if b0 < 0x80 { i += 1; continue }
+            if b0 < 0x80 {
+                i += 1
+                continue
+            }
             let width: Int
-            var lower: UInt8 = 0x80, upper: UInt8 = 0xBF
+            var lower: UInt8 = 0x80
+            var upper: UInt8 = 0xBF
             switch b0 {
             case 0xC2...0xDF: width = 2
-            case 0xE0: width = 3; lower = 0xA0
+            case 0xE0:
+                width = 3
+                lower = 0xA0
             case 0xE1...0xEC, 0xEE...0xEF: width = 3
-            case 0xED: width = 3; upper = 0x9F
-            case 0xF0: width = 4; lower = 0x90
+            case 0xED:
+                width = 3
+                upper = 0x9F
+            case 0xF0:
+                width = 4
+                lower = 0x90
             case 0xF1...0xF3: width = 4
-            case 0xF4: width = 4; upper = 0x8F
+            case 0xF4:
+                width = 4
+                upper = 0x8F
             default: return i
             }
             guard i + width <= count else { return i }

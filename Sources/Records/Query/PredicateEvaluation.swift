@@ -45,11 +45,11 @@ enum Comparable3: Comparable {
 
     static func < (a: Comparable3, b: Comparable3) -> Bool {
         switch (a, b) {
-        case let (.text(x), .text(y)): return x.utf8.lexicographicallyPrecedes(y.utf8)
-        case let (.integer(x), .integer(y)): return x < y
-        case let (.real(x), .real(y)): return x < y
-        case let (.integer(x), .real(y)): return Double(x) < y
-        case let (.real(x), .integer(y)): return x < Double(y)
+        case (.text(let x), .text(let y)): return x.utf8.lexicographicallyPrecedes(y.utf8)
+        case (.integer(let x), .integer(let y)): return x < y
+        case (.real(let x), .real(let y)): return x < y
+        case (.integer(let x), .real(let y)): return Double(x) < y
+        case (.real(let x), .integer(let y)): return x < Double(y)
         default: return false
         }
     }
@@ -58,10 +58,10 @@ enum Comparable3: Comparable {
         switch (a, b) {
         // Text is equal byte for byte, as the stores compare it (Swift's == would also take
         // "é" written as one scalar and as e + U+0301 for the same text).
-        case let (.text(x), .text(y)): return x.utf8.elementsEqual(y.utf8)
-        case let (.integer(x), .integer(y)): return x == y
-        case let (.real(x), .real(y)): return x == y
-        case let (.integer(x), .real(y)), let (.real(y), .integer(x)): return Double(x) == y
+        case (.text(let x), .text(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.integer(let x), .integer(let y)): return x == y
+        case (.real(let x), .real(let y)): return x == y
+        case (.integer(let x), .real(let y)), (.real(let y), .integer(let x)): return Double(x) == y
         default: return false
         }
     }
@@ -89,12 +89,16 @@ extension Condition {
         let value: FieldValue?
         switch field {
         case "recordName", "___recordID": (fieldType, value) = (.string, .string(record.recordName))
-        case "___createTime", "createdTimestamp": (fieldType, value) = (.timestamp, record.created.map { .timestamp($0.timestamp) })
-        case "___modTime", "modifiedTimestamp": (fieldType, value) = (.timestamp, record.modified.map { .timestamp($0.timestamp) })
+        case "___createTime", "createdTimestamp":
+            (fieldType, value) = (.timestamp, record.created.map { .timestamp($0.timestamp) })
+        case "___modTime", "modifiedTimestamp":
+            (fieldType, value) = (.timestamp, record.modified.map { .timestamp($0.timestamp) })
         case "___parent": (fieldType, value) = (.string, record.parent.map(FieldValue.string))
         case "___share": (fieldType, value) = (.string, record.share.map(FieldValue.string))
-        case "parent" where type.field(named: "parent") == nil: (fieldType, value) = (.string, record.parent.map(FieldValue.string))
-        case "share" where type.field(named: "share") == nil: (fieldType, value) = (.string, record.share.map(FieldValue.string))
+        case "parent" where type.field(named: "parent") == nil:
+            (fieldType, value) = (.string, record.parent.map(FieldValue.string))
+        case "share" where type.field(named: "share") == nil:
+            (fieldType, value) = (.string, record.share.map(FieldValue.string))
         default:
             guard let definition = type.field(named: field), !definition.isSystem else {
                 throw PredicateError(column: fieldColumn, message: "record type \(type.name) has no field '\(field)'")
@@ -103,20 +107,24 @@ extension Condition {
         }
         func literal(_ v: PredicateValue, as t: FieldType) throws(PredicateError) -> Comparable3 {
             guard let typed = v.fieldValue(as: t), let c = Comparable3(typed) else {
-                throw PredicateError(column: valueColumn, message: "field '\(field)' is \(t); \(v) is not a value of that type")
+                throw PredicateError(
+                    column: valueColumn, message: "field '\(field)' is \(t); \(v) is not a value of that type")
             }
             return c
         }
         guard let value else { return false }
         if op == .contains {
             guard case .list(_, let elements) = value else {
-                throw PredicateError(column: fieldColumn, message: "CONTAINS tests list membership, and field '\(field)' is \(fieldType), not a LIST")
+                throw PredicateError(
+                    column: fieldColumn,
+                    message: "CONTAINS tests list membership, and field '\(field)' is \(fieldType), not a LIST")
             }
             let wanted = try literal(self.value, as: fieldType.element)
             return elements.contains { Comparable3($0) == wanted }
         }
         guard let actual = Comparable3(value) else {
-            throw PredicateError(column: fieldColumn, message: "field '\(field)' is \(fieldType) and cannot be compared")
+            throw PredicateError(
+                column: fieldColumn, message: "field '\(field)' is \(fieldType) and cannot be compared")
         }
         switch op {
         case .equal: return actual == (try literal(self.value, as: fieldType))

@@ -74,7 +74,9 @@ public struct Condition: Sendable, Hashable {
     public var fieldColumn: Int
     public var valueColumn: Int
 
-    public init(field: String, op: ComparisonOperator, value: PredicateValue, fieldColumn: Int = 0, valueColumn: Int = 0) {
+    public init(
+        field: String, op: ComparisonOperator, value: PredicateValue, fieldColumn: Int = 0, valueColumn: Int = 0
+    ) {
         self.field = field
         self.op = op
         self.value = value
@@ -134,9 +136,14 @@ struct PredicateParser {
             } else if token == .end {
                 return RecordPredicate(conditions)
             } else if case .identifier(let word) = token, word.uppercased() == "OR" {
-                throw PredicateError(column: tokenColumn, message: "OR is not supported: CloudKit predicates join conditions with AND only (use IN for alternatives)")
+                throw PredicateError(
+                    column: tokenColumn,
+                    message:
+                        "OR is not supported: CloudKit predicates join conditions with AND only (use IN for alternatives)"
+                )
             } else {
-                throw PredicateError(column: tokenColumn, message: "expected AND or the end of the predicate, found \(describe(token))")
+                throw PredicateError(
+                    column: tokenColumn, message: "expected AND or the end of the predicate, found \(describe(token))")
             }
         }
     }
@@ -159,14 +166,19 @@ struct PredicateParser {
         case .identifier(let word) where ["IN", "BEGINSWITH", "CONTAINS"].contains(word.uppercased()):
             op = ComparisonOperator(rawValue: word.uppercased())!
         default:
-            throw PredicateError(column: opColumn, message: "expected an operator (==, !=, <, <=, >, >=, IN, BEGINSWITH, CONTAINS) after '\(field)', found \(describe(token))")
+            throw PredicateError(
+                column: opColumn,
+                message:
+                    "expected an operator (==, !=, <, <=, >, >=, IN, BEGINSWITH, CONTAINS) after '\(field)', found \(describe(token))"
+            )
         }
         try advance()
         let valueColumn = tokenColumn
         let value: PredicateValue
         if op == .in {
             guard case .symbol(let open) = token, ["[", "{", "("].contains(open) else {
-                throw PredicateError(column: tokenColumn, message: "IN needs a list such as ['a', 'b'], found \(describe(token))")
+                throw PredicateError(
+                    column: tokenColumn, message: "IN needs a list such as ['a', 'b'], found \(describe(token))")
             }
             let close = open == "[" ? "]" : open == "{" ? "}" : ")"
             try advance()
@@ -174,9 +186,14 @@ struct PredicateParser {
             if token != .symbol(close) {
                 while true {
                     values.append(try literal())
-                    if token == .symbol(",") { try advance(); continue }
+                    if token == .symbol(",") {
+                        try advance()
+                        continue
+                    }
                     if token == .symbol(close) { break }
-                    throw PredicateError(column: tokenColumn, message: "expected ',' or '\(close)' in the IN list, found \(describe(token))")
+                    throw PredicateError(
+                        column: tokenColumn,
+                        message: "expected ',' or '\(close)' in the IN list, found \(describe(token))")
                 }
             }
             try advance()
@@ -196,9 +213,14 @@ struct PredicateParser {
         case .identifier(let word) where word.lowercased() == "true" || word.lowercased() == "yes": value = .bool(true)
         case .identifier(let word) where word.lowercased() == "false" || word.lowercased() == "no": value = .bool(false)
         case .identifier(let word):
-            throw PredicateError(column: tokenColumn, message: "expected a value, found '\(word)' (quote text: '\(word)')")
+            throw PredicateError(
+                column: tokenColumn, message: "expected a value, found '\(word)' (quote text: '\(word)')")
         default:
-            throw PredicateError(column: tokenColumn, message: "expected a value ('text', a number, a date such as 2026-03-01, true or false), found \(describe(token))")
+            throw PredicateError(
+                column: tokenColumn,
+                message:
+                    "expected a value ('text', a number, a date such as 2026-03-01, true or false), found \(describe(token))"
+            )
         }
         try advance()
         return value
@@ -230,15 +252,24 @@ struct PredicateParser {
     private mutating func advance() throws(PredicateError) {
         while let c = peek(), c == " " || c == "\t" || c == "\n" || c == "\r" { index += 1 }
         tokenColumn = index + 1
-        guard let c = peek() else { token = .end; return }
+        guard let c = peek() else {
+            token = .end
+            return
+        }
         if PredicateParser.isIdentifierStart(c) {
             var word = ""
-            while let d = peek(), PredicateParser.isIdentifierStart(d) || PredicateParser.isDigit(d) { word.unicodeScalars.append(d); index += 1 }
+            while let d = peek(), PredicateParser.isIdentifierStart(d) || PredicateParser.isDigit(d) {
+                word.unicodeScalars.append(d)
+                index += 1
+            }
             token = .identifier(word)
         } else if c == "\"" && !(peek(1).map { $0 == "\"" } ?? false) && isQuotedIdentifierAhead() {
             index += 1
             var word = ""
-            while let d = peek(), d != "\"" { word.unicodeScalars.append(d); index += 1 }
+            while let d = peek(), d != "\"" {
+                word.unicodeScalars.append(d)
+                index += 1
+            }
             index += 1
             token = .identifier(word)
         } else if c == "'" || c == "\"" || c == "\u{2018}" || c == "\u{201C}" {
@@ -254,7 +285,12 @@ struct PredicateParser {
                     text.unicodeScalars.append(next)
                     index += 1
                 } else if d == close {
-                    if peek() == close { text.unicodeScalars.append(close); index += 1 } else { break }
+                    if peek() == close {
+                        text.unicodeScalars.append(close)
+                        index += 1
+                    } else {
+                        break
+                    }
                 } else {
                     text.unicodeScalars.append(d)
                 }
@@ -266,7 +302,9 @@ struct PredicateParser {
             while let d = peek(), PredicateParser.isDigit(d) { index += 1 }
             if peek() == "-" && index - start >= 4 {
                 // A date: read up to the next separator.
-                while let d = peek(), !(d == " " || d == "," || d == ")" || d == "]" || d == "}" || d == "\t") { index += 1 }
+                while let d = peek(), !(d == " " || d == "," || d == ")" || d == "]" || d == "}" || d == "\t") {
+                    index += 1
+                }
                 token = .date(String(String.UnicodeScalarView(scalars[start..<index])))
                 return
             }

@@ -156,9 +156,10 @@ extension Schema {
                 for field in type.fields {
                     if let known = merged.recordTypes[index].field(named: field.name) {
                         guard known == field else {
-                            throw SchemaConflict(recordType: type.name, field: field.name,
-                                                 first: (origin[type.name + "." + field.name] ?? "?", SchemaPrinter.describe(known)),
-                                                 second: (file, SchemaPrinter.describe(field)))
+                            throw SchemaConflict(
+                                recordType: type.name, field: field.name,
+                                first: (origin[type.name + "." + field.name] ?? "?", SchemaPrinter.describe(known)),
+                                second: (file, SchemaPrinter.describe(field)))
                         }
                         continue
                     }

@@ -64,21 +64,30 @@ struct SchemaLexer {
             }
             if isWordStart(c) {
                 var word = ""
-                while let d = peek(), isWordPart(d) { word.unicodeScalars.append(d); advance() }
+                while let d = peek(), isWordPart(d) {
+                    word.unicodeScalars.append(d)
+                    advance()
+                }
                 tokens.append(SchemaToken(kind: .word(word), position: start))
             } else if c == "\"" {
                 advance()
                 var name = ""
                 while true {
                     guard let d = peek() else {
-                        throw SchemaError(start, "a quoted name is not closed: expected '\"' before the end of the file")
+                        throw SchemaError(
+                            start, "a quoted name is not closed: expected '\"' before the end of the file")
                     }
                     if d == "\n" {
                         throw SchemaError(start, "a quoted name is not closed on its line: expected '\"'")
                     }
                     advance()
                     if d == "\"" {
-                        if peek() == "\"" { advance(); name.unicodeScalars.append("\"") } else { break }
+                        if peek() == "\"" {
+                            advance()
+                            name.unicodeScalars.append("\"")
+                        } else {
+                            break
+                        }
                     } else {
                         name.unicodeScalars.append(d)
                     }
@@ -99,15 +108,24 @@ struct SchemaLexer {
             if c == " " || c == "\t" || c == "\r" || c == "\n" || c == "\u{FEFF}" {
                 advance()
             } else if (c == "/" && peek(1) == "/") || (c == "-" && peek(1) == "-") {
-                while let d = peek(), d != "\n" { _ = d; advance() }
+                while let d = peek(), d != "\n" {
+                    _ = d
+                    advance()
+                }
             } else if c == "/" && peek(1) == "*" {
                 let start = TextPosition(line: line, column: column)
-                advance(); advance()
+                advance()
+                advance()
                 while true {
                     guard let d = peek() else {
-                        throw SchemaError(start, "a '/*' comment is not closed: expected '*/' before the end of the file")
+                        throw SchemaError(
+                            start, "a '/*' comment is not closed: expected '*/' before the end of the file")
                     }
-                    if d == "*" && peek(1) == "/" { advance(); advance(); break }
+                    if d == "*" && peek(1) == "/" {
+                        advance()
+                        advance()
+                        break
+                    }
                     advance()
                 }
             } else {
@@ -121,7 +139,12 @@ struct SchemaLexer {
     }
 
     private mutating func advance() {
-        if scalars[index] == "\n" { line += 1; column = 1 } else { column += 1 }
+        if scalars[index] == "\n" {
+            line += 1
+            column = 1
+        } else {
+            column += 1
+        }
         index += 1
     }
 

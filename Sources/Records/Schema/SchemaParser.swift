@@ -28,10 +28,15 @@ public struct SchemaParser {
     /// Parses and checks schema text, and returns the schema with ckport's warnings about it.
     /// Throws only for what CloudKit's schema language refuses; the error lists the warnings
     /// too, in line order.
-    public static func check(_ text: String, file: String? = nil) throws(SchemaError) -> (schema: Schema, warnings: [SchemaDiagnostic]) {
+    public static func check(_ text: String, file: String? = nil) throws(SchemaError) -> (
+        schema: Schema, warnings: [SchemaDiagnostic]
+    ) {
         if !looksLikeSchema(text) {
             let position = firstSignificantPosition(text)
-            var error = SchemaError(position, "a schema starts with 'DEFINE SCHEMA' (the text 'cktool export-schema' writes), found \(excerpt(text, at: position))")
+            var error = SchemaError(
+                position,
+                "a schema starts with 'DEFINE SCHEMA' (the text 'cktool export-schema' writes), found \(excerpt(text, at: position))"
+            )
             error.file = file
             throw error
         }
@@ -58,9 +63,17 @@ public struct SchemaParser {
     private static func firstSignificantPosition(_ text: String) -> TextPosition {
         var lexer = SchemaLexer(text)
         if let tokens = try? lexer.tokenize(limit: 1), let first = tokens.first { return first.position }
-        var line = 1, column = 1
+        var line = 1
+        var column = 1
         for c in text.unicodeScalars {
-            if c == "\n" { line += 1; column = 1 } else if c == " " || c == "\t" || c == "\r" { column += 1 } else { break }
+            if c == "\n" {
+                line += 1
+                column = 1
+            } else if c == " " || c == "\t" || c == "\r" {
+                column += 1
+            } else {
+                break
+            }
         }
         return TextPosition(line: line, column: column)
     }
@@ -111,7 +124,10 @@ public struct SchemaParser {
                 let namePosition = current.position
                 let recordType = try parseRecordType()
                 if schema.recordType(named: recordType.name) != nil {
-                    report(namePosition, "record type '\(recordType.name)' is defined twice (first at \(typePositions[recordType.name]!))")
+                    report(
+                        namePosition,
+                        "record type '\(recordType.name)' is defined twice (first at \(typePositions[recordType.name]!))"
+                    )
                 } else {
                     schema.recordTypes.append(recordType)
                 }
@@ -121,7 +137,9 @@ public struct SchemaParser {
             try expectPunctuation(";", "expected ';' to end the statement")
         }
         checkGrants(schema)
-        if diagnostics.contains(where: { $0.severity == .error }) { throw SchemaError(diagnostics: diagnostics.sortedByPosition()) }
+        if diagnostics.contains(where: { $0.severity == .error }) {
+            throw SchemaError(diagnostics: diagnostics.sortedByPosition())
+        }
         return schema
     }
 
@@ -142,10 +160,13 @@ public struct SchemaParser {
                 advance()
                 var permissions: [Permission] = []
                 repeat {
-                    guard case .word(let word) = current.kind, let permission = Permission(rawValue: word.uppercased()) else {
+                    guard case .word(let word) = current.kind, let permission = Permission(rawValue: word.uppercased())
+                    else {
                         throw SchemaError(current.position, "expected READ, CREATE or WRITE, found \(current.display)")
                     }
-                    if permissions.contains(permission) { report(current.position, "\(permission.rawValue) is granted twice in one GRANT") }
+                    if permissions.contains(permission) {
+                        report(current.position, "\(permission.rawValue) is granted twice in one GRANT")
+                    }
                     permissions.append(permission)
                     advance()
                 } while consumePunctuation(",")
@@ -158,7 +179,9 @@ public struct SchemaParser {
                 let type = try parseFieldType()
                 var options: FieldOptions = []
                 while case .word(let word) = current.kind, let option = Self.option(word) {
-                    if options.contains(option) { report(current.position, "option \(word.uppercased()) is given twice") }
+                    if options.contains(option) {
+                        report(current.position, "option \(word.uppercased()) is given twice")
+                    }
                     options.insert(option)
                     advance()
                 }
@@ -179,9 +202,11 @@ public struct SchemaParser {
         if case .punctuation(")") = current.kind {
             advance()
         } else if case .word = current.kind {
-            throw SchemaError(current.position, "expected ',' or ')' after a field, found \(current.display) (is a comma missing?)")
+            throw SchemaError(
+                current.position, "expected ',' or ')' after a field, found \(current.display) (is a comma missing?)")
         } else {
-            throw SchemaError(current.position, "expected ',' or ')' in record type '\(name)', found \(current.display)")
+            throw SchemaError(
+                current.position, "expected ',' or ')' in record type '\(name)', found \(current.display)")
         }
         fieldPositions[name] = declared
         return definition
@@ -196,7 +221,8 @@ public struct SchemaParser {
         }
     }
 
-    private static let typeNames = "ASSET, BYTES, DOUBLE, INT64, LOCATION, NUMBER, REFERENCE, STRING, TIMESTAMP or LIST<…>"
+    private static let typeNames =
+        "ASSET, BYTES, DOUBLE, INT64, LOCATION, NUMBER, REFERENCE, STRING, TIMESTAMP or LIST<…>"
 
     private mutating func parseFieldType() throws(SchemaError) -> FieldType {
         if current.isKeyword("LIST") {
@@ -221,7 +247,10 @@ public struct SchemaParser {
         }
         let position = current.position
         guard case .word(let word) = current.kind, let primitive = PrimitiveType(rawValue: word.uppercased()) else {
-            throw SchemaError(current.position, "expected a field type (\(encrypted ? "BYTES, DOUBLE, INT64, LOCATION, STRING or TIMESTAMP" : Self.typeNames)), found \(current.display)")
+            throw SchemaError(
+                current.position,
+                "expected a field type (\(encrypted ? "BYTES, DOUBLE, INT64, LOCATION, STRING or TIMESTAMP" : Self.typeNames)), found \(current.display)"
+            )
         }
         advance()
         if encrypted && !primitive.canBeEncrypted {
@@ -237,8 +266,10 @@ public struct SchemaParser {
         if primitive == .number && current.isKeyword("PREFERRED") {
             advance()
             try expectKeyword("AS", "expected 'AS' after 'PREFERRED'")
-            guard case .word(let word) = current.kind, let preference = NumberPreference(rawValue: word.uppercased()) else {
-                throw SchemaError(current.position, "expected INT64 or DOUBLE after 'PREFERRED AS', found \(current.display)")
+            guard case .word(let word) = current.kind, let preference = NumberPreference(rawValue: word.uppercased())
+            else {
+                throw SchemaError(
+                    current.position, "expected INT64 or DOUBLE after 'PREFERRED AS', found \(current.display)")
             }
             advance()
             type.numberPreference = preference
@@ -251,7 +282,10 @@ public struct SchemaParser {
     private mutating func check(_ field: FieldDefinition, at position: TextPosition, in typeName: String) {
         if field.isSystem {
             guard let system = Names.systemFields.first(where: { $0.name == field.name }) else {
-                report(position, "'\(field.name)' is not a CloudKit system field (those are \(Names.systemFields.map(\.name).joined(separator: ", "))); names starting with '___' are reserved")
+                report(
+                    position,
+                    "'\(field.name)' is not a CloudKit system field (those are \(Names.systemFields.map(\.name).joined(separator: ", "))); names starting with '___' are reserved"
+                )
                 return
             }
             if field.type != FieldType(system.type) {
@@ -259,8 +293,12 @@ public struct SchemaParser {
             }
         } else if let problem = Names.fieldNameProblem(field.name, recordType: typeName) {
             report(position, problem)
-        } else if typeName == Names.shareType, let given = Names.shareFields.first(where: { $0.name == field.name }), field.type != FieldType(given.type) {
-            report(position, "CloudKit's field '\(field.name)' of \(Names.shareType) is \(given.type.rawValue), not \(field.type)")
+        } else if typeName == Names.shareType, let given = Names.shareFields.first(where: { $0.name == field.name }),
+            field.type != FieldType(given.type)
+        {
+            report(
+                position,
+                "CloudKit's field '\(field.name)' of \(Names.shareType) is \(given.type.rawValue), not \(field.type)")
         }
         // Index options CloudKit accepts but cannot use are ckport's advice, not errors:
         // cktool exports them for Core Data's fields (BYTES QUERYABLE SORTABLE, say), so every
@@ -269,18 +307,30 @@ public struct SchemaParser {
         guard !options.isEmpty else { return }
         let given = options.names.joined(separator: " ")
         if field.type.isEncrypted {
-            report(position, "field '\(field.name)' is ENCRYPTED with \(given): CloudKit cannot query, sort or search encrypted values, so the index only costs space", severity: .warning)
+            report(
+                position,
+                "field '\(field.name)' is ENCRYPTED with \(given): CloudKit cannot query, sort or search encrypted values, so the index only costs space",
+                severity: .warning)
         } else if !field.type.primitive.canBeIndexed {
-            report(position, "field '\(field.name)' is \(field.type) with \(given): CloudKit query predicates cannot compare \(field.type.primitive.rawValue) values, so the index only costs space", severity: .warning)
+            report(
+                position,
+                "field '\(field.name)' is \(field.type) with \(given): CloudKit query predicates cannot compare \(field.type.primitive.rawValue) values, so the index only costs space",
+                severity: .warning)
         } else if options.contains(.searchable) && field.type.primitive != .string {
-            report(position, "field '\(field.name)' is \(field.type) with SEARCHABLE: CloudKit searches only STRING fields, so SEARCHABLE does nothing here", severity: .warning)
+            report(
+                position,
+                "field '\(field.name)' is \(field.type) with SEARCHABLE: CloudKit searches only STRING fields, so SEARCHABLE does nothing here",
+                severity: .warning)
         }
     }
 
     private mutating func checkGrants(_ schema: Schema) {
         let known = Names.implicitRoles.union(schema.roles)
         for grant in grantPositions where !known.contains(grant.role) {
-            report(grant.position, "GRANT in '\(grant.type)' names role '\(grant.role)', which is not created (add CREATE ROLE \(SchemaPrinter.quoteIfNeeded(grant.role)); or use _world, _icloud or _creator)")
+            report(
+                grant.position,
+                "GRANT in '\(grant.type)' names role '\(grant.role)', which is not created (add CREATE ROLE \(SchemaPrinter.quoteIfNeeded(grant.role)); or use _world, _icloud or _creator)"
+            )
         }
     }
 
@@ -293,7 +343,9 @@ public struct SchemaParser {
         if index < tokens.count - 1 { index += 1 }
     }
 
-    private mutating func report(_ position: TextPosition, _ message: String, severity: SchemaDiagnostic.Severity = .error) {
+    private mutating func report(
+        _ position: TextPosition, _ message: String, severity: SchemaDiagnostic.Severity = .error
+    ) {
         diagnostics.append(SchemaDiagnostic(position: position, message: message, severity: severity))
     }
 
@@ -323,7 +375,8 @@ public struct SchemaParser {
         switch current.kind {
         case .word(let word):
             if word.uppercased() == "GRANT" && what != "a role name" {
-                throw SchemaError(position, "expected \(what), found the keyword GRANT (quote a field named grant: \"grant\")")
+                throw SchemaError(
+                    position, "expected \(what), found the keyword GRANT (quote a field named grant: \"grant\")")
             }
             advance()
             return (word, position)

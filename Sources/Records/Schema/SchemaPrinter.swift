@@ -32,7 +32,8 @@ public enum SchemaPrinter {
         let width = fields.map { quoteIfNeeded($0.name).count }.max() ?? 0
         var lines: [String] = fields.map { field in
             let name = quoteIfNeeded(field.name)
-            var line = "        " + name + String(repeating: " ", count: width - name.count + 1) + field.type.description
+            var line =
+                "        " + name + String(repeating: " ", count: width - name.count + 1) + field.type.description
             for option in field.options.names { line += " " + option }
             return line
         }
@@ -40,7 +41,8 @@ public enum SchemaPrinter {
         for grant in type.grants { permissionsByRole[grant.role, default: []].formUnion(grant.permissions) }
         for role in permissionsByRole.keys.sorted(by: byteOrder) {
             let permissions = Permission.allCases.filter { permissionsByRole[role]!.contains($0) }
-            lines.append("        GRANT \(permissions.map(\.rawValue).joined(separator: ", ")) TO \(quoteIfNeeded(role))")
+            lines.append(
+                "        GRANT \(permissions.map(\.rawValue).joined(separator: ", ")) TO \(quoteIfNeeded(role))")
         }
         return "    RECORD TYPE \(quoteIfNeeded(type.name)) (\n" + lines.joined(separator: ",\n") + "\n    );\n"
     }
@@ -52,7 +54,8 @@ public enum SchemaPrinter {
     /// `name` as it must appear in schema text.
     public static func quoteIfNeeded(_ name: String) -> String {
         let bytes = Array(name.utf8)
-        let plain = !bytes.isEmpty && Names.isLetter(bytes[0])
+        let plain =
+            !bytes.isEmpty && Names.isLetter(bytes[0])
             && bytes.allSatisfy { Names.isLetter($0) || Names.isDigit($0) || $0 == UInt8(ascii: "_") }
         if plain && !keywords.contains(name.uppercased()) { return name }
         return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""

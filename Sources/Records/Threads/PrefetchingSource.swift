@@ -30,7 +30,10 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
 
     /// - Parameter transform: work to do on each item on the background thread too, such as
     ///   validation: the item to hand over instead, or nil to hand over the item itself.
-    public init(_ source: RecordSource, batchSize: Int = 512, depth: Int = 8, transform: (@Sendable (SourceItem) -> SourceItem?)? = nil) {
+    public init(
+        _ source: RecordSource, batchSize: Int = 512, depth: Int = 8,
+        transform: (@Sendable (SourceItem) -> SourceItem?)? = nil
+    ) {
         self.source = source
         self.transform = transform
         self.batchSize = batchSize
@@ -70,7 +73,10 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
                 var ended = false
                 do {
                     while items.count < batchSize {
-                        guard let item = try source.next() else { ended = true; break }
+                        guard let item = try source.next() else {
+                            ended = true
+                            break
+                        }
                         if let replaced = transform?(item) { items.append(replaced) } else { items.append(item) }
                     }
                 } catch {

@@ -41,7 +41,8 @@ public final class SideThread<Result>: @unchecked Sendable {
     public func start(_ job: @escaping () -> Result) {
         if !running { launch() }
         shared.condition.lock()
-        precondition(shared.job == nil && shared.result == nil, "SideThread: collect the last job before starting another")
+        precondition(
+            shared.job == nil && shared.result == nil, "SideThread: collect the last job before starting another")
         shared.job = job
         shared.condition.broadcast()
         shared.condition.unlock()

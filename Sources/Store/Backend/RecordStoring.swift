@@ -47,7 +47,8 @@ public protocol RecordStoring: AnyObject {
     func importSchema(_ schema: Schema, dryRun: Bool) throws -> SchemaChange
     /// Loads records from `sources` in one transaction: all of them or, when one is invalid
     /// and invalid records are not skipped, none.
-    func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws -> ImportSummary
+    func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws
+        -> ImportSummary
     /// Lets go of the store's connections once what uses them has finished (a SQLite store's
     /// last connection takes its write-ahead log files with it). Using the store afterwards
     /// is an error.
@@ -80,8 +81,11 @@ public struct ImportHooks {
     /// rolls the whole load back.
     public var finishing: ((any RecordSession) throws -> Void)?
 
-    public init(progress: ((ImportProgress) -> Void)? = nil, rejects: RejectSink? = nil, addingTypes: [RecordTypeDefinition] = [],
-                finishing: ((any RecordSession) throws -> Void)? = nil) {
+    public init(
+        progress: ((ImportProgress) -> Void)? = nil, rejects: RejectSink? = nil,
+        addingTypes: [RecordTypeDefinition] = [],
+        finishing: ((any RecordSession) throws -> Void)? = nil
+    ) {
         self.progress = progress
         self.rejects = rejects
         self.addingTypes = addingTypes
@@ -119,8 +123,9 @@ public protocol RecordSession: AnyObject {
     /// `export --explain`.
     func queryPlan(_ query: RecordQuery) throws -> [(sql: String, plan: [String])]
     /// Every change after `token`, in the order it happened; deletions as tombstones.
-    func forEachChange(since token: ChangeToken, recordTypes: [String], scope: DatabaseScope?, zoneName: String?,
-                       _ body: (Record) throws -> Void) throws
+    func forEachChange(
+        since token: ChangeToken, recordTypes: [String], scope: DatabaseScope?, zoneName: String?,
+        _ body: (Record) throws -> Void) throws
     /// Records and tombstones per zone and type.
     func stats() throws -> StoreStats
     /// The live record of `type` named `name`, in whichever zone holds it.
@@ -138,7 +143,9 @@ public protocol RecordSession: AnyObject {
     /// Stores an asset's bytes (a file's, or bytes set aside), checked against what the record
     /// says of them.
     @discardableResult
-    func putAsset(_ source: AssetSource, expectedSHA256: String?, expectedSize: Int64?) throws -> (sha256: String, size: Int64, added: Bool)
+    func putAsset(_ source: AssetSource, expectedSHA256: String?, expectedSize: Int64?) throws -> (
+        sha256: String, size: Int64, added: Bool
+    )
     /// Passes an asset's bytes to `body`, a piece at a time; false when the store lacks them.
     @discardableResult
     func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
@@ -149,7 +156,8 @@ public protocol RecordSession: AnyObject {
     /// `transform` (nil: unchanged; else the records that take its place), in this transaction:
     /// how a migration rewrites records. A transform that throws fails the transaction.
     @discardableResult
-    func rewrite(types: Set<String>, into newSchema: Schema, _ transform: (Record) throws -> [Record]?) throws -> [String: RewriteCounts]
+    func rewrite(types: Set<String>, into newSchema: Schema, _ transform: (Record) throws -> [Record]?) throws
+        -> [String: RewriteCounts]
     /// Whether ``updateInPlace(type:into:renames:writes:reads:_:)`` can migrate `type` (a store may
     /// always answer false, and every migration then goes through ``rewrite(types:into:_:)``).
     func canUpdateInPlace(type: String, into newSchema: Schema, renames: [String: String]) -> Bool
@@ -162,8 +170,10 @@ public protocol RecordSession: AnyObject {
     /// store may instead hand each record's name and field values (those of `reads`) to the
     /// transform it makes, and build no records (`transform` is then not called).
     @discardableResult
-    func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
-                       byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts
+    func updateInPlace(
+        type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
+        byValues: InPlaceValues?, _ transform: @escaping (Record) throws -> [Record]?
+    ) throws -> RewriteCounts
 
     /// Where pulls from `source` got to, zone by zone.
     func syncStates(source: String) throws -> [SyncState]
@@ -219,7 +229,9 @@ extension RecordStore: RecordStoring {
 
 extension RecordStoring where Session: LoadingSession {
     /// A bulk load through ``RecordImporter``, with the store's own ``RecordLoader``.
-    public func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks) throws -> ImportSummary {
+    public func importRecords(_ sources: [RecordSource], schema: Schema?, options: ImportOptions, hooks: ImportHooks)
+        throws -> ImportSummary
+    {
         let importer = RecordImporter(store: self, options: options)
         importer.progress = hooks.progress
         importer.rejects = hooks.rejects
@@ -236,7 +248,9 @@ extension StoreSession: LoadingSession {
 extension RecordSession {
     /// Stores an asset file's bytes, checked against what the record says of them.
     @discardableResult
-    public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (sha256: String, size: Int64, added: Bool) {
+    public func putAsset(file path: String, expectedSHA256: String? = nil, expectedSize: Int64? = nil) throws -> (
+        sha256: String, size: Int64, added: Bool
+    ) {
         try putAsset(.file(path), expectedSHA256: expectedSHA256, expectedSize: expectedSize)
     }
 
@@ -257,7 +271,9 @@ extension RecordStoring {
     }
 
     /// ``write(dryRun:_:)`` for code that holds the store as `any RecordStoring`.
-    public func writeSession<T>(dryRun: Bool = false, schema: SchemaUse = .keeps, _ body: (any RecordSession) throws -> T) throws -> T {
+    public func writeSession<T>(
+        dryRun: Bool = false, schema: SchemaUse = .keeps, _ body: (any RecordSession) throws -> T
+    ) throws -> T {
         try write(dryRun: dryRun, schema: schema) { try body($0) }
     }
 
@@ -271,15 +287,21 @@ extension RecordStoring {
 extension RecordSession {
     /// ``updateInPlace(type:into:renames:writes:reads:_:)`` with whole records.
     @discardableResult
-    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
-                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
-        try updateInPlace(type: type, into: newSchema, renames: renames, writes: writes, reads: nil, byValues: nil, transform)
+    public func updateInPlace(
+        type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>,
+        _ transform: @escaping (Record) throws -> [Record]?
+    ) throws -> RewriteCounts {
+        try updateInPlace(
+            type: type, into: newSchema, renames: renames, writes: writes, reads: nil, byValues: nil, transform)
     }
 
     /// ``updateInPlace(type:into:renames:writes:reads:byValues:_:)`` with records only.
     @discardableResult
-    public func updateInPlace(type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
-                              _ transform: @escaping (Record) throws -> [Record]?) throws -> RewriteCounts {
-        try updateInPlace(type: type, into: newSchema, renames: renames, writes: writes, reads: reads, byValues: nil, transform)
+    public func updateInPlace(
+        type: String, into newSchema: Schema, renames: [String: String], writes: Set<String>, reads: Set<String>?,
+        _ transform: @escaping (Record) throws -> [Record]?
+    ) throws -> RewriteCounts {
+        try updateInPlace(
+            type: type, into: newSchema, renames: renames, writes: writes, reads: reads, byValues: nil, transform)
     }
 }

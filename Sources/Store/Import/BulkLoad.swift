@@ -1,8 +1,9 @@
+import Records
+
 // GRDB by name, so that its `Record` class stays out of the way of ckport's `Record`.
 import class GRDB.Database
-import class GRDB.Row
 import struct GRDB.DatabaseValue
-import Records
+import class GRDB.Row
 
 /// Loading into empty tables builds their indexes once at the end, from sorted data, instead
 /// of updating every index for every row: several times faster for a first import. It all
@@ -31,7 +32,9 @@ final class BulkLoad: RecordLoader {
         let db = session.db
         let empty = try Int.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM \(quoted(typeName)))") == 1
         guard empty else { return }
-        let indexes = try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", arguments: [typeName])
+        let indexes = try Row.fetchAll(
+            db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+            arguments: [typeName])
         guard !indexes.isEmpty else { return }
         for index in indexes { try db.execute(sql: "DROP INDEX \(quoted(index["name"]))") }
         deferred.append((typeName, indexes.map { $0["sql"] }))
@@ -76,15 +79,19 @@ final class BulkLoad: RecordLoader {
         let sequence = session.changeSequence
         if !rebuilt, let last = try lastAnalysis(), sequence - last.sequence < max(last.records, 1) { return }
         try session.db.execute(sql: "PRAGMA analysis_limit = 1000; ANALYZE")
-        try session.db.execute(sql: "INSERT OR REPLACE INTO _ck_meta (key, value) VALUES ('analyzedAtSeq', ?)", arguments: [sequence])
+        try session.db.execute(
+            sql: "INSERT OR REPLACE INTO _ck_meta (key, value) VALUES ('analyzedAtSeq', ?)", arguments: [sequence])
     }
 
     /// The change sequence and the change log's row count when the statistics were last taken.
     private func lastAnalysis() throws -> (sequence: Int64, records: Int64)? {
         guard try session.db.tableExists("sqlite_stat1"),
-              let sequence = try Int64.fetchOne(session.db, sql: "SELECT value FROM _ck_meta WHERE key = 'analyzedAtSeq'"),
-              let stat = try String.fetchOne(session.db, sql: "SELECT stat FROM sqlite_stat1 WHERE tbl = '_ck_record' LIMIT 1"),
-              let records = stat.split(separator: " ").first.flatMap({ Int64($0) }) else { return nil }
+            let sequence = try Int64.fetchOne(
+                session.db, sql: "SELECT value FROM _ck_meta WHERE key = 'analyzedAtSeq'"),
+            let stat = try String.fetchOne(
+                session.db, sql: "SELECT stat FROM sqlite_stat1 WHERE tbl = '_ck_record' LIMIT 1"),
+            let records = stat.split(separator: " ").first.flatMap({ Int64($0) })
+        else { return nil }
         return (sequence, records)
     }
 }

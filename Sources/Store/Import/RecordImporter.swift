@@ -17,7 +17,10 @@ public struct ImportOptions: Sendable {
     /// `<dir>`), and the bytes are stored with the record. Nil leaves asset values as given.
     public var assetDirectory: String?
 
-    public init(mode: WriteMode = .upsert, allowNewFields: Bool = false, skipInvalid: Bool = false, dryRun: Bool = false, maxErrors: Int = 20) {
+    public init(
+        mode: WriteMode = .upsert, allowNewFields: Bool = false, skipInvalid: Bool = false, dryRun: Bool = false,
+        maxErrors: Int = 20
+    ) {
         self.mode = mode
         self.allowNewFields = allowNewFields
         self.skipInvalid = skipInvalid
@@ -136,7 +139,9 @@ public final class RecordImporter {
 
     /// The store, as the import uses it: its schema now, a write transaction, a read's token.
     private let storeSchema: () throws -> Schema
-    private let writeTransaction: (_ dryRun: Bool, _ schema: SchemaUse, _ body: (any LoadingSession) throws -> ImportSummary) throws -> ImportSummary
+    private let writeTransaction:
+        (_ dryRun: Bool, _ schema: SchemaUse, _ body: (any LoadingSession) throws -> ImportSummary) throws ->
+            ImportSummary
     private let readToken: () throws -> ChangeToken
 
     public init<S: RecordStoring>(store: S, options: ImportOptions) where S.Session: LoadingSession {
@@ -167,19 +172,24 @@ public final class RecordImporter {
         let current = try storeSchema()
         var wanted = newSchema ?? current
         for type in addingTypes where wanted.recordType(named: type.name) == nil { wanted.recordTypes.append(type) }
-        let schemaUse: SchemaUse = options.allowNewFields || SchemaChange(from: current, to: wanted).changesSchema ? .changes : .keeps
+        let schemaUse: SchemaUse =
+            options.allowNewFields || SchemaChange(from: current, to: wanted).changesSchema ? .changes : .keeps
         var earlyValidation: (@Sendable (SourceItem) -> SourceItem?)? = nil
         if !options.allowNewFields {
             let validator = RecordValidator(schema: wanted)
             earlyValidation = { item in
-                guard case .record(let sourced) = item, let issue = RecordImporter.validate(sourced, validator, allowNewFields: false) else { return nil }
+                guard case .record(let sourced) = item,
+                    let issue = RecordImporter.validate(sourced, validator, allowNewFields: false)
+                else { return nil }
                 return .invalid(issue, raw: sourced.raw)
             }
         }
         let sources = inputs.map { PrefetchingSource($0, transform: earlyValidation) }
         let totalBytes = inputs.allSatisfy { $0.totalBytes != nil } ? inputs.reduce(0) { $0 + $1.totalBytes! } : nil
         func report(_ records: Int) {
-            progress?(ImportProgress(records: records, bytesRead: sources.reduce(0) { $0 + $1.bytesRead }, totalBytes: totalBytes))
+            progress?(
+                ImportProgress(
+                    records: records, bytesRead: sources.reduce(0) { $0 + $1.bytesRead }, totalBytes: totalBytes))
         }
         var summary = ImportSummary()
         summary.dryRun = options.dryRun
@@ -193,7 +203,9 @@ public final class RecordImporter {
                 }
                 if addingTypes.contains(where: { session.schema.recordType(named: $0.name) == nil }) {
                     var schema = session.schema
-                    for type in addingTypes where schema.recordType(named: type.name) == nil { schema.recordTypes.append(type) }
+                    for type in addingTypes where schema.recordType(named: type.name) == nil {
+                        schema.recordTypes.append(type)
+                    }
                     summary.schemaChanges += try session.apply(schema: schema).summary
                 }
                 var validator = RecordValidator(schema: session.schema)
@@ -240,8 +252,9 @@ public final class RecordImporter {
                             RecordImporter.count(outcome, of: held[index].recordType, in: &summary)
                         case .failure(let refusal):
                             let entry = held[index]
-                            var issue = InputIssue(position: entry.position, recordName: entry.recordName, recordType: entry.recordType,
-                                                   field: nil, message: refusal.message)
+                            var issue = InputIssue(
+                                position: entry.position, recordName: entry.recordName, recordType: entry.recordType,
+                                field: nil, message: refusal.message)
                             issue.zone = entry.zone
                             if going { going = try note(issue, raw: entry.raw.map { Array($0) }) }
                         }
@@ -262,13 +275,21 @@ public final class RecordImporter {
                     case .record(let sourced):
                         raw = sourced.rawBytes
                         // Records held by the loader are saved before the schema changes under them.
-                        if options.allowNewFields, !held.isEmpty, RecordImporter.changesSchema(sourced.record, session.schema), !(try flush()) { return false }
-                        let step = try importRecord(sourced, session: session, validator: &validator, validated: earlyValidation != nil,
-                                                    loader: loader, summary: &summary)
+                        if options.allowNewFields, !held.isEmpty,
+                            RecordImporter.changesSchema(sourced.record, session.schema), !(try flush())
+                        {
+                            return false
+                        }
+                        let step = try importRecord(
+                            sourced, session: session, validator: &validator, validated: earlyValidation != nil,
+                            loader: loader, summary: &summary)
                         if case .held = step {
                             holding = true
-                            held.append(Held(position: sourced.position, recordName: sourced.record.recordName, recordType: sourced.record.recordType,
-                                             zone: sourced.record.zone, raw: raw))
+                            held.append(
+                                Held(
+                                    position: sourced.position, recordName: sourced.record.recordName,
+                                    recordType: sourced.record.recordType,
+                                    zone: sourced.record.zone, raw: raw))
                             if loader.wantsFlush, !(try flush()) { return false }
                         }
                         if case .refused(let problem) = step { issue = problem } else { issue = nil }
@@ -277,7 +298,10 @@ public final class RecordImporter {
                         read -= 1
                         guard let bytes = staged.bytes else { return true }
                         do {
-                            if try session.putAsset(.staged(bytes, origin: staged.origin), expectedSHA256: staged.sha256, expectedSize: staged.size).added {
+                            if try session.putAsset(
+                                .staged(bytes, origin: staged.origin), expectedSHA256: staged.sha256,
+                                expectedSize: staged.size
+                            ).added {
                                 summary.assets += 1
                             }
                         } catch let error as AssetError {
@@ -334,8 +358,14 @@ public final class RecordImporter {
         let problems = validator.issues(in: sourced.record, checked: sourced.checked, allowNewFields: allowNewFields)
         guard let first = problems.first else { return nil }
         let record = sourced.record
-        let message = problems.count == 1 ? first.message : first.message + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)"
-        var issue = InputIssue(position: sourced.position(ofField: first.field), recordName: record.recordName, recordType: record.recordType, field: first.field, message: message)
+        let message =
+            problems.count == 1
+            ? first.message
+            : first.message
+                + " (and \(problems.count - 1) more problem\(problems.count == 2 ? "" : "s") in this record)"
+        var issue = InputIssue(
+            position: sourced.position(ofField: first.field), recordName: record.recordName,
+            recordType: record.recordType, field: first.field, message: message)
         issue.zone = record.zone
         return issue
     }
@@ -356,16 +386,21 @@ public final class RecordImporter {
     }
 
     /// Validates one record and saves it, or hands it to the loader to save with others.
-    private func importRecord(_ sourced: SourcedRecord, session: any LoadingSession, validator: inout RecordValidator, validated: Bool,
-                              loader: any RecordLoader, summary: inout ImportSummary) throws -> Step {
+    private func importRecord(
+        _ sourced: SourcedRecord, session: any LoadingSession, validator: inout RecordValidator, validated: Bool,
+        loader: any RecordLoader, summary: inout ImportSummary
+    ) throws -> Step {
         var record = sourced.record
         func issue(_ field: String?, _ message: String) -> InputIssue {
-            var issue = InputIssue(position: sourced.position(ofField: field), recordName: sourced.record.recordName, recordType: sourced.record.recordType,
-                                   field: field, message: message)
+            var issue = InputIssue(
+                position: sourced.position(ofField: field), recordName: sourced.record.recordName,
+                recordType: sourced.record.recordType,
+                field: field, message: message)
             issue.zone = sourced.record.zone
             return issue
         }
-        if !validated, let problem = RecordImporter.validate(sourced, validator, allowNewFields: options.allowNewFields) {
+        if !validated, let problem = RecordImporter.validate(sourced, validator, allowNewFields: options.allowNewFields)
+        {
             return .refused(problem)
         }
         if let directory = options.assetDirectory, !record.isDeleted {
@@ -399,17 +434,24 @@ public final class RecordImporter {
         // A record whose input does not say its zone (a CSV file without the zone's columns) is
         // never a copy beside one of the same name in another zone: a new one is refused.
         if sourced.namesNoZone, !record.isDeleted, let elsewhere = try namesElsewhere(record, session: session),
-           try elsewhere.contains(record.recordName), try session.record(record.id) == nil,
-           let other = try session.record(named: record.recordName, ofType: record.recordType), other.zone != record.zone {
-            throw RecordInAnotherZone(position: sourced.position, recordName: record.recordName, recordType: record.recordType,
-                                      given: record.zone, stored: other.zone)
+            try elsewhere.contains(record.recordName), try session.record(record.id) == nil,
+            let other = try session.record(named: record.recordName, ofType: record.recordType),
+            other.zone != record.zone
+        {
+            throw RecordInAnotherZone(
+                position: sourced.position, recordName: record.recordName, recordType: record.recordType,
+                given: record.zone, stored: other.zone)
         }
-        if !sourced.filledFields.isEmpty, !record.isDeleted, let stored = try session.record(record.id), stored.recordType == record.recordType {
+        if !sourced.filledFields.isEmpty, !record.isDeleted, let stored = try session.record(record.id),
+            stored.recordType == record.recordType
+        {
             for field in sourced.filledFields {
                 guard let given = record.fields[field], let own = stored.fields[field], own != given else { continue }
                 record.fields[field] = own
                 // A reference to the same record with another action is the record's own, not another value.
-                if case .reference(let a) = own, case .reference(let b) = given, a.recordName == b.recordName { continue }
+                if case .reference(let a) = own, case .reference(let b) = given, a.recordName == b.recordName {
+                    continue
+                }
                 summary.keptOwnValues[record.recordType + "." + field, default: 0] += 1
             }
         }
@@ -434,7 +476,10 @@ extension RecordImporter {
         if let known = elsewhere[record.recordType] { return known }
         let zone = record.zone
         let all = try session.count(RecordQuery(recordTypes: [record.recordType]))
-        let here = try session.count(RecordQuery(recordTypes: [record.recordType], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName))
+        let here = try session.count(
+            RecordQuery(
+                recordTypes: [record.recordType], scope: zone.scope, zoneName: zone.zoneName,
+                ownerRecordName: zone.ownerRecordName))
         var found: NameSet?
         if all > here {
             let names = try NameSet()
@@ -455,7 +500,9 @@ extension RecordImporter {
     }
 
     /// The asset with its bytes stored, read from `directory` (see ``ImportOptions/assetDirectory``).
-    func attach(_ asset: Asset, from directory: String, session: any RecordSession, summary: inout ImportSummary) throws -> Asset {
+    func attach(_ asset: Asset, from directory: String, session: any RecordSession, summary: inout ImportSummary) throws
+        -> Asset
+    {
         var asset = asset
         let file: String
         if let sha256 = asset.sha256 {
@@ -472,7 +519,8 @@ extension RecordImporter {
         } else {
             return asset
         }
-        let stored = try session.putAsset(file: file, expectedSHA256: asset.sha256, expectedSize: asset.size >= 0 ? asset.size : nil)
+        let stored = try session.putAsset(
+            file: file, expectedSHA256: asset.sha256, expectedSize: asset.size >= 0 ? asset.size : nil)
         if stored.added { summary.assets += 1 }
         asset.sha256 = stored.sha256
         asset.size = stored.size
@@ -485,8 +533,12 @@ extension RecordImporter {
     /// whether or not something is there, so a record cannot probe the rest of the disk.
     static func resolve(_ localPath: String, in directory: String) throws -> String {
         let outside = AssetError("the asset path '\(localPath)' names no file inside the assets folder \(directory)")
-        guard !localPath.isEmpty, !localPath.hasPrefix("/"), !localPath.split(separator: "/").contains("..") else { throw outside }
-        guard let root = realpath(directory, nil) else { throw AssetError("the assets folder \(directory) cannot be read") }
+        guard !localPath.isEmpty, !localPath.hasPrefix("/"), !localPath.split(separator: "/").contains("..") else {
+            throw outside
+        }
+        guard let root = realpath(directory, nil) else {
+            throw AssetError("the assets folder \(directory) cannot be read")
+        }
         defer { free(root) }
         let folder = String(cString: root)
         guard let real = realpath((directory as NSString).appendingPathComponent(localPath), nil) else { throw outside }

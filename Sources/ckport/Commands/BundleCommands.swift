@@ -1,7 +1,7 @@
 import ArgumentParser
 import CKPort
-import Foundation
 import Formats
+import Foundation
 import Records
 import Store
 
@@ -10,42 +10,50 @@ struct BackupCommand: ParsableCommand {
         commandName: "backup",
         abstract: "Write the store (or a part of it) to one compressed bundle.",
         discussion: """
-        A bundle is a gzip-compressed POSIX tar: manifest.json first (counts, sizes and \
-        SHA-256 of every member, the schema's record types, the store's change token), then \
-        schema.ckdb, then records/<scope>/<zone>/<RecordType>.jsonl in CloudKit's record shape, \
-        then assets/<sha256> for every asset file the records name. \
-        `tar -tzf` lists it and `gzip -t` checks it; `ckport verify` checks everything.
+            A bundle is a gzip-compressed POSIX tar: manifest.json first (counts, sizes and \
+            SHA-256 of every member, the schema's record types, the store's change token), then \
+            schema.ckdb, then records/<scope>/<zone>/<RecordType>.jsonl in CloudKit's record shape, \
+            then assets/<sha256> for every asset file the records name. \
+            `tar -tzf` lists it and `gzip -t` checks it; `ckport verify` checks everything.
 
-          ckport backup -o family.ckbundle
-          ckport backup -o tasks.ckbundle --type Task --where "status != 'done'"
+              ckport backup -o family.ckbundle
+              ckport backup -o tasks.ckbundle --type Task --where "status != 'done'"
 
-        --since PREVIOUS.ckbundle writes an incremental bundle: only what changed or was \
-        deleted after PREVIOUS was made, in the order it happened. Restore a chain in order:
+            --since PREVIOUS.ckbundle writes an incremental bundle: only what changed or was \
+            deleted after PREVIOUS was made, in the order it happened. Restore a chain in order:
 
-          ckport backup -o monday.ckbundle
-          ckport backup -o tuesday.ckbundle --since monday.ckbundle
-          ckport restore monday.ckbundle tuesday.ckbundle --store restored.sqlite
+              ckport backup -o monday.ckbundle
+              ckport backup -o tuesday.ckbundle --since monday.ckbundle
+              ckport restore monday.ckbundle tuesday.ckbundle --store restored.sqlite
 
-        A passphrase, from --passphrase-file or $CKPORT_PASSPHRASE, seals the whole bundle \
-        with AES-256-GCM under a key derived from it (scrypt, random salt): a backup given a \
-        passphrase is always encrypted. --encrypt insists on it (no passphrase is then an \
-        error); --no-encrypt writes a plain bundle although $CKPORT_PASSPHRASE is set.
+            A passphrase, from --passphrase-file or $CKPORT_PASSPHRASE, seals the whole bundle \
+            with AES-256-GCM under a key derived from it (scrypt, random salt): a backup given a \
+            passphrase is always encrypted. --encrypt insists on it (no passphrase is then an \
+            error); --no-encrypt writes a plain bundle although $CKPORT_PASSPHRASE is set.
 
-          ckport backup -o family.ckbundle --passphrase-file ~/.ckport-pass
-          CKPORT_PASSPHRASE="$(cat ~/.ckport-pass)" \\
-              ckport backup -o family.ckbundle --encrypt
-        """
+              ckport backup -o family.ckbundle --passphrase-file ~/.ckport-pass
+              CKPORT_PASSPHRASE="$(cat ~/.ckport-pass)" \\
+                  ckport backup -o family.ckbundle --encrypt
+            """
     )
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The bundle to write (.ckbundle or .tar.gz).", valueName: "file"))
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("The bundle to write (.ckbundle or .tar.gz).", valueName: "file"))
     var output: String
 
     @OptionGroup var filter: RecordFilterOptions
 
-    @Option(help: ArgumentHelp("Write only what changed after this earlier bundle of the same store was made.", valueName: "bundle"))
+    @Option(
+        help: ArgumentHelp(
+            "Write only what changed after this earlier bundle of the same store was made.", valueName: "bundle"))
     var since: String?
 
-    @Flag(inversion: .prefixedNo, help: "Encrypt the bundle (AES-256-GCM, key from the passphrase by scrypt). Default: encrypted when a passphrase is given (--passphrase-file, $CKPORT_PASSPHRASE), else plain.")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Encrypt the bundle (AES-256-GCM, key from the passphrase by scrypt). Default: encrypted when a passphrase is given (--passphrase-file, $CKPORT_PASSPHRASE), else plain."
+    )
     var encrypt: Bool?
 
     @OptionGroup var passphrase: PassphraseOptions
@@ -54,7 +62,9 @@ struct BackupCommand: ParsableCommand {
 
     func validate() throws {
         if output == "-" { throw ValidationError("a bundle goes to a file: -o family.ckbundle") }
-        if since != nil && filter.predicate != nil { throw ValidationError("--since writes every change; it does not combine with --where") }
+        if since != nil && filter.predicate != nil {
+            throw ValidationError("--since writes every change; it does not combine with --where")
+        }
     }
 
     func run() throws {
@@ -62,16 +72,24 @@ struct BackupCommand: ParsableCommand {
         if let since { try InputFiles.check(since, as: "a bundle", binary: true) }
         // A passphrase encrypts: never a plain bundle beside one, unless --no-encrypt says so.
         // A passphrase variable that is set but empty ("$(cat ~/.missing)") is a mistake, not a wish for a plain bundle.
-        if passphrase.passphraseFile == nil, encrypt != false, ProcessInfo.processInfo.environment["CKPORT_PASSPHRASE"] == "" {
-            throw CommandFailure.usage("$CKPORT_PASSPHRASE is set but empty, so no bundle was written: give it the passphrase, or unset it (or --no-encrypt) for a plain bundle")
+        if passphrase.passphraseFile == nil, encrypt != false,
+            ProcessInfo.processInfo.environment["CKPORT_PASSPHRASE"] == ""
+        {
+            throw CommandFailure.usage(
+                "$CKPORT_PASSPHRASE is set but empty, so no bundle was written: give it the passphrase, or unset it (or --no-encrypt) for a plain bundle"
+            )
         }
         let phrase = try passphrase.passphrase()
         let encrypts = encrypt ?? (phrase != nil)
         if encrypt == false && passphrase.passphraseFile != nil && since == nil {
-            throw CommandFailure.usage("--no-encrypt writes a plain bundle, which takes no passphrase: leave out --passphrase-file for a plain bundle, or leave out --no-encrypt to encrypt it")
+            throw CommandFailure.usage(
+                "--no-encrypt writes a plain bundle, which takes no passphrase: leave out --passphrase-file for a plain bundle, or leave out --no-encrypt to encrypt it"
+            )
         }
         if !encrypts && phrase != nil && !storeOptions.quiet {
-            Console.error("note: the bundle is not encrypted (--no-encrypt)\(since == nil ? ", although $CKPORT_PASSPHRASE is set" : "; the passphrase opens \(since!) only")")
+            Console.error(
+                "note: the bundle is not encrypted (--no-encrypt)\(since == nil ? ", although $CKPORT_PASSPHRASE is set" : "; the passphrase opens \(since!) only")"
+            )
         }
         let options = BackupOptions(query: try filter.query(), since: since, encrypt: encrypts, passphrase: phrase)
         let progress = ProgressLine("backing up", quiet: storeOptions.quiet)
@@ -80,12 +98,16 @@ struct BackupCommand: ParsableCommand {
         progress.finish()
         if !storeOptions.quiet {
             let manifest = result.manifest
-            Console.error("backed up \(Console.count(manifest.recordCount)) \(result.isIncremental ? "changes" : "records") in \(result.memberCount) member\(result.memberCount == 1 ? "" : "s") to \(output) "
-                + "(\(Console.bytes(result.bytesWritten))\(encrypts ? ", encrypted" : "")) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            Console.error(
+                "backed up \(Console.count(manifest.recordCount)) \(result.isIncremental ? "changes" : "records") in \(result.memberCount) member\(result.memberCount == 1 ? "" : "s") to \(output) "
+                    + "(\(Console.bytes(result.bytesWritten))\(encrypts ? ", encrypted" : "")) in \(Console.seconds(Date().timeIntervalSince(started)))"
+            )
             Console.error("change token: \(manifest.token)")
         }
         if !result.missingAssets.isEmpty {
-            Console.error("warning: \(Console.count(result.missingAssets.count)) assets the records name are not held by the store, so the bundle keeps their values without the files (e.g. \(result.missingAssets.prefix(2).joined(separator: ", ")))")
+            Console.error(
+                "warning: \(Console.count(result.missingAssets.count)) assets the records name are not held by the store, so the bundle keeps their values without the files (e.g. \(result.missingAssets.prefix(2).joined(separator: ", ")))"
+            )
         }
     }
 }
@@ -93,7 +115,10 @@ struct BackupCommand: ParsableCommand {
 /// Where a bundle's passphrase comes from: a file, or $CKPORT_PASSPHRASE — never the command
 /// line, where other users and the shell history would see it.
 struct PassphraseOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Read the passphrase of an encrypted bundle from this file (its first line). Default: $CKPORT_PASSPHRASE.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Read the passphrase of an encrypted bundle from this file (its first line). Default: $CKPORT_PASSPHRASE.",
+            valueName: "file"))
     var passphraseFile: String?
 
     func passphrase() throws -> String? {
@@ -117,17 +142,23 @@ struct PassphraseOptions: ParsableArguments {
 struct ReadPassphraseOptions: ParsableArguments {
     @OptionGroup var passphrase: PassphraseOptions
 
-    @Flag(help: "With a passphrase, read a bundle that is not encrypted too (by default it is refused: it may have been put in the encrypted backup's place).")
+    @Flag(
+        help:
+            "With a passphrase, read a bundle that is not encrypted too (by default it is refused: it may have been put in the encrypted backup's place)."
+    )
     var allowUnencrypted = false
 
     func options(_ limits: BundleLimitOptions) throws -> BundleReadOptions {
-        BundleReadOptions(limits: limits.limits, passphrase: try passphrase.passphrase(), allowUnencrypted: allowUnencrypted)
+        BundleReadOptions(
+            limits: limits.limits, passphrase: try passphrase.passphrase(), allowUnencrypted: allowUnencrypted)
     }
 }
 
 /// Options shared by the commands that read bundles.
 struct BundleLimitOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Refuse a bundle that expands more than this many times its compressed size.", valueName: "ratio"))
+    @Option(
+        help: ArgumentHelp(
+            "Refuse a bundle that expands more than this many times its compressed size.", valueName: "ratio"))
     var maxRatio: Int64 = DecompressionLimits().maxRatio
 
     @Option(help: ArgumentHelp("Refuse a bundle that expands to more than this many GiB.", valueName: "GiB"))
@@ -141,12 +172,12 @@ struct VerifyCommand: ParsableCommand {
         commandName: "verify",
         abstract: "Check a bundle completely without restoring it.",
         discussion: """
-        Checks the gzip and tar structure, every member's size, SHA-256 and record count \
-        against the manifest, and every record against the bundled schema. Exits 2 on any \
-        problem, naming the member.
+            Checks the gzip and tar structure, every member's size, SHA-256 and record count \
+            against the manifest, and every record against the bundled schema. Exits 2 on any \
+            problem, naming the member.
 
-          ckport verify family.ckbundle
-        """
+              ckport verify family.ckbundle
+            """
     )
 
     @Argument(help: "The bundle.")
@@ -165,17 +196,32 @@ struct VerifyCommand: ParsableCommand {
         let check = try Backups.verify(bundle, options: try passphrase.options(limits))
         if !quiet {
             let manifest = check.manifest
-            let assetNote = check.assetFiles == 0 ? "" : " and \(Console.count(check.assetFiles)) asset files (\(Console.bytes(check.assetBytes)))"
-            print("\(bundle): sound — \(Console.count(check.records)) records\(assetNote) in \(manifest.members.count - 1) members, every checksum and count as the manifest says")
-            print(check.encrypted ? "encrypted: yes (AES-256-GCM; every chunk opened with the passphrase)"
-                                  : "encrypted: no (anyone who can write to its folder could have made it; its checksums are not keyed)")
-            print("made \(manifest.created) by ckport \(manifest.ckportVersion) from store \(manifest.storeID) at \(manifest.token)")
-            for (type, count) in check.recordsByType.sorted(by: { $0.key < $1.key }) { print("  \(type): \(Console.count(count))") }
+            let assetNote =
+                check.assetFiles == 0
+                ? "" : " and \(Console.count(check.assetFiles)) asset files (\(Console.bytes(check.assetBytes)))"
+            print(
+                "\(bundle): sound — \(Console.count(check.records)) records\(assetNote) in \(manifest.members.count - 1) members, every checksum and count as the manifest says"
+            )
+            print(
+                check.encrypted
+                    ? "encrypted: yes (AES-256-GCM; every chunk opened with the passphrase)"
+                    : "encrypted: no (anyone who can write to its folder could have made it; its checksums are not keyed)"
+            )
+            print(
+                "made \(manifest.created) by ckport \(manifest.ckportVersion) from store \(manifest.storeID) at \(manifest.token)"
+            )
+            for (type, count) in check.recordsByType.sorted(by: { $0.key < $1.key }) {
+                print("  \(type): \(Console.count(count))")
+            }
             if check.outsideReferences > 0 {
-                print("note: \(Console.count(check.outsideReferences)) references point at records outside the bundle, e.g. \(check.outsideReferenceExamples.map { "\($0.from) → \($0.to)" }.joined(separator: ", "))")
+                print(
+                    "note: \(Console.count(check.outsideReferences)) references point at records outside the bundle, e.g. \(check.outsideReferenceExamples.map { "\($0.from) → \($0.to)" }.joined(separator: ", "))"
+                )
             }
             if !check.absentAssets.isEmpty {
-                print("note: \(Console.count(check.absentAssets.count)) assets the records name are not in the bundle (their bytes were not in the store), e.g. \(check.absentAssets.prefix(2).joined(separator: ", "))")
+                print(
+                    "note: \(Console.count(check.absentAssets.count)) assets the records name are not in the bundle (their bytes were not in the store), e.g. \(check.absentAssets.prefix(2).joined(separator: ", "))"
+                )
             }
             print("checked in \(Console.seconds(Date().timeIntervalSince(started)))")
         }
@@ -187,11 +233,11 @@ struct InspectCommand: ParsableCommand {
         commandName: "inspect",
         abstract: "Show a bundle's manifest: when and from where it was made, and what it holds.",
         discussion: """
-        Reads only the manifest and the schema at the front of the bundle.
+            Reads only the manifest and the schema at the front of the bundle.
 
-          ckport inspect family.ckbundle
-          ckport inspect family.ckbundle --json | jq '.members[].records'
-        """
+              ckport inspect family.ckbundle
+              ckport inspect family.ckbundle --json | jq '.members[].records'
+            """
     )
 
     @Argument(help: "The bundle.")
@@ -218,19 +264,40 @@ struct InspectCommand: ParsableCommand {
         print("made     \(manifest.created) by ckport \(manifest.ckportVersion) (format \(manifest.format))")
         print("store    \(manifest.storeID), token \(manifest.token)")
         if let base = manifest.baseToken { print("base     \(base): incremental, the changes after that token") }
-        print("schema   \(reader.schema.recordTypes.count) record types: \(reader.schema.recordTypes.map(\.name).joined(separator: ", "))")
+        print(
+            "schema   \(reader.schema.recordTypes.count) record types: \(reader.schema.recordTypes.map(\.name).joined(separator: ", "))"
+        )
         print("")
         let assets = manifest.members.filter { $0.kind == "asset" }
-        let assetRows = assets.isEmpty ? [] : [["(assets)", "", "\(Console.count(assets.count)) files", "", Console.bytes(assets.reduce(0) { $0 + $1.bytes })]]
+        let assetRows =
+            assets.isEmpty
+            ? []
+            : [
+                [
+                    "(assets)", "", "\(Console.count(assets.count)) files", "",
+                    Console.bytes(assets.reduce(0) { $0 + $1.bytes }),
+                ]
+            ]
         if !reader.migrationHistory.isEmpty {
-            let sets = Dictionary(grouping: reader.migrationHistory, by: \.set).map { "\($0.key) at version \($0.value.map(\.version).max() ?? 0)" }.sorted()
+            let sets = Dictionary(grouping: reader.migrationHistory, by: \.set).map {
+                "\($0.key) at version \($0.value.map(\.version).max() ?? 0)"
+            }.sorted()
             print("history  \(reader.migrationHistory.count) migrations applied: \(sets.joined(separator: ", "))")
         }
-        let rows = manifest.members.filter { !["schema", "asset", "migrations"].contains($0.kind) }.map { member in
-            member.kind == "changes"
-                ? ["(changes)", "", "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
-                : [member.scope ?? "", member.zoneName ?? "", member.recordType ?? "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
-        } + assetRows + [["total", "", "", Console.count(manifest.recordCount), Console.bytes(manifest.members.reduce(0) { $0 + $1.bytes })]]
+        let rows =
+            manifest.members.filter { !["schema", "asset", "migrations"].contains($0.kind) }.map { member in
+                member.kind == "changes"
+                    ? ["(changes)", "", "", Console.count(member.records ?? 0), Console.bytes(member.bytes)]
+                    : [
+                        member.scope ?? "", member.zoneName ?? "", member.recordType ?? "",
+                        Console.count(member.records ?? 0), Console.bytes(member.bytes),
+                    ]
+            } + assetRows + [
+                [
+                    "total", "", "", Console.count(manifest.recordCount),
+                    Console.bytes(manifest.members.reduce(0) { $0 + $1.bytes }),
+                ]
+            ]
         print(Console.table(["scope", "zone", "type", "records", "bytes"], rows, numeric: [3, 4]))
     }
 }
@@ -240,22 +307,22 @@ struct RestoreCommand: ParsableCommand {
         commandName: "restore",
         abstract: "Restore a bundle into a store.",
         discussion: """
-        The bundle's schema and records go into the store in one transaction, which commits only \
-        once the whole bundle has checked out (every size, checksum and count, every record \
-        valid), so a damaged bundle restores nothing. A store that already holds \
-        records needs --mode (upsert, replace or newer, as for import).
+            The bundle's schema and records go into the store in one transaction, which commits only \
+            once the whole bundle has checked out (every size, checksum and count, every record \
+            valid), so a damaged bundle restores nothing. A store that already holds \
+            records needs --mode (upsert, replace or newer, as for import).
 
-          ckport restore family.ckbundle --store restored.sqlite
-          ckport restore family.ckbundle --mode newer
-          ckport restore monday.ckbundle tuesday.ckbundle wednesday.ckbundle
-          ckport restore family.ckbundle --zone family-1-zone \\
-              --type Event --type EventParticipant
-          ckport restore family.ckbundle --mode upsert \\
-              --rename-zone family-1-zone=family-1-before-upgrade
+              ckport restore family.ckbundle --store restored.sqlite
+              ckport restore family.ckbundle --mode newer
+              ckport restore monday.ckbundle tuesday.ckbundle wednesday.ckbundle
+              ckport restore family.ckbundle --zone family-1-zone \\
+                  --type Event --type EventParticipant
+              ckport restore family.ckbundle --mode upsert \\
+                  --rename-zone family-1-zone=family-1-before-upgrade
 
-        A chain is checked before anything is written: each incremental bundle must start \
-        where the one before it ended, from the same store.
-        """
+            A chain is checked before anything is written: each incremental bundle must start \
+            where the one before it ended, from the same store.
+            """
     )
 
     @Argument(help: "The bundle, or a full bundle and the incremental ones after it, in order.")
@@ -268,18 +335,24 @@ struct RestoreCommand: ParsableCommand {
         var writeMode: WriteMode { WriteMode(rawValue: rawValue)! }
     }
 
-    @Option(name: .customLong("mode"), help: "How bundled records combine with stored ones, for a store that is not empty.")
+    @Option(
+        name: .customLong("mode"), help: "How bundled records combine with stored ones, for a store that is not empty.")
     var restoreMode: RestoreMode?
 
     var mode: WriteMode? { restoreMode?.writeMode }
 
-    @Option(name: .customLong("type"), help: ArgumentHelp("Restore only this record type; repeat for several.", valueName: "type"))
+    @Option(
+        name: .customLong("type"),
+        help: ArgumentHelp("Restore only this record type; repeat for several.", valueName: "type"))
     var recordTypes: [String] = []
 
     @Option(help: ArgumentHelp("Restore only zones with this name; repeat for several.", valueName: "name"))
     var zone: [String] = []
 
-    @Option(help: ArgumentHelp("Restore the records of zone OLD into zone NEW (same scope and owner); repeat for several.", valueName: "old=new"))
+    @Option(
+        help: ArgumentHelp(
+            "Restore the records of zone OLD into zone NEW (same scope and owner); repeat for several.",
+            valueName: "old=new"))
     var renameZone: [String] = []
 
     @OptionGroup var limits: BundleLimitOptions
@@ -294,11 +367,14 @@ struct RestoreCommand: ParsableCommand {
         var renames: [String: String] = [:]
         for entry in renameZone {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw CommandFailure.usage("--rename-zone takes OLD=NEW, e.g. family-1-zone=family-1-copy") }
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw CommandFailure.usage("--rename-zone takes OLD=NEW, e.g. family-1-zone=family-1-copy")
+            }
             renames[parts[0]] = parts[1]
         }
-        let options = RestoreOptions(mode: mode, recordTypes: Set(recordTypes), zones: Set(zone), zoneRenames: renames,
-                                     read: try passphrase.options(limits))
+        let options = RestoreOptions(
+            mode: mode, recordTypes: Set(recordTypes), zones: Set(zone), zoneRenames: renames,
+            read: try passphrase.options(limits))
         // The chain is checked before a store is made for it.
         let readers = try bundles.map { try Backups.open($0, options: options.read, forRestore: true) }
         try Backups.checkChain(readers, intoExisting: mode != nil)
@@ -319,9 +395,12 @@ struct RestoreCommand: ParsableCommand {
             let assets = summary.assets > 0 ? " and \(Console.count(summary.assets)) asset files" : ""
             let written = summary.totals.inserted + summary.totals.updated
             // A chain writes a record once a bundle: say what the store holds at the end too.
-            let holds = bundles.count > 1 || summary.totals.deleted > 0 || mode != nil
+            let holds =
+                bundles.count > 1 || summary.totals.deleted > 0 || mode != nil
                 ? "; the store now holds \(Console.count(try store.read { try $0.count(RecordQuery()) })) records" : ""
-            Console.error("restored \(Console.count(written)) record\(written == 1 ? "" : "s")\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))\(holds)")
+            Console.error(
+                "restored \(Console.count(written)) record\(written == 1 ? "" : "s")\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))\(holds)"
+            )
             Console.error("change token: \(summary.token?.description ?? "")")
         }
     }

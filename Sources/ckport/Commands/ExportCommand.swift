@@ -1,7 +1,7 @@
 import ArgumentParser
 import CKPort
-import Foundation
 import Formats
+import Foundation
 import Records
 import SampleApps
 import Store
@@ -11,66 +11,74 @@ struct ExportCommand: ParsableCommand {
         commandName: "export",
         abstract: "Export records from the store as JSON, JSON Lines, CSV, a property list, iCalendar or xCal.",
         discussion: """
-        Records come in a fixed order (scope, zone, record type, record name), so two exports \
-        of one store are byte-identical. Output goes to standard output unless -o names a file; \
-        a file is written under a temporary name and moved into place only when complete.
+            Records come in a fixed order (scope, zone, record type, record name), so two exports \
+            of one store are byte-identical. Output goes to standard output unless -o names a file; \
+            a file is written under a temporary name and moved into place only when complete.
 
-          ckport export -o backup.jsonl
-          ckport export --type Event --sort startDate \\
-              --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false"
-          ckport export --type Task --style plain | jq -r '.title'
-          ckport export --since ck1-4f0c2a9e81b3-1520 -o changes.jsonl
+              ckport export -o backup.jsonl
+              ckport export --type Event --sort startDate \\
+                  --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND isDeleted == false"
+              ckport export --type Task --style plain | jq -r '.title'
+              ckport export --since ck1-4f0c2a9e81b3-1520 -o changes.jsonl
 
-        --where takes CloudKit's predicate subset: == != < <= > >=, IN ['a','b'], \
-        BEGINSWITH 'x', CONTAINS (list membership), joined by AND. Values are 'text', numbers, \
-        dates (2026-03-01 or 2026-03-01T09:00:00Z) and true/false (INT64 1/0). References \
-        compare by record name. recordName, ___createTime and ___modTime can be queried too.
+            --where takes CloudKit's predicate subset: == != < <= > >=, IN ['a','b'], \
+            BEGINSWITH 'x', CONTAINS (list membership), joined by AND. Values are 'text', numbers, \
+            dates (2026-03-01 or 2026-03-01T09:00:00Z) and true/false (INT64 1/0). References \
+            compare by record name. recordName, ___createTime and ___modTime can be queried too.
 
-        --since TOKEN exports what changed after TOKEN, deleted records as \
-        {"recordName": …, "deleted": true}, and prints the token to pass next time.
+            --since TOKEN exports what changed after TOKEN, deleted records as \
+            {"recordName": …, "deleted": true}, and prints the token to pass next time.
 
-        CSV (--format csv or tsv, or a .csv/.tsv file) holds one record type per file: \
-        recordName, then the fields in schema order (or --fields), then with --system the zone, \
-        owner, change tag and created/modified columns. A REFERENCE cell is the target's record \
-        name, with its action in a field:action column; an ASSET cell is its checksum, with its \
-        size in field:size; LOCATION is lat,lon; a LIST is a JSON array; TIMESTAMP is ISO-8601 \
-        UTC (--tz for local time). An empty unquoted cell is no value, "" the empty string.
+            CSV (--format csv or tsv, or a .csv/.tsv file) holds one record type per file: \
+            recordName, then the fields in schema order (or --fields), then with --system the zone, \
+            owner, change tag and created/modified columns. A REFERENCE cell is the target's record \
+            name, with its action in a field:action column; an ASSET cell is its checksum, with its \
+            size in field:size; LOCATION is lat,lon; a LIST is a JSON array; TIMESTAMP is ISO-8601 \
+            UTC (--tz for local time). An empty unquoted cell is no value, "" the empty string.
 
-          ckport export --type Task -o tasks.csv
-          ckport export --type Task --type Area -o sheets/  # Task.csv, Area.csv
-          ckport export --type Event --format csv --tz Europe/Berlin --bom \\
-              --fields title,startDate,location
-          # before opening in a spreadsheet:
-          ckport export --type Task -o tasks.csv --spreadsheet-safe
+              ckport export --type Task -o tasks.csv
+              ckport export --type Task --type Area -o sheets/  # Task.csv, Area.csv
+              ckport export --type Event --format csv --tz Europe/Berlin --bom \\
+                  --fields title,startDate,location
+              # before opening in a spreadsheet:
+              ckport export --type Task -o tasks.csv --spreadsheet-safe
 
-        A property list (--format plist, or a .plist file) is Apple's XML plist: an array \
-        with a dictionary per record, each value as its plist type (string, integer, real, \
-        date, data, array; references and locations as dictionaries). A timestamp with \
-        milliseconds is ISO-8601 text, since a plist date holds whole seconds.
+            A property list (--format plist, or a .plist file) is Apple's XML plist: an array \
+            with a dictionary per record, each value as its plist type (string, integer, real, \
+            date, data, array; references and locations as dictionaries). A timestamp with \
+            milliseconds is ISO-8601 text, since a plist date holds whole seconds.
 
-          ckport export --type Task -o tasks.plist
+              ckport export --type Task -o tasks.plist
 
-        iCalendar (--format ics, or a .ics file) goes through a mapping from record types to \
-        components (--mapping FILE, or the sample app's when the store's schema is one): \
-        events with attendees and alarms, to-dos, chores with their RRULE. Times are UTC \
-        unless --tz names a zone, which is then written as a VTIMEZONE; soft-deleted events \
-        stay out unless --include-deleted. UIDs are record names, so calendars that subscribe \
-        see the same events again.
+            iCalendar (--format ics, or a .ics file) goes through a mapping from record types to \
+            components (--mapping FILE, or the sample app's when the store's schema is one): \
+            events with attendees and alarms, to-dos, chores with their RRULE. Times are UTC \
+            unless --tz names a zone, which is then written as a VTIMEZONE; soft-deleted events \
+            stay out unless --include-deleted. UIDs are record names, so calendars that subscribe \
+            see the same events again.
 
-          ckport export -o march.ics \\
-              --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"
-          ckport export --type Task --type RecurringChore \\
-              -o chores.ics --tz Europe/Berlin
-        """
+              ckport export -o march.ics \\
+                  --where "familyID == 'family-1' AND startDate >= 2026-03-01 AND startDate < 2026-04-01"
+              ckport export --type Task --type RecurringChore \\
+                  -o chores.ics --tz Europe/Berlin
+            """
     )
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
     var output: String = "-"
 
-    @Option(help: ArgumentHelp("The output's format: \(ExportCommand.writtenFormats). Default: from -o's extension, else jsonl.", valueName: "format"))
+    @Option(
+        help: ArgumentHelp(
+            "The output's format: \(ExportCommand.writtenFormats). Default: from -o's extension, else jsonl.",
+            valueName: "format"))
     var format: DataFormat?
 
-    @Option(help: ArgumentHelp("CSV and iCalendar: write times as local time in this time zone (CSV with its offset, iCalendar with TZID and a VTIMEZONE).", valueName: "zone"))
+    @Option(
+        help: ArgumentHelp(
+            "CSV and iCalendar: write times as local time in this time zone (CSV with its offset, iCalendar with TZID and a VTIMEZONE).",
+            valueName: "zone"))
     var tz: String?
 
     @OptionGroup(title: "CSV") var csv: CSVExportOptions
@@ -101,7 +109,10 @@ struct ExportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also write the new change token to this file.", valueName: "file"))
     var tokenFile: String?
 
-    @Option(help: ArgumentHelp("JSON and CSV: also write the asset files the exported records name to DIR/<sha256> (import them back with import --assets DIR).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "JSON and CSV: also write the asset files the exported records name to DIR/<sha256> (import them back with import --assets DIR).",
+            valueName: "dir"))
     var assets: String?
 
     @Flag(help: "Print the SQL and SQLite's query plan (which indexes it uses) instead of exporting.")
@@ -111,36 +122,54 @@ struct ExportCommand: ParsableCommand {
 
     func validate() throws {
         if assets != nil && (isICS || explain) { throw ValidationError("--assets goes with JSON and CSV exports") }
-        if since != nil && (predicate != nil || sort != nil) { throw ValidationError("--since exports changes in change order; it does not combine with --where or --sort") }
-        if (predicate != nil || sort != nil) && recordTypes.isEmpty && !isICS { throw ValidationError("--where and --sort need --type") }
+        if since != nil && (predicate != nil || sort != nil) {
+            throw ValidationError("--since exports changes in change order; it does not combine with --where or --sort")
+        }
+        if (predicate != nil || sort != nil) && recordTypes.isEmpty && !isICS {
+            throw ValidationError("--where and --sort need --type")
+        }
         if let limit, limit < 0 { throw ValidationError("--limit cannot be negative") }
-        if since != nil && limit != nil { throw ValidationError("--since exports every change; it does not combine with --limit") }
+        if since != nil && limit != nil {
+            throw ValidationError("--since exports every change; it does not combine with --limit")
+        }
         _ = try ArgumentChecks.timeZone(tz)
         // A format's own flags apply only to output in that format.
         if !isICS, let flag = calendar.givenFlag {
-            throw ValidationError("\(flag) applies to calendar output; add --format ics or xcal, or write to a .ics or .xcal file")
+            throw ValidationError(
+                "\(flag) applies to calendar output; add --format ics or xcal, or write to a .ics or .xcal file")
         }
         if isICS {
-            if since != nil { throw ValidationError("a calendar has no place for deleted records: export changes (--since) as JSON") }
-            if let dtstamp = calendar.dtstamp, ISO8601.parse(dtstamp) == nil { throw ValidationError("--dtstamp is an ISO-8601 time such as 2026-01-01T00:00:00Z") }
+            if since != nil {
+                throw ValidationError("a calendar has no place for deleted records: export changes (--since) as JSON")
+            }
+            if let dtstamp = calendar.dtstamp, ISO8601.parse(dtstamp) == nil {
+                throw ValidationError("--dtstamp is an ISO-8601 time such as 2026-01-01T00:00:00Z")
+            }
         }
         if !isCSV, let flag = tz != nil && !isICS ? "--tz" : csv.givenFlag {
             throw ValidationError("\(flag) applies to CSV output; add --format csv or write to a .csv file")
         }
         if isCSV {
-            if since != nil { throw ValidationError("CSV has no place for deleted records: export changes (--since) as JSON") }
+            if since != nil {
+                throw ValidationError("CSV has no place for deleted records: export changes (--since) as JSON")
+            }
             if recordTypes.count != 1 && !writesDirectory {
-                throw ValidationError("CSV holds one record type per file: give one --type, or -o DIR/ for one file per type")
+                throw ValidationError(
+                    "CSV holds one record type per file: give one --type, or -o DIR/ for one file per type")
             }
         }
         if format == nil && DataFormat.infer(output) == nil, let dot = output.lastIndex(of: "."), output != "-" {
             let ext = output[output.index(after: dot)...].lowercased()
             if ["ckbundle", "gz"].contains(ext) {
-                throw ValidationError("-o \(output): export writes \(ExportCommand.writtenExtensions); a backup bundle (.\(ext)) is written by 'ckport backup -o \(output)'")
+                throw ValidationError(
+                    "-o \(output): export writes \(ExportCommand.writtenExtensions); a backup bundle (.\(ext)) is written by 'ckport backup -o \(output)'"
+                )
             }
             // A name that says another format (.xlsx, .xml, .txt) is not given JSON Lines silently.
             if !writesDirectory, !ext.isEmpty, ext.allSatisfy({ $0.isLetter }) {
-                throw ValidationError("-o \(output): ckport does not write .\(ext) files; it writes \(ExportCommand.writtenExtensions). Name the file so (out.csv), or give --format to write one of them under this name")
+                throw ValidationError(
+                    "-o \(output): ckport does not write .\(ext) files; it writes \(ExportCommand.writtenExtensions). Name the file so (out.csv), or give --format to write one of them under this name"
+                )
             }
         }
     }
@@ -154,7 +183,8 @@ struct ExportCommand: ParsableCommand {
     /// `-o DIR/` (or an existing folder) takes one file per record type.
     var writesDirectory: Bool {
         var isDirectory: ObjCBool = false
-        return output.hasSuffix("/") || (FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) && isDirectory.boolValue)
+        return output.hasSuffix("/")
+            || (FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
     func run() throws {
@@ -177,12 +207,17 @@ struct ExportCommand: ParsableCommand {
         var settings = FormatSettings()
         settings[JSONWriteSettings.self] = JSONWriteSettings(style: style)
         let chosen = format ?? DataFormat.infer(output) ?? (writesDirectory ? .csv : .jsonl)
-        if isCSV { settings[CSVWriteOptions.self] = try csv.options(tsv: chosen == .tsv || output.lowercased().hasSuffix(".tsv"), tz: tz) }
-        let request = ExportRequest(query: query, since: try since.map { try ChangeToken(parsing: $0) }, format: chosen.format,
-                                    timeZone: try ArgumentChecks.timeZone(tz), settings: settings, assetDirectory: assets)
+        if isCSV {
+            settings[CSVWriteOptions.self] = try csv.options(
+                tsv: chosen == .tsv || output.lowercased().hasSuffix(".tsv"), tz: tz)
+        }
+        let request = ExportRequest(
+            query: query, since: try since.map { try ChangeToken(parsing: $0) }, format: chosen.format,
+            timeZone: try ArgumentChecks.timeZone(tz), settings: settings, assetDirectory: assets)
         let progress = ProgressLine("exporting", quiet: storeOptions.quiet || output == "-")
-        let result = try Exports.records(from: store, to: isCSV && writesDirectory ? .directory(output) : .file(output), request: request,
-                                         progress: progress.handler)
+        let result = try Exports.records(
+            from: store, to: isCSV && writesDirectory ? .directory(output) : .file(output), request: request,
+            progress: progress.handler)
         progress.finish()
         if let tokenFile {
             let out = try OutputFile(path: tokenFile)
@@ -192,12 +227,20 @@ struct ExportCommand: ParsableCommand {
         guard !storeOptions.quiet else { return }
         if isCSV {
             if output != "-" {
-                for file in result.files { Console.error("exported \(Console.count(file.records)) \(file.recordType ?? "") records to \(file.path)") }
+                for file in result.files {
+                    Console.error(
+                        "exported \(Console.count(file.records)) \(file.recordType ?? "") records to \(file.path)")
+                }
             }
-            if result.files.count > 1 { Console.error("exported \(Console.count(result.records)) records in \(result.files.count) files in \(Console.seconds(progress.elapsed))") }
+            if result.files.count > 1 {
+                Console.error(
+                    "exported \(Console.count(result.records)) records in \(result.files.count) files in \(Console.seconds(progress.elapsed))"
+                )
+            }
         } else {
             let target = output == "-" ? "" : " to \(output)"
-            Console.error("exported \(Console.count(result.records)) records\(target) in \(Console.seconds(progress.elapsed))")
+            Console.error(
+                "exported \(Console.count(result.records)) records\(target) in \(Console.seconds(progress.elapsed))")
             Console.error("change token: \(result.token)")
         }
         result.assets?.report()
@@ -230,25 +273,35 @@ extension ExportCommand {
         if calendar.keepsCalendarsWhole {
             settings[CalendarWriteSettings.self] = CalendarWriteSettings(keepsCalendarsWhole: true)
         } else {
-            var options = ICalExportOptions(timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: calendar.includeDeleted)
+            var options = ICalExportOptions(
+                timeZone: try ArgumentChecks.timeZone(tz), includeCancelled: calendar.includeDeleted)
             if let dtstamp = calendar.dtstamp, let ms = ISO8601.parse(dtstamp) { options.dtstamp = ms }
             let mapping = try CalendarMappingChoice.resolve(calendar.mapping, store: store, quiet: storeOptions.quiet)
             settings[CalendarWriteSettings.self] = CalendarWriteSettings(mapping: mapping, options: options)
         }
         let started = Date()
         let format = (format ?? DataFormat.infer(output) ?? .ics).format
-        let result = try Exports.records(from: store, to: .file(output), request: ExportRequest(query: query, format: format, settings: settings))
+        let result = try Exports.records(
+            from: store, to: .file(output), request: ExportRequest(query: query, format: format, settings: settings))
         guard !storeOptions.quiet, let summary = result.summary else { return }
         let target = output == "-" ? "" : " to \(output)"
         if let archive = summary.details[CalendarArchiveSummary.self] {
             let parts = archive.components.keys.sorted().map { "\(Console.count(archive.components[$0]!)) \($0)" }
-            Console.error("exported " + parts.joined(separator: ", ") + target + " from \(archive.calendars.count) archived calendar\(archive.calendars.count == 1 ? "" : "s")")
+            Console.error(
+                "exported " + parts.joined(separator: ", ") + target
+                    + " from \(archive.calendars.count) archived calendar\(archive.calendars.count == 1 ? "" : "s")")
         } else if let written = summary.details[ICalExportSummary.self] {
             let parts = written.written.keys.sorted().map { "\(Console.count(written.written[$0]!)) \($0)" }
-            var line = "exported " + (parts.isEmpty ? "nothing" : parts.joined(separator: ", ")) + target + " in \(Console.seconds(Date().timeIntervalSince(started)))"
+            var line =
+                "exported " + (parts.isEmpty ? "nothing" : parts.joined(separator: ", ")) + target
+                + " in \(Console.seconds(Date().timeIntervalSince(started)))"
             if let name = written.calendarName { line += " (calendar \"\(name)\")" }
             Console.error(line)
-            if written.cancelledLeftOut > 0 { Console.error("left out \(written.cancelledLeftOut) cancelled records (--include-deleted writes them with STATUS:CANCELLED)") }
+            if written.cancelledLeftOut > 0 {
+                Console.error(
+                    "left out \(written.cancelledLeftOut) cancelled records (--include-deleted writes them with STATUS:CANCELLED)"
+                )
+            }
         }
     }
 }

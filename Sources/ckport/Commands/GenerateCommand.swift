@@ -1,7 +1,7 @@
 import ArgumentParser
 import CKPort
-import Foundation
 import Formats
+import Foundation
 import Records
 import SampleApps
 
@@ -12,16 +12,16 @@ struct GenerateCommand: ParsableCommand {
         commandName: "generate",
         abstract: "Generate realistic records for a sample app, for tests and benchmarks.",
         discussion: """
-        The same --seed gives the same records, byte for byte, on every machine; memory stays \
-        flat at any --records.
+            The same --seed gives the same records, byte for byte, on every machine; memory stays \
+            flat at any --records.
 
-          ckport generate --app family-todo --records 1000000 -o big.jsonl
-          ckport generate --app family-calendar --schema -o schema.ckdb
-          ckport generate --app family-calendar --mapping -o calendar.yaml
-          ckport generate --app notes --records 50 --style plain
+              ckport generate --app family-todo --records 1000000 -o big.jsonl
+              ckport generate --app family-calendar --schema -o schema.ckdb
+              ckport generate --app family-calendar --mapping -o calendar.yaml
+              ckport generate --app notes --records 50 --style plain
 
-        Apps: \(SampleApp.allCases.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: "; ")).
-        """
+            Apps: \(SampleApp.allCases.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: "; ")).
+            """
     )
 
     @Option(help: "The sample app.")
@@ -36,7 +36,10 @@ struct GenerateCommand: ParsableCommand {
     @Flag(help: "Write the app's schema instead of records.")
     var schema = false
 
-    @Flag(help: "Write the app's iCalendar mapping (family-calendar, family-todo, relationship-checkin) instead of records.")
+    @Flag(
+        help:
+            "Write the app's iCalendar mapping (family-calendar, family-todo, relationship-checkin) instead of records."
+    )
     var mapping = false
 
     @Option(help: "canonical or plain.")
@@ -45,7 +48,9 @@ struct GenerateCommand: ParsableCommand {
     @Option(help: "json or jsonl/ndjson. Default: from -o's extension, else jsonl.")
     var format: DataFormat?
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
+    @Option(
+        name: [.short, .customLong("output")],
+        help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
     var output: String = "-"
 
     @Flag(name: [.short, .long], help: "No progress on standard error.")
@@ -58,10 +63,14 @@ struct GenerateCommand: ParsableCommand {
         let chosen = format ?? (schema || mapping ? nil : DataFormat.infer(output))
         if let chosen, chosen != .json && chosen != .jsonl {
             let given = format != nil ? "--format \(chosen.rawValue)" : "-o \(output)"
-            throw ValidationError("generate writes JSON or JSON Lines, not \(chosen.rawValue) (\(given)); generate JSON Lines and 'ckport import' them, then 'ckport export' the format you need")
+            throw ValidationError(
+                "generate writes JSON or JSON Lines, not \(chosen.rawValue) (\(given)); generate JSON Lines and 'ckport import' them, then 'ckport export' the format you need"
+            )
         }
         if mapping && app.calendarMappingText == nil {
-            throw ValidationError("\(app.rawValue) has no iCalendar mapping (apps with one: \(SampleApp.allCases.filter { $0.calendarMappingText != nil }.map(\.rawValue).joined(separator: ", ")))")
+            throw ValidationError(
+                "\(app.rawValue) has no iCalendar mapping (apps with one: \(SampleApp.allCases.filter { $0.calendarMappingText != nil }.map(\.rawValue).joined(separator: ", ")))"
+            )
         }
     }
 
@@ -75,7 +84,8 @@ struct GenerateCommand: ParsableCommand {
         let chosen = (format ?? DataFormat.infer(output) ?? .jsonl).format
         var settings = FormatSettings()
         settings[JSONWriteSettings.self] = JSONWriteSettings(style: style)
-        let writer = BackgroundSink(try chosen.makeWriter!(file, RecordWriteContext(schema: app.schema, settings: settings)))
+        let writer = BackgroundSink(
+            try chosen.makeWriter!(file, RecordWriteContext(schema: app.schema, settings: settings)))
         let progress = ProgressLine("generating", quiet: quiet)
         try Exports.stream(into: writer, progress: progress.handler, total: records) { emit in
             try app.generate(records: records, seed: seed, emit: emit)

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CKPort
-import Foundation
 import Formats
+import Foundation
 import Migrations
 import Records
 import Store
@@ -11,16 +11,16 @@ struct MigrateCommand: ParsableCommand {
         commandName: "migrate",
         abstract: "Rehearse, apply and track schema migrations.",
         discussion: """
-        A migration set is a folder of NNNN_description.yaml files, each with a version, a \
-        description and steps (addField, renameField, changeType, removeField, \
-        migrateRecordType, setField, deleteRecords). The store remembers which versions it \
-        has had, with each file's SHA-256.
+            A migration set is a folder of NNNN_description.yaml files, each with a version, a \
+            description and steps (addField, renameField, changeType, removeField, \
+            migrateRecordType, setField, deleteRecords). The store remembers which versions it \
+            has had, with each file's SHA-256.
 
-          ckport migrate status --dir migrations/notes
-          ckport migrate plan --dir migrations/notes --limit 5
-          ckport migrate apply --dir migrations/notes
-          ckport migrate lint --dir migrations/notes
-        """,
+              ckport migrate status --dir migrations/notes
+              ckport migrate plan --dir migrations/notes --limit 5
+              ckport migrate apply --dir migrations/notes
+              ckport migrate lint --dir migrations/notes
+            """,
         subcommands: [Status.self, Plan.self, Apply.self, Lint.self]
     )
 
@@ -35,13 +35,13 @@ struct MigrateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the applied migrations and the pending ones.",
             discussion: """
-            Applied migrations come from the store's history (version, file, SHA-256, when, how \
-            long, records changed); pending ones from the folder. An applied file that was \
-            edited, an applied file that is gone, or a new file numbered below an applied one is \
-            reported, and the command exits 2.
+                Applied migrations come from the store's history (version, file, SHA-256, when, how \
+                long, records changed); pending ones from the folder. An applied file that was \
+                edited, an applied file that is gone, or a new file numbered below an applied one is \
+                reported, and the command exits 2.
 
-              ckport migrate status --dir migrations/notes
-            """
+                  ckport migrate status --dir migrations/notes
+                """
         )
 
         @OptionGroup var set: SetOptions
@@ -55,26 +55,38 @@ struct MigrateCommand: ParsableCommand {
             let status = try SchemaMigrations.status(set, in: store)
             if json {
                 var out = JSONWriter()
-                out.raw("{\"set\":"); out.string(status.set)
-                out.raw(",\"version\":"); out.int(Int64(status.currentVersion))
-                out.raw(",\"latest\":"); out.int(Int64(set.latestVersion))
+                out.raw("{\"set\":")
+                out.string(status.set)
+                out.raw(",\"version\":")
+                out.int(Int64(status.currentVersion))
+                out.raw(",\"latest\":")
+                out.int(Int64(set.latestVersion))
                 out.raw(",\"applied\":[")
                 for (index, entry) in status.applied.enumerated() {
                     if index > 0 { out.raw(",") }
-                    out.raw("{\"version\":"); out.int(Int64(entry.version))
-                    out.raw(",\"file\":"); out.string(entry.file)
-                    out.raw(",\"checksum\":"); out.string(entry.checksum)
-                    out.raw(",\"appliedAt\":"); out.string(ISO8601.format(milliseconds: entry.appliedAt))
-                    out.raw(",\"durationMs\":"); out.int(entry.durationMilliseconds)
-                    out.raw(",\"recordsChanged\":"); out.int(Int64(entry.recordsChanged))
+                    out.raw("{\"version\":")
+                    out.int(Int64(entry.version))
+                    out.raw(",\"file\":")
+                    out.string(entry.file)
+                    out.raw(",\"checksum\":")
+                    out.string(entry.checksum)
+                    out.raw(",\"appliedAt\":")
+                    out.string(ISO8601.format(milliseconds: entry.appliedAt))
+                    out.raw(",\"durationMs\":")
+                    out.int(entry.durationMilliseconds)
+                    out.raw(",\"recordsChanged\":")
+                    out.int(Int64(entry.recordsChanged))
                     out.raw("}")
                 }
                 out.raw("],\"pending\":[")
                 for (index, migration) in status.pending.enumerated() {
                     if index > 0 { out.raw(",") }
-                    out.raw("{\"version\":"); out.int(Int64(migration.version))
-                    out.raw(",\"file\":"); out.string((migration.file as NSString).lastPathComponent)
-                    out.raw(",\"description\":"); out.string(migration.description)
+                    out.raw("{\"version\":")
+                    out.int(Int64(migration.version))
+                    out.raw(",\"file\":")
+                    out.string((migration.file as NSString).lastPathComponent)
+                    out.raw(",\"description\":")
+                    out.string(migration.description)
                     out.raw("}")
                 }
                 out.raw("],\"problems\":[")
@@ -85,19 +97,34 @@ struct MigrateCommand: ParsableCommand {
                 out.raw("]}")
                 print(out.text)
             } else {
-                print("set \(set.name) (\(set.directory)): the store is at version \(status.currentVersion) of \(set.latestVersion)")
+                print(
+                    "set \(set.name) (\(set.directory)): the store is at version \(status.currentVersion) of \(set.latestVersion)"
+                )
                 if !status.applied.isEmpty {
                     print("")
-                    print(Console.table(["applied", "file", "sha-256", "at", "took", "changed"], status.applied.map { entry in
-                        [String(entry.version), entry.file, String(entry.checksum.prefix(12)), ISO8601.format(milliseconds: entry.appliedAt),
-                         Console.seconds(Double(entry.durationMilliseconds) / 1000), Console.count(entry.recordsChanged)]
-                    }, numeric: [0, 5]))
+                    print(
+                        Console.table(
+                            ["applied", "file", "sha-256", "at", "took", "changed"],
+                            status.applied.map { entry in
+                                [
+                                    String(entry.version), entry.file, String(entry.checksum.prefix(12)),
+                                    ISO8601.format(milliseconds: entry.appliedAt),
+                                    Console.seconds(Double(entry.durationMilliseconds) / 1000),
+                                    Console.count(entry.recordsChanged),
+                                ]
+                            }, numeric: [0, 5]))
                 }
                 if !status.pending.isEmpty {
                     print("")
-                    print(Console.table(["pending", "file", "description"], status.pending.map { migration in
-                        [String(migration.version), (migration.file as NSString).lastPathComponent, migration.description]
-                    }, numeric: [0]))
+                    print(
+                        Console.table(
+                            ["pending", "file", "description"],
+                            status.pending.map { migration in
+                                [
+                                    String(migration.version), (migration.file as NSString).lastPathComponent,
+                                    migration.description,
+                                ]
+                            }, numeric: [0]))
                 }
             }
             if !status.problems.isEmpty {
@@ -110,14 +137,14 @@ struct MigrateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what the pending migrations would do, record by record, and write nothing.",
             discussion: """
-            For each pending migration and record type: records scanned, that would change, \
-            unchanged, that would fail, and records from the future (a _schemaVersion above \
-            every migration the folder knows, left alone); then each changed record's fields \
-            before and after. The store file is not written at all.
+                For each pending migration and record type: records scanned, that would change, \
+                unchanged, that would fail, and records from the future (a _schemaVersion above \
+                every migration the folder knows, left alone); then each changed record's fields \
+                before and after. The store file is not written at all.
 
-              ckport migrate plan --dir migrations/notes --limit 3
-              ckport migrate plan --dir migrations/notes --format json | jq '.[].counts'
-            """
+                  ckport migrate plan --dir migrations/notes --limit 3
+                  ckport migrate plan --dir migrations/notes --format json | jq '.[].counts'
+                """
         )
 
         @OptionGroup var set: SetOptions
@@ -136,13 +163,16 @@ struct MigrateCommand: ParsableCommand {
             let store = try storeOptions.open(create: false)
             let progress = ProgressLine("planning", quiet: storeOptions.quiet)
             let started = Date()
-            let reports = try SchemaMigrations.plan(set, in: store, options: MigrationRunOptions(target: to, force: force, diffLimit: limit),
-                                                    progress: progress.handler)
+            let reports = try SchemaMigrations.plan(
+                set, in: store, options: MigrationRunOptions(target: to, force: force, diffLimit: limit),
+                progress: progress.handler)
             progress.finish()
             MigrateCommand.show(reports, format: format, dryRun: true)
             if format == .text && !storeOptions.quiet {
                 let scanned = reports.reduce(0) { $0 + $1.totals.scanned }
-                Console.error("planned \(reports.count) migration\(reports.count == 1 ? "" : "s") over \(Console.count(scanned)) records in \(Console.seconds(Date().timeIntervalSince(started))); nothing was written")
+                Console.error(
+                    "planned \(reports.count) migration\(reports.count == 1 ? "" : "s") over \(Console.count(scanned)) records in \(Console.seconds(Date().timeIntervalSince(started))); nothing was written"
+                )
             }
             if reports.contains(where: { $0.totals.failed > 0 }) {
                 throw OperationError.recordsWouldFail
@@ -154,16 +184,16 @@ struct MigrateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Apply the pending migrations, each in one transaction.",
             discussion: """
-            A backup bundle of the store is written first, beside it (--no-backup skips it). \
-            Each migration commits as a whole or not at all: a record that fails names its \
-            field and step, and leaves the store as the migrations before it left it. \
-            Re-running is a no-op. An applied file that was edited is refused (--repair accepts \
-            the edit and records its new SHA-256); so is a gap or a version out of order.
+                A backup bundle of the store is written first, beside it (--no-backup skips it). \
+                Each migration commits as a whole or not at all: a record that fails names its \
+                field and step, and leaves the store as the migrations before it left it. \
+                Re-running is a no-op. An applied file that was edited is refused (--repair accepts \
+                the edit and records its new SHA-256); so is a gap or a version out of order.
 
-              ckport migrate apply --dir migrations/notes
-              ckport migrate apply --dir migrations/notes --to 2
-              ckport migrate apply --dir migrations/notes --dry-run     # the same as plan
-            """
+                  ckport migrate apply --dir migrations/notes
+                  ckport migrate apply --dir migrations/notes --to 2
+                  ckport migrate apply --dir migrations/notes --dry-run     # the same as plan
+                """
         )
 
         @OptionGroup var set: SetOptions
@@ -197,11 +227,17 @@ struct MigrateCommand: ParsableCommand {
             let quiet = storeOptions.quiet
             let result: MigrationApplyResult
             do {
-                result = try SchemaMigrations.apply(set, to: store, options: options, repair: repair,
-                                                    backup: noBackup ? .none : backup.map { .at($0) } ?? .besideStore,
-                                                    progress: progress.handler) { path, summary in
+                result = try SchemaMigrations.apply(
+                    set, to: store, options: options, repair: repair,
+                    backup: noBackup ? .none : backup.map { .at($0) } ?? .besideStore,
+                    progress: progress.handler
+                ) { path, summary in
                     progress.finish()
-                    if !quiet { Console.error("backed up \(Console.count(summary.manifest.recordCount)) records to \(path) (to go back: 'ckport restore \(path) --store before.sqlite')") }
+                    if !quiet {
+                        Console.error(
+                            "backed up \(Console.count(summary.manifest.recordCount)) records to \(path) (to go back: 'ckport restore \(path) --store before.sqlite')"
+                        )
+                    }
                 }
                 progress.finish()
             } catch {
@@ -210,16 +246,25 @@ struct MigrateCommand: ParsableCommand {
             }
             guard !storeOptions.quiet else { return }
             if result.reports.isEmpty && result.repaired.isEmpty && result.before.problems.isEmpty {
-                Console.error("nothing to apply: the store is at version \(result.before.currentVersion), the newest in \(set.directory)")
+                Console.error(
+                    "nothing to apply: the store is at version \(result.before.currentVersion), the newest in \(set.directory)"
+                )
                 return
             }
             for repair in result.repaired {
-                Console.error("repaired: \(repair.file) is accepted as edited; its SHA-256 is now \(repair.newChecksum.prefix(12))… (was \(repair.oldChecksum.prefix(12))…)")
+                Console.error(
+                    "repaired: \(repair.file) is accepted as edited; its SHA-256 is now \(repair.newChecksum.prefix(12))… (was \(repair.oldChecksum.prefix(12))…)"
+                )
             }
             for report in result.reports {
                 let totals = report.totals
-                let future = totals.future > 0 ? ", \(Console.count(totals.future)) from the future left alone (e.g. \(report.futureExamples.joined(separator: ", ")))" : ""
-                Console.error("applied \(report.version) \(report.description): \(Console.count(totals.changed)) of \(Console.count(totals.scanned)) records changed\(future) in \(Console.seconds(Double(report.durationMilliseconds) / 1000))")
+                let future =
+                    totals.future > 0
+                    ? ", \(Console.count(totals.future)) from the future left alone (e.g. \(report.futureExamples.joined(separator: ", ")))"
+                    : ""
+                Console.error(
+                    "applied \(report.version) \(report.description): \(Console.count(totals.changed)) of \(Console.count(totals.scanned)) records changed\(future) in \(Console.seconds(Double(report.durationMilliseconds) / 1000))"
+                )
             }
             Console.error("the store is at version \(result.after.currentVersion) of \(set.latestVersion)")
         }
@@ -229,12 +274,12 @@ struct MigrateCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Flag steps that CloudKit's production schema would refuse, with the safe way.",
             discussion: """
-            A production schema only ever adds record types and fields: removing a field, \
-            changing a field's type in place or renaming one cannot be deployed. Each such step \
-            is listed with the change that can. Exits 2 when there is any.
+                A production schema only ever adds record types and fields: removing a field, \
+                changing a field's type in place or renaming one cannot be deployed. Each such step \
+                is listed with the change that can. Exits 2 when there is any.
 
-              ckport migrate lint --dir migrations/notes
-            """
+                  ckport migrate lint --dir migrations/notes
+                """
         )
 
         @OptionGroup var set: SetOptions
@@ -254,7 +299,9 @@ struct MigrateCommand: ParsableCommand {
                 for finding in findings { print(finding.description) }
             }
             if !findings.isEmpty {
-                throw CommandFailure.invalid("\(findings.count) step\(findings.count == 1 ? "" : "s") would not deploy to a production schema as written")
+                throw CommandFailure.invalid(
+                    "\(findings.count) step\(findings.count == 1 ? "" : "s") would not deploy to a production schema as written"
+                )
             }
         }
     }
@@ -269,37 +316,61 @@ struct MigrateCommand: ParsableCommand {
             out.raw("[")
             for (index, report) in reports.enumerated() {
                 if index > 0 { out.raw(",") }
-                out.raw("{\"version\":"); out.int(Int64(report.version))
-                out.raw(",\"description\":"); out.string(report.description)
-                out.raw(",\"file\":"); out.string((report.file as NSString).lastPathComponent)
+                out.raw("{\"version\":")
+                out.int(Int64(report.version))
+                out.raw(",\"description\":")
+                out.string(report.description)
+                out.raw(",\"file\":")
+                out.string((report.file as NSString).lastPathComponent)
                 out.raw(",\"schemaChanges\":[")
-                for (i, line) in report.schemaChanges.enumerated() { if i > 0 { out.raw(",") }; out.string(line) }
+                for (i, line) in report.schemaChanges.enumerated() {
+                    if i > 0 { out.raw(",") }
+                    out.string(line)
+                }
                 out.raw("],\"counts\":{")
                 for (i, (type, c)) in report.counts.sorted(by: { $0.key < $1.key }).enumerated() {
                     if i > 0 { out.raw(",") }
                     out.string(type)
-                    out.raw(":{\"scanned\":"); out.int(Int64(c.scanned))
-                    out.raw(",\"change\":"); out.int(Int64(c.changed))
-                    out.raw(",\"unchanged\":"); out.int(Int64(c.unchanged))
-                    out.raw(",\"fail\":"); out.int(Int64(c.failed))
-                    out.raw(",\"delete\":"); out.int(Int64(c.deleted))
-                    out.raw(",\"future\":"); out.int(Int64(c.future))
+                    out.raw(":{\"scanned\":")
+                    out.int(Int64(c.scanned))
+                    out.raw(",\"change\":")
+                    out.int(Int64(c.changed))
+                    out.raw(",\"unchanged\":")
+                    out.int(Int64(c.unchanged))
+                    out.raw(",\"fail\":")
+                    out.int(Int64(c.failed))
+                    out.raw(",\"delete\":")
+                    out.int(Int64(c.deleted))
+                    out.raw(",\"future\":")
+                    out.int(Int64(c.future))
                     out.raw("}")
                 }
                 out.raw("},\"records\":[")
                 for (i, diff) in report.diffs.enumerated() {
                     if i > 0 { out.raw(",") }
-                    out.raw("{\"recordName\":"); out.string(diff.recordName)
-                    out.raw(",\"recordType\":"); out.string(diff.recordType)
-                    out.raw(",\"zoneName\":"); out.string(diff.zoneName)
+                    out.raw("{\"recordName\":")
+                    out.string(diff.recordName)
+                    out.raw(",\"recordType\":")
+                    out.string(diff.recordType)
+                    out.raw(",\"zoneName\":")
+                    out.string(diff.zoneName)
                     out.raw(",\"diff\":[")
-                    for (j, line) in diff.lines.enumerated() { if j > 0 { out.raw(",") }; out.string(line) }
+                    for (j, line) in diff.lines.enumerated() {
+                        if j > 0 { out.raw(",") }
+                        out.string(line)
+                    }
                     out.raw("]}")
                 }
                 out.raw("],\"failures\":[")
-                for (i, failure) in report.failures.enumerated() { if i > 0 { out.raw(",") }; out.string(failure.description) }
+                for (i, failure) in report.failures.enumerated() {
+                    if i > 0 { out.raw(",") }
+                    out.string(failure.description)
+                }
                 out.raw("],\"future\":[")
-                for (i, name) in report.futureExamples.enumerated() { if i > 0 { out.raw(",") }; out.string(name) }
+                for (i, name) in report.futureExamples.enumerated() {
+                    if i > 0 { out.raw(",") }
+                    out.string(name)
+                }
                 out.raw("]}")
             }
             out.raw("]")
@@ -317,21 +388,33 @@ struct MigrateCommand: ParsableCommand {
                 for line in report.schemaChanges { print("    " + line) }
             }
             let rows = report.counts.sorted(by: { $0.key < $1.key }).map { type, c in
-                [type, Console.count(c.scanned), Console.count(c.changed), Console.count(c.unchanged), Console.count(c.failed), Console.count(c.future)]
+                [
+                    type, Console.count(c.scanned), Console.count(c.changed), Console.count(c.unchanged),
+                    Console.count(c.failed), Console.count(c.future),
+                ]
             }
             if !rows.isEmpty {
-                let header = dryRun ? ["type", "scanned", "would change", "unchanged", "would fail", "future"] : ["type", "scanned", "changed", "unchanged", "failed", "future"]
-                print(Console.table(header, rows, numeric: [1, 2, 3, 4, 5]).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+                let header =
+                    dryRun
+                    ? ["type", "scanned", "would change", "unchanged", "would fail", "future"]
+                    : ["type", "scanned", "changed", "unchanged", "failed", "future"]
+                print(
+                    Console.table(header, rows, numeric: [1, 2, 3, 4, 5]).split(separator: "\n").map { "  " + $0 }
+                        .joined(separator: "\n"))
             }
             for diff in report.diffs {
                 print("  \(diff.recordType) \(diff.recordName) (\(diff.zoneName))")
                 for line in diff.lines { print("    " + line) }
             }
             let changed = report.totals.changed
-            if changed > report.diffs.count && !report.diffs.isEmpty { print("  … and \(Console.count(changed - report.diffs.count)) more changed records") }
+            if changed > report.diffs.count && !report.diffs.isEmpty {
+                print("  … and \(Console.count(changed - report.diffs.count)) more changed records")
+            }
             for failure in report.failures { print("  would fail: \(failure)") }
             if report.totals.future > 0 {
-                print("  left alone: \(Console.count(report.totals.future)) records from the future, e.g. \(report.futureExamples.joined(separator: ", "))")
+                print(
+                    "  left alone: \(Console.count(report.totals.future)) records from the future, e.g. \(report.futureExamples.joined(separator: ", "))"
+                )
             }
             print("")
         }

@@ -24,38 +24,62 @@ struct CloudOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The PEM file with the server-to-server key's private half.", valueName: "file"))
     var keyFile: String?
 
-    @Option(help: ArgumentHelp("A file whose first line is the API token. Default: $CKPORT_CK_API_TOKEN.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "A file whose first line is the API token. Default: $CKPORT_CK_API_TOKEN.", valueName: "file"))
     var apiTokenFile: String?
 
-    @Option(help: ArgumentHelp("A file whose first line is the user's web auth token; ckport writes the next token back to it. Default: $CKPORT_CK_WEB_AUTH_TOKEN.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "A file whose first line is the user's web auth token; ckport writes the next token back to it. Default: $CKPORT_CK_WEB_AUTH_TOKEN.",
+            valueName: "file"))
     var webAuthTokenFile: String?
 
-    @Option(help: ArgumentHelp("The CloudKit Web Services server (default Apple's), e.g. a ckport-emulator's URL.", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The CloudKit Web Services server (default Apple's), e.g. a ckport-emulator's URL.", valueName: "url"))
     var baseURL: String?
 
-    @Option(help: ArgumentHelp("The longest wait CloudKit may ask for (retryAfter) that ckport waits out before asking again; a longer one ends the command.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "The longest wait CloudKit may ask for (retryAfter) that ckport waits out before asking again; a longer one ends the command.",
+            valueName: "seconds"))
     var maxWait: Double = 900
 
     func validate() throws {
-        guard CloudKitDatabase.Environment(rawValue: environment) != nil else { throw ValidationError("--environment is development or production") }
-        guard CloudKitDatabase.Scope(rawValue: database) != nil else { throw ValidationError("--database is private, shared or public") }
+        guard CloudKitDatabase.Environment(rawValue: environment) != nil else {
+            throw ValidationError("--environment is development or production")
+        }
+        guard CloudKitDatabase.Scope(rawValue: database) != nil else {
+            throw ValidationError("--database is private, shared or public")
+        }
         if (keyID == nil) != (keyFile == nil) { throw ValidationError("--key-id and --key-file go together") }
-        if let baseURL, URL(string: baseURL)?.scheme == nil { throw ValidationError("--base-url takes a URL such as http://127.0.0.1:8181") }
+        if let baseURL, URL(string: baseURL)?.scheme == nil {
+            throw ValidationError("--base-url takes a URL such as http://127.0.0.1:8181")
+        }
         guard maxWait >= 0 else { throw ValidationError("--max-wait is a number of seconds, 0 or more") }
     }
 
     func cloudDatabase() throws -> CloudKitDatabase {
-        guard let container else { throw CommandFailure.usage("--container names the CloudKit container, e.g. iCloud.com.example.App") }
-        return try CloudKitDatabase(container: container, environment: CloudKitDatabase.Environment(rawValue: environment)!,
-                             scope: CloudKitDatabase.Scope(rawValue: database)!,
-                             baseURL: baseURL.flatMap(URL.init(string:)) ?? CloudKitDatabase.appleBaseURL)
+        guard let container else {
+            throw CommandFailure.usage("--container names the CloudKit container, e.g. iCloud.com.example.App")
+        }
+        return try CloudKitDatabase(
+            container: container, environment: CloudKitDatabase.Environment(rawValue: environment)!,
+            scope: CloudKitDatabase.Scope(rawValue: database)!,
+            baseURL: baseURL.flatMap(URL.init(string:)) ?? CloudKitDatabase.appleBaseURL)
     }
 
     /// The API token, from its file or the environment.
     func apiToken() throws -> String {
         if let apiTokenFile { Console.warnIfShared(apiTokenFile, "the API token") }
-        guard let api = try apiTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? ProcessInfo.processInfo.environment["CKPORT_CK_API_TOKEN"], !api.isEmpty else {
-            throw CommandFailure.usage("give an API token (--api-token-file FILE or $CKPORT_CK_API_TOKEN) and a web auth token, or a server-to-server key (--key-id, --key-file) for the public database")
+        guard
+            let api = try apiTokenFile.map(CloudKitCredentials.token(fromFile:))
+                ?? ProcessInfo.processInfo.environment["CKPORT_CK_API_TOKEN"], !api.isEmpty
+        else {
+            throw CommandFailure.usage(
+                "give an API token (--api-token-file FILE or $CKPORT_CK_API_TOKEN) and a web auth token, or a server-to-server key (--key-id, --key-file) for the public database"
+            )
         }
         return api
     }
@@ -68,8 +92,12 @@ struct CloudOptions: ParsableArguments {
         if let webAuthTokenFile { Console.warnIfShared(webAuthTokenFile, "a web auth token") }
         let environment = ProcessInfo.processInfo.environment
         let api = try apiToken()
-        guard let web = try webAuthTokenFile.map(CloudKitCredentials.token(fromFile:)) ?? environment["CKPORT_CK_WEB_AUTH_TOKEN"], !web.isEmpty else {
-            throw CommandFailure.usage("give the user's web auth token: --web-auth-token-file FILE or $CKPORT_CK_WEB_AUTH_TOKEN")
+        guard
+            let web = try webAuthTokenFile.map(CloudKitCredentials.token(fromFile:))
+                ?? environment["CKPORT_CK_WEB_AUTH_TOKEN"], !web.isEmpty
+        else {
+            throw CommandFailure.usage(
+                "give the user's web auth token: --web-auth-token-file FILE or $CKPORT_CK_WEB_AUTH_TOKEN")
         }
         return .webToken(apiToken: api, webAuthToken: web)
     }
@@ -79,19 +107,23 @@ struct CloudOptions: ParsableArguments {
     /// (one kept only in memory would be lost with a killed process).
     func connect(quiet: Bool, progress: ProgressLine? = nil) throws -> CloudConnection {
         let keeper = webAuthTokenFile.map { WebAuthTokenFile(path: $0) }
-        let client = try CloudKitClient(database: try cloudDatabase(), credentials: try credentials(), transport: HTTPClientTransport(),
-                                        policy: RetryPolicy(longestWait: maxWait),
-                                        onRetry: { operation, seconds, reason in
-                                            guard !quiet else { return }
-                                            // "CloudKit answered THROTTLED (HTTP 429): …" → THROTTLED
-                                            let answered = "CloudKit answered "
-                                            let code = reason.hasPrefix(answered) ? String(reason.dropFirst(answered.count).prefix { $0 != " " }) : "no answer"
-                                            let until = seconds >= 60 ? " (until \(CloudOptions.clock(Date().addingTimeInterval(seconds))))" : ""
-                                            if progress?.note("\(code): waiting \(Console.seconds(seconds))\(until)") != true {
-                                                Console.error("waiting \(Console.seconds(seconds))\(until) before asking \(operation) again: \(reason)")
-                                            }
-                                        },
-                                        onWebAuthToken: { token in keeper?.keep(token) })
+        let client = try CloudKitClient(
+            database: try cloudDatabase(), credentials: try credentials(), transport: HTTPClientTransport(),
+            policy: RetryPolicy(longestWait: maxWait),
+            onRetry: { operation, seconds, reason in
+                guard !quiet else { return }
+                // "CloudKit answered THROTTLED (HTTP 429): …" → THROTTLED
+                let answered = "CloudKit answered "
+                let code =
+                    reason.hasPrefix(answered)
+                    ? String(reason.dropFirst(answered.count).prefix { $0 != " " }) : "no answer"
+                let until = seconds >= 60 ? " (until \(CloudOptions.clock(Date().addingTimeInterval(seconds))))" : ""
+                if progress?.note("\(code): waiting \(Console.seconds(seconds))\(until)") != true {
+                    Console.error(
+                        "waiting \(Console.seconds(seconds))\(until) before asking \(operation) again: \(reason)")
+                }
+            },
+            onWebAuthToken: { token in keeper?.keep(token) })
         return CloudConnection(client: client, keeper: keeper, quiet: quiet)
     }
 
@@ -115,10 +147,13 @@ struct CloudConnection: Sendable {
         if let keeper {
             try keeper.checkKept()
             if keeper.replacedElsewhere && !quiet {
-                Console.error("note: \(keeper.path) was written by another ckport while this one ran (a new sign-in?); it was left as that one wrote it")
+                Console.error(
+                    "note: \(keeper.path) was written by another ckport while this one ran (a new sign-in?); it was left as that one wrote it"
+                )
             }
         } else if !quiet, next != ProcessInfo.processInfo.environment["CKPORT_CK_WEB_AUTH_TOKEN"] {
-            Console.error("note: CloudKit turned the web auth token over; --web-auth-token-file FILE keeps the newest one")
+            Console.error(
+                "note: CloudKit turned the web auth token over; --web-auth-token-file FILE keeps the newest one")
         }
     }
 }
@@ -128,54 +163,66 @@ struct PullCommand: ParsableCommand {
         commandName: "pull",
         abstract: "Pull a CloudKit database into the store, incrementally.",
         discussion: """
-        Custom zones of the private and shared databases come through their change feeds: each \
-        page of records, its deletions and the zone's sync token commit together, so the next \
-        pull fetches only what changed and a pull cut off anywhere resumes where it stopped. \
-        The public database and default zones are read with queries per record type of the \
-        store's schema: only types whose ___recordID is QUERYABLE (and not system types such as \
-        Users) can be queried, and queries do not see deletions; the types left unread are \
-        listed. Import the container's schema first (cktool export-schema writes it).
+            Custom zones of the private and shared databases come through their change feeds: each \
+            page of records, its deletions and the zone's sync token commit together, so the next \
+            pull fetches only what changed and a pull cut off anywhere resumes where it stopped. \
+            The public database and default zones are read with queries per record type of the \
+            store's schema: only types whose ___recordID is QUERYABLE (and not system types such as \
+            Users) can be queried, and queries do not see deletions; the types left unread are \
+            listed. Import the container's schema first (cktool export-schema writes it).
 
-        A feed never stalls: a record the store cannot take (a type or field the schema lacks, \
-        such as a share's cloudkit.share or a type added since the schema was exported) is left \
-        out, counted, and written with its reason and its zone to --rejects FILE, and the rest \
-        of its page is saved; the exit status is then 3. The zone is read again from the start \
-        by the next pull, so that once the schema has the type or field (ckport schema import, \
-        or --allow-new-types, which adds such types and fields) the records come in. A zone whose sync token expired, or that was \
-        reset, is fetched again from the start and what CloudKit no longer holds becomes \
-        tombstones; a zone deleted in CloudKit loses its records the same way.
+            A feed never stalls: a record the store cannot take (a type or field the schema lacks, \
+            such as a share's cloudkit.share or a type added since the schema was exported) is left \
+            out, counted, and written with its reason and its zone to --rejects FILE, and the rest \
+            of its page is saved; the exit status is then 3. The zone is read again from the start \
+            by the next pull, so that once the schema has the type or field (ckport schema import, \
+            or --allow-new-types, which adds such types and fields) the records come in. A zone whose sync token expired, or that was \
+            reset, is fetched again from the start and what CloudKit no longer holds becomes \
+            tombstones; a zone deleted in CloudKit loses its records the same way.
 
-        CloudKit's THROTTLED, TRY_AGAIN_LATER and INTERNAL_ERROR are retried (after its \
-        retryAfter, up to --max-wait, else with backoff). An expired web auth token ends the \
-        pull with exit status 4, before anything is written: sign in again (ckport cloud \
-        login). With --assets each asset file is downloaded and kept in the store with its \
-        record.
+            CloudKit's THROTTLED, TRY_AGAIN_LATER and INTERNAL_ERROR are retried (after its \
+            retryAfter, up to --max-wait, else with backoff). An expired web auth token ends the \
+            pull with exit status 4, before anything is written: sign in again (ckport cloud \
+            login). With --assets each asset file is downloaded and kept in the store with its \
+            record.
 
-          ckport schema import schema.ckdb
-          ckport pull --container iCloud.com.example.App --environment production \\
-              --database private --api-token-file api.txt --web-auth-token-file web.txt \\
-              --rejects left-out.jsonl
-          ckport pull --container iCloud.com.example.App --database public \\
-              --key-id 2f3a… --key-file eckey.pem
-        """
+              ckport schema import schema.ckdb
+              ckport pull --container iCloud.com.example.App --environment production \\
+                  --database private --api-token-file api.txt --web-auth-token-file web.txt \\
+                  --rejects left-out.jsonl
+              ckport pull --container iCloud.com.example.App --database public \\
+                  --key-id 2f3a… --key-file eckey.pem
+            """
     )
 
     @OptionGroup(title: "CloudKit") var cloud: CloudOptions
 
-    @Option(help: ArgumentHelp("Records per page to ask for, 1 to 200 (CloudKit's most, and its default).", valueName: "count"))
+    @Option(
+        help: ArgumentHelp(
+            "Records per page to ask for, 1 to 200 (CloudKit's most, and its default).", valueName: "count"))
     var pageSize: Int?
 
-    @Flag(help: "Also download each asset file the records name and keep it in the store, with its record (without: the store keeps the asset's checksum, size and download URL).")
+    @Flag(
+        help:
+            "Also download each asset file the records name and keep it in the store, with its record (without: the store keeps the asset's checksum, size and download URL)."
+    )
     var assets = false
 
-    @Flag(name: [.customLong("allow-new-types"), .customLong("allow-new-fields")],
-          help: "Add record types and fields the schema lacks to it, instead of leaving their records out.")
+    @Flag(
+        name: [.customLong("allow-new-types"), .customLong("allow-new-fields")],
+        help: "Add record types and fields the schema lacks to it, instead of leaving their records out.")
     var allowNewTypes = false
 
-    @Option(help: ArgumentHelp("Append the records left out, each with its reason and CloudKit's JSON, to this file (JSON Lines, made for you alone), synced before each page is saved.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Append the records left out, each with its reason and CloudKit's JSON, to this file (JSON Lines, made for you alone), synced before each page is saved.",
+            valueName: "file"))
     var rejects: String?
 
-    @Option(help: ArgumentHelp("Zones (or record types) fetched at once, at most. With a web auth token the requests still go one at a time (each answer brings the next token); pages are saved while the next ones travel.", valueName: "count"))
+    @Option(
+        help: ArgumentHelp(
+            "Zones (or record types) fetched at once, at most. With a web auth token the requests still go one at a time (each answer brings the next token); pages are saved while the next ones travel.",
+            valueName: "count"))
     var concurrency = 4
 
     @OptionGroup var storeOptions: StoreOptions
@@ -183,14 +230,18 @@ struct PullCommand: ParsableCommand {
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency is at least 1") }
         if let pageSize, !(1...CloudSync.maxResultsLimit).contains(pageSize) {
-            throw ValidationError("--page-size is 1 to \(CloudSync.maxResultsLimit): CloudKit gives at most \(CloudSync.maxResultsLimit) records per answer")
+            throw ValidationError(
+                "--page-size is 1 to \(CloudSync.maxResultsLimit): CloudKit gives at most \(CloudSync.maxResultsLimit) records per answer"
+            )
         }
     }
 
     func run() throws {
         let store = try storeOptions.open(create: false)
         guard try !store.loadSchema().recordTypes.isEmpty else {
-            throw CommandFailure.invalid("the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)")
+            throw CommandFailure.invalid(
+                "the store \(storeOptions.path) has no schema: import the container's schema first ('ckport schema import schema.ckdb'; 'xcrun cktool export-schema' writes it)"
+            )
         }
         let progress = ProgressLine("pulling", quiet: storeOptions.quiet)
         let connection = try cloud.connect(quiet: storeOptions.quiet, progress: progress)
@@ -199,11 +250,14 @@ struct PullCommand: ParsableCommand {
         nonisolated(unsafe) let unsafeStore = store
         nonisolated(unsafe) let handler = progress.handler
         nonisolated(unsafe) let sink = rejectsWriter
-        let (pageSize, concurrency, assets, allowNewTypes) = (self.pageSize, self.concurrency, self.assets, self.allowNewTypes)
+        let (pageSize, concurrency, assets, allowNewTypes) = (
+            self.pageSize, self.concurrency, self.assets, self.allowNewTypes
+        )
         let outcome: Result<PullResult, Error> = try blocking {
             do {
-                let result = try await CloudSync.pull(connection.client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency,
-                                                      assets: assets, allowNewTypes: allowNewTypes, rejects: sink, progress: handler)
+                let result = try await CloudSync.pull(
+                    connection.client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency,
+                    assets: assets, allowNewTypes: allowNewTypes, rejects: sink, progress: handler)
                 try await connection.finish()
                 return .success(result)
             } catch {
@@ -215,13 +269,20 @@ struct PullCommand: ParsableCommand {
         let result = try outcome.get()
         if !storeOptions.quiet {
             for line in PullCommand.report(result) { Console.error(line) }
-            Console.error("pulled \(Console.count(result.saved)) records and \(Console.count(result.deleted)) deletions from \(result.source) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))")
+            Console.error(
+                "pulled \(Console.count(result.saved)) records and \(Console.count(result.deleted)) deletions from \(result.source) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))"
+            )
         }
         if result.leftOut > 0 {
-            let kept = rejects.map { "; they are in \($0), each with its reason" } ?? " (--rejects FILE keeps them, each with its reason)"
-            throw CommandFailure(status: .failure, message: "\(Console.count(result.leftOut)) record\(result.leftOut == 1 ? " was" : "s were") left out\(kept); the rest is saved. "
-                + "The next pull asks for them again (it reads their zones again from the start): give the schema their types and fields first "
-                + "(ckport schema import SCHEMA, or pull --allow-new-types to add them)")
+            let kept =
+                rejects.map { "; they are in \($0), each with its reason" }
+                ?? " (--rejects FILE keeps them, each with its reason)"
+            throw CommandFailure(
+                status: .failure,
+                message:
+                    "\(Console.count(result.leftOut)) record\(result.leftOut == 1 ? " was" : "s were") left out\(kept); the rest is saved. "
+                    + "The next pull asks for them again (it reads their zones again from the start): give the schema their types and fields first "
+                    + "(ckport schema import SCHEMA, or pull --allow-new-types to add them)")
         }
     }
 
@@ -229,28 +290,42 @@ struct PullCommand: ParsableCommand {
     static func report(_ result: PullResult) -> [String] {
         var lines: [String] = []
         for zone in result.zones {
-            let name = zone.zone.zoneName + (zone.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(zone.zone.ownerRecordName))")
+            let name =
+                zone.zone.zoneName
+                + (zone.zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(zone.zone.ownerRecordName))")
             if zone.gone {
-                let kept = zone.keptLocal > 0 ? "; \(Console.count(zone.keptLocal)) records made or imported here (no change tag) were kept" : ""
-                lines.append("\(name): gone from CloudKit; its \(Console.count(zone.removed)) records were deleted here (tombstones kept)\(kept)")
+                let kept =
+                    zone.keptLocal > 0
+                    ? "; \(Console.count(zone.keptLocal)) records made or imported here (no change tag) were kept" : ""
+                lines.append(
+                    "\(name): gone from CloudKit; its \(Console.count(zone.removed)) records were deleted here (tombstones kept)\(kept)"
+                )
                 continue
             }
             let how = zone.incremental ? "change feed" : "queries"
-            var line = "\(name): \(Console.count(zone.saved)) records saved, \(Console.count(zone.deleted)) deleted, in \(zone.pages) page\(zone.pages == 1 ? "" : "s") (\(how))"
+            var line =
+                "\(name): \(Console.count(zone.saved)) records saved, \(Console.count(zone.deleted)) deleted, in \(zone.pages) page\(zone.pages == 1 ? "" : "s") (\(how))"
             if zone.leftOut > 0 { line += ", \(Console.count(zone.leftOut)) left out" }
             lines.append(line)
             if let why = zone.refetched {
-                lines.append("  fetched again from the start: \(why); \(Console.count(zone.removed)) records CloudKit no longer holds were deleted here (tombstones kept)")
+                lines.append(
+                    "  fetched again from the start: \(why); \(Console.count(zone.removed)) records CloudKit no longer holds were deleted here (tombstones kept)"
+                )
             }
             if zone.keptLocal > 0 {
-                lines.append("  \(Console.count(zone.keptLocal)) records made or imported here (no change tag), not in CloudKit, were kept")
+                lines.append(
+                    "  \(Console.count(zone.keptLocal)) records made or imported here (no change tag), not in CloudKit, were kept"
+                )
             }
         }
         for (type, count) in result.leftOutByType.sorted(by: { $0.key < $1.key }) {
             lines.append("left out: \(Console.count(count)) \(type) record\(count == 1 ? "" : "s")")
         }
         // The import's flag is --allow-new-fields; a pull's is --allow-new-types.
-        for issue in result.leftOutExamples.prefix(3) { lines.append("  e.g. " + issue.description.replacingOccurrences(of: "--allow-new-fields", with: "--allow-new-types")) }
+        for issue in result.leftOutExamples.prefix(3) {
+            lines.append(
+                "  e.g. " + issue.description.replacingOccurrences(of: "--allow-new-fields", with: "--allow-new-types"))
+        }
         for entry in result.notPulled {
             lines.append("not pulled: \(entry.recordType) in \(entry.zone.zoneName): \(entry.reason)")
         }

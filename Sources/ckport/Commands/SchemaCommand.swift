@@ -1,7 +1,7 @@
 import ArgumentParser
 import CKPort
-import Foundation
 import Formats
+import Foundation
 import Migrations
 import Records
 import Store
@@ -11,17 +11,17 @@ struct SchemaCommand: ParsableCommand {
         commandName: "schema",
         abstract: "Import, export and check schemas in CloudKit's schema language.",
         discussion: """
-        Schemas are the 'DEFINE SCHEMA' text that 'xcrun cktool export-schema' writes \
-        (usually saved as schema.ckdb); ckport reads them exactly as cktool writes them and \
-        writes them back the same way.
+            Schemas are the 'DEFINE SCHEMA' text that 'xcrun cktool export-schema' writes \
+            (usually saved as schema.ckdb); ckport reads them exactly as cktool writes them and \
+            writes them back the same way.
 
-          ckport schema check schema.ckdb
-          ckport schema import schema.ckdb
-          ckport schema export -o schema.ckdb
-          ckport schema diff old.ckdb new.ckdb
-          ckport schema from-coredata Model.xcdatamodeld -o schema.ckdb
-          ckport schema lint-coredata Model.xcdatamodeld
-        """,
+              ckport schema check schema.ckdb
+              ckport schema import schema.ckdb
+              ckport schema export -o schema.ckdb
+              ckport schema diff old.ckdb new.ckdb
+              ckport schema from-coredata Model.xcdatamodeld -o schema.ckdb
+              ckport schema lint-coredata Model.xcdatamodeld
+            """,
         subcommands: [Import.self, Export.self, Check.self, Diff.self, FromCoreData.self, LintCoreData.self]
     )
 
@@ -50,19 +50,19 @@ struct SchemaCommand: ParsableCommand {
             commandName: "from-coredata",
             abstract: "Print the CloudKit schema NSPersistentCloudKitContainer derives from a Core Data model.",
             discussion: """
-            Reads the model's current version (or --version) and writes the .ckdb that \
-            cktool export-schema would show once the container's schema is initialized: a \
-            CD_<Entity> record type per root entity (sub-entities share it, told apart by \
-            CD_entityName), CD_<attribute> fields, to-one relationships as CD_<name> STRING \
-            fields holding the related record's name, many-to-many relationships as CDMR \
-            records, and the Users type every container has. Where Apple's documentation is \
-            silent, a comment at the top says what ckport chose.
+                Reads the model's current version (or --version) and writes the .ckdb that \
+                cktool export-schema would show once the container's schema is initialized: a \
+                CD_<Entity> record type per root entity (sub-entities share it, told apart by \
+                CD_entityName), CD_<attribute> fields, to-one relationships as CD_<name> STRING \
+                fields holding the related record's name, many-to-many relationships as CDMR \
+                records, and the Users type every container has. Where Apple's documentation is \
+                silent, a comment at the top says what ckport chose.
 
-              ckport schema from-coredata Model.xcdatamodeld
-              ckport schema from-coredata Model.xcdatamodeld --version "Model 3" \\
-                  -o next.ckdb
-              ckport schema from-coredata Model.xcdatamodeld --configuration Cloud
-            """
+                  ckport schema from-coredata Model.xcdatamodeld
+                  ckport schema from-coredata Model.xcdatamodeld --version "Model 3" \\
+                      -o next.ckdb
+                  ckport schema from-coredata Model.xcdatamodeld --configuration Cloud
+                """
         )
 
         @Argument(help: ArgumentHelp("The model: a .xcdatamodeld or .xcdatamodel folder.", valueName: "model"))
@@ -74,11 +74,14 @@ struct SchemaCommand: ParsableCommand {
         @Option(help: ArgumentHelp("Only the entities of this configuration.", valueName: "name"))
         var configuration: String?
 
-        @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write the schema ('-' for standard output).", valueName: "file"))
+        @Option(
+            name: [.short, .customLong("output")],
+            help: ArgumentHelp("Where to write the schema ('-' for standard output).", valueName: "file"))
         var output = "-"
 
         func run() throws {
-            let derived = try CoreDataCloudKit.schema(for: CoreDataModel.read(model, version: version), configuration: configuration)
+            let derived = try CoreDataCloudKit.schema(
+                for: CoreDataModel.read(model, version: version), configuration: configuration)
             var text = derived.notes.map { "// ckport: \($0)\n" }.joined()
             text += SchemaPrinter.print(derived.schema)
             let file = try OutputFile(path: output)
@@ -92,15 +95,15 @@ struct SchemaCommand: ParsableCommand {
             commandName: "lint-coredata",
             abstract: "Check a Core Data model against CloudKit's rules for Core Data.",
             discussion: """
-            CloudKit takes no uniqueness constraints, no Undefined or ObjectID attributes, no \
-            required attribute without a default, no required relationship, no relationship \
-            without an inverse, no Deny delete rule, and no relationship from one \
-            configuration's entities to another's. Each problem is printed with the file and \
-            line of the element; the command exits 2 when there is one.
+                CloudKit takes no uniqueness constraints, no Undefined or ObjectID attributes, no \
+                required attribute without a default, no required relationship, no relationship \
+                without an inverse, no Deny delete rule, and no relationship from one \
+                configuration's entities to another's. Each problem is printed with the file and \
+                line of the element; the command exits 2 when there is one.
 
-              ckport schema lint-coredata Model.xcdatamodeld
-              ckport schema lint-coredata Model.xcdatamodeld --version "Model 2"
-            """
+                  ckport schema lint-coredata Model.xcdatamodeld
+                  ckport schema lint-coredata Model.xcdatamodeld --version "Model 2"
+                """
         )
 
         @Argument(help: ArgumentHelp("The model: a .xcdatamodeld or .xcdatamodel folder.", valueName: "model"))
@@ -114,7 +117,8 @@ struct SchemaCommand: ParsableCommand {
             let problems = CoreDataCloudKit.problems(in: read)
             for problem in problems { print(problem) }
             if !problems.isEmpty {
-                throw CommandFailure.invalid("\(problems.count) problem\(problems.count == 1 ? "" : "s") with CloudKit in \(read.file)")
+                throw CommandFailure.invalid(
+                    "\(problems.count) problem\(problems.count == 1 ? "" : "s") with CloudKit in \(read.file)")
             }
             print("\(read.file): \(read.entities.count) entities, nothing CloudKit refuses")
         }
@@ -129,24 +133,25 @@ struct SchemaCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Compare two schemas and mark each change as deployable to CloudKit's production schema or not.",
             discussion: """
-            Lists added, removed and changed record types, fields, indexes, roles and grants. \
-            A production schema only ever adds types and fields, so removing or retyping one is \
-            marked NOT deployable. When NEW is a Core Data model, a type or field it no longer \
-            has is marked kept instead: its container only adds to the schema, and production \
-            keeps what the model stopped writing. With --check the command exits 2 when any \
-            change could not deploy.
+                Lists added, removed and changed record types, fields, indexes, roles and grants. \
+                A production schema only ever adds types and fields, so removing or retyping one is \
+                marked NOT deployable. When NEW is a Core Data model, a type or field it no longer \
+                has is marked kept instead: its container only adds to the schema, and production \
+                keeps what the model stopped writing. With --check the command exits 2 when any \
+                change could not deploy.
 
-              ckport schema diff schema-v1.ckdb schema-v2.ckdb
-              ckport schema diff production.ckdb development.ckdb --check
-              ckport schema diff production.ckdb Model.xcdatamodeld --version "Model 3"
+                  ckport schema diff schema-v1.ckdb schema-v2.ckdb
+                  ckport schema diff production.ckdb development.ckdb --check
+                  ckport schema diff production.ckdb Model.xcdatamodeld --version "Model 3"
 
-            OLD and NEW may each be a .ckdb file, a store (a .sqlite file or a \
-            postgresql:// URL) or a Core Data model (.xcdatamodeld or .xcdatamodel), whose \
-            CloudKit schema is compared.
-            """
+                OLD and NEW may each be a .ckdb file, a store (a .sqlite file or a \
+                postgresql:// URL) or a Core Data model (.xcdatamodeld or .xcdatamodel), whose \
+                CloudKit schema is compared.
+                """
         )
 
-        @Argument(help: ArgumentHelp("The schema before: a .ckdb file, a store or a Core Data model.", valueName: "old"))
+        @Argument(
+            help: ArgumentHelp("The schema before: a .ckdb file, a store or a Core Data model.", valueName: "old"))
         var old: String
 
         @Argument(help: ArgumentHelp("The schema after: a .ckdb file, a store or a Core Data model.", valueName: "new"))
@@ -155,16 +160,19 @@ struct SchemaCommand: ParsableCommand {
         @Flag(help: "Exit 2 when a change could not deploy to production.")
         var check = false
 
-        @Option(help: ArgumentHelp("The version of a Core Data model given as OLD or NEW (default: its current one).", valueName: "name"))
+        @Option(
+            help: ArgumentHelp(
+                "The version of a Core Data model given as OLD or NEW (default: its current one).", valueName: "name"))
         var version: String?
 
         @Flag(help: "Print the differences as JSON.")
         var json = false
 
         func run() throws {
-            let differences = SchemaDiff.differences(from: try SchemaCommand.schema(of: old, version: version, wait: 0),
-                                                     to: try SchemaCommand.schema(of: new, version: version, wait: 0),
-                                                     newOnlyAdds: SchemaCommand.isModel(new))
+            let differences = SchemaDiff.differences(
+                from: try SchemaCommand.schema(of: old, version: version, wait: 0),
+                to: try SchemaCommand.schema(of: new, version: version, wait: 0),
+                newOnlyAdds: SchemaCommand.isModel(new))
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -174,13 +182,17 @@ struct SchemaCommand: ParsableCommand {
             } else {
                 let width = differences.map(\.change.count).max() ?? 0
                 for difference in differences {
-                    let mark = difference.deployable ? "deployable" + (difference.reason.map { " (\($0))" } ?? "") : "NOT deployable: " + (difference.reason ?? "")
+                    let mark =
+                        difference.deployable
+                        ? "deployable" + (difference.reason.map { " (\($0))" } ?? "")
+                        : "NOT deployable: " + (difference.reason ?? "")
                     print(difference.change.padding(toLength: width + 2, withPad: " ", startingAt: 0) + mark)
                 }
             }
             let refused = differences.filter { !$0.deployable }.count
             if check && refused > 0 {
-                throw CommandFailure.invalid("\(refused) change\(refused == 1 ? "" : "s") could not deploy to CloudKit's production schema")
+                throw CommandFailure.invalid(
+                    "\(refused) change\(refused == 1 ? "" : "s") could not deploy to CloudKit's production schema")
             }
         }
     }
@@ -189,18 +201,18 @@ struct SchemaCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make the store's schema the one in FILE (or the files together).",
             discussion: """
-            Record types and fields that are new are added. A type or field that goes away, or \
-            a field whose type changes, is accepted only while no stored record holds a value \
-            for it; otherwise nothing changes and ckport says which values are in the way.
+                Record types and fields that are new are added. A type or field that goes away, or \
+                a field whose type changes, is accepted only while no stored record holds a value \
+                for it; otherwise nothing changes and ckport says which values are in the way.
 
-            Several files make one schema (several apps in one store): every type of each, and \
-            a type two files declare (CloudKit's cloudkit.share) with the fields and grants of \
-            both; a field they define differently is refused.
+                Several files make one schema (several apps in one store): every type of each, and \
+                a type two files declare (CloudKit's cloudkit.share) with the fields and grants of \
+                both; a field they define differently is refused.
 
-              ckport schema import samples/family-todo/schema.ckdb --store family.sqlite
-              ckport schema import samples/family-todo/schema.ckdb \\
-                  samples/family-calendar/schema.ckdb --store families.sqlite
-            """
+                  ckport schema import samples/family-todo/schema.ckdb --store family.sqlite
+                  ckport schema import samples/family-todo/schema.ckdb \\
+                      samples/family-calendar/schema.ckdb --store families.sqlite
+                """
         )
 
         @Argument(help: ArgumentHelp("Schema files (cktool's 'DEFINE SCHEMA' text).", valueName: "file"))
@@ -223,7 +235,11 @@ struct SchemaCommand: ParsableCommand {
             let change = try store.importSchema(schema, dryRun: dryRun)
             if !storeOptions.quiet {
                 let lines = change.summary
-                Console.error(lines.isEmpty ? "schema unchanged" : (dryRun ? "would change:\n" : "schema changed:\n") + lines.map { "  " + $0 }.joined(separator: "\n"))
+                Console.error(
+                    lines.isEmpty
+                        ? "schema unchanged"
+                        : (dryRun ? "would change:\n" : "schema changed:\n")
+                            + lines.map { "  " + $0 }.joined(separator: "\n"))
             }
         }
     }
@@ -232,12 +248,14 @@ struct SchemaCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write the store's schema in cktool's layout.",
             discussion: """
-              ckport schema export                 # to standard output
-              ckport schema export -o schema.ckdb
-            """
+                  ckport schema export                 # to standard output
+                  ckport schema export -o schema.ckdb
+                """
         )
 
-        @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
+        @Option(
+            name: [.short, .customLong("output")],
+            help: ArgumentHelp("Where to write ('-' for standard output).", valueName: "file"))
         var output: String = "-"
 
         @OptionGroup var storeOptions: StoreOptions
@@ -254,16 +272,16 @@ struct SchemaCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check schema files without touching a store.",
             discussion: """
-            Reports every problem with its line and column. Errors are what CloudKit's schema \
-            language refuses (syntax, unknown types, duplicate names, ENCRYPTED where CloudKit \
-            refuses it, unknown roles); warnings are ckport's advice on a schema CloudKit accepts \
-            (an index on a field CloudKit cannot query, SEARCHABLE on a field that is not a \
-            STRING). Warnings exit 0; --strict makes them errors.
+                Reports every problem with its line and column. Errors are what CloudKit's schema \
+                language refuses (syntax, unknown types, duplicate names, ENCRYPTED where CloudKit \
+                refuses it, unknown roles); warnings are ckport's advice on a schema CloudKit accepts \
+                (an index on a field CloudKit cannot query, SEARCHABLE on a field that is not a \
+                STRING). Warnings exit 0; --strict makes them errors.
 
-              ckport schema check schema.ckdb
-              ckport schema check --strict schema.ckdb
-              ckport schema check --print schema.ckdb   # also print it in cktool's layout
-            """
+                  ckport schema check schema.ckdb
+                  ckport schema check --strict schema.ckdb
+                  ckport schema check --print schema.ckdb   # also print it in cktool's layout
+                """
         )
 
         @Argument(help: ArgumentHelp("Schema files.", valueName: "file"))
@@ -283,12 +301,16 @@ struct SchemaCommand: ParsableCommand {
                     for warning in warnings { Console.error("\(file):\(warning)") }
                     if strict && !warnings.isEmpty {
                         failed = true
-                        Console.error("\(file): \(warnings.count) warning\(warnings.count == 1 ? "" : "s"), errors under --strict")
+                        Console.error(
+                            "\(file): \(warnings.count) warning\(warnings.count == 1 ? "" : "s"), errors under --strict"
+                        )
                         continue
                     }
                     let fields = schema.recordTypes.reduce(0) { $0 + $1.userFields.count }
                     let advice = warnings.isEmpty ? "" : ", \(warnings.count) warning\(warnings.count == 1 ? "" : "s")"
-                    Console.error("\(file): ok — \(schema.recordTypes.count) record types, \(fields) fields, \(schema.roles.count) roles\(advice)")
+                    Console.error(
+                        "\(file): ok — \(schema.recordTypes.count) record types, \(fields) fields, \(schema.roles.count) roles\(advice)"
+                    )
                     if printSchema { print(SchemaPrinter.print(schema), terminator: "") }
                 } catch {
                     failed = true

@@ -10,50 +10,63 @@ struct ServeCommand: ParsableCommand {
         commandName: "serve",
         abstract: "Look at a store in a web browser: its counts and schema, records by type and zone, each record.",
         discussion: """
-          ckport serve --store family.sqlite
-          ckport serve --store notes.sqlite --migrations migrations/notes
-          ckport serve --store family.sqlite --tz Europe/Berlin     # then /calendar
-          ckport serve --bundle monday.ckbundle --bundle tuesday.ckbundle
-          ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
+              ckport serve --store family.sqlite
+              ckport serve --store notes.sqlite --migrations migrations/notes
+              ckport serve --store family.sqlite --tz Europe/Berlin     # then /calendar
+              ckport serve --bundle monday.ckbundle --bundle tuesday.ckbundle
+              ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
 
-        Serves a read-only view of the store on 127.0.0.1 (this machine only; --bind asks for \
-        another address, with a warning) and prints its \
-        address: the store's backend, size, change token and records per scope, zone and type, \
-        with the schema in cktool's words; a table of each type's records in a zone, a page at \
-        a time, with a predicate box that takes what --where takes; and each record with every \
-        field and system field, its references as links and the records that point at it; \
-        the shares and their participants; a calendar (a month, or an agenda) of the record \
-        types a calendar mapping names, recurring records expanded in the viewer's time zone \
-        as the iCalendar export writes them; with --bundle, a backup bundle (or a chain) \
-        instead of a store: its manifest at /bundle, its records as a restore would bring them \
-        back; with --migrations, what the set's pending \
-        migrations would change, per type and per record, as migrate plan computes it. \
-        Every page has a JSON form: add .json to its path. Nothing is ever written, and no \
-        script runs in the pages (every value shows as text). Ctrl-C stops the server.
-        """
+            Serves a read-only view of the store on 127.0.0.1 (this machine only; --bind asks for \
+            another address, with a warning) and prints its \
+            address: the store's backend, size, change token and records per scope, zone and type, \
+            with the schema in cktool's words; a table of each type's records in a zone, a page at \
+            a time, with a predicate box that takes what --where takes; and each record with every \
+            field and system field, its references as links and the records that point at it; \
+            the shares and their participants; a calendar (a month, or an agenda) of the record \
+            types a calendar mapping names, recurring records expanded in the viewer's time zone \
+            as the iCalendar export writes them; with --bundle, a backup bundle (or a chain) \
+            instead of a store: its manifest at /bundle, its records as a restore would bring them \
+            back; with --migrations, what the set's pending \
+            migrations would change, per type and per record, as migrate plan computes it. \
+            Every page has a JSON form: add .json to its path. Nothing is ever written, and no \
+            script runs in the pages (every value shows as text). Ctrl-C stops the server.
+            """
     )
 
-    @Option(help: ArgumentHelp("The port to listen on (0: any free port; cloud login's sign-in callback has 8642).", valueName: "port"))
+    @Option(
+        help: ArgumentHelp(
+            "The port to listen on (0: any free port; cloud login's sign-in callback has 8642).", valueName: "port"))
     var port = 8640
 
-    @Option(help: ArgumentHelp("The IPv4 address to listen on, when other machines must reach the view (0.0.0.0: every interface). Default: 127.0.0.1, this machine only.",
-                               valueName: "address"))
+    @Option(
+        help: ArgumentHelp(
+            "The IPv4 address to listen on, when other machines must reach the view (0.0.0.0: every interface). Default: 127.0.0.1, this machine only.",
+            valueName: "address"))
     var bind = "127.0.0.1"
 
-    @Option(help: ArgumentHelp("A migration set (a folder of NNNN_name.yaml files): its pending migrations are rehearsed at /migrations, record by record, as migrate plan does.",
-                               valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "A migration set (a folder of NNNN_name.yaml files): its pending migrations are rehearsed at /migrations, record by record, as migrate plan does.",
+            valueName: "dir"))
     var migrations: String?
 
-    @Option(help: ArgumentHelp("The calendar mapping (YAML or JSON) whose record types /calendar shows; default: the sample app's mapping when the store's schema is one.",
-                               valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "The calendar mapping (YAML or JSON) whose record types /calendar shows; default: the sample app's mapping when the store's schema is one.",
+            valueName: "file"))
     var mapping: String?
 
-    @Option(help: ArgumentHelp("The time zone the calendar is shown in (an IANA name; a page's ?tz= names another). Default: this machine's.",
-                               valueName: "zone"))
+    @Option(
+        help: ArgumentHelp(
+            "The time zone the calendar is shown in (an IANA name; a page's ?tz= names another). Default: this machine's.",
+            valueName: "zone"))
     var tz: String?
 
-    @Option(name: .customLong("bundle"), help: ArgumentHelp("Look at a backup bundle instead of a store, read-only: its manifest, and its records as a restore would bring them back. Repeat for a chain (the full bundle first).",
-                                                           valueName: "file"))
+    @Option(
+        name: .customLong("bundle"),
+        help: ArgumentHelp(
+            "Look at a backup bundle instead of a store, read-only: its manifest, and its records as a restore would bring them back. Repeat for a chain (the full bundle first).",
+            valueName: "file"))
     var bundles: [String] = []
 
     @OptionGroup var limits: BundleLimitOptions
@@ -67,8 +80,12 @@ struct ServeCommand: ParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port takes 0 (any free port) to 65535") }
-        if !bundles.isEmpty && storeOptions.store != nil { throw ValidationError("--bundle and --store: give one of them (a bundle is shown on its own)") }
-        if let tz, TimeZone(identifier: tz) == nil { throw ValidationError("--tz \(tz) is not a time zone (an IANA name such as Europe/Berlin)") }
+        if !bundles.isEmpty && storeOptions.store != nil {
+            throw ValidationError("--bundle and --store: give one of them (a bundle is shown on its own)")
+        }
+        if let tz, TimeZone(identifier: tz) == nil {
+            throw ValidationError("--tz \(tz) is not a time zone (an IANA name such as Europe/Berlin)")
+        }
     }
 
     /// Requests answered side by side, each by a store handle of its own: a long download or
@@ -109,21 +126,30 @@ struct ServeCommand: ParsableCommand {
             calendar = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
         }
         let backend = bundles.isEmpty ? StoreOptions.backend(storeOptions.path) : "backup bundle"
-        let shownBundles = opened.map { BrowseSite.Bundle(path: $0.path, manifest: $0.manifest, encrypted: $0.isEncrypted) }
-        let sites = BrowseSites(([store] + more).map { handle in
-            BrowseSite(store: handle, backend: backend, migrations: set, calendar: calendar,
-                       timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current, bundles: shownBundles)
-        })
-        let server = try LoopbackHTTPServer(port: port, host: bind, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)) { request in
+        let shownBundles = opened.map {
+            BrowseSite.Bundle(path: $0.path, manifest: $0.manifest, encrypted: $0.isEncrypted)
+        }
+        let sites = BrowseSites(
+            ([store] + more).map { handle in
+                BrowseSite(
+                    store: handle, backend: backend, migrations: set, calendar: calendar,
+                    timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current, bundles: shownBundles)
+            })
+        let server = try LoopbackHTTPServer(
+            port: port, host: bind, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)
+        ) { request in
             sites.respond(request)
         }
         // Only requests that name this server (no other site's name resolved to it).
         sites.listening(on: server.port, bound: bind)
         if !bind.hasPrefix("127.") {
-            Console.error("warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in")
+            Console.error(
+                "warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in"
+            )
         }
         server.start()
-        FileHandle.standardOutput.write(Data("serving \(shown) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
+        FileHandle.standardOutput.write(
+            Data("serving \(shown) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
         if open { openInBrowser(server.baseURL.absoluteString + "/") }
         while !Interruption.requested { usleep(200_000) }
         server.stop()
@@ -135,9 +161,9 @@ struct ServeCommand: ParsableCommand {
     /// Asks the desktop to open `url` in its browser; says so, and goes on serving, when it cannot.
     func openInBrowser(_ url: String) {
         #if os(macOS)
-        let opener = "open"
+            let opener = "open"
         #else
-        let opener = "xdg-open"
+            let opener = "xdg-open"
         #endif
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -147,7 +173,11 @@ struct ServeCommand: ParsableCommand {
         do {
             try process.run()
             process.waitUntilExit()
-            if process.terminationStatus != 0 { Console.error("could not open a browser (\(opener) exited with \(process.terminationStatus)): open \(url) yourself") }
+            if process.terminationStatus != 0 {
+                Console.error(
+                    "could not open a browser (\(opener) exited with \(process.terminationStatus)): open \(url) yourself"
+                )
+            }
         } catch {
             Console.error("could not open a browser (\(opener): \(error.localizedDescription)): open \(url) yourself")
         }

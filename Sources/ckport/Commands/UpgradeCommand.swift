@@ -8,16 +8,16 @@ struct UpgradeCommand: ParsableCommand {
         commandName: "upgrade",
         abstract: "Upgrade a store written by an older ckport to this ckport's format, in place.",
         discussion: """
-          ckport upgrade --store family.sqlite
+              ckport upgrade --store family.sqlite
 
-        Every command but serve upgrades the store it opens when it can write it, so this is \
-        needed for a store that the user who reads it cannot write (run it once as its owner), \
-        before serve (which only reads, and refuses an older store), or to upgrade at a time of \
-        your choosing. The upgrade is one transaction: it finishes, or the \
-        store stays as it was. Nothing is rewritten: format 2 adds the columns for records' \
-        parent and share links and a share's details, empty until a pull, an import or a restore \
-        fills them. An older ckport then refuses the store rather than drop them.
-        """
+            Every command but serve upgrades the store it opens when it can write it, so this is \
+            needed for a store that the user who reads it cannot write (run it once as its owner), \
+            before serve (which only reads, and refuses an older store), or to upgrade at a time of \
+            your choosing. The upgrade is one transaction: it finishes, or the \
+            store stays as it was. Nothing is rewritten: format 2 adds the columns for records' \
+            parent and share links and a share's details, empty until a pull, an import or a restore \
+            fills them. An older ckport then refuses the store rather than drop them.
+            """
     )
 
     @OptionGroup var storeOptions: StoreOptions

@@ -15,8 +15,10 @@ enum ArgumentChecks {
     /// `--delimiter C` as a byte; nil when not given.
     static func delimiter(_ text: String?) throws -> UInt8? {
         guard let text else { return nil }
-        guard text.utf8.count == 1, let byte = text.utf8.first, byte != UInt8(ascii: "\""), byte != 0x0A, byte != 0x0D else {
-            throw ValidationError("--delimiter is one ASCII character other than '\"' and line ends, such as ';' or '|'")
+        guard text.utf8.count == 1, let byte = text.utf8.first, byte != UInt8(ascii: "\""), byte != 0x0A, byte != 0x0D
+        else {
+            throw ValidationError(
+                "--delimiter is one ASCII character other than '\"' and line ends, such as ';' or '|'")
         }
         return byte
     }

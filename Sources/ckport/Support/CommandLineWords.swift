@@ -23,7 +23,8 @@ enum CommandLineWords {
         case .skipInvalid: return "use --skip-invalid --rejects FILE to import the valid records"
         case .expansionWindow: return "--expand"
         case .expandForOccurrences: return "pass --expand FROM..TO for their occurrences, or map RRULE to a field"
-        case .importWithoutExpanding: return "import without --expand to keep the component with its rule, or with --mapping archive"
+        case .importWithoutExpanding:
+            return "import without --expand to keep the component with its rule, or with --mapping archive"
         case .keepWholeOrRefuse: return "--mapping archive keeps a calendar whole; --strict refuses the import"
         case .importIntoArchive: return "import .ics files with --mapping archive first"
         case .fixedField(let field, let text): return "--set \(field)=\(text)"
@@ -37,14 +38,19 @@ enum CommandLineWords {
         case .nameTemplateWord: return "--name-template"
         case .repairHistory: return "or pass --repair to accept the edit on purpose"
         case .forceAppendOnly: return "--force to do it anyway"
-        case .signInAgain: return "sign in again with 'ckport cloud login' (the same --container, --environment, --api-token-file and --web-auth-token-file)"
-        case .allowUnencrypted: return "if it is the one you meant, pass --allow-unencrypted (or leave out the passphrase)"
+        case .signInAgain:
+            return
+                "sign in again with 'ckport cloud login' (the same --container, --environment, --api-token-file and --web-auth-token-file)"
+        case .allowUnencrypted:
+            return "if it is the one you meant, pass --allow-unencrypted (or leave out the passphrase)"
         case .createOrForcePush: return "push it with --mode create, or overwrite with --force"
-        case .upgradeStore(let path): return "upgrade it once as a user who can write it: ckport upgrade --store \(shellWord(path))"
+        case .upgradeStore(let path):
+            return "upgrade it once as a user who can write it: ckport upgrade --store \(shellWord(path))"
         case .upgradeStoreFirst(let path): return "upgrade it first: ckport upgrade --store \(shellWord(path))"
         case .pushMode(let mode): return "a push with --mode \(mode)"
         case .storeWait: return "--wait"
-        case .keepAssetBytes: return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
+        case .keepAssetBytes:
+            return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
         }
     }
 
@@ -54,9 +60,12 @@ enum CommandLineWords {
     /// option.
     static func shellWord(_ text: String) -> String {
         let text = text.hasPrefix("-") ? "./" + text : text
-        let plain = !text.isEmpty && !text.hasPrefix("=") && !text.hasPrefix("~") && text.unicodeScalars.allSatisfy { scalar in
-            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "_./:@%+=,-".unicodeScalars.contains(scalar))
-        }
+        let plain =
+            !text.isEmpty && !text.hasPrefix("=") && !text.hasPrefix("~")
+            && text.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII
+                    && (CharacterSet.alphanumerics.contains(scalar) || "_./:@%+=,-".unicodeScalars.contains(scalar))
+            }
         return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

@@ -1,7 +1,7 @@
-import Foundation
 import CKPort
 import CloudKitWeb
 import Formats
+import Foundation
 
 /// Messages for people go to standard error, so standard output stays clean for data.
 enum Console {
@@ -20,7 +20,9 @@ enum Console {
         let lines = out.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.contains(where: { $0.count > maxLine }) else { return out }
         return lines.map { line in
-            line.count > maxLine ? "\(line.prefix(maxLine - 200))… (\(line.count - maxLine + 120) characters left out) …\(line.suffix(80))" : String(line)
+            line.count > maxLine
+                ? "\(line.prefix(maxLine - 200))… (\(line.count - maxLine + 120) characters left out) …\(line.suffix(80))"
+                : String(line)
         }.joined(separator: "\n")
     }
 
@@ -33,7 +35,9 @@ enum Console {
     static func warnIfShared(_ path: String, _ what: String) {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return }
-        error("warning: \(path), which holds \(what), can be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
+        error(
+            "warning: \(path), which holds \(what), can be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 \(path)"
+        )
     }
 
     /// `1234567` → `1,234,567`.
@@ -51,12 +55,17 @@ enum Console {
         let units = ["B", "KB", "MB", "GB", "TB"]
         var value = Double(n)
         var unit = 0
-        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
         return unit == 0 ? "\(n) B" : String(format: "%.1f %@", value, units[unit])
     }
 
     static func seconds(_ s: Double) -> String {
-        s < 10 ? String(format: "%.2f s", s) : s < 120 ? String(format: "%.0f s", s) : String(format: "%d:%02d", Int(s) / 60, Int(s) % 60)
+        s < 10
+            ? String(format: "%.2f s", s)
+            : s < 120 ? String(format: "%.0f s", s) : String(format: "%d:%02d", Int(s) / 60, Int(s) % 60)
     }
 
     /// Left-aligned text columns, right-aligned number columns.
@@ -156,10 +165,13 @@ extension AssetFolderWriter {
         guard let directory else { return }
         if written + alreadyThere > 0 {
             let kept = alreadyThere > 0 ? " (\(Console.count(alreadyThere)) already there)" : ""
-            Console.error("wrote \(Console.count(written)) asset files (\(Console.bytes(bytesWritten))) to \(directory)\(kept)")
+            Console.error(
+                "wrote \(Console.count(written)) asset files (\(Console.bytes(bytesWritten))) to \(directory)\(kept)")
         }
         if !missing.isEmpty {
-            Console.error("warning: \(Console.count(missing.count)) assets the records name are not held by the store, so no file was written for them (e.g. \(missing.prefix(2).joined(separator: ", ")))")
+            Console.error(
+                "warning: \(Console.count(missing.count)) assets the records name are not held by the store, so no file was written for them (e.g. \(missing.prefix(2).joined(separator: ", ")))"
+            )
         }
     }
 }
@@ -194,7 +206,11 @@ func print(_ items: Any..., separator: String = " ", terminator: String = "\n") 
 extension Console {
     /// Control characters but newline and tab, escaped (`\x1B`).
     static func escapingControls(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { ($0.value < 0x20 && $0.value != 0x0A && $0.value != 0x09) || (0x7F..<0xA0).contains($0.value) }) else {
+        guard
+            text.unicodeScalars.contains(where: {
+                ($0.value < 0x20 && $0.value != 0x0A && $0.value != 0x09) || (0x7F..<0xA0).contains($0.value)
+            })
+        else {
             return text
         }
         var out = ""

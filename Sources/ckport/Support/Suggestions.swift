@@ -24,7 +24,8 @@ enum Suggestions {
             if word == "help" { return nil }
             let names = subcommands.map { $0._commandName }
             if let near = nearest(word, in: names) {
-                return "error: '\(word)' is not a command of \(path.joined(separator: " ")). Did you mean '\(near)'?\n(\(path.joined(separator: " ")) --help lists them: \(names.joined(separator: ", ")))"
+                return
+                    "error: '\(word)' is not a command of \(path.joined(separator: " ")). Did you mean '\(near)'?\n(\(path.joined(separator: " ")) --help lists them: \(names.joined(separator: ", ")))"
             }
             return nil
         }
@@ -40,7 +41,8 @@ enum Suggestions {
             }
             // The options most commands share, where this one has no use for them.
             if ["--store", "--wait"].contains(name) {
-                return "error: unknown option '\(name)' for \(command): it opens no store (\(command) --help lists its options)"
+                return
+                    "error: unknown option '\(name)' for \(command): it opens no store (\(command) --help lists its options)"
             }
             return "error: unknown option '\(name)' for \(command) (\(command) --help lists its options)"
         }
@@ -54,7 +56,9 @@ enum Suggestions {
         var i = help.startIndex
         while let range = help.range(of: "--", range: i..<help.endIndex) {
             var end = range.upperBound
-            while end < help.endIndex, help[end].isLetter || help[end].isNumber || help[end] == "-" { end = help.index(after: end) }
+            while end < help.endIndex, help[end].isLetter || help[end].isNumber || help[end] == "-" {
+                end = help.index(after: end)
+            }
             if end > range.upperBound { names.insert(String(help[range.lowerBound..<end])) }
             i = end > range.upperBound ? end : range.upperBound
         }
@@ -71,7 +75,8 @@ enum Suggestions {
 
     /// Levenshtein distance, with a swap of two neighbours counting once.
     static func distance(_ a: String, _ b: String) -> Int {
-        let x = Array(a), y = Array(b)
+        let x = Array(a)
+        let y = Array(b)
         if x.isEmpty { return y.count }
         if y.isEmpty { return x.count }
         var table = [[Int]](repeating: [Int](repeating: 0, count: y.count + 1), count: x.count + 1)
@@ -81,7 +86,9 @@ enum Suggestions {
             for j in 1...y.count {
                 let cost = x[i - 1] == y[j - 1] ? 0 : 1
                 table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
-                if i > 1, j > 1, x[i - 1] == y[j - 2], x[i - 2] == y[j - 1] { table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1) }
+                if i > 1, j > 1, x[i - 1] == y[j - 2], x[i - 2] == y[j - 1] {
+                    table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1)
+                }
             }
         }
         return table[x.count][y.count]
