@@ -14,6 +14,8 @@ let withISAL = ProcessInfo.processInfo.environment["CKPORT_ISAL"] != "0" && isal
 let isal: [Target.Dependency] = withISAL ? ["CISAL"] : []
 let isalTarget: [Target] = withISAL ? [.systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"]), .brew(["isa-l"])])] : []
 
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
+
 let package = Package(
     name: "ckport",
     platforms: [.macOS(.v13)],
@@ -21,6 +23,9 @@ let package = Package(
         .library(name: "CKPort", targets: ["CKPort"]),
         // The record store on a PostgreSQL server, for programs that want it (postgres-nio).
         .library(name: "CKPortPostgreSQL", targets: ["PostgresStore"]),
+        // The checks every store must pass, for the authors of a store of their own (as
+        // swift-nio ships NIOTestUtils): each part of the session protocol has its group.
+        .library(name: "CKPortStoreConformance", targets: ["StoreConformance"]),
         .executable(name: "ckport", targets: ["ckport"]),
         .executable(name: "ckport-emulator", targets: ["ckport-emulator"]),
     ],
@@ -41,64 +46,133 @@ let package = Package(
     targets: [
         .target(name: "Records", swiftSettings: strict),
         .target(name: "CSQLiteConfig", linkerSettings: [.linkedLibrary("sqlite3")]),
+        // Signals, writeback and exclusive renames: the system calls Swift cannot make itself.
+        .target(name: "CPlatform"),
+        // SQLite's C API for the core's working files (sets that outgrow memory), without GRDB.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // libxml2, the XML layer's parser (streaming reader, no network, no entity expansion).
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
-        .target(name: "Store", dependencies: [
-            "Records", "CSQLiteConfig",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ], swiftSettings: strict),
-        .target(name: "Formats", dependencies: ["Records", "Store", "CSQLiteConfig", "CZlib", "CLibXML2"] + isal + [.product(name: "Yams", package: "Yams"),
-                                                 .product(name: "Crypto", package: "swift-crypto"),
-                                                 .product(name: "CryptoExtras", package: "swift-crypto")], swiftSettings: strict),
-        .target(name: "Migrations", dependencies: ["Records", "Store", .product(name: "Yams", package: "Yams"),
-                                                    .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // The store contract: the protocols every store implements, queries, change tokens,
+        // errors, statistics, capabilities, the importer and opening a store by location. No
+        // store lives here: neither GRDB nor PostgresNIO.
+        .target(name: "StoreCore", dependencies: ["Records", "CPlatform", "CSQLite", crypto], swiftSettings: strict),
+        // The record store in a SQLite file (GRDB).
+        .target(
+            name: "SQLiteStore",
+            dependencies: [
+                "Records", "StoreCore", "CSQLiteConfig", "CPlatform", crypto,
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict),
+        // The record store on a PostgreSQL server (postgres-nio): a peer of SQLiteStore.
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "Records", "StoreCore", crypto,
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The checks every store passes, one group per part of the session protocol.
+        .target(name: "StoreConformance", dependencies: ["Records", "StoreCore"], swiftSettings: strict),
+        .target(
+            name: "Formats",
+            dependencies: [
+                "Records", "StoreCore", "CPlatform", "CZlib", "CLibXML2", crypto,
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ] + isal,
+            swiftSettings: strict),
+        .target(
+            name: "Migrations", dependencies: ["Records", "StoreCore", .product(name: "Yams", package: "Yams"), crypto],
+            swiftSettings: strict),
         // The library's front door: the operations (import, export, backup, verify, restore,
-        // migrate) over the modules above, which it re-exports.
-        .target(name: "CKPort", dependencies: ["Records", "Store", "Formats", "Migrations", "CloudKitWeb"], swiftSettings: strict),
+        // migrate) over the modules above, which it re-exports, with the SQLite store.
+        .target(
+            name: "CKPort", dependencies: ["Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CloudKitWeb"],
+            swiftSettings: strict),
         // CloudKit Web Services: addresses, server-to-server signatures, error dictionaries,
         // retries and request batching.
-        .target(name: "CloudKitWeb", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto"),
-                                                     .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                                                     .product(name: "NIOPosix", package: "swift-nio")], swiftSettings: strict),
+        .target(
+            name: "CloudKitWeb",
+            dependencies: [
+                "Records", crypto,
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         // CloudKit Web Services over an in-memory container, for tests and offline scripts.
-        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", "Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", "Records", crypto], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
-        // The record store on a PostgreSQL server (postgres-nio).
-        .target(name: "PostgresStore", dependencies: [
-            "Records", "Store",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ], swiftSettings: strict),
-        .executableTarget(name: "ckport", dependencies: [
-            "CKPort", "CloudKitWeb", "Records", "Store", "Formats", "Migrations", "SampleApps", "PostgresStore",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ], swiftSettings: strict),
-        .executableTarget(name: "ckport-emulator", dependencies: [
-            "CloudKitEmulator", "CloudKitWeb", "Records", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ], swiftSettings: strict),
+        .executableTarget(
+            name: "ckport",
+            dependencies: [
+                "CKPort", "CloudKitWeb", "Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "SampleApps",
+                "PostgresStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+        .executableTarget(
+            name: "ckport-emulator",
+            dependencies: [
+                "CloudKitEmulator", "CloudKitWeb", "Records",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
         // libFuzzer targets: scripts/fuzz.sh builds this with the fuzzer and address sanitizers.
-        .executableTarget(name: "ckport-fuzz", dependencies: ["Records", "Store", "Formats", "Migrations", "CKPort", "SampleApps"], swiftSettings: strict),
+        .executableTarget(
+            name: "ckport-fuzz",
+            dependencies: ["Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CKPort", "SampleApps"],
+            swiftSettings: strict),
         // What the test targets share: the package's root, scratch folders, sample stores.
-        .target(name: "TestSupport", dependencies: ["CKPort", "Records", "Store", "Formats", "SampleApps"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(
+            name: "TestSupport", dependencies: ["CKPort", "Records", "StoreCore", "SQLiteStore", "Formats", "SampleApps"],
+            path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "RecordsTests", dependencies: ["TestSupport", "Records", "SampleApps"], swiftSettings: strict),
-        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps"], exclude: ["SchemaCorpus"], swiftSettings: strict),
-        .testTarget(name: "FormatsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "SampleApps", .product(name: "Crypto", package: "swift-crypto"),
-                                                         .product(name: "PropertyBased", package: "swift-property-based")], exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "MigrationsTests", dependencies: ["TestSupport", "Records", "Store", "Formats", "Migrations", "SampleApps",
-                                                            .product(name: "PropertyBased", package: "swift-property-based")], swiftSettings: strict),
-        .testTarget(name: "CloudKitWebTests", dependencies: ["TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records", "Formats", "Store", "SampleApps",
-                                                             .product(name: "Crypto", package: "swift-crypto")],
-                    exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["TestSupport", "PostgresStore", "Records", "Store", "SampleApps",
-                                                           .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .testTarget(
+            name: "StoreTests",
+            dependencies: [
+                "TestSupport", "Records", "StoreCore", "SQLiteStore", "StoreConformance", "Formats", "SampleApps",
+            ],
+            exclude: ["SchemaCorpus"], swiftSettings: strict),
+        .testTarget(
+            name: "FormatsTests",
+            dependencies: [
+                "TestSupport", "Records", "StoreCore", "SQLiteStore", "Formats", "SampleApps", crypto,
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "MigrationsTests",
+            dependencies: [
+                "TestSupport", "Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "SampleApps",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "CloudKitWebTests",
+            dependencies: [
+                "TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records", "Formats", "StoreCore",
+                "SQLiteStore", "SampleApps", crypto,
+            ],
+            exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: [
+                "TestSupport", "PostgresStore", "Records", "StoreCore", "SQLiteStore", "StoreConformance", "SampleApps",
+                crypto,
+            ],
+            swiftSettings: strict),
         .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "CloudKitWeb", "SampleApps"], swiftSettings: strict),
-        .testTarget(name: "ckportTests", dependencies: ["TestSupport", "ckport", "CloudKitWeb", "Records", "Store", "Formats", "SampleApps"], swiftSettings: strict),
+        .testTarget(
+            name: "ckportTests",
+            dependencies: [
+                "TestSupport", "ckport", "CloudKitWeb", "Records", "StoreCore", "SQLiteStore", "Formats", "SampleApps",
+            ],
+            swiftSettings: strict),
     ] + isalTarget
 )

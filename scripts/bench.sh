@@ -30,6 +30,7 @@
 #   BENCH_ONLY=xml scripts/bench.sh 1000000 100000  # only the property-list and xCal rows
 #   BENCH_ONLY=floor scripts/bench.sh 1000000       # import, export, restore and migrate apply beside their references
 #   BENCH_ONLY=scale BENCH_SCALE="100000 1000000 10000000" scripts/bench.sh   # the scale table
+#   BENCH_ONLY=before-after BENCH_BEFORE=main scripts/bench.sh 1000000   # another commit's build beside this one
 #
 # Needs: a Swift toolchain, sqlite3, GNU time (/usr/bin/time), python3 with venv, PostgreSQL's
 # server and psql (Debian: postgresql); icalendar
@@ -813,6 +814,56 @@ if [ "${BENCH_ONLY:-}" = floor ]; then
   measure_sqlite_basics "$records" big
   measure_floor "$records" big
   floor_table big "$records"
+  exit 0
+fi
+
+# Before and after a change: the same work by the ckport built from another commit
+# (BENCH_BEFORE, a commit or a branch: built in its own work tree, in release) and by this one,
+# alternated round by round on the same files. The ratio is this one's time over the other's.
+measure_before_after() {
+  local n=$1 before_ref=${BENCH_BEFORE:?BENCH_BEFORE names the commit to compare with}
+  local tree="$work/before-tree" old
+  git worktree add --detach "$tree" "$before_ref" >/dev/null 2>&1
+  (cd "$tree" && swift build -c release --product ckport >/dev/null)
+  old="$(cd "$tree" && swift build -c release --show-bin-path)/ckport"
+  local data="$work/ba.jsonl" csv="$work/ba-tasks.csv"
+  "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$data"
+  "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
+  "$ckport" schema import "$work/schema.ckdb" --store "$work/ba.sqlite.empty" -q
+  cp "$work/ba.sqlite.empty" "$work/ba.sqlite"
+  "$ckport" import "$data" --store "$work/ba.sqlite" -q
+  "$ckport" export --store "$work/ba.sqlite" --type Task -o "$csv" -q
+  "$ckport" schema import "$work/schema.ckdb" --store "$work/ba-csv.sqlite.empty" -q
+  local label bin
+  local specs=()
+  for label in before after; do
+    bin=$ckport; [ "$label" = after ] || bin=$old
+    specs+=("ba-import-$label|$work/ba-$label.sqlite.empty|'$bin' import '$data' --store '$work/ba-$label.sqlite' -q")
+    specs+=("ba-csv-import-$label|$work/ba-csv-$label.sqlite.empty|'$bin' import '$csv' --type Task --store '$work/ba-csv-$label.sqlite' -q")
+    specs+=("ba-export-$label|-$work/ba-out-$label.jsonl|'$bin' export --store '$work/ba.sqlite' -o '$work/ba-out-$label.jsonl' -q")
+    specs+=("ba-csv-export-$label|-$work/ba-out-$label.csv|'$bin' export --store '$work/ba.sqlite' --type Task -o '$work/ba-out-$label.csv' -q")
+    specs+=("ba-backup-$label|-$work/ba-$label.ckbundle|'$bin' backup --store '$work/ba.sqlite' -o '$work/ba-$label.ckbundle' -q")
+    specs+=("ba-restore-$label|-$work/ba-restored-$label.sqlite|'$bin' restore '$work/ba-after.ckbundle' --store '$work/ba-restored-$label.sqlite' -q")
+    cp "$work/ba.sqlite.empty" "$work/ba-$label.sqlite.empty"
+    cp "$work/ba-csv.sqlite.empty" "$work/ba-csv-$label.sqlite.empty"
+  done
+  # The restores read the bundle the after build writes: made once, untimed, before the rounds.
+  "$ckport" backup --store "$work/ba.sqlite" -o "$work/ba-after.ckbundle" -q
+  alternate "${specs[@]}"
+  cmp -s "$work/ba-out-before.jsonl" "$work/ba-out-after.jsonl" || { echo "bench: the two builds' exports differ" >&2; exit 1; }
+  cmp -s "$work/ba-out-before.csv" "$work/ba-out-after.csv" || { echo "bench: the two builds' CSV exports differ" >&2; exit 1; }
+  echo
+  echo "### Before and after: $(git -C "$tree" log -1 --format='%h %s' | cut -c1-60) → this build ($(commas "$n") family-todo records, median of $repeat rounds)"
+  echo
+  row "work" "before s" "after s" "after / before" "before MB" "after MB"
+  rule
+  for label in import csv-import export csv-export backup restore; do
+    row "$label" "$(secs "ba-$label-before")" "$(secs "ba-$label-after")" "$(ratio "ba-$label-after" "ba-$label-before")×" "$(mb "ba-$label-before")" "$(mb "ba-$label-after")"
+  done
+  git worktree remove --force "$tree" >/dev/null 2>&1 || true
+}
+if [ "${BENCH_ONLY:-}" = before-after ]; then
+  measure_before_after "$records"
   exit 0
 fi
 

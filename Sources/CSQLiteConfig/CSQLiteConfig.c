@@ -1,82 +1,8 @@
-/* sync_file_range and renameat2 are GNU extensions (Linux only; every call below is guarded). */
-#define _GNU_SOURCE
 #include "CSQLiteConfig.h"
 #include <sqlite3.h>
-#include <errno.h>
-#include <stdio.h>
-#include <signal.h>
-#include <string.h>
-#include <unistd.h>
-#include <fcntl.h>
-
-static volatile sig_atomic_t interrupted_by = 0;
-
-static void on_signal(int signal) {
-    if (interrupted_by != 0) _exit(130);
-    interrupted_by = signal;
-}
-
-void ckport_install_interrupt_handler(void) {
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = on_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &action, NULL);
-    sigaction(SIGTERM, &action, NULL);
-    /* A parent may have left the signals blocked (some process launchers do): unblock them, so
-       that the handler runs rather than the signal waiting forever. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
-}
-
-int ckport_interrupted(void) { return interrupted_by; }
-
-void ckport_simulate_interrupt(int signal) { interrupted_by = signal; }
 
 int ckport_configure_sqlite(void) {
     int rc = sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
     if (rc != SQLITE_OK) return rc;
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-}
-
-int ckport_start_writeback(int fd, long long start, long long length) {
-#if defined(__linux__)
-    return sync_file_range(fd, (off_t)start, (off_t)length, SYNC_FILE_RANGE_WRITE);
-#else
-    (void)fd; (void)start; (void)length;
-    return 0;
-#endif
-}
-
-int ckport_finish_writeback(int fd, long long start, long long length) {
-#if defined(__linux__)
-    if (sync_file_range(fd, (off_t)start, (off_t)length,
-                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) return -1;
-    return posix_fadvise(fd, (off_t)start, (off_t)length, POSIX_FADV_DONTNEED);
-#elif defined(__APPLE__)
-    /* No ranged writeback or cache advice on Darwin: the file's later writes bypass the unified
-       buffer cache instead (F_NOCACHE), which keeps a long output from crowding memory. */
-    (void)start; (void)length;
-    return fcntl(fd, F_NOCACHE, 1) == -1 ? -1 : 0;
-#else
-    (void)fd; (void)start; (void)length;
-    return 0;
-#endif
-}
-
-int ckport_rename_exclusive(const char *from, const char *to) {
-#if defined(__linux__)
-    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
-#elif defined(__APPLE__)
-    return renamex_np(from, to, RENAME_EXCL);
-#else
-    (void)from;
-    (void)to;
-    errno = ENOSYS;
-    return -1;
-#endif
 }

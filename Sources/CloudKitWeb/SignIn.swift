@@ -131,18 +131,22 @@ public final class SignInCallback: @unchecked Sendable {
     public func stop() { server.stop() }
 
     /// The token, once the browser brought it; nil after `seconds` without it.
-    public func wait(seconds: Double) -> String? { arrival.wait(seconds: seconds) }
+    public func wait(seconds: Double) async -> String? { await arrival.wait(seconds: seconds) }
 
     /// How many tokens came without this sign-in's state, and were refused.
     public var refusedCount: Int { arrival.refusals }
 }
 
-/// The first token the callback received.
+/// The first token the callback received, and who waits for it.
+///
+/// `@unchecked Sendable`: every stored property is read and written only with `lock` held, and
+/// the continuations are resumed after it is let go.
 private final class Arrival: @unchecked Sendable {
     private let lock = NSLock()
-    private let received = DispatchSemaphore(value: 0)
     private var token: String?
     private var refusedTokens = 0
+    private var waiters: [Int: CheckedContinuation<String?, Never>] = [:]
+    private var nextWaiter = 0
 
     /// Takes the token; false when a different one came first.
     func deliver(_ token: String) -> Bool {
@@ -152,34 +156,59 @@ private final class Arrival: @unchecked Sendable {
             return first == token
         }
         self.token = token
+        let waiting = waiters.values
+        waiters = [:]
         lock.unlock()
-        received.signal()
+        for waiter in waiting { waiter.resume(returning: token) }
         return true
     }
 
     func refused() {
-        lock.lock()
-        refusedTokens += 1
-        lock.unlock()
+        lock.withLock { refusedTokens += 1 }
     }
 
-    var refusals: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return refusedTokens
-    }
+    var refusals: Int { lock.withLock { refusedTokens } }
 
-    func wait(seconds: Double) -> String? {
-        lock.lock()
-        if let token {
-            lock.unlock()
-            return token
+    /// The token, once it came; nil after `seconds` without it, or when the waiting task is
+    /// cancelled.
+    func wait(seconds: Double) async -> String? {
+        let first = await withTaskGroup(of: String?.self) { group in
+            group.addTask { await self.arrival() }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
-        lock.unlock()
-        guard received.wait(timeout: .now() + seconds) == .success else { return nil }
-        lock.lock()
-        defer { lock.unlock() }
-        return token
+        return first ?? lock.withLock { token }
+    }
+
+    /// Waits for the token until it comes or the task is cancelled (then nil).
+    private func arrival() async -> String? {
+        let id = lock.withLock {
+            nextWaiter += 1
+            return nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+                lock.lock()
+                if let token {
+                    lock.unlock()
+                    continuation.resume(returning: token)
+                } else if Task.isCancelled {
+                    lock.unlock()
+                    continuation.resume(returning: nil)
+                } else {
+                    waiters[id] = continuation
+                    lock.unlock()
+                }
+            }
+        } onCancel: {
+            let waiter = lock.withLock { waiters.removeValue(forKey: id) }
+            waiter?.resume(returning: nil)
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 import Records
-import Store
+import StoreCore
 
 /// What a migration does to one record.
 public enum RecordOutcome: Sendable {

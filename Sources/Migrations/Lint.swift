@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// A step that CloudKit's production environment would refuse if the same change were
 /// deployed there, with the way that it accepts.

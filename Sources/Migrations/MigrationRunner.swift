@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Counts of what a migration did (or would do) to one record type.
 public struct MigrationCounts: Sendable, Hashable, Codable {

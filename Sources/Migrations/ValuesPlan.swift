@@ -1,5 +1,5 @@
 import Records
-import Store
+import StoreCore
 
 /// A migration's steps for one record type, worked out once against the type's fields in the
 /// store's working shape, so that a migration done in place can take each record's values

@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 /// Asset files in a PostgreSQL store: the bytes under their SHA-256, once however many records
 /// name them, in rows of a megabyte, so that neither storing nor reading one holds it whole.

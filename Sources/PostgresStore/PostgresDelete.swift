@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 extension PostgresSession {
     /// Deletes records and, transitively, every record that points at one of them with a

@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 /// How a type's rows are read back: the SELECT (every column as text, without WHERE or ORDER
 /// BY; the table is `t`) and how a row of it becomes a record.

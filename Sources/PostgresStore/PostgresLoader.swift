@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 /// Saves the records of a load a few thousand at a time: what each save does is decided here,
 /// record by record and in order, exactly as the SQLite store decides it

@@ -224,18 +224,23 @@ public enum PostgresStoreError: CKPortError, Equatable {
     /// The namespace holds something that is not a ckport store, or a store of a format this
     /// ckport does not read.
     case notAStore(String)
+    /// The namespace holds no ckport store (nothing, or other tables), and the store was not to
+    /// be made.
+    case noStore(String)
 
     public var category: ErrorCategory {
         switch self {
         case .badLocation: .usage
         case .unreachable, .server: .environment
-        case .notAStore: .invalidInput
+        case .notAStore, .noStore: .invalidInput
         }
     }
 
     public var description: String {
         switch self {
-        case .badLocation(let text), .unreachable(let text), .server(let text), .notAStore(let text): text
+        case .badLocation(let text), .unreachable(let text), .server(let text), .notAStore(let text),
+            .noStore(let text):
+            text
         }
     }
 }

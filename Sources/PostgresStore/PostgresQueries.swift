@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 /// One SQL statement of a query on the PostgreSQL store: a record type's reader, the WHERE
 /// clause over its table `t` (empty for none), the ORDER BY, and the parameters.
@@ -244,7 +244,7 @@ extension PostgresSession {
                 return type.primitive == .number ? "\(placeholder)::numeric" : placeholder
             default:
                 throw RecordQuery.predicateError(
-                    "field '\(condition.field)' is \(type); \(literal) is not a \(StoreSession.literalForm(type))",
+                    "field '\(condition.field)' is \(type); \(literal) is not a \(RecordQuery.literalForm(type))",
                     column: condition.valueColumn, text: text)
             }
         }
@@ -272,7 +272,7 @@ extension PostgresSession {
                 json = "[\(FieldValueJSON.canonicalText(value))]"
             default:
                 throw RecordQuery.predicateError(
-                    "field '\(condition.field)' is \(type); \(condition.value) is not a \(StoreSession.literalForm(type.element))",
+                    "field '\(condition.field)' is \(type); \(condition.value) is not a \(RecordQuery.literalForm(type.element))",
                     column: condition.valueColumn, text: text)
             }
             bindings.append(json)

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 extension PostgresSession {
     /// Moves the store to `newSchema`, passing every record of the affected types through

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 /// One transaction on a PostgreSQL store, on a connection of its own: what a write does
 /// commits together, or not at all (a pulled page of records and its zone's sync token, say);

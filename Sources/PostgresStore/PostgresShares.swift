@@ -1,6 +1,6 @@
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 extension PostgresSession {
     /// The record-level shares of `zone` with their roots and the size of their hierarchies,

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Records
-import Store
+import StoreCore
 
 /// A ckport store in a PostgreSQL schema (namespace): the store for data sets and teams that
 /// outgrow one machine.
@@ -75,13 +75,13 @@ public final class PostgresStore: @unchecked Sendable {
                         "SELECT tablename FROM pg_tables WHERE schemaname = \(schema) ORDER BY tablename LIMIT 3"
                     ).compactMap { $0[0] }
                     if !tables.isEmpty {
-                        throw PostgresStoreError.notAStore(
+                        throw PostgresStoreError.noStore(
                             "\(location): schema \(schema) holds tables (\(tables.joined(separator: ", "))) but no ckport store; name another with ?schema=NAME"
                         )
                     }
                 }
                 guard create else {
-                    throw PostgresStoreError.notAStore(
+                    throw PostgresStoreError.noStore(
                         "\(location): no ckport store in schema \(schema); import a schema or records to create one")
                 }
                 // The same form as the SQLite store's: twelve hex digits, the first part of change tokens.

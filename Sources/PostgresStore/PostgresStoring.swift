@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// The PostgreSQL store behind the store protocols: every operation (import, export, backups,
 /// restores, migrations, deletes, pulls and pushes) works on it as on the SQLite store.
@@ -92,5 +92,43 @@ extension PostgresStore {
     @discardableResult
     public func readAsset(_ sha256: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         try read { try $0.readAsset(sha256, body) }
+    }
+}
+
+extension PostgresStore: VersionedStore {
+    public var formatVersion: Int { Self.format }
+}
+
+/// PostgreSQL stores, named by `postgresql://` (or `postgres://`) URLs.
+public struct PostgresBackend: RecordStoreBackend {
+    private let environment: [String: String]
+
+    /// `environment` gives the password's variables (`PGPASSWORD`) and `~/.pgpass`'s home.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    public var name: String { "PostgreSQL" }
+
+    public func handles(_ location: String) -> Bool { PostgresLocation.isURL(location) }
+
+    public func open(_ location: String, options: StoreOpenOptions) throws -> any RecordStoring {
+        try PostgresStore(
+            PostgresLocation(location, environment: environment), create: options.create, upgrade: options.upgrade,
+            waitSeconds: options.waitSeconds, environment: environment)
+    }
+
+    public func exists(_ location: String, options: StoreOpenOptions) -> Bool {
+        var options = options
+        options.create = false
+        do {
+            let store = try open(location, options: options)
+            try store.closeConnections()
+            return true
+        } catch PostgresStoreError.noStore {
+            return false
+        } catch {
+            return true
+        }
     }
 }

@@ -3,8 +3,9 @@ import Formats
 import Foundation
 import Migrations
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 
 /// libFuzzer targets for ckport's readers. `scripts/fuzz.sh TARGET SECONDS` builds this with
 /// `--sanitize fuzzer --sanitize address` and runs one target, chosen by $CKPORT_FUZZ_TARGET:

@@ -3,9 +3,10 @@ import Formats
 import Foundation
 import PostgresStore
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct CKPortCommand: ParsableCommand {
+struct CKPortCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ckport",
         abstract: "Move CloudKit records in and out of a local store, and keep them safe through schema changes.",
@@ -95,47 +96,36 @@ struct StoreOptions: ParsableArguments {
     static func open(
         _ path: String, create: Bool, upgrade: Bool = true, wait: Double, quiet: Bool, buildAside: Bool = false
     ) throws -> any RecordStoring {
-        let upgradedFrom: Int?
-        let store: any RecordStoring
-        if PostgresLocation.isURL(path) {
-            let postgres = try PostgresStore(
-                PostgresLocation(path), create: create, upgrade: upgrade, waitSeconds: wait)
-            (store, upgradedFrom) = (postgres, postgres.upgradedFrom)
-        } else {
-            var waiting: (@Sendable () -> Void)?
-            if !quiet {
-                waiting = { Console.error("waiting for another ckport writing to \(path)…") }
-            }
-            let sqlite = try RecordStore(
-                path: path, create: create, upgrade: upgrade, waitSeconds: wait, waiting: waiting,
-                buildAside: buildAside)
-            (store, upgradedFrom) = (sqlite, sqlite.upgradedFrom)
+        var options = StoreOptions.options(create: create, wait: wait)
+        options.upgrade = upgrade
+        options.buildAside = buildAside
+        if !quiet {
+            options.waiting = { Console.error("waiting for another ckport writing to \(path)…") }
         }
-        if let upgradedFrom, !quiet {
+        let store = try stores.open(path, options: options)
+        if let versioned = store as? any VersionedStore, let upgradedFrom = versioned.upgradedFrom, !quiet {
             Console.error(
-                "upgraded the store \(Console.clean(path)) in place from format \(upgradedFrom) to \(RecordStore.formatVersion) (records now keep their parent and share links)"
+                "upgraded the store \(Console.clean(path)) in place from format \(upgradedFrom) to \(versioned.formatVersion) (records now keep their parent and share links)"
             )
         }
         return store
     }
 
+    /// The kinds of store ckport opens: PostgreSQL by its URLs, SQLite by any other path.
+    static let stores = RecordStores([PostgresBackend(), SQLiteBackend()])
+
+    private static func options(create: Bool, wait: Double) -> StoreOpenOptions {
+        StoreOpenOptions(create: create, waitSeconds: wait)
+    }
+
     /// Whether there is a store at `path` yet: a file, or a store in the server's namespace (a
     /// server that cannot be asked counts as yes: opening the store then says why).
     static func exists(_ path: String, wait: Double) -> Bool {
-        guard PostgresLocation.isURL(path) else { return FileManager.default.fileExists(atPath: path) }
-        do {
-            _ = try PostgresStore(PostgresLocation(path), create: false, waitSeconds: wait)
-            return true
-        } catch let error as PostgresStoreError {
-            if case .notAStore(let message) = error, message.contains("no ckport store") { return false }
-            return true
-        } catch {
-            return true
-        }
+        stores.exists(path, options: options(create: false, wait: wait))
     }
 
     /// The kind of store at `path`, for messages.
     static func backend(_ path: String) -> String {
-        PostgresLocation.isURL(path) ? "PostgreSQL" : "SQLite"
+        (try? stores.backend(for: path).name) ?? "SQLite"
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import Store
+import SQLiteStore
+import StoreCore
 
 // Parse errors exit 1 (ArgumentParser's own default is 64); the library's errors are sorted
 // into 2 (invalid input, nothing written) and 3 (anything else).
@@ -23,7 +24,7 @@ do {
 }
 Interruption.install()
 do {
-    try command.run()
+    try await run(command)
     if Interruption.requested { interrupted() }
     exit(0)
 } catch let exit as ExitCode {
@@ -45,6 +46,16 @@ do {
     let (status, message) = Failures.classify(error)
     Console.error("error: " + message)
     exit(status.rawValue)
+}
+
+/// Runs the command the arguments named: every command's `run` is asynchronous.
+func run(_ command: ParsableCommand) async throws {
+    var command = command
+    if var asyncCommand = command as? AsyncParsableCommand {
+        try await asyncCommand.run()
+    } else {
+        try command.run()
+    }
 }
 
 /// Ctrl-C or SIGTERM: the work has stopped and cleaned up (a write rolled back, outputs

@@ -1,6 +1,7 @@
 import CloudKitWeb
 import Foundation
-import Store
+import SQLiteStore
+import StoreCore
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 import TestSupport
 import Testing
 

@@ -2,7 +2,8 @@ import CloudKitEmulator
 import CloudKitWeb
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 import TestSupport
 import Testing
 

@@ -3,8 +3,9 @@ import CloudKitWeb
 import Formats
 import Foundation
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 import TestSupport
 import Testing
 

@@ -43,10 +43,54 @@ func rawExchange(port: Int, _ text: String, wait: Double = 5) -> String {
 
 @Suite("the sign-in callback and the loopback server")
 struct SignInCallbackTests {
+    /// Waits of an hour, each given two minutes to end: were cancellation or the token's
+    /// arrival lost, the wait would go on and the test fail (it runs on a cooperative pool that
+    /// other tests share, so no tighter bound holds).
+    @Test("a wait under way wakes when the token comes, and a cancelled wait ends with nothing")
+    func waiting() async throws {
+        /// The wait's answer, once it has one: nil while it goes on.
+        final class Outcome: @unchecked Sendable {  // `answer` only under `lock`
+            private let lock = NSLock()
+            private var answer: String??
+            func set(_ value: String?) { lock.withLock { answer = .some(value) } }
+            func get() async throws -> String?? {
+                for _ in 0..<1200 {
+                    if let answer = lock.withLock({ answer }) { return answer }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return nil
+            }
+        }
+        let callback = try SignInCallback(
+            port: 0, signInURL: { "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x" })
+        callback.start()
+        defer { callback.stop() }
+        let port = callback.callbackURL.port!
+        let state = String(callback.startURL.query!.dropFirst("state=".count))
+        let cancelledOutcome = Outcome()
+        let cancelled = Task { cancelledOutcome.set(await callback.wait(seconds: 3600)) }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        let afterCancel = try await cancelledOutcome.get()
+        #expect(afterCancel != nil, "a cancelled wait went on")
+        #expect(afterCancel == .some(nil))
+        // A wait begun before the browser comes back gets the token it brings.
+        let waitingOutcome = Outcome()
+        let waiting = Task { waitingOutcome.set(await callback.wait(seconds: 3600)) }
+        try await Task.sleep(for: .milliseconds(50))
+        let answer = rawExchange(
+            port: port,
+            "GET /callback?ckWebAuthToken=token-1 HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n"
+        )
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
+        #expect(try await waitingOutcome.get() == .some("token-1"))
+        waiting.cancel()
+    }
+
     @Test(
         "only the browser that started the sign-in delivers its token: no state cookie, a foreign Host, a second token are refused"
     )
-    func forgedTokens() throws {
+    func forgedTokens() async throws {
         let callback = try SignInCallback(
             port: 0, signInURL: { "https://idmsa.apple.com/IDMSWebAuth/auth?oauth_token=x" })
         callback.start()
@@ -70,7 +114,7 @@ struct SignInCallbackTests {
             "GET /callback?ckWebAuthToken=attacker HTTP/1.1\r\nHost: evil.example:\(port)\r\nCookie: ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n"
         )
         #expect(rebound.hasPrefix("HTTP/1.1 421"), "\(rebound)")
-        #expect(callback.wait(seconds: 0.2) == nil && callback.refusedCount == 2)
+        #expect(await callback.wait(seconds: 0.2) == nil && callback.refusedCount == 2)
         // The start page: the browser gets the state, and goes on to Apple's page.
         let start = rawExchange(
             port: port, "GET /start?state=\(state) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
@@ -88,13 +132,13 @@ struct SignInCallbackTests {
             "GET /callback?ckWebAuthToken=106__54__a%2Bb%2Fc%3D HTTP/1.1\r\nHost: localhost:\(port)\r\nCookie: other=1; ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n"
         )
         #expect(good.hasPrefix("HTTP/1.1 200"), "\(good)")
-        #expect(callback.wait(seconds: 1) == "106__54__a+b/c=")
+        #expect(await callback.wait(seconds: 1) == "106__54__a+b/c=")
         let second = rawExchange(
             port: port,
             "GET /callback?ckWebAuthToken=another HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: ckport-sign-in=\(state)\r\nConnection: close\r\n\r\n"
         )
         #expect(second.hasPrefix("HTTP/1.1 409"), "\(second)")
-        #expect(callback.wait(seconds: 1) == "106__54__a+b/c=")
+        #expect(await callback.wait(seconds: 1) == "106__54__a+b/c=")
     }
 
     @Test(

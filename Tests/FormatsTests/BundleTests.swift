@@ -4,7 +4,8 @@ import SampleApps
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// A bundle taken apart into its members and put back together, for building damaged ones.
 private struct Unpacked {

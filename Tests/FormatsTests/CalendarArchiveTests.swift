@@ -3,7 +3,8 @@ import Records
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// Calendars written to look like what Apple Calendar, Google Calendar, Outlook, Thunderbird,
 /// Zimbra and Lotus Notes, and a web app export (their quirks: X- properties everywhere,

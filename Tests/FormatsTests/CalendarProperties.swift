@@ -6,7 +6,8 @@ import TestSupport
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// The calendar formats on generated data: each calendar app's records, from a random seed and
 /// a random count, go out as iCalendar and as xCal through the app's mapping and come back into

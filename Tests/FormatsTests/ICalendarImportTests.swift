@@ -4,7 +4,8 @@ import SampleApps
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// Imports calendar files into a family-calendar store through the sample mapping.
 final class CalendarImport {

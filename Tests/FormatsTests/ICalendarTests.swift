@@ -4,7 +4,8 @@ import SampleApps
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// The independent RFC 5545 checker beside the project, with its Python, when set up
 /// (`../shared/conformance/setup.sh`; CI does it).

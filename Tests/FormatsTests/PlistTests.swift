@@ -4,7 +4,8 @@ import SampleApps
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// The records of ``EveryType`` that XML can hold: the full one's text loses its U+0001.
 private var plistRecords: [Record] {

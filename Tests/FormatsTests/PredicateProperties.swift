@@ -5,7 +5,8 @@ import SampleApps
 import TestSupport
 import Testing
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// The `--where` language on random predicates over random records (``PredicateData``):
 /// printed text parses back to the same conditions, and the SQLite store selects exactly the

@@ -1,7 +1,8 @@
 import Foundation
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 import Testing
 
 @testable import Formats

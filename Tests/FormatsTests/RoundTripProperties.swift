@@ -5,7 +5,8 @@ import SampleApps
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 private enum RandomData {
     static let textPieces = [

@@ -5,7 +5,8 @@ import SampleApps
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// The export's row path (canonical JSON straight from SQLite's rows) against the general path
 /// (each row decoded into a record, the record encoded): the same bytes, or it is not used.

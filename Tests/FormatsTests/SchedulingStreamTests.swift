@@ -1,7 +1,8 @@
 import Formats
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 import TestSupport
 import Testing
 

@@ -4,7 +4,8 @@ import SampleApps
 import Testing
 
 @testable import Formats
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 private let xcalFixtures = packageRoot.appendingPathComponent("Tests/FormatsTests/Fixtures/xcal").path
 

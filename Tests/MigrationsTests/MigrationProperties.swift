@@ -1,8 +1,9 @@
 import Foundation
 import PropertyBased
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 import Testing
 
 @testable import Migrations

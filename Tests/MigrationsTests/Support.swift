@@ -2,8 +2,9 @@ import Formats
 import Foundation
 import Migrations
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 @_exported import TestSupport
 
 func record(_ name: String, _ type: String, _ fields: RecordFields) -> Record {

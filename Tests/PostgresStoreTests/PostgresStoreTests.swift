@@ -2,8 +2,10 @@ import Crypto
 import Foundation
 import PostgresNIO
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreConformance
+import StoreCore
 import TestSupport
 import Testing
 
@@ -1455,8 +1457,8 @@ struct PostgresSaveRulesTests {
 /// The PostgreSQL store against the same checks as the SQLite store.
 @Suite("store conformance: PostgreSQL", .enabled(if: TestServer.enabled))
 struct PostgresConformanceTests {
-    @Test(arguments: StoreConformance<PostgresStore>.checks)
-    func check(_ name: String) throws {
+    @Test(arguments: StoreConformance<PostgresStore>.Part.allCases)
+    func part(_ part: StoreConformance<PostgresStore>.Part) throws {
         var created: [PostgresLocation] = []
         defer { for location in created { try? TestServer.drop(location) } }
         let conformance = StoreConformance<PostgresStore>(
@@ -1466,6 +1468,6 @@ struct PostgresConformanceTests {
                 return try PostgresStore(location, create: true)
             },
             open: { try PostgresStore(try PostgresLocation($0), create: false) })
-        try conformance.run(name)
+        try conformance.run(part)
     }
 }

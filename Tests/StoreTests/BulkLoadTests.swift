@@ -4,7 +4,8 @@ import Records
 import TestSupport
 import Testing
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 @Suite("bulk loads into empty tables")
 struct BulkLoadTests {

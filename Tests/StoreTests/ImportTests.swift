@@ -3,7 +3,8 @@ import Foundation
 import Records
 import Testing
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 @Suite("Import")
 struct ImportTests {

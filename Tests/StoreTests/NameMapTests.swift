@@ -2,7 +2,8 @@ import Foundation
 import Records
 import Testing
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 @Suite("names and their new names, in memory and on disk")
 struct NameMapTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 import Testing
 
 /// Schema files written here: shaped as a Core Data app's (CD_ types and fields, CD_entityName,

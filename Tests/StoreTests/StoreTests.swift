@@ -4,7 +4,8 @@ import Records
 import Synchronization
 import Testing
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 @Suite("Store")
 struct StoreTests {
@@ -540,8 +541,7 @@ struct StoreTests {
                 try session.save(thing, mode: .upsert),
             ]
         }
-        #expect(
-            "\(outcomes)" == "[Store.SaveOutcome.inserted, Store.SaveOutcome.inserted, Store.SaveOutcome.unchanged]")
+        #expect(outcomes.map { "\($0)" } == ["inserted", "inserted", "unchanged"])
         let read = try allRecords(store)
         for (name, value) in thing.fields { #expect(read.first?.fields[name] == value, "field \(name)") }
         #expect(read == [thing, other])

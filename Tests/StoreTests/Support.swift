@@ -3,7 +3,8 @@ import Foundation
 import Records
 @_exported import TestSupport
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 func importText(
     _ text: String, name: String = "input.jsonl", into store: RecordStore, options: ImportOptions = ImportOptions(),

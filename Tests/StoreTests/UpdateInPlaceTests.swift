@@ -9,7 +9,8 @@ import class GRDB.DatabaseQueue
 import protocol GRDB.DatabaseValueConvertible
 import class GRDB.Row
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// `updateInPlace` writes the records a transform changed a run at a time (one UPDATE over a
 /// run's key range, one over its change-log rows): runs end at unchanged and deleted records,

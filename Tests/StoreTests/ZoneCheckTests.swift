@@ -7,7 +7,8 @@ import Testing
 import class GRDB.Database
 import class GRDB.DatabaseQueue
 
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 
 /// Every session checks that the zones the change log and the tables name exist, by probing
 /// the ranges of zone numbers no zone has — not by visiting every zone.

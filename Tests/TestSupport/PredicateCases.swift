@@ -1,7 +1,8 @@
 import Foundation
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 
 /// Random predicates over random records of one record type, for property tests of the
 /// `--where` language on every store: the same texts, numbers, instants and names recur, so

@@ -1,8 +1,9 @@
 import Formats
 import Foundation
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 
 /// The package's root folder, for samples, migrations and fixtures.
 public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,6 +1,7 @@
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 import Testing
 
 /// A ckport process started in the background; `finish()` waits for it.

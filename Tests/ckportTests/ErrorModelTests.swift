@@ -6,7 +6,8 @@ import Testing
 @testable import Formats
 @testable import Migrations
 @testable import Records
-@testable import Store
+@testable import SQLiteStore
+@testable import StoreCore
 @testable import ckport
 
 /// The command line's exit statuses (Testing has an `ExitStatus` of its own).
@@ -143,6 +144,7 @@ struct ErrorModelTests {
         (OperationError.recordsWouldFail, .invalidInput),
         (OperationError.noMigrations(directory: "migrations/none"), .invalidInput),
         (OperationError.formatCannotHold(format: "CSV", what: "deleted records"), .usage),
+        (ScratchError(folder: "/tmp/ckport-1/names-1", reason: "database or disk is full"), .environment),
     ]
 
     @Test("every public error type of the library is a CKPortError, and each has a sample here")
@@ -150,7 +152,7 @@ struct ErrorModelTests {
         var declared: Set<String> = []
         var bare: [String] = []
         let sources = packageRoot.appendingPathComponent("Sources")
-        let library = ["Records", "Store", "Formats", "Migrations", "CKPort", "CloudKitWeb"]
+        let library = ["Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CKPort", "CloudKitWeb"]
         let declaration = try Regex(
             #"public (?:final )?(?:struct|enum|class|actor) (\w+)[^{\n]*:[^{\n]*\b(Error|CKPortError)\b"#)
         for module in library {

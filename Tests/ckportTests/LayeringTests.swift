@@ -83,6 +83,56 @@ struct LayeringTests {
         #expect(StoreOptions.resolvePath("", environment: ["CKPORT_STORE": ""]) == "ckport.sqlite")
     }
 
+    /// Every Swift file of `module`, with its text.
+    static func sources(of module: String) throws -> [(file: String, text: String)] {
+        let root = packageRoot.appendingPathComponent("Sources/\(module)")
+        let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
+        return try enumerator.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted().map {
+            ("\(module)/\($0)", try String(contentsOf: root.appendingPathComponent($0), encoding: .utf8))
+        }
+    }
+
+    @Test("the store contract, the formats and the migrations know no store: no GRDB, no PostgresNIO, no backend")
+    func coreKnowsNoBackend() throws {
+        let backendImport = try Regex(
+            #"(?m)^\s*(?:@_exported |@testable |internal |public )?import (?:(?:class|struct|enum|protocol) )?(GRDB\w*|PostgresNIO|SQLiteStore|PostgresStore)\b"#
+        )
+        var found: [String] = []
+        var files = 0
+        for module in ["StoreCore", "StoreConformance", "Formats", "Migrations"] {
+            for (file, text) in try Self.sources(of: module) {
+                files += 1
+                for match in text.matches(of: backendImport) { found.append("\(file): \(text[match.range])") }
+            }
+        }
+        #expect(files > 50, "the modules' files were not found (\(files))")
+        #expect(found.isEmpty, "\(found)")
+    }
+
+    @Test("no code outside a store's module casts to that store's types: fast paths are capabilities")
+    func noDowncastToABackend() throws {
+        let owned = [
+            "SQLiteStore": ["RecordStore", "StoreSession", "RecordRow"],
+            "PostgresStore": ["PostgresStore", "PostgresSession"],
+            "Formats": ["CSVRecordWriter", "JSONRecordWriter", "BundleWriter"],
+        ]
+        let modules = try FileManager.default.contentsOfDirectory(
+            atPath: packageRoot.appendingPathComponent("Sources").path)
+        var casts: [String] = []
+        var files = 0
+        for (owner, types) in owned {
+            let cast = try Regex(#"\b(?:as[?!]?|is)\s+(?:any\s+)?("# + types.joined(separator: "|") + #")\b"#)
+            for module in modules where module != owner {
+                for (file, text) in try Self.sources(of: module) {
+                    files += 1
+                    for match in text.matches(of: cast) { casts.append("\(file): \(text[match.range])") }
+                }
+            }
+        }
+        #expect(files > 200, "the sources were not found (\(files))")
+        #expect(casts.isEmpty, "\(casts)")
+    }
+
     @Test("ckport's record type is `Record` everywhere: no file needs its module's name to tell it from GRDB's")
     func recordNameIsUnambiguous() throws {
         var spelled: [String] = []
@@ -102,7 +152,7 @@ struct LayeringTests {
     func libraryNamesNoFlags() throws {
         var flagged: [String] = []
         let flag = try Regex(#"--[a-z][a-z-]+"#)
-        for module in ["Records", "Store", "Formats", "Migrations", "CKPort"] {
+        for module in ["Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CKPort"] {
             let root = packageRoot.appendingPathComponent("Sources/\(module)")
             let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
             for case let file as String in enumerator where file.hasSuffix(".swift") {

@@ -1,5 +1,6 @@
 import Foundation
-import Store
+import SQLiteStore
+import StoreCore
 import TestSupport
 import Testing
 

@@ -2,7 +2,8 @@ import Formats
 import Foundation
 import PostgresStore
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 import Testing
 
 /// One version, everywhere ckport states it: `--version`, the bundles it writes, the library,

@@ -1,7 +1,7 @@
 import Formats
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Backup bundles: writing one from a store, checking one completely, restoring one — or a
 /// chain of a full bundle and the incremental ones after it — into a store.

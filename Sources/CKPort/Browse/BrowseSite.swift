@@ -3,7 +3,7 @@ import Formats
 import Foundation
 import Migrations
 import Records
-import Store
+import StoreCore
 
 /// A read-only web view of a store, as CloudKit's console is for a live container: the store's
 /// overview (backend, size, change token, counts per scope, zone and type, the schema), a

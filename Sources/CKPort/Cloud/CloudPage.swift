@@ -2,7 +2,7 @@ import CloudKitWeb
 import Formats
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// One answer of `records/changes` or `records/query`. The answer is walked once to find
 /// each record's bytes, its name and whether it is a deletion; the records themselves are

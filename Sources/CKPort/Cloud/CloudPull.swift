@@ -2,7 +2,7 @@ import CloudKitWeb
 import Formats
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Moving records between a store and CloudKit itself.
 public enum CloudSync {}

@@ -2,7 +2,7 @@ import CloudKitWeb
 import Formats
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// How pushed records meet the ones CloudKit holds.
 public enum PushMode: String, Sendable, CaseIterable {

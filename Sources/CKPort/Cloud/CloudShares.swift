@@ -1,7 +1,7 @@
 import CloudKitWeb
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// A share a push met, and the record that roots it (nil for a zone share, or when the store
 /// holds no root).

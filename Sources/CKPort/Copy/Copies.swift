@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Copying a store into another, whatever keeps each (SQLite to PostgreSQL and back): the
 /// schema, every live record with its system fields, the asset files they name, the migration

@@ -1,5 +1,5 @@
 import Records
-import Store
+import StoreCore
 
 /// Deleting records, with CloudKit's reference actions: a record that points at a deleted one
 /// through a DELETE_SELF reference goes too.

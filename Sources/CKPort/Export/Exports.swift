@@ -1,7 +1,7 @@
 import Formats
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Exporting records from a store into files, and calendars into iCalendar.
 public enum Exports {}
@@ -126,15 +126,15 @@ extension Exports {
             files: [ExportResult.File(path: path, recordType: nil, records: written)], token: token, assets: assetFiles)
     }
 
-    /// Canonical JSON Lines written straight from the SQLite store's rows (``StoreSession/forEachCanonicalJSON(_:into:_:)``),
+    /// Canonical JSON Lines written straight from the store's rows (``CanonicalJSONReading``),
     /// the same bytes as the general path without a record between row and text; nil when the
-    /// store is not SQLite's or the query sorts.
+    /// store cannot or the query sorts.
     private static func rowExport<Store: RecordStoring>(
         from store: Store, to path: String, query: RecordQuery,
         progress: ProgressHandler?
     ) throws -> ExportResult? {
         try store.read { session -> ExportResult? in
-            guard let rows = session as? StoreSession, rows.canWriteJSONFromRows(query) else { return nil }
+            guard let rows = session as? any CanonicalJSONReading, rows.canWriteJSONFromRows(query) else { return nil }
             let output = try OutputFile(path: path)
             let total = progress != nil ? try rows.count(query) : nil
             let written: Int
@@ -250,7 +250,7 @@ extension Exports {
                     var written = 0
                     // CSV of scalar fields is written straight from the table's rows, the same
                     // bytes without a record per row (CSVRecordWriter.writeRows).
-                    if let csv = writer as? CSVRecordWriter, assetFiles == nil, let rows = session as? StoreSession,
+                    if let csv = writer as? any RowWriting, assetFiles == nil, let rows = session as? any RowReading,
                         rows.canReadRows(query)
                     {
                         do {
@@ -262,9 +262,9 @@ extension Exports {
                                             total: total.map(Int64.init)))
                                 }
                             }
-                            try csv.finish()
+                            try writer.finish()
                         } catch {
-                            csv.discard()
+                            writer.discard()
                             throw error
                         }
                         files.append(ExportResult.File(path: path, recordType: type.name, records: written))

@@ -1,7 +1,7 @@
 import Formats
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Importing records from files into a store.
 public enum Imports {}

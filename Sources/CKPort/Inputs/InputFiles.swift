@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// A file that cannot be what it was given as: missing, a folder, unreadable, binary where
 /// text was expected, or a schema with problems.

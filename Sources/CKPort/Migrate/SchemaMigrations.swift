@@ -2,7 +2,7 @@ import Formats
 import Foundation
 import Migrations
 import Records
-import Store
+import StoreCore
 
 /// Migration sets run against a store: their status, a plan that writes nothing, and apply,
 /// with a backup bundle of what the first migration starts from.

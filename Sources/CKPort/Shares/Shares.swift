@@ -1,5 +1,5 @@
 import Records
-import Store
+import StoreCore
 
 /// One share a store holds: the `cloudkit.share` record, what it shares, and with whom.
 public struct StoredShare: Sendable {

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// A problem found in a bundle.
 public struct BundleError: CKPortError, Sendable {

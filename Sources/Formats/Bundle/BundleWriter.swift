@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Writes a backup bundle: a gzip-compressed POSIX tar with `manifest.json` first, then
 /// `schema.ckdb`, then `records/<scope>/<zone>/<RecordType>.jsonl` in the canonical JSON shape,
@@ -104,7 +104,7 @@ public struct BundleWriter {
             try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
             try session.forEachChange(
                 since: since, recordTypes: query.recordTypes, scope: query.scope, zoneName: query.zoneName, records.add)
-        } else if let rows = session as? StoreSession, query.limit == nil, query.sortField == nil {
+        } else if let rows = session as? any CanonicalJSONReading, query.limit == nil, query.sortField == nil {
             // Type by type, in the order one query visits them: a type without assets (no
             // files to gather) goes straight from its rows to JSON, the others through records.
             for type in try rows.recordTypeNames(query) {
@@ -273,9 +273,9 @@ private final class RecordSpooler {
         if total % 10_000 == 0 { progress?(total) }
     }
 
-    /// Adds the records `query` selects from the store's rows (``StoreSession/forEachCanonicalJSON(_:into:starting:_:)``):
+    /// Adds the records `query` selects from the store's rows (``CanonicalJSONReading/forEachCanonicalJSON(_:into:starting:_:)``):
     /// the same bytes ``add(_:)`` writes, a member per zone and type as they come.
-    func addRows(of rows: StoreSession, _ query: RecordQuery) throws {
+    func addRows(of rows: any CanonicalJSONReading, _ query: RecordQuery) throws {
         // The writer is handed to the rows as a local and put back whenever a member is
         // opened or the buffer flushed, which work on the spooler's own.
         var out = JSONWriter()

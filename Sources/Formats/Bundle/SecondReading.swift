@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// A bundle file read for its decompressor, with (when `hashing`) the SHA-256 of every byte
 /// read: a second reading whose bytes hash the same read the same bytes.

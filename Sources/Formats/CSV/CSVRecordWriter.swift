@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// What a CSV export writes.
 public struct CSVWriteOptions: Sendable {
@@ -26,7 +26,7 @@ public struct CSVWriteOptions: Sendable {
 /// Writes the records of one type as CSV, streaming: a header row, then a row per record.
 /// A missing value is an empty unquoted cell and an empty string is `""`, as PostgreSQL's
 /// CSV COPY keeps them apart.
-public final class CSVRecordWriter: RecordSink {
+public final class CSVRecordWriter: RecordSink, RowWriting {
     private let output: OutputFile
     private let recordType: String
     private let columns: [CSVColumn]
@@ -112,9 +112,10 @@ public final class CSVRecordWriter: RecordSink {
 
     /// Writes the rows `query` selects (records of this writer's type) straight from the
     /// store's tables: the bytes ``write(_:)`` writes for the same records, without building
-    /// them (``StoreSession/canReadRows(_:)`` must have said yes). `written` hears the count
+    /// them (``RowReading/canReadRows(_:)`` must have said yes). `written` hears the count
     /// after each row. Returns how many rows were written.
-    public func writeRows(of session: StoreSession, _ query: RecordQuery, written: ((Int) -> Void)? = nil) throws -> Int
+    public func writeRows(of session: any RowReading, _ query: RecordQuery, written: ((Int) -> Void)? = nil) throws
+        -> Int
     {
         if !headerWritten { writeHeader() }
         // The buffer is worked on as a local: a class's stored property is checked for
@@ -152,7 +153,7 @@ public final class CSVRecordWriter: RecordSink {
         case system(CSVSystemColumn)
         case none
 
-        init(_ column: CSVColumn, in row: borrowing RecordRow) {
+        init(_ column: CSVColumn, in row: any StoredRow) {
             switch column {
             case .recordName: self = .recordName
             case .recordType: self = .recordType
@@ -168,7 +169,7 @@ public final class CSVRecordWriter: RecordSink {
     }
 
     private func appendCell(
-        _ source: CellSource, of row: borrowing RecordRow, first: Bool, scratch: inout [UInt8], to out: inout [UInt8]
+        _ source: CellSource, of row: any StoredRow, first: Bool, scratch: inout [UInt8], to out: inout [UInt8]
     ) {
         switch source {
         case .recordName: appendText(row.recordName, text: true, first: first, to: &out)

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// The built-in `archive` mapping: any RFC 5545 calendar kept whole, so that import and export
 /// give back the same calendar, component by component.

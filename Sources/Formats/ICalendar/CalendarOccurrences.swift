@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// One occurrence of a calendar component in a window of time: the record it comes from, its
 /// title, and when it starts and ends (UTC milliseconds).

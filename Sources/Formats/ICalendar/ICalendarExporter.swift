@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// How a calendar export is written.
 public struct ICalExportOptions: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// How iCalendar files are read: through a mapping onto the schema's record types, or kept
 /// whole in the archive's own record types.

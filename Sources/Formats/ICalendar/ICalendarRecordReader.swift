@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// How an iCalendar import reads its file.
 public struct ICalImportOptions: Sendable {

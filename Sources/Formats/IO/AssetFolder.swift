@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Writes the asset files that exported records name into a folder, one file per SHA-256
 /// (`DIR/<sha256>`), which `import --assets DIR` reads back.

@@ -1,4 +1,4 @@
-import CSQLiteConfig
+import CPlatform
 import Foundation
 import Records
 

@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// Settings of particular formats, found by their type: each format defines the settings it
 /// takes (``CSVReadSettings``, ``CalendarReadSettings``…) and reads them from here, so a new

@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 /// One file format ckport reads or writes records in: its names, its file extensions, how to
 /// recognise it from its first bytes, and how to make its reader and writer. Each format

@@ -1,6 +1,6 @@
 import Foundation
 import Records
-import Store
+import StoreCore
 
 extension RecordFormat {
     /// xCal (RFC 6321): iCalendar in XML, read and written through the same calendar mappings

@@ -3,9 +3,10 @@ import CKPort
 import Formats
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct BackupCommand: ParsableCommand {
+struct BackupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Write the store (or a part of it) to one compressed bundle.",
@@ -67,7 +68,7 @@ struct BackupCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         if let since { try InputFiles.check(since, as: "a bundle", binary: true) }
         // A passphrase encrypts: never a plain bundle beside one, unless --no-encrypt says so.
@@ -167,7 +168,7 @@ struct BundleLimitOptions: ParsableArguments {
     var limits: DecompressionLimits { DecompressionLimits(maxTotalBytes: maxSize << 30, maxRatio: maxRatio) }
 }
 
-struct VerifyCommand: ParsableCommand {
+struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check a bundle completely without restoring it.",
@@ -190,7 +191,7 @@ struct VerifyCommand: ParsableCommand {
     @Flag(name: [.short, .long], help: "Print nothing when the bundle is sound.")
     var quiet = false
 
-    func run() throws {
+    func run() async throws {
         let started = Date()
         try InputFiles.check(bundle, as: "a bundle", binary: true)
         let check = try Backups.verify(bundle, options: try passphrase.options(limits))
@@ -228,7 +229,7 @@ struct VerifyCommand: ParsableCommand {
     }
 }
 
-struct InspectCommand: ParsableCommand {
+struct InspectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
         abstract: "Show a bundle's manifest: when and from where it was made, and what it holds.",
@@ -250,7 +251,7 @@ struct InspectCommand: ParsableCommand {
 
     @OptionGroup var passphrase: ReadPassphraseOptions
 
-    func run() throws {
+    func run() async throws {
         try InputFiles.check(bundle, as: "a bundle", binary: true)
         let reader = try Backups.open(bundle, options: try passphrase.options(limits))
         let manifest = reader.manifest
@@ -302,7 +303,7 @@ struct InspectCommand: ParsableCommand {
     }
 }
 
-struct RestoreCommand: ParsableCommand {
+struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Restore a bundle into a store.",
@@ -361,7 +362,7 @@ struct RestoreCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    func run() throws {
+    func run() async throws {
         let started = Date()
         for bundle in bundles { try InputFiles.check(bundle, as: "a bundle", binary: true) }
         var renames: [String: String] = [:]

@@ -4,9 +4,10 @@ import CloudKitWeb
 import Formats
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct CloudCommand: ParsableCommand {
+struct CloudCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cloud",
         abstract: "Sign in to CloudKit, and see what the store last pulled.",
@@ -14,7 +15,7 @@ struct CloudCommand: ParsableCommand {
     )
 }
 
-struct CloudLoginCommand: ParsableCommand {
+struct CloudLoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
         abstract: "Get a web auth token for your own Apple ID, for pull and push of the private and shared databases.",
@@ -56,14 +57,13 @@ struct CloudLoginCommand: ParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout is a number of seconds above 0") }
     }
 
-    func run() throws {
+    func run() async throws {
         let database = try cloud.cloudDatabase()
         let apiToken = try cloud.apiToken()
         let quiet = storeOptions.quiet
         let transport = HTTPClientTransport()
-        let signInURL = try blocking {
-            try await CloudKitSignIn.signInURL(database: database, apiToken: apiToken, transport: transport)
-        }
+        let signInURL = try await CloudKitSignIn.signInURL(
+            database: database, apiToken: apiToken, transport: transport)
         let callback = try SignInCallback(port: port, signInURL: { signInURL })
         callback.start()
         defer { callback.stop() }
@@ -82,7 +82,7 @@ struct CloudLoginCommand: ParsableCommand {
             ckport waits for CloudKit to send the browser back to \(callback.callbackURL.absoluteString)
             (the API token's sign-in callback must be "URL Redirect" to that address).
             """)
-        guard let token = callback.wait(seconds: Double(timeout)) else {
+        guard let token = await callback.wait(seconds: Double(timeout)) else {
             let refused =
                 callback.refusedCount > 0
                 ? "; \(callback.refusedCount) token\(callback.refusedCount == 1 ? "" : "s") came without this sign-in's state and were refused"
@@ -97,12 +97,10 @@ struct CloudLoginCommand: ParsableCommand {
         // The token is checked at once; the answer turns it over, and the new one is kept.
         let client = try CloudKitClient(
             database: database, credentials: .webToken(apiToken: apiToken, webAuthToken: token), transport: transport)
-        let user = try blocking { () async throws -> String in
-            let answer = try await client.send("users/current")
-            let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any]
-            return object?["userRecordName"] as? String ?? "?"
-        }
-        let next = try blocking { await client.webAuthToken } ?? token
+        let answer = try await client.send("users/current")
+        let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any]
+        let user = object?["userRecordName"] as? String ?? "?"
+        let next = await client.webAuthToken ?? token
         let path = cloud.webAuthTokenFile!
         try WebAuthTokenFile.write(
             WebAuthTokenFile.Contents(token: next, signedIn: signedIn, lastAnswer: Date()), to: path)
@@ -137,7 +135,7 @@ struct CloudLoginCommand: ParsableCommand {
     }
 }
 
-struct CloudStatusCommand: ParsableCommand {
+struct CloudStatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract:
@@ -206,7 +204,7 @@ struct CloudStatusCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         var lines: [String] = ["store: \(storeOptions.path)"]
         let sources = try store.readSession { try $0.syncSources() }
@@ -268,22 +266,21 @@ struct CloudStatusCommand: ParsableCommand {
         if check {
             let connection = try cloud.connect(quiet: storeOptions.quiet)
             let client = connection.client
-            let outcome: Result<(String?, [ZoneID]), Error> = try blocking {
-                do {
-                    var user: String?
-                    if cloud.keyID == nil {
-                        let answer =
-                            try JSONSerialization.jsonObject(with: try await client.send("users/current"))
-                            as? [String: Any]
-                        user = answer?["userRecordName"] as? String
-                    }
-                    let zones = try await CloudSync.zones(client)
-                    try await connection.finish()
-                    return .success((user, zones))
-                } catch {
-                    try? await connection.finish()
-                    return .failure(error)
+            let outcome: Result<(String?, [ZoneID]), Error>
+            do {
+                var user: String?
+                if cloud.keyID == nil {
+                    let answer =
+                        try JSONSerialization.jsonObject(with: try await client.send("users/current"))
+                        as? [String: Any]
+                    user = answer?["userRecordName"] as? String
                 }
+                let zones = try await CloudSync.zones(client)
+                try await connection.finish()
+                outcome = .success((user, zones))
+            } catch {
+                try? await connection.finish()
+                outcome = .failure(error)
             }
             switch outcome {
             case .success(let (user, zones)):

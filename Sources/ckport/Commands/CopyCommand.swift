@@ -2,9 +2,10 @@ import ArgumentParser
 import CKPort
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct CopyCommand: ParsableCommand {
+struct CopyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy",
         abstract: "Copy one store into another: SQLite to PostgreSQL, PostgreSQL to SQLite, or alike.",
@@ -67,7 +68,7 @@ struct CopyCommand: ParsableCommand {
         guard wait >= 0, wait.isFinite else { throw ValidationError("--wait takes a number of seconds, 0 or more") }
     }
 
-    func run() throws {
+    func run() async throws {
         let started = Date()
         let source = try StoreOptions.open(from, create: false, wait: wait, quiet: quiet)
         let target = try StoreOptions.open(to, create: true, wait: wait, quiet: quiet)

@@ -2,9 +2,10 @@ import ArgumentParser
 import CKPort
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct DeleteCommand: ParsableCommand {
+struct DeleteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete records, honouring reference actions.",
@@ -63,7 +64,7 @@ struct DeleteCommand: ParsableCommand {
         if predicate != nil && recordType == nil { throw ValidationError("--where needs --type") }
     }
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         var parsed: RecordPredicate?
         if let predicate {

@@ -3,10 +3,11 @@ import CKPort
 import Formats
 import Foundation
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 
-struct ExportCommand: ParsableCommand {
+struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export records from the store as JSON, JSON Lines, CSV, a property list, iCalendar or xCal.",
@@ -187,7 +188,7 @@ struct ExportCommand: ParsableCommand {
             || (FileManager.default.fileExists(atPath: output, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         var query = try filter.query()
         query.sortField = sort

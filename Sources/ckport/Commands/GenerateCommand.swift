@@ -7,7 +7,7 @@ import SampleApps
 
 extension SampleApp: ExpressibleByArgument {}
 
-struct GenerateCommand: ParsableCommand {
+struct GenerateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate",
         abstract: "Generate realistic records for a sample app, for tests and benchmarks.",
@@ -74,7 +74,7 @@ struct GenerateCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let file = try OutputFile(path: output)
         if schema || mapping {
             try file.write(schema ? app.schemaText : app.calendarMappingText!)

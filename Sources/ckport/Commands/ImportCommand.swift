@@ -3,7 +3,8 @@ import CKPort
 import Formats
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
 /// A `--format` value: one of the registry's formats, by any of its names.
 struct DataFormat: ExpressibleByArgument, Equatable {
@@ -47,7 +48,7 @@ extension DatabaseScope: ExpressibleByArgument {
     public init?(argument: String) { self.init(text: argument) }
 }
 
-struct ImportCommand: ParsableCommand {
+struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import records from JSON, JSON Lines, CSV, property list, iCalendar or xCal files into the store.",
@@ -171,7 +172,7 @@ struct ImportCommand: ParsableCommand {
         _ = try calendar.expandWindow(tz: tz)
     }
 
-    func run() throws {
+    func run() async throws {
         var schemaFile: (path: String, schema: Schema)?
         var inputs: [ImportInput] = []
         for file in files {

@@ -4,9 +4,10 @@ import Formats
 import Foundation
 import Migrations
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct MigrateCommand: ParsableCommand {
+struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Rehearse, apply and track schema migrations.",
@@ -31,7 +32,7 @@ struct MigrateCommand: ParsableCommand {
         func load() throws -> MigrationSet { try SchemaMigrations.load(dir) }
     }
 
-    struct Status: ParsableCommand {
+    struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the applied migrations and the pending ones.",
             discussion: """
@@ -49,7 +50,7 @@ struct MigrateCommand: ParsableCommand {
         var json = false
         @OptionGroup var storeOptions: StoreOptions
 
-        func run() throws {
+        func run() async throws {
             let set = try self.set.load()
             let store = try storeOptions.open(create: false)
             let status = try SchemaMigrations.status(set, in: store)
@@ -133,7 +134,7 @@ struct MigrateCommand: ParsableCommand {
         }
     }
 
-    struct Plan: ParsableCommand {
+    struct Plan: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what the pending migrations would do, record by record, and write nothing.",
             discussion: """
@@ -158,7 +159,7 @@ struct MigrateCommand: ParsableCommand {
         var force = false
         @OptionGroup var storeOptions: StoreOptions
 
-        func run() throws {
+        func run() async throws {
             let set = try self.set.load()
             let store = try storeOptions.open(create: false)
             let progress = ProgressLine("planning", quiet: storeOptions.quiet)
@@ -180,7 +181,7 @@ struct MigrateCommand: ParsableCommand {
         }
     }
 
-    struct Apply: ParsableCommand {
+    struct Apply: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Apply the pending migrations, each in one transaction.",
             discussion: """
@@ -213,7 +214,7 @@ struct MigrateCommand: ParsableCommand {
         var limit = 10
         @OptionGroup var storeOptions: StoreOptions
 
-        func run() throws {
+        func run() async throws {
             let set = try self.set.load()
             let store = try storeOptions.open(create: false)
             let options = MigrationRunOptions(target: to, force: force, diffLimit: limit)
@@ -270,7 +271,7 @@ struct MigrateCommand: ParsableCommand {
         }
     }
 
-    struct Lint: ParsableCommand {
+    struct Lint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Flag steps that CloudKit's production schema would refuse, with the safe way.",
             discussion: """
@@ -286,7 +287,7 @@ struct MigrateCommand: ParsableCommand {
         @Flag(help: "Print the findings as JSON.")
         var json = false
 
-        func run() throws {
+        func run() async throws {
             let set = try self.set.load()
             let findings = MigrationLint.lint(set)
             if json {

@@ -158,7 +158,7 @@ struct CloudConnection: Sendable {
     }
 }
 
-struct PullCommand: ParsableCommand {
+struct PullCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pull",
         abstract: "Pull a CloudKit database into the store, incrementally.",
@@ -236,7 +236,7 @@ struct PullCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         guard try !store.loadSchema().recordTypes.isEmpty else {
             throw CommandFailure.invalid(
@@ -247,23 +247,16 @@ struct PullCommand: ParsableCommand {
         let connection = try cloud.connect(quiet: storeOptions.quiet, progress: progress)
         let rejectsWriter = try rejects.map { try AppendingRejectsWriter(path: $0) }
         let started = Date()
-        nonisolated(unsafe) let unsafeStore = store
-        nonisolated(unsafe) let handler = progress.handler
-        nonisolated(unsafe) let sink = rejectsWriter
-        let (pageSize, concurrency, assets, allowNewTypes) = (
-            self.pageSize, self.concurrency, self.assets, self.allowNewTypes
-        )
-        let outcome: Result<PullResult, Error> = try blocking {
-            do {
-                let result = try await CloudSync.pull(
-                    connection.client, into: unsafeStore, resultsLimit: pageSize, concurrency: concurrency,
-                    assets: assets, allowNewTypes: allowNewTypes, rejects: sink, progress: handler)
-                try await connection.finish()
-                return .success(result)
-            } catch {
-                try? await connection.finish()
-                return .failure(error)
-            }
+        let outcome: Result<PullResult, Error>
+        do {
+            let result = try await CloudSync.pull(
+                connection.client, into: store, resultsLimit: pageSize, concurrency: concurrency,
+                assets: assets, allowNewTypes: allowNewTypes, rejects: rejectsWriter, progress: progress.handler)
+            try await connection.finish()
+            outcome = .success(result)
+        } catch {
+            try? await connection.finish()
+            outcome = .failure(error)
         }
         progress.finish()
         let result = try outcome.get()
@@ -333,16 +326,4 @@ struct PullCommand: ParsableCommand {
         for note in result.notes { lines.append("note: \(note)") }
         return lines
     }
-}
-
-/// Runs async work from a command's synchronous run and waits for it.
-func blocking<T>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-    nonisolated(unsafe) var outcome: Result<T, Error>?
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
-        done.signal()
-    }
-    done.wait()
-    return try outcome!.get()
 }

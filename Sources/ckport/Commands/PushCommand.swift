@@ -5,7 +5,7 @@ import Formats
 import Foundation
 import Records
 
-struct PushCommand: ParsableCommand {
+struct PushCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push",
         abstract: "Push the store's records to a CloudKit database.",
@@ -85,7 +85,7 @@ struct PushCommand: ParsableCommand {
         guard batchBytes >= 1024 else { throw ValidationError("--batch-bytes is at least 1024") }
     }
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         let database = try cloud.cloudDatabase()
         var request = PushRequest(query: try filter.query(), mode: mode, force: force, byteBudget: batchBytes)
@@ -137,24 +137,20 @@ struct PushCommand: ParsableCommand {
         }
         let progress = ProgressLine("pushing", quiet: storeOptions.quiet)
         let connection = try cloud.connect(quiet: storeOptions.quiet, progress: progress)
-        nonisolated(unsafe) let rejectsFile = try rejects.map { try OutputFile(path: $0) }
+        let rejectsFile = try rejects.map { try OutputFile(path: $0) }
         let started = Date()
-        nonisolated(unsafe) let unsafeStore = store
-        nonisolated(unsafe) let handler = progress.handler
-        let pushing = request
-        let outcome: Result<PushResult, Error> = try blocking {
-            do {
-                let result = try await CloudSync.push(
-                    connection.client, from: unsafeStore, request: pushing, progress: handler
-                ) { rejection in
-                    try rejectsFile?.write(PushCommand.rejectLine(rejection))
-                }
-                try await connection.finish()
-                return .success(result)
-            } catch {
-                try? await connection.finish()
-                return .failure(error)
+        let outcome: Result<PushResult, Error>
+        do {
+            let result = try await CloudSync.push(
+                connection.client, from: store, request: request, progress: progress.handler
+            ) { rejection in
+                try rejectsFile?.write(PushCommand.rejectLine(rejection))
             }
+            try await connection.finish()
+            outcome = .success(result)
+        } catch {
+            try? await connection.finish()
+            outcome = .failure(error)
         }
         progress.finish()
         try rejectsFile?.commit()

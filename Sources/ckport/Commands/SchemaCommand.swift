@@ -4,9 +4,10 @@ import Formats
 import Foundation
 import Migrations
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct SchemaCommand: ParsableCommand {
+struct SchemaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schema",
         abstract: "Import, export and check schemas in CloudKit's schema language.",
@@ -45,7 +46,7 @@ struct SchemaCommand: ParsableCommand {
         return try read(path)
     }
 
-    struct FromCoreData: ParsableCommand {
+    struct FromCoreData: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "from-coredata",
             abstract: "Print the CloudKit schema NSPersistentCloudKitContainer derives from a Core Data model.",
@@ -79,7 +80,7 @@ struct SchemaCommand: ParsableCommand {
             help: ArgumentHelp("Where to write the schema ('-' for standard output).", valueName: "file"))
         var output = "-"
 
-        func run() throws {
+        func run() async throws {
             let derived = try CoreDataCloudKit.schema(
                 for: CoreDataModel.read(model, version: version), configuration: configuration)
             var text = derived.notes.map { "// ckport: \($0)\n" }.joined()
@@ -90,7 +91,7 @@ struct SchemaCommand: ParsableCommand {
         }
     }
 
-    struct LintCoreData: ParsableCommand {
+    struct LintCoreData: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "lint-coredata",
             abstract: "Check a Core Data model against CloudKit's rules for Core Data.",
@@ -112,7 +113,7 @@ struct SchemaCommand: ParsableCommand {
         @Option(help: ArgumentHelp("The model version to check (default: the current one).", valueName: "name"))
         var version: String?
 
-        func run() throws {
+        func run() async throws {
             let read = try CoreDataModel.read(model, version: version)
             let problems = CoreDataCloudKit.problems(in: read)
             for problem in problems { print(problem) }
@@ -129,7 +130,7 @@ struct SchemaCommand: ParsableCommand {
         try InputFiles.readSchema(path)
     }
 
-    struct Diff: ParsableCommand {
+    struct Diff: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Compare two schemas and mark each change as deployable to CloudKit's production schema or not.",
             discussion: """
@@ -168,7 +169,7 @@ struct SchemaCommand: ParsableCommand {
         @Flag(help: "Print the differences as JSON.")
         var json = false
 
-        func run() throws {
+        func run() async throws {
             let differences = SchemaDiff.differences(
                 from: try SchemaCommand.schema(of: old, version: version, wait: 0),
                 to: try SchemaCommand.schema(of: new, version: version, wait: 0),
@@ -197,7 +198,7 @@ struct SchemaCommand: ParsableCommand {
         }
     }
 
-    struct Import: ParsableCommand {
+    struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make the store's schema the one in FILE (or the files together).",
             discussion: """
@@ -223,7 +224,7 @@ struct SchemaCommand: ParsableCommand {
 
         @OptionGroup var storeOptions: StoreOptions
 
-        func run() throws {
+        func run() async throws {
             var read: [(file: String, schema: Schema)] = []
             for file in files {
                 let (schema, warnings) = try SchemaCommand.readChecked(file)
@@ -244,7 +245,7 @@ struct SchemaCommand: ParsableCommand {
         }
     }
 
-    struct Export: ParsableCommand {
+    struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write the store's schema in cktool's layout.",
             discussion: """
@@ -260,7 +261,7 @@ struct SchemaCommand: ParsableCommand {
 
         @OptionGroup var storeOptions: StoreOptions
 
-        func run() throws {
+        func run() async throws {
             let store = try storeOptions.open(create: false)
             let file = try OutputFile(path: output)
             try file.write(SchemaPrinter.print(store.loadSchema()))
@@ -268,7 +269,7 @@ struct SchemaCommand: ParsableCommand {
         }
     }
 
-    struct Check: ParsableCommand {
+    struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check schema files without touching a store.",
             discussion: """
@@ -293,7 +294,7 @@ struct SchemaCommand: ParsableCommand {
         @Flag(help: "Treat warnings (ckport's advice) as errors.")
         var strict = false
 
-        func run() throws {
+        func run() async throws {
             var failed = false
             for file in files {
                 do {

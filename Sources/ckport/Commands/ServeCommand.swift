@@ -5,7 +5,7 @@ import Formats
 import Foundation
 import SampleApps
 
-struct ServeCommand: ParsableCommand {
+struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Look at a store in a web browser: its counts and schema, records by type and zone, each record.",
@@ -92,7 +92,7 @@ struct ServeCommand: ParsableCommand {
     /// rehearsal keeps one busy while the others answer pages.
     static let handles = 3
 
-    func run() throws {
+    func run() async throws {
         let store: any RecordStoring
         var more: [any RecordStoring] = []
         var shown = storeOptions.path
@@ -151,7 +151,7 @@ struct ServeCommand: ParsableCommand {
         FileHandle.standardOutput.write(
             Data("serving \(shown) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
         if open { openInBrowser(server.baseURL.absoluteString + "/") }
-        while !Interruption.requested { usleep(200_000) }
+        while !Interruption.requested { try? await Task.sleep(for: .milliseconds(200)) }
         server.stop()
         // Every handle let go of: the store's last connection takes its -wal and -shm files.
         for handle in [store] + more { try? handle.closeConnections() }

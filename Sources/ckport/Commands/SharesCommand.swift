@@ -2,9 +2,10 @@ import ArgumentParser
 import CKPort
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct SharesCommand: ParsableCommand {
+struct SharesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shares",
         abstract:
@@ -33,7 +34,7 @@ struct SharesCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         let shares = try store.readSession { try Shares.list($0, scope: scope, zoneName: zone) }
         if json {

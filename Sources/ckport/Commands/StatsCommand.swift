@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
-struct StatsCommand: ParsableCommand {
+struct StatsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats",
         abstract: "Show what the store holds: its backend, counts per scope, zone and type, size and change token.",
@@ -22,7 +23,7 @@ struct StatsCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    func run() throws {
+    func run() async throws {
         let store = try storeOptions.open(create: false)
         let stats = try store.readSession { try $0.stats() }
         if json {

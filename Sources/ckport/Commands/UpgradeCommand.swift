@@ -1,9 +1,8 @@
 import ArgumentParser
 import Foundation
-import PostgresStore
-import Store
+import StoreCore
 
-struct UpgradeCommand: ParsableCommand {
+struct UpgradeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "upgrade",
         abstract: "Upgrade a store written by an older ckport to this ckport's format, in place.",
@@ -22,19 +21,15 @@ struct UpgradeCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    func run() throws {
+    func run() async throws {
         let path = storeOptions.path
         let store = try StoreOptions.open(path, create: false, wait: storeOptions.wait, quiet: true)
-        let format: Int
-        let from: Int?
-        if let sqlite = store as? RecordStore {
-            (format, from) = (RecordStore.formatVersion, sqlite.upgradedFrom)
-        } else if let postgres = store as? PostgresStore {
-            (format, from) = (PostgresStore.format, postgres.upgradedFrom)
-        } else {
-            (format, from) = (RecordStore.formatVersion, nil)
+        guard let versioned = store as? any VersionedStore else {
+            print("\(Console.clean(path)) has no format of ckport's own; nothing to do")
+            return
         }
-        if let from {
+        let format = versioned.formatVersion
+        if let from = versioned.upgradedFrom {
             print("upgraded \(Console.clean(path)) from store format \(from) to \(format)")
         } else {
             print("\(Console.clean(path)) is already store format \(format); nothing to do")

@@ -1,8 +1,9 @@
 import CKPort
 import Formats
 import Records
+import SQLiteStore
 import SampleApps
-import Store
+import StoreCore
 
 /// Which calendar mapping an iCalendar import or export uses: the file `--mapping` names, else
 /// the mapping of the sample app whose record types the store holds — and then it says so.

@@ -3,7 +3,8 @@ import CKPort
 import Formats
 import Migrations
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
 /// The exit statuses ckport promises.
 enum ExitStatus: Int32 {

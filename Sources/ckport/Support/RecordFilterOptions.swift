@@ -1,6 +1,7 @@
 import ArgumentParser
 import Records
-import Store
+import SQLiteStore
+import StoreCore
 
 /// The options that pick records — by type, scope, zone and a CloudKit predicate — for the
 /// commands that read a selection of the store (export, backup).
