@@ -96,12 +96,10 @@ struct StoreOptions: ParsableArguments {
     static func open(
         _ path: String, create: Bool, upgrade: Bool = true, wait: Double, quiet: Bool, buildAside: Bool = false
     ) throws -> any RecordStoring {
-        var options = StoreOptions.options(create: create, wait: wait)
-        options.upgrade = upgrade
-        options.buildAside = buildAside
-        if !quiet {
-            options.waiting = { Console.error("waiting for another ckport writing to \(path)…") }
-        }
+        var waiting: (@Sendable () -> Void)?
+        if !quiet { waiting = { Console.error("waiting for another ckport writing to \(path)…") } }
+        let options = StoreOpenOptions(
+            create: create, upgrade: upgrade, waitSeconds: wait, buildAside: buildAside, waiting: waiting)
         let store = try stores.open(path, options: options)
         if let versioned = store as? any VersionedStore, let upgradedFrom = versioned.upgradedFrom, !quiet {
             Console.error(
@@ -114,14 +112,10 @@ struct StoreOptions: ParsableArguments {
     /// The kinds of store ckport opens: PostgreSQL by its URLs, SQLite by any other path.
     static let stores = RecordStores([PostgresBackend(), SQLiteBackend()])
 
-    private static func options(create: Bool, wait: Double) -> StoreOpenOptions {
-        StoreOpenOptions(create: create, waitSeconds: wait)
-    }
-
     /// Whether there is a store at `path` yet: a file, or a store in the server's namespace (a
     /// server that cannot be asked counts as yes: opening the store then says why).
     static func exists(_ path: String, wait: Double) -> Bool {
-        stores.exists(path, options: options(create: false, wait: wait))
+        stores.exists(path, options: StoreOpenOptions(create: false, waitSeconds: wait))
     }
 
     /// The kind of store at `path`, for messages.
