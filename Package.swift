@@ -18,7 +18,7 @@ let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto"
 
 let package = Package(
     name: "ckport",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     products: [
         .library(name: "CKPort", targets: ["CKPort"]),
         // The record store on a PostgreSQL server, for programs that want it (postgres-nio).
@@ -40,6 +40,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The HTTP server under `serve`, the emulator and the sign-in callback (on SwiftNIO).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // `swift package generate-documentation --target CKPort` builds the DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -94,20 +98,51 @@ let package = Package(
         // The library's front door: the operations (import, export, backup, verify, restore,
         // migrate) over the modules above, which it re-exports, with the SQLite store.
         .target(
-            name: "CKPort", dependencies: ["Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CloudKitWeb"],
+            name: "CKPort",
+            dependencies: [
+                "Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CloudKitWeb", "WebServing",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        // ckport's web servers (serve, the emulator, the sign-in callback) on Hummingbird: where
+        // they listen, how much a client may ask, the headers every answer carries.
+        .target(
+            name: "WebServing",
+            dependencies: [
+                "Records", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         // CloudKit Web Services: addresses, server-to-server signatures, error dictionaries,
         // retries and request batching.
         .target(
             name: "CloudKitWeb",
             dependencies: [
-                "Records", crypto,
+                "Records", "WebServing", crypto,
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),
         // CloudKit Web Services over an in-memory container, for tests and offline scripts.
-        .target(name: "CloudKitEmulator", dependencies: ["CloudKitWeb", "Records", crypto], swiftSettings: strict),
+        .target(
+            name: "CloudKitEmulator",
+            dependencies: [
+                "CloudKitWeb", "WebServing", "Records", crypto, .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(
             name: "ckport",
@@ -157,7 +192,7 @@ let package = Package(
             name: "CloudKitWebTests",
             dependencies: [
                 "TestSupport", "CloudKitWeb", "CloudKitEmulator", "CKPort", "Records", "Formats", "StoreCore",
-                "SQLiteStore", "SampleApps", crypto,
+                "SQLiteStore", "SampleApps", "WebServing", crypto, .product(name: "Hummingbird", package: "hummingbird"),
             ],
             exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(
@@ -167,11 +202,17 @@ let package = Package(
                 crypto,
             ],
             swiftSettings: strict),
-        .testTarget(name: "CKPortTests", dependencies: ["TestSupport", "CKPort", "CloudKitWeb", "SampleApps"], swiftSettings: strict),
+        .testTarget(
+            name: "CKPortTests",
+            dependencies: [
+                "TestSupport", "CKPort", "CloudKitWeb", "SampleApps", "WebServing",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         .testTarget(
             name: "ckportTests",
             dependencies: [
-                "TestSupport", "ckport", "CloudKitWeb", "Records", "StoreCore", "SQLiteStore", "Formats", "SampleApps",
+                "TestSupport", "ckport", "CloudKitWeb", "Records", "StoreCore", "SQLiteStore", "Formats", "SampleApps", "WebServing",
             ],
             swiftSettings: strict),
     ] + isalTarget

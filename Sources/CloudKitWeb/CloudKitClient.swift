@@ -24,7 +24,7 @@ public struct CloudKitHTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: Data
-    /// A file whose bytes are the body instead of `body`, which ``LoopbackHTTPServer`` sends a
+    /// A file whose bytes are the body instead of `body`, which a ``WebServing/WebServer`` sends a
     /// piece at a time; removed once sent when `removesBodyFile`.
     public var bodyFile: String?
     public var removesBodyFile = false

@@ -1,4 +1,8 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import WebServing
 
 /// Signing a person in with their Apple ID, for a web auth token of their own: CloudKit answers
 /// a request that carries only the API token with AUTHENTICATION_REQUIRED and a `redirectURL`;
@@ -32,84 +36,88 @@ public enum CloudKitSignIn {
 /// arrives without the state (another user on the machine, or a web page making a request to
 /// the loopback port) is refused, as is a request whose `Host` is not the loopback address (a
 /// page that renamed itself to 127.0.0.1), and a second token that differs from the first.
-public final class SignInCallback: @unchecked Sendable {
-    private let server: LoopbackHTTPServer
-    private let arrival = Arrival()
+public final class SignInCallback: Sendable {
+    private let server: WebServer
+    private let arrival: Arrival
     /// The path the callback is registered under.
     public let path: String
     /// The random value only this sign-in's browser is given.
     let state: String
     static let cookie = "ckport-sign-in"
 
-    /// `signInURL`: where the start page sends the browser (CloudKit's sign-in address).
-    public init(port: Int, path: String = "/callback", signInURL: @escaping @Sendable () -> String?) throws {
+    private init(server: WebServer, arrival: Arrival, path: String, state: String) {
+        self.server = server
+        self.arrival = arrival
         self.path = path
+        self.state = state
+    }
+
+    /// Starts the callback on 127.0.0.1:`port` (0: any free port). `signInURL`: where the
+    /// start page sends the browser (CloudKit's sign-in address).
+    public static func start(port: Int, path: String = "/callback", signInURL: @escaping @Sendable () -> String?)
+        async throws -> SignInCallback
+    {
         var random = SystemRandomNumberGenerator()
         let state = (0..<4).map { _ in String(format: "%016llx", random.next() as UInt64) }.joined()
-        self.state = state
-        let arrival = self.arrival
+        let arrival = Arrival()
         let cookie = SignInCallback.cookie
-        server = try LoopbackHTTPServer(
-            port: port, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)
-        ) { request in
-            func page(_ status: Int, _ text: String, headers: [(String, String)] = []) -> CloudKitHTTPResponse {
-                CloudKitHTTPResponse(
-                    status: status,
-                    headers: [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")] + headers,
-                    body: Data((text + "\n").utf8))
-            }
-            // Only the loopback names: a page that points its own name at 127.0.0.1 says it.
-            let host = request.header("Host") ?? ""
-            let port = request.url.port ?? 0
-            guard host == "127.0.0.1:\(port)" || host == "localhost:\(port)" else {
-                return page(421, "This server answers for 127.0.0.1:\(port) only.")
-            }
-            let items = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
-            switch request.url.path {
-            case "/start":
-                guard items.first(where: { $0.name == "state" })?.value == state, let target = signInURL() else {
-                    return page(404, "Not here.")
-                }
-                return CloudKitHTTPResponse(
-                    status: 302,
-                    headers: [
-                        ("Location", target), ("Cache-Control", "no-store"),
-                        ("Set-Cookie", "\(cookie)=\(state); Path=/; HttpOnly; SameSite=Lax; Max-Age=3600"),
-                    ], body: Data())
-            case path:
-                guard let token = items.first(where: { $0.name == "ckWebAuthToken" })?.value, !token.isEmpty else {
-                    return page(
-                        400,
-                        "No ckWebAuthToken came with this request: is the API token's sign-in callback set to URL Redirect?"
-                    )
-                }
-                let cookies = (request.header("Cookie") ?? "").split(separator: ";").map {
-                    $0.trimmingCharacters(in: .whitespaces)
-                }
-                guard
-                    SignInCallback.same(
-                        cookies.first { $0.hasPrefix(cookie + "=") }.map { String($0.dropFirst(cookie.count + 1)) }
-                            ?? "", state)
-                else {
-                    arrival.refused()
-                    return page(
-                        403,
-                        "This sign-in did not start from the address ckport printed: open that address in your browser."
-                    )
-                }
-                guard arrival.deliver(token) else {
-                    return page(409, "ckport already has a different token from this sign-in; this one is refused.")
-                }
-                return CloudKitHTTPResponse(
-                    status: 200,
-                    headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
-                    body: Data(
-                        "<!doctype html><title>ckport</title><p>Signed in. ckport has the token; you can close this page.</p>\n"
-                            .utf8))
-            default:
-                return page(404, "Not here.")
-            }
+        @Sendable func page(_ status: HTTPResponse.Status, _ text: String, html: Bool = false) -> Response {
+            Response(
+                status: status,
+                headers: [
+                    .contentType: html ? "text/html; charset=utf-8" : "text/plain; charset=utf-8",
+                    .cacheControl: "no-store",
+                ],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
         }
+        let bound = ListeningAddress()
+        let router = Router()
+        // Only the loopback names: a page that points its own name at 127.0.0.1 says it.
+        router.add(
+            middleware: HostCheckMiddleware(bound, allows: HostCheck.loopbackOnly) { _ in
+                page(.misdirectedRequest, "This server answers for 127.0.0.1:\(bound.current?.port ?? port) only.")
+            })
+        router.get("/start") { request, _ -> Response in
+            guard request.uri.queryParameters.get("state") == state, let target = signInURL() else {
+                return page(.notFound, "Not here.")
+            }
+            return Response(
+                status: .found,
+                headers: [
+                    .location: target, .cacheControl: "no-store",
+                    .setCookie: "\(cookie)=\(state); Path=/; HttpOnly; SameSite=Lax; Max-Age=3600",
+                ])
+        }
+        router.get(RouterPath(path)) { request, _ -> Response in
+            guard let token = request.uri.queryParameters.get("ckWebAuthToken"), !token.isEmpty else {
+                return page(
+                    .badRequest,
+                    "No ckWebAuthToken came with this request: is the API token's sign-in callback set to URL Redirect?"
+                )
+            }
+            let cookies = request.headers[values: .cookie].flatMap { $0.split(separator: ";") }.map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            let given = cookies.first { $0.hasPrefix(cookie + "=") }.map { String($0.dropFirst(cookie.count + 1)) }
+            guard SignInCallback.same(given ?? "", state) else {
+                arrival.refused()
+                return page(
+                    .forbidden,
+                    "This sign-in did not start from the address ckport printed: open that address in your browser.")
+            }
+            guard arrival.deliver(token) else {
+                return page(.conflict, "ckport already has a different token from this sign-in; this one is refused.")
+            }
+            return page(
+                .ok,
+                "<!doctype html><title>ckport</title><p>Signed in. ckport has the token; you can close this page.</p>",
+                html: true)
+        }
+        router.get("**") { _, _ in page(.notFound, "Not here.") }
+        let server = try await WebServer.start(
+            router, port: port, limits: WebServer.Limits(connections: 16, body: 64 << 10, idle: 15))
+        bound.set(port: server.port, bound: server.host)
+        return SignInCallback(server: server, arrival: arrival, path: path, state: state)
     }
 
     /// Compares two strings in time that does not depend on where they differ.
@@ -127,8 +135,8 @@ public final class SignInCallback: @unchecked Sendable {
     /// this sign-in's state.
     public var startURL: URL { URL(string: "http://127.0.0.1:\(server.port)/start?state=\(state)")! }
 
-    public func start() { server.start() }
-    public func stop() { server.stop() }
+    /// Stops listening; returns once the server has stopped.
+    public func stop() async { await server.stop() }
 
     /// The token, once the browser brought it; nil after `seconds` without it.
     public func wait(seconds: Double) async -> String? { await arrival.wait(seconds: seconds) }

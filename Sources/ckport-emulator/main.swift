@@ -6,7 +6,7 @@ import Records
 
 /// CloudKit Web Services over an in-memory container, on a loopback port: for trying ckport
 /// pull and push, or a script of your own, without reaching Apple.
-struct EmulatorCommand: ParsableCommand {
+struct EmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ckport-emulator",
         abstract: "Serve an in-memory CloudKit container on 127.0.0.1, speaking CloudKit Web Services.",
@@ -80,7 +80,7 @@ struct EmulatorCommand: ParsableCommand {
             valueName: "file"))
     var schema: String?
 
-    func run() throws {
+    func run() async throws {
         guard let environment = CloudKitDatabase.Environment(rawValue: environment),
             let scope = CloudKitDatabase.Scope(rawValue: database)
         else {
@@ -150,11 +150,10 @@ struct EmulatorCommand: ParsableCommand {
             if !pending.isEmpty { try take(pending) }
             emulator.load(json: records, environment: environment, scope: scope)
         }
-        let server = try EmulatorServer(emulator: emulator, port: port)
-        server.start()
+        let server = try await EmulatorServer.start(emulator, port: port)
         FileHandle.standardOutput.write(
             Data("ckport-emulator: \(container) on \(server.baseURL.absoluteString)\n".utf8))
-        while true { sleep(3600) }
+        while true { try await Task.sleep(for: .seconds(3600)) }
     }
 }
 
@@ -163,7 +162,16 @@ struct EmulatorCommand: ParsableCommand {
 var unblocked = sigset_t()
 sigemptyset(&unblocked)
 pthread_sigmask(SIG_SETMASK, &unblocked, nil)
-EmulatorCommand.main()
+/// The command's asynchronous run (it awaits the server), as ArgumentParser's main calls it.
+func runAsync(_ command: AsyncParsableCommand) async throws {
+    var command = command
+    try await command.run()
+}
+do {
+    try await runAsync(try EmulatorCommand.parse())
+} catch {
+    EmulatorCommand.exit(withError: error)
+}
 
 /// A file given to --load that cannot be loaded.
 struct LoadError: Error, CustomStringConvertible {

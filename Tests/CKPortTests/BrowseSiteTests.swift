@@ -6,23 +6,28 @@ import Migrations
 import SampleApps
 import TestSupport
 import Testing
+import WebServing
 
 /// The read-only web view of a store, page by page, as a browser and a script would ask for it.
 @Suite("browsing a store")
 struct BrowseSiteTests {
-    func get(_ site: BrowseSite, _ path: String, method: String = "GET") -> (
+    /// The answer to one request, through the view's server on a loopback port: its route
+    /// table, its middleware and HTTP.
+    func get(_ site: BrowseSite, _ path: String, method: String = "GET", host: String? = nil) async throws -> (
         status: Int, headers: [(name: String, value: String)], text: String
     ) {
-        let answer = site.respond(
-            CloudKitHTTPRequest(
-                method: method, url: URL(string: "http://127.0.0.1:1" + path)!, headers: [], body: Data()))
-        // A download's body is a file the server sends and removes.
-        let body =
-            answer.bodyFile.flatMap { file in
-                defer { if answer.removesBodyFile { unlink(file) } }
-                return FileManager.default.contents(atPath: file)
-            } ?? answer.body
-        return (answer.status, answer.headers, String(decoding: body, as: UTF8.self))
+        let server = try await BrowseServer.start(BrowseSites([site]))
+        do {
+            let answer = try await HTTPClientTransport(timeout: 60).send(
+                CloudKitHTTPRequest(
+                    method: method, url: URL(string: server.baseURL.absoluteString + path)!,
+                    headers: host.map { [("Host", $0)] } ?? [], body: Data()))
+            await server.stop()
+            return (answer.status, answer.headers, String(decoding: answer.body, as: UTF8.self))
+        } catch {
+            await server.stop()
+            throw error
+        }
     }
 
     func json(_ text: String) throws -> [String: Any] {
@@ -34,11 +39,11 @@ struct BrowseSiteTests {
     @Test(
         "the overview: backend, token and counts per scope, zone and type as stats gives them, each type linked to its records; the schema in cktool's words"
     )
-    func overview() throws {
+    func overview() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let site = BrowseSite(store: store, backend: "SQLite")
-        let page = get(site, "/")
+        let page = try await get(site, "/")
         #expect(page.status == 200)
         let stats = try store.read { try $0.stats() }
         #expect(
@@ -49,7 +54,7 @@ struct BrowseSiteTests {
                 "<a href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone\">Event</a>"),
             "\(page.text.prefix(3000))")
         #expect(page.text.contains("RECORD TYPE EventParticipant ("))
-        let data = try json(get(site, "/index.json").text)
+        let data = try await json(get(site, "/index.json").text)
         #expect(data["records"] as? Int == stats.totalRecords && stats.totalRecords > 100)
         #expect((data["zones"] as? [[String: Any]])?.count == stats.entries.count)
     }
@@ -57,7 +62,7 @@ struct BrowseSiteTests {
     @Test(
         "a type's records in a zone, a page at a time: the pages together hold each record once, in name order, however far they go"
     )
-    func paging() throws {
+    func paging() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let site = BrowseSite(store: store, backend: "SQLite", pageSize: 2)
@@ -72,7 +77,7 @@ struct BrowseSiteTests {
         var path: String? = "/records/Event.json?zone=\(Self.familyZone)"
         var pages = 0
         while let next = path, pages < 100 {
-            let data = try json(get(site, next).text)
+            let data = try await json(get(site, next).text)
             let records = try #require(data["records"] as? [[String: Any]])
             #expect(records.count <= 2)
             seen += records.compactMap { $0["recordName"] as? String }
@@ -83,50 +88,51 @@ struct BrowseSiteTests {
         #expect(pages == (expected.count + 1) / 2)
         // The HTML page links the next one.
         #expect(
-            get(site, "/records/Event?zone=\(Self.familyZone)").text.contains(
+            try await get(site, "/records/Event?zone=\(Self.familyZone)").text.contains(
                 "rel=\"next\" href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone&amp;after=\(expected[1])\""
             ))
         // ?limit= chooses the page's size, and the next page keeps it.
-        let three = try json(get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=3").text)
+        let three = try await json(get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=3").text)
         #expect(
             (three["records"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String }
                 == Array(expected.prefix(3)) && three["next"] as? String == expected[2])
         #expect(
-            get(site, "/records/Event?zone=\(Self.familyZone)&limit=3").text.contains(
+            try await get(site, "/records/Event?zone=\(Self.familyZone)&limit=3").text.contains(
                 "limit=3&amp;after=\(expected[2])\""))
         for bad in ["0", "1001", "many"] {
-            #expect(get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=\(bad)").status == 400, "\(bad)")
+            #expect(
+                try await get(site, "/records/Event.json?zone=\(Self.familyZone)&limit=\(bad)").status == 400, "\(bad)")
         }
     }
 
     @Test("the predicate box takes what --where takes; a predicate that does not parse is shown in place, with a 400")
-    func predicates() throws {
+    func predicates() async throws {
         let scratch = Scratch()
         let site = BrowseSite(store: try scratch.sampleStore(.familyCalendar), backend: "SQLite")
         // As a browser's form sends it: spaces as '+'.
         let form = try json(
-            get(site, "/records/Event.json?zone=\(Self.familyZone)&where=category+%3D%3D+%27school%27").text)
+            try await get(site, "/records/Event.json?zone=\(Self.familyZone)&where=category+%3D%3D+%27school%27").text)
         let formRecords = try #require(form["records"] as? [[String: Any]])
         #expect(!formRecords.isEmpty && form["error"] == nil, "\(form)")
         let school = try json(
-            get(site, "/records/Event.json?zone=\(Self.familyZone)&where=category%20%3D%3D%20'school'").text)
+            try await get(site, "/records/Event.json?zone=\(Self.familyZone)&where=category%20%3D%3D%20'school'").text)
         let records = try #require(school["records"] as? [[String: Any]])
         #expect(
             !records.isEmpty
                 && records.allSatisfy {
                     (($0["fields"] as? [String: Any])?["category"] as? [String: Any])?["value"] as? String == "school"
                 })
-        let bad = get(site, "/records/Event?zone=\(Self.familyZone)&where=category%20%3D%3D")
+        let bad = try await get(site, "/records/Event?zone=\(Self.familyZone)&where=category%20%3D%3D")
         #expect(
             bad.status == 400 && bad.text.contains("<p class=\"error\">") && bad.text.contains("value=\"category ==\""),
             "\(bad.text.suffix(800))")
     }
 
     @Test("a record: every field and system field, references as links, and the records that point at it")
-    func record() throws {
+    func record() async throws {
         let scratch = Scratch()
         let site = BrowseSite(store: try scratch.sampleStore(.familyCalendar), backend: "SQLite")
-        let page = get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001")
+        let page = try await get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001")
         #expect(page.status == 200)
         #expect(
             page.text.contains(
@@ -137,42 +143,46 @@ struct BrowseSiteTests {
                 "EventParticipant <a href=\"/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/participant-1-00001-1\">"
             ))
         let data = try json(
-            get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001.json").text)
+            try await get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-1-00001.json")
+                .text)
         let pointers = try #require(data["pointedToBy"] as? [[String: Any]])
         // Each participant twice: by its eventID reference and as the event's child (parent).
         let participants = pointers.filter { $0["recordType"] as? String == "EventParticipant" }
         #expect(Set(participants.compactMap { $0["recordName"] as? String }).count == 3 && participants.count == 6)
         #expect(Set(participants.compactMap { $0["field"] as? String }) == ["eventID", "parent"], "\(participants)")
         #expect(
-            get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/no-such-record").status == 404)
+            try await get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/no-such-record").status
+                == 404)
     }
 
     @Test(
         "what points at a record: its references, lists of references that hold it and records whose parent it is; a page of them, saying when there are more"
     )
-    func pointers() throws {
+    func pointers() async throws {
         let scratch = Scratch()
         let calendar = try scratch.sampleStore(.familyCalendar)
         let family = "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/family-1.json"
-        let all = try json(get(BrowseSite(store: calendar, backend: "SQLite", pageSize: 1000), family).text)
+        let all = try await json(get(BrowseSite(store: calendar, backend: "SQLite", pageSize: 1000), family).text)
         let every = try #require(all["pointedToBy"] as? [[String: Any]])
         #expect(
             every.contains { $0["recordName"] as? String == "member-1-1" && $0["field"] as? String == "parent" },
             "\(every)")
         #expect(every.contains { $0["recordType"] as? String == "Event" && $0["field"] as? String == "familyID" })
         #expect(all["morePointers"] == nil)
-        let few = try json(get(BrowseSite(store: calendar, backend: "SQLite", pageSize: 5), family).text)
+        let few = try await json(get(BrowseSite(store: calendar, backend: "SQLite", pageSize: 5), family).text)
         let first = try #require(few["pointedToBy"] as? [[String: Any]])
         #expect(every.count > 5 && first.count == 5 && few["morePointers"] as? Bool == true)
         #expect(first.map { $0["recordName"] as? String } == every.prefix(5).map { $0["recordName"] as? String })
-        let page = get(
+        let page = try await get(
             BrowseSite(store: calendar, backend: "SQLite", pageSize: 5), String(family.dropLast(".json".count)))
         #expect(page.text.contains("More records point at this one; the first 5 are shown."))
         // A note named in another note's LIST<REFERENCE>.
         let notes = try scratch.sampleStore(.notes)
         let note = try json(
-            get(BrowseSite(store: notes, backend: "SQLite"), "/record/private/__defaultOwner__/Notes/note-000002.json")
-                .text)
+            try await get(
+                BrowseSite(store: notes, backend: "SQLite"), "/record/private/__defaultOwner__/Notes/note-000002.json"
+            )
+            .text)
         let pointers = try #require(note["pointedToBy"] as? [[String: Any]])
         #expect(
             pointers.contains { $0["recordName"] as? String == "note-000004" && $0["field"] as? String == "related" },
@@ -182,14 +192,14 @@ struct BrowseSiteTests {
     @Test(
         "the shares: each share with what it carries, its public permission and URL, and every participant with role, permission and acceptance"
     )
-    func shares() throws {
+    func shares() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let site = BrowseSite(store: store, backend: "SQLite")
         let listed = try store.read { try Shares.list($0, scope: nil, zoneName: nil) }
         let people = listed.flatMap(\.participants)
         #expect(listed.count == 2 && people.count > 4)
-        let page = get(site, "/shares")
+        let page = try await get(site, "/shares")
         #expect(page.status == 200)
         for person in people {
             #expect(
@@ -199,23 +209,24 @@ struct BrowseSiteTests {
         }
         #expect(page.text.contains("<dt>shares</dt><dd>the whole zone: \(listed[0].recordCount) records</dd>"))
         let data = try #require(
-            try JSONSerialization.jsonObject(with: Data(get(site, "/shares.json").text.utf8)) as? [[String: Any]])
+            try JSONSerialization.jsonObject(with: Data(try await get(site, "/shares.json").text.utf8))
+                as? [[String: Any]])
         #expect(
             data.count == 2 && data.flatMap { ($0["participants"] as? [[String: Any]]) ?? [] }.count == people.count)
-        #expect(get(site, "/").text.contains("<a href=\"/shares\">Shares</a>"))
+        #expect(try await get(site, "/").text.contains("<a href=\"/shares\">Shares</a>"))
     }
 
     @Test(
         "a migration set's rehearsal: per migration and type what would change, and each record's diff, as migrate plan computes it, with nothing written"
     )
-    func rehearsal() throws {
+    func rehearsal() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.notes)
         let set = try MigrationSet.load(directory: packageRoot.appendingPathComponent("migrations/notes").path)
         let site = BrowseSite(store: store, backend: "SQLite", migrations: set)
         // The file and its write-ahead log: a write would land in the log first.
         let before = fileBytes(store.path)
-        let page = get(site, "/migrations")
+        let page = try await get(site, "/migrations")
         #expect(page.status == 200)
         let reports = try SchemaMigrations.plan(set, in: store, options: MigrationRunOptions(diffLimit: 50))
         #expect(reports.count >= 2 && reports.contains { $0.totals.changed > 0 })
@@ -243,16 +254,17 @@ struct BrowseSiteTests {
             page.text.contains("href=\"/record/private/__defaultOwner__/\(first.zoneName)/\(first.recordName)\""),
             "\(first.recordName)")
         let data = try #require(
-            try JSONSerialization.jsonObject(with: Data(get(site, "/migrations.json").text.utf8)) as? [String: Any])
+            try JSONSerialization.jsonObject(with: Data(try await get(site, "/migrations.json").text.utf8))
+                as? [String: Any])
         #expect((data["migrations"] as? [[String: Any]])?.count == reports.count)
         #expect(fileBytes(store.path) == before)
-        #expect(get(BrowseSite(store: store, backend: "SQLite"), "/migrations").status == 404)
+        #expect(try await get(BrowseSite(store: store, backend: "SQLite"), "/migrations").status == 404)
     }
 
     @Test(
         "sorted by a field, either way, a page at a time: every record once, in (value, name) order with records without a value first going up and last going down, ties and a where box included; the fields shown are chosen; a field that does not sort is refused"
     )
-    func sorting() throws {
+    func sorting() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let zone = ZoneID(
@@ -295,7 +307,7 @@ struct BrowseSiteTests {
                 "/records/Event.json?zone=\(Self.familyZone)&sort=startDate" + (descending ? "&desc=1" : "")
             var pages = 0
             while let next = path, pages < 100 {
-                let data = try json(get(site, next).text)
+                let data = try await json(get(site, next).text)
                 seen += (data["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
                 path = data["nextPage"] as? String
                 pages += 1
@@ -304,7 +316,7 @@ struct BrowseSiteTests {
         }
         // With a where box, and by a text field.
         let school = try json(
-            get(
+            try await get(
                 site,
                 "/records/Event.json?zone=\(Self.familyZone)&sort=title&desc=1&where=isDeleted%20%3D%3D%20false&limit=100"
             ).text)
@@ -315,7 +327,7 @@ struct BrowseSiteTests {
             titles.count >= 5 && titles == titles.sorted { RecordFields.precedes($1, $0) }
                 && !titles.contains { $0.hasPrefix("tie ") }, "\(titles)")
         // The chosen fields, in the order given; a heading sorts by its field.
-        let page = get(site, "/records/Event?zone=\(Self.familyZone)&fields=title,startDate&sort=startDate")
+        let page = try await get(site, "/records/Event?zone=\(Self.familyZone)&fields=title,startDate&sort=startDate")
         #expect(
             page.text.contains(
                 "<th><a href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone&amp;fields=title%2CstartDate&amp;sort=title\">title</a></th><th><a href=\"/records/Event?zone=shared%3A_4f00e3e229b648635c6f63dca8da05ef%3Afamily-1-zone&amp;fields=title%2CstartDate&amp;sort=startDate&amp;desc=1\">startDate</a> ↑</th></tr>"
@@ -325,7 +337,7 @@ struct BrowseSiteTests {
             ("&sort=location%3F", "cannot be sorted by 'location?'"),
             ("&fields=title,nope", "has no field 'nope' to show"),
         ] {
-            let refused = get(site, "/records/Event?zone=\(Self.familyZone)" + path)
+            let refused = try await get(site, "/records/Event?zone=\(Self.familyZone)" + path)
             #expect(
                 refused.status == 400 && refused.text.contains(BrowseSite.escape(message)),
                 "\(path): \(refused.text.suffix(600))")
@@ -335,7 +347,7 @@ struct BrowseSiteTests {
     @Test(
         "zones of different owners that share a name: each one's table pages through its own records only, none skipped"
     )
-    func sameZoneNameOtherOwners() throws {
+    func sameZoneNameOtherOwners() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         // A zone named as family-1's, of another owner, whose records sort first.
@@ -355,25 +367,27 @@ struct BrowseSiteTests {
         var after: String?
         for _ in 0..<20 {
             let data = try json(
-                get(site, "/records/Event.json?zone=\(Self.familyZone)" + (after.map { "&after=\($0)" } ?? "")).text)
+                try await get(
+                    site, "/records/Event.json?zone=\(Self.familyZone)" + (after.map { "&after=\($0)" } ?? "")
+                ).text)
             seen += (data["records"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
             after = data["next"] as? String
             if after == nil { break }
         }
         #expect(seen.count == 9 && seen.allSatisfy { $0.hasPrefix("event-1-") }, "\(seen)")
         // The downloads of the table hold the zone's records, not the other owner's.
-        let lines = get(site, "/records/Event.jsonl?zone=\(Self.familyZone)").text.split(separator: "\n")
+        let lines = try await get(site, "/records/Event.jsonl?zone=\(Self.familyZone)").text.split(separator: "\n")
         #expect(
             lines.count == 9
                 && lines.allSatisfy { $0.contains("\"recordName\":\"event-1-") && !$0.contains("_another") }, "\(lines)"
         )
-        let sheet = get(site, "/records/Event.csv?zone=\(Self.familyZone)").text
+        let sheet = try await get(site, "/records/Event.csv?zone=\(Self.familyZone)").text
         #expect(
             sheet.components(separatedBy: "\r\nevent-1-").count == 10 && !sheet.contains("not family-1's"), "\(sheet)")
     }
 
     @Test("a page's JSON form answers its errors in JSON, with the status and why; the page itself in HTML")
-    func jsonErrors() throws {
+    func jsonErrors() async throws {
         let scratch = Scratch()
         let site = BrowseSite(store: try scratch.sampleStore(.familyCalendar), backend: "SQLite")
         for (path, method, status, why) in [
@@ -390,7 +404,7 @@ struct BrowseSiteTests {
                 "has no field 'nope'"
             ),
         ] {
-            let answer = get(site, path, method: method)
+            let answer = try await get(site, path, method: method)
             #expect(answer.status == status, "\(path)")
             #expect(
                 answer.headers.contains { $0.name == "Content-Type" && $0.value.hasPrefix("application/json") },
@@ -399,27 +413,27 @@ struct BrowseSiteTests {
             #expect((data["error"] as? String)?.contains(why) == true, "\(path): \(answer.text)")
             #expect(data["status"] as? Int == status, "\(path)")
         }
-        #expect(get(site, "/index.json", method: "POST").headers.contains { $0.name == "Allow" })
-        let csv = get(site, "/records/Event.csv?zone=\(Self.familyZone)&where=nope%20%3D%3D%201")
+        #expect(try await get(site, "/index.json", method: "POST").headers.contains { $0.name == "Allow" })
+        let csv = try await get(site, "/records/Event.csv?zone=\(Self.familyZone)&where=nope%20%3D%3D%201")
         #expect(
             csv.status == 400 && csv.text.contains("has no field &#39;nope&#39;"),
             "\(csv.status) \(csv.text.suffix(400))")
-        let page = get(site, "/records/Nope?zone=\(Self.familyZone)")
+        let page = try await get(site, "/records/Nope?zone=\(Self.familyZone)")
         #expect(page.status == 404 && page.text.contains("<p class=\"error\">no record type Nope</p>"))
     }
 
     @Test(
         "the calendar: a month from Monday with each occurrence on its day at the viewer's time, its JSON, the agenda; bad months, days and zones are refused; no mapping, no calendar"
     )
-    func calendar() throws {
+    func calendar() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyTodo)
         let mapping = try CalendarMapping.parse(
             SampleApp.familyTodo.calendarMappingText!, file: "mapping", schema: store.schema)
         let site = BrowseSite(
             store: store, backend: "SQLite", calendar: mapping, timeZone: TimeZone(identifier: "Europe/Berlin")!)
-        let berlin = try json(get(site, "/calendar.json?month=2026-03").text)
-        let tokyo = try json(get(site, "/calendar.json?month=2026-03&tz=Asia/Tokyo").text)
+        let berlin = try await json(get(site, "/calendar.json?month=2026-03").text)
+        let tokyo = try await json(get(site, "/calendar.json?month=2026-03&tz=Asia/Tokyo").text)
         let found = try #require(berlin["occurrences"] as? [[String: Any]])
         #expect(
             berlin["timeZone"] as? String == "Europe/Berlin" && tokyo["timeZone"] as? String == "Asia/Tokyo"
@@ -436,7 +450,7 @@ struct BrowseSiteTests {
                 }.compactMap { $0["recordName"] as? String })
         }
         #expect(inside(found) == inside(try #require(tokyo["occurrences"] as? [[String: Any]])))
-        let page = get(site, "/calendar?month=2026-03")
+        let page = try await get(site, "/calendar?month=2026-03")
         #expect(page.status == 200 && page.text.contains("<th>Mon</th><th>Tue</th>"))
         // March 2026 starts on a Sunday: the grid starts on Monday 23 February.
         #expect(page.text.contains("<tr><td class=\"day other\"><div class=\"date\">23</div></td>"))
@@ -444,7 +458,7 @@ struct BrowseSiteTests {
         let name = try #require(first["recordName"] as? String)
         let title = try #require(first["title"] as? String)
         #expect(page.text.contains(">\(BrowseSite.escape(title))</a>") && page.text.contains("/\(name)\""))
-        let agenda = try json(get(site, "/calendar/agenda.json?from=2026-03-01&days=31").text)
+        let agenda = try await json(get(site, "/calendar/agenda.json?from=2026-03-01&days=31").text)
         #expect((agenda["occurrences"] as? [[String: Any]])?.count == found.count)
         for (path, status) in [
             ("/calendar?month=2026-13", 400), ("/calendar?month=March", 400), ("/calendar?tz=Mars/Olympus", 400),
@@ -452,53 +466,45 @@ struct BrowseSiteTests {
             ("/calendar/agenda?days=400", 400),
             ("/calendar/elsewhere", 404),
         ] {
-            #expect(get(site, path).status == status, "\(path)")
+            #expect(try await get(site, path).status == status, "\(path)")
         }
-        #expect(get(BrowseSite(store: store, backend: "SQLite"), "/calendar").status == 404)
+        #expect(try await get(BrowseSite(store: store, backend: "SQLite"), "/calendar").status == 404)
         // Years before 1000 keep four digits, and their links work.
-        let early = get(site, "/calendar?month=0999-12")
+        let early = try await get(site, "/calendar?month=0999-12")
         #expect(
             early.status == 200 && early.text.contains("<h1>Calendar 0999-12</h1>")
                 && early.text.contains("month=1000-01"), "\(early.text.prefix(800))")
-        #expect(get(site, "/calendar/agenda?from=0999-12-01&days=3").status == 200)
+        #expect(try await get(site, "/calendar/agenda?from=0999-12-01&days=3").status == 200)
     }
 
     @Test(
         "only requests that name this server are answered: another site's name that resolves here (DNS rebinding) is not"
     )
-    func hostNames() {
-        func request(_ host: String?) -> CloudKitHTTPRequest {
-            CloudKitHTTPRequest(
-                method: "GET", url: URL(string: "http://127.0.0.1:8642/")!, headers: host.map { [("Host", $0)] } ?? [],
-                body: Data())
-        }
-        #expect(BrowseSite.hostAllowed(request("127.0.0.1:8642"), port: 8642, bound: "127.0.0.1"))
-        #expect(BrowseSite.hostAllowed(request("LOCALHOST:8642"), port: 8642, bound: "127.0.0.1"))
-        #expect(BrowseSite.hostAllowed(request("192.168.1.5:8642"), port: 8642, bound: "192.168.1.5"))
-        #expect(!BrowseSite.hostAllowed(request("evil.example:8642"), port: 8642, bound: "127.0.0.1"))
-        #expect(!BrowseSite.hostAllowed(request("127.0.0.1:9999"), port: 8642, bound: "127.0.0.1"))
+    func hostNames() async throws {
+        #expect(HostCheck.allows("127.0.0.1:8642", port: 8642, bound: "127.0.0.1"))
+        #expect(HostCheck.allows("LOCALHOST:8642", port: 8642, bound: "127.0.0.1"))
+        #expect(HostCheck.allows("192.168.1.5:8642", port: 8642, bound: "192.168.1.5"))
+        #expect(!HostCheck.allows("evil.example:8642", port: 8642, bound: "127.0.0.1"))
+        #expect(!HostCheck.allows("127.0.0.1:9999", port: 8642, bound: "127.0.0.1"))
         // Bound to every interface: any address of the machine by number, still no name.
-        #expect(BrowseSite.hostAllowed(request("192.168.1.5:8642"), port: 8642, bound: "0.0.0.0"))
-        #expect(BrowseSite.hostAllowed(request("localhost:8642"), port: 8642, bound: "0.0.0.0"))
-        #expect(!BrowseSite.hostAllowed(request("evil.example:8642"), port: 8642, bound: "0.0.0.0"))
-        #expect(!BrowseSite.hostAllowed(request("192.168.1.5:9999"), port: 8642, bound: "0.0.0.0"))
-        #expect(!BrowseSite.hostAllowed(request("1.2.3.4.5:8642"), port: 8642, bound: "0.0.0.0"))
-        #expect(!BrowseSite.hostAllowed(request("192.168.1.500:8642"), port: 8642, bound: "0.0.0.0"))
-        #expect(!BrowseSite.hostAllowed(request(nil), port: 8642, bound: "127.0.0.1"))
-        // A site told where it listens refuses the others.
+        #expect(HostCheck.allows("192.168.1.5:8642", port: 8642, bound: "0.0.0.0"))
+        #expect(HostCheck.allows("localhost:8642", port: 8642, bound: "0.0.0.0"))
+        #expect(!HostCheck.allows("evil.example:8642", port: 8642, bound: "0.0.0.0"))
+        #expect(!HostCheck.allows("192.168.1.5:9999", port: 8642, bound: "0.0.0.0"))
+        #expect(!HostCheck.allows("1.2.3.4.5:8642", port: 8642, bound: "0.0.0.0"))
+        #expect(!HostCheck.allows("192.168.1.500:8642", port: 8642, bound: "0.0.0.0"))
+        #expect(!HostCheck.allows(nil, port: 8642, bound: "127.0.0.1"))
+        // The view's server refuses a Host that names another site, and answers its own.
         let scratch = Scratch()
-        let site = BrowseSite(store: try! scratch.sampleStore(.familyTodo), backend: "SQLite")
-        #expect(site.respond(request("evil.example:8642")).status == 200)
-        site.listening(on: 8642, bound: "127.0.0.1")
-        #expect(
-            site.respond(request("evil.example:8642")).status == 421
-                && site.respond(request("127.0.0.1:8642")).status == 200)
+        let site = BrowseSite(store: try scratch.sampleStore(.familyTodo), backend: "SQLite")
+        #expect(try await get(site, "/", host: "evil.example").status == 421)
+        #expect(try await get(site, "/index.json").status == 200)
     }
 
     @Test(
         "hostile data stays data: markup in a value shows as text, no page runs a script, nothing is written, and no path leads outside the store"
     )
-    func hostile() throws {
+    func hostile() async throws {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let hostile = "<script>alert('x')</script><img src=x onerror=alert(1)>\"'&"
@@ -521,7 +527,7 @@ struct BrowseSiteTests {
             "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-hostile",
             "/records/Event?zone=\(Self.familyZone)&where=title%20%3D%3D%20'%3Cscript%3E'",
         ] {
-            let page = get(site, path)
+            let page = try await get(site, path)
             #expect(!page.text.lowercased().contains("<script") && !page.text.contains("<img"), "\(path)")
             #expect(
                 page.headers.contains {
@@ -530,13 +536,17 @@ struct BrowseSiteTests {
                 })
         }
         #expect(
-            get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-hostile").text.contains(
-                "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;"))
-        #expect(get(site, "/", method: "POST").status == 405 && get(site, "/", method: "DELETE").status == 405)
+            try await get(site, "/record/shared/_4f00e3e229b648635c6f63dca8da05ef/family-1-zone/event-hostile").text
+                .contains(
+                    "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;")
+        )
+        let posted = try await get(site, "/", method: "POST")
+        #expect(posted.status == 405 && posted.headers.contains { $0.name == "Allow" && $0.value == "GET, HEAD" })
+        #expect(try await get(site, "/index.json", method: "DELETE").status == 405)
         for path in [
             "/../../etc/passwd", "/records/..%2F..%2Fetc%2Fpasswd", "/style.css/../../etc/passwd", "/records/Event",
         ] {
-            let page = get(site, path)
+            let page = try await get(site, path)
             #expect(page.status == 404 && !page.text.contains("root:"), "\(path): \(page.status)")
         }
         #expect(fileBytes(store.path) == before)

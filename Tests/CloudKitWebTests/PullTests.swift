@@ -457,16 +457,26 @@ struct HTTPTests {
                     ],
                 ] as [String: Any]
             })
-        let server = try EmulatorServer(emulator: emulator)
-        server.start()
-        defer { server.stop() }
+        let server = try await EmulatorServer.start(emulator)
+        do {
+            try await droppedConnections(emulator, server, transportName: transportName, scratch: scratch)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    func droppedConnections(
+        _ emulator: CloudKitEmulator, _ server: EmulatorServer, transportName: String, scratch: Scratch
+    ) async throws {
         emulator.inject(.droppedConnection, on: "records/changes")
         let database = try CloudKitDatabase(
             container: "iCloud.com.example.Notes", environment: .development, scope: .private, baseURL: server.baseURL)
         let waits = Waits()
         // URLSession notices a connection cut before the answer only when its timeout runs out.
         let transport: CloudKitTransport =
-            transportName == "URLSession" ? URLSessionTransport(timeout: 3) : HTTPClientTransport(timeout: 10)
+            transportName == "URLSession" ? URLSessionTransport(timeout: 60) : HTTPClientTransport(timeout: 60)
         let client = try CloudKitClient(
             database: database, credentials: .webToken(apiToken: "api-1", webAuthToken: "web-1"),
             transport: transport, sleep: { waits.seconds.append($0) })

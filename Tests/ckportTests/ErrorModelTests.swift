@@ -1,6 +1,7 @@
 import CloudKitWeb
 import Foundation
 import Testing
+import WebServing
 
 @testable import CKPort
 @testable import Formats
@@ -87,7 +88,7 @@ struct ErrorModelTests {
                 underlying: "CloudKit answered QUOTA_EXCEEDED (HTTP 413)", underlyingCategory: .environment),
             .environment
         ),
-        (LoopbackHTTPServer.ServerError("cannot listen on 127.0.0.1:8642: Address already in use"), .environment),
+        (WebServer.ServerError("cannot listen on 127.0.0.1:8642: Address already in use"), .environment),
         (InputFileError(path: "in.json", "no such file"), .invalidInput),
         (
             RecordInAnotherZone(
@@ -152,7 +153,9 @@ struct ErrorModelTests {
         var declared: Set<String> = []
         var bare: [String] = []
         let sources = packageRoot.appendingPathComponent("Sources")
-        let library = ["Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CKPort", "CloudKitWeb"]
+        let library = [
+            "Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CKPort", "CloudKitWeb", "WebServing",
+        ]
         let declaration = try Regex(
             #"public (?:final )?(?:struct|enum|class|actor) (\w+)[^{\n]*:[^{\n]*\b(Error|CKPortError)\b"#)
         for module in library {

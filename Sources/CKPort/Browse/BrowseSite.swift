@@ -11,14 +11,15 @@ import StoreCore
 /// record with every field, its references as links and what points at it. Every page has a
 /// JSON form (its path with `.json`).
 ///
-/// Hostile data stays data: every value is escaped, and pages carry a Content-Security-Policy
-/// that allows no script at all. Only GET and HEAD are answered, and only the paths below.
-/// Each request reads in a transaction of its own, so a page is one committed state of the
-/// store, and memory holds one page of records at a time. A site answers one request at a time
-/// (a store handle is not shared between threads at once); ``BrowseSites`` answers several side
-/// by side, each site with a handle of its own.
+/// Hostile data stays data: every value is escaped, and ``BrowseServer`` gives every answer a
+/// Content-Security-Policy that allows no script at all. Each page reads in a transaction of
+/// its own, so it is one committed state of the store, and memory holds one page of records at
+/// a time. ``BrowseServer``'s routes call the pages; ``BrowseSites`` runs each on the serial
+/// queue of a free site.
+///
+/// `@unchecked Sendable`: every stored property is a constant, and the store handle is used by
+/// one request at a time, on its site's queue (``BrowseSites``).
 public final class BrowseSite: @unchecked Sendable {
-    private let lock = NSLock()
     public let store: any RecordStoring
     /// What the overview calls the store ("SQLite", "PostgreSQL").
     public let backend: String
@@ -65,7 +66,7 @@ public final class BrowseSite: @unchecked Sendable {
 
     /// The headers every answer carries: no script may run, nothing may frame the page, and
     /// the browser may not guess another content type.
-    static let securityHeaders: [(name: String, value: String)] = [
+    public static let securityHeaders: [(name: String, value: String)] = [
         (
             "Content-Security-Policy",
             "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -75,97 +76,24 @@ public final class BrowseSite: @unchecked Sendable {
         ("Cache-Control", "no-store"),
     ]
 
-    /// Where the site is served, once it is: requests that name another host are refused.
-    private var listening: (port: Int, bound: String)?
-
-    /// Tells the site the port and address it is served on; from then on a request whose Host
-    /// names anything else is answered 421 (see ``hostAllowed(_:port:bound:)``).
-    public func listening(on port: Int, bound: String) {
-        lock.lock()
-        listening = (port, bound)
-        lock.unlock()
-    }
-
-    /// The answer to one request.
-    public func respond(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
-        lock.lock()
-        defer { lock.unlock() }
-        if let listening, !BrowseSite.hostAllowed(request, port: listening.port, bound: listening.bound) {
-            return CloudKitHTTPResponse(
-                status: 421, headers: BrowseSite.securityHeaders + [("Content-Type", "text/plain; charset=utf-8")],
-                body: Data("this server answers to requests for 127.0.0.1 and localhost only\n".utf8))
-        }
-        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
-        var path = components?.percentEncodedPath ?? "/"
-        let json = path.hasSuffix(".json")
-        answeringJSON = json
-        guard request.method == "GET" || request.method == "HEAD" else {
-            return problem(
-                405, "Not allowed", "This view only reads: \(request.method) is not answered.",
-                extra: [("Allow", "GET, HEAD")])
-        }
-        // The query as a form sends it: '+' is a space, then %XX.
+    /// The query as a form sends it (`+` is a space, then %XX); nil when it is not UTF-8 text.
+    static func formQuery(_ raw: String?) -> [String: String]? {
         var query: [String: String] = [:]
-        for pair in (components?.percentEncodedQuery ?? "").split(separator: "&") {
+        for pair in (raw ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
                 String($0).replacingOccurrences(of: "+", with: " ")
             }
             guard let name = parts[0].removingPercentEncoding,
                 let value = (parts.count > 1 ? parts[1] : "").removingPercentEncoding
-            else {
-                return problem(400, "Not a query", "The address's query is not UTF-8 text.")
-            }
+            else { return nil }
             query[name] = value
         }
-        if json { path = String(path.dropLast(".json".count)) }
-        var download: RecordFormat?
-        for (suffix, format) in [
-            (".jsonl", RecordFormat.jsonLines), (".csv", RecordFormat.csv), (".ics", RecordFormat.iCalendar),
-        ] where path.hasPrefix("/records/") && path.hasSuffix(suffix) {
-            download = format
-            path = String(path.dropLast(suffix.count))
-        }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map {
-            String($0).removingPercentEncoding ?? String($0)
-        }
-        do {
-            switch (parts.first, parts.count) {
-            case (nil, _), ("index", 1):
-                return try overview(json: json)
-            case ("style.css", 1):
-                return CloudKitHTTPResponse(
-                    status: 200, headers: BrowseSite.securityHeaders + [("Content-Type", "text/css; charset=utf-8")],
-                    body: Data(BrowseSite.style.utf8))
-            case ("shares", 1):
-                return try shares(json: json)
-            case ("migrations", 1):
-                return try rehearsal(json: json)
-            case ("bundle", 1):
-                return bundlePage(json: json)
-            case ("calendar", 1):
-                return try month(query: query, json: json)
-            case ("calendar", 2) where parts[1] == "agenda":
-                return try agenda(query: query, json: json)
-            case ("records", 2):
-                if let download { return try self.download(type: parts[1], query: query, format: download) }
-                return try records(type: parts[1], query: query, json: json)
-            case ("record", 5):
-                guard let scope = DatabaseScope(rawValue: parts[1]) else { return notFound("no scope \(parts[1])") }
-                return try record(
-                    id: RecordID(
-                        recordName: parts[4], zone: ZoneID(scope: scope, zoneName: parts[3], ownerRecordName: parts[2])),
-                    json: json)
-            default:
-                return notFound("no page at \(path)")
-            }
-        } catch {
-            return problem(500, "Could not read the store", "\(error)")
-        }
+        return query
     }
 
     // MARK: Pages
 
-    private func overview(json: Bool) throws -> CloudKitHTTPResponse {
+    func overview(json: Bool) throws -> CloudKitHTTPResponse {
         let (stats, schema) = try store.readSession { session in (try session.stats(), session.schema) }
         if json {
             var out = JSONWriter()
@@ -276,9 +204,9 @@ public final class BrowseSite: @unchecked Sendable {
     }
     private func shownToken(_ stats: StoreStats) -> String { bundles.last?.manifest.token ?? stats.token.description }
 
-    private func records(type: String, query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
+    func records(type: String, query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
         guard let zoneText = query["zone"], let zone = zoneID(zoneText) else {
-            return notFound("give the zone: ?zone=SCOPE:OWNER:ZONE")
+            return notFound(json, "give the zone: ?zone=SCOPE:OWNER:ZONE")
         }
         let after = query["after"] ?? ""
         let whereText = (query["where"] ?? "").trimmingCharacters(in: .whitespaces)
@@ -286,7 +214,7 @@ public final class BrowseSite: @unchecked Sendable {
         var pageSize = self.pageSize
         if let text = query["limit"], !text.isEmpty {
             guard let n = Int(text), (1...1000).contains(n) else {
-                return problem(400, "Not a page size", "limit takes 1 to 1000 records a page, not \(text)")
+                return problem(json, 400, "Not a page size", "limit takes 1 to 1000 records a page, not \(text)")
             }
             pageSize = n
         }
@@ -360,7 +288,7 @@ public final class BrowseSite: @unchecked Sendable {
             }
             return definition
         }
-        guard let definition else { return notFound("no record type \(type)") }
+        guard let definition else { return notFound(json, "no record type \(type)") }
         let problem = problems.isEmpty ? nil : problems.joined(separator: "\n")
         let more = found.count > pageSize
         if more { found.removeLast() }
@@ -471,7 +399,7 @@ public final class BrowseSite: @unchecked Sendable {
         return answer(problem == nil ? 200 : 400, html: page(type, body, json: jsonLink))
     }
 
-    private func record(id: RecordID, json: Bool) throws -> CloudKitHTTPResponse {
+    func record(id: RecordID, json: Bool) throws -> CloudKitHTTPResponse {
         let found: (record: Record, pointers: [(record: Record, field: String)], more: Bool, codec: JSONRecordCodec)? =
             try store.readSession { session in
                 guard let record = try session.record(id) else { return nil }
@@ -507,7 +435,7 @@ public final class BrowseSite: @unchecked Sendable {
                 } catch is PageFull {}
                 return (record, pointers, more, JSONRecordCodec(schema: session.schema))
             }
-        guard let found else { return notFound("no record \(id.recordName) in that zone") }
+        guard let found else { return notFound(json, "no record \(id.recordName) in that zone") }
         let record = found.record
         let codec = found.codec
         if json {
@@ -570,7 +498,7 @@ public final class BrowseSite: @unchecked Sendable {
         return answer(200, html: page(record.recordName, body, json: idLink(record.id) + ".json"))
     }
 
-    private func shares(json: Bool) throws -> CloudKitHTTPResponse {
+    func shares(json: Bool) throws -> CloudKitHTTPResponse {
         let shares = try store.readSession { try Shares.list($0, scope: nil, zoneName: nil) }
         if json {
             var out = JSONWriter()
@@ -622,8 +550,8 @@ public final class BrowseSite: @unchecked Sendable {
     /// `/bundle`: each bundle's manifest (who made it, when, from which store, up to which
     /// change token, from which, what it holds, every member with its checksum), and how
     /// the chain links.
-    private func bundlePage(json: Bool) -> CloudKitHTTPResponse {
-        guard !bundles.isEmpty else { return notFound("this view shows a store, not a backup bundle") }
+    func bundlePage(json: Bool) -> CloudKitHTTPResponse {
+        guard !bundles.isEmpty else { return notFound(json, "this view shows a store, not a backup bundle") }
         if json {
             var out = JSONWriter()
             out.raw("[")
@@ -691,8 +619,10 @@ public final class BrowseSite: @unchecked Sendable {
     }
 
     /// The 400 for a `?tz=` that names no zone.
-    private func notAZone(_ query: [String: String]) -> CloudKitHTTPResponse {
-        problem(400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)")
+    private func notAZone(_ query: [String: String], json: Bool) -> CloudKitHTTPResponse {
+        problem(
+            json, 400, "Not a time zone", "\(query["tz"] ?? "") is not a time zone (an IANA name such as Europe/Berlin)"
+        )
     }
 
     private static func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
@@ -776,12 +706,13 @@ public final class BrowseSite: @unchecked Sendable {
 
     /// `/calendar?month=YYYY-MM&tz=ZONE`: a month, a week a row from Monday, each day with what
     /// happens on it.
-    private func month(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
+    func month(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
         guard calendar != nil else {
             return notFound(
+                json,
                 "this view has no calendar: the store's types are not a sample app's, and no mapping was given")
         }
-        guard let zone = viewerZone(query) else { return notAZone(query) }
+        guard let zone = viewerZone(query) else { return notAZone(query, json: json) }
         let today = ZoneResolver.wall(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), in: zone)
         var year = today.year
         var monthNumber = today.month
@@ -790,7 +721,7 @@ public final class BrowseSite: @unchecked Sendable {
             guard parts.count == 2, let y = Int64(parts[0]), let m = Int64(parts[1]), (1...9999).contains(y),
                 (1...12).contains(m), parts[1].count == 2
             else {
-                return problem(400, "Not a month", "\(text) is not a month (YYYY-MM, such as 2026-03)")
+                return problem(json, 400, "Not a month", "\(text) is not a month (YYYY-MM, such as 2026-03)")
             }
             (year, monthNumber) = (y, m)
         }
@@ -860,24 +791,25 @@ public final class BrowseSite: @unchecked Sendable {
     }
 
     /// `/calendar/agenda?from=YYYY-MM-DD&days=N&tz=ZONE`: what happens, day by day.
-    private func agenda(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
+    func agenda(query: [String: String], json: Bool) throws -> CloudKitHTTPResponse {
         guard calendar != nil else {
             return notFound(
+                json,
                 "this view has no calendar: the store's types are not a sample app's, and no mapping was given")
         }
-        guard let zone = viewerZone(query) else { return notAZone(query) }
+        guard let zone = viewerZone(query) else { return notAZone(query, json: json) }
         var first = ZoneResolver.wall(milliseconds: Int64(Date().timeIntervalSince1970 * 1000), in: zone)
         first = LocalDateTime(year: first.year, month: first.month, day: first.day)
         if let text = query["from"], !text.isEmpty {
             guard text.count == 10, let ms = ISO8601.parse(text, timeZone: TimeZone(identifier: "UTC")) else {
-                return problem(400, "Not a day", "\(text) is not a day (YYYY-MM-DD, such as 2026-03-01)")
+                return problem(json, 400, "Not a day", "\(text) is not a day (YYYY-MM-DD, such as 2026-03-01)")
             }
             first = LocalDateTime(wallSeconds: ISO8601.floorDiv(ms, 1000))
         }
         var count: Int64 = 14
         if let text = query["days"], !text.isEmpty {
             guard let n = Int64(text), (1...366).contains(n) else {
-                return problem(400, "Not a number of days", "days takes 1 to 366, not \(text)")
+                return problem(json, 400, "Not a number of days", "days takes 1 to 366, not \(text)")
             }
             count = n
         }
@@ -926,17 +858,19 @@ public final class BrowseSite: @unchecked Sendable {
 
     /// Every record a table selects (all its pages), written by the same writer `ckport export`
     /// uses into a private temporary file, which the server sends a piece at a time and removes.
-    private func download(type: String, query: [String: String], format: RecordFormat) throws -> CloudKitHTTPResponse {
+    func download(type: String, query: [String: String], format: RecordFormat, json: Bool = false) throws
+        -> CloudKitHTTPResponse
+    {
         guard let zoneText = query["zone"], let zone = zoneID(zoneText) else {
-            return notFound("give the zone: ?zone=SCOPE:OWNER:ZONE")
+            return notFound(json, "give the zone: ?zone=SCOPE:OWNER:ZONE")
         }
         let whereText = (query["where"] ?? "").trimmingCharacters(in: .whitespaces)
         let predicate: RecordPredicate?
         do { predicate = whereText.isEmpty ? nil : try RecordPredicate.parse(whereText) } catch {
-            return problem(400, "Not a predicate", "\(error)")
+            return problem(json, 400, "Not a predicate", "\(error)")
         }
         guard try store.readSession({ $0.schema.recordType(named: type) }) != nil else {
-            return notFound("no record type \(type)")
+            return notFound(json, "no record type \(type)")
         }
         var request = RecordQuery(
             recordTypes: [type], scope: zone.scope, zoneName: zone.zoneName, ownerRecordName: zone.ownerRecordName,
@@ -947,9 +881,10 @@ public final class BrowseSite: @unchecked Sendable {
             // Through the calendar mapping, in the viewer's zone, as `export --tz` writes it.
             guard let calendar, calendar.components.contains(where: { $0.recordType == type }) else {
                 return notFound(
+                    json,
                     "the calendar mapping has no component for \(type): its records have no iCalendar form here")
             }
-            guard let zone = viewerZone(query) else { return notAZone(query) }
+            guard let zone = viewerZone(query) else { return notAZone(query, json: json) }
             settings[CalendarWriteSettings.self] = CalendarWriteSettings(
                 mapping: calendar, options: ICalExportOptions(timeZone: zone))
         }
@@ -964,7 +899,7 @@ public final class BrowseSite: @unchecked Sendable {
             unlink(path)
             // A predicate that names what the type does not have is the asker's to fix.
             if case StoreError.badQuery(let message)? = error as? StoreError {
-                return problem(400, "Not a predicate", message)
+                return problem(json, 400, "Not a predicate", message)
             }
             throw error
         }
@@ -976,7 +911,7 @@ public final class BrowseSite: @unchecked Sendable {
         let name = type + suffix
         var response = CloudKitHTTPResponse(
             status: 200,
-            headers: BrowseSite.securityHeaders + [
+            headers: [
                 ("Content-Type", contentType),
                 (
                     "Content-Disposition",
@@ -991,8 +926,8 @@ public final class BrowseSite: @unchecked Sendable {
     /// The pending migrations of ``migrations`` as `migrate plan` computes them (the store is
     /// only read): per migration and type, how many records change, and each of the first
     /// records' diffs, field by field.
-    private func rehearsal(json: Bool) throws -> CloudKitHTTPResponse {
-        guard let migrations else { return notFound("this view was started without a migration set to rehearse") }
+    func rehearsal(json: Bool) throws -> CloudKitHTTPResponse {
+        guard let migrations else { return notFound(json, "this view was started without a migration set to rehearse") }
         let reports = try SchemaMigrations.plan(
             migrations, in: store, options: MigrationRunOptions(diffLimit: pageSize))
         if json {
@@ -1111,22 +1046,6 @@ public final class BrowseSite: @unchecked Sendable {
         items.map { component($0.0) + "=" + component($0.1) }.joined(separator: "&")
     }
 
-    /// Whether `request` names this server as its host: 127.0.0.1 or localhost at `port`, or
-    /// the address it was bound to. A page another site's name leads to (DNS rebinding: a name
-    /// that answers with 127.0.0.1) is not answered, so no other site's script reads the store.
-    public static func hostAllowed(_ request: CloudKitHTTPRequest, port: Int, bound: String) -> Bool {
-        guard let host = request.header("Host")?.lowercased() else { return false }
-        if ["127.0.0.1:\(port)", "localhost:\(port)", "\(bound):\(port)"].contains(host) { return true }
-        // Bound to every interface: any of this machine's addresses, named by number. A name
-        // (which a DNS trick could point here) is still refused.
-        guard bound == "0.0.0.0", host.hasSuffix(":\(port)") else { return false }
-        let address = host.dropLast(":\(port)".count).split(separator: ".", omittingEmptySubsequences: false)
-        return address.count == 4
-            && address.allSatisfy { part in
-                part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isNumber) && Int(part)! <= 255
-            }
-    }
-
     /// A zone as the record table's `zone` parameter: SCOPE:OWNER:ZONE.
     private func zoneKey(_ zone: ZoneID) -> String { "\(zone.scope.rawValue):\(zone.ownerRecordName):\(zone.zoneName)" }
 
@@ -1136,14 +1055,13 @@ public final class BrowseSite: @unchecked Sendable {
         return ZoneID(scope: scope, zoneName: parts[2], ownerRecordName: parts[1])
     }
 
-    /// Whether the request being answered asked for a page's JSON form: its errors are JSON too.
-    private var answeringJSON = false
-
     /// An error's answer, as a page or as JSON (`{"status":404,"error":"…"}`) for a `.json` path.
-    private func problem(_ status: Int, _ title: String, _ message: String, extra: [(name: String, value: String)] = [])
+    func problem(
+        _ json: Bool, _ status: Int, _ title: String, _ message: String, extra: [(name: String, value: String)] = []
+    )
         -> CloudKitHTTPResponse
     {
-        guard answeringJSON else {
+        guard json else {
             return answer(
                 status,
                 html: page(
@@ -1161,8 +1079,8 @@ public final class BrowseSite: @unchecked Sendable {
         return response
     }
 
-    private func notFound(_ why: String) -> CloudKitHTTPResponse {
-        problem(404, "Not found", why)
+    func notFound(_ json: Bool, _ why: String) -> CloudKitHTTPResponse {
+        problem(json, 404, "Not found", why)
     }
 
     private func answer(_ status: Int, html: String, extra: [(name: String, value: String)] = [])
@@ -1170,13 +1088,13 @@ public final class BrowseSite: @unchecked Sendable {
     {
         CloudKitHTTPResponse(
             status: status,
-            headers: BrowseSite.securityHeaders + extra + [("Content-Type", "text/html; charset=utf-8")],
+            headers: extra + [("Content-Type", "text/html; charset=utf-8")],
             body: Data(html.utf8))
     }
 
     private func answer(_ status: Int, json: String) -> CloudKitHTTPResponse {
         CloudKitHTTPResponse(
-            status: status, headers: BrowseSite.securityHeaders + [("Content-Type", "application/json; charset=utf-8")],
+            status: status, headers: [("Content-Type", "application/json; charset=utf-8")],
             body: Data(json.utf8))
     }
 

@@ -1,14 +1,23 @@
 import CloudKitWeb
 import Foundation
+import NIOConcurrencyHelpers
 
 /// Several ``BrowseSite``s over handles of their own to the same store, answering requests side
 /// by side: a long request (a download of a large table, a migration's rehearsal) holds one of
-/// them, and the next page is answered by another. A request waits only when every site is
-/// busy. Each site answers one request at a time, as a store handle is used by one thread at a
-/// time.
-public final class BrowseSites: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var free: [BrowseSite]
+/// them, and the next page is answered by another. A request waits (without holding a thread)
+/// only when every site is busy.
+///
+/// A store handle is synchronous and used by one thread at a time: each site's work runs on a
+/// serial queue of its own, off the server's event loops and Swift's cooperative pool, and the
+/// request awaits it.
+public final class BrowseSites: Sendable {
+    private struct Pool {
+        var free: [Int]
+        var waiting: [CheckedContinuation<Int, Never>] = []
+    }
+
+    private let pool: NIOLockedValueBox<Pool>
+    private let queues: [DispatchQueue]
     /// Every site, busy or not.
     public let all: [BrowseSite]
 
@@ -16,34 +25,40 @@ public final class BrowseSites: @unchecked Sendable {
     public init(_ sites: [BrowseSite]) {
         precondition(!sites.isEmpty, "BrowseSites needs a site")
         all = sites
-        free = sites
+        queues = sites.indices.map { DispatchQueue(label: "ckport.browse.\($0)") }
+        pool = NIOLockedValueBox(Pool(free: Array(sites.indices)))
     }
 
-    /// Tells every site the port and address they are served on (see
-    /// ``BrowseSite/listening(on:bound:)``).
-    public func listening(on port: Int, bound: String) {
-        for site in all { site.listening(on: port, bound: bound) }
+    /// `work`'s answer, from the first site that is free.
+    func answer(_ work: @escaping @Sendable (BrowseSite) -> CloudKitHTTPResponse) async -> CloudKitHTTPResponse {
+        let index = await take()
+        defer { give(index) }
+        let site = all[index]
+        return await withCheckedContinuation { continuation in
+            queues[index].async { continuation.resume(returning: work(site)) }
+        }
     }
 
-    /// The answer to one request, from the first site that is free.
-    public func respond(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
-        let site = take()
-        defer { give(site) }
-        return site.respond(request)
+    /// The index of a free site, waiting for one when all are busy; ``give(_:)`` hands it back.
+    func take() async -> Int {
+        await withCheckedContinuation { continuation in
+            let free = pool.withLockedValue { pool -> Int? in
+                if let index = pool.free.popLast() { return index }
+                pool.waiting.append(continuation)
+                return nil
+            }
+            if let free { continuation.resume(returning: free) }
+        }
     }
 
-    /// A free site, waiting for one when all are busy; ``give(_:)`` hands it back.
-    func take() -> BrowseSite {
-        condition.lock()
-        defer { condition.unlock() }
-        while free.isEmpty { condition.wait() }
-        return free.removeLast()
-    }
-
-    func give(_ site: BrowseSite) {
-        condition.lock()
-        free.append(site)
-        condition.signal()
-        condition.unlock()
+    func give(_ index: Int) {
+        let next = pool.withLockedValue { pool -> CheckedContinuation<Int, Never>? in
+            if pool.waiting.isEmpty {
+                pool.free.append(index)
+                return nil
+            }
+            return pool.waiting.removeFirst()
+        }
+        next?.resume(returning: index)
     }
 }

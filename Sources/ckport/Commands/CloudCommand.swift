@@ -64,9 +64,7 @@ struct CloudLoginCommand: AsyncParsableCommand {
         let transport = HTTPClientTransport()
         let signInURL = try await CloudKitSignIn.signInURL(
             database: database, apiToken: apiToken, transport: transport)
-        let callback = try SignInCallback(port: port, signInURL: { signInURL })
-        callback.start()
-        defer { callback.stop() }
+        let callback = try await SignInCallback.start(port: port, signInURL: { signInURL })
         // The browser goes to CloudKit through ckport's own page, which gives it this sign-in's
         // state: a token that comes back without it is refused.
         Console.error(
@@ -82,7 +80,10 @@ struct CloudLoginCommand: AsyncParsableCommand {
             ckport waits for CloudKit to send the browser back to \(callback.callbackURL.absoluteString)
             (the API token's sign-in callback must be "URL Redirect" to that address).
             """)
-        guard let token = await callback.wait(seconds: Double(timeout)) else {
+        let arrived = await callback.wait(seconds: Double(timeout))
+        // The browser has been answered: the port is let go of before anything else.
+        await callback.stop()
+        guard let token = arrived else {
             let refused =
                 callback.refusedCount > 0
                 ? "; \(callback.refusedCount) token\(callback.refusedCount == 1 ? "" : "s") came without this sign-in's state and were refused"

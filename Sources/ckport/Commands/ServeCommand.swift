@@ -93,32 +93,25 @@ struct ServeCommand: AsyncParsableCommand {
     static let handles = 3
 
     func run() async throws {
-        let store: any RecordStoring
-        var more: [any RecordStoring] = []
+        var handles: [any RecordStoring]
         var shown = storeOptions.path
-        var opened: [BundleReader] = []
+        var view: BundleView?
+        defer { view?.remove() }
         if bundles.isEmpty {
             // Nothing is written, not even the upgrade of an older store that every other
             // command makes on opening: such a store is refused with the command that upgrades it.
-            store = try storeOptions.open(create: false, upgrade: false)
-            more = try (1..<ServeCommand.handles).map { _ in try storeOptions.open(create: false, upgrade: false) }
+            handles = try (0..<ServeCommand.handles).map { _ in try storeOptions.open(create: false, upgrade: false) }
         } else {
-            // The bundles' records, read as a restore reads them (every checksum checked), into
-            // a store in this process's private folder (mode 0700), removed when it stops: the
-            // bundles themselves are only read.
             for bundle in bundles { try InputFiles.check(bundle, as: "a bundle", binary: true) }
-            let options = RestoreOptions(read: try passphrase.options(limits))
-            opened = try bundles.map { try Backups.open($0, options: options.read) }
-            try Backups.checkChain(opened, intoExisting: false)
-            let folder = try PrivateFiles.makeFolder("bundle-view-")
-            let scratch = try RecordStore(path: folder + "/bundle.sqlite", create: true)
             let progress = ProgressLine("reading", quiet: storeOptions.quiet)
-            _ = try Backups.restore(opened, into: scratch, options: options, progress: progress.handler)
+            view = try BundleView.open(
+                bundles, read: try passphrase.options(limits), handles: ServeCommand.handles,
+                progress: progress.handler)
             progress.finish()
-            store = scratch
-            more = try (1..<ServeCommand.handles).map { _ in try RecordStore(path: scratch.path, create: false) }
+            handles = view!.handles
             shown = bundles.joined(separator: " + ")
         }
+        let store = handles[0]
         let set = try migrations.map { try MigrationSet.load(directory: $0) }
         // A calendar when a mapping is given, or the store holds a sample app's calendar types.
         var calendar: CalendarMapping?
@@ -126,35 +119,25 @@ struct ServeCommand: AsyncParsableCommand {
             calendar = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
         }
         let backend = bundles.isEmpty ? StoreOptions.backend(storeOptions.path) : "backup bundle"
-        let shownBundles = opened.map {
-            BrowseSite.Bundle(path: $0.path, manifest: $0.manifest, encrypted: $0.isEncrypted)
-        }
         let sites = BrowseSites(
-            ([store] + more).map { handle in
+            handles.map { handle in
                 BrowseSite(
                     store: handle, backend: backend, migrations: set, calendar: calendar,
-                    timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current, bundles: shownBundles)
+                    timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current, bundles: view?.bundles ?? [])
             })
-        let server = try LoopbackHTTPServer(
-            port: port, host: bind, limits: LoopbackHTTPServer.Limits(connections: 16, body: 64 << 10, idle: 15)
-        ) { request in
-            sites.respond(request)
-        }
-        // Only requests that name this server (no other site's name resolved to it).
-        sites.listening(on: server.port, bound: bind)
+        let server = try await BrowseServer.start(sites, host: bind, port: port)
         if !bind.hasPrefix("127.") {
             Console.error(
                 "warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in"
             )
         }
-        server.start()
         FileHandle.standardOutput.write(
             Data("serving \(shown) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
         if open { openInBrowser(server.baseURL.absoluteString + "/") }
         while !Interruption.requested { try? await Task.sleep(for: .milliseconds(200)) }
-        server.stop()
+        await server.stop()
         // Every handle let go of: the store's last connection takes its -wal and -shm files.
-        for handle in [store] + more { try? handle.closeConnections() }
+        if view == nil { for handle in handles { try? handle.closeConnections() } }
         if !storeOptions.quiet { Console.error("stopped") }
     }
 
