@@ -36,9 +36,10 @@ public final class EmulatorServer: Sendable {
         router.get("/download/**", use: answer)
         router.post("/database/1/**", use: answer)
         router.get("/database/1/**", use: answer)
-        // Whatever else: CloudKit's NOT_FOUND, as the emulator words it.
-        router.on("**", method: .get, use: answer)
-        router.on("**", method: .post, use: answer)
+        // Whatever else, by any method: CloudKit's NOT_FOUND, as the emulator words it.
+        for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch, .head] {
+            router.on("**", method: method, use: answer)
+        }
         let server = try await WebServer.start(router, port: port)
         bound.set(port: server.port, bound: server.host)
         return EmulatorServer(emulator: emulator, server: server)

@@ -34,14 +34,15 @@ extension CloudKitHTTPResponse {
         guard let path = bodyFile else {
             return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(data: body)))
         }
-        let removes = removesBodyFile
+        // Removed when the answer is let go of, whether its body was sent or not (a HEAD, or a
+        // client gone before the head was written).
+        let file = BodyFile(path: path, removes: removesBodyFile)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
         return Response(
             status: status, headers: fields,
             body: ResponseBody(contentLength: size) { writer in
-                defer { if removes { unlink(path) } }
-                try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path)) { file in
-                    for try await chunk in file.readChunks(chunkLength: .kibibytes(64)) {
+                try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(file.path)) { handle in
+                    for try await chunk in handle.readChunks(chunkLength: .kibibytes(64)) {
                         try await writer.write(chunk)
                     }
                 }
@@ -56,4 +57,17 @@ extension CloudKitHTTPResponse {
             status: .ok, headers: [.contentLength: "1"],
             body: ResponseBody(contentLength: 1) { _ in throw CancellationError() })
     }
+}
+
+/// A body's file, removed (when it is a temporary one) once nothing holds it.
+private final class BodyFile: Sendable {
+    let path: String
+    let removes: Bool
+
+    init(path: String, removes: Bool) {
+        self.path = path
+        self.removes = removes
+    }
+
+    deinit { if removes { unlink(path) } }
 }

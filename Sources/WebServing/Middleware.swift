@@ -94,9 +94,10 @@ public enum HostCheck {
         if ["127.0.0.1:\(port)", "localhost:\(port)", "\(bound):\(port)"].contains(host) { return true }
         guard bound == "0.0.0.0", host.hasSuffix(":\(port)") else { return false }
         let address = host.dropLast(":\(port)".count).split(separator: ".", omittingEmptySubsequences: false)
+        // ASCII digits only: `isNumber` holds for digits of other scripts too, which no address has.
         return address.count == 4
             && address.allSatisfy { part in
-                part.count <= 3 && !part.isEmpty && part.allSatisfy(\.isNumber) && Int(part)! <= 255
+                part.count <= 3 && part.utf8.allSatisfy { (48...57).contains($0) } && UInt8(part) != nil
             }
     }
 

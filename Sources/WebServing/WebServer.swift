@@ -26,11 +26,15 @@ public final class WebServer: Sendable {
         public var body: Int
         /// Seconds a connection may stay silent before it is closed.
         public var idle: Int
+        /// Seconds a client may leave an answer unread (nothing more can be sent to it) before
+        /// its connection is closed: a client that stops reading does not hold a place forever.
+        public var stalled: Int
 
-        public init(connections: Int = 64, body: Int = 64 << 20, idle: Int = 30) {
+        public init(connections: Int = 64, body: Int = 64 << 20, idle: Int = 30, stalled: Int = 60) {
             self.connections = connections
             self.body = body
             self.idle = idle
+            self.stalled = stalled
         }
     }
 
@@ -75,7 +79,12 @@ public final class WebServer: Sendable {
         let quiet = Logger(label: "ckport.web") { _ in SwiftLogNoOpLogHandler() }
         let application = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(limits.idle)))),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [
+                        IdleStateHandler(writeTimeout: .seconds(Int64(limits.stalled))), StalledClientHandler(),
+                    ],
+                    idleTimeout: .seconds(Int64(limits.idle)))),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: port), serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(limits.connections)),
@@ -167,5 +176,20 @@ private final class Listening: Sendable {
             }
             if let ready { continuation.resume(with: ready) }
         }
+    }
+}
+
+/// Closes a connection whose client stopped reading: nothing was written for the stalled time
+/// (``IdleStateHandler``'s write event) while the connection could take no more. A connection
+/// waiting for a slow page is still writable, and stays.
+private final class StalledClientHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case IdleStateHandler.IdleStateEvent.write = event, !context.channel.isWritable {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }

@@ -494,6 +494,9 @@ struct BrowseSiteTests {
         #expect(!HostCheck.allows("1.2.3.4.5:8642", port: 8642, bound: "0.0.0.0"))
         #expect(!HostCheck.allows("192.168.1.500:8642", port: 8642, bound: "0.0.0.0"))
         #expect(!HostCheck.allows(nil, port: 8642, bound: "127.0.0.1"))
+        // Digits of another script are no address (and no crash).
+        #expect(!HostCheck.allows("\u{661}.0.0.1:8642", port: 8642, bound: "0.0.0.0"))
+        #expect(!HostCheck.allows("\u{BD}.0.0.1:8642", port: 8642, bound: "0.0.0.0"))
         // The view's server refuses a Host that names another site, and answers its own.
         let scratch = Scratch()
         let site = BrowseSite(store: try scratch.sampleStore(.familyTodo), backend: "SQLite")
@@ -545,9 +548,11 @@ struct BrowseSiteTests {
         #expect(try await get(site, "/index.json", method: "DELETE").status == 405)
         for path in [
             "/../../etc/passwd", "/records/..%2F..%2Fetc%2Fpasswd", "/style.css/../../etc/passwd", "/records/Event",
+            "/records", "/records/Event/more", "/record/shared/owner/zone", "/calendar/nothing",
         ] {
             let page = try await get(site, path)
             #expect(page.status == 404 && !page.text.contains("root:"), "\(path): \(page.status)")
+            #expect(page.text.contains("<title>Not found · ckport</title>"), "\(path): the router's blank 404")
         }
         #expect(fileBytes(store.path) == before)
     }

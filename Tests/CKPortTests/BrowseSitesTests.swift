@@ -36,12 +36,12 @@ struct BrowseSitesTests {
         let path = try scratch.sampleStore(.familyCalendar).path
         let two = BrowseSites(
             try (0..<2).map { _ in BrowseSite(store: try RecordStore(path: path, create: false), backend: "SQLite") })
-        let busy = await two.take()
+        let busy = try #require(await two.take())
         #expect(await BrowseSitesTests.answerAside(two).value == 200, "the free site did not answer")
         two.give(busy)
 
         let one = BrowseSites([BrowseSite(store: try RecordStore(path: path, create: false), backend: "SQLite")])
-        let only = await one.take()
+        let only = try #require(await one.take())
         let answered = Answered()
         let waiting = BrowseSitesTests.answerAside(one, answered: answered)
         // The request waits for the busy site: it has not been answered while the site is held.
@@ -49,5 +49,23 @@ struct BrowseSitesTests {
         #expect(answered.value == nil, "answered by a site that was busy")
         one.give(only)
         #expect(await waiting.value == 200)
+    }
+
+    @Test("past the waiting limit a request is answered busy at once, not queued")
+    func waitingLimit() async throws {
+        let scratch = Scratch()
+        let path = try scratch.sampleStore(.familyTodo).path
+        let one = BrowseSites(
+            [BrowseSite(store: try RecordStore(path: path, create: false), backend: "SQLite")], waitingLimit: 1)
+        let only = try #require(await one.take())
+        let queued = Answered()
+        let first = BrowseSitesTests.answerAside(one, answered: queued)
+        // Once the first waits, a second is one too many: busy at once, while the first still waits.
+        for _ in 0..<6000 where one.waitingCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(one.waitingCount == 1)
+        let second = await one.answer({ _ in CloudKitHTTPResponse(status: 200, body: Data()) }).status
+        #expect(second == 503 && queued.value == nil)
+        one.give(only)
+        #expect(await first.value == 200)
     }
 }

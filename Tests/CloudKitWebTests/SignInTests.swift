@@ -223,6 +223,32 @@ struct SignInCallbackTests {
         await server.stop()
     }
 
+    @Test(
+        "a temporary body file is removed once its answer is let go of, sent or not (a HEAD drops the body unsent)"
+    )
+    func bodyFileRemoved() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ckport-body-\(UUID().uuidString)")
+            .path
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("rows\n".utf8)))
+        var answer = CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "text/csv")], body: Data())
+        answer.bodyFile = path
+        answer.removesBodyFile = true
+        do {
+            var served: Response? = answer.served
+            #expect(served?.headers[.contentLength] == nil || served?.headers[.contentLength] == "5")
+            #expect(FileManager.default.fileExists(atPath: path))
+            served = nil
+            _ = served
+        }
+        #expect(!FileManager.default.fileExists(atPath: path), "the body file outlived its answer")
+        // A file the answer does not own stays.
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("kept\n".utf8)))
+        answer.removesBodyFile = false
+        do { _ = answer.served }
+        #expect(FileManager.default.fileExists(atPath: path))
+        unlink(path)
+    }
+
     @Test("a server's error page that echoes the request's address does not carry the tokens into a message")
     func tokensRedacted() async throws {
         final class EchoingProxy: CloudKitTransport, @unchecked Sendable {

@@ -59,6 +59,8 @@ public final class BrowseServer: Sendable {
                     "This view only reads: \(request.method.rawValue) is not answered.", extra: [("Allow", "GET, HEAD")]
                 ).served
             })
+        // An address no route takes gets the site's own 404 (its JSON form for a .json path).
+        router.add(middleware: NotFoundPageMiddleware(site: site))
 
         /// A page at `path` and its JSON form at `path`.json.
         func page(
@@ -80,13 +82,21 @@ public final class BrowseServer: Sendable {
             guard let query = BrowseSite.formQuery(request.uri.query) else {
                 return site.problem(json, 400, "Not a query", "The address's query is not UTF-8 text.").served
             }
-            return await sites.answer { site in
-                do {
-                    return try make(site, query)
-                } catch {
-                    return site.problem(json, 500, "Could not read the store", "\(error)")
+            return await sites.answer(
+                { site in
+                    do {
+                        return try make(site, query)
+                    } catch {
+                        return site.problem(json, 500, "Could not read the store", "\(error)")
+                    }
+                },
+                busy: {
+                    site.problem(
+                        json, 503, "Busy",
+                        "Every view of the store is busy and \(sites.waitingLimit) requests wait already: try again in a moment."
+                    )
                 }
-            }.served
+            ).served
         }
 
         page("/", alsoAt: ["/index"]) { site, _, json in try site.overview(json: json) }
@@ -143,4 +153,21 @@ public final class BrowseServer: Sendable {
 
     /// A path segment as the router hands it over (percent-encoded), decoded.
     private static func decoded(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
+}
+
+/// The site's 404 page for an address the route table does not take (the router's own answer
+/// is an empty 404).
+struct NotFoundPageMiddleware: RouterMiddleware {
+    let site: BrowseSite
+
+    func handle(
+        _ request: Request, context: BasicRequestContext,
+        next: (Request, BasicRequestContext) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return site.notFound(request.uri.path.hasSuffix(".json"), "no page at \(request.uri.path)").served
+        }
+    }
 }

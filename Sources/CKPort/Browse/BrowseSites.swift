@@ -13,25 +13,32 @@ import NIOConcurrencyHelpers
 public final class BrowseSites: Sendable {
     private struct Pool {
         var free: [Int]
-        var waiting: [CheckedContinuation<Int, Never>] = []
+        var waiting: [CheckedContinuation<Int?, Never>] = []
     }
 
     private let pool: NIOLockedValueBox<Pool>
     private let queues: [DispatchQueue]
     /// Every site, busy or not.
     public let all: [BrowseSite]
+    /// Requests that may wait for a site at once; more are answered "busy" at once.
+    public let waitingLimit: Int
 
     /// `sites` must show the same store (each through a handle of its own).
-    public init(_ sites: [BrowseSite]) {
+    public init(_ sites: [BrowseSite], waitingLimit: Int = 64) {
         precondition(!sites.isEmpty, "BrowseSites needs a site")
         all = sites
+        self.waitingLimit = waitingLimit
         queues = sites.indices.map { DispatchQueue(label: "ckport.browse.\($0)") }
         pool = NIOLockedValueBox(Pool(free: Array(sites.indices)))
     }
 
-    /// `work`'s answer, from the first site that is free.
-    func answer(_ work: @escaping @Sendable (BrowseSite) -> CloudKitHTTPResponse) async -> CloudKitHTTPResponse {
-        let index = await take()
+    /// `work`'s answer, from the first site that is free; `busy`'s when ``waitingLimit``
+    /// requests wait already.
+    func answer(
+        _ work: @escaping @Sendable (BrowseSite) -> CloudKitHTTPResponse,
+        busy: () -> CloudKitHTTPResponse = { CloudKitHTTPResponse(status: 503, body: Data()) }
+    ) async -> CloudKitHTTPResponse {
+        guard let index = await take() else { return busy() }
         defer { give(index) }
         let site = all[index]
         return await withCheckedContinuation { continuation in
@@ -39,20 +46,25 @@ public final class BrowseSites: Sendable {
         }
     }
 
-    /// The index of a free site, waiting for one when all are busy; ``give(_:)`` hands it back.
-    func take() async -> Int {
-        await withCheckedContinuation { continuation in
-            let free = pool.withLockedValue { pool -> Int? in
-                if let index = pool.free.popLast() { return index }
+    /// The index of a free site, waiting for one when all are busy (``give(_:)`` hands it
+    /// back); nil at once when ``waitingLimit`` requests wait already.
+    func take() async -> Int? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int?, Never>) in
+            let now = pool.withLockedValue { pool -> Int?? in
+                if let index = pool.free.popLast() { return .some(index) }
+                guard pool.waiting.count < waitingLimit else { return .some(nil) }
                 pool.waiting.append(continuation)
                 return nil
             }
-            if let free { continuation.resume(returning: free) }
+            if let now { continuation.resume(returning: now) }
         }
     }
 
+    /// Requests waiting for a site now.
+    var waitingCount: Int { pool.withLockedValue { $0.waiting.count } }
+
     func give(_ index: Int) {
-        let next = pool.withLockedValue { pool -> CheckedContinuation<Int, Never>? in
+        let next = pool.withLockedValue { pool -> CheckedContinuation<Int?, Never>? in
             if pool.waiting.isEmpty {
                 pool.free.append(index)
                 return nil
