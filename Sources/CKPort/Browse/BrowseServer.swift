@@ -5,7 +5,7 @@ import Hummingbird
 import Records
 import WebServing
 
-/// `ckport serve`'s web server: the read-only view of ``BrowseSites`` on a ``WebServer``, one
+/// `ckport serve`'s web server: the read-only view of ``BrowseSites`` on a `WebServer`, one
 /// route per page (each also at its path with `.json`), the security headers on every answer,
 /// requests for another host refused (421), and every method but GET and HEAD refused (405).
 public final class BrowseServer: Sendable {
