@@ -18,7 +18,7 @@ let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto"
 
 let package = Package(
     name: "ckport",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "CKPort", targets: ["CKPort"]),
         // The record store on a PostgreSQL server, for programs that want it (postgres-nio).
@@ -77,6 +77,7 @@ let package = Package(
                 "Records", "StoreCore", crypto,
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

@@ -4,7 +4,7 @@ import PackageDescription
 
 let package = Package(
     name: "ckport-examples",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "ckport", path: "..")
     ],

@@ -9,13 +9,24 @@
 #include <fcntl.h>
 
 static volatile sig_atomic_t interrupted_by = 0;
+/* The handler tells a waiting thread through this pipe (write is async-signal-safe). */
+static int interrupt_pipe[2] = {-1, -1};
 
 static void on_signal(int signal) {
     if (interrupted_by != 0) _exit(130);
     interrupted_by = signal;
+    if (interrupt_pipe[1] >= 0) {
+        unsigned char byte = (unsigned char)signal;
+        ssize_t ignored = write(interrupt_pipe[1], &byte, 1);
+        (void)ignored;
+    }
 }
 
 void ckport_install_interrupt_handler(void) {
+    if (interrupt_pipe[0] < 0 && pipe(interrupt_pipe) == 0) {
+        fcntl(interrupt_pipe[0], F_SETFD, FD_CLOEXEC);
+        fcntl(interrupt_pipe[1], F_SETFD, FD_CLOEXEC);
+    }
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_signal;
@@ -32,10 +43,17 @@ void ckport_install_interrupt_handler(void) {
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
-int ckport_interrupted(void) { return interrupted_by; }
-
-void ckport_simulate_interrupt(int signal) { interrupted_by = signal; }
-
+int ckport_wait_for_interrupt(void) {
+    unsigned char byte = 0;
+    for (;;) {
+        ssize_t got = read(interrupt_pipe[0], &byte, 1);
+        if (got == 1) return byte;
+        if (got < 0 && errno == EINTR) continue;
+        /* No pipe: wait for the flag instead. */
+        while (interrupted_by == 0) usleep(100000);
+        return interrupted_by;
+    }
+}
 
 int ckport_start_writeback(int fd, long long start, long long length) {
 #if defined(__linux__)

@@ -26,6 +26,11 @@ import Records
 ///
 /// It answers requests in-process (it is a ``CloudKitTransport``); ``EmulatorServer`` puts it
 /// on a loopback port.
+///
+/// `@unchecked Sendable`: the emulated container is read and written only inside
+/// ``locked(_:)`` (one request at a time changes it); `settings` is set before the emulator
+/// answers, and `log`, `requests` and `sentBodies` are for a test to read once the requests it
+/// made have been answered.
 public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     public struct Settings: Sendable {
         /// Records per `records/changes` or `records/query` answer at most: small values force

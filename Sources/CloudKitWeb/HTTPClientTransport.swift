@@ -9,7 +9,7 @@ import Records
 /// swift-nio-ssl, and request bodies written as they are. ckport's default: Foundation's
 /// URLSession on Linux sends a request body in hundreds of small writes through its event
 /// loop, which made a push of 200-operation requests spend most of its time in the kernel.
-public final class HTTPClientTransport: CloudKitTransport, @unchecked Sendable {
+public final class HTTPClientTransport: CloudKitTransport, Sendable {
     private let client: HTTPClient
     private let timeout: TimeAmount
     /// The largest answer read: CloudKit's pages are far smaller; this stops a runaway server.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Synchronization
 import WebServing
 
 /// Signing a person in with their Apple ID, for a web auth token of their own: CloudKit answers
@@ -146,36 +147,34 @@ public final class SignInCallback: Sendable {
 }
 
 /// The first token the callback received, and who waits for it.
-///
-/// `@unchecked Sendable`: every stored property is read and written only with `lock` held, and
-/// the continuations are resumed after it is let go.
-private final class Arrival: @unchecked Sendable {
-    private let lock = NSLock()
-    private var token: String?
-    private var refusedTokens = 0
-    private var waiters: [Int: CheckedContinuation<String?, Never>] = [:]
-    private var nextWaiter = 0
+private final class Arrival: Sendable {
+    private struct State {
+        var token: String?
+        var refusedTokens = 0
+        var waiters: [Int: CheckedContinuation<String?, Never>] = [:]
+        var nextWaiter = 0
+    }
+    /// The continuations are resumed after the lock is let go.
+    private let state = Mutex(State())
 
     /// Takes the token; false when a different one came first.
     func deliver(_ token: String) -> Bool {
-        lock.lock()
-        if let first = self.token {
-            lock.unlock()
-            return first == token
+        let outcome: (taken: Bool, waiting: [CheckedContinuation<String?, Never>]) = state.withLock { state in
+            if let first = state.token { return (first == token, []) }
+            state.token = token
+            let waiting = Array(state.waiters.values)
+            state.waiters = [:]
+            return (true, waiting)
         }
-        self.token = token
-        let waiting = waiters.values
-        waiters = [:]
-        lock.unlock()
-        for waiter in waiting { waiter.resume(returning: token) }
-        return true
+        for waiter in outcome.waiting { waiter.resume(returning: token) }
+        return outcome.taken
     }
 
     func refused() {
-        lock.withLock { refusedTokens += 1 }
+        state.withLock { $0.refusedTokens += 1 }
     }
 
-    var refusals: Int { lock.withLock { refusedTokens } }
+    var refusals: Int { state.withLock { $0.refusedTokens } }
 
     /// The token, once it came; nil after `seconds` without it, or when the waiting task is
     /// cancelled.
@@ -190,31 +189,35 @@ private final class Arrival: @unchecked Sendable {
             group.cancelAll()
             return first
         }
-        return first ?? lock.withLock { token }
+        return first ?? state.withLock { $0.token }
     }
 
     /// Waits for the token until it comes or the task is cancelled (then nil).
     private func arrival() async -> String? {
-        let id = lock.withLock {
-            nextWaiter += 1
-            return nextWaiter
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-                lock.lock()
-                if let token {
-                    lock.unlock()
-                    continuation.resume(returning: token)
-                } else if Task.isCancelled {
-                    lock.unlock()
-                    continuation.resume(returning: nil)
-                } else {
-                    waiters[id] = continuation
-                    lock.unlock()
+                enum Now {
+                    case token(String)
+                    case cancelled, waiting
+                }
+                let now: Now = state.withLock { state in
+                    if let token = state.token { return .token(token) }
+                    if Task.isCancelled { return .cancelled }
+                    state.waiters[id] = continuation
+                    return .waiting
+                }
+                switch now {
+                case .token(let token): continuation.resume(returning: token)
+                case .cancelled: continuation.resume(returning: nil)
+                case .waiting: break
                 }
             }
         } onCancel: {
-            let waiter = lock.withLock { waiters.removeValue(forKey: id) }
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume(returning: nil)
         }
     }

@@ -8,7 +8,7 @@ import Foundation
 /// pages (at most a few hundred records) and assets of at most 15 MB, so a client that reads
 /// each answer whole serves as well as a streaming one, and it comes with the toolchain: no
 /// event-loop library to build, and TLS from the system.
-public final class URLSessionTransport: CloudKitTransport, @unchecked Sendable {
+public final class URLSessionTransport: CloudKitTransport, Sendable {
     private let session: URLSession
 
     /// `timeout`: seconds a request may wait for its answer before it counts as failed.

@@ -1,5 +1,6 @@
 import Foundation
 import Records
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -27,7 +28,7 @@ import Records
 /// `O_NOFOLLOW`, mode 0600, so nobody else can have it open or have planted it), synced and
 /// renamed over the old one — so that a reader, or a process killed half way, sees one token
 /// or the other, never a torn one.
-public final class WebAuthTokenFile: @unchecked Sendable {
+public final class WebAuthTokenFile: Sendable {
     /// What the file holds.
     public struct Contents: Sendable, Equatable {
         public var token: String
@@ -70,23 +71,29 @@ public final class WebAuthTokenFile: @unchecked Sendable {
     }
 
     public let path: String
-    private let lock = NSLock()
-    private var failure: Error?
     private let clock: @Sendable () -> Date
-    /// The token this file held when last read or written here: a file that holds another one
-    /// now was written by someone else meanwhile (`ckport cloud login`), and is left alone.
-    private var expected: String?
-    private var cleaned = false
+    private struct State {
+        var failure: Error?
+        /// The token this file held when last read or written here: a file that holds another
+        /// one now was written by someone else meanwhile (`ckport cloud login`), and is left
+        /// alone.
+        var expected: String?
+        var cleaned = false
+        var replacedElsewhere = false
+    }
+    /// Held while the file is written: one token at a time.
+    private let state: Mutex<State>
 
     public init(path: String, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.path = path
         self.clock = clock
-        expected = read()?.token
+        let current = (try? String(contentsOfFile: path, encoding: .utf8)).flatMap(Contents.init(text:))
+        state = Mutex(State(expected: current?.token))
     }
 
     /// Whether the file was rewritten by another process since this one read or wrote it (a new
     /// sign-in): tokens this one receives then belong to the old sign-in and are not kept.
-    public private(set) var replacedElsewhere = false
+    public var replacedElsewhere: Bool { state.withLock { $0.replacedElsewhere } }
 
     /// The file's contents; nil when it cannot be read or holds no token.
     public func read() -> Contents? {
@@ -99,35 +106,34 @@ public final class WebAuthTokenFile: @unchecked Sendable {
     /// ``checkKept()`` to report (a client's callback cannot throw); the old file is left as it
     /// was.
     public func keep(_ token: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        var contents = read() ?? Contents(token: token)
-        if let expected, contents.token != expected {
-            replacedElsewhere = true
-            return
-        }
-        contents.token = token
-        contents.lastAnswer = clock()
-        do {
-            if !cleaned {
-                WebAuthTokenFile.removeStale(beside: URL(fileURLWithPath: WebAuthTokenFile.target(of: path)))
-                cleaned = true
+        state.withLock { state in
+            var contents = read() ?? Contents(token: token)
+            if let expected = state.expected, contents.token != expected {
+                state.replacedElsewhere = true
+                return
             }
-            try WebAuthTokenFile.write(contents, to: path, cleanUp: false)
-            expected = token
-        } catch {
-            if failure == nil { failure = error }
+            contents.token = token
+            contents.lastAnswer = clock()
+            do {
+                if !state.cleaned {
+                    WebAuthTokenFile.removeStale(beside: URL(fileURLWithPath: WebAuthTokenFile.target(of: path)))
+                    state.cleaned = true
+                }
+                try WebAuthTokenFile.write(contents, to: path, cleanUp: false)
+                state.expected = token
+            } catch {
+                if state.failure == nil { state.failure = error }
+            }
         }
     }
 
     /// Throws the first failure to keep a token since the last call, if there was one.
     public func checkKept() throws {
-        lock.lock()
-        defer { lock.unlock() }
-        if let failure {
-            self.failure = nil
-            throw failure
+        let failure = state.withLock { state in
+            defer { state.failure = nil }
+            return state.failure
         }
+        if let failure { throw failure }
     }
 
     /// Writes `contents` to `path` as a new file (see the type's description) and syncs it.

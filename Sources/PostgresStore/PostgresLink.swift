@@ -1,14 +1,21 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
 import Records
+import Synchronization
 
 /// One connection to the server, used from ordinary (blocking) code: the store's API is
 /// synchronous, like the SQLite store's, so each call waits for the server's answer on the
 /// calling thread, while the connection's work runs on its NIO event loop.
+///
+/// `@unchecked Sendable`: a link is used by one transaction at a time. ``PostgresPool`` lends it
+/// under its lock and takes it back the same way, so the mutable state here (what is pending,
+/// held back, whether it is usable) is only ever touched by its borrower; what the event loop
+/// touches (`closed`, `onLost`) is behind locks of its own.
 final class PostgresLink: @unchecked Sendable {
     let location: PostgresLocation
     private let connection: PostgresConnection
@@ -73,7 +80,10 @@ final class PostgresLink: @unchecked Sendable {
             throw PostgresStoreError.unreachable(
                 "cannot connect to \(location): \(PostgresLink.explainConnecting(error, location))")
         }
-        connection.closeFuture.whenComplete { [closed] _ in closed.set() }
+        connection.closeFuture.whenComplete { [closed, onLost] _ in
+            closed.withLockedValue { $0 = true }
+            loop.scheduleTask(in: PostgresLink.closingGrace) { onLost.withLockedValue { $0 }?() }
+        }
         // What the store's text depends on, whatever the server, database or role sets: every
         // digit of a double (extra_float_digits), times in UTC and ISO form, bytes in hex; and
         // no wait for a lock without end, whatever the statement (see ``workWait(_:)``).
@@ -243,30 +253,20 @@ final class PostgresLink: @unchecked Sendable {
     /// connection next waits for it first, and gets its error if it failed.
     func start(_ work: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) throws {
         try settle()
-        let done = DispatchSemaphore(value: 0)
-        let failure = FailureBox()
+        let done = connection.eventLoop.makePromise(of: Void.self)
         Task(executorPreference: PostgresLink.executor) { [connection, logger] in
-            var outcome: Error?
-            do { try await work(connection, logger) } catch { outcome = error }
-            if failure.end(outcome) { done.signal() }
-        }
-        // A connection that closes under the work (the server restarted mid-COPY) may never
-        // answer it: its end ends the wait, with an error, whatever the work does.
-        let location = self.location
-        connection.closeFuture.whenComplete { _ in
-            if failure.end(
-                PostgresStoreError.unreachable(
-                    "\(location): the connection to the server was lost while records were on their way; nothing of this write was committed"
-                ))
-            {
-                done.signal()
+            do {
+                try await work(connection, logger)
+                done.succeed()
+            } catch {
+                done.fail(error)
             }
         }
-        pending = (done, failure)
+        pending = done.futureResult
     }
 
     /// Work started by ``start(_:)`` that nothing has waited for yet.
-    private var pending: (done: DispatchSemaphore, failure: FailureBox)?
+    private var pending: EventLoopFuture<Void>?
 
     /// Work kept back to go with more of its kind (a load's COPY rows), by whom it is kept,
     /// in the order it was first kept: whatever uses the connection next starts it first. A
@@ -293,69 +293,79 @@ final class PostgresLink: @unchecked Sendable {
         while !heldBack.isEmpty {
             try heldBack.removeFirst().release()
         }
-        guard let (done, failure) = pending else { return }
+        guard let work = pending else { return }
         pending = nil
-        done.wait()
-        if let error = failure.error {
-            if error is PostgresStoreError { throw error }
-            // Records whose connection went under them (the server restarted mid-COPY).
-            if closed.isSet || connection.isClosed {
-                usable = false
-                throw PostgresStoreError.unreachable(
-                    "\(location): the connection to the server was lost while records were on their way; nothing of this write was committed"
-                )
-            }
+        switch outcome(of: work) {
+        case .success?:
+            return
+        case .failure(let error as PostgresStoreError)?:
+            throw error
+        case .failure(let error)? where !isClosed && !connection.isClosed:
             throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
+        case .failure?, nil:
+            // Records whose connection went under them (the server restarted mid-COPY): a
+            // connection that closes under the work may never answer it.
+            usable = false
+            throw PostgresStoreError.unreachable(
+                "\(location): the connection to the server was lost while records were on their way; nothing of this write was committed"
+            )
         }
     }
 
     private static let executor = DispatchTaskExecutor()
 
-    /// Waits on this thread for the server's answer, with its errors in ckport's words. The
-    /// work runs on the connection's event loop, so waiting never takes a thread the answer
-    /// needs.
+    /// Waits on this thread for the server's answer, with its errors in ckport's words.
     ///
     /// A connection that closed under a query (the server restarted, the session was
     /// terminated) may leave the query without an answer for ever: its close ends the wait
     /// too, with an error, and the connection is not lent again.
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        let answer = AnswerBox<T>()
-        future.whenComplete { result in
-            answer.set(result)
-            done.signal()
-        }
-        while done.wait(timeout: .now() + .milliseconds(250)) == .timedOut {
-            // Closed: an answer already on its way still gets a moment to arrive.
-            if closed.isSet && done.wait(timeout: .now() + .seconds(1)) == .timedOut {
-                usable = false
-                throw PostgresStoreError.unreachable(
-                    "\(location): the connection to the server was lost before it answered; nothing of this transaction was committed"
-                )
-            }
-        }
-        switch answer.result {
+        switch outcome(of: future) {
         case .success(let value)?:
             return value
-        case .failure(let error)?:
-            // A query that failed because the connection went (the server restarted) says so.
-            if closed.isSet || connection.isClosed {
-                usable = false
-                throw PostgresStoreError.unreachable(
-                    "\(location): the connection to the server was lost before it answered; nothing of this transaction was committed"
-                )
-            }
+        case .failure(let error)? where !isClosed && !connection.isClosed:
             throw PostgresStoreError.server("\(location): \(PostgresLink.explain(error))")
-        case nil:
-            throw PostgresStoreError.server("\(location): the server's answer went missing")
+        case .failure?, nil:
+            // A query that failed because the connection went (the server restarted) says so.
+            usable = false
+            throw PostgresStoreError.unreachable(
+                "\(location): the connection to the server was lost before it answered; nothing of this transaction was committed"
+            )
         }
     }
 
+    /// What `future` ended with, or nil when the connection closed first (an answer already on
+    /// its way still gets ``closingGrace`` to arrive).
+    ///
+    /// This is where the store's synchronous API meets the connection: the calling thread (the
+    /// store's caller, never an event loop) blocks in NIO's `wait()` as a SQLite store's caller
+    /// blocks in a read of its file, while the work runs on the connection's event loop, so
+    /// waiting never takes a thread the answer needs.
+    private func outcome<T: Sendable>(of future: EventLoopFuture<T>) -> Result<T, Error>? {
+        let loop = future.eventLoop
+        let settled = loop.makePromise(of: Result<T, Error>?.self)
+        future.whenComplete { settled.succeed($0) }
+        let lost: @Sendable () -> Void = { settled.succeed(nil) }
+        onLost.withLockedValue { $0 = lost }
+        defer { onLost.withLockedValue { $0 = nil } }
+        if closed.withLockedValue({ $0 }) {
+            loop.scheduleTask(in: PostgresLink.closingGrace) { lost() }
+        }
+        // The promise only ever succeeds.
+        return (try? settled.futureResult.wait()) ?? nil
+    }
+
+    /// How long an answer may still arrive after its connection closed.
+    static let closingGrace = TimeAmount.seconds(1)
+
     /// Set once the connection has closed, whoever closed it.
-    private let closed = ClosedFlag()
+    private let closed = NIOLockedValueBox(false)
+
+    /// Ends the wait under way, if any, for a connection that closed: ``outcome(of:)`` sets it.
+    private let onLost = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
 
     /// Whether the connection has closed.
-    var isClosed: Bool { closed.isSet }
+    var isClosed: Bool { closed.withLockedValue { $0 } }
 
     /// Why a connection could not be made, with what to do about it.
     static func explainConnecting(_ error: Error, _ location: PostgresLocation) -> String {
@@ -433,11 +443,10 @@ final class PostgresLink: @unchecked Sendable {
 /// Connections to one server, lent one to a transaction: a process may hold several
 /// transactions at once (a pull's writer beside its readers, a read inside a write), each on a
 /// connection of its own; idle connections are kept for the next transaction.
-final class PostgresPool: @unchecked Sendable {
+final class PostgresPool: Sendable {
     let location: PostgresLocation
     private let environment: [String: String]
-    private let lock = NSLock()
-    private var idle: [PostgresLink] = []
+    private let idle = Mutex<[PostgresLink]>([])
     /// Idle connections kept at most; more are closed when they come back.
     private let keep = 4
 
@@ -458,11 +467,7 @@ final class PostgresPool: @unchecked Sendable {
     }
 
     private func take() throws -> PostgresLink {
-        while true {
-            lock.lock()
-            let link = idle.popLast()
-            lock.unlock()
-            guard let link else { break }
+        while let link = idle.withLock({ $0.popLast() }) {
             // One the server closed while it sat idle (a restart) is left to close.
             if link.usable && !link.isClosed { return link }
         }
@@ -471,80 +476,19 @@ final class PostgresPool: @unchecked Sendable {
 
     private func give(_ link: PostgresLink) {
         guard link.usable else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        if idle.count < keep { idle.append(link) }
+        idle.withLock { idle in
+            if idle.count < keep { idle.append(link) }
+        }
     }
 }
 
 /// A task executor on a dispatch queue of its own.
-final class DispatchTaskExecutor: TaskExecutor, @unchecked Sendable {
+final class DispatchTaskExecutor: TaskExecutor, Sendable {
     private let queue = DispatchQueue(label: "ckport.postgres", attributes: .concurrent)
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         queue.async { job.runSynchronously(on: executor) }
-    }
-}
-
-/// Whether a connection has closed, set from its event loop.
-final class ClosedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-
-    var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
-
-    func set() {
-        lock.lock()
-        value = true
-        lock.unlock()
-    }
-}
-
-/// The answer to one query, handed from the event loop to the waiting thread.
-final class AnswerBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Result<T, Error>?
-
-    var result: Result<T, Error>? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
-
-    func set(_ result: Result<T, Error>) {
-        lock.lock()
-        stored = result
-        lock.unlock()
-    }
-}
-
-/// Where a task run from blocking code leaves its error: the first end (the work's, or the
-/// connection's) counts.
-final class FailureBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ended = false
-    private var stored: Error?
-
-    var error: Error? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
-
-    /// Ends the work with `error` (nil: it succeeded); true for the first end only, which
-    /// wakes the waiter.
-    func end(_ error: Error?) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !ended else { return false }
-        ended = true
-        stored = error
-        return true
     }
 }

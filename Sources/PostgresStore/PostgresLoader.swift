@@ -33,6 +33,7 @@ final class PostgresLoader: RecordLoader {
     func prepare(for recordType: String) throws {}
 
     func save(_ record: consuming Record, mode: WriteMode) throws -> SaveOutcome? {
+        try Interruption.check()
         heldRecords.append(record)
         heldModes.append(mode)
         return nil

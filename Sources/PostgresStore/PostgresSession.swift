@@ -416,7 +416,10 @@ public final class PostgresSession {
             let rows = try link.rows(of: next)
             if rows.count == batch { next = try link.send(fetch) }
             do {
-                for row in rows { try body(row) }
+                for row in rows {
+                    try Interruption.check()
+                    try body(row)
+                }
             } catch {
                 if rows.count == batch { _ = try? link.rows(of: next) }
                 throw error
@@ -554,6 +557,7 @@ extension PostgresSession: LoadingSession {
     @discardableResult
     public func save(_ record: Record, mode: WriteMode) throws -> SaveOutcome {
         precondition(writable, "save(_:mode:) needs a write transaction")
+        try Interruption.check()
         let loader = PostgresLoader(self)
         _ = try loader.save(record, mode: mode)
         guard let result = try loader.flush().first else {

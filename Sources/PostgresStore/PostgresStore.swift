@@ -2,6 +2,7 @@ import Foundation
 import PostgresNIO
 import Records
 import StoreCore
+import Synchronization
 
 /// A ckport store in a PostgreSQL schema (namespace): the store for data sets and teams that
 /// outgrow one machine.
@@ -10,13 +11,13 @@ import StoreCore
 /// sequence) beside the store's tables; anything else in it makes it not a ckport store, and
 /// ckport leaves it alone. Creating a store takes a transaction-scoped advisory lock on the
 /// namespace's name, so two processes creating the same store at once make one store.
-public final class PostgresStore: @unchecked Sendable {
+public final class PostgresStore: Sendable {
     /// The layout of the namespace this ckport writes and reads. Format 2 added the `parent`,
     /// `share` and share-details system columns; a format 1 store is upgraded in place, in one
     /// transaction, when it is opened (``upgradedFrom``).
     public static let format = 2
     /// The format the store had before opening it upgraded it, nil when it needed no upgrade.
-    public private(set) var upgradedFrom: Int?
+    public let upgradedFrom: Int?
 
     /// Where the store is: the server, database and namespace.
     public let server: PostgresLocation
@@ -219,9 +220,7 @@ public final class PostgresStore: @unchecked Sendable {
     /// last read: ``loadSchema()`` says why).
     public var schema: Schema {
         if let schema = try? loadSchema() { return schema }
-        knownLock.lock()
-        defer { knownLock.unlock() }
-        return known
+        return known.withLock { $0 }
     }
 
     /// The schema as the store holds it now, read afresh.
@@ -232,15 +231,12 @@ public final class PostgresStore: @unchecked Sendable {
                 ?? "DEFINE SCHEMA\n"
             return try SchemaParser.parse(text, file: "stored schema")
         }
-        knownLock.lock()
-        known = schema
-        knownLock.unlock()
+        known.withLock { $0 = schema }
         return schema
     }
 
     /// The schema last read, for ``schema`` when it cannot be read again.
-    private var known = Schema()
-    private let knownLock = NSLock()
+    private let known = Mutex(Schema())
 
     /// Runs `body` in a read transaction: one committed state of the store (PostgreSQL's
     /// repeatable read, taken at its first statement), on a connection of its own, never

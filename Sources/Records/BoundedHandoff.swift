@@ -6,10 +6,12 @@ import Foundation
 ///
 /// `PrefetchingSource` (batches of records) and the bundle reader's read-ahead (chunks of
 /// decompressed bytes) are both built on it.
-package final class BoundedHandoff<Element>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var waiting: [Element] = []
-    private var cancelled = false
+package final class BoundedHandoff<Element: Sendable>: Sendable {
+    private struct State {
+        var waiting: [Element] = []
+        var cancelled = false
+    }
+    private let state = Monitor(State())
     private let depth: Int
 
     package init(depth: Int) {
@@ -20,31 +22,26 @@ package final class BoundedHandoff<Element>: @unchecked Sendable {
     /// Producer: waits for room and adds `element`; false when the consumer has gone, and the
     /// producer should stop.
     package func put(_ element: Element) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while waiting.count >= depth && !cancelled { condition.wait() }
-        if cancelled { return false }
-        waiting.append(element)
-        condition.broadcast()
-        return true
+        let depth = self.depth
+        return state.withLock(
+            when: { $0.waiting.count < depth || $0.cancelled },
+            then: { state in
+                if state.cancelled { return false }
+                state.waiting.append(element)
+                return true
+            })
     }
 
     /// Consumer: waits for the next element.
     package func take() -> Element {
-        condition.lock()
-        defer { condition.unlock() }
-        while waiting.isEmpty { condition.wait() }
-        let element = waiting.removeFirst()
-        condition.broadcast()
-        return element
+        state.withLock(when: { !$0.waiting.isEmpty }, then: { $0.waiting.removeFirst() })
     }
 
     /// Consumer: no more elements are wanted; wakes a producer waiting for room.
     package func cancel() {
-        condition.lock()
-        cancelled = true
-        waiting.removeAll()
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { state in
+            state.cancelled = true
+            state.waiting.removeAll()
+        }
     }
 }

@@ -140,7 +140,7 @@ final class InPlacePipeline {
 
     /// Results the store's thread is done with, freed by the worker that allocated them: glibc
     /// makes a thread that frees another thread's memory wait for that thread's arena lock.
-    private final class Retired: @unchecked Sendable {
+    private final class Retired {
         var results: [InPlaceResults] = []
     }
     private var retired = Retired()

@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import Records
 import StoreCore
+import Synchronization
 
 /// A record store: one SQLite file holding a CloudKit schema, zones, records, tombstones and
 /// the change sequence.
@@ -24,7 +25,7 @@ import StoreCore
 /// - ``write(dryRun:_:)``, ``read(_:)``: transactions
 /// - ``importSchema(_:)``: schema changes
 /// - ``StoreSession``: records, queries, changes and deletes inside a transaction
-public final class RecordStore {
+public final class RecordStore: Sendable {
     /// The store format this version of ckport writes and reads. Format 2 added the `parent`,
     /// `share` and share-details system columns; a format 1 store is upgraded in place when it
     /// is opened (``upgradedFrom``).
@@ -35,19 +36,33 @@ public final class RecordStore {
     public static let defaultWaitSeconds = StoreOpenOptions.defaultWaitSeconds
 
     public let path: String
-    private(set) var queue: DatabaseQueue
+    /// The connection: a new store built aside gets another once it has its name.
+    var queue: DatabaseQueue { state.withLock { $0.queue } }
     /// A random identifier fixed when the store is created; change tokens carry it.
     public let storeID: String
     private let schemaCache = SchemaCache()
     private let waiter: LockWaiter
     /// True while this instance created the file and nothing it wrote has been committed: a
     /// failed first write then removes the file again rather than leave an empty store behind.
-    private var createdHere: Bool
+    private var createdHere: Bool {
+        get { state.withLock { $0.createdHere } }
+        set { state.withLock { $0.createdHere = newValue } }
+    }
     /// The format the store had before opening it upgraded it, nil when it needed no upgrade.
-    public private(set) var upgradedFrom: Int?
+    public let upgradedFrom: Int?
     /// While a new store is built aside (see `init`'s `buildAside`): the file it is built in,
     /// which takes ``path``'s name when its first write commits.
-    private var aside: String?
+    private var aside: String? { state.withLock { $0.aside } }
+
+    /// What changes after the store is opened (a store built aside is given its name when its
+    /// first write commits), behind a lock of its own: one handle serves many threads.
+    private struct State {
+        var queue: DatabaseQueue
+        var createdHere: Bool
+        var aside: String?
+        var willPublish: (@Sendable (String) -> Void)?
+    }
+    private let state: Mutex<State>
 
     /// True while the store is being built aside: nothing is at ``path`` yet, and nothing will
     /// be unless a write commits.
@@ -107,15 +122,15 @@ public final class RecordStore {
             let temporary = RecordStore.makeAside(for: linkTarget ?? path)
         {
             do {
-                queue = try DatabaseQueue(
+                let queue = try DatabaseQueue(
                     path: temporary, configuration: RecordStore.configuration(waiter: waiter, aside: true))
                 storeID = try queue.inDatabase { db in try RecordStore.prepare(db, path: path, create: true).id }
+                state = Mutex(State(queue: queue, createdHere: true, aside: temporary))
             } catch {
                 for suffix in RecordStore.fileSuffixes { unlink(temporary + suffix) }
                 throw RecordStore.translate(error, path: path, waiter: waiter)
             }
-            aside = temporary
-            createdHere = true
+            upgradedFrom = nil
             return
         }
         // A link to a store not made yet: the store is made where the link points, whole and
@@ -123,6 +138,8 @@ public final class RecordStore {
         // behind the link with the umask's mode). createWhole's errors are the store's own.
         let madeWhole =
             try !exists && RecordStore.createWhole(at: RecordStore.danglingLinkTarget(path) ?? path, waiter: waiter)
+        let queue: DatabaseQueue
+        var createdHere: Bool
         do {
             waiter.reading = true
             defer { waiter.reading = false }
@@ -143,6 +160,7 @@ public final class RecordStore {
             throw RecordStore.translate(error, path: path, waiter: waiter)
         }
         if exists { createdHere = false } else if madeWhole { createdHere = true }
+        state = Mutex(State(queue: queue, createdHere: createdHere))
     }
 
     /// How every connection to a store is opened; `aside`, a store built aside (see
@@ -234,73 +252,83 @@ public final class RecordStore {
 
     /// Called with the file of a store built aside once it is whole and synced, just before it
     /// is given its name (tests look at it there).
-    var willPublish: ((String) -> Void)?
+    var willPublish: (@Sendable (String) -> Void)? {
+        get { state.withLock { $0.willPublish } }
+        set { state.withLock { $0.willPublish = newValue } }
+    }
 
     /// Makes the store built aside the store at ``path``: the log's mode is set (as every
     /// store has it), the file is synced and given its name, which it takes only if nothing
     /// has it (another process that made a store there meanwhile keeps theirs, and this write
     /// fails, having written nothing there), and the store is opened there as usual.
     private func publishAside() throws {
-        guard let temporary = aside else { return }
-        do {
-            try queue.inDatabase { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
-            try queue.close()
-        } catch {
-            throw RecordStore.translate(error, path: path, waiter: waiter)
-        }
-        // A journal left beside it would mean the last commit did not finish; the log and its
-        // index, empty once the only connection closed, go.
-        guard access(temporary + "-journal", F_OK) != 0 else {
-            throw StoreError.cannotWrite(path: path, reason: "the new store could not be written whole")
-        }
-        for suffix in ["-wal", "-shm"] { unlink(temporary + suffix) }
-        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-        let synced = fd >= 0 && fsync(fd) == 0
-        let syncError = errno
-        if fd >= 0 { close(fd) }
-        guard synced else {
-            throw StoreError.cannotWrite(
-                path: path,
-                reason: "the new store could not be written to disk (\(String(cString: strerror(syncError))))")
-        }
-        willPublish?(temporary)
-        let target = RecordStore.danglingLinkTarget(path) ?? path
-        let reason = RecordStore.place(temporary, at: target)
-        guard reason == 0 else {
-            if reason == EEXIST {
+        // Under the lock throughout: a reader on another thread asks for the connection after
+        // this one has closed it, and gets the one opened at the store's name.
+        try state.withLock { (state: inout State) throws -> Void in
+            guard let temporary = state.aside else { return }
+            do {
+                try state.queue.inDatabase { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+                try state.queue.close()
+            } catch {
+                throw RecordStore.translate(error, path: path, waiter: waiter)
+            }
+            // A journal left beside it would mean the last commit did not finish; the log and its
+            // index, empty once the only connection closed, go.
+            guard access(temporary + "-journal", F_OK) != 0 else {
+                throw StoreError.cannotWrite(path: path, reason: "the new store could not be written whole")
+            }
+            for suffix in ["-wal", "-shm"] { unlink(temporary + suffix) }
+            let fd = open(temporary, O_RDONLY | O_CLOEXEC)
+            let synced = fd >= 0 && fsync(fd) == 0
+            let syncError = errno
+            if fd >= 0 { close(fd) }
+            guard synced else {
+                throw StoreError.cannotWrite(
+                    path: path,
+                    reason: "the new store could not be written to disk (\(String(cString: strerror(syncError))))")
+            }
+            state.willPublish?(temporary)
+            let target = RecordStore.danglingLinkTarget(path) ?? path
+            let reason = RecordStore.place(temporary, at: target)
+            guard reason == 0 else {
+                if reason == EEXIST {
+                    throw StoreError.unavailable(
+                        path: path,
+                        reason:
+                            "something appeared there while this store was being built (another process's store?), and it is kept; nothing of this write went into it: run the command again to write into what is there"
+                    )
+                }
+                throw StoreError.unavailable(
+                    path: path,
+                    reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
+            }
+            // The load is at the path from here on: nothing removes it.
+            state.aside = nil
+            state.createdHere = false
+            RecordStore.syncFolder(of: target)
+            // Opened as a store is opened: waiting out another process opening it at this moment.
+            waiter.reading = true
+            defer { waiter.reading = false }
+            do {
+                state.queue = try DatabaseQueue(path: path, configuration: RecordStore.configuration(waiter: waiter))
+            } catch {
                 throw StoreError.unavailable(
                     path: path,
                     reason:
-                        "something appeared there while this store was being built (another process's store?), and it is kept; nothing of this write went into it: run the command again to write into what is there"
+                        "the new store was written there whole, but could not be opened again (\(RecordStore.translate(error, path: path, waiter: waiter)))"
                 )
             }
-            throw StoreError.unavailable(
-                path: path, reason: "the new store could not be given its name (\(String(cString: strerror(reason))))")
-        }
-        // The load is at the path from here on: nothing removes it.
-        aside = nil
-        createdHere = false
-        RecordStore.syncFolder(of: target)
-        // Opened as a store is opened: waiting out another process opening it at this moment.
-        waiter.reading = true
-        defer { waiter.reading = false }
-        do {
-            queue = try DatabaseQueue(path: path, configuration: RecordStore.configuration(waiter: waiter))
-        } catch {
-            throw StoreError.unavailable(
-                path: path,
-                reason:
-                    "the new store was written there whole, but could not be opened again (\(RecordStore.translate(error, path: path, waiter: waiter)))"
-            )
         }
     }
 
     /// Removes the file of a store built aside that was never given its name.
     private func removeAside() {
-        guard let temporary = aside else { return }
-        aside = nil
-        try? queue.close()
-        for suffix in RecordStore.fileSuffixes { unlink(temporary + suffix) }
+        state.withLock { state in
+            guard let temporary = state.aside else { return }
+            state.aside = nil
+            try? state.queue.close()
+            for suffix in RecordStore.fileSuffixes { unlink(temporary + suffix) }
+        }
     }
 
     deinit {
@@ -505,9 +533,16 @@ public final class RecordStore {
         return try queue.inDatabase { db in try loadSchema(db) }
     }
 
-    /// The session of the transaction running now, if any: asked for its schema inside a
-    /// transaction, the store answers from that transaction.
-    private weak var activeSession: StoreSession?
+    /// The session of the transaction this thread runs now in this store, if any: asked for its
+    /// schema inside a transaction, the store answers from that transaction (the connection is
+    /// busy with it). Kept per thread: other threads' transactions are their own.
+    private var activeSession: StoreSession? {
+        Thread.current.threadDictionary[activeSessionKey] as? StoreSession
+    }
+
+    private var activeSessionKey: String {
+        "ckport.store.session.\(UInt(bitPattern: ObjectIdentifier(self).hashValue))"
+    }
 
     /// The stored schema, read inside the caller's transaction; parsed only when its text changed.
     func loadSchema(_ db: Database) throws -> Schema {
@@ -580,8 +615,10 @@ public final class RecordStore {
 
     /// Runs `body` with `session` as the store's transaction of the moment.
     private func active<T>(_ session: StoreSession, _ body: (StoreSession) throws -> T) rethrows -> T {
-        activeSession = session
-        defer { activeSession = nil }
+        let key = activeSessionKey
+        let outer = Thread.current.threadDictionary[key]
+        Thread.current.threadDictionary[key] = session
+        defer { Thread.current.threadDictionary[key] = outer }
         return try body(session)
     }
 
@@ -612,8 +649,8 @@ public final class RecordStore {
 
     /// Store errors in words a user can act on: which store, what happened, never SQL text.
     static func translate(_ error: Error, path: String, waiter: LockWaiter) -> Error {
-        if Interruption.requested && !(error is InterruptedError) {
-            return InterruptedError(signal: ckport_interrupted())
+        if let reason = Interruption.reason, !(error is InterruptedError) {
+            return InterruptedError(signal: reason)
         }
         guard let error = error as? DatabaseError else { return error }
         let reason = error.message ?? "SQLite result code \(error.resultCode.rawValue)"
@@ -704,40 +741,36 @@ public final class RecordStore {
 }
 
 /// The parsed schema for the schema text last read, shared by the store's transactions.
-final class SchemaCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var text = ""
-    private(set) var schema = Schema()
+final class SchemaCache: Sendable {
+    private let cached = Mutex<(text: String, schema: Schema)>(("", Schema()))
+
+    var schema: Schema { cached.withLock { $0.schema } }
 
     func schema(for text: String) throws -> Schema {
-        lock.lock()
-        defer { lock.unlock() }
-        if text == self.text { return schema }
-        do {
-            schema = try SchemaParser.parse(text, file: "stored schema")
-        } catch {
-            throw StoreError.corrupt("its schema does not parse: \(error)")
+        try cached.withLock { cached in
+            if text == cached.text { return cached.schema }
+            let schema: Schema
+            do {
+                schema = try SchemaParser.parse(text, file: "stored schema")
+            } catch {
+                throw StoreError.corrupt("its schema does not parse: \(error)")
+            }
+            cached = (text, schema)
+            return schema
         }
-        self.text = text
-        return schema
     }
 
     func store(_ schema: Schema, text: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        self.schema = schema
-        self.text = text
+        cached.withLock { $0 = (text, schema) }
     }
 }
 
 /// SQLite's busy handler: a write that finds another process writing waits, says so once, and
 /// gives up after its limit.
-final class LockWaiter: @unchecked Sendable {
+final class LockWaiter: Sendable {
     let limit: Double
     private let onWait: (@Sendable () -> Void)?
-    private let lock = NSLock()
-    private var started: UInt64 = 0
-    private var announced = false
+    private let state = Mutex<(started: UInt64, announced: Bool, reading: Bool)>((0, false, false))
 
     init(limit: Double, onWait: (@Sendable () -> Void)?) {
         self.limit = limit
@@ -747,21 +780,25 @@ final class LockWaiter: @unchecked Sendable {
     /// Set while the store opens or reads. Readers never wait for a writer's transaction, but
     /// SQLite can be busy for a moment while another connection opens, closes or folds the
     /// log back into the file; a reader always waits out such moments, whatever `limit` is.
-    var reading = false
+    var reading: Bool {
+        get { state.withLock { $0.reading } }
+        set { state.withLock { $0.reading = newValue } }
+    }
     static let readerGrace: Double = 30
 
     func shouldRetry(_ tries: Int) -> Bool {
         let now = DispatchTime.now().uptimeNanoseconds
-        let limit = reading ? max(self.limit, LockWaiter.readerGrace) : self.limit
-        lock.lock()
-        if tries == 0 {
-            started = now
-            announced = false
+        let (waited, announce, reading) = state.withLock { state in
+            if tries == 0 {
+                state.started = now
+                state.announced = false
+            }
+            let waited = Double(now - state.started) / 1e9
+            let announce = !state.announced && waited >= 0.25 && !state.reading
+            if announce { state.announced = true }
+            return (waited, announce, state.reading)
         }
-        let waited = Double(now - started) / 1e9
-        let announce = !announced && waited >= 0.25 && !reading
-        if announce { announced = true }
-        lock.unlock()
+        let limit = reading ? max(self.limit, LockWaiter.readerGrace) : self.limit
         if waited >= limit || Interruption.requested { return false }
         if announce { onWait?() }
         // 1 ms, doubling to 50 ms: quick to notice a short write, cheap during a long one.

@@ -98,7 +98,7 @@ extension StoreSession {
 }
 
 /// The JSON text of the batch being written, kept by the writing thread from batch to batch.
-private final class JSONText: @unchecked Sendable {
+private final class JSONText {
     var out = JSONWriter(capacity: RowBatch.targetBytes + RowBatch.targetBytes / 2)
 }
 
@@ -165,7 +165,7 @@ struct RowSlot {
 /// Rows copied out of a statement, to be written as JSON on another thread. Runs of rows share
 /// a table layout and a zone. A value, not an object: appending to a class's arrays is checked
 /// for exclusive access at every call, which cost the copying a tenth of its time.
-struct RowBatch: @unchecked Sendable {
+struct RowBatch: Sendable {
     /// About this many bytes of JSON make a batch.
     static let targetBytes = 1 << 19
     static let maximumRows = 2048

@@ -26,7 +26,7 @@ import class GRDB.Row
 ///
 /// A class, so that handing a layout to every save costs one reference count, not one per
 /// string and array inside it.
-final class TableLayout {
+final class TableLayout: Sendable {
     struct FieldColumn {
         let name: String
         let type: FieldType

@@ -1,6 +1,7 @@
 import Foundation
 import Records
 import StoreCore
+import Synchronization
 
 /// The checks every record store must pass, whatever keeps it: the SQLite and PostgreSQL
 /// stores pass them in ckport's CI, and a store of your own is held to the same ones. Each
@@ -15,7 +16,8 @@ import StoreCore
 public struct StoreConformance<Store: RecordStoring> {
     /// A part of the store contract, and the protocol behind it.
     public enum Part: String, CaseIterable, Sendable, CustomStringConvertible {
-        /// ``RecordStoring``: schemas, transactions, bulk loads, several handles.
+        /// ``RecordStoring``: schemas, transactions, bulk loads, several handles, one handle on
+        /// many threads, cancellation.
         case store
         /// ``RecordReading``: queries, change tokens, share hierarchies, names.
         case reading
@@ -33,7 +35,8 @@ public struct StoreConformance<Store: RecordStoring> {
         /// The checks of this part, by name.
         public var checks: [String] {
             switch self {
-            case .store: ["schema", "transactions", "bulk load", "two handles"]
+            case .store:
+                ["schema", "transactions", "bulk load", "two handles", "one handle, many threads", "cancellation"]
             case .reading: ["queries", "change tokens", "share hierarchies", "names byte for byte"]
             case .writing: ["save modes", "deletes and reference actions", "sharing"]
             case .assets: ["assets"]
@@ -89,6 +92,8 @@ public struct StoreConformance<Store: RecordStoring> {
         case "sync tokens": try syncTokens()
         case "bulk load": try bulkLoad()
         case "two handles": try twoHandles()
+        case "one handle, many threads": try manyThreads()
+        case "cancellation": try cancellation()
         case "sharing": try sharing()
         case "share hierarchies": try shareHierarchies()
         case "names byte for byte": try namesByteForByte()
@@ -742,5 +747,78 @@ public struct StoreConformance<Store: RecordStoring> {
         try require(try names(second) == ["n-1", "n-2"], "a new read sees the commit")
         try second.write(dryRun: false) { _ = try $0.save(Self.note("n-3", "Jam"), mode: .upsert) }
         try require(try names(store) == ["n-1", "n-2", "n-3"], "writes from both handles")
+    }
+
+    /// A store handle is `Sendable`: threads share one, each transaction its own.
+    func manyThreads() throws {
+        let store = try newStore("threads", with: [Self.note("n-0", "Milk")])
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            do {
+                for round in 0..<5 {
+                    try store.write(dryRun: false) { session in
+                        _ = try session.save(Self.note("t\(thread)-\(round)", "Thread \(thread)"), mode: .insert)
+                    }
+                    let seen = try store.read { session in try session.count(RecordQuery()) }
+                    if seen < 2 + round { failures.withLock { $0.append("thread \(thread) saw \(seen) records") } }
+                }
+            } catch {
+                failures.withLock { $0.append("thread \(thread): \(error)") }
+            }
+        }
+        let failed = failures.withLock { $0 }
+        try require(failed.isEmpty, "threads sharing one handle: \(failed.joined(separator: "; "))")
+        try require(try names(store).count == 21, "every thread's writes are kept (\(try names(store).count) of 21)")
+    }
+
+    /// An operation asked to stop (``Cancellation``) stops at its next record, read or saved,
+    /// with ``InterruptedError``, and its transaction rolls back; an operation beside it, on the
+    /// same handle, goes on.
+    func cancellation() throws {
+        let store = try newStore("cancel", with: [Self.note("n-0", "Milk"), Self.note("n-1", "Bread")])
+        let operation = Cancellation(inside: nil)
+        var saved = 0
+        do {
+            try Cancellation.$current.withValue(operation) {
+                try store.write(dryRun: false) { session in
+                    for number in 2..<40 {
+                        if number == 12 { operation.cancel() }
+                        _ = try session.save(Self.note("n-\(number)", "Item \(number)"), mode: .insert)
+                        saved += 1
+                    }
+                }
+            }
+            throw Failure(description: "a write whose operation was cancelled committed all \(saved) records")
+        } catch let error as InterruptedError {
+            try require(
+                error.signal == Cancellation.cancelledTask, "a cancelled operation says it was cancelled (\(error))")
+        }
+        try require(saved == 10, "a cancelled write stops at its next record (it saved \(saved) of 10)")
+        try require(try names(store) == ["n-0", "n-1"], "a cancelled write rolls back")
+
+        // A read stops at its next record too.
+        let reading = Cancellation(inside: nil)
+        var read = 0
+        try requireThrows(InterruptedError.self, "a cancelled read") {
+            try Cancellation.$current.withValue(reading) {
+                try store.read { session in
+                    try session.forEach(RecordQuery()) { _ in
+                        read += 1
+                        reading.cancel()
+                    }
+                }
+            }
+        }
+        try require(read == 1, "a cancelled read stops at its next record (it read \(read))")
+
+        // The operation beside it, and one inside it, see only their own.
+        let beside = Cancellation(inside: nil)
+        try require(!beside.isCancelled && Cancellation(inside: beside).isCancelled == false, "an operation beside")
+        try require(Cancellation(inside: reading).isCancelled, "an operation inside a cancelled one is cancelled")
+        try Cancellation.$current.withValue(beside) {
+            try require(try names(store) == ["n-0", "n-1"], "an operation beside a cancelled one reads on")
+            try store.write(dryRun: false) { _ = try $0.save(Self.note("n-2", "Jam"), mode: .insert) }
+        }
+        try require(try names(store) == ["n-0", "n-1", "n-2"], "an operation beside a cancelled one writes on")
     }
 }

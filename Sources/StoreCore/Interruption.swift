@@ -1,28 +1,55 @@
 import CPlatform
+import Foundation
 import Records
 
-/// Ctrl-C and SIGTERM, turned into an error that long work throws where it can stop cleanly:
-/// every row a query reads or a write stores checks for it, so a transaction rolls back and
-/// outputs are discarded as for any other failure.
+/// Ctrl-C and SIGTERM, and cancelled tasks, turned into an error that long work throws where it
+/// can stop cleanly: every row a query reads or a write stores checks for it, so a transaction
+/// rolls back and outputs are discarded as for any other failure.
+///
+/// What is checked is the operation under way (``Cancellation/current``): a signal cancels the
+/// operation the command line runs (see ``install(_:)``); a library caller cancels one
+/// operation by cancelling the task that awaits it (``Cancellation/operation(isolation:_:)``,
+/// which the asynchronous store calls run in, ties the two), and the work beside it goes on.
 public enum Interruption {
-    /// Catches SIGINT and SIGTERM from now on (a second signal exits at once).
-    public static func install() { ckport_install_interrupt_handler() }
+    /// Catches SIGINT and SIGTERM from now on: the first calls `interrupt` with the signal's
+    /// number (on a thread of its own, not in the signal handler), a second exits at once
+    /// with status 130.
+    public static func install(_ interrupt: @escaping @Sendable (Int32) -> Void) {
+        ckport_install_interrupt_handler()
+        WorkerThread.start(name: "ckport signals") {
+            interrupt(ckport_wait_for_interrupt())
+        }
+    }
 
-    /// Whether a signal asked to stop.
-    public static var requested: Bool { ckport_interrupted() != 0 }
+    /// Whether the operation under way was asked to stop.
+    public static var requested: Bool { reason != nil }
 
-    /// Throws ``InterruptedError`` once a signal has asked to stop.
+    /// Why the operation under way was asked to stop (a signal's number, or
+    /// ``Cancellation/cancelledTask``), nil while it was not.
+    public static var reason: Int32? {
+        guard Cancellation.anyCancelled else { return nil }
+        return Cancellation.current?.stopReason
+    }
+
+    /// Throws ``InterruptedError`` once the operation under way was asked to stop.
     @inline(__always) public static func check() throws {
-        if ckport_interrupted() != 0 { throw InterruptedError(signal: ckport_interrupted()) }
+        if let reason { throw InterruptedError(signal: reason) }
     }
 }
 
-/// The work stopped because SIGINT or SIGTERM asked it to.
-public struct InterruptedError: CKPortError, Sendable {
+/// The work stopped because SIGINT or SIGTERM asked it to, or its task was cancelled.
+public struct InterruptedError: CKPortError, Sendable, Equatable {
     public var category: ErrorCategory { .environment }
 
+    /// The signal's number; ``Cancellation/cancelledTask`` for a cancelled task.
     public var signal: Int32
 
     public init(signal: Int32) { self.signal = signal }
-    public var description: String { signal == 15 ? "terminated" : "interrupted" }
+    public var description: String {
+        switch signal {
+        case 15: "terminated"
+        case Cancellation.cancelledTask: "cancelled"
+        default: "interrupted"
+        }
+    }
 }

@@ -22,7 +22,7 @@ import Records
 ///
 /// `StoreConformance` (the `CKPortStoreConformance` product) holds the checks every
 /// implementation must pass, one group per part of ``RecordSession``.
-public protocol RecordStoring: AnyObject {
+public protocol RecordStoring: AnyObject, Sendable {
     associatedtype Session: RecordSession
 
     /// Where the store is, for messages: a file's path, a server's address.
@@ -318,5 +318,52 @@ extension MigrationRewriting {
     ) throws -> RewriteCounts {
         try updateInPlace(
             type: type, into: newSchema, renames: renames, writes: writes, reads: reads, byValues: nil, transform)
+    }
+}
+
+extension RecordStoring {
+    /// ``readSession(_:)`` from asynchronous code: the body runs on ``StoreThreads``, not on
+    /// the caller's thread, as an operation of its own (cancelling the calling task stops it
+    /// at its next row, and the transaction ends as for any failure).
+    public func readSession<T>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (any RecordSession) throws -> T
+    ) async throws -> T {
+        try await StoreThreads.run { try self.readSession(body) }
+    }
+
+    /// ``writeSession(dryRun:schema:_:)`` from asynchronous code, as ``readSession(isolation:_:)``
+    /// runs a read.
+    public func writeSession<T>(
+        isolation: isolated (any Actor)? = #isolation, dryRun: Bool = false, schema: SchemaUse = .keeps,
+        _ body: (any RecordSession) throws -> T
+    ) async throws -> T {
+        try await StoreThreads.run { try self.writeSession(dryRun: dryRun, schema: schema, body) }
+    }
+}
+
+/// The threads on which asynchronous callers' store work runs: a transaction's body is
+/// synchronous (a store's inner loops are), so it runs here rather than on Swift concurrency's
+/// few threads, which would stall everything else while it reads or waits for a lock.
+public final class StoreThreads: TaskExecutor, Sendable {
+    private let queue = DispatchQueue(label: "ckport.store", attributes: .concurrent)
+
+    public static let shared = StoreThreads()
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+
+    /// Runs `work` on the store's threads, as an operation of its own inside the caller's.
+    public static func run<T>(
+        isolation: isolated (any Actor)? = #isolation, _ work: () throws -> T
+    ) async throws -> T {
+        try await Cancellation.operation {
+            try await withTaskExecutorPreference(shared) {
+                try Interruption.check()
+                return try work()
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Records
 import SQLiteStore
 import StoreCore
 
@@ -22,30 +23,44 @@ do {
     Console.error(Suggestions.check(arguments, root: CKPortCommand.self) ?? CKPortCommand.lowercased(message))
     exit(ExitStatus.usage.rawValue)
 }
-Interruption.install()
-do {
-    try await run(command)
-    if Interruption.requested { interrupted() }
-    exit(0)
-} catch let exit as ExitCode {
-    Foundation.exit(exit.rawValue)
-} catch {
-    // Help and argument errors can surface here too (ArgumentParser's own help command).
-    if !Failures.isLibraryError(error) {
-        let code = CKPortCommand.exitCode(for: error)
-        if code == .success {
-            print(CKPortCommand.fullMessage(for: error))
-            exit(0)
-        }
-        if code == .validationFailure {
-            Console.error(CKPortCommand.lowercased(CKPortCommand.fullMessage(for: error)))
-            exit(ExitStatus.usage.rawValue)
-        }
+await runAndExit(command)
+
+/// Runs the command and exits with its status. The command is one operation: Ctrl-C or
+/// SIGTERM cancels it (and its task, so that what waits on the network stops waiting), and it
+/// stops where it can stop cleanly.
+func runAndExit(_ command: sending ParsableCommand) async -> Never {
+    let operation = Cancellation(inside: nil)
+    let work = Task {
+        try await Cancellation.$current.withValue(operation) { try await run(command) }
     }
-    if error is InterruptedError || Interruption.requested { interrupted() }
-    let (status, message) = Failures.classify(error)
-    Console.error("error: " + message)
-    exit(status.rawValue)
+    Interruption.install { signal in
+        operation.cancel(signal: signal)
+        work.cancel()
+    }
+    do {
+        try await work.value
+        if operation.isCancelled { interrupted() }
+        exit(0)
+    } catch let exit as ExitCode {
+        Foundation.exit(exit.rawValue)
+    } catch {
+        // Help and argument errors can surface here too (ArgumentParser's own help command).
+        if !Failures.isLibraryError(error) {
+            let code = CKPortCommand.exitCode(for: error)
+            if code == .success {
+                print(CKPortCommand.fullMessage(for: error))
+                exit(0)
+            }
+            if code == .validationFailure {
+                Console.error(CKPortCommand.lowercased(CKPortCommand.fullMessage(for: error)))
+                exit(ExitStatus.usage.rawValue)
+            }
+        }
+        if error is InterruptedError || operation.isCancelled { interrupted() }
+        let (status, message) = Failures.classify(error)
+        Console.error("error: " + message)
+        exit(status.rawValue)
+    }
 }
 
 /// Runs the command the arguments named: every command's `run` is asynchronous.

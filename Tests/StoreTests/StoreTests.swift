@@ -398,9 +398,9 @@ struct StoreTests {
         // The file's header as it is given its name: SQLite's bytes 18 and 19 are 2 in WAL
         // mode, 1 in rollback-journal mode. The store is in WAL mode from the moment it
         // appears, before this instance opens it there again.
-        var published: [UInt8] = []
+        let header = Mutex<[UInt8]>([])
         store.willPublish = { file in
-            published = Array(FileManager.default.contents(atPath: file)?.prefix(20) ?? Data())
+            header.withLock { $0 = Array(FileManager.default.contents(atPath: file)?.prefix(20) ?? Data()) }
         }
         var hooks = ImportHooks()
         hooks.finishing = { _ in seenDuringLoad = FileManager.default.fileExists(atPath: path) }
@@ -409,6 +409,7 @@ struct StoreTests {
         #expect(seenDuringLoad == false)
         #expect(summary.totals.inserted == records.count)
         #expect(!store.isBuiltAside)
+        let published = header.withLock { $0 }
         #expect(published.count == 20 && published[18] == 2 && published[19] == 2, "\(published)")
         #expect(
             (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue == 0o600)

@@ -7,7 +7,7 @@ import StoreCore
 /// One answer of `records/changes` or `records/query`. The answer is walked once to find
 /// each record's bytes, its name and whether it is a deletion; the records themselves are
 /// read from those bytes as the writer asks for them, by the same reader as an import's.
-struct CloudPage: @unchecked Sendable {
+struct CloudPage: Sendable {
     /// The answer's bytes, until the records are decoded.
     var bytes: [UInt8]
     /// Where each record (not deleted) lies in `bytes`, and its name.

@@ -149,7 +149,7 @@ extension CloudSync {
         defer { if let staging { PrivateFiles.removeFolder(staging) } }
         let database = client.database
         let source = source(database)
-        let states = try store.readSession { try $0.syncStates(source: source) }
+        let states = try await store.readSession { try $0.syncStates(source: source) }
         let plan = try await planZones(client, store: store, states: states, source: source)
         let zoneIDs = plan.zones
         let storeSchema = try store.loadSchema()
@@ -164,12 +164,11 @@ extension CloudSync {
         result.notes = plan.notes
         var results: [ZoneID: ZonePullResult] = [:]
         if !plan.gone.isEmpty || plan.metaToken != nil {
-            nonisolated(unsafe) let writing: any RecordStoring = store
             let gone = plan.gone
             let metaToken = plan.metaToken
             let metaZone = plan.metaZone
-            let removed = try await onWriter { () throws -> [ZoneID: (removed: Int, kept: Int)] in
-                try writing.writeSession { session in
+            let removed = try await StoreThreads.run { () throws -> [ZoneID: (removed: Int, kept: Int)] in
+                try store.writeSession { session in
                     var removed: [ZoneID: (removed: Int, kept: Int)] = [:]
                     for zone in gone {
                         removed[zone] = try removeZone(zone, session: session)
@@ -247,7 +246,6 @@ extension CloudSync {
             }
             await arrivals.finish(firstFailure)
         }
-        nonisolated(unsafe) let writerStore: any RecordStoring = store
         let refetches = Refetches()
         let leftOutZones = LeftOutZones()
         var total = 0
@@ -255,7 +253,6 @@ extension CloudSync {
         var importing = ImportOptions(mode: .replace, allowNewFields: allowNewTypes, skipInvalid: true)
         importing.assetDirectory = staging
         let options = importing
-        nonisolated(unsafe) let rejects = rejects
         do {
             // Every page that has arrived is saved in one transaction (each zone's newest token
             // with them): a writer that falls behind catches up with fewer, larger commits.
@@ -267,9 +264,9 @@ extension CloudSync {
                 let pages = batch.map { PulledPage(unit: $0.0, page: $0.1) }
                 for page in pages where page.page.kind.isFetched { results[page.unit.zone]!.pages += 1 }
                 func commit(_ pages: [PulledPage]) async throws {
-                    let saved = try await onWriter {
+                    let saved = try await StoreThreads.run {
                         try save(
-                            pages, into: writerStore, source: source, options: options, rejects: rejects,
+                            pages, into: store, source: source, options: options, rejects: rejects,
                             refetches: refetches, leftOut: leftOutZones)
                     }
                     for (entry, count) in zip(pages, saved.counts) {
@@ -344,16 +341,6 @@ extension CloudSync {
         }
         return nil
     }
-
-    /// Runs blocking store work on the pull's writing thread, off the cooperative pool, whose
-    /// few threads stay free for the requests.
-    private static func onWriter<T>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
-            writerQueue.async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-
-    private static let writerQueue = DispatchQueue(label: "ckport.pull.writer")
 
     /// Fetches one unit's pages in order, each when a slot is free, handing each to `deliver`.
     private static func fetch(
@@ -630,7 +617,7 @@ extension CloudSync {
         if let account, let pulledAs, account != pulledAs {
             throw AccountMismatch(store: store.location, source: source, pulledAs: pulledAs, signedInAs: account)
         }
-        let stored = Set(try store.readSession { $0.zones }.filter { $0.scope == storeScope })
+        let stored = Set(try await store.readSession { $0.zones }.filter { $0.scope == storeScope })
         func resolve(_ json: [String: Any]) -> ZoneID? {
             guard let normal = zoneID(json, in: scope) else { return nil }
             guard scope != .shared, let given = json["ownerRecordName"] as? String else { return normal }
@@ -689,7 +676,7 @@ extension CloudSync {
 
 /// The zones whose change feeds are being read again from the start, each with the names of
 /// the records CloudKit holds (kept on disk: a zone may hold millions). Used by the writer only.
-final class Refetches: @unchecked Sendable {
+final class Refetches {
     private var names: [ZoneID: NameSet] = [:]
 
     func begin(_ zone: ZoneID) throws { names[zone] = try NameSet() }
@@ -713,7 +700,7 @@ final class Refetches: @unchecked Sendable {
 
 /// The zones a pull left records out of: their tokens stay at ``CloudSync/leftOutMarker`` to
 /// the end of the pull. Used by the writer only.
-final class LeftOutZones: @unchecked Sendable {
+final class LeftOutZones {
     private var zones: Set<ZoneID> = []
 
     /// Every zone left out of so far, `more` among them.

@@ -215,10 +215,9 @@ extension CloudSync {
         do {
             var known = Set(try await zones(client))
             let feed = BatchFeed<OperationBatch>(depth: 4)
-            nonisolated(unsafe) let reading: any RecordStoring = store
-            let producer = Thread {
+            WorkerThread.start(name: "ckport push reader") {
                 do {
-                    try reading.readSession { session in
+                    try store.readSession { session in
                         let batches = OperationBatches(request: request, database: database, schema: session.schema)
                         try batches.produce(session) { feed.put($0) }
                     }
@@ -227,7 +226,6 @@ extension CloudSync {
                     feed.finish(error)
                 }
             }
-            producer.start()
             defer { feed.cancel() }
             var sent = 0
             var sharePlans: [SharePlan] = []
@@ -405,7 +403,7 @@ extension CloudSync {
             }
             places.remove(at: place)
             var bytes = Data()
-            let held = try store.readSession { session in
+            let held = try await store.readSession { session in
                 try session.readAsset(upload.sha256) { bytes.append(contentsOf: $0) }
             }
             guard held else {
@@ -739,73 +737,80 @@ final class OperationBatches {
 /// Hands batches from a producer thread to an async consumer, at most `depth` waiting: the
 /// producer blocks when the consumer falls behind, and the consumer suspends (it never blocks
 /// a thread) until a batch comes.
-final class BatchFeed<Element: Sendable>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var waiting: [Element] = []
-    private var ended = false
-    private var failure: Error?
-    private var cancelled = false
-    private var consumer: CheckedContinuation<Element?, Error>?
+final class BatchFeed<Element: Sendable>: Sendable {
+    private struct State {
+        var waiting: [Element] = []
+        var ended = false
+        var failure: Error?
+        var cancelled = false
+        var consumer: CheckedContinuation<Element?, Error>?
+    }
+    /// Continuations are resumed after the lock is let go.
+    private let state = Monitor(State())
     private let depth: Int
 
     init(depth: Int) { self.depth = depth }
 
     /// Producer: false when the consumer has gone and production should stop.
     func put(_ element: Element) -> Bool {
-        condition.lock()
-        while waiting.count >= depth && !cancelled { condition.wait() }
-        if cancelled {
-            condition.unlock()
-            return false
-        }
-        if let consumer {
-            self.consumer = nil
-            condition.unlock()
-            consumer.resume(returning: element)
-            return true
-        }
-        waiting.append(element)
-        condition.unlock()
-        return true
+        let depth = self.depth
+        let (accepted, consumer) = state.withLock(
+            when: { $0.waiting.count < depth || $0.cancelled },
+            then: {
+                state -> (Bool, CheckedContinuation<Element?, Error>?) in
+                if state.cancelled { return (false, nil) }
+                if let consumer = state.consumer {
+                    state.consumer = nil
+                    return (true, consumer)
+                }
+                state.waiting.append(element)
+                return (true, nil)
+            })
+        consumer?.resume(returning: element)
+        return accepted
     }
 
     /// Producer: no more batches; `error` when production failed.
     func finish(_ error: Error?) {
-        condition.lock()
-        ended = true
-        failure = error
-        let consumer = self.consumer
-        self.consumer = nil
-        condition.unlock()
+        let consumer = state.withLock { state in
+            state.ended = true
+            state.failure = error
+            defer { state.consumer = nil }
+            return state.consumer
+        }
         if let error { consumer?.resume(throwing: error) } else { consumer?.resume(returning: nil) }
+    }
+
+    /// What the consumer finds when it asks.
+    private enum Now {
+        case element(Element)
+        case ended(Error?)
+        case waiting
     }
 
     /// Consumer: the next batch, nil at the end.
     func next() async throws -> Element? {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element?, Error>) in
-            condition.lock()
-            if !waiting.isEmpty {
-                let element = waiting.removeFirst()
-                condition.broadcast()
-                condition.unlock()
-                continuation.resume(returning: element)
-            } else if ended {
-                let failure = self.failure
-                condition.unlock()
-                if let failure { continuation.resume(throwing: failure) } else { continuation.resume(returning: nil) }
-            } else {
-                consumer = continuation
-                condition.unlock()
+            let now: Now = state.withLock { state in
+                if !state.waiting.isEmpty { return .element(state.waiting.removeFirst()) }
+                if state.ended { return .ended(state.failure) }
+                state.consumer = continuation
+                return .waiting
+            }
+            switch now {
+            case .element(let element): continuation.resume(returning: element)
+            case .ended(let failure?): continuation.resume(throwing: failure)
+            case .ended(nil): continuation.resume(returning: nil)
+            case .waiting: break
             }
         }
     }
 
     /// Consumer: stop; a producer waiting for room is told to stop.
     func cancel() {
-        condition.lock()
-        cancelled = true
-        waiting.removeAll()
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { state in
+            state.cancelled = true
+            state.waiting.removeAll()
+        }
     }
 }

@@ -56,16 +56,15 @@ extension Copies {
 /// The records of a store as a source of an import: a read transaction on a thread of its own
 /// walks them and hands them over a few hundred at a time, each preceded by the asset files
 /// it names that the store holds (staged in temporary files), so memory stays flat.
-final class StoreRecordSource: RecordSource, @unchecked Sendable {
+final class StoreRecordSource: RecordSource {
     private let handoff = BoundedHandoff<Result<SourceItem?, Error>>(depth: 256)
     private let location: String
     private var finished = false
 
     init(_ store: any RecordStoring, query: RecordQuery) {
         location = store.location
-        nonisolated(unsafe) let store = store
         let handoff = handoff
-        let thread = Thread {
+        WorkerThread.start(name: "ckport store reader", stackSize: 4 << 20) {
             let origin = store.location
             do {
                 try store.readSession { session in
@@ -95,8 +94,6 @@ final class StoreRecordSource: RecordSource, @unchecked Sendable {
                 _ = handoff.put(.failure(error))
             }
         }
-        thread.stackSize = 4 << 20
-        thread.start()
     }
 
     var name: String { location }

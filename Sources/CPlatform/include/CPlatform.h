@@ -3,16 +3,14 @@
 
 
 
-/// Catches SIGINT and SIGTERM: the first sets a flag that long work checks, so that it can
-/// stop cleanly (roll back, remove temporary files, say what happened); a second one exits at
-/// once with status 130.
+/// Catches SIGINT and SIGTERM: the first is handed to the thread waiting in
+/// ckport_wait_for_interrupt, which stops the work cleanly (roll back, remove temporary files,
+/// say what happened); a second one exits at once with status 130.
 void ckport_install_interrupt_handler(void);
 
-/// The signal that asked ckport to stop, or 0.
-int ckport_interrupted(void);
-
-/// Sets the flag as a signal would (for tests).
-void ckport_simulate_interrupt(int signal);
+/// Blocks until the first SIGINT or SIGTERM after ckport_install_interrupt_handler, and
+/// returns its number.
+int ckport_wait_for_interrupt(void);
 
 /// Asks the kernel to start writing bytes [start, start + length) of the file to disk, without
 /// waiting (Linux's sync_file_range; elsewhere nothing). Advisory: returns 0 or -1 with errno,

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Records
+import Synchronization
 
 /// Where a bundle's records wait while the manifest, which names every member's size and
 /// SHA-256 and must come first, is made.
@@ -83,27 +84,29 @@ final class BundleSpool {
 /// process's private folder, sealed under a key that exists only in memory: whatever the bytes
 /// were (an encrypted bundle's asset, say), their clear text never reaches the disk, and
 /// nothing of them stays behind however the process ends.
-public final class SealedBytes: StagedBytes, @unchecked Sendable {
-    private let spool: BundleSpool
-    private let lock = NSLock()
-    public private(set) var count: Int64 = 0
+public final class SealedBytes: StagedBytes, Sendable {
+    /// The spool, and how many bytes it holds; every use holds the lock.
+    private let spool: Mutex<(spool: BundleSpool, count: Int64)>
 
     public init() throws {
-        spool = try BundleSpool(directory: try PrivateFiles.folder(), sealed: true)
+        spool = Mutex((try BundleSpool(directory: try PrivateFiles.folder(), sealed: true), 0))
     }
+
+    public var count: Int64 { spool.withLock { $0.count } }
 
     /// Adds bytes at the end.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard !bytes.isEmpty else { return }
-        try lock.withLock {
-            try spool.append(Array(bytes))
-            count += Int64(bytes.count)
+        let piece = Array(bytes)
+        try spool.withLock { held in
+            try held.spool.append(piece)
+            held.count += Int64(piece.count)
         }
     }
 
     public func read(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        try lock.withLock {
-            try spool.read(0..<spool.count) { chunk in try chunk.withUnsafeBytes { try body($0) } }
+        try spool.withLock { held in
+            try held.spool.read(0..<held.spool.count) { chunk in try chunk.withUnsafeBytes { try body($0) } }
         }
     }
 

@@ -1,5 +1,6 @@
 import CZlib
 import Foundation
+import Records
 
 /// Raw deflate (RFC 1951) in segments that join into one stream.
 ///
@@ -113,15 +114,14 @@ final class ParallelDeflater {
         var length: Int
     }
 
-    private final class Shared: @unchecked Sendable {
-        let condition = NSCondition()
+    private struct Shared {
         var waiting: [(index: Int, bytes: [UInt8], dictionary: [UInt8])] = []
         var waitingHead = 0
         var done: [Int: Segment] = [:]
         var stopped = false
     }
 
-    private let shared = Shared()
+    private let shared = Monitor(Shared())
     private let level: Int32
     private let workers: Int
     private let window: Int
@@ -156,48 +156,41 @@ final class ParallelDeflater {
         tail =
             bytes.count >= 1 << 15
             ? Array(bytes.suffix(1 << 15)) : (continuing ? Array((tail + bytes).suffix(1 << 15)) : bytes)
-        shared.condition.lock()
         var ready: [Segment] = []
-        takeReady(into: &ready)
-        while added - delivered >= window {
-            shared.condition.wait()
-            takeReady(into: &ready)
-        }
-        shared.waiting.append((added, bytes, dictionary))
+        let index = added
+        shared.withLock(
+            when: { state in
+                takeReady(&state, into: &ready)
+                return added - delivered < window
+            },
+            then: { state in state.waiting.append((index, bytes, dictionary)) })
         added += 1
-        shared.condition.broadcast()
-        shared.condition.unlock()
         for segment in ready { try deliver(segment) }
     }
 
     /// Waits for every chunk added so far and hands over their segments.
     func finish() throws {
         while delivered < added {
-            shared.condition.lock()
             var ready: [Segment] = []
-            takeReady(into: &ready)
-            while ready.isEmpty {
-                shared.condition.wait()
-                takeReady(into: &ready)
-            }
-            shared.condition.unlock()
+            shared.withLock(
+                when: { state in
+                    takeReady(&state, into: &ready)
+                    return !ready.isEmpty
+                }, then: { _ in })
             for segment in ready { try deliver(segment) }
         }
     }
 
     /// Takes the segments that are next in order and done; with the lock held.
-    private func takeReady(into ready: inout [Segment]) {
-        while let segment = shared.done.removeValue(forKey: delivered) {
+    private func takeReady(_ state: inout Shared, into ready: inout [Segment]) {
+        while let segment = state.done.removeValue(forKey: delivered) {
             ready.append(segment)
             delivered += 1
         }
     }
 
     private func stop() {
-        shared.condition.lock()
-        shared.stopped = true
-        shared.condition.broadcast()
-        shared.condition.unlock()
+        shared.withLock { $0.stopped = true }
     }
 
     private func launch() {
@@ -205,23 +198,24 @@ final class ParallelDeflater {
         let shared = self.shared
         let level = self.level
         for number in 0..<workers {
-            let thread = Thread {
+            WorkerThread.start(name: "ckport deflate \(number + 1)") {
                 let segmenter = DeflateSegmenter(level: level)
                 while true {
-                    shared.condition.lock()
-                    while shared.waitingHead == shared.waiting.count && !shared.stopped { shared.condition.wait() }
-                    if shared.stopped {
-                        shared.condition.unlock()
-                        return
-                    }
-                    let job = shared.waiting[shared.waitingHead]
-                    shared.waiting[shared.waitingHead] = (0, [], [])
-                    shared.waitingHead += 1
-                    if shared.waitingHead == shared.waiting.count {
-                        shared.waiting.removeAll(keepingCapacity: true)
-                        shared.waitingHead = 0
-                    }
-                    shared.condition.unlock()
+                    let next = shared.withLock(
+                        when: { $0.waitingHead < $0.waiting.count || $0.stopped },
+                        then: {
+                            state -> (index: Int, bytes: [UInt8], dictionary: [UInt8])? in
+                            if state.stopped { return nil }
+                            let job = state.waiting[state.waitingHead]
+                            state.waiting[state.waitingHead] = (0, [], [])
+                            state.waitingHead += 1
+                            if state.waitingHead == state.waiting.count {
+                                state.waiting.removeAll(keepingCapacity: true)
+                                state.waitingHead = 0
+                            }
+                            return job
+                        })
+                    guard let job = next else { return }
                     let segment = job.bytes.withUnsafeBytes { bytes in
                         job.dictionary.withUnsafeBytes { dictionary in
                             Segment(
@@ -229,14 +223,9 @@ final class ParallelDeflater {
                                 crc: GzipFraming.crc(bytes), length: bytes.count)
                         }
                     }
-                    shared.condition.lock()
-                    shared.done[job.index] = segment
-                    shared.condition.broadcast()
-                    shared.condition.unlock()
+                    shared.withLock { $0.done[job.index] = segment }
                 }
             }
-            thread.name = "ckport deflate \(number + 1)"
-            thread.start()
         }
     }
 }

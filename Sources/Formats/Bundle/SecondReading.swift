@@ -5,7 +5,7 @@ import StoreCore
 
 /// A bundle file read for its decompressor, with (when `hashing`) the SHA-256 of every byte
 /// read: a second reading whose bytes hash the same read the same bytes.
-final class HashingFileReader: @unchecked Sendable {
+final class HashingFileReader {
     let path: String
     private let descriptor: Int32
     private let ownsDescriptor: Bool
@@ -83,10 +83,9 @@ final class HashingFileReader: @unchecked Sendable {
 /// opened (not whatever is at its path now), and its bytes must hash as they did the first
 /// time, so the members checked are the very bytes the first reading gave out; a file changed
 /// in place in between is refused as such.
-final class SecondReading: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var outcome: Error??
-    private var cancelled = false
+final class SecondReading: Sendable {
+    /// How the check went (set once it has ended), and whether it was asked to stop.
+    private let state = Monitor<(outcome: Error??, cancelled: Bool)>((nil, false))
 
     /// - Parameters:
     ///   - file: the second reading's file (``HashingFileReader/init(secondReadingOf:)``).
@@ -97,33 +96,28 @@ final class SecondReading: @unchecked Sendable {
         first: (digest: SHA256.Digest, bytes: Int64)
     ) {
         // The thread holds the object until it has said how the check went.
-        let thread = Thread { [self] in
+        let state = self.state
+        WorkerThread.start(name: "ckport second reading", handing: file) { file in
             let result: Error?
             do {
                 try SecondReading.check(file: file, limits: limits, engine: engine, expected: expected, first: first) {
-                    [self] in
-                    condition.withLock { cancelled }
+                    state.withLock { $0.cancelled }
                 }
                 result = nil
             } catch {
                 result = error
             }
-            condition.withLock {
-                outcome = .some(result)
-                condition.broadcast()
-            }
+            state.withLock { $0.outcome = .some(result) }
         }
-        thread.name = "ckport second reading"
-        thread.start()
     }
 
     /// Waits for the check and throws what it found; Ctrl-C ends the wait.
     func wait() throws {
         while true {
-            let result: Error?? = condition.withLock {
-                if outcome == nil { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.2)) }
-                return outcome
-            }
+            let result: Error?? =
+                state.withLock(
+                    when: { $0.outcome != nil }, before: Date(timeIntervalSinceNow: 0.2), then: { $0.outcome })
+                ?? nil
             if let result {
                 if let result { throw result }
                 return
@@ -134,7 +128,7 @@ final class SecondReading: @unchecked Sendable {
 
     /// Stops the reading at its next chunk (the reader was let go of).
     func cancel() {
-        condition.withLock { cancelled = true }
+        state.withLock { $0.cancelled = true }
     }
 
     private struct Cancelled: Error {}

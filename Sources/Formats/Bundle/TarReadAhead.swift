@@ -11,7 +11,7 @@ import Records
 /// members and bytes a ``TarReader`` over the same stream gives, in order, then the stream's
 /// error (after everything that came before it) or its end. At most `depth` chunks wait at a
 /// time, so memory stays bounded; a reader that stops early stops the thread too.
-final class TarReadAhead: @unchecked Sendable {
+final class TarReadAhead {
     /// What the thread hands over: a member's header, a run of its content (the last run of a
     /// member says so, and carries the member's SHA-256 unless the member was left unhashed),
     /// the end of the archive, or the error that ended reading.
@@ -158,13 +158,11 @@ final class TarReadAhead: @unchecked Sendable {
     private func start() {
         started = true
         let handoff = self.handoff
-        // Only the read-ahead thread touches the source from here on.
-        nonisolated(unsafe) let source = self.source
-        nonisolated(unsafe) let progress = self.progress
         let chunkSize = self.chunkSize
         let name = self.name
         let hashes = self.hashes
-        let thread = Thread {
+        // Only the read-ahead thread touches the source from here on.
+        WorkerThread.start(name: "ckport read-ahead", handing: (source, progress)) { source, progress in
             let tar = TarReader(name: name, read: source)
             func send(_ piece: Piece) -> Bool { handoff.put(Chunk(piece: piece, progress: progress())) }
             do {
@@ -210,7 +208,5 @@ final class TarReadAhead: @unchecked Sendable {
                 _ = send(.failure(error))
             }
         }
-        thread.name = "ckport read-ahead"
-        thread.start()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Time-zone abbreviations ("CET", "CEST", "EDT") as the system's zone database has them,
 /// read from its TZif files (RFC 8536). Foundation on Linux answers "GMT+1" instead, which no
@@ -12,8 +13,8 @@ enum TZif {
         var footer: String
     }
 
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var cache: [String: Zone?] = [:]
+    /// Zones read so far (nil for a name without a file), for every thread.
+    private static let cache = Mutex<[String: Zone?]>([:])
 
     /// The abbreviation in force at `seconds` in zone `identifier`, nil when the system has no
     /// TZif file for it (or the file cannot be read).
@@ -52,9 +53,7 @@ enum TZif {
     }
 
     private static func load(_ identifier: String) -> Zone? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let cached = cache[identifier] { return cached }
+        if let cached = cache.withLock({ $0[identifier] }) { return cached }
         let folder = ProcessInfo.processInfo.environment["TZDIR"] ?? "/usr/share/zoneinfo"
         var zone: Zone?
         // Names come from the zone database's own list of names, never from a path.
@@ -63,7 +62,7 @@ enum TZif {
         {
             zone = parse([UInt8](data))
         }
-        cache[identifier] = zone
+        cache.withLock { $0[identifier] = zone }
         return zone
     }
 

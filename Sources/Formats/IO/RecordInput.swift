@@ -47,7 +47,7 @@ public struct RecordInput {
 
 /// A temporary file holding a copy of an input, in this process's private folder; removed
 /// when the last reference goes.
-final class TemporarySpool: @unchecked Sendable {
+final class TemporarySpool {
     let path: String
 
     init(copying input: ByteInput, suffix: String) throws {

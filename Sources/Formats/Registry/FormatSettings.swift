@@ -5,18 +5,18 @@ import StoreCore
 /// Settings of particular formats, found by their type: each format defines the settings it
 /// takes (``CSVReadSettings``, ``CalendarReadSettings``…) and reads them from here, so a new
 /// format brings its own without a change anywhere else.
-public struct FormatSettings: @unchecked Sendable {
-    private var values: [ObjectIdentifier: Any] = [:]
+public struct FormatSettings: Sendable {
+    private var values: [ObjectIdentifier: any Sendable] = [:]
 
     public init() {}
 
-    public subscript<Settings>(_ type: Settings.Type) -> Settings? {
+    public subscript<Settings: Sendable>(_ type: Settings.Type) -> Settings? {
         get { values[ObjectIdentifier(type)] as? Settings }
         set { values[ObjectIdentifier(type)] = newValue }
     }
 
     /// The settings of `type` that were given, or its defaults.
-    public func get<Settings>(_ type: Settings.Type, default value: @autoclosure () -> Settings) -> Settings {
+    public func get<Settings: Sendable>(_ type: Settings.Type, default value: @autoclosure () -> Settings) -> Settings {
         self[type] ?? value()
     }
 }

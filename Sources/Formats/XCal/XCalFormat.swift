@@ -47,6 +47,6 @@ extension RecordFormat {
 }
 
 /// The converter an xCal reader made last (a reader that reads twice makes two).
-final class XCalConverterBox: @unchecked Sendable {
+final class XCalConverterBox {
     var converter: XCalToICalendar?
 }

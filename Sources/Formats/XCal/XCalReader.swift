@@ -1,25 +1,33 @@
 import Foundation
 import Records
+import Synchronization
 
 /// Which line of an xCal file each line of the iCalendar text made from it came from, for the
 /// most recent lines (a window of a million): what a message about a component or property
 /// points at.
-final class XCalLineMap: @unchecked Sendable {
+final class XCalLineMap: Sendable {
     private static let window = 1 << 20
-    private var xmlLines = [Int32](repeating: 0, count: XCalLineMap.window)
+    /// The window, and how many iCalendar lines were made so far: the reader adds lines as it
+    /// converts, while a record's `locateField` (which may travel to another thread) looks.
+    private let lines = Mutex<(xmlLines: [Int32], count: Int)>(([Int32](repeating: 0, count: XCalLineMap.window), 0))
+
     /// iCalendar lines made so far.
-    private(set) var count = 0
+    var count: Int { lines.withLock { $0.count } }
 
     func add(xmlLine: Int) {
-        xmlLines[count & (XCalLineMap.window - 1)] = Int32(clamping: xmlLine)
-        count += 1
+        lines.withLock { lines in
+            lines.xmlLines[lines.count & (XCalLineMap.window - 1)] = Int32(clamping: xmlLine)
+            lines.count += 1
+        }
     }
 
     /// The xCal line of iCalendar line `line` (1-based), when still in the window.
     func xmlLine(of line: Int) -> Int? {
-        guard line >= 1, line <= count, count - line < XCalLineMap.window else { return nil }
-        let value = Int(xmlLines[(line - 1) & (XCalLineMap.window - 1)])
-        return value > 0 ? value : nil
+        lines.withLock { lines in
+            guard line >= 1, line <= lines.count, lines.count - line < XCalLineMap.window else { return nil }
+            let value = Int(lines.xmlLines[(line - 1) & (XCalLineMap.window - 1)])
+            return value > 0 ? value : nil
+        }
     }
 }
 

@@ -5,9 +5,8 @@ import Foundation
 /// Reading records out of the store (this thread) then overlaps with encoding and writing
 /// them (the other core). At most `depth` batches wait, so memory stays bounded. An error
 /// on the background thread surfaces at the next `write` or at `finish`.
-public final class BackgroundSink: RecordSink, @unchecked Sendable {
-    private final class Shared: @unchecked Sendable {
-        let condition = NSCondition()
+public final class BackgroundSink: RecordSink {
+    private struct Shared {
         var batches: [[Record]] = []
         var closing = false
         var done = false
@@ -15,7 +14,7 @@ public final class BackgroundSink: RecordSink, @unchecked Sendable {
     }
 
     private let sink: RecordSink
-    private let shared = Shared()
+    private let shared = Monitor(Shared())
     private let batchSize: Int
     private let depth: Int
     private var batch: [Record] = []
@@ -32,33 +31,27 @@ public final class BackgroundSink: RecordSink, @unchecked Sendable {
         started = true
         let shared = self.shared
         // Only the background thread touches the sink until finish() has joined it.
-        nonisolated(unsafe) let sink = self.sink
-        let thread = Thread {
+        WorkerThread.start(name: "ckport write-behind", stackSize: 8 << 20, handing: sink) { sink in
             while true {
-                shared.condition.lock()
-                while shared.batches.isEmpty && !shared.closing { shared.condition.wait() }
-                if shared.batches.isEmpty {
-                    shared.done = true
-                    shared.condition.broadcast()
-                    shared.condition.unlock()
-                    return
-                }
-                let next = shared.batches.removeFirst()
-                shared.condition.broadcast()
-                let failed = shared.failure != nil
-                shared.condition.unlock()
+                let (next, failed) = shared.withLock(
+                    when: { !$0.batches.isEmpty || $0.closing },
+                    then: {
+                        state -> ([Record]?, Bool) in
+                        if state.batches.isEmpty {
+                            state.done = true
+                            return (nil, false)
+                        }
+                        return (state.batches.removeFirst(), state.failure != nil)
+                    })
+                guard let next else { return }
                 if failed { continue }
                 do {
                     for record in next { try sink.write(record) }
                 } catch {
-                    shared.condition.lock()
-                    shared.failure = error
-                    shared.condition.unlock()
+                    shared.withLock { $0.failure = error }
                 }
             }
         }
-        thread.stackSize = 8 << 20
-        thread.start()
     }
 
     public func write(_ record: Record) throws {
@@ -68,27 +61,25 @@ public final class BackgroundSink: RecordSink, @unchecked Sendable {
 
     private func hand(over closing: Bool) throws {
         if !started { start() }
-        shared.condition.lock()
-        defer { shared.condition.unlock() }
-        while shared.batches.count >= depth && shared.failure == nil { shared.condition.wait() }
-        if let failure = shared.failure { throw failure }
+        let depth = self.depth
+        let handed = batch
+        try shared.withLock(
+            when: { $0.batches.count < depth || $0.failure != nil },
+            then: { state throws -> Void in
+                if let failure = state.failure { throw failure }
+                if !handed.isEmpty { state.batches.append(handed) }
+                if closing { state.closing = true }
+            })
         if !batch.isEmpty {
-            shared.batches.append(batch)
             batch = []
             batch.reserveCapacity(batchSize)
         }
-        if closing { shared.closing = true }
-        shared.condition.broadcast()
     }
 
     /// Waits for the background thread to write everything, then finishes the sink.
     public func finish() throws {
         try hand(over: true)
-        shared.condition.lock()
-        while !shared.done { shared.condition.wait() }
-        let failure = shared.failure
-        shared.condition.unlock()
-        if let failure {
+        if let failure = shared.withLock(when: { $0.done }, then: { $0.failure }) {
             sink.discard()
             throw failure
         }
@@ -97,12 +88,11 @@ public final class BackgroundSink: RecordSink, @unchecked Sendable {
 
     public func discard() {
         if started {
-            shared.condition.lock()
-            shared.batches = []
-            shared.closing = true
-            shared.condition.broadcast()
-            while !shared.done { shared.condition.wait() }
-            shared.condition.unlock()
+            shared.withLock { state in
+                state.batches = []
+                state.closing = true
+            }
+            shared.withLock(when: { $0.done }, then: { _ in })
         }
         sink.discard()
     }

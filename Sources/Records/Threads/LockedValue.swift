@@ -1,15 +1,13 @@
-import Foundation
+import Synchronization
 
-/// A value behind a lock.
-final class LockedValue<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
+/// A value behind a lock, that a class (or a static) can keep and closures capture: a
+/// `Mutex` of the standard library, which cannot be copied, in a box that can be shared.
+final class LockedValue<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
 
-    init(_ value: Value) { self.value = value }
+    init(_ value: Value) { mutex = Mutex(value) }
 
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
+    func withLock<T: Sendable, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+        try mutex.withLock { (value: inout sending Value) throws(E) -> T in try body(&value) }
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// Reading and decoding (one core) then overlap with whatever consumes the records — the
 /// store's writes, on the other core. At most `depth` batches wait at any time, so memory
 /// stays bounded however large the input is.
-public final class PrefetchingSource: RecordSource, @unchecked Sendable {
+public final class PrefetchingSource: RecordSource {
     /// Items in order (the consumer takes each out of its place, leaving nil: moved, not
     /// copied, so that handing one over costs no reference counting), with the source's
     /// progress after them and, in the last batch, how the source ended.
@@ -53,12 +53,11 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
     private func start() {
         started = true
         let handoff = self.handoff
-        // Only the background thread touches the source from here on.
-        nonisolated(unsafe) let source = self.source
         let batchSize = self.batchSize
         let transform = self.transform
         let retired = self.retired
-        let thread = Thread {
+        // Only the background thread touches the source from here on.
+        WorkerThread.start(name: "ckport read-ahead", stackSize: 8 << 20, handing: source) { source in
             while true {
                 // What the consumer handed back is freed here, where it was allocated (outside
                 // the lock: the consumer may be waiting to hand back more).
@@ -87,8 +86,6 @@ public final class PrefetchingSource: RecordSource, @unchecked Sendable {
                 if !handoff.put(batch) || ended { return }
             }
         }
-        thread.stackSize = 8 << 20
-        thread.start()
     }
 
     /// Hands back an item the consumer is done with, to be freed on the background thread

@@ -8,7 +8,11 @@ import Foundation
 /// One job at a time; `collect` must follow every `start` before the next. The thread ends
 /// with ``stop()`` or when the owner goes away. (``PrefetchingSource`` and ``BackgroundSink``,
 /// beside it, are the producer–consumer helpers: a queue of batches in one direction.)
-public final class SideThread<Result>: @unchecked Sendable {
+public final class SideThread<Result> {
+    /// `@unchecked Sendable`: every property is used with `condition` locked. The job and its
+    /// result are not `Sendable`: the job is handed to the side thread and its result back, and
+    /// ``start(_:)``'s caller promises (as the type's description says) to touch nothing the job
+    /// uses until ``collect()`` has returned, which the lock orders after the job's end.
     private final class Shared: @unchecked Sendable {
         let condition = NSCondition()
         var job: (() -> Result)?
@@ -61,7 +65,7 @@ public final class SideThread<Result>: @unchecked Sendable {
     private func launch() {
         running = true
         let shared = self.shared
-        let thread = Thread {
+        WorkerThread.start(name: name, stackSize: stackSize) {
             while true {
                 shared.condition.lock()
                 while shared.job == nil && !shared.stopped { shared.condition.wait() }
@@ -79,8 +83,5 @@ public final class SideThread<Result>: @unchecked Sendable {
                 shared.condition.unlock()
             }
         }
-        thread.name = name
-        if let stackSize { thread.stackSize = stackSize }
-        thread.start()
     }
 }

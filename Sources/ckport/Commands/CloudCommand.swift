@@ -208,11 +208,11 @@ struct CloudStatusCommand: AsyncParsableCommand {
     func run() async throws {
         let store = try storeOptions.open(create: false)
         var lines: [String] = ["store: \(storeOptions.path)"]
-        let sources = try store.readSession { try $0.syncSources() }
+        let sources = try await store.readSession { try $0.syncSources() }
         var any = false
         var zoneStates: [String: [SyncState]] = [:]
         for source in sources {
-            let states = try store.readSession { try $0.syncStates(source: source) }
+            let states = try await store.readSession { try $0.syncStates(source: source) }
             zoneStates[source] = states.filter(CloudSync.isZoneState)
             let report = try CloudSync.lastPull(in: store, source: source)
             guard !zoneStates[source]!.isEmpty || report != nil else { continue }

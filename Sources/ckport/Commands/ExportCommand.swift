@@ -195,7 +195,7 @@ struct ExportCommand: AsyncParsableCommand {
         query.descending = desc
         query.limit = limit
         if explain {
-            for (sql, plan) in try store.readSession({ try $0.queryPlan(query) }) {
+            for (sql, plan) in try await store.readSession({ try $0.queryPlan(query) }) {
                 print(sql)
                 for line in plan { print("  " + line) }
             }

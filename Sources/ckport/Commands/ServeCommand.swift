@@ -134,8 +134,10 @@ struct ServeCommand: AsyncParsableCommand {
         FileHandle.standardOutput.write(
             Data("serving \(shown) read-only on \(server.baseURL.absoluteString)/ (Ctrl-C stops)\n".utf8))
         if open { openInBrowser(server.baseURL.absoluteString + "/") }
-        while !Interruption.requested { try? await Task.sleep(for: .milliseconds(200)) }
-        await server.stop()
+        // Serves until Ctrl-C cancels the command; the answers under way then get their moment
+        // (a stop of its own, which the cancellation does not cut short).
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        await Task { await server.stop() }.value
         // Every handle let go of: the store's last connection takes its -wal and -shm files.
         if view == nil { for handle in handles { try? handle.closeConnections() } }
         if !storeOptions.quiet { Console.error("stopped") }

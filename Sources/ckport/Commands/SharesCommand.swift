@@ -36,7 +36,7 @@ struct SharesCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try storeOptions.open(create: false)
-        let shares = try store.readSession { try Shares.list($0, scope: scope, zoneName: zone) }
+        let shares = try await store.readSession { try Shares.list($0, scope: scope, zoneName: zone) }
         if json {
             var out = JSONWriter()
             out.byte(UInt8(ascii: "["))

@@ -25,7 +25,7 @@ struct StatsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try storeOptions.open(create: false)
-        let stats = try store.readSession { try $0.stats() }
+        let stats = try await store.readSession { try $0.stats() }
         if json {
             var out = JSONWriter()
             out.raw("{\"store\":")

@@ -2,6 +2,7 @@ import CKPort
 import CloudKitWeb
 import Formats
 import Foundation
+import Synchronization
 
 /// Messages for people go to standard error, so standard output stays clean for data.
 enum Console {
@@ -84,17 +85,15 @@ enum Console {
 /// A one-line progress display on standard error: shown only on a terminal, only once the
 /// work has lasted a second, and redrawn at most a few times a second. Safe to update from
 /// several threads.
-final class ProgressLine: @unchecked Sendable {
+final class ProgressLine: Sendable {
     private let label: String
     private let enabled: Bool
     private let start = Date()
-    private var lastDraw = Date.distantPast
-    private var drawn = false
-    private let lock = NSLock()
-    private var records = 0
-    /// A word about a wait (CloudKit throttling), shown at the end of the line until the next
+    /// When the line was last drawn, whether it is on the screen, the records it shows, and a
+    /// word about a wait (CloudKit throttling), shown at the end of the line until the next
     /// progress.
-    private var note: String?
+    private let state = Mutex<(lastDraw: Date, drawn: Bool, records: Int, note: String?)>(
+        (.distantPast, false, 0, nil))
 
     init(_ label: String, quiet: Bool) {
         self.label = label
@@ -112,11 +111,11 @@ final class ProgressLine: @unchecked Sendable {
     @discardableResult
     func note(_ text: String) -> Bool {
         guard enabled else { return false }
-        lock.lock()
-        note = Console.clean(text)
-        lastDraw = .distantPast
-        let records = self.records
-        lock.unlock()
+        let records = state.withLock { state in
+            state.note = Console.clean(text)
+            state.lastDraw = .distantPast
+            return state.records
+        }
         draw(records: records, bytesDone: nil, bytesTotal: nil, force: true)
         return true
     }
@@ -124,36 +123,37 @@ final class ProgressLine: @unchecked Sendable {
     /// Redraws the line; `bytesDone` of `bytesTotal` (any unit) gives the percentage and ETA.
     func update(records: Int, bytesDone: Int64? = nil, bytesTotal: Int64? = nil) {
         guard enabled else { return }
-        lock.lock()
-        if records != self.records { note = nil }
-        self.records = records
-        lock.unlock()
+        state.withLock { state in
+            if records != state.records { state.note = nil }
+            state.records = records
+        }
         draw(records: records, bytesDone: bytesDone, bytesTotal: bytesTotal, force: false)
     }
 
     private func draw(records: Int, bytesDone: Int64?, bytesTotal: Int64?, force: Bool) {
-        lock.lock()
-        defer { lock.unlock() }
-        let now = Date()
-        let elapsed = now.timeIntervalSince(start)
-        guard force || (elapsed >= 1 && now.timeIntervalSince(lastDraw) >= 0.25) else { return }
-        lastDraw = now
-        var line = "\(label) \(Console.count(records)) records · \(Console.count(Int(Double(records) / elapsed)))/s"
-        if let done = bytesDone, let total = bytesTotal, total > 0, done > 0 {
-            let fraction = min(1, Double(done) / Double(total))
-            line += String(format: " · %.0f%%", fraction * 100)
-            if fraction > 0.01 { line += " · ETA " + Console.seconds(elapsed / fraction - elapsed) }
+        state.withLock { state in
+            let now = Date()
+            let elapsed = now.timeIntervalSince(start)
+            guard force || (elapsed >= 1 && now.timeIntervalSince(state.lastDraw) >= 0.25) else { return }
+            state.lastDraw = now
+            var line =
+                "\(label) \(Console.count(records)) records · \(Console.count(Int(Double(records) / elapsed)))/s"
+            if let done = bytesDone, let total = bytesTotal, total > 0, done > 0 {
+                let fraction = min(1, Double(done) / Double(total))
+                line += String(format: " · %.0f%%", fraction * 100)
+                if fraction > 0.01 { line += " · ETA " + Console.seconds(elapsed / fraction - elapsed) }
+            }
+            if let note = state.note { line += " · " + note }
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+            state.drawn = true
         }
-        if let note { line += " · " + note }
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
-        drawn = true
     }
 
     func finish() {
-        lock.lock()
-        defer { lock.unlock() }
-        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-        drawn = false
+        state.withLock { state in
+            if state.drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            state.drawn = false
+        }
     }
 
     var elapsed: Double { Date().timeIntervalSince(start) }

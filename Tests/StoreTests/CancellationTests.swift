@@ -1,0 +1,86 @@
+import Foundation
+import Records
+import Synchronization
+import Testing
+
+@testable import SQLiteStore
+@testable import StoreCore
+
+/// Cancellation is per operation: cancelling one task's store work stops that work, rolls it
+/// back, and leaves the work beside it alone.
+@Suite("Cancellation")
+struct CancellationTests {
+    /// How far the writer has come, read by the test's other tasks.
+    final class Saved: Sendable {
+        private let count = Mutex(0)
+        var value: Int { count.withLock { $0 } }
+        func set(_ number: Int) { count.withLock { $0 = number } }
+    }
+
+    static func note(_ number: Int) -> Record {
+        var record = Record(
+            id: RecordID(recordName: "t-\(number)", zone: ZoneID(scope: .private, zoneName: ZoneID.defaultZoneName)),
+            recordType: "Task", created: RecordStamp(timestamp: 1_700_000_000_000),
+            modified: RecordStamp(timestamp: 1_700_000_000_000))
+        record["title"] = .string("Task \(number)")
+        return record
+    }
+
+    @Test(
+        "cancelling the task of an asynchronous write stops it at its next record and rolls it back; a read beside it on the same handle goes on"
+    )
+    func cancelledTask() async throws {
+        let scratch = Scratch()
+        let store = try scratch.store(taskSchema)
+        try store.write { _ = try $0.save(Self.note(0), mode: .insert) }
+        let saving = Saved()
+        let writer = Task {
+            try await store.writeSession { session in
+                // Bounded: the cancellation arrives long before the end.
+                for number in 1...1_000_000 {
+                    _ = try session.save(Self.note(number), mode: .insert)
+                    saving.set(number)
+                }
+            }
+        }
+        let reader = Task {
+            // Waits until the writer is well under way, then reads on the same handle.
+            while saving.value < 50 { try await Task.sleep(for: .milliseconds(2)) }
+            return try await store.readSession { try $0.count(RecordQuery()) }
+        }
+        while saving.value < 50 { try await Task.sleep(for: .milliseconds(2)) }
+        writer.cancel()
+        await #expect(throws: InterruptedError(signal: Cancellation.cancelledTask)) { try await writer.value }
+        let stoppedAt = saving.value
+        #expect(stoppedAt >= 50 && stoppedAt < 1_000_000)
+        // The read beside it saw the one committed record (it reads the last committed state).
+        #expect(try await reader.value == 1)
+        #expect(try allRecords(store).map(\.recordName) == ["t-0"])
+    }
+
+    @Test("a thread started inside an operation works for it: cancelling the operation reaches the thread, and only it")
+    func workerThreads() throws {
+        let operation = Cancellation(inside: nil)
+        operation.cancel()
+        let seen = Mutex<[String: Bool]>([:])
+        let done = DispatchGroup()
+        done.enter()
+        done.enter()
+        Cancellation.$current.withValue(operation) {
+            WorkerThread.start(name: "inside") {
+                seen.withLock { $0["inside"] = Interruption.requested }
+                done.leave()
+            }
+        }
+        WorkerThread.start(name: "beside") {
+            seen.withLock { $0["beside"] = Interruption.requested }
+            done.leave()
+        }
+        done.wait()
+        #expect(seen.withLock { $0 } == ["inside": true, "beside": false])
+        #expect(throws: InterruptedError(signal: Cancellation.cancelledTask)) {
+            try Cancellation.$current.withValue(operation) { try Interruption.check() }
+        }
+        #expect(throws: Never.self) { try Interruption.check() }
+    }
+}
