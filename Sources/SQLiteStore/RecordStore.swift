@@ -63,6 +63,8 @@ public final class RecordStore: Sendable {
         var willPublish: (@Sendable (String) -> Void)?
     }
     private let state: Mutex<State>
+    /// Held for the whole of ``write(dryRun:_:)``.
+    private let writing = NSRecursiveLock()
 
     /// True while the store is being built aside: nothing is at ``path`` yet, and nothing will
     /// be unless a write commits.
@@ -563,6 +565,11 @@ public final class RecordStore: Sendable {
     /// schema and the change sequence afresh once it holds the lock, so what another process
     /// committed before is never written over.
     public func write<T>(dryRun: Bool = false, _ body: (StoreSession) throws -> T) throws -> T {
+        // One write of this handle at a time, from its transaction to its store's publishing or
+        // removal: a write that fails on a new store removes the file, which must never take
+        // another thread's committed write with it. (SQLite has one writer at a time anyway.)
+        writing.lock()
+        defer { writing.unlock() }
         do {
             let result = try writeTransaction(dryRun: dryRun, body)
             if !dryRun {
@@ -770,33 +777,37 @@ final class SchemaCache: Sendable {
 final class LockWaiter: Sendable {
     let limit: Double
     private let onWait: (@Sendable () -> Void)?
-    private let state = Mutex<(started: UInt64, announced: Bool, reading: Bool)>((0, false, false))
+    private let state = Mutex<(started: UInt64, announced: Bool)>((0, false))
 
     init(limit: Double, onWait: (@Sendable () -> Void)?) {
         self.limit = limit
         self.onWait = onWait
     }
 
-    /// Set while the store opens or reads. Readers never wait for a writer's transaction, but
-    /// SQLite can be busy for a moment while another connection opens, closes or folds the
-    /// log back into the file; a reader always waits out such moments, whatever `limit` is.
+    /// Set while this thread opens or reads the store. Readers never wait for a writer's
+    /// transaction, but SQLite can be busy for a moment while another connection opens, closes
+    /// or folds the log back into the file; a reader always waits out such moments, whatever
+    /// `limit` is. Kept per thread: the busy handler runs on the thread whose call is busy, and
+    /// another thread's reading says nothing about it.
     var reading: Bool {
-        get { state.withLock { $0.reading } }
-        set { state.withLock { $0.reading = newValue } }
+        get { Thread.current.threadDictionary[readingKey] != nil }
+        set { Thread.current.threadDictionary[readingKey] = newValue ? true : nil }
     }
+    private var readingKey: String { "ckport.store.reading.\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
     static let readerGrace: Double = 30
 
     func shouldRetry(_ tries: Int) -> Bool {
         let now = DispatchTime.now().uptimeNanoseconds
-        let (waited, announce, reading) = state.withLock { state in
+        let reading = self.reading
+        let (waited, announce) = state.withLock { state in
             if tries == 0 {
                 state.started = now
                 state.announced = false
             }
             let waited = Double(now - state.started) / 1e9
-            let announce = !state.announced && waited >= 0.25 && !state.reading
+            let announce = !state.announced && waited >= 0.25 && !reading
             if announce { state.announced = true }
-            return (waited, announce, state.reading)
+            return (waited, announce)
         }
         let limit = reading ? max(self.limit, LockWaiter.readerGrace) : self.limit
         if waited >= limit || Interruption.requested { return false }

@@ -7,15 +7,18 @@ import Records
 /// rolls back and outputs are discarded as for any other failure.
 ///
 /// What is checked is the operation under way (``Cancellation/current``): a signal cancels the
-/// operation the command line runs (see ``install(_:)``); a library caller cancels one
-/// operation by cancelling the task that awaits it (``Cancellation/operation(isolation:_:)``,
+/// operation the command line runs (see ``whenInterrupted(_:)``); a library caller cancels one
+/// operation by cancelling the task that awaits it (``Cancellation/operation(_:)``,
 /// which the asynchronous store calls run in, ties the two), and the work beside it goes on.
 public enum Interruption {
-    /// Catches SIGINT and SIGTERM from now on: the first calls `interrupt` with the signal's
-    /// number (on a thread of its own, not in the signal handler), a second exits at once
+    /// Catches SIGINT and SIGTERM from now on: the first is held for ``whenInterrupted(_:)``
+    /// (one that comes before it is called is handed over when it is), a second exits at once
     /// with status 130.
-    public static func install(_ interrupt: @escaping @Sendable (Int32) -> Void) {
-        ckport_install_interrupt_handler()
+    public static func install() { ckport_install_interrupt_handler() }
+
+    /// Calls `interrupt` with the first signal's number, on a thread of its own (not in the
+    /// signal handler), once it comes.
+    public static func whenInterrupted(_ interrupt: @escaping @Sendable (Int32) -> Void) {
         WorkerThread.start(name: "ckport signals") {
             interrupt(ckport_wait_for_interrupt())
         }

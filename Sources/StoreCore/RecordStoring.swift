@@ -325,17 +325,14 @@ extension RecordStoring {
     /// ``readSession(_:)`` from asynchronous code: the body runs on ``StoreThreads``, not on
     /// the caller's thread, as an operation of its own (cancelling the calling task stops it
     /// at its next row, and the transaction ends as for any failure).
-    public func readSession<T>(
-        isolation: isolated (any Actor)? = #isolation, _ body: (any RecordSession) throws -> T
-    ) async throws -> T {
+    public func readSession<T>(_ body: (any RecordSession) throws -> T) async throws -> T {
         try await StoreThreads.run { try self.readSession(body) }
     }
 
-    /// ``writeSession(dryRun:schema:_:)`` from asynchronous code, as ``readSession(isolation:_:)``
+    /// ``writeSession(dryRun:schema:_:)`` from asynchronous code, as ``readSession(_:)``
     /// runs a read.
     public func writeSession<T>(
-        isolation: isolated (any Actor)? = #isolation, dryRun: Bool = false, schema: SchemaUse = .keeps,
-        _ body: (any RecordSession) throws -> T
+        dryRun: Bool = false, schema: SchemaUse = .keeps, _ body: (any RecordSession) throws -> T
     ) async throws -> T {
         try await StoreThreads.run { try self.writeSession(dryRun: dryRun, schema: schema, body) }
     }
@@ -356,9 +353,7 @@ public final class StoreThreads: TaskExecutor, Sendable {
     }
 
     /// Runs `work` on the store's threads, as an operation of its own inside the caller's.
-    public static func run<T>(
-        isolation: isolated (any Actor)? = #isolation, _ work: () throws -> T
-    ) async throws -> T {
+    public static func run<T>(_ work: () throws -> T) async throws -> T {
         try await Cancellation.operation {
             try await withTaskExecutorPreference(shared) {
                 try Interruption.check()

@@ -8,6 +8,9 @@ import StoreCore
 // into 2 (invalid input, nothing written) and 3 (anything else).
 // The library's messages name the command line's flags where they mention a setting.
 CommandLineWords.install()
+// Ctrl-C and SIGTERM are caught from the start: one that comes before the command runs waits
+// for it (``runAndExit(_:)``), which then stops at once and cleanly.
+Interruption.install()
 let arguments = Array(CommandLine.arguments.dropFirst())
 var command: ParsableCommand
 do {
@@ -23,8 +26,6 @@ do {
     Console.error(Suggestions.check(arguments, root: CKPortCommand.self) ?? CKPortCommand.lowercased(message))
     exit(ExitStatus.usage.rawValue)
 }
-await runAndExit(command)
-
 /// Runs the command and exits with its status. The command is one operation: Ctrl-C or
 /// SIGTERM cancels it (and its task, so that what waits on the network stops waiting), and it
 /// stops where it can stop cleanly.
@@ -33,7 +34,7 @@ func runAndExit(_ command: sending ParsableCommand) async -> Never {
     let work = Task {
         try await Cancellation.$current.withValue(operation) { try await run(command) }
     }
-    Interruption.install { signal in
+    Interruption.whenInterrupted { signal in
         operation.cancel(signal: signal)
         work.cancel()
     }
@@ -102,3 +103,6 @@ extension CKPortCommand {
         message.hasPrefix("Error: ") ? "error: " + message.dropFirst("Error: ".count) : message
     }
 }
+
+// Last, after every declaration above: it does not return.
+await runAndExit(command)

@@ -84,3 +84,40 @@ struct CancellationTests {
         #expect(throws: Never.self) { try Interruption.check() }
     }
 }
+
+@Suite("One handle, many threads")
+struct SharedHandleTests {
+    @Test(
+        "a new store's failed write never takes another thread's committed write with it: what a write says it saved is in the store"
+    )
+    func failedWriteBesideACommit() throws {
+        for round in 0..<20 {
+            let scratch = Scratch()
+            let path = scratch.path("new-\(round).sqlite")
+            let store = try RecordStore(path: path, buildAside: true)
+            struct Refused: Error {}
+            let saved = Mutex(false)
+            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                if thread == 0 {
+                    // Fails: the new store would be removed, were it still only this write's.
+                    _ = try? store.write { session in
+                        _ = try session.apply(schema: try SchemaParser.parse(taskSchema))
+                        throw Refused()
+                    }
+                } else {
+                    let committed =
+                        (try? store.write { session in
+                            _ = try session.apply(schema: try SchemaParser.parse(taskSchema))
+                            _ = try session.save(CancellationTests.note(1), mode: .insert)
+                            return true
+                        }) ?? false
+                    saved.withLock { $0 = committed }
+                }
+            }
+            if saved.withLock({ $0 }) {
+                let reopened = try RecordStore(path: path, create: false)
+                #expect(try allRecords(reopened).map(\.recordName) == ["t-1"], "round \(round)")
+            }
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import CloudKitWeb
 import Foundation
 import NIOConcurrencyHelpers
+import Records
 
 /// Several ``BrowseSite``s over handles of their own to the same store, answering requests side
 /// by side: a long request (a download of a large table, a migration's rehearsal) holds one of
@@ -41,8 +42,18 @@ public final class BrowseSites: Sendable {
         guard let index = await take() else { return busy() }
         defer { give(index) }
         let site = all[index]
-        return await withCheckedContinuation { continuation in
-            queues[index].async { continuation.resume(returning: work(site)) }
+        // The page works for an operation of its own inside the server's: stopping the server
+        // (Ctrl-C) or cancelling the request stops its query at the next row. A dispatch queue
+        // does not carry task-local values, so the operation is handed to the block.
+        let operation = Cancellation()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queues[index].async {
+                    Cancellation.$current.withValue(operation) { continuation.resume(returning: work(site)) }
+                }
+            }
+        } onCancel: {
+            operation.cancel()
         }
     }
 

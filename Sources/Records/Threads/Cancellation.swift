@@ -41,11 +41,12 @@ public final class Cancellation: Sendable {
     /// Whether any operation of this process has been cancelled.
     public static var anyCancelled: Bool { cancelled.load(ordering: .relaxed) != 0 }
 
-    /// Why the operation was asked to stop (its own reason, else its parent's), nil while not.
+    /// Why the operation was asked to stop, nil while it was not: the outermost reason (a
+    /// signal that stopped the command, rather than the cancelled task it stopped it through).
     public var stopReason: Int32? {
+        if let outer = parent?.stopReason { return outer }
         let own = reason.load(ordering: .relaxed)
-        if own != 0 { return own }
-        return parent?.stopReason
+        return own != 0 ? own : nil
     }
 
     /// Whether the operation was asked to stop.
@@ -53,9 +54,7 @@ public final class Cancellation: Sendable {
 
     /// Runs `body` as an operation of its own: cancelling the task that runs it (or
     /// cancelling the operation it runs inside) cancels it.
-    public static func operation<T>(
-        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
-    ) async throws -> T {
+    public static func operation<T>(_ body: () async throws -> T) async throws -> T {
         let operation = Cancellation()
         return try await withTaskCancellationHandler {
             try await Cancellation.$current.withValue(operation) { try await body() }
