@@ -1,10 +1,13 @@
-import CKPort
 import CloudKitEmulator
 import CloudKitWeb
 import Crypto
 import Foundation
+import Records
+import Synchronization
 import TestSupport
 import Testing
+
+@testable import CKPort
 
 /// An emulated container and a client that follows its web auth tokens, as ckport does.
 struct Container {
@@ -258,6 +261,57 @@ struct PushTests {
     }
 
     @Test(
+        "assets in a push of many requests: the asset of a record in a later request is read while the store's reader waits with requests in hand (one SQLite connection: it used to hang)"
+    )
+    func assetsInALongPush() async throws {
+        let scratch = Scratch()
+        let schema = Self.schema.replacingOccurrences(
+            of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
+        let source = try scratch.store(schema)
+        let file = scratch.path("photo.bin")
+        try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: file))
+        try source.write { session in
+            let stored = try session.putAsset(file: file, expectedSHA256: nil, expectedSize: nil)
+            for n in 0..<1500 {
+                var fields: RecordFields = ["title": .string("Note \(n)")]
+                // Every request holds assets, the first and the last.
+                if n % 100 == 7 {
+                    fields["attachment"] = .asset(
+                        Asset(fileChecksum: "local", size: stored.size, sha256: stored.sha256))
+                }
+                _ = try session.save(
+                    Record(
+                        id: RecordID(recordName: String(format: "note-%04d", n), zone: Self.notes), recordType: "Note",
+                        fields: fields),
+                    mode: .replace)
+            }
+        }
+        let cloud = try Container()
+        let push = Task { try await CloudSync.push(cloud.client, from: source, request: PushRequest()) { _ in } }
+        // A hang fails the test instead of stopping the run: the push is waited for with a bound.
+        let deadline = Date().addingTimeInterval(120)
+        let finished = Mutex(false)
+        Task {
+            _ = try? await push.value
+            finished.withLock { $0 = true }
+        }
+        while !finished.withLock({ $0 }) && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        guard finished.withLock({ $0 }) else {
+            Issue.record("the push did not end within two minutes")
+            return
+        }
+        let pushed = try await push.value
+        #expect(pushed.total.saved == 1500)
+        #expect(cloud.emulator.log.filter { $0 == "assets/upload" }.count >= 8)
+        let inCloud = try await cloud.records(zone: "Notes")
+        #expect(inCloud.count == 1500)
+        let withFile = inCloud.values.filter {
+            (($0["fields"] as? [String: Any])?["attachment"] as? [String: Any])?["value"] != nil
+        }
+        #expect(withFile.count == 15)
+    }
+
+    @Test(
         "assets: a push uploads the bytes the store holds (assets/upload, then the file) and the record carries the receipt; a pull with assets brings the same bytes back"
     )
     func assetsRoundTrip() async throws {
@@ -372,5 +426,55 @@ final class Passing: CloudKitTransport, @unchecked Sendable {
             if remaining < 0 { inner.inject(.quotaExceeded, on: operation) }
         }
         return try await inner.send(request)
+    }
+}
+
+@Suite("the push's feed from its reader")
+struct BatchFeedTests {
+    /// A producer thread: puts `count` numbers, then finishes or fails.
+    /// The context is the producer thread's identity.
+    static func produce(_ feed: BatchFeed<Int, String>, count: Int, failing: Bool = false) {
+        WorkerThread.start(name: "test producer") {
+            let producer = "producer \(pthread_self())"
+            for n in 0..<count where !feed.put(n, context: producer) { return }
+            if failing {
+                feed.fail(CloudKitServerError(serverErrorCode: "BROKEN", reason: "reader failed", status: 0))
+            } else {
+                feed.finish(context: producer)
+            }
+        }
+    }
+
+    @Test(
+        "errands run on the producer's thread while it waits for room, and after it finished until the last batch is taken"
+    )
+    func errandsWhileWaiting() async throws {
+        let feed = BatchFeed<Int, String>(depth: 2)
+        Self.produce(feed, count: 10)
+        var seen: [Int] = []
+        while let n = try await feed.next() {
+            seen.append(n)
+            // The producer is blocked in put (the feed is full) or has finished: either way it answers.
+            let answer = try await feed.errand { context in (context, "producer \(pthread_self())", n) }
+            #expect(answer.0 == answer.1 && answer.2 == n)
+        }
+        #expect(seen == Array(0..<10))
+        // The consumer has taken the end: the producer has gone, and an errand is refused, not left waiting.
+        await #expect(throws: CancellationError.self) { try await feed.errand { $0 } }
+    }
+
+    @Test("an errand waiting when the producer fails is refused with the producer's failure")
+    func errandRefusedOnFailure() async throws {
+        let feed = BatchFeed<Int, String>(depth: 1)
+        Self.produce(feed, count: 1, failing: true)
+        #expect(try await feed.next() == 0)
+        do {
+            _ = try await feed.errand { _ in "read" }
+            // The producer may have run it before it failed; then the end is the failure.
+            _ = try await feed.next()
+            Issue.record("the failure was not passed on")
+        } catch let error as CloudKitServerError {
+            #expect(error.serverErrorCode == "BROKEN")
+        }
     }
 }

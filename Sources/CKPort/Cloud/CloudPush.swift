@@ -214,16 +214,17 @@ extension CloudSync {
         let codec = JSONRecordCodec(schema: try store.loadSchema())
         do {
             var known = Set(try await zones(client))
-            let feed = BatchFeed<OperationBatch>(depth: 4)
+            // The reader also reads the assets the sending asks for (see BatchFeed).
+            let feed = BatchFeed<OperationBatch, any RecordSession>(depth: 4)
             WorkerThread.start(name: "ckport push reader") {
                 do {
                     try store.readSession { session in
                         let batches = OperationBatches(request: request, database: database, schema: session.schema)
-                        try batches.produce(session) { feed.put($0) }
+                        try batches.produce(session) { feed.put($0, context: session) }
+                        feed.finish(context: session)
                     }
-                    feed.finish(nil)
                 } catch {
-                    feed.finish(error)
+                    feed.fail(error)
                 }
             }
             defer { feed.cancel() }
@@ -255,7 +256,7 @@ extension CloudSync {
                     result.zonesCreated.append(batch.zone.zoneName)
                 }
                 var batch = batch
-                try await uploadAssets(&batch, client: client, store: store, codec: codec)
+                try await uploadAssets(&batch, client: client, feed: feed, codec: codec)
                 // Operations CloudKit asks to send again later (a per-record retryAfter) go again,
                 // on their own, after the longest wait it asked for.
                 var pending = batch.operations
@@ -365,7 +366,8 @@ extension CloudSync {
     /// a token per asset — an ASSETID_LIST's elements each have one, under the list's field —
     /// then each file's bytes), and puts CloudKit's receipts in their operations.
     private static func uploadAssets(
-        _ batch: inout OperationBatch, client: CloudKitClient, store: some RecordStoring, codec: JSONRecordCodec
+        _ batch: inout OperationBatch, client: CloudKitClient, feed: BatchFeed<OperationBatch, any RecordSession>,
+        codec: JSONRecordCodec
     ) async throws {
         let wanted = batch.operations.indices.flatMap { index in batch.operations[index].uploads.map { (index, $0) } }
         guard !wanted.isEmpty else { return }
@@ -402,11 +404,13 @@ extension CloudSync {
                     serverErrorCode: "BAD_ANSWER", reason: "assets/upload gave no URL for \(what)", status: 200)
             }
             places.remove(at: place)
-            var bytes = Data()
-            let held = try await store.readSession { session in
-                try session.readAsset(upload.sha256) { bytes.append(contentsOf: $0) }
+            // Read by the push's reader, in its transaction.
+            let sha256 = upload.sha256
+            let bytes: Data? = try await feed.errand { session in
+                var bytes = Data()
+                return try session.readAsset(sha256) { bytes.append(contentsOf: $0) } ? bytes : nil
             }
-            guard held else {
+            guard let bytes else {
                 throw CloudKitServerError(
                     serverErrorCode: "NOT_SENT", reason: "\(what): the store no longer holds asset \(upload.sha256)",
                     status: 0)
@@ -737,12 +741,26 @@ final class OperationBatches {
 /// Hands batches from a producer thread to an async consumer, at most `depth` waiting: the
 /// producer blocks when the consumer falls behind, and the consumer suspends (it never blocks
 /// a thread) until a batch comes.
-final class BatchFeed<Element: Sendable>: Sendable {
+///
+/// The consumer may also send the producer's thread an errand to run with the producer's
+/// `Context` (the push sends its asset reads to the reader's session). A store with one
+/// connection cannot serve a second reader while the producer's transaction is open, and the
+/// producer keeps it open while it waits for the consumer: read elsewhere, the two would wait
+/// for each other. The producer runs errands whenever it waits for room, and once it has
+/// finished, until the consumer has taken the last batch or gone.
+final class BatchFeed<Element: Sendable, Context>: Sendable {
+    typealias Errand = @Sendable (Context) -> Void
+
     private struct State {
         var waiting: [Element] = []
         var ended = false
         var failure: Error?
         var cancelled = false
+        /// The consumer has been told there is nothing more.
+        var drained = false
+        /// The producer's thread no longer runs errands.
+        var producerGone = false
+        var errands: [(run: Errand, refuse: @Sendable (Error) -> Void)] = []
         var consumer: CheckedContinuation<Element?, Error>?
     }
     /// Continuations are resumed after the lock is let go.
@@ -751,34 +769,80 @@ final class BatchFeed<Element: Sendable>: Sendable {
 
     init(depth: Int) { self.depth = depth }
 
-    /// Producer: false when the consumer has gone and production should stop.
-    func put(_ element: Element) -> Bool {
+    /// Producer: false when the consumer has gone and production should stop. Runs the
+    /// consumer's errands with `context` while it waits for room.
+    func put(_ element: Element, context: Context) -> Bool {
         let depth = self.depth
-        let (accepted, consumer) = state.withLock(
-            when: { $0.waiting.count < depth || $0.cancelled },
-            then: {
-                state -> (Bool, CheckedContinuation<Element?, Error>?) in
-                if state.cancelled { return (false, nil) }
-                if let consumer = state.consumer {
-                    state.consumer = nil
-                    return (true, consumer)
-                }
-                state.waiting.append(element)
-                return (true, nil)
-            })
-        consumer?.resume(returning: element)
-        return accepted
+        while true {
+            let (accepted, consumer, errands) = state.withLock(
+                when: { $0.waiting.count < depth || $0.cancelled || !$0.errands.isEmpty },
+                then: {
+                    state -> (Bool, CheckedContinuation<Element?, Error>?, [Errand]) in
+                    if !state.errands.isEmpty {
+                        defer { state.errands.removeAll() }
+                        return (true, nil, state.errands.map(\.run))
+                    }
+                    if state.cancelled { return (false, nil, []) }
+                    if let consumer = state.consumer {
+                        state.consumer = nil
+                        return (true, consumer, [])
+                    }
+                    state.waiting.append(element)
+                    return (true, nil, [])
+                })
+            if !errands.isEmpty {
+                for errand in errands { errand(context) }
+                continue
+            }
+            consumer?.resume(returning: element)
+            return accepted
+        }
     }
 
-    /// Producer: no more batches; `error` when production failed.
-    func finish(_ error: Error?) {
+    /// Producer: no more batches. Then runs the consumer's errands with `context` until the
+    /// consumer has taken the last batch or gone.
+    func finish(context: Context) {
+        end(nil)
+        while true {
+            let errands = state.withLock(
+                when: { $0.drained || $0.cancelled || !$0.errands.isEmpty },
+                then: { state -> [Errand] in
+                    defer { state.errands.removeAll() }
+                    return state.errands.map(\.run)
+                })
+            if errands.isEmpty { break }
+            for errand in errands { errand(context) }
+        }
+        producerGone(nil)
+    }
+
+    /// Producer: production failed with `error`, or (nil) the producer's thread is ending.
+    func fail(_ error: Error) {
+        end(error)
+        producerGone(error)
+    }
+
+    private func end(_ error: Error?) {
         let consumer = state.withLock { state in
-            state.ended = true
-            state.failure = error
+            if !state.ended {
+                state.ended = true
+                state.failure = error
+            }
             defer { state.consumer = nil }
             return state.consumer
         }
         if let error { consumer?.resume(throwing: error) } else { consumer?.resume(returning: nil) }
+        if consumer != nil && error == nil { state.withLock { $0.drained = true } }
+    }
+
+    /// Errands no one will run are refused.
+    private func producerGone(_ error: Error?) {
+        let refused = state.withLock { state in
+            state.producerGone = true
+            defer { state.errands.removeAll() }
+            return state.errands.map(\.refuse)
+        }
+        for refuse in refused { refuse(error ?? CancellationError()) }
     }
 
     /// What the consumer finds when it asks.
@@ -793,7 +857,10 @@ final class BatchFeed<Element: Sendable>: Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element?, Error>) in
             let now: Now = state.withLock { state in
                 if !state.waiting.isEmpty { return .element(state.waiting.removeFirst()) }
-                if state.ended { return .ended(state.failure) }
+                if state.ended {
+                    if state.failure == nil { state.drained = true }
+                    return .ended(state.failure)
+                }
                 state.consumer = continuation
                 return .waiting
             }
@@ -806,11 +873,34 @@ final class BatchFeed<Element: Sendable>: Sendable {
         }
     }
 
-    /// Consumer: stop; a producer waiting for room is told to stop.
+    /// Consumer: runs `work` on the producer's thread with its context, and returns what it
+    /// returns. Fails when the producer has gone (it failed, or the consumer cancelled).
+    func errand<T: Sendable>(_ work: @escaping @Sendable (Context) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            let gone: Error? = state.withLock { state in
+                if state.producerGone || state.cancelled || state.drained {
+                    return state.failure ?? CancellationError()
+                }
+                state.errands.append(
+                    (
+                        run: { context in continuation.resume(with: Result { try work(context) }) },
+                        refuse: { continuation.resume(throwing: $0) }
+                    ))
+                return nil
+            }
+            if let gone { continuation.resume(throwing: gone) }
+        }
+    }
+
+    /// Consumer: stop; a producer waiting for room is told to stop, and errands not yet run
+    /// are refused.
     func cancel() {
-        state.withLock { state in
+        let refused = state.withLock { state in
             state.cancelled = true
             state.waiting.removeAll()
+            defer { state.errands.removeAll() }
+            return state.errands.map(\.refuse)
         }
+        for refuse in refused { refuse(CancellationError()) }
     }
 }
