@@ -6,6 +6,7 @@ import NIOPosix
 import NIOSSL
 import PostgresNIO
 import Records
+import StoreCore
 import Synchronization
 
 /// One connection to the server, used from ordinary (blocking) code: the store's API is
@@ -254,7 +255,7 @@ final class PostgresLink: @unchecked Sendable {
     func start(_ work: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) throws {
         try settle()
         let done = connection.eventLoop.makePromise(of: Void.self)
-        Task(executorPreference: PostgresLink.executor) { [connection, logger] in
+        Task(executorPreference: StoreThreads.shared) { [connection, logger] in
             do {
                 try await work(connection, logger)
                 done.succeed()
@@ -311,8 +312,6 @@ final class PostgresLink: @unchecked Sendable {
             )
         }
     }
-
-    private static let executor = DispatchTaskExecutor()
 
     /// Waits on this thread for the server's answer, with its errors in ckport's words.
     ///
@@ -479,16 +478,5 @@ final class PostgresPool: Sendable {
         idle.withLock { idle in
             if idle.count < keep { idle.append(link) }
         }
-    }
-}
-
-/// A task executor on a dispatch queue of its own.
-final class DispatchTaskExecutor: TaskExecutor, Sendable {
-    private let queue = DispatchQueue(label: "ckport.postgres", attributes: .concurrent)
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
     }
 }

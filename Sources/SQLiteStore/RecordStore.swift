@@ -542,9 +542,7 @@ public final class RecordStore: Sendable {
         Thread.current.threadDictionary[activeSessionKey] as? StoreSession
     }
 
-    private var activeSessionKey: String {
-        "ckport.store.session.\(UInt(bitPattern: ObjectIdentifier(self).hashValue))"
-    }
+    private let activeSessionKey = threadKey("session")
 
     /// The stored schema, read inside the caller's transaction; parsed only when its text changed.
     func loadSchema(_ db: Database) throws -> Schema {
@@ -774,6 +772,12 @@ final class SchemaCache: Sendable {
 
 /// SQLite's busy handler: a write that finds another process writing waits, says so once, and
 /// gives up after its limit.
+/// A key of this process's thread dictionaries that no other handle uses.
+private func threadKey(_ what: String) -> String {
+    "ckport.store.\(what).\(threadKeys.add(1, ordering: .relaxed).newValue)"
+}
+private let threadKeys = Atomic<UInt64>(0)
+
 final class LockWaiter: Sendable {
     let limit: Double
     private let onWait: (@Sendable () -> Void)?
@@ -793,7 +797,7 @@ final class LockWaiter: Sendable {
         get { Thread.current.threadDictionary[readingKey] != nil }
         set { Thread.current.threadDictionary[readingKey] = newValue ? true : nil }
     }
-    private var readingKey: String { "ckport.store.reading.\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
+    private let readingKey = threadKey("reading")
     static let readerGrace: Double = 30
 
     func shouldRetry(_ tries: Int) -> Bool {

@@ -45,15 +45,12 @@ public final class BrowseSites: Sendable {
         // The page works for an operation of its own inside the server's: stopping the server
         // (Ctrl-C) or cancelling the request stops its query at the next row. A dispatch queue
         // does not carry task-local values, so the operation is handed to the block.
-        let operation = Cancellation()
-        return await withTaskCancellationHandler {
+        return await Cancellation.withOperation { operation in
             await withCheckedContinuation { continuation in
                 queues[index].async {
                     Cancellation.$current.withValue(operation) { continuation.resume(returning: work(site)) }
                 }
             }
-        } onCancel: {
-            operation.cancel()
         }
     }
 

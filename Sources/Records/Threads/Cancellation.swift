@@ -62,6 +62,17 @@ public final class Cancellation: Sendable {
             operation.cancel()
         }
     }
+
+    /// ``operation(_:)`` for work that hands the operation on itself (to a dispatch queue or a
+    /// thread, which do not carry task-local values), and cannot fail.
+    public static func withOperation<T>(_ body: (Cancellation) async -> T) async -> T {
+        let operation = Cancellation()
+        return await withTaskCancellationHandler {
+            await Cancellation.$current.withValue(operation) { await body(operation) }
+        } onCancel: {
+            operation.cancel()
+        }
+    }
 }
 
 /// A thread for the synchronous half of a pipeline (reading ahead, writing behind, decoding
