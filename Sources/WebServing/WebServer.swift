@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import Records
 import ServiceLifecycle
 
@@ -79,12 +80,16 @@ public final class WebServer: Sendable {
         let quiet = Logger(label: "ckport.web") { _ in SwiftLogNoOpLogHandler() }
         let application = Application(
             router: router,
-            server: .http1(
-                configuration: .init(
-                    additionalChannelHandlers: [
-                        IdleStateHandler(writeTimeout: .seconds(Int64(limits.stalled))), StalledClientHandler(),
-                    ],
-                    idleTimeout: .seconds(Int64(limits.idle)))),
+            server: HTTPServerBuilder { responder in
+                ConnectionRules(
+                    inner: HTTP1Channel(
+                        responder: responder,
+                        configuration: .init(
+                            additionalChannelHandlers: [
+                                IdleStateHandler(writeTimeout: .seconds(Int64(limits.stalled))), StalledClientHandler(),
+                            ],
+                            idleTimeout: .seconds(Int64(limits.idle)))))
+            },
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: port), serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(limits.connections)),
@@ -175,6 +180,77 @@ private final class Listening: Sendable {
                 return nil
             }
             if let ready { continuation.resume(with: ready) }
+        }
+    }
+}
+
+/// Hummingbird's HTTP/1 channel, with HTTP/1.0's rules for when a connection ends (RFC 9112
+/// §9.3): Hummingbird keeps every connection open after an answer, which an HTTP/1.0 client
+/// (ApacheBench, simple scripts and monitors) reads as "more may come" and waits on until the
+/// idle limit closes it — 15 to 30 seconds a request.
+private struct ConnectionRules: HTTPChannelHandler {
+    let inner: HTTP1Channel
+    var responder: HTTPChannelHandler.Responder { inner.responder }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1Channel.Value> {
+        inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // Between the request decoder and Hummingbird's codec, where requests still carry
+            // their version and Connection header.
+            let decoder = try channel.pipeline.syncOperations.handler(
+                type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(HTTP10Connections(), position: .after(decoder))
+            return value
+        }
+    }
+
+    func handle(value: HTTP1Channel.Value, logger: Logger) async {
+        await inner.handle(value: value, logger: logger)
+    }
+}
+
+/// An answer to a request that did not ask to keep its connection (HTTP/1.0 without
+/// `Connection: keep-alive`, or any request with `Connection: close`) says `Connection: close`
+/// and the connection closes once it is written; an HTTP/1.0 request that asked to keep it is
+/// told `Connection: keep-alive`, without which an HTTP/1.0 client does not reuse it.
+final class HTTP10Connections: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Each request's wish, in order, until its answer's end is written (requests may be
+    /// pipelined).
+    private var asked: [(keepAlive: Bool, oldVersion: Bool)] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let head) = unwrapInboundIn(data) {
+            asked.append((head.isKeepAlive, head.version.major == 1 && head.version.minor == 0))
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where head.status.code >= 200:
+            if let request = asked.first {
+                if !request.keepAlive {
+                    head.headers.replaceOrAdd(name: "connection", value: "close")
+                } else if request.oldVersion {
+                    head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
+                }
+            }
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end:
+            guard !asked.isEmpty, !asked.removeFirst().keepAlive else {
+                context.write(data, promise: promise)
+                return
+            }
+            let written = promise ?? context.eventLoop.makePromise()
+            context.writeAndFlush(data, promise: written)
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
+        default:
+            context.write(data, promise: promise)
         }
     }
 }

@@ -12,12 +12,20 @@ import WebServing
 /// socket is read on a thread of its own: the server answers on Swift's cooperative pool, which
 /// a blocking read must not hold.
 func rawExchange(port: Int, _ text: String, wait: Double = 60, whole: Bool = false) async -> String {
+    await rawExchangeClosing(port: port, text, wait: wait, whole: whole).answer
+}
+
+/// ``rawExchange(port:_:wait:whole:)``, and whether the server closed the connection (rather
+/// than the wait running out).
+func rawExchangeClosing(port: Int, _ text: String, wait: Double = 60, whole: Bool = false) async -> (
+    answer: String, closed: Bool
+) {
     await withCheckedContinuation { continuation in
         Thread { continuation.resume(returning: blockingExchange(port: port, text, wait: wait, whole: whole)) }.start()
     }
 }
 
-private func blockingExchange(port: Int, _ text: String, wait: Double, whole: Bool) -> String {
+private func blockingExchange(port: Int, _ text: String, wait: Double, whole: Bool) -> (answer: String, closed: Bool) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
@@ -29,15 +37,19 @@ private func blockingExchange(port: Int, _ text: String, wait: Double, whole: Bo
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
         }
     }
-    guard connected == 0 else { return "" }
+    guard connected == 0 else { return ("", false) }
     var timeout = timeval(tv_sec: Int(wait), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     _ = Array(text.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     var answer = [UInt8]()
     var chunk = [UInt8](repeating: 0, count: 4096)
+    var closed = false
     while true {
         let n = read(fd, &chunk, chunk.count)
-        if n <= 0 { break }
+        if n <= 0 {
+            closed = n == 0
+            break
+        }
         answer += chunk[0..<n]
         if !whole, let end = answer.firstRange(of: Array("\r\n\r\n".utf8)),
             let head = String(bytes: answer[..<end.lowerBound], encoding: .utf8),
@@ -48,7 +60,7 @@ private func blockingExchange(port: Int, _ text: String, wait: Double, whole: Bo
             break
         }
     }
-    return String(decoding: answer, as: UTF8.self)
+    return (String(decoding: answer, as: UTF8.self), closed)
 }
 
 @Suite("the sign-in callback and the loopback server")
@@ -220,6 +232,35 @@ struct SignInCallbackTests {
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(statuses.count == 100 && statuses.allSatisfy { $0 == 200 })
+        await server.stop()
+    }
+
+    @Test(
+        "HTTP/1.0: a request that does not ask to keep the connection is answered with Connection: close and the connection closes; one that asks is told keep-alive and may send another"
+    )
+    func http10() async throws {
+        let router = Router()
+        router.get("/ok") { _, _ in "fine" }
+        // Idle connections are closed after 30 s: a close within the 10 s wait is the answer's.
+        let server = try await WebServer.start(router, port: 0, limits: WebServer.Limits(idle: 30))
+        let host = "Host: 127.0.0.1:\(server.port)\r\n"
+        let plain = await rawExchangeClosing(
+            port: server.port, "GET /ok HTTP/1.0\r\n\(host)\r\n", wait: 10, whole: true)
+        #expect(
+            plain.answer.hasPrefix("HTTP/1.1 200") && plain.answer.lowercased().contains("\r\nconnection: close\r\n"))
+        #expect(plain.closed, "the connection stayed open after an HTTP/1.0 answer: \(plain.answer)")
+        let kept = await rawExchangeClosing(
+            port: server.port,
+            "GET /ok HTTP/1.0\r\n\(host)Connection: keep-alive\r\n\r\nGET /ok HTTP/1.0\r\n\(host)\r\n", wait: 10,
+            whole: true)
+        #expect(kept.answer.components(separatedBy: "HTTP/1.1 200").count == 3, "\(kept.answer)")
+        #expect(kept.answer.lowercased().components(separatedBy: "\r\nconnection: keep-alive\r\n").count == 2)
+        #expect(kept.closed, "the connection stayed open after the second request, which did not ask to keep it")
+        // HTTP/1.1 keeps the connection unless told otherwise, and says nothing about it.
+        let modern = await rawExchangeClosing(
+            port: server.port, "GET /ok HTTP/1.1\r\n\(host)\r\n", wait: 2, whole: true)
+        #expect(modern.answer.hasPrefix("HTTP/1.1 200") && !modern.answer.lowercased().contains("connection:"))
+        #expect(!modern.closed)
         await server.stop()
     }
 
