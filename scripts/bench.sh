@@ -63,7 +63,7 @@ done
 venv=${BENCH_VENV:-$HOME/.cache/ckport-bench-venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import icalendar' 2>/dev/null || "$venv/bin/pip" install -q 'icalendar==7.3.0'
-"$venv/bin/python" -c 'import duckdb; assert duckdb.__version__ == "1.4.4"' 2>/dev/null || "$venv/bin/pip" install -q 'duckdb==1.4.4'
+"$venv/bin/python" -c 'import duckdb; assert duckdb.__version__ == "2.0.1"' 2>/dev/null || "$venv/bin/pip" install -q 'duckdb==2.0.1'
 command -v cc >/dev/null || { echo "bench: cc is missing (apt-get install gcc)" >&2; exit 1; }
 mkdir -p "$work/floor"
 for program in import_floor export_floor; do
@@ -547,7 +547,17 @@ measure_postgres() {
   done
   psql_run -c "DROP SCHEMA IF EXISTS ${tag}_ref CASCADE"
   median "$tag-pg-import"; median "$tag-pg-ref-import"; median "$tag-pg-ref-all-import"
-  run "$tag-pg-export" "$ckport" export --store "$store" -o "$work/$tag-pg-out.jsonl" -q
+  # Export beside psql writing every type's rows as JSON (row_to_json, one line a row) with
+  # \copy (SELECT …) TO, the runs alternating.
+  : > "$work/$tag-pg-ref-export.sql"
+  for type in $types; do
+    echo "\\copy (SELECT row_to_json(t) FROM ${tag}_import_1.\"$type\" t) TO '$work/$tag-pg-ref-$type.json'" >> "$work/$tag-pg-ref-export.sql"
+  done
+  alternate \
+    "$tag-pg-export|-$work/$tag-pg-out.jsonl|'$ckport' export --store '$store' -o '$work/$tag-pg-out.jsonl' -q" \
+    "$tag-pg-ref-export||psql -X -q -v ON_ERROR_STOP=1 '$pg_url' -f '$work/$tag-pg-ref-export.sql'"
+  [ "$(cat "$work/$tag-pg-ref-"*.json | wc -l)" = "$n" ] || { echo "bench: psql's export did not write $n rows" >&2; exit 1; }
+  rm -f "$work/$tag-pg-ref-"*.json
   cmp -s "$work/$tag-pg-out.jsonl" "$work/$tag-out.jsonl" || { echo "bench: the PostgreSQL export differs from SQLite's" >&2; exit 1; }
   run "$tag-pg-where" "$ckport" export --store "$store" --type Task --where "householdId == 'household-1'" -o "$work/$tag-pg-where.jsonl" -q
   cmp -s "$work/$tag-pg-where.jsonl" "$work/$tag-where.jsonl" || { echo "bench: the PostgreSQL --where export differs from SQLite's" >&2; exit 1; }
@@ -573,6 +583,7 @@ pg_rows() {
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "  beside \\copy with the registry" "" "" "\\copy CSV: $(secs "$tag-pg-ref-all-import") s" "$(ratio "$tag-pg-import" "$tag-pg-ref-all-import")×" ""
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "  the same on SQLite" "$(secs "$tag-import")" "$(rate "$tag-import" "$n")" "PostgreSQL / SQLite" "$(ratio "$tag-pg-import" "$tag-import")×" "$(mb "$tag-import") MB"
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export all to JSONL" "$(secs "$tag-pg-export")" "$(rate "$tag-pg-export" "$n")" "SQLite: $(secs "$tag-export") s" "$(ratio "$tag-pg-export" "$tag-export")×" "$(mb "$tag-pg-export") MB"
+  printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "  beside psql's \\copy (SELECT) TO" "" "" "row_to_json: $(secs "$tag-pg-ref-export") s" "$(ratio "$tag-pg-export" "$tag-pg-ref-export")×" "$(mb "$tag-pg-ref-export") MB"
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "export --where (indexed, $(cat "$work/$tag-where.count") rows)" "$(secs "$tag-pg-where")" "$(rate "$tag-pg-where" "$(cat "$work/$tag-where.count")")" "SQLite: $(secs "$tag-where") s" "$(ratio "$tag-pg-where" "$tag-where")×" "$(mb "$tag-pg-where") MB"
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "one importer, four zone files" "$(secs "$tag-pg-one")" "$(rate "$tag-pg-one" "$n")" "" "" "$(mb "$tag-pg-one") MB"
   printf "| %-38s | %8s | %12s | %-28s | %8s | %13s |\n" "four importers at once, a file each" "$(secs "$tag-pg-four")" "$(rate "$tag-pg-four" "$n")" "speed-up over one importer" "$(ratio "$tag-pg-one" "$tag-pg-four")×" "$(mb "$tag-pg-four") MB"
@@ -594,6 +605,8 @@ pg_table() {
   echo "Median of $repeat runs each. \\copy: psql loading the same rows, as CSV, into empty tables with the"
   echo "same columns and indexes in one transaction; ckport also reads and validates JSON, decides each"
   echo "record as the SQLite store does (insert, update or unchanged) and keeps the change log."
+  echo "The export's reference is psql writing every type's rows as JSON, a line a row"
+  echo "(\\copy (SELECT row_to_json(t) FROM …) TO a file), alternating with ckport's export."
   echo "Targets: import within 1.25× of \\copy, at this size and at the scale row's; four importers ≥ 1.5×"
   echo "one importer's throughput."
 }
@@ -817,6 +830,47 @@ if [ "${BENCH_ONLY:-}" = floor ]; then
   exit 0
 fi
 
+# serve under load, the two builds BEFORE AFTER side by side: both servers on the before/after
+# store at once, ab (apache2-utils) asking each in turn, $repeat rounds; each page's median
+# requests per second in $work/sl-PAGE-before.rps and -after.rps. Every request must answer 200.
+serve_clients=16 serve_requests=2000
+serve_pages=("index, 16 clients|/|" "index, keep-alive|/|-k" "100 Task records, 16 clients|/records/Task?limit=100|" "100 Task records, keep-alive|/records/Task?limit=100|-k")
+serve_load() {
+  command -v ab >/dev/null || { echo "bench: ab is missing (apt-get install apache2-utils)" >&2; exit 1; }
+  local label bin base page what path flags round
+  declare -A bases
+  for label in before after; do
+    bin=$1; [ "$label" = before ] || bin=$2
+    "$bin" serve --store "$work/ba.sqlite" --port 0 -q > "$work/sl-$label.out" 2>&1 &
+    echo $! > "$work/sl-$label.pid"
+    for _ in $(seq 100); do grep -q 'http://' "$work/sl-$label.out" && break; sleep 0.1; done
+    base=$(grep -o 'http://[^ ]*' "$work/sl-$label.out" | head -1)
+    [ -n "$base" ] || { echo "bench: the $label build's serve did not start" >&2; cat "$work/sl-$label.out" >&2; exit 1; }
+    bases[$label]=${base%/}
+  done
+  for page in "${serve_pages[@]}"; do
+    what=${page%%|*}; path=${page#*|}; flags=${path#*|}; path=${path%%|*}
+    : > "$work/sl-$what-before.runs"; : > "$work/sl-$what-after.runs"
+    for round in $(seq "$repeat"); do
+      for label in before after; do
+        # shellcheck disable=SC2086
+        ab -q $flags -c "$serve_clients" -n "$serve_requests" "${bases[$label]}$path" > "$work/sl.ab" 2>&1 \
+          || { cat "$work/sl.ab" >&2; echo "bench: ab failed on the $label build's $path" >&2; exit 1; }
+        if [ "$(awk '/^Failed requests:/ { print $3 }' "$work/sl.ab")" != 0 ] || grep -q '^Non-2xx' "$work/sl.ab" \
+          || [ "$(awk '/^Complete requests:/ { print $3 }' "$work/sl.ab")" != "$serve_requests" ]; then
+          cat "$work/sl.ab" >&2; echo "bench: the $label build's serve did not answer every request of $path with 200" >&2; exit 1
+        fi
+        awk '/^Requests per second:/ { print $4 }' "$work/sl.ab" >> "$work/sl-$what-$label.runs"
+      done
+    done
+    for label in before after; do
+      sort -n "$work/sl-$what-$label.runs" | awk '{ t[NR] = $1 } END { printf "%.0f\n", t[int((NR + 1) / 2)] }' > "$work/sl-$what-$label.rps"
+    done
+  done
+  for label in before after; do kill -INT "$(cat "$work/sl-$label.pid")" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+
 # Before and after a change: the same work by the ckport built from another commit
 # (BENCH_BEFORE, a commit or a branch: built in its own work tree, in release) and by this one,
 # alternated round by round on the same files. The ratio is this one's time over the other's.
@@ -850,6 +904,7 @@ measure_before_after() {
   # The restores read the bundle the after build writes: made once, untimed, before the rounds.
   "$ckport" backup --store "$work/ba.sqlite" -o "$work/ba-after.ckbundle" -q
   alternate "${specs[@]}"
+  serve_load "$old" "$ckport"
   cmp -s "$work/ba-out-before.jsonl" "$work/ba-out-after.jsonl" || { echo "bench: the two builds' exports differ" >&2; exit 1; }
   cmp -s "$work/ba-out-before.csv" "$work/ba-out-after.csv" || { echo "bench: the two builds' CSV exports differ" >&2; exit 1; }
   echo
@@ -859,6 +914,17 @@ measure_before_after() {
   rule
   for label in import csv-import export csv-export backup restore; do
     row "$label" "$(secs "ba-$label-before")" "$(secs "ba-$label-after")" "$(ratio "ba-$label-after" "ba-$label-before")×" "$(mb "ba-$label-before")" "$(mb "ba-$label-after")"
+  done
+  echo
+  echo "ckport serve on the same store, both builds' servers running, ab (ApacheBench $(ab -V | awk 'NR == 1 { print $5 }')) taking turns"
+  echo "with each, $serve_requests requests of $serve_clients clients at once a round; requests per second, median of $repeat rounds:"
+  echo
+  row "page" "before r/s" "after r/s" "after / before" "" ""
+  rule
+  for page in "${serve_pages[@]}"; do
+    local what=${page%%|*}
+    row "$what" "$(cat "$work/sl-$what-before.rps")" "$(cat "$work/sl-$what-after.rps")" \
+      "$(awk -v a="$(cat "$work/sl-$what-after.rps")" -v b="$(cat "$work/sl-$what-before.rps")" 'BEGIN { printf "%.2f", a / b }')×" "" ""
   done
   git worktree remove --force "$tree" >/dev/null 2>&1 || true
 }
