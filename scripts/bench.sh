@@ -834,10 +834,18 @@ fi
 # store at once, ab (apache2-utils) asking each in turn, $repeat rounds; each page's median
 # requests per second in $work/sl-PAGE-before.rps and -after.rps. Every request must answer 200.
 serve_clients=16 serve_requests=2000
-serve_pages=("index, 16 clients|/|" "index, keep-alive|/|-k" "100 Task records, 16 clients|/records/Task?limit=100|" "100 Task records, keep-alive|/records/Task?limit=100|-k")
+serve_pages=()
 serve_load() {
   command -v ab >/dev/null || { echo "bench: ab is missing (apt-get install apache2-utils)" >&2; exit 1; }
-  local label bin base page what path flags round
+  local label bin base page what path flags round zone
+  # The Task records of the zone with the most of them, a page of 100.
+  zone=$("$2" stats --store "$work/ba.sqlite" --json | python3 -c '
+import json, sys, urllib.parse
+zones = [z for z in json.load(sys.stdin)["zones"] if z["recordType"] == "Task"]
+z = max(zones, key=lambda z: z["records"])
+print(urllib.parse.quote(z["scope"] + ":" + z["ownerRecordName"] + ":" + z["zoneName"], safe=""))')
+  serve_pages=("index, 16 clients|/|" "index, keep-alive|/|-k"
+    "100 Task records, 16 clients|/records/Task?zone=$zone&limit=100|" "100 Task records, keep-alive|/records/Task?zone=$zone&limit=100|-k")
   declare -A bases
   for label in before after; do
     bin=$1; [ "$label" = before ] || bin=$2
@@ -854,7 +862,7 @@ serve_load() {
     for round in $(seq "$repeat"); do
       for label in before after; do
         # shellcheck disable=SC2086
-        ab -q $flags -c "$serve_clients" -n "$serve_requests" "${bases[$label]}$path" > "$work/sl.ab" 2>&1 \
+        ab -q -s 20 $flags -c "$serve_clients" -n "$serve_requests" "${bases[$label]}$path" > "$work/sl.ab" 2>&1 \
           || { cat "$work/sl.ab" >&2; echo "bench: ab failed on the $label build's $path" >&2; exit 1; }
         if [ "$(awk '/^Failed requests:/ { print $3 }' "$work/sl.ab")" != 0 ] || grep -q '^Non-2xx' "$work/sl.ab" \
           || [ "$(awk '/^Complete requests:/ { print $3 }' "$work/sl.ab")" != "$serve_requests" ]; then
