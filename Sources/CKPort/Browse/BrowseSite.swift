@@ -16,10 +16,7 @@ import StoreCore
 /// its own, so it is one committed state of the store, and memory holds one page of records at
 /// a time. ``BrowseServer``'s routes call the pages; ``BrowseSites`` runs each on the serial
 /// queue of a free site.
-///
-/// `@unchecked Sendable`: every stored property is a constant, and the store handle is used by
-/// one request at a time, on its site's queue (``BrowseSites``).
-public final class BrowseSite: @unchecked Sendable {
+public final class BrowseSite: Sendable {
     public let store: any RecordStoring
     /// What the overview calls the store ("SQLite", "PostgreSQL").
     public let backend: String
