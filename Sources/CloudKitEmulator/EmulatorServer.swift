@@ -40,8 +40,7 @@ public final class EmulatorServer: Sendable {
         for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch, .head] {
             router.on("**", method: method, use: answer)
         }
-        let server = try await WebServer.start(router, port: port)
-        bound.set(port: server.port, bound: server.host)
+        let server = try await WebServer.start(router, port: port, address: bound)
         return EmulatorServer(emulator: emulator, server: server)
     }
 

@@ -116,8 +116,7 @@ public final class SignInCallback: Sendable {
         }
         router.get("**") { _, _ in page(.notFound, "Not here.") }
         let server = try await WebServer.start(
-            router, port: port, limits: WebServer.Limits(connections: 16, body: 64 << 10, idle: 15))
-        bound.set(port: server.port, bound: server.host)
+            router, port: port, limits: WebServer.Limits(connections: 16, body: 64 << 10, idle: 15), address: bound)
         return SignInCallback(server: server, arrival: arrival, path: path, state: state)
     }
 

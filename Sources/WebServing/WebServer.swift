@@ -65,10 +65,14 @@ public final class WebServer: Sendable {
 
     /// Starts serving `router` on `host`:`port` and returns once the port is listened on.
     ///
-    /// - Parameter host: an IPv4 address; 127.0.0.1 (this machine only) unless the caller asks
-    ///   for another, such as 0.0.0.0 for every interface.
+    /// - Parameters:
+    ///   - host: an IPv4 address; 127.0.0.1 (this machine only) unless the caller asks for
+    ///     another, such as 0.0.0.0 for every interface.
+    ///   - address: set to where the server listens as soon as it does, before any request is
+    ///     answered (the routes' ``HostCheckMiddleware`` reads it).
     public static func start<Context: RequestContext>(
-        _ router: Router<Context>, host: String = "127.0.0.1", port: Int = 0, limits: Limits = Limits()
+        _ router: Router<Context>, host: String = "127.0.0.1", port: Int = 0, limits: Limits = Limits(),
+        address: ListeningAddress? = nil
     ) async throws -> WebServer where Context.Source == ApplicationRequestContextSource {
         guard (0...65535).contains(port) else { throw ServerError("\(port) is not a port (0 to 65535)") }
         var parsed = in_addr()
@@ -93,7 +97,11 @@ public final class WebServer: Sendable {
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: port), serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(limits.connections)),
-            onServerRunning: { channel in listening.resume(.success(channel.localAddress?.port ?? port)) },
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                address?.set(port: bound, bound: host)
+                listening.resume(.success(bound))
+            },
             logger: quiet)
         // No signal handlers of its own: the program that runs the server decides when it stops.
         let group = ServiceGroup(

@@ -29,8 +29,8 @@ public final class BrowseServer: Sendable {
         limits: WebServer.Limits = WebServer.Limits(connections: 64, body: 64 << 10, idle: 15)
     ) async throws -> BrowseServer {
         let bound = ListeningAddress()
-        let server = try await WebServer.start(routes(sites, bound: bound), host: host, port: port, limits: limits)
-        bound.set(port: server.port, bound: host)
+        let server = try await WebServer.start(
+            routes(sites, bound: bound), host: host, port: port, limits: limits, address: bound)
         return BrowseServer(server: server, sites: sites)
     }
 
