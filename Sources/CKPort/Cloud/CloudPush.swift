@@ -204,7 +204,8 @@ extension CloudSync {
     /// shares are created again afterwards where CloudKit allows it (``ShareRestoration``
     /// says, per share, what was created, who was invited again, and what was not). Records CloudKit turns away (EXISTS, CONFLICT,
     /// NOT_FOUND, …) go to `rejected` one by one; the rest of the push goes on. The store is
-    /// read in one transaction on a thread of its own, a few requests ahead of the sending.
+    /// read in one transaction on a thread of its own, a few requests ahead of the sending; the
+    /// assets a request uploads are read by that thread too, in the same transaction.
     public static func push(
         _ client: CloudKitClient, from store: some RecordStoring, request: PushRequest,
         progress: ProgressHandler? = nil, rejected: (PushRejection) throws -> Void
