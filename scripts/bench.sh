@@ -851,6 +851,8 @@ print(urllib.parse.quote(z["scope"] + ":" + z["ownerRecordName"] + ":" + z["zone
     bin=$1; [ "$label" = before ] || bin=$2
     "$bin" serve --store "$work/ba.sqlite" --port 0 -q > "$work/sl-$label.out" 2>&1 &
     echo $! > "$work/sl-$label.pid"
+    # A server left running would outlive a failed run: stopped on the way out, whatever happens.
+    trap 'for p in "$work"/sl-*.pid; do kill -INT "$(cat "$p")" 2>/dev/null; done; charts; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
     for _ in $(seq 100); do grep -q 'http://' "$work/sl-$label.out" && break; sleep 0.1; done
     base=$(grep -o 'http://[^ ]*' "$work/sl-$label.out" | head -1)
     [ -n "$base" ] || { echo "bench: the $label build's serve did not start" >&2; cat "$work/sl-$label.out" >&2; exit 1; }
@@ -861,17 +863,23 @@ print(urllib.parse.quote(z["scope"] + ":" + z["ownerRecordName"] + ":" + z["zone
     : > "$work/sl-$what-before.runs"; : > "$work/sl-$what-after.runs"
     for round in $(seq "$repeat"); do
       for label in before after; do
+        # A server that fails under the load (the before build's may) is recorded as failing, with
+        # how many requests ab saw answered; this build's must answer every one with 200.
         # shellcheck disable=SC2086
-        ab -q -s 20 $flags -c "$serve_clients" -n "$serve_requests" "${bases[$label]}$path" > "$work/sl.ab" 2>&1 \
-          || { cat "$work/sl.ab" >&2; echo "bench: ab failed on the $label build's $path" >&2; exit 1; }
-        if [ "$(awk '/^Failed requests:/ { print $3 }' "$work/sl.ab")" != 0 ] || grep -q '^Non-2xx' "$work/sl.ab" \
+        if ! ab -q -s 20 $flags -c "$serve_clients" -n "$serve_requests" "${bases[$label]}$path" > "$work/sl.ab" 2>&1 \
+          || [ "$(awk '/^Failed requests:/ { print $3 }' "$work/sl.ab")" != 0 ] || grep -q '^Non-2xx' "$work/sl.ab" \
           || [ "$(awk '/^Complete requests:/ { print $3 }' "$work/sl.ab")" != "$serve_requests" ]; then
-          cat "$work/sl.ab" >&2; echo "bench: the $label build's serve did not answer every request of $path with 200" >&2; exit 1
+          if [ "$label" = after ]; then
+            cat "$work/sl.ab" >&2; echo "bench: this build's serve did not answer every request of $path with 200" >&2; exit 1
+          fi
+          echo "failed: $(grep -o 'apr_[a-z_]*: [^(]*' "$work/sl.ab" | head -1 | sed 's/ *$//') after $(grep -o 'Total of [0-9]* requests' "$work/sl.ab" | awk '{print $3}') requests" > "$work/sl-$what-$label.failed"
+          continue
         fi
         awk '/^Requests per second:/ { print $4 }' "$work/sl.ab" >> "$work/sl-$what-$label.runs"
       done
     done
     for label in before after; do
+      if [ -s "$work/sl-$what-$label.failed" ]; then cp "$work/sl-$what-$label.failed" "$work/sl-$what-$label.rps"; continue; fi
       sort -n "$work/sl-$what-$label.runs" | awk '{ t[NR] = $1 } END { printf "%.0f\n", t[int((NR + 1) / 2)] }' > "$work/sl-$what-$label.rps"
     done
   done
@@ -931,8 +939,16 @@ measure_before_after() {
   rule
   for page in "${serve_pages[@]}"; do
     local what=${page%%|*}
-    row "$what" "$(cat "$work/sl-$what-before.rps")" "$(cat "$work/sl-$what-after.rps")" \
-      "$(awk -v a="$(cat "$work/sl-$what-after.rps")" -v b="$(cat "$work/sl-$what-before.rps")" 'BEGIN { printf "%.2f", a / b }')×" "" ""
+    if [ -s "$work/sl-$what-before.failed" ]; then
+      row "$what" "failed" "$(cat "$work/sl-$what-after.rps")" "" "" ""
+    else
+      row "$what" "$(cat "$work/sl-$what-before.rps")" "$(cat "$work/sl-$what-after.rps")" \
+        "$(awk -v a="$(cat "$work/sl-$what-after.rps")" -v b="$(cat "$work/sl-$what-before.rps")" 'BEGIN { printf "%.2f", a / b }')×" "" ""
+    fi
+  done
+  for page in "${serve_pages[@]}"; do
+    what=${page%%|*}
+    [ ! -s "$work/sl-$what-before.failed" ] || echo "- before, $what: $(cat "$work/sl-$what-before.failed") (in a round; rounds that failed are not in the median)"
   done
   git worktree remove --force "$tree" >/dev/null 2>&1 || true
 }
