@@ -833,7 +833,7 @@ fi
 # serve under load, the two builds BEFORE AFTER side by side: both servers on the before/after
 # store at once, ab (apache2-utils) asking each in turn, $repeat rounds; each page's median
 # requests per second in $work/sl-PAGE-before.rps and -after.rps. Every request must answer 200.
-serve_clients=16 serve_requests=2000
+serve_clients=16 serve_requests=${BENCH_SERVE_REQUESTS:-400}
 serve_pages=()
 serve_load() {
   command -v ab >/dev/null || { echo "bench: ab is missing (apt-get install apache2-utils)" >&2; exit 1; }
