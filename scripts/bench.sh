@@ -833,6 +833,7 @@ fi
 # serve under load, the two builds BEFORE AFTER side by side: both servers on the before/after
 # store at once, ab (apache2-utils) asking each in turn, $repeat rounds; each page's median
 # requests per second in $work/sl-PAGE-before.rps and -after.rps. Every request must answer 200.
+# BENCH_SERVE_REQUESTS=0 leaves serve out.
 serve_clients=16 serve_requests=${BENCH_SERVE_REQUESTS:-400}
 serve_pages=()
 serve_load() {
@@ -920,7 +921,7 @@ measure_before_after() {
   # The restores read the bundle the after build writes: made once, untimed, before the rounds.
   "$ckport" backup --store "$work/ba.sqlite" -o "$work/ba-after.ckbundle" -q
   alternate "${specs[@]}"
-  serve_load "$old" "$ckport"
+  [ "$serve_requests" = 0 ] || serve_load "$old" "$ckport"
   cmp -s "$work/ba-out-before.jsonl" "$work/ba-out-after.jsonl" || { echo "bench: the two builds' exports differ" >&2; exit 1; }
   cmp -s "$work/ba-out-before.csv" "$work/ba-out-after.csv" || { echo "bench: the two builds' CSV exports differ" >&2; exit 1; }
   echo
@@ -931,6 +932,7 @@ measure_before_after() {
   for label in import csv-import export csv-export backup restore; do
     row "$label" "$(secs "ba-$label-before")" "$(secs "ba-$label-after")" "$(ratio "ba-$label-after" "ba-$label-before")×" "$(mb "ba-$label-before")" "$(mb "ba-$label-after")"
   done
+  [ "$serve_requests" != 0 ] || { git worktree remove --force "$tree" >/dev/null 2>&1 || true; return 0; }
   echo
   echo "ckport serve on the same store, both builds' servers running, ab (ApacheBench $(ab -V | awk 'NR == 1 { print $5 }')) taking turns"
   echo "with each, $serve_requests requests of $serve_clients clients at once a round; requests per second, median of $repeat rounds:"
