@@ -894,7 +894,8 @@ print(urllib.parse.quote(z["scope"] + ":" + z["ownerRecordName"] + ":" + z["zone
 measure_before_after() {
   local n=$1 before_ref=${BENCH_BEFORE:?BENCH_BEFORE names the commit to compare with}
   local tree="$work/before-tree" old
-  git worktree add --detach "$tree" "$before_ref" >/dev/null 2>&1
+  # A tree left by an earlier run in the same BENCH_DIR is reused (its build is incremental).
+  if [ -d "$tree" ]; then git -C "$tree" checkout -q --detach "$before_ref"; else git worktree add --detach "$tree" "$before_ref" >/dev/null; fi
   (cd "$tree" && swift build -c release --product ckport >/dev/null)
   old="$(cd "$tree" && swift build -c release --show-bin-path)/ckport"
   local data="$work/ba.jsonl" csv="$work/ba-tasks.csv"
