@@ -60,6 +60,9 @@ final class Rejections: @unchecked Sendable {
 @Suite("pushing to CloudKit (the emulator)")
 struct PushTests {
     static let schema = PullTests.schema
+    /// The notes schema with an asset field.
+    static let assetSchema = schema.replacingOccurrences(
+        of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
     static let notes = ZoneID(scope: .private, zoneName: "Notes")
 
     /// A store with `count` notes in the Notes zone and three in the default zone.
@@ -265,8 +268,7 @@ struct PushTests {
     )
     func assetsInALongPush() async throws {
         let scratch = Scratch()
-        let schema = Self.schema.replacingOccurrences(
-            of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
+        let schema = Self.assetSchema
         let source = try scratch.store(schema)
         let file = scratch.path("photo.bin")
         try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 13) }).write(to: URL(fileURLWithPath: file))
@@ -316,8 +318,7 @@ struct PushTests {
     )
     func assetsRoundTrip() async throws {
         let scratch = Scratch()
-        let schema = Self.schema.replacingOccurrences(
-            of: "pinned        INT64 QUERYABLE,", with: "pinned        INT64 QUERYABLE,\n        attachment    ASSET,")
+        let schema = Self.assetSchema
         let source = try scratch.store(schema)
         let bytes = Data((0..<123_457).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
         let file = scratch.path("photo.bin")
