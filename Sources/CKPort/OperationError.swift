@@ -45,15 +45,17 @@ public enum OperationError: CKPortError, Equatable {
         }
     }
 
-    public var description: String {
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         switch self {
         case .bundleNotSound(let bundle, let problems):
-            return problems.joined(separator: "\n") + "\n\(bundle) is not sound"
+            return Message(problems.joined(separator: "\n") + "\n\(bundle) is not sound")
         case .noBundles:
             return "name a bundle to restore"
         case .chainStartsIncremental(let bundle, let base):
             return
-                "\(bundle) is incremental (it starts at \(base)); restore the full bundle it builds on first, or apply it to a store restored earlier (with a write mode)"
+                "\(bundle) is incremental (it starts at \(base)); \(Wording.restoreBaseFirst)"
         case .chainFullBundleInside(let bundle, let previous):
             return "\(bundle) is a full bundle; only incremental bundles can follow \(previous) in a chain"
         case .chainFromOtherStore(let bundle, let store, let previous, let previousStore):
@@ -65,29 +67,28 @@ public enum OperationError: CKPortError, Equatable {
                 : "they are in the wrong order, or \(bundle) belongs to another chain"
             return "\(bundle) starts at \(base), but \(previous) ends at \(previousEnd): \(what)"
         case .storeNotEmpty(let store, let records):
-            return
-                "the store \(store) already holds \(records) records; restoring into it needs a write mode (upsert, replace or newer)"
+            return "the store \(store) already holds \(Counts.grouped(records)) records; \(Wording.restoreModes)"
         case .bundleOfAnotherSchema(let bundle, let missing, let store):
             return
-                "\(bundle)'s schema has no record type \(missing.joined(separator: ", ")), which \(store) holds records of: it is the backup of another app or of another schema. Nothing was changed; restore it into a store of its own"
+                "\(bundle)'s schema has no record type \(missing.joined(separator: ", ")), which \(store) holds records of: it is the backup of another app or of another schema. Nothing was changed; \(Wording.storeOfItsOwn)"
         case .noPassphrase:
-            return "an encrypted bundle needs a passphrase"
+            return Message(.encryptionNeedsPassphrase)
         case .noSchema(let store, let exists):
             return
                 "\(exists ? "the store \(store) has no schema yet" : "there is no store at \(store) yet"), so the records cannot be checked against one. "
-                + "Import a schema first, or give the schema with the records, or let the records build one (new fields allowed). Nothing was written."
+                + "\(Wording.giveSchema). Nothing was written."
         case .inputNotKept(let items):
-            return "the records would not keep " + items.joined(separator: ", ")
-                + "; nothing was imported (a calendar is kept whole by the archive mapping)"
+            return
+                "\(Wording.strictImport): the mapping would not keep \(items.joined(separator: ", ")); nothing was imported (\(Wording.keepWhole))"
         case .unknownRecordType(let name, let known):
             return "unknown record type '\(name)' (the schema has \(known.joined(separator: ", ")))"
         case .plainStyleCollisions(let fields):
             return
-                "plain-style records cannot carry \(fields.joined(separator: ", ")): those field names are plain records' system keys; use the canonical style"
+                "\(Wording.plainStyle) cannot carry \(fields.joined(separator: ", ")): those field names are plain records' system keys; use \(Wording.canonicalStyle)"
         case .formatCannotHold(let format, let what):
             return "\(format) cannot hold \(what)"
         case .ambiguousRecordName(let name, let zones):
-            return "'\(name)' is in several zones (\(zones.joined(separator: ", "))); name its zone and scope"
+            return "'\(name)' is in several zones (\(zones.joined(separator: ", "))); \(Wording.chooseZone)"
         case .noMigrations(let directory):
             return
                 "\(directory): no migration files found (a set is files named NNNN_description.yaml, such as migrations/notes/0001_baseline.yaml)"

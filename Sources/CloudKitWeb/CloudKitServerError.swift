@@ -109,24 +109,27 @@ public struct CloudKitServerError: CKPortError, Sendable, Equatable, Decodable {
         }
     }
 
-    public var description: String {
-        var text = "CloudKit answered \(serverErrorCode)"
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
+        var text: Message = "CloudKit answered \(serverErrorCode)"
         if status != 0 { text += " (HTTP \(status))" }
         if let recordName { text += " for record '\(recordName)'" }
         if let reason, !reason.isEmpty { text += ": \(reason)" }
         switch code {
         case .authenticationRequired?:
-            text +=
+            text.append(
                 "; the web auth token has expired (a sign-in lasts 30 minutes, or two weeks when \"Keep me signed in\" was ticked) or was never given"
-            text += "; \(Wording.signInAgain.text)"
+            )
+            text += "; \(Wording.signInAgain)"
             if let redirectURL { text += " (CloudKit's sign-in page: \(redirectURL))" }
         case .authenticationFailed?:
             text +=
-                "; CloudKit did not accept the credentials: the API token, the web auth token (\(Wording.signInAgain.text)), or the server-to-server key ID and key"
+                "; CloudKit did not accept the credentials: the API token, the web auth token (\(Wording.signInAgain)), or the server-to-server key ID and key"
         case .conflict?:
-            text += "; the record changed in CloudKit since its change tag was read"
+            text.append("; the record changed in CloudKit since its change tag was read")
         case .quotaExceeded?:
-            text += "; the iCloud account or container is out of space"
+            text.append("; the iCloud account or container is out of space")
         default:
             break
         }

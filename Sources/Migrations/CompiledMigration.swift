@@ -21,9 +21,19 @@ public struct RecordFailure: CKPortError, Sendable {
     public var field: String?
     /// Where the step is: `0002_priority.yaml:9 (changeType)`.
     public var step: String
-    public var message: String
+    public var message: Message
 
-    public var description: String {
+    public init(recordName: String, recordType: String, field: String?, step: String, message: Message) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.field = field
+        self.step = step
+        self.message = message
+    }
+
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         "record '\(recordName)' (\(recordType))\(field.map { ", field '\($0)'" } ?? ""): \(message) [\(step)]"
     }
 }
@@ -88,7 +98,7 @@ public struct CompiledMigration: Sendable {
         var compiled: [CompiledStep] = []
         var sources: Set<String> = []
         var touched: Set<String> = []
-        func fail(_ index: Int, _ message: String) -> MigrationError {
+        func fail(_ index: Int, _ message: Message) -> MigrationError {
             MigrationError(
                 file: migration.file,
                 line: migration.stepLines.indices.contains(index) && migration.stepLines[index] > 0
@@ -124,7 +134,7 @@ public struct CompiledMigration: Sendable {
                 }
                 return
             }
-            if let problem = Names.fieldNameProblem(field.name) { throw fail(index, problem) }
+            if let problem = Names.fieldNameProblem(field.name) { throw fail(index, Message(problem)) }
             schema.recordTypes[type].fields.append(field)
         }
         func stampable(_ type: Int, _ index: Int) throws {
@@ -148,7 +158,7 @@ public struct CompiledMigration: Sendable {
                 if schema.recordTypes[t].field(named: to) != nil {
                     throw fail(index, "\(typeName) already has a field '\(to)'")
                 }
-                if let problem = Names.fieldNameProblem(to) { throw fail(index, problem) }
+                if let problem = Names.fieldNameProblem(to) { throw fail(index, Message(problem)) }
                 schema.recordTypes[t].fields[f].name = to
                 stepType = schema.recordTypes[t]
                 try stampable(t, index)
@@ -436,7 +446,7 @@ public struct CompiledMigration: Sendable {
                     recordName: record.recordName, recordType: record.recordType, field: nil,
                     step: places.first ?? migration.file,
                     message:
-                        "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"
+                        "\(record.recordType) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly))"
                 ))
         }
         func repointFailure(_ error: any Error) -> RecordOutcome {
@@ -516,7 +526,7 @@ public struct CompiledMigration: Sendable {
     }
 
     private func apply(_ entry: CompiledStep, to record: inout Record) throws -> StepEffect {
-        func failure(_ field: String?, _ message: String) -> RecordFailure {
+        func failure(_ field: String?, _ message: Message) -> RecordFailure {
             RecordFailure(
                 recordName: record.recordName, recordType: record.recordType, field: field, step: places[entry.index],
                 message: message)
@@ -542,7 +552,7 @@ public struct CompiledMigration: Sendable {
                 record.fields[target] = value
                 return .changed
             case .failure(let problem):
-                throw failure(field, problem.message)
+                throw failure(field, Message(problem.message))
             }
         case .removeField(let type, let field, let purge):
             guard record.recordType == type, record.fields[field] != nil else { return .same }
@@ -572,7 +582,7 @@ public struct CompiledMigration: Sendable {
                 if let conversion = mapping.conversion {
                     switch conversion.apply(value) {
                     case .success(let converted): migrated.fields[mapping.to] = converted
-                    case .failure(let problem): throw failure(name, problem.message)
+                    case .failure(let problem): throw failure(name, Message(problem.message))
                     }
                 } else {
                     migrated.fields[mapping.to] = value

@@ -161,15 +161,17 @@ public struct MigrationError: CKPortError, Sendable {
 
     public var file: String?
     public var line: Int?
-    public var message: String
+    public var message: Message
 
-    public init(file: String? = nil, line: Int? = nil, _ message: String) {
+    public init(file: String? = nil, line: Int? = nil, _ message: Message) {
         self.file = file
         self.line = line
         self.message = message
     }
 
-    public var description: String {
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         guard let file else { return message }
         return "\(file)\(line.map { ":\($0)" } ?? ""): \(message)"
     }

@@ -58,7 +58,7 @@ public struct MigrationStatus: Sendable {
     public var applied: [MigrationHistoryEntry]
     public var pending: [Migration]
     /// What stops the set from being applied: edited files, missing files, versions out of order.
-    public var problems: [String]
+    public var problems: [Message]
     /// The store's version: the newest applied migration's.
     public var currentVersion: Int { applied.last?.version ?? 0 }
 }
@@ -101,7 +101,7 @@ public final class MigrationRunner {
     }
 
     func status(_ history: [MigrationHistoryEntry]) -> MigrationStatus {
-        var problems: [String] = []
+        var problems: [Message] = []
         let files = Dictionary(set.migrations.map { ($0.version, $0) }, uniquingKeysWith: { a, _ in a })
         for entry in history {
             guard let migration = files[entry.version] else {
@@ -112,7 +112,7 @@ public final class MigrationRunner {
             }
             if migration.checksum != entry.checksum && !repair {
                 problems.append(
-                    "\(migration.file) was edited after it was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) (SHA-256 \(entry.checksum.prefix(12))… then, \(migration.checksum.prefix(12))… now): undo the edit and write a new migration, \(Wording.repairHistory.text)"
+                    "\(migration.file) was edited after it was applied on \(ISO8601.format(milliseconds: entry.appliedAt)) (SHA-256 \(entry.checksum.prefix(12))… then, \(migration.checksum.prefix(12))… now): undo the edit and write a new migration, \(Wording.repairHistory)"
                 )
             }
         }
@@ -129,7 +129,7 @@ public final class MigrationRunner {
     }
 
     private func pending(upTo target: Int?, _ status: MigrationStatus) throws -> [Migration] {
-        guard status.problems.isEmpty else { throw MigrationError(status.problems.joined(separator: "\n")) }
+        guard status.problems.isEmpty else { throw MigrationError(Message.joined(status.problems, separator: "\n")) }
         if let target {
             guard target >= status.currentVersion else {
                 throw MigrationError(

@@ -94,7 +94,7 @@ struct MigrationFileReader {
     let file: String
     let custom: [String: CustomStep]
 
-    func fail(_ node: Node?, _ message: String) -> MigrationError {
+    func fail(_ node: Node?, _ message: Message) -> MigrationError {
         MigrationError(file: file, line: node?.mark?.line, message)
     }
 

@@ -111,7 +111,7 @@ struct ValuesPlan {
             if stored > latestVersion { return .future(stored) }
             if stored >= version { return .unchanged }
         }
-        func failure(_ field: String?, _ step: Int, _ message: String) -> RecordFailure {
+        func failure(_ field: String?, _ step: Int, _ message: Message) -> RecordFailure {
             RecordFailure(recordName: recordName, recordType: type, field: field, step: places[step], message: message)
         }
         let before = touched.map { values[$0] }
@@ -124,7 +124,7 @@ struct ValuesPlan {
                 if values[target] != nil { continue }
                 switch conversion.apply(values[source]) {
                 case .success(let value): values[target] = value
-                case .failure(let problem): throw failure(field, step, problem.message)
+                case .failure(let problem): throw failure(field, step, Message(problem.message))
                 }
             case .set(let slot, let value):
                 values[slot] = value
@@ -151,7 +151,7 @@ struct ValuesPlan {
             throw RecordFailure(
                 recordName: recordName, recordType: type, field: nil, step: firstPlace,
                 message:
-                    "\(type) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly.text))"
+                    "\(type) is append-only in this migration set: existing records are not changed (\(Wording.forceAppendOnly))"
             )
         }
         if stamps, let versionPlace { values[versionPlace] = .int64(version) }

@@ -368,7 +368,7 @@ final class PostgresLink: @unchecked Sendable {
 
     /// Why a connection could not be made, with what to do about it.
     static func explainConnecting(_ error: Error, _ location: PostgresLocation) -> String {
-        let text = explain(error)
+        let text = explain(error).description
         if let psql = error as? PSQLError {
             if "\(psql.code)".contains("authMechanismRequiresPassword") {
                 return
@@ -415,12 +415,12 @@ final class PostgresLink: @unchecked Sendable {
 
     /// The server's own message for an error it sent, else the client's; for a lock that was
     /// waited for too long or two writers in each other's way, what happened in ckport's words.
-    static func explain(_ error: Error) -> String {
+    static func explain(_ error: Error) -> Message {
         if let error = error as? PSQLError {
             switch error.serverInfo?[.sqlState] {
             case "55P03":
                 return
-                    "waited longer than \(Wording.storeWait.text) for a lock another transaction holds (another ckport's schema change or migration, or a session left open on the server); nothing was written (SQLSTATE 55P03)"
+                    "waited longer than \(Wording.storeWait) for a lock another transaction holds (another ckport's schema change or migration, or a session left open on the server); nothing was written (SQLSTATE 55P03)"
             case "40P01":
                 return
                     "another ckport was writing the same records, in another order, at the same moment: the server stopped this write so that the other could finish, and nothing of this one was written; run it again (SQLSTATE 40P01)"
@@ -430,7 +430,7 @@ final class PostgresLink: @unchecked Sendable {
             if let info = error.serverInfo, let message = info[.message] {
                 let state = info[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
                 let detail = info[.detail].map { ": \($0)" } ?? ""
-                return message + detail + state
+                return Message(message + detail + state)
             }
             if let underlying = error.underlying { return "\(underlying)" }
             return "\(error.code)"

@@ -220,7 +220,7 @@ public enum PostgresStoreError: CKPortError, Equatable {
     /// The server cannot be reached or refused the connection.
     case unreachable(String)
     /// The server answered an error.
-    case server(String)
+    case server(Message)
     /// The namespace holds something that is not a ckport store, or a store of a format this
     /// ckport does not read.
     case notAStore(String)
@@ -236,11 +236,14 @@ public enum PostgresStoreError: CKPortError, Equatable {
         }
     }
 
-    public var description: String {
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         switch self {
-        case .badLocation(let text), .unreachable(let text), .server(let text), .notAStore(let text),
-            .noStore(let text):
-            text
+        case .badLocation(let text), .unreachable(let text), .notAStore(let text), .noStore(let text):
+            Message(text)
+        case .server(let message):
+            message
         }
     }
 }

@@ -191,10 +191,10 @@ extension PostgresSession {
         }
         guard let field = type.field(named: name), !field.isSystem else {
             throw StoreError.badQuery(
-                "\(Wording.sortField(name).text): record type \(type.name) has no field '\(name)'")
+                "\(Wording.sortField(name)): record type \(type.name) has no field '\(name)'")
         }
         guard !field.type.isList, ![.asset, .location, .bytes].contains(field.type.primitive) else {
-            throw StoreError.badQuery("\(Wording.sortField(name).text): \(field.type) fields cannot be sorted")
+            throw StoreError.badQuery("\(Wording.sortField(name)): \(field.type) fields cannot be sorted")
         }
         return "t.\(PostgresLayout.identifier(name))"
     }

@@ -299,7 +299,7 @@ public final class PostgresSession {
     ) throws {
         guard token.storeID == storeID else {
             throw StoreError.badToken(
-                "change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)"
+                "change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain)"
             )
         }
         let current = try changeToken()

@@ -62,9 +62,7 @@ public final class PostgresStore: Sendable {
                     let (id, format) = try PostgresStore.readIdentity(link, location)
                     if format < PostgresStore.format {
                         guard upgrade else {
-                            throw PostgresStoreError.server(
-                                "\(location): the store was written by an older ckport (store format \(format)), and this command only reads, while an upgrade writes; "
-                                    + Wording.upgradeStoreFirst(path: location.url).text)
+                            throw StoreError.readOnlyNeedsUpgrade(path: location.url, version: format)
                         }
                         try PostgresStore.upgrade(link, location, from: format)
                         upgraded = format
@@ -162,10 +160,9 @@ public final class PostgresStore: Sendable {
                 WHERE n.nspname = \(schema) AND c.relkind = 'r' AND a.attname = '___recordID' AND NOT a.attisdropped ORDER BY 1
                 """)
             if let foreign = tables.first(where: { $0[2] != "true" }) {
-                throw PostgresStoreError.server(
-                    "\(location): the store was written by an older ckport (store format \(version)) and is upgraded in place when opened, "
-                        + "but its tables belong to the role \(foreign[1] ?? "?"), which this role is not; "
-                        + Wording.upgradeStore(path: location.url).text)
+                throw StoreError.needsUpgrade(
+                    path: location.url, version: version,
+                    reason: "its tables belong to the role \(foreign[1] ?? "?"), which this role is not")
             }
             for case let table? in tables.map({ $0[0] }) {
                 let additions = PostgresLayout.linkColumns.map {

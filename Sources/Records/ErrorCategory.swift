@@ -22,4 +22,9 @@ public enum ErrorCategory: String, Sendable, CaseIterable {
 /// command-line flags) and which kind of failure it is.
 public protocol CKPortError: Error, CustomStringConvertible {
     var category: ErrorCategory { get }
+    /// What the error says, with the settings and remedies it mentions kept apart from its
+    /// words (``Wording``): ``description`` is it in the library's words, and a front end says
+    /// it its own way with ``Message/worded(_:)``. An error that mentions none need not
+    /// provide it.
+    var explanation: Message { get }
 }

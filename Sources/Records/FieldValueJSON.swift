@@ -4,16 +4,17 @@ import Foundation
 public struct ValueError: CKPortError, Sendable {
     public var category: ErrorCategory { .invalidInput }
 
-    public var message: String
+    public var message: Message
     /// Path below the value itself: `[2]` for the third list element, `latitude` in a location.
     public var path: [JSONPathComponent]
 
-    public init(_ message: String, path: [JSONPathComponent] = []) {
+    public init(_ message: Message, path: [JSONPathComponent] = []) {
         self.message = message
         self.path = path
     }
 
-    public var description: String { path.isEmpty ? message : "\(path.pathString): \(message)" }
+    public var explanation: Message { path.isEmpty ? message : "\(path.pathString): \(message)" }
+    public var description: String { explanation.description }
 }
 
 /// How field values look in JSON.

@@ -35,14 +35,14 @@ public struct InputIssue: CKPortError, Sendable {
     public var recordName: String?
     public var recordType: String?
     public var field: String?
-    public var message: String
+    public var message: Message
     /// The zone of the record it is about, when one was read (a pull's rejects file keeps it
     /// with the record, so that the record goes back to its zone).
     public var zone: ZoneID?
 
     public init(
         position: SourcePosition, recordName: String? = nil, recordType: String? = nil, field: String? = nil,
-        message: String
+        message: Message
     ) {
         self.position = position
         self.recordName = recordName
@@ -51,7 +51,9 @@ public struct InputIssue: CKPortError, Sendable {
         self.message = message
     }
 
-    public var description: String {
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         var subject: [String] = []
         if let recordName {
             subject.append("record '\(recordName)'" + (recordType.map { " (\($0))" } ?? ""))
@@ -60,7 +62,7 @@ public struct InputIssue: CKPortError, Sendable {
             subject.append("\(article) \(recordType) record")
         }
         if let field { subject.append("field '\(field)'") }
-        return "\(position): " + (subject.isEmpty ? "" : subject.joined(separator: ", ") + ": ") + message
+        return "\(position): \(subject.isEmpty ? "" : subject.joined(separator: ", ") + ": ")\(message)"
     }
 }
 
@@ -181,12 +183,12 @@ public protocol RecordSource: AnyObject {
 extension RecordSource {
     /// Remarks on what the source read but did not turn into records (skipped properties,
     /// rules it could not keep), for the import's summary.
-    public var notes: [String] { [] }
+    public var notes: [Message] { [] }
 }
 
 /// A source with remarks for the summary.
 public protocol AnnotatedRecordSource: RecordSource {
-    var notes: [String] { get }
+    var notes: [Message] { get }
 }
 
 /// A source that can say what of its input it did not turn into records or fields (a

@@ -1,16 +1,18 @@
 /// A reason a record cannot be stored, naming the field when one is at fault.
 public struct ValidationIssue: Hashable, Sendable, CustomStringConvertible {
     public var field: String?
-    public var message: String
+    public var message: Message
 
-    public init(field: String? = nil, message: String) {
+    public init(field: String? = nil, message: Message) {
         self.field = field
         self.message = message
     }
 
-    public var description: String {
+    public var explanation: Message {
         field.map { "field '\($0)': \(message)" } ?? message
     }
+
+    public var description: String { explanation.description }
 }
 
 /// What a reader found while it read a record: every field is one of `names`, with a value
@@ -125,12 +127,12 @@ public struct RecordValidator: Sendable {
                             "unknown record type '\(record.recordType)' (the schema has \(known.isEmpty ? "no record types; import one with 'ckport schema import'" : known.joined(separator: ", ")))"
                     ))
             } else if let problem = Names.recordTypeNameProblem(record.recordType) {
-                issues.append(ValidationIssue(message: problem))
+                issues.append(ValidationIssue(message: Message(problem)))
             }
             if allowNewFields {
                 for name in record.fields.names {
                     if let problem = Names.fieldNameProblem(name, recordType: record.recordType) {
-                        issues.append(ValidationIssue(field: name, message: problem))
+                        issues.append(ValidationIssue(field: name, message: Message(problem)))
                     }
                 }
             }
@@ -159,9 +161,9 @@ public struct RecordValidator: Sendable {
                         ValidationIssue(
                             field: name,
                             message:
-                                "record type '\(type.name)' has no field '\(name)' (\(Wording.allowNewFields.text))"))
+                                "record type '\(type.name)' has no field '\(name)' (\(Wording.allowNewFields))"))
                 } else if let problem = Names.fieldNameProblem(name, recordType: type.name) {
-                    issues.append(ValidationIssue(field: name, message: problem))
+                    issues.append(ValidationIssue(field: name, message: Message(problem)))
                 }
                 continue
             }

@@ -1,9 +1,9 @@
 import Foundation
 
-/// The words a message uses for a setting or a remedy. The library says them in terms of the
-/// data ("allow new fields to add it to the schema"); a front end that names its settings
-/// otherwise — the command line, with its flags — installs its own words once at start-up
-/// with ``install(_:)``, and every message says them its way.
+/// A setting or a remedy a message mentions, kept apart from the message's words: the library
+/// says it in terms of the data (``dataText``: "allow new fields to add it to the schema"); a
+/// front end that names its settings otherwise — the command line, with its flags — says it
+/// its own way when it shows the message (``Message/worded(_:)``).
 public enum Wording: Sendable, Hashable {
     /// A field the schema lacks could be added.
     case allowNewFields
@@ -35,6 +35,8 @@ public enum Wording: Sendable, Hashable {
     case importWithoutExpanding
     /// Calendars could be kept whole (the archive mapping), or a strict import would refuse.
     case keepWholeOrRefuse
+    /// The archive mapping keeps a calendar whole.
+    case keepWhole
     /// The archive holds nothing yet: import calendars through the archive mapping first.
     case importIntoArchive
     /// The value `field=text` every imported record gets.
@@ -75,12 +77,28 @@ public enum Wording: Sendable, Hashable {
     case pushMode(String)
     /// How long a write or read waits for a lock another holds.
     case storeWait
-
-    /// The words, as the installed front end says them, else in the library's own.
-    public var text: String {
-        if let words = Wording.installed.withLock({ $0 })?(self) { return words }
-        return dataText
-    }
+    /// Another writer held the store longer than this one waited: wait longer.
+    case waitLonger
+    /// An incremental bundle restored first: restore its base, or apply it with a write mode.
+    case restoreBaseFirst
+    /// A restore into a store that holds records needs a write mode.
+    case restoreModes
+    /// A bundle of another schema goes into a store of its own.
+    case storeOfItsOwn
+    /// Encryption asked for without a passphrase.
+    case encryptionNeedsPassphrase
+    /// Records checked against a schema the store does not have: where one can come from.
+    case giveSchema
+    /// A strict import, which refuses what the records would not keep.
+    case strictImport
+    /// Plain-style JSON records.
+    case plainStyle
+    /// Canonical-style JSON records.
+    case canonicalStyle
+    /// A record name in several zones: name the zone and scope.
+    case chooseZone
+    /// Rows whose file names no zone, of a record the store holds in `zone`: name it.
+    case giveRowsZone(ZoneID)
 
     /// The library's own words, which speak of the data.
     public var dataText: String {
@@ -108,6 +126,7 @@ public enum Wording: Sendable, Hashable {
             return "import without expanding to keep the component with its rule, or through the archive mapping"
         case .keepWholeOrRefuse:
             return "the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep"
+        case .keepWhole: return "a calendar is kept whole by the archive mapping"
         case .importIntoArchive: return "import calendars through the archive mapping first"
         case .fixedField(let field, let text): return "the value \(field)=\(text) given to every record"
         case .passphraseSource: return ""
@@ -124,14 +143,33 @@ public enum Wording: Sendable, Hashable {
         case .upgradeStoreFirst: return "upgrade it first, by opening it once to write"
         case .pushMode(let mode): return "a push in \(mode) mode"
         case .storeWait: return "the store's wait"
+        case .waitLonger: return "a longer wait may outlast it"
+        case .restoreBaseFirst:
+            return
+                "restore the full bundle it builds on first, or apply it to a store restored earlier (with a write mode)"
+        case .restoreModes: return "restoring into it needs a write mode (upsert, replace or newer)"
+        case .storeOfItsOwn: return "restore it into a store of its own"
+        case .encryptionNeedsPassphrase: return "an encrypted bundle needs a passphrase"
+        case .giveSchema:
+            return
+                "Import a schema first, or give the schema with the records, or let the records build one (new fields allowed)"
+        case .strictImport: return "a strict import"
+        case .plainStyle: return "plain-style records"
+        case .canonicalStyle: return "the canonical style"
+        case .chooseZone: return "name its zone and scope"
+        case .giveRowsZone(let zone):
+            return
+                "name the rows' zone (the \(zone.scope.rawValue) zone \(zone.zoneName)), or export with the system columns, which name each row's zone"
         }
     }
+}
 
-    /// Installs a front end's words: `words` returns its own for a wording, or nil to keep the
-    /// library's. Meant to be called once, before any work starts.
-    public static func install(_ words: @escaping @Sendable (Wording) -> String?) {
-        installed.withLock { $0 = words }
+extension DefaultStringInterpolation {
+    /// A wording's words are chosen where a message is shown: it goes into a ``Message``, never
+    /// into a string (deprecated rather than unavailable, which would only make the compiler
+    /// pick the generic interpolation instead; warnings are errors in CI).
+    @available(*, deprecated, message: "interpolate a Wording into a Message, which a front end words")
+    public mutating func appendInterpolation(_ wording: Wording) {
+        appendLiteral(wording.dataText)
     }
-
-    private static let installed = LockedValue<(@Sendable (Wording) -> String?)?>(nil)
 }

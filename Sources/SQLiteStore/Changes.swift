@@ -17,7 +17,7 @@ extension StoreSession {
     ) throws {
         guard token.storeID == storeID else {
             throw StoreError.badToken(
-                "change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain.text)"
+                "change token \(token) comes from another store (this store is \(storeID)); \(Wording.startNewChangeChain)"
             )
         }
         guard token.sequence <= changeSequence else {

@@ -169,10 +169,10 @@ extension StoreSession {
         }
         guard let field = layout.fieldsByName[name].map({ layout.fields[$0] }) else {
             throw StoreError.badQuery(
-                "\(Wording.sortField(name).text): record type \(layout.typeName) has no field '\(name)'")
+                "\(Wording.sortField(name)): record type \(layout.typeName) has no field '\(name)'")
         }
         guard !field.type.isList, ![.asset, .location, .bytes].contains(field.type.primitive) else {
-            throw StoreError.badQuery("\(Wording.sortField(name).text): \(field.type) fields cannot be sorted")
+            throw StoreError.badQuery("\(Wording.sortField(name)): \(field.type) fields cannot be sorted")
         }
         return field.column
     }

@@ -111,8 +111,8 @@ extension RecordQuery {
 
     /// The message for a problem with the predicate, placed at `column` of its text.
     public static func predicateError(_ message: String, column: Int, text: String?) -> StoreError {
-        guard let text else { return .badQuery(message) }
-        return .badQuery("\(Wording.predicate(text).text)\n  at column \(column): \(message)")
+        guard let text else { return .badQuery(Message(message)) }
+        return .badQuery("\(Wording.predicate(text))\n  at column \(column): \(message)")
     }
 
     /// How a predicate writes a value of `type`, for messages.

@@ -27,11 +27,11 @@ public enum StoreError: CKPortError, Sendable {
     /// A schema change the stored records do not allow.
     case schemaChangeRefused([String])
     /// A change token that does not belong to this store or is not a token.
-    case badToken(String)
+    case badToken(Message)
     /// A delete refused by a VALIDATE reference.
     case deleteRefused(String)
     /// A query that cannot run against this schema; `position` is a column in the query text.
-    case badQuery(String)
+    case badQuery(Message)
     /// The store file could not be written (a full disk, a file size limit, an I/O error);
     /// the transaction was rolled back.
     case cannotWrite(path: String, reason: String)
@@ -41,10 +41,12 @@ public enum StoreError: CKPortError, Sendable {
     /// folder).
     case unavailable(path: String, reason: String)
 
-    public var description: String {
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         switch self {
         case .missing(let path):
-            return "no store at \(path) (\(Wording.createStore(path: path).text))"
+            return "no store at \(path) (\(Wording.createStore(path: path)))"
         case .notAStore(let path, let reason):
             return "\(path) is not a ckport store: \(reason)"
         case .unsupportedFormat(let path, let version):
@@ -52,20 +54,21 @@ public enum StoreError: CKPortError, Sendable {
         case .needsUpgrade(let path, let version, let reason):
             return
                 "\(path) was written by an older ckport (store format \(version)) and is upgraded in place when opened, but \(reason); "
-                + Wording.upgradeStore(path: path).text
+                + Message(.upgradeStore(path: path))
         case .readOnlyNeedsUpgrade(let path, let version):
             return
                 "\(path) was written by an older ckport (store format \(version)), and this command only reads, while an upgrade writes; "
-                + Wording.upgradeStoreFirst(path: path).text
+                + Message(.upgradeStoreFirst(path: path))
         case .corrupt(let message):
             return "the store is damaged: \(message)"
         case .schemaChangeRefused(let reasons):
-            return "the schema change is refused; nothing was changed:\n"
-                + reasons.map { "  - " + $0 }.joined(separator: "\n")
+            return Message(
+                "the schema change is refused; nothing was changed:\n"
+                    + reasons.map { "  - " + $0 }.joined(separator: "\n"))
         case .badToken(let message):
             return message
         case .deleteRefused(let message):
-            return message
+            return Message(message)
         case .badQuery(let message):
             return message
         case .cannotWrite(let path, let reason):
@@ -73,7 +76,7 @@ public enum StoreError: CKPortError, Sendable {
                 "cannot write to the store \(path) (\(reason)): the disk may be full, or a file size limit reached. The change was rolled back; the store is as it was before it."
         case .busy(let path, let seconds):
             return
-                "another process is still writing to the store \(path) after \(seconds < 10 ? String(format: "%.1f", seconds) : String(Int(seconds))) s of waiting; nothing was changed"
+                "another process is still writing to the store \(path) after \(seconds < 10 ? String(format: "%.1f", seconds) : String(Int(seconds))) s of waiting; nothing was changed (\(Wording.waitLonger))"
         case .unavailable(let path, let reason):
             return "cannot use the store \(path): \(reason)"
         }

@@ -32,7 +32,7 @@ extension WriteMode {
         var result: Record
         switch self {
         case .insert:
-            throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (\(Wording.updatingModes.text))")
+            throw SaveRefusal(message: "record '\(incoming.recordName)' already exists (\(Wording.updatingModes))")
         case .upsert:
             result = existing
             for (name, value) in incoming.fields { result.fields[name] = value }
@@ -60,10 +60,11 @@ extension WriteMode {
 public struct SaveRefusal: CKPortError, Sendable {
     public var category: ErrorCategory { .invalidInput }
 
-    public var message: String
-    public var description: String { message }
+    public var message: Message
+    public var explanation: Message { message }
+    public var description: String { message.description }
 
-    public init(message: String) { self.message = message }
+    public init(message: Message) { self.message = message }
 }
 
 extension RecordStamp {

@@ -6,8 +6,6 @@ import StoreCore
 
 // Parse errors exit 1 (ArgumentParser's own default is 64); the library's errors are sorted
 // into 2 (invalid input, nothing written) and 3 (anything else).
-// The library's messages name the command line's flags where they mention a setting.
-CommandLineWords.install()
 // Ctrl-C and SIGTERM are caught from the start: one that comes before the command runs waits
 // for it (``runAndExit(_:)``), which then stops at once and cleanly.
 Interruption.install()

@@ -261,7 +261,8 @@ struct ServiceTests {
             "\(result.leftOutByType)")
         #expect(result.schemaChanges.contains { $0.contains("cloudkit.share") }, "\(result.schemaChanges)")
         #expect(Set(rejects.issues.compactMap(\.recordType)) == ["Reminder"])
-        #expect(rejects.issues.allSatisfy { $0.message.contains("unknown record type") }, "\(rejects.issues)")
+        #expect(
+            rejects.issues.allSatisfy { $0.message.description.contains("unknown record type") }, "\(rejects.issues)")
         #expect(try names(store).count == 11)
         // The share, with who takes part; its root names it.
         var pulled: [Record] = []
@@ -348,7 +349,8 @@ struct ServiceTests {
         // A value of a type ckport does not know, in a field the schema lacks: left out, with why.
         let issue = try #require(rejects.issues.first)
         #expect(
-            issue.recordName == "future-3" && issue.field == "mood" && issue.message.contains("MOOD_V2"), "\(issue)")
+            issue.recordName == "future-3" && issue.field == "mood" && issue.message.description.contains("MOOD_V2"),
+            "\(issue)")
     }
 
     // MARK: 5: queries

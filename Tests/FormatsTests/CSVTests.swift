@@ -82,7 +82,7 @@ struct CSVRowTests {
         } catch let issue as InputIssue {
             #expect(issue.position.line == line, "\(issue)")
             #expect(issue.position.column == column, "\(issue)")
-            #expect(issue.message.contains(message), "\(issue)")
+            #expect(issue.message.description.contains(message), "\(issue)")
         } catch {
             Issue.record("\(error)")
         }
@@ -257,7 +257,9 @@ struct CSVRecordTests {
         } catch let issue as InputIssue {
             #expect(issue.position.line == 1)
             #expect(issue.position.column == 12)
-            #expect(issue.message.hasPrefix("column 'Title' is not a field of Task (its fields: title, dueDate, done)"))
+            #expect(
+                issue.message.description.hasPrefix(
+                    "column 'Title' is not a field of Task (its fields: title, dueDate, done)"))
         }
         let options = CSVReadOptions(
             defaultRecordType: "Task", columnMap: ["Title": "title", "Due date": "dueDate"], ignoreUnknownColumns: true)
@@ -288,7 +290,7 @@ struct CSVRecordTests {
                     options: CSVReadOptions(defaultRecordType: "Task", columnMap: map, ignoreUnknownColumns: true))
                 Issue.record("accepted \(map)")
             } catch let issue as InputIssue {
-                #expect(issue.message.hasPrefix(message), "\(issue.message)")
+                #expect(issue.message.description.hasPrefix(message), "\(issue.message)")
                 #expect(issue.position.line == 1)
             }
         }
@@ -336,7 +338,8 @@ struct CSVRecordTests {
         let missing = issues(
             try csvRecords("date,authorUserRecordID,eveningMood\n2025-10-10,,1\n", schema: schema, options: options))
         #expect(
-            missing.first?.message == "the name template needs field 'authorUserRecordID', which this row leaves empty")
+            missing.first?.message.description
+                == "the name template needs field 'authorUserRecordID', which this row leaves empty")
         #expect(throws: ValueError.self) { try NameTemplate("no fields") }
         #expect(throws: ValueError.self) { try NameTemplate("open {brace") }
         #expect(

@@ -309,7 +309,7 @@ struct PlistTests {
             _ = try readPlist(deep)
             Issue.record("200 nested arrays were read")
         } catch let error as XMLInputError {
-            #expect(error.message.contains("nested more than 128 deep"), "\(error)")
+            #expect(error.message.description.contains("nested more than 128 deep"), "\(error)")
         }
     }
 

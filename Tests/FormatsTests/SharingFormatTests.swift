@@ -229,7 +229,7 @@ struct SharingFormatTests {
             return
         }
         #expect(
-            issue.message.hasPrefix("shareDetails is a JSON object of what CloudKit says of a share"),
+            issue.message.description.hasPrefix("shareDetails is a JSON object of what CloudKit says of a share"),
             "\(issue.message)")
     }
 }

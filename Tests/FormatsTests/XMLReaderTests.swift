@@ -77,7 +77,7 @@ struct XMLReaderTests {
             <model>&leak;</model>
             """
         let error = try #require(refusal(text))
-        #expect(error.message.contains("declares entities") && error.line == 2, "\(error)")
+        #expect(error.message.description.contains("declares entities") && error.line == 2, "\(error)")
         // Without its declaration, the reference is refused too, never read or expanded.
         let undeclared = try #require(refusal("<model>&leak;</model>"))
         #expect(!undeclared.description.contains("TOP SECRET"), "\(undeclared)")
@@ -93,7 +93,7 @@ struct XMLReaderTests {
         }
         text += "]>\n<lolz>&lol9;</lolz>\n"
         let error = try #require(refusal(text))
-        #expect(error.message.contains("declares entities"), "\(error)")
+        #expect(error.message.description.contains("declares entities"), "\(error)")
         // Refused at the declarations (lines 2 to 12), before the reference that would expand
         // them (line 13) is reached.
         #expect(error.line >= 2 && error.line < 13, "line \(error.line)")
@@ -110,11 +110,14 @@ struct XMLReaderTests {
         let deep = String(repeating: "<a>", count: 40) + String(repeating: "</a>", count: 40)
         #expect(try events(deep, limits: XMLReader.Limits(depth: 40)).count == 80)
         let tooDeep = try #require(refusal(deep, limits: XMLReader.Limits(depth: 39)))
-        #expect(tooDeep.message.contains("nested more than 39 deep") && tooDeep.line == 1, "\(tooDeep)")
+        #expect(tooDeep.message.description.contains("nested more than 39 deep") && tooDeep.line == 1, "\(tooDeep)")
         let big = "<a>" + String(repeating: "x", count: 5000) + "</a>"
-        #expect(refusal(big, limits: XMLReader.Limits(bytes: 1000))?.message.contains("limited to 1000 bytes") == true)
         #expect(
-            refusal(big, limits: XMLReader.Limits(textBytes: 4000))?.message.contains("limited to 4000 bytes") == true)
+            refusal(big, limits: XMLReader.Limits(bytes: 1000))?.message.description.contains("limited to 1000 bytes")
+                == true)
+        #expect(
+            refusal(big, limits: XMLReader.Limits(textBytes: 4000))?.message.description.contains(
+                "limited to 4000 bytes") == true)
         #expect(try events(big, limits: XMLReader.Limits(textBytes: 5000)).count == 3)
     }
 

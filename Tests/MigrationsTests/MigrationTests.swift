@@ -466,7 +466,7 @@ struct StepTests {
         let error = try #require(throws: RecordFailure.self) {
             try MigrationRunner(store: store, set: MigrationSet.load(directory: directory)).apply()
         }
-        #expect(error.message.contains("purge: true"))
+        #expect(error.message.description.contains("purge: true"))
         #expect(try stored(store, "o1")?["body"] == .string("text one"))
     }
 
@@ -561,8 +561,9 @@ struct HistoryTests {
         let runner = MigrationRunner(store: store, set: try MigrationSet.load(directory: directory))
         let status = try runner.status()
         #expect(
-            status.problems.count == 1 && status.problems[0].contains("0001_city.yaml was edited after it was applied"))
-        #expect(status.problems[0].contains("or repair the history to accept the edit on purpose"))
+            status.problems.count == 1
+                && status.problems[0].description.contains("0001_city.yaml was edited after it was applied"))
+        #expect(status.problems[0].description.contains("or repair the history to accept the edit on purpose"))
         #expect(throws: MigrationError.self) { try runner.apply() }
         #expect(try stored(store, "p1")?["city"] == .string("Lisbon"))
         runner.repair = true
@@ -603,7 +604,7 @@ struct HistoryTests {
             store: store,
             set: try MigrationSet.load(directory: scratch.migrations("a", ["0001_city.yaml": HistoryTests.v1])))
         let status = try shorter.status()
-        #expect(status.problems.first?.contains("migration 2 (0002_porto.yaml) was applied") == true)
+        #expect(status.problems.first?.description.contains("migration 2 (0002_porto.yaml) was applied") == true)
         #expect(throws: MigrationError.self) { try shorter.plan() }
     }
 
@@ -637,7 +638,7 @@ struct HistoryTests {
         let plan = try #require(try runner.plan().first)
         let entries = try store.read { try $0.count(RecordQuery(recordTypes: ["PointsLedgerEntry"])) }
         #expect(entries > 0 && plan.counts["PointsLedgerEntry"]?.failed == entries)
-        #expect(plan.failures.first?.message.contains("append-only") == true)
+        #expect(plan.failures.first?.message.description.contains("append-only") == true)
         let before = fileBytes(store.path)
         #expect(throws: RecordFailure.self) { try runner.apply() }
         #expect(fileBytes(store.path) == before)
@@ -775,7 +776,7 @@ struct ExpressionTests {
         do {
             _ = try Expression.parse("upper(name)")
             Issue.record("parsed")
-        } catch { #expect(error.message.contains("unknown function 'upper'")) }
+        } catch { #expect(error.message.description.contains("unknown function 'upper'")) }
         #expect(throws: ExpressionError.self) { try Expression.parse("name * 2").evaluate(note) }
         #expect(throws: ExpressionError.self) { try Expression.parse("other + 1").evaluate(note) }
         #expect(throws: ExpressionError.self) { try Expression.parse("count / 0").evaluate(note) }
@@ -787,20 +788,22 @@ struct ExpressionTests {
         do {
             _ = try Expression.parse(deep)
             Issue.record("parsed")
-        } catch { #expect(error.message.contains("nests deeper than 64 levels") && error.column == 65, "\(error)") }
+        } catch {
+            #expect(error.message.description.contains("nests deeper than 64 levels") && error.column == 65, "\(error)")
+        }
         do {
             _ = try Expression.parse(String(repeating: "-", count: 100_000) + "1")
             Issue.record("parsed")
-        } catch { #expect(error.message.contains("nests deeper than 64")) }
+        } catch { #expect(error.message.description.contains("nests deeper than 64")) }
         do {
             _ = try Expression.parse("coalesce(" + String(repeating: "coalesce(", count: 100_000) + "1")
             Issue.record("parsed")
-        } catch { #expect(error.message.contains("nests deeper than 64")) }
+        } catch { #expect(error.message.description.contains("nests deeper than 64")) }
         let chain = (0..<100_000).map { _ in "1" }.joined(separator: " + ")
         do {
             _ = try Expression.parse(chain)
             Issue.record("parsed")
-        } catch { #expect(error.message.contains("more than 1000 operators")) }
+        } catch { #expect(error.message.description.contains("more than 1000 operators")) }
         let nested = String(repeating: "(", count: 64) + "1" + String(repeating: ")", count: 64)
         #expect(try Expression.parse(nested).evaluate(note) == .int(1))
         let longest = (0...1000).map { _ in "1" }.joined(separator: " + ")

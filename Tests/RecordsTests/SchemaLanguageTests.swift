@@ -223,7 +223,7 @@ struct SchemaLanguageTests {
         } catch {
             let first = error.diagnostics.first!
             #expect(first.position == TextPosition(line: bad.line, column: bad.column), "\(error)")
-            #expect(first.message.contains(bad.message), "\(error)")
+            #expect(first.message.description.contains(bad.message), "\(error)")
             #expect(error.description.hasPrefix("schema.ckdb:\(bad.line):\(bad.column): "))
         }
     }
@@ -239,7 +239,8 @@ struct SchemaLanguageTests {
                 "DEFINE SCHEMA\n  RECORD TYPE T (\n    \(text)\n  );", file: "schema.ckdb")
             #expect(schema.recordType(named: "T")?.userFields.count == 1)
             #expect(
-                warnings.count == 1 && warnings[0].severity == .warning && warnings[0].message.contains(words),
+                warnings.count == 1 && warnings[0].severity == .warning
+                    && warnings[0].message.description.contains(words),
                 "\(warnings)")
             #expect(warnings[0].position == TextPosition(line: 3, column: 5))
         }

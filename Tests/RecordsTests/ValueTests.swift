@@ -147,7 +147,7 @@ struct JSONTests {
         #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(bad.bytes) }
         do { _ = try JSONParser.parse(bad.bytes) } catch {
             #expect(error.offset == bad.offset, "\(error)")
-            #expect(error.message.contains(bad.message), "\(error)")
+            #expect(error.message.description.contains(bad.message), "\(error)")
         }
     }
 
@@ -230,7 +230,7 @@ struct PredicateTests {
             Issue.record("accepted: \(text)")
         } catch {
             #expect(error.column == column, "\(error)")
-            #expect(error.message.contains(message), "\(error)")
+            #expect(error.message.description.contains(message), "\(error)")
         }
     }
 }

@@ -33,7 +33,8 @@ struct ImportTests {
                 task("t1", #""title":{"value":"Other"}"#), into: store, options: ImportOptions(mode: .insert))
         }
         #expect(
-            failure?.summary.issues.first?.message.contains("already exists (the insert mode adds new records only")
+            failure?.summary.issues.first?.message.description.contains(
+                "already exists (the insert mode adds new records only")
                 == true)
         #expect(try store.read { try $0.record(RecordID(recordName: "t1")) }?.fields["title"] == .string("Trash"))
     }
@@ -120,8 +121,8 @@ struct ImportTests {
         #expect(summary.totals.inserted == 2)
         #expect(summary.totals.rejected == 3)
         #expect(rejects.rejected.map { $0.0.position.line } == [2, 3, 4])
-        #expect(rejects.rejected[0].0.message.hasPrefix("not valid JSON"))
-        #expect(rejects.rejected[1].0.message.contains("cannot start with '_'"))
+        #expect(rejects.rejected[0].0.message.description.hasPrefix("not valid JSON"))
+        #expect(rejects.rejected[1].0.message.description.contains("cannot start with '_'"))
         #expect(rejects.rejected[2].0.field == "colour")
         #expect(rejects.rejected[2].0.position.column == 68)
         #expect(
@@ -191,7 +192,7 @@ struct ImportTests {
             Issue.record("accepted")
         } catch let failure as ImportFailure {
             #expect(
-                failure.summary.issues[0].message.contains(
+                failure.summary.issues[0].message.description.contains(
                     "must point into its record's own zone (Z1); this one points into Z2"))
             #expect(failure.summary.issues[0].position.path == "fields.parent.value.zoneID")
         }

@@ -198,7 +198,10 @@ struct CLITests {
         let good = try String(contentsOfFile: sample("family-todo", "records.jsonl"), encoding: .utf8).split(
             separator: "\n"
         ).prefix(5).joined(separator: "\n")
-        folder.write("mixed.jsonl", good + "\n{broken\n" + #"{"recordName":"x","recordType":"Chore"}"# + "\n")
+        folder.write(
+            "mixed.jsonl",
+            good + "\n{broken\n" + #"{"recordName":"x","recordType":"Chore"}"# + "\n"
+                + #"{"recordName":"y","recordType":"Area","fields":{"mood":{"value":"calm"}}}"# + "\n")
         let before = folder.data("ckport.sqlite")
         let dry = try ckport(
             ["import", "mixed.jsonl", "--dry-run", "--skip-invalid", "--rejects", "dry-rejects.jsonl"], in: folder.url)
@@ -209,11 +212,15 @@ struct CLITests {
         #expect(run.status == 0)
         #expect(run.stderr.contains("rejected records are in rejects.jsonl"))
         let rejects = folder.text("rejects.jsonl").split(separator: "\n")
-        #expect(rejects.count == 2)
+        #expect(rejects.count == 3)
         #expect(rejects[0].hasPrefix(#"{"error":"not valid JSON: "#))
         #expect(rejects[0].contains(#""position":"mixed.jsonl:6:2""#))
         #expect(rejects[1].contains("unknown record type 'Chore'"))
         #expect(rejects[1].contains(#""record":{"recordName":"x","recordType":"Chore"}"#))
+        // The remedy a rejects file names is the command line's flag, as the terminal says it.
+        #expect(
+            rejects[2].contains(
+                "record type 'Area' has no field 'mood' (use --allow-new-fields to add it to the schema)"))
         let stats = try ckport(["stats", "--json"], in: folder.url)
         #expect(stats.stdout.contains(#""records":5"#))
     }

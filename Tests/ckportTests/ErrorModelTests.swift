@@ -204,12 +204,11 @@ struct ErrorModelTests {
                 case .authentication: .signIn
                 }
             #expect(status == expected, "\(type(of: error))")
-            if error is OperationError {
-                // The library speaks of the data; the command line may name its flags instead.
-                #expect(!error.description.contains("--"), "\(error.description)")
-            } else {
-                #expect(message.hasPrefix(error.description), "\(message)")
-            }
+            // The library speaks of the data; the command line says the same message, with
+            // the settings it mentions named as its flags.
+            #expect(!error.description.contains("--"), "\(error.description)")
+            #expect(message.hasPrefix(error.explanation.worded(CommandLineWords.words)), "\(message)")
+            #expect(error.explanation.description == error.description)
             #expect(Failures.isLibraryError(error))
         }
         // An error from outside the library is a failure, never mistaken for invalid input.
@@ -255,4 +254,46 @@ struct ErrorModelTests {
         #expect(
             Failures.classify(plain).1 == "t.ckbundle comes from store a, m.ckbundle from b: they are not one chain")
     }
+
+    @Test(
+        "a message keeps the settings it mentions apart from its words: the library says the data's, the command line its flags, through every wrapper"
+    )
+    func wordingsTravelWithTheError() throws {
+        // A validator's issue, wrapped in an input issue, wrapped in an import failure.
+        let issue = InputIssue(
+            position: SourcePosition(file: "tasks.jsonl", line: 3), recordName: "t1", recordType: "Task", field: "due",
+            message: "record type 'Task' has no field 'due' (\(Wording.allowNewFields))")
+        var summary = ImportSummary()
+        summary.issues = [issue]
+        let failure = ImportFailure(summary: summary, truncated: false)
+        #expect(failure.explanation.mentions(.allowNewFields) && failure.explanation.mentions(.skipInvalid))
+        #expect(failure.description.contains("(allow new fields to add it to the schema)"))
+        #expect(!failure.description.contains("--"))
+        let said = Failures.classify(failure).1
+        #expect(
+            said.contains(
+                "tasks.jsonl:3: record 't1' (Task), field 'due': record type 'Task' has no field 'due' (use --allow-new-fields to add it to the schema)"
+            ))
+        #expect(said.hasSuffix("(use --skip-invalid --rejects FILE to import the valid records)"))
+        // A pull says its own remedy in the same place, by the wording, not by its words.
+        let pulled = issue.explanation.replacing(.allowNewFields, with: .allowNewTypes)
+        #expect(pulled.commandLine.contains("(use --allow-new-types to add it to the schema)"))
+        #expect(!pulled.mentions(.allowNewFields))
+        // A push stopped by an expired sign-in keeps the remedy of the error that stopped it.
+        let expired = CloudKitServerError(serverErrorCode: "AUTHENTICATION_REQUIRED", reason: "", status: 421)
+        let stopped = CloudPushStopped(
+            partial: PushResult(destination: "iCloud.com.example.Notes/development/private"),
+            underlying: expired.explanation, underlyingCategory: expired.category)
+        #expect(Failures.classify(stopped).1.contains("sign in again with 'ckport cloud login'"))
+        #expect(stopped.description.contains("sign in again for a new web auth token"))
+        // A store another process holds: the wait is the command line's flag.
+        let busy = StoreError.busy(path: "s.sqlite", seconds: 5)
+        #expect(Failures.classify(busy).1.hasSuffix("nothing was changed (--wait SECONDS waits longer)"))
+        #expect(busy.description.hasSuffix("nothing was changed (a longer wait may outlast it)"))
+        // Adjacent text is one part; interpolated messages keep their parts.
+        let joined: Message = "a \(Message("b")) c \(Wording.storeWait) d"
+        #expect(joined.parts == [.text("a b c "), .wording(.storeWait), .text(" d")])
+        #expect(Message.joined([Message("x"), Message(.storeWait)], separator: "; ").commandLine == "x; --wait")
+    }
+
 }

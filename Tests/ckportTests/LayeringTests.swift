@@ -148,11 +148,13 @@ struct LayeringTests {
         #expect(spelled.isEmpty, "\(spelled)")
     }
 
-    @Test("the library's messages name no flag: where they mention a setting, the command line's words are installed")
+    @Test("the library's messages name no flag: where they mention a setting, the command line says its flag")
     func libraryNamesNoFlags() throws {
         var flagged: [String] = []
         let flag = try Regex(#"--[a-z][a-z-]+"#)
-        for module in ["Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CKPort"] {
+        for module in [
+            "Records", "StoreCore", "SQLiteStore", "PostgresStore", "Formats", "Migrations", "CloudKitWeb", "CKPort",
+        ] {
             let root = packageRoot.appendingPathComponent("Sources/\(module)")
             let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
             for case let file as String in enumerator where file.hasSuffix(".swift") {
@@ -166,16 +168,35 @@ struct LayeringTests {
             }
         }
         #expect(flagged.isEmpty, "\(flagged)")
+        let zone = ZoneID(scope: .shared, zoneName: "household-1", ownerRecordName: "_a1")
         let samples: [Wording] = [
             .allowNewFields, .allowNewTypes, .startNewChangeChain, .createStore(path: "s.sqlite"), .updatingModes,
-            .predicate("a == 1"),
-            .predicateWord, .sortField("title"), .chooseRecordTypes, .skipInvalid, .expansionWindow,
-            .expandForOccurrences,
-            .importWithoutExpanding, .keepWholeOrRefuse, .importIntoArchive, .fixedField(field: "f", text: "v"),
-            .passphraseSource, .defaultRecordType, .giveRecordType, .fieldList, .mapColumn(header: "Due"),
-            .nameTemplate("{x}"), .nameTemplateWord, .repairHistory, .forceAppendOnly,
+            .predicate("a == 1"), .predicateWord, .sortField("title"), .chooseRecordTypes, .chooseModelVersion,
+            .skipInvalid, .expansionWindow, .expandForOccurrences, .importWithoutExpanding, .keepWholeOrRefuse,
+            .keepWhole, .importIntoArchive, .fixedField(field: "f", text: "v"), .passphraseSource, .defaultRecordType,
+            .giveRecordType, .fieldList, .mapColumn(header: "Due"), .remapColumn(header: "Due"), .nameTemplate("{x}"),
+            .nameTemplateWord, .repairHistory, .forceAppendOnly, .createOrForcePush, .keepAssetBytes, .allowUnencrypted,
+            .signInAgain, .upgradeStore(path: "s.sqlite"), .upgradeStoreFirst(path: "s.sqlite"), .pushMode("update"),
+            .storeWait, .waitLonger, .restoreBaseFirst, .restoreModes, .storeOfItsOwn, .encryptionNeedsPassphrase,
+            .giveSchema, .strictImport, .plainStyle, .canonicalStyle, .chooseZone, .giveRowsZone(zone),
         ]
+        // Every case is sampled: a new one fails to compile here until it is added above.
+        func sampled(_ wording: Wording) -> Bool {
+            switch wording {
+            case .allowNewFields, .allowNewTypes, .startNewChangeChain, .createStore, .updatingModes, .predicate,
+                .predicateWord, .sortField, .chooseRecordTypes, .chooseModelVersion, .skipInvalid, .expansionWindow,
+                .expandForOccurrences, .importWithoutExpanding, .keepWholeOrRefuse, .keepWhole, .importIntoArchive,
+                .fixedField, .passphraseSource, .defaultRecordType, .giveRecordType, .fieldList, .mapColumn,
+                .remapColumn, .nameTemplate, .nameTemplateWord, .repairHistory, .forceAppendOnly, .createOrForcePush,
+                .keepAssetBytes, .allowUnencrypted, .signInAgain, .upgradeStore, .upgradeStoreFirst, .pushMode,
+                .storeWait, .waitLonger, .restoreBaseFirst, .restoreModes, .storeOfItsOwn, .encryptionNeedsPassphrase,
+                .giveSchema, .strictImport, .plainStyle, .canonicalStyle, .chooseZone, .giveRowsZone:
+                return samples.contains(wording)
+            }
+        }
+        #expect(samples.count == 47)
         for wording in samples {
+            #expect(sampled(wording))
             #expect(!wording.dataText.contains("--"), "\(wording): \(wording.dataText)")
             let words = try #require(CommandLineWords.words(wording))
             #expect(words.contains("--") || words.contains("ckport "), "\(wording): \(words)")

@@ -896,7 +896,7 @@ public final class BrowseSite: Sendable {
             unlink(path)
             // A predicate that names what the type does not have is the asker's to fix.
             if case StoreError.badQuery(let message)? = error as? StoreError {
-                return problem(json, 400, "Not a predicate", message)
+                return problem(json, 400, "Not a predicate", message.description)
             }
             throw error
         }
@@ -978,7 +978,7 @@ public final class BrowseSite: Sendable {
             }
             for failure in report.failures {
                 body +=
-                    "<p class=\"error\">\(escape(failure.recordType)) \(escape(failure.recordName)): \(escape(failure.step)): \(escape(failure.message))</p>"
+                    "<p class=\"error\">\(escape(failure.recordType)) \(escape(failure.recordName)): \(escape(failure.step)): \(escape(failure.message.description))</p>"
             }
             for diff in report.diffs {
                 body +=

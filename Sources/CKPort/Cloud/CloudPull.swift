@@ -726,8 +726,7 @@ final class HeldRejects: RejectSink {
         for (issue, raw) in held {
             // The validator speaks of an import's remedy; a pull's is its own.
             var said = issue
-            said.message = issue.message.replacingOccurrences(
-                of: Wording.allowNewFields.text, with: Wording.allowNewTypes.text)
+            said.message = issue.message.replacing(.allowNewFields, with: .allowNewTypes)
             try sink.reject(said, raw: raw.map { HeldRejects.placed($0, in: issue.zone) })
         }
         held = []

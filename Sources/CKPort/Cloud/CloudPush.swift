@@ -110,7 +110,7 @@ public struct PushRejection: Sendable {
     public var operation: PushOperation
     /// CloudKit's code (CONFLICT, EXISTS, NOT_FOUND, …), or ckport's reason for not sending.
     public var serverErrorCode: String
-    public var reason: String
+    public var reason: Message
 }
 
 /// What a push did to the records of one type.
@@ -156,17 +156,19 @@ public struct PushResult: Sendable {
 /// A push that stopped part way: what CloudKit had accepted until then stays accepted.
 public struct CloudPushStopped: CKPortError, Sendable {
     public var partial: PushResult
-    public var underlying: String
+    public var underlying: Message
     public var underlyingCategory: ErrorCategory
 
-    public init(partial: PushResult, underlying: String, underlyingCategory: ErrorCategory) {
+    public init(partial: PushResult, underlying: Message, underlyingCategory: ErrorCategory) {
         self.partial = partial
         self.underlying = underlying
         self.underlyingCategory = underlyingCategory
     }
 
     public var category: ErrorCategory { underlyingCategory }
-    public var description: String {
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         let total = partial.total
         return
             "\(underlying)\n  before it stopped, CloudKit accepted \(total.saved) records and \(total.deleted) deletions in \(partial.requests) requests; pushing again sends them again (with create: reported as EXISTS)"
@@ -231,7 +233,7 @@ extension CloudSync {
             defer { feed.cancel() }
             var sent = 0
             var sharePlans: [SharePlan] = []
-            func turnAway(_ operation: PushOperation, _ code: String, _ reason: String) throws {
+            func turnAway(_ operation: PushOperation, _ code: String, _ reason: Message) throws {
                 var counts = result.byType[operation.recordType, default: PushCounts()]
                 switch code {
                 case "EXISTS": counts.exists += 1
@@ -250,7 +252,7 @@ extension CloudSync {
                 guard !batch.operations.isEmpty else { continue }
                 if batch.zone.zoneName != ZoneID.defaultZoneName && !known.contains(batch.zone) {
                     if let refusal = try await createZone(batch.zone, client: client) {
-                        for operation in batch.operations { try turnAway(operation, "NOT_SENT", refusal) }
+                        for operation in batch.operations { try turnAway(operation, "NOT_SENT", Message(refusal)) }
                         continue
                     }
                     known.insert(batch.zone)
@@ -284,10 +286,11 @@ extension CloudSync {
                             }
                             try turnAway(
                                 operation, code,
-                                reason
-                                    + (after.map {
-                                        "; CloudKit asked to wait \(Int($0)) s and ckport had tried \(round) times"
-                                    } ?? ""))
+                                Message(
+                                    reason
+                                        + (after.map {
+                                            "; CloudKit asked to wait \(Int($0)) s and ckport had tried \(round) times"
+                                        } ?? "")))
                         } else if outcome == nil {
                             try turnAway(operation, "NO_ANSWER", "CloudKit's answer did not mention this record")
                         } else {
@@ -314,7 +317,7 @@ extension CloudSync {
                 sharePlans, client: client, request: request, codec: codec, result: &result, rejected: rejected)
             return result
         } catch let error as CKPortError {
-            throw CloudPushStopped(partial: result, underlying: error.description, underlyingCategory: error.category)
+            throw CloudPushStopped(partial: result, underlying: error.explanation, underlyingCategory: error.category)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -677,18 +680,18 @@ final class OperationBatches {
     }
 
     /// Why a record's operation cannot go to CloudKit as the store holds it, or nil.
-    private func whyNotSent(_ record: Record, operation: PushOperation) -> String? {
+    private func whyNotSent(_ record: Record, operation: PushOperation) -> Message? {
         // CloudKit checks the change tag of update and replace, and refuses the whole request
         // when one lacks it.
         if operation.withChangeTag && record.changeTag == nil {
             return
-                "the record has no change tag (it was not pulled from CloudKit), which \(operation.operationType) needs: \(Wording.createOrForcePush.text)"
+                "the record has no change tag (it was not pulled from CloudKit), which \(operation.operationType) needs: \(Wording.createOrForcePush)"
         }
         return nil
     }
 
     /// A record's operation, and why it cannot be sent, if it cannot.
-    private func operation(_ record: Record, type: String) -> (PushOperation, notSent: String?) {
+    private func operation(_ record: Record, type: String) -> (PushOperation, notSent: Message?) {
         var record = record
         var operation = PushOperation(
             zone: record.zone, recordType: record.recordType, recordName: record.recordName, operationType: type,
@@ -728,7 +731,7 @@ final class OperationBatches {
                 operation.record = nil
                 return (
                     operation,
-                    "the store holds no bytes of asset\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), and CloudKit takes an asset only with its upload's receipt: \(Wording.keepAssetBytes.text)"
+                    "the store holds no bytes of asset\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), and CloudKit takes an asset only with its upload's receipt: \(Wording.keepAssetBytes)"
                 )
             }
         }

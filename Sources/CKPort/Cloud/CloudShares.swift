@@ -24,9 +24,9 @@ public struct ShareRestoration: Sendable {
         /// Would be created (a dry run).
         case wouldCreate
         /// Not created, and why (what to do instead).
-        case notCreated(String)
+        case notCreated(Message)
         /// Not touched: the push does not change existing shares (update and replace).
-        case leftAlone(String)
+        case leftAlone(Message)
     }
 
     public var zone: ZoneID
@@ -130,7 +130,7 @@ extension CloudSync {
     {
         if request.mode != .create {
             return .leftAlone(
-                "\(Wording.pushMode(request.mode.rawValue).text) changes records, not shares: CloudKit keeps this share and everyone who accepted it"
+                "\(Wording.pushMode(request.mode.rawValue)) changes records, not shares: CloudKit keeps this share and everyone who accepted it"
             )
         }
         if scope == .shared {
@@ -228,7 +228,7 @@ extension CloudSync {
             var operation = PushOperation(
                 zone: zone, recordType: Record.shareType, recordName: plan.share.recordName, operationType: "create",
                 json: [])
-            func fail(_ code: String, _ reason: String) throws {
+            func fail(_ code: String, _ reason: Message) throws {
                 outcome.state = .notCreated("\(code): \(reason)")
                 result.byType[Record.shareType, default: PushCounts()].failed += 1
                 try rejected(PushRejection(operation: operation, serverErrorCode: code, reason: reason))
@@ -248,7 +248,7 @@ extension CloudSync {
             {
                 // One share CloudKit will not look at does not stop the others.
                 result.requests += 1
-                try fail(error.serverErrorCode, error.reason ?? "CloudKit did not answer for its root record")
+                try fail(error.serverErrorCode, Message(error.reason ?? "CloudKit did not answer for its root record"))
                 result.shares.append(outcome)
                 continue
             }
@@ -278,7 +278,7 @@ extension CloudSync {
                 where error.code != .authenticationRequired && error.code != .authenticationFailed
             {
                 result.requests += 1
-                try fail(error.serverErrorCode, error.reason ?? "CloudKit refused to create it")
+                try fail(error.serverErrorCode, Message(error.reason ?? "CloudKit refused to create it"))
                 result.shares.append(outcome)
                 continue
             }
@@ -286,7 +286,7 @@ extension CloudSync {
                 (try JSONSerialization.jsonObject(with: answer) as? [String: Any])?["records"] as? [[String: Any]] ?? []
             let created = records.first { $0["recordType"] as? String == Record.shareType } ?? records.first
             if let code = created?["serverErrorCode"] as? String {
-                try fail(code, created?["reason"] as? String ?? "")
+                try fail(code, Message(created?["reason"] as? String ?? ""))
             } else {
                 let shortGUID = created?["shortGUID"] as? String
                 outcome.state = .created(url: shortGUID.map { "https://www.icloud.com/share/\($0)" })

@@ -9,9 +9,16 @@ public struct BundleError: CKPortError, Sendable {
 
     public var file: String
     public var member: String?
-    public var message: String
+    public var message: Message
 
-    public var description: String { "\(file)" + (member.map { " (\($0))" } ?? "") + ": " + message }
+    public init(file: String, member: String?, message: Message) {
+        self.file = file
+        self.member = member
+        self.message = message
+    }
+
+    public var explanation: Message { "\(file)\(member.map { " (\($0))" } ?? ""): \(message)" }
+    public var description: String { explanation.description }
 }
 
 /// Reads a bundle: the manifest and the schema first, then every records member as one stream
@@ -111,7 +118,7 @@ public final class BundleReader: RecordSource {
             throw BundleError(
                 file: path, member: nil,
                 message:
-                    "the bundle is not encrypted, though a passphrase was given: it may not be the backup that was encrypted with it (a plain bundle can be made by anyone); \(Wording.allowUnencrypted.text)"
+                    "the bundle is not encrypted, though a passphrase was given: it may not be the backup that was encrypted with it (a plain bundle can be made by anyone); \(Wording.allowUnencrypted)"
             )
         }
         let gzip: GzipReader
@@ -119,7 +126,7 @@ public final class BundleReader: RecordSource {
             guard let passphrase else {
                 throw BundleError(
                     file: path, member: nil,
-                    message: "the bundle is encrypted: give its passphrase\(Wording.passphraseSource.text)")
+                    message: "the bundle is encrypted: give its passphrase\(Wording.passphraseSource)")
             }
             let decryptor = try BundleDecryptor(path: path, passphrase: passphrase)
             gzip = GzipReader(name: path, limits: limits, engine: engine) { try decryptor.read(into: $0) }
@@ -138,7 +145,7 @@ public final class BundleReader: RecordSource {
         }
         tar = TarReadAhead(
             name: path, progress: { gzip.compressedBytes }, hashes: hashes, source: { try gzip.read(into: $0) })
-        func fail(_ member: String?, _ message: String) -> BundleError {
+        func fail(_ member: String?, _ message: Message) -> BundleError {
             BundleError(file: path, member: member, message: message)
         }
         guard let first = try tar.next(), first.path == "manifest.json" else {
@@ -253,7 +260,7 @@ public final class BundleReader: RecordSource {
     public var bytesRead: Int64 { tar.bytesRead }
     public let totalBytes: Int64?
 
-    private func fail(_ member: String?, _ message: String) -> BundleError {
+    private func fail(_ member: String?, _ message: Message) -> BundleError {
         BundleError(file: path, member: member, message: message)
     }
 

@@ -138,7 +138,7 @@ final class SecondReading: Sendable {
         first: (digest: SHA256.Digest, bytes: Int64), isCancelled: @escaping () -> Bool
     ) throws {
         let path = file.path
-        func fail(_ member: String?, _ message: String) -> BundleError {
+        func fail(_ member: String?, _ message: Message) -> BundleError {
             BundleError(file: path, member: member, message: message)
         }
         var damaged: String?

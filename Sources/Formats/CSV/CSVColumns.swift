@@ -63,7 +63,7 @@ enum CSVLayout {
             fields = try chosen.map { name throws(ValueError) in
                 guard let field = type.field(named: name), !field.isSystem else {
                     throw ValueError(
-                        "\(Wording.fieldList.text): record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))"
+                        "\(Wording.fieldList): record type \(type.name) has no field '\(name)' (its fields: \(type.userFields.map(\.name).joined(separator: ", ")))"
                     )
                 }
                 return field

@@ -102,7 +102,7 @@ public final class CSVRecordReader: RecordSource {
         if typeColumn == nil && options.defaultRecordType == nil {
             throw InputIssue(
                 position: SourcePosition(file: rows.name, line: cells.first?.line ?? 1, column: 1),
-                message: "the rows' record type is unknown: \(Wording.giveRecordType.text), or add a recordType column")
+                message: "the rows' record type is unknown: \(Wording.giveRecordType), or add a recordType column")
         }
         if typeColumn == nil, let type = options.defaultRecordType {
             // One type for the whole file: check the header now, before any row.
@@ -142,14 +142,15 @@ public final class CSVRecordReader: RecordSource {
                 let cell = header[index]
                 let mapped = options.columnMap[cell.text] != nil
                 let known = type.map { " (its fields: \($0.userFields.map(\.name).joined(separator: ", ")))" } ?? ""
+                let remedy =
+                    mapped
+                    ? Wording.remapColumn(header: header[index].text) : Wording.mapColumn(header: header[index].text)
                 throw InputIssue(
                     position: SourcePosition(file: rows.name, line: cell.line, column: cell.column),
                     recordType: typeName,
                     message:
-                        "column '\(header[index].text)'\(mapped ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); "
-                        + (mapped
-                        ? Wording.remapColumn(header: header[index].text)
-                        : Wording.mapColumn(header: header[index].text)).text)
+                        "column '\(header[index].text)'\(mapped ? " (mapped to '\(name)')" : "") is not a field of \(typeName)\(known); \(remedy)"
+                )
             }
         }
         layouts[typeName] = columns
@@ -165,7 +166,7 @@ public final class CSVRecordReader: RecordSource {
         let raw = rows.lastRowBytes
         let file = rows.name
         let rowLine = cells.first?.line ?? 0
-        func issue(_ cell: CSVCell?, field: String?, name: String?, type: String?, _ message: String) -> SourceItem {
+        func issue(_ cell: CSVCell?, field: String?, name: String?, type: String?, _ message: Message) -> SourceItem {
             .invalid(
                 InputIssue(
                     position: SourcePosition(file: file, line: cell?.line ?? rowLine, column: cell?.column ?? 1),

@@ -33,7 +33,7 @@ public final class CSVRowReader {
 
     public var name: String { input.name }
 
-    private func fail(_ message: String, line: Int, column: Int) -> InputIssue {
+    private func fail(_ message: Message, line: Int, column: Int) -> InputIssue {
         InputIssue(position: SourcePosition(file: input.name, line: line, column: column), message: message)
     }
 

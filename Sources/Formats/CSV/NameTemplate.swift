@@ -24,12 +24,12 @@ public struct NameTemplate: Sendable {
         while let open = rest.firstIndex(of: "{") {
             literal += rest[..<open]
             guard let close = rest[open...].firstIndex(of: "}") else {
-                throw ValueError("\(Wording.nameTemplate(text).text): a '{' is not closed")
+                throw ValueError("\(Wording.nameTemplate(text)): a '{' is not closed")
             }
             let inside = rest[rest.index(after: open)..<close]
             let pieces = inside.split(separator: ":", maxSplits: 1)
             guard let name = pieces.first, !name.isEmpty else {
-                throw ValueError("\(Wording.nameTemplate(text).text): '{}' names no field")
+                throw ValueError("\(Wording.nameTemplate(text)): '{}' names no field")
             }
             if !literal.isEmpty {
                 parts.append(.literal(literal))
@@ -42,7 +42,7 @@ public struct NameTemplate: Sendable {
         if !literal.isEmpty { parts.append(.literal(literal)) }
         guard parts.contains(where: { if case .field = $0 { return true } else { return false } }) else {
             throw ValueError(
-                "\(Wording.nameTemplate(text).text) uses no field, so every record would get the same name")
+                "\(Wording.nameTemplate(text)) uses no field, so every record would get the same name")
         }
         self.parts = parts
     }
@@ -61,7 +61,7 @@ public struct NameTemplate: Sendable {
             case .field(let name, let pattern):
                 guard let value = record.fields[name] else {
                     throw ValueError(
-                        "\(Wording.nameTemplateWord.text) needs field '\(name)', which this row leaves empty")
+                        "\(Wording.nameTemplateWord) needs field '\(name)', which this row leaves empty")
                 }
                 switch value {
                 case .string(let s): out += s
@@ -74,7 +74,7 @@ public struct NameTemplate: Sendable {
                         ?? ISO8601.format(milliseconds: t)
                 default:
                     throw ValueError(
-                        "\(Wording.nameTemplateWord.text) cannot put field '\(name)' (\(value.type)) in a record name")
+                        "\(Wording.nameTemplateWord) cannot put field '\(name)' (\(value.type)) in a record name")
                 }
             }
         }

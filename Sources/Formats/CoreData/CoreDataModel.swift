@@ -135,19 +135,19 @@ extension CoreDataModel {
             throw XMLInputError(
                 file: currentFile, line: 0, column: 0,
                 message:
-                    "names the version \"\(current)\", which the model does not hold (its versions: \(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)"
+                    "names the version \"\(current)\", which the model does not hold (its versions: \(versions.joined(separator: ", "))); \(Wording.chooseModelVersion)"
             )
         } else if hasCurrentFile {
             throw XMLInputError(
                 file: currentFile, line: 0, column: 0,
                 message:
-                    "names no version (no _XCCurrentVersionName), and the model has several (\(versions.joined(separator: ", "))); \(Wording.chooseModelVersion.text)"
+                    "names no version (no _XCCurrentVersionName), and the model has several (\(versions.joined(separator: ", "))); \(Wording.chooseModelVersion)"
             )
         } else {
             throw XMLInputError(
                 file: path, line: 0, column: 0,
                 message:
-                    "has several versions (\(versions.joined(separator: ", "))) and no .xccurrentversion; \(Wording.chooseModelVersion.text)"
+                    "has several versions (\(versions.joined(separator: ", "))) and no .xccurrentversion; \(Wording.chooseModelVersion)"
             )
         }
         var model = try parse(
@@ -188,7 +188,7 @@ extension CoreDataModel {
         var configuration: CoreDataModel.Configuration?
         var constraint: [String]?
         func bool(_ value: String?) -> Bool { value == "YES" }
-        func fail(_ message: String) -> XMLInputError {
+        func fail(_ message: Message) -> XMLInputError {
             XMLInputError(file: path, line: reader.line, column: 0, message: message)
         }
         while let event = try reader.next() {

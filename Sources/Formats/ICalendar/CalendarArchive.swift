@@ -103,14 +103,13 @@ public final class CalendarArchiveReader: AnnotatedRecordSource, SchemaExtending
     public var bytesRead: Int64 { input.bytesRead }
     public var totalBytes: Int64? { input.totalBytes }
 
-    public var notes: [String] {
-        var notes: [String] = []
+    public var notes: [Message] {
+        var notes: [Message] = []
         let lost = notKeptItems
         if !counts.isEmpty {
-            notes.append(
-                "archived " + counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ") + " whole, "
-                    + (lost.isEmpty ? "every property kept" : "every property kept but " + lost.joined(separator: ", "))
-            )
+            let archived = counts.keys.sorted().map { "\(counts[$0]!) \($0)" }.joined(separator: ", ")
+            let kept = lost.isEmpty ? "every property kept" : "every property kept but " + lost.joined(separator: ", ")
+            notes.append(Message("archived \(archived) whole, \(kept)"))
         }
         if counts.isEmpty && parser.calendarCount > 0 {
             notes.append(
@@ -266,7 +265,7 @@ public struct CalendarArchiveExporter {
         -> CalendarArchiveSummary
     {
         guard CalendarArchive.fits(session.schema) else {
-            throw StoreError.badQuery("the store holds no archived calendars (\(Wording.importIntoArchive.text))")
+            throw StoreError.badQuery("the store holds no archived calendars (\(Wording.importIntoArchive))")
         }
         var summary = CalendarArchiveSummary()
         var infos: [String: String] = [:]

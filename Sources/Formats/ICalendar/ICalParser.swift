@@ -129,7 +129,7 @@ public final class ICalParser {
 
     public var name: String { input.name }
 
-    private func fail(_ message: String, line: Int) -> InputIssue {
+    private func fail(_ message: Message, line: Int) -> InputIssue {
         InputIssue(position: SourcePosition(file: input.name, line: line), message: message)
     }
 

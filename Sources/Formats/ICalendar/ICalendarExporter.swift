@@ -89,7 +89,7 @@ public final class ICalendarExporter {
                     && !["recordName", "___createTime", "___modTime"].contains(condition.field)
                 {
                     throw StoreError.badQuery(
-                        "\(Wording.predicateWord.text) names field '\(condition.field)', which \(component.recordType) does not have; \(Wording.chooseRecordTypes.text)"
+                        "\(Wording.predicateWord) names field '\(condition.field)', which \(component.recordType) does not have; \(Wording.chooseRecordTypes)"
                     )
                 }
             }

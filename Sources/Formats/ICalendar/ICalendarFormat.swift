@@ -52,8 +52,9 @@ public struct CalendarFixedFieldUnknown: CKPortError, Sendable {
     public var text: String
     public var recordTypes: [String]
     public var category: ErrorCategory { .usage }
-    public var description: String {
-        "\(Wording.fixedField(field: field, text: text).text): none of the record types the calendar's components become (\(recordTypes.joined(separator: ", "))) has a field '\(field)'"
+    public var description: String { explanation.description }
+    public var explanation: Message {
+        "\(Wording.fixedField(field: field, text: text)): none of the record types the calendar's components become (\(recordTypes.joined(separator: ", "))) has a field '\(field)'"
     }
 }
 

@@ -165,17 +165,17 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
     public var bytesRead: Int64 { input.bytesRead }
     public var totalBytes: Int64? { input.totalBytes }
 
-    public var notes: [String] {
-        var notes: [String] = []
+    public var notes: [Message] {
+        var notes: [Message] = []
         let items = notKeptItems
         if !items.isEmpty {
             notes.append(
-                "not kept (the mapping has no place for them): " + items.joined(separator: ", ")
-                    + " (\(Wording.keepWholeOrRefuse.text))")
+                "not kept (the mapping has no place for them): \(items.joined(separator: ", ")) (\(Wording.keepWholeOrRefuse))"
+            )
         }
         if recurringKeptOnce > 0 {
             notes.append(
-                "\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (\(Wording.expandForOccurrences.text))"
+                "\(recurringKeptOnce) recurring component\(recurringKeptOnce == 1 ? " was" : "s were") imported once, without the rule (\(Wording.expandForOccurrences))"
             )
         }
         for (warning, count) in parser.warnings.sorted(by: { $0.key < $1.key }) {
@@ -327,7 +327,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
         return queue[queueIndex - 1]
     }
 
-    private func issue(_ line: Int, _ message: String, name: String? = nil, type: String? = nil, field: String? = nil)
+    private func issue(_ line: Int, _ message: Message, name: String? = nil, type: String? = nil, field: String? = nil)
         -> SourceItem
     {
         .invalid(
@@ -375,7 +375,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
 
     struct ComponentProblem: Error {
         var line: Int?
-        var message: String
+        var message: Message
         var recordName: String?
         var field: String?
     }
@@ -678,7 +678,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
             } catch {
                 throw ComponentProblem(
                     line: component.line,
-                    message: "\(Wording.fixedField(field: field, text: text).text): \(error.message)",
+                    message: "\(Wording.fixedField(field: field, text: text)): \(error.message)",
                     recordName: baseName, field: field)
             }
         }
@@ -721,7 +721,7 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                 throw ComponentProblem(
                     line: rule.line,
                     message:
-                        "RRULE \(rule.value) uses RSCALE or SKIP (RFC 7529, non-Gregorian calendars and skipped days), which ckport cannot expand; \(Wording.importWithoutExpanding.text)",
+                        "RRULE \(rule.value) uses RSCALE or SKIP (RFC 7529, non-Gregorian calendars and skipped days), which ckport cannot expand; \(Wording.importWithoutExpanding)",
                     recordName: baseName)
             }
             do { parsedRules.append(try RecurrenceRule(parsing: rule.value)) } catch {

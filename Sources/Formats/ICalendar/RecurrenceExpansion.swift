@@ -161,7 +161,7 @@ public struct RecurrenceSet {
                 if results.count > RecurrenceSet.maxOccurrences {
                     throw RecurrenceError(
                         message:
-                            "RRULE \(original.text) has more than \(RecurrenceSet.maxOccurrences) occurrences in the window; narrow \(Wording.expansionWindow.text)"
+                            "RRULE \(original.text) has more than \(RecurrenceSet.maxOccurrences) occurrences in the window; narrow \(Wording.expansionWindow)"
                     )
                 }
             }

@@ -4,8 +4,9 @@ import Records
 public struct RecurrenceError: CKPortError, Sendable {
     public var category: ErrorCategory { .invalidInput }
 
-    public var message: String
-    public var description: String { message }
+    public var message: Message
+    public var explanation: Message { message }
+    public var description: String { message.description }
 }
 
 /// An RRULE (RFC 5545 §3.3.10): FREQ, INTERVAL, COUNT, UNTIL, BYSECOND … BYSETPOS, WKST.

@@ -11,13 +11,15 @@ public struct RecordDecodingError: CKPortError, Sendable {
     public var field: String?
     public var recordName: String?
     public var recordType: String?
-    public var message: String
+    public var message: Message
 
-    public var description: String {
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
         var parts: [String] = []
         if let recordName { parts.append("record '\(recordName)'") }
         if let field { parts.append("field '\(field)'") } else if !path.isEmpty { parts.append(path.pathString) }
-        return parts.isEmpty ? message : parts.joined(separator: ", ") + ": " + message
+        return parts.isEmpty ? message : "\(parts.joined(separator: ", ")): \(message)"
     }
 }
 
@@ -142,7 +144,7 @@ public struct JSONRecordCodec: Sendable {
         }
         let recordName = object["recordName"]?.stringValue
         let recordType = object["recordType"]?.stringValue ?? defaultRecordType
-        func fail(_ path: [JSONPathComponent], _ message: String, field: String? = nil) -> RecordDecodingError {
+        func fail(_ path: [JSONPathComponent], _ message: Message, field: String? = nil) -> RecordDecodingError {
             RecordDecodingError(
                 path: path, field: field, recordName: recordName, recordType: recordType, message: message)
         }
@@ -157,7 +159,7 @@ public struct JSONRecordCodec: Sendable {
             throw fail(
                 object["recordType"] == nil ? [] : [.key("recordType")],
                 object["recordType"] == nil
-                    ? "a record needs \"recordType\" (\(Wording.defaultRecordType.text))"
+                    ? "a record needs \"recordType\" (\(Wording.defaultRecordType))"
                     : "\"recordType\" must be text")
         }
         let style = readStyle ?? detectStyle(object)
@@ -201,7 +203,7 @@ public struct JSONRecordCodec: Sendable {
 
     private func decodeCanonicalSystem(
         _ object: JSONObject, into record: inout Record,
-        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+        fail: ([JSONPathComponent], Message, String?) -> RecordDecodingError
     ) throws(RecordDecodingError) {
         if let zoneValue = object["zoneID"] {
             guard case .object(let zoneObject) = zoneValue else {
@@ -245,7 +247,7 @@ public struct JSONRecordCodec: Sendable {
     /// `zoneID` and (for a parent) the action NONE, as CloudKit writes them.
     private func link(
         _ object: JSONObject, _ key: String, of record: Record,
-        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+        fail: ([JSONPathComponent], Message, String?) -> RecordDecodingError
     ) throws(RecordDecodingError) -> String? {
         guard let value = object[key], value != .null else { return nil }
         guard case .object(let link) = value else {
@@ -271,7 +273,7 @@ public struct JSONRecordCodec: Sendable {
     }
 
     private func stamp(
-        _ object: JSONObject, _ key: String, fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+        _ object: JSONObject, _ key: String, fail: ([JSONPathComponent], Message, String?) -> RecordDecodingError
     ) throws(RecordDecodingError) -> RecordStamp? {
         guard let value = object[key], value != .null else { return nil }
         guard case .object(let stampObject) = value else {
@@ -299,7 +301,7 @@ public struct JSONRecordCodec: Sendable {
 
     private func decodeCanonicalFields(
         _ object: JSONObject, into record: inout Record,
-        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+        fail: ([JSONPathComponent], Message, String?) -> RecordDecodingError
     ) throws(RecordDecodingError) {
         guard let fieldsValue = object["fields"], fieldsValue != .null else { return }
         guard case .object(let fields) = fieldsValue else {
@@ -366,7 +368,7 @@ public struct JSONRecordCodec: Sendable {
                 // The schema's type is what a value with an unknown type name is read as.
                 let named =
                     unknownName.map { " (CloudKit named its type \($0), read as the schema's \(valueType))" } ?? ""
-                throw fail(path + [.key("value")] + error.path, error.message + named, name)
+                throw fail(path + [.key("value")] + error.path, error.message + Message(named), name)
             }
         }
         record.fields = values
@@ -374,7 +376,7 @@ public struct JSONRecordCodec: Sendable {
 
     private func decodePlain(
         _ object: JSONObject, into record: inout Record, typeHints: [String: FieldType],
-        fail: ([JSONPathComponent], String, String?) -> RecordDecodingError
+        fail: ([JSONPathComponent], Message, String?) -> RecordDecodingError
     ) throws(RecordDecodingError) {
         func text(_ key: String) throws(RecordDecodingError) -> String? {
             guard let value = object[key], value != .null else { return nil }

@@ -265,7 +265,7 @@ final class JSONDocumentScanner {
 
     private var here: SourcePosition { SourcePosition(file: input.name, line: line, column: column) }
 
-    private func fail(_ message: String) -> InputIssue {
+    private func fail(_ message: Message) -> InputIssue {
         InputIssue(position: here, message: message)
     }
 

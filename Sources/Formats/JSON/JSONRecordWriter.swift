@@ -54,14 +54,17 @@ public final class JSONRecordWriter: RecordSink {
 /// it holds whole records.
 public final class AppendingRejectsWriter: RejectSink {
     public let path: String
+    private let words: (Wording) -> String?
     private var fd: Int32 = -1
     private var pending: [UInt8] = []
     public private(set) var count = 0
 
     /// The file is opened (and made, if need be) with the first record it keeps: a run that
     /// leaves nothing out writes nothing. A folder that does not exist is refused at once.
-    public init(path: String) throws {
+    /// Each line's error is said with `words` (a front end's), else in the library's.
+    public init(path: String, words: @escaping (Wording) -> String? = { _ in nil }) throws {
         self.path = path
+        self.words = words
         let folder = (path as NSString).deletingLastPathComponent
         guard folder.isEmpty || FileManager.default.fileExists(atPath: folder) else {
             throw OutputError(path: path, message: "its folder \(folder) does not exist")
@@ -71,7 +74,7 @@ public final class AppendingRejectsWriter: RejectSink {
     deinit { if fd >= 0 { close(fd) } }
 
     public func reject(_ issue: InputIssue, raw: [UInt8]?) throws {
-        pending += RejectsWriter.line(issue, raw: raw)
+        pending += RejectsWriter.line(issue, raw: raw, words: words)
         count += 1
     }
 
@@ -103,22 +106,25 @@ public final class AppendingRejectsWriter: RejectSink {
 
 public final class RejectsWriter: RejectSink {
     private let output: OutputFile
+    private let words: (Wording) -> String?
     public private(set) var count = 0
 
-    public init(output: OutputFile) {
+    /// Each line's error is said with `words` (a front end's), else in the library's.
+    public init(output: OutputFile, words: @escaping (Wording) -> String? = { _ in nil }) {
         self.output = output
+        self.words = words
     }
 
     public func reject(_ issue: InputIssue, raw: [UInt8]?) throws {
-        try output.write(RejectsWriter.line(issue, raw: raw))
+        try output.write(RejectsWriter.line(issue, raw: raw, words: words))
         count += 1
     }
 
     /// A rejects file's line: `{"error": …, "position": …, "field": …, "record": {…}}`.
-    static func line(_ issue: InputIssue, raw: [UInt8]?) -> [UInt8] {
+    static func line(_ issue: InputIssue, raw: [UInt8]?, words: (Wording) -> String?) -> [UInt8] {
         var out = JSONWriter(capacity: 512)
         out.raw("{\"error\":")
-        out.string(issue.message)
+        out.string(issue.message.worded(words))
         out.raw(",\"position\":")
         out.string(issue.position.description)
         if let field = issue.field {

@@ -34,7 +34,7 @@ public final class PlistRecordReader: RecordSource {
     public var bytesRead: Int64 { input.bytesRead }
     public var totalBytes: Int64? { input.totalBytes }
 
-    private func fail(_ message: String) -> XMLInputError {
+    private func fail(_ message: Message) -> XMLInputError {
         XMLInputError(file: input.name, line: xml.line, column: 0, message: message)
     }
 

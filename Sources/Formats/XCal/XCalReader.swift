@@ -88,7 +88,7 @@ final class XCalToICalendar {
     /// iCalendar text made and not yet read.
     var bufferedBytes: Int { pending.count }
 
-    private func fail(_ message: String) -> XMLInputError {
+    private func fail(_ message: Message) -> XMLInputError {
         XMLInputError(file: input.name, line: xml.line, column: 0, message: message)
     }
 
@@ -494,12 +494,11 @@ final class XCalRecordSource: AnnotatedRecordSource, LossReportingSource, Schema
         }
     }
 
-    var notes: [String] {
+    var notes: [Message] {
         var notes = (inner as? AnnotatedRecordSource)?.notes ?? []
         if let skipped = converter()?.skipped, !skipped.isEmpty {
-            notes.append(
-                "left out elements of other namespaces: "
-                    + skipped.keys.sorted().map { "\($0) ×\(skipped[$0]!)" }.joined(separator: ", "))
+            let elements = skipped.keys.sorted().map { "\($0) ×\(skipped[$0]!)" }.joined(separator: ", ")
+            notes.append("left out elements of other namespaces: \(elements)")
         }
         return notes
     }

@@ -9,18 +9,20 @@ public struct XMLInputError: CKPortError, Sendable {
     public var file: String
     public var line: Int
     public var column: Int
-    public var message: String
+    public var message: Message
 
-    public init(file: String, line: Int, column: Int, message: String) {
+    public init(file: String, line: Int, column: Int, message: Message) {
         self.file = file
         self.line = line
         self.column = column
         self.message = message
     }
 
-    public var description: String {
+    public var explanation: Message {
         line > 0 ? "\(file):\(line):\(column): \(message)" : "\(file): \(message)"
     }
+
+    public var description: String { explanation.description }
 }
 
 /// A streaming reader of XML, on libxml2's `xmlTextReader`: one node at a time, so memory stays
@@ -240,7 +242,7 @@ public final class XMLReader {
         return Int(xmlTextReaderGetParserLineNumber(reader))
     }
 
-    private func fail(_ message: String) -> XMLInputError {
+    private func fail(_ message: Message) -> XMLInputError {
         XMLInputError(
             file: name, line: line, column: reader.map { Int(xmlTextReaderGetParserColumnNumber($0)) } ?? 0,
             message: message)
@@ -342,7 +344,8 @@ public final class XMLReader {
                 ?? "not well-formed XML"
             let line = Int(error.pointee.line)
             return XMLInputError(
-                file: name, line: line > 0 ? line : self.line, column: Int(error.pointee.int2), message: message)
+                file: name, line: line > 0 ? line : self.line, column: Int(error.pointee.int2),
+                message: Message(message))
         }
         return fail("not well-formed XML")
     }

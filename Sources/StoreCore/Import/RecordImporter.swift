@@ -57,7 +57,7 @@ public struct ImportSummary: Sendable {
     public var issues: [InputIssue] = []
     public var schemaChanges: [String] = []
     /// Remarks from the sources: what they read but did not import.
-    public var notes: [String] = []
+    public var notes: [Message] = []
     /// Asset files stored (files the store already held are not counted).
     public var assets = 0
     /// Records that kept their own value of a field the reader filled (see
@@ -90,11 +90,13 @@ public struct RecordInAnotherZone: CKPortError, Sendable {
     /// Where the store holds it.
     public var stored: ZoneID
 
-    public var description: String {
-        "\(position): record '\(recordName)' (\(recordType)) is in the store's \(stored.scope.rawValue) zone \(stored.zoneName)"
-            + (stored.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(stored.ownerRecordName))")
-            + ", and the file does not say which zone its rows are in: importing it would make a copy in \(given.scope.rawValue) zone \(given.zoneName) beside it."
-            + "\nnothing was imported: the store is unchanged"
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
+        let owner = stored.ownerRecordName == ZoneID.defaultOwnerName ? "" : " (owner \(stored.ownerRecordName))"
+        return
+            "\(position): record '\(recordName)' (\(recordType)) is in the store's \(stored.scope.rawValue) zone \(stored.zoneName)\(owner), and the file does not say which zone its rows are in: importing it would make a copy in \(given.scope.rawValue) zone \(given.zoneName) beside it."
+            + "\nnothing was imported: the store is unchanged (\(Wording.giveRowsZone(stored)))"
     }
 }
 
@@ -106,11 +108,12 @@ public struct ImportFailure: CKPortError, Sendable {
     /// True when reading stopped at the error limit, so there may be more problems.
     public var truncated: Bool
 
-    public var description: String {
-        let lines = summary.issues.map(\.description)
-        var text = lines.joined(separator: "\n")
-        if truncated { text += "\n(stopped after \(lines.count) problems; there may be more)" }
-        text += "\nnothing was imported: the store is unchanged (\(Wording.skipInvalid.text))"
+    public var description: String { explanation.description }
+
+    public var explanation: Message {
+        var text = Message.joined(summary.issues.map(\.explanation), separator: "\n")
+        if truncated { text += "\n(stopped after \(summary.issues.count) problems; there may be more)" }
+        text += "\nnothing was imported: the store is unchanged (\(Wording.skipInvalid))"
         return text
     }
 }
@@ -391,7 +394,7 @@ public final class RecordImporter {
         loader: any RecordLoader, summary: inout ImportSummary
     ) throws -> Step {
         var record = sourced.record
-        func issue(_ field: String?, _ message: String) -> InputIssue {
+        func issue(_ field: String?, _ message: Message) -> InputIssue {
             var issue = InputIssue(
                 position: sourced.position(ofField: field), recordName: sourced.record.recordName,
                 recordType: sourced.record.recordType,
@@ -410,7 +413,7 @@ public final class RecordImporter {
                 do {
                     return try attach(asset, from: directory, session: session, summary: &summary)
                 } catch let error as AssetError {
-                    problem = issue(field, error.message)
+                    problem = issue(field, Message(error.message))
                     return asset
                 }
             }

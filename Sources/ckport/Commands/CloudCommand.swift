@@ -299,7 +299,7 @@ struct CloudStatusCommand: AsyncParsableCommand {
                     )
                 }
             case .failure(let error as CloudKitServerError) where error.category == .authentication:
-                lines.append("  signed in: NO: \(error.description)")
+                lines.append("  signed in: NO: \(error.commandLine)")
                 print(Console.clean(lines.joined(separator: "\n")))
                 throw CommandFailure(
                     status: .signIn,

@@ -225,7 +225,7 @@ struct ImportCommand: AsyncParsableCommand {
                 scope: scope ?? .private, zoneName: zone ?? ZoneID.defaultZoneName,
                 ownerRecordName: owner ?? ZoneID.defaultOwnerName), timeZone: timeZone,
             settings: settings, strict: calendar.strict,
-            rejects: try rejects.map { RejectsWriter(output: try OutputFile(path: $0)) })
+            rejects: try rejects.map { RejectsWriter(output: try OutputFile(path: $0), words: CommandLineWords.words) })
         let progress = ProgressLine(dryRun ? "checking" : "importing", quiet: storeOptions.quiet)
         let summary: ImportSummary
         do {
@@ -263,7 +263,7 @@ struct ImportCommand: AsyncParsableCommand {
         schemaFile: String? = nil
     ) -> String {
         var lines: [String] = []
-        for note in summary.notes { lines.append("note: " + note) }
+        for note in summary.notes { lines.append("note: " + note.commandLine) }
         // --set fills new records; a record the store holds with another value keeps its own.
         for (key, count) in summary.keptOwnValues.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
@@ -310,7 +310,7 @@ struct ImportCommand: AsyncParsableCommand {
             lines.append(Console.table(header, rows, numeric: [1, 2, 3, 4, 5]))
         }
         if totals.rejected > 0 {
-            for issue in summary.issues.prefix(5) { lines.append("rejected: \(issue)") }
+            for issue in summary.issues.prefix(5) { lines.append("rejected: \(issue.commandLine)") }
             if summary.issues.count > 5 { lines.append("… and \(summary.issues.count - 5) more") }
             if let rejects { lines.append("rejected records are in \(rejects)") }
         }

@@ -93,7 +93,7 @@ struct MigrateCommand: AsyncParsableCommand {
                 out.raw("],\"problems\":[")
                 for (index, problem) in status.problems.enumerated() {
                     if index > 0 { out.raw(",") }
-                    out.string(problem)
+                    out.string(problem.commandLine)
                 }
                 out.raw("]}")
                 print(out.text)
@@ -129,7 +129,8 @@ struct MigrateCommand: AsyncParsableCommand {
                 }
             }
             if !status.problems.isEmpty {
-                throw CommandFailure.invalid(status.problems.map { "problem: " + $0 }.joined(separator: "\n"))
+                throw CommandFailure.invalid(
+                    status.problems.map { "problem: " + $0.commandLine }.joined(separator: "\n"))
             }
         }
     }
@@ -411,7 +412,7 @@ struct MigrateCommand: AsyncParsableCommand {
             if changed > report.diffs.count && !report.diffs.isEmpty {
                 print("  … and \(Console.count(changed - report.diffs.count)) more changed records")
             }
-            for failure in report.failures { print("  would fail: \(failure)") }
+            for failure in report.failures { print("  would fail: \(failure.commandLine)") }
             if report.totals.future > 0 {
                 print(
                     "  left alone: \(Console.count(report.totals.future)) records from the future, e.g. \(report.futureExamples.joined(separator: ", "))"

@@ -245,7 +245,7 @@ struct PullCommand: AsyncParsableCommand {
         }
         let progress = ProgressLine("pulling", quiet: storeOptions.quiet)
         let connection = try cloud.connect(quiet: storeOptions.quiet, progress: progress)
-        let rejectsWriter = try rejects.map { try AppendingRejectsWriter(path: $0) }
+        let rejectsWriter = try rejects.map { try AppendingRejectsWriter(path: $0, words: CommandLineWords.words) }
         let started = Date()
         let outcome: Result<PullResult, Error>
         do {
@@ -314,10 +314,9 @@ struct PullCommand: AsyncParsableCommand {
         for (type, count) in result.leftOutByType.sorted(by: { $0.key < $1.key }) {
             lines.append("left out: \(Console.count(count)) \(type) record\(count == 1 ? "" : "s")")
         }
-        // The import's flag is --allow-new-fields; a pull's is --allow-new-types.
+        // The import's remedy is to allow new fields; a pull's, to allow new types.
         for issue in result.leftOutExamples.prefix(3) {
-            lines.append(
-                "  e.g. " + issue.description.replacingOccurrences(of: "--allow-new-fields", with: "--allow-new-types"))
+            lines.append("  e.g. " + issue.explanation.replacing(.allowNewFields, with: .allowNewTypes).commandLine)
         }
         for entry in result.notPulled {
             lines.append("not pulled: \(entry.recordType) in \(entry.zone.zoneName): \(entry.reason)")

@@ -100,8 +100,8 @@ struct PushCommand: AsyncParsableCommand {
             try CloudSync.plan(
                 store, request: request, database: database,
                 notSent: { rejection in
-                    notSent[rejection.reason, default: 0] += 1
-                    example = example ?? "record \(rejection.operation.recordName): \(rejection.reason)"
+                    notSent[rejection.reason.commandLine, default: 0] += 1
+                    example = example ?? "record \(rejection.operation.recordName): \(rejection.reason.commandLine)"
                 }, shares: { shares.append($0) },
                 { operation in
                     var line = operation.json
@@ -236,12 +236,12 @@ struct PushCommand: AsyncParsableCommand {
                     "  would invite again, each to accept anew: " + share.invited.map(person).joined(separator: ", "))
             }
         case .notCreated(let why):
-            lines.append("\(what): not created again: \(why)")
+            lines.append("\(what): not created again: \(why.commandLine)")
             if !share.invited.isEmpty {
                 lines.append("  to invite again from the app: " + share.invited.map(person).joined(separator: ", "))
             }
         case .leftAlone(let why):
-            lines.append("\(what): left as CloudKit has it (\(why))")
+            lines.append("\(what): left as CloudKit has it (\(why.commandLine))")
             return lines.joined(separator: "\n")
         }
         for (p, why) in share.notInvited { lines.append("  not invited again: \(person(p)): \(why)") }
@@ -262,7 +262,7 @@ struct PushCommand: AsyncParsableCommand {
     static func rejectLine(_ rejection: PushRejection) -> [UInt8] {
         var out = JSONWriter(capacity: rejection.operation.json.count + 128)
         out.raw("{\"error\":")
-        out.string("\(rejection.serverErrorCode): \(rejection.reason)")
+        out.string("\(rejection.serverErrorCode): \(rejection.reason.commandLine)")
         out.raw(",\"serverErrorCode\":")
         out.string(rejection.serverErrorCode)
         out.raw(",\"zoneName\":")

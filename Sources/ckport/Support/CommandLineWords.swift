@@ -1,14 +1,10 @@
 import Foundation
 import Records
 
-/// The command line's words for the settings the library's messages mention: its flags.
-/// Installed once, before any command runs.
+/// The command line's words for the settings the library's messages mention: its flags. Said
+/// where a message is shown (``Records/Message/commandLine``), once.
 enum CommandLineWords {
-    static func install() {
-        Wording.install(words)
-    }
-
-    @Sendable static func words(_ wording: Wording) -> String? {
+    static func words(_ wording: Wording) -> String? {
         switch wording {
         case .allowNewFields: return "use --allow-new-fields to add it to the schema"
         case .allowNewTypes: return "use --allow-new-types to add it to the schema"
@@ -49,6 +45,26 @@ enum CommandLineWords {
         case .upgradeStoreFirst(let path): return "upgrade it first: ckport upgrade --store \(shellWord(path))"
         case .pushMode(let mode): return "a push with --mode \(mode)"
         case .storeWait: return "--wait"
+        case .waitLonger: return "--wait SECONDS waits longer"
+        case .restoreBaseFirst:
+            return "restore the full bundle it builds on first, or pass --mode to apply it to a store restored earlier"
+        case .restoreModes: return "pass --mode upsert, replace or newer to restore into it"
+        case .storeOfItsOwn: return "restore it into a store of its own (--store NEW.sqlite)"
+        case .encryptionNeedsPassphrase:
+            return "--encrypt needs a passphrase: --passphrase-file FILE, or $CKPORT_PASSPHRASE"
+        case .giveSchema:
+            return
+                "Import a schema first ('ckport schema import schema.ckdb'), or name the schema file beside the records ('ckport import schema.ckdb records.jsonl'), or let the records build one with --allow-new-fields"
+        case .strictImport: return "--strict"
+        case .keepWhole: return "--mapping archive keeps a calendar whole"
+        case .plainStyle: return "--style plain"
+        case .canonicalStyle: return "--style canonical"
+        case .chooseZone: return "pick one with --zone and --scope"
+        case .giveRowsZone(let zone):
+            let flags =
+                "--zone \(zone.zoneName)" + (zone.scope == .private ? "" : " --scope \(zone.scope.rawValue)")
+                + (zone.ownerRecordName == ZoneID.defaultOwnerName ? "" : " --owner \(zone.ownerRecordName)")
+            return "give the rows' zone, \(flags), or export with --system, whose columns name each row's zone"
         case .keepAssetBytes:
             return "pull with --assets to keep them; --mode update leaves CloudKit's copy of such a field as it is"
         }
@@ -68,4 +84,14 @@ enum CommandLineWords {
             }
         return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
+}
+
+extension Message {
+    /// The message as the command line says it: each setting it mentions by its flag.
+    var commandLine: String { worded(CommandLineWords.words) }
+}
+
+extension CKPortError {
+    /// The error as the command line says it.
+    var commandLine: String { explanation.commandLine }
 }

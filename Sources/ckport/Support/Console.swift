@@ -42,15 +42,7 @@ enum Console {
     }
 
     /// `1234567` → `1,234,567`.
-    static func count(_ n: Int) -> String {
-        let digits = String(n.magnitude)
-        var out = ""
-        for (index, character) in digits.enumerated() {
-            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
-            out.append(character)
-        }
-        return n < 0 ? "-" + out : out
-    }
+    static func count(_ n: Int) -> String { Counts.grouped(n) }
 
     static func bytes(_ n: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]

@@ -60,7 +60,7 @@ struct CSVImportOptions: ParsableArguments, FormatOptionGroup {
         }
         var template: NameTemplate?
         if let nameTemplate {
-            do { template = try NameTemplate(nameTemplate) } catch { throw CommandFailure.usage(error.message) }
+            do { template = try NameTemplate(nameTemplate) } catch { throw CommandFailure.usage(error.commandLine) }
         }
         return CSVReadSettings(
             delimiter: try ArgumentChecks.delimiter(delimiter), spreadsheetSafe: spreadsheetSafe, columnMap: columnMap,
