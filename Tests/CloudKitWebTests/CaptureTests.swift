@@ -238,15 +238,17 @@ struct CaptureTests {
         }
         #expect(photo.downloadURL == "https://cvws.icloud-content.com/B/x" && photo.size == 3)
         // zones/list as captured: the private database's owner is dropped, the shared one's kept.
-        let entry: [String: Any] = ["zoneName": "Notes", "ownerRecordName": owner, "zoneType": "REGULAR_CUSTOM_ZONE"]
+        let entry = try JSONDecoder().decode(
+            CloudKitWire.ZoneID.self,
+            from: Data(#"{"zoneName":"Notes","ownerRecordName":"\#(owner)","zoneType":"REGULAR_CUSTOM_ZONE"}"#.utf8))
         #expect(CloudSync.zoneID(entry, in: .private) == zone)
         #expect(
             CloudSync.zoneID(entry, in: .shared) == ZoneID(scope: .shared, zoneName: "Notes", ownerRecordName: owner))
-        #expect(
-            CloudSync.zoneID(
-                ["zoneName": "_defaultZone", "ownerRecordName": "ffffffffffffffff", "zoneType": "DEFAULT_ZONE"],
-                in: .public)
-                == ZoneID(scope: .public, zoneName: "_defaultZone"))
+        let publicZone = try JSONDecoder().decode(
+            CloudKitWire.ZoneID.self,
+            from: Data(
+                #"{"zoneName":"_defaultZone","ownerRecordName":"ffffffffffffffff","zoneType":"DEFAULT_ZONE"}"#.utf8))
+        #expect(CloudSync.zoneID(publicZone, in: .public) == ZoneID(scope: .public, zoneName: "_defaultZone"))
     }
 
     static func path(_ dotted: String) -> [Any] {

@@ -350,8 +350,13 @@ extension CloudSync {
     ) async throws {
         let codec = JSONRecordCodec(schema: schema, readStyle: .canonical, defaultZone: unit.zone)
         var number = 0
-        var request: [String: Any] = ["zoneID": zoneJSON(unit.zone)]
-        if let recordType = unit.recordType { request["query"] = ["recordType": recordType] }
+        // A zone's changes after a sync token, or (a zone that keeps no change feed) a query
+        // of one type, page after page.
+        var changesRequest = CloudKitWire.RecordChangesRequest(zoneID: wireZone(unit.zone), resultsLimit: resultsLimit)
+        var queryRequest = unit.recordType.map {
+            CloudKitWire.QueryRequest(
+                zoneID: wireZone(unit.zone), query: .init(recordType: $0), resultsLimit: resultsLimit)
+        }
         // A fetch from the start that a killed pull left unfinished starts over.
         var refetch: String? =
             unit.startToken == refetchMarker
@@ -359,24 +364,23 @@ extension CloudSync {
             : unit.startToken == leftOutMarker
                 ? "an earlier pull left some of its records out, which this one asks for again" : nil
         var firstOfRefetch = refetch != nil
-        if let token = unit.startToken, refetch == nil { request["syncToken"] = token }
-        if let resultsLimit { request["resultsLimit"] = resultsLimit }
+        if let token = unit.startToken, refetch == nil { changesRequest.syncToken = token }
         let operation = unit.recordType == nil ? "records/changes" : "records/query"
         while true {
             guard await slots.acquire() else { return }
-            let body = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+            let body = try queryRequest.map(CloudKitWire.encode) ?? CloudKitWire.encode(changesRequest)
             var page: CloudPage
             do {
                 do {
                     page = try CloudPage(try await client.send(operation, body: body), operation: operation)
                 } catch let error as CloudKitServerError
                     where unit.recordType == nil && error.isExpiredSyncToken && refetch == nil
-                    && request["syncToken"] != nil
+                    && changesRequest.syncToken != nil
                 {
                     refetch =
                         "its sync token no longer works (CloudKit answered \(error.serverErrorCode)\(error.reason.map { ": \($0)" } ?? "")), so it was read again from the start"
                     firstOfRefetch = true
-                    request["syncToken"] = nil
+                    changesRequest.syncToken = nil
                     await slots.release()
                     continue
                 } catch let error as CloudKitServerError where unit.recordType == nil && error.isZoneGone {
@@ -412,10 +416,10 @@ extension CloudSync {
             await deliver(page)
             if unit.recordType == nil {
                 guard page.moreComing, let token = page.syncToken else { return }
-                request["syncToken"] = token
+                changesRequest.syncToken = token
             } else {
                 guard let marker = page.continuationMarker else { return }
-                request["continuationMarker"] = marker
+                queryRequest?.continuationMarker = marker
             }
         }
     }
@@ -595,16 +599,12 @@ extension CloudSync {
     {
         let scope = client.database.scope
         let storeScope = DatabaseScope(rawValue: scope.rawValue)!
-        let listing =
-            try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
-        let entries = (listing["zones"] as? [[String: Any]] ?? []).compactMap { $0["zoneID"] as? [String: Any] }
+        let entries = try await listedZones(client)
         var account: String?
         switch scope {
-        case .private: account = entries.lazy.compactMap { $0["ownerRecordName"] as? String }.first
+        case .private: account = entries.lazy.compactMap(\.ownerRecordName).first
         case .shared:
-            let answer =
-                try JSONSerialization.jsonObject(with: try await client.send("users/current")) as? [String: Any]
-            account = answer?["userRecordName"] as? String
+            account = try await client.currentUser()
         case .public: account = nil
         }
         // The account the store was pulled as: the last report's, else (a store an earlier ckport
@@ -618,9 +618,9 @@ extension CloudSync {
             throw AccountMismatch(store: store.location, source: source, pulledAs: pulledAs, signedInAs: account)
         }
         let stored = Set(try await store.readSession { $0.zones }.filter { $0.scope == storeScope })
-        func resolve(_ json: [String: Any]) -> ZoneID? {
-            guard let normal = zoneID(json, in: scope) else { return nil }
-            guard scope != .shared, let given = json["ownerRecordName"] as? String else { return normal }
+        func resolve(_ wire: CloudKitWire.ZoneID) -> ZoneID? {
+            guard let normal = zoneID(wire, in: scope) else { return nil }
+            guard scope != .shared, let given = wire.ownerRecordName else { return normal }
             let legacy = ZoneID(scope: storeScope, zoneName: normal.zoneName, ownerRecordName: given)
             return stored.contains(legacy) || zoneStates.contains { $0.zone == legacy } ? legacy : normal
         }

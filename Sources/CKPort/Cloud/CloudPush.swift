@@ -270,11 +270,11 @@ extension CloudSync {
                     var again: [PushOperation] = []
                     var wait = 0.0
                     for (operation, outcome) in answered {
-                        if let outcome, let code = outcome["serverErrorCode"] as? String,
+                        if let outcome, let code = outcome.serverErrorCode,
                             !(operation.isDeletion && code == "NOT_FOUND")
                         {
-                            let reason = outcome["reason"] as? String ?? ""
-                            let after = (outcome["retryAfter"] as? NSNumber)?.doubleValue
+                            let reason = outcome.reason ?? ""
+                            let after = outcome.retryAfter
                             let busy = ["TRY_AGAIN_LATER", "THROTTLED", "INTERNAL_ERROR", "ZONE_BUSY"].contains(code)
                             if after != nil || busy,
                                 let delay = client.policy.delay(
@@ -332,7 +332,7 @@ extension CloudSync {
     private static func modify(
         _ operations: [PushOperation], in batch: OperationBatch, client: CloudKitClient,
         sent: () -> Void
-    ) async throws -> [(PushOperation, [String: Any]?)] {
+    ) async throws -> [(PushOperation, CloudKitWire.Outcome?)] {
         var request = batch
         request.operations = operations
         let answer: Data
@@ -345,10 +345,9 @@ extension CloudSync {
                 return [
                     (
                         operations[0],
-                        [
-                            "recordName": operations[0].recordName, "serverErrorCode": "BAD_REQUEST",
-                            "reason": error.reason ?? "CloudKit refused the request that held it",
-                        ]
+                        CloudKitWire.Outcome(
+                            recordName: operations[0].recordName, serverErrorCode: "BAD_REQUEST",
+                            reason: error.reason ?? "CloudKit refused the request that held it")
                     )
                 ]
             }
@@ -356,12 +355,12 @@ extension CloudSync {
             return try await modify(Array(operations[..<half]), in: batch, client: client, sent: sent)
                 + modify(Array(operations[half...]), in: batch, client: client, sent: sent)
         }
-        let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any] ?? [:]
-        let outcomes = object["records"] as? [[String: Any]] ?? []
+        let outcomes = try CloudKitWire.decode(CloudKitWire.Outcomes.self, from: answer, operation: "records/modify")
+            .records
         return operations.enumerated().map { index, operation in
             let outcome =
-                outcomes.indices.contains(index) && outcomes[index]["recordName"] as? String == operation.recordName
-                ? outcomes[index] : outcomes.first { $0["recordName"] as? String == operation.recordName }
+                outcomes.indices.contains(index) && outcomes[index].recordName == operation.recordName
+                ? outcomes[index] : outcomes.first { $0.recordName == operation.recordName }
             return (operation, outcome)
         }
     }
@@ -375,34 +374,29 @@ extension CloudSync {
     ) async throws {
         let wanted = batch.operations.indices.flatMap { index in batch.operations[index].uploads.map { (index, $0) } }
         guard !wanted.isEmpty else { return }
-        let tokens: [[String: Any]] = wanted.map { index, upload in
-            [
-                "recordName": batch.operations[index].recordName, "recordType": batch.operations[index].recordType,
-                "fieldName": upload.field,
-            ]
+        let tokens = wanted.map { index, upload in
+            CloudKitWire.AssetUploadRequest.Token(
+                recordName: batch.operations[index].recordName, recordType: batch.operations[index].recordType,
+                fieldName: upload.field)
         }
         // At most 200 tokens a request ("Data Size Limits").
-        var places: [[String: Any]] = []
+        var places: [CloudKitWire.AssetUploadPlaces.Place] = []
         for start in stride(from: 0, to: tokens.count, by: 200) {
-            let request = try JSONSerialization.data(
-                withJSONObject: [
-                    "zoneID": zoneJSON(batch.zone), "tokens": Array(tokens[start..<min(start + 200, tokens.count)]),
-                ],
-                options: [.sortedKeys])
-            let answer =
-                try JSONSerialization.jsonObject(with: try await client.send("assets/upload", body: request))
-                as? [String: Any]
-            places += answer?["tokens"] as? [[String: Any]] ?? []
+            let request = try CloudKitWire.encode(
+                CloudKitWire.AssetUploadRequest(
+                    zoneID: wireZone(batch.zone), tokens: Array(tokens[start..<min(start + 200, tokens.count)])))
+            places += try CloudKitWire.decode(
+                CloudKitWire.AssetUploadPlaces.self, from: try await client.send("assets/upload", body: request),
+                operation: "assets/upload"
+            ).tokens
         }
         for (index, upload) in wanted {
             let name = batch.operations[index].recordName
             let what = "record \(name) field \(upload.field)\(upload.element.map { "[\($0)]" } ?? "")"
             // The answer's tokens come in the order asked; several for one list field, one each.
             guard
-                let place = places.firstIndex(where: {
-                    $0["recordName"] as? String == name && $0["fieldName"] as? String == upload.field
-                }),
-                let address = places[place]["url"] as? String, let url = URL(string: address)
+                let place = places.firstIndex(where: { $0.recordName == name && $0.fieldName == upload.field }),
+                let address = places[place].url, let url = URL(string: address)
             else {
                 throw CloudKitServerError(
                     serverErrorCode: "BAD_ANSWER", reason: "assets/upload gave no URL for \(what)", status: 200)
@@ -419,19 +413,16 @@ extension CloudSync {
                     serverErrorCode: "NOT_SENT", reason: "\(what): the store no longer holds asset \(upload.sha256)",
                     status: 0)
             }
-            let uploaded =
-                try JSONSerialization.jsonObject(with: try await client.upload(bytes, to: url)) as? [String: Any]
-            guard let file = uploaded?["singleFile"] as? [String: Any], let checksum = file["fileChecksum"] as? String,
-                file["receipt"] is String
-            else {
+            let answer = try await client.upload(bytes, to: url)
+            let uploaded = try? JSONDecoder().decode(CloudKitWire.UploadedAsset.self, from: answer)
+            guard let file = uploaded?.singleFile, let checksum = file.fileChecksum, let receipt = file.receipt else {
                 throw CloudKitServerError(
                     serverErrorCode: "BAD_ANSWER",
                     reason: "the upload of \(what) was not answered with a singleFile and its receipt", status: 200)
             }
             let asset = Asset(
-                fileChecksum: checksum, size: (file["size"] as? Int).map(Int64.init) ?? Int64(bytes.count),
-                referenceChecksum: file["referenceChecksum"] as? String, wrappingKey: file["wrappingKey"] as? String,
-                receipt: file["receipt"] as? String)
+                fileChecksum: checksum, size: file.size.map(Int64.init) ?? Int64(bytes.count),
+                referenceChecksum: file.referenceChecksum, wrappingKey: file.wrappingKey, receipt: receipt)
             if let element = upload.element,
                 case .list(let type, var items)? = batch.operations[index].record?[upload.field],
                 items.indices.contains(element)
@@ -456,20 +447,17 @@ extension CloudSync {
             return
                 "the shared database has no zone \(zone.zoneName) of owner \(zone.ownerRecordName): only its owner can make it, and it is not shared with you (any more)"
         }
-        let body: [String: Any] = ["operations": [["operationType": "create", "zone": ["zoneID": zoneJSON(zone)]]]]
-        let answer =
-            try JSONSerialization.jsonObject(
-                with: try await client.send(
-                    "zones/modify", body: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])))
-            as? [String: Any]
-        // Each zone of the request has its own outcome, an error dictionary when it failed.
-        let outcome = (answer?["zones"] as? [[String: Any]] ?? []).first {
-            (($0["zoneID"] as? [String: Any])?["zoneName"] as? String) == zone.zoneName
-        }
+        let body = try CloudKitWire.encode(
+            CloudKitWire.ZoneModifyRequest(operations: [
+                .init(operationType: "create", zone: CloudKitWire.Zone(zoneID: wireZone(zone)))
+            ]))
+        let answer = try CloudKitWire.decode(
+            CloudKitWire.Zones.self, from: try await client.send("zones/modify", body: body), operation: "zones/modify")
+        // Each zone of the request has its own outcome, with an error when it failed.
+        let outcome = answer.zones.first { $0.zoneID?.zoneName == zone.zoneName }
         guard let outcome else { return "CloudKit's answer to creating zone \(zone.zoneName) did not mention it" }
-        if let code = outcome["serverErrorCode"] as? String {
-            return
-                "CloudKit did not create zone \(zone.zoneName): \(code)\((outcome["reason"] as? String).map { ": \($0)" } ?? "")"
+        if let code = outcome.serverErrorCode {
+            return "CloudKit did not create zone \(zone.zoneName): \(code)\(outcome.reason.map { ": \($0)" } ?? "")"
         }
         return nil
     }
@@ -493,7 +481,7 @@ struct OperationBatch: Sendable {
         }
         out.raw("],\"zoneID\":{\"zoneName\":")
         out.string(zone.zoneName)
-        // The owner only where the zone is somebody else's (see CloudSync.zoneJSON).
+        // The owner only where the zone is somebody else's (see CloudSync.wireZone).
         if zone.scope == .shared && zone.ownerRecordName != ZoneID.defaultOwnerName {
             out.raw(",\"ownerRecordName\":")
             out.string(zone.ownerRecordName)

@@ -234,14 +234,13 @@ extension CloudSync {
                 try rejected(PushRejection(operation: operation, serverErrorCode: code, reason: reason))
             }
             // The root's change tag as CloudKit holds it now: saving its children changed it.
-            let lookup = try JSONSerialization.data(
-                withJSONObject: ["zoneID": zoneJSON(zone), "records": [["recordName": plan.root!]]],
-                options: [.sortedKeys])
-            let found: [String: Any]?
+            let lookup = try CloudKitWire.encode(
+                CloudKitWire.LookupRequest(records: [.init(recordName: plan.root!)], zoneID: wireZone(zone)))
+            let found: CloudKitWire.Outcomes
             do {
-                found =
-                    try JSONSerialization.jsonObject(with: try await client.send("records/lookup", body: lookup))
-                    as? [String: Any]
+                found = try CloudKitWire.decode(
+                    CloudKitWire.Outcomes.self, from: try await client.send("records/lookup", body: lookup),
+                    operation: "records/lookup")
                 result.requests += 1
             } catch let error as CloudKitServerError
                 where error.code != .authenticationRequired && error.code != .authenticationFailed
@@ -252,9 +251,9 @@ extension CloudSync {
                 result.shares.append(outcome)
                 continue
             }
-            let rootAnswer = (found?["records"] as? [[String: Any]])?.first
-            guard let rootTag = rootAnswer?["recordChangeTag"] as? String else {
-                let code = rootAnswer?["serverErrorCode"] as? String ?? "NOT_FOUND"
+            let rootAnswer = found.records.first
+            guard let rootTag = rootAnswer?.recordChangeTag else {
+                let code = rootAnswer?.serverErrorCode ?? "NOT_FOUND"
                 try fail(
                     code,
                     "its root record \(plan.root!) is not in CloudKit, and a share is created only for a root that is")
@@ -267,8 +266,7 @@ extension CloudSync {
             body.raw("{\"atomic\":true,\"operations\":[")
             body.bytes.append(contentsOf: operation.json)
             body.raw("],\"zoneID\":")
-            body.bytes.append(
-                contentsOf: try JSONSerialization.data(withJSONObject: zoneJSON(zone), options: [.sortedKeys]))
+            body.bytes.append(contentsOf: try CloudKitWire.encode(wireZone(zone)))
             body.raw("}")
             let answer: Data
             do {
@@ -282,13 +280,13 @@ extension CloudSync {
                 result.shares.append(outcome)
                 continue
             }
-            let records =
-                (try JSONSerialization.jsonObject(with: answer) as? [String: Any])?["records"] as? [[String: Any]] ?? []
-            let created = records.first { $0["recordType"] as? String == Record.shareType } ?? records.first
-            if let code = created?["serverErrorCode"] as? String {
-                try fail(code, Message(created?["reason"] as? String ?? ""))
+            let records = try CloudKitWire.decode(CloudKitWire.Outcomes.self, from: answer, operation: "records/modify")
+                .records
+            let created = records.first { $0.recordType == Record.shareType } ?? records.first
+            if let code = created?.serverErrorCode {
+                try fail(code, Message(created?.reason ?? ""))
             } else {
-                let shortGUID = created?["shortGUID"] as? String
+                let shortGUID = created?.shortGUID
                 outcome.state = .created(url: shortGUID.map { "https://www.icloud.com/share/\($0)" })
                 result.byType[Record.shareType, default: PushCounts()].saved += 1
             }

@@ -25,31 +25,33 @@ extension CloudSync {
     /// The zones (sorted), and in the private database the account they belong to, as CloudKit
     /// names their owner.
     static func zonesAndAccount(_ client: CloudKitClient) async throws -> (zones: [ZoneID], account: String?) {
-        let listing =
-            try JSONSerialization.jsonObject(with: try await client.send("zones/list")) as? [String: Any] ?? [:]
-        let entries = (listing["zones"] as? [[String: Any]] ?? []).compactMap { $0["zoneID"] as? [String: Any] }
-        let account =
-            client.database.scope == .private ? entries.lazy.compactMap { $0["ownerRecordName"] as? String }.first : nil
+        let entries = try await listedZones(client)
+        let account = client.database.scope == .private ? entries.lazy.compactMap(\.ownerRecordName).first : nil
         return (entries.compactMap { zoneID($0, in: client.database.scope) }.sorted(), account)
     }
 
-    /// A zone from CloudKit's `zoneID` dictionary, as the store names it (see ``zones(_:)``).
-    static func zoneID(_ json: [String: Any], in scope: CloudKitDatabase.Scope) -> ZoneID? {
-        guard let name = json["zoneName"] as? String, !name.isEmpty else { return nil }
-        let owner =
-            scope == .shared ? (json["ownerRecordName"] as? String ?? ZoneID.defaultOwnerName) : ZoneID.defaultOwnerName
-        return ZoneID(scope: DatabaseScope(rawValue: scope.rawValue)!, zoneName: name, ownerRecordName: owner)
+    /// The zones `zones/list` names.
+    static func listedZones(_ client: CloudKitClient) async throws -> [CloudKitWire.ZoneID] {
+        let listing = try CloudKitWire.decode(
+            CloudKitWire.Zones.self, from: try await client.send("zones/list"), operation: "zones/list")
+        return listing.zones.compactMap(\.zoneID)
+    }
+
+    /// A zone as CloudKit names it, as the store names it (see ``zones(_:)``).
+    static func zoneID(_ wire: CloudKitWire.ZoneID, in scope: CloudKitDatabase.Scope) -> ZoneID? {
+        guard !wire.zoneName.isEmpty else { return nil }
+        let owner = scope == .shared ? (wire.ownerRecordName ?? ZoneID.defaultOwnerName) : ZoneID.defaultOwnerName
+        return ZoneID(scope: DatabaseScope(rawValue: scope.rawValue)!, zoneName: wire.zoneName, ownerRecordName: owner)
     }
 
     /// A zone as requests name it: its owner only in the shared database, where the zone is
     /// somebody else's. In the private and public databases CloudKit takes the zone to be the
     /// signed-in user's (or the container's) when no owner is named.
-    static func zoneJSON(_ zone: ZoneID) -> [String: Any] {
-        var json: [String: Any] = ["zoneName": zone.zoneName]
-        if zone.scope == .shared && zone.ownerRecordName != ZoneID.defaultOwnerName {
-            json["ownerRecordName"] = zone.ownerRecordName
-        }
-        return json
+    static func wireZone(_ zone: ZoneID) -> CloudKitWire.ZoneID {
+        CloudKitWire.ZoneID(
+            zoneName: zone.zoneName,
+            ownerRecordName: zone.scope == .shared && zone.ownerRecordName != ZoneID.defaultOwnerName
+                ? zone.ownerRecordName : nil)
     }
 
     /// The zones that changed in the database since `token` (`zones/changes`, which takes and
@@ -62,24 +64,18 @@ extension CloudSync {
         var next = token
         var pages = 0
         while true {
-            var request: [String: Any] = [:]
-            if let next { request["metaSyncToken"] = next }
-            let body = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
-            let answer =
-                try JSONSerialization.jsonObject(with: try await client.send("zones/changes", body: body))
-                as? [String: Any] ?? [:]
-            for entry in answer["zones"] as? [[String: Any]] ?? [] {
-                guard let zone = (entry["zoneID"] as? [String: Any]).flatMap({ zoneID($0, in: client.database.scope) })
-                else { continue }
-                changes.append(
-                    ZoneChange(
-                        zone: zone, deleted: entry["deleted"] as? Bool ?? false,
-                        purged: entry["purged"] as? Bool ?? false))
+            let body = try CloudKitWire.encode(CloudKitWire.ZoneChangesRequest(metaSyncToken: next))
+            let answer = try CloudKitWire.decode(
+                CloudKitWire.ZoneChanges.self, from: try await client.send("zones/changes", body: body),
+                operation: "zones/changes")
+            for entry in answer.zones {
+                guard let zone = entry.zoneID.flatMap({ zoneID($0, in: client.database.scope) }) else { continue }
+                changes.append(ZoneChange(zone: zone, deleted: entry.deleted ?? false, purged: entry.purged ?? false))
             }
-            let given = answer["metaSyncToken"] as? String
+            let given = answer.metaSyncToken
             pages += 1
             // A server that hands back the token it was given has nothing further to say.
-            guard answer["moreComing"] as? Bool == true, let given, given != next, pages < 10_000 else {
+            guard answer.moreComing == true, let given, given != next, pages < 10_000 else {
                 return (changes, given ?? next)
             }
             next = given

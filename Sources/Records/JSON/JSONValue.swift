@@ -87,3 +87,77 @@ extension Array where Element == JSONPathComponent {
         return out
     }
 }
+
+/// Any JSON value through `Codable`, for messages whose parts are any JSON (a CloudKit field's
+/// value). A number keeps its text: an integer is written as one, anything else as a double.
+/// An object's members come in the decoder's order, and go out in the object's.
+extension JSONValue: Codable {
+    public init(from decoder: Decoder) throws {
+        if let container = try? decoder.container(keyedBy: JSONObjectKey.self) {
+            var members: [JSONObject.Member] = []
+            for key in container.allKeys {
+                members.append(
+                    JSONObject.Member(key: key.stringValue, value: try container.decode(JSONValue.self, forKey: key)))
+            }
+            self = .object(JSONObject(members))
+            return
+        }
+        if var container = try? decoder.unkeyedContainer() {
+            var elements: [JSONValue] = []
+            while !container.isAtEnd { elements.append(try container.decode(JSONValue.self)) }
+            self = .array(elements)
+            return
+        }
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let bool = try? container.decode(Bool.self) {
+            self = .bool(bool)
+        } else if let integer = try? container.decode(Int64.self) {
+            self = .number(String(integer))
+        } else if let double = try? container.decode(Double.self) {
+            self = .number("\(double)")
+        } else {
+            self = .string(try container.decode(String.self))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        switch self {
+        case .null:
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        case .bool(let bool):
+            var container = encoder.singleValueContainer()
+            try container.encode(bool)
+        case .number(let text):
+            var container = encoder.singleValueContainer()
+            if let integer = Int64(text) {
+                try container.encode(integer)
+            } else if let double = Double(text) {
+                try container.encode(double)
+            } else {
+                throw EncodingError.invalidValue(
+                    text, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "not a number"))
+            }
+        case .string(let string):
+            var container = encoder.singleValueContainer()
+            try container.encode(string)
+        case .array(let elements):
+            var container = encoder.unkeyedContainer()
+            for element in elements { try container.encode(element) }
+        case .object(let object):
+            var container = encoder.container(keyedBy: JSONObjectKey.self)
+            for member in object.members { try container.encode(member.value, forKey: JSONObjectKey(member.key)) }
+        }
+    }
+}
+
+/// A JSON object's key, for ``JSONValue``'s Codable conformance.
+private struct JSONObjectKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ name: String) { stringValue = name }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}

@@ -98,9 +98,7 @@ struct CloudLoginCommand: AsyncParsableCommand {
         // The token is checked at once; the answer turns it over, and the new one is kept.
         let client = try CloudKitClient(
             database: database, credentials: .webToken(apiToken: apiToken, webAuthToken: token), transport: transport)
-        let answer = try await client.send("users/current")
-        let object = try JSONSerialization.jsonObject(with: answer) as? [String: Any]
-        let user = object?["userRecordName"] as? String ?? "?"
+        let user = try await client.currentUser() ?? "?"
         let next = await client.webAuthToken ?? token
         let path = cloud.webAuthTokenFile!
         try WebAuthTokenFile.write(
@@ -271,10 +269,7 @@ struct CloudStatusCommand: AsyncParsableCommand {
             do {
                 var user: String?
                 if cloud.keyID == nil {
-                    let answer =
-                        try JSONSerialization.jsonObject(with: try await client.send("users/current"))
-                        as? [String: Any]
-                    user = answer?["userRecordName"] as? String
+                    user = try await client.currentUser()
                 }
                 let zones = try await CloudSync.zones(client)
                 try await connection.finish()
