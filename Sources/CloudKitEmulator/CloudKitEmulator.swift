@@ -186,27 +186,26 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         }
     }
 
-    /// Puts records (CloudKit's record dictionaries, as `ckport export` writes them) into a
+    /// Puts records (as CloudKit sends them, or as `ckport export` writes them) into a
     /// database of the container, each in the zone its `zoneID` names (else `zone`), as
     /// changes the feed will report.
     public func load(
-        _ records: [[String: Any]], environment: CloudKitDatabase.Environment = .development,
+        _ records: [CloudKitWire.Record], environment: CloudKitDatabase.Environment = .development,
         scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone"
     ) {
         locked {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             for var record in records {
-                guard let name = record["recordName"] as? String else { continue }
-                let zoneID = record["zoneID"] as? [String: Any]
+                guard let name = record.recordName else { continue }
                 let zone = zoneForLoading(
-                    database, scope: scope, name: zoneID?["zoneName"] as? String ?? defaultZone,
-                    owner: zoneID?["ownerRecordName"] as? String)
+                    database, scope: scope, name: record.zoneID?.zoneName ?? defaultZone,
+                    owner: record.zoneID?.ownerRecordName)
                 sequence += 1
-                record["scope"] = nil
-                record["recordChangeTag"] = changeTag(sequence)
-                record["zoneID"] = zone.json
-                record["pluginFields"] = record["pluginFields"] ?? [String: Any]()
-                record["deleted"] = false
+                record.other["scope"] = nil
+                record.recordChangeTag = changeTag(sequence)
+                record.zoneID = zone.wireID
+                record.pluginFields = record.pluginFields ?? [:]
+                record.deleted = false
                 zone.save(name, record)
                 zone.changed(name, at: sequence)
             }
@@ -288,10 +287,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         var busyRecords: (count: Int, retryAfter: Double)?
         var zoneRefusal: (code: String, reason: String)?
         if operation == "records/modify", !refusedRecords.isEmpty,
-            let body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-            (body["operations"] as? [[String: Any]] ?? []).contains(where: {
-                refusedRecords.contains(($0["record"] as? [String: Any])?["recordName"] as? String ?? "")
-            })
+            let body = decoded(CloudKitWire.ModifyRequest.self, request.body),
+            body.operations.contains(where: { refusedRecords.contains($0.record?.recordName ?? "") })
         {
             return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
         }
@@ -315,13 +312,11 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         case .refused(let response): return response
         case .caller(let who): caller = who
         }
-        let body =
-            request.body.isEmpty
-            ? [:] : ((try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any] ?? [:])
+        let body = request.body
         let database = "\(environment.rawValue)/\(scope.rawValue)"
         var response: CloudKitHTTPResponse
         switch operation {
-        case "users/current" where scope != .shared: response = json(["userRecordName": caller.user])
+        case "users/current" where scope != .shared: response = json(CloudKitWire.User(userRecordName: caller.user))
         case "assets/upload": response = uploadURLs(body, base: request.url)
         case "zones/list": response = listZones(database, scope: scope, caller: caller)
         case "zones/modify": response = modifyZones(database, scope: scope, body, caller: caller, refusal: zoneRefusal)
@@ -346,9 +341,14 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         return writer.text
     }
 
-    func json(_ object: [String: Any]) -> CloudKitHTTPResponse {
-        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])) ?? Data()
+    func json(_ message: some Encodable) -> CloudKitHTTPResponse {
+        let body = (try? CloudKitWire.encode(message)) ?? Data()
         return CloudKitHTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+    }
+
+    /// A request's body as the message it should be; an empty body is an empty object.
+    func decoded<Message: Decodable>(_ type: Message.Type, _ body: Data) -> Message? {
+        try? JSONDecoder().decode(type, from: body.isEmpty ? Data("{}".utf8) : body)
     }
 
     /// An error dictionary: `uuid`, `serverErrorCode`, `reason`, and `retryAfter` or
@@ -356,10 +356,10 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     func error(_ status: Int, _ code: String, _ reason: String, retryAfter: Double? = nil, redirectURL: String? = nil)
         -> CloudKitHTTPResponse
     {
-        var object: [String: Any] = ["uuid": UUID().uuidString.lowercased(), "serverErrorCode": code, "reason": reason]
-        if let retryAfter { object["retryAfter"] = retryAfter }
-        if let redirectURL { object["redirectURL"] = redirectURL }
-        var response = json(object)
+        var response = json(
+            CloudKitWire.Failure(
+                uuid: UUID().uuidString.lowercased(), serverErrorCode: code, reason: reason, retryAfter: retryAfter,
+                redirectURL: redirectURL))
         response.status = status
         return response
     }

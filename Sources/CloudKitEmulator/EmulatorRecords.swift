@@ -18,15 +18,14 @@ extension CloudKitEmulator {
 
     /// Why CloudKit would refuse a record's fields, or nil: a type name that is not a value
     /// type; an encrypted field's value not marked encrypted.
-    private func fieldProblem(_ record: [String: Any]) -> String? {
-        let type = record["recordType"] as? String ?? ""
-        for (name, value) in record["fields"] as? [String: Any] ?? [:] {
-            guard let entry = value as? [String: Any] else { return "BadRequestException: Unexpected input" }
-            if let tag = entry["type"] as? String, !CloudKitEmulator.valueTypeNames.contains(tag) {
+    private func fieldProblem(_ record: CloudKitWire.Record) -> String? {
+        let type = record.recordType ?? ""
+        for (name, entry) in record.fields ?? [:] {
+            if let tag = entry.type, !CloudKitEmulator.valueTypeNames.contains(tag) {
                 return "BadRequestException: Unexpected input (type \(tag) of field '\(name)')"
             }
             if let declared = declaredType(type, name), declared.isEncrypted {
-                let marked = entry["isEncrypted"] as? Bool == true || entry["type"] as? String == "ENCRYPTED_BYTES"
+                let marked = entry.isEncrypted == true || entry.type == "ENCRYPTED_BYTES"
                 if !marked {
                     let schemaName = "ENCRYPTED_" + FieldType(declared.primitive, list: declared.isList).webServicesName
                     return
@@ -37,75 +36,74 @@ extension CloudKitEmulator {
         return nil
     }
 
+    /// The server's stamp on what it saves: who saved it when, from where.
+    func stamp(_ user: String) -> CloudKitWire.Stamp {
+        CloudKitWire.Stamp(timestamp: Int64(now.timeIntervalSince1970 * 1000), userRecordName: user, deviceID: "2")
+    }
+
     func modifyRecords(
-        _ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller, base: URL,
+        _ database: String, scope: CloudKitDatabase.Scope, _ body: Data, caller: Caller, base: URL,
         busy: (count: Int, retryAfter: Double)?
     ) -> CloudKitHTTPResponse {
-        let operations = body["operations"] as? [[String: Any]] ?? []
+        guard let request = decoded(CloudKitWire.ModifyRequest.self, body) else {
+            return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
+        }
+        let operations = request.operations
         guard operations.count <= settings.maxOperations else {
             return error(
                 400, "BAD_REQUEST",
                 "a request holds at most \(settings.maxOperations) operations; this one holds \(operations.count)")
         }
-        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+        guard let zone = zone(database, scope: scope, request.zoneID, caller: caller) else {
             return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
         }
-        if body["atomic"] as? Bool == true && zone.isDefault {
+        let atomic = request.atomic == true
+        if atomic && zone.isDefault {
             return error(400, "BAD_REQUEST", "atomic operations not supported in default zone")
         }
         // The whole request fails when an operation that CloudKit checks lacks its change tag.
-        for operation in operations
-        where ["update", "replace", "delete"].contains(operation["operationType"] as? String ?? "") {
-            if (operation["record"] as? [String: Any])?["recordChangeTag"] == nil {
+        for operation in operations where ["update", "replace", "delete"].contains(operation.operationType ?? "") {
+            if operation.record?.recordChangeTag == nil {
                 return error(400, "BAD_REQUEST", "BadRequestException: missing required field 'recordChangeTag'")
             }
         }
         // The server keeps the system fields: who saved a record when, from where.
-        let stamp: [String: Any] = [
-            "timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": caller.user, "deviceID": "2",
-        ]
+        let stamp = stamp(caller.user)
         // A parent may come earlier in the same request than its child.
         var savedHere: Set<String> = []
         var results: [Data] = []  // each operation's outcome as JSON
         for (index, given) in operations.enumerated() {
             var operation = given
             // A record created without a name gets a random one, as the reference says.
-            if operation["operationType"] as? String == "create", var unnamed = operation["record"] as? [String: Any],
-                unnamed["recordName"] == nil
-            {
-                unnamed["recordName"] =
-                    (unnamed["recordType"] as? String)?.lowercased() == "cloudkit.share"
+            if operation.operationType == "create", var unnamed = operation.record, unnamed.recordName == nil {
+                unnamed.recordName =
+                    unnamed.recordType?.lowercased() == "cloudkit.share"
                     ? "Share-" + UUID().uuidString : UUID().uuidString
-                operation["record"] = unnamed
+                operation.record = unnamed
             }
-            guard let type = operation["operationType"] as? String, var record = operation["record"] as? [String: Any],
-                let recordName = record["recordName"] as? String
+            guard let type = operation.operationType, var record = operation.record, let recordName = record.recordName
             else {
                 return error(400, "BAD_REQUEST", "an operation needs an operationType and a record with a recordName")
             }
             func refuse(_ code: String, _ reason: String, retryAfter: Double? = nil) {
-                var text =
-                    "{\"reason\":\(quoted(reason)),\"recordName\":\(quoted(recordName)),\"serverErrorCode\":\"\(code)\""
-                if let retryAfter { text += ",\"retryAfter\":\(retryAfter)" }
-                results.append(Data((text + "}").utf8))
+                var outcome = CloudKitWire.Record(recordName: recordName)
+                outcome.serverErrorCode = code
+                outcome.reason = reason
+                outcome.retryAfter = retryAfter
+                results.append((try? CloudKitWire.encode(outcome)) ?? Data("{}".utf8))
             }
             if let busy, index < busy.count {
                 refuse("TRY_AGAIN_LATER", "the zone is busy", retryAfter: busy.retryAfter)
                 continue
             }
-            if type == "create", let recordType = record["recordType"] as? String,
-                recordType.lowercased() == "cloudkit.share"
-            {
-                switch createShare(
-                    record, recordType: recordType, atomic: body["atomic"] as? Bool == true, zone: zone, stamp: stamp)
-                {
+            if type == "create", let recordType = record.recordType, recordType.lowercased() == "cloudkit.share" {
+                switch createShare(record, recordType: recordType, atomic: atomic, zone: zone, stamp: stamp) {
                 case .success(let created): results.append(created)
                 case .failure(let refusal): refuse(refusal.code, refusal.reason)
                 }
                 continue
             }
             let existing = zone.record(recordName)
-            let tag = record["recordChangeTag"] as? String
             switch type {
             case "create" where existing != nil:
                 refuse("EXISTS", "record to insert already exists")
@@ -115,7 +113,7 @@ extension CloudKitEmulator {
                     refuse("NOT_FOUND", "record not found")
                     continue
                 }
-                if tag != existing["recordChangeTag"] as? String {
+                if record.recordChangeTag != existing.recordChangeTag {
                     refuse("CONFLICT", "oplock error: the record has changed")
                     continue
                 }
@@ -131,10 +129,10 @@ extension CloudKitEmulator {
                 zone.changed(recordName, at: sequence)
                 zone.save(recordName, nil)
                 unlinkShare(of: existing, named: recordName, in: zone, stamp: stamp)
-                results.append(
-                    Data(
-                        "{\"deleted\":true,\"recordName\":\(quoted(recordName)),\"zoneID\":\(zoneJSONText(zone))}".utf8)
-                )
+                var deleted = CloudKitWire.Record(recordName: recordName)
+                deleted.deleted = true
+                deleted.zoneID = zone.wireID
+                results.append((try? CloudKitWire.encode(deleted)) ?? Data("{}".utf8))
                 continue
             }
             if let problem = fieldProblem(record) {
@@ -145,51 +143,51 @@ extension CloudKitEmulator {
             // code for a missing parent is not documented for Web Services: the one for a
             // reference that does not hold is an assumption, as is refusing a parent saved later
             // in the request.)
-            if let parent = record["parent"] as? [String: Any] {
-                guard let name = parent["recordName"] as? String, zone.record(name) != nil || savedHere.contains(name)
-                else {
-                    refuse(
-                        "VALIDATING_REFERENCE_ERROR", "the parent record \(parent["recordName"] ?? "") does not exist")
+            if let parent = record.parent {
+                guard let name = parent.recordName, zone.encoded[name] != nil || savedHere.contains(name) else {
+                    refuse("VALIDATING_REFERENCE_ERROR", "the parent record \(parent.recordName ?? "") does not exist")
                     continue
                 }
-                record["parent"] = ["recordName": name]
+                record.parent = CloudKitWire.RecordLink(recordName: name)
             }
             // Who shares a record is CloudKit's to say: a client's `share` is not taken, and a
             // record keeps the one it has (and its short GUID).
-            record["share"] = existing?["share"]
-            record["shortGUID"] = existing?["shortGUID"]
-            if record.removeValue(forKey: "createShortGUID") as? Bool == true, record["shortGUID"] == nil {
-                record["shortGUID"] = CloudKitEmulator.newShortGUID()
+            record.share = existing?.share
+            record.shortGUID = existing?.shortGUID
+            if record.createShortGUID == true, record.shortGUID == nil {
+                record.shortGUID = CloudKitEmulator.newShortGUID()
             }
+            record.createShortGUID = nil
             // An asset names its upload by receipt (an ASSETID_LIST, one per element); the
             // record keeps where to download it.
-            if var fields = record["fields"] as? [String: Any] {
+            if var fields = record.fields {
                 var unknown: String?
-                for (fieldName, field) in fields {
-                    guard var entry = field as? [String: Any] else { continue }
-                    if let value = entry["value"] as? [String: Any], value["receipt"] != nil {
+                for (fieldName, var entry) in fields {
+                    switch entry.value {
+                    case .object(let value) where value["receipt"] != nil:
                         switch attach(value, base: base) {
-                        case .success(let stored): entry["value"] = stored
+                        case .success(let stored): entry.value = .object(stored)
                         case .failure(let problem): unknown = "field \(fieldName): \(problem)"
                         }
-                    } else if let elements = entry["value"] as? [Any],
-                        elements.contains(where: { ($0 as? [String: Any])?["receipt"] != nil })
-                    {
-                        var stored: [Any] = []
+                    case .array(let elements)
+                    where elements.contains(where: { $0.objectValue?["receipt"] != nil }):
+                        var stored: [JSONValue] = []
                         for element in elements {
-                            guard let value = element as? [String: Any], value["receipt"] != nil else {
+                            guard case .object(let value) = element, value["receipt"] != nil else {
                                 stored.append(element)
                                 continue
                             }
                             switch attach(value, base: base) {
-                            case .success(let kept): stored.append(kept)
+                            case .success(let kept): stored.append(.object(kept))
                             case .failure(let problem): unknown = "field \(fieldName): \(problem)"
                             }
                         }
-                        entry["value"] = stored
+                        entry.value = .array(stored)
+                    default:
+                        break
                     }
-                    if let elements = entry["value"] as? [Any], elements.isEmpty, settings.emptyListsAsUnknown {
-                        entry["type"] = FieldType.unknownListName
+                    if case .array(let elements) = entry.value, elements.isEmpty, settings.emptyListsAsUnknown {
+                        entry.type = FieldType.unknownListName
                     }
                     fields[fieldName] = entry
                 }
@@ -197,31 +195,29 @@ extension CloudKitEmulator {
                     refuse("BAD_REQUEST", unknown)
                     continue
                 }
-                record["fields"] = fields
+                record.fields = fields
             }
             sequence += 1
             zone.changed(recordName, at: sequence)
             if type == "update" || type == "forceUpdate", let existing {
-                var fields = existing["fields"] as? [String: Any] ?? [:]
-                for (key, value) in record["fields"] as? [String: Any] ?? [:] { fields[key] = value }
-                record["fields"] = fields
+                var fields = existing.fields ?? [:]
+                for (key, value) in record.fields ?? [:] { fields[key] = value }
+                record.fields = fields
             }
-            record["created"] = existing?["created"] ?? stamp
-            record["modified"] = stamp
-            record["pluginFields"] = [String: Any]()
-            record["deleted"] = false
-            record["recordChangeTag"] = changeTag(sequence)
-            record["zoneID"] = zone.json
+            record.created = existing?.created ?? stamp
+            record.modified = stamp
+            record.pluginFields = [:]
+            record.deleted = false
+            record.recordChangeTag = changeTag(sequence)
+            record.zoneID = zone.wireID
             zone.save(recordName, record)
             savedHere.insert(recordName)
             results.append(zone.encoded[recordName] ?? Data())
             // Saving a child changes its parent's change tag (as apps see on devices): a client
             // that shares the parent afterwards needs its tag anew.
-            if let parentName = (record["parent"] as? [String: Any])?["recordName"] as? String,
-                var parent = zone.record(parentName)
-            {
+            if let parentName = record.parent?.recordName, var parent = zone.record(parentName) {
                 sequence += 1
-                parent["recordChangeTag"] = changeTag(sequence)
+                parent.recordChangeTag = changeTag(sequence)
                 zone.save(parentName, parent)
                 zone.changed(parentName, at: sequence)
             }
@@ -236,26 +232,27 @@ extension CloudKitEmulator {
     }
 
     private func zoneJSONText(_ zone: EmulatedZone) -> String {
-        String(
-            decoding: (try? JSONSerialization.data(withJSONObject: zone.json, options: [.sortedKeys]))
-                ?? Data("{}".utf8), as: UTF8.self)
+        String(decoding: (try? CloudKitWire.encode(zone.wireID)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     /// `records/changes`: a custom zone's changes after its sync token, a page at a time.
-    func changes(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller)
+    func changes(_ database: String, scope: CloudKitDatabase.Scope, _ body: Data, caller: Caller)
         -> CloudKitHTTPResponse
     {
-        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+        guard let request = decoded(CloudKitWire.RecordChangesRequest.self, body) else {
+            return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
+        }
+        guard let zone = zone(database, scope: scope, request.zoneID, caller: caller) else {
             return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
         }
         guard !zone.isDefault else {
             return error(400, "BAD_REQUEST", "record changes are fetched from custom zones only")
         }
-        if let limit = body["resultsLimit"] as? Int, !(1...200).contains(limit) {
+        if let limit = request.resultsLimit, !(1...200).contains(limit) {
             return error(400, "BAD_REQUEST", "resultsLimit must be between 1 and 200")
         }
         var after = 0
-        if let token = body["syncToken"] as? String {
+        if let token = request.syncToken {
             guard let value = zone.sequence(of: token) else {
                 // A token of this zone from before its tokens expired (or it was reset), or
                 // one never issued.
@@ -268,7 +265,7 @@ extension CloudKitEmulator {
             }
             after = value
         }
-        let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
+        let limit = min(settings.pageSize, request.resultsLimit ?? settings.pageSize)
         // The first change after the token, by binary search; then the live entries in order.
         var low = 0
         var high = zone.changes.count
@@ -301,13 +298,16 @@ extension CloudKitEmulator {
 
     /// `records/query`: a type's records in a zone, by record name, a page at a time. System
     /// types are never queried; with a schema, only types whose `___recordID` is QUERYABLE are.
-    func query(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller)
+    func query(_ database: String, scope: CloudKitDatabase.Scope, _ body: Data, caller: Caller)
         -> CloudKitHTTPResponse
     {
-        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+        guard let request = decoded(CloudKitWire.QueryRequest.self, body) else {
+            return error(400, "BAD_REQUEST", "a query needs a recordType")
+        }
+        guard let zone = zone(database, scope: scope, request.zoneID, caller: caller) else {
             return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
         }
-        guard let type = (body["query"] as? [String: Any])?["recordType"] as? String else {
+        guard let type = request.query.recordType else {
             return error(400, "BAD_REQUEST", "a query needs a recordType")
         }
         if type == "Users" || type.hasPrefix("cloudkit.") {
@@ -317,11 +317,11 @@ extension CloudKitEmulator {
         {
             return error(400, "BAD_REQUEST", "Queried type is not marked indexable")
         }
-        if let limit = body["resultsLimit"] as? Int, !(1...200).contains(limit) {
+        if let limit = request.resultsLimit, !(1...200).contains(limit) {
             return error(400, "BAD_REQUEST", "resultsLimit must be between 1 and 200")
         }
-        let start = Int((body["continuationMarker"] as? String) ?? "0") ?? 0
-        let limit = min(settings.pageSize, body["resultsLimit"] as? Int ?? settings.pageSize)
+        let start = Int(request.continuationMarker ?? "0") ?? 0
+        let limit = min(settings.pageSize, request.resultsLimit ?? settings.pageSize)
         let matching = zone.types.filter { $0.value == type }.map(\.key).sorted()
         let page = matching.dropFirst(start).prefix(limit)
         var answer = Data("{\"records\":[".utf8)
@@ -354,7 +354,7 @@ extension CloudKitEmulator {
     /// The participants named are INVITED (nobody accepts for somebody else); the zone's owner
     /// is the share's OWNER. The root gains `share` and a short GUID.
     func createShare(
-        _ request: [String: Any], recordType: String, atomic: Bool, zone: EmulatedZone, stamp: [String: Any]
+        _ request: CloudKitWire.Record, recordType: String, atomic: Bool, zone: EmulatedZone, stamp: CloudKitWire.Stamp
     ) -> Result<Data, Refusal> {
         guard recordType == "cloudkit.share" else {
             return .failure(Refusal(code: "BAD_REQUEST", reason: "Cannot share - no such record exists to share"))
@@ -362,55 +362,56 @@ extension CloudKitEmulator {
         guard atomic else {
             return .failure(Refusal(code: "BAD_REQUEST", reason: "You can only create a share with atomic=true"))
         }
-        guard let forRecord = request["forRecord"] as? [String: Any], let rootName = forRecord["recordName"] as? String,
-            var root = zone.record(rootName)
+        guard let forRecord = request.forRecord, let rootName = forRecord.recordName, var root = zone.record(rootName)
         else {
             return .failure(Refusal(code: "BAD_REQUEST", reason: "Cannot share - no such record exists to share"))
         }
-        guard forRecord["recordChangeTag"] as? String == root["recordChangeTag"] as? String else {
+        guard forRecord.recordChangeTag == root.recordChangeTag else {
             return .failure(Refusal(code: "CONFLICT", reason: "oplock error: the root record has changed"))
         }
         // One share per root (CloudKit's native API calls it alreadyShared).
-        if root["share"] != nil { return .failure(Refusal(code: "BAD_REQUEST", reason: "record is already shared")) }
-        let name = request["recordName"] as? String ?? "Share-" + UUID().uuidString
-        if zone.record(name) != nil {
+        if root.share != nil { return .failure(Refusal(code: "BAD_REQUEST", reason: "record is already shared")) }
+        let name = request.recordName ?? "Share-" + UUID().uuidString
+        if zone.encoded[name] != nil {
             return .failure(Refusal(code: "EXISTS", reason: "record to insert already exists"))
         }
-        let owner: [String: Any] = [
-            "participantId": UUID().uuidString,
-            "userIdentity": ["userRecordName": zone.owner, "nameComponents": [String: Any]()],
-            "type": "OWNER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE",
-        ]
-        var participants: [[String: Any]] = [owner]
-        for given in request["participants"] as? [[String: Any]] ?? [] {
-            let identity = given["userIdentity"] as? [String: Any] ?? [:]
-            participants.append([
-                "participantId": UUID().uuidString,
-                "userIdentity": [
-                    "lookupInfo": identity["lookupInfo"] ?? [String: Any](), "nameComponents": [String: Any](),
-                ],
-                "type": given["type"] as? String ?? "USER", "acceptanceStatus": "INVITED",
-                "permission": given["permission"] as? String ?? "READ_ONLY",
-            ])
+        let owner = CloudKitWire.Participant(
+            participantId: UUID().uuidString,
+            userIdentity: .init(userRecordName: zone.owner, nameComponents: [:]), type: "OWNER",
+            acceptanceStatus: "ACCEPTED", permission: "READ_WRITE")
+        var participants = [owner]
+        for given in request.participants ?? [] {
+            participants.append(
+                CloudKitWire.Participant(
+                    participantId: UUID().uuidString,
+                    userIdentity: .init(
+                        lookupInfo: given.userIdentity?.lookupInfo ?? .init(), nameComponents: [:]),
+                    type: given.type ?? "USER", acceptanceStatus: "INVITED", permission: given.permission ?? "READ_ONLY"
+                ))
         }
-        let shortGUID = root["shortGUID"] as? String ?? CloudKitEmulator.newShortGUID()
+        let shortGUID = root.shortGUID ?? CloudKitEmulator.newShortGUID()
         sequence += 1
-        let share: [String: Any] = [
-            "recordName": name, "recordType": "cloudkit.share", "fields": request["fields"] ?? [String: Any](),
-            "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp,
-            "modified": stamp, "deleted": false,
-            "zoneID": zone.json, "share": ["recordName": name, "zoneID": zone.json],
-            "publicPermission": request["publicPermission"] as? String ?? "NONE", "participants": participants,
-            "owner": owner,
-            "currentUserParticipant": owner, "shortGUID": shortGUID,
-        ]
+        var share = CloudKitWire.Record(recordName: name, recordType: "cloudkit.share")
+        share.fields = request.fields ?? [:]
+        share.pluginFields = [:]
+        share.recordChangeTag = changeTag(sequence)
+        share.created = stamp
+        share.modified = stamp
+        share.deleted = false
+        share.zoneID = zone.wireID
+        share.share = CloudKitWire.RecordLink(recordName: name, zoneID: zone.wireID)
+        share.publicPermission = request.publicPermission ?? "NONE"
+        share.participants = participants
+        share.owner = owner
+        share.currentUserParticipant = owner
+        share.shortGUID = shortGUID
         zone.save(name, share)
         zone.changed(name, at: sequence)
         sequence += 1
-        root["share"] = ["recordName": name, "zoneID": zone.json]
-        root["shortGUID"] = shortGUID
-        root["recordChangeTag"] = changeTag(sequence)
-        root["modified"] = stamp
+        root.share = CloudKitWire.RecordLink(recordName: name, zoneID: zone.wireID)
+        root.shortGUID = shortGUID
+        root.recordChangeTag = changeTag(sequence)
+        root.modified = stamp
         zone.save(rootName, root)
         zone.changed(rootName, at: sequence)
         return .success(zone.encoded[name] ?? Data())
@@ -418,21 +419,20 @@ extension CloudKitEmulator {
 
     /// After `record` was deleted: a root takes its share with it; a share leaves its root
     /// without `share` (CloudKit does both).
-    func unlinkShare(of record: [String: Any], named name: String, in zone: EmulatedZone, stamp: [String: Any]) {
-        if record["recordType"] as? String == "cloudkit.share" {
+    func unlinkShare(
+        of record: CloudKitWire.Record, named name: String, in zone: EmulatedZone, stamp: CloudKitWire.Stamp
+    ) {
+        if record.recordType == "cloudkit.share" {
             for (other, type) in zone.types where type != "cloudkit.share" {
-                guard var root = zone.record(other), (root["share"] as? [String: Any])?["recordName"] as? String == name
-                else { continue }
+                guard var root = zone.record(other), root.share?.recordName == name else { continue }
                 sequence += 1
-                root["share"] = nil
-                root["recordChangeTag"] = changeTag(sequence)
-                root["modified"] = stamp
+                root.share = nil
+                root.recordChangeTag = changeTag(sequence)
+                root.modified = stamp
                 zone.save(other, root)
                 zone.changed(other, at: sequence)
             }
-        } else if let share = (record["share"] as? [String: Any])?["recordName"] as? String, share != name,
-            zone.record(share) != nil
-        {
+        } else if let share = record.share?.recordName, share != name, zone.encoded[share] != nil {
             sequence += 1
             zone.changed(share, at: sequence)
             zone.save(share, nil)
@@ -440,23 +440,25 @@ extension CloudKitEmulator {
     }
 
     /// `records/lookup`: records by name, each as CloudKit holds it, or NOT_FOUND.
-    func lookup(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller)
+    func lookup(_ database: String, scope: CloudKitDatabase.Scope, _ body: Data, caller: Caller)
         -> CloudKitHTTPResponse
     {
-        guard let zone = zone(database, scope: scope, body, caller: caller) else {
+        guard let request = decoded(CloudKitWire.LookupRequest.self, body) else {
+            return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
+        }
+        guard let zone = zone(database, scope: scope, request.zoneID, caller: caller) else {
             return error(404, "ZONE_NOT_FOUND", "Zone does not exist")
         }
         var answer = Data("{\"records\":[".utf8)
-        for (index, wanted) in (body["records"] as? [[String: Any]] ?? []).enumerated() {
+        for (index, wanted) in (request.records ?? []).enumerated() {
             if index > 0 { answer.append(UInt8(ascii: ",")) }
-            let name = wanted["recordName"] as? String ?? ""
+            let name = wanted.recordName ?? ""
             if let encoded = zone.encoded[name] {
                 answer.append(encoded)
             } else {
-                answer.append(
-                    Data(
-                        "{\"recordName\":\(quoted(name)),\"serverErrorCode\":\"NOT_FOUND\",\"reason\":\"Record not found\"}"
-                            .utf8))
+                let missing = CloudKitWire.Outcome(
+                    recordName: name, serverErrorCode: "NOT_FOUND", reason: "Record not found")
+                answer.append((try? CloudKitWire.encode(missing)) ?? Data("{}".utf8))
             }
         }
         answer.append(Data("]}".utf8))
@@ -480,39 +482,40 @@ extension CloudKitEmulator {
                 var rootRecord = zone.record(root)
             else { return nil }
             let shareName = "Share-" + UUID().uuidString
-            func participant(_ user: String, type: String, permission: String, status: String) -> [String: Any] {
-                [
-                    "userIdentity": [
-                        "userRecordName": user, "lookupInfo": ["emailAddress": "\(user.dropFirst())@example.com"],
-                    ],
-                    "type": type, "acceptanceStatus": status, "permission": permission,
-                ]
+            func participant(_ user: String, type: String, permission: String, status: String)
+                -> CloudKitWire.Participant
+            {
+                CloudKitWire.Participant(
+                    userIdentity: .init(
+                        userRecordName: user, lookupInfo: .init(emailAddress: "\(user.dropFirst())@example.com")),
+                    type: type, acceptanceStatus: status, permission: permission)
             }
             let owner = participant(zone.owner, type: "OWNER", permission: "READ_WRITE", status: "ACCEPTED")
             let others = participants.map {
                 participant(
                     $0.user, type: "USER", permission: $0.permission, status: $0.accepted ? "ACCEPTED" : "INVITED")
             }
-            let stamp: [String: Any] = [
-                "timestamp": Int64(now.timeIntervalSince1970 * 1000), "userRecordName": zone.owner, "deviceID": "2",
-            ]
+            let stamp = stamp(zone.owner)
             sequence += 1
-            let share: [String: Any] = [
-                "recordName": shareName, "recordType": "cloudkit.share",
-                "fields": ["cloudkit.title": ["value": title, "type": "STRING"]],
-                "pluginFields": [String: Any](), "recordChangeTag": changeTag(sequence), "created": stamp,
-                "modified": stamp, "deleted": false,
-                "zoneID": zone.json, "publicPermission": publicPermission, "participants": [owner] + others,
-                "owner": owner,
-                "currentUserParticipant": owner,
-                "shortGUID": String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(25)),
-            ]
+            var share = CloudKitWire.Record(recordName: shareName, recordType: "cloudkit.share")
+            share.fields = ["cloudkit.title": CloudKitWire.Field(value: .string(title), type: "STRING")]
+            share.pluginFields = [:]
+            share.recordChangeTag = changeTag(sequence)
+            share.created = stamp
+            share.modified = stamp
+            share.deleted = false
+            share.zoneID = zone.wireID
+            share.publicPermission = publicPermission
+            share.participants = [owner] + others
+            share.owner = owner
+            share.currentUserParticipant = owner
+            share.shortGUID = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(25))
             zone.save(shareName, share)
             zone.changed(shareName, at: sequence)
             sequence += 1
-            rootRecord["share"] = ["recordName": shareName, "zoneID": zone.json]
-            rootRecord["recordChangeTag"] = changeTag(sequence)
-            rootRecord["modified"] = stamp
+            rootRecord.share = CloudKitWire.RecordLink(recordName: shareName, zoneID: zone.wireID)
+            rootRecord.recordChangeTag = changeTag(sequence)
+            rootRecord.modified = stamp
             zone.save(root, rootRecord)
             zone.changed(root, at: sequence)
             return shareName
@@ -523,35 +526,44 @@ extension CloudKitEmulator {
 
     /// An ASSETID value with a receipt, as the record keeps it: its size, checksum and where to
     /// download it.
-    private func attach(_ value: [String: Any], base: URL) -> Result<[String: Any], AssetProblem> {
-        guard let receipt = value["receipt"] as? String, let bytes = assets[receipt] else {
-            return .failure(AssetProblem(description: "no uploaded asset has the receipt \(value["receipt"] ?? "")"))
+    private func attach(_ value: JSONObject, base: URL) -> Result<JSONObject, AssetProblem> {
+        guard let receipt = value["receipt"]?.stringValue, let bytes = assets[receipt] else {
+            return .failure(
+                AssetProblem(description: "no uploaded asset has the receipt \(value["receipt"]?.summary ?? "")"))
         }
-        var stored = value
-        stored["receipt"] = nil
-        stored["size"] = bytes.count
-        stored["fileChecksum"] = Data(SHA256.hash(data: bytes).prefix(20)).base64EncodedString()
-        stored["downloadURL"] = address(base, "/download/\(receipt)/") + "${f}"
-        return .success(stored)
+        let kept = value.members.filter { !["receipt", "size", "fileChecksum", "downloadURL"].contains($0.key) }
+        return .success(
+            JSONObject(
+                kept + [
+                    JSONObject.Member(key: "size", value: .number(String(bytes.count))),
+                    JSONObject.Member(
+                        key: "fileChecksum",
+                        value: .string(Data(SHA256.hash(data: bytes).prefix(20)).base64EncodedString())),
+                    JSONObject.Member(
+                        key: "downloadURL", value: .string(address(base, "/download/\(receipt)/") + "${f}")),
+                ]))
     }
 
     struct AssetProblem: Error, CustomStringConvertible { var description: String }
 
     /// `assets/upload`: a URL on this server for each asset named (several for one list field),
     /// to POST the bytes to.
-    func uploadURLs(_ body: [String: Any], base: URL) -> CloudKitHTTPResponse {
-        var tokens: [[String: Any]] = []
-        let asked = body["tokens"] as? [[String: Any]] ?? []
+    func uploadURLs(_ body: Data, base: URL) -> CloudKitHTTPResponse {
+        guard let request = decoded(CloudKitWire.AssetUploadRequest.self, body) else {
+            return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
+        }
+        var places: [CloudKitWire.AssetUploadPlaces.Place] = []
+        let asked = request.tokens ?? []
         guard asked.count <= 200 else { return error(400, "BAD_REQUEST", "a request holds at most 200 tokens") }
         for token in asked {
-            guard let recordName = token["recordName"] as? String, let fieldName = token["fieldName"] as? String else {
+            guard let recordName = token.recordName, let fieldName = token.fieldName else {
                 return error(400, "BAD_REQUEST", "an upload token names a recordName and a fieldName")
             }
             let slot = "u-" + UUID().uuidString.lowercased()
             pendingUploads.insert(slot)
-            tokens.append(["recordName": recordName, "fieldName": fieldName, "url": address(base, "/upload/\(slot)")])
+            places.append(.init(recordName: recordName, fieldName: fieldName, url: address(base, "/upload/\(slot)")))
         }
-        return json(["tokens": tokens])
+        return json(CloudKitWire.AssetUploadPlaces(tokens: places))
     }
 
     /// The bytes POSTed to an upload URL: kept, and answered with the dictionary that the
@@ -569,12 +581,11 @@ extension CloudKitEmulator {
         let receipt = "r-" + UUID().uuidString.lowercased()
         assets[receipt] = request.body
         let checksum = Data(SHA256.hash(data: request.body).prefix(20)).base64EncodedString()
-        return json([
-            "singleFile": [
-                "fileChecksum": checksum, "size": request.body.count, "receipt": receipt,
-                "referenceChecksum": checksum, "wrappingKey": "emulator-key",
-            ]
-        ])
+        return json(
+            CloudKitWire.UploadedAsset(
+                singleFile: .init(
+                    fileChecksum: checksum, size: request.body.count, receipt: receipt, referenceChecksum: checksum,
+                    wrappingKey: "emulator-key")))
     }
 
     func sendAsset(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {

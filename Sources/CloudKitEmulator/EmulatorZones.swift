@@ -21,8 +21,9 @@ final class EmulatedZone {
     }
 
     /// The `zoneID` of answers: name, owner and type.
-    var json: [String: Any] {
-        ["zoneName": name, "ownerRecordName": owner, "zoneType": isDefault ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE"]
+    var wireID: CloudKitWire.ZoneID {
+        CloudKitWire.ZoneID(
+            zoneName: name, ownerRecordName: owner, zoneType: isDefault ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE")
     }
 
     var jsonValue: JSONValue {
@@ -39,11 +40,9 @@ final class EmulatedZone {
     var encoded: [String: Data] = [:]
     var types: [String: String] = [:]
 
-    func save(_ name: String, _ record: [String: Any]?) {
-        encoded[name] = record.flatMap {
-            try? JSONSerialization.data(withJSONObject: $0, options: [.withoutEscapingSlashes])
-        }
-        types[name] = record?["recordType"] as? String
+    func save(_ name: String, _ record: CloudKitWire.Record?) {
+        encoded[name] = record.flatMap { try? CloudKitWire.encode($0) }
+        types[name] = record?.recordType
     }
 
     func save(_ name: String, encoded data: Data, type: String?) {
@@ -51,9 +50,9 @@ final class EmulatedZone {
         types[name] = type
     }
 
-    /// The record named `name` as a dictionary, read back from its JSON.
-    func record(_ name: String) -> [String: Any]? {
-        encoded[name].flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+    /// The record named `name`, read back from its JSON.
+    func record(_ name: String) -> CloudKitWire.Record? {
+        encoded[name].flatMap { try? JSONDecoder().decode(CloudKitWire.Record.self, from: $0) }
     }
 
     /// Record name → the change sequence of its last change.
@@ -110,11 +109,11 @@ extension CloudKitEmulator {
 
     /// The zone a request's `zoneID` names: in the shared database, with its owner (a zone
     /// named without one would be the caller's own, which the shared database never holds).
-    func zone(_ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller) -> EmulatedZone?
+    func zone(_ database: String, scope: CloudKitDatabase.Scope, _ zoneID: CloudKitWire.ZoneID?, caller: Caller)
+        -> EmulatedZone?
     {
-        let zoneID = body["zoneID"] as? [String: Any]
-        let name = zoneID?["zoneName"] as? String ?? ZoneID.defaultZoneName
-        let owner = zoneID?["ownerRecordName"] as? String ?? caller.user
+        let name = zoneID?.zoneName ?? ZoneID.defaultZoneName
+        let owner = zoneID?.ownerRecordName ?? caller.user
         return zonesOf(database)[CloudKitEmulator.key(name: name, owner: owner, scope: scope)]
     }
 
@@ -191,41 +190,44 @@ extension CloudKitEmulator {
 
     func listZones(_ database: String, scope: CloudKitDatabase.Scope, caller: Caller) -> CloudKitHTTPResponse {
         let zones = zonesOf(database).values.sorted { ($0.owner, $0.name) < ($1.owner, $1.name) }
-        return json([
-            "zones": zones.map { zone -> [String: Any] in
-                var entry: [String: Any] = ["zoneID": zone.json, "atomic": !zone.isDefault]
-                if !zone.isDefault { entry["syncToken"] = zone.syncToken(after: zone.changes.last?.sequence ?? 0) }
-                return entry
-            }
-        ])
+        return json(
+            CloudKitWire.Zones(
+                zones: zones.map { zone in
+                    CloudKitWire.Zone(
+                        zoneID: zone.wireID, atomic: !zone.isDefault,
+                        syncToken: zone.isDefault ? nil : zone.syncToken(after: zone.changes.last?.sequence ?? 0))
+                }))
     }
 
     func modifyZones(
-        _ database: String, scope: CloudKitDatabase.Scope, _ body: [String: Any], caller: Caller,
+        _ database: String, scope: CloudKitDatabase.Scope, _ body: Data, caller: Caller,
         refusal: (code: String, reason: String)?
     ) -> CloudKitHTTPResponse {
         _ = zonesOf(database)
-        var results: [[String: Any]] = []
-        for operation in body["operations"] as? [[String: Any]] ?? [] {
-            let zoneID = (operation["zone"] as? [String: Any])?["zoneID"] as? [String: Any]
-            let name = zoneID?["zoneName"] as? String ?? ""
+        guard let request = decoded(CloudKitWire.ZoneModifyRequest.self, body) else {
+            return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
+        }
+        var results: [CloudKitWire.Zone] = []
+        for operation in request.operations {
+            let zoneID = operation.zone?.zoneID
+            let name = zoneID?.zoneName ?? ""
             guard !name.isEmpty else { return error(400, "BAD_REQUEST", "a zone operation needs a zoneID") }
-            let owner = zoneID?["ownerRecordName"] as? String ?? caller.user
+            let owner = zoneID?.ownerRecordName ?? caller.user
             let key = CloudKitEmulator.key(name: name, owner: owner, scope: scope)
-            let echo: [String: Any] = ["zoneName": name, "ownerRecordName": owner]
+            let echo = CloudKitWire.ZoneID(zoneName: name, ownerRecordName: owner)
             if let refusal {
-                results.append(["zoneID": echo, "serverErrorCode": refusal.code, "reason": refusal.reason])
+                results.append(CloudKitWire.Zone(zoneID: echo, serverErrorCode: refusal.code, reason: refusal.reason))
                 continue
             }
-            switch operation["operationType"] as? String {
+            switch operation.operationType {
             case "create":
                 if scope == .shared || name.hasPrefix("_") {
-                    results.append([
-                        "zoneID": echo, "serverErrorCode": scope == .shared ? "ACCESS_DENIED" : "BAD_REQUEST",
-                        "reason": scope == .shared
-                            ? "zones in the shared database are made by their owners"
-                            : "zone names starting with _ are reserved",
-                    ])
+                    results.append(
+                        CloudKitWire.Zone(
+                            zoneID: echo, serverErrorCode: scope == .shared ? "ACCESS_DENIED" : "BAD_REQUEST",
+                            reason: scope == .shared
+                                ? "zones in the shared database are made by their owners"
+                                : "zone names starting with _ are reserved"))
                     continue
                 }
                 if databases[database]![key] == nil {
@@ -233,30 +235,33 @@ extension CloudKitEmulator {
                     databases[database]![key] = zone
                     logZone(database, zone, deleted: false)
                 }
-                results.append(["zoneID": databases[database]![key]!.json])
+                results.append(CloudKitWire.Zone(zoneID: databases[database]![key]!.wireID))
             case "delete":
                 guard let zone = databases[database]![key], !zone.isDefault else {
-                    results.append([
-                        "zoneID": echo, "serverErrorCode": "ZONE_NOT_FOUND", "reason": "zone \(name) does not exist",
-                    ])
+                    results.append(
+                        CloudKitWire.Zone(
+                            zoneID: echo, serverErrorCode: "ZONE_NOT_FOUND", reason: "zone \(name) does not exist"))
                     continue
                 }
                 databases[database]![key] = nil
                 logZone(database, zone, deleted: true)
-                results.append(["zoneID": zone.json, "deleted": true])
+                results.append(CloudKitWire.Zone(zoneID: zone.wireID, deleted: true))
             default:
                 return error(400, "BAD_REQUEST", "a zone operation is create or delete")
             }
         }
-        return json(["zones": results])
+        return json(CloudKitWire.Zones(zones: results))
     }
 
     /// `zones/changes`: the zones created or deleted after `metaSyncToken` (every zone without
     /// one, deleted ones too), each once, as it last changed.
-    func zoneChanges(_ database: String, _ body: [String: Any], caller: Caller) -> CloudKitHTTPResponse {
+    func zoneChanges(_ database: String, _ body: Data, caller: Caller) -> CloudKitHTTPResponse {
         _ = zonesOf(database)
+        guard let request = decoded(CloudKitWire.ZoneChangesRequest.self, body) else {
+            return error(400, "BAD_REQUEST", "BadRequestException: Unexpected input")
+        }
         var after = 0
-        if let token = body["metaSyncToken"] as? String {
+        if let token = request.metaSyncToken {
             guard let data = Data(base64Encoded: token),
                 case let parts = String(decoding: data, as: UTF8.self).split(separator: "|"),
                 parts.count == 2, parts[0] == "zones", let value = Int(parts[1])
@@ -271,14 +276,12 @@ extension CloudKitEmulator {
         let ordered = latest.values.sorted { $0.sequence < $1.sequence }
         let page = ordered.prefix(settings.pageSize)
         let last = page.last?.sequence ?? max(after, log.last?.sequence ?? 0)
-        let zones: [[String: Any]] = page.map { entry in
-            var zone: [String: Any] = ["zoneID": entry.zone.json]
-            if entry.deleted { zone["deleted"] = true }
-            return zone
+        let zones = page.map { entry in
+            CloudKitWire.Zone(zoneID: entry.zone.wireID, deleted: entry.deleted ? true : nil)
         }
-        return json([
-            "moreComing": ordered.count > page.count, "metaSyncToken": Data("zones|\(last)".utf8).base64EncodedString(),
-            "zones": zones,
-        ])
+        return json(
+            CloudKitWire.ZoneChanges(
+                zones: zones, metaSyncToken: Data("zones|\(last)".utf8).base64EncodedString(),
+                moreComing: ordered.count > page.count))
     }
 }

@@ -99,8 +99,8 @@ public enum CloudKitWire {
     /// `zones/modify`: create or delete zones.
     public struct ZoneModifyRequest: Codable, Sendable {
         public struct Operation: Codable, Sendable {
-            public var operationType: String
-            public var zone: Zone
+            public var operationType: String?
+            public var zone: Zone?
 
             public init(operationType: String, zone: Zone) {
                 self.operationType = operationType
@@ -122,12 +122,13 @@ public enum CloudKitWire {
 
     /// `records/changes`: a zone's changes after its sync token.
     public struct RecordChangesRequest: Codable, Sendable {
-        public var zoneID: ZoneID
+        /// The zone; CloudKit takes the default zone when none is named.
+        public var zoneID: ZoneID?
         public var syncToken: String?
         public var resultsLimit: Int?
         public var desiredKeys: [String]?
 
-        public init(zoneID: ZoneID, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
+        public init(zoneID: ZoneID?, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
             self.zoneID = zoneID
             self.syncToken = syncToken
             self.resultsLimit = resultsLimit
@@ -138,19 +139,20 @@ public enum CloudKitWire {
     /// `records/query`: a type's records in a zone, a page at a time.
     public struct QueryRequest: Codable, Sendable {
         public struct Query: Codable, Sendable {
-            public var recordType: String
+            public var recordType: String?
 
             public init(recordType: String) { self.recordType = recordType }
         }
 
-        public var zoneID: ZoneID
+        /// The zone; CloudKit takes the default zone when none is named.
+        public var zoneID: ZoneID?
         public var query: Query
         public var resultsLimit: Int?
         public var continuationMarker: String?
         public var desiredKeys: [String]?
 
         public init(
-            zoneID: ZoneID, query: Query, resultsLimit: Int? = nil, continuationMarker: String? = nil,
+            zoneID: ZoneID?, query: Query, resultsLimit: Int? = nil, continuationMarker: String? = nil,
             desiredKeys: [String]? = nil
         ) {
             self.zoneID = zoneID
@@ -371,6 +373,7 @@ public enum CloudKitWire {
     /// `records/modify`: operations on records of one zone.
     public struct ModifyRequest: Codable, Sendable {
         public struct Operation: Codable, Sendable {
+            /// create, update, forceUpdate, replace, forceReplace, delete, forceDelete.
             public var operationType: String?
             public var record: Record?
 
@@ -396,6 +399,26 @@ public enum CloudKitWire {
         public var records: [Record]
 
         public init(records: [Record]) { self.records = records }
+    }
+
+    /// An error answer: the whole request failed.
+    public struct Failure: Codable, Sendable {
+        public var uuid: String?
+        public var serverErrorCode: String
+        public var reason: String?
+        public var retryAfter: Double?
+        public var redirectURL: String?
+
+        public init(
+            uuid: String?, serverErrorCode: String, reason: String?, retryAfter: Double? = nil,
+            redirectURL: String? = nil
+        ) {
+            self.uuid = uuid
+            self.serverErrorCode = serverErrorCode
+            self.reason = reason
+            self.retryAfter = retryAfter
+            self.redirectURL = redirectURL
+        }
     }
 
     /// What a client reads of each record in an answer to `records/modify` or
@@ -426,10 +449,10 @@ public enum CloudKitWire {
 
     /// `records/lookup`: records of a zone by name.
     public struct LookupRequest: Codable, Sendable {
-        public var records: [RecordLink]
+        public var records: [RecordLink]?
         public var zoneID: ZoneID?
 
-        public init(records: [RecordLink], zoneID: ZoneID?) {
+        public init(records: [RecordLink]?, zoneID: ZoneID?) {
             self.records = records
             self.zoneID = zoneID
         }
@@ -450,9 +473,9 @@ public enum CloudKitWire {
         }
 
         public var zoneID: ZoneID?
-        public var tokens: [Token]
+        public var tokens: [Token]?
 
-        public init(zoneID: ZoneID?, tokens: [Token]) {
+        public init(zoneID: ZoneID?, tokens: [Token]?) {
             self.zoneID = zoneID
             self.tokens = tokens
         }

@@ -1,3 +1,4 @@
+import CloudKitEmulator
 import CloudKitWeb
 import Foundation
 import Records
@@ -244,5 +245,21 @@ struct CloudKitErrorTests {
         #expect(batches.allSatisfy { $0.count <= 200 })
         #expect(batches.allSatisfy { $0.count == 1 || $0.reduce(0) { $0 + $1.count } <= 1_000 })
         #expect(batches.map(\.count) == [200, 100, 1, 149])
+    }
+}
+
+extension CloudKitEmulator {
+    /// Records written as dictionary literals, loaded as the wire models they decode to: a
+    /// record the models cannot read fails the test here.
+    func load(
+        _ records: [[String: Any]], environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private, zone: String = "_defaultZone"
+    ) {
+        let decoded = records.map { record in
+            // A literal that is not a record is the test's own mistake.
+            try! JSONDecoder().decode(
+                CloudKitWire.Record.self, from: try! JSONSerialization.data(withJSONObject: record))
+        }
+        load(decoded, environment: environment, scope: scope, zone: zone)
     }
 }
