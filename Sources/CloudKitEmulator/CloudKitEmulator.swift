@@ -2,6 +2,7 @@ import CloudKitWeb
 import Crypto
 import Foundation
 import Records
+import Synchronization
 
 /// CloudKit Web Services over an in-memory container, for tests and for trying scripts
 /// offline. It answers as Apple's service does where public captures of real answers show it,
@@ -27,11 +28,9 @@ import Records
 /// It answers requests in-process (it is a ``CloudKitTransport``); ``EmulatorServer`` puts it
 /// on a loopback port.
 ///
-/// `@unchecked Sendable`: the emulated container is read and written only inside
-/// ``locked(_:)`` (one request at a time changes it); `settings` is set before the emulator
-/// answers, and `log`, `requests` and `sentBodies` are for a test to read once the requests it
-/// made have been answered.
-public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
+/// Its container is one ``EmulatedContainer`` behind a mutex: a request, or a test's change,
+/// has it to itself while it runs.
+public final class CloudKitEmulator: CloudKitTransport, Sendable {
     public struct Settings: Sendable {
         /// Records per `records/changes` or `records/query` answer at most: small values force
         /// clients through many pages.
@@ -84,9 +83,149 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         public init() {}
     }
 
-    let lock = NSLock()
     public let container: String
-    public var settings: Settings
+    private let state: Mutex<EmulatedContainer>
+
+    public init(container: String, settings: Settings = Settings()) {
+        self.container = container
+        state = Mutex(EmulatedContainer(container: container, settings: settings))
+    }
+
+    /// The emulator's settings; a change applies from the next request on.
+    public var settings: Settings {
+        get { state.withLock { $0.settings } }
+        set { state.withLock { $0.settings = newValue } }
+    }
+
+    /// Every operation answered, in order, for tests to look at.
+    public var log: [String] { state.withLock { $0.log } }
+    /// Every request's URL, in order, for tests to look at.
+    public var requests: [URL] { state.withLock { $0.requests } }
+    /// Every request's body, in order, when the settings say to keep them.
+    public var sentBodies: [Data] { state.withLock { $0.sentBodies } }
+
+    // MARK: - Setting up
+
+    public func registerKey(id: String, publicKeyPEM: String) {
+        state.withLock { $0.registerKey(id: id, publicKeyPEM: publicKeyPEM) }
+    }
+
+    /// Registers an API token and a user signed in now with `webAuthToken` (a token of the
+    /// test's choosing; ``signIn(apiToken:user:keepSignedIn:)`` makes one shaped like Apple's).
+    /// `signedInAgo`: how long before now the sign-in began (a sign-in that has ended, say).
+    public func registerUser(
+        apiToken: String, webAuthToken: String, user: String = "_user", keepSignedIn: Bool = false,
+        signedInAgo: TimeInterval = 0
+    ) {
+        state.withLock {
+            $0.registerUser(
+                apiToken: apiToken, webAuthToken: webAuthToken, user: user, keepSignedIn: keepSignedIn,
+                signedInAgo: signedInAgo)
+        }
+    }
+
+    /// Signs `user` in as the sign-in page would, and returns the first web auth token.
+    public func signIn(apiToken: String, user: String = "_user", keepSignedIn: Bool = false) -> String {
+        state.withLock { $0.signIn(apiToken: apiToken, user: user, keepSignedIn: keepSignedIn) }
+    }
+
+    /// Tells the container its schema (as `cktool export-schema` writes it): queries then go
+    /// only to types whose `___recordID` is QUERYABLE, and encrypted fields take only values
+    /// marked encrypted.
+    public func defineSchema(_ schema: Schema) { state.withLock { $0.schema = schema } }
+
+    /// Moves the emulator's clock on (sign-ins expire, server-to-server dates age).
+    public func advanceClock(by seconds: TimeInterval) { state.withLock { $0.clockOffset += seconds } }
+
+    /// Stops the emulator's clock where it is: from now on only ``advanceClock(by:)`` moves it,
+    /// so that a test's sign-ins age by what the test says, however slowly it runs.
+    public func freezeClock() { state.withLock { $0.frozenAt = Date() } }
+
+    /// Keeps asset bytes as an upload would, and returns the receipt that a record's ASSETID
+    /// value names them by (`{"receipt": …, "size": …}` in `records/modify`).
+    public func storeAsset(_ bytes: Data) -> String { state.withLock { $0.storeAsset(bytes) } }
+
+    /// Answers the next request to `operation` (or to any operation, with "*") with `fault`.
+    public func inject(_ fault: Fault, on operation: String = "*", times: Int = 1) {
+        state.withLock { $0.inject(fault, on: operation, times: times) }
+    }
+
+    /// Puts records (as CloudKit sends them, or as `ckport export` writes them) into a
+    /// database of the container, each in the zone its `zoneID` names (else `zone`), as
+    /// changes the feed will report.
+    public func load(
+        _ records: [CloudKitWire.Record], environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private, zone: String = "_defaultZone"
+    ) {
+        state.withLock { $0.load(records, environment: environment, scope: scope, zone: zone) }
+    }
+
+    /// ``load(_:environment:scope:zone:)`` for records already parsed by ckport's own JSON
+    /// reader: much faster for large loads.
+    public func load(
+        json records: [JSONValue], environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private, zone: String = "_defaultZone"
+    ) {
+        state.withLock { $0.load(json: records, environment: environment, scope: scope, zone: zone) }
+    }
+
+    /// Deletes a zone and its records, as its owner would in an app.
+    public func deleteZone(
+        _ name: String, environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private, owner: String? = nil
+    ) {
+        state.withLock { $0.deleteZone(name, environment: environment, scope: scope, owner: owner) }
+    }
+
+    /// Makes a zone's sync tokens stop working, as CloudKit's do when they are old or the zone
+    /// was reset; `keeping` names the records it still holds afterwards (nil: all).
+    public func expireSyncTokens(
+        zone name: String, environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private, keeping: Set<String>? = nil
+    ) {
+        state.withLock { $0.expireSyncTokens(zone: name, environment: environment, scope: scope, keeping: keeping) }
+    }
+
+    /// Shares `root` (a record of a custom zone) as an app would with `CKShare(rootRecord:)`:
+    /// a `cloudkit.share` record joins the zone, its owner and participants with it, and the
+    /// root record names it in `share`; both changes reach the zone's change feed. Returns
+    /// the share's record name.
+    @discardableResult
+    public func share(
+        _ root: String, zone name: String, title: String,
+        participants: [(user: String, permission: String, accepted: Bool)] = [],
+        publicPermission: String = "NONE", environment: CloudKitDatabase.Environment = .development,
+        scope: CloudKitDatabase.Scope = .private
+    ) -> String? {
+        state.withLock {
+            $0.share(
+                root, zone: name, title: title, participants: participants, publicPermission: publicPermission,
+                environment: environment, scope: scope)
+        }
+    }
+
+    // MARK: - Answering
+
+    public func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+        try respond(request)
+    }
+
+    /// Answers a request; throws ``ConnectionDropped`` when a fault cuts the connection.
+    public func respond(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
+        try state.withLock { try $0.answer(request) }
+    }
+}
+
+/// The emulated container: its databases, zones, records, users and faults. Not thread-safe on
+/// its own: ``CloudKitEmulator`` holds it behind a mutex, and every method here runs with the
+/// mutex held.
+final class EmulatedContainer {
+    typealias Settings = CloudKitEmulator.Settings
+    typealias Fault = CloudKitEmulator.Fault
+    typealias ConnectionDropped = CloudKitEmulator.ConnectionDropped
+
+    let container: String
+    var settings: Settings
     /// "environment/database" → zone key → zone. A zone's key is its name, and in the shared
     /// database its owner's name before it (`owner/name`).
     var databases: [String: [String: EmulatedZone]] = [:]
@@ -111,29 +250,29 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     var clockOffset: TimeInterval = 0
     var frozenAt: Date?
     /// Every operation answered, in order, for tests to look at.
-    public private(set) var log: [String] = []
+    var log: [String] = []
     /// Every request's URL, in order, for tests to look at.
-    public private(set) var requests: [URL] = []
+    var requests: [URL] = []
     /// Every request's body, in order, when the settings say to keep them.
-    public private(set) var sentBodies: [Data] = []
+    var sentBodies: [Data] = []
 
-    public init(container: String, settings: Settings = Settings()) {
+    init(container: String, settings: Settings = Settings()) {
         self.container = container
         self.settings = settings
     }
 
     // MARK: - Setting up
 
-    public func registerKey(id: String, publicKeyPEM: String) { locked { keys[id] = publicKeyPEM } }
+    func registerKey(id: String, publicKeyPEM: String) { do { keys[id] = publicKeyPEM } }
 
     /// Registers an API token and a user signed in now with `webAuthToken` (a token of the
     /// test's choosing; ``signIn(apiToken:user:keepSignedIn:)`` makes one shaped like Apple's).
     /// `signedInAgo`: how long before now the sign-in began (a sign-in that has ended, say).
-    public func registerUser(
+    func registerUser(
         apiToken: String, webAuthToken: String, user: String = "_user", keepSignedIn: Bool = false,
         signedInAgo: TimeInterval = 0
     ) {
-        locked {
+        do {
             signInUser = user
             apiTokens.insert(apiToken)
             let session = startSession(user: user, keepSignedIn: keepSignedIn)
@@ -143,8 +282,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     }
 
     /// Signs `user` in as the sign-in page would, and returns the first web auth token.
-    public func signIn(apiToken: String, user: String = "_user", keepSignedIn: Bool = false) -> String {
-        locked {
+    func signIn(apiToken: String, user: String = "_user", keepSignedIn: Bool = false) -> String {
+        do {
             signInUser = user
             apiTokens.insert(apiToken)
             return issueToken(for: startSession(user: user, keepSignedIn: keepSignedIn))
@@ -154,21 +293,21 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     /// Tells the container its schema (as `cktool export-schema` writes it): queries then go
     /// only to types whose `___recordID` is QUERYABLE, and encrypted fields take only values
     /// marked encrypted.
-    public func defineSchema(_ schema: Schema) { locked { self.schema = schema } }
+    func defineSchema(_ schema: Schema) { do { self.schema = schema } }
 
     /// Moves the emulator's clock on (sign-ins expire, server-to-server dates age).
-    public func advanceClock(by seconds: TimeInterval) { locked { clockOffset += seconds } }
+    func advanceClock(by seconds: TimeInterval) { do { clockOffset += seconds } }
 
     /// Stops the emulator's clock where it is: from now on only ``advanceClock(by:)`` moves it,
     /// so that a test's sign-ins age by what the test says, however slowly it runs.
-    public func freezeClock() { locked { frozenAt = Date() } }
+    func freezeClock() { do { frozenAt = Date() } }
 
     var now: Date { (frozenAt ?? Date()).addingTimeInterval(clockOffset) }
 
     /// Keeps asset bytes as an upload would, and returns the receipt that a record's ASSETID
     /// value names them by (`{"receipt": …, "size": …}` in `records/modify`).
-    public func storeAsset(_ bytes: Data) -> String {
-        locked {
+    func storeAsset(_ bytes: Data) -> String {
+        do {
             let receipt = "r-" + UUID().uuidString.lowercased()
             assets[receipt] = bytes
             return receipt
@@ -176,8 +315,8 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     }
 
     /// Answers the next request to `operation` (or to any operation, with "*") with `fault`.
-    public func inject(_ fault: Fault, on operation: String = "*", times: Int = 1) {
-        locked {
+    func inject(_ fault: Fault, on operation: String = "*", times: Int = 1) {
+        do {
             if case .refuseRequestsHolding(let name) = fault {
                 refusedRecords.insert(name)
                 return
@@ -189,11 +328,11 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
     /// Puts records (as CloudKit sends them, or as `ckport export` writes them) into a
     /// database of the container, each in the zone its `zoneID` names (else `zone`), as
     /// changes the feed will report.
-    public func load(
+    func load(
         _ records: [CloudKitWire.Record], environment: CloudKitDatabase.Environment = .development,
         scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone"
     ) {
-        locked {
+        do {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             for var record in records {
                 guard let name = record.recordName else { continue }
@@ -214,11 +353,11 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
 
     /// ``load(_:environment:scope:zone:)`` for records already parsed by ckport's own JSON
     /// reader: much faster for large loads, as nothing passes through Foundation's JSON.
-    public func load(
+    func load(
         json records: [JSONValue], environment: CloudKitDatabase.Environment = .development,
         scope: CloudKitDatabase.Scope = .private, zone defaultZone: String = "_defaultZone"
     ) {
-        locked {
+        do {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             for case .object(let record) in records {
                 guard let name = record["recordName"]?.stringValue else { continue }
@@ -251,24 +390,11 @@ public final class CloudKitEmulator: CloudKitTransport, @unchecked Sendable {
         }
     }
 
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
-    }
-
     // MARK: - Answering
 
-    public func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
-        try respond(request)
-    }
-
-    /// Answers a request; throws ``ConnectionDropped`` when a fault cuts the connection.
-    public func respond(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
-        try locked { try answer(request) }
-    }
-
-    private func answer(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
+    /// Answers a request; throws ``CloudKitEmulator/ConnectionDropped`` when a fault cuts the
+    /// connection.
+    func answer(_ request: CloudKitHTTPRequest) throws -> CloudKitHTTPResponse {
         requests.append(request.url)
         if settings.keepRequestBodies { sentBodies.append(request.body) }
         if request.url.path == "/signin" { return signInPage(request) }

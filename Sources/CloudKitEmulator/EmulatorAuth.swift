@@ -22,7 +22,7 @@ enum Authentication {
     case refused(CloudKitHTTPResponse)
 }
 
-extension CloudKitEmulator {
+extension EmulatedContainer {
     /// At most this many tokens of one sign-in are remembered.
     static let tokensKept = 1000
 
@@ -45,7 +45,7 @@ extension CloudKitEmulator {
         let token = "106__54__\(key)__\(tail)"
         tokens[token] = session
         sessions[session]!.issued.append(token)
-        if sessions[session]!.issued.count > CloudKitEmulator.tokensKept {
+        if sessions[session]!.issued.count > EmulatedContainer.tokensKept {
             tokens[sessions[session]!.issued.removeFirst()] = nil
         }
         return token
@@ -97,7 +97,7 @@ extension CloudKitEmulator {
             }
             return .caller(Caller(user: "_server", nextToken: nil))
         }
-        let query = CloudKitEmulator.formItems(request.url)
+        let query = EmulatedContainer.formItems(request.url)
         guard let api = query["ckAPIToken"], apiTokens.contains(api) else {
             return .refused(error(401, "AUTHENTICATION_FAILED", "Authentication failed"))
         }
@@ -134,7 +134,7 @@ extension CloudKitEmulator {
     /// (ticking "Keep me signed in" when the settings or `keep=1` say so) and sent to the
     /// callback with a new web auth token, percent-encoded.
     func signInPage(_ request: CloudKitHTTPRequest) -> CloudKitHTTPResponse {
-        let query = CloudKitEmulator.formItems(request.url)
+        let query = EmulatedContainer.formItems(request.url)
         guard let api = query["ckAPIToken"], apiTokens.contains(api) else {
             return error(401, "AUTHENTICATION_FAILED", "Authentication failed")
         }

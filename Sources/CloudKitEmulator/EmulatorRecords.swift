@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import Records
 
-extension CloudKitEmulator {
+extension EmulatedContainer {
     /// The type names a value may come under in `records/modify`: CloudKit's value types, their
     /// lists, and ENCRYPTED_BYTES. (ENCRYPTED_STRING and its kind name schema types, not values.)
     static let valueTypeNames: Set<String> = {
@@ -21,7 +21,7 @@ extension CloudKitEmulator {
     private func fieldProblem(_ record: CloudKitWire.Record) -> String? {
         let type = record.recordType ?? ""
         for (name, entry) in record.fields ?? [:] {
-            if let tag = entry.type, !CloudKitEmulator.valueTypeNames.contains(tag) {
+            if let tag = entry.type, !EmulatedContainer.valueTypeNames.contains(tag) {
                 return "BadRequestException: Unexpected input (type \(tag) of field '\(name)')"
             }
             if let declared = declaredType(type, name), declared.isEncrypted {
@@ -155,7 +155,7 @@ extension CloudKitEmulator {
             record.share = existing?.share
             record.shortGUID = existing?.shortGUID
             if record.createShortGUID == true, record.shortGUID == nil {
-                record.shortGUID = CloudKitEmulator.newShortGUID()
+                record.shortGUID = EmulatedContainer.newShortGUID()
             }
             record.createShortGUID = nil
             // An asset names its upload by receipt (an ASSETID_LIST, one per element); the
@@ -389,7 +389,7 @@ extension CloudKitEmulator {
                     type: given.type ?? "USER", acceptanceStatus: "INVITED", permission: given.permission ?? "READ_ONLY"
                 ))
         }
-        let shortGUID = root.shortGUID ?? CloudKitEmulator.newShortGUID()
+        let shortGUID = root.shortGUID ?? EmulatedContainer.newShortGUID()
         sequence += 1
         var share = CloudKitWire.Record(recordName: name, recordType: "cloudkit.share")
         share.fields = request.fields ?? [:]
@@ -470,13 +470,13 @@ extension CloudKitEmulator {
     /// root record names it in `share`; both changes reach the zone's change feed. Returns
     /// the share's record name.
     @discardableResult
-    public func share(
+    func share(
         _ root: String, zone name: String, title: String,
         participants: [(user: String, permission: String, accepted: Bool)] = [],
         publicPermission: String = "NONE", environment: CloudKitDatabase.Environment = .development,
         scope: CloudKitDatabase.Scope = .private
     ) -> String? {
-        locked {
+        do {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             guard let zone = zonesOf(database).values.first(where: { $0.name == name }),
                 var rootRecord = zone.record(root)

@@ -80,7 +80,7 @@ final class EmulatedZone {
     }
 }
 
-extension CloudKitEmulator {
+extension EmulatedContainer {
     /// The database's zones, made with its default zone when first asked for.
     func zonesOf(_ database: String) -> [String: EmulatedZone] {
         if databases[database] == nil {
@@ -114,7 +114,7 @@ extension CloudKitEmulator {
     {
         let name = zoneID?.zoneName ?? ZoneID.defaultZoneName
         let owner = zoneID?.ownerRecordName ?? caller.user
-        return zonesOf(database)[CloudKitEmulator.key(name: name, owner: owner, scope: scope)]
+        return zonesOf(database)[EmulatedContainer.key(name: name, owner: owner, scope: scope)]
     }
 
     /// A zone for records being loaded: in the shared database somebody else's (the owner the
@@ -133,7 +133,7 @@ extension CloudKitEmulator {
         } else {
             owner = ownerName(scope: scope.rawValue, caller: nil)
         }
-        let key = CloudKitEmulator.key(name: name, owner: owner, scope: scope)
+        let key = EmulatedContainer.key(name: name, owner: owner, scope: scope)
         if let zone = databases[database]![key] { return zone }
         let zone = EmulatedZone(name: name, owner: owner)
         databases[database]![key] = zone
@@ -144,14 +144,14 @@ extension CloudKitEmulator {
     // MARK: Zones as tests change them
 
     /// Deletes a zone and its records, as its owner would in an app.
-    public func deleteZone(
+    func deleteZone(
         _ name: String, environment: CloudKitDatabase.Environment = .development,
         scope: CloudKitDatabase.Scope = .private,
         owner: String? = nil
     ) {
-        locked {
+        do {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
-            let key = CloudKitEmulator.key(name: name, owner: owner ?? signInUser, scope: scope)
+            let key = EmulatedContainer.key(name: name, owner: owner ?? signInUser, scope: scope)
             guard let zone = zonesOf(database)[key] else { return }
             databases[database]![key] = nil
             logZone(database, zone, deleted: true)
@@ -167,12 +167,12 @@ extension CloudKitEmulator {
 
     /// Makes a zone's sync tokens stop working, as CloudKit's do when they are old or the zone
     /// was reset; `keeping` names the records it still holds afterwards (nil: all).
-    public func expireSyncTokens(
+    func expireSyncTokens(
         zone name: String, environment: CloudKitDatabase.Environment = .development,
         scope: CloudKitDatabase.Scope = .private,
         keeping: Set<String>? = nil
     ) {
-        locked {
+        do {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             guard let zone = zonesOf(database).values.first(where: { $0.name == name }) else { return }
             zone.tokenEpoch += 1
@@ -213,7 +213,7 @@ extension CloudKitEmulator {
             let name = zoneID?.zoneName ?? ""
             guard !name.isEmpty else { return error(400, "BAD_REQUEST", "a zone operation needs a zoneID") }
             let owner = zoneID?.ownerRecordName ?? caller.user
-            let key = CloudKitEmulator.key(name: name, owner: owner, scope: scope)
+            let key = EmulatedContainer.key(name: name, owner: owner, scope: scope)
             let echo = CloudKitWire.ZoneID(zoneName: name, ownerRecordName: owner)
             if let refusal {
                 results.append(CloudKitWire.Zone(zoneID: echo, serverErrorCode: refusal.code, reason: refusal.reason))
