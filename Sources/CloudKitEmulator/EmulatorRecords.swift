@@ -104,6 +104,12 @@ extension EmulatedContainer {
                 continue
             }
             let existing = zone.record(recordName)
+            // A record loaded in a shape the models cannot read (a plain-style export, say) is
+            // not taken for a missing one.
+            if existing == nil && zone.encoded[recordName] != nil {
+                return error(
+                    500, "INTERNAL_ERROR", "the emulator holds record \(recordName) in a form it cannot read")
+            }
             switch type {
             case "create" where existing != nil:
                 refuse("EXISTS", "record to insert already exists")

@@ -5,7 +5,8 @@ import Records
 /// the requests ckport sends and the answers it reads (zones, records, assets, users, shares),
 /// as Apple's "CloudKit Web Services Reference" describes them. A key ckport does not model is
 /// kept where it would otherwise be lost: a record's and a field's other keys travel in
-/// `other`, so that a record read and written again says everything it said.
+/// `other`, so that a record read and written again says everything it said at those two
+/// levels (keys unknown inside a stamp, a link or a participant are not kept).
 ///
 /// A record page (`records/changes`, `records/query`) is not decoded here: its records are read
 /// straight from the answer's bytes by the import's own reader (``Formats``), as fast as a file.
@@ -31,9 +32,10 @@ public enum CloudKitWire {
         }
     }
 
-    /// A zone's identity: `{"zoneName": …, "ownerRecordName": …, "zoneType": …}`.
+    /// A zone's identity: `{"zoneName": …, "ownerRecordName": …, "zoneType": …}`. (An answer's
+    /// zone without a name is read, and left out by whoever reads it.)
     public struct ZoneID: Codable, Hashable, Sendable {
-        public var zoneName: String
+        public var zoneName: String?
         public var ownerRecordName: String?
         public var zoneType: String?
 
@@ -75,6 +77,12 @@ public enum CloudKitWire {
         public var zones: [Zone]
 
         public init(zones: [Zone]) { self.zones = zones }
+
+        /// An answer without `zones` names none.
+        public init(from decoder: Decoder) throws {
+            zones =
+                try decoder.container(keyedBy: AnyKey.self).decodeIfPresent([Zone].self, forKey: AnyKey("zones")) ?? []
+        }
     }
 
     /// `zones/changes`: the zones made or deleted after `metaSyncToken`.
@@ -93,6 +101,14 @@ public enum CloudKitWire {
             self.zones = zones
             self.metaSyncToken = metaSyncToken
             self.moreComing = moreComing
+        }
+
+        /// An answer without `zones` names none.
+        public init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: AnyKey.self)
+            zones = try container.decodeIfPresent([Zone].self, forKey: AnyKey("zones")) ?? []
+            metaSyncToken = try container.decodeIfPresent(String.self, forKey: AnyKey("metaSyncToken"))
+            moreComing = try container.decodeIfPresent(Bool.self, forKey: AnyKey("moreComing"))
         }
     }
 
@@ -240,10 +256,11 @@ public enum CloudKitWire {
 
             public var userRecordName: String?
             public var lookupInfo: LookupInfo?
-            public var nameComponents: [String: String]?
+            /// A person's name in parts (`givenName`, `familyName`, `phoneticRepresentation`…).
+            public var nameComponents: [String: JSONValue]?
 
             public init(
-                userRecordName: String? = nil, lookupInfo: LookupInfo? = nil, nameComponents: [String: String]? = nil
+                userRecordName: String? = nil, lookupInfo: LookupInfo? = nil, nameComponents: [String: JSONValue]? = nil
             ) {
                 self.userRecordName = userRecordName
                 self.lookupInfo = lookupInfo
@@ -445,6 +462,13 @@ public enum CloudKitWire {
         public var records: [Outcome]
 
         public init(records: [Outcome]) { self.records = records }
+
+        /// An answer without `records` mentions none (each operation then has no answer).
+        public init(from decoder: Decoder) throws {
+            records =
+                try decoder.container(keyedBy: AnyKey.self).decodeIfPresent([Outcome].self, forKey: AnyKey("records"))
+                ?? []
+        }
     }
 
     /// `records/lookup`: records of a zone by name.

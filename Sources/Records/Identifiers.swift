@@ -24,7 +24,7 @@ public enum DatabaseScope: String, Sendable, CaseIterable, Comparable, Codable {
 ///
 /// CloudKit names a zone by `zoneName` and `ownerRecordName`; ckport adds the scope because a
 /// store holds the private, shared and public databases side by side.
-public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
     /// The zone every database has, which needs no creating.
     public static let defaultZoneName = "_defaultZone"
     /// The owner CloudKit reports for zones of the current user (`CKCurrentUserDefaultName`).

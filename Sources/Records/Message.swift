@@ -8,11 +8,11 @@
 /// ```swift
 /// let message: Message = "record type 'Task' has no field 'due' (\(Wording.allowNewFields))"
 /// ```
-public struct Message: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+public struct Message: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible,
     ExpressibleByStringInterpolation
 {
     /// A run of words, or a wording the front end chooses the words for.
-    public enum Part: Sendable, Hashable {
+    public enum Part: Sendable, Hashable, Codable {
         case text(String)
         case wording(Wording)
     }

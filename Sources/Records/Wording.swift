@@ -4,7 +4,7 @@ import Foundation
 /// says it in terms of the data (``dataText``: "allow new fields to add it to the schema"); a
 /// front end that names its settings otherwise — the command line, with its flags — says it
 /// its own way when it shows the message (``Message/worded(_:)``).
-public enum Wording: Sendable, Hashable {
+public enum Wording: Sendable, Hashable, Codable {
     /// A field the schema lacks could be added.
     case allowNewFields
     /// A record a pull met names a field or type the schema lacks: a pull could add it.

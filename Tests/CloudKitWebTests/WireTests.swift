@@ -66,4 +66,29 @@ struct WireTests {
             String(decoding: try CloudKitWire.encode(request), as: UTF8.self)
                 == #"{"syncToken":"t","zoneID":{"zoneName":"Family"}}"#)
     }
+
+    @Test("an answer that leaves out its list names nothing, and a zone without a name is left out, as before")
+    func lenientLists() throws {
+        #expect(
+            try CloudKitWire.decode(CloudKitWire.Outcomes.self, from: Data("{}".utf8), operation: "m").records.isEmpty)
+        #expect(try CloudKitWire.decode(CloudKitWire.Zones.self, from: Data("{}".utf8), operation: "z").zones.isEmpty)
+        let changes = try CloudKitWire.decode(
+            CloudKitWire.ZoneChanges.self, from: Data(#"{"moreComing":false}"#.utf8), operation: "zones/changes")
+        #expect(changes.zones.isEmpty && changes.moreComing == false)
+        let listing = try CloudKitWire.decode(
+            CloudKitWire.Zones.self,
+            from: Data(#"{"zones":[{"zoneID":{"ownerRecordName":"_a"}},{"zoneID":{"zoneName":"Family"}}]}"#.utf8),
+            operation: "zones/list")
+        #expect(listing.zones.count == 2 && listing.zones[0].zoneID?.zoneName == nil)
+    }
+
+    @Test("a message travels as data: its wordings come back as wordings, to be said by whoever shows it")
+    func messageCodable() throws {
+        let zone = ZoneID(scope: .shared, zoneName: "household-1", ownerRecordName: "_a1")
+        let message: Message =
+            "CloudKit answered AUTHENTICATION_REQUIRED; \(Wording.signInAgain) (\(Wording.giveRowsZone(zone)))"
+        let back = try JSONDecoder().decode(Message.self, from: try JSONEncoder().encode(message))
+        #expect(back == message && back.mentions(.signInAgain) && back.mentions(.giveRowsZone(zone)))
+    }
+
 }

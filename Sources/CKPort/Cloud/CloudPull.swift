@@ -323,6 +323,7 @@ extension CloudSync {
             // What the pages saved before the failure left out stays told (cloud status).
             var report = PullReport(result)
             report.failure = (failure as? CKPortError)?.description ?? "\(failure)"
+            report.failureMessage = (failure as? CKPortError)?.explanation
             try? keep(report, in: store, source: source)
             throw failure
         }
@@ -896,6 +897,8 @@ public struct PullReport: Codable, Sendable, Equatable {
     public var account: String?
     /// Why the pull stopped, when it did not end.
     public var failure: String?
+    /// The same, with the settings it mentions kept apart (a front end says them its way).
+    public var failureMessage: Message?
 
     public init(_ result: PullResult, at: Date = Date()) {
         self.at = Int64(at.timeIntervalSince1970 * 1000)

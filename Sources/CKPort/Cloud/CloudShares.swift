@@ -285,6 +285,8 @@ extension CloudSync {
             let created = records.first { $0.recordType == Record.shareType } ?? records.first
             if let code = created?.serverErrorCode {
                 try fail(code, Message(created?.reason ?? ""))
+            } else if created == nil {
+                try fail("NO_ANSWER", "CloudKit's answer did not mention the share")
             } else {
                 let shortGUID = created?.shortGUID
                 outcome.state = .created(url: shortGUID.map { "https://www.icloud.com/share/\($0)" })

@@ -39,9 +39,9 @@ extension CloudSync {
 
     /// A zone as CloudKit names it, as the store names it (see ``zones(_:)``).
     static func zoneID(_ wire: CloudKitWire.ZoneID, in scope: CloudKitDatabase.Scope) -> ZoneID? {
-        guard !wire.zoneName.isEmpty else { return nil }
+        guard let name = wire.zoneName, !name.isEmpty else { return nil }
         let owner = scope == .shared ? (wire.ownerRecordName ?? ZoneID.defaultOwnerName) : ZoneID.defaultOwnerName
-        return ZoneID(scope: DatabaseScope(rawValue: scope.rawValue)!, zoneName: wire.zoneName, ownerRecordName: owner)
+        return ZoneID(scope: DatabaseScope(rawValue: scope.rawValue)!, zoneName: name, ownerRecordName: owner)
     }
 
     /// A zone as requests name it: its owner only in the shared database, where the zone is

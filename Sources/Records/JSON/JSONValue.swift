@@ -89,8 +89,11 @@ extension Array where Element == JSONPathComponent {
 }
 
 /// Any JSON value through `Codable`, for messages whose parts are any JSON (a CloudKit field's
-/// value). A number keeps its text: an integer is written as one, anything else as a double.
-/// An object's members come in the decoder's order, and go out in the object's.
+/// value). A number that is an integer (`1.0` too) is kept as its digits, anything else as a
+/// double's text; an integer beyond Int64 is read as a double, as JSONSerialization reads it.
+/// An object's members come in the order the decoder gives them (JSONDecoder's is none in
+/// particular: compare two objects read this way by their members, not their order), and go
+/// out in the object's.
 extension JSONValue: Codable {
     public init(from decoder: Decoder) throws {
         if let container = try? decoder.container(keyedBy: JSONObjectKey.self) {

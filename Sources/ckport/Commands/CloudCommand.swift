@@ -312,7 +312,9 @@ struct CloudStatusCommand: AsyncParsableCommand {
         var lines = [
             "  last pull \(moment(at)): \(Console.count(report.saved)) records saved, \(Console.count(report.deleted)) deleted"
         ]
-        if let failure = report.failure { lines.append("    it stopped: \(failure)") }
+        if let failure = report.failureMessage?.commandLine ?? report.failure {
+            lines.append("    it stopped: \(failure)")
+        }
         if let account = report.account { lines.append("    pulled as \(account)") }
         for (type, count) in report.leftOut.sorted(by: { $0.key < $1.key }) {
             lines.append(

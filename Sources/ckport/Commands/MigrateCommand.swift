@@ -366,7 +366,7 @@ struct MigrateCommand: AsyncParsableCommand {
                 out.raw("],\"failures\":[")
                 for (i, failure) in report.failures.enumerated() {
                     if i > 0 { out.raw(",") }
-                    out.string(failure.description)
+                    out.string(failure.commandLine)
                 }
                 out.raw("],\"future\":[")
                 for (i, name) in report.futureExamples.enumerated() {
