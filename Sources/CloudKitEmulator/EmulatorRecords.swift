@@ -368,7 +368,7 @@ extension EmulatedContainer {
         guard atomic else {
             return .failure(Refusal(code: "BAD_REQUEST", reason: "You can only create a share with atomic=true"))
         }
-        guard let forRecord = request.forRecord, let rootName = forRecord.recordName, var root = zone.record(rootName)
+        guard let forRecord = request.forRecord, let rootName = forRecord.recordName, let root = zone.record(rootName)
         else {
             return .failure(Refusal(code: "BAD_REQUEST", reason: "Cannot share - no such record exists to share"))
         }
@@ -396,31 +396,47 @@ extension EmulatedContainer {
                 ))
         }
         let shortGUID = root.shortGUID ?? EmulatedContainer.newShortGUID()
+        saveShare(
+            name, of: rootName, root, in: zone, fields: request.fields ?? [:],
+            publicPermission: request.publicPermission ?? "NONE", participants: participants, shortGUID: shortGUID,
+            linksItself: true, stamp: stamp)
+        return .success(zone.encoded[name] ?? Data())
+    }
+
+    /// Saves a new share `name` of the root record `rootName` (`root` as the zone holds it), and
+    /// links the root to it; both changes reach the zone's change feed. `participants` come
+    /// first the owner. A share made through `records/modify` names itself in `share` and gives
+    /// the root its short GUID (as CloudKit answers); one a test makes does neither.
+    private func saveShare(
+        _ name: String, of rootName: String, _ root: CloudKitWire.Record, in zone: EmulatedZone,
+        fields: [String: CloudKitWire.Field], publicPermission: String, participants: [CloudKitWire.Participant],
+        shortGUID: String, linksItself: Bool, stamp: CloudKitWire.Stamp
+    ) {
         sequence += 1
         var share = CloudKitWire.Record(recordName: name, recordType: "cloudkit.share")
-        share.fields = request.fields ?? [:]
+        share.fields = fields
         share.pluginFields = [:]
         share.recordChangeTag = changeTag(sequence)
         share.created = stamp
         share.modified = stamp
         share.deleted = false
         share.zoneID = zone.wireID
-        share.share = CloudKitWire.RecordLink(recordName: name, zoneID: zone.wireID)
-        share.publicPermission = request.publicPermission ?? "NONE"
+        if linksItself { share.share = CloudKitWire.RecordLink(recordName: name, zoneID: zone.wireID) }
+        share.publicPermission = publicPermission
         share.participants = participants
-        share.owner = owner
-        share.currentUserParticipant = owner
+        share.owner = participants.first
+        share.currentUserParticipant = participants.first
         share.shortGUID = shortGUID
         zone.save(name, share)
         zone.changed(name, at: sequence)
         sequence += 1
+        var root = root
         root.share = CloudKitWire.RecordLink(recordName: name, zoneID: zone.wireID)
-        root.shortGUID = shortGUID
+        if linksItself { root.shortGUID = shortGUID }
         root.recordChangeTag = changeTag(sequence)
         root.modified = stamp
         zone.save(rootName, root)
         zone.changed(rootName, at: sequence)
-        return .success(zone.encoded[name] ?? Data())
     }
 
     /// After `record` was deleted: a root takes its share with it; a share leaves its root
@@ -485,7 +501,7 @@ extension EmulatedContainer {
         do {
             let database = "\(environment.rawValue)/\(scope.rawValue)"
             guard let zone = zonesOf(database).values.first(where: { $0.name == name }),
-                var rootRecord = zone.record(root)
+                let rootRecord = zone.record(root)
             else { return nil }
             let shareName = "Share-" + UUID().uuidString
             func participant(_ user: String, type: String, permission: String, status: String)
@@ -501,29 +517,12 @@ extension EmulatedContainer {
                 participant(
                     $0.user, type: "USER", permission: $0.permission, status: $0.accepted ? "ACCEPTED" : "INVITED")
             }
-            let stamp = stamp(zone.owner)
-            sequence += 1
-            var share = CloudKitWire.Record(recordName: shareName, recordType: "cloudkit.share")
-            share.fields = ["cloudkit.title": CloudKitWire.Field(value: .string(title), type: "STRING")]
-            share.pluginFields = [:]
-            share.recordChangeTag = changeTag(sequence)
-            share.created = stamp
-            share.modified = stamp
-            share.deleted = false
-            share.zoneID = zone.wireID
-            share.publicPermission = publicPermission
-            share.participants = [owner] + others
-            share.owner = owner
-            share.currentUserParticipant = owner
-            share.shortGUID = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(25))
-            zone.save(shareName, share)
-            zone.changed(shareName, at: sequence)
-            sequence += 1
-            rootRecord.share = CloudKitWire.RecordLink(recordName: shareName, zoneID: zone.wireID)
-            rootRecord.recordChangeTag = changeTag(sequence)
-            rootRecord.modified = stamp
-            zone.save(root, rootRecord)
-            zone.changed(root, at: sequence)
+            saveShare(
+                shareName, of: root, rootRecord, in: zone,
+                fields: ["cloudkit.title": CloudKitWire.Field(value: .string(title), type: "STRING")],
+                publicPermission: publicPermission, participants: [owner] + others,
+                shortGUID: String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(25)),
+                linksItself: false, stamp: stamp(zone.owner))
             return shareName
         }
     }

@@ -550,24 +550,7 @@ public enum CloudKitWire {
     }
 
     /// A key of a JSON object that a model does not name in advance.
-    struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ name: String) { stringValue = name }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-
-        /// The members of `container` whose keys are not in `modelled`.
-        static func others(in container: KeyedDecodingContainer<AnyKey>, except modelled: Set<String>) throws
-            -> [String: JSONValue]
-        {
-            var others: [String: JSONValue] = [:]
-            for key in container.allKeys where !modelled.contains(key.stringValue) {
-                others[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
-            }
-            return others
-        }
-    }
+    typealias AnyKey = JSONObjectKey
 }
 
 extension CloudKitWire.ZoneID {

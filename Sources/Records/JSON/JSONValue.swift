@@ -156,11 +156,23 @@ extension JSONValue: Codable {
     }
 }
 
-/// A JSON object's key, for ``JSONValue``'s Codable conformance.
-private struct JSONObjectKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(_ name: String) { stringValue = name }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
+/// Any key of a JSON object, for Codable models whose keys are not all known in advance
+/// (``JSONValue``'s objects, a message's keys no model names).
+public struct JSONObjectKey: CodingKey, Sendable {
+    public var stringValue: String
+    public var intValue: Int? { nil }
+    public init(_ name: String) { stringValue = name }
+    public init?(stringValue: String) { self.stringValue = stringValue }
+    public init?(intValue: Int) { nil }
+
+    /// The members of `container` whose keys are not in `modelled`.
+    public static func others(in container: KeyedDecodingContainer<JSONObjectKey>, except modelled: Set<String>) throws
+        -> [String: JSONValue]
+    {
+        var others: [String: JSONValue] = [:]
+        for key in container.allKeys where !modelled.contains(key.stringValue) {
+            others[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
+        }
+        return others
+    }
 }
