@@ -3,7 +3,9 @@ import Records
 
 /// What a store holds: counts per scope, zone and type, its size and its current change token.
 public struct StoreStats: Sendable {
-    public struct Entry: Sendable, Hashable {
+    /// One scope, zone and type's counts; as JSON (`ckport stats --json`'s `zones`): scope,
+    /// zoneName, ownerRecordName, recordType, records, tombstones.
+    public struct Entry: Sendable, Hashable, Encodable {
         public var zone: ZoneID
         public var recordType: String
         public var records: Int
@@ -14,6 +16,20 @@ public struct StoreStats: Sendable {
             self.recordType = recordType
             self.records = records
             self.tombstones = tombstones
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case scope, zoneName, ownerRecordName, recordType, records, tombstones
+        }
+
+        public func encode(to encoder: Encoder) throws {
+            var out = encoder.container(keyedBy: CodingKeys.self)
+            try out.encode(zone.scope.rawValue, forKey: .scope)
+            try out.encode(zone.zoneName, forKey: .zoneName)
+            try out.encode(zone.ownerRecordName, forKey: .ownerRecordName)
+            try out.encode(recordType, forKey: .recordType)
+            try out.encode(records, forKey: .records)
+            try out.encode(tombstones, forKey: .tombstones)
         }
     }
 
@@ -41,28 +57,6 @@ public struct StoreStats: Sendable {
 
     public var totalRecords: Int { entries.reduce(0) { $0 + $1.records } }
 
-    /// The entries as a JSON array, one object per zone and type: scope, zoneName,
-    /// ownerRecordName, recordType, records, tombstones (`ckport stats --json`'s `zones`).
-    public func writeEntriesJSON(to out: inout JSONWriter) {
-        out.raw("[")
-        for (index, entry) in entries.enumerated() {
-            if index > 0 { out.raw(",") }
-            out.raw("{\"scope\":")
-            out.string(entry.zone.scope.rawValue)
-            out.raw(",\"zoneName\":")
-            out.string(entry.zone.zoneName)
-            out.raw(",\"ownerRecordName\":")
-            out.string(entry.zone.ownerRecordName)
-            out.raw(",\"recordType\":")
-            out.string(entry.recordType)
-            out.raw(",\"records\":")
-            out.int(Int64(entry.records))
-            out.raw(",\"tombstones\":")
-            out.int(Int64(entry.tombstones))
-            out.raw("}")
-        }
-        out.raw("]")
-    }
     public var totalTombstones: Int { entries.reduce(0) { $0 + $1.tombstones } }
 }
 

@@ -3,6 +3,7 @@ import CloudKitWeb
 import Formats
 import Foundation
 import Migrations
+import SQLiteStore
 import SampleApps
 import TestSupport
 import Testing
@@ -57,6 +58,18 @@ struct BrowseSiteTests {
         let data = try await json(get(site, "/index.json").text)
         #expect(data["records"] as? Int == stats.totalRecords && stats.totalRecords > 100)
         #expect((data["zones"] as? [[String: Any]])?.count == stats.entries.count)
+        // The counts are kept while the change token stays; a deletion through another handle
+        // (as another process would make it) moves the token, and the next overview counts again.
+        let other = try RecordStore(path: store.path, create: false)
+        let gone = try other.write { session in
+            let first = try #require(try session.record(named: "event-1-00001", ofType: "Event"))
+            return try session.delete([first.id]).count
+        }
+        // The event, and its participants with it (their references delete themselves).
+        #expect(gone > 1)
+        let after = try await json(get(site, "/index.json").text)
+        #expect(after["records"] as? Int == stats.totalRecords - gone, "\(after["records"] ?? "none")")
+        #expect(after["token"] as? String != data["token"] as? String)
     }
 
     @Test(

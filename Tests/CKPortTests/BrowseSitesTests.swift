@@ -16,7 +16,7 @@ struct BrowseSitesTests {
     static func answerAside(_ sites: BrowseSites, answered: Answered = Answered()) -> Task<Int, Never> {
         Task {
             let status = await sites.answer { site in
-                (try? site.overview(json: true)) ?? CloudKitHTTPResponse(status: 0, body: Data())
+                (try? site.overview().rendered(json: true)) ?? CloudKitHTTPResponse(status: 0, body: Data())
             }.status
             answered.set(status)
             return status

@@ -62,14 +62,14 @@ public final class BrowseServer: Sendable {
         // An address no route takes gets the site's own 404 (its JSON form for a .json path).
         router.add(middleware: NotFoundPageMiddleware(site: site))
 
-        /// A page at `path` and its JSON form at `path`.json.
+        /// A page at `path` and its JSON form at `path`.json: the page's model, rendered once.
         func page(
             _ path: String, alsoAt aliases: [String] = [],
-            _ make: @escaping @Sendable (BrowseSite, [String: String], Bool) throws -> CloudKitHTTPResponse
+            _ make: @escaping @Sendable (BrowseSite, [String: String]) throws -> any BrowsePage
         ) {
             for (shown, json) in ([path] + aliases).flatMap({ [($0, false), ($0 + ".json", true)] }) {
                 router.get(RouterPath(shown)) { request, _ in
-                    await answer(request, json: json) { site, query in try make(site, query, json) }
+                    await answer(request, json: json) { site, query in try make(site, query).rendered(json: json) }
                 }
             }
         }
@@ -99,17 +99,17 @@ public final class BrowseServer: Sendable {
             ).served
         }
 
-        page("/", alsoAt: ["/index"]) { site, _, json in try site.overview(json: json) }
+        page("/", alsoAt: ["/index"]) { site, _ in try site.overview() }
         router.get("/style.css") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/css; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: BrowseSite.style)))
         }
-        page("/shares") { site, _, json in try site.shares(json: json) }
-        page("/migrations") { site, _, json in try site.rehearsal(json: json) }
-        page("/bundle") { site, _, json in site.bundlePage(json: json) }
-        page("/calendar") { site, query, json in try site.month(query: query, json: json) }
-        page("/calendar/agenda") { site, query, json in try site.agenda(query: query, json: json) }
+        page("/shares") { site, _ in try site.shares() }
+        page("/migrations") { site, _ in try site.rehearsal() }
+        page("/bundle") { site, _ in site.bundlePage() }
+        page("/calendar") { site, query in try site.month(query: query) }
+        page("/calendar/agenda") { site, query in try site.agenda(query: query) }
         // A type's records: a page (or its JSON), or the whole selection as a download.
         router.get("/records/:type") { request, context in
             let raw = context.parameters.get("type") ?? ""
@@ -127,7 +127,7 @@ public final class BrowseServer: Sendable {
             }
             let type = decoded(named)
             return await answer(request, json: json) { site, query in
-                try site.records(type: type, query: query, json: json)
+                try site.records(type: type, query: query).rendered(json: json)
             }
         }
         router.get("/record/:scope/:owner/:zone/:name") { request, context in
@@ -143,7 +143,7 @@ public final class BrowseServer: Sendable {
                 zone: ZoneID(
                     scope: scope, zoneName: decoded(context.parameters.get("zone") ?? ""),
                     ownerRecordName: decoded(context.parameters.get("owner") ?? "")))
-            return await answer(request, json: json) { site, _ in try site.record(id: id, json: json) }
+            return await answer(request, json: json) { site, _ in try site.record(id: id).rendered(json: json) }
         }
         router.get("**") { request, _ in
             site.notFound(request.uri.path.hasSuffix(".json"), "no page at \(request.uri.path)").served

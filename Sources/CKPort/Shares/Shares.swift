@@ -77,56 +77,45 @@ public enum Shares {
     }
 }
 
-extension StoredShare {
-    /// The share as one JSON object: where it is, its title, root and record count, public
-    /// permission, URL, and each participant (what `ckport shares --json` prints per share).
-    public func writeJSON(to out: inout JSONWriter) {
-        let share = self
-        let zone = share.zone
-        out.raw("{\"recordName\":")
-        out.string(share.record.recordName)
-        out.raw(",\"scope\":")
-        out.string(zone.scope.rawValue)
-        out.raw(",\"zoneName\":")
-        out.string(zone.zoneName)
-        out.raw(",\"ownerRecordName\":")
-        out.string(zone.ownerRecordName)
-        out.raw(",\"title\":")
-        if let title = share.title { out.string(title) } else { out.raw("null") }
-        out.raw(",\"zoneWide\":")
-        out.bool(share.isZoneWide)
-        out.raw(",\"root\":")
-        if let root = share.root {
-            out.raw("{\"recordName\":")
-            out.string(root.recordName)
-            out.raw(",\"recordType\":")
-            out.string(root.recordType)
-            out.raw("}")
+/// The share as one JSON object: where it is, its title, root and record count, public
+/// permission, URL, and each participant (what `ckport shares --json` prints per share and the
+/// browser view's `/shares.json` lists). A value the store does not hold is `null`.
+extension StoredShare: Encodable {
+    private enum Key: String, CodingKey {
+        case recordName, scope, zoneName, ownerRecordName, title, zoneWide, root, records, publicPermission, url
+        case shortGUID, participants, name, userRecordName, emailAddress, phoneNumber, type, permission
+        case acceptanceStatus, recordType
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var out = encoder.container(keyedBy: Key.self)
+        try out.encode(record.recordName, forKey: .recordName)
+        try out.encode(zone.scope.rawValue, forKey: .scope)
+        try out.encode(zone.zoneName, forKey: .zoneName)
+        try out.encode(zone.ownerRecordName, forKey: .ownerRecordName)
+        try out.encode(title, forKey: .title)
+        try out.encode(isZoneWide, forKey: .zoneWide)
+        if let root {
+            var inner = out.nestedContainer(keyedBy: Key.self, forKey: .root)
+            try inner.encode(root.recordName, forKey: .recordName)
+            try inner.encode(root.recordType, forKey: .recordType)
         } else {
-            out.raw("null")
+            try out.encodeNil(forKey: .root)
         }
-        out.raw(",\"records\":")
-        out.int(Int64(share.recordCount))
-        func optional(_ key: StaticString, _ value: String?) {
-            out.raw(key)
-            if let value { out.string(value) } else { out.raw("null") }
+        try out.encode(recordCount, forKey: .records)
+        try out.encode(details?.publicPermission, forKey: .publicPermission)
+        try out.encode(details?.url, forKey: .url)
+        try out.encode(details?.shortGUID, forKey: .shortGUID)
+        var people = out.nestedUnkeyedContainer(forKey: .participants)
+        for person in participants {
+            var inner = people.nestedContainer(keyedBy: Key.self)
+            try inner.encode(person.displayName, forKey: .name)
+            try inner.encode(person.userRecordName, forKey: .userRecordName)
+            try inner.encode(person.emailAddress, forKey: .emailAddress)
+            try inner.encode(person.phoneNumber, forKey: .phoneNumber)
+            try inner.encode(person.type, forKey: .type)
+            try inner.encode(person.permission, forKey: .permission)
+            try inner.encode(person.acceptanceStatus, forKey: .acceptanceStatus)
         }
-        optional(",\"publicPermission\":", share.details?.publicPermission)
-        optional(",\"url\":", share.details?.url)
-        optional(",\"shortGUID\":", share.details?.shortGUID)
-        out.raw(",\"participants\":[")
-        for (index, person) in share.participants.enumerated() {
-            if index > 0 { out.byte(UInt8(ascii: ",")) }
-            out.raw("{\"name\":")
-            out.string(person.displayName)
-            optional(",\"userRecordName\":", person.userRecordName)
-            optional(",\"emailAddress\":", person.emailAddress)
-            optional(",\"phoneNumber\":", person.phoneNumber)
-            optional(",\"type\":", person.type)
-            optional(",\"permission\":", person.permission)
-            optional(",\"acceptanceStatus\":", person.acceptanceStatus)
-            out.raw("}")
-        }
-        out.raw("]}")
     }
 }

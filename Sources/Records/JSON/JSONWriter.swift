@@ -1,3 +1,5 @@
+import Foundation
+
 /// Builds JSON text into a byte buffer. Nothing is validated: callers write well-formed JSON
 /// by construction, which keeps this on the fast path of every export.
 public struct JSONWriter: Sendable {
@@ -135,4 +137,14 @@ public struct JSONWriter: Sendable {
     }
 
     public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+extension JSONWriter {
+    /// `value` as `JSONEncoder` writes it, its keys sorted: a model's JSON inside text this
+    /// writer builds.
+    public mutating func encoded(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        bytes.append(contentsOf: try encoder.encode(value))
+    }
 }

@@ -39,12 +39,7 @@ struct SharesCommand: AsyncParsableCommand {
         let shares = try await store.readSession { try Shares.list($0, scope: scope, zoneName: zone) }
         if json {
             var out = JSONWriter()
-            out.byte(UInt8(ascii: "["))
-            for (index, share) in shares.enumerated() {
-                if index > 0 { out.byte(UInt8(ascii: ",")) }
-                SharesCommand.write(share, to: &out)
-            }
-            out.byte(UInt8(ascii: "]"))
+            try out.encoded(shares)
             print(out.text)
             return
         }
@@ -96,9 +91,5 @@ struct SharesCommand: AsyncParsableCommand {
             )
         }
         return lines.joined(separator: "\n")
-    }
-
-    static func write(_ share: StoredShare, to out: inout JSONWriter) {
-        share.writeJSON(to: &out)
     }
 }

@@ -47,7 +47,7 @@ struct StatsCommand: AsyncParsableCommand {
             out.raw(",\"assetBytes\":")
             out.int(stats.assetBytes)
             out.raw(",\"zones\":")
-            stats.writeEntriesJSON(to: &out)
+            try out.encoded(stats.entries)
             out.raw("}")
             print(out.text)
             return
