@@ -188,10 +188,21 @@ public final class RecordStore: Sendable {
             // the size it has): a bulk load writes a quarter as many pages into the log and
             // reads a quarter as many back while it builds the indexes, which made importing
             // 10,000,000 records 1.3× faster (README, Benchmark).
-            try db.execute(
-                sql:
-                    "PRAGMA page_size = 16384; \(journal); PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE"
-            )
+            try db.execute(sql: "PRAGMA page_size = 16384")
+            // Entering write-ahead logging takes the file whole for a moment, and SQLite answers
+            // a connection that cannot have it at once "busy" without calling the busy handler
+            // (another ckport opening the same store at that moment holds it): try again as the
+            // busy handler would, for as long.
+            var tries = 0
+            while true {
+                do {
+                    try db.execute(sql: journal)
+                    break
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && waiter.shouldRetry(tries) {
+                    tries += 1
+                }
+            }
+            try db.execute(sql: "PRAGMA cache_size = \(RecordStore.cacheSize); PRAGMA temp_store = FILE")
         }
         return configuration
     }
