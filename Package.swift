@@ -145,6 +145,12 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict),
+        .target(
+            name: "ObjectStorage",
+            dependencies: [
+                "Records", "Formats", crypto, .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(
             name: "ckport",
@@ -205,6 +211,9 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
+            name: "ObjectStorageTests", dependencies: ["TestSupport", "ObjectStorage"], exclude: ["Fixtures"],
+            swiftSettings: strict),
+        .testTarget(
             name: "CKPortTests",
             dependencies: [
                 "TestSupport", "CKPort", "CloudKitWeb", "SampleApps", "WebServing",
@@ -215,6 +224,7 @@ let package = Package(
             name: "ckportTests",
             dependencies: [
                 "TestSupport", "ckport", "CloudKitWeb", "Records", "StoreCore", "SQLiteStore", "Formats", "SampleApps", "WebServing",
+                "ObjectStorage",
             ],
             swiftSettings: strict),
     ] + isalTarget

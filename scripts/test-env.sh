@@ -2,7 +2,8 @@
 # (scripts/test.sh and .ci/run do): the Debian or Ubuntu packages the tests run (chromium for
 # the browser tests, pigz and igzip for the gzip readers, PostgreSQL's server, xmllint, jq, …),
 # the independent RFC 5545 checker's venv when ../shared/conformance is beside the clone, and a
-# throwaway PostgreSQL cluster on 127.0.0.1, stopped and removed when the shell exits.
+# throwaway PostgreSQL cluster and SeaweedFS (its S3 gateway) on 127.0.0.1, stopped and removed
+# when the shell exits.
 #
 #   . scripts/test-env.sh
 #
@@ -50,3 +51,13 @@ PGPASSWORD=$(cat "$test_pgdir/password")
 CKPORT_TEST_POSTGRES_CA="$test_pgdir/ca.crt"
 export CKPORT_TEST_POSTGRES PGPASSWORD CKPORT_TEST_POSTGRES_CA
 echo "PostgreSQL for the tests: $CKPORT_TEST_POSTGRES"
+
+# A throwaway SeaweedFS (an S3 gateway that checks signatures, from PyPI) for the object storage
+# tests, which are then required (CI=true). Its keys are in files, never in the environment of
+# the commands under test.
+test_s3dir=$(mktemp -d)
+trap 'bash "$test_root/scripts/postgres-cluster.sh" stop "$test_pgdir" >/dev/null 2>&1 || true; rm -rf "$test_pgdir"; bash "$test_root/scripts/seaweedfs.sh" stop "$test_s3dir" >/dev/null 2>&1 || true; rm -rf "$test_s3dir"' EXIT
+CKPORT_TEST_S3=$(bash "$test_root/scripts/seaweedfs.sh" start "$test_s3dir")
+CKPORT_TEST_S3_DIR="$test_s3dir"
+export CKPORT_TEST_S3 CKPORT_TEST_S3_DIR
+echo "SeaweedFS for the tests: $CKPORT_TEST_S3"

@@ -1,5 +1,6 @@
 import CloudKitWeb
 import Foundation
+import ObjectStorage
 import Testing
 import WebServing
 
@@ -146,6 +147,12 @@ struct ErrorModelTests {
         (OperationError.noMigrations(directory: "migrations/none"), .invalidInput),
         (OperationError.formatCannotHold(format: "CSV", what: "deleted records"), .usage),
         (ScratchError(folder: "/tmp/ckport-1/names-1", reason: "database or disk is full"), .environment),
+        (
+            ObjectStorageError(
+                kind: .refused, operation: "PUT snapshots/a", bucket: "backups", status: 403,
+                code: "SignatureDoesNotMatch",
+                serverMessage: "The request signature we calculated does not match"), .authentication
+        ),
     ]
 
     @Test("every public error type of the library is a CKPortError, and each has a sample here")
@@ -155,6 +162,7 @@ struct ErrorModelTests {
         let sources = packageRoot.appendingPathComponent("Sources")
         let library = [
             "Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CKPort", "CloudKitWeb", "WebServing",
+            "ObjectStorage",
         ]
         let declaration = try Regex(
             #"public (?:final )?(?:struct|enum|class|actor) (\w+)[^{\n]*:[^{\n]*\b(Error|CKPortError)\b"#)
