@@ -16,21 +16,35 @@ set -euo pipefail
 command=${1:-}
 dir=${2:-}
 [ -n "$command" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
-venv=${CKPORT_TEST_VENV:-$HOME/.cache/ckport-test-venv}
+venv=${CKPORT_TEST_VENV:-${HOME:-/root}/.cache/ckport-test-venv}
 
-# A port nothing listens on, with its gRPC port (10,000 above it) free too.
-free_port() {
+# Four ports nothing listens on, each with its gRPC port (10,000 above it) free too, all eight
+# different.
+free_ports() {
   python3 - <<'PY'
 import random, socket
-for _ in range(200):
+chosen = []
+while len(chosen) < 4:
     port = random.randint(20000, 50000)
+    taken = {q for p in chosen for q in (p, p + 10000)}
+    if port in taken or port + 10000 in taken:
+        continue
     try:
         for p in (port, port + 10000):
             s = socket.socket(); s.bind(("127.0.0.1", p)); s.close()
-        print(port); break
     except OSError:
         continue
+    chosen.append(port)
+print(" ".join(map(str, chosen)))
 PY
+}
+
+# SeaweedFS leaves a Unix socket in /tmp for each of its servers; they go with it.
+remove_sockets() {
+  [ -f "$dir/ports" ] || return 0
+  for port in $(cat "$dir/ports"); do
+    rm -f /tmp/seaweedfs-*-"$port".sock /tmp/seaweedfs-*-"$((port + 10000))".sock
+  done
 }
 
 case $command in
@@ -52,7 +66,8 @@ case $command in
 JSON
     printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$key" "$secret" > "$dir/credentials"
     printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$reader_key" "$reader_secret" > "$dir/read-only-credentials"
-    master=$(free_port); volume=$(free_port); filer=$(free_port); s3=$(free_port)
+    read -r master volume filer s3 < <(free_ports)
+    echo "$master $volume $filer $s3" > "$dir/ports"
     # None of the caller's descriptors beyond 0-2: the server outlives this script.
     (
       for fd in /proc/$BASHPID/fd/*; do
@@ -61,7 +76,8 @@ JSON
       done
       exec setsid "$venv/bin/weed" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir/data" \
         -master.port="$master" -volume.port="$volume" -filer.port="$filer" -s3 -s3.port="$s3" \
-        -s3.config="$dir/identities.json" -master.volumeSizeLimitMB=64 -volume.max=0 \
+        -s3.config="$dir/identities.json" -s3.port.iceberg=0 -s3.port.lance=0 -master.telemetry=false \
+        -master.volumeSizeLimitMB=64 -volume.max=0 \
         > "$dir/weed.log" 2>&1 < /dev/null &
       echo $! > "$dir/pid"
     )
@@ -72,7 +88,12 @@ JSON
       kill -0 "$(cat "$dir/pid")" 2>/dev/null || { cat "$dir/weed.log" >&2; exit 1; }
       sleep 0.2
     done
-    [ "$status" = 403 ] || { echo "$0: the S3 gateway did not answer as it should ($status)" >&2; tail -20 "$dir/weed.log" >&2; exit 1; }
+    if [ "$status" != 403 ]; then
+      echo "$0: the S3 gateway did not answer as it should ($status)" >&2
+      tail -20 "$dir/weed.log" >&2
+      "$0" stop "$dir"
+      exit 1
+    fi
     echo "http://127.0.0.1:$s3"
     ;;
   stop)
@@ -82,6 +103,7 @@ JSON
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 -- "-$pid" 2>/dev/null || true
     rm -f "$dir/pid"
+    remove_sockets
     ;;
   *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
 esac

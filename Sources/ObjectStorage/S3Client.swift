@@ -27,7 +27,9 @@ public struct S3Endpoint: Sendable, Equatable {
     func address(of key: String) -> (url: String, path: String, host: String) {
         let scheme = url.scheme ?? "https"
         let port = url.port.map { ":\($0)" } ?? ""
-        let base = url.host ?? ""
+        // An IPv6 address is written in brackets in an address and a Host header.
+        let named = url.host ?? ""
+        let base = named.contains(":") && !named.hasPrefix("[") ? "[\(named)]" : named
         let encodedKey = key.isEmpty ? "" : SigV4Signer.encode(key, keepingSlashes: true)
         if pathStyle {
             let path = "/" + SigV4Signer.encode(bucket) + (key.isEmpty ? "" : "/" + encodedKey)
@@ -200,8 +202,15 @@ public final class S3Client: Sendable {
 
     /// Makes the bucket; one that is there already and is this key's is fine.
     public func createBucket() async throws {
+        // Outside us-east-1, AWS wants the region named in the request.
+        let body =
+            endpoint.region == "us-east-1"
+            ? []
+            : Array(
+                "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LocationConstraint>\(S3Client.escape(endpoint.region))</LocationConstraint></CreateBucketConfiguration>"
+                    .utf8)
         do {
-            _ = try await send("PUT", "")
+            _ = try await send("PUT", "", body: body)
         } catch let error as ObjectStorageError
             where ["BucketAlreadyOwnedByYou", "BucketAlreadyExists"].contains(error.code)
         {
@@ -238,10 +247,25 @@ public final class S3Client: Sendable {
         }
         xml += "</CompleteMultipartUpload>"
         let operation = "complete upload \(key)"
-        let answer = try await send("POST", key, query: [("uploadId", uploadID)], body: Array(xml.utf8))
-        // S3 may answer 200 and still fail, with an Error document as the body.
-        let fields = try S3Client.texts(answer.body, operation: operation)
-        if let code = fields["Code"], fields["ETag"] == nil {
+        var wait = firstWait
+        for attempt in 1...attempts {
+            let answer: Answer
+            do {
+                answer = try await send("POST", key, query: [("uploadId", uploadID)], body: Array(xml.utf8))
+            } catch let error as ObjectStorageError where error.code == "NoSuchUpload" {
+                // The upload is gone: completed by an earlier try whose answer was lost (the
+                // object is there), or not (the error stands).
+                if try await size(of: key) != nil { return }
+                throw error
+            }
+            // S3 may answer 200 and still fail, with an Error document as the body; its
+            // InternalError and SlowDown are to be tried again.
+            let fields = try S3Client.texts(answer.body, operation: operation)
+            guard let code = fields["Code"], fields["ETag"] == nil else { return }
+            if ["InternalError", "SlowDown"].contains(code) && attempt < attempts {
+                try await pause(&wait)
+                continue
+            }
             throw failure(operation, status: answer.status, code: code, message: fields["Message"] ?? "")
         }
     }
@@ -362,6 +386,7 @@ public final class S3Client: Sendable {
     /// The text of each leaf element of an answer, by name (the last one of a name wins): an
     /// error's Code and Message, an upload's UploadId.
     static func texts(_ body: [UInt8], operation: String) throws -> [String: String] {
+        let body = withoutLeadingSpace(body)
         guard !body.isEmpty else { return [:] }
         let reader = try XMLReader(bytes: body, name: operation, limits: .init(depth: 16, bytes: Int64(maxAnswer)))
         var fields: [String: String] = [:]
@@ -380,7 +405,8 @@ public final class S3Client: Sendable {
     static func listing(_ body: [UInt8], operation: String) throws -> (
         objects: [StoredObject], truncated: Bool, next: String?
     ) {
-        let reader = try XMLReader(bytes: body, name: operation, limits: .init(depth: 16, bytes: Int64(maxAnswer)))
+        let reader = try XMLReader(
+            bytes: withoutLeadingSpace(body), name: operation, limits: .init(depth: 16, bytes: Int64(maxAnswer)))
         var objects: [StoredObject] = []
         var object: [String: String]?
         var top: [String: String] = [:]
@@ -405,6 +431,12 @@ public final class S3Client: Sendable {
             }
         }
         return (objects, top["IsTruncated"] == "true", top["NextContinuationToken"])
+    }
+
+    /// An answer without the white space S3 may send before the document while it works (a
+    /// long CompleteMultipartUpload), which an XML parser refuses before the declaration.
+    static func withoutLeadingSpace(_ body: [UInt8]) -> [UInt8] {
+        Array(body.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 })
     }
 
     static func escape(_ text: String) -> String {

@@ -3,7 +3,7 @@ import Foundation
 
 /// An access key for AWS or an S3-compatible service. Its secret and session token are never
 /// shown: `description` names the key's ID only.
-public struct AWSCredentials: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct AWSCredentials: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var accessKeyID: String
     public var secretAccessKey: String
     /// A temporary key's session token (`AWS_SESSION_TOKEN`), sent with every request.
@@ -17,6 +17,8 @@ public struct AWSCredentials: Sendable, CustomStringConvertible, CustomDebugStri
 
     public var description: String { "access key \(accessKeyID)" }
     public var debugDescription: String { description }
+    /// What `dump` and a debugger show: the key's ID, never its secret.
+    public var customMirror: Mirror { Mirror(self, children: ["accessKeyID": accessKeyID]) }
 }
 
 /// AWS Signature Version 4 (`AWS4-HMAC-SHA256`), as AWS's published test suite
@@ -183,7 +185,8 @@ public struct SigV4Signer: Sendable {
         let (year, month, day) = civil(fromDays: days)
         let inDay = seconds - days * 86_400
         func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(year)\(two(month))\(two(day))T\(two(inDay / 3600))\(two(inDay / 60 % 60))\(two(inDay % 60))Z"
+        let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        return "\(yearText)\(two(month))\(two(day))T\(two(inDay / 3600))\(two(inDay / 60 % 60))\(two(inDay % 60))Z"
     }
 
     /// `20150830`.

@@ -192,13 +192,18 @@ public final class RecordStore: Sendable {
             // Entering write-ahead logging takes the file whole for a moment, and SQLite answers
             // a connection that cannot have it at once "busy" without calling the busy handler
             // (another ckport opening the same store at that moment holds it): try again as the
-            // busy handler would, for as long.
+            // busy handler would, for as long (a deadline of its own: the busy handler, when
+            // SQLite does call it inside the statement, starts its own clock again).
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(min(max(waiter.limit, 0), 1e9) * 1e9)
             var tries = 0
             while true {
                 do {
                     try db.execute(sql: journal)
                     break
-                } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && waiter.shouldRetry(tries) {
+                } catch let error as DatabaseError
+                    where error.resultCode == .SQLITE_BUSY && DispatchTime.now().uptimeNanoseconds < deadline
+                    && waiter.shouldRetry(tries)
+                {
                     tries += 1
                 }
             }

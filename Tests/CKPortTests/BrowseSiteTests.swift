@@ -169,6 +169,30 @@ struct BrowseSiteTests {
     }
 
     @Test(
+        "a record in a page's JSON is the export's canonical record byte for byte: its keys in the export's order, a DOUBLE of 3.0 still 3.0"
+    )
+    func recordJSONIsTheExports() async throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore("screen-time-rewards")
+        let zone = ZoneID(scope: .private, zoneName: "_defaultZone", ownerRecordName: ZoneID.defaultOwnerName)
+        var window = Record(id: RecordID(recordName: "window-3", zone: zone), recordType: "RedemptionWindow")
+        window["durationSeconds"] = .double(3.0)
+        let saved = try store.write { session in
+            _ = try session.save(window, mode: .insert)
+            return try #require(try session.record(window.id))
+        }
+        var out = JSONWriter()
+        JSONRecordCodec(schema: try store.read { $0.schema }).encode(saved, style: .canonical, to: &out)
+        #expect(out.text.contains("3.0"), "\(out.text)")
+        let site = BrowseSite(store: store, backend: "SQLite")
+        let page = try await get(site, "/record/private/__defaultOwner__/_defaultZone/window-3.json")
+        #expect(page.status == 200 && page.text.contains(out.text), "\(page.text)")
+        let table = try await get(site, "/records/RedemptionWindow.json?zone=private:__defaultOwner__:_defaultZone")
+        #expect(table.text.contains(out.text), "\(table.text.prefix(400))")
+        #expect(try json(table.text)["records"] as? [[String: Any]] != nil)
+    }
+
+    @Test(
         "what points at a record: its references, lists of references that hold it and records whose parent it is; a page of them, saying when there are more"
     )
     func pointers() async throws {

@@ -135,11 +135,32 @@ struct SigV4Tests {
         #expect(request.header("x-amz-date") == "20130524T000000Z")
     }
 
-    @Test("the secret and the session token are never in the credentials' description")
+    @Test("the time stamp and the scope's day: four-digit years, days before 1970")
+    func stamps() throws {
+        let signer = SigV4Signer(
+            credentials: AWSCredentials(accessKeyID: "a", secretAccessKey: "b"), region: "r", service: "s3")
+        // Seconds since 1970 (Python's datetime, the proleptic Gregorian calendar ISO 8601 uses;
+        // Foundation's formatter reads years before 1582 as Julian).
+        for (seconds, stamp) in [
+            (1_440_938_160.0, "20150830T123600Z"), (-1, "19691231T235959Z"), (-30_641_662_555, "09990102T030405Z"),
+            (1_709_164_800, "20240229T000000Z"),
+        ] {
+            let date = Date(timeIntervalSince1970: seconds)
+            let text = "\(seconds)"
+            var request = SigV4Signer.Request(method: "GET", path: "/", headers: [("Host", "h")])
+            signer.sign(&request, payloadHash: SigV4Signer.emptyPayloadHash, date: date)
+            #expect(request.header("x-amz-date") == stamp, "\(text)")
+            #expect(signer.scope(date) == "\(stamp.prefix(8))/r/s3/aws4_request")
+        }
+    }
+
+    @Test("the secret and the session token are never in the credentials' description, nor in what dump shows")
     func secretsStayOut() {
         let credentials = AWSCredentials(
             accessKeyID: "AKID", secretAccessKey: "s3cr3t-value", sessionToken: "t0ken-value")
-        for text in ["\(credentials)", String(describing: credentials), String(reflecting: credentials)] {
+        var dumped = ""
+        dump(credentials, to: &dumped)
+        for text in ["\(credentials)", String(describing: credentials), String(reflecting: credentials), dumped] {
             #expect(!text.contains("s3cr3t") && !text.contains("t0ken") && text.contains("AKID"), "\(text)")
         }
     }

@@ -1,6 +1,7 @@
 import CloudKitWeb
 import Foundation
 import Records
+import Synchronization
 
 /// A page of the browser view: what it shows, as a model. ``BrowseSite``'s pages read the store
 /// and return one; the route renders it once, as HTML or, at the page's path with `.json`, as
@@ -41,10 +42,12 @@ extension BrowsePage {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let raw = RawJSONFragments()
+        encoder.userInfo[RawJSONFragments.key] = raw
         do {
             return CloudKitHTTPResponse(
                 status: status, headers: extra + [("Content-Type", "application/json; charset=utf-8")],
-                body: try encoder.encode(self))
+                body: raw.splice(try encoder.encode(self)))
         } catch {
             return ProblemPage(500, "Could not write the page", "\(error)").rendered(json: true, extra: extra)
         }
@@ -116,7 +119,9 @@ struct ProblemPage: BrowsePage {
     private enum CodingKeys: String, CodingKey { case status, error }
 }
 
-/// A record in a page's JSON: the canonical form `ckport export` writes, as its codec writes it.
+/// A record in a page's JSON: the canonical form `ckport export` writes, byte for byte as its
+/// codec writes it (its keys in the export's order, `3.0` as `3.0`), put in place after the
+/// page is encoded (``RawJSONFragments``).
 struct RecordJSON: Encodable {
     let record: Record
     let codec: JSONRecordCodec
@@ -124,7 +129,59 @@ struct RecordJSON: Encodable {
     func encode(to encoder: Encoder) throws {
         var out = JSONWriter()
         codec.encode(record, style: .canonical, to: &out)
-        try JSONParser.parse(out.bytes).encode(to: encoder)
+        guard let raw = encoder.userInfo[RawJSONFragments.key] as? RawJSONFragments else {
+            // An encoder that does not splice: the same value, as JSONEncoder writes it.
+            try JSONParser.parse(out.bytes).encode(to: encoder)
+            return
+        }
+        var container = encoder.singleValueContainer()
+        try container.encode(raw.placeholder(for: out.bytes))
+    }
+}
+
+/// JSON written elsewhere, put into a JSONEncoder's output: each fragment is encoded as a
+/// placeholder string that names this page's random token, then ``splice(_:)`` replaces every
+/// placeholder with its bytes. No value of the page can hold a placeholder: the token is new
+/// for every page.
+final class RawJSONFragments: Sendable {
+    static let key = CodingUserInfoKey(rawValue: "ckport.rawJSONFragments")!
+    private let token = UUID().uuidString
+    private let fragments = Mutex<[[UInt8]]>([])
+
+    /// The placeholder of `bytes`.
+    func placeholder(for bytes: [UInt8]) -> String {
+        let index = fragments.withLock { list in
+            list.append(bytes)
+            return list.count - 1
+        }
+        return "ckport-raw-\(token)-\(index)"
+    }
+
+    /// `encoded` with every placeholder (a JSON string) replaced by its fragment.
+    func splice(_ encoded: Data) -> Data {
+        let list = fragments.withLock { $0 }
+        guard !list.isEmpty else { return encoded }
+        let marker = Array("\"ckport-raw-\(token)-".utf8)
+        let bytes = [UInt8](encoded)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + list.reduce(0) { $0 + $1.count })
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "\""), bytes[i...].starts(with: marker) {
+                var j = i + marker.count
+                var index = 0
+                while j < bytes.count, bytes[j] != UInt8(ascii: "\"") {
+                    index = index * 10 + Int(bytes[j] &- UInt8(ascii: "0"))
+                    j += 1
+                }
+                out += list[index]
+                i = j + 1
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return Data(out)
     }
 }
 
