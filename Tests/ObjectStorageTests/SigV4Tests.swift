@@ -5,7 +5,7 @@ import Testing
 
 /// The signer against AWS's published Signature Version 4 test suite (awslabs/aws-c-auth,
 /// commit 495329c, `tests/aws-signing-test-suite/v4`; copied with its licence into
-/// `Fixtures/aws-signing-test-suite`, see SOURCE.md there), and against S3's own example.
+/// `Fixtures/aws-signing-test-suite`, see SOURCES.md there), and against S3's own example.
 @Suite("Signature Version 4")
 struct SigV4Tests {
     static let suite = packageRoot.appendingPathComponent("Tests/ObjectStorageTests/Fixtures/aws-signing-test-suite/v4")
