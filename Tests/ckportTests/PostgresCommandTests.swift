@@ -165,7 +165,7 @@ struct PostgresCommandTests {
                     original.contains(#""parent":{"recordName":"#)
                         && original.contains(#""recordType":"cloudkit.share""#)
                         && original.contains(#""participants":[{"#))
-                #expect(shares.contains(#""participants":[{"name":"#), "\(shares)")
+                #expect(shares.contains(#""participants":[{"#) && shares.contains(#""name":""#), "\(shares)")
             }
             let viaBundle = try server("bundle")
             #expect(
