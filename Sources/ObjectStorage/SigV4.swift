@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Records
 
 /// An access key for AWS or an S3-compatible service. Its secret and session token are never
 /// shown: `description` names the key's ID only.
@@ -182,7 +183,7 @@ public struct SigV4Signer: Sendable {
     static func stamp(_ date: Date) -> String {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = ISO8601.civil(fromDays: days)
         let inDay = seconds - days * 86_400
         func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
         let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
@@ -191,19 +192,6 @@ public struct SigV4Signer: Sendable {
 
     /// `20150830`.
     static func day(_ date: Date) -> String { String(stamp(date).prefix(8)) }
-
-    /// The proleptic Gregorian date of a day number (days since 1970-01-01).
-    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
 
     /// `text` with every byte but the unreserved ones (A–Z, a–z, 0–9, `-._~`) as %XX (upper
     /// case); slashes kept when asked.
