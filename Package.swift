@@ -102,7 +102,7 @@ let package = Package(
             name: "CKPort",
             dependencies: [
                 "Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "CloudKitWeb", "WebServing",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "ObjectStorage", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
@@ -150,13 +150,15 @@ let package = Package(
             dependencies: [
                 "Records", "Formats", crypto, .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ], swiftSettings: strict),
         .target(name: "SampleApps", dependencies: ["Records"], swiftSettings: strict),
         .executableTarget(
             name: "ckport",
             dependencies: [
                 "CKPort", "CloudKitWeb", "Records", "StoreCore", "SQLiteStore", "Formats", "Migrations", "SampleApps",
-                "PostgresStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "PostgresStore", "ObjectStorage", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         .executableTarget(
@@ -216,7 +218,7 @@ let package = Package(
         .testTarget(
             name: "CKPortTests",
             dependencies: [
-                "TestSupport", "CKPort", "CloudKitWeb", "SampleApps", "WebServing",
+                "TestSupport", "CKPort", "CloudKitWeb", "SampleApps", "WebServing", "ObjectStorage",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict),

@@ -46,6 +46,15 @@ public struct StoredObject: Sendable, Equatable {
     public var key: String
     public var size: Int64
     public var etag: String
+    /// When it was written, as the server says.
+    public var modified: Date?
+
+    public init(key: String, size: Int64, etag: String = "", modified: Date? = nil) {
+        self.key = key
+        self.size = size
+        self.etag = etag
+        self.modified = modified
+    }
 }
 
 /// What an S3 server answered that ckport cannot go on from: who it is (a key the server does
@@ -161,6 +170,22 @@ public final class S3Client: Sendable {
         return answer.status == 404 ? nil : answer.body
     }
 
+    /// `count` bytes of the object at `key` from `offset` (fewer at its end); a missing object
+    /// is an error.
+    public func get(_ key: String, from offset: Int64, count: Int) async throws -> [UInt8] {
+        precondition(count > 0, "a range of at least one byte")
+        let answer = try await send(
+            "GET", key, headers: [("Range", "bytes=\(offset)-\(offset + Int64(count) - 1)")], limit: count)
+        // A server that ignores Range answers 200 with the whole object: more than asked is
+        // refused by the limit, and a whole object that fits is right only from offset 0.
+        guard answer.status == 206 || offset == 0 else {
+            throw failure(
+                "GET \(key)", status: answer.status, code: "", message: "the server did not answer with the range asked"
+            )
+        }
+        return answer.body
+    }
+
     /// The object's size, nil when there is none.
     public func size(of key: String) async throws -> Int64? {
         let answer = try await send("HEAD", key, missingIsNil: true)
@@ -270,6 +295,61 @@ public final class S3Client: Sendable {
         }
     }
 
+    /// The uploads in parts begun under `prefix` and neither completed nor abandoned: each one's
+    /// key, upload ID and when it began (at most `limit`).
+    public func uploads(prefix: String, limit: Int = 100_000) async throws -> [(
+        key: String, uploadID: String, started: Date?
+    )] {
+        var found: [(key: String, uploadID: String, started: Date?)] = []
+        var marker: (key: String, id: String)?
+        repeat {
+            var query: [(name: String, value: String)] = [("prefix", prefix), ("uploads", "")]
+            if let marker { query += [("key-marker", marker.key), ("upload-id-marker", marker.id)] }
+            let answer = try await send("GET", "", query: query)
+            let reader = try XMLReader(
+                bytes: S3Client.withoutLeadingSpace(answer.body), name: "list uploads",
+                limits: .init(depth: 16, bytes: Int64(S3Client.maxAnswer)))
+            var upload: [String: String]?
+            var top: [String: String] = [:]
+            var current: String?
+            var page = 0
+            while let event = try reader.next() {
+                switch event {
+                case .start(let name, _):
+                    if name == "Upload" { upload = [:] }
+                    current = name
+                case .text(let text):
+                    guard let current else { break }
+                    if upload != nil {
+                        upload![current, default: ""] += text
+                    } else {
+                        top[current, default: ""] += text
+                    }
+                case .end(let name):
+                    if name == "Upload", let done = upload, let key = done["Key"], let id = done["UploadId"] {
+                        let started = done["Initiated"].flatMap { ISO8601.parse($0) }.map {
+                            Date(timeIntervalSince1970: Double($0) / 1000)
+                        }
+                        found.append((key, id, started))
+                        page += 1
+                        upload = nil
+                    }
+                    current = nil
+                }
+            }
+            guard found.count <= limit else {
+                throw failure("list uploads", status: 200, code: "", message: "more than \(limit) uploads")
+            }
+            marker = nil
+            if top["IsTruncated"] == "true", let key = top["NextKeyMarker"], let id = top["NextUploadIdMarker"],
+                page > 0
+            {
+                marker = (key, id)
+            }
+        } while marker != nil
+        return found
+    }
+
     /// Abandons an upload: its parts are deleted.
     public func abortUpload(_ key: String, uploadID: String) async throws {
         _ = try await send("DELETE", key, query: [("uploadId", uploadID)], missingIsNil: true)
@@ -286,8 +366,9 @@ public final class S3Client: Sendable {
     /// Sends a signed request, trying again after a failure that may pass; an answer of 2xx
     /// (or 404 when `missingIsNil`), else the error it means.
     private func send(
-        _ method: String, _ key: String, query: [(name: String, value: String)] = [], body: [UInt8] = [],
-        limit: Int = S3Client.maxAnswer, missingIsNil: Bool = false
+        _ method: String, _ key: String, query: [(name: String, value: String)] = [],
+        headers: [(String, String)] = [], body: [UInt8] = [], limit: Int = S3Client.maxAnswer,
+        missingIsNil: Bool = false
     ) async throws -> Answer {
         let operation = "\(method) \(key.isEmpty ? "/" : key)"
         let hash = SigV4Signer.payloadHash(body)
@@ -295,7 +376,8 @@ public final class S3Client: Sendable {
         for attempt in 1...attempts {
             let answer: Answer
             do {
-                answer = try await exchange(method, key, query: query, body: body, hash: hash, limit: limit)
+                answer = try await exchange(
+                    method, key, query: query, headers: headers, body: body, hash: hash, limit: limit)
             } catch let error as ObjectStorageError {
                 throw error
             } catch {
@@ -351,10 +433,11 @@ public final class S3Client: Sendable {
 
     /// One signed request and its answer (the body read up to `limit` bytes).
     private func exchange(
-        _ method: String, _ key: String, query: [(name: String, value: String)], body: [UInt8], hash: String, limit: Int
+        _ method: String, _ key: String, query: [(name: String, value: String)], headers: [(String, String)],
+        body: [UInt8], hash: String, limit: Int
     ) async throws -> Answer {
         let (url, path, host) = endpoint.address(of: key)
-        var signed = SigV4Signer.Request(method: method, path: path, query: query, headers: [("Host", host)])
+        var signed = SigV4Signer.Request(method: method, path: path, query: query, headers: [("Host", host)] + headers)
         signer.sign(&signed, payloadHash: hash, date: Date())
         let encodedQuery = signed.encodedQuery
         var request = HTTPClientRequest(url: url + (encodedQuery.isEmpty ? "" : "?" + encodedQuery))
@@ -424,8 +507,11 @@ public final class S3Client: Sendable {
                 if name == "Contents", let fields = object {
                     objects.append(
                         StoredObject(
-                            key: fields["Key"] ?? "", size: Int64(fields["Size"] ?? "") ?? 0, etag: fields["ETag"] ?? ""
-                        ))
+                            key: fields["Key"] ?? "", size: Int64(fields["Size"] ?? "") ?? 0,
+                            etag: fields["ETag"] ?? "",
+                            modified: fields["LastModified"].flatMap { ISO8601.parse($0) }.map {
+                                Date(timeIntervalSince1970: Double($0) / 1000)
+                            }))
                     object = nil
                 }
             }

@@ -99,6 +99,8 @@ public enum Wording: Sendable, Hashable, Codable {
     case chooseZone
     /// Rows whose file names no zone, of a record the store holds in `zone`: name it.
     case giveRowsZone(ZoneID)
+    /// A repository holds snapshots of several stores: choose one by its store id.
+    case sourceChoice
 
     /// The library's own words, which speak of the data.
     public var dataText: String {
@@ -130,6 +132,7 @@ public enum Wording: Sendable, Hashable, Codable {
         case .importIntoArchive: return "import calendars through the archive mapping first"
         case .fixedField(let field, let text): return "the value \(field)=\(text) given to every record"
         case .passphraseSource: return ""
+        case .sourceChoice: return " by its store id"
         case .defaultRecordType: return "or a default record type"
         case .giveRecordType: return "name a default record type"
         case .fieldList: return "the fields to write"

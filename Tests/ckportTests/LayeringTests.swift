@@ -178,7 +178,7 @@ struct LayeringTests {
             .nameTemplateWord, .repairHistory, .forceAppendOnly, .createOrForcePush, .keepAssetBytes, .allowUnencrypted,
             .signInAgain, .upgradeStore(path: "s.sqlite"), .upgradeStoreFirst(path: "s.sqlite"), .pushMode("update"),
             .storeWait, .waitLonger, .restoreBaseFirst, .restoreModes, .storeOfItsOwn, .encryptionNeedsPassphrase,
-            .giveSchema, .strictImport, .plainStyle, .canonicalStyle, .chooseZone, .giveRowsZone(zone),
+            .giveSchema, .strictImport, .plainStyle, .canonicalStyle, .chooseZone, .giveRowsZone(zone), .sourceChoice,
         ]
         // Every case is sampled: a new one fails to compile here until it is added above.
         func sampled(_ wording: Wording) -> Bool {
@@ -190,11 +190,11 @@ struct LayeringTests {
                 .remapColumn, .nameTemplate, .nameTemplateWord, .repairHistory, .forceAppendOnly, .createOrForcePush,
                 .keepAssetBytes, .allowUnencrypted, .signInAgain, .upgradeStore, .upgradeStoreFirst, .pushMode,
                 .storeWait, .waitLonger, .restoreBaseFirst, .restoreModes, .storeOfItsOwn, .encryptionNeedsPassphrase,
-                .giveSchema, .strictImport, .plainStyle, .canonicalStyle, .chooseZone, .giveRowsZone:
+                .giveSchema, .strictImport, .plainStyle, .canonicalStyle, .chooseZone, .giveRowsZone, .sourceChoice:
                 return samples.contains(wording)
             }
         }
-        #expect(samples.count == 47)
+        #expect(samples.count == 48)
         for wording in samples {
             #expect(sampled(wording))
             #expect(!wording.dataText.contains("--"), "\(wording): \(wording.dataText)")

@@ -102,18 +102,12 @@ public final class BundleReader: RecordSource {
     ///
     /// `engine` inflates the bundle: the fastest one built in unless a caller (a test, the
     /// fuzzer) wants each of them to read the same bytes.
-    public init(
+    public convenience init(
         path: String, limits: DecompressionLimits = DecompressionLimits(), passphrase: String? = nil,
         allowUnencrypted: Bool = false, stageAssets: Bool = true, decodeOnTwoThreads: Bool = false,
         checkRecordsAfterReading: Bool = false, engine: GzipReader.Engine = .fastest
     ) throws {
-        self.path = path
-        self.stageAssets = stageAssets
-        self.limits = limits
-        self.engine = engine
-        sideThread = decodeOnTwoThreads ? SideThread() : nil
-        totalBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
-        isEncrypted = BundleEncryption.isEncrypted(path: path)
+        let isEncrypted = BundleEncryption.isEncrypted(path: path)
         if passphrase != nil && !isEncrypted && !allowUnencrypted {
             throw BundleError(
                 file: path, member: nil,
@@ -122,6 +116,7 @@ public final class BundleReader: RecordSource {
             )
         }
         let gzip: GzipReader
+        let file: HashingFileReader?
         if isEncrypted {
             guard let passphrase else {
                 throw BundleError(
@@ -132,10 +127,45 @@ public final class BundleReader: RecordSource {
             gzip = GzipReader(name: path, limits: limits, engine: engine) { try decryptor.read(into: $0) }
             file = nil
         } else {
-            let file = try HashingFileReader(path: path, hashing: checkRecordsAfterReading)
-            gzip = GzipReader(name: path, limits: limits, engine: engine) { try file.read(into: $0) }
-            self.file = file
+            let reader = try HashingFileReader(path: path, hashing: checkRecordsAfterReading)
+            gzip = GzipReader(name: path, limits: limits, engine: engine) { try reader.read(into: $0) }
+            file = reader
         }
+        try self.init(
+            name: path, gzip: gzip, file: file, isEncrypted: isEncrypted,
+            totalBytes: (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value,
+            limits: limits, engine: engine, stageAssets: stageAssets, decodeOnTwoThreads: decodeOnTwoThreads,
+            checkRecordsAfterReading: checkRecordsAfterReading)
+    }
+
+    /// Reads a bundle's bytes from `source` (as `read(2)` does: how many it put in the buffer,
+    /// 0 at the end): a bundle assembled from a repository's parts, say. `name` stands for it in
+    /// messages. Every member is checked as it is read.
+    public convenience init(
+        name: String, totalBytes: Int64? = nil, limits: DecompressionLimits = DecompressionLimits(),
+        stageAssets: Bool = true, decodeOnTwoThreads: Bool = false, engine: GzipReader.Engine = .fastest,
+        source: @escaping (UnsafeMutableRawBufferPointer) throws -> Int
+    ) throws {
+        let gzip = GzipReader(name: name, limits: limits, engine: engine, source: source)
+        try self.init(
+            name: name, gzip: gzip, file: nil, isEncrypted: false, totalBytes: totalBytes, limits: limits,
+            engine: engine, stageAssets: stageAssets, decodeOnTwoThreads: decodeOnTwoThreads,
+            checkRecordsAfterReading: false)
+    }
+
+    private init(
+        name path: String, gzip: GzipReader, file: HashingFileReader?, isEncrypted: Bool, totalBytes: Int64?,
+        limits: DecompressionLimits, engine: GzipReader.Engine, stageAssets: Bool, decodeOnTwoThreads: Bool,
+        checkRecordsAfterReading: Bool
+    ) throws {
+        self.path = path
+        self.stageAssets = stageAssets
+        self.limits = limits
+        self.engine = engine
+        self.isEncrypted = isEncrypted
+        self.totalBytes = totalBytes
+        self.file = file
+        sideThread = decodeOnTwoThreads ? SideThread() : nil
         let later = checkRecordsAfterReading && (file?.isRegularFile ?? false)
         checksRecordsAfterReading = later
         // The members that will be read as records (the manifest, read next, says which they

@@ -96,10 +96,93 @@ public struct BundleWriter {
             path == "-" ? FileManager.default.temporaryDirectory.path : (path as NSString).deletingLastPathComponent
         OutputFile.removeStale(in: spoolDirectory.isEmpty ? "." : spoolDirectory)
         let spool = try BundleSpool(directory: spoolDirectory.isEmpty ? "." : spoolDirectory, sealed: passphrase != nil)
+        let made = try firstPass(session, query: query, since: since, into: spool, progress: progress)
+        // Pass 2: the archive — the record members as pass 1 compressed them — and, with a
+        // passphrase, encrypted.
+        let encryptor = try passphrase.map { try BundleEncryptor(passphrase: $0) { try output.write($0) } }
+        let archive = ArchiveStream(level: level) { bytes in
+            if let encryptor { try encryptor.write(bytes) } else { try output.write(bytes) }
+        }
+        try archive.head(made.manifest, made.small)
+        for (member, spooled) in zip(made.records.members, made.records.spooledMembers) {
+            try archive.compressedMember(member.path, size: member.bytes, crc: spooled.crc) { emit in
+                try spool.read(spooled.chunks) { chunk in
+                    try Interruption.check()
+                    try emit(chunk)
+                }
+            }
+        }
+        for member in made.assetMembers {
+            try archive.member(member.path, size: member.bytes) { put in
+                try BundleWriter.readAsset(member, from: session, put)
+            }
+        }
+        try archive.finish()
+        try encryptor?.finish()
+        try output.commit()
+        return Summary(manifest: made.manifest, bytesWritten: output.bytesWritten, missingAssets: made.missingAssets)
+    }
+
+    /// Writes a bundle in two parts, for a place that keeps objects rather than files: the
+    /// records members' compressed bytes, handed to `body` as they are made (a few hundred KB
+    /// at a time, so that they can travel while later records are still being read), and the
+    /// rest, returned at the end (``BundleParts``). Asset files are not written: the parts name
+    /// them, and whoever keeps the parts keeps the files (each once, by SHA-256).
+    /// ``BundleAssembly`` puts the bundle back together from the two parts and the files.
+    public func writeParts(
+        _ session: any RecordSession, query: RecordQuery = RecordQuery(), since: ChangeToken? = nil,
+        body: @escaping ([UInt8]) throws -> Void, progress: ((Int) -> Void)? = nil
+    ) throws -> (parts: BundleParts, missingAssets: [String]) {
+        let sink = StreamingSink(body)
+        let made = try firstPass(session, query: query, since: since, into: sink, progress: progress)
+        var spans: [BundleParts.Span] = []
+        for spooled in made.records.spooledMembers {
+            spans.append(
+                BundleParts.Span(
+                    compressedBytes: spooled.chunks.reduce(Int64(0)) { $0 + sink.lengths[$1] }, crc: spooled.crc))
+        }
+        let schema = made.small.first { $0.path == "schema.ckdb" }!.bytes
+        let history = made.small.first { $0.path == BundleWriter.migrationsPath }?.bytes
+        let parts = BundleParts(
+            manifest: made.manifest, schema: String(decoding: schema, as: UTF8.self),
+            migrations: history.map { String(decoding: $0, as: UTF8.self) }, records: spans,
+            bodyBytes: sink.total)
+        return (parts, made.missingAssets)
+    }
+
+    /// An asset member's bytes from the store, checked against the SHA-256 that names them.
+    public static func readAsset(
+        _ member: BundleManifest.Member, from session: any RecordSession, _ put: ([UInt8]) throws -> Void
+    ) throws {
+        var hasher = SHA256()
+        var written: Int64 = 0
+        try session.readAsset(member.sha256) { chunk in
+            hasher.update(bufferPointer: chunk)
+            written += Int64(chunk.count)
+            try put(Array(chunk))
+        }
+        guard written == member.bytes, BundleReader.hex(hasher.finalize()) == member.sha256 else {
+            throw StoreError.corrupt("asset \(member.sha256) does not hold the bytes its SHA-256 names")
+        }
+    }
+
+    /// What pass 1 made: the records members compressed into `sink`, and the manifest.
+    private struct FirstPass {
+        var records: RecordSpooler
+        var small: [(path: String, kind: String, bytes: [UInt8])]
+        var assetMembers: [BundleManifest.Member]
+        var missingAssets: [String]
+        var manifest: BundleManifest
+    }
+
+    private func firstPass(
+        _ session: any RecordSession, query: RecordQuery, since: ChangeToken?, into sink: any CompressedChunkSink,
+        progress: ((Int) -> Void)?
+    ) throws -> FirstPass {
         // Pass 1: the records into the spool, one member per (scope, zone, type), or one of
         // changes; the manifest needs every member's size and SHA-256 before it can go first.
         let records = RecordSpooler(
-            spool: spool, schema: session.schema, changes: since != nil, level: level, progress: progress)
+            spool: sink, schema: session.schema, changes: since != nil, level: level, progress: progress)
         if let since {
             try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
             try session.forEachChange(
@@ -148,7 +231,7 @@ public struct BundleWriter {
         let history = try session.migrationHistory(set: nil)
         let historyBytes = history.isEmpty ? [] : try BundleWriter.json(history)
         let schemaBytes = Array(SchemaPrinter.print(session.schema).utf8)
-        var small = [("schema.ckdb", "schema", schemaBytes)]
+        var small: [(path: String, kind: String, bytes: [UInt8])] = [("schema.ckdb", "schema", schemaBytes)]
         if !historyBytes.isEmpty { small.append((BundleWriter.migrationsPath, "migrations", historyBytes)) }
         let smallMembers = small.map {
             BundleManifest.Member(
@@ -159,36 +242,9 @@ public struct BundleWriter {
             created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
             storeID: session.storeID, token: session.currentToken.description, baseToken: since?.description,
             recordTypes: session.schema.recordTypes.map(\.name), members: smallMembers + records.members + assetMembers)
-        // Pass 2: the archive — the record members as pass 1 compressed them — and, with a
-        // passphrase, encrypted.
-        let archive = try ArchiveStream(output: output, level: level, passphrase: passphrase)
-        try archive.member("manifest.json", try BundleWriter.json(manifest))
-        for (name, _, bytes) in small { try archive.member(name, bytes) }
-        for (member, spooled) in zip(records.members, records.spooledMembers) {
-            try archive.compressedMember(member.path, size: member.bytes, crc: spooled.crc) { emit in
-                try spool.read(spooled.chunks) { chunk in
-                    try Interruption.check()
-                    try emit(chunk)
-                }
-            }
-        }
-        for member in assetMembers {
-            try archive.member(member.path, size: member.bytes) { put in
-                var hasher = SHA256()
-                var written: Int64 = 0
-                try session.readAsset(member.sha256) { chunk in
-                    hasher.update(bufferPointer: chunk)
-                    written += Int64(chunk.count)
-                    try put(Array(chunk))
-                }
-                guard written == member.bytes, BundleReader.hex(hasher.finalize()) == member.sha256 else {
-                    throw StoreError.corrupt("asset \(member.sha256) does not hold the bytes its SHA-256 names")
-                }
-            }
-        }
-        try archive.finish()
-        try output.commit()
-        return Summary(manifest: manifest, bytesWritten: output.bytesWritten, missingAssets: missingAssets)
+        return FirstPass(
+            records: records, small: small, assetMembers: assetMembers, missingAssets: missingAssets,
+            manifest: manifest)
     }
 
     /// A manifest or a migration history as the bundle holds it: sorted, indented JSON.
@@ -203,7 +259,7 @@ public struct BundleWriter {
 /// SHA-256 and record count noted for the manifest, the assets the records name gathered, and
 /// the bytes compressed on the other cores into the spool (``ParallelDeflater``).
 private final class RecordSpooler {
-    private let spool: BundleSpool
+    private let spool: any CompressedChunkSink
     private let codec: JSONRecordCodec
     private let typesWithAssets: Set<String>
     private let changes: Bool
@@ -226,7 +282,7 @@ private final class RecordSpooler {
     /// The member each chunk handed to the deflater belongs to, by chunk number.
     private var chunkMembers: [Int] = []
 
-    init(spool: BundleSpool, schema: Schema, changes: Bool, level: Int32, progress: ((Int) -> Void)?) {
+    init(spool: any CompressedChunkSink, schema: Schema, changes: Bool, level: Int32, progress: ((Int) -> Void)?) {
         self.spool = spool
         codec = JSONRecordCodec(schema: schema)
         typesWithAssets = Set(
@@ -341,24 +397,30 @@ private final class RecordSpooler {
 }
 
 /// Pass 2 of a bundle: tar members as one gzip member — the headers, the small members and
-/// the assets compressed here, the record members as pass 1 compressed them — through
-/// encryption when the bundle has a passphrase, into the output file.
-private final class ArchiveStream {
+/// the assets compressed here, the record members as pass 1 compressed them — handed to `emit`
+/// (the output file, through encryption when the bundle has a passphrase).
+final class ArchiveStream {
     private let segmenter: DeflateSegmenter
     private let level: Int32
-    private let encryptor: BundleEncryptor?
-    private let output: OutputFile
-    private let modified = Int64(Date().timeIntervalSince1970)
+    private let emit: ([UInt8]) throws -> Void
+    private let modified: Int64
     /// The CRC-32 and length of everything the archive holds so far, for gzip's trailer.
     private var crc: UInt32 = 0
     private var length: Int64 = 0
+    private var started = false
 
-    init(output: OutputFile, level: Int32, passphrase: String?) throws {
-        self.output = output
+    init(level: Int32, modified: Int64 = Int64(Date().timeIntervalSince1970), emit: @escaping ([UInt8]) throws -> Void)
+    {
         self.level = level
+        self.modified = modified
+        self.emit = emit
         segmenter = DeflateSegmenter(level: level)
-        encryptor = try passphrase.map { try BundleEncryptor(passphrase: $0) { try output.write($0) } }
-        try emit(GzipFraming.header)
+    }
+
+    /// The manifest, then the schema and the migration history.
+    func head(_ manifest: BundleManifest, _ small: [(path: String, kind: String, bytes: [UInt8])]) throws {
+        try member("manifest.json", try BundleWriter.json(manifest))
+        for entry in small { try member(entry.path, entry.bytes) }
     }
 
     /// A member held in memory.
@@ -410,17 +472,16 @@ private final class ArchiveStream {
     func finish() throws {
         try put(Tar.end, last: true)
         try emit(GzipFraming.trailer(crc: crc, length: length))
-        try encryptor?.finish()
     }
 
     private func put(_ bytes: [UInt8], last: Bool = false) throws {
+        if !started {
+            started = true
+            try emit(GzipFraming.header)
+        }
         guard !bytes.isEmpty || last else { return }
         bytes.withUnsafeBytes { crc = GzipFraming.combine(crc, GzipFraming.crc($0), secondLength: Int64($0.count)) }
         length += Int64(bytes.count)
         try emit(segmenter.segment(bytes, last: last))
-    }
-
-    private func emit(_ bytes: [UInt8]) throws {
-        if let encryptor { try encryptor.write(bytes) } else { try output.write(bytes) }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CKPort
 import Formats
 import Foundation
+import ObjectStorage
 import Records
 import SQLiteStore
 import StoreCore
@@ -35,13 +36,28 @@ struct BackupCommand: AsyncParsableCommand {
               ckport backup -o family.ckbundle --passphrase-file ~/.ckport-pass
               CKPORT_PASSPHRASE="$(cat ~/.ckport-pass)" \\
                   ckport backup -o family.ckbundle --encrypt
+
+            --repo (or $CKPORT_REPO, when there is no -o) writes a snapshot into a repository \
+            (ckport repo init makes one): the first snapshot of a store holds everything, each \
+            later one only what changed since the one before (by the store's change token). The \
+            records travel compressed while later ones are still being read; the snapshot \
+            appears only once all of it is written. An encrypted repository takes its passphrase \
+            as a bundle does.
+
+              ckport backup --repo /mnt/nas/ckport --passphrase-file ~/.ckport-pass
+              ckport backup --repo s3://family-backups/ckport --store family.sqlite
             """
     )
 
     @Option(
         name: [.short, .customLong("output")],
         help: ArgumentHelp("The bundle to write (.ckbundle or .tar.gz).", valueName: "file"))
-    var output: String
+    var output: String?
+
+    @OptionGroup var repository: RepositoryOptions
+
+    @Flag(help: "With --repo: a full snapshot, even when an earlier one of the store could be built on.")
+    var full = false
 
     @OptionGroup var filter: RecordFilterOptions
 
@@ -66,9 +82,21 @@ struct BackupCommand: AsyncParsableCommand {
         if since != nil && filter.predicate != nil {
             throw ValidationError("--since writes every change; it does not combine with --where")
         }
+        if output != nil && repository.repo != nil {
+            throw ValidationError("write a bundle (-o FILE) or a snapshot into a repository (--repo), not both")
+        }
+        if output == nil && repository.address == nil {
+            throw ValidationError(
+                "say where the backup goes: -o FILE for a bundle, or --repo REPOSITORY (or $CKPORT_REPO)")
+        }
+        if output == nil && since != nil {
+            throw ValidationError("--since is for bundles; a repository finds the snapshot to build on itself")
+        }
+        if output != nil && full { throw ValidationError("--full is for --repo: a bundle without --since is full") }
     }
 
     func run() async throws {
+        guard let output else { return try await backupToRepository() }
         let store = try storeOptions.open(create: false)
         if let since { try InputFiles.check(since, as: "a bundle", binary: true) }
         // A passphrase encrypts: never a plain bundle beside one, unless --no-encrypt says so.
@@ -108,6 +136,50 @@ struct BackupCommand: AsyncParsableCommand {
         if !result.missingAssets.isEmpty {
             Console.error(
                 "warning: \(Console.count(result.missingAssets.count)) assets the records name are not held by the store, so the bundle keeps their values without the files (e.g. \(result.missingAssets.prefix(2).joined(separator: ", ")))"
+            )
+        }
+    }
+
+    private func backupToRepository() async throws {
+        if encrypt == true && passphrase.passphraseFile == nil
+            && (ProcessInfo.processInfo.environment["CKPORT_PASSPHRASE"] ?? "").isEmpty
+        {
+            throw OperationError.noPassphrase
+        }
+        let store = try storeOptions.open(create: false)
+        let opened = try await BackupRepository.open(
+            try repository.storage(), passphrase: try passphrase.passphrase(), allowUnencrypted: encrypt == false)
+        if encrypt == true && !opened.isEncrypted { throw RepositoryError.notEncrypted(location: opened.location) }
+        let progress = ProgressLine("backing up", quiet: storeOptions.quiet)
+        let started = Date()
+        let result: RepositoryBackupResult
+        do {
+            result = try await Backups.backup(
+                store, to: opened, options: RepositoryBackupOptions(query: try filter.query(), full: full),
+                progress: progress.handler)
+            progress.finish()
+        } catch {
+            progress.finish()
+            throw error
+        }
+        let snapshot = result.snapshot
+        if !storeOptions.quiet {
+            if let reason = result.fullBecause { Console.error("note: a full snapshot, because \(reason)") }
+            let kind =
+                snapshot.parent.map { "changes since snapshot \(String($0.prefix(8)))" } ?? "records (a full snapshot)"
+            Console.error(
+                "snapshot \(snapshot.shortID): \(Console.count(snapshot.records)) \(kind), \(Console.bytes(snapshot.bytes)) added to \(opened.location)\(opened.isEncrypted ? " (encrypted)" : "") in \(Console.seconds(Date().timeIntervalSince(started)))"
+            )
+            if result.newAssets + result.keptAssets > 0 {
+                Console.error(
+                    "asset files: \(Console.count(result.newAssets)) written, \(Console.count(result.keptAssets)) there already"
+                )
+            }
+            Console.error("change token: \(snapshot.token)")
+        }
+        if !result.missingAssets.isEmpty {
+            Console.error(
+                "warning: \(Console.count(result.missingAssets.count)) assets the records name are not held by the store, so the snapshot keeps their values without the files (e.g. \(result.missingAssets.prefix(2).joined(separator: ", ")))"
             )
         }
     }
@@ -323,11 +395,38 @@ struct RestoreCommand: AsyncParsableCommand {
 
             A chain is checked before anything is written: each incremental bundle must start \
             where the one before it ended, from the same store.
+
+            From a repository (--repo, or $CKPORT_REPO when no bundle is named): the newest \
+            snapshot, the one --snapshot names, or the newest made at or before --at (ISO 8601 \
+            with Z or an offset, or a local time). ckport finds the snapshots it builds on and \
+            checks them all as it checks bundles.
+
+              ckport restore --repo /mnt/nas/ckport --store restored.sqlite
+              ckport restore --repo s3://family-backups/ckport --at "2026-11-24 18:00" \\
+                  --type TodoItem --store tuesday.sqlite
+              ckport restore --repo /mnt/nas/ckport --snapshot 3f9c01ab --store copy.sqlite
             """
     )
 
     @Argument(help: "The bundle, or a full bundle and the incremental ones after it, in order.")
-    var bundles: [String]
+    var bundles: [String] = []
+
+    @OptionGroup var repository: RepositoryOptions
+
+    @Option(help: ArgumentHelp("With --repo: the snapshot (its id, or its first characters).", valueName: "id"))
+    var snapshot: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --repo: the newest snapshot made at or before this time (2026-11-24T18:00:00Z, or a local 2026-11-24 18:00).",
+            valueName: "time"))
+    var at: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --repo: the store the snapshots are of (its id, or its first characters), when the repository holds several.",
+            valueName: "store-id"))
+    var source: String?
 
     /// The import modes that make sense for a restore (insert would refuse every record a
     /// store already has).
@@ -362,6 +461,21 @@ struct RestoreCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
+    func validate() throws {
+        if !bundles.isEmpty && repository.repo != nil {
+            throw ValidationError("restore bundles, or a snapshot from a repository (--repo), not both")
+        }
+        if bundles.isEmpty && repository.address == nil {
+            throw ValidationError("name the bundles to restore, or a repository (--repo, or $CKPORT_REPO)")
+        }
+        if bundles.isEmpty == false && (snapshot != nil || at != nil || source != nil) {
+            throw ValidationError("--snapshot, --at and --source choose a snapshot of a repository (--repo)")
+        }
+        if snapshot != nil && at != nil {
+            throw ValidationError("choose a snapshot by --snapshot or by --at, not both")
+        }
+    }
+
     func run() async throws {
         let started = Date()
         for bundle in bundles { try InputFiles.check(bundle, as: "a bundle", binary: true) }
@@ -376,6 +490,7 @@ struct RestoreCommand: AsyncParsableCommand {
         let options = RestoreOptions(
             mode: mode, recordTypes: Set(recordTypes), zones: Set(zone), zoneRenames: renames,
             read: try passphrase.options(limits))
+        if bundles.isEmpty { return try await restoreFromRepository(options, started: started) }
         // The chain is checked before a store is made for it.
         let readers = try bundles.map { try Backups.open($0, options: options.read, forRestore: true) }
         try Backups.checkChain(readers, intoExisting: mode != nil)
@@ -401,6 +516,40 @@ struct RestoreCommand: AsyncParsableCommand {
                 ? "; the store now holds \(Console.count(try store.read { try $0.count(RecordQuery()) })) records" : ""
             Console.error(
                 "restored \(Console.count(written)) record\(written == 1 ? "" : "s")\(assets) (\(Console.count(summary.totals.unchanged)) unchanged, \(Console.count(summary.totals.deleted)) deleted) from \(bundles.joined(separator: ", ")) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started)))\(holds)"
+            )
+            Console.error("change token: \(summary.token?.description ?? "")")
+        }
+    }
+
+    private func restoreFromRepository(_ options: RestoreOptions, started: Date) async throws {
+        var moment: Int64?
+        if let at {
+            guard let parsed = ISO8601.parse(at, timeZone: .current) else {
+                throw CommandFailure.usage(
+                    "--at takes a time: 2026-11-24T18:00:00Z, 2026-11-24T18:00+01:00, or a local 2026-11-24 18:00")
+            }
+            moment = parsed
+        }
+        let opened = try await repository.open(passphrase)
+        let all = try await opened.snapshots()
+        let chosen = try Backups.choose(
+            SnapshotChoice(id: snapshot, at: moment, source: source), in: all, repository: opened.location)
+        let store = try storeOptions.open(create: true, buildAside: true)
+        let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
+        let summary: ImportSummary
+        do {
+            summary = try await Backups.restore(
+                from: opened, snapshot: chosen, into: store, options: options, progress: progress.handler)
+            progress.finish()
+        } catch {
+            progress.finish()
+            throw error
+        }
+        if !storeOptions.quiet {
+            let written = summary.totals.inserted + summary.totals.updated
+            let count = try store.read { try $0.count(RecordQuery()) }
+            Console.error(
+                "restored snapshot \(chosen.shortID) of \(chosen.time) (\(Console.count(written)) records written, \(Console.count(summary.totals.deleted)) deleted) from \(opened.location) into \(storeOptions.path) in \(Console.seconds(Date().timeIntervalSince(started))); the store now holds \(Console.count(count)) records"
             )
             Console.error("change token: \(summary.token?.description ?? "")")
         }

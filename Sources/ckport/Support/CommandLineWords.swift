@@ -25,6 +25,7 @@ enum CommandLineWords {
         case .importIntoArchive: return "import .ics files with --mapping archive first"
         case .fixedField(let field, let text): return "--set \(field)=\(text)"
         case .passphraseSource: return " (--passphrase-file FILE, or $CKPORT_PASSPHRASE)"
+        case .sourceChoice: return " with --source STORE-ID (the store ids 'ckport snapshots' shows)"
         case .defaultRecordType: return "or pass --type"
         case .giveRecordType: return "give --type"
         case .fieldList: return "--fields"

@@ -1,0 +1,465 @@
+import Formats
+import Foundation
+import ObjectStorage
+import Records
+import StoreCore
+import Synchronization
+
+/// What a backup into a repository writes.
+public struct RepositoryBackupOptions: Sendable {
+    /// The records to write. An incremental snapshot takes its types, scope and zone, not its
+    /// predicate.
+    public var query: RecordQuery
+    /// A full snapshot even when an earlier one of the same store could be built on.
+    public var full: Bool
+
+    public init(query: RecordQuery = RecordQuery(), full: Bool = false) {
+        self.query = query
+        self.full = full
+    }
+}
+
+/// What a backup into a repository wrote.
+public struct RepositoryBackupResult: Sendable {
+    public var snapshot: RepositorySnapshot
+    /// Asset files written now, and those an earlier snapshot had written already.
+    public var newAssets: Int
+    public var keptAssets: Int
+    /// Assets the records name whose bytes the store does not hold.
+    public var missingAssets: [String]
+    /// Why a snapshot is full although the repository holds one of the same store.
+    public var fullBecause: String?
+}
+
+extension Backups {
+    /// Writes a snapshot of `store` into `repository`: only what changed since the newest
+    /// snapshot of the same store (by its store id), or everything when there is none. The
+    /// records' compressed bytes travel while later records are still being read; the snapshot
+    /// appears only once all of it is written.
+    public static func backup(
+        _ store: some RecordStoring, to repository: BackupRepository,
+        options: RepositoryBackupOptions = RepositoryBackupOptions(), progress: ProgressHandler? = nil
+    ) async throws -> RepositoryBackupResult {
+        let lock = try await RepositoryLock.acquire(repository, exclusive: false, operation: "backup")
+        do {
+            let result = try await backupLocked(store, to: repository, options: options, progress: progress)
+            await lock.release()
+            return result
+        } catch {
+            await lock.release()
+            throw error
+        }
+    }
+
+    private enum Piece: Sendable {
+        case body([UInt8])
+        case assetStart(String)
+        case asset([UInt8])
+        case assetEnd
+    }
+
+    private static func backupLocked(
+        _ store: some RecordStoring, to repository: BackupRepository, options: RepositoryBackupOptions,
+        progress: ProgressHandler?
+    ) async throws -> RepositoryBackupResult {
+        // What a backup killed earlier left half-written goes first, when no one else is at
+        // work (credentials that may not delete leave it to a prune).
+        if try await RepositoryLock.holders(repository).count <= 1 {
+            _ = try? await repository.storage.removeUnfinished(before: Date() - RepositoryLock.staleAfter)
+        }
+        let snapshots = try await repository.snapshots()
+        let storeID = store.storeID
+        let base = options.full ? nil : snapshots.last { $0.store == storeID }
+        let schemaHasAssets = try await store.readSession { session in
+            session.schema.recordTypes.contains { type in type.fields.contains { $0.type.primitive == .asset } }
+        }
+        let present: Set<String> = schemaHasAssets ? Set(try await repository.storage.list("data/").map(\.key)) : []
+        let bodyName = repository.newDataObject()
+        let body = try await repository.startObject(bodyName)
+        let channel = ThreadToTask<Piece>(depth: 8)
+        let fullBecause = Slot<String?>(nil)
+        let query = options.query
+        let total = progress != nil && base == nil ? try await store.readSession { try $0.count(query) } : nil
+        let progress = Unchecked(progress)
+        let producer = Task {
+            try await onOwnThread("ckport backup") { () throws -> (BundleParts, [String]) in
+                do {
+                    let made = try store.readSession { session -> (BundleParts, [String]) in
+                        var since: ChangeToken?
+                        if let base, let token = try? ChangeToken(parsing: base.token) {
+                            if token.storeID == session.currentToken.storeID
+                                && token.sequence <= session.currentToken.sequence
+                            {
+                                since = token
+                            } else {
+                                fullBecause.value.withLock {
+                                    $0 =
+                                        "the store's changes do not follow on from snapshot \(base.shortID) (it was restored or replaced since)"
+                                }
+                            }
+                        }
+                        let (parts, missing) = try BundleWriter().writeParts(
+                            session, query: query, since: since,
+                            body: { chunk in
+                                guard channel.put(.body(chunk)) else { throw CancellationError() }
+                            },
+                            progress: { records in
+                                progress.value?(
+                                    OperationProgress(
+                                        records: records, done: total.map { _ in Int64(records) },
+                                        total: total.map(Int64.init)))
+                            })
+                        for member in parts.assets where !present.contains(repository.assetObject(member.sha256)) {
+                            guard channel.put(.assetStart(member.sha256)) else { throw CancellationError() }
+                            try BundleWriter.readAsset(member, from: session) { bytes in
+                                guard channel.put(.asset(bytes)) else { throw CancellationError() }
+                            }
+                            guard channel.put(.assetEnd) else { throw CancellationError() }
+                        }
+                        return (parts, missing)
+                    }
+                    channel.finish()
+                    return made
+                } catch {
+                    channel.finish(throwing: error)
+                    throw error
+                }
+            }
+        }
+        var bodyDone = false
+        var asset: RepositoryObjectWriter?
+        var newAssets = 0
+        var newBytes: Int64 = 0
+        do {
+            while let piece = try await channel.next() {
+                switch piece {
+                case .body(let bytes):
+                    try await body.add(bytes)
+                case .assetStart(let sha256):
+                    if !bodyDone {
+                        try await body.finish()
+                        bodyDone = true
+                    }
+                    asset = try await repository.startObject(repository.assetObject(sha256))
+                case .asset(let bytes):
+                    try await asset!.add(bytes)
+                case .assetEnd:
+                    try await asset!.finish()
+                    newBytes += asset!.storedBytes
+                    newAssets += 1
+                    asset = nil
+                }
+            }
+            if !bodyDone { try await body.finish() }
+        } catch {
+            channel.cancel()
+            _ = try? await producer.value
+            if !bodyDone { await body.abort() }
+            await asset?.abort()
+            throw error
+        }
+        let (parts, missing) = try await producer.value
+        let snapshot = RepositorySnapshot(
+            id: repositoryID(), time: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+            host: ProcessInfo.processInfo.hostName, store: storeID, storeLocation: store.location,
+            parent: parts.manifest.baseToken == nil ? nil : base?.id, records: parts.manifest.recordCount,
+            bytes: body.storedBytes + newBytes, body: bodyName, bodyStoredBytes: body.storedBytes, parts: parts)
+        try await repository.publish(snapshot)
+        return RepositoryBackupResult(
+            snapshot: snapshot, newAssets: newAssets, keptAssets: parts.assets.count - newAssets,
+            missingAssets: missing, fullBecause: fullBecause.value.withLock { $0 })
+    }
+
+    private static func repositoryID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
+
+// MARK: - Choosing snapshots
+
+/// Which snapshot a restore, a listing or a `serve` means.
+public struct SnapshotChoice: Sendable {
+    /// A snapshot id, or the first characters of one.
+    public var id: String?
+    /// The newest snapshot at or before this moment (milliseconds since 1970).
+    public var at: Int64?
+    /// The store the snapshots are of (its id, or the first characters of it).
+    public var source: String?
+
+    public init(id: String? = nil, at: Int64? = nil, source: String? = nil) {
+        self.id = id
+        self.at = at
+        self.source = source
+    }
+}
+
+extension Backups {
+    /// The snapshots of the store `source` names, or of the only store the repository holds
+    /// snapshots of; oldest first.
+    public static func snapshots(of source: String?, in all: [RepositorySnapshot], repository: String) throws
+        -> [RepositorySnapshot]
+    {
+        let stores = Array(Set(all.map(\.store))).sorted()
+        if let source {
+            let matching = stores.filter { $0.hasPrefix(source) }
+            guard matching.count == 1 else {
+                if matching.isEmpty {
+                    throw RepositoryError.noSnapshot(location: repository, what: "of a store whose id starts \(source)")
+                }
+                throw RepositoryError.ambiguousStore(location: repository, stores: matching)
+            }
+            return all.filter { $0.store == matching[0] }
+        }
+        guard stores.count <= 1 else { throw RepositoryError.ambiguousStore(location: repository, stores: stores) }
+        return all
+    }
+
+    /// The snapshot `choice` names (the newest when it names none).
+    public static func choose(_ choice: SnapshotChoice, in all: [RepositorySnapshot], repository: String) throws
+        -> RepositorySnapshot
+    {
+        if let id = choice.id {
+            let matching = all.filter { $0.id.hasPrefix(id.lowercased()) }
+            guard matching.count == 1 else {
+                throw RepositoryError.noSnapshot(
+                    location: repository,
+                    what: matching.isEmpty ? "whose id starts \(id)" : "of one id starting \(id) (\(matching.count) do)"
+                )
+            }
+            if let source = choice.source, !matching[0].store.hasPrefix(source) {
+                throw RepositoryError.noSnapshot(location: repository, what: "\(id) of store \(source)")
+            }
+            return matching[0]
+        }
+        let candidates = try snapshots(of: choice.source, in: all, repository: repository)
+        if let at = choice.at {
+            guard let found = candidates.last(where: { $0.milliseconds <= at }) else {
+                throw RepositoryError.noSnapshot(
+                    location: repository, what: "made at or before \(ISO8601.format(milliseconds: at))")
+            }
+            return found
+        }
+        guard let newest = candidates.last else { throw RepositoryError.noSnapshot(location: repository, what: "yet") }
+        return newest
+    }
+
+    /// The full snapshot `target` builds on and every snapshot between, oldest first.
+    public static func chain(to target: RepositorySnapshot, in all: [RepositorySnapshot], repository: String) throws
+        -> [RepositorySnapshot]
+    {
+        let byID = Dictionary(all.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var chain = [target]
+        while let parent = chain.last!.parent {
+            guard let found = byID[parent], chain.count < 100_000 else {
+                throw RepositoryError.damaged(
+                    location: repository, object: "snapshots/\(chain.last!.id)",
+                    problem: "builds on snapshot \(parent), which the repository does not hold")
+            }
+            chain.append(found)
+        }
+        return chain.reversed()
+    }
+}
+
+// MARK: - Restoring
+
+extension Backups {
+    /// Restores a snapshot — the chain of snapshots it is the last of — into `store`, as
+    /// ``restore(_:into:options:progress:)-([BundleReader],_,_,_)`` restores a chain of bundles:
+    /// every snapshot's bundle is made again from the repository's objects as it is read, and
+    /// checked as a bundle file is (sizes, SHA-256, counts, every record, the chain's tokens);
+    /// the store commits only once all of it checked out.
+    public static func restore(
+        from repository: BackupRepository, snapshot target: RepositorySnapshot, into store: some RecordStoring,
+        options: RestoreOptions = RestoreOptions(), progress: ProgressHandler? = nil
+    ) async throws -> ImportSummary {
+        let lock = try await RepositoryLock.acquire(repository, exclusive: false, operation: "restore")
+        var streams: [SnapshotStream] = []
+        do {
+            let chain = try Backups.chain(
+                to: target, in: try await repository.snapshots(), repository: repository.location)
+            for snapshot in chain { streams.append(try await SnapshotStream.open(snapshot, in: repository)) }
+            let work = Unchecked((streams.map(\.reader), options, progress))
+            let summary = try await onOwnThread("ckport restore") {
+                try Backups.restore(work.value.0, into: store, options: work.value.1, progress: work.value.2)
+            }
+            for stream in streams { await stream.close() }
+            await lock.release()
+            return summary
+        } catch {
+            for stream in streams { await stream.close() }
+            await lock.release()
+            throw error
+        }
+    }
+
+    /// Opens a snapshot's bundle for reading, made again from the repository's objects as it is
+    /// read: a reader of the bundle, and what to call when done with it.
+    public static func openSnapshot(_ snapshot: RepositorySnapshot, in repository: BackupRepository) async throws
+        -> (reader: BundleReader, close: @Sendable () async -> Void)
+    {
+        let stream = try await SnapshotStream.open(snapshot, in: repository)
+        return (stream.reader, { await stream.close() })
+    }
+}
+
+/// A value behind a lock, that closures on several threads share.
+final class Slot<Value>: Sendable {
+    let value: Mutex<Value>
+    init(_ value: sending Value) { self.value = Mutex(value) }
+}
+
+/// A value handed to a thread that uses it alone.
+struct Unchecked<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// One snapshot's bundle, made again as it is read: a task fetches the body and the asset
+/// files a few MB at a time, a thread puts the bundle together (``BundleAssembly``), and the
+/// bundle's reader takes its bytes. Memory holds a few chunks of each.
+final class SnapshotStream: @unchecked Sendable {
+    let reader: BundleReader
+    private let fetched: TaskToThread<[UInt8]>
+    private let assembled: BoundedHandoff<[UInt8]>
+    private let fetcher: Task<Void, Never>
+    private let failure: Slot<(any Error)?>
+
+    private init(
+        reader: BundleReader, fetched: TaskToThread<[UInt8]>, assembled: BoundedHandoff<[UInt8]>,
+        fetcher: Task<Void, Never>, failure: Slot<(any Error)?>
+    ) {
+        self.reader = reader
+        self.fetched = fetched
+        self.assembled = assembled
+        self.fetcher = fetcher
+        self.failure = failure
+    }
+
+    static func open(_ snapshot: RepositorySnapshot, in repository: BackupRepository) async throws -> SnapshotStream {
+        if let problem = snapshot.parts.problem() {
+            throw RepositoryError.damaged(
+                location: repository.location, object: "snapshots/\(snapshot.id)", problem: problem)
+        }
+        let fetched = TaskToThread<[UInt8]>(depth: 3)
+        // The body, then each asset file, in the bundle's order.
+        let objects = [(snapshot.body, snapshot.bodyStoredBytes)]
+        let assets = snapshot.parts.assets.map { repository.assetObject($0.sha256) }
+        var sizes: [Int64] = []
+        for name in assets {
+            guard let size = try await repository.storage.size(of: name) else {
+                throw RepositoryError.damaged(
+                    location: repository.location, object: name,
+                    problem: "is missing (an asset file of snapshot \(snapshot.shortID))")
+            }
+            sizes.append(size)
+        }
+        let all = objects + Array(zip(assets, sizes))
+        let fetcher = Task {
+            do {
+                for (name, size) in all {
+                    let object = repository.objectReader(name, storedSize: size)
+                    while let bytes = try await object.next() {
+                        if bytes.isEmpty { continue }
+                        guard await fetched.send(bytes) else { return }
+                    }
+                }
+                fetched.finish()
+            } catch {
+                fetched.finish(throwing: error)
+            }
+        }
+        // The bundle's bytes, from the thread that assembles them; an empty piece is the end.
+        let assembled = BoundedHandoff<[UInt8]>(depth: 8)
+        let failure = Slot<(any Error)?>(nil)
+        let parts = snapshot.parts
+        let thread = Thread {
+            var held: [UInt8] = []
+            var offset = 0
+            func pull(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+                while offset == held.count {
+                    guard let next = try fetched.take() else { return 0 }
+                    held = next
+                    offset = 0
+                }
+                let n = min(buffer.count, held.count - offset)
+                held.withUnsafeBytes {
+                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)]))
+                }
+                offset += n
+                return n
+            }
+            struct Stopped: Error {}
+            do {
+                try BundleAssembly.assemble(
+                    parts, body: pull,
+                    asset: { member, put in
+                        var left = member.bytes
+                        var buffer = [UInt8](repeating: 0, count: 1 << 18)
+                        while left > 0 {
+                            let want = Int(min(left, Int64(buffer.count)))
+                            let got = try buffer.withUnsafeMutableBytes {
+                                try pull(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]))
+                            }
+                            guard got > 0 else { throw ArchiveError(file: "", message: "an asset file ended early") }
+                            try put(Array(buffer[0..<got]))
+                            left -= Int64(got)
+                        }
+                    },
+                    emit: { bytes in
+                        if !bytes.isEmpty { guard assembled.put(bytes) else { throw Stopped() } }
+                    })
+            } catch is Stopped {
+                fetched.cancel()
+                return
+            } catch {
+                failure.value.withLock { $0 = error }
+            }
+            fetched.cancel()
+            _ = assembled.put([])
+        }
+        thread.name = "ckport snapshot"
+        thread.start()
+        var piece: [UInt8] = []
+        var offset = 0
+        var ended = false
+        let name = "snapshot \(snapshot.shortID) in \(repository.location)"
+        do {
+            let reader = try BundleReader(name: name, limits: DecompressionLimits()) { buffer in
+                while offset == piece.count {
+                    if ended { return 0 }
+                    piece = assembled.take()
+                    offset = 0
+                    if piece.isEmpty {
+                        ended = true
+                        if let error = failure.value.withLock({ $0 }) { throw error }
+                        return 0
+                    }
+                }
+                let n = min(buffer.count, piece.count - offset)
+                piece.withUnsafeBytes {
+                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)]))
+                }
+                offset += n
+                return n
+            }
+            return SnapshotStream(
+                reader: reader, fetched: fetched, assembled: assembled, fetcher: fetcher, failure: failure)
+        } catch {
+            assembled.cancel()
+            fetched.cancel()
+            await fetcher.value
+            if let cause = failure.value.withLock({ $0 }) { throw cause }
+            throw error
+        }
+    }
+
+    /// Stops the fetching and the assembling (when the reader stopped early) and waits for the
+    /// fetching task.
+    func close() async {
+        assembled.cancel()
+        fetched.cancel()
+        await fetcher.value
+    }
+}

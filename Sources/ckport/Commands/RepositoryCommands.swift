@@ -1,0 +1,217 @@
+import ArgumentParser
+import CKPort
+import Foundation
+import ObjectStorage
+import Records
+
+/// Where a repository is: `--repo`, else `$CKPORT_REPO`.
+struct RepositoryOptions: ParsableArguments {
+    @Option(
+        name: .customLong("repo"),
+        help: ArgumentHelp(
+            "The backup repository: a folder, or s3://BUCKET/PREFIX. Default: $CKPORT_REPO.",
+            discussion:
+                "S3's key comes from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or AWS_PROFILE's in ~/.aws/credentials; the region from AWS_REGION; the endpoint from --s3-endpoint or AWS_ENDPOINT_URL; a private CA from AWS_CA_BUNDLE.",
+            valueName: "folder-or-url"))
+    var repo: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The S3-compatible server (MinIO, SeaweedFS, R2, B2, …), when it is not AWS. Default: $AWS_ENDPOINT_URL.",
+            valueName: "url"))
+    var s3Endpoint: String?
+
+    /// The repository's address, if one is given.
+    var address: String? {
+        if let repo, !repo.isEmpty { return repo }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["CKPORT_REPO"], !fromEnvironment.isEmpty {
+            return fromEnvironment
+        }
+        return nil
+    }
+
+    func storage() throws -> any RepositoryStorage {
+        guard let address else {
+            throw CommandFailure.usage(
+                "name the repository: --repo FOLDER or --repo s3://BUCKET/PREFIX (or $CKPORT_REPO)")
+        }
+        return try RepositoryAddress.storage(address, endpoint: s3Endpoint)
+    }
+
+    func open(_ passphrase: ReadPassphraseOptions) async throws -> BackupRepository {
+        try await BackupRepository.open(
+            try storage(), passphrase: try passphrase.passphrase.passphrase(),
+            allowUnencrypted: passphrase.allowUnencrypted)
+    }
+}
+
+struct RepoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "repo",
+        abstract: "Make a backup repository, or change its passphrase.",
+        discussion: """
+            A repository holds snapshots of stores, each one the changes since the one before \
+            (or everything, the first time): ckport backup --repo writes them, ckport snapshots \
+            lists them, ckport restore --repo brings one back.
+
+              ckport repo init /mnt/nas/ckport --passphrase-file ~/.ckport-pass
+              AWS_PROFILE=backups ckport repo init s3://family-backups/ckport
+            """,
+        subcommands: [RepoInitCommand.self, RepoPassphraseCommand.self]
+    )
+}
+
+struct RepoInitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Make a backup repository in a folder or a bucket.",
+        discussion: """
+            With a passphrase (--passphrase-file, or $CKPORT_PASSPHRASE) the repository is \
+            encrypted for its whole life: every snapshot sealed with AES-256-GCM, and no object's \
+            name tells anything of the data. The passphrase opens the repository's key, so it can \
+            be changed later without writing the data again (ckport repo passphrase). \
+            A lost passphrase loses the backups: nobody can open them, ckport neither.
+
+              ckport repo init /mnt/nas/ckport --passphrase-file ~/.ckport-pass
+              AWS_ENDPOINT_URL=http://127.0.0.1:8333 ckport repo init s3://backups/family
+              ckport repo init ./plain-repo --no-encrypt
+            """
+    )
+
+    @Argument(help: "Where: a folder, or s3://BUCKET/PREFIX. Default: $CKPORT_REPO.")
+    var repository: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The S3-compatible server, when it is not AWS. Default: $AWS_ENDPOINT_URL.", valueName: "url"))
+    var s3Endpoint: String?
+
+    @Flag(help: "Make the bucket if it is not there (S3 only).")
+    var createBucket = false
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Encrypt the repository. Default: encrypted when a passphrase is given, else plain.")
+    var encrypt: Bool?
+
+    @OptionGroup var passphrase: PassphraseOptions
+
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    var quiet = false
+
+    func run() async throws {
+        let options = RepositoryOptions(repo: repository, s3Endpoint: s3Endpoint)
+        let storage = try options.storage()
+        let phrase = try passphrase.passphrase()
+        if encrypt == true && phrase == nil { throw OperationError.noPassphrase }
+        if encrypt == false && passphrase.passphraseFile != nil {
+            throw CommandFailure.usage("--no-encrypt makes a plain repository, which takes no passphrase")
+        }
+        if createBucket, let s3 = storage as? S3Storage { try await s3.client.createBucket() }
+        let made = try await BackupRepository.create(storage, passphrase: encrypt == false ? nil : phrase)
+        if !quiet {
+            Console.error(
+                "made the repository \(made.location) (\(made.isEncrypted ? "encrypted: keep the passphrase safe, a lost one loses the backups" : "not encrypted"))"
+            )
+        }
+    }
+}
+
+extension RepositoryOptions {
+    init(repo: String?, s3Endpoint: String?) {
+        self.init()
+        self.repo = repo
+        self.s3Endpoint = s3Endpoint
+    }
+}
+
+struct RepoPassphraseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "passphrase",
+        abstract: "Change an encrypted repository's passphrase (the data is not written again).",
+        discussion: """
+              ckport repo passphrase --repo /mnt/nas/ckport \\
+                  --passphrase-file ~/.old-pass --new-passphrase-file ~/.new-pass
+            """
+    )
+
+    @OptionGroup var repository: RepositoryOptions
+
+    @OptionGroup var passphrase: PassphraseOptions
+
+    @Option(help: ArgumentHelp("Read the new passphrase from this file (its first line).", valueName: "file"))
+    var newPassphraseFile: String
+
+    func run() async throws {
+        let newPhrase = try PassphraseOptions(passphraseFile: newPassphraseFile).passphrase() ?? ""
+        let opened = try await BackupRepository.open(try repository.storage(), passphrase: try passphrase.passphrase())
+        try await opened.changePassphrase(to: newPhrase)
+        Console.error("changed the passphrase of \(opened.location)")
+    }
+}
+
+extension PassphraseOptions {
+    init(passphraseFile: String) {
+        self.init()
+        self.passphraseFile = passphraseFile
+    }
+}
+
+struct SnapshotsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapshots",
+        abstract: "List a repository's snapshots.",
+        discussion: """
+            Each snapshot: its id (the first 8 characters are enough to name it), when it was \
+            made, the store it is of (its store id, and where the store was), whether it is full \
+            or builds on another, how many records (or changes) it holds and what it added to the \
+            repository.
+
+              ckport snapshots --repo /mnt/nas/ckport
+              ckport snapshots --json | jq '.[-1].id'
+            """
+    )
+
+    @OptionGroup var repository: RepositoryOptions
+
+    @Option(
+        help: ArgumentHelp("Only the snapshots of this store (its id, or its first characters).", valueName: "store-id")
+    )
+    var source: String?
+
+    @Flag(help: "Print a JSON array for scripts: id, time, store, storeLocation, host, parent, records, bytes, token.")
+    var json = false
+
+    @OptionGroup var passphrase: ReadPassphraseOptions
+
+    func run() async throws {
+        let opened = try await repository.open(passphrase)
+        let all = try await opened.snapshots()
+        let shown = source == nil ? all : try Backups.snapshots(of: source, in: all, repository: opened.location)
+        if json {
+            var out = JSONWriter()
+            out.raw("[")
+            for (index, snapshot) in shown.enumerated() {
+                if index > 0 { out.raw(",") }
+                try out.encoded(snapshot.summary)
+            }
+            out.raw("]")
+            print(out.text)
+            return
+        }
+        let rows = shown.map { snapshot in
+            [
+                snapshot.shortID, snapshot.time, String(snapshot.store.prefix(12)),
+                snapshot.parent.map { "after " + String($0.prefix(8)) } ?? "full",
+                Console.count(snapshot.records), Console.bytes(snapshot.bytes),
+            ]
+        }
+        print(Console.table(["id", "time", "store", "kind", "records", "added"], rows, numeric: [4, 5]))
+        if !shown.isEmpty {
+            let stores = Set(shown.map(\.store))
+            Console.error(
+                "\(Console.count(shown.count)) snapshot\(shown.count == 1 ? "" : "s") of \(stores.count) store\(stores.count == 1 ? "" : "s") in \(opened.location)"
+            )
+        }
+    }
+}

@@ -1,0 +1,319 @@
+import CKPort
+import Foundation
+import ObjectStorage
+import Records
+import SQLiteStore
+import SampleApps
+import StoreCore
+import TestSupport
+import Testing
+
+/// Backup repositories in a folder and in SeaweedFS (a real S3 gateway that checks every
+/// signature, started by the README's test command).
+@Suite("backup repositories")
+struct RepositoryTests {
+    enum Place: String, CaseIterable, CustomStringConvertible {
+        case folder, s3
+        var description: String { rawValue }
+    }
+
+    /// Fresh storage of a kind: a folder of the scratch, or a bucket of its own under a prefix.
+    func storage(_ place: Place, _ scratch: Scratch, _ tag: String) async throws -> any RepositoryStorage {
+        switch place {
+        case .folder:
+            return FolderStorage(root: scratch.path("repo-\(tag)"))
+        case .s3:
+            guard let endpoint = S3TestServer.endpoint else { throw S3TestServerMissing() }
+            let keys = try S3TestServer.keys()
+            let client = S3Client(
+                endpoint: S3Endpoint(
+                    url: endpoint, region: "us-east-1", bucket: S3TestServer.bucket(tag), pathStyle: true),
+                credentials: AWSCredentials(accessKeyID: keys.id, secretAccessKey: keys.secret), attempts: 3,
+                firstWait: 0.05)
+            try await client.createBucket()
+            return S3Storage(client: client, prefix: "family/ckport")
+        }
+    }
+
+    static var places: [Place] { S3TestServer.enabled ? Place.allCases : [.folder] }
+
+    func todoStore(_ scratch: Scratch, count: Int, seed: UInt64 = 7, name: String = "store.sqlite") throws
+        -> RecordStore
+    {
+        let store = try scratch.store(SampleApp.familyTodo.schemaText, name: name)
+        var records: [Record] = []
+        try SampleApp.familyTodo.generate(records: count, seed: seed) { records.append($0) }
+        _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource(records)])
+        return store
+    }
+
+    func exported(_ store: RecordStore, _ scratch: Scratch) throws -> String {
+        let name = "export-\(UUID().uuidString).jsonl"
+        _ = try Exports.records(
+            from: store, to: .file(scratch.path(name)), request: ExportRequest(format: .jsonLines))
+        return scratch.text(name)
+    }
+
+    func restored(
+        _ repository: BackupRepository, _ snapshot: RepositorySnapshot, _ scratch: Scratch,
+        options: RestoreOptions = RestoreOptions()
+    ) async throws -> RecordStore {
+        let store = try RecordStore(path: scratch.path("restored-\(UUID().uuidString).sqlite"))
+        _ = try await Backups.restore(from: repository, snapshot: snapshot, into: store, options: options)
+        return store
+    }
+
+    @Test(
+        "a full snapshot, then only the changes; each restores to the store as it was, by id and by time",
+        arguments: places)
+    func backupAndRestore(place: Place) async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(try await storage(place, scratch, "chain"), passphrase: nil)
+        let store = try todoStore(scratch, count: 3_000)
+        let monday = try exported(store, scratch)
+        let first = try await Backups.backup(store, to: repository)
+        #expect(first.snapshot.isFull && first.snapshot.records == 3_000 && first.fullBecause == nil)
+
+        // Tuesday: a few deleted, one changed.
+        let names = try store.read { session in
+            var found: [String] = []
+            try session.forEach(RecordQuery(recordTypes: ["Task"], limit: 5)) { found.append($0.recordName) }
+            return found
+        }
+        _ = try Deletes.records(named: Array(names.prefix(3)), in: store)
+        let tuesday = try exported(store, scratch)
+        #expect(tuesday != monday)
+        let second = try await Backups.backup(store, to: repository)
+        #expect(second.snapshot.parent == first.snapshot.id)
+        #expect(second.snapshot.records < 50 && second.snapshot.records > 0, "\(second.snapshot.records)")
+        #expect(second.snapshot.bytes < first.snapshot.bytes / 10)
+
+        let all = try await repository.snapshots()
+        #expect(all.map(\.id) == [first.snapshot.id, second.snapshot.id])
+        #expect(try exported(try await restored(repository, all[1], scratch), scratch) == tuesday)
+        #expect(try exported(try await restored(repository, all[0], scratch), scratch) == monday)
+
+        // By time: the newest at or before the moment; before the first, none.
+        let between = (first.snapshot.milliseconds + second.snapshot.milliseconds) / 2
+        let chosen = try Backups.choose(SnapshotChoice(at: second.snapshot.milliseconds), in: all, repository: "r")
+        #expect(chosen.id == second.snapshot.id)
+        #expect(
+            try Backups.choose(SnapshotChoice(at: first.snapshot.milliseconds), in: all, repository: "r").id
+                == first.snapshot.id)
+        if between > first.snapshot.milliseconds {
+            #expect(try Backups.choose(SnapshotChoice(at: between), in: all, repository: "r").id == first.snapshot.id)
+        }
+        #expect(throws: RepositoryError.self) {
+            _ = try Backups.choose(SnapshotChoice(at: first.snapshot.milliseconds - 1), in: all, repository: "r")
+        }
+        #expect(
+            try Backups.choose(SnapshotChoice(id: String(first.snapshot.id.prefix(8))), in: all, repository: "r")
+                == all[0])
+
+        // A selection on restore, as from bundles.
+        let tasksOnly = try await restored(repository, all[1], scratch, options: RestoreOptions(recordTypes: ["Task"]))
+        let held = try tasksOnly.read { try $0.stats() }.entries.filter { $0.records > 0 }.map(\.recordType)
+        #expect(Set(held) == ["Task"])
+    }
+
+    @Test(
+        "two stores in one repository: each builds on its own snapshots, and a choice that names neither is refused",
+        arguments: places)
+    func twoStores(place: Place) async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(try await storage(place, scratch, "two"), passphrase: nil)
+        let family = try todoStore(scratch, count: 500, seed: 1, name: "family.sqlite")
+        let grandparents = try todoStore(scratch, count: 700, seed: 2, name: "grandparents.sqlite")
+        let a1 = try await Backups.backup(family, to: repository)
+        let b1 = try await Backups.backup(grandparents, to: repository)
+        let a2 = try await Backups.backup(family, to: repository)
+        let b2 = try await Backups.backup(grandparents, to: repository)
+        #expect(a1.snapshot.isFull && b1.snapshot.isFull)
+        #expect(a2.snapshot.parent == a1.snapshot.id && b2.snapshot.parent == b1.snapshot.id)
+        let all = try await repository.snapshots()
+        #expect(
+            throws: RepositoryError.ambiguousStore(
+                location: "r", stores: [family.storeID, grandparents.storeID].sorted())
+        ) {
+            _ = try Backups.choose(SnapshotChoice(), in: all, repository: "r")
+        }
+        let newestOfB = try Backups.choose(
+            SnapshotChoice(source: String(grandparents.storeID.prefix(6))), in: all, repository: "r")
+        #expect(newestOfB.id == b2.snapshot.id)
+        #expect(
+            try exported(try await restored(repository, newestOfB, scratch), scratch) == exported(grandparents, scratch)
+        )
+        #expect(
+            try Backups.chain(to: a2.snapshot, in: all, repository: "r").map(\.id) == [a1.snapshot.id, a2.snapshot.id])
+    }
+
+    @Test(
+        "an encrypted repository: names and bytes tell nothing, the passphrase is checked and can change",
+        arguments: places)
+    func encrypted(place: Place) async throws {
+        let scratch = Scratch()
+        let storage = try await storage(place, scratch, "sealed")
+        let repository = try await BackupRepository.create(storage, passphrase: "correct horse")
+        let store = try todoStore(scratch, count: 800)
+        let made = try await Backups.backup(store, to: repository)
+        // Nothing stored shows a record type, a zone, a store path or a record's text.
+        let objects = try await storage.list("")
+        #expect(objects.count >= 4)
+        let telling = ["Task", "Household", "FamilyZone", "store.sqlite", "recordName"]
+        for object in objects where object.key != "config" {
+            let bytes = try #require(try await storage.read(object.key, limit: 64 << 20))
+            let text = String(decoding: bytes, as: UTF8.self)
+            for word in telling {
+                #expect(!object.key.contains(word) && !text.contains(word), "\(object.key) shows \(word)")
+            }
+        }
+        await #expect(throws: RepositoryError.wrongPassphrase(location: storage.location)) {
+            _ = try await BackupRepository.open(storage, passphrase: "wrong")
+        }
+        await #expect(throws: RepositoryError.needsPassphrase(location: storage.location)) {
+            _ = try await BackupRepository.open(storage, passphrase: nil)
+        }
+        try await repository.changePassphrase(to: "battery staple")
+        await #expect(throws: RepositoryError.wrongPassphrase(location: storage.location)) {
+            _ = try await BackupRepository.open(storage, passphrase: "correct horse")
+        }
+        let reopened = try await BackupRepository.open(storage, passphrase: "battery staple")
+        let snapshot = try #require(try await reopened.snapshots().first)
+        #expect(snapshot == made.snapshot)
+        #expect(try exported(try await restored(reopened, snapshot, scratch), scratch) == exported(store, scratch))
+        // A plain repository where an encrypted one was expected is refused.
+        let plain = try await BackupRepository.create(try await self.storage(place, scratch, "plain"), passphrase: nil)
+        await #expect(throws: RepositoryError.self) {
+            _ = try await BackupRepository.open(plain.storage, passphrase: "battery staple")
+        }
+    }
+
+    @Test("a damaged body fails the restore naming the object, and the store gets nothing", arguments: places)
+    func damage(place: Place) async throws {
+        for sealed in [false, true] {
+            let scratch = Scratch()
+            let storage = try await storage(place, scratch, sealed ? "dmg-sealed" : "dmg")
+            let repository = try await BackupRepository.create(storage, passphrase: sealed ? "pass" : nil)
+            let store = try todoStore(scratch, count: 1_500)
+            let made = try await Backups.backup(store, to: repository)
+            let body = made.snapshot.body
+            var bytes = try #require(try await storage.read(body, limit: 64 << 20))
+            bytes[bytes.count / 2] ^= 0x5A
+            try await storage.write(body, bytes)
+            let path = scratch.path("target.sqlite")
+            let target = try RecordStore(path: path)
+            do {
+                _ = try await Backups.restore(from: repository, snapshot: made.snapshot, into: target)
+                Issue.record("a damaged snapshot restored (sealed: \(sealed))")
+            } catch {
+                let text = "\(error)"
+                #expect(
+                    text.contains(body) || text.contains("damaged") || text.contains("SHA-256")
+                        || text.contains("snapshot"),
+                    "\(text)")
+            }
+            // The store that was made for the restore is gone again, or empty.
+            #expect(
+                !FileManager.default.fileExists(atPath: path) || (try? target.read { try $0.count(RecordQuery()) }) == 0
+            )
+        }
+    }
+
+    @Test("asset files are kept once, by their SHA-256, and come back with the records", arguments: places)
+    func assets(place: Place) async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(try await storage(place, scratch, "assets"), passphrase: "p")
+        let store = try RecordStore(path: scratch.path("photos.sqlite"))
+        try store.importSchema(
+            SchemaParser.parse("DEFINE SCHEMA RECORD TYPE Photo (title STRING, cover ASSET, pages LIST<ASSET>);"))
+        var generator = SystemRandomNumberGenerator()
+        let files: [String: [UInt8]] = [
+            "big": (0..<2_500_000).map { _ in UInt8.random(in: 0...255, using: &generator) },
+            "small": Array("a page of a family recipe book".utf8), "empty": [],
+        ]
+        for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: scratch.path(name))) }
+        func asset(_ name: String) -> FieldValue {
+            .asset(Asset(fileChecksum: "ck-\(name)", size: Int64(files[name]!.count), localPath: name))
+        }
+        var options = ImportOptions()
+        options.assetDirectory = scratch.url.path
+        _ = try RecordImporter(store: store, options: options).run([
+            ArrayRecordSource([
+                Record(
+                    id: RecordID(recordName: "p1"), recordType: "Photo",
+                    fields: RecordFields([
+                        "cover": asset("big"), "pages": .list(.asset, [asset("small"), asset("empty")]),
+                    ])),
+                Record(
+                    id: RecordID(recordName: "p2"), recordType: "Photo", fields: RecordFields(["cover": asset("small")])
+                ),
+            ])
+        ])
+        let first = try await Backups.backup(store, to: repository)
+        #expect(first.newAssets == 3 && first.keptAssets == 0)
+        let second = try await Backups.backup(store, to: repository, options: RepositoryBackupOptions(full: true))
+        #expect(second.snapshot.isFull && second.newAssets == 0 && second.keptAssets == 3)
+        #expect(second.snapshot.bytes < 100_000, "the big file is not stored again: \(second.snapshot.bytes)")
+        let back = try await restored(repository, second.snapshot, scratch)
+        let held = try back.read { session in
+            var found: [String: Int] = [:]
+            for sha in first.snapshot.parts.assets.map(\.sha256) {
+                var count = 0
+                _ = try session.readAsset(sha) { count += $0.count }
+                found[sha] = count
+            }
+            return found
+        }
+        #expect(held.values.sorted() == [0, 30, 2_500_000])
+    }
+
+    @Test(
+        "a snapshot is visible only when all of it is written; what a stopped backup left is cleared", arguments: places
+    )
+    func halfWritten(place: Place) async throws {
+        let scratch = Scratch()
+        let storage = try await storage(place, scratch, "half")
+        let repository = try await BackupRepository.create(storage, passphrase: nil)
+        // A backup stopped after sending some of its body: an upload never finished.
+        let object = try await repository.startObject(repository.newDataObject())
+        try await object.add([UInt8](repeating: 1, count: RepositoryUploadLimits.partSize + 10))
+        try await object.add([UInt8](repeating: 2, count: RepositoryUploadLimits.partSize + 10))
+        #expect(try await repository.snapshots().isEmpty)
+        #expect(try await storage.list("data/").isEmpty, "a half object must not show")
+        #expect(try await storage.removeUnfinished(before: Date() + 60) >= 1)
+        #expect(try await storage.removeUnfinished(before: Date() + 60) == 0)
+    }
+
+    @Test(
+        "locks: an exclusive holder keeps a backup out, naming itself; a dead process's lock is stale",
+        arguments: places)
+    func locks(place: Place) async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(try await storage(place, scratch, "locks"), passphrase: nil)
+        let store = try todoStore(scratch, count: 200)
+        let exclusive = try await RepositoryLock.acquire(repository, exclusive: true, operation: "forget --prune")
+        do {
+            _ = try await Backups.backup(store, to: repository)
+            Issue.record("a backup ran beside an exclusive lock")
+        } catch let error as RepositoryError {
+            guard case .locked(_, let holder) = error else { throw error }
+            #expect(holder.contains("forget --prune") && holder.contains("process \(getpid())"))
+        }
+        // Two shared locks stand together; an exclusive one does not join them.
+        await exclusive.release()
+        let shared = try await RepositoryLock.acquire(repository, exclusive: false, operation: "backup")
+        _ = try await Backups.backup(store, to: repository)
+        await #expect(throws: RepositoryError.self) {
+            _ = try await RepositoryLock.acquire(repository, exclusive: true, operation: "forget --prune")
+        }
+        await shared.release()
+        // A lock of this host whose process is gone is stale.
+        let dead = RepositoryLock.Holder(
+            time: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)), exclusive: true,
+            host: ProcessInfo.processInfo.hostName, pid: 999_999, user: "someone", operation: "backup")
+        try await repository.storage.write("locks/dead", Array(try JSONEncoder().encode(dead)))
+        #expect(try await RepositoryLock.holders(repository).isEmpty)
+        _ = try await Backups.backup(store, to: repository)
+        #expect(try await RepositoryLock.removeStale(repository) == 1)
+    }
+}
