@@ -154,12 +154,13 @@ public final class BackupRepository: Sendable {
     public func snapshots() async throws -> [RepositorySnapshot] {
         var found: [RepositorySnapshot] = []
         for object in try await storage.list("snapshots/") {
-            found.append(try await snapshot(at: object.key))
+            found.append(try await snapshot(named: object.key))
         }
         return found.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
     }
 
-    func snapshot(at name: String) async throws -> RepositorySnapshot {
+    /// The snapshot object `name` (`snapshots/ID`).
+    public func snapshot(named name: String) async throws -> RepositorySnapshot {
         guard let bytes = try await readSmall(name) else {
             throw RepositoryError.damaged(location: location, object: name, problem: "is missing")
         }

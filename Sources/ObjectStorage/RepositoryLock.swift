@@ -161,10 +161,14 @@ public enum RepositoryError: CKPortError, Equatable {
     case noSnapshot(location: String, what: String)
     /// Snapshots of several stores are there and the request did not say which.
     case ambiguousStore(location: String, stores: [String])
+    /// The storage refused to delete: the credentials may write but not delete (an
+    /// append-only policy).
+    case cannotDelete(location: String, object: String)
 
     public var category: ErrorCategory {
         switch self {
         case .storage, .locked: return .environment
+        case .cannotDelete: return .authentication
         case .needsPassphrase, .wrongPassphrase: return .authentication
         case .notARepository, .exists, .notEncrypted, .noSnapshot, .ambiguousStore: return .usage
         case .damaged: return .invalidInput
@@ -188,6 +192,9 @@ public enum RepositoryError: CKPortError, Equatable {
         case .locked(let location, let holder):
             return "the repository \(location) is in use: \(holder); try again when it is done"
         case .noSnapshot(let location, let what): return "the repository \(location) holds no snapshot \(what)"
+        case .cannotDelete(let location, let object):
+            return
+                "the repository \(location) refused to delete \(object): these credentials may write but not delete (an append-only key?). Forgetting and pruning need a key that may delete; backups can go on with this one"
         case .ambiguousStore(let location, let stores):
             return
                 "the repository \(location) holds snapshots of \(stores.count) stores (\(stores.joined(separator: ", "))): name one\(Wording.sourceChoice)"

@@ -32,7 +32,7 @@ struct CKPortCommand: AsyncParsableCommand {
             InspectCommand.self,
             RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self,
             StatsCommand.self, ServeCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self,
-            PushCommand.self, CloudCommand.self, RepoCommand.self, SnapshotsCommand.self,
+            PushCommand.self, CloudCommand.self, RepoCommand.self, SnapshotsCommand.self, ForgetCommand.self,
         ]
     )
 }

@@ -316,4 +316,94 @@ struct RepositoryTests {
         _ = try await Backups.backup(store, to: repository)
         #expect(try await RepositoryLock.removeStale(repository) == 1)
     }
+
+    /// Gives the snapshots the times of consecutive days (a backup's time is its moment).
+    func spreadOverDays(_ repository: BackupRepository, _ snapshots: [RepositorySnapshot], from start: String)
+        async throws
+    {
+        let first = try #require(ISO8601.parse(start))
+        for (index, snapshot) in snapshots.enumerated() {
+            var moved = snapshot
+            moved.time = ISO8601.format(milliseconds: first + Int64(index) * 86_400_000)
+            try await repository.publish(moved)
+        }
+    }
+
+    @Test(
+        "forget keeps what the policy keeps; a kept snapshot built on one that goes is made full; prune frees the rest; another store is not touched",
+        arguments: places)
+    func forget(place: Place) async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(try await storage(place, scratch, "forget"), passphrase: "p")
+        let store = try todoStore(scratch, count: 1_200)
+        let other = try todoStore(scratch, count: 300, seed: 3, name: "other.sqlite")
+        var states: [String] = []
+        var made: [RepositorySnapshot] = []
+        for day in 0..<5 {
+            if day > 0 {
+                let name = try store.read { session in
+                    var found: [String] = []
+                    try session.forEach(RecordQuery(recordTypes: ["Task"], limit: 1)) { found.append($0.recordName) }
+                    return found
+                }
+                _ = try Deletes.records(named: name, in: store)
+            }
+            states.append(try exported(store, scratch))
+            made.append(try await Backups.backup(store, to: repository).snapshot)
+        }
+        let otherSnapshot = try await Backups.backup(other, to: repository).snapshot
+        try await spreadOverDays(repository, made, from: "2026-11-01T18:00:00Z")
+        let before = try await repository.storage.list("")
+
+        // A dry run decides and changes nothing.
+        let dry = try await Backups.forget(
+            repository, policy: RetentionPolicy(last: 2), source: String(store.storeID.prefix(6)), dryRun: true,
+            timeZone: TimeZone(identifier: "UTC")!)
+        #expect(dry.decisions.map(\.kept) == [false, false, false, true, true])
+        #expect(dry.decisions.map(\.folded) == [false, false, false, true, false])
+        #expect(try await repository.storage.list("").map(\.key) == before.map(\.key))
+
+        let result = try await Backups.forget(
+            repository, policy: RetentionPolicy(last: 2), source: String(store.storeID.prefix(6)), prune: true,
+            timeZone: TimeZone(identifier: "UTC")!)
+        #expect(result.prunedObjects >= 3, "\(result.prunedObjects)")
+        let left = try await repository.snapshots()
+        #expect(Set(left.map(\.id)) == [made[3].id, made[4].id, otherSnapshot.id])
+        let fourth = try #require(left.first { $0.id == made[3].id })
+        #expect(fourth.isFull && fourth.token == made[3].token && fourth.records > 1_000)
+        let fifth = try #require(left.first { $0.id == made[4].id })
+        #expect(fifth.parent == fourth.id)
+        #expect(try exported(try await restored(repository, fourth, scratch), scratch) == states[3])
+        #expect(try exported(try await restored(repository, fifth, scratch), scratch) == states[4])
+        #expect(
+            try exported(try await restored(repository, otherSnapshot, scratch), scratch) == exported(other, scratch))
+        // The next backup still builds on the newest.
+        let next = try await Backups.backup(store, to: repository)
+        #expect(next.snapshot.parent == made[4].id)
+        // The repository checks out, read whole.
+        let check = try await Backups.verify(repository, readFraction: 1)
+        #expect(check.problems.isEmpty, "\(check.problems)")
+        #expect(check.read == 4 && check.snapshots == 4)
+    }
+
+    @Test("verify names a missing object and a damaged one", arguments: places)
+    func verify(place: Place) async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(try await storage(place, scratch, "verify"), passphrase: nil)
+        let store = try todoStore(scratch, count: 900)
+        let first = try await Backups.backup(store, to: repository).snapshot
+        let second = try await Backups.backup(store, to: repository, options: RepositoryBackupOptions(full: true))
+            .snapshot
+        #expect(try await Backups.verify(repository, readFraction: 1).problems.isEmpty)
+        var bytes = try #require(try await repository.storage.read(second.body, limit: 64 << 20))
+        bytes[bytes.count / 3] ^= 0x01
+        try await repository.storage.write(second.body, bytes)
+        try await repository.storage.delete(first.body)
+        let check = try await Backups.verify(repository, readFraction: 1)
+        #expect(check.problems.contains { $0.contains(first.body) && $0.contains("missing") }, "\(check.problems)")
+        #expect(check.problems.contains { $0.contains(second.shortID) }, "\(check.problems)")
+        // Without reading data, the missing body is still found; the flipped byte is not.
+        let quick = try await Backups.verify(repository)
+        #expect(quick.problems.count == 1 && quick.read == 0)
+    }
 }

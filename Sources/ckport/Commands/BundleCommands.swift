@@ -250,11 +250,48 @@ struct VerifyCommand: AsyncParsableCommand {
             problem, naming the member.
 
               ckport verify family.ckbundle
+
+            With --repo (and no bundle): the repository — every snapshot readable, every chain \
+            whole, every object a snapshot names present at its size; --read-data reads every \
+            snapshot whole as a restore would (every checksum and count), --read-data-subset 10% \
+            a random tenth of them (a nightly job covers them all in turn).
+
+              ckport verify --repo /mnt/nas/ckport --read-data-subset 10%
             """
     )
 
     @Argument(help: "The bundle.")
-    var bundle: String
+    var bundle: String?
+
+    @OptionGroup var repository: RepositoryOptions
+
+    @Flag(help: "With --repo: read every snapshot whole.")
+    var readData = false
+
+    @Option(help: ArgumentHelp("With --repo: read this share of the snapshots whole (10%).", valueName: "percent"))
+    var readDataSubset: String?
+
+    func validate() throws {
+        if bundle != nil && repository.repo != nil {
+            throw ValidationError("check a bundle or a repository (--repo), not both")
+        }
+        if bundle == nil && repository.address == nil {
+            throw ValidationError("name the bundle to check, or a repository (--repo, or $CKPORT_REPO)")
+        }
+        if bundle != nil && (readData || readDataSubset != nil) {
+            throw ValidationError("--read-data and --read-data-subset are for --repo: a bundle is always read whole")
+        }
+    }
+
+    func repositoryShare() throws -> Double {
+        if readData { return 1 }
+        guard let text = readDataSubset else { return 0 }
+        let number = text.hasSuffix("%") ? String(text.dropLast()) : text
+        guard let value = Double(number), value > 0, value <= 100 else {
+            throw CommandFailure.usage("--read-data-subset takes a share from 1% to 100%, e.g. 10%")
+        }
+        return value / 100
+    }
 
     @OptionGroup var limits: BundleLimitOptions
 
@@ -265,6 +302,7 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let started = Date()
+        guard let bundle else { return try await verifyRepository(started) }
         try InputFiles.check(bundle, as: "a bundle", binary: true)
         let check = try Backups.verify(bundle, options: try passphrase.options(limits))
         if !quiet {
@@ -296,6 +334,24 @@ struct VerifyCommand: AsyncParsableCommand {
                     "note: \(Console.count(check.absentAssets.count)) assets the records name are not in the bundle (their bytes were not in the store), e.g. \(check.absentAssets.prefix(2).joined(separator: ", "))"
                 )
             }
+            print("checked in \(Console.seconds(Date().timeIntervalSince(started)))")
+        }
+    }
+
+    private func verifyRepository(_ started: Date) async throws {
+        let share = try repositoryShare()
+        let opened = try await repository.open(passphrase)
+        let check = try await Backups.verify(opened, readFraction: share)
+        guard check.problems.isEmpty else {
+            throw CommandFailure.invalid(
+                check.problems.prefix(20).joined(separator: "\n")
+                    + "\n\(opened.location) is not sound (\(check.problems.count) problem\(check.problems.count == 1 ? "" : "s"))"
+            )
+        }
+        if !quiet {
+            print(
+                "\(opened.location): sound — \(Console.count(check.snapshots)) snapshots, \(Console.count(check.objects)) objects, every chain whole\(check.read > 0 ? "; \(Console.count(check.read)) snapshots read whole, every checksum and count right" : "")"
+            )
             print("checked in \(Console.seconds(Date().timeIntervalSince(started)))")
         }
     }

@@ -215,3 +215,124 @@ struct SnapshotsCommand: AsyncParsableCommand {
         }
     }
 }
+
+struct ForgetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "forget",
+        abstract: "Remove the snapshots a retention policy does not keep.",
+        discussion: """
+            restic's rules, store by store: --keep-last N keeps the newest N; --keep-hourly, \
+            --keep-daily, --keep-weekly, --keep-monthly and --keep-yearly N keep the newest \
+            snapshot of each of the newest N hours, days, ISO weeks, months or years that have one \
+            (-1: every one), in this machine's time zone. A snapshot any rule keeps stays.
+
+            A kept snapshot that builds on one that goes is first made full (its chain read back, \
+            written as one snapshot and checked), so nothing kept ever breaks. --prune then \
+            removes the data no snapshot needs; without it, only the list changes. --dry-run \
+            shows what would go and why each one stays.
+
+              ckport forget --repo /mnt/nas/ckport --keep-daily 7 --keep-weekly 5 \\
+                  --keep-monthly 12 --prune
+              ckport forget --keep-last 3 --dry-run
+            """
+    )
+
+    @OptionGroup var repository: RepositoryOptions
+
+    @Option(help: ArgumentHelp("Keep the newest N snapshots.", valueName: "n"))
+    var keepLast = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the newest N hours.", valueName: "n"))
+    var keepHourly = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the newest N days.", valueName: "n"))
+    var keepDaily = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the newest N weeks.", valueName: "n"))
+    var keepWeekly = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the newest N months.", valueName: "n"))
+    var keepMonthly = 0
+    @Option(help: ArgumentHelp("Keep the newest snapshot of each of the newest N years.", valueName: "n"))
+    var keepYearly = 0
+
+    @Option(
+        help: ArgumentHelp("Only the snapshots of this store (its id, or its first characters).", valueName: "store-id")
+    )
+    var source: String?
+
+    @Flag(help: "Show what would go and why each snapshot stays; change nothing.")
+    var dryRun = false
+
+    @Flag(help: "Remove the data no snapshot needs any more.")
+    var prune = false
+
+    @Flag(help: "Print the decisions as JSON for scripts.")
+    var json = false
+
+    @OptionGroup var passphrase: ReadPassphraseOptions
+
+    @Flag(name: [.short, .long], help: "No progress and no summary on standard error.")
+    var quiet = false
+
+    var policy: RetentionPolicy {
+        RetentionPolicy(
+            last: keepLast, hourly: keepHourly, daily: keepDaily, weekly: keepWeekly, monthly: keepMonthly,
+            yearly: keepYearly)
+    }
+
+    func validate() throws {
+        for value in [keepLast, keepHourly, keepDaily, keepWeekly, keepMonthly, keepYearly] where value < -1 {
+            throw ValidationError("a --keep-… count is a number of snapshots, or -1 for every one")
+        }
+        if policy.isEmpty {
+            throw ValidationError(
+                "give at least one --keep-… rule (--keep-last, --keep-daily, …): a forget without one would remove every snapshot"
+            )
+        }
+    }
+
+    func run() async throws {
+        let opened = try await repository.open(passphrase)
+        let result = try await Backups.forget(
+            opened, policy: policy, source: source, dryRun: dryRun, prune: prune,
+            progress: quiet ? nil : { Console.error($0) })
+        if json {
+            var out = JSONWriter()
+            out.raw("[")
+            for (index, decision) in result.decisions.enumerated() {
+                if index > 0 { out.raw(",") }
+                out.raw("{\"id\":")
+                out.string(decision.snapshot.id)
+                out.raw(",\"time\":")
+                out.string(decision.snapshot.time)
+                out.raw(",\"store\":")
+                out.string(decision.snapshot.store)
+                out.raw(",\"keep\":")
+                out.raw(decision.kept ? "true" : "false")
+                out.raw(",\"folded\":")
+                out.raw(decision.folded ? "true" : "false")
+                out.raw(",\"reasons\":")
+                try out.encoded(decision.reasons)
+                out.raw("}")
+            }
+            out.raw("]")
+            print(out.text)
+        } else {
+            let rows = result.decisions.map { decision in
+                [
+                    decision.snapshot.shortID, decision.snapshot.time, String(decision.snapshot.store.prefix(12)),
+                    decision.kept ? "keep" : (dryRun ? "would go" : "gone"),
+                    decision.reasons.joined(separator: ", ")
+                        + (decision.folded ? (dryRun ? " (would be made full)" : " (made full)") : ""),
+                ]
+            }
+            print(Console.table(["id", "time", "store", "", "why"], rows, numeric: []))
+        }
+        if !quiet {
+            let going = result.decisions.filter { !$0.kept }.count
+            Console.error(
+                "\(dryRun ? "would remove" : "removed") \(Console.count(going)) of \(Console.count(result.decisions.count)) snapshots"
+                    + (prune && !dryRun
+                        ? "; pruned \(Console.count(result.prunedObjects)) objects (\(Console.bytes(result.prunedBytes)))"
+                        : "")
+            )
+        }
+    }
+}
