@@ -153,6 +153,14 @@ struct ErrorModelTests {
                 code: "SignatureDoesNotMatch",
                 serverMessage: "The request signature we calculated does not match"), .authentication
         ),
+        (RepositoryError.wrongPassphrase(location: "s3://backups/family"), .authentication),
+        (RepositoryError.cannotDelete(location: "s3://backups/family", object: "snapshots/ab"), .authentication),
+        (RepositoryError.locked(location: "/mnt/nas/ckport", holder: "forget by ann on nas"), .environment),
+        (RepositoryError.ambiguousStore(location: "/mnt/nas/ckport", stores: ["a1", "b2"]), .usage),
+        (
+            RepositoryError.damaged(location: "/mnt/nas/ckport", object: "data/ab/cd", problem: "is missing"),
+            .invalidInput
+        ),
     ]
 
     @Test("every public error type of the library is a CKPortError, and each has a sample here")

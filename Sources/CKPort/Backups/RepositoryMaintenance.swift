@@ -36,7 +36,7 @@ extension Backups {
         prune: Bool = false, timeZone: TimeZone = .current, progress: ((String) -> Void)? = nil
     ) async throws -> ForgetResult {
         let lock = try await RepositoryLock.acquire(
-            repository, exclusive: !dryRun, operation: prune ? "forget --prune" : "forget")
+            repository, exclusive: !dryRun, operation: prune ? "forget and prune" : "forget")
         do {
             let result = try await forgetLocked(
                 repository, policy: policy, source: source, dryRun: dryRun, prune: prune, timeZone: timeZone,

@@ -56,6 +56,21 @@ postgres_namespace() {
   PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 "$GUIDE_POSTGRES" -c "DROP SCHEMA IF EXISTS $1 CASCADE"
 }
 
+# The reader's S3-compatible server (SeaweedFS here: CKPORT_TEST_S3, started by the README's
+# test command), their key as the profile `backups` of ~/.aws/credentials, and a bucket name of
+# this run's own.
+machine_s3() {
+  scene_repo
+  [ -n "${CKPORT_TEST_S3:-}" ] && [ -n "${CKPORT_TEST_S3_DIR:-}" ] \
+    || { echo "scenes: the S3 examples need CKPORT_TEST_S3 and CKPORT_TEST_S3_DIR (scripts/seaweedfs.sh)" >&2; return 1; }
+  mkdir -p "$HOME/.aws"
+  { echo "[backups]"
+    sed -n 's/^AWS_ACCESS_KEY_ID=/aws_access_key_id = /p; s/^AWS_SECRET_ACCESS_KEY=/aws_secret_access_key = /p' \
+      "$CKPORT_TEST_S3_DIR/credentials"; } > "$HOME/.aws/credentials"
+  chmod 600 "$HOME/.aws/credentials"
+  GUIDE_S3_BUCKET="guide-$(date +%s)-$RANDOM"
+}
+
 # The reader's PostgreSQL server, with nothing yet in the namespace `family`.
 machine_postgresql() { scene_repo; postgres_namespace family; }
 machine_browsing() { scene_repo; postgres_namespace family; }
