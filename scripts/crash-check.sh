@@ -3,7 +3,9 @@
 # checks after each kill that the store opens, that SQLite's integrity check says ok, and that
 # it holds either the state before the operation or the state after it — nothing lost, nothing
 # half-done. Then fills a size-limited file system (RLIMIT_FSIZE) during an import and checks
-# for a clear error and an intact store.
+# for a clear error and an intact store. Then kills a backup into a repository and a forget
+# --prune, and checks that the repository stays sound (every snapshot read whole) and that
+# the snapshots it lists restore as they were.
 #
 #   scripts/crash-check.sh                 # 100,000 records, 20 kills per operation
 #   scripts/crash-check.sh 200000 30       # more records, more kills
@@ -20,6 +22,7 @@ work=${CRASH_DIR:-$(mktemp -d)}
 [ -n "${CRASH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
 mkdir -p "$work"
 command -v sqlite3 >/dev/null || { echo "crash-check: sqlite3 is missing (apt-get install sqlite3)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "crash-check: jq is missing (apt-get install jq)" >&2; exit 1; }
 build=${CRASH_BUILD:-release}
 swift build -c "$build" --product ckport >/dev/null
 ckport=$(swift build -c "$build" --show-bin-path)/ckport
@@ -183,8 +186,65 @@ left=$(cd "$work" && ls -A | grep -c '^\.n\.sqlite.*\.ckport-' || true)
 [ "$left" = 0 ] || fail "after a full disk under a new store $left files are left beside the path"
 echo "  into a new store: exit $status: $message; nothing at the path, nothing beside it"
 
+# 5. backup --repo into a folder repository: a killed backup leaves the snapshots there were,
+#    each whole (verify reads every one), and never a half one listed; the next one goes on.
+repo=$work/repo
+"$ckport" repo init "$repo" -q
+"$ckport" backup --repo "$repo" --store "$work/full.sqlite" -q
+snapshots_in() { "$ckport" snapshots --repo "$1" --json 2>/dev/null | jq length 2>/dev/null || echo "unreadable"; }
+sound() { "$ckport" verify --repo "$1" --read-data -q >/dev/null 2>&1 && echo sound || echo "NOT SOUND"; }
+full_time=$(seconds "$ckport" backup --repo "$repo" --full --store "$work/full.sqlite" -q)
+echo "backup --repo (uninterrupted, full: $full_time s)"
+killed=0
+for i in $(seq "$kills"); do
+  before=$(snapshots_in "$repo")
+  delay=$(random_delay "$full_time" "$i")
+  outcome=$(kill_at "$delay" "$ckport" backup --repo "$repo" --full --store "$work/full.sqlite" -q)
+  [ "$outcome" != killed ] || killed=$((killed + 1))
+  after=$(snapshots_in "$repo"); state=$(sound "$repo")
+  [ "$state" = sound ] || fail "backup --repo killed at $delay s: the repository is not sound"
+  [ "$after" = "$before" ] || [ "$after" = $((before + 1)) ] || fail "backup --repo killed at $delay s: $after snapshots, where there were $before"
+  printf "  kill %2d at %6s s (%s): %s, %s snapshots (before: %s)\n" "$i" "$delay" "$outcome" "$state" "$after" "$before"
+done
+landed "backup --repo" "$killed"
+"$ckport" backup --repo "$repo" --store "$work/full.sqlite" -q || fail "a backup after the killed ones failed"
+"$ckport" restore --repo "$repo" --store "$work/rr.sqlite" -q
+[ "$(records_in "$work/rr.sqlite")" = "$total" ] || fail "the newest snapshot after the kills restores $(records_in "$work/rr.sqlite") records, not $total"
+
+# 6. forget --prune: a chain of five snapshots, the oldest three forgotten, so the fourth is made
+#    full first. Killed at any moment, the repository stays sound, and the snapshots it lists
+#    restore as they were: the newest always, to the store's last state.
+chain=$work/chain-repo
+cp "$work/full.sqlite" "$work/c.sqlite"
+"$ckport" repo init "$chain" -q
+for step in 1 2 3 4 5; do
+  [ "$step" = 1 ] || "$ckport" delete --store "$work/c.sqlite" --type Task --where "title CONTAINS '$step'" -q >/dev/null 2>&1 || true
+  "$ckport" backup --repo "$chain" --store "$work/c.sqlite" -q
+done
+newest=$("$ckport" export -q --store "$work/c.sqlite" | sha256sum)
+rm -rf "$chain.template" && cp -a "$chain" "$chain.template"
+full_time=$(seconds "$ckport" forget --repo "$chain" --keep-last 2 --prune -q)
+[ "$(snapshots_in "$chain")" = 2 ] || fail "forget --keep-last 2 left $(snapshots_in "$chain") snapshots"
+echo "forget --prune (uninterrupted, one snapshot made full: $full_time s)"
+killed=0
+for i in $(seq "$kills"); do
+  rm -rf "$chain" && cp -a "$chain.template" "$chain"
+  delay=$(random_delay "$full_time" "$i")
+  outcome=$(kill_at "$delay" "$ckport" forget --repo "$chain" --keep-last 2 --prune -q)
+  [ "$outcome" != killed ] || killed=$((killed + 1))
+  count=$(snapshots_in "$chain"); state=$(sound "$chain")
+  [ "$state" = sound ] || fail "forget killed at $delay s: the repository is not sound"
+  rm -f "$work/cr.sqlite"
+  "$ckport" restore --repo "$chain" --store "$work/cr.sqlite" -q || fail "forget killed at $delay s: the newest snapshot does not restore"
+  [ "$("$ckport" export -q --store "$work/cr.sqlite" | sha256sum)" = "$newest" ] || fail "forget killed at $delay s: the newest snapshot restores another state"
+  "$ckport" forget --repo "$chain" --keep-last 2 --prune -q >/dev/null || fail "forget killed at $delay s: the next forget failed"
+  [ "$(snapshots_in "$chain")" = 2 ] || fail "forget killed at $delay s: the next forget left $(snapshots_in "$chain") snapshots"
+  printf "  kill %2d at %6s s (%s): %s, %s snapshots, the newest restores as it was\n" "$i" "$delay" "$outcome" "$state" "$count"
+done
+landed "forget --prune" "$killed"
+
 if [ "$failures" -gt 0 ]; then
   echo "crash check: $failures failures" >&2
   exit 1
 fi
-echo "crash check: every kill left the state before or the state after; the full disk left the store as it was, and no new store"
+echo "crash check: every kill left the state before or the state after; the full disk left the store as it was, and no new store; every killed backup and forget left a sound repository"

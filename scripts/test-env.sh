@@ -55,9 +55,13 @@ echo "PostgreSQL for the tests: $CKPORT_TEST_POSTGRES"
 # A throwaway SeaweedFS (an S3 gateway that checks signatures, from PyPI) for the object storage
 # tests, which are then required (CI=true). Its keys are in files, never in the environment of
 # the commands under test.
+# And moto's S3 server, a second implementation, for the repository tests.
 test_s3dir=$(mktemp -d)
-trap 'bash "$test_root/scripts/postgres-cluster.sh" stop "$test_pgdir" >/dev/null 2>&1 || true; rm -rf "$test_pgdir"; bash "$test_root/scripts/seaweedfs.sh" stop "$test_s3dir" >/dev/null 2>&1 || true; rm -rf "$test_s3dir"' EXIT
+test_motodir=$(mktemp -d)
+trap 'bash "$test_root/scripts/postgres-cluster.sh" stop "$test_pgdir" >/dev/null 2>&1 || true; rm -rf "$test_pgdir"; bash "$test_root/scripts/seaweedfs.sh" stop "$test_s3dir" >/dev/null 2>&1 || true; rm -rf "$test_s3dir"; bash "$test_root/scripts/moto.sh" stop "$test_motodir" >/dev/null 2>&1 || true; rm -rf "$test_motodir"' EXIT
 CKPORT_TEST_S3=$(bash "$test_root/scripts/seaweedfs.sh" start "$test_s3dir")
 CKPORT_TEST_S3_DIR="$test_s3dir"
-export CKPORT_TEST_S3 CKPORT_TEST_S3_DIR
-echo "SeaweedFS for the tests: $CKPORT_TEST_S3"
+CKPORT_TEST_MOTO=$(bash "$test_root/scripts/moto.sh" start "$test_motodir")
+CKPORT_TEST_MOTO_DIR="$test_motodir"
+export CKPORT_TEST_S3 CKPORT_TEST_S3_DIR CKPORT_TEST_MOTO CKPORT_TEST_MOTO_DIR
+echo "SeaweedFS for the tests: $CKPORT_TEST_S3; moto: $CKPORT_TEST_MOTO"

@@ -28,6 +28,28 @@ public enum S3TestServer {
         return (id, secret)
     }
 
+    /// moto's S3 server, the second implementation (`CKPORT_TEST_MOTO`, its key in
+    /// `CKPORT_TEST_MOTO_DIR/credentials`), started by the README's test command beside
+    /// SeaweedFS; required where SeaweedFS is.
+    public static var motoEndpoint: URL? {
+        ProcessInfo.processInfo.environment["CKPORT_TEST_MOTO"].flatMap(URL.init(string:))
+    }
+
+    public static func motoKeys() throws -> (id: String, secret: String) {
+        guard let folder = ProcessInfo.processInfo.environment["CKPORT_TEST_MOTO_DIR"] else {
+            throw S3TestServerMissing()
+        }
+        var values: [String: String] = [:]
+        for line in try String(contentsOfFile: folder + "/credentials", encoding: .utf8).split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { values[parts[0]] = parts[1] }
+        }
+        guard let id = values["AWS_ACCESS_KEY_ID"], let secret = values["AWS_SECRET_ACCESS_KEY"] else {
+            throw S3TestServerMissing()
+        }
+        return (id, secret)
+    }
+
     /// A bucket name of its own, for one test.
     public static func bucket(_ tag: String) -> String { "t-\(tag)-\(UUID().uuidString.prefix(8).lowercased())" }
 }
@@ -35,6 +57,6 @@ public enum S3TestServer {
 public struct S3TestServerMissing: Error, CustomStringConvertible {
     public init() {}
     public var description: String {
-        "CI runs the object storage tests: set CKPORT_TEST_S3 and CKPORT_TEST_S3_DIR (see scripts/seaweedfs.sh)"
+        "CI runs the object storage tests: set CKPORT_TEST_S3 and CKPORT_TEST_S3_DIR (see scripts/seaweedfs.sh), and CKPORT_TEST_MOTO and CKPORT_TEST_MOTO_DIR (scripts/moto.sh)"
     }
 }
