@@ -85,11 +85,12 @@ public final class BackupRepository: Sendable {
         }
         for file in files.prefix(64) {
             guard let keyFile = try await storage.read(file.key, limit: 1 << 20) else { continue }
-            if let keys = try RepositoryKeys.open(
-                keyFile, passphrase: passphrase, name: file.key, location: storage.location)
-            {
-                return BackupRepository(storage: storage, config: config, keys: keys)
-            }
+            // A file that is no key file (left by another program) is passed over.
+            guard
+                let keys = try? RepositoryKeys.open(
+                    keyFile, passphrase: passphrase, name: file.key, location: storage.location)
+            else { continue }
+            return BackupRepository(storage: storage, config: config, keys: keys)
         }
         throw RepositoryError.wrongPassphrase(location: storage.location)
     }
@@ -247,10 +248,13 @@ public struct RepositorySnapshot: Codable, Sendable, Equatable {
     public var bodyStoredBytes: Int64
     /// The bundle: its manifest, schema and history, and where its records lie in the body.
     public var parts: BundleParts
+    /// The selection it holds when it is not the whole store (`types=Task;zone=family-1`); a
+    /// snapshot builds only on one of the same selection.
+    public var selection: String?
 
     public init(
         id: String, time: String, host: String, store: String, storeLocation: String, parent: String?, records: Int,
-        bytes: Int64, body: String, bodyStoredBytes: Int64, parts: BundleParts
+        bytes: Int64, body: String, bodyStoredBytes: Int64, parts: BundleParts, selection: String? = nil
     ) {
         self.id = id
         self.time = time
@@ -263,6 +267,7 @@ public struct RepositorySnapshot: Codable, Sendable, Equatable {
         self.body = body
         self.bodyStoredBytes = bodyStoredBytes
         self.parts = parts
+        self.selection = selection
     }
 
     public var token: String { parts.manifest.token }
@@ -352,7 +357,8 @@ public final class RepositoryObjectWriter: @unchecked Sendable {
     public func finish() async throws {
         if let sealer { part += sealer.finish() }
         storedBytes += Int64(part.count)
-        try await upload.add(part)
+        // No empty last part (some servers refuse one); an empty object is put as one.
+        if !part.isEmpty { try await upload.add(part) }
         part = []
         try await upload.finish()
     }

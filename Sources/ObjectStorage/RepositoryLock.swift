@@ -86,10 +86,21 @@ public final class RepositoryLock: Sendable {
         return RepositoryLock(repository: repository, name: name, holder: holder)
     }
 
-    /// Gives the lock up.
+    /// Gives the lock up (a refresh under way ends first, so that it cannot write the lock
+    /// again after it is gone).
     public func release() async {
         refresher.cancel()
+        await refresher.value
         try? await repository.storage.delete(name)
+    }
+
+    /// Throws unless the lock still stands: before a backup makes its snapshot visible, so
+    /// that one whose lock another process took for stale (and whose objects a prune may have
+    /// removed) says so instead.
+    public func confirm() async throws {
+        guard try await repository.storage.size(of: name) != nil else {
+            throw RepositoryError.lockLost(location: repository.location, lock: name)
+        }
     }
 
     /// The locks others hold that are not stale.
@@ -98,10 +109,17 @@ public final class RepositoryLock: Sendable {
     )] {
         var found: [(name: String, holder: Holder)] = []
         for object in try await repository.storage.list("locks/") where object.key != ignoring {
-            // A lock removed since the listing is no lock.
-            guard let bytes = try? await repository.readSmall(object.key),
-                let holder = try? JSONDecoder().decode(Holder.self, from: Data(bytes))
-            else { continue }
+            // A lock removed since the listing is no lock; one that cannot be read stands (the
+            // storage failed, or another version of ckport wrote it).
+            let holder: Holder
+            do {
+                guard let bytes = try await repository.readSmall(object.key) else { continue }
+                holder = try JSONDecoder().decode(Holder.self, from: Data(bytes))
+            } catch {
+                holder = Holder(
+                    time: now(), exclusive: true, host: "an unknown host", pid: 0, user: "someone",
+                    operation: "a lock that cannot be read (\(object.key))")
+            }
             if isStale(holder) { continue }
             found.append((object.key, holder))
         }
@@ -164,10 +182,13 @@ public enum RepositoryError: CKPortError, Equatable {
     /// The storage refused to delete: the credentials may write but not delete (an
     /// append-only policy).
     case cannotDelete(location: String, object: String)
+    /// This process's lock is gone (another took it for stale): what it wrote is not made
+    /// visible.
+    case lockLost(location: String, lock: String)
 
     public var category: ErrorCategory {
         switch self {
-        case .storage, .locked: return .environment
+        case .storage, .locked, .lockLost: return .environment
         case .cannotDelete: return .authentication
         case .needsPassphrase, .wrongPassphrase: return .authentication
         case .notARepository, .exists, .notEncrypted, .noSnapshot, .ambiguousStore: return .usage
@@ -192,6 +213,9 @@ public enum RepositoryError: CKPortError, Equatable {
         case .locked(let location, let holder):
             return "the repository \(location) is in use: \(holder); try again when it is done"
         case .noSnapshot(let location, let what): return "the repository \(location) holds no snapshot \(what)"
+        case .lockLost(let location, let lock):
+            return
+                "the repository \(location): this process's lock \(lock) is gone (another process took it for stale: was this one stopped for half an hour?), so the snapshot was not made visible; run the backup again"
         case .cannotDelete(let location, let object):
             return
                 "the repository \(location) refused to delete \(object): these credentials may write but not delete (an append-only key?). Forgetting and pruning need a key that may delete; backups can go on with this one"

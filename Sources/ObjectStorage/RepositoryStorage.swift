@@ -125,22 +125,50 @@ public struct FolderStorage: RepositoryStorage {
 
     public func list(_ prefix: String) async throws -> [StoredObject] {
         // The prefix's folder part is where to look; the rest filters the names found there.
+        // A folder that cannot be read is an error, never an empty listing (a prune that saw no
+        // snapshots would remove every object). Names that start with a dot (.partial/, and
+        // what Finder, editors or a NAS leave: .DS_Store, ._x) are not the repository's.
         let folder = prefix.contains("/") ? String(prefix[..<prefix.lastIndex(of: "/")!]) : ""
         var found: [StoredObject] = []
-        let start = folder.isEmpty ? root : path(folder)
-        guard let walker = FileManager.default.enumerator(atPath: start) else { return [] }
-        while let relative = walker.nextObject() as? String {
-            let name = folder.isEmpty ? relative : folder + "/" + relative
-            if name.hasPrefix(FolderStorage.partial) { continue }
-            guard name.hasPrefix(prefix) else { continue }
-            var info = stat()
-            guard lstat(path(name), &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            found.append(
-                StoredObject(
-                    key: name, size: Int64(info.st_size),
-                    modified: Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec))))
+        func walk(_ relative: String) throws {
+            let directory = relative.isEmpty ? root : path(relative)
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: directory)
+            } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+                return
+            } catch {
+                throw RepositoryError.storage(
+                    location: root, message: "cannot list \(directory): \(error.localizedDescription)")
+            }
+            for entry in names where !entry.hasPrefix(".") {
+                let name = relative.isEmpty ? entry : relative + "/" + entry
+                var info = stat()
+                guard lstat(path(name), &info) == 0 else {
+                    if errno == ENOENT { continue }
+                    throw failure("look at", name)
+                }
+                if (info.st_mode & S_IFMT) == S_IFDIR {
+                    if name.hasPrefix(prefix) || prefix.hasPrefix(name + "/") { try walk(name) }
+                } else if (info.st_mode & S_IFMT) == S_IFREG && name.hasPrefix(prefix) {
+                    found.append(
+                        StoredObject(
+                            key: name, size: Int64(info.st_size),
+                            modified: Date(timeIntervalSince1970: FolderStorage.modified(info))))
+                }
+            }
         }
+        try walk(folder)
         return found.sorted { $0.key < $1.key }
+    }
+
+    /// A file's modification time, in seconds since 1970.
+    static func modified(_ info: stat) -> Double {
+        #if canImport(Darwin)
+            return Double(info.st_mtimespec.tv_sec)
+        #else
+            return Double(info.st_mtim.tv_sec)
+        #endif
     }
 
     public func delete(_ name: String) async throws {
@@ -158,7 +186,7 @@ public struct FolderStorage: RepositoryStorage {
         for name in names {
             var info = stat()
             guard lstat(folder + "/" + name, &info) == 0 else { continue }
-            if Double(info.st_mtim.tv_sec) < before.timeIntervalSince1970, unlink(folder + "/" + name) == 0 {
+            if FolderStorage.modified(info) < before.timeIntervalSince1970, unlink(folder + "/" + name) == 0 {
                 removed += 1
             }
         }
@@ -294,8 +322,16 @@ public struct S3Storage: RepositoryStorage {
     }
 
     public func removeUnfinished(before: Date) async throws -> Int {
+        // Only this repository's own uploads: those of its data objects (data/XX/NAME, NAME in
+        // hex), never another repository's in the same bucket or one whose start is unknown.
         var removed = 0
-        for upload in try await client.uploads(prefix: prefix) where (upload.started ?? .distantPast) < before {
+        for upload in try await client.uploads(prefix: prefix + "data/") {
+            let name = upload.key.dropFirst(prefix.count + "data/".count)
+            let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0].count == 2, parts[1].hasPrefix(parts[0]),
+                parts[1].count >= 32, parts[1].allSatisfy(\.isHexDigit)
+            else { continue }
+            guard let started = upload.started, started < before else { continue }
             try await client.abortUpload(upload.key, uploadID: upload.uploadID)
             removed += 1
         }

@@ -327,9 +327,7 @@ public final class S3Client: Sendable {
                     }
                 case .end(let name):
                     if name == "Upload", let done = upload, let key = done["Key"], let id = done["UploadId"] {
-                        let started = done["Initiated"].flatMap { ISO8601.parse($0) }.map {
-                            Date(timeIntervalSince1970: Double($0) / 1000)
-                        }
+                        let started = done["Initiated"].flatMap { S3Client.timestamp($0) }
                         found.append((key, id, started))
                         page += 1
                         upload = nil
@@ -509,9 +507,7 @@ public final class S3Client: Sendable {
                         StoredObject(
                             key: fields["Key"] ?? "", size: Int64(fields["Size"] ?? "") ?? 0,
                             etag: fields["ETag"] ?? "",
-                            modified: fields["LastModified"].flatMap { ISO8601.parse($0) }.map {
-                                Date(timeIntervalSince1970: Double($0) / 1000)
-                            }))
+                            modified: fields["LastModified"].flatMap { S3Client.timestamp($0) }))
                     object = nil
                 }
             }
@@ -521,6 +517,17 @@ public final class S3Client: Sendable {
 
     /// An answer without the white space S3 may send before the document while it works (a
     /// long CompleteMultipartUpload), which an XML parser refuses before the declaration.
+    /// A time in an answer (`2026-12-07T03:24:43.228Z`; servers in Go write up to nine
+    /// fractional digits, of which the first three are kept).
+    static func timestamp(_ text: String) -> Date? {
+        var trimmed = text
+        if let dot = text.firstIndex(of: "."), let end = text[dot...].firstIndex(where: { !$0.isNumber && $0 != "." }) {
+            let digits = text[text.index(after: dot)..<end]
+            trimmed = String(text[..<dot]) + (digits.isEmpty ? "" : "." + digits.prefix(3)) + String(text[end...])
+        }
+        return ISO8601.parse(trimmed).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+
     static func withoutLeadingSpace(_ body: [UInt8]) -> [UInt8] {
         Array(body.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 })
     }

@@ -37,6 +37,14 @@ package final class BoundedHandoff<Element: Sendable>: Sendable {
         state.withLock(when: { !$0.waiting.isEmpty }, then: { $0.waiting.removeFirst() })
     }
 
+    /// Consumer: waits for the next element; nil once the handoff is cancelled (by whichever
+    /// side), so that a consumer on a thread of its own is never left waiting.
+    package func takeUnlessCancelled() -> Element? {
+        state.withLock(
+            when: { !$0.waiting.isEmpty || $0.cancelled },
+            then: { $0.cancelled ? nil : $0.waiting.removeFirst() })
+    }
+
     /// Consumer: no more elements are wanted; wakes a producer waiting for room.
     package func cancel() {
         state.withLock { state in

@@ -292,8 +292,42 @@ struct RepositoryTests {
         try await object.add([UInt8](repeating: 2, count: RepositoryUploadLimits.partSize + 10))
         #expect(try await repository.snapshots().isEmpty)
         #expect(try await storage.list("data/").isEmpty, "a half object must not show")
+        // Another program's upload in the same bucket, and one of a name ckport never makes,
+        // are not the repository's to remove.
+        var others: [(key: String, id: String)] = []
+        if let s3 = storage as? S3Storage {
+            for key in ["elsewhere/video.mp4", s3.prefix + "data/notes.txt"] {
+                others.append((key, try await s3.client.startUpload(key)))
+            }
+        }
         #expect(try await storage.removeUnfinished(before: Date() + 60) >= 1)
         #expect(try await storage.removeUnfinished(before: Date() + 60) == 0)
+        if let s3 = storage as? S3Storage {
+            let left = Set(try await s3.client.uploads(prefix: "").map(\.key))
+            #expect(left == Set(others.map(\.key)), "\(left)")
+            for other in others { try await s3.client.abortUpload(other.key, uploadID: other.id) }
+        }
+    }
+
+    @Test("what other programs leave in a folder repository (.DS_Store, ._x) is not the repository's")
+    func strayFiles() async throws {
+        let scratch = Scratch()
+        let storage = FolderStorage(root: scratch.path("repo"))
+        let repository = try await BackupRepository.create(storage, passphrase: "p")
+        let store = try todoStore(scratch, count: 100)
+        _ = try await Backups.backup(store, to: repository)
+        for stray in ["snapshots/.DS_Store", "keys/._0000", "data/.DS_Store", ".DS_Store"] {
+            try Data("Finder was here".utf8).write(to: URL(fileURLWithPath: scratch.path("repo/" + stray)))
+        }
+        let reopened = try await BackupRepository.open(storage, passphrase: "p")
+        #expect(try await reopened.snapshots().count == 1)
+        #expect(try await storage.list("").allSatisfy { !$0.key.split(separator: "/").last!.hasPrefix(".") })
+        // A folder that cannot be read is an error, not an empty repository.
+        chmod(scratch.path("repo/snapshots"), 0)
+        defer { chmod(scratch.path("repo/snapshots"), 0o700) }
+        if getuid() != 0 {
+            await #expect(throws: RepositoryError.self) { _ = try await reopened.snapshots() }
+        }
     }
 
     @Test(
@@ -377,7 +411,7 @@ struct RepositoryTests {
 
         let result = try await Backups.forget(
             repository, policy: RetentionPolicy(last: 2), source: String(store.storeID.prefix(6)), prune: true,
-            timeZone: TimeZone(identifier: "UTC")!)
+            pruneGrace: 0, timeZone: TimeZone(identifier: "UTC")!)
         #expect(result.prunedObjects >= 3, "\(result.prunedObjects)")
         let left = try await repository.snapshots()
         #expect(Set(left.map(\.id)) == [made[3].id, made[4].id, otherSnapshot.id])

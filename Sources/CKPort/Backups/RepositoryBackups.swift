@@ -42,7 +42,8 @@ extension Backups {
     ) async throws -> RepositoryBackupResult {
         let lock = try await RepositoryLock.acquire(repository, exclusive: false, operation: "backup")
         do {
-            let result = try await backupLocked(store, to: repository, options: options, progress: progress)
+            let result = try await backupLocked(
+                store, to: repository, options: options, lock: lock, progress: progress)
             await lock.release()
             return result
         } catch {
@@ -60,7 +61,7 @@ extension Backups {
 
     private static func backupLocked(
         _ store: some RecordStoring, to repository: BackupRepository, options: RepositoryBackupOptions,
-        progress: ProgressHandler?
+        lock: RepositoryLock, progress: ProgressHandler?
     ) async throws -> RepositoryBackupResult {
         // What a backup killed earlier left half-written goes first, when no one else is at
         // work (credentials that may not delete leave it to a prune).
@@ -69,7 +70,13 @@ extension Backups {
         }
         let snapshots = try await repository.snapshots()
         let storeID = store.storeID
-        let base = options.full ? nil : snapshots.last { $0.store == storeID }
+        // A snapshot builds on the newest of the same store and the same selection; one chosen
+        // by a predicate is always full (changes since a token know no predicate), and nothing
+        // builds on it.
+        let selection = Backups.selection(options.query)
+        let base =
+            options.full || options.query.predicate != nil
+            ? nil : snapshots.last { $0.store == storeID && $0.selection == selection }
         let schemaHasAssets = try await store.readSession { session in
             session.schema.recordTypes.contains { type in type.fields.contains { $0.type.primitive == .asset } }
         }
@@ -159,15 +166,38 @@ extension Backups {
             throw error
         }
         let (parts, missing) = try await producer.value
+        // The asset files it shares with earlier snapshots must still be there, and this
+        // process's lock must still stand (a prune may remove what no snapshot names yet).
+        if parts.assets.count > newAssets {
+            let now = Set(try await repository.storage.list("data/").map(\.key))
+            for member in parts.assets where !now.contains(repository.assetObject(member.sha256)) {
+                throw RepositoryError.damaged(
+                    location: repository.location, object: repository.assetObject(member.sha256),
+                    problem: "went while the backup ran (asset \(member.sha256)); run the backup again")
+            }
+        }
+        try await lock.confirm()
         let snapshot = RepositorySnapshot(
             id: repositoryID(), time: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
             host: ProcessInfo.processInfo.hostName, store: storeID, storeLocation: store.location,
             parent: parts.manifest.baseToken == nil ? nil : base?.id, records: parts.manifest.recordCount,
-            bytes: body.storedBytes + newBytes, body: bodyName, bodyStoredBytes: body.storedBytes, parts: parts)
+            bytes: body.storedBytes + newBytes, body: bodyName, bodyStoredBytes: body.storedBytes, parts: parts,
+            selection: selection)
         try await repository.publish(snapshot)
         return RepositoryBackupResult(
             snapshot: snapshot, newAssets: newAssets, keptAssets: parts.assets.count - newAssets,
             missingAssets: missing, fullBecause: fullBecause.value.withLock { $0 })
+    }
+
+    /// The part of a store a query selects, in words a snapshot keeps; nil for the whole store.
+    static func selection(_ query: RecordQuery) -> String? {
+        var parts: [String] = []
+        if !query.recordTypes.isEmpty { parts.append("types=" + query.recordTypes.sorted().joined(separator: ",")) }
+        if let scope = query.scope { parts.append("scope=" + scope.rawValue) }
+        if let zone = query.zoneName { parts.append("zone=" + zone) }
+        if let owner = query.ownerRecordName { parts.append("owner=" + owner) }
+        if query.predicate != nil { parts.append("where=" + (query.predicateText ?? "a predicate")) }
+        return parts.isEmpty ? nil : parts.joined(separator: ";")
     }
 
     private static func repositoryID() -> String {
@@ -279,7 +309,9 @@ extension Backups {
         do {
             let chain = try Backups.chain(
                 to: target, in: try await repository.snapshots(), repository: repository.location)
-            for snapshot in chain { streams.append(try await SnapshotStream.open(snapshot, in: repository)) }
+            for snapshot in chain {
+                streams.append(try await SnapshotStream.open(snapshot, in: repository, limits: options.read.limits))
+            }
             let work = Unchecked((streams.map(\.reader), options, progress))
             let summary = try await onOwnThread("ckport restore") {
                 try Backups.restore(work.value.0, into: store, options: work.value.1, progress: work.value.2)
@@ -337,7 +369,18 @@ final class SnapshotStream: @unchecked Sendable {
         self.failure = failure
     }
 
-    static func open(_ snapshot: RepositorySnapshot, in repository: BackupRepository) async throws -> SnapshotStream {
+    static func open(
+        _ snapshot: RepositorySnapshot, in repository: BackupRepository,
+        limits given: DecompressionLimits = DecompressionLimits()
+    ) async throws -> SnapshotStream {
+        // The bundle is made here from parts its description sizes: it may expand as far as the
+        // members it names (a family's photos may pass the default 64 GiB), and a file of zeros
+        // may compress far beyond the ratio a downloaded bundle is allowed; the sizes and
+        // checksums are checked member by member as it is read.
+        let named = snapshot.parts.manifest.members.reduce(Int64(0)) { $0 + $1.bytes + 1_024 }
+        let limits = DecompressionLimits(
+            maxTotalBytes: max(given.maxTotalBytes, named + (1 << 20)), maxRatio: max(given.maxRatio, 1_000_000),
+            ratioGrace: given.ratioGrace)
         if let problem = snapshot.parts.problem() {
             throw RepositoryError.damaged(
                 location: repository.location, object: "snapshots/\(snapshot.id)", problem: problem)
@@ -426,10 +469,13 @@ final class SnapshotStream: @unchecked Sendable {
         var ended = false
         let name = "snapshot \(snapshot.shortID) in \(repository.location)"
         do {
-            let reader = try BundleReader(name: name, limits: DecompressionLimits()) { buffer in
+            let reader = try BundleReader(name: name, limits: limits) { buffer in
                 while offset == piece.count {
                     if ended { return 0 }
-                    piece = assembled.take()
+                    guard let next = assembled.takeUnlessCancelled() else {
+                        throw RepositoryError.storage(location: repository.location, message: "\(name) was closed")
+                    }
+                    piece = next
                     offset = 0
                     if piece.isEmpty {
                         ended = true

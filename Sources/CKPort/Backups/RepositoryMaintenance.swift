@@ -33,14 +33,15 @@ extension Backups {
     /// lock (a dry run, a shared one).
     public static func forget(
         _ repository: BackupRepository, policy: RetentionPolicy, source: String? = nil, dryRun: Bool = false,
-        prune: Bool = false, timeZone: TimeZone = .current, progress: ((String) -> Void)? = nil
+        prune: Bool = false, pruneGrace: TimeInterval = 2 * RepositoryLock.staleAfter, timeZone: TimeZone = .current,
+        progress: ((String) -> Void)? = nil
     ) async throws -> ForgetResult {
         let lock = try await RepositoryLock.acquire(
             repository, exclusive: !dryRun, operation: prune ? "forget and prune" : "forget")
         do {
             let result = try await forgetLocked(
-                repository, policy: policy, source: source, dryRun: dryRun, prune: prune, timeZone: timeZone,
-                progress: progress)
+                repository, policy: policy, source: source, dryRun: dryRun, prune: prune, pruneGrace: pruneGrace,
+                timeZone: timeZone, progress: progress)
             await lock.release()
             return result
         } catch {
@@ -51,7 +52,7 @@ extension Backups {
 
     private static func forgetLocked(
         _ repository: BackupRepository, policy: RetentionPolicy, source: String?, dryRun: Bool, prune: Bool,
-        timeZone: TimeZone, progress: ((String) -> Void)?
+        pruneGrace: TimeInterval, timeZone: TimeZone, progress: ((String) -> Void)?
     ) async throws -> ForgetResult {
         let all = try await repository.snapshots()
         let chosen = source == nil ? all : try snapshots(of: source, in: all, repository: repository.location)
@@ -82,7 +83,7 @@ extension Backups {
             }
         }
         var pruned = (objects: 0, bytes: Int64(0))
-        if prune { pruned = try await Backups.prune(repository, progress: progress) }
+        if prune { pruned = try await Backups.prune(repository, grace: pruneGrace, progress: progress) }
         return ForgetResult(decisions: decisions, prunedObjects: pruned.objects, prunedBytes: pruned.bytes)
     }
 
@@ -176,11 +177,15 @@ extension Backups {
     }
 
     /// Removes every object no snapshot needs: bodies and asset files of snapshots that are
-    /// gone, and what stopped backups left. Needs the exclusive lock.
-    static func prune(_ repository: BackupRepository, progress: ((String) -> Void)?) async throws -> (
-        objects: Int, bytes: Int64
-    ) {
+    /// gone, and what stopped backups left — but nothing written in the last `grace` seconds
+    /// (a backup whose lock was taken for stale may still be writing it). Needs the exclusive
+    /// lock. A repository that holds data but no snapshot is refused: more likely a listing
+    /// that failed than a repository to empty.
+    static func prune(_ repository: BackupRepository, grace: TimeInterval, progress: ((String) -> Void)?) async throws
+        -> (objects: Int, bytes: Int64)
+    {
         let snapshots = try await repository.snapshots()
+        let cutoff = Date() - grace
         var needed = Set<String>()
         for snapshot in snapshots {
             needed.insert(snapshot.body)
@@ -189,14 +194,19 @@ extension Backups {
         var removed = 0
         var bytes: Int64 = 0
         let objects = try await repository.storage.list("data/")
+        if snapshots.isEmpty && !objects.isEmpty {
+            throw RepositoryError.damaged(
+                location: repository.location, object: "snapshots/",
+                problem: "lists no snapshot although data/ holds \(objects.count) objects: nothing was pruned")
+        }
         progress?("pruning: \(objects.count) objects, \(needed.count) needed")
         do {
-            for object in objects where !needed.contains(object.key) {
+            for object in objects where !needed.contains(object.key) && (object.modified ?? .distantFuture) < cutoff {
                 try await repository.storage.delete(object.key)
                 removed += 1
                 bytes += object.size
             }
-            removed += try await repository.storage.removeUnfinished(before: Date())
+            removed += try await repository.storage.removeUnfinished(before: cutoff)
             _ = try await RepositoryLock.removeStale(repository)
         } catch let error as ObjectStorageError where error.kind == .refused {
             throw RepositoryError.cannotDelete(location: repository.location, object: "data/")
@@ -222,7 +232,19 @@ extension Backups {
     public static func verify(_ repository: BackupRepository, readFraction: Double = 0) async throws -> RepositoryCheck
     {
         let lock = try await RepositoryLock.acquire(repository, exclusive: false, operation: "verify")
-        defer { Task { await lock.release() } }
+        do {
+            let check = try await verifyLocked(repository, readFraction: readFraction)
+            await lock.release()
+            return check
+        } catch {
+            await lock.release()
+            throw error
+        }
+    }
+
+    private static func verifyLocked(_ repository: BackupRepository, readFraction: Double) async throws
+        -> RepositoryCheck
+    {
         var problems: [String] = []
         var snapshots: [RepositorySnapshot] = []
         for object in try await repository.storage.list("snapshots/") {
