@@ -316,9 +316,9 @@ public struct RepositorySnapshot: Codable, Sendable, Equatable {
     }
 }
 
-enum RepositoryNames {
+public enum RepositoryNames {
     /// `bytes` random bytes in hex.
-    static func random(_ bytes: Int) -> String {
+    public static func random(_ bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }

@@ -82,8 +82,14 @@ public struct ObjectStorageError: CKPortError, Sendable, Equatable {
     public var status: Int
     public var code: String
     public var serverMessage: String
+    /// How many times the request was sent (retries of a passing fault included).
+    public var tries: Int
 
-    public init(kind: Kind, operation: String, bucket: String, status: Int, code: String, serverMessage: String) {
+    public init(
+        kind: Kind, operation: String, bucket: String, status: Int, code: String, serverMessage: String,
+        tries: Int = 1
+    ) {
+        self.tries = tries
         self.kind = kind
         self.operation = operation
         self.bucket = bucket
@@ -111,7 +117,9 @@ public struct ObjectStorageError: CKPortError, Sendable, Equatable {
         case .clockSkewed:
             return
                 "the object store says this machine's clock is wrong (\(answer)): set the clock (NTP) and try again"
-        case .unavailable: return "the object store did not answer \(operation) in bucket \(bucket) (\(answer))"
+        case .unavailable:
+            let after = tries > 1 && status != 0 ? " after \(tries) tries" : ""
+            return "the object store did not answer \(operation) in bucket \(bucket)\(after) (\(answer))"
         case .failed: return "the object store could not do \(operation) in bucket \(bucket) (\(answer))"
         }
     }
@@ -130,15 +138,18 @@ public final class S3Client: Sendable {
     /// Tries of one request, and the first wait between them (doubling, at most 20 s).
     private let attempts: Int
     private let firstWait: Double
+    /// The time requests are signed with (the machine's clock but in tests).
+    private let clock: @Sendable () -> Date
     /// The largest answer read into memory (a listing page, an error): objects are read by
     /// ``get(_:limit:)`` with a limit of the caller's.
     private static let maxAnswer = 16 << 20
 
     public init(
         endpoint: S3Endpoint, credentials: AWSCredentials, http: HTTPClient = S3Client.sharedHTTP, attempts: Int = 6,
-        firstWait: Double = 0.25
+        firstWait: Double = 0.25, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.endpoint = endpoint
+        self.clock = clock
         signer = SigV4Signer(credentials: credentials, region: endpoint.region, service: "s3")
         self.http = http
         self.attempts = max(1, attempts)
@@ -291,7 +302,8 @@ public final class S3Client: Sendable {
                 try await pause(&wait)
                 continue
             }
-            throw failure(operation, status: answer.status, code: code, message: fields["Message"] ?? "")
+            throw failure(
+                operation, status: answer.status, code: code, message: fields["Message"] ?? "", tries: attempt)
         }
     }
 
@@ -399,7 +411,8 @@ public final class S3Client: Sendable {
                 try await pause(&wait)
                 continue
             }
-            throw failure(operation, status: answer.status, code: code, message: fields["Message"] ?? "")
+            throw failure(
+                operation, status: answer.status, code: code, message: fields["Message"] ?? "", tries: attempt)
         }
         fatalError("unreachable: the last attempt returns or throws")
     }
@@ -414,7 +427,9 @@ public final class S3Client: Sendable {
         wait = min(wait * 2, 20)
     }
 
-    private func failure(_ operation: String, status: Int, code: String, message: String) -> ObjectStorageError {
+    private func failure(
+        _ operation: String, status: Int, code: String, message: String, tries: Int = 1
+    ) -> ObjectStorageError {
         let kind: ObjectStorageError.Kind
         switch (status, code) {
         case (_, "RequestTimeTooSkewed"): kind = .clockSkewed
@@ -426,7 +441,7 @@ public final class S3Client: Sendable {
         }
         return ObjectStorageError(
             kind: kind, operation: operation, bucket: endpoint.bucket, status: status, code: code,
-            serverMessage: String(message.prefix(300)))
+            serverMessage: String(message.prefix(300)), tries: tries)
     }
 
     /// One signed request and its answer (the body read up to `limit` bytes).
@@ -436,7 +451,7 @@ public final class S3Client: Sendable {
     ) async throws -> Answer {
         let (url, path, host) = endpoint.address(of: key)
         var signed = SigV4Signer.Request(method: method, path: path, query: query, headers: [("Host", host)] + headers)
-        signer.sign(&signed, payloadHash: hash, date: Date())
+        signer.sign(&signed, payloadHash: hash, date: clock())
         let encodedQuery = signed.encodedQuery
         var request = HTTPClientRequest(url: url + (encodedQuery.isEmpty ? "" : "?" + encodedQuery))
         request.method = HTTPMethod(rawValue: method)

@@ -24,25 +24,21 @@ struct RepositoryTests {
             return FolderStorage(root: scratch.path("repo-\(tag)"))
         case .s3:
             guard let endpoint = S3TestServer.endpoint else { throw S3TestServerMissing() }
-            let keys = try S3TestServer.keys()
-            let client = S3Client(
-                endpoint: S3Endpoint(
-                    url: endpoint, region: "us-east-1", bucket: S3TestServer.bucket(tag), pathStyle: true),
-                credentials: AWSCredentials(accessKeyID: keys.id, secretAccessKey: keys.secret), attempts: 3,
-                firstWait: 0.05)
-            try await client.createBucket()
-            return S3Storage(client: client, prefix: "family/ckport")
+            return try await bucket(at: endpoint, keys: try S3TestServer.keys(), tag)
         case .moto:
             guard let endpoint = S3TestServer.motoEndpoint else { throw S3TestServerMissing() }
-            let keys = try S3TestServer.motoKeys()
-            let client = S3Client(
-                endpoint: S3Endpoint(
-                    url: endpoint, region: "us-east-1", bucket: S3TestServer.bucket(tag), pathStyle: true),
-                credentials: AWSCredentials(accessKeyID: keys.id, secretAccessKey: keys.secret), attempts: 3,
-                firstWait: 0.05)
-            try await client.createBucket()
-            return S3Storage(client: client, prefix: "family/ckport")
+            return try await bucket(at: endpoint, keys: try S3TestServer.motoKeys(), tag)
         }
+    }
+
+    /// A new bucket of the server at `endpoint`, the repository under a prefix in it.
+    func bucket(at endpoint: URL, keys: (id: String, secret: String), _ tag: String) async throws -> S3Storage {
+        let client = S3Client(
+            endpoint: S3Endpoint(url: endpoint, region: "us-east-1", bucket: S3TestServer.bucket(tag), pathStyle: true),
+            credentials: AWSCredentials(accessKeyID: keys.id, secretAccessKey: keys.secret), attempts: 3,
+            firstWait: 0.05)
+        try await client.createBucket()
+        return S3Storage(client: client, prefix: "family/ckport")
     }
 
     /// The folder always; SeaweedFS and moto where the README's test command started them (in

@@ -14,18 +14,7 @@ public enum S3TestServer {
     /// The keys of `file` in the server's folder (`credentials`, `read-only-credentials`):
     /// (access key ID, secret).
     public static func keys(_ file: String = "credentials") throws -> (id: String, secret: String) {
-        guard let folder = ProcessInfo.processInfo.environment["CKPORT_TEST_S3_DIR"] else {
-            throw S3TestServerMissing()
-        }
-        var values: [String: String] = [:]
-        for line in try String(contentsOfFile: folder + "/" + file, encoding: .utf8).split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2 { values[parts[0]] = parts[1] }
-        }
-        guard let id = values["AWS_ACCESS_KEY_ID"], let secret = values["AWS_SECRET_ACCESS_KEY"] else {
-            throw S3TestServerMissing()
-        }
-        return (id, secret)
+        try keys(in: "CKPORT_TEST_S3_DIR", file)
     }
 
     /// moto's S3 server, the second implementation (`CKPORT_TEST_MOTO`, its key in
@@ -35,12 +24,14 @@ public enum S3TestServer {
         ProcessInfo.processInfo.environment["CKPORT_TEST_MOTO"].flatMap(URL.init(string:))
     }
 
-    public static func motoKeys() throws -> (id: String, secret: String) {
-        guard let folder = ProcessInfo.processInfo.environment["CKPORT_TEST_MOTO_DIR"] else {
-            throw S3TestServerMissing()
-        }
+    public static func motoKeys() throws -> (id: String, secret: String) { try keys(in: "CKPORT_TEST_MOTO_DIR") }
+
+    /// The AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY lines of `file` in the folder the
+    /// environment variable `folder` names.
+    static func keys(in folder: String, _ file: String = "credentials") throws -> (id: String, secret: String) {
+        guard let folder = ProcessInfo.processInfo.environment[folder] else { throw S3TestServerMissing() }
         var values: [String: String] = [:]
-        for line in try String(contentsOfFile: folder + "/credentials", encoding: .utf8).split(separator: "\n") {
+        for line in try String(contentsOfFile: folder + "/" + file, encoding: .utf8).split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
             if parts.count == 2 { values[parts[0]] = parts[1] }
         }

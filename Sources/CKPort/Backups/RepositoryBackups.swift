@@ -178,7 +178,8 @@ extension Backups {
         }
         try await lock.confirm()
         let snapshot = RepositorySnapshot(
-            id: repositoryID(), time: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
+            id: RepositoryNames.random(32),
+            time: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
             host: ProcessInfo.processInfo.hostName, store: storeID, storeLocation: store.location,
             parent: parts.manifest.baseToken == nil ? nil : base?.id, records: parts.manifest.recordCount,
             bytes: body.storedBytes + newBytes, body: bodyName, bodyStoredBytes: body.storedBytes, parts: parts,
@@ -200,10 +201,6 @@ extension Backups {
         return parts.isEmpty ? nil : parts.joined(separator: ";")
     }
 
-    private static func repositoryID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-    }
 }
 
 // MARK: - Choosing snapshots
