@@ -154,4 +154,92 @@ struct CalendarArchiveTests {
             #expect(status == 0, "\(report)")
         }
     }
+
+    @Test("many calendars of one event each are read once, not once per calendar, and come back in their order")
+    func manyCalendars() throws {
+        let scratch = Scratch()
+        let count = 300
+        var text = ""
+        for number in 1...count {
+            text += """
+                BEGIN:VCALENDAR\r
+                VERSION:2.0\r
+                PRODID:-//ckport tests//EN\r
+                X-WR-CALNAME:Calendar \(number)\r
+                BEGIN:VEVENT\r
+                UID:event-\(number)@example.com\r
+                DTSTAMP:20260101T000000Z\r
+                DTSTART:20260301T\(String(format: "%02d", number % 24))0000Z\r
+                SUMMARY:Event \(number)\r
+                END:VEVENT\r
+                END:VCALENDAR\r
+
+                """
+        }
+        try text.write(toFile: scratch.path("many.ics"), atomically: true, encoding: .utf8)
+        let store = try RecordStore(path: scratch.path("archive.sqlite"))
+        _ = try archive([scratch.path("many.ics")], into: store)
+        let output = try OutputFile(path: scratch.path("out.ics"))
+        let counted = try store.read { session in
+            let counting = CountingReader(session)
+            let summary = try CalendarArchiveExporter(session: counting).export(to: output)
+            #expect(summary.calendars.count == count)
+            #expect(summary.calendars.first == "Calendar 1" && summary.calendars.last == "Calendar \(count)")
+            return counting.records
+        }
+        try output.commit()
+        // The calendars' names once, then each calendar's components: twice the components
+        // and the calendars' own records, where reading every calendar's selection in full
+        // for each calendar hands over count × count.
+        #expect(counted > 0 && counted <= 3 * count, "the store handed over \(counted) records for \(count) components")
+        #expect(try String(contentsOfFile: scratch.path("out.ics"), encoding: .utf8) == text)
+        if let (status, report) = try Conformance.check(scratch.path("out.ics")) {
+            #expect(status == 0, "\(report)")
+        }
+        // And the store finds one calendar's components through the index on its name.
+        var query = RecordQuery(recordTypes: [CalendarArchive.componentType])
+        query.sortField = "position"
+        let plan = try store.read { try $0.queryPlan(CalendarArchiveExporter.components(of: "Calendar 7", in: query)) }
+        let steps = plan.flatMap(\.plan).joined(separator: "; ")
+        #expect(steps.contains("USING INDEX") && steps.contains("calendar"), "\(steps)")
+    }
+}
+
+/// A reading session that counts the records it hands over.
+final class CountingReader: RecordReading {
+    let inner: any RecordReading
+    var records = 0
+
+    init(_ inner: any RecordReading) { self.inner = inner }
+
+    var schema: Schema { inner.schema }
+    var storeID: String { inner.storeID }
+    var currentToken: ChangeToken { inner.currentToken }
+    var zones: [ZoneID] { inner.zones }
+    func record(_ id: RecordID) throws -> Record? { try inner.record(id) }
+    func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws {
+        try inner.forEach(query) { record in
+            records += 1
+            try body(record)
+        }
+    }
+    func count(_ query: RecordQuery) throws -> Int { try inner.count(query) }
+    func queryPlan(_ query: RecordQuery) throws -> [(sql: String, plan: [String])] { try inner.queryPlan(query) }
+    func forEachChange(
+        since token: ChangeToken, recordTypes: [String], scope: DatabaseScope?, zoneName: String?,
+        _ body: (Record) throws -> Void
+    ) throws {
+        try inner.forEachChange(since: token, recordTypes: recordTypes, scope: scope, zoneName: zoneName, body)
+    }
+    func stats() throws -> StoreStats { try inner.stats() }
+    func record(named name: String, ofType type: String) throws -> Record? {
+        try inner.record(named: name, ofType: type)
+    }
+    func records(ofType type: String, whose field: String, pointsAt target: RecordID) throws -> [Record] {
+        try inner.records(ofType: type, whose: field, pointsAt: target)
+    }
+    func shareHierarchies(in zone: ZoneID) throws -> [ShareHierarchy] { try inner.shareHierarchies(in: zone) }
+    func bounds(_ query: RecordQuery, fields: [String]) throws -> (Int64, Int64)? {
+        try inner.bounds(query, fields: fields)
+    }
 }

@@ -146,7 +146,7 @@ struct ICalendarImportTests {
         #expect(summary.counts["EventParticipant"]?.inserted == 14)
         #expect(
             summary.notes.map(\.description).contains(
-                "not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-WR-CALNAME of the calendar (\"Family\"), which the records' calendar calls \"The Müllers\", 1 X-GOOGLE-CONFERENCE in 1 event (the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep)"
+                "not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-WR-CALNAME of the calendar (\"Family\"), which the records' calendar calls \"The Müllers\", 2 SEQUENCE other than 0 in 2 events, 1 STATUS:CONFIRMED in 1 event, 1 X-GOOGLE-CONFERENCE in 1 event (the archive mapping keeps a calendar whole; a strict import refuses what the mapping would not keep)"
             ), "\(summary.notes)")
         // The mapping's timeZone field keeps how each start was written.
         #expect(swims.allSatisfy { $0.fields["timeZone"] == .string("Europe/Berlin") })
@@ -765,6 +765,51 @@ struct ICalendarImportTests {
         let starts = try family.records("Event", "title == 'Team'").compactMap { $0["startDate"] }
         #expect(starts == [at("2026-04-06T07:00:00Z")], "\(starts)")
         if let (status, report) = try Conformance.check(out) { #expect(status == 0, "\(report)") }
+    }
+
+    @Test(
+        "a SEQUENCE above 0, a STATUS and a second DTSTART or SUMMARY the mapping has no place for are named, so that a strict import refuses them"
+    )
+    func sequenceStatusAndRepeats() throws {
+        let calendar = try CalendarImport()
+        let path = try calendar.file(
+            """
+            BEGIN:VCALENDAR
+            VERSION:2.0
+            BEGIN:VEVENT
+            UID:revised
+            DTSTAMP:20260201T000000Z
+            DTSTART:20260301T090000Z
+            DTSTART:20260302T090000Z
+            DTEND:20260301T100000Z
+            SUMMARY:First
+            SUMMARY:Second
+            SEQUENCE:9
+            STATUS:TENTATIVE
+            END:VEVENT
+            BEGIN:VEVENT
+            UID:as-exported
+            DTSTAMP:20260201T000000Z
+            DTSTART:20260303T090000Z
+            SUMMARY:Plain
+            SEQUENCE:0
+            STATUS:CANCELLED
+            END:VEVENT
+            END:VCALENDAR
+
+            """)
+        let summary = try calendar.run(path)
+        let note = try #require(summary.notes.map(\.description).first { $0.hasPrefix("not kept") })
+        #expect(
+            note.hasPrefix(
+                "not kept (the mapping has no place for them): 1 SEQUENCE other than 0 in 1 event, 1 STATUS:TENTATIVE in 1 event, 1 repeated DTSTART in 1 event, 1 repeated SUMMARY in 1 event ("
+            ), "\(note)")
+        // The first of each is the one kept; SEQUENCE:0 (what an export writes) and a
+        // cancellation (the mapping's cancelled field) are kept.
+        let revised = try #require(try calendar.event("revised"))
+        #expect(revised.fields["title"] == .string("First"))
+        #expect(revised.fields["startDate"] == at("2026-03-01T09:00:00Z"))
+        #expect(try calendar.event("as-exported")?.fields["isDeleted"] == .int64(1))
     }
 
     @Test("without a timeZone field, a TZID or floating time is said not kept")

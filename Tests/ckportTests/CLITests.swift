@@ -495,7 +495,7 @@ struct CLITests {
         #expect(first.stderr.contains("Event                   10        0          0"), "\(first.stderr)")
         #expect(
             first.stderr.contains(
-                "note: not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-WR-CALNAME of the calendar (\"Family\"), which the records' calendar calls \"The Müllers\", 1 X-GOOGLE-CONFERENCE in 1 event"
+                "note: not kept (the mapping has no place for them): 1 VFREEBUSY, 1 X-WR-CALNAME of the calendar (\"Family\"), which the records' calendar calls \"The Müllers\", 2 SEQUENCE other than 0 in 2 events, 1 STATUS:CONFIRMED in 1 event, 1 X-GOOGLE-CONFERENCE in 1 event"
             ), "\(first.stderr)")
         // --strict turns what a mapping cannot keep into an error, and nothing is written.
         let beforeStrict = try ckport(["export"], in: folder.url).stdout

@@ -253,9 +253,9 @@ public struct CalendarArchiveSummary: Sendable {
 /// (its own properties, then its components in the order they were read, each line as it was
 /// read, folded at 75 octets), calendars read from one file in that file's order.
 public struct CalendarArchiveExporter {
-    public let session: any RecordSession
+    public let session: any RecordReading
 
-    public init(session: any RecordSession) {
+    public init(session: any RecordReading) {
         self.session = session
     }
 
@@ -293,10 +293,12 @@ public struct CalendarArchiveExporter {
         }
         var writer = ICalLineWriter()
         // Calendar by calendar, each in the order it was read; one record in memory at a time.
+        // Each calendar's components come from a query of their own on the calendar's (indexed)
+        // name, so that a store of many calendars is read once, not once per calendar.
         for name in order {
             var opened = false
             var timeZones: Set<String> = []
-            try session.forEach(query) { record in
+            try session.forEach(CalendarArchiveExporter.components(of: name, in: query)) { record in
                 guard case .string(let calendar)? = record["calendar"], calendar == name,
                     case .string(let content)? = record["content"], case .string(let kind)? = record["component"]
                 else { return }
@@ -333,5 +335,13 @@ public struct CalendarArchiveExporter {
             )
         }
         return summary
+    }
+
+    /// The selection's components of one calendar, in the order they were read.
+    static func components(of calendar: String, in query: RecordQuery) -> RecordQuery {
+        var narrowed = query
+        narrowed.predicate = RecordPredicate(
+            (query.predicate?.conditions ?? []) + [Condition(field: "calendar", op: .equal, value: .string(calendar))])
+        return narrowed
     }
 }

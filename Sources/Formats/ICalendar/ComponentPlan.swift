@@ -21,7 +21,9 @@ struct PropertyNumbers {
     ]
 
     private var byName: [String: Int] = [:]
-    private(set) var count = 0
+    /// The name of each number.
+    private(set) var names: [String] = []
+    var count: Int { names.count }
 
     init(_ mapping: CalendarMapping) {
         for name in PropertyNumbers.fixed { number(name) }
@@ -33,9 +35,9 @@ struct PropertyNumbers {
     @discardableResult
     private mutating func number(_ name: String) -> Int {
         if let known = byName[name] { return known }
-        byName[name] = count
-        count += 1
-        return count - 1
+        byName[name] = names.count
+        names.append(name)
+        return names.count - 1
     }
 
     subscript(name: String) -> Int? { byName[name] }
@@ -89,6 +91,12 @@ final class ComponentPlan {
     let type: RecordTypeDefinition
     /// By property number: read by ckport or by this entry.
     let kept: [Bool]
+    /// By property number: kept once, so that a second one in a component is not kept (a
+    /// property RFC 5545 allows once, or one the mapping reads into a field).
+    let once: [Bool]
+    /// Whether this entry reads SEQUENCE and STATUS into fields of its own.
+    let keepsSequence: Bool
+    let keepsStatus: Bool
     let mapped: [Mapped]
     let startField: String?
     let endField: String?
@@ -106,6 +114,14 @@ final class ComponentPlan {
         /// For a renamed PARTSTAT: the parameter upper-cased → the field's value.
         var partstat: [String: String]
     }
+
+    /// The properties RFC 5545 allows once in a VEVENT, VTODO or VJOURNAL (§3.6.1–3.6.3;
+    /// DESCRIPTION more than once in a VJOURNAL).
+    static let allowedOnce: Set<String> = [
+        "CLASS", "COMPLETED", "CREATED", "DESCRIPTION", "DTSTAMP", "DTSTART", "DTEND", "DUE", "DURATION", "GEO",
+        "LAST-MODIFIED", "LOCATION", "ORGANIZER", "PERCENT-COMPLETE", "PRIORITY", "RECURRENCE-ID", "SEQUENCE",
+        "STATUS", "SUMMARY", "TRANSP", "UID", "URL",
+    ]
 
     init(spec: CalendarMapping.Component, type: RecordTypeDefinition, schema: Schema, numbers: PropertyNumbers) {
         self.spec = spec
@@ -130,6 +146,16 @@ final class ComponentPlan {
                     definition: value.sourceField.flatMap(type.field(named:)), renamed: renamed))
         }
         self.kept = kept
+        var once = [Bool](repeating: false, count: numbers.count)
+        for (number, name) in numbers.names.enumerated() where kept[number] {
+            let read = spec.properties.contains { $0.name == name }
+            once[number] =
+                (read && name != "CATEGORIES")
+                || ComponentPlan.allowedOnce.contains(name) && !(name == "DESCRIPTION" && spec.component == "VJOURNAL")
+        }
+        self.once = once
+        keepsSequence = spec.property("SEQUENCE") != nil
+        keepsStatus = spec.property("STATUS") != nil
         self.mapped = mapped
         self.startField = startField
         self.endField = endField

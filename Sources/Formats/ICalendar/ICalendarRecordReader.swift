@@ -606,9 +606,32 @@ public final class ICalendarRecordReader: AnnotatedRecordSource, LossReportingSo
                     recordName: baseName)
             }
         }
+        // What the mapping has no place for, and a second one of what is read once (the
+        // first is kept: a second DTSTART or SUMMARY would otherwise vanish without a word).
+        var seen: [Int] = []
         for (index, property) in component.properties.enumerated() {
             let number = properties.numbers[index]
-            if number < 0 || !plan.kept[number] { dropped(property.name, component) }
+            if number < 0 || !plan.kept[number] {
+                dropped(property.name, component)
+            } else if plan.once[number] {
+                if seen.contains(number) {
+                    dropped("repeated \(property.name)", component)
+                } else {
+                    seen.append(number)
+                }
+            }
+        }
+        // SEQUENCE and STATUS are read by ckport itself (which message of an event is the
+        // latest; a cancelled event), but a record keeps them only in fields of its own: an
+        // export writes SEQUENCE:0 and no STATUS but a cancelled one's.
+        if !plan.keepsSequence, let sequence = properties.first(PropertyNumbers.sequence),
+            Int64(sequence.value.trimmingCharacters(in: .whitespaces)) != 0
+        {
+            dropped("SEQUENCE other than 0", component)
+        }
+        if !plan.keepsStatus, let status = properties.first(PropertyNumbers.status) {
+            let value = ICalText.unescape(status.value).uppercased()
+            if value != "CANCELLED" || plan.cancelled == nil { dropped("STATUS:\(value)", component) }
         }
         // A second CATEGORIES, or a second value where the field holds one.
         if let value = plan.categories {
