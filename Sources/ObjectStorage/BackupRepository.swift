@@ -384,8 +384,8 @@ public final class RepositoryObjectReader: @unchecked Sendable {
 
     /// The next bytes (a few MB), nil at the end.
     public func next() async throws -> [UInt8]? {
-        let step = opener?.sealedChunk ?? (8 << 20)
-        let batch = opener == nil ? step : step * 8
+        let step = opener?.sealedChunk ?? (4 << 20)
+        let batch = opener == nil ? step : step * 4
         guard offset < storedSize || (opener != nil && !(opener!.finished)) else { return nil }
         let count = Int(min(Int64(batch), storedSize - offset))
         let stored = count > 0 ? try await storage.read(name, from: offset, count: count) : []

@@ -382,7 +382,7 @@ final class SnapshotStream: @unchecked Sendable {
             throw RepositoryError.damaged(
                 location: repository.location, object: "snapshots/\(snapshot.id)", problem: problem)
         }
-        let fetched = TaskToThread<[UInt8]>(depth: 3)
+        let fetched = TaskToThread<[UInt8]>(depth: 2)
         // The body, then each asset file, in the bundle's order.
         let objects = [(snapshot.body, snapshot.bodyStoredBytes)]
         let assets = snapshot.parts.assets.map { repository.assetObject($0.sha256) }
