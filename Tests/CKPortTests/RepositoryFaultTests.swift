@@ -30,6 +30,8 @@ struct RepositoryFaultTests {
             ]
             let output = Pipe()
             process.standardOutput = output
+            // Not the runner's own output: a child that outlived the test would hold it open.
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
             try process.run()
             var line = Data()
             while !line.contains(0x0A) {

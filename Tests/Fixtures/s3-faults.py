@@ -20,6 +20,8 @@ Only Python's standard library; nothing here answers for the server but the faul
 
 import http.client
 import json
+import os
+import signal
 import socket
 import struct
 import sys
@@ -127,5 +129,18 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
+# A child of a test runner may inherit a mask that blocks SIGTERM; and when the runner goes
+# (ended, or crashed before it could stop this), so does this.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+parent = os.getppid()
+
+
+def watch_parent():
+    while os.getppid() == parent:
+        threading.Event().wait(0.5)
+    os._exit(0)
+
+
+threading.Thread(target=watch_parent, daemon=True).start()
 print(server.server_address[1], flush=True)
 server.serve_forever()

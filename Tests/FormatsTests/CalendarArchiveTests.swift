@@ -196,6 +196,24 @@ struct CalendarArchiveTests {
         if let (status, report) = try Conformance.check(scratch.path("out.ics")) {
             #expect(status == 0, "\(report)")
         }
+        // A second file's calendar, whose components' positions are those of the first one's:
+        // each calendar read on its own now, still without reading the selection per calendar.
+        let extra = [
+            "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//ckport tests//EN", "X-WR-CALNAME:Extra", "BEGIN:VEVENT",
+            "UID:extra@example.com", "DTSTAMP:20260101T000000Z", "DTSTART:20260301T000000Z", "SUMMARY:Extra",
+            "END:VEVENT", "END:VCALENDAR", "",
+        ]
+        try extra.joined(separator: "\r\n").write(toFile: scratch.path("extra.ics"), atomically: true, encoding: .utf8)
+        _ = try archive([scratch.path("extra.ics")], into: store)
+        let second = try OutputFile(path: scratch.path("second.ics"))
+        let recounted = try store.read { session in
+            let counting = CountingReader(session)
+            let summary = try CalendarArchiveExporter(session: counting).export(to: second)
+            #expect(summary.calendars.count == count + 1 && summary.calendars.prefix(2) == ["Calendar 1", "Extra"])
+            return counting.records
+        }
+        try second.commit()
+        #expect(recounted > 0 && recounted <= 3 * (count + 1), "\(recounted) records for \(count + 1) components")
         // And the store finds one calendar's components through the index on its name.
         var query = RecordQuery(recordTypes: [CalendarArchive.componentType])
         query.sortField = "position"

@@ -276,13 +276,26 @@ extension Backups {
         progress: ProgressHandler? = nil
     ) throws -> ImportSummary {
         try checkChain(readers, intoExisting: options.mode != nil)
+        return try restore(
+            readers, newest: readers.last!, finishChecks: { for reader in readers { try reader.finishChecks() } },
+            damage: { readers.lazy.compactMap { $0.damageFound() }.first }, into: store, options: options,
+            progress: progress)
+    }
+
+    /// Restores a chain already checked: `sources` its bundles' records in order (the last of
+    /// them `newest`'s), `finishChecks` the checks of every bundle once all is read, `damage`
+    /// the damage a bundle found, if any, when the import failed.
+    static func restore(
+        _ sources: [RecordSource], newest: BundleReader, finishChecks: @escaping () throws -> Void,
+        damage: () -> (any Error)?, into store: some RecordStoring, options: RestoreOptions,
+        progress: ProgressHandler?
+    ) throws -> ImportSummary {
         let stats = try store.readSession { try $0.stats() }
         if stats.totalRecords > 0 && options.mode == nil {
             throw OperationError.storeNotEmpty(store: store.location, records: stats.totalRecords)
         }
         // A bundle of another app (or of another version of the schema) would take away
         // types this store holds records of: say what it is, and where it can go instead.
-        let newest = readers.last!
         let bundleTypes = Set(newest.schema.recordTypes.map(\.name))
         let heldTypes = Set(stats.entries.filter { $0.records > 0 }.map(\.recordType))
         let missing = heldTypes.subtracting(bundleTypes).sorted()
@@ -299,17 +312,17 @@ extension Backups {
         let selecting = !options.recordTypes.isEmpty || !options.zones.isEmpty || !options.zoneRenames.isEmpty
         let sources: [RecordSource] =
             selecting
-            ? readers.map {
+            ? sources.map {
                 SelectingSource($0, types: options.recordTypes, zones: options.zones, renames: options.zoneRenames)
             }
-            : readers
+            : sources
         // Bundles opened for a restore have their records members' SHA-256 checked by a second
         // reading, on a core the store leaves idle while it builds its indexes: the load commits
         // only once every bundle has checked out.
         // The migration history comes along: the newest bundle's, added to what the store has.
         let history = newest.migrationHistory
         hooks.finishing = { session in
-            for reader in readers { try reader.finishChecks() }
+            try finishChecks()
             for entry in history { try session.recordMigration(entry) }
         }
         // A bundle holds whole records: into a store that was empty, a later bundle's record
@@ -319,9 +332,7 @@ extension Backups {
                 sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
         } catch {
             // Records refused by a bundle whose member turns out damaged: the damage is the news.
-            for reader in readers {
-                if let damage = reader.damageFound() { throw damage }
-            }
+            if let damage = damage() { throw damage }
             throw error
         }
     }

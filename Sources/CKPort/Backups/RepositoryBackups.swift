@@ -302,24 +302,104 @@ extension Backups {
         options: RestoreOptions = RestoreOptions(), progress: ProgressHandler? = nil
     ) async throws -> ImportSummary {
         let lock = try await RepositoryLock.acquire(repository, exclusive: false, operation: "restore")
-        var streams: [SnapshotStream] = []
         do {
             let chain = try Backups.chain(
                 to: target, in: try await repository.snapshots(), repository: repository.location)
-            for snapshot in chain {
-                streams.append(try await SnapshotStream.open(snapshot, in: repository, limits: options.read.limits))
-            }
-            let work = Unchecked((streams.map(\.reader), options, progress))
-            let summary = try await onOwnThread("ckport restore") {
-                try Backups.restore(work.value.0, into: store, options: work.value.1, progress: work.value.2)
-            }
-            for stream in streams { await stream.close() }
+            let summary = try await restore(
+                chain: chain, from: repository, into: store, options: options, progress: progress)
             await lock.release()
             return summary
         } catch {
-            for stream in streams { await stream.close() }
             await lock.release()
             throw error
+        }
+    }
+
+    /// Restores a chain of snapshots, the repository locked by the caller. The newest link is
+    /// opened first: its schema and migration history are the restore's. The earlier ones are
+    /// opened one after another as the restore reaches them (a task opens the next while one is
+    /// read), so memory holds two or three links' buffers however long the chain; all of it
+    /// still goes in one transaction, which commits once every link checked out.
+    static func restore(
+        chain: [RepositorySnapshot], from repository: BackupRepository, into store: some RecordStoring,
+        options: RestoreOptions = RestoreOptions(), progress: ProgressHandler? = nil
+    ) async throws -> ImportSummary {
+        try checkLinks(chain, repository: repository.location)
+        let links = TaskToThread<SnapshotStream>(depth: 1)
+        let last = try await SnapshotStream.open(chain.last!, in: repository, limits: options.read.limits)
+        let earlier = Array(chain.dropLast())
+        let limits = options.read.limits
+        let opener = Task {
+            var closers: [@Sendable () async -> Void] = []
+            do {
+                for link in earlier {
+                    let stream = try await SnapshotStream.open(link, in: repository, limits: limits)
+                    closers.append(stream.closing)
+                    guard await links.send(stream) else { break }
+                }
+                links.finish()
+            } catch {
+                links.finish(throwing: error)
+            }
+            return closers
+        }
+        let sources = earlier.map {
+            LinkSource(
+                name: "snapshot \($0.shortID) in \(repository.location)", location: repository.location, links: links)
+        }
+        let work = Unchecked((sources, last.reader, options, progress))
+        do {
+            let summary = try await onOwnThread("ckport restore") {
+                try restoreLinks(
+                    work.value.0, newest: work.value.1, into: store, options: work.value.2, progress: work.value.3)
+            }
+            await closeLinks(sources, links: links, opener: opener, newest: last)
+            return summary
+        } catch {
+            await closeLinks(sources, links: links, opener: opener, newest: last)
+            throw error
+        }
+    }
+
+    /// The restore of a chain's links (see ``restore(chain:from:into:options:progress:)``), on
+    /// the thread that writes the store.
+    private static func restoreLinks(
+        _ earlier: [LinkSource], newest: BundleReader, into store: some RecordStoring, options: RestoreOptions,
+        progress: ProgressHandler?
+    ) throws -> ImportSummary {
+        var sources: [RecordSource] = earlier
+        sources.append(newest)
+        return try Backups.restore(
+            sources, newest: newest,
+            finishChecks: {
+                for source in earlier { try source.finish() }
+                try newest.finishChecks()
+            },
+            damage: { earlier.lazy.compactMap(\.damage).first ?? newest.damageFound() }, into: store,
+            options: options, progress: progress)
+    }
+
+    /// Lets a restore's links go: no more are opened, and every one opened is closed.
+    private static func closeLinks(
+        _ earlier: [LinkSource], links: TaskToThread<SnapshotStream>,
+        opener: Task<[@Sendable () async -> Void], Never>, newest: SnapshotStream
+    ) async {
+        links.cancel()
+        for source in earlier { source.close() }
+        for close in await opener.value { await close() }
+        await newest.close()
+    }
+
+    /// Checks from their descriptions that each snapshot of a chain starts where the one it
+    /// builds on ends, from the same store, before any of their bundles is read.
+    static func checkLinks(_ links: [RepositorySnapshot], repository: String) throws {
+        for (previous, next) in zip(links, links.dropFirst())
+        where next.parts.manifest.baseToken != previous.parts.manifest.token
+            || next.parts.manifest.storeID != previous.parts.manifest.storeID
+        {
+            throw RepositoryError.damaged(
+                location: repository, object: "snapshots/\(next.id)",
+                problem: "does not start where snapshot \(previous.shortID), which it builds on, ends")
         }
     }
 
@@ -498,11 +578,106 @@ final class SnapshotStream: @unchecked Sendable {
         }
     }
 
+    /// Stops the fetching and the assembling without waiting: from the thread that read it.
+    func cancel() {
+        assembled.cancel()
+        fetched.cancel()
+    }
+
+    /// What ``close()`` does, holding nothing of the reader (whose buffers go with it).
+    var closing: @Sendable () async -> Void {
+        let assembled = self.assembled
+        let fetched = self.fetched
+        let fetcher = self.fetcher
+        return {
+            assembled.cancel()
+            fetched.cancel()
+            await fetcher.value
+        }
+    }
+
     /// Stops the fetching and the assembling (when the reader stopped early) and waits for the
     /// fetching task.
     func close() async {
         assembled.cancel()
         fetched.cancel()
         await fetcher.value
+    }
+}
+
+/// An earlier link of a chain being restored: its bundle, opened by a task as the restore
+/// reaches it, read, checked and let go.
+final class LinkSource: RecordSource, @unchecked Sendable {
+    // `next()` comes from one thread at a time (a prefetching one, perhaps); `bytesRead` and
+    // `close()` from others: what they share is behind a lock.
+    private struct State {
+        var stream: SnapshotStream?
+        var done = false
+        var readBefore: Int64 = 0
+        var damage: (any Error)?
+    }
+    let name: String
+    private let location: String
+    private let links: TaskToThread<SnapshotStream>
+    private let state = Mutex(State())
+
+    init(name: String, location: String, links: TaskToThread<SnapshotStream>) {
+        self.name = name
+        self.location = location
+        self.links = links
+    }
+
+    var bytesRead: Int64 { state.withLock { $0.stream?.reader.bytesRead ?? $0.readBefore } }
+    var totalBytes: Int64? { nil }
+    /// The damage its bundle was found to have, when reading it failed.
+    var damage: (any Error)? { state.withLock { $0.damage } }
+
+    func next() throws -> SourceItem? {
+        let (current, done) = state.withLock { ($0.stream, $0.done) }
+        if done { return nil }
+        let stream: SnapshotStream
+        if let current {
+            stream = current
+        } else {
+            guard let opened = try links.take() else {
+                throw RepositoryError.storage(location: location, message: "\(name) was not opened")
+            }
+            state.withLock { $0.stream = opened }
+            stream = opened
+        }
+        let reader = stream.reader
+        do {
+            if let item = try reader.next() { return item }
+            try reader.finishChecks()
+        } catch {
+            let found = reader.damageFound()
+            state.withLock { $0.damage = found }
+            close()
+            throw error
+        }
+        let read = reader.bytesRead
+        state.withLock {
+            $0.readBefore = read
+            $0.done = true
+        }
+        close()
+        return nil
+    }
+
+    /// Stops its bundle's fetching and lets the bundle go.
+    func close() {
+        let stream = state.withLock { state -> SnapshotStream? in
+            let stream = state.stream
+            state.stream = nil
+            return stream
+        }
+        stream?.cancel()
+    }
+
+    /// Throws unless it was read to its end (and checked).
+    func finish() throws {
+        guard state.withLock({ $0.done }) else {
+            throw RepositoryError.damaged(location: location, object: name, problem: "was not read to its end")
+        }
     }
 }

@@ -97,36 +97,11 @@ extension Backups {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let scratch = try RecordStore(path: folder + "/chain.sqlite")
-        // Link by link, each one's bundle open only while it is read: memory holds one link's
-        // buffers however long the chain (the chain found and checked from the descriptions;
-        // each bundle is made from its own description). Later links replace what earlier
-        // ones put there, as a chain's restore does.
-        let links = try chain(to: snapshot, in: all, repository: repository.location)
-        for (previous, next) in zip(links, links.dropFirst())
-        where next.parts.manifest.baseToken != previous.parts.manifest.token
-            || next.parts.manifest.storeID != previous.parts.manifest.storeID
-        {
-            throw RepositoryError.damaged(
-                location: repository.location, object: "snapshots/\(next.id)",
-                problem:
-                    "does not start where snapshot \(previous.shortID), which it builds on, ends; nothing was removed")
-        }
-        for (index, link) in links.enumerated() {
-            let stream = try await SnapshotStream.open(link, in: repository)
-            do {
-                let reader = Unchecked(stream.reader)
-                let later = index > 0
-                _ = try await onOwnThread("ckport fold") {
-                    var options = RestoreOptions()
-                    if later { options.mode = .replace }
-                    return try Backups.restore([reader.value], into: scratch, options: options)
-                }
-                await stream.close()
-            } catch {
-                await stream.close()
-                throw error
-            }
-        }
+        // The chain restored as a restore does: one link open at a time (two or three while
+        // the next is fetched), in one transaction.
+        _ = try await restore(
+            chain: try chain(to: snapshot, in: all, repository: repository.location), from: repository,
+            into: scratch)
         // The body goes to a new object; the snapshot keeps its id, so what builds on it still does.
         let bodyName = repository.newDataObject()
         let body = try await repository.startObject(bodyName)

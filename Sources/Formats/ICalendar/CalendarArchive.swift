@@ -279,56 +279,77 @@ public struct CalendarArchiveExporter {
         query.sortField = "position"
         // The calendars in the order they were read: by the position of their first component
         // (calendars of one file follow each other in it), then by name.
+        // Calendars whose components follow each other in that order (one file's, or files
+        // imported one after another) are written in one more pass over the selection; else
+        // each calendar is read through a query of its own on its (indexed) name. Either way
+        // the selection is read twice, not once per calendar.
         var first: [String: Int64] = [:]
+        var contiguous = true
+        var current: String?
+        var lastFirst = Int64.min
         try session.forEach(query) { record in
-            guard case .string(let calendar)? = record["calendar"], first[calendar] == nil else { return }
-            if case .int64(let position)? = record["position"] {
-                first[calendar] = position
-            } else {
-                first[calendar] = .max
+            guard case .string(let calendar)? = record["calendar"], calendar != current else { return }
+            current = calendar
+            guard first[calendar] == nil else {
+                contiguous = false
+                return
             }
-        }
-        let order = first.keys.sorted { a, b in
-            first[a]! != first[b]! ? first[a]! < first[b]! : a.utf8.lexicographicallyPrecedes(b.utf8)
+            var position = Int64.max
+            if case .int64(let value)? = record["position"] { position = value }
+            first[calendar] = position
+            if position <= lastFirst { contiguous = false }
+            lastFirst = position
         }
         var writer = ICalLineWriter()
         // Calendar by calendar, each in the order it was read; one record in memory at a time.
-        // Each calendar's components come from a query of their own on the calendar's (indexed)
-        // name, so that a store of many calendars is read once, not once per calendar.
-        for name in order {
-            var opened = false
-            var timeZones: Set<String> = []
-            try session.forEach(CalendarArchiveExporter.components(of: name, in: query)) { record in
-                guard case .string(let calendar)? = record["calendar"], calendar == name,
-                    case .string(let content)? = record["content"], case .string(let kind)? = record["component"]
-                else { return }
-                if !opened {
-                    opened = true
-                    writer.raw("BEGIN:VCALENDAR")
-                    var wrote = Set<String>()
-                    for line in (infos[name] ?? "").split(separator: "\n", omittingEmptySubsequences: true) {
-                        writer.raw(String(line))
-                        wrote.insert(String(line.prefix { $0 != ":" && $0 != ";" }).uppercased())
-                    }
-                    if !wrote.contains("PRODID") { writer.raw("PRODID:-//ckport//archive//EN") }
-                    if !wrote.contains("VERSION") { writer.raw("VERSION:2.0") }
-                }
-                if kind == "VTIMEZONE", case .string(let tzid)? = record["tzid"] {
-                    // A zone the calendar defines twice (two imports of it): once is enough.
-                    guard timeZones.insert(tzid).inserted else { return }
-                }
-                for line in content.split(separator: "\n", omittingEmptySubsequences: false) {
+        var opened: String?
+        var timeZones: Set<String> = []
+        func close() throws {
+            guard let name = opened else { return }
+            writer.raw("END:VCALENDAR")
+            try output.write(writer.take())
+            summary.calendars.append(name)
+            opened = nil
+        }
+        func write(_ record: Record) throws {
+            guard case .string(let calendar)? = record["calendar"], case .string(let content)? = record["content"],
+                case .string(let kind)? = record["component"]
+            else { return }
+            if opened != calendar {
+                try close()
+                opened = calendar
+                timeZones = []
+                writer.raw("BEGIN:VCALENDAR")
+                var wrote = Set<String>()
+                for line in (infos[calendar] ?? "").split(separator: "\n", omittingEmptySubsequences: true) {
                     writer.raw(String(line))
+                    wrote.insert(String(line.prefix { $0 != ":" && $0 != ";" }).uppercased())
                 }
-                summary.components[kind, default: 0] += 1
-                try output.write(writer.take())
+                if !wrote.contains("PRODID") { writer.raw("PRODID:-//ckport//archive//EN") }
+                if !wrote.contains("VERSION") { writer.raw("VERSION:2.0") }
             }
-            if opened {
-                writer.raw("END:VCALENDAR")
-                try output.write(writer.take())
-                summary.calendars.append(name)
+            if kind == "VTIMEZONE", case .string(let tzid)? = record["tzid"] {
+                // A zone the calendar defines twice (two imports of it): once is enough.
+                guard timeZones.insert(tzid).inserted else { return }
+            }
+            for line in content.split(separator: "\n", omittingEmptySubsequences: false) {
+                writer.raw(String(line))
+            }
+            summary.components[kind, default: 0] += 1
+            try output.write(writer.take())
+        }
+        if contiguous {
+            try session.forEach(query) { try write($0) }
+        } else {
+            let order = first.keys.sorted { a, b in
+                first[a]! != first[b]! ? first[a]! < first[b]! : a.utf8.lexicographicallyPrecedes(b.utf8)
+            }
+            for name in order {
+                try session.forEach(CalendarArchiveExporter.components(of: name, in: query)) { try write($0) }
+                try close()
             }
         }
+        try close()
         guard !summary.calendars.isEmpty else {
             throw StoreError.badQuery(
                 "nothing to export: the selection holds no calendar components, and an empty calendar is not one RFC 5545 readers accept"
