@@ -110,6 +110,13 @@ public final class PrefetchingSource: RecordSource {
                 return current.items[current.next - 1].take()
             }
             if current.isLast {
+                // What was handed back after the background thread ended is freed here: a
+                // source that has ended keeps nothing (an import of a chain of bundles would
+                // otherwise hold each one's last batches until the end).
+                if !retiring.isEmpty || !retired.withLock({ $0.isEmpty }) {
+                    retiring = []
+                    retired.withLock { $0 = [] }
+                }
                 if let failure = current.failure { throw failure }
                 return nil
             }
