@@ -71,6 +71,28 @@ struct RepositoryTests {
         return store
     }
 
+    @Test("a snapshot whose description lost its parent is refused as incremental, and the store stays empty")
+    func lostParent() async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(
+            try await storage(.folder, scratch, "lost-parent"), passphrase: nil)
+        let store = try todoStore(scratch, count: 500)
+        _ = try await Backups.backup(store, to: repository)
+        _ = try Deletes.records(matching: RecordQuery(recordTypes: ["Task"], limit: 3), in: store)
+        var increment = try await Backups.backup(store, to: repository).snapshot
+        #expect(increment.parent != nil && increment.parts.manifest.baseToken != nil)
+        increment.parent = nil
+        try await repository.publish(increment)
+        let target = try RecordStore(path: scratch.path("target.sqlite"))
+        do {
+            _ = try await Backups.restore(from: repository, snapshot: increment, into: target)
+            Issue.record("an increment without its base was restored")
+        } catch {
+            #expect("\(error)".contains("is incremental"), "\(error)")
+        }
+        #expect(try await target.readSession { try $0.stats() }.totalRecords == 0)
+    }
+
     @Test(
         "a full snapshot, then only the changes; each restores to the store as it was, by id and by time",
         arguments: places)

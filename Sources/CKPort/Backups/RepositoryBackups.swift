@@ -318,13 +318,19 @@ extension Backups {
     /// Restores a chain of snapshots, the repository locked by the caller. The newest link is
     /// opened first: its schema and migration history are the restore's. The earlier ones are
     /// opened one after another as the restore reaches them (a task opens the next while one is
-    /// read), so memory holds two or three links' buffers however long the chain; all of it
-    /// still goes in one transaction, which commits once every link checked out.
+    /// read, and holds one more while it waits to hand it over), so memory holds at most four
+    /// links' buffers however long the chain; all of it still goes in one transaction, which
+    /// commits once every link checked out.
     static func restore(
         chain: [RepositorySnapshot], from repository: BackupRepository, into store: some RecordStoring,
         options: RestoreOptions = RestoreOptions(), progress: ProgressHandler? = nil
     ) async throws -> ImportSummary {
         try checkLinks(chain, repository: repository.location)
+        // A chain starts full, unless the records go into a store that holds an earlier restore.
+        if let base = chain.first!.parts.manifest.baseToken, options.mode == nil {
+            throw OperationError.chainStartsIncremental(
+                bundle: "snapshot \(chain.first!.shortID) in \(repository.location)", base: base)
+        }
         let links = TaskToThread<SnapshotStream>(depth: 1)
         let last = try await SnapshotStream.open(chain.last!, in: repository, limits: options.read.limits)
         let earlier = Array(chain.dropLast())
@@ -345,7 +351,8 @@ extension Backups {
         }
         let sources = earlier.map {
             LinkSource(
-                name: "snapshot \($0.shortID) in \(repository.location)", location: repository.location, links: links)
+                name: "snapshot \($0.shortID) in \(repository.location)", token: $0.parts.manifest.token,
+                location: repository.location, links: links)
         }
         let work = Unchecked((sources, last.reader, options, progress))
         do {
@@ -385,6 +392,7 @@ extension Backups {
         opener: Task<[@Sendable () async -> Void], Never>, newest: SnapshotStream
     ) async {
         links.cancel()
+        opener.cancel()
         for source in earlier { source.close() }
         for close in await opener.value { await close() }
         await newest.close()
@@ -615,14 +623,18 @@ final class LinkSource: RecordSource, @unchecked Sendable {
         var done = false
         var readBefore: Int64 = 0
         var damage: (any Error)?
+        var failure: (any Error)?
     }
     let name: String
+    /// The change token its snapshot ends at: the bundle it is handed must be its own.
+    private let token: String
     private let location: String
     private let links: TaskToThread<SnapshotStream>
     private let state = Mutex(State())
 
-    init(name: String, location: String, links: TaskToThread<SnapshotStream>) {
+    init(name: String, token: String, location: String, links: TaskToThread<SnapshotStream>) {
         self.name = name
+        self.token = token
         self.location = location
         self.links = links
     }
@@ -633,7 +645,8 @@ final class LinkSource: RecordSource, @unchecked Sendable {
     var damage: (any Error)? { state.withLock { $0.damage } }
 
     func next() throws -> SourceItem? {
-        let (current, done) = state.withLock { ($0.stream, $0.done) }
+        let (current, done, failure) = state.withLock { ($0.stream, $0.done, $0.failure) }
+        if let failure { throw failure }
         if done { return nil }
         let stream: SnapshotStream
         if let current {
@@ -644,6 +657,15 @@ final class LinkSource: RecordSource, @unchecked Sendable {
             }
             state.withLock { $0.stream = opened }
             stream = opened
+            // The links come in the chain's order, read one after another: a bundle of another
+            // snapshot here would apply records out of order.
+            guard opened.reader.manifest.token == token else {
+                let error = RepositoryError.storage(
+                    location: location, message: "\(name) was handed another snapshot's bundle")
+                state.withLock { $0.failure = error }
+                close()
+                throw error
+            }
         }
         let reader = stream.reader
         do {
@@ -651,7 +673,10 @@ final class LinkSource: RecordSource, @unchecked Sendable {
             try reader.finishChecks()
         } catch {
             let found = reader.damageFound()
-            state.withLock { $0.damage = found }
+            state.withLock {
+                $0.damage = found
+                $0.failure = error
+            }
             close()
             throw error
         }
