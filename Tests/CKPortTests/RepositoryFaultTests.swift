@@ -19,7 +19,7 @@ struct RepositoryFaultTests {
         let plan: String
         let log: String
 
-        init(upstream: URL, scratch: Scratch) throws {
+        init(upstream: URL, scratch: Scratch) async throws {
             plan = scratch.path("faults-plan.json")
             log = scratch.path("faults-log.jsonl")
             try Data("[]".utf8).write(to: URL(fileURLWithPath: plan))
@@ -33,13 +33,25 @@ struct RepositoryFaultTests {
             // Not the runner's own output: a child that outlived the test would hold it open.
             process.standardError = FileHandle(forWritingAtPath: "/dev/null")
             try process.run()
-            var line = Data()
-            while !line.contains(0x0A) {
-                let more = output.fileHandleForReading.availableData
-                guard !more.isEmpty else { throw FaultInjectorFailed() }
-                line.append(more)
+            // The port, read on a thread of its own: a test's task does not hold a thread of
+            // the pool (which other tests wait for) while Python starts.
+            let port = try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<String, any Error>) in
+                Thread {
+                    var line = Data()
+                    while !line.contains(0x0A) {
+                        let more = output.fileHandleForReading.availableData
+                        guard !more.isEmpty else {
+                            continuation.resume(throwing: FaultInjectorFailed())
+                            return
+                        }
+                        line.append(more)
+                    }
+                    continuation.resume(
+                        returning: String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                    )
+                }.start()
             }
-            let port = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             url = URL(string: "http://127.0.0.1:\(port)")!
         }
 
@@ -103,7 +115,7 @@ struct RepositoryFaultTests {
     func transient() async throws {
         let scratch = Scratch()
         let upstream = try #require(S3TestServer.endpoint, "CKPORT_TEST_S3 names SeaweedFS")
-        let injector = try FaultInjector(upstream: upstream, scratch: scratch)
+        let injector = try await FaultInjector(upstream: upstream, scratch: scratch)
         let bucket = S3TestServer.bucket("faults")
         let s3 = try client(injector.url, bucket: bucket)
         try await s3.createBucket()
@@ -149,7 +161,7 @@ struct RepositoryFaultTests {
     func persistent() async throws {
         let scratch = Scratch()
         let upstream = try #require(S3TestServer.endpoint, "CKPORT_TEST_S3 names SeaweedFS")
-        let injector = try FaultInjector(upstream: upstream, scratch: scratch)
+        let injector = try await FaultInjector(upstream: upstream, scratch: scratch)
         let s3 = try client(injector.url, bucket: S3TestServer.bucket("failing"))
         try await s3.createBucket()
         let repository = try await BackupRepository.create(S3Storage(client: s3, prefix: "ckport"), passphrase: nil)

@@ -34,12 +34,18 @@ struct CancellationTests {
         let store = try scratch.store(taskSchema)
         try store.write { _ = try $0.save(Self.note(0), mode: .insert) }
         let saving = Saved()
+        let cancelled = Saved()
         let writer = Task {
             try await store.writeSession { session in
-                // Bounded: the cancellation arrives long before the end.
                 for number in 1...1_000_000 {
                     _ = try session.save(Self.note(number), mode: .insert)
                     saving.set(number)
+                    // The writer runs on a thread of its own: it waits here until the test's
+                    // task (which may wait for a thread of the pool while other tests run) has
+                    // cancelled it, so the cancellation always arrives mid-write.
+                    if number == 60 {
+                        while cancelled.value == 0 { usleep(1_000) }
+                    }
                 }
             }
         }
@@ -50,6 +56,7 @@ struct CancellationTests {
         }
         while saving.value < 50 { try await Task.sleep(for: .milliseconds(2)) }
         writer.cancel()
+        cancelled.set(1)
         await #expect(throws: InterruptedError(signal: Cancellation.cancelledTask)) { try await writer.value }
         let stoppedAt = saving.value
         #expect(stoppedAt >= 50 && stoppedAt < 1_000_000)
