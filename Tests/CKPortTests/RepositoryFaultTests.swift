@@ -92,23 +92,21 @@ struct RepositoryFaultTests {
     }
 
     func todoStore(_ scratch: Scratch, count: Int) throws -> RecordStore {
-        try todoStoreAndTask(scratch, count: count).store
+        try RepositoryTests().todoStore(scratch, count: count, seed: 11)
     }
 
     /// A family-todo store and the name of one of its tasks.
     func todoStoreAndTask(_ scratch: Scratch, count: Int) throws -> (store: RecordStore, task: String) {
-        let store = try scratch.store(SampleApp.familyTodo.schemaText)
-        var records: [Record] = []
-        try SampleApp.familyTodo.generate(records: count, seed: 11) { records.append($0) }
-        _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource(records)])
-        let task = try #require(records.first { $0.recordType == "Task" }?.recordName)
-        return (store, task)
+        let store = try todoStore(scratch, count: count)
+        var task: String?
+        try store.read { session in
+            try session.forEach(RecordQuery(recordTypes: ["Task"], limit: 1)) { task = $0.recordName }
+        }
+        return (store, try #require(task))
     }
 
     func exported(_ store: RecordStore, _ scratch: Scratch) throws -> String {
-        let name = "export-\(UUID().uuidString).jsonl"
-        _ = try Exports.records(from: store, to: .file(scratch.path(name)), request: ExportRequest(format: .jsonLines))
-        return scratch.text(name)
+        try RepositoryTests().exported(store, scratch)
     }
 
     @Test("a connection dropped in the middle of a part, SlowDown and InternalError are tried again")

@@ -200,7 +200,6 @@ extension Backups {
         if query.predicate != nil { parts.append("where=" + (query.predicateText ?? "a predicate")) }
         return parts.isEmpty ? nil : parts.joined(separator: ";")
     }
-
 }
 
 // MARK: - Choosing snapshots
