@@ -105,6 +105,7 @@ let package = Package(
                 "ObjectStorage", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
         // ckport's web servers (serve, the emulator, the sign-in callback) on Hummingbird: where

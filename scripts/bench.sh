@@ -941,7 +941,8 @@ repo_table() {
   echo "Median of $repeat rounds; peak RSS is ckport's (rclone's in the reference rows: the larger of the"
   echo "two commands). Both restores are compared with the store's export, byte for byte. forget keeps"
   echo "the newest seven (--keep-last 7: the same work as --keep-daily 7 on snapshots a day apart), which"
-  echo "makes the oldest kept one full (its chain folded) and removes twenty-three; prune spares objects"
+  echo "folds the oldest kept one (the changes of the twenty-three that go merged into it, the full one"
+  echo "kept as its base) and removes twenty-three; prune spares objects"
   echo "written in the last hour, so here it removes the snapshots' descriptions but not their bodies."
   echo "Targets: backup ≤ 1.1×, restore ≤ 1.15×, the increment ≤ 0.1×, forget ≤ 1.0×; memory under 200 MB."
 }

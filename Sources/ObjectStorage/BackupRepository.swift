@@ -239,7 +239,7 @@ public struct RepositorySnapshot: Codable, Sendable, Equatable {
     public var storeLocation: String
     /// The snapshot this one holds the changes after; nil for a full one.
     public var parent: String?
-    /// Records (a full snapshot) or changes (an incremental one).
+    /// Records (a full snapshot, a folded one too) or changes (an incremental one).
     public var records: Int
     /// What it added to the repository: its body and the asset files no earlier snapshot had.
     public var bytes: Int64
@@ -251,11 +251,21 @@ public struct RepositorySnapshot: Codable, Sendable, Equatable {
     /// The selection it holds when it is not the whole store (`types=Task;zone=family-1`); a
     /// snapshot builds only on one of the same selection.
     public var selection: String?
+    /// The full bundle its body's changes apply to, when that bundle's own snapshot is gone:
+    /// a snapshot folded by `forget` (see ``RepositoryBase``). Its `parent` is then nil — it
+    /// needs no other snapshot — and its body is incremental.
+    public var base: RepositoryBase?
+    /// How many records the store held (in the selection) when it was made; nil in a
+    /// description written before this was kept.
+    public var storeRecords: Int?
 
     public init(
         id: String, time: String, host: String, store: String, storeLocation: String, parent: String?, records: Int,
-        bytes: Int64, body: String, bodyStoredBytes: Int64, parts: BundleParts, selection: String? = nil
+        bytes: Int64, body: String, bodyStoredBytes: Int64, parts: BundleParts, selection: String? = nil,
+        base: RepositoryBase? = nil, storeRecords: Int? = nil
     ) {
+        self.base = base
+        self.storeRecords = storeRecords
         self.id = id
         self.time = time
         self.host = host
@@ -313,6 +323,38 @@ public struct RepositorySnapshot: Codable, Sendable, Equatable {
         Summary(
             id: id, time: time, store: store, storeLocation: storeLocation, host: host, parent: parent,
             records: records, bytes: bytes, token: token)
+    }
+}
+
+/// A full snapshot's bundle, kept after the snapshot itself was forgotten, inside the
+/// description of a later snapshot that was folded onto it: that snapshot's body holds the
+/// changes from this bundle's token to its own, merged from the chain between. Folding this way
+/// rewrites only the changes, not the whole store; `forget` writes a new full bundle once the
+/// merged changes grow past half of the base.
+public struct RepositoryBase: Codable, Sendable, Equatable {
+    /// The snapshot it was, and when that was made.
+    public var id: String
+    public var time: String
+    public var records: Int
+    public var body: String
+    public var bodyStoredBytes: Int64
+    public var parts: BundleParts
+
+    public init(id: String, time: String, records: Int, body: String, bodyStoredBytes: Int64, parts: BundleParts) {
+        self.id = id
+        self.time = time
+        self.records = records
+        self.body = body
+        self.bodyStoredBytes = bodyStoredBytes
+        self.parts = parts
+    }
+
+    /// The base as the first link of the chain of `snapshot`, whose base it is.
+    public func link(of snapshot: RepositorySnapshot) -> RepositorySnapshot {
+        RepositorySnapshot(
+            id: id, time: time, host: snapshot.host, store: snapshot.store, storeLocation: snapshot.storeLocation,
+            parent: nil, records: records, bytes: 0, body: body, bodyStoredBytes: bodyStoredBytes, parts: parts,
+            selection: snapshot.selection)
     }
 }
 

@@ -4,7 +4,8 @@ import NIOSSL
 import Records
 import Synchronization
 
-/// Where a repository is, as a user writes it: a folder (`/mnt/nas/ckport`, `file:///…`), or
+/// Where a repository is, as a user writes it: a folder (`/mnt/nas/ckport`, `file:///…`),
+/// `rclone:REMOTE:PATH` through the user's rclone (``RcloneStorage``), or
 /// `s3://BUCKET/PREFIX` in S3-compatible object storage, set up as AWS's own tools set up: the
 /// key from `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`, else the
 /// `AWS_PROFILE` (or `default`) profile of `~/.aws/credentials`; the region from `AWS_REGION`
@@ -32,10 +33,14 @@ public enum RepositoryAddress {
                 http: try settings.httpClient(location: address))
             return S3Storage(client: client, prefix: prefix)
         }
+        if address.hasPrefix("rclone:") {
+            return try RcloneStorage(remote: String(address.dropFirst("rclone:".count)), environment: environment)
+        }
         if address.contains("://") && !address.hasPrefix("file://") {
             throw RepositoryError.storage(
                 location: address,
-                message: "is not a repository address ckport knows: give a folder or s3://BUCKET/PREFIX")
+                message:
+                    "is not a repository address ckport knows: give a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH")
         }
         let path = address.hasPrefix("file://") ? String(address.dropFirst("file://".count)) : address
         guard !path.isEmpty else { throw RepositoryError.storage(location: address, message: "names no folder") }

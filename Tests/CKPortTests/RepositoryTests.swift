@@ -13,7 +13,7 @@ import Testing
 @Suite("backup repositories")
 struct RepositoryTests {
     enum Place: String, CaseIterable, CustomStringConvertible {
-        case folder, s3, moto
+        case folder, s3, moto, rclone
         var description: String { rawValue }
     }
 
@@ -28,7 +28,32 @@ struct RepositoryTests {
         case .moto:
             guard let endpoint = S3TestServer.motoEndpoint else { throw S3TestServerMissing() }
             return try await bucket(at: endpoint, keys: try S3TestServer.motoKeys(), tag)
+        case .rclone:
+            // SeaweedFS again, every object through the user's rclone (its remote `sw` set up
+            // in rclone's environment, as `rclone config` would).
+            guard let endpoint = S3TestServer.endpoint else { throw S3TestServerMissing() }
+            let bucket = try await bucket(at: endpoint, keys: try S3TestServer.keys(), tag)
+            return try RcloneStorage(
+                remote: "sw:\(bucket.client.endpoint.bucket)/family/ckport", environment: try rcloneEnvironment())
         }
+    }
+
+    /// rclone's environment for the remote `sw` (SeaweedFS), and `CKPORT_RCLONE` naming it.
+    func rcloneEnvironment() throws -> [String: String] {
+        let program = try #require(
+            ProcessInfo.processInfo.environment["CKPORT_TEST_RCLONE"],
+            "CKPORT_TEST_RCLONE names rclone (the README's test command installs it)")
+        let keys = try S3TestServer.keys()
+        var environment = ProcessInfo.processInfo.environment
+        environment["CKPORT_RCLONE"] = program
+        environment["RCLONE_CONFIG_SW_TYPE"] = "s3"
+        environment["RCLONE_CONFIG_SW_PROVIDER"] = "SeaweedFS"
+        environment["RCLONE_CONFIG_SW_ENDPOINT"] = S3TestServer.endpoint?.absoluteString
+        environment["RCLONE_CONFIG_SW_ACCESS_KEY_ID"] = keys.id
+        environment["RCLONE_CONFIG_SW_SECRET_ACCESS_KEY"] = keys.secret
+        environment["RCLONE_CONFIG_SW_FORCE_PATH_STYLE"] = "true"
+        environment["RCLONE_CONFIG"] = "/dev/null"
+        return environment
     }
 
     /// A new bucket of the server at `endpoint`, the repository under a prefix in it.
@@ -249,6 +274,40 @@ struct RepositoryTests {
         }
     }
 
+    @Test(
+        "a chain whose later link lost its body or was cut short is refused before any of it is read, naming the object",
+        arguments: places)
+    func brokenLink(place: Place) async throws {
+        let scratch = Scratch()
+        let storage = try await storage(place, scratch, "broken-link")
+        let repository = try await BackupRepository.create(storage, passphrase: nil)
+        let store = try todoStore(scratch, count: 900)
+        let full = try await Backups.backup(store, to: repository).snapshot
+        try retitle(store, made: 900, from: 1, count: 4, mark: "one")
+        let middle = try await Backups.backup(store, to: repository).snapshot
+        try retitle(store, made: 900, from: 9, count: 4, mark: "two")
+        let newest = try await Backups.backup(store, to: repository).snapshot
+        #expect(newest.parent == middle.id && middle.parent == full.id)
+        for damage in ["missing", "short"] {
+            let bytes = try #require(try await storage.read(middle.body, limit: 64 << 20))
+            if damage == "missing" {
+                try await storage.delete(middle.body)
+            } else {
+                try await storage.write(middle.body, Array(bytes.dropLast(3)))
+            }
+            let path = scratch.path("target-\(damage).sqlite")
+            let target = try RecordStore(path: path)
+            await #expect {
+                _ = try await Backups.restore(from: repository, snapshot: newest, into: target)
+            } throws: { error in
+                "\(error)".contains(middle.body) && "\(error)".contains(damage == "missing" ? "is missing" : "bytes")
+            }
+            #expect((try? target.read { try $0.count(RecordQuery()) }) ?? 0 == 0)
+            try await storage.write(middle.body, bytes)
+        }
+        #expect(try exported(try await restored(repository, newest, scratch), scratch) == exported(store, scratch))
+    }
+
     @Test("asset files are kept once, by their SHA-256, and come back with the records", arguments: places)
     func assets(place: Place) async throws {
         let scratch = Scratch()
@@ -317,6 +376,13 @@ struct RepositoryTests {
             for key in ["elsewhere/video.mp4", s3.prefix + "data/notes.txt"] {
                 others.append((key, try await s3.client.startUpload(key)))
             }
+        }
+        if storage is RcloneStorage {
+            // rclone stores what it was given when its writer dies: a killed backup leaves a
+            // whole object under partial/, never under the name it was writing.
+            try await storage.write("partial/killed-writer", [1, 2, 3])
+            #expect(try await storage.list("").allSatisfy { !$0.key.hasPrefix("partial/") })
+            await object.abort()
         }
         #expect(try await storage.removeUnfinished(before: Date() + 60) >= 1)
         #expect(try await storage.removeUnfinished(before: Date() + 60) == 0)
@@ -394,7 +460,7 @@ struct RepositoryTests {
     }
 
     @Test(
-        "forget keeps what the policy keeps; a kept snapshot built on one that goes is made full; prune frees the rest; another store is not touched",
+        "forget keeps what the policy keeps; a kept snapshot built on one that goes is folded; prune frees the rest; another store is not touched",
         arguments: places)
     func forget(place: Place) async throws {
         let scratch = Scratch()
@@ -450,6 +516,237 @@ struct RepositoryTests {
         #expect(check.read == 4 && check.snapshots == 4)
     }
 
+    /// Changes the titles of `count` records of the family-todo store made with `seed` (those
+    /// that have one), from the `from`th, to carry `mark`; returns how many changed.
+    @discardableResult
+    func retitle(_ store: RecordStore, made: Int, seed: UInt64 = 7, from: Int, count: Int, mark: String) throws -> Int {
+        var records: [Record] = []
+        try SampleApp.familyTodo.generate(records: made, seed: seed) { records.append($0) }
+        var changed: [Record] = []
+        for var record in records.dropFirst(from) where changed.count < count {
+            guard case .string(let title)? = record.fields["title"] else { continue }
+            record.fields["title"] = .string(title + " " + mark)
+            changed.append(record)
+        }
+        _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource(changed)])
+        return changed.count
+    }
+
+    @Test(
+        "forget folds the changes onto a snapshot that stays, onto the same base again, and writes the chain anew once its changes pass half the base",
+        arguments: places)
+    func folds(place: Place) async throws {
+        let scratch = Scratch()
+        let repository = try await BackupRepository.create(try await storage(place, scratch, "folds"), passphrase: "p")
+        let store = try todoStore(scratch, count: 600)
+        var states: [String] = []
+        var made: [RepositorySnapshot] = []
+        // Six nightly snapshots: a few titles changed each night, one record deleted on the third.
+        for night in 0..<6 {
+            if night > 0 { try retitle(store, made: 600, from: night * 7, count: 10, mark: "night \(night)") }
+            if night == 3 {
+                let name = try store.read { session in
+                    var found: [String] = []
+                    try session.forEach(RecordQuery(recordTypes: ["Task"], limit: 1)) { found.append($0.recordName) }
+                    return found
+                }
+                _ = try Deletes.records(named: name, in: store)
+            }
+            states.append(try exported(store, scratch))
+            made.append(try await Backups.backup(store, to: repository).snapshot)
+        }
+        let full = made[0]
+        // The first night's in the year before, the others this year: keeping one of each year
+        // keeps the full snapshot and the newest; the newest folds onto the full one.
+        var moved = made
+        for index in moved.indices {
+            moved[index].time = index == 0 ? "2025-12-30T18:00:00.000Z" : "2026-01-0\(index)T18:00:00.000Z"
+            try await repository.publish(moved[index])
+        }
+        let utc = TimeZone(identifier: "UTC")!
+        _ = try await Backups.forget(
+            repository, policy: RetentionPolicy(yearly: 2), prune: true, pruneGrace: 0, timeZone: utc)
+        var left = try await repository.snapshots()
+        #expect(left.map(\.id) == [made[0].id, made[5].id])
+        let onFull = try #require(left.last)
+        #expect(onFull.parent == full.id && onFull.base == nil && onFull.body != made[5].body)
+        #expect(onFull.records > 10 && onFull.records <= 51, "\(onFull.records)")
+        #expect(try exported(try await restored(repository, onFull, scratch), scratch) == states[5])
+
+        // Two more nights, then only the newest stays: the full snapshot goes, and what stays
+        // keeps its bundle as a base; its body holds the merged changes, not the store.
+        for night in 6..<8 {
+            try retitle(store, made: 600, from: night * 7, count: 10, mark: "night \(night)")
+            states.append(try exported(store, scratch))
+            made.append(try await Backups.backup(store, to: repository).snapshot)
+        }
+        _ = try await Backups.forget(
+            repository, policy: RetentionPolicy(last: 1), prune: true, pruneGrace: 0, timeZone: utc)
+        left = try await repository.snapshots()
+        let folded = try #require(left.first)
+        #expect(left.count == 1 && folded.id == made[7].id)
+        #expect(folded.isFull && folded.base?.id == full.id && folded.base?.body == full.body)
+        #expect(folded.parts.manifest.baseToken == full.token && folded.token == made[7].token)
+        #expect(folded.records == (try store.read { try $0.count(RecordQuery()) }))
+        #expect(folded.bodyStoredBytes < full.bodyStoredBytes / 2)
+        #expect(try await repository.storage.size(of: full.body) == full.bodyStoredBytes)
+        #expect(try exported(try await restored(repository, folded, scratch), scratch) == states[7])
+        // The next backup builds on it, and the next fold keeps the same base.
+        try retitle(store, made: 600, from: 70, count: 10, mark: "night 8")
+        states.append(try exported(store, scratch))
+        let ninth = try await Backups.backup(store, to: repository).snapshot
+        #expect(ninth.parent == folded.id)
+        try retitle(store, made: 600, from: 90, count: 10, mark: "night 9")
+        states.append(try exported(store, scratch))
+        let tenth = try await Backups.backup(store, to: repository).snapshot
+        _ = try await Backups.forget(
+            repository, policy: RetentionPolicy(last: 1), prune: true, pruneGrace: 0, timeZone: utc)
+        let again = try #require(try await repository.snapshots().first)
+        #expect(again.id == tenth.id && again.base?.id == full.id && again.parent == nil)
+        #expect(try exported(try await restored(repository, again, scratch), scratch) == states[9])
+        var check = try await Backups.verify(repository, readFraction: 1)
+        #expect(check.problems.isEmpty && check.read == 1, "\(check.problems)")
+
+        // Most of the records changed: the chain is written again as one full bundle, and the
+        // base goes with the prune.
+        let many = try retitle(store, made: 600, from: 0, count: 600, mark: "spring cleaning")
+        #expect(many > 300)
+        states.append(try exported(store, scratch))
+        _ = try await Backups.backup(store, to: repository)
+        try retitle(store, made: 600, from: 5, count: 3, mark: "after")
+        states.append(try exported(store, scratch))
+        let last = try await Backups.backup(store, to: repository).snapshot
+        _ = try await Backups.forget(
+            repository, policy: RetentionPolicy(last: 1), prune: true, pruneGrace: 0, timeZone: utc)
+        let rewritten = try #require(try await repository.snapshots().first)
+        #expect(rewritten.id == last.id && rewritten.base == nil && rewritten.parent == nil)
+        #expect(rewritten.parts.manifest.baseToken == nil)
+        #expect(try await repository.storage.size(of: full.body) == nil)
+        #expect(try exported(try await restored(repository, rewritten, scratch), scratch) == states[11])
+        check = try await Backups.verify(repository, readFraction: 1)
+        #expect(check.problems.isEmpty && check.read == 1, "\(check.problems)")
+    }
+
+    /// moto with IAM checked (`Tests/Fixtures/moto-append-only.py`): its endpoint and the keys
+    /// of `owner` (everything) and `appender` (may delete only under the prefix's locks/).
+    final class AppendOnlyServer {
+        let process = Process()
+        let input = Pipe()
+        let endpoint: URL
+        let keys: [String: (id: String, secret: String)]
+
+        init(bucket: String, prefix: String) async throws {
+            let venv =
+                ProcessInfo.processInfo.environment["CKPORT_TEST_VENV"] ?? NSHomeDirectory()
+                + "/.cache/ckport-test-venv"
+            process.executableURL = URL(fileURLWithPath: venv + "/bin/python")
+            process.arguments = [
+                packageRoot.appendingPathComponent("Tests/Fixtures/moto-append-only.py").path, bucket, prefix,
+            ]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardInput = input
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+            // Read on a thread of its own: the pool's threads are not held while Python starts.
+            let line = try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<Data, any Error>) in
+                Thread {
+                    var line = Data()
+                    while !line.contains(0x0A) {
+                        let more = output.fileHandleForReading.availableData
+                        guard !more.isEmpty else {
+                            continuation.resume(throwing: S3TestServerMissing())
+                            return
+                        }
+                        line.append(more)
+                    }
+                    continuation.resume(returning: line)
+                }.start()
+            }
+            let answer = try #require(try JSONSerialization.jsonObject(with: line) as? [String: Any])
+            let address = try #require(answer["endpoint"] as? String)
+            endpoint = try #require(URL(string: address))
+            var keys: [String: (id: String, secret: String)] = [:]
+            for (user, value) in try #require(answer["keys"] as? [String: [String: String]]) {
+                keys[user] = (value["id"]!, value["secret"]!)
+            }
+            self.keys = keys
+        }
+
+        func storage(_ user: String, bucket: String, prefix: String) -> S3Storage {
+            let key = keys[user]!
+            let client = S3Client(
+                endpoint: S3Endpoint(url: endpoint, region: "us-east-1", bucket: bucket, pathStyle: true),
+                credentials: AWSCredentials(accessKeyID: key.id, secretAccessKey: key.secret), attempts: 2,
+                firstWait: 0.05)
+            return S3Storage(client: client, prefix: prefix)
+        }
+
+        deinit {
+            try? input.fileHandleForWriting.close()
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    @Test(
+        "an append-only key (it may delete only locks) backs up and restores; forget with it says why it cannot and removes nothing; the owner's key forgets and clears what a stopped backup left",
+        .enabled(if: S3TestServer.enabled))
+    func appendOnly() async throws {
+        let scratch = Scratch()
+        let bucket = S3TestServer.bucket("append")
+        let server = try await AppendOnlyServer(bucket: bucket, prefix: "family/ckport")
+        let owner = server.storage("owner", bucket: bucket, prefix: "family/ckport")
+        let appender = server.storage("appender", bucket: bucket, prefix: "family/ckport")
+        // The key is checked: the appender may not delete a snapshot's data.
+        _ = try await BackupRepository.create(owner, passphrase: nil)
+        try await owner.write("data/probe", [1])
+        await #expect(throws: ObjectStorageError.self) { try await appender.delete("data/probe") }
+        #expect(try await owner.size(of: "data/probe") == 1)
+        try await owner.delete("data/probe")
+
+        let repository = try await BackupRepository.open(appender, passphrase: nil, allowUnencrypted: true)
+        let store = try todoStore(scratch, count: 800)
+        let first = try await Backups.backup(store, to: repository).snapshot
+        // A backup stopped halfway: its upload never finished, and this key cannot clear it.
+        let stopped = try await repository.startObject(repository.newDataObject())
+        try await stopped.add([UInt8](repeating: 7, count: RepositoryUploadLimits.partSize + 10))
+        try await stopped.add([UInt8](repeating: 8, count: RepositoryUploadLimits.partSize + 10))
+        try retitle(store, made: 800, from: 3, count: 5, mark: "later")
+        let second = try await Backups.backup(store, to: repository).snapshot
+        #expect(second.parent == first.id)
+        let unfinished = try await owner.client.uploads(prefix: "")
+        #expect(unfinished.count == 1, "\(unfinished)")
+        #expect(try await owner.list("locks/").isEmpty, "the appender's locks went")
+        #expect(try exported(try await restored(repository, second, scratch), scratch) == exported(store, scratch))
+
+        let before = try await owner.list("snapshots/").map(\.key)
+        await #expect {
+            _ = try await Backups.forget(
+                repository, policy: RetentionPolicy(last: 1), prune: true, pruneGrace: 0,
+                timeZone: TimeZone(identifier: "UTC")!)
+        } throws: { error in
+            "\(error)".contains("refused to delete") && "\(error)".contains("append-only")
+        }
+        #expect(try await owner.list("snapshots/").map(\.key) == before)
+        #expect(try await owner.list("locks/").isEmpty)
+        let afterRefusal = try await repository.snapshots()
+        #expect(
+            try exported(try await restored(repository, afterRefusal.last!, scratch), scratch)
+                == exported(store, scratch))
+
+        // The owner's key forgets and prunes.
+        let asOwner = try await BackupRepository.open(owner, passphrase: nil, allowUnencrypted: true)
+        _ = try await Backups.forget(
+            asOwner, policy: RetentionPolicy(last: 1), prune: true, pruneGrace: 0,
+            timeZone: TimeZone(identifier: "UTC")!)
+        #expect(try await asOwner.snapshots().map(\.id) == [second.id])
+        // The stopped backup's upload waited for this prune.
+        #expect(try await owner.client.uploads(prefix: "").isEmpty)
+        let kept = try #require(try await asOwner.snapshots().first)
+        #expect(try exported(try await restored(asOwner, kept, scratch), scratch) == exported(store, scratch))
+    }
+
     @Test("verify names a missing object and a damaged one", arguments: places)
     func verify(place: Place) async throws {
         let scratch = Scratch()
@@ -474,21 +771,10 @@ struct RepositoryTests {
     /// Runs rclone with a remote `sw` for SeaweedFS given in its environment (never on its
     /// command line); its status and output.
     func rclone(_ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
-        let program = try #require(
-            ProcessInfo.processInfo.environment["CKPORT_TEST_RCLONE"],
-            "CKPORT_TEST_RCLONE names rclone (the README's test command installs it)")
-        let keys = try S3TestServer.keys()
+        let environment = try rcloneEnvironment()
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
+        process.executableURL = URL(fileURLWithPath: environment["CKPORT_RCLONE"]!)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["RCLONE_CONFIG_SW_TYPE"] = "s3"
-        environment["RCLONE_CONFIG_SW_PROVIDER"] = "SeaweedFS"
-        environment["RCLONE_CONFIG_SW_ENDPOINT"] = S3TestServer.endpoint?.absoluteString
-        environment["RCLONE_CONFIG_SW_ACCESS_KEY_ID"] = keys.id
-        environment["RCLONE_CONFIG_SW_SECRET_ACCESS_KEY"] = keys.secret
-        environment["RCLONE_CONFIG_SW_FORCE_PATH_STYLE"] = "true"
-        environment["RCLONE_CONFIG"] = "/dev/null"
         process.environment = environment
         let scratch = Scratch()
         let output = scratch.url.appendingPathComponent("rclone.out")

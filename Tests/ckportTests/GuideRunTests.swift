@@ -142,6 +142,12 @@ struct GuideRunTests {
         ("docs/backup-and-restore.md", "https://nas.local:9000", "$CKPORT_TEST_S3"),
         ("docs/backup-and-restore.md", "s3://family-backups/", "s3://$GUIDE_S3_BUCKET/"),
         ("docs/backup-and-restore.md", "--at \"2026-11-24 18:00\"", "--at \"2999-01-01 00:00\""),
+        // The reader's remote is a folder of the scene, through the rclone the tests installed.
+        (
+            "docs/backup-and-restore.md",
+            "RCLONE_CONFIG_NAS_TYPE=sftp RCLONE_CONFIG_NAS_HOST=nas.local RCLONE_CONFIG_NAS_USER=family",
+            "RCLONE_CONFIG_NAS_TYPE=local CKPORT_RCLONE=\"$CKPORT_TEST_RCLONE\" RCLONE_CONFIG=/dev/null"
+        ),
     ]
 
     @Test(
@@ -170,6 +176,12 @@ struct GuideRunTests {
                 continue
             }
             if scene == "s3" && !S3TestServer.enabled { continue }
+            // rclone is the tests' own (the README's test command installs it; CI always has it).
+            if scene == "rclone" && ProcessInfo.processInfo.environment["CKPORT_TEST_RCLONE"] == nil
+                && ProcessInfo.processInfo.environment["CI"] == nil
+            {
+                continue
+            }
             let setup = scenes[scene]
             if setup == nil && !Self.machineScenes.contains(scene) {
                 Issue.record(

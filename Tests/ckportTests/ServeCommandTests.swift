@@ -233,6 +233,97 @@ struct ServeCommandTests {
     }
 
     @Test(
+        "a snapshot of a repository shown read-only: the newest with its chain, or the one --snapshot names; the repository unchanged; --repo beside --store is refused"
+    )
+    func repositorySnapshot() throws {
+        let folder = Scratch()
+        try importSample("family-todo", into: "todo.sqlite", in: folder)
+        #expect(try ckport(["repo", "init", "repo", "--no-encrypt", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["backup", "--repo", "repo", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        let exported = try ckport(
+            ["export", "--store", "todo.sqlite", "--type", "Task", "--limit", "1"], in: folder.url
+        ).stdout
+        var task = try #require(try JSONSerialization.jsonObject(with: Data(exported.utf8)) as? [String: Any])
+        var fields = try #require(task["fields"] as? [String: Any])
+        fields["title"] = ["value": "Changed on Tuesday", "type": "STRING"]
+        task["fields"] = fields
+        folder.write("change.jsonl", String(decoding: try JSONSerialization.data(withJSONObject: task), as: UTF8.self))
+        #expect(
+            try ckport(["import", "change.jsonl", "--store", "todo.sqlite", "--mode", "upsert", "-q"], in: folder.url)
+                .status == 0)
+        #expect(try ckport(["backup", "--repo", "repo", "--store", "todo.sqlite", "-q"], in: folder.url).status == 0)
+        let listed = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(try ckport(["snapshots", "--repo", "repo", "--json"], in: folder.url).stdout.utf8))
+                as? [[String: Any]])
+        let ids = listed.compactMap { $0["id"] as? String }
+        #expect(ids.count == 2)
+        func files() throws -> [String: Data] {
+            var found: [String: Data] = [:]
+            let root = folder.url.appendingPathComponent("repo")
+            for case let name as String in FileManager.default.enumerator(atPath: root.path)!
+            where !name.hasPrefix("locks") {
+                var directory: ObjCBool = false
+                if FileManager.default.fileExists(
+                    atPath: root.appendingPathComponent(name).path, isDirectory: &directory),
+                    !directory.boolValue
+                {
+                    found[name] = try Data(contentsOf: root.appendingPathComponent(name))
+                }
+            }
+            return found
+        }
+        let before = try files()
+        #expect(before.count >= 5)
+        // The tasks titled "Changed on Tuesday" the view shows, zone by zone.
+        func changedTasks(_ base: URL) throws -> Int {
+            let index = try #require(
+                try JSONSerialization.jsonObject(
+                    with: Data(try fetch(base.appendingPathComponent("index.json")).body.utf8)) as? [String: Any])
+            var found = 0
+            for entry in try #require(index["zones"] as? [[String: Any]]) where entry["recordType"] as? String == "Task"
+            {
+                var components = URLComponents(
+                    url: base.appendingPathComponent("records/Task.json"), resolvingAgainstBaseURL: false)!
+                components.queryItems = [
+                    URLQueryItem(
+                        name: "zone", value: "\(entry["scope"]!):\(entry["ownerRecordName"]!):\(entry["zoneName"]!)"),
+                    URLQueryItem(name: "where", value: "title == 'Changed on Tuesday'"),
+                ]
+                // The value as JSON writes it (the predicate, echoed, has it in single quotes).
+                found += try fetch(components.url!).body.components(separatedBy: "\"Changed on Tuesday\"").count - 1
+            }
+            return found
+        }
+
+        let (newest, base) = try startServe(["--repo", "repo", "-q"], in: folder)
+        let chain = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(try fetch(base.appendingPathComponent("bundle.json")).body.utf8)) as? [[String: Any]])
+        #expect(chain.count == 2 && (chain[0]["path"] as? String)?.contains(String(ids[0].prefix(8))) == true)
+        let manifests = chain.compactMap { $0["manifest"] as? [String: Any] }
+        #expect(manifests.count == 2 && manifests[1]["baseToken"] as? String == manifests[0]["token"] as? String)
+        let index = try #require(
+            try JSONSerialization.jsonObject(with: Data(try fetch(base.appendingPathComponent("index.json")).body.utf8))
+                as? [String: Any])
+        #expect(index["records"] as? Int == 80 && index["backend"] as? String == "backup snapshot", "\(index)")
+        #expect(try changedTasks(base) >= 1)
+        kill(newest.process.processIdentifier, SIGINT)
+        _ = newest.finish()
+
+        let (first, firstBase) = try startServe(
+            ["--repo", "repo", "--snapshot", String(ids[0].prefix(8)), "-q"], in: folder)
+        #expect(try changedTasks(firstBase) == 0)
+        kill(first.process.processIdentifier, SIGINT)
+        _ = first.finish()
+        #expect(try files() == before)
+        let both = try ckport(["serve", "--repo", "repo", "--store", "todo.sqlite"], in: folder.url)
+        #expect(both.status == 1 && both.stderr.contains("--repo, --bundle and --store"), "\(both.stderr)")
+        let missing = try ckport(["serve", "--repo", "repo", "--snapshot", "ffffffff"], in: folder.url)
+        #expect(missing.status != 0 && missing.stderr.contains("ffffffff"), "\(missing.stderr)")
+    }
+
+    @Test(
         "--open hands the view's address to the desktop's opener once it is served; without one, it says so and serves on"
     )
     func openBrowser() throws {

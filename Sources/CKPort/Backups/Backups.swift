@@ -290,18 +290,30 @@ extension Backups {
         damage: () -> (any Error)?, into store: some RecordStoring, options: RestoreOptions,
         progress: ProgressHandler?
     ) throws -> ImportSummary {
+        try restore(
+            sources, schema: newest.schema, history: newest.migrationHistory, name: newest.path,
+            finishChecks: finishChecks, damage: damage, into: store, options: options, progress: progress)
+    }
+
+    /// The same, given the newest bundle's schema, migration history and name rather than its
+    /// reader (a repository's snapshot says them in its description).
+    static func restore(
+        _ sources: [RecordSource], schema: Schema, history: [MigrationHistoryEntry], name: String,
+        finishChecks: @escaping () throws -> Void, damage: () -> (any Error)?, into store: some RecordStoring,
+        options: RestoreOptions, progress: ProgressHandler?
+    ) throws -> ImportSummary {
         let stats = try store.readSession { try $0.stats() }
         if stats.totalRecords > 0 && options.mode == nil {
             throw OperationError.storeNotEmpty(store: store.location, records: stats.totalRecords)
         }
         // A bundle of another app (or of another version of the schema) would take away
         // types this store holds records of: say what it is, and where it can go instead.
-        let bundleTypes = Set(newest.schema.recordTypes.map(\.name))
+        let bundleTypes = Set(schema.recordTypes.map(\.name))
         let heldTypes = Set(stats.entries.filter { $0.records > 0 }.map(\.recordType))
         let missing = heldTypes.subtracting(bundleTypes).sorted()
         if !missing.isEmpty {
             throw OperationError.bundleOfAnotherSchema(
-                bundle: newest.path, missingTypes: missing, store: store.location)
+                bundle: name, missingTypes: missing, store: store.location)
         }
         var hooks = ImportHooks()
         if let progress {
@@ -320,7 +332,6 @@ extension Backups {
         // reading, on a core the store leaves idle while it builds its indexes: the load commits
         // only once every bundle has checked out.
         // The migration history comes along: the newest bundle's, added to what the store has.
-        let history = newest.migrationHistory
         hooks.finishing = { session in
             try finishChecks()
             for entry in history { try session.recordMigration(entry) }
@@ -329,7 +340,7 @@ extension Backups {
         // replaces an earlier one's, so a field or link it no longer has goes too.
         do {
             return try store.importRecords(
-                sources, schema: newest.schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
+                sources, schema: schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
         } catch {
             // Records refused by a bundle whose member turns out damaged: the damage is the news.
             if let damage = damage() { throw damage }

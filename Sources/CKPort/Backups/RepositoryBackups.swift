@@ -89,9 +89,9 @@ extension Backups {
         let total = progress != nil && base == nil ? try await store.readSession { try $0.count(query) } : nil
         let progress = Unchecked(progress)
         let producer = Task {
-            try await onOwnThread("ckport backup") { () throws -> (BundleParts, [String]) in
+            try await onOwnThread("ckport backup") { () throws -> (BundleParts, [String], Int) in
                 do {
-                    let made = try store.readSession { session -> (BundleParts, [String]) in
+                    let made = try store.readSession { session -> (BundleParts, [String], Int) in
                         var since: ChangeToken?
                         if let base, let token = try? ChangeToken(parsing: base.token) {
                             if token.storeID == session.currentToken.storeID
@@ -123,7 +123,9 @@ extension Backups {
                             }
                             guard channel.put(.assetEnd) else { throw CancellationError() }
                         }
-                        return (parts, missing)
+                        // What a restore of it will hold, from the same state of the store.
+                        let held = since == nil ? parts.manifest.recordCount : try session.count(query)
+                        return (parts, missing, held)
                     }
                     channel.finish()
                     return made
@@ -165,7 +167,7 @@ extension Backups {
             await asset?.abort()
             throw error
         }
-        let (parts, missing) = try await producer.value
+        let (parts, missing, held) = try await producer.value
         // The asset files it shares with earlier snapshots must still be there, and this
         // process's lock must still stand (a prune may remove what no snapshot names yet).
         if parts.assets.count > newAssets {
@@ -183,7 +185,7 @@ extension Backups {
             host: ProcessInfo.processInfo.hostName, store: storeID, storeLocation: store.location,
             parent: parts.manifest.baseToken == nil ? nil : base?.id, records: parts.manifest.recordCount,
             bytes: body.storedBytes + newBytes, body: bodyName, bodyStoredBytes: body.storedBytes, parts: parts,
-            selection: selection)
+            selection: selection, storeRecords: held)
         try await repository.publish(snapshot)
         return RepositoryBackupResult(
             snapshot: snapshot, newAssets: newAssets, keptAssets: parts.assets.count - newAssets,
@@ -270,7 +272,8 @@ extension Backups {
         return newest
     }
 
-    /// The full snapshot `target` builds on and every snapshot between, oldest first.
+    /// The full snapshot `target` builds on and every snapshot between, oldest first. A folded
+    /// snapshot's base comes first, as a link of its own.
     public static func chain(to target: RepositorySnapshot, in all: [RepositorySnapshot], repository: String) throws
         -> [RepositorySnapshot]
     {
@@ -284,6 +287,8 @@ extension Backups {
             }
             chain.append(found)
         }
+        // A folded snapshot's changes apply to the full bundle its description keeps.
+        if let base = chain.last!.base { chain.append(base.link(of: chain.last!)) }
         return chain.reversed()
     }
 }
@@ -314,12 +319,11 @@ extension Backups {
         }
     }
 
-    /// Restores a chain of snapshots, the repository locked by the caller. The newest link is
-    /// opened first: its schema and migration history are the restore's. The earlier ones are
-    /// opened one after another as the restore reaches them (a task opens the next while one is
-    /// read, and holds one more while it waits to hand it over), so memory holds at most four
-    /// links' buffers however long the chain; all of it still goes in one transaction, which
-    /// commits once every link checked out.
+    /// Restores a chain of snapshots, the repository locked by the caller. The newest link's
+    /// description gives the restore its schema and migration history; the links are opened one
+    /// after another as the restore reaches them (a task opens the next while one is read), so
+    /// memory holds at most two links' buffers however long the chain; all of it still goes in
+    /// one transaction, which commits once every link checked out.
     static func restore(
         chain: [RepositorySnapshot], from repository: BackupRepository, into store: some RecordStoring,
         options: RestoreOptions = RestoreOptions(), progress: ProgressHandler? = nil
@@ -330,14 +334,18 @@ extension Backups {
             throw OperationError.chainStartsIncremental(
                 bundle: "snapshot \(chain.first!.shortID) in \(repository.location)", base: base)
         }
+        try await checkObjects(of: chain, in: repository)
+        let newest = chain.last!
+        let newestName = "snapshot \(newest.shortID) in \(repository.location)"
+        let description = try described(newest, name: newestName, repository: repository.location)
         let links = TaskToThread<SnapshotStream>(depth: 1)
-        let last = try await SnapshotStream.open(chain.last!, in: repository, limits: options.read.limits)
-        let earlier = Array(chain.dropLast())
         let limits = options.read.limits
         let opener = Task {
             var closers: [@Sendable () async -> Void] = []
             do {
-                for link in earlier {
+                for link in chain {
+                    // The next link is opened once the one before it is being read, not sooner.
+                    guard await links.room() else { break }
                     let stream = try await SnapshotStream.open(link, in: repository, limits: limits)
                     closers.append(stream.closing)
                     guard await links.send(stream) else { break }
@@ -348,21 +356,22 @@ extension Backups {
             }
             return closers
         }
-        let sources = earlier.map {
+        let sources = chain.map {
             LinkSource(
                 name: "snapshot \($0.shortID) in \(repository.location)", token: $0.parts.manifest.token,
                 location: repository.location, links: links)
         }
-        let work = Unchecked((sources, last.reader, options, progress))
+        let work = Unchecked((sources, options, progress, description))
         do {
             let summary = try await onOwnThread("ckport restore") {
                 try restoreLinks(
-                    work.value.0, newest: work.value.1, into: store, options: work.value.2, progress: work.value.3)
+                    work.value.0, schema: work.value.3.0, history: work.value.3.1, name: newestName, into: store,
+                    options: work.value.1, progress: work.value.2)
             }
-            await closeLinks(sources, links: links, opener: opener, newest: last)
+            await closeLinks(sources, links: links, opener: opener)
             return summary
         } catch {
-            await closeLinks(sources, links: links, opener: opener, newest: last)
+            await closeLinks(sources, links: links, opener: opener)
             throw error
         }
     }
@@ -370,31 +379,72 @@ extension Backups {
     /// The restore of a chain's links (see ``restore(chain:from:into:options:progress:)``), on
     /// the thread that writes the store.
     private static func restoreLinks(
-        _ earlier: [LinkSource], newest: BundleReader, into store: some RecordStoring, options: RestoreOptions,
-        progress: ProgressHandler?
+        _ sources: [LinkSource], schema: Schema, history: [MigrationHistoryEntry], name: String,
+        into store: some RecordStoring, options: RestoreOptions, progress: ProgressHandler?
     ) throws -> ImportSummary {
-        var sources: [RecordSource] = earlier
-        sources.append(newest)
-        return try Backups.restore(
-            sources, newest: newest,
-            finishChecks: {
-                for source in earlier { try source.finish() }
-                try newest.finishChecks()
-            },
-            damage: { earlier.lazy.compactMap(\.damage).first ?? newest.damageFound() }, into: store,
-            options: options, progress: progress)
+        try Backups.restore(
+            sources, schema: schema, history: history, name: name,
+            finishChecks: { for source in sources { try source.finish() } },
+            damage: { sources.lazy.compactMap(\.damage).first }, into: store, options: options, progress: progress)
+    }
+
+    /// A snapshot's schema and migration history, from its description.
+    private static func described(_ snapshot: RepositorySnapshot, name: String, repository: String) throws -> (
+        Schema, [MigrationHistoryEntry]
+    ) {
+        do {
+            let schema = try SchemaParser.parse(snapshot.parts.schema, file: name + "/schema.ckdb")
+            let history =
+                try snapshot.parts.migrations.map {
+                    try JSONDecoder().decode([MigrationHistoryEntry].self, from: Data($0.utf8))
+                } ?? []
+            return (schema, history)
+        } catch {
+            throw RepositoryError.damaged(location: repository, object: "snapshots/\(snapshot.id)", problem: "\(error)")
+        }
     }
 
     /// Lets a restore's links go: no more are opened, and every one opened is closed.
     private static func closeLinks(
-        _ earlier: [LinkSource], links: TaskToThread<SnapshotStream>,
-        opener: Task<[@Sendable () async -> Void], Never>, newest: SnapshotStream
+        _ sources: [LinkSource], links: TaskToThread<SnapshotStream>,
+        opener: Task<[@Sendable () async -> Void], Never>
     ) async {
         links.cancel()
         opener.cancel()
-        for source in earlier { source.close() }
+        for source in sources { source.close() }
         for close in await opener.value { await close() }
-        await newest.close()
+    }
+
+    /// Checks before any record is read that every link's description is sound and that the
+    /// objects it names are there at their sizes (one listing), so that a damaged link late in
+    /// a long chain is found before the work on the ones before it, not after.
+    static func checkObjects(of chain: [RepositorySnapshot], in repository: BackupRepository) async throws {
+        for link in chain {
+            if let problem = link.parts.problem() {
+                throw RepositoryError.damaged(
+                    location: repository.location, object: "snapshots/\(link.id)", problem: problem)
+            }
+        }
+        let sizes = Dictionary(
+            try await repository.storage.list("data/").map { ($0.key, $0.size) },
+            uniquingKeysWith: { first, _ in first })
+        for link in chain {
+            guard let size = sizes[link.body] else {
+                throw RepositoryError.damaged(
+                    location: repository.location, object: link.body,
+                    problem: "is missing (the body of snapshot \(link.shortID))")
+            }
+            guard size == link.bodyStoredBytes else {
+                throw RepositoryError.damaged(
+                    location: repository.location, object: link.body,
+                    problem: "is \(size) bytes; snapshot \(link.shortID) says \(link.bodyStoredBytes)")
+            }
+            for asset in link.parts.assets where sizes[repository.assetObject(asset.sha256)] == nil {
+                throw RepositoryError.damaged(
+                    location: repository.location, object: repository.assetObject(asset.sha256),
+                    problem: "is missing (an asset file of snapshot \(link.shortID))")
+            }
+        }
     }
 
     /// Checks from their descriptions that each snapshot of a chain starts where the one it
@@ -455,7 +505,7 @@ final class SnapshotStream: @unchecked Sendable {
 
     static func open(
         _ snapshot: RepositorySnapshot, in repository: BackupRepository,
-        limits given: DecompressionLimits = DecompressionLimits()
+        limits given: DecompressionLimits = DecompressionLimits(), stageAssets: Bool = true
     ) async throws -> SnapshotStream {
         // The bundle is made here from parts its description sizes: it may expand as far as the
         // members it names (a family's photos may pass the default 64 GiB), and a file of zeros
@@ -469,7 +519,7 @@ final class SnapshotStream: @unchecked Sendable {
             throw RepositoryError.damaged(
                 location: repository.location, object: "snapshots/\(snapshot.id)", problem: problem)
         }
-        let fetched = TaskToThread<[UInt8]>(depth: 2)
+        let fetched = TaskToThread<[UInt8]>(depth: 1)
         // The body, then each asset file, in the bundle's order.
         let objects = [(snapshot.body, snapshot.bodyStoredBytes)]
         let assets = snapshot.parts.assets.map { repository.assetObject($0.sha256) }
@@ -548,32 +598,38 @@ final class SnapshotStream: @unchecked Sendable {
         }
         thread.name = "ckport snapshot"
         thread.start()
-        var piece: [UInt8] = []
-        var offset = 0
-        var ended = false
         let name = "snapshot \(snapshot.shortID) in \(repository.location)"
+        let location = repository.location
         do {
-            let reader = try BundleReader(name: name, limits: limits) { buffer in
-                while offset == piece.count {
-                    if ended { return 0 }
-                    guard let next = assembled.takeUnlessCancelled() else {
-                        throw RepositoryError.storage(location: repository.location, message: "\(name) was closed")
-                    }
-                    piece = next
-                    offset = 0
-                    if piece.isEmpty {
-                        ended = true
-                        if let error = failure.value.withLock({ $0 }) { throw error }
-                        return 0
-                    }
-                }
-                let n = min(buffer.count, piece.count - offset)
-                piece.withUnsafeBytes {
-                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)]))
-                }
-                offset += n
-                return n
-            }
+            // Made on a thread of its own: opening the reader waits for the bundle's first bytes,
+            // which no thread of the pool should do.
+            let reader = try await onOwnThread("ckport snapshot open") {
+                var piece: [UInt8] = []
+                var offset = 0
+                var ended = false
+                return Unchecked(
+                    try BundleReader(name: name, limits: limits, stageAssets: stageAssets) { buffer in
+                        while offset == piece.count {
+                            if ended { return 0 }
+                            guard let next = assembled.takeUnlessCancelled() else {
+                                throw RepositoryError.storage(location: location, message: "\(name) was closed")
+                            }
+                            piece = next
+                            offset = 0
+                            if piece.isEmpty {
+                                ended = true
+                                if let error = failure.value.withLock({ $0 }) { throw error }
+                                return 0
+                            }
+                        }
+                        let n = min(buffer.count, piece.count - offset)
+                        piece.withUnsafeBytes {
+                            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + n)]))
+                        }
+                        offset += n
+                        return n
+                    })
+            }.value
             return SnapshotStream(
                 reader: reader, fetched: fetched, assembled: assembled, fetcher: fetcher, failure: failure)
         } catch {

@@ -1,5 +1,6 @@
 import Formats
 import Foundation
+import ObjectStorage
 import SQLiteStore
 import StoreCore
 
@@ -29,6 +30,41 @@ public struct BundleView {
             return BundleView(
                 bundles: opened.map {
                     BrowseSite.Bundle(path: $0.path, manifest: $0.manifest, encrypted: $0.isEncrypted)
+                }, handles: [first] + more, folder: folder)
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            throw error
+        }
+    }
+
+    /// A snapshot of a repository made browsable the same way: its chain restored as
+    /// `restore --repo` restores it (every link and checksum checked) into the private store.
+    /// The repository is only read, under its shared lock while the records are read.
+    public static func open(
+        snapshot: RepositorySnapshot, in repository: BackupRepository, handles: Int = 1,
+        progress: ProgressHandler? = nil
+    ) async throws -> BundleView {
+        precondition(handles >= 1, "a view needs a handle")
+        let folder = try PrivateFiles.makeFolder("bundle-view-")
+        do {
+            let first = try RecordStore(path: folder + "/bundle.sqlite", create: true)
+            let lock = try await RepositoryLock.acquire(repository, exclusive: false, operation: "serve")
+            let chain: [RepositorySnapshot]
+            do {
+                chain = try Backups.chain(
+                    to: snapshot, in: try await repository.snapshots(), repository: repository.location)
+                _ = try await Backups.restore(chain: chain, from: repository, into: first, progress: progress)
+                await lock.release()
+            } catch {
+                await lock.release()
+                throw error
+            }
+            let more = try (1..<handles).map { _ in try RecordStore(path: first.path, create: false) }
+            return BundleView(
+                bundles: chain.map {
+                    BrowseSite.Bundle(
+                        path: "snapshot \($0.shortID) in \(repository.location)", manifest: $0.parts.manifest,
+                        encrypted: repository.isEncrypted)
                 }, handles: [first] + more, folder: folder)
         } catch {
             try? FileManager.default.removeItem(atPath: folder)

@@ -150,6 +150,43 @@ public struct BundleWriter {
         return (parts, made.missingAssets)
     }
 
+    /// Writes the parts of an incremental bundle from changes that are not in a store: the
+    /// records `changes` hands over (deletions as tombstones), in that order, as one changes
+    /// member whose compressed bytes go to `body` as they are made. The schema and history are
+    /// taken as given (the bundle holds them as text), the asset members from `assets` (by
+    /// SHA-256) for the files the records name; a name `assets` lacks is left out, as a backup
+    /// leaves out a file its store does not hold. This is how a chain of increments becomes
+    /// one (``BundleParts`` of what the chain's records add up to).
+    public func writeChangeParts(
+        schema: String, migrations: String?, storeID: String, token: String, baseToken: String, created: String,
+        assets: [String: BundleManifest.Member], body: @escaping ([UInt8]) throws -> Void,
+        changes: (_ add: (Record) throws -> Void) throws -> Void
+    ) throws -> BundleParts {
+        let parsed = try SchemaParser.parse(schema, file: "schema.ckdb")
+        let sink = StreamingSink(body)
+        let records = RecordSpooler(spool: sink, schema: parsed, changes: true, level: level, progress: nil)
+        try records.open(BundleWriter.changesPath, zone: .defaultZone, type: "")
+        try changes { try records.add($0) }
+        try records.finish()
+        let assetMembers = records.assetHashes.sorted().compactMap { assets[$0] }
+        var small: [(path: String, kind: String, bytes: [UInt8])] = [("schema.ckdb", "schema", Array(schema.utf8))]
+        if let migrations { small.append((BundleWriter.migrationsPath, "migrations", Array(migrations.utf8))) }
+        let smallMembers = small.map {
+            BundleManifest.Member(
+                path: $0.0, kind: $0.1, bytes: Int64($0.2.count), sha256: BundleReader.hex(SHA256.hash(data: $0.2)))
+        }
+        let manifest = BundleManifest(
+            format: BundleManifest.currentFormat, ckportVersion: version, created: created, storeID: storeID,
+            token: token, baseToken: baseToken, recordTypes: parsed.recordTypes.map(\.name),
+            members: smallMembers + records.members + assetMembers)
+        let spans = records.spooledMembers.map { spooled in
+            BundleParts.Span(
+                compressedBytes: spooled.chunks.reduce(Int64(0)) { $0 + sink.lengths[$1] }, crc: spooled.crc)
+        }
+        return BundleParts(
+            manifest: manifest, schema: schema, migrations: migrations, records: spans, bodyBytes: sink.total)
+    }
+
     /// An asset member's bytes from the store, checked against the SHA-256 that names them.
     public static func readAsset(
         _ member: BundleManifest.Member, from session: any RecordSession, _ put: ([UInt8]) throws -> Void

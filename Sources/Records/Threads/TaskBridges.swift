@@ -88,6 +88,7 @@ package final class TaskToThread<Element: Sendable>: Sendable {
         var failure: (any Error)?
         var cancelled = false
         var sender: (element: Element, continuation: CheckedContinuation<Bool, Never>)?
+        var roomWaiter: CheckedContinuation<Bool, Never>?
     }
     private let state = Monitor(State())
     private let depth: Int
@@ -95,6 +96,23 @@ package final class TaskToThread<Element: Sendable>: Sendable {
     package init(depth: Int) {
         precondition(depth > 0, "a bridge needs room for one element")
         self.depth = depth
+    }
+
+    /// Task: suspends until an element could be handed on without waiting (false when the
+    /// thread has gone), so that the next one is made only once it has room.
+    package func room() async -> Bool {
+        let depth = self.depth
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            state.withLock { state in
+                if state.cancelled {
+                    continuation.resume(returning: false)
+                } else if state.queue.count < depth && state.sender == nil {
+                    continuation.resume(returning: true)
+                } else {
+                    state.roomWaiter = continuation
+                }
+            }
+        }
     }
 
     /// Task: hands `element` on, suspending until there is room; false when the thread has gone.
@@ -133,6 +151,9 @@ package final class TaskToThread<Element: Sendable>: Sendable {
                         state.sender = nil
                         state.queue.append(waiting.element)
                         waiting.continuation.resume(returning: true)
+                    } else if let waiting = state.roomWaiter {
+                        state.roomWaiter = nil
+                        waiting.resume(returning: true)
                     }
                     return element
                 }
@@ -149,6 +170,10 @@ package final class TaskToThread<Element: Sendable>: Sendable {
             if let waiting = state.sender {
                 state.sender = nil
                 waiting.continuation.resume(returning: false)
+            }
+            if let waiting = state.roomWaiter {
+                state.roomWaiter = nil
+                waiting.resume(returning: false)
             }
         }
     }

@@ -9,7 +9,7 @@ struct RepositoryOptions: ParsableArguments {
     @Option(
         name: .customLong("repo"),
         help: ArgumentHelp(
-            "The backup repository: a folder, or s3://BUCKET/PREFIX. Default: $CKPORT_REPO.",
+            "The backup repository: a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH. Default: $CKPORT_REPO.",
             discussion:
                 "S3's key comes from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or AWS_PROFILE's in ~/.aws/credentials; the region from AWS_REGION; the endpoint from --s3-endpoint or AWS_ENDPOINT_URL; a private CA from AWS_CA_BUNDLE.",
             valueName: "folder-or-url"))
@@ -33,7 +33,8 @@ struct RepositoryOptions: ParsableArguments {
     func storage() throws -> any RepositoryStorage {
         guard let address else {
             throw CommandFailure.usage(
-                "name the repository: --repo FOLDER or --repo s3://BUCKET/PREFIX (or $CKPORT_REPO)")
+                "name the repository: --repo FOLDER, --repo s3://BUCKET/PREFIX or --repo rclone:REMOTE:PATH (or $CKPORT_REPO)"
+            )
         }
         return try RepositoryAddress.storage(address, endpoint: s3Endpoint)
     }
@@ -78,7 +79,7 @@ struct RepoInitCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "Where: a folder, or s3://BUCKET/PREFIX. Default: $CKPORT_REPO.")
+    @Argument(help: "Where: a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH. Default: $CKPORT_REPO.")
     var repository: String?
 
     @Option(
@@ -202,7 +203,8 @@ struct SnapshotsCommand: AsyncParsableCommand {
         let rows = shown.map { snapshot in
             [
                 snapshot.shortID, snapshot.time, String(snapshot.store.prefix(12)),
-                snapshot.parent.map { "after " + String($0.prefix(8)) } ?? "full",
+                snapshot.parent.map { "after " + String($0.prefix(8)) }
+                    ?? (snapshot.base == nil ? "full" : "full, folded"),
                 Console.count(snapshot.records), Console.bytes(snapshot.bytes),
             ]
         }
@@ -226,8 +228,11 @@ struct ForgetCommand: AsyncParsableCommand {
             snapshot of each of the newest N hours, days, ISO weeks, months or years that have one \
             (-1: every one), in this machine's time zone. A snapshot any rule keeps stays.
 
-            A kept snapshot that builds on one that goes is first made full (its chain read back, \
-            written as one snapshot and checked), so nothing kept ever breaks. --prune then \
+            A kept snapshot that builds on one that goes is first folded: the changes of those \
+            that go are merged into it (written, read back and checked), and when the full \
+            snapshot they built on goes too, its data stays as the folded one's base; once the \
+            changes pass half of that base, the whole chain is written again as one full \
+            snapshot. Nothing kept ever breaks. --prune then \
             removes the data no snapshot needs; without it, only the list changes. --dry-run \
             shows what would go and why each one stays.
 
@@ -320,7 +325,7 @@ struct ForgetCommand: AsyncParsableCommand {
                     decision.snapshot.shortID, decision.snapshot.time, String(decision.snapshot.store.prefix(12)),
                     decision.kept ? "keep" : (dryRun ? "would go" : "gone"),
                     decision.reasons.joined(separator: ", ")
-                        + (decision.folded ? (dryRun ? " (would be made full)" : " (made full)") : ""),
+                        + (decision.folded ? (dryRun ? " (would be folded)" : " (folded)") : ""),
                 ]
             }
             print(Console.table(["id", "time", "store", "", "why"], rows, numeric: []))

@@ -3,6 +3,8 @@ import CKPort
 import CloudKitWeb
 import Formats
 import Foundation
+import ObjectStorage
+import Records
 import SampleApps
 
 struct ServeCommand: AsyncParsableCommand {
@@ -14,6 +16,7 @@ struct ServeCommand: AsyncParsableCommand {
               ckport serve --store notes.sqlite --migrations migrations/notes
               ckport serve --store family.sqlite --tz Europe/Berlin     # then /calendar
               ckport serve --bundle monday.ckbundle --bundle tuesday.ckbundle
+              ckport serve --repo /mnt/nas/ckport --at "2026-11-24 18:00"
               ckport serve --store 'postgresql://me@db.example/ckport?schema=family' --port 8080
 
             Serves a read-only view of the store on 127.0.0.1 (this machine only; --bind asks for \
@@ -26,7 +29,8 @@ struct ServeCommand: AsyncParsableCommand {
             types a calendar mapping names, recurring records expanded in the viewer's time zone \
             as the iCalendar export writes them; with --bundle, a backup bundle (or a chain) \
             instead of a store: its manifest at /bundle, its records as a restore would bring them \
-            back; with --migrations, what the set's pending \
+            back; with --repo, a snapshot of a backup repository the same way (the newest, or the \
+            one --snapshot or --at chooses); with --migrations, what the set's pending \
             migrations would change, per type and per record, as migrate plan computes it. \
             Every page has a JSON form: add .json to its path. Nothing is ever written, and no \
             script runs in the pages (every value shows as text). Ctrl-C stops the server.
@@ -69,6 +73,33 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "file"))
     var bundles: [String] = []
 
+    @Option(
+        name: .customLong("repo"),
+        help: ArgumentHelp(
+            "Look at a snapshot of this backup repository instead of a store, read-only (a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH).",
+            valueName: "folder-or-url"))
+    var repo: String?
+
+    @Option(help: ArgumentHelp("With --repo: the snapshot (its id, or its first characters).", valueName: "id"))
+    var snapshot: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --repo: the newest snapshot made at or before this time (2026-11-24T18:00:00Z, or a local 2026-11-24 18:00).",
+            valueName: "time"))
+    var at: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --repo: the store the snapshots are of (its id, or its first characters), when the repository holds several.",
+            valueName: "store-id"))
+    var source: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --repo: the S3-compatible server, when it is not AWS. Default: $AWS_ENDPOINT_URL.", valueName: "url"))
+    var s3Endpoint: String?
+
     @OptionGroup var limits: BundleLimitOptions
 
     @OptionGroup var passphrase: ReadPassphraseOptions
@@ -82,6 +113,15 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port takes 0 (any free port) to 65535") }
         if !bundles.isEmpty && storeOptions.store != nil {
             throw ValidationError("--bundle and --store: give one of them (a bundle is shown on its own)")
+        }
+        if repo != nil && (storeOptions.store != nil || !bundles.isEmpty) {
+            throw ValidationError("--repo, --bundle and --store: give one of them (a snapshot is shown on its own)")
+        }
+        if repo == nil && (snapshot != nil || at != nil || source != nil) {
+            throw ValidationError("--snapshot, --at and --source choose a snapshot of a repository (--repo)")
+        }
+        if snapshot != nil && at != nil {
+            throw ValidationError("choose a snapshot by --snapshot or by --at, not both")
         }
         if let tz, TimeZone(identifier: tz) == nil {
             throw ValidationError("--tz \(tz) is not a time zone (an IANA name such as Europe/Berlin)")
@@ -97,7 +137,27 @@ struct ServeCommand: AsyncParsableCommand {
         var shown = storeOptions.path
         var view: BundleView?
         defer { view?.remove() }
-        if bundles.isEmpty {
+        if let repo {
+            var moment: Int64?
+            if let at {
+                guard let parsed = ISO8601.parse(at, timeZone: .current) else {
+                    throw ValidationError(
+                        "--at takes a time: 2026-11-24T18:00:00Z, 2026-11-24T18:00+01:00, or a local 2026-11-24 18:00")
+                }
+                moment = parsed
+            }
+            let options = RepositoryOptions(repo: repo, s3Endpoint: s3Endpoint)
+            let opened = try await options.open(passphrase)
+            let chosen = try Backups.choose(
+                SnapshotChoice(id: snapshot, at: moment, source: source), in: try await opened.snapshots(),
+                repository: opened.location)
+            let progress = ProgressLine("reading", quiet: storeOptions.quiet)
+            view = try await BundleView.open(
+                snapshot: chosen, in: opened, handles: ServeCommand.handles, progress: progress.handler)
+            progress.finish()
+            handles = view!.handles
+            shown = "snapshot \(chosen.shortID) of \(chosen.time) in \(opened.location)"
+        } else if bundles.isEmpty {
             // Nothing is written, not even the upgrade of an older store that every other
             // command makes on opening: such a store is refused with the command that upgrades it.
             handles = try (0..<ServeCommand.handles).map { _ in try storeOptions.open(create: false, upgrade: false) }
@@ -118,7 +178,9 @@ struct ServeCommand: AsyncParsableCommand {
         if mapping != nil || SampleApp.withCalendar(holding: store.schema) != nil {
             calendar = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
         }
-        let backend = bundles.isEmpty ? StoreOptions.backend(storeOptions.path) : "backup bundle"
+        let backend =
+            repo != nil
+            ? "backup snapshot" : bundles.isEmpty ? StoreOptions.backend(storeOptions.path) : "backup bundle"
         let sites = BrowseSites(
             handles.map { handle in
                 BrowseSite(
