@@ -190,12 +190,27 @@ public final class BackupRepository: Sendable {
     public func remove(_ snapshot: RepositorySnapshot) async throws {
         try await storage.delete("snapshots/" + snapshot.id)
     }
+
+    /// Raises the repository's version to `version` when it is lower (rewriting `config`), so
+    /// that a ckport too old for what is about to be written refuses the repository instead.
+    public func require(version: Int) async throws {
+        let current = try await storage.read("config", limit: 1 << 20).map {
+            try RepositoryConfig.decode($0, location: storage.location)
+        }
+        guard let current, current.version < version else { return }
+        var raised = current
+        raised.version = version
+        try await storage.write("config", try RepositoryConfig.encode(raised))
+    }
 }
 
 /// What `config` says.
 public struct RepositoryConfig: Codable, Sendable, Equatable {
     public var format = "ckport-repository"
-    public var version = 1
+    /// 1: the first; 2: a snapshot's description may hold a base (``RepositoryBase``), which a
+    /// ckport of version 1 would not see (its prune would remove the base's data).
+    public var version = RepositoryConfig.basesVersion
+    public static let basesVersion = 2
     public var id: String
     public var encrypted: Bool
     /// The plain size of each sealed chunk of an encrypted object.
@@ -214,7 +229,7 @@ public struct RepositoryConfig: Codable, Sendable, Equatable {
         else {
             throw RepositoryError.notARepository(location: location)
         }
-        guard config.version == 1 else {
+        guard (1...RepositoryConfig.basesVersion).contains(config.version) else {
             throw RepositoryError.damaged(
                 location: location, object: "config",
                 problem: "says version \(config.version), which this ckport does not read; update ckport")

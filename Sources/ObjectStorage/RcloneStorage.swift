@@ -33,6 +33,15 @@ public struct RcloneStorage: RepositoryStorage {
             throw RepositoryError.storage(
                 location: "rclone:" + remote, message: "names no rclone remote: write rclone:REMOTE:PATH")
         }
+        // A connection string (`nas,pass=…:path`) would put the remote's settings — a password,
+        // perhaps — on rclone's command line and in every message that names the repository.
+        guard !remote[..<colon].contains(",") else {
+            throw RepositoryError.storage(
+                location: "rclone:" + String(remote[..<colon].prefix { $0 != "," }),
+                message:
+                    "has settings in its address: give them to rclone's config (rclone config) or its environment (RCLONE_CONFIG_…), and name the remote alone"
+            )
+        }
         self.remote = remote
         guard let found = RcloneStorage.executable(environment) else {
             throw RepositoryError.storage(
@@ -65,8 +74,11 @@ public struct RcloneStorage: RepositoryStorage {
     /// (rclone still retries each request; a write from a pipe cannot be tried again).
     static let common = ["--ask-password=false", "--quiet", "--retries", "1"]
 
-    /// rclone's answers for a path that is not there: "directory not found" and "file not found".
-    private static func isMissing(_ status: Int32) -> Bool { status == 3 || status == 4 }
+    /// rclone's answers for a path that is not there: "directory not found" and "file not found"
+    /// (statuses it exits with, not signals that ended it).
+    private static func isMissing(_ run: RcloneRun.Outcome) -> Bool {
+        !run.signalled && (run.status == 3 || run.status == 4)
+    }
 
     /// Runs one rclone command.
     private func run(_ arguments: [String], limit: Int) async throws -> RcloneRun.Outcome {
@@ -79,7 +91,7 @@ public struct RcloneStorage: RepositoryStorage {
 
     public func read(_ name: String, limit: Int) async throws -> [UInt8]? {
         let run = try await run(["cat", target(name)], limit: limit)
-        if RcloneStorage.isMissing(run.status) { return nil }
+        if RcloneStorage.isMissing(run) { return nil }
         guard run.status == 0 else { throw failure("read \(name)", run) }
         guard !run.overflowed else {
             throw RepositoryError.storage(location: location, message: "\(name) is larger than \(limit) bytes")
@@ -93,7 +105,7 @@ public struct RcloneStorage: RepositoryStorage {
         let run = try await run(
             ["cat", "--offset", String(offset), "--count", String(count), target(name)], limit: count)
         guard run.status == 0 else {
-            throw RcloneStorage.isMissing(run.status)
+            throw RcloneStorage.isMissing(run)
                 ? RepositoryError.storage(location: location, message: "\(name) is missing")
                 : failure("read \(name)", run)
         }
@@ -136,7 +148,7 @@ public struct RcloneStorage: RepositoryStorage {
         let run = try await run(
             ["lsjson", "--files-only", "--no-mimetype"] + (recursive ? ["--recursive"] : []) + [path],
             limit: 256 << 20)
-        if RcloneStorage.isMissing(run.status) { return [] }
+        if RcloneStorage.isMissing(run) { return [] }
         guard run.status == 0, !run.overflowed else { throw failure("list \(folder.isEmpty ? "/" : folder)", run) }
         struct Entry: Decodable {
             var path: String
@@ -178,7 +190,7 @@ public struct RcloneStorage: RepositoryStorage {
 
     public func delete(_ name: String) async throws {
         let run = try await run(["deletefile", target(name)], limit: 1 << 16)
-        guard run.status == 0 || RcloneStorage.isMissing(run.status) else { throw failure("delete \(name)", run) }
+        guard run.status == 0 || RcloneStorage.isMissing(run) else { throw failure("delete \(name)", run) }
     }
 
     public func startUpload(_ name: String) async throws -> any RepositoryUpload {
@@ -188,7 +200,9 @@ public struct RcloneStorage: RepositoryStorage {
 
     /// Moves a finished object into place.
     func move(_ temporary: String, to name: String) async throws {
-        let run = try await run(["moveto", target(temporary), target(name)], limit: 1 << 16)
+        // --ignore-times: where a remote keeps neither times nor hashes, rclone would take an
+        // object of the same size for the same one and leave the old in place.
+        let run = try await run(["moveto", "--ignore-times", target(temporary), target(name)], limit: 1 << 16)
         guard run.status == 0 else { throw failure("move \(temporary) to \(name)", run) }
     }
 
@@ -234,7 +248,7 @@ final class RcloneUpload: RepositoryUpload, @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: storage.executable)
         process.arguments = RcloneStorage.common + ["rcat", storage.target(temporary)]
         process.environment = storage.environment
-        process.standardInput = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        process.standardInput = FileHandle(fileDescriptor: ends[1], closeOnDealloc: false)
         process.standardOutput = FileHandle.nullDevice
         errors = RcloneRun.Collector()
         process.standardError = errors.pipe
@@ -242,8 +256,12 @@ final class RcloneUpload: RepositoryUpload, @unchecked Sendable {
             try process.run()
         } catch {
             close(socket)
+            close(ends[1])
             throw RepositoryError.storage(location: storage.location, message: "cannot start rclone: \(error)")
         }
+        // rclone has its end: this process keeps none of it, so a rclone that dies is an error
+        // on the next send, not a send that waits for ever.
+        close(ends[1])
         errors.start()
     }
 
@@ -277,7 +295,7 @@ final class RcloneUpload: RepositoryUpload, @unchecked Sendable {
         let process = self.process
         try await onOwnThread("ckport rclone") { process.waitUntilExit() }
         let problem = errors.finish()
-        guard process.terminationStatus == 0 else {
+        guard process.terminationStatus == 0, process.terminationReason == .exit else {
             _ = try? await storage.delete(temporary)
             throw RepositoryError.storage(
                 location: storage.location, message: "rclone could not write \(name): \(problem)")
@@ -287,11 +305,12 @@ final class RcloneUpload: RepositoryUpload, @unchecked Sendable {
     }
 
     func abort() async {
+        // Stopped before its input ends: rclone would store what it had been given.
+        if process.isRunning { process.terminate() }
         if socket >= 0 {
             close(socket)
             socket = -1
         }
-        if process.isRunning { process.terminate() }
         let process = self.process
         _ = try? await onOwnThread("ckport rclone") { process.waitUntilExit() }
         _ = errors.finish()
@@ -303,6 +322,8 @@ final class RcloneUpload: RepositoryUpload, @unchecked Sendable {
 enum RcloneRun {
     struct Outcome: Sendable {
         var status: Int32
+        /// Ended by a signal (then `status` is the signal's number).
+        var signalled = false
         var output: [UInt8]
         var overflowed: Bool
         var said: String
@@ -381,7 +402,8 @@ enum RcloneRun {
             }
             process.waitUntilExit()
             return Outcome(
-                status: process.terminationStatus, output: bytes, overflowed: overflowed, said: errors.finish())
+                status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal,
+                output: bytes, overflowed: overflowed, said: errors.finish())
         }
     }
 }

@@ -575,17 +575,41 @@ struct RepositoryTests {
 
         // Two more nights, then only the newest stays: the full snapshot goes, and what stays
         // keeps its bundle as a base; its body holds the merged changes, not the store.
+        // Night 6 also deletes a task, and night 7 makes its name again, as an area: the fold
+        // must still delete it before the name comes back as another type.
+        var reused: RecordID?
         for night in 6..<8 {
             try retitle(store, made: 600, from: night * 7, count: 10, mark: "night \(night)")
+            if night == 6 {
+                let task = try store.read { session in
+                    var found: [Record] = []
+                    try session.forEach(RecordQuery(recordTypes: ["Task"], limit: 1)) { found.append($0) }
+                    return found[0]
+                }
+                reused = task.id
+                _ = try Deletes.records(named: [task.recordName], in: store)
+            } else if let reused {
+                let area = Record(id: reused, recordType: "Area", fields: ["name": .string("made again as an area")])
+                _ = try RecordImporter(store: store, options: ImportOptions()).run([ArrayRecordSource([area])])
+            }
             states.append(try exported(store, scratch))
             made.append(try await Backups.backup(store, to: repository).snapshot)
         }
+        // A repository of the first version: folding onto a base raises it, so that a ckport
+        // that knows no bases refuses it.
+        let configBytes = try #require(try await repository.storage.read("config", limit: 1 << 20))
+        var first = try #require(try JSONSerialization.jsonObject(with: Data(configBytes)) as? [String: Any])
+        first["version"] = 1
+        try await repository.storage.write("config", Array(try JSONSerialization.data(withJSONObject: first)))
         _ = try await Backups.forget(
             repository, policy: RetentionPolicy(last: 1), prune: true, pruneGrace: 0, timeZone: utc)
         left = try await repository.snapshots()
         let folded = try #require(left.first)
         #expect(left.count == 1 && folded.id == made[7].id)
         #expect(folded.isFull && folded.base?.id == full.id && folded.base?.body == full.body)
+        let raisedBytes = try #require(try await repository.storage.read("config", limit: 1 << 20))
+        let raised = try JSONSerialization.jsonObject(with: Data(raisedBytes))
+        #expect((raised as? [String: Any])?["version"] as? Int == RepositoryConfig.basesVersion)
         #expect(folded.parts.manifest.baseToken == full.token && folded.token == made[7].token)
         #expect(folded.records == (try store.read { try $0.count(RecordQuery()) }))
         #expect(folded.bodyStoredBytes < full.bodyStoredBytes / 2)
@@ -607,8 +631,15 @@ struct RepositoryTests {
         var check = try await Backups.verify(repository, readFraction: 1)
         #expect(check.problems.isEmpty && check.read == 1, "\(check.problems)")
 
-        // Most of the records changed: the chain is written again as one full bundle, and the
-        // base goes with the prune.
+        // Most of the records changed (the area made on night 7 goes first: its name is a
+        // task's again): the chain is written again as one full bundle, and the base goes with
+        // the prune.
+        _ = try Deletes.records(named: [try #require(reused).recordName], in: store)
+        // (Its own snapshot: an increment holds a name's last state only, and one that found
+        // the area gone and the task back would hold the task alone, which cannot follow the
+        // area; docs/backup-and-restore.md says so.)
+        states.append(try exported(store, scratch))
+        _ = try await Backups.backup(store, to: repository)
         let many = try retitle(store, made: 600, from: 0, count: 600, mark: "spring cleaning")
         #expect(many > 300)
         states.append(try exported(store, scratch))
@@ -622,7 +653,7 @@ struct RepositoryTests {
         #expect(rewritten.id == last.id && rewritten.base == nil && rewritten.parent == nil)
         #expect(rewritten.parts.manifest.baseToken == nil)
         #expect(try await repository.storage.size(of: full.body) == nil)
-        #expect(try exported(try await restored(repository, rewritten, scratch), scratch) == states[11])
+        #expect(try exported(try await restored(repository, rewritten, scratch), scratch) == states[12])
         check = try await Backups.verify(repository, readFraction: 1)
         #expect(check.problems.isEmpty && check.read == 1, "\(check.problems)")
     }

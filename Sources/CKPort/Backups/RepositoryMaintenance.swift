@@ -132,13 +132,22 @@ extension Backups {
         }
         // One link left to take in: its body is already the merged changes.
         if merged.count == 1 { return try await publishFolded(folded, repository: repository) }
-        // Pass 1: where each record's last change is.
+        // Pass 1: where each record's last change is, and its last deletion before that: a
+        // name deleted and then made again (perhaps as another type) must still be deleted
+        // first, or the earlier record's row would meet the new one.
         var last: [ChangeKey: Int] = [:]
+        var deleted: [ChangeKey: Int] = [:]
         var position = 0
         try await forEachChange(in: merged, repository: repository) { record in
-            last[key(of: record)] = position
+            let key = key(of: record)
+            last[key] = position
+            if record.isDeleted { deleted[key] = position }
             position += 1
         }
+        // The positions whose changes the merged body keeps.
+        var kept = Set(last.values)
+        for (key, at) in deleted where at < last[key]! { kept.insert(at) }
+        deleted = [:]
         if staying == nil, last.count > max(links[0].records, 1) / 2 {
             return try await rewrite(snapshot, in: all, repository: repository)
         }
@@ -184,7 +193,7 @@ extension Backups {
             position = 0
             var batch: [Record] = []
             try await forEachChange(in: merged, repository: repository) { record in
-                if last[key(of: record)] == position {
+                if kept.contains(position) {
                     batch.append(record)
                     if batch.count == 512 {
                         guard await changes.send(batch) else { throw CancellationError() }
@@ -211,11 +220,11 @@ extension Backups {
         folded.bodyStoredBytes = body.storedBytes
         folded.bytes = body.storedBytes
         if folded.base == nil { folded.records = parts.manifest.recordCount }
-        guard parts.manifest.recordCount == last.count else {
+        guard parts.manifest.recordCount == kept.count else {
             throw RepositoryError.damaged(
                 location: repository.location, object: bodyName,
                 problem:
-                    "holds \(parts.manifest.recordCount) changes where the chain has \(last.count); nothing was removed"
+                    "holds \(parts.manifest.recordCount) changes where the chain has \(kept.count); nothing was removed"
             )
         }
         return try await publishFolded(folded, repository: repository)
@@ -318,10 +327,12 @@ extension Backups {
     }
 
     /// Reads a folded snapshot's new body back, checked as a restore checks it, and puts the
-    /// description in place of the old one.
+    /// description in place of the old one. A description with a base needs a ckport that
+    /// knows bases: the repository's version says so first.
     private static func publishFolded(_ folded: RepositorySnapshot, repository: BackupRepository) async throws
         -> RepositorySnapshot
     {
+        if folded.base != nil { try await repository.require(version: RepositoryConfig.basesVersion) }
         let check = try await SnapshotStream.open(recordsOnly(folded), in: repository, stageAssets: false)
         let reader = Unchecked(check.reader)
         let read: Int
