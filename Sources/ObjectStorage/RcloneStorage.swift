@@ -119,14 +119,7 @@ public struct RcloneStorage: RepositoryStorage {
     }
 
     public func write(_ name: String, _ bytes: [UInt8]) async throws {
-        let upload = try await startUpload(name)
-        do {
-            try await upload.add(bytes)
-            try await upload.finish()
-        } catch {
-            await upload.abort()
-            throw error
-        }
+        try await writeByUpload(name, bytes)
     }
 
     public func list(_ prefix: String) async throws -> [StoredObject] {

@@ -28,6 +28,21 @@ public protocol RepositoryStorage: Sendable {
     func removeUnfinished(before: Date) async throws -> Int
 }
 
+extension RepositoryStorage {
+    /// Writes a small object whole through an upload of its own (which it gives up on failure):
+    /// for storages whose uploads appear only when finished.
+    func writeByUpload(_ name: String, _ bytes: [UInt8]) async throws {
+        let upload = try await startUpload(name)
+        do {
+            try await upload.add(bytes)
+            try await upload.finish()
+        } catch {
+            await upload.abort()
+            throw error
+        }
+    }
+}
+
 /// An object on its way: parts in order (each but the last at least ``RepositoryUploadLimits/partSize``).
 public protocol RepositoryUpload: AnyObject, Sendable {
     func add(_ part: [UInt8]) async throws
@@ -113,14 +128,7 @@ public struct FolderStorage: RepositoryStorage {
     }
 
     public func write(_ name: String, _ bytes: [UInt8]) async throws {
-        let upload = try FolderUpload(storage: self, name: name)
-        do {
-            try await upload.add(bytes)
-            try await upload.finish()
-        } catch {
-            await upload.abort()
-            throw error
-        }
+        try await writeByUpload(name, bytes)
     }
 
     public func list(_ prefix: String) async throws -> [StoredObject] {

@@ -469,20 +469,7 @@ struct RestoreCommand: AsyncParsableCommand {
 
     @OptionGroup var repository: RepositoryOptions
 
-    @Option(help: ArgumentHelp("With --repo: the snapshot (its id, or its first characters).", valueName: "id"))
-    var snapshot: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "With --repo: the newest snapshot made at or before this time (2026-11-24T18:00:00Z, or a local 2026-11-24 18:00).",
-            valueName: "time"))
-    var at: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "With --repo: the store the snapshots are of (its id, or its first characters), when the repository holds several.",
-            valueName: "store-id"))
-    var source: String?
+    @OptionGroup var chosen: SnapshotChoiceOptions
 
     /// The import modes that make sense for a restore (insert would refuse every record a
     /// store already has).
@@ -524,10 +511,10 @@ struct RestoreCommand: AsyncParsableCommand {
         if bundles.isEmpty && repository.address == nil {
             throw ValidationError("name the bundles to restore, or a repository (--repo, or $CKPORT_REPO)")
         }
-        if bundles.isEmpty == false && (snapshot != nil || at != nil || source != nil) {
+        if bundles.isEmpty == false && chosen.isGiven {
             throw ValidationError("--snapshot, --at and --source choose a snapshot of a repository (--repo)")
         }
-        if snapshot != nil && at != nil {
+        if chosen.snapshot != nil && chosen.at != nil {
             throw ValidationError("choose a snapshot by --snapshot or by --at, not both")
         }
     }
@@ -578,18 +565,10 @@ struct RestoreCommand: AsyncParsableCommand {
     }
 
     private func restoreFromRepository(_ options: RestoreOptions, started: Date) async throws {
-        var moment: Int64?
-        if let at {
-            guard let parsed = ISO8601.parse(at, timeZone: .current) else {
-                throw CommandFailure.usage(
-                    "--at takes a time: 2026-11-24T18:00:00Z, 2026-11-24T18:00+01:00, or a local 2026-11-24 18:00")
-            }
-            moment = parsed
-        }
+        let choice = try self.chosen.choice()
         let opened = try await repository.open(passphrase)
         let all = try await opened.snapshots()
-        let chosen = try Backups.choose(
-            SnapshotChoice(id: snapshot, at: moment, source: source), in: all, repository: opened.location)
+        let chosen = try Backups.choose(choice, in: all, repository: opened.location)
         let store = try storeOptions.open(create: true, buildAside: true)
         let progress = ProgressLine("restoring", quiet: storeOptions.quiet)
         let summary: ImportSummary

@@ -46,6 +46,41 @@ struct RepositoryOptions: ParsableArguments {
     }
 }
 
+/// Which snapshot of a repository a command means: `--snapshot`, `--at` and `--source`, as
+/// `restore` and `serve` take them.
+struct SnapshotChoiceOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("With --repo: the snapshot (its id, or its first characters).", valueName: "id"))
+    var snapshot: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --repo: the newest snapshot made at or before this time (2026-11-24T18:00:00Z, or a local 2026-11-24 18:00).",
+            valueName: "time"))
+    var at: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --repo: the store the snapshots are of (its id, or its first characters), when the repository holds several.",
+            valueName: "store-id"))
+    var source: String?
+
+    /// Whether any of them is given.
+    var isGiven: Bool { snapshot != nil || at != nil || source != nil }
+
+    /// The choice, `--at` read as ISO 8601 or a local time.
+    func choice() throws -> SnapshotChoice {
+        var moment: Int64?
+        if let at {
+            guard let parsed = ISO8601.parse(at, timeZone: .current) else {
+                throw CommandFailure.usage(
+                    "--at takes a time: 2026-11-24T18:00:00Z, 2026-11-24T18:00+01:00, or a local 2026-11-24 18:00")
+            }
+            moment = parsed
+        }
+        return SnapshotChoice(id: snapshot, at: moment, source: source)
+    }
+}
+
 struct RepoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "repo",

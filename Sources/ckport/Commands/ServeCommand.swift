@@ -80,20 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "folder-or-url"))
     var repo: String?
 
-    @Option(help: ArgumentHelp("With --repo: the snapshot (its id, or its first characters).", valueName: "id"))
-    var snapshot: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "With --repo: the newest snapshot made at or before this time (2026-11-24T18:00:00Z, or a local 2026-11-24 18:00).",
-            valueName: "time"))
-    var at: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "With --repo: the store the snapshots are of (its id, or its first characters), when the repository holds several.",
-            valueName: "store-id"))
-    var source: String?
+    @OptionGroup var chosen: SnapshotChoiceOptions
 
     @Option(
         help: ArgumentHelp(
@@ -117,10 +104,10 @@ struct ServeCommand: AsyncParsableCommand {
         if repo != nil && (storeOptions.store != nil || !bundles.isEmpty) {
             throw ValidationError("--repo, --bundle and --store: give one of them (a snapshot is shown on its own)")
         }
-        if repo == nil && (snapshot != nil || at != nil || source != nil) {
+        if repo == nil && chosen.isGiven {
             throw ValidationError("--snapshot, --at and --source choose a snapshot of a repository (--repo)")
         }
-        if snapshot != nil && at != nil {
+        if chosen.snapshot != nil && chosen.at != nil {
             throw ValidationError("choose a snapshot by --snapshot or by --at, not both")
         }
         if let tz, TimeZone(identifier: tz) == nil {
@@ -138,19 +125,10 @@ struct ServeCommand: AsyncParsableCommand {
         var view: BundleView?
         defer { view?.remove() }
         if let repo {
-            var moment: Int64?
-            if let at {
-                guard let parsed = ISO8601.parse(at, timeZone: .current) else {
-                    throw ValidationError(
-                        "--at takes a time: 2026-11-24T18:00:00Z, 2026-11-24T18:00+01:00, or a local 2026-11-24 18:00")
-                }
-                moment = parsed
-            }
+            let choice = try self.chosen.choice()
             let options = RepositoryOptions(repo: repo, s3Endpoint: s3Endpoint)
             let opened = try await options.open(passphrase)
-            let chosen = try Backups.choose(
-                SnapshotChoice(id: snapshot, at: moment, source: source), in: try await opened.snapshots(),
-                repository: opened.location)
+            let chosen = try Backups.choose(choice, in: try await opened.snapshots(), repository: opened.location)
             let progress = ProgressLine("reading", quiet: storeOptions.quiet)
             view = try await BundleView.open(
                 snapshot: chosen, in: opened, handles: ServeCommand.handles, progress: progress.handler)
