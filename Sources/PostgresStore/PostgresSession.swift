@@ -508,6 +508,74 @@ public final class PostgresSession {
         .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
+    // MARK: Connector state
+
+    /// The value kept under `key` of `kind`/`name`, or nil.
+    public func connectorState(kind: String, name: String, key: String) throws -> String? {
+        try link.rows(
+            """
+            SELECT value FROM \(name: namespace)._ck_state WHERE kind = \(kind) AND name = \(name) AND key = \(key)
+            """
+        ).first?[0] ?? nil
+    }
+
+    /// Every entry of `kind` (and `name`), in order of kind, name and key.
+    public func forEachConnectorState(
+        kind: String?, name: String?, _ body: (ConnectorStateEntry) throws -> Void
+    ) throws {
+        let rows: [[String?]]
+        switch (kind, name) {
+        case (let kind?, let name?):
+            rows = try link.rows(
+                """
+                SELECT kind, name, key, value FROM \(name: namespace)._ck_state WHERE kind = \(kind) AND name = \(name)
+                ORDER BY kind, name, key
+                """)
+        case (let kind?, nil):
+            rows = try link.rows(
+                """
+                SELECT kind, name, key, value FROM \(name: namespace)._ck_state WHERE kind = \(kind) ORDER BY kind, name, key
+                """)
+        default:
+            rows = try link.rows(
+                PostgresQuery(
+                    unsafeSQL: "SELECT kind, name, key, value FROM \(namespace)._ck_state ORDER BY kind, name, key"))
+        }
+        for row in rows {
+            guard let kind = row[0], let name = row[1], let key = row[2], let value = row[3] else { continue }
+            try body(ConnectorStateEntry(kind: kind, name: name, key: key, value: value))
+        }
+    }
+
+    /// The names kept under `kind`, sorted byte by byte.
+    public func connectorStateNames(kind: String) throws -> [String] {
+        try link.rows(
+            "SELECT DISTINCT name FROM \(name: namespace)._ck_state WHERE kind = \(kind) ORDER BY name"
+        ).compactMap { $0[0] }
+    }
+
+    /// Saves (nil removes) one entry, in this transaction.
+    public func saveConnectorState(_ value: String?, kind: String, name: String, key: String) throws {
+        if let value {
+            try link.execute(
+                query: """
+                    INSERT INTO \(unescaped: namespace)._ck_state (kind, name, key, value) VALUES (\(kind), \(name), \(key), \(value))
+                    ON CONFLICT (kind, name, key) DO UPDATE SET value = EXCLUDED.value
+                    """)
+        } else {
+            try link.execute(
+                query: """
+                    DELETE FROM \(unescaped: namespace)._ck_state WHERE kind = \(kind) AND name = \(name) AND key = \(key)
+                    """)
+        }
+    }
+
+    /// Removes every entry of `kind`/`name`, in this transaction.
+    public func removeConnectorState(kind: String, name: String) throws {
+        try link.execute(
+            query: "DELETE FROM \(unescaped: namespace)._ck_state WHERE kind = \(kind) AND name = \(name)")
+    }
+
     /// Adds (or, for the same set and version, replaces) an entry of the migration history, in
     /// this transaction: with the records the migration rewrote.
     public func recordMigration(_ entry: MigrationHistoryEntry) throws {

@@ -13,9 +13,10 @@ import Synchronization
 /// namespace's name, so two processes creating the same store at once make one store.
 public final class PostgresStore: Sendable {
     /// The layout of the namespace this ckport writes and reads. Format 2 added the `parent`,
-    /// `share` and share-details system columns; a format 1 store is upgraded in place, in one
-    /// transaction, when it is opened (``upgradedFrom``).
-    public static let format = 2
+    /// `share` and share-details system columns, format 3 the connector state (feeds, CalDAV
+    /// publications and pulls); an older store is upgraded in place, in one transaction, when it
+    /// is opened (``upgradedFrom``).
+    public static let format = 3
     /// The format the store had before opening it upgraded it, nil when it needed no upgrade.
     public let upgradedFrom: Int?
 
@@ -131,6 +132,7 @@ public final class PostgresStore: Sendable {
                       token text NOT NULL, "savedAt" bigint NOT NULL,
                       PRIMARY KEY (source, scope, "zoneName", "ownerRecordName"))
                     """,
+                    PostgresStore.stateTable(quoted),
                     "CREATE INDEX _ck_record_xid ON \(quoted)._ck_record (xid)",
                     // The store's commits in the order they happened: a write transaction that changed
                     // records takes the next number just before it commits, holding a lock that makes
@@ -144,6 +146,15 @@ public final class PostgresStore: Sendable {
             }
         }
         upgradedFrom = upgraded
+    }
+
+    /// The table of connector state: feeds, CalDAV publications and pulls, by kind, name and key.
+    static func stateTable(_ quoted: String) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS \(quoted)._ck_state (
+          kind text COLLATE "C" NOT NULL, name text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, value text NOT NULL,
+          PRIMARY KEY (kind, name, key))
+        """
     }
 
     /// Brings a store of an older format up to ``format``, inside the caller's transaction
@@ -185,6 +196,10 @@ public final class PostgresStore: Sendable {
                     )
                 }
             }
+        }
+        if version < 3 {
+            // Format 3: the connector state's table.
+            try link.execute(PostgresStore.stateTable(location.quotedSchema))
         }
         try link.execute(
             "UPDATE \(location.quotedSchema)._ck_meta SET value = '\(PostgresStore.format)' WHERE key = 'format'")

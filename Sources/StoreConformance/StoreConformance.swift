@@ -25,7 +25,7 @@ public struct StoreConformance<Store: RecordStoring> {
         case writing
         /// ``AssetStoring``.
         case assets
-        /// ``SyncStateStoring``.
+        /// ``SyncStateStoring``: sync tokens and connector state.
         case syncState = "sync state"
         /// ``MigrationRewriting``: rewrites and the migration history.
         case migrationRewrites = "migration rewrites"
@@ -40,7 +40,7 @@ public struct StoreConformance<Store: RecordStoring> {
             case .reading: ["queries", "change tokens", "share hierarchies", "names byte for byte"]
             case .writing: ["save modes", "deletes and reference actions", "sharing"]
             case .assets: ["assets"]
-            case .syncState: ["sync tokens"]
+            case .syncState: ["sync tokens", "connector state"]
             case .migrationRewrites: ["migration history", "migration rewrites"]
             }
         }
@@ -90,6 +90,7 @@ public struct StoreConformance<Store: RecordStoring> {
         case "migration history": try history()
         case "migration rewrites": try rewrites()
         case "sync tokens": try syncTokens()
+        case "connector state": try connectorState()
         case "bulk load": try bulkLoad()
         case "two handles": try twoHandles()
         case "one handle, many threads": try manyThreads()
@@ -570,6 +571,62 @@ public struct StoreConformance<Store: RecordStoring> {
                 == ["iCloud.com.example.Family/development/private", source].sorted(), "the sources pulled from")
         try store.write(dryRun: false) { try $0.saveSyncToken(nil, source: source, zone: other) }
         try require(try store.read { try $0.syncStates(source: source) }.map(\.token) == ["AAAB"], "a forgotten token")
+    }
+
+    func connectorState() throws {
+        let store = try newStore("state")
+        try require(
+            try store.read { try $0.connectorState(kind: "feed", name: "family", key: "") } == nil,
+            "a new store has no connector state")
+        // State and the records it speaks of commit together, or neither does.
+        do {
+            try store.write(dryRun: false) { session in
+                _ = try session.save(Self.note("n-1", "Milk"), mode: .upsert)
+                try session.saveConnectorState("{}", kind: "feed", name: "family", key: "")
+                throw Failure(description: "cut off")
+            }
+        } catch is Failure {}
+        try require(
+            try store.read { try $0.connectorStateNames(kind: "feed") }.isEmpty && (try names(store)).isEmpty,
+            "a rolled-back write left its state or records")
+        try store.write(dryRun: false) { session in
+            try session.saveConnectorState(#"{"where":"x"}"#, kind: "feed", name: "family", key: "")
+            try session.saveConnectorState("b", kind: "feed", name: "family", key: "token:b")
+            try session.saveConnectorState("a", kind: "feed", name: "family", key: "token:a")
+            try session.saveConnectorState("z", kind: "feed", name: "Zed", key: "")
+            try session.saveConnectorState(
+                "é", kind: "caldav-publish", name: "https://dav.example/cal/", key: "event:é")
+        }
+        try store.write(dryRun: false) { try $0.saveConnectorState("a2", kind: "feed", name: "family", key: "token:a") }
+        try require(
+            try store.read { try $0.connectorState(kind: "feed", name: "family", key: "token:a") } == "a2",
+            "a saved value replaces the one before")
+        try require(
+            try store.read { try $0.connectorStateNames(kind: "feed") } == ["Zed", "family"],
+            "names sorted byte by byte")
+        var keys: [String] = []
+        try store.read { try $0.forEachConnectorState(kind: "feed", name: "family") { keys.append($0.key) } }
+        try require(keys == ["", "token:a", "token:b"], "one name's entries in key order: \(keys)")
+        var all: [String] = []
+        try store.read {
+            try $0.forEachConnectorState(kind: nil, name: nil) {
+                all.append("\($0.kind)/\($0.name)/\($0.key)=\($0.value)")
+            }
+        }
+        try require(
+            all == [
+                "caldav-publish/https://dav.example/cal//event:é=é", "feed/Zed/=z", #"feed/family/={"where":"x"}"#,
+                "feed/family/token:a=a2", "feed/family/token:b=b",
+            ], "every entry in order: \(all)")
+        let second = try open(store.location)
+        try require(
+            try second.read { try $0.connectorState(kind: "feed", name: "Zed", key: "") } == "z",
+            "another handle reads the committed state")
+        try store.write(dryRun: false) { try $0.saveConnectorState(nil, kind: "feed", name: "family", key: "token:b") }
+        try store.write(dryRun: false) { try $0.removeConnectorState(kind: "feed", name: "Zed") }
+        keys = []
+        try store.read { try $0.forEachConnectorState(kind: "feed", name: nil) { keys.append("\($0.name)/\($0.key)") } }
+        try require(keys == ["family/", "family/token:a"], "what is left after removals: \(keys)")
     }
 
     func bulkLoad() throws {

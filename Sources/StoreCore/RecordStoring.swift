@@ -210,6 +210,22 @@ public protocol SyncStateStoring: AnyObject {
     /// Saves (or, with nil, forgets) where a pull of `zone` from `source` got to, in this
     /// transaction, so that a page of records and its token commit together.
     func saveSyncToken(_ token: String?, source: String, zone: ZoneID) throws
+
+    /// The value kept under `key` of the state `kind`/`name` (a feed, a CalDAV publication or
+    /// pull), or nil.
+    func connectorState(kind: String, name: String, key: String) throws -> String?
+    /// Every entry of `kind` (of `name` too, when given), in order of kind, name and key (byte
+    /// by byte), one at a time.
+    func forEachConnectorState(
+        kind: String?, name: String?, _ body: (ConnectorStateEntry) throws -> Void
+    ) throws
+    /// The names kept under `kind`, sorted byte by byte.
+    func connectorStateNames(kind: String) throws -> [String]
+    /// Saves (or, with nil, removes) one entry, in this transaction: with the records it
+    /// speaks of, so that both commit or neither does.
+    func saveConnectorState(_ value: String?, kind: String, name: String, key: String) throws
+    /// Removes every entry of `kind`/`name`, in this transaction.
+    func removeConnectorState(kind: String, name: String) throws
 }
 
 /// A write transaction a bulk load drives: a ``RecordSession`` that also changes the schema as

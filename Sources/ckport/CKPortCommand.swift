@@ -33,6 +33,7 @@ struct CKPortCommand: AsyncParsableCommand {
             RestoreCommand.self, CopyCommand.self, MigrateCommand.self, DeleteCommand.self, SharesCommand.self,
             StatsCommand.self, ServeCommand.self, UpgradeCommand.self, GenerateCommand.self, PullCommand.self,
             PushCommand.self, CloudCommand.self, RepoCommand.self, SnapshotsCommand.self, ForgetCommand.self,
+            CalendarCommand.self,
         ]
     )
 }

@@ -11,7 +11,7 @@ import Testing
 @Suite("PostgreSQL store: older formats", .enabled(if: TestServer.enabled))
 struct PostgresUpgradeTests {
     @Test(
-        "a store of format 1 (no link columns) is upgraded in place, once, in one transaction, its records as they were; a newer format is refused"
+        "a store of format 1 (no link columns, no connector state) is upgraded in place, once, in one transaction, its records as they were; a newer format is refused"
     )
     func upgrade() throws {
         let location = try TestServer.location("upgrade")
@@ -34,7 +34,9 @@ struct PostgresUpgradeTests {
                 "ALTER TABLE \(location.schema).\"\(table)\" DROP COLUMN \"___parent\", DROP COLUMN \"___share\", DROP COLUMN \"___shareDetails\""
             )
         }
-        try link.execute("UPDATE \(location.schema)._ck_meta SET value = '1' WHERE key = 'format'")
+        try link.execute(
+            "DROP TABLE \(location.schema)._ck_state",
+            "UPDATE \(location.schema)._ck_meta SET value = '1' WHERE key = 'format'")
         #expect(try store.catalog()["Note"]?["___parent"] == nil)
         // Opened to be read only, it is refused and left as it was.
         #expect {
@@ -56,12 +58,15 @@ struct PostgresUpgradeTests {
             return all
         }
         #expect(after == before && !after.isEmpty)
+        // Format 3's connector state is there to be written.
+        try opened.write(dryRun: false) { try $0.saveConnectorState("{}", kind: "feed", name: "family", key: "") }
+        #expect(try opened.read { try $0.connectorStateNames(kind: "feed") } == ["family"])
         #expect(try PostgresStore(location, create: false).upgradedFrom == nil)
-        try link.execute("UPDATE \(location.schema)._ck_meta SET value = '3' WHERE key = 'format'")
+        try link.execute("UPDATE \(location.schema)._ck_meta SET value = '4' WHERE key = 'format'")
         #expect {
             _ = try PostgresStore(location, create: false)
         } throws: { error in
-            "\(error)".contains("the store is of format 3, written by a newer ckport; this ckport reads formats 1 to 2")
+            "\(error)".contains("the store is of format 4, written by a newer ckport; this ckport reads formats 1 to 3")
         }
     }
 }

@@ -22,6 +22,6 @@ struct SQLiteConformanceTests {
     /// Every check belongs to exactly one part.
     @Test func everyCheckHasOnePart() {
         let checks = StoreConformance<RecordStore>.checks
-        #expect(checks.count == 17 && Set(checks).count == checks.count)
+        #expect(checks.count == 18 && Set(checks).count == checks.count)
     }
 }

@@ -153,6 +153,7 @@ struct ErrorModelTests {
                 code: "SignatureDoesNotMatch",
                 serverMessage: "The request signature we calculated does not match"), .authentication
         ),
+        (Feeds.FeedError.badName("../x"), .usage),
         (RepositoryError.wrongPassphrase(location: "s3://backups/family"), .authentication),
         (RepositoryError.cannotDelete(location: "s3://backups/family", object: "snapshots/ab"), .authentication),
         (RepositoryError.locked(location: "/mnt/nas/ckport", holder: "forget by ann on nas"), .environment),

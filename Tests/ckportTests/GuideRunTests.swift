@@ -353,10 +353,13 @@ struct GuideRunTests {
         let wrapper = bin.appendingPathComponent("ckport")
         try """
         #!/usr/bin/env bash
-        # ckport as built for the tests. A server (serve) runs until its first page answers.
+        # ckport as built for the tests. A server (serve) runs until its first page answers
+        # (with --feeds-only, until /feeds/ answers its plain 404: it serves nothing else).
         real=\(ckportBinary.path)
         [ "${1:-}" = serve ] || exec "$real" "$@"
         args=("$@")
+        feeds=0
+        case " $* " in *" --feeds-only "*) feeds=1 ;; esac
         case " $* " in *" --port "*) ;; *) args+=(--port 0) ;; esac
         "$real" "${args[@]}" > serve.out 2>&1 &
         server=$!
@@ -367,7 +370,9 @@ struct GuideRunTests {
         for attempt in 1 2 3; do
           [ -n "$url" ] || break
           code=$(curl -s -o serve.page -w '%{http_code}' --max-time 20 "$url") || true
-          if [ "$code" = 200 ] && grep -q '<html' serve.page; then status=0; break; fi
+          if [ $feeds = 1 ]; then
+            if [ "$code" = 404 ] && grep -qx 'not found' serve.page; then status=0; break; fi
+          elif [ "$code" = 200 ] && grep -q '<html' serve.page; then status=0; break; fi
           echo "first page, attempt $attempt: HTTP ${code:-none}: $(head -c 300 serve.page 2>/dev/null)" >> serve.miss
           sleep 1
         done

@@ -145,6 +145,8 @@ public final class BrowseServer: Sendable {
                     ownerRecordName: decoded(context.parameters.get("owner") ?? "")))
             return await answer(request, json: json) { site, _ in try site.record(id: id).rendered(json: json) }
         }
+        // The store's calendar feeds, as `serve --feeds-only` answers them.
+        FeedResponder(sites).add(to: router)
         router.get("**") { request, _ in
             site.notFound(request.uri.path.hasSuffix(".json"), "no page at \(request.uri.path)").served
         }

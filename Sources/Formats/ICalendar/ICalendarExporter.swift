@@ -11,16 +11,33 @@ public struct ICalExportOptions: Sendable {
     /// Write records the mapping calls cancelled, with STATUS:CANCELLED, instead of leaving them out.
     public var includeCancelled: Bool
     public var productID: String
+    /// Each component's DTSTAMP and SEQUENCE from its record rather than from the export: DTSTAMP
+    /// the record's modification time (its creation time, else `dtstamp`), and, where the
+    /// mapping names no field for SEQUENCE, the whole seconds between the record's creation and
+    /// its last modification, which rise only when the record changes. A feed is written so:
+    /// the same store gives the same bytes at any time, and a subscriber sees which events
+    /// changed.
+    public var revisionsFromRecords: Bool
 
     public init(
         timeZone: TimeZone? = nil, dtstamp: Int64 = Int64(Date().timeIntervalSince1970 * 1000),
         includeCancelled: Bool = false,
-        productID: String = "-//ckport//ckport \(CKPortVersion.current)//EN"
+        productID: String = "-//ckport//ckport \(CKPortVersion.current)//EN", revisionsFromRecords: Bool = false
     ) {
         self.timeZone = timeZone
         self.dtstamp = dtstamp
         self.includeCancelled = includeCancelled
         self.productID = productID
+        self.revisionsFromRecords = revisionsFromRecords
+    }
+
+    /// The SEQUENCE of `record` under ``revisionsFromRecords``: the whole seconds from its
+    /// creation to its last modification (0 for a record never changed, or without the times),
+    /// at most 2³¹ − 1 (RFC 5545's INTEGER).
+    public static func sequence(of record: Record) -> Int64 {
+        guard let created = record.created?.timestamp, let modified = record.modified?.timestamp, modified > created
+        else { return 0 }
+        return min((modified - created) / 1000, Int64(Int32.max))
     }
 }
 
@@ -243,7 +260,10 @@ public final class ICalendarExporter {
         }
         writer.line("BEGIN", component.component)
         writer.text("UID", record.recordName)
-        writer.utc("DTSTAMP", options.dtstamp)
+        writer.utc(
+            "DTSTAMP",
+            options.revisionsFromRecords
+                ? record.modified?.timestamp ?? record.created?.timestamp ?? options.dtstamp : options.dtstamp)
         // Where the record lives and what it is, so that importing this file updates it.
         if record.zone != .defaultZone {
             var parameters: [(String, String)] = [("SCOPE", record.zone.scope.rawValue)]
@@ -273,7 +293,9 @@ public final class ICalendarExporter {
         if component.property("LAST-MODIFIED") == nil, let modified = record.modified {
             writer.utc("LAST-MODIFIED", modified.timestamp)
         }
-        if component.property("SEQUENCE") == nil { writer.line("SEQUENCE", "0") }
+        if component.property("SEQUENCE") == nil {
+            writer.line("SEQUENCE", options.revisionsFromRecords ? String(ICalExportOptions.sequence(of: record)) : "0")
+        }
         if cancelled && !wroteStatus { writer.line("STATUS", "CANCELLED") }
         if let recurrence = component.recurrence, let rule = rule(recurrence, record) { writer.line("RRULE", rule) }
         if let organizer = component.organizer, let (name, address) = try person(organizer, record) {

@@ -39,8 +39,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The port to listen on (0: any free port; cloud login's sign-in callback has 8642).", valueName: "port"))
-    var port = 8640
+            "The port to listen on (0: any free port; cloud login's sign-in callback has 8642). Default: 8640, with --feeds-only 8641.",
+            valueName: "port"))
+    var port: Int?
+
+    @Flag(
+        help:
+            "Answer nothing but the store's calendar feeds (/feeds/NAME.ics?token=…, see calendar feed add): the listener to put beyond this machine, behind a TLS proxy."
+    )
+    var feedsOnly = false
 
     @Option(
         help: ArgumentHelp(
@@ -97,7 +104,13 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port takes 0 (any free port) to 65535") }
+        if let port, !(0...65535).contains(port) {
+            throw ValidationError("--port takes 0 (any free port) to 65535")
+        }
+        if feedsOnly && (repo != nil || !bundles.isEmpty || migrations != nil) {
+            throw ValidationError(
+                "--feeds-only serves a store's feeds: --repo, --bundle and --migrations do not go with it")
+        }
         if !bundles.isEmpty && storeOptions.store != nil {
             throw ValidationError("--bundle and --store: give one of them (a bundle is shown on its own)")
         }
@@ -120,6 +133,7 @@ struct ServeCommand: AsyncParsableCommand {
     static let handles = 3
 
     func run() async throws {
+        if feedsOnly { return try await serveFeeds() }
         var handles: [any RecordStoring]
         var shown = storeOptions.path
         var view: BundleView?
@@ -165,7 +179,7 @@ struct ServeCommand: AsyncParsableCommand {
                     store: handle, backend: backend, migrations: set, calendar: calendar,
                     timeZone: tz.flatMap(TimeZone.init(identifier:)) ?? .current, bundles: view?.bundles ?? [])
             })
-        let server = try await BrowseServer.start(sites, host: bind, port: port)
+        let server = try await BrowseServer.start(sites, host: bind, port: port ?? 8640)
         if !bind.hasPrefix("127.") {
             Console.error(
                 "warning: listening on \(bind), beyond this machine: anyone who can reach it on port \(server.port) can read every record of the store, unencrypted, without signing in"
@@ -180,6 +194,35 @@ struct ServeCommand: AsyncParsableCommand {
         await Task { await server.stop() }.value
         // Every handle let go of: the store's last connection takes its -wal and -shm files.
         if view == nil { for handle in handles { try? handle.closeConnections() } }
+        if !storeOptions.quiet { Console.error("stopped") }
+    }
+
+    /// `serve --feeds-only`: the store's feeds and nothing else, until Ctrl-C.
+    func serveFeeds() async throws {
+        let handles = try (0..<ServeCommand.handles).map { _ in try storeOptions.open(create: false, upgrade: false) }
+        let feeds = try Feeds.list(in: handles[0])
+        let sites = BrowseSites(
+            handles.map { BrowseSite(store: $0, backend: StoreOptions.backend(storeOptions.path), migrations: nil) })
+        let server = try await FeedServer.start(sites, host: bind, port: port ?? 8641)
+        FileHandle.standardOutput.write(
+            Data(
+                "serving the calendar feeds of \(storeOptions.path) on \(server.baseURL.absoluteString)/feeds/ (Ctrl-C stops)\n"
+                    .utf8))
+        if !storeOptions.quiet {
+            Console.error(
+                feeds.isEmpty
+                    ? "the store has no feeds yet: ckport calendar feed add NAME makes one (this server answers it at once)"
+                    : "feeds: \(feeds.map { "\($0.name) (\($0.tokens.count) token\($0.tokens.count == 1 ? "" : "s"))" }.joined(separator: ", "))"
+            )
+            if !bind.hasPrefix("127.") {
+                Console.error(
+                    "listening on \(bind): the feeds go over plain HTTP, tokens included; put a TLS proxy in front (docs/calendars.md)"
+                )
+            }
+        }
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        await Task { await server.stop() }.value
+        for handle in handles { try? handle.closeConnections() }
         if !storeOptions.quiet { Console.error("stopped") }
     }
 
