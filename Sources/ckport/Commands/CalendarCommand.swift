@@ -9,16 +9,23 @@ import StoreCore
 struct CalendarCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "calendar",
-        abstract: "Keep a family's calendar current on their phones: subscription feeds of the store.",
+        abstract:
+            "Keep a family's calendar current on their phones: subscription feeds of the store, and publishing into a CalDAV calendar.",
         discussion: """
               ckport calendar feed add family --where "familyID == 'family-1'" --tz Europe/Berlin
               ckport serve --feeds-only --bind 0.0.0.0 --port 8641
 
+              ckport calendar publish --caldav https://dav.example.org/anna/family/ --user anna \\
+                  --password-file ~/.config/ckport/dav-password --where "familyID == 'family-1'"
+              ckport calendar status
+
             A feed is a named selection of the store that ckport serve answers at \
             /feeds/NAME.ics to whoever holds one of its tokens: a phone subscribes to its address \
-            once and fetches it again every few minutes or hours.
+            once and fetches it again every few minutes or hours. Publishing puts the same \
+            events into a calendar on a CalDAV server (Nextcloud, Fastmail, Radicale, iCloud…), \
+            which every phone of the account shows and keeps in step.
             """,
-        subcommands: [FeedCommand.self]
+        subcommands: [FeedCommand.self, PublishCommand.self, CalendarStatusCommand.self]
     )
 }
 
@@ -57,22 +64,7 @@ struct FeedAddCommand: AsyncParsableCommand {
     @Argument(help: "The feed's name: 1 to 64 letters, digits, '-' and '_' (part of its address).")
     var name: String
 
-    @OptionGroup var filter: RecordFilterOptions
-
-    @Option(
-        help: ArgumentHelp(
-            "The calendar mapping (YAML or JSON) from record types to components; default: the sample app's when the store's schema is one.",
-            valueName: "file"))
-    var mapping: String?
-
-    @Option(
-        help: ArgumentHelp("Times as local times of this IANA zone, with a VTIMEZONE; default: UTC.", valueName: "zone")
-    )
-    var tz: String?
-
-    @Flag(
-        help: "Keep records the mapping calls cancelled in the feed, with STATUS:CANCELLED, so that phones drop them.")
-    var includeDeleted = false
+    @OptionGroup var selection: CalendarSelectionOptions
 
     @Option(help: ArgumentHelp("Who the token is for (shown by list).", valueName: "text"))
     var label: String?
@@ -86,29 +78,19 @@ struct FeedAddCommand: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
-        _ = try ArgumentChecks.timeZone(tz)
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
             throw ValidationError("--url \(url) is not an http:// or https:// address")
         }
     }
 
-    /// Whether any option says what the feed shows.
-    var definesFeed: Bool {
-        !filter.recordTypes.isEmpty || filter.scope != nil || filter.zone != nil || filter.predicate != nil
-            || mapping != nil || tz != nil || includeDeleted
-    }
-
     func run() async throws {
         let store = try storeOptions.open(create: false)
         defer { try? store.closeConnections() }
-        _ = try filter.query()
+        _ = try selection.filter.query()
         let exists = try Feeds.list(in: store).contains { $0.name == name }
         var definition: Feeds.Definition?
-        if !exists || definesFeed {
-            let (text, source) = try mappingText(store)
-            definition = Feeds.Definition(
-                recordTypes: filter.recordTypes, scope: filter.scope, zone: filter.zone, predicate: filter.predicate,
-                mapping: text, mappingSource: source, timeZone: tz, includeCancelled: includeDeleted)
+        if !exists || selection.isGiven {
+            definition = try selection.definition(store, quiet: storeOptions.quiet)
         }
         let added: Feeds.NewToken
         do {
@@ -129,23 +111,6 @@ struct FeedAddCommand: AsyncParsableCommand {
         }
         print(address)
         if base.hasPrefix("https://") { print("webcal://" + address.dropFirst("https://".count)) }
-    }
-
-    /// The mapping's text and where it came from: the file's, or the sample app's.
-    func mappingText(_ store: any RecordStoring) throws -> (String, String) {
-        if let mapping {
-            try InputFiles.check(mapping, as: "a mapping")
-            _ = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
-            guard let text = try? String(contentsOfFile: mapping, encoding: .utf8) else {
-                throw CommandFailure.invalid("\(mapping): not UTF-8 text")
-            }
-            return (text, (mapping as NSString).lastPathComponent)
-        }
-        _ = try CalendarMappingChoice.resolve(nil, store: store, quiet: storeOptions.quiet)
-        guard let app = SampleApp.withCalendar(holding: store.schema), let text = app.calendarMappingText else {
-            throw CommandFailure.usage("a feed needs a calendar mapping: pass --mapping FILE")
-        }
-        return (text, "\(app.rawValue) mapping")
     }
 }
 
@@ -244,5 +209,247 @@ struct FeedRemoveCommand: AsyncParsableCommand {
         defer { try? store.closeConnections() }
         try Feeds.remove(name, in: store)
         print("removed the feed \(name)")
+    }
+}
+
+struct PublishCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publish",
+        abstract:
+            "Publish a selection of the store into a CalDAV calendar, sending only what changed since the last publish.",
+        discussion: """
+              ckport calendar publish --caldav https://dav.example.org/anna/family/ --user anna \\
+                  --password-file ~/.config/ckport/dav-password --where "familyID == 'family-1'" --tz Europe/Berlin
+              ckport calendar publish --caldav https://dav.example.org/ --calendar family --user anna \\
+                  --password-file ~/.config/ckport/dav-password     # the account's address: found, made
+              ckport calendar publish --caldav https://dav.example.org/anna/family/ --user anna \\
+                  --password-file ~/.config/ckport/dav-password     # later: only what changed
+
+            Each event becomes a resource of its own (UID.ics), written as export writes it. The \
+            collection is made when nothing is at the address (MKCALENDAR); with --calendar NAME, \
+            the address may be the server's or the account's, and the calendar home is found \
+            through /.well-known/caldav, current-user-principal and calendar-home-set. Later \
+            publishes repeat the first one's selection (giving another is refused) and send only \
+            what changed: a new event with If-None-Match: *, a changed one with If-Match and the \
+            ETag the server gave it (its SEQUENCE raised), a deleted or cancelled one deleted. \
+            An event changed or deleted on the server since the last publish is reported and \
+            left as the server has it, unless --prefer store. What was published where is kept \
+            in the store (calendar status shows it). The password comes from --password-file or \
+            $CKPORT_CALDAV_PASSWORD, never the command line.
+            """
+    )
+
+    @Option(
+        help: ArgumentHelp(
+            "The calendar collection's address, or the server's or account's (with --calendar).", valueName: "url"))
+    var caldav: String
+
+    @Option(
+        help: ArgumentHelp("The calendar's name in the account's calendar home (made when missing).", valueName: "name")
+    )
+    var calendar: String?
+
+    @OptionGroup var signIn: CalDAVSignInOptions
+
+    @OptionGroup var selection: CalendarSelectionOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "Who wins an event changed on both sides: server (reported, kept) or store.", valueName: "side"))
+    var prefer: String = "server"
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        guard let url = URL(string: caldav), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ValidationError("--caldav \(caldav) is not an http:// or https:// address")
+        }
+        guard url.user == nil && url.password == nil else {
+            throw ValidationError(
+                "--caldav: put the user in --user and the password in a file (--password-file), not in the address")
+        }
+        guard CalendarPublishing.Preference(rawValue: prefer) != nil else {
+            throw ValidationError("--prefer takes server or store")
+        }
+    }
+
+    func run() async throws {
+        let store = try storeOptions.open(create: false)
+        defer { try? store.closeConnections() }
+        _ = try selection.filter.query()
+        let credentials = try signIn.credentials()
+        var definition: Feeds.Definition?
+        let url = URL(string: caldav)!
+        let known = try CalendarPublishing.publications(in: store).contains {
+            $0.collection == CalDAVClient.shown(url) || calendar != nil
+        }
+        if selection.isGiven || !known {
+            definition = try selection.definition(store, quiet: storeOptions.quiet)
+        }
+        let progress = ProgressLine("publishing", quiet: storeOptions.quiet)
+        let result = try await CalendarPublishing.publish(
+            from: store,
+            request: CalendarPublishing.Request(
+                url: url, calendar: calendar, definition: definition,
+                prefer: CalendarPublishing.Preference(rawValue: prefer)!),
+            client: CalDAVClient(credentials: credentials),
+            progress: { done, total in progress.update(records: done, total: total) })
+        progress.finish()
+        let collection = CalDAVClient.shown(result.collection)
+        if result.madeCollection { Console.error("made the calendar \(collection)") }
+        if result.upToDate {
+            print("\(collection): nothing changed in the store since the last publish (\(result.unchanged) events)")
+            return
+        }
+        print(
+            "published to \(collection): \(result.created) new, \(result.updated) changed, \(result.deleted) deleted, \(result.unchanged) unchanged"
+        )
+        for conflict in result.conflicts {
+            Console.error(
+                "kept the server's: \(Console.clean(conflict.uid)) (\(Console.clean(conflict.href))) was \(conflict.reason.rawValue)"
+            )
+        }
+        if !result.conflicts.isEmpty {
+            Console.error(
+                "\(result.conflicts.count) event\(result.conflicts.count == 1 ? " was" : "s were") left as the server has \(result.conflicts.count == 1 ? "it" : "them") (--prefer store writes the store's over them)"
+            )
+            throw ExitCode(ExitStatus.failure.rawValue)
+        }
+    }
+}
+
+struct CalendarStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the store's feeds and CalDAV publications: where, what, when last, how many events.")
+
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func run() async throws {
+        let store = try storeOptions.open(create: false)
+        defer { try? store.closeConnections() }
+        let feeds = try Feeds.list(in: store)
+        let publications = try CalendarPublishing.publications(in: store)
+        if json {
+            var out = JSONWriter()
+            try out.encoded(
+                CalendarStatus(
+                    feeds: feeds.map(Feeds.Listing.init),
+                    publications: publications.map(CalendarStatus.Publication.init)))
+            print(out.text)
+            return
+        }
+        if feeds.isEmpty && publications.isEmpty {
+            print("no feeds and no publications (calendar feed add, calendar publish)")
+            return
+        }
+        for feed in feeds {
+            print(
+                "feed         /feeds/\(feed.name).ics  \(feed.tokens.count) token\(feed.tokens.count == 1 ? "" : "s")")
+        }
+        for publication in publications {
+            print(
+                "publication  \(Console.clean(publication.collection))  \(publication.events) events, last \(ISO8601.format(milliseconds: publication.published)), store at \(publication.token ?? "?")\(publication.conflicts > 0 ? ", \(publication.conflicts) left as the server has them" : "")"
+            )
+        }
+    }
+}
+
+/// A user and password for a CalDAV server: the password from a file or the environment.
+struct CalDAVSignInOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The user to sign in as (HTTP Basic). Default: $CKPORT_CALDAV_USER.", valueName: "user"))
+    var user: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A file whose first line is the password. Default: $CKPORT_CALDAV_PASSWORD.", valueName: "file"))
+    var passwordFile: String?
+
+    func credentials() throws -> CalDAVClient.Credentials? {
+        let environment = ProcessInfo.processInfo.environment
+        let user = self.user ?? environment["CKPORT_CALDAV_USER"]
+        var password: String?
+        if let passwordFile {
+            try InputFiles.check(passwordFile, as: "a password file")
+            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8),
+                let line = text.split(separator: "\n").first.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                ),
+                !line.isEmpty
+            else {
+                throw CommandFailure.invalid("\(passwordFile): no password on its first line")
+            }
+            password = line
+        } else {
+            password = environment["CKPORT_CALDAV_PASSWORD"]
+        }
+        guard let user else {
+            if password != nil {
+                throw CommandFailure.usage("a password without a user: give --user (or $CKPORT_CALDAV_USER)")
+            }
+            return nil
+        }
+        guard let password else {
+            throw CommandFailure.usage(
+                "--user \(user) needs a password: --password-file FILE or $CKPORT_CALDAV_PASSWORD")
+        }
+        return CalDAVClient.Credentials(user: user, password: password)
+    }
+}
+
+/// What a feed or a publication shows: the records (type, scope, zone, predicate), the calendar
+/// mapping, the time zone and whether cancelled records are kept.
+struct CalendarSelectionOptions: ParsableArguments {
+    @OptionGroup var filter: RecordFilterOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "The calendar mapping (YAML or JSON) from record types to components; default: the sample app's when the store's schema is one. Its text is kept in the store.",
+            valueName: "file"))
+    var mapping: String?
+
+    @Option(
+        help: ArgumentHelp("Times as local times of this IANA zone, with a VTIMEZONE; default: UTC.", valueName: "zone")
+    )
+    var tz: String?
+
+    @Flag(
+        help:
+            "Keep records the mapping calls cancelled, with STATUS:CANCELLED, so that calendars drop them (else they are left out, or deleted where they were published)."
+    )
+    var includeDeleted = false
+
+    func validate() throws { _ = try ArgumentChecks.timeZone(tz) }
+
+    /// Whether any option says what is shown.
+    var isGiven: Bool {
+        !filter.recordTypes.isEmpty || filter.scope != nil || filter.zone != nil || filter.predicate != nil
+            || mapping != nil || tz != nil || includeDeleted
+    }
+
+    func definition(_ store: any RecordStoring, quiet: Bool) throws -> Feeds.Definition {
+        let (text, source) = try Self.mappingText(mapping, store: store, quiet: quiet)
+        return Feeds.Definition(
+            recordTypes: filter.recordTypes, scope: filter.scope, zone: filter.zone, predicate: filter.predicate,
+            mapping: text, mappingSource: source, timeZone: tz, includeCancelled: includeDeleted)
+    }
+
+    /// The mapping's text and where it came from: the file's, or the sample app's.
+    static func mappingText(_ mapping: String?, store: any RecordStoring, quiet: Bool) throws -> (String, String) {
+        if let mapping {
+            try InputFiles.check(mapping, as: "a mapping")
+            _ = try CalendarMappingChoice.resolve(mapping, store: store, quiet: true)
+            guard let text = try? String(contentsOfFile: mapping, encoding: .utf8) else {
+                throw CommandFailure.invalid("\(mapping): not UTF-8 text")
+            }
+            return (text, (mapping as NSString).lastPathComponent)
+        }
+        _ = try CalendarMappingChoice.resolve(nil, store: store, quiet: quiet)
+        guard let app = SampleApp.withCalendar(holding: store.schema), let text = app.calendarMappingText else {
+            throw CommandFailure.usage("a calendar needs a mapping: pass --mapping FILE")
+        }
+        return (text, "\(app.rawValue) mapping")
     }
 }

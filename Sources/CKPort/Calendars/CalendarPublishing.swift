@@ -1,0 +1,595 @@
+import Crypto
+import Formats
+import Foundation
+import Records
+import StoreCore
+
+/// Publishing a selection of the store into a CalDAV calendar collection: each event a
+/// resource of its own, the collection made when missing, and on later runs only what changed
+/// sent — a new event with `If-None-Match: *`, a changed one with `If-Match` and the ETag the
+/// server gave it, a deleted or cancelled one deleted. An event changed or deleted on the
+/// server since the last publish is never overwritten silently: the server answers 412 to the
+/// conditional request, and the event is reported and left as the server has it, unless the
+/// store is preferred.
+///
+/// What was published where (the collection, the selection, the store's change token, each
+/// event's address, ETag, content hash and SEQUENCE) is connector state of kind
+/// `caldav-publish`, named by the collection's address, so it lives in the store.
+public enum CalendarPublishing {
+    public static let stateKind = "caldav-publish"
+    static let eventPrefix = "event:"
+
+    /// Who wins when the server changed an event that the store changed too.
+    public enum Preference: String, Sendable, CaseIterable {
+        /// The server's version stays, and the event is reported (the default).
+        case server
+        /// The store's version is written over the server's.
+        case store
+    }
+
+    public struct Request: Sendable {
+        /// The calendar collection, or an address to discover the account's calendar home from.
+        public var url: URL
+        /// The collection's name in the calendar home, when `url` is not the collection.
+        public var calendar: String?
+        /// What to publish; nil: what the last publish to the collection published.
+        public var definition: Feeds.Definition?
+        public var prefer: Preference
+        /// Requests in flight at once.
+        public var concurrency: Int
+
+        public init(
+            url: URL, calendar: String? = nil, definition: Feeds.Definition?, prefer: Preference = .server,
+            concurrency: Int = 6
+        ) {
+            self.url = url
+            self.calendar = calendar
+            self.definition = definition
+            self.prefer = prefer
+            self.concurrency = concurrency
+        }
+    }
+
+    /// The state of a publication, as the store keeps it.
+    public struct Publication: Codable, Sendable, Equatable {
+        public var collection: String
+        public var definition: Feeds.Definition
+        /// The store's change token the last publish read.
+        public var token: String?
+        public var published: Int64
+        public var events: Int
+        public var conflicts: Int
+    }
+
+    /// One published event, as the store keeps it.
+    public struct EventState: Codable, Sendable, Equatable {
+        public var href: String
+        public var etag: String?
+        /// SHA-256 of the event as published, its DTSTAMP and SEQUENCE aside.
+        public var hash: String
+        public var sequence: Int64
+    }
+
+    /// An event left as the server has it.
+    public struct Conflict: Sendable, Equatable {
+        public enum Reason: String, Sendable {
+            case changedOnServer = "changed on the server since the last publish"
+            case deletedOnServer = "deleted on the server since the last publish"
+            case existsOnServer = "already on the server, not published by this store"
+        }
+
+        public var uid: String
+        public var href: String
+        public var reason: Reason
+    }
+
+    public struct Result: Sendable {
+        public var collection: URL
+        public var madeCollection = false
+        public var created = 0
+        public var updated = 0
+        public var deleted = 0
+        public var unchanged = 0
+        public var conflicts: [Conflict] = []
+        /// The store had not changed since the last publish: nothing was asked of the server.
+        public var upToDate = false
+    }
+
+    // MARK: Publishing
+
+    public static func publish(
+        from store: some RecordStoring, request: Request, client: CalDAVClient,
+        progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil
+    ) async throws -> Result {
+        let (collection, made) = try await findCollection(request.url, calendar: request.calendar, client: client)
+        let name = CalDAVClient.shown(collection)
+        var result = Result(collection: collection, madeCollection: made)
+        let (known, current) = try await store.readSession { session -> (Publication?, String) in
+            let text = try session.connectorState(kind: stateKind, name: name, key: "")
+            return (
+                try text.map { try JSONDecoder().decode(Publication.self, from: Data($0.utf8)) },
+                session.currentToken.description
+            )
+        }
+        guard let definition = request.definition ?? known?.definition else {
+            throw Feeds.FeedError.noDefinition(name)
+        }
+        if let known, let asked = request.definition, !asked.selectsSame(as: known.definition) {
+            throw PublishError.definedOtherwise(collection: name)
+        }
+        if let known, known.token == current, !made, known.conflicts == 0 {
+            result.upToDate = true
+            result.unchanged = known.events
+            return result
+        }
+        // What was published, by UID.
+        var published: [String: EventState] = [:]
+        try await store.readSession { session in
+            try session.forEachConnectorState(kind: stateKind, name: name) { entry in
+                guard entry.key.hasPrefix(eventPrefix) else { return }
+                published[String(entry.key.dropFirst(eventPrefix.count))] = try JSONDecoder().decode(
+                    EventState.self, from: Data(entry.value.utf8))
+            }
+        }
+        // The calendar as export writes it, one resource per component.
+        let folder = try PrivateFiles.folder()
+        let (descriptor, path) = try PrivateFiles.create("publish", in: folder)
+        close(descriptor)
+        defer { unlink(path) }
+        var token = current
+        var resources: [CalendarResource] = []
+        do {
+            let exported = try Feeds.write(definition, from: store, to: path)
+            token = exported.token.description
+            resources = try CalendarResource.split(path)
+        } catch let error as StoreError {
+            // An empty selection publishes an empty calendar: every published event goes.
+            guard case .badQuery(let message) = error, message.description.hasPrefix("nothing to export") else {
+                throw error
+            }
+        }
+        let total = resources.count + published.keys.filter { uid in !resources.contains { $0.uid == uid } }.count
+        var done = 0
+        let saver = StateSaver(store: store, name: name)
+        // Each event's outcome, a few requests in flight at once.
+        let wanted = Set(resources.map(\.uid))
+        try await withThrowingTaskGroup(of: Outcome.self) { group in
+            var pending = resources.makeIterator()
+            var gone = published.filter { !wanted.contains($0.key) }.sorted { $0.key < $1.key }.makeIterator()
+            func next() -> Bool {
+                if let resource = pending.next() {
+                    let before = published[resource.uid]
+                    if let before, before.hash == resource.hash {
+                        group.addTask { .unchanged }
+                    } else {
+                        let href = before?.href ?? hrefPath(for: resource.uid, in: collection)
+                        group.addTask {
+                            try await put(
+                                resource, href: href, before: before, collection: collection, client: client,
+                                prefer: request.prefer)
+                        }
+                    }
+                    return true
+                }
+                if let (uid, state) = gone.next() {
+                    group.addTask {
+                        try await delete(
+                            uid: uid, state: state, collection: collection, client: client, prefer: request.prefer)
+                    }
+                    return true
+                }
+                return false
+            }
+            for _ in 0..<max(1, request.concurrency) where next() {}
+            while let outcome = try await group.next() {
+                switch outcome {
+                case .unchanged: result.unchanged += 1
+                case .written(let uid, let state, let created):
+                    if created { result.created += 1 } else { result.updated += 1 }
+                    try saver.save(uid: uid, state: state)
+                case .deleted(let uid):
+                    result.deleted += 1
+                    try saver.save(uid: uid, state: nil)
+                case .conflict(let conflict):
+                    result.conflicts.append(conflict)
+                }
+                done += 1
+                progress?(done, total)
+                _ = next()
+            }
+        }
+        result.conflicts.sort { $0.uid < $1.uid }
+        let publication = Publication(
+            collection: name, definition: definition, token: token,
+            published: Int64(Date().timeIntervalSince1970 * 1000),
+            events: result.created + result.updated + result.unchanged
+                + result.conflicts.filter { $0.reason != .deletedOnServer }.count,
+            conflicts: result.conflicts.count)
+        try saver.finish(publication)
+        return result
+    }
+
+    enum Outcome: Sendable {
+        case unchanged
+        case written(uid: String, state: EventState, created: Bool)
+        case deleted(uid: String)
+        case conflict(Conflict)
+    }
+
+    /// Puts one event: a new one only where nothing is (If-None-Match), a changed one only
+    /// over what was published (If-Match). A 412 whose resource on the server is already this
+    /// event (a publish stopped before it noted the ETag) is taken as published.
+    static func put(
+        _ resource: CalendarResource, href: String, before: EventState?, collection: URL, client: CalDAVClient,
+        prefer: Preference
+    ) async throws -> Outcome {
+        guard let url = CalDAVClient.resolve(href, against: collection) else {
+            throw CalDAVError(kind: .badAnswer, request: "PUT", status: nil, detail: "\(href) is not an address")
+        }
+        var sequence = resource.sequence
+        if let before { sequence = max(sequence, before.sequence + 1) }
+        let body = Data(resource.text(sequence: sequence).utf8)
+        let condition: (String, String) =
+            if let etag = before?.etag { ("If-Match", etag) } else { ("If-None-Match", "*") }
+        var answer = try await client.send(
+            "PUT", url, headers: [("Content-Type", "text/calendar; charset=utf-8"), condition], body: body)
+        if answer.status == 412 || (answer.status == 404 && before != nil) {
+            let (onServer, serverTag) = try await fetch(url, client: client)
+            if let onServer, let serverTag, CalendarResource.hash(ofResource: onServer) == resource.hash {
+                let state = EventState(href: href, etag: serverTag, hash: resource.hash, sequence: sequence)
+                return .written(uid: resource.uid, state: state, created: before == nil)
+            }
+            let reason: Conflict.Reason =
+                before == nil ? .existsOnServer : onServer == nil ? .deletedOnServer : .changedOnServer
+            guard prefer == .store else {
+                return .conflict(Conflict(uid: resource.uid, href: href, reason: reason))
+            }
+            let override: (String, String) =
+                if let serverTag { ("If-Match", serverTag) } else { ("If-None-Match", "*") }
+            answer = try await client.send(
+                "PUT", url, headers: [("Content-Type", "text/calendar; charset=utf-8"), override], body: body)
+        }
+        guard (200...299).contains(answer.status) else {
+            throw CalDAVError(
+                kind: answer.status == 507 ? .unavailable : .failed, request: "PUT \(CalDAVClient.shown(url))",
+                status: answer.status,
+                detail: answer.status == 507
+                    ? "the server has no room for it"
+                    : "the event \(resource.uid) was refused: \(CalDAVClient.excerpt(answer.body))"
+            )
+        }
+        var etag = answer.header("ETag")
+        if etag == nil {
+            etag = try await client.propfind(url, depth: 0, props: [(CalDAVClient.dav, "getetag")])?.first?.etag
+        }
+        return .written(
+            uid: resource.uid, state: EventState(href: href, etag: etag, hash: resource.hash, sequence: sequence),
+            created: before == nil)
+    }
+
+    /// Deletes a published event the store no longer selects, only as it was published.
+    static func delete(
+        uid: String, state: EventState, collection: URL, client: CalDAVClient, prefer: Preference
+    ) async throws -> Outcome {
+        guard let url = CalDAVClient.resolve(state.href, against: collection) else { return .deleted(uid: uid) }
+        var answer = try await client.send(
+            "DELETE", url, headers: state.etag.map { [("If-Match", $0)] } ?? [])
+        if answer.status == 412 {
+            guard prefer == .store else {
+                return .conflict(Conflict(uid: uid, href: state.href, reason: .changedOnServer))
+            }
+            answer = try await client.send("DELETE", url)
+        }
+        guard (200...299).contains(answer.status) || answer.status == 404 else {
+            throw CalDAVError(
+                kind: .failed, request: "DELETE \(CalDAVClient.shown(url))", status: answer.status,
+                detail: CalDAVClient.excerpt(answer.body))
+        }
+        return .deleted(uid: uid)
+    }
+
+    /// The resource at `url` and its ETag; nil when there is none.
+    static func fetch(_ url: URL, client: CalDAVClient) async throws -> (String?, String?) {
+        let answer = try await client.send("GET", url)
+        if answer.status == 404 || answer.status == 410 { return (nil, nil) }
+        guard answer.status == 200 else {
+            throw CalDAVError(
+                kind: .failed, request: "GET \(CalDAVClient.shown(url))", status: answer.status,
+                detail: CalDAVClient.excerpt(answer.body))
+        }
+        return (String(decoding: answer.body, as: UTF8.self), answer.header("ETag"))
+    }
+
+    /// The address of a new event: the collection's path and its UID, every byte but the
+    /// unreserved ones percent-encoded, `.ics` after it.
+    static func hrefPath(for uid: String, in collection: URL) -> String {
+        var path = collection.path
+        if !path.hasSuffix("/") { path += "/" }
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        return path + (uid.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "event") + ".ics"
+    }
+
+    /// Saves event states a batch at a time (one transaction per batch), and the publication
+    /// last: a publish stopped half-way leaves what it did noted, up to its last batch.
+    final class StateSaver {
+        let store: any RecordStoring
+        let name: String
+        var batch: [(String, EventState?)] = []
+        var last = Date()
+
+        init(store: any RecordStoring, name: String) {
+            self.store = store
+            self.name = name
+        }
+
+        func save(uid: String, state: EventState?) throws {
+            batch.append((uid, state))
+            if batch.count >= 200 || Date().timeIntervalSince(last) > 1 { try flush() }
+        }
+
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            let entries = batch
+            batch = []
+            last = Date()
+            try store.writeSession(dryRun: false) { session in
+                for (uid, state) in entries {
+                    try session.saveConnectorState(
+                        try state.map { try Feeds.json($0) }, kind: stateKind, name: name, key: eventPrefix + uid)
+                }
+            }
+        }
+
+        func finish(_ publication: Publication) throws {
+            try flush()
+            try store.writeSession(dryRun: false) { session in
+                try session.saveConnectorState(try Feeds.json(publication), kind: stateKind, name: name, key: "")
+            }
+        }
+    }
+
+    // MARK: Finding the collection
+
+    /// The calendar collection to publish into: `url` itself when it is one; made there when
+    /// nothing is there; with `calendar`, that collection in the account's calendar home
+    /// (found from `url` through `/.well-known/caldav`, current-user-principal and
+    /// calendar-home-set), made when missing.
+    public static func findCollection(_ url: URL, calendar: String?, client: CalDAVClient) async throws -> (URL, Bool) {
+        let props: [(namespace: String, name: String)] = [
+            (CalDAVClient.dav, "resourcetype"), (CalDAVClient.dav, "current-user-principal"),
+            (CalDAVClient.caldav, "calendar-home-set"),
+        ]
+        let shown = CalDAVClient.shown(url)
+        if let calendar {
+            let home = try await calendarHome(url, client: client, props: props)
+            let target = home.appendingPathComponent(calendar, isDirectory: true)
+            guard let found = try await client.propfind(target, depth: 0, props: props)?.first else {
+                try await client.makeCalendar(target, displayName: calendar)
+                return (target, true)
+            }
+            guard found.isCalendar else {
+                throw CalDAVError(
+                    kind: .notACalendar, request: "PROPFIND \(CalDAVClient.shown(target))", status: 207,
+                    detail: "it is not a calendar collection")
+            }
+            return (target, false)
+        }
+        guard let found = try await client.propfind(url, depth: 0, props: props) else {
+            try await client.makeCalendar(url, displayName: url.lastPathComponent)
+            return (url, true)
+        }
+        if let first = found.first, first.isCalendar { return (url, false) }
+        throw CalDAVError(
+            kind: .notACalendar, request: "PROPFIND \(shown)", status: 207,
+            detail:
+                "it is not a calendar collection (an account or a folder): name the calendar to publish into, and it is made in the account's calendar home when missing"
+        )
+    }
+
+    /// The account's calendar home: calendar-home-set of `url`, or of its principal, trying
+    /// `/.well-known/caldav` (RFC 6764) when `url` says nothing.
+    static func calendarHome(_ url: URL, client: CalDAVClient, props: [(namespace: String, name: String)])
+        async throws -> URL
+    {
+        var tried: [URL] = [url]
+        if let wellKnown = URL(string: "/.well-known/caldav", relativeTo: url)?.absoluteURL {
+            tried.append(wellKnown)
+        }
+        for start in tried {
+            guard let found = try await client.propfind(start, depth: 0, props: props)?.first else { continue }
+            if let home = found.properties["calendar-home-set"]?.hrefs.first,
+                let resolved = CalDAVClient.resolve(home, against: start)
+            {
+                return resolved
+            }
+            if let principal = found.properties["current-user-principal"]?.hrefs.first,
+                let principalURL = CalDAVClient.resolve(principal, against: start),
+                let home = try await client.propfind(principalURL, depth: 0, props: props)?.first?.properties[
+                    "calendar-home-set"]?.hrefs.first,
+                let resolved = CalDAVClient.resolve(home, against: principalURL)
+            {
+                return resolved
+            }
+        }
+        throw CalDAVError(
+            kind: .notACalendar, request: "PROPFIND \(CalDAVClient.shown(url))", status: nil,
+            detail: "no calendar home found there (neither calendar-home-set nor current-user-principal)")
+    }
+
+    // MARK: Status
+
+    /// Every publication the store keeps, by collection.
+    public static func publications(in store: some RecordStoring) throws -> [Publication] {
+        try store.readSession { session in
+            try session.connectorStateNames(kind: stateKind).compactMap { name in
+                try session.connectorState(kind: stateKind, name: name, key: "").map {
+                    try JSONDecoder().decode(Publication.self, from: Data($0.utf8))
+                }
+            }
+        }
+    }
+}
+
+/// Why a publish refused.
+public enum PublishError: CKPortError, Equatable {
+    /// The collection was published into with another selection.
+    case definedOtherwise(collection: String)
+
+    public var category: ErrorCategory { .usage }
+
+    public var description: String {
+        switch self {
+        case .definedOtherwise(let collection):
+            "\(collection) was published into with another selection: publish with the same one (or none, which repeats it), or into another calendar"
+        }
+    }
+}
+
+/// One component of an exported calendar as a calendar resource of its own (RFC 4791 §4.1:
+/// one UID per resource): the calendar's own properties, the VTIMEZONEs the component names,
+/// the component.
+struct CalendarResource: Sendable {
+    var uid: String
+    var header: [String]
+    var zones: [String]
+    var component: [String]
+    /// The SEQUENCE the export wrote.
+    var sequence: Int64
+    var hash: String
+
+    func text(sequence: Int64) -> String {
+        var lines = ["BEGIN:VCALENDAR"] + header + zones
+        for line in component {
+            lines.append(line.hasPrefix("SEQUENCE:") ? "SEQUENCE:\(sequence)" : line)
+        }
+        lines.append("END:VCALENDAR")
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// The hash of a component's lines, DTSTAMP and SEQUENCE aside (they move without the
+    /// event changing).
+    static func hash(of lines: some Sequence<String>) -> String {
+        var hasher = SHA256()
+        for line in lines where !line.hasPrefix("DTSTAMP") && !line.hasPrefix("SEQUENCE") {
+            hasher.update(data: Data(line.utf8))
+            hasher.update(data: Data([0x0A]))
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The hash of a resource as a server hands it back: its first component's lines.
+    static func hash(ofResource text: String) -> String? {
+        var inside = 0
+        var name = ""
+        var lines: [String] = []
+        for line in text.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" }).map(String.init) {
+            if inside == 0, line.hasPrefix("BEGIN:"), line != "BEGIN:VCALENDAR", line != "BEGIN:VTIMEZONE" {
+                name = String(line.dropFirst(6))
+                inside = 1
+                lines.append(line)
+                continue
+            }
+            if inside == 1 {
+                lines.append(line)
+                if line == "END:\(name)" { return hash(of: lines) }
+            }
+        }
+        return nil
+    }
+
+    /// Splits an exported calendar file into resources, a component at a time (folded lines
+    /// stay as they are; component boundaries are never folded).
+    static func split(_ path: String) throws -> [CalendarResource] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var header: [String] = []
+        var zones: [String: [String]] = [:]
+        var zoneOrder: [String] = []
+        var resources: [CalendarResource] = []
+        var block: [String] = []
+        var blockName: String?
+        var seenComponent = false
+        for line in text.components(separatedBy: "\r\n") where !line.isEmpty {
+            if let name = blockName {
+                block.append(line)
+                if line == "END:\(name)" {
+                    if name == "VTIMEZONE" {
+                        let tzid = block.first { $0.hasPrefix("TZID:") }.map { String($0.dropFirst(5)) } ?? ""
+                        zones[tzid] = block
+                        zoneOrder.append(tzid)
+                    } else {
+                        let uid = unfolded(block).first { $0.hasPrefix("UID:") }.map { String($0.dropFirst(4)) } ?? ""
+                        let named = Set(
+                            unfolded(block).compactMap { line -> String? in
+                                guard let range = line.range(of: ";TZID=") else { return nil }
+                                return String(line[range.upperBound...].prefix { $0 != ":" && $0 != ";" })
+                            })
+                        let sequence =
+                            block.first { $0.hasPrefix("SEQUENCE:") }.flatMap { Int64($0.dropFirst(9)) } ?? 0
+                        resources.append(
+                            CalendarResource(
+                                uid: uid, header: header,
+                                zones: zoneOrder.filter(named.contains).flatMap { zones[$0] ?? [] }, component: block,
+                                sequence: sequence, hash: hash(of: block)))
+                    }
+                    block = []
+                    blockName = nil
+                }
+                continue
+            }
+            if line == "BEGIN:VCALENDAR" || line == "END:VCALENDAR" { continue }
+            if line.hasPrefix("BEGIN:") {
+                blockName = String(line.dropFirst(6))
+                if blockName != "VTIMEZONE" { seenComponent = true }
+                block = [line]
+                continue
+            }
+            if !seenComponent && zoneOrder.isEmpty { header.append(line) }
+        }
+        return resources
+    }
+
+    /// Lines with their folds joined.
+    static func unfolded(_ lines: [String]) -> [String] {
+        var out: [String] = []
+        for line in lines {
+            if line.hasPrefix(" ") || line.hasPrefix("\t"), !out.isEmpty {
+                out[out.count - 1] += line.dropFirst()
+            } else {
+                out.append(line)
+            }
+        }
+        return out
+    }
+}
+
+/// What `calendar status --json` prints: the feeds and the publications.
+public struct CalendarStatus: Encodable, Sendable {
+    public struct Publication: Encodable, Sendable {
+        public var collection: String
+        public var events: Int
+        public var published: String
+        public var token: String?
+        public var conflicts: Int
+        public var mapping: String
+        public var `where`: String?
+
+        public init(_ publication: CalendarPublishing.Publication) {
+            collection = publication.collection
+            events = publication.events
+            published = ISO8601.format(milliseconds: publication.published)
+            token = publication.token
+            conflicts = publication.conflicts
+            mapping = publication.definition.mappingSource
+            `where` = publication.definition.predicate
+        }
+    }
+
+    public var feeds: [Feeds.Listing]
+    public var publications: [Publication]
+
+    public init(feeds: [Feeds.Listing], publications: [Publication]) {
+        self.feeds = feeds
+        self.publications = publications
+    }
+}
