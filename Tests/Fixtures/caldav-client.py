@@ -7,6 +7,7 @@ wrote, for the tests of `ckport calendar publish` and `pull`.
                                          its ETag, SUMMARY, DTSTART, DTEND, RRULE, attendees
     caldav-client.py file PATH           the same of an .ics file (ckport export's)
     caldav-client.py dump URL DIR        each resource's text into DIR/N.ics
+    caldav-client.py mkcalendar URL
     caldav-client.py create URL UID SUMMARY START END
     caldav-client.py edit URL UID SUMMARY
     caldav-client.py delete URL UID
@@ -36,14 +37,18 @@ def client(url):
 def raw(url):
     """A resource's bytes as the server sends them, with urllib (no client between)."""
     request = urllib.request.Request(url)
+    authorize(request)
+    with urllib.request.urlopen(request) as answer:
+        return answer.read()
+
+
+def authorize(request):
     user = os.environ.get("CALDAV_USER")
     if user:
         with open(os.environ["CALDAV_PASSWORD_FILE"]) as f:
             password = f.readline().strip()
         token = base64.b64encode(f"{user}:{password}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
-    with urllib.request.urlopen(request) as answer:
-        return answer.read()
 
 
 def collection(url):
@@ -106,6 +111,11 @@ def main():
         for number, event in enumerate(collection(sys.argv[2]).events()):
             with open(os.path.join(sys.argv[3], f"{number}.ics"), "wb") as f:
                 f.write(raw(str(event.url)))
+    elif command == "mkcalendar":
+        request = urllib.request.Request(sys.argv[2], method="MKCALENDAR")
+        authorize(request)
+        with urllib.request.urlopen(request) as answer:
+            assert answer.status == 201, answer.status
     elif command == "create":
         url, uid, summary, start, end = sys.argv[2:7]
         collection(url).save_event(

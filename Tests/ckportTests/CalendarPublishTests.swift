@@ -197,3 +197,148 @@ struct CalendarPublishTests {
         #expect(imported.status == 0, "\(imported.stderr)")
     }
 }
+
+/// `ckport calendar pull` from Radicale and Xandikos, the calendar changed by the python
+/// `caldav` client between pulls.
+@Suite("ckport calendar pull, against real CalDAV servers", .enabled(if: CalDAVTestServers.enabled))
+struct CalendarPullTests {
+    typealias Server = CalDAVTestServers.Server
+    let publishing = CalendarPublishTests()
+
+    static let zone = [
+        "--scope", "shared", "--zone", "family-1-zone", "--owner", "_4f00e3e229b648635c6f63dca8da05ef",
+    ]
+
+    func pull(_ calendar: URL, _ more: [String] = [], server: Server, in folder: Scratch) throws -> Run {
+        var arguments =
+            [
+                "calendar", "pull", "--caldav", calendar.absoluteString, "--store", "cal.sqlite", "--set",
+                "familyID=family-1",
+            ]
+            + Self.zone + more
+        if let user = try server.user(), let file = server.passwordFile {
+            arguments += ["--user", user, "--password-file", file]
+        }
+        return try ckport(arguments, in: folder.url)
+    }
+
+    /// The store's record `name` (an Event, unless `type` says) in family 1's zone, as plain JSON
+    /// (nil: none).
+    func record(_ name: String, type: String = "Event", in folder: Scratch) throws -> [String: Any]? {
+        let run = try ckport(
+            [
+                "export", "--store", "cal.sqlite", "--type", type, "--scope", "shared", "--zone", "family-1-zone",
+                "--where",
+                "recordName == '\(name)'", "--style", "plain", "-q",
+            ], in: folder.url)
+        guard run.status == 0, let line = run.stdout.split(separator: "\n").first else { return nil }
+        return try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    }
+
+    @Test(
+        "events created, changed and deleted on the server arrive, change and go; a second pull with nothing new asks only for the sync token's changes; another family's event or another kind of record is never rewritten; most of it gone stops the pull",
+        arguments: Server.allCases)
+    func pull(_ server: Server) throws {
+        let folder = Scratch()
+        try importSample("family-calendar", into: "cal.sqlite", in: folder)
+        let calendar = try server.newCalendar("pull")
+        let url = calendar.absoluteString
+        _ = try publishing.client(["mkcalendar", url], server: server, in: folder)
+        for (uid, summary, start, end) in [
+            ("swim@school.example", "Swimming gala", "20260312T140000Z", "20260312T160000Z"),
+            ("evening@school.example", "Parents' evening", "20260320T170000Z", "20260320T190000Z"),
+            ("fair@school.example", "Spring fair", "20260411T090000Z", "20260411T130000Z"),
+        ] {
+            _ = try publishing.client(["create", url, uid, summary, start, end], server: server, in: folder)
+        }
+        let first = try pull(calendar, server: server, in: folder)
+        #expect(
+            first.status == 0 && first.stdout.contains("(every event): 3 events fetched, 3 records new"), "\(first)")
+        let swim = try #require(try record("swim@school.example", in: folder))
+        #expect(
+            swim["title"] as? String == "Swimming gala" && swim["startDate"] as? String == "2026-03-12T14:00:00.000Z")
+        #expect((swim["familyID"] as? [String: Any])?["recordName"] as? String == "family-1")
+        // Nothing new: one PROPFIND (is it a calendar?) and the sync report, nothing fetched.
+        let quiet = try pull(calendar, server: server, in: folder)
+        #expect(
+            quiet.stdout.contains("(the changes since the last pull's sync token): 0 events fetched")
+                && quiet.stdout.contains("2 requests (PROPFIND, REPORT)"), "\(quiet)")
+
+        // Changed, deleted and created on the server.
+        _ = try publishing.client(
+            ["edit", url, "evening@school.example", "Parents' evening (hall B)"], server: server, in: folder)
+        _ = try publishing.client(["delete", url, "fair@school.example"], server: server, in: folder)
+        _ = try publishing.client(
+            ["create", url, "concert@school.example", "Winter concert", "20261215T170000Z", "20261215T190000Z"],
+            server: server, in: folder)
+        let second = try pull(calendar, server: server, in: folder)
+        #expect(
+            second.stdout.contains("sync token): 2 events fetched, 1 records new, 1 changed, 1 deleted"), "\(second)")
+        #expect(try record("evening@school.example", in: folder)?["title"] as? String == "Parents' evening (hall B)")
+        #expect(try record("fair@school.example", in: folder) == nil)
+        #expect(try record("concert@school.example", in: folder)?["title"] as? String == "Winter concert")
+
+        // A UID that names family 1's own event (not from this calendar) and one that names the
+        // Family record: both left as they are.
+        let family = try #require(try record("family-1", type: "Family", in: folder))
+        let event = try #require(try record("event-1-00005", in: folder))
+        _ = try publishing.client(
+            ["create", url, "event-1-00005", "Hijacked", "20260101T100000Z", "20260101T110000Z"], server: server,
+            in: folder)
+        _ = try publishing.client(
+            ["create", url, "family-1", "Not a family", "20260101T100000Z", "20260101T110000Z"], server: server,
+            in: folder)
+        let guarded = try pull(calendar, server: server, in: folder)
+        #expect(
+            guarded.stderr.contains("left as it is: event-1-00005")
+                && guarded.stderr.contains("left as it is: family-1"),
+            "\(guarded.stderr)")
+        #expect(
+            NSDictionary(dictionary: try #require(try record("family-1", type: "Family", in: folder)))
+                == NSDictionary(dictionary: family))
+        #expect(
+            NSDictionary(dictionary: try #require(try record("event-1-00005", in: folder)))
+                == NSDictionary(dictionary: event))
+
+        // Most of what it brought gone: the pull stops and changes nothing, until told.
+        for uid in ["swim@school.example", "evening@school.example", "concert@school.example"] {
+            _ = try publishing.client(["delete", url, uid], server: server, in: folder)
+        }
+        let before = folder.data("cal.sqlite")
+        let stopped = try pull(calendar, server: server, in: folder)
+        #expect(stopped.status == 1 && stopped.stderr.contains("no longer holds 3 of the 3 events"), "\(stopped)")
+        #expect(folder.data("cal.sqlite") == before)
+        let emptied = try pull(calendar, ["--delete-most"], server: server, in: folder)
+        #expect(emptied.status == 0 && emptied.stdout.contains("3 deleted"), "\(emptied)")
+        #expect(try record("swim@school.example", in: folder) == nil)
+        let status = try ckport(["calendar", "status", "--store", "cal.sqlite"], in: folder.url)
+        #expect(status.stdout.contains("pull         \(url)  0 events"), "\(status.stdout)")
+    }
+
+    @Test(
+        "publishing and pulling one calendar does not echo: published events come back as themselves; one changed on the server is taken, and the next publish writes it back without a conflict",
+        arguments: Server.allCases)
+    func noEcho(_ server: Server) throws {
+        let folder = Scratch()
+        try importSample("family-calendar", into: "cal.sqlite", in: folder)
+        let calendar = try server.newCalendar("echo")
+        let url = calendar.absoluteString
+        #expect(
+            try publishing.publish(calendar, ["--where", "familyID == 'family-1'"], server: server, in: folder).status
+                == 0)
+        let echo = try pull(calendar, server: server, in: folder)
+        #expect(
+            echo.status == 0 && echo.stdout.contains("0 events fetched")
+                && echo.stdout.contains("9 published by this store seen unchanged"), "\(echo)")
+        _ = try publishing.client(
+            ["edit", url, "event-1-00006", "Swimming lesson (pool closed: gym)"], server: server, in: folder)
+        let taken = try pull(calendar, server: server, in: folder)
+        #expect(taken.stdout.contains("1 event fetched, 0 records new, 1 changed"), "\(taken)")
+        #expect(try record("event-1-00006", in: folder)?["title"] as? String == "Swimming lesson (pool closed: gym)")
+        let back = try publishing.publish(calendar, server: server, in: folder)
+        #expect(back.status == 0 && back.stdout.contains("0 new, 1 changed, 0 deleted, 8 unchanged"), "\(back)")
+        let settled = try pull(calendar, server: server, in: folder)
+        #expect(settled.stdout.contains("0 events fetched"), "\(settled)")
+        #expect(try publishing.publish(calendar, server: server, in: folder).stdout.contains("nothing changed"))
+    }
+}

@@ -155,6 +155,7 @@ struct ErrorModelTests {
         ),
         (Feeds.FeedError.badName("../x"), .usage),
         (PublishError.definedOtherwise(collection: "https://dav.example.org/anna/family/"), .usage),
+        (PullError.wouldDeleteMost(collection: "https://dav.example.org/anna/school/", deleting: 30, of: 31), .usage),
         (
             CalDAVError(
                 kind: .refused, request: "PUT https://dav.example.org/anna/family/e-1.ics", status: 401,

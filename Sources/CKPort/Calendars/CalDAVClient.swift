@@ -2,6 +2,7 @@ import CloudKitWeb
 import Formats
 import Foundation
 import Records
+import Synchronization
 
 /// Why a CalDAV server did not do what was asked.
 public struct CalDAVError: CKPortError, Sendable, Equatable {
@@ -92,6 +93,10 @@ public final class CalDAVClient: Sendable {
     private let transport: any CloudKitTransport
     private let credentials: Credentials?
     private let retry: RetryPolicy
+    private let sent = Mutex<[String]>([])
+
+    /// The method of every request sent so far, in order (retries included).
+    public var methodsSent: [String] { sent.withLock { $0 } }
 
     public init(
         transport: any CloudKitTransport = HTTPClientTransport(timeout: 120), credentials: Credentials?,
@@ -119,6 +124,7 @@ public final class CalDAVClient: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            sent.withLock { $0.append(method) }
             let answer: CloudKitHTTPResponse
             do {
                 answer = try await transport.send(
@@ -137,7 +143,8 @@ public final class CalDAVClient: Sendable {
                     kind: .refused, request: shown, status: answer.status,
                     detail: answer.status == 401 ? "not signed in" : "not allowed")
             }
-            if answer.status >= 500 || answer.status == 429 {
+            // 501 (not implemented) and 505 (version) do not pass; the others may.
+            if (answer.status >= 500 && answer.status != 501 && answer.status != 505) || answer.status == 429 {
                 let retryAfter = answer.header("Retry-After").flatMap(Double.init)
                 guard
                     let delay = retry.delay(
@@ -197,6 +204,59 @@ public final class CalDAVClient: Sendable {
         }
     }
 
+    /// What changed in a collection since `token` (RFC 6578 sync-collection; nil: everything):
+    /// members changed or added, with their ETags, members removed (status 404), and the token
+    /// to ask from next. ``SyncAnswer/unsupported`` when the server has no sync-collection,
+    /// ``SyncAnswer/tokenExpired`` when it no longer knows the token.
+    public func syncCollection(_ url: URL, token: String?) async throws -> SyncAnswer {
+        let body = """
+            <?xml version="1.0" encoding="utf-8"?>
+            <D:sync-collection xmlns:D="DAV:"><D:sync-token>\(Self.escaped(token ?? ""))</D:sync-token>\
+            <D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>
+            """
+        let answer = try await send("REPORT", url, body: Data(body.utf8))
+        let text = String(decoding: answer.body.prefix(4096), as: UTF8.self)
+        if (answer.status == 403 || answer.status == 409) && text.contains("valid-sync-token") {
+            return .tokenExpired
+        }
+        if [400, 403, 404, 405, 415, 422, 501].contains(answer.status) { return .unsupported }
+        guard answer.status == 207 else {
+            throw CalDAVError(
+                kind: .failed, request: "REPORT \(Self.shown(url))", status: answer.status,
+                detail: Self.excerpt(answer.body))
+        }
+        let (resources, newToken) = try Self.multistatusWithToken(answer.body, request: "REPORT \(Self.shown(url))")
+        guard let newToken, !newToken.isEmpty else {
+            throw CalDAVError(
+                kind: .badAnswer, request: "REPORT \(Self.shown(url))", status: 207,
+                detail: "the sync-collection answer has no sync-token")
+        }
+        return .changes(resources, token: newToken)
+    }
+
+    public enum SyncAnswer: Sendable {
+        case changes([Resource], token: String)
+        case unsupported
+        case tokenExpired
+    }
+
+    /// The calendar data and ETags of `hrefs` (RFC 4791 calendar-multiget): by href.
+    public func multiget(_ collection: URL, hrefs: [String]) async throws -> [Resource] {
+        let body = """
+            <?xml version="1.0" encoding="utf-8"?>
+            <C:calendar-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">\
+            <D:prop><D:getetag/><C:calendar-data/></D:prop>\
+            \(hrefs.map { "<D:href>\(Self.escaped($0))</D:href>" }.joined())</C:calendar-multiget>
+            """
+        let answer = try await send("REPORT", collection, headers: [("Depth", "1")], body: Data(body.utf8))
+        guard answer.status == 207 else {
+            throw CalDAVError(
+                kind: .failed, request: "REPORT \(Self.shown(collection))", status: answer.status,
+                detail: Self.excerpt(answer.body))
+        }
+        return try Self.multistatus(answer.body, request: "REPORT \(Self.shown(collection))")
+    }
+
     // MARK: Multistatus
 
     static let dav = "DAV:"
@@ -206,7 +266,13 @@ public final class CalDAVClient: Sendable {
     /// text size). Nothing outside DAV's response, href, propstat, status and prop is kept
     /// but the properties' text, hrefs and child names.
     static func multistatus(_ body: Data, request: String) throws -> [Resource] {
+        try multistatusWithToken(body, request: request).resources
+    }
+
+    /// The responses, and the multistatus's own `sync-token` (RFC 6578), when it has one.
+    static func multistatusWithToken(_ body: Data, request: String) throws -> (resources: [Resource], token: String?) {
         var resources: [Resource] = []
+        var syncToken: String?
         do {
             let reader = try XMLReader(
                 bytes: Array(body), name: request, limits: XMLReader.Limits(depth: 64, textBytes: 16 << 20))
@@ -258,7 +324,9 @@ public final class CalDAVClient: Sendable {
                     let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
                     guard let top = stack.last else { break }
                     let depth = stack.count - 1
-                    if depth == 2, top.name == "href" {
+                    if depth == 1, top.name == "sync-token", top.namespace == dav {
+                        syncToken = (syncToken ?? "") + trimmed
+                    } else if depth == 2, top.name == "href" {
                         current?.href += trimmed
                     } else if depth == 2, top.name == "status" {
                         current?.status = Self.statusCode(trimmed)
@@ -281,7 +349,7 @@ public final class CalDAVClient: Sendable {
                     "its multistatus is not well-formed XML (line \(error.line), column \(error.column)): \(error.message.description)"
             )
         }
-        return resources
+        return (resources, syncToken)
     }
 
     /// `HTTP/1.1 200 OK` → 200.

@@ -355,7 +355,9 @@ public enum CalendarPublishing {
     /// nothing is there; with `calendar`, that collection in the account's calendar home
     /// (found from `url` through `/.well-known/caldav`, current-user-principal and
     /// calendar-home-set), made when missing.
-    public static func findCollection(_ url: URL, calendar: String?, client: CalDAVClient) async throws -> (URL, Bool) {
+    public static func findCollection(_ url: URL, calendar: String?, client: CalDAVClient, create: Bool = true)
+        async throws -> (URL, Bool)
+    {
         let props: [(namespace: String, name: String)] = [
             (CalDAVClient.dav, "resourcetype"), (CalDAVClient.dav, "current-user-principal"),
             (CalDAVClient.caldav, "calendar-home-set"),
@@ -365,6 +367,7 @@ public enum CalendarPublishing {
             let home = try await calendarHome(url, client: client, props: props)
             let target = home.appendingPathComponent(calendar, isDirectory: true)
             guard let found = try await client.propfind(target, depth: 0, props: props)?.first else {
+                guard create else { throw Self.nothingThere(target) }
                 try await client.makeCalendar(target, displayName: calendar)
                 return (target, true)
             }
@@ -376,6 +379,7 @@ public enum CalendarPublishing {
             return (target, false)
         }
         guard let found = try await client.propfind(url, depth: 0, props: props) else {
+            guard create else { throw Self.nothingThere(url) }
             try await client.makeCalendar(url, displayName: url.lastPathComponent)
             return (url, true)
         }
@@ -385,6 +389,12 @@ public enum CalendarPublishing {
             detail:
                 "it is not a calendar collection (an account or a folder): name the calendar to publish into, and it is made in the account's calendar home when missing"
         )
+    }
+
+    static func nothingThere(_ url: URL) -> CalDAVError {
+        CalDAVError(
+            kind: .notACalendar, request: "PROPFIND \(CalDAVClient.shown(url))", status: 404,
+            detail: "there is no calendar at this address")
     }
 
     /// The account's calendar home: calendar-home-set of `url`, or of its principal, trying
@@ -585,11 +595,29 @@ public struct CalendarStatus: Encodable, Sendable {
         }
     }
 
+    public struct Pull: Encodable, Sendable {
+        public var collection: String
+        public var events: Int
+        public var pulled: String
+        public var syncToken: String?
+        public var mapping: String
+
+        public init(_ pull: CalendarPulling.PullState) {
+            collection = pull.collection
+            events = pull.members
+            pulled = ISO8601.format(milliseconds: pull.pulled)
+            syncToken = pull.syncToken
+            mapping = pull.mappingSource
+        }
+    }
+
     public var feeds: [Feeds.Listing]
     public var publications: [Publication]
+    public var pulls: [Pull]
 
-    public init(feeds: [Feeds.Listing], publications: [Publication]) {
+    public init(feeds: [Feeds.Listing], publications: [Publication], pulls: [Pull] = []) {
         self.feeds = feeds
         self.publications = publications
+        self.pulls = pulls
     }
 }

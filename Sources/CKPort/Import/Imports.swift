@@ -53,6 +53,10 @@ public struct ImportRequest {
     /// Where rejected records go (with `ImportOptions.skipInvalid`): finished when the import
     /// succeeds, discarded when it fails.
     public var rejects: RejectsWriter?
+    /// Runs in the import's transaction after the last record, before it commits (throwing
+    /// rolls the whole import back): what must commit with the records, such as where a pull
+    /// got to.
+    public var finishing: ((any RecordSession) throws -> Void)?
 
     public init(
         inputs: [ImportInput], schema: Schema? = nil, options: ImportOptions = ImportOptions(),
@@ -109,11 +113,13 @@ extension Imports {
             throw OperationError.noSchema(store: store.location, storeExists: true)
         }
         var hooks = ImportHooks(rejects: request.rejects, addingTypes: added)
-        if request.strict {
-            let reporting = sources.compactMap { $0 as? LossReportingSource }
-            hooks.finishing = { _ in
+        let reporting = request.strict ? sources.compactMap { $0 as? LossReportingSource } : []
+        let finishing = request.finishing
+        if request.strict || finishing != nil {
+            hooks.finishing = { session in
                 let items = reporting.flatMap(\.notKeptItems)
                 guard items.isEmpty else { throw OperationError.inputNotKept(items) }
+                try finishing?(session)
             }
         }
         if let progress {

@@ -25,7 +25,7 @@ struct CalendarCommand: AsyncParsableCommand {
             events into a calendar on a CalDAV server (Nextcloud, Fastmail, Radicale, iCloud…), \
             which every phone of the account shows and keeps in step.
             """,
-        subcommands: [FeedCommand.self, PublishCommand.self, CalendarStatusCommand.self]
+        subcommands: [FeedCommand.self, PublishCommand.self, PullCalendarCommand.self, CalendarStatusCommand.self]
     )
 }
 
@@ -333,22 +333,29 @@ struct CalendarStatusCommand: AsyncParsableCommand {
         defer { try? store.closeConnections() }
         let feeds = try Feeds.list(in: store)
         let publications = try CalendarPublishing.publications(in: store)
+        let pulls = try CalendarPulling.pulls(in: store)
         if json {
             var out = JSONWriter()
             try out.encoded(
                 CalendarStatus(
                     feeds: feeds.map(Feeds.Listing.init),
-                    publications: publications.map(CalendarStatus.Publication.init)))
+                    publications: publications.map(CalendarStatus.Publication.init),
+                    pulls: pulls.map(CalendarStatus.Pull.init)))
             print(out.text)
             return
         }
-        if feeds.isEmpty && publications.isEmpty {
-            print("no feeds and no publications (calendar feed add, calendar publish)")
+        if feeds.isEmpty && publications.isEmpty && pulls.isEmpty {
+            print("no feeds, publications or pulls (calendar feed add, calendar publish, calendar pull)")
             return
         }
         for feed in feeds {
             print(
                 "feed         /feeds/\(feed.name).ics  \(feed.tokens.count) token\(feed.tokens.count == 1 ? "" : "s")")
+        }
+        for pull in pulls {
+            print(
+                "pull         \(Console.clean(pull.collection))  \(pull.members) events, last \(ISO8601.format(milliseconds: pull.pulled)), \(pull.syncToken == nil ? "no sync token (by ETags)" : "sync token \(Console.clean(pull.syncToken!))")"
+            )
         }
         for publication in publications {
             print(
@@ -451,5 +458,127 @@ struct CalendarSelectionOptions: ParsableArguments {
             throw CommandFailure.usage("a calendar needs a mapping: pass --mapping FILE")
         }
         return (text, "\(app.rawValue) mapping")
+    }
+}
+
+struct PullCalendarCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pull",
+        abstract:
+            "Bring a CalDAV calendar into the store through a calendar mapping, and keep it in: each later pull takes only what changed.",
+        discussion: """
+              ckport calendar pull --caldav https://dav.example.org/anna/school/ --user anna \\
+                  --password-file ~/.config/ckport/dav-password --set familyID=family-1 \\
+                  --scope shared --zone family-1-zone --owner _4f00e3e229b648635c6f63dca8da05ef
+
+            The first pull brings every event; later ones ask for what changed since the \
+            collection's sync token (RFC 6578), or, where the server has none, compare every \
+            event's ETag. Events are imported as import imports a calendar file (the same \
+            mapping, --set and zone options); an event deleted on the server deletes the record \
+            it brought, and only that one. An event whose UID names a record the calendar did \
+            not bring (another family's, or a record of another kind) is never rewritten: the \
+            pull names it and leaves it. A pull that would delete most of what the calendar \
+            brought stops unless --delete-most. Events this store published into the same \
+            calendar come back as themselves, not as changes; an event changed on the server \
+            is taken as the server has it. What the pull got to is kept in the store (calendar \
+            status), committed with the records.
+            """
+    )
+
+    @Option(
+        help: ArgumentHelp(
+            "The calendar collection's address, or the server's or account's (with --calendar).", valueName: "url"))
+    var caldav: String
+
+    @Option(help: ArgumentHelp("The calendar's name in the account's calendar home.", valueName: "name"))
+    var calendar: String?
+
+    @OptionGroup var signIn: CalDAVSignInOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "The calendar mapping (YAML or JSON); default: the sample app's when the store's schema is one.",
+            valueName: "file"))
+    var mapping: String?
+
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp(
+            "Give new records this field value, e.g. familyID=family-1 (a record with another value keeps its own). Repeat for several.",
+            valueName: "field=value"))
+    var fixedFields: [String] = []
+
+    @Option(help: "The database scope of the records: private, shared or public (default: private).")
+    var scope: DatabaseScope?
+
+    @Option(help: ArgumentHelp("The zone of the records (default: _defaultZone).", valueName: "name"))
+    var zone: String?
+
+    @Option(help: ArgumentHelp("The zone's owner (default: __defaultOwner__).", valueName: "userRecordName"))
+    var owner: String?
+
+    @Option(
+        help: ArgumentHelp("The time zone of floating times and dates where the mapping keeps none.", valueName: "zone")
+    )
+    var tz: String?
+
+    @Flag(help: "Go on when the calendar no longer holds most of the events it brought (it was emptied on purpose).")
+    var deleteMost = false
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    func validate() throws {
+        _ = try ArgumentChecks.timeZone(tz)
+        guard let url = URL(string: caldav), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ValidationError("--caldav \(caldav) is not an http:// or https:// address")
+        }
+        guard url.user == nil && url.password == nil else {
+            throw ValidationError(
+                "--caldav: put the user in --user and the password in a file (--password-file), not in the address")
+        }
+        for entry in fixedFields where !entry.contains("=") {
+            throw ValidationError("--set takes field=value, found \"\(entry)\"")
+        }
+    }
+
+    func run() async throws {
+        let store = try storeOptions.open(create: false)
+        defer { try? store.closeConnections() }
+        let credentials = try signIn.credentials()
+        let (text, source) = try CalendarSelectionOptions.mappingText(mapping, store: store, quiet: storeOptions.quiet)
+        let fixed = fixedFields.map { entry in
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            return (field: String(parts[0]), text: parts.count > 1 ? String(parts[1]) : "")
+        }
+        let result: CalendarPulling.Result
+        do {
+            result = try await CalendarPulling.pull(
+                into: store,
+                request: CalendarPulling.Request(
+                    url: URL(string: caldav)!, calendar: calendar, mapping: text, mappingSource: source,
+                    fixedFields: fixed,
+                    zone: ZoneID(
+                        scope: scope ?? .private, zoneName: zone ?? ZoneID.defaultZoneName,
+                        ownerRecordName: owner ?? ZoneID.defaultOwnerName),
+                    timeZone: try ArgumentChecks.timeZone(tz), allowDeletingMost: deleteMost),
+                client: CalDAVClient(credentials: credentials))
+        } catch PullError.wouldDeleteMost(let collection, let deleting, let of) {
+            throw CommandFailure.usage(
+                "\(collection) no longer holds \(deleting) of the \(of) events it brought: pulling would delete their records. Nothing was changed; --delete-most pulls anyway (a calendar emptied on purpose)"
+            )
+        }
+        let collection = CalDAVClient.shown(result.collection)
+        for note in result.notes where !storeOptions.quiet {
+            Console.error("note: \(note.worded(CommandLineWords.words))")
+        }
+        for uid in result.refused {
+            Console.error(
+                "left as it is: \(Console.clean(uid)) names a record this calendar did not bring (another family's, or of another kind)"
+            )
+        }
+        let how = result.bySyncToken ? "the changes since the last pull's sync token" : "every event"
+        print(
+            "pulled \(collection) (\(how)): \(result.fetched) event\(result.fetched == 1 ? "" : "s") fetched, \(result.inserted) records new, \(result.updated) changed, \(result.deleted) deleted\(result.echoes > 0 ? ", \(result.echoes) published by this store seen unchanged" : "")\(result.refused.isEmpty ? "" : ", \(result.refused.count) left as they are"); \(result.requests.count) request\(result.requests.count == 1 ? "" : "s") (\(result.requests.joined(separator: ", ")))"
+        )
     }
 }

@@ -1,0 +1,151 @@
+import CKPort
+import CloudKitWeb
+import Foundation
+import Records
+import SampleApps
+import StoreCore
+import Synchronization
+import TestSupport
+import Testing
+
+/// Publishing and pulling against Xandikos through a transport that answers some requests
+/// itself (a 503, a 507, a REPORT the server "does not have", a multistatus cut short), every
+/// other request going to the real server.
+@Suite("CalDAV under faults", .enabled(if: CalDAVTestServers.enabled))
+struct CalDAVFaultTests {
+    /// The real server's transport, but for the requests `fault` answers.
+    final class FaultyTransport: CloudKitTransport, Sendable {
+        let real = HTTPClientTransport(timeout: 60)
+        let fault: @Sendable (CloudKitHTTPRequest, Int) -> CloudKitHTTPResponse?
+        let count = Mutex(0)
+
+        init(_ fault: @escaping @Sendable (CloudKitHTTPRequest, Int) -> CloudKitHTTPResponse?) { self.fault = fault }
+
+        func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+            let number = count.withLock {
+                $0 += 1
+                return $0
+            }
+            if let answer = fault(request, number) { return answer }
+            return try await real.send(request)
+        }
+    }
+
+    static let quick = RetryPolicy(maxAttempts: 3, baseDelay: 0.01, maxDelay: 0.05)
+
+    func definition() throws -> Feeds.Definition {
+        Feeds.Definition(
+            predicate: "familyID == 'family-1'", mapping: try #require(SampleApp.familyCalendar.calendarMappingText),
+            mappingSource: "family-calendar mapping")
+    }
+
+    @Test(
+        "503s are retried with backoff and the publish completes; a 507 that stays is a clear error naming the request, with what was published noted"
+    )
+    func retries() async throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let calendar = try CalDAVTestServers.Server.xandikos.newCalendar("faults")
+        let busy = Mutex(0)
+        let flaky = FaultyTransport { request, _ in
+            guard request.method == "PUT" else { return nil }
+            return busy.withLock { count in
+                count += 1
+                // Every third PUT is answered 503 once.
+                return count % 3 == 0
+                    ? CloudKitHTTPResponse(status: 503, headers: [("Retry-After", "0")], body: Data()) : nil
+            }
+        }
+        let client = CalDAVClient(transport: flaky, credentials: nil, retry: Self.quick)
+        let result = try await CalendarPublishing.publish(
+            from: store, request: .init(url: calendar, definition: try definition()), client: client)
+        #expect(result.created == 9 && result.conflicts.isEmpty)
+        #expect(client.methodsSent.filter { $0 == "PUT" }.count > 9, "the 503s were sent again")
+
+        // A full server: 507 to every PUT, after the retries a clear error.
+        _ = try store.write(dryRun: false) { session in
+            var record = try #require(try session.record(named: "event-1-00002", ofType: "Event"))
+            record["title"] = .string("Moved")
+            record.modified = RecordStamp(timestamp: 1_790_000_000_000, userRecordName: "user-1-1")
+            return try session.save(record, mode: .replace)
+        }
+        let full = CalDAVClient(
+            transport: FaultyTransport { request, _ in
+                request.method == "PUT" ? CloudKitHTTPResponse(status: 507, body: Data("quota".utf8)) : nil
+            }, credentials: nil, retry: Self.quick)
+        await #expect {
+            _ = try await CalendarPublishing.publish(
+                from: store, request: .init(url: calendar, definition: nil), client: full)
+        } throws: { error in
+            let error = try #require(error as? CalDAVError)
+            return error.kind == .unavailable && error.status == 507 && error.request.hasPrefix("PUT ")
+                && error.request.contains("event-1-00002.ics")
+        }
+        // The server still has the old event, and the next publish (the server has room again) sends it.
+        let again = try await CalendarPublishing.publish(
+            from: store, request: .init(url: calendar, definition: nil), client: CalDAVClient(credentials: nil))
+        #expect(again.updated == 1 && again.unchanged == 8, "\(again)")
+    }
+
+    @Test(
+        "a server without sync-collection is pulled by ETags; a multistatus cut short and a collection that is not a calendar are clear errors, and nothing is written"
+    )
+    func noSyncAndBadAnswers() async throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let calendar = try CalDAVTestServers.Server.xandikos.newCalendar("nosync")
+        // A calendar with what a publish of another store put there.
+        let source = try Scratch().sampleStore(.familyCalendar)
+        _ = try await CalendarPublishing.publish(
+            from: source, request: .init(url: calendar, definition: try definition()),
+            client: CalDAVClient(credentials: nil))
+        let noSync = FaultyTransport { request, _ in
+            request.method == "REPORT" && String(decoding: request.body, as: UTF8.self).contains("sync-collection")
+                ? CloudKitHTTPResponse(status: 501, body: Data("not implemented".utf8)) : nil
+        }
+        let client = CalDAVClient(transport: noSync, credentials: nil, retry: Self.quick)
+        let request = CalendarPulling.Request(
+            url: calendar, mapping: try #require(SampleApp.familyCalendar.calendarMappingText),
+            mappingSource: "family-calendar mapping", fixedFields: [("familyID", "family-9")],
+            zone: ZoneID(scope: .private, zoneName: "pulled"))
+        let first = try await CalendarPulling.pull(into: store, request: request, client: client)
+        #expect(first.fetched == 9 && first.inserted == 9 && !first.bySyncToken, "\(first)")
+        #expect(client.methodsSent.contains("PROPFIND"))
+        let second = try await CalendarPulling.pull(into: store, request: request, client: client)
+        #expect(second.fetched == 0 && second.deleted == 0, "\(second)")
+        #expect(try CalendarPulling.pulls(in: store).first?.syncToken == nil)
+
+        // A multistatus cut in the middle of an element.
+        let before = try store.read { $0.currentToken }
+        let broken = FaultyTransport { request, _ in
+            request.method == "REPORT"
+                ? CloudKitHTTPResponse(
+                    status: 207,
+                    body: Data(#"<?xml version="1.0"?><D:multistatus xmlns:D="DAV:"><D:response><D:hr"#.utf8))
+                : nil
+        }
+        await #expect {
+            _ = try await CalendarPulling.pull(
+                into: store, request: request,
+                client: CalDAVClient(transport: broken, credentials: nil, retry: Self.quick))
+        } throws: { error in
+            let error = try #require(error as? CalDAVError)
+            return error.kind == .badAnswer && error.description.contains("not well-formed XML")
+                && error.request.hasPrefix("REPORT ")
+        }
+        #expect(try store.read { $0.currentToken } == before)
+
+        // A collection that is not a calendar (the account's calendar home).
+        let root = try #require(CalDAVTestServers.Server.xandikos.url)
+        let home = try #require(URL(string: "user/calendars/", relativeTo: root))
+        await #expect {
+            _ = try await CalendarPulling.pull(
+                into: store,
+                request: CalendarPulling.Request(url: home.absoluteURL, mapping: request.mapping, mappingSource: "m"),
+                client: CalDAVClient(credentials: nil))
+        } throws: { error in
+            (error as? CalDAVError)?.kind == .notACalendar && "\(error)".contains("not a calendar collection")
+        }
+        #expect(try store.read { $0.currentToken } == before)
+    }
+}
