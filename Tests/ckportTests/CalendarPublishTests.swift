@@ -154,6 +154,18 @@ struct CalendarPublishTests {
             publications.count == 1 && publications[0]["collection"] as? String == calendar.absoluteString
                 && publications[0]["events"] as? Int == 8 && publications[0]["conflicts"] as? Int == 0,
             "\(publications)")
+        // What was published where moves with a backup: the store restored from a repository
+        // publishes on from where the original left off, sending nothing.
+        #expect(try ckport(["repo", "init", "backups", "-q"], in: folder.url).status == 0)
+        #expect(try ckport(["backup", "--repo", "backups", "--store", "cal.sqlite", "-q"], in: folder.url).status == 0)
+        #expect(
+            try ckport(["restore", "--repo", "backups", "--store", "restored.sqlite", "-q"], in: folder.url).status == 0
+        )
+        let fromRestored = try ckport(
+            ["calendar", "publish", "--caldav", calendar.absoluteString, "--store", "restored.sqlite"]
+                + (try server.user().map { ["--user", $0, "--password-file", server.passwordFile ?? ""] } ?? []),
+            in: folder.url)
+        #expect(fromRestored.stdout.contains(": 0 new, 0 changed, 0 deleted, 8 unchanged"), "\(fromRestored)")
     }
 
     @Test("a wrong password is refused with a clear message and exit 4, and nothing is written anywhere")

@@ -94,6 +94,15 @@ struct FeedCommandTests {
         #expect(!list.stdout.contains(annaToken))
         #expect(folder.data("cal.sqlite").range(of: Data(annaToken.utf8)) == nil)
 
+        // The feed moves with a backup: a restored store has it, with the same subscribers.
+        #expect(
+            try ckport(["backup", "--store", "cal.sqlite", "-o", "cal.ckbundle", "-q"], in: folder.url).status == 0)
+        #expect(
+            try ckport(["restore", "cal.ckbundle", "--store", "restored.sqlite", "-q"], in: folder.url).status == 0)
+        let restored = try ckport(["calendar", "feed", "list", "--json", "--store", "restored.sqlite"], in: folder.url)
+        #expect(restored.status == 0 && restored.stdout == list.stdout, "\(restored)")
+        #expect(folder.data("cal.ckbundle").range(of: Data(annaToken.utf8)) == nil)
+
         let (server, said) = try startServe(["--feeds-only", "--store", "cal.sqlite"], in: folder)
         defer {
             kill(server.process.processIdentifier, SIGINT)

@@ -291,15 +291,17 @@ extension Backups {
         progress: ProgressHandler?
     ) throws -> ImportSummary {
         try restore(
-            sources, schema: newest.schema, history: newest.migrationHistory, name: newest.path,
+            sources, schema: newest.schema, history: newest.migrationHistory,
+            connectorState: newest.manifest.connectorState ?? [], name: newest.path,
             finishChecks: finishChecks, damage: damage, into: store, options: options, progress: progress)
     }
 
     /// The same, given the newest bundle's schema, migration history and name rather than its
     /// reader (a repository's snapshot says them in its description).
     static func restore(
-        _ sources: [RecordSource], schema: Schema, history: [MigrationHistoryEntry], name: String,
-        finishChecks: @escaping () throws -> Void, damage: () -> (any Error)?, into store: some RecordStoring,
+        _ sources: [RecordSource], schema: Schema, history: [MigrationHistoryEntry],
+        connectorState: [ConnectorStateEntry] = [], name: String, finishChecks: @escaping () throws -> Void,
+        damage: () -> (any Error)?, into store: some RecordStoring,
         options: RestoreOptions, progress: ProgressHandler?
     ) throws -> ImportSummary {
         let stats = try store.readSession { try $0.stats() }
@@ -335,6 +337,11 @@ extension Backups {
         hooks.finishing = { session in
             try finishChecks()
             for entry in history { try session.recordMigration(entry) }
+            // Feeds, publications and pulls come along too: the newest bundle's, each entry
+            // taking the place of the store's of the same name.
+            for entry in connectorState {
+                try session.saveConnectorState(entry.value, kind: entry.kind, name: entry.name, key: entry.key)
+            }
         }
         // A bundle holds whole records: into a store that was empty, a later bundle's record
         // replaces an earlier one's, so a field or link it no longer has goes too.

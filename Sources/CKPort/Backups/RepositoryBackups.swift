@@ -365,7 +365,8 @@ extension Backups {
         do {
             let summary = try await onOwnThread("ckport restore") {
                 try restoreLinks(
-                    work.value.0, schema: work.value.3.0, history: work.value.3.1, name: newestName, into: store,
+                    work.value.0, schema: work.value.3.0, history: work.value.3.1,
+                    connectorState: newest.parts.manifest.connectorState ?? [], name: newestName, into: store,
                     options: work.value.1, progress: work.value.2)
             }
             await closeLinks(sources, links: links, opener: opener)
@@ -379,11 +380,12 @@ extension Backups {
     /// The restore of a chain's links (see ``restore(chain:from:into:options:progress:)``), on
     /// the thread that writes the store.
     private static func restoreLinks(
-        _ sources: [LinkSource], schema: Schema, history: [MigrationHistoryEntry], name: String,
+        _ sources: [LinkSource], schema: Schema, history: [MigrationHistoryEntry],
+        connectorState: [ConnectorStateEntry], name: String,
         into store: some RecordStoring, options: RestoreOptions, progress: ProgressHandler?
     ) throws -> ImportSummary {
         try Backups.restore(
-            sources, schema: schema, history: history, name: name,
+            sources, schema: schema, history: history, connectorState: connectorState, name: name,
             finishChecks: { for source in sources { try source.finish() } },
             damage: { sources.lazy.compactMap(\.damage).first }, into: store, options: options, progress: progress)
     }

@@ -164,7 +164,8 @@ extension Backups {
             try await onOwnThread("ckport fold") { () throws -> BundleParts in
                 do {
                     let parts = try BundleWriter().writeChangeParts(
-                        schema: newest.schema, migrations: newest.migrations, storeID: newest.manifest.storeID,
+                        schema: newest.schema, migrations: newest.migrations,
+                        connectorState: newest.manifest.connectorState, storeID: newest.manifest.storeID,
                         token: newest.manifest.token, baseToken: base, created: newest.manifest.created,
                         assets: assets, body: { chunk in guard channel.put(chunk) else { throw CancellationError() } }
                     ) { add in

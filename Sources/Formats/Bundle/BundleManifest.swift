@@ -1,4 +1,5 @@
 import Foundation
+import StoreCore
 
 /// What a bundle holds, written first in it as `manifest.json`.
 public struct BundleManifest: Codable, Sendable, Equatable {
@@ -31,6 +32,10 @@ public struct BundleManifest: Codable, Sendable, Equatable {
     public var baseToken: String?
     public var recordTypes: [String]
     public var members: [Member]
+    /// The store's connector state when the bundle was made (feeds and their token hashes,
+    /// CalDAV publications and pulls): a restore brings it back with the records. Absent when
+    /// the store had none (and in bundles of ckport before 0.3).
+    public var connectorState: [ConnectorStateEntry]? = nil
 
     public var recordCount: Int { members.reduce(0) { $0 + ($1.records ?? 0) } }
 }

@@ -158,7 +158,8 @@ public struct BundleWriter {
     /// leaves out a file its store does not hold. This is how a chain of increments becomes
     /// one (``BundleParts`` of what the chain's records add up to).
     public func writeChangeParts(
-        schema: String, migrations: String?, storeID: String, token: String, baseToken: String, created: String,
+        schema: String, migrations: String?, connectorState: [ConnectorStateEntry]? = nil, storeID: String,
+        token: String, baseToken: String, created: String,
         assets: [String: BundleManifest.Member], body: @escaping ([UInt8]) throws -> Void,
         changes: (_ add: (Record) throws -> Void) throws -> Void
     ) throws -> BundleParts {
@@ -175,10 +176,11 @@ public struct BundleWriter {
             BundleManifest.Member(
                 path: $0.0, kind: $0.1, bytes: Int64($0.2.count), sha256: BundleReader.hex(SHA256.hash(data: $0.2)))
         }
-        let manifest = BundleManifest(
+        var manifest = BundleManifest(
             format: BundleManifest.currentFormat, ckportVersion: version, created: created, storeID: storeID,
             token: token, baseToken: baseToken, recordTypes: parsed.recordTypes.map(\.name),
             members: smallMembers + records.members + assetMembers)
+        manifest.connectorState = connectorState
         let spans = records.spooledMembers.map { spooled in
             BundleParts.Span(
                 compressedBytes: spooled.chunks.reduce(Int64(0)) { $0 + sink.lengths[$1] }, crc: spooled.crc)
@@ -274,11 +276,16 @@ public struct BundleWriter {
             BundleManifest.Member(
                 path: $0.0, kind: $0.1, bytes: Int64($0.2.count), sha256: BundleReader.hex(SHA256.hash(data: $0.2)))
         }
-        let manifest = BundleManifest(
+        var manifest = BundleManifest(
             format: BundleManifest.currentFormat, ckportVersion: version,
             created: ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)),
             storeID: session.storeID, token: session.currentToken.description, baseToken: since?.description,
             recordTypes: session.schema.recordTypes.map(\.name), members: smallMembers + records.members + assetMembers)
+        // The connector state, from the same transaction, whole (a restore of an increment
+        // takes the newest).
+        var state: [ConnectorStateEntry] = []
+        try session.forEachConnectorState(kind: nil, name: nil) { state.append($0) }
+        if !state.isEmpty { manifest.connectorState = state }
         return FirstPass(
             records: records, small: small, assetMembers: assetMembers, missingAssets: missingAssets,
             manifest: manifest)
