@@ -137,6 +137,13 @@ struct GuideRunTests {
             "--base-url $GUIDE_CLOUDKIT --container iCloud.com.example.App"
         ),
         ("docs/import-export.md", "--records 1000000", "--records 2000"),
+        // The reader's CalDAV account is Radicale's (scenes.sh's machine_caldav), the calendars
+        // this run's own.
+        ("docs/calendars.md", "https://dav.example.org/", "$CKPORT_TEST_RADICALE"),
+        ("docs/calendars.md", "--user anna", "--user \"$GUIDE_CALDAV_USER\""),
+        ("docs/calendars.md", "~/.config/ckport/dav-password", "\"$CKPORT_TEST_RADICALE_DIR/password\""),
+        ("docs/calendars.md", "--calendar family-school", "--calendar \"$GUIDE_CALDAV_NAME-school\""),
+        ("docs/calendars.md", "--calendar family", "--calendar \"$GUIDE_CALDAV_NAME\""),
         // The reader's S3 server is SeaweedFS (CKPORT_TEST_S3); the bucket is the run's own
         // (scenes.sh's machine_s3), and "last Tuesday" is after the snapshot just made.
         ("docs/backup-and-restore.md", "https://nas.local:9000", "$CKPORT_TEST_S3"),
@@ -176,6 +183,7 @@ struct GuideRunTests {
                 continue
             }
             if scene == "s3" && !S3TestServer.enabled { continue }
+            if scene == "caldav" && !CalDAVTestServers.enabled { continue }
             // rclone is the tests' own (the README's test command installs it; CI always has it).
             if scene == "rclone" && ProcessInfo.processInfo.environment["CKPORT_TEST_RCLONE"] == nil
                 && ProcessInfo.processInfo.environment["CI"] == nil

@@ -259,7 +259,7 @@ public enum Feeds {
 
     /// The export request that writes the feed: the same iCalendar `export` writes for the same
     /// selection, with each component's DTSTAMP and SEQUENCE from its record (see
-    /// ``ICalExportOptions/revisionsFromRecords``), so that the same store gives the same bytes.
+    /// `ICalExportOptions.revisionsFromRecords`), so that the same store gives the same bytes.
     public static func request(for definition: Definition, schema: Schema) throws -> ExportRequest {
         let mapping = try CalendarMapping.parse(definition.mapping, file: definition.mappingSource, schema: schema)
         var query = RecordQuery(recordTypes: definition.recordTypes, scope: definition.scope, zoneName: definition.zone)

@@ -56,6 +56,27 @@ postgres_namespace() {
   PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 "$GUIDE_POSTGRES" -c "DROP SCHEMA IF EXISTS $1 CASCADE"
 }
 
+# The reader's CalDAV account (Radicale here: CKPORT_TEST_RADICALE, started by the README's test
+# command), a calendar name of this run's own, and a school calendar in the account with two
+# events for the pull example.
+machine_caldav() {
+  scene_repo
+  [ -n "${CKPORT_TEST_RADICALE:-}" ] && [ -n "${CKPORT_TEST_RADICALE_DIR:-}" ] \
+    || { echo "scenes: the CalDAV examples need CKPORT_TEST_RADICALE and CKPORT_TEST_RADICALE_DIR (scripts/caldav-server.sh)" >&2; return 1; }
+  GUIDE_CALDAV_NAME="family-$(date +%s)-$RANDOM"
+  GUIDE_CALDAV_USER=$(cat "$CKPORT_TEST_RADICALE_DIR/user")
+  local school="$CKPORT_TEST_RADICALE$GUIDE_CALDAV_USER/$GUIDE_CALDAV_NAME-school/"
+  local auth="$GUIDE_CALDAV_USER:$(cat "$CKPORT_TEST_RADICALE_DIR/password")"
+  curl -sf -u "$auth" -X MKCALENDAR "$school" > /dev/null
+  for event in "swim@school.example|Swimming gala|20260312T140000Z|20260312T160000Z" \
+      "evening@school.example|Parents' evening|20260320T170000Z|20260320T190000Z"; do
+    IFS='|' read -r uid summary start end <<< "$event"
+    printf 'BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//School//EN\r\nBEGIN:VEVENT\r\nUID:%s\r\nDTSTAMP:20260301T080000Z\r\nDTSTART:%s\r\nDTEND:%s\r\nSUMMARY:%s\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n' \
+      "$uid" "$start" "$end" "$summary" \
+      | curl -sf -u "$auth" -X PUT -H 'Content-Type: text/calendar' --data-binary @- "$school$uid.ics" > /dev/null
+  done
+}
+
 # The reader's S3-compatible server (SeaweedFS here: CKPORT_TEST_S3, started by the README's
 # test command), their key as the profile `backups` of ~/.aws/credentials, and a bucket name of
 # this run's own.
