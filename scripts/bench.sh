@@ -31,6 +31,7 @@
 #   BENCH_ONLY=floor scripts/bench.sh 1000000       # import, export, restore and migrate apply beside their references
 #   BENCH_ONLY=repo scripts/bench.sh 1000000        # a repository of snapshots in SeaweedFS beside a bundle and rclone
 #   BENCH_ONLY=archive scripts/bench.sh 8000        # the archive export: 8,000 one-event calendars beside one of 8,000 events
+#   BENCH_ONLY=caldav scripts/bench.sh 82000        # publish, a feed and its 304: ~10,000 events into Xandikos, beside vdirsyncer
 #   BENCH_ONLY=scale BENCH_SCALE="100000 1000000 10000000" scripts/bench.sh   # the scale table
 #   BENCH_ONLY=before-after BENCH_BEFORE=main scripts/bench.sh 1000000   # another commit's build beside this one
 #
@@ -991,6 +992,138 @@ archive_table() {
 if [ "${BENCH_ONLY:-}" = archive ]; then
   measure_archive "$records"
   archive_table "$records"
+  exit 0
+fi
+
+# Calendars kept current: N events (the family calendar's, as generated) published into
+# Xandikos on loopback beside vdirsyncer uploading the same events from a folder of one file
+# per event (alternated, each run into a calendar of its own); a publish after one change; a
+# feed beside `ckport export` of the same events, and its 304.
+measure_caldav() {
+  local records=$1
+  local tvenv=${CKPORT_TEST_VENV:-$HOME/.cache/ckport-test-venv}
+  local dav="$work/xandikos" url
+  "$ckport" generate --app family-calendar --records "$records" --seed 7 -q -o "$work/cal.jsonl"
+  "$ckport" generate --app family-calendar --schema -o "$work/cal.ckdb"
+  rm -f "$work/cal.sqlite"
+  "$ckport" import "$work/cal.ckdb" "$work/cal.jsonl" --store "$work/cal.sqlite" -q
+  "$ckport" export --store "$work/cal.sqlite" --type Event -o "$work/cal.ics" -q
+  caldav_events=$(grep -c '^BEGIN:VEVENT' "$work/cal.ics")
+  # The same events as vdirsyncer's folder holds them: one calendar file per event.
+  rm -rf "$work/vdir" && mkdir -p "$work/vdir"
+  "$venv/bin/python" - "$work/cal.ics" "$work/vdir" <<'PY'
+import sys, icalendar
+calendar = icalendar.Calendar.from_ical(open(sys.argv[1], "rb").read())
+zones = [c for c in calendar.subcomponents if c.name == "VTIMEZONE"]
+for number, event in enumerate(c for c in calendar.subcomponents if c.name != "VTIMEZONE"):
+    one = icalendar.Calendar()
+    for key in ("VERSION", "PRODID", "CALSCALE"):
+        one[key] = calendar[key]
+    for zone in zones:
+        one.add_component(zone)
+    one.add_component(event)
+    open(f"{sys.argv[2]}/{number}.ics", "wb").write(one.to_ical())
+PY
+  url=$(scripts/caldav-server.sh start xandikos "$dav")
+  trap 'scripts/caldav-server.sh stop "$dav" >/dev/null 2>&1 || true; charts; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
+  : > "$work/publish.runs"; : > "$work/vdirsyncer.runs"
+  for round in $(seq "$repeat"); do
+    sync
+    /usr/bin/time -f "%e %M" -o "$work/publish.once" "$ckport" calendar publish --store "$work/cal.sqlite" \
+      --caldav "${url}user/calendars/ckport-$round/" -q > /dev/null 2> "$work/publish.err" || { cat "$work/publish.err" >&2; exit 1; }
+    cat "$work/publish.once" >> "$work/publish.runs"
+    curl -sf -X MKCALENDAR "${url}user/calendars/vdir-$round/" > /dev/null
+    rm -rf "$work/vdir-status-$round"
+    cat > "$work/vdirsyncer-$round.conf" <<EOF
+[general]
+status_path = "$work/vdir-status-$round/"
+[pair bench]
+a = "local"
+b = "dav"
+collections = null
+conflict_resolution = "a wins"
+[storage local]
+type = "filesystem"
+path = "$work/vdir/"
+fileext = ".ics"
+[storage dav]
+type = "caldav"
+url = "${url}user/calendars/vdir-$round/"
+EOF
+    "$tvenv/bin/vdirsyncer" -c "$work/vdirsyncer-$round.conf" discover > /dev/null 2>&1
+    sync
+    /usr/bin/time -f "%e %M" -o "$work/vdirsyncer.once" "$tvenv/bin/vdirsyncer" -c "$work/vdirsyncer-$round.conf" sync \
+      > /dev/null 2> "$work/vdirsyncer.err" || { cat "$work/vdirsyncer.err" >&2; exit 1; }
+    cat "$work/vdirsyncer.once" >> "$work/vdirsyncer.runs"
+  done
+  median publish; median vdirsyncer
+  # Both calendars hold every event.
+  local held
+  held=$(curl -sf -X PROPFIND -H 'Depth: 1' "${url}user/calendars/vdir-1/" | grep -o '<[a-z0-9]*:href>' | wc -l)
+  [ "$held" -gt "$caldav_events" ] || { echo "bench: vdirsyncer's calendar holds $held entries for $caldav_events events" >&2; exit 1; }
+  # One change, then the publish that sends it.
+  : > "$work/republish.runs"
+  for round in $(seq "$repeat"); do
+    grep -m1 '"recordType":"Event"' "$work/cal.jsonl" \
+      | sed "s/\"modified\":{\"timestamp\":/\"modified\":{\"timestamp\":$((1790000000000 + round)),\"old\":/; s/\"title\":{\"value\":\"/\"title\":{\"value\":\"Changed $round: /" \
+      > "$work/one-change.jsonl"
+    "$ckport" import "$work/one-change.jsonl" --store "$work/cal.sqlite" -q
+    /usr/bin/time -f "%e %M" -o "$work/republish.once" "$ckport" calendar publish --store "$work/cal.sqlite" \
+      --caldav "${url}user/calendars/ckport-1/" > "$work/republish.out" 2> "$work/republish.err" || { cat "$work/republish.err" >&2; exit 1; }
+    grep -q ': 0 new, 1 changed, 0 deleted' "$work/republish.out" || { cat "$work/republish.out" >&2; exit 1; }
+    cat "$work/republish.once" >> "$work/republish.runs"
+  done
+  median republish
+  # The feed beside export: each request after a change in the store, so that it is built.
+  "$ckport" calendar feed add bench --store "$work/cal.sqlite" --type Event -q > "$work/feed.url"
+  "$ckport" serve --feeds-only --store "$work/cal.sqlite" --port 0 -q > "$work/serve.out" 2>&1 &
+  local serve=$!
+  for _ in $(seq 100); do grep -q 'http://' "$work/serve.out" && break; sleep 0.1; done
+  local base feed
+  base=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.out" | head -1)
+  feed="$base$(sed 's|^http://127.0.0.1:8641||' "$work/feed.url")"
+  : > "$work/feed.runs"; : > "$work/feed-export.runs"
+  for round in $(seq "$repeat"); do
+    sed "s/Changed [0-9]*:/Feed $round:/" "$work/one-change.jsonl" > "$work/feed-change.jsonl"
+    "$ckport" import "$work/feed-change.jsonl" --store "$work/cal.sqlite" -q
+    curl -s -o "$work/feed.ics" -w '%{time_total} 0\n' "$feed" >> "$work/feed.runs"
+    sync
+    /usr/bin/time -f "%e %M" -o "$work/feed-export.once" "$ckport" export --store "$work/cal.sqlite" --type Event \
+      -o "$work/feed-export.ics" -q || exit 1
+    cat "$work/feed-export.once" >> "$work/feed-export.runs"
+  done
+  median feed; median feed-export
+  [ "$(grep -c '^BEGIN:VEVENT' "$work/feed.ics")" -eq "$caldav_events" ] || { echo "bench: the feed lacks events" >&2; exit 1; }
+  local etag
+  etag=$(curl -s -D - -o /dev/null "$feed" | tr -d '\r' | awk -F': ' 'tolower($1) == "etag" { print $2 }')
+  : > "$work/notmodified.runs"
+  for _ in $(seq 21); do
+    curl -s -o /dev/null -H "If-None-Match: $etag" -w '%{http_code} %{time_total}\n' "$feed" >> "$work/notmodified.all"
+  done
+  grep -c '^304 ' "$work/notmodified.all" | grep -qx 21 || { echo "bench: not every repeated request was answered 304" >&2; exit 1; }
+  awk '{ print $2, 0 }' "$work/notmodified.all" > "$work/notmodified.runs"
+  median notmodified
+  serve_rss=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$serve/status")
+  kill -INT "$serve"; wait "$serve" 2>/dev/null || true
+}
+caldav_table() {
+  echo
+  echo "Calendars kept current: $(commas "$caldav_events") events of the family calendar into Xandikos 0.4.10 on 127.0.0.1, beside vdirsyncer 0.21.0:"
+  echo
+  row "operation" "seconds" "events/s" "reference, same events" "ratio" "peak RSS"
+  rule
+  row "calendar publish (first)" "$(secs publish)" "$(rate publish "$caldav_events")" "vdirsyncer sync: $(secs vdirsyncer) s" "$(ratio publish vdirsyncer)×" "$(mb publish) MB"
+  row "calendar publish after one change" "$(secs republish)" "" "the first publish: $(secs publish) s" "$(ratio republish publish)×" "$(mb republish) MB"
+  row "feed, built (serve --feeds-only)" "$(secs feed)" "$(rate feed "$caldav_events")" "export, same events: $(secs feed-export) s" "$(ratio feed feed-export)×" "$serve_rss MB"
+  row "feed, 304 to If-None-Match" "$(awk '{ printf "%.4f", $1 }' "$work/notmodified.time")" "" "" "" ""
+  echo
+  echo "Median of $repeat alternating rounds (the 304: of 21 requests). Targets: publish ≤ 0.7× vdirsyncer;"
+  echo "a publish after one change ≤ 1 s; the feed ≤ 1.1× export; the 304 under 10 ms; memory under 200 MB."
+  echo "The feed's peak RSS is serve's, over every request."
+}
+if [ "${BENCH_ONLY:-}" = caldav ]; then
+  measure_caldav "${1:-82000}"
+  caldav_table
   exit 0
 fi
 

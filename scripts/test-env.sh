@@ -11,7 +11,7 @@
 # sudo; where there is neither, the missing packages are named and the script stops.
 
 test_packages=(libsqlite3-dev libxml2-dev libxml2-utils zlib1g-dev libisal-dev isal pigz pkg-config sqlite3
-  python3 python3-venv tzdata openssl curl ca-certificates postgresql chromium jq)
+  python3 python3-venv tzdata openssl curl ca-certificates postgresql chromium jq khal)
 test_missing=()
 for package in "${test_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || test_missing+=("$package")

@@ -116,7 +116,8 @@ struct CalDAVFaultTests {
         #expect(try CalendarPulling.pulls(in: store).first?.syncToken == nil)
 
         // A multistatus cut in the middle of an element.
-        let before = try store.read { $0.currentToken }
+        let before = try CalendarPulling.pulls(in: store)
+        let beforeEvents = try store.read { try $0.count(RecordQuery(recordTypes: ["Event"])) }
         let broken = FaultyTransport { request, _ in
             request.method == "REPORT"
                 ? CloudKitHTTPResponse(
@@ -133,7 +134,8 @@ struct CalDAVFaultTests {
             return error.kind == .badAnswer && error.description.contains("not well-formed XML")
                 && error.request.hasPrefix("REPORT ")
         }
-        #expect(try store.read { $0.currentToken } == before)
+        #expect(try CalendarPulling.pulls(in: store) == before)
+        #expect(try store.read { try $0.count(RecordQuery(recordTypes: ["Event"])) } == beforeEvents)
 
         // A collection that is not a calendar (the account's calendar home).
         let root = try #require(CalDAVTestServers.Server.xandikos.url)
@@ -146,6 +148,6 @@ struct CalDAVFaultTests {
         } throws: { error in
             (error as? CalDAVError)?.kind == .notACalendar && "\(error)".contains("not a calendar collection")
         }
-        #expect(try store.read { $0.currentToken } == before)
+        #expect(try CalendarPulling.pulls(in: store) == before)
     }
 }

@@ -8,7 +8,7 @@ wrote, for the tests of `ckport calendar publish` and `pull`.
     caldav-client.py file PATH           the same of an .ics file (ckport export's)
     caldav-client.py dump URL DIR        each resource's text into DIR/N.ics
     caldav-client.py mkcalendar URL
-    caldav-client.py create URL UID SUMMARY START END
+    caldav-client.py create URL UID SUMMARY START END [LINE]
     caldav-client.py edit URL UID SUMMARY
     caldav-client.py delete URL UID
 
@@ -118,10 +118,12 @@ def main():
             assert answer.status == 201, answer.status
     elif command == "create":
         url, uid, summary, start, end = sys.argv[2:7]
+        # An optional line more in the event, as another program might write it.
+        extra = sys.argv[7] + "\r\n" if len(sys.argv) > 7 else ""
         collection(url).save_event(
             "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//python caldav test//EN\r\nBEGIN:VEVENT\r\n"
             f"UID:{uid}\r\nDTSTAMP:20260301T080000Z\r\nDTSTART:{start}\r\nDTEND:{end}\r\n"
-            f"SUMMARY:{summary}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+            f"SUMMARY:{summary}\r\n{extra}END:VEVENT\r\nEND:VCALENDAR\r\n"
         )
     elif command == "edit":
         url, uid, summary = sys.argv[2:5]

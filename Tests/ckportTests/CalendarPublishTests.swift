@@ -168,6 +168,83 @@ struct CalendarPublishTests {
         #expect(fromRestored.stdout.contains(": 0 new, 0 changed, 0 deleted, 8 unchanged"), "\(fromRestored)")
     }
 
+    @Test(
+        "vdirsyncer copies a published calendar into a folder, and khal lists every event export writes, by title and day"
+    )
+    func khalReadsIt() throws {
+        let server = Server.xandikos
+        let folder = Scratch()
+        try importSample("family-calendar", into: "cal.sqlite", in: folder)
+        let calendar = try server.newCalendar("khal")
+        let published = try publish(
+            calendar, ["--where", "familyID == 'family-1'", "--tz", "Europe/Berlin"], server: server, in: folder)
+        #expect(published.status == 0, "\(published)")
+        let root = folder.url.path
+        try """
+        [general]
+        status_path = "\(root)/status/"
+        [pair family]
+        a = "local"
+        b = "dav"
+        collections = null
+        [storage local]
+        type = "filesystem"
+        path = "\(root)/copy/"
+        fileext = ".ics"
+        [storage dav]
+        type = "caldav"
+        url = "\(calendar.absoluteString)"
+        read_only = true
+        """.write(to: folder.url.appendingPathComponent("vdirsyncer.conf"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("copy"), withIntermediateDirectories: true)
+        let vdirsyncer = (CalDAVTestServers.python as NSString).deletingLastPathComponent + "/vdirsyncer"
+        for step in ["discover", "sync"] {
+            let run = try run(vdirsyncer, ["-c", root + "/vdirsyncer.conf", step], environment: [:], in: folder)
+            #expect(run.status == 0, "vdirsyncer \(step): \(run.output)")
+        }
+        let copied = try FileManager.default.contentsOfDirectory(atPath: root + "/copy")
+        #expect(copied.count == 9, "\(copied)")
+        try """
+        [calendars]
+        [[family]]
+        path = \(root)/copy/
+        [locale]
+        timeformat = %H:%M
+        dateformat = %Y-%m-%d
+        longdateformat = %Y-%m-%d
+        datetimeformat = %Y-%m-%d %H:%M
+        longdatetimeformat = %Y-%m-%d %H:%M
+        local_timezone = Europe/Berlin
+        default_timezone = Europe/Berlin
+        """.write(to: folder.url.appendingPathComponent("khal.conf"), atomically: true, encoding: .utf8)
+        let khal = try run(
+            try ExternalTool.path("khal"),
+            [
+                "-c", root + "/khal.conf", "list", "2026-01-01", "400d", "--format", "{start-date} {title}",
+                "--day-format", "",
+            ],
+            environment: ["HOME": root], in: folder)
+        #expect(khal.status == 0, "\(khal.output)")
+        // Every event export writes, on its first day, as khal shows it.
+        #expect(
+            try ckport(
+                [
+                    "export", "--store", "cal.sqlite", "--where", "familyID == 'family-1'", "--tz", "Europe/Berlin",
+                    "-o", "family.ics", "-q",
+                ],
+                in: folder.url
+            ).status == 0)
+        let exported = try client(["file", "family.ics"], server: server, in: folder)
+        #expect(exported.count == 9)
+        let listed = Set(khal.output.split(separator: "\n").map(String.init))
+        for (uid, event) in exported {
+            let day = String((event["dtstart"] as? String ?? "").prefix(10))
+            let summary = event["summary"] as? String ?? ""
+            #expect(listed.contains("\(day) \(summary)"), "\(uid): \(day) \(summary) not in \(listed.sorted())")
+        }
+    }
+
     @Test("a wrong password is refused with a clear message and exit 4, and nothing is written anywhere")
     func wrongPassword() throws {
         let server = Server.radicale
@@ -236,10 +313,12 @@ struct CalendarPullTests {
 
     /// The store's record `name` (an Event, unless `type` says) in family 1's zone, as plain JSON
     /// (nil: none).
-    func record(_ name: String, type: String = "Event", in folder: Scratch) throws -> [String: Any]? {
+    func record(_ name: String, type: String = "Event", zone: String = "family-1-zone", in folder: Scratch) throws
+        -> [String: Any]?
+    {
         let run = try ckport(
             [
-                "export", "--store", "cal.sqlite", "--type", type, "--scope", "shared", "--zone", "family-1-zone",
+                "export", "--store", "cal.sqlite", "--type", type, "--scope", "shared", "--zone", zone,
                 "--where",
                 "recordName == '\(name)'", "--style", "plain", "-q",
             ], in: folder.url)
@@ -300,7 +379,17 @@ struct CalendarPullTests {
         _ = try publishing.client(
             ["create", url, "family-1", "Not a family", "20260101T100000Z", "20260101T110000Z"], server: server,
             in: folder)
+        // Nor one that says, in ckport's own words (in lower case), that it lives in family 2's zone.
+        let other = try #require(try record("event-2-00001", zone: "family-2-zone", in: folder))
+        _ = try publishing.client(
+            [
+                "create", url, "event-2-00001", "Moved in", "20260101T100000Z", "20260101T110000Z",
+                "x-ckport-zone;scope=shared;owner=_c57c6e11de48d19000b662a7ebcff25a:family-2-zone",
+            ], server: server, in: folder)
         let guarded = try pull(calendar, server: server, in: folder)
+        #expect(
+            NSDictionary(dictionary: try #require(try record("event-2-00001", zone: "family-2-zone", in: folder)))
+                == NSDictionary(dictionary: other))
         #expect(
             guarded.stderr.contains("left as it is: event-1-00005")
                 && guarded.stderr.contains("left as it is: family-1"),
@@ -318,17 +407,17 @@ struct CalendarPullTests {
         }
         let before = folder.data("cal.sqlite")
         let stopped = try pull(calendar, server: server, in: folder)
-        #expect(stopped.status == 1 && stopped.stderr.contains("no longer holds 3 of the 3 events"), "\(stopped)")
+        #expect(stopped.status == 1 && stopped.stderr.contains("no longer holds 3 of the 4 events"), "\(stopped)")
         #expect(folder.data("cal.sqlite") == before)
         let emptied = try pull(calendar, ["--delete-most"], server: server, in: folder)
         #expect(emptied.status == 0 && emptied.stdout.contains("3 deleted"), "\(emptied)")
         #expect(try record("swim@school.example", in: folder) == nil)
         let status = try ckport(["calendar", "status", "--store", "cal.sqlite"], in: folder.url)
-        #expect(status.stdout.contains("pull         \(url)  0 events"), "\(status.stdout)")
+        #expect(status.stdout.contains("pull         \(url)  1 event, last"), "\(status.stdout)")
     }
 
     @Test(
-        "publishing and pulling one calendar does not echo: published events come back as themselves; one changed on the server is taken, and the next publish writes it back without a conflict",
+        "publishing and pulling one calendar does not echo: published events come back as themselves; one changed on the server is taken and then published as it is; one made on a phone is not published again; one the publish withdrew is not deleted from the store by the pull",
         arguments: Server.allCases)
     func noEcho(_ server: Server) throws {
         let folder = Scratch()
@@ -347,10 +436,38 @@ struct CalendarPullTests {
         let taken = try pull(calendar, server: server, in: folder)
         #expect(taken.stdout.contains("1 event fetched, 0 records new, 1 changed"), "\(taken)")
         #expect(try record("event-1-00006", in: folder)?["title"] as? String == "Swimming lesson (pool closed: gym)")
+        // The next publish takes the server's version as published: nothing is sent.
         let back = try publishing.publish(calendar, server: server, in: folder)
-        #expect(back.status == 0 && back.stdout.contains("0 new, 1 changed, 0 deleted, 8 unchanged"), "\(back)")
+        #expect(back.status == 0 && back.stdout.contains("0 new, 0 changed, 0 deleted, 9 unchanged"), "\(back)")
         let settled = try pull(calendar, server: server, in: folder)
         #expect(settled.stdout.contains("0 events fetched"), "\(settled)")
         #expect(try publishing.publish(calendar, server: server, in: folder).stdout.contains("nothing changed"))
+        // An event made on a phone comes in with the pull, and falls in the publish's selection
+        // (the pull gave it the family): the publish knows it is there, and sends nothing.
+        _ = try publishing.client(
+            ["create", url, "phone@example.org", "Dentist", "20260610T080000Z", "20260610T090000Z"], server: server,
+            in: folder)
+        let fromPhone = try pull(calendar, server: server, in: folder)
+        #expect(fromPhone.stdout.contains("1 event fetched, 1 records new"), "\(fromPhone)")
+        let quiet = try publishing.publish(calendar, server: server, in: folder)
+        #expect(quiet.status == 0 && quiet.stdout.contains("0 new, 0 changed, 0 deleted, 10 unchanged"), "\(quiet)")
+        // The event the pull took is cancelled in the app: the publish deletes it on the
+        // server, and the next pull does not take that for a deletion of the server's (the
+        // record stays, cancelled).
+        let line = try #require(
+            try String(
+                contentsOf: packageRoot.appendingPathComponent("samples/family-calendar/records.jsonl"), encoding: .utf8
+            ).split(separator: "\n").first { $0.contains("\"recordName\":\"event-1-00006\"") })
+        let cancelled = String(line).replacingOccurrences(
+            of: #""modified":{"timestamp":"#, with: #""modified":{"timestamp":1790000000000,"old":"#
+        ).replacingOccurrences(of: #""isDeleted":{"value":0"#, with: #""isDeleted":{"value":1"#)
+        #expect(cancelled.contains(#""isDeleted":{"value":1"#))
+        try Data(cancelled.utf8).write(to: folder.url.appendingPathComponent("cancelled.jsonl"))
+        #expect(try ckport(["import", "cancelled.jsonl", "--store", "cal.sqlite", "-q"], in: folder.url).status == 0)
+        let withdrawn = try publishing.publish(calendar, server: server, in: folder)
+        #expect(withdrawn.stdout.contains("0 new, 0 changed, 1 deleted"), "\(withdrawn)")
+        let afterDelete = try pull(calendar, server: server, in: folder)
+        #expect(afterDelete.status == 0 && afterDelete.stdout.contains("0 deleted"), "\(afterDelete)")
+        #expect(try record("event-1-00006", in: folder)?["isDeleted"] as? Int == 1)
     }
 }

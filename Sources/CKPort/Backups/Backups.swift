@@ -339,7 +339,13 @@ extension Backups {
             for entry in history { try session.recordMigration(entry) }
             // Feeds, publications and pulls come along too: the newest bundle's, each entry
             // taking the place of the store's of the same name.
+            var replaced: Set<[String]> = []
             for entry in connectorState {
+                // A feed or a calendar comes back as the bundle has it: whole, its old entries
+                // (a token revoked since, an event deleted since) gone first.
+                if replaced.insert([entry.kind, entry.name]).inserted {
+                    try session.removeConnectorState(kind: entry.kind, name: entry.name)
+                }
                 try session.saveConnectorState(entry.value, kind: entry.kind, name: entry.name, key: entry.key)
             }
         }

@@ -77,7 +77,9 @@ public final class CalDAVClient: Sendable {
         public var status: Int?
         public var properties: [String: Property] = [:]
 
-        public var etag: String? { properties["getetag"]?.text }
+        public var etag: String? {
+            properties["getetag"].map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) }
+        }
         public var isCalendar: Bool { properties["resourcetype"]?.children.contains("calendar") ?? false }
         public var isCollection: Bool { properties["resourcetype"]?.children.contains("collection") ?? false }
     }
@@ -110,7 +112,8 @@ public final class CalDAVClient: Sendable {
     /// Sends a request: with the credentials, retried with backoff while the server answers
     /// 5xx or 507 or cannot be reached; 401 and 403 are ``CalDAVError/Kind/refused``.
     public func send(
-        _ method: String, _ url: URL, headers: [(String, String)] = [], body: Data = Data()
+        _ method: String, _ url: URL, headers: [(String, String)] = [], body: Data = Data(),
+        forbiddenIsAnswer: Bool = false
     ) async throws -> CloudKitHTTPResponse {
         var all = headers.map { (name: $0.0, value: $0.1) }
         if let credentials {
@@ -138,7 +141,9 @@ public final class CalDAVClient: Sendable {
                 try await Task.sleep(for: .seconds(delay))
                 continue
             }
-            if answer.status == 401 || answer.status == 403 {
+            // 403 is also how a server says a precondition failed (a sync token it no longer
+            // knows, a UID it holds elsewhere): a caller that reads those takes it as an answer.
+            if answer.status == 401 || (answer.status == 403 && !forbiddenIsAnswer) {
                 throw CalDAVError(
                     kind: .refused, request: shown, status: answer.status,
                     detail: answer.status == 401 ? "not signed in" : "not allowed")
@@ -214,10 +219,14 @@ public final class CalDAVClient: Sendable {
             <D:sync-collection xmlns:D="DAV:"><D:sync-token>\(Self.escaped(token ?? ""))</D:sync-token>\
             <D:sync-level>1</D:sync-level><D:prop><D:getetag/></D:prop></D:sync-collection>
             """
-        let answer = try await send("REPORT", url, body: Data(body.utf8))
+        let answer = try await send("REPORT", url, body: Data(body.utf8), forbiddenIsAnswer: true)
         let text = String(decoding: answer.body.prefix(4096), as: UTF8.self)
         if (answer.status == 403 || answer.status == 409) && text.contains("valid-sync-token") {
             return .tokenExpired
+        }
+        if answer.status == 403 && token == nil {
+            throw CalDAVError(
+                kind: .refused, request: "REPORT \(Self.shown(url))", status: 403, detail: "not allowed")
         }
         if [400, 403, 404, 405, 415, 422, 501].contains(answer.status) { return .unsupported }
         guard answer.status == 207 else {
@@ -248,7 +257,8 @@ public final class CalDAVClient: Sendable {
             <D:prop><D:getetag/><C:calendar-data/></D:prop>\
             \(hrefs.map { "<D:href>\(Self.escaped($0))</D:href>" }.joined())</C:calendar-multiget>
             """
-        let answer = try await send("REPORT", collection, headers: [("Depth", "1")], body: Data(body.utf8))
+        // No Depth header (RFC 4791 §7.9).
+        let answer = try await send("REPORT", collection, body: Data(body.utf8))
         guard answer.status == 207 else {
             throw CalDAVError(
                 kind: .failed, request: "REPORT \(Self.shown(collection))", status: answer.status,
@@ -382,6 +392,41 @@ public final class CalDAVClient: Sendable {
             .split(whereSeparator: \.isNewline).joined(separator: " ")
         return text.isEmpty ? "no details" : ServerText.clean(text)
     }
+
+    /// A collection's address as ckport names it in the store: scheme and host in lower case,
+    /// the scheme's own port left out, the path (percent-encoded as given) ending in `/`. The
+    /// same calendar reached as `…/family` or `https://DAV.example.org:443/…/family/` is one.
+    public static func canonical(_ url: URL) -> URL {
+        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url }
+        parts.scheme = parts.scheme?.lowercased()
+        parts.host = parts.host?.lowercased()
+        if (parts.scheme == "https" && parts.port == 443) || (parts.scheme == "http" && parts.port == 80) {
+            parts.port = nil
+        }
+        parts.user = nil
+        parts.password = nil
+        parts.query = nil
+        parts.fragment = nil
+        if !parts.percentEncodedPath.hasSuffix("/") { parts.percentEncodedPath += "/" }
+        return parts.url ?? url
+    }
+
+    /// The path of `href` (a path or an address, against `base`) in one spelling: each
+    /// segment decoded and encoded again, every byte but the unreserved ones (RFC 3986)
+    /// percent-encoded. Servers differ in what they encode (`@`, spaces); ckport's keys and
+    /// requests use this form, which every server reads as the same address.
+    public static func canonicalPath(_ href: String, base: URL) -> String {
+        guard let url = resolve(href, against: base),
+            let encoded = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath
+        else { return href }
+        return encoded.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            let decoded = String(segment).removingPercentEncoding ?? String(segment)
+            return decoded.addingPercentEncoding(withAllowedCharacters: unreserved) ?? String(segment)
+        }.joined(separator: "/")
+    }
+
+    static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// `href` (a path or an address) against `base`.
     public static func resolve(_ href: String, against base: URL) -> URL? {

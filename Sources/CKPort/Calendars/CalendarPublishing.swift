@@ -76,6 +76,7 @@ public enum CalendarPublishing {
             case changedOnServer = "changed on the server since the last publish"
             case deletedOnServer = "deleted on the server since the last publish"
             case existsOnServer = "already on the server, not published by this store"
+            case refusedByServer = "refused by the server (it holds the UID elsewhere, or does not take the event)"
         }
 
         public var uid: String
@@ -101,7 +102,8 @@ public enum CalendarPublishing {
         from store: some RecordStoring, request: Request, client: CalDAVClient,
         progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil
     ) async throws -> Result {
-        let (collection, made) = try await findCollection(request.url, calendar: request.calendar, client: client)
+        let (found, made) = try await findCollection(request.url, calendar: request.calendar, client: client)
+        let collection = CalDAVClient.canonical(found)
         let name = CalDAVClient.shown(collection)
         var result = Result(collection: collection, madeCollection: made)
         let (known, current) = try await store.readSession { session -> (Publication?, String) in
@@ -122,13 +124,20 @@ public enum CalendarPublishing {
             result.unchanged = known.events
             return result
         }
-        // What was published, by UID.
+        // What was published, by UID; and what a pull of the same calendar brought, by UID
+        // (its address and ETag), which is on the server already.
         var published: [String: EventState] = [:]
+        var pulled: [String: (href: String, etag: String?)] = [:]
         try await store.readSession { session in
             try session.forEachConnectorState(kind: stateKind, name: name) { entry in
                 guard entry.key.hasPrefix(eventPrefix) else { return }
                 published[String(entry.key.dropFirst(eventPrefix.count))] = try JSONDecoder().decode(
                     EventState.self, from: Data(entry.value.utf8))
+            }
+            try session.forEachConnectorState(kind: CalendarPulling.stateKind, name: name) { entry in
+                guard entry.key.hasPrefix(CalendarPulling.memberPrefix) else { return }
+                let member = try JSONDecoder().decode(CalendarPulling.Member.self, from: Data(entry.value.utf8))
+                pulled[member.uid] = (String(entry.key.dropFirst(CalendarPulling.memberPrefix.count)), member.etag)
             }
         }
         // The calendar as export writes it, one resource per component.
@@ -161,6 +170,18 @@ public enum CalendarPublishing {
                     let before = published[resource.uid]
                     if let before, before.hash == resource.hash {
                         group.addTask { .unchanged }
+                    } else if let before, before.hash == CalendarPulling.pulledMark {
+                        // The server's version, as a pull took it into the store: published
+                        // as it is, nothing sent (writing the store's words back would drop
+                        // what the mapping does not keep).
+                        let adopted = EventState(
+                            href: before.href, etag: before.etag, hash: resource.hash, sequence: before.sequence)
+                        group.addTask { .adopted(uid: resource.uid, state: adopted) }
+                    } else if before == nil, let member = pulled[resource.uid] {
+                        // An event a pull brought from this calendar: it is there already.
+                        let adopted = EventState(
+                            href: member.href, etag: member.etag, hash: resource.hash, sequence: resource.sequence)
+                        group.addTask { .adopted(uid: resource.uid, state: adopted) }
                     } else {
                         let href = before?.href ?? hrefPath(for: resource.uid, in: collection)
                         group.addTask {
@@ -181,21 +202,39 @@ public enum CalendarPublishing {
                 return false
             }
             for _ in 0..<max(1, request.concurrency) where next() {}
-            while let outcome = try await group.next() {
-                switch outcome {
-                case .unchanged: result.unchanged += 1
-                case .written(let uid, let state, let created):
-                    if created { result.created += 1 } else { result.updated += 1 }
-                    try saver.save(uid: uid, state: state)
-                case .deleted(let uid):
-                    result.deleted += 1
-                    try saver.save(uid: uid, state: nil)
-                case .conflict(let conflict):
-                    result.conflicts.append(conflict)
+            do {
+                while let outcome = try await group.next() {
+                    switch outcome {
+                    case .unchanged: result.unchanged += 1
+                    case .adopted(let uid, let state):
+                        result.unchanged += 1
+                        try saver.save(uid: uid, state: state)
+                    case .written(let uid, let state, let created):
+                        if created { result.created += 1 } else { result.updated += 1 }
+                        try saver.save(uid: uid, state: state)
+                    case .deleted(let uid, let href):
+                        result.deleted += 1
+                        try saver.save(uid: uid, state: nil, href: href)
+                    case .conflict(let conflict):
+                        result.conflicts.append(conflict)
+                    }
+                    done += 1
+                    progress?(done, total)
+                    _ = next()
                 }
-                done += 1
-                progress?(done, total)
-                _ = next()
+            } catch {
+                // What was done is noted before the error goes on: the next publish starts there.
+                group.cancelAll()
+                while let outcome = try? await group.next() {
+                    switch outcome {
+                    case .written(let uid, let state, _), .adopted(let uid, let state):
+                        try? saver.save(uid: uid, state: state)
+                    case .deleted(let uid, let href): try? saver.save(uid: uid, state: nil, href: href)
+                    case .unchanged, .conflict: break
+                    }
+                }
+                try? saver.flush()
+                throw error
             }
         }
         result.conflicts.sort { $0.uid < $1.uid }
@@ -211,8 +250,9 @@ public enum CalendarPublishing {
 
     enum Outcome: Sendable {
         case unchanged
+        case adopted(uid: String, state: EventState)
         case written(uid: String, state: EventState, created: Bool)
-        case deleted(uid: String)
+        case deleted(uid: String, href: String)
         case conflict(Conflict)
     }
 
@@ -232,7 +272,8 @@ public enum CalendarPublishing {
         let condition: (String, String) =
             if let etag = before?.etag { ("If-Match", etag) } else { ("If-None-Match", "*") }
         var answer = try await client.send(
-            "PUT", url, headers: [("Content-Type", "text/calendar; charset=utf-8"), condition], body: body)
+            "PUT", url, headers: [("Content-Type", "text/calendar; charset=utf-8"), condition], body: body,
+            forbiddenIsAnswer: true)
         if answer.status == 412 || (answer.status == 404 && before != nil) {
             let (onServer, serverTag) = try await fetch(url, client: client)
             if let onServer, let serverTag, CalendarResource.hash(ofResource: onServer) == resource.hash {
@@ -247,7 +288,13 @@ public enum CalendarPublishing {
             let override: (String, String) =
                 if let serverTag { ("If-Match", serverTag) } else { ("If-None-Match", "*") }
             answer = try await client.send(
-                "PUT", url, headers: [("Content-Type", "text/calendar; charset=utf-8"), override], body: body)
+                "PUT", url, headers: [("Content-Type", "text/calendar; charset=utf-8"), override], body: body,
+                forbiddenIsAnswer: true)
+        }
+        // A UID the server holds at another address (CALDAV:no-uid-conflict), calendar data it
+        // does not take: this event is reported, the others go on.
+        if [400, 403, 409, 415, 422].contains(answer.status) {
+            return .conflict(Conflict(uid: resource.uid, href: href, reason: .refusedByServer))
         }
         guard (200...299).contains(answer.status) else {
             throw CalDAVError(
@@ -271,7 +318,9 @@ public enum CalendarPublishing {
     static func delete(
         uid: String, state: EventState, collection: URL, client: CalDAVClient, prefer: Preference
     ) async throws -> Outcome {
-        guard let url = CalDAVClient.resolve(state.href, against: collection) else { return .deleted(uid: uid) }
+        guard let url = CalDAVClient.resolve(state.href, against: collection) else {
+            return .deleted(uid: uid, href: state.href)
+        }
         var answer = try await client.send(
             "DELETE", url, headers: state.etag.map { [("If-Match", $0)] } ?? [])
         if answer.status == 412 {
@@ -285,7 +334,7 @@ public enum CalendarPublishing {
                 kind: .failed, request: "DELETE \(CalDAVClient.shown(url))", status: answer.status,
                 detail: CalDAVClient.excerpt(answer.body))
         }
-        return .deleted(uid: uid)
+        return .deleted(uid: uid, href: state.href)
     }
 
     /// The resource at `url` and its ETag; nil when there is none.
@@ -303,11 +352,9 @@ public enum CalendarPublishing {
     /// The address of a new event: the collection's path and its UID, every byte but the
     /// unreserved ones percent-encoded, `.ics` after it.
     static func hrefPath(for uid: String, in collection: URL) -> String {
-        var path = collection.path
+        var path = CalDAVClient.canonicalPath(collection.absoluteString, base: collection)
         if !path.hasSuffix("/") { path += "/" }
-        let unreserved = CharacterSet(
-            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        return path + (uid.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "event") + ".ics"
+        return path + (uid.addingPercentEncoding(withAllowedCharacters: CalDAVClient.unreserved) ?? "event") + ".ics"
     }
 
     /// Saves event states a batch at a time (one transaction per batch), and the publication
@@ -315,7 +362,7 @@ public enum CalendarPublishing {
     final class StateSaver {
         let store: any RecordStoring
         let name: String
-        var batch: [(String, EventState?)] = []
+        var batch: [(String, EventState?, String?)] = []
         var last = Date()
 
         init(store: any RecordStoring, name: String) {
@@ -323,8 +370,11 @@ public enum CalendarPublishing {
             self.name = name
         }
 
-        func save(uid: String, state: EventState?) throws {
-            batch.append((uid, state))
+        /// Saves `uid`'s state; a deletion (`state` nil) at `href` also forgets what a pull of
+        /// the same calendar noted there, so that the pull does not take the deletion for the
+        /// server's and delete the record.
+        func save(uid: String, state: EventState?, href: String? = nil) throws {
+            batch.append((uid, state, href))
             if batch.count >= 200 || Date().timeIntervalSince(last) > 1 { try flush() }
         }
 
@@ -334,9 +384,13 @@ public enum CalendarPublishing {
             batch = []
             last = Date()
             try store.writeSession(dryRun: false) { session in
-                for (uid, state) in entries {
+                for (uid, state, href) in entries {
                     try session.saveConnectorState(
                         try state.map { try Feeds.json($0) }, kind: stateKind, name: name, key: eventPrefix + uid)
+                    if state == nil, let href {
+                        try session.saveConnectorState(
+                            nil, kind: CalendarPulling.stateKind, name: name, key: CalendarPulling.memberPrefix + href)
+                    }
                 }
             }
         }

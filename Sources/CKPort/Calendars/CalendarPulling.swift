@@ -26,6 +26,9 @@ import StoreCore
 public enum CalendarPulling {
     public static let stateKind = "caldav-pull"
     static let memberPrefix = "member:"
+    /// The content hash a publish's entry gets when a pull took the server's version of the
+    /// event: the next publish takes it as published, sending nothing.
+    static let pulledMark = "pulled"
 
     public struct Request: Sendable {
         public var url: URL
@@ -64,6 +67,8 @@ public enum CalendarPulling {
         public var pulled: Int64
         public var members: Int
         public var mappingSource: String
+        /// The zone the records went to: a later pull into another is refused.
+        public var zone: ZoneID?
     }
 
     /// One member of the collection, as the store keeps it.
@@ -95,8 +100,9 @@ public enum CalendarPulling {
     public static func pull(
         into store: some RecordStoring, request: Request, client: CalDAVClient
     ) async throws -> Result {
-        let (collection, _) = try await CalendarPublishing.findCollection(
+        let (found, _) = try await CalendarPublishing.findCollection(
             request.url, calendar: request.calendar, client: client, create: false)
+        let collection = CalDAVClient.canonical(found)
         let name = CalDAVClient.shown(collection)
         var result = Result(collection: collection)
         // What the last pull and the publishes into the same collection noted.
@@ -126,8 +132,14 @@ public enum CalendarPulling {
         var removed: [String] = []
         var newToken: String?
         var full = true
-        var answer = try await client.syncCollection(collection, token: known?.syncToken)
+        if let known, let zone = known.zone, zone != request.zone {
+            throw PullError.otherZone(collection: name, pulledInto: zone.description, asked: request.zone.description)
+        }
+        var sentToken = known?.syncToken
+        var answer = try await client.syncCollection(collection, token: sentToken)
         if case .tokenExpired = answer {
+            // The server forgot the token: everything again, and what it no longer lists goes.
+            sentToken = nil
             answer = try await client.syncCollection(collection, token: nil)
         }
         let collectionPath = collection.path
@@ -139,7 +151,7 @@ public enum CalendarPulling {
         switch answer {
         case .changes(let resources, let token):
             newToken = token
-            full = known?.syncToken == nil
+            full = sentToken == nil
             result.bySyncToken = !full
             for resource in resources where isMember(resource.href) {
                 let href = Self.path(resource.href, collection)
@@ -191,13 +203,28 @@ public enum CalendarPulling {
                 // XML reads CRLF as LF: calendar data gets its line ends back. Where the records
                 // go is the pull's to say: a zone another ckport wrote into the event
                 // (X-CKPORT-ZONE) is not followed.
-                let text = Self.withoutZones(data)
-                guard let uid = Self.uid(in: text) else {
-                    result.notes.append(Message("\(resource.href) holds no component with a UID: left out"))
+                let text = Self.sanitized(data)
+                let uids = Self.uids(in: text)
+                guard uids.count == 1, let uid = uids.first, !uid.isEmpty else {
+                    result.notes.append(
+                        Message(
+                            "\(resource.href) holds \(uids.isEmpty ? "no component with a UID" : "components of \(uids.count) UIDs (RFC 4791 allows one)"): left out"
+                        ))
                     continue
                 }
                 fetched.append((Self.path(resource.href, collection), resource.etag, uid, text))
             }
+        }
+        // A member the server listed but did not hand out is asked for again next time: the
+        // sync token stays where it was.
+        let returned = Set(fetched.map(\.href))
+        let missing = wanted.filter { !returned.contains($0) }
+        if !missing.isEmpty {
+            newToken = known?.syncToken
+            result.notes.append(
+                Message(
+                    "\(missing.count) event\(missing.count == 1 ? "" : "s") listed by the server could not be fetched (\(missing.prefix(3).joined(separator: ", "))): asked for again by the next pull"
+                ))
         }
         // The guard: a UID that names a record the collection did not bring stays as it is.
         let mapping = try CalendarMapping.parse(request.mapping, file: request.mappingSource, schema: store.schema)
@@ -224,7 +251,7 @@ public enum CalendarPulling {
         let state = PullState(
             collection: name, syncToken: newToken, pulled: Int64(Date().timeIntervalSince1970 * 1000),
             members: members.count - removedMembers.count + accepted.filter { members[$0.href] == nil }.count,
-            mappingSource: request.mappingSource)
+            mappingSource: request.mappingSource, zone: request.zone)
         let zone = request.zone
         let finishing: (any RecordSession) throws -> Int = { session in
             var deleted = 0
@@ -243,7 +270,7 @@ public enum CalendarPulling {
                 // over the version it now knows, without a conflict.
                 if var mine = published[item.href] {
                     mine.etag = item.etag
-                    mine.hash = "pulled"
+                    mine.hash = Self.pulledMark
                     try session.saveConnectorState(
                         try Feeds.json(mine), kind: CalendarPublishing.stateKind, name: name,
                         key: CalendarPublishing.eventPrefix + item.uid)
@@ -296,37 +323,93 @@ public enum CalendarPulling {
         return result
     }
 
-    /// A member's address as a path (servers give paths or whole addresses).
+    /// A member's address as a path in ckport's one spelling (servers give paths or whole
+    /// addresses, and encode differently).
     static func path(_ href: String, _ collection: URL) -> String {
-        CalDAVClient.resolve(href, against: collection)?.path ?? href
+        CalDAVClient.canonicalPath(href, base: collection)
     }
 
-    /// Calendar data with CRLF line ends and without X-CKPORT-ZONE lines (their folds too).
-    static func withoutZones(_ data: String) -> String {
-        var lines: [Substring] = []
-        var dropping = false
+    /// Calendar data as the pull imports it: lines unfolded, CRLF line ends, and nothing of
+    /// what ckport writes to say where a record lives or what it is named (`X-CKPORT-*`
+    /// properties, an attendee's `X-CKPORT-RECORD`, in any case): the pull says where records
+    /// go, and names them from the UID it checked.
+    static func sanitized(_ data: String) -> String {
+        var lines: [String] = []
         for line in data.replacingOccurrences(of: "\r\n", with: "\n").split(
             separator: "\n", omittingEmptySubsequences: false)
         {
-            if line.hasPrefix(" ") || line.hasPrefix("\t") {
-                if !dropping { lines.append(line) }
-                continue
+            if line.hasPrefix(" ") || line.hasPrefix("\t"), !lines.isEmpty {
+                lines[lines.count - 1] += line.dropFirst()
+            } else {
+                lines.append(String(line))
             }
-            dropping =
-                line.hasPrefix(CalendarMapping.zoneProperty + ":") || line.hasPrefix(CalendarMapping.zoneProperty + ";")
-            if !dropping { lines.append(line) }
         }
-        return lines.joined(separator: "\r\n")
+        return lines.compactMap { line -> String? in
+            let (head, value) = split(line)
+            let name = head.prefix { $0 != ";" }.uppercased()
+            if name.hasPrefix("X-CKPORT-") { return nil }
+            guard head.uppercased().contains(";X-CKPORT-") else { return line }
+            // Parameters other than ckport's own stay.
+            let kept = splitParameters(String(head.dropFirst(name.count))).filter {
+                !$0.uppercased().hasPrefix("X-CKPORT-")
+            }
+            return String(head.prefix(name.count)) + kept.map { ";" + $0 }.joined() + (value.map { ":" + $0 } ?? "")
+        }.joined(separator: "\r\n")
     }
 
-    /// The first UID of a calendar resource's components.
-    static func uid(in text: String) -> String? {
-        var inside = false
-        for line in text.split(separator: "\r\n") {
-            if line.hasPrefix("BEGIN:"), line != "BEGIN:VCALENDAR", line != "BEGIN:VTIMEZONE" { inside = true }
-            if inside, line.hasPrefix("UID:") { return String(line.dropFirst(4)) }
+    /// A content line's name and parameters, and its value (after the first colon outside quotes).
+    static func split(_ line: String) -> (head: String, value: String?) {
+        var quoted = false
+        for index in line.indices {
+            if line[index] == "\"" { quoted.toggle() }
+            if line[index] == ":" && !quoted {
+                return (String(line[..<index]), String(line[line.index(after: index)...]))
+            }
         }
-        return nil
+        return (line, nil)
+    }
+
+    /// `;A=1;B="x;y"` as `["A=1", "B=\"x;y\""]`.
+    static func splitParameters(_ text: String) -> [String] {
+        var out: [String] = []
+        var current = ""
+        var quoted = false
+        for character in text {
+            if character == "\"" { quoted.toggle() }
+            if character == ";" && !quoted {
+                if !current.isEmpty { out.append(current) }
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
+    /// The UIDs of a resource's components (VTIMEZONE aside), each once, in order; a UID of a
+    /// component inside another (an alarm's) is not one.
+    static func uids(in text: String) -> [String] {
+        var depth = 0
+        var topLevel = false
+        var found: [String] = []
+        for line in text.split(separator: "\r\n") {
+            let upper = line.uppercased()
+            if upper.hasPrefix("BEGIN:") {
+                depth += 1
+                if depth == 2 { topLevel = upper != "BEGIN:VTIMEZONE" }
+                continue
+            }
+            if upper.hasPrefix("END:") {
+                depth -= 1
+                continue
+            }
+            if depth == 2, topLevel, upper.hasPrefix("UID:") || upper.hasPrefix("UID;") {
+                let uid = split(String(line)).value ?? ""
+                if !found.contains(uid) { found.append(uid) }
+            }
+        }
+        return found
     }
 
     /// The record type the mapping gives the resource's first component.
@@ -354,11 +437,15 @@ public enum CalendarPulling {
 public enum PullError: CKPortError, Equatable {
     /// The pull would delete most of what the collection brought.
     case wouldDeleteMost(collection: String, deleting: Int, of: Int)
+    /// The collection was pulled into another zone before.
+    case otherZone(collection: String, pulledInto: String, asked: String)
 
     public var category: ErrorCategory { .usage }
 
     public var description: String {
         switch self {
+        case .otherZone(let collection, let pulledInto, let asked):
+            "\(collection) is pulled into \(pulledInto), not \(asked): its records are there, and a pull elsewhere would make copies and lose track of them. Pull it into the same zone"
         case .wouldDeleteMost(let collection, let deleting, let of):
             "\(collection) no longer holds \(deleting) of the \(of) events it brought: pulling would delete their records. Nothing was changed; if the calendar was emptied on purpose, pull again allowing it"
         }

@@ -71,9 +71,10 @@ public final class FeedResponder: Sendable {
                     site.store, name: name, token: token, cached: cached, ifNoneMatch: ifNoneMatch,
                     ifModifiedSince: ifModifiedSince, sent: sent)
             } catch {
+                // Nothing of the store's state to someone who may hold no token.
                 return CloudKitHTTPResponse(
                     status: 500, headers: [("Content-Type", "text/plain; charset=utf-8")],
-                    body: Data("the feed could not be built: \(error)\n".utf8))
+                    body: Data("the feed could not be built\n".utf8))
             }
         }
         guard let file = sent.withLockedValue({ $0 }) else {

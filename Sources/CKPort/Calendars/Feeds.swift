@@ -67,7 +67,7 @@ public enum Feeds {
 
     /// A subscriber's token as the store keeps it: never the token, only its SHA-256.
     public struct Token: Codable, Sendable, Equatable {
-        /// A short name for it (the first eight hex digits of the hash): what `list` shows
+        /// A short name for it (the first twelve hex digits of the hash): what `list` shows
         /// and `revoke` takes.
         public var id: String
         public var sha256: String
@@ -209,7 +209,7 @@ public enum Feeds {
         if let definition { try check(definition, store: store) }
         let token = newSecret()
         let hash = sha256Hex(token)
-        let id = String(hash.prefix(8))
+        let id = String(hash.prefix(12))
         let made = try store.writeSession(dryRun: false) { session -> Bool in
             let existing = try feed(named: name, in: session)
             if let existing {

@@ -172,7 +172,7 @@ struct FeedRevokeCommand: AsyncParsableCommand {
         discussion: """
               ckport calendar feed revoke family 3f9a01c2
 
-            TOKEN is the id list shows (the first eight hex digits of the token's hash). The \
+            TOKEN is the id list shows (the first twelve hex digits of the token's hash). The \
             token itself is taken too, but a command line is seen by other users of the \
             machine and kept in the shell's history: prefer the id.
             """)
@@ -280,8 +280,10 @@ struct PublishCommand: AsyncParsableCommand {
         let credentials = try signIn.credentials()
         var definition: Feeds.Definition?
         let url = URL(string: caldav)!
+        // A publication of this address (or, with --calendar, of any: the address is found
+        // first) repeats its selection when none is given.
         let known = try CalendarPublishing.publications(in: store).contains {
-            $0.collection == CalDAVClient.shown(url) || calendar != nil
+            calendar != nil || $0.collection == CalDAVClient.shown(CalDAVClient.canonical(url))
         }
         if selection.isGiven || !known {
             definition = try selection.definition(store, quiet: storeOptions.quiet)
@@ -354,7 +356,7 @@ struct CalendarStatusCommand: AsyncParsableCommand {
         }
         for pull in pulls {
             print(
-                "pull         \(Console.clean(pull.collection))  \(pull.members) events, last \(ISO8601.format(milliseconds: pull.pulled)), \(pull.syncToken == nil ? "no sync token (by ETags)" : "sync token \(Console.clean(pull.syncToken!))")"
+                "pull         \(Console.clean(pull.collection))  \(pull.members) event\(pull.members == 1 ? "" : "s"), last \(ISO8601.format(milliseconds: pull.pulled)), \(pull.syncToken == nil ? "no sync token (by ETags)" : "sync token \(Console.clean(pull.syncToken!))")"
             )
         }
         for publication in publications {
