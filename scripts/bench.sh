@@ -1002,7 +1002,8 @@ fi
 measure_caldav() {
   local records=$1
   local tvenv=${CKPORT_TEST_VENV:-$HOME/.cache/ckport-test-venv}
-  local dav="$work/xandikos" url
+  local url
+  caldav_dir="$work/xandikos"
   "$ckport" generate --app family-calendar --records "$records" --seed 7 -q -o "$work/cal.jsonl"
   "$ckport" generate --app family-calendar --schema -o "$work/cal.ckdb"
   rm -f "$work/cal.sqlite"
@@ -1024,8 +1025,8 @@ for number, event in enumerate(c for c in calendar.subcomponents if c.name != "V
     one.add_component(event)
     open(f"{sys.argv[2]}/{number}.ics", "wb").write(one.to_ical())
 PY
-  url=$(scripts/caldav-server.sh start xandikos "$dav")
-  trap 'scripts/caldav-server.sh stop "$dav" >/dev/null 2>&1 || true; charts; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
+  url=$(scripts/caldav-server.sh start xandikos "$caldav_dir")
+  trap 'scripts/caldav-server.sh stop "$caldav_dir" >/dev/null 2>&1 || true; charts; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
   : > "$work/publish.runs"; : > "$work/vdirsyncer.runs"
   for round in $(seq "$repeat"); do
     sync
@@ -1093,6 +1094,7 @@ EOF
     cat "$work/feed-export.once" >> "$work/feed-export.runs"
   done
   median feed; median feed-export
+  awk '{ printf "%.2f %s\n", $1, $2 }' "$work/feed.time" > "$work/feed.rounded" && mv "$work/feed.rounded" "$work/feed.time"
   [ "$(grep -c '^BEGIN:VEVENT' "$work/feed.ics")" -eq "$caldav_events" ] || { echo "bench: the feed lacks events" >&2; exit 1; }
   local etag
   etag=$(curl -s -D - -o /dev/null "$feed" | tr -d '\r' | awk -F': ' 'tolower($1) == "etag" { print $2 }')
