@@ -4,5 +4,5 @@
 /// CHANGELOG.md says what each version changed for users. The formats it writes have numbers
 /// of their own: ``RecordStore``'s `formatVersion` and the bundle manifest's `format`.
 public enum CKPortVersion {
-    public static let current = "0.2.0"
+    public static let current = "0.3.0"
 }

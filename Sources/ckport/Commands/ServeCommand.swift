@@ -39,7 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The port to listen on (0: any free port; cloud login's sign-in callback has 8642). Default: 8640, with --feeds-only 8641.",
+            "The port to listen on (default: 8640, with --feeds-only 8641; 0: any free port; cloud login's sign-in callback has 8642).",
             valueName: "port"))
     var port: Int?
 
