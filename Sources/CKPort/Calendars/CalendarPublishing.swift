@@ -107,11 +107,7 @@ public enum CalendarPublishing {
         let name = CalDAVClient.shown(collection)
         var result = Result(collection: collection, madeCollection: made)
         let (known, current) = try await store.readSession { session -> (Publication?, String) in
-            let text = try session.connectorState(kind: stateKind, name: name, key: "")
-            return (
-                try text.map { try JSONDecoder().decode(Publication.self, from: Data($0.utf8)) },
-                session.currentToken.description
-            )
+            (try session.connectorHead(Publication.self, kind: stateKind, name: name), session.currentToken.description)
         }
         guard let definition = request.definition ?? known?.definition else {
             throw Feeds.FeedError.noDefinition(name)
@@ -129,15 +125,16 @@ public enum CalendarPublishing {
         var published: [String: EventState] = [:]
         var pulled: [String: (href: String, etag: String?)] = [:]
         try await store.readSession { session in
-            try session.forEachConnectorState(kind: stateKind, name: name) { entry in
-                guard entry.key.hasPrefix(eventPrefix) else { return }
-                published[String(entry.key.dropFirst(eventPrefix.count))] = try JSONDecoder().decode(
-                    EventState.self, from: Data(entry.value.utf8))
+            for (uid, state) in try session.connectorEntries(
+                EventState.self, kind: stateKind, name: name, prefix: eventPrefix)
+            {
+                published[uid] = state
             }
-            try session.forEachConnectorState(kind: CalendarPulling.stateKind, name: name) { entry in
-                guard entry.key.hasPrefix(CalendarPulling.memberPrefix) else { return }
-                let member = try JSONDecoder().decode(CalendarPulling.Member.self, from: Data(entry.value.utf8))
-                pulled[member.uid] = (String(entry.key.dropFirst(CalendarPulling.memberPrefix.count)), member.etag)
+            for (href, member) in try session.connectorEntries(
+                CalendarPulling.Member.self, kind: CalendarPulling.stateKind, name: name,
+                prefix: CalendarPulling.memberPrefix)
+            {
+                pulled[member.uid] = (href, member.etag)
             }
         }
         // The calendar as export writes it, one resource per component.
@@ -485,13 +482,7 @@ public enum CalendarPublishing {
 
     /// Every publication the store keeps, by collection.
     public static func publications(in store: some RecordStoring) throws -> [Publication] {
-        try store.readSession { session in
-            try session.connectorStateNames(kind: stateKind).compactMap { name in
-                try session.connectorState(kind: stateKind, name: name, key: "").map {
-                    try JSONDecoder().decode(Publication.self, from: Data($0.utf8))
-                }
-            }
-        }
+        try store.readSession { try $0.connectorHeads(Publication.self, kind: stateKind) }
     }
 }
 

@@ -108,22 +108,21 @@ public enum CalendarPulling {
         // What the last pull and the publishes into the same collection noted.
         let (known, members, published, publishedUIDs) = try await store.readSession {
             session -> (PullState?, [String: Member], [String: CalendarPublishing.EventState], Set<String>) in
-            let known = try session.connectorState(kind: stateKind, name: name, key: "").map {
-                try JSONDecoder().decode(PullState.self, from: Data($0.utf8))
-            }
+            let known = try session.connectorHead(PullState.self, kind: stateKind, name: name)
             var members: [String: Member] = [:]
-            try session.forEachConnectorState(kind: stateKind, name: name) { entry in
-                guard entry.key.hasPrefix(memberPrefix) else { return }
-                members[String(entry.key.dropFirst(memberPrefix.count))] = try JSONDecoder().decode(
-                    Member.self, from: Data(entry.value.utf8))
+            for (href, member) in try session.connectorEntries(
+                Member.self, kind: stateKind, name: name, prefix: memberPrefix)
+            {
+                members[href] = member
             }
             var published: [String: CalendarPublishing.EventState] = [:]
             var uids: Set<String> = []
-            try session.forEachConnectorState(kind: CalendarPublishing.stateKind, name: name) { entry in
-                guard entry.key.hasPrefix(CalendarPublishing.eventPrefix) else { return }
-                let state = try JSONDecoder().decode(CalendarPublishing.EventState.self, from: Data(entry.value.utf8))
+            for (uid, state) in try session.connectorEntries(
+                CalendarPublishing.EventState.self, kind: CalendarPublishing.stateKind, name: name,
+                prefix: CalendarPublishing.eventPrefix)
+            {
                 published[Self.path(state.href, collection)] = state
-                uids.insert(String(entry.key.dropFirst(CalendarPublishing.eventPrefix.count)))
+                uids.insert(uid)
             }
             return (known, members, published, uids)
         }
@@ -423,13 +422,7 @@ public enum CalendarPulling {
 
     /// Every pull the store keeps, by collection.
     public static func pulls(in store: some RecordStoring) throws -> [PullState] {
-        try store.readSession { session in
-            try session.connectorStateNames(kind: stateKind).compactMap { name in
-                try session.connectorState(kind: stateKind, name: name, key: "").map {
-                    try JSONDecoder().decode(PullState.self, from: Data($0.utf8))
-                }
-            }
-        }
+        try store.readSession { try $0.connectorHeads(PullState.self, kind: stateKind) }
     }
 }
 

@@ -180,15 +180,11 @@ public enum Feeds {
 
     /// The feed `name` with its tokens, or nil.
     public static func feed(named name: String, in session: any RecordSession) throws -> Feed? {
-        guard let text = try session.connectorState(kind: stateKind, name: name, key: definitionKey) else {
+        guard let definition = try session.connectorHead(Definition.self, kind: stateKind, name: name) else {
             return nil
         }
-        let definition = try JSONDecoder().decode(Definition.self, from: Data(text.utf8))
-        var tokens: [Token] = []
-        try session.forEachConnectorState(kind: stateKind, name: name) { entry in
-            guard entry.key.hasPrefix(tokenPrefix) else { return }
-            tokens.append(try JSONDecoder().decode(Token.self, from: Data(entry.value.utf8)))
-        }
+        let tokens = try session.connectorEntries(Token.self, kind: stateKind, name: name, prefix: tokenPrefix).map(
+            \.value)
         return Feed(name: name, definition: definition, tokens: tokens.sorted { $0.created < $1.created })
     }
 

@@ -261,13 +261,7 @@ struct PublishCommand: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
-        guard let url = URL(string: caldav), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ValidationError("--caldav \(caldav) is not an http:// or https:// address")
-        }
-        guard url.user == nil && url.password == nil else {
-            throw ValidationError(
-                "--caldav: put the user in --user and the password in a file (--password-file), not in the address")
-        }
+        try CalDAVSignInOptions.checkAddress(caldav)
         guard CalendarPublishing.Preference(rawValue: prefer) != nil else {
             throw ValidationError("--prefer takes server or store")
         }
@@ -376,6 +370,17 @@ struct CalDAVSignInOptions: ParsableArguments {
         help: ArgumentHelp(
             "A file whose first line is the password. Default: $CKPORT_CALDAV_PASSWORD.", valueName: "file"))
     var passwordFile: String?
+
+    /// `--caldav`'s address: http or https, with a host, and no user or password in it.
+    static func checkAddress(_ caldav: String) throws {
+        guard let url = URL(string: caldav), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ValidationError("--caldav \(caldav) is not an http:// or https:// address")
+        }
+        guard url.user == nil && url.password == nil else {
+            throw ValidationError(
+                "--caldav: put the user in --user and the password in a file (--password-file), not in the address")
+        }
+    }
 
     func credentials() throws -> CalDAVClient.Credentials? {
         let environment = ProcessInfo.processInfo.environment
@@ -531,13 +536,7 @@ struct PullCalendarCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try ArgumentChecks.timeZone(tz)
-        guard let url = URL(string: caldav), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ValidationError("--caldav \(caldav) is not an http:// or https:// address")
-        }
-        guard url.user == nil && url.password == nil else {
-            throw ValidationError(
-                "--caldav: put the user in --user and the password in a file (--password-file), not in the address")
-        }
+        try CalDAVSignInOptions.checkAddress(caldav)
         for entry in fixedFields where !entry.contains("=") {
             throw ValidationError("--set takes field=value, found \"\(entry)\"")
         }
