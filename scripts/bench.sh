@@ -32,6 +32,7 @@
 #   BENCH_ONLY=repo scripts/bench.sh 1000000        # a repository of snapshots in SeaweedFS beside a bundle and rclone
 #   BENCH_ONLY=archive scripts/bench.sh 8000        # the archive export: 8,000 one-event calendars beside one of 8,000 events
 #   BENCH_ONLY=caldav scripts/bench.sh 82000        # publish, a feed and its 304: ~10,000 events into Xandikos, beside vdirsyncer
+#   BENCH_ONLY=caldav-pull scripts/bench.sh 58000   # pull ~10,000 events from Xandikos, beside vdirsyncer
 #   BENCH_ONLY=scale BENCH_SCALE="100000 1000000 10000000" scripts/bench.sh   # the scale table
 #   BENCH_ONLY=before-after BENCH_BEFORE=main scripts/bench.sh 1000000   # another commit's build beside this one
 #
@@ -999,10 +1000,10 @@ fi
 # Xandikos on loopback beside vdirsyncer uploading the same events from a folder of one file
 # per event (alternated, each run into a calendar of its own); a publish after one change; a
 # feed beside `ckport export` of the same events, and its 304.
-measure_caldav() {
+# The family calendar's events, in a store and as export writes them, and the same events as
+# vdirsyncer's folder holds them (one calendar file per event); Xandikos started on 127.0.0.1.
+caldav_prepare() {
   local records=$1
-  local tvenv=${CKPORT_TEST_VENV:-$HOME/.cache/ckport-test-venv}
-  local url
   caldav_dir="$work/xandikos"
   "$ckport" generate --app family-calendar --records "$records" --seed 7 -q -o "$work/cal.jsonl"
   "$ckport" generate --app family-calendar --schema -o "$work/cal.ckdb"
@@ -1025,8 +1026,35 @@ for number, event in enumerate(c for c in calendar.subcomponents if c.name != "V
     one.add_component(event)
     open(f"{sys.argv[2]}/{number}.ics", "wb").write(one.to_ical())
 PY
-  url=$(scripts/caldav-server.sh start xandikos "$caldav_dir")
+  caldav_url=$(scripts/caldav-server.sh start xandikos "$caldav_dir")
   trap 'scripts/caldav-server.sh stop "$caldav_dir" >/dev/null 2>&1 || true; charts; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
+}
+# vdirsyncer's configuration (file $1, status folder $2) of one pair: the folder $4 and the
+# CalDAV calendar $5, the side named by $3 ("local" or "dav") first, its changes winning.
+vdirsyncer_conf() {
+  local second=dav
+  [ "$3" = dav ] && second=local
+  cat > "$1" <<EOF
+[general]
+status_path = "$2"
+[pair bench]
+a = "$3"
+b = "$second"
+collections = null
+conflict_resolution = "a wins"
+[storage local]
+type = "filesystem"
+path = "$4"
+fileext = ".ics"
+[storage dav]
+type = "caldav"
+url = "$5"
+EOF
+}
+measure_caldav() {
+  local tvenv=${CKPORT_TEST_VENV:-$HOME/.cache/ckport-test-venv}
+  caldav_prepare "$1"
+  local url=$caldav_url
   : > "$work/publish.runs"; : > "$work/vdirsyncer.runs"
   for round in $(seq "$repeat"); do
     sync
@@ -1035,22 +1063,8 @@ PY
     cat "$work/publish.once" >> "$work/publish.runs"
     curl -sf -X MKCALENDAR "${url}user/calendars/vdir-$round/" > /dev/null
     rm -rf "$work/vdir-status-$round"
-    cat > "$work/vdirsyncer-$round.conf" <<EOF
-[general]
-status_path = "$work/vdir-status-$round/"
-[pair bench]
-a = "local"
-b = "dav"
-collections = null
-conflict_resolution = "a wins"
-[storage local]
-type = "filesystem"
-path = "$work/vdir/"
-fileext = ".ics"
-[storage dav]
-type = "caldav"
-url = "${url}user/calendars/vdir-$round/"
-EOF
+    vdirsyncer_conf "$work/vdirsyncer-$round.conf" "$work/vdir-status-$round/" local "$work/vdir/" \
+      "${url}user/calendars/vdir-$round/"
     "$tvenv/bin/vdirsyncer" -c "$work/vdirsyncer-$round.conf" discover > /dev/null 2>&1
     sync
     /usr/bin/time -f "%e %M" -o "$work/vdirsyncer.once" "$tvenv/bin/vdirsyncer" -c "$work/vdirsyncer-$round.conf" sync \
@@ -1108,6 +1122,56 @@ EOF
   serve_rss=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$serve/status")
   kill -INT "$serve"; wait "$serve" 2>/dev/null || true
 }
+# calendar pull: the same events in a calendar of Xandikos's, put there in one git commit
+# (Xandikos commits every PUT, at a cost that grows with the calendar: filling it by PUTs would
+# measure that), pulled into a store that holds the schema alone, beside vdirsyncer copying the
+# calendar into an empty folder; alternated, each round from a calendar of its own.
+measure_caldav_pull() {
+  local tvenv=${CKPORT_TEST_VENV:-$HOME/.cache/ckport-test-venv}
+  caldav_prepare "$1"
+  local url=$caldav_url
+  : > "$work/pull.runs"; : > "$work/vdir-pull.runs"
+  for round in $(seq "$repeat"); do
+    local path="$caldav_dir/data/user/calendars/pull-$round"
+    curl -sf -X MKCALENDAR "${url}user/calendars/pull-$round/" > /dev/null
+    find "$work/vdir" -name '*.ics' -exec cp -t "$path" {} +
+    git -C "$path" add -A
+    git -C "$path" -c user.name=bench -c user.email=bench@localhost commit -q -m "the events"
+    rm -f "$work/pull.sqlite"*
+    "$ckport" import "$work/cal.ckdb" --store "$work/pull.sqlite" -q
+    sync
+    /usr/bin/time -f "%e %M" -o "$work/pull.once" "$ckport" calendar pull --store "$work/pull.sqlite" \
+      --caldav "${url}user/calendars/pull-$round/" --set familyID=family-1 -q > /dev/null 2> "$work/pull.err" \
+      || { cat "$work/pull.err" >&2; exit 1; }
+    cat "$work/pull.once" >> "$work/pull.runs"
+    local pulled
+    pulled=$("$ckport" export --store "$work/pull.sqlite" --type Event -q | wc -l)
+    [ "$pulled" -eq "$caldav_events" ] || { echo "bench: the pull brought $pulled of $caldav_events events" >&2; exit 1; }
+    rm -rf "$work/vdir-pull-$round" "$work/vdir-pull-status-$round" && mkdir -p "$work/vdir-pull-$round"
+    vdirsyncer_conf "$work/vdirsyncer-pull-$round.conf" "$work/vdir-pull-status-$round/" dav \
+      "$work/vdir-pull-$round/" "${url}user/calendars/pull-$round/"
+    "$tvenv/bin/vdirsyncer" -c "$work/vdirsyncer-pull-$round.conf" discover > /dev/null 2>&1
+    sync
+    /usr/bin/time -f "%e %M" -o "$work/vdir-pull.once" "$tvenv/bin/vdirsyncer" -c "$work/vdirsyncer-pull-$round.conf" \
+      sync > /dev/null 2> "$work/vdirsyncer.err" || { cat "$work/vdirsyncer.err" >&2; exit 1; }
+    cat "$work/vdir-pull.once" >> "$work/vdir-pull.runs"
+    local copied
+    copied=$(find "$work/vdir-pull-$round" -name '*.ics' | wc -l)
+    [ "$copied" -eq "$caldav_events" ] || { echo "bench: vdirsyncer copied $copied of $caldav_events events" >&2; exit 1; }
+  done
+  median pull; median vdir-pull
+}
+caldav_pull_table() {
+  echo
+  echo "A calendar pulled: $(commas "$caldav_events") events from Xandikos 0.4.10 on 127.0.0.1 into a new store, beside vdirsyncer 0.21.0 into a folder:"
+  echo
+  row "operation" "seconds" "events/s" "reference, same events" "ratio" "peak RSS"
+  rule
+  row "calendar pull (first)" "$(secs pull)" "$(rate pull "$caldav_events")" "vdirsyncer sync: $(secs vdir-pull) s" "$(ratio pull vdir-pull)×" "$(mb pull) MB"
+  echo
+  echo "Median of $repeat alternating rounds, each from a calendar of its own, filled in one git commit."
+  echo "vdirsyncer's peak RSS: $(mb vdir-pull) MB."
+}
 caldav_table() {
   echo
   echo "Calendars kept current: $(commas "$caldav_events") events of the family calendar into Xandikos 0.4.10 on 127.0.0.1, beside vdirsyncer 0.21.0:"
@@ -1123,6 +1187,11 @@ caldav_table() {
   echo "a publish after one change ≤ 1 s; the feed ≤ 1.1× export; the 304 under 10 ms; memory under 200 MB."
   echo "The feed's peak RSS is serve's, over every request."
 }
+if [ "${BENCH_ONLY:-}" = caldav-pull ]; then
+  measure_caldav_pull "${1:-58000}"
+  caldav_pull_table
+  exit 0
+fi
 if [ "${BENCH_ONLY:-}" = caldav ]; then
   measure_caldav "${1:-82000}"
   caldav_table

@@ -1,4 +1,3 @@
-import CKPort
 import CloudKitWeb
 import Foundation
 import Records
@@ -7,6 +6,8 @@ import StoreCore
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import CKPort
 
 /// Publishing and pulling against Xandikos through a transport that answers some requests
 /// itself (a 503, a 507, a REPORT the server "does not have", a multistatus cut short), every
@@ -88,6 +89,50 @@ struct CalDAVFaultTests {
     }
 
     @Test(
+        "Retry-After as an HTTP date: one past is a retry at once, one an hour ahead ends the attempts with a clear error"
+    )
+    func retryAfterDates() async throws {
+        let calendar = try CalDAVTestServers.Server.xandikos.newCalendar("retry-after")
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let past = formatter.string(from: Date(timeIntervalSinceNow: -3600))
+        let ahead = formatter.string(from: Date(timeIntervalSinceNow: 3600))
+        let puts = Mutex(0)
+        let once = FaultyTransport { request, _ in
+            guard request.method == "PUT" else { return nil }
+            let first = puts.withLock { count in
+                count += 1
+                return count == 1
+            }
+            return first ? CloudKitHTTPResponse(status: 503, headers: [("Retry-After", past)], body: Data()) : nil
+        }
+        let store = try Scratch().sampleStore(.familyCalendar)
+        let client = CalDAVClient(transport: once, credentials: nil, retry: Self.quick)
+        let result = try await CalendarPublishing.publish(
+            from: store, request: .init(url: calendar, definition: try definition(), concurrency: 1), client: client)
+        #expect(result.created == 9 && client.methodsSent.filter { $0 == "PUT" }.count == 10)
+
+        let later = try CalDAVTestServers.Server.xandikos.newCalendar("retry-after-later")
+        let busy = CalDAVClient(
+            transport: FaultyTransport { request, _ in
+                request.method == "PUT"
+                    ? CloudKitHTTPResponse(status: 503, headers: [("Retry-After", ahead)], body: Data("busy".utf8))
+                    : nil
+            }, credentials: nil, retry: Self.quick)
+        await #expect {
+            _ = try await CalendarPublishing.publish(
+                from: store, request: .init(url: later, definition: try definition(), concurrency: 1), client: busy)
+        } throws: { error in
+            let error = try #require(error as? CalDAVError)
+            return error.kind == .unavailable && error.status == 503
+                && error.description.contains("gave up after 1 attempt (it asked for a wait of")
+        }
+        #expect(busy.methodsSent.filter { $0 == "PUT" }.count == 1)
+    }
+
+    @Test(
         "a server without sync-collection is pulled by ETags; a multistatus cut short and a collection that is not a calendar are clear errors, and nothing is written"
     )
     func noSyncAndBadAnswers() async throws {
@@ -149,5 +194,89 @@ struct CalDAVFaultTests {
             (error as? CalDAVError)?.kind == .notACalendar && "\(error)".contains("not a calendar collection")
         }
         #expect(try CalendarPulling.pulls(in: store) == before)
+    }
+    @Test(
+        "a server that hands out its changes in parts (the collection answering 507, RFC 6578 §3.6) is asked again with each part's token until every change has come"
+    )
+    func changesInParts() async throws {
+        let calendar = try CalDAVTestServers.Server.xandikos.newCalendar("parts")
+        let real = CalDAVClient(credentials: nil)
+        // The empty calendar's token, then nine events published into it.
+        try await real.makeCalendar(calendar, displayName: "parts")
+        guard case .changes(_, let empty) = try await real.syncCollection(calendar, token: nil) else {
+            Issue.record("Xandikos has sync-collection")
+            return
+        }
+        _ = try await CalendarPublishing.publish(
+            from: try Scratch().sampleStore(.familyCalendar),
+            request: .init(url: calendar, definition: try definition()), client: real)
+        guard case .changes(let all, _) = try await real.syncCollection(calendar, token: nil) else {
+            Issue.record("Xandikos has sync-collection")
+            return
+        }
+        let members = all.filter { $0.href.hasSuffix(".ics") }
+        #expect(members.count == 9)
+        // The first answer: three members, and the collection's 507 with the empty calendar's
+        // token, from which the server itself then hands out all nine.
+        let responses = members.prefix(3).map { member in
+            "<D:response><D:href>\(member.href)</D:href><D:propstat><D:prop><D:getetag>\(member.etag ?? "")</D:getetag>"
+                + "</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>"
+        }.joined()
+        let truncated =
+            #"<?xml version="1.0" encoding="utf-8"?><D:multistatus xmlns:D="DAV:">"# + responses
+            + "<D:response><D:href>\(calendar.path)</D:href><D:status>HTTP/1.1 507 Insufficient Storage</D:status>"
+            + "</D:response><D:sync-token>\(empty)</D:sync-token></D:multistatus>"
+        let reports = Mutex(0)
+        let parted = FaultyTransport { request, _ in
+            guard request.method == "REPORT", String(decoding: request.body, as: UTF8.self).contains("sync-collection")
+            else { return nil }
+            let first = reports.withLock { count in
+                count += 1
+                return count == 1
+            }
+            return first ? CloudKitHTTPResponse(status: 207, body: Data(truncated.utf8)) : nil
+        }
+        let store = try Scratch().sampleStore(.familyCalendar)
+        let client = CalDAVClient(transport: parted, credentials: nil, retry: Self.quick)
+        let pulled = try await CalendarPulling.pull(
+            into: store,
+            request: CalendarPulling.Request(
+                url: calendar, mapping: try #require(SampleApp.familyCalendar.calendarMappingText),
+                mappingSource: "family-calendar mapping", fixedFields: [("familyID", "family-9")],
+                zone: ZoneID(scope: .private, zoneName: "pulled")),
+            client: client)
+        #expect(pulled.fetched == 9 && pulled.inserted == 9, "\(pulled)")
+        #expect(reports.withLock { $0 } == 2, "the second part was asked for")
+        #expect(
+            try store.read {
+                try $0.count(RecordQuery(recordTypes: ["Event"], scope: .private, zoneName: "pulled"))
+            } == 9)
+    }
+}
+
+/// What a pull imports of a server's calendar data: lines unfolded with CRLF ends, ckport's own
+/// properties and parameters gone in any case, and everything else byte for byte.
+@Suite("Calendar data as a pull takes it")
+struct PulledDataTests {
+    @Test(
+        "folds joined, LF or CRLF, X-CKPORT-* properties and parameters dropped in any case, other lines kept as they are"
+    )
+    func sanitized() {
+        let data = [
+            "BEGIN:VCALENDAR", "BEGIN:VEVENT", "UID:swim@school.example", "x-ckport-zone:family-2-zone",
+            "SUMMARY:Swim practice with a title long enough to be fo", " lded here",
+            "ATTENDEE;x-CkPort-Record=anna;CN=\"Anna; Mom\":mailto:anna@example.org",
+            "X-CKPORT-RECORD-NAME:", " folded-too", "DESCRIPTION:Bring an x-ckport-free towel: é", "END:VEVENT",
+            "END:VCALENDAR", "",
+        ]
+        let expected = [
+            "BEGIN:VCALENDAR", "BEGIN:VEVENT", "UID:swim@school.example",
+            "SUMMARY:Swim practice with a title long enough to be folded here",
+            "ATTENDEE;CN=\"Anna; Mom\":mailto:anna@example.org", "DESCRIPTION:Bring an x-ckport-free towel: é",
+            "END:VEVENT", "END:VCALENDAR", "",
+        ].joined(separator: "\r\n")
+        #expect(CalendarPulling.sanitized(data.joined(separator: "\r\n")) == expected)
+        #expect(CalendarPulling.sanitized(data.joined(separator: "\n")) == expected)
+        #expect(CalendarPulling.uids(in: expected) == ["swim@school.example"])
     }
 }

@@ -1,6 +1,9 @@
 import CKPort
+import Formats
 import Foundation
+import Records
 import SampleApps
+import StoreCore
 import TestSupport
 import Testing
 
@@ -168,5 +171,65 @@ struct OperationsTests {
             try FileManager.default.createDirectory(atPath: scratch.path("empty"), withIntermediateDirectories: true)
             _ = try SchemaMigrations.load(scratch.path("empty"))
         }
+    }
+}
+
+/// Many small inputs read one reader at a time (how a calendar pull imports the events it
+/// fetched): the same records as read all at once, and a bad one named by its own input.
+@Suite("An import of many inputs, one reader at a time")
+struct OneReaderAtATimeTests {
+    func request(_ events: [String], oneAtATime: Bool, schema: Schema) throws -> ImportRequest {
+        var settings = FormatSettings()
+        settings[CalendarReadSettings.self] = CalendarReadSettings(
+            mapping: try CalendarMapping.parse(
+                try #require(SampleApp.familyCalendar.calendarMappingText), file: "mapping", schema: schema),
+            fixedFields: [("familyID", "family-1")])
+        var request = ImportRequest(
+            inputs: events.enumerated().map { number, event in
+                ImportInput(.bytes(Array(event.utf8), name: "event-\(number).ics"), format: .iCalendar)
+            }, defaultZone: ZoneID(scope: .private, zoneName: "pulled"), settings: settings)
+        request.oneReaderAtATime = oneAtATime
+        return request
+    }
+
+    func event(_ number: Int, start: String = "20261207T180000Z") -> String {
+        [
+            "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", "BEGIN:VEVENT", "UID:pulled-\(number)",
+            "DTSTAMP:20261201T000000Z", "DTSTART:\(start)", "DTEND:20261207T190000Z", "SUMMARY:Practice \(number)",
+            "END:VEVENT", "END:VCALENDAR", "",
+        ].joined(separator: "\r\n")
+    }
+
+    @Test(
+        "the same records as every reader made at once; an invalid event names its own input and line, and nothing is written"
+    )
+    func chained() throws {
+        let events = (0..<40).map { event($0) }
+        let together = try Scratch().sampleStore(.familyCalendar)
+        let chained = try Scratch().sampleStore(.familyCalendar)
+        let all = try Imports.run(try request(events, oneAtATime: false, schema: together.schema), into: together)
+        let one = try Imports.run(try request(events, oneAtATime: true, schema: chained.schema), into: chained)
+        #expect(one.counts["Event"]?.inserted == 40 && all.counts["Event"]?.inserted == 40)
+        let query = RecordQuery(recordTypes: ["Event"], scope: .private, zoneName: "pulled")
+        let read = { (store: RecordStore) in
+            try store.read { session in
+                var found: [String] = []
+                try session.forEach(query) { found.append("\($0.recordName) \($0.fields)") }
+                return found
+            }
+        }
+        #expect(try read(chained) == read(together))
+        #expect(try read(chained).count == 40)
+
+        // The 31st event's start is not a time: the error names event-30.ics, line 7.
+        var bad = events
+        bad[30] = event(30, start: "tomorrow")
+        let before = try chained.read { try $0.count(RecordQuery(recordTypes: ["Event"])) }
+        #expect {
+            _ = try Imports.run(try request(bad, oneAtATime: true, schema: chained.schema), into: chained)
+        } throws: { error in
+            "\(error)".contains(#"event-30.ics:7: record 'pulled-30' (Event): DTSTART is not a date or date-time"#)
+        }
+        #expect(try chained.read { try $0.count(RecordQuery(recordTypes: ["Event"])) } == before)
     }
 }

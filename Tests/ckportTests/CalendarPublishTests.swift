@@ -261,7 +261,21 @@ struct CalendarPublishTests {
         #expect(refused.status == 4, "\(refused)")
         #expect(refused.stderr.contains("refused") && refused.stderr.contains("401"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("not-the-password"))
+        #expect(!refused.stderr.contains("warning"), "loopback is not the network: \(refused.stderr)")
         #expect(folder.data("cal.sqlite") == before)
+        // A password for plain http to another machine is warned of (the run then stops at the
+        // missing mapping, before any request).
+        let plain = try ckport(
+            [
+                "calendar", "pull", "--caldav", "http://calendar.invalid/family/", "--store", "cal.sqlite", "--user",
+                "family", "--password-file", "wrong", "--mapping", "missing.yaml",
+            ], in: folder.url)
+        #expect(plain.status != 0)
+        #expect(
+            plain.stderr.contains(
+                "warning: --caldav is http://, so the password goes to calendar.invalid unencrypted"),
+            "\(plain.stderr)")
+        #expect(!plain.stderr.contains("not-the-password"))
         // A password on the command line is not taken at all.
         let inline = try ckport(
             ["calendar", "publish", "--caldav", "http://family:secret@127.0.0.1:1/cal/", "--store", "cal.sqlite"],

@@ -150,20 +150,32 @@ public final class CalDAVClient: Sendable {
             }
             // 501 (not implemented) and 505 (version) do not pass; the others may.
             if (answer.status >= 500 && answer.status != 501 && answer.status != 505) || answer.status == 429 {
-                let retryAfter = answer.header("Retry-After").flatMap(Double.init)
+                let retryAfter = answer.header("Retry-After").flatMap { Self.retryAfter($0) }
                 guard
                     let delay = retry.delay(
                         after: attempt, failure: .server(retryAfter: retryAfter, busy: true))
                 else {
+                    let asked =
+                        retryAfter.map { $0 > retry.longestWait ? " (it asked for a wait of \(Int($0)) s)" : "" } ?? ""
                     throw CalDAVError(
                         kind: .unavailable, request: shown, status: answer.status,
-                        detail: "gave up after \(attempt) attempts: \(Self.excerpt(answer.body))")
+                        detail:
+                            "gave up after \(attempt) attempt\(attempt == 1 ? "" : "s")\(asked): \(Self.excerpt(answer.body))"
+                    )
                 }
                 try await Task.sleep(for: .seconds(delay))
                 continue
             }
             return answer
         }
+    }
+
+    /// The seconds a `Retry-After` asks for: a number of seconds or an HTTP date (RFC 9110
+    /// §10.2.3), a date past as none.
+    static func retryAfter(_ value: String, now: Date = Date()) -> Double? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(text), seconds >= 0, seconds.isFinite { return seconds }
+        return HTTPDate.parse(text).map { max(0, $0.timeIntervalSince(now)) }
     }
 
     /// PROPFIND `props` (each `namespace local-name`) of `url` at `depth`: the resources
@@ -331,7 +343,8 @@ public final class CalDAVClient: Sendable {
                         property = nil
                     }
                 case .text(let text):
-                    let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                    // Calendar data is kept as it is; only the short texts are trimmed.
+                    var trimmed: String { text.trimmingCharacters(in: .whitespacesAndNewlines) }
                     guard let top = stack.last else { break }
                     let depth = stack.count - 1
                     if depth == 1, top.name == "sync-token", top.namespace == dav {

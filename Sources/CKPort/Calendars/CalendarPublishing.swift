@@ -143,27 +143,37 @@ public enum CalendarPublishing {
         close(descriptor)
         defer { unlink(path) }
         var token = current
-        var resources: [CalendarResource] = []
+        var exported = false
         do {
-            let exported = try Feeds.write(definition, from: store, to: path)
-            token = exported.token.description
-            resources = try CalendarResource.split(path)
+            token = try Feeds.write(definition, from: store, to: path).token.description
+            exported = true
         } catch let error as StoreError {
             // An empty selection publishes an empty calendar: every published event goes.
             guard case .badQuery(let message) = error, message.description.hasPrefix("nothing to export") else {
                 throw error
             }
         }
-        let total = resources.count + published.keys.filter { uid in !resources.contains { $0.uid == uid } }.count
+        // The file is read twice, a component at a time: for the UIDs it holds (what is not
+        // among them goes), then for the requests.
+        var wanted = Set<String>()
+        var count = 0
+        if exported {
+            let reader = try CalendarResource.Reader(path: path)
+            while let resource = try reader.next() {
+                wanted.insert(resource.uid)
+                count += 1
+            }
+        }
+        let goneUIDs = published.keys.filter { !wanted.contains($0) }.sorted()
+        let total = count + goneUIDs.count
         var done = 0
         let saver = StateSaver(store: store, name: name)
         // Each event's outcome, a few requests in flight at once.
-        let wanted = Set(resources.map(\.uid))
+        let pending = exported ? try CalendarResource.Reader(path: path) : nil
         try await withThrowingTaskGroup(of: Outcome.self) { group in
-            var pending = resources.makeIterator()
-            var gone = published.filter { !wanted.contains($0.key) }.sorted { $0.key < $1.key }.makeIterator()
-            func next() -> Bool {
-                if let resource = pending.next() {
+            var gone = goneUIDs.makeIterator()
+            func next() throws -> Bool {
+                if let resource = try pending?.next() {
                     let before = published[resource.uid]
                     if let before, before.hash == resource.hash {
                         group.addTask { .unchanged }
@@ -189,7 +199,7 @@ public enum CalendarPublishing {
                     }
                     return true
                 }
-                if let (uid, state) = gone.next() {
+                if let uid = gone.next(), let state = published[uid] {
                     group.addTask {
                         try await delete(
                             uid: uid, state: state, collection: collection, client: client, prefer: request.prefer)
@@ -198,8 +208,8 @@ public enum CalendarPublishing {
                 }
                 return false
             }
-            for _ in 0..<max(1, request.concurrency) where next() {}
             do {
+                for _ in 0..<max(1, request.concurrency) where try next() {}
                 while let outcome = try await group.next() {
                     switch outcome {
                     case .unchanged: result.unchanged += 1
@@ -217,7 +227,7 @@ public enum CalendarPublishing {
                     }
                     done += 1
                     progress?(done, total)
-                    _ = next()
+                    _ = try next()
                 }
             } catch {
                 // What was done is noted before the error goes on: the next publish starts there.
@@ -553,55 +563,61 @@ struct CalendarResource: Sendable {
         return nil
     }
 
-    /// Splits an exported calendar file into resources, a component at a time (folded lines
-    /// stay as they are; component boundaries are never folded).
-    static func split(_ path: String) throws -> [CalendarResource] {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        var header: [String] = []
-        var zones: [String: [String]] = [:]
-        var zoneOrder: [String] = []
-        var resources: [CalendarResource] = []
-        var block: [String] = []
-        var blockName: String?
-        var seenComponent = false
-        for line in text.components(separatedBy: "\r\n") where !line.isEmpty {
-            if let name = blockName {
-                block.append(line)
-                if line == "END:\(name)" {
+    /// Reads an exported calendar file a component at a time, each as a resource: the file is
+    /// never held whole, only the calendar's own properties and its VTIMEZONEs (export writes
+    /// them before the components). Folded lines stay as they are; component boundaries are
+    /// never folded.
+    final class Reader {
+        private let input: ByteInput
+        private var header: [String] = []
+        private var zones: [String: [String]] = [:]
+        private var zoneOrder: [String] = []
+        private var seenComponent = false
+
+        init(path: String) throws { input = try ByteInput(path: path) }
+
+        /// The next component's resource; nil at the end of the file.
+        func next() throws -> CalendarResource? {
+            var block: [String] = []
+            var blockName: String?
+            while let bytes = try input.nextLine() {
+                let line = String(decoding: bytes, as: UTF8.self)
+                if line.isEmpty { continue }
+                if let name = blockName {
+                    block.append(line)
+                    guard line == "END:\(name)" else { continue }
+                    blockName = nil
                     if name == "VTIMEZONE" {
                         let tzid = block.first { $0.hasPrefix("TZID:") }.map { String($0.dropFirst(5)) } ?? ""
                         zones[tzid] = block
                         zoneOrder.append(tzid)
-                    } else {
-                        let uid = unfolded(block).first { $0.hasPrefix("UID:") }.map { String($0.dropFirst(4)) } ?? ""
-                        let named = Set(
-                            unfolded(block).compactMap { line -> String? in
-                                guard let range = line.range(of: ";TZID=") else { return nil }
-                                return String(line[range.upperBound...].prefix { $0 != ":" && $0 != ";" })
-                            })
-                        let sequence =
-                            block.first { $0.hasPrefix("SEQUENCE:") }.flatMap { Int64($0.dropFirst(9)) } ?? 0
-                        resources.append(
-                            CalendarResource(
-                                uid: uid, header: header,
-                                zones: zoneOrder.filter(named.contains).flatMap { zones[$0] ?? [] }, component: block,
-                                sequence: sequence, hash: hash(of: block)))
+                        block = []
+                        continue
                     }
-                    block = []
-                    blockName = nil
+                    let lines = unfolded(block)
+                    let uid = lines.first { $0.hasPrefix("UID:") }.map { String($0.dropFirst(4)) } ?? ""
+                    let named = Set(
+                        lines.compactMap { line -> String? in
+                            guard let range = line.range(of: ";TZID=") else { return nil }
+                            return String(line[range.upperBound...].prefix { $0 != ":" && $0 != ";" })
+                        })
+                    let sequence = block.first { $0.hasPrefix("SEQUENCE:") }.flatMap { Int64($0.dropFirst(9)) } ?? 0
+                    return CalendarResource(
+                        uid: uid, header: header,
+                        zones: zoneOrder.filter(named.contains).flatMap { zones[$0] ?? [] }, component: block,
+                        sequence: sequence, hash: hash(of: block))
                 }
-                continue
+                if line == "BEGIN:VCALENDAR" || line == "END:VCALENDAR" { continue }
+                if line.hasPrefix("BEGIN:") {
+                    blockName = String(line.dropFirst(6))
+                    if blockName != "VTIMEZONE" { seenComponent = true }
+                    block = [line]
+                    continue
+                }
+                if !seenComponent && zoneOrder.isEmpty { header.append(line) }
             }
-            if line == "BEGIN:VCALENDAR" || line == "END:VCALENDAR" { continue }
-            if line.hasPrefix("BEGIN:") {
-                blockName = String(line.dropFirst(6))
-                if blockName != "VTIMEZONE" { seenComponent = true }
-                block = [line]
-                continue
-            }
-            if !seenComponent && zoneOrder.isEmpty { header.append(line) }
+            return nil
         }
-        return resources
     }
 
     /// Lines with their folds joined.

@@ -148,12 +148,34 @@ public enum CalendarPulling {
                 && url.path + "/" != collectionPath
         }
         switch answer {
-        case .changes(let resources, let token):
+        case .changes(var resources, var token):
+            // A server may hand its changes out in parts (RFC 6578 §3.6: the collection itself
+            // answers 507): the rest is asked for with the token each part ends with.
+            var parts = 1
+            while resources.contains(where: { !isMember($0.href) && $0.status == 507 }) {
+                guard parts < Self.maximumParts else {
+                    throw CalDAVError(
+                        kind: .badAnswer, request: "REPORT \(name)", status: 207,
+                        detail: "the server handed out its changes in more than \(Self.maximumParts) parts")
+                }
+                guard case .changes(let more, let next) = try await client.syncCollection(collection, token: token)
+                else {
+                    throw CalDAVError(
+                        kind: .badAnswer, request: "REPORT \(name)", status: nil,
+                        detail: "the server refused the sync token it had just handed out")
+                }
+                resources = resources.filter { isMember($0.href) } + more
+                token = next
+                parts += 1
+            }
             newToken = token
             full = sentToken == nil
             result.bySyncToken = !full
-            for resource in resources where isMember(resource.href) {
+            // A member in two parts: the later says how it is.
+            var seen = Set<String>()
+            for resource in resources.reversed() where isMember(resource.href) {
                 let href = Self.path(resource.href, collection)
+                guard seen.insert(href).inserted else { continue }
                 if resource.status == 404 || resource.status == 410 {
                     removed.append(href)
                 } else {
@@ -191,11 +213,14 @@ public enum CalendarPulling {
         if !removed.isEmpty && removed.count * 2 > members.count && members.count >= 2 && !request.allowDeletingMost {
             throw PullError.wouldDeleteMost(collection: name, deleting: removed.count, of: members.count)
         }
-        // The members' calendar data, a hundred at a time.
-        var fetched: [(href: String, etag: String?, uid: String, text: String)] = []
+        // The members' calendar data, `multigetBatch` at a time, kept in a private file until the
+        // import reads it (a large calendar is never held whole).
+        let mapping = try CalendarMapping.parse(request.mapping, file: request.mappingSource, schema: store.schema)
+        let spool = try Spool()
+        var fetched: [(href: String, etag: String?, uid: String, type: String, text: Spool.Range)] = []
         var start = 0
         while start < wanted.count {
-            let batch = Array(wanted[start..<min(start + 100, wanted.count)])
+            let batch = Array(wanted[start..<min(start + Self.multigetBatch, wanted.count)])
             start += batch.count
             for resource in try await client.multiget(collection, hrefs: batch) {
                 guard let data = resource.properties["calendar-data"]?.text, !data.isEmpty else { continue }
@@ -211,7 +236,8 @@ public enum CalendarPulling {
                         ))
                     continue
                 }
-                fetched.append((Self.path(resource.href, collection), resource.etag, uid, text))
+                let type = Self.recordType(of: text, mapping: mapping) ?? mapping.components.first?.recordType ?? ""
+                fetched.append((Self.path(resource.href, collection), resource.etag, uid, type, try spool.append(text)))
             }
         }
         // A member the server listed but did not hand out is asked for again next time: the
@@ -226,21 +252,18 @@ public enum CalendarPulling {
                 ))
         }
         // The guard: a UID that names a record the collection did not bring stays as it is.
-        let mapping = try CalendarMapping.parse(request.mapping, file: request.mappingSource, schema: store.schema)
         let brought = Set(members.values.map(\.uid)).union(publishedUIDs)
-        var accepted: [(href: String, etag: String?, uid: String, text: String, type: String)] = []
+        var accepted: [(href: String, etag: String?, uid: String, type: String, text: Spool.Range)] = []
         var refused: [String] = []
         try await store.readSession { session in
             for item in fetched {
-                let type =
-                    Self.recordType(of: item.text, mapping: mapping) ?? mapping.components.first?.recordType ?? ""
                 if let existing = try session.record(RecordID(recordName: item.uid, zone: request.zone)),
-                    !brought.contains(item.uid) || existing.recordType != type
+                    !brought.contains(item.uid) || existing.recordType != item.type
                 {
                     refused.append(item.uid)
                     continue
                 }
-                accepted.append((item.href, item.etag, item.uid, item.text, type))
+                accepted.append(item)
             }
         }
         result.refused = refused.sorted()
@@ -288,15 +311,15 @@ public enum CalendarPulling {
             var importRequest = ImportRequest(
                 // Each member an input named by its address, so that a message names the event.
                 inputs: accepted.map { item in
-                    ImportInput(
-                        .bytes(
-                            Array(item.text.utf8),
-                            name: CalDAVClient.resolve(item.href, against: collection).map(CalDAVClient.shown)
-                                ?? item.href),
-                        format: .iCalendar)
+                    let name = CalDAVClient.resolve(item.href, against: collection).map(CalDAVClient.shown) ?? item.href
+                    return ImportInput(
+                        .converted(name: name, isReopenable: true) {
+                            ByteInput(name: name, bytes: try spool.read(item.text))
+                        }, format: .iCalendar)
                 }, defaultZone: zone, timeZone: request.timeZone,
                 settings: settings)
             importRequest.finishing = { deleted = try finishing($0) }
+            importRequest.oneReaderAtATime = true
             let summary = try Imports.run(importRequest, into: store)
             result.deleted = deleted
             // The components' records (their participants are counted with them).
@@ -322,6 +345,65 @@ public enum CalendarPulling {
         return result
     }
 
+    /// Members asked for in one calendar-multiget: few enough that an answer stays a few
+    /// megabytes, enough that a server's cost for each request (Xandikos reads its whole index)
+    /// does not dominate.
+    static let multigetBatch = 500
+
+    /// The most parts a server may hand its changes out in, in one pull.
+    static let maximumParts = 1000
+
+    /// Fetched calendar data in a private file, each member's bytes read back when the import
+    /// opens it; the file goes with the last reference.
+    final class Spool {
+        struct Range { var offset: Int64, length: Int }
+        private let descriptor: Int32
+        private let path: String
+        private var size: Int64 = 0
+
+        init() throws {
+            (descriptor, path) = try PrivateFiles.create("pull", in: try PrivateFiles.folder())
+        }
+
+        deinit {
+            close(descriptor)
+            unlink(path)
+        }
+
+        func append(_ text: String) throws -> Range {
+            let bytes = Array(text.utf8)
+            var written = 0
+            while written < bytes.count {
+                let count = bytes.withUnsafeBytes {
+                    pwrite(descriptor, $0.baseAddress! + written, bytes.count - written, off_t(size) + off_t(written))
+                }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw failure(errno, doing: "write") }
+                written += count
+            }
+            defer { size += Int64(bytes.count) }
+            return Range(offset: size, length: bytes.count)
+        }
+
+        func read(_ range: Range) throws -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: range.length)
+            var got = 0
+            while got < range.length {
+                let count = bytes.withUnsafeMutableBytes {
+                    pread(descriptor, $0.baseAddress! + got, range.length - got, off_t(range.offset) + off_t(got))
+                }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw failure(errno, doing: "read") }
+                got += count
+            }
+            return bytes
+        }
+
+        private func failure(_ code: Int32, doing verb: String) -> OutputError {
+            OutputError(path: path, message: "could not \(verb) the fetched events: \(String(cString: strerror(code)))")
+        }
+    }
+
     /// A member's address as a path in ckport's one spelling (servers give paths or whole
     /// addresses, and encode differently).
     static func path(_ href: String, _ collection: URL) -> String {
@@ -333,27 +415,81 @@ public enum CalendarPulling {
     /// properties, an attendee's `X-CKPORT-RECORD`, in any case): the pull says where records
     /// go, and names them from the UID it checked.
     static func sanitized(_ data: String) -> String {
-        var lines: [String] = []
-        for line in data.replacingOccurrences(of: "\r\n", with: "\n").split(
-            separator: "\n", omittingEmptySubsequences: false)
-        {
-            if line.hasPrefix(" ") || line.hasPrefix("\t"), !lines.isEmpty {
-                lines[lines.count - 1] += line.dropFirst()
-            } else {
-                lines.append(String(line))
+        var out: [UInt8] = []
+        var first = true
+        for line in unfoldedLines(data) {
+            if first { first = false } else { out += [0x0D, 0x0A] }
+            guard mentionsCKPort(line) else {
+                out += line
+                continue
             }
+            // The rare line that names ckport: the slow way, in characters.
+            guard let kept = sanitizedLine(String(decoding: line, as: UTF8.self)) else {
+                // Dropped: so is the line end written for it.
+                if !out.isEmpty { out.removeLast(2) } else { first = true }
+                continue
+            }
+            out += Array(kept.utf8)
         }
-        return lines.compactMap { line -> String? in
-            let (head, value) = split(line)
-            let name = head.prefix { $0 != ";" }.uppercased()
-            if name.hasPrefix("X-CKPORT-") { return nil }
-            guard head.uppercased().contains(";X-CKPORT-") else { return line }
-            // Parameters other than ckport's own stay.
-            let kept = splitParameters(String(head.dropFirst(name.count))).filter {
-                !$0.uppercased().hasPrefix("X-CKPORT-")
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// A calendar text's content lines, LF or CRLF ended, with their folds joined.
+    static func unfoldedLines(_ text: String) -> [[UInt8]] {
+        var lines: [[UInt8]] = []
+        var line: [UInt8] = []
+        var previousEnded = false
+        var atLineStart = true
+        func end() {
+            if line.last == 0x0D { line.removeLast() }
+            lines.append(line)
+            line = []
+        }
+        for byte in text.utf8 {
+            if atLineStart, previousEnded, byte == 0x20 || byte == 0x09, !lines.isEmpty {
+                // A fold: the line goes on where the previous one stopped.
+                line = lines.removeLast()
+                atLineStart = false
+                continue
             }
-            return String(head.prefix(name.count)) + kept.map { ";" + $0 }.joined() + (value.map { ":" + $0 } ?? "")
-        }.joined(separator: "\r\n")
+            atLineStart = false
+            if byte == 0x0A {
+                end()
+                previousEnded = true
+                atLineStart = true
+                continue
+            }
+            line.append(byte)
+        }
+        end()
+        return lines
+    }
+
+    /// Whether a line holds `X-CKPORT-` in any case.
+    static func mentionsCKPort(_ line: [UInt8]) -> Bool {
+        let pattern = Array("x-ckport-".utf8)
+        guard line.count >= pattern.count else { return false }
+        for start in 0...(line.count - pattern.count) where line[start] | 0x20 == 0x78 {
+            var index = 1
+            while index < pattern.count, line[start + index] | (pattern[index] >= 0x61 ? 0x20 : 0) == pattern[index] {
+                index += 1
+            }
+            if index == pattern.count { return true }
+        }
+        return false
+    }
+
+    /// A line without ckport's own property (nil) or parameters.
+    static func sanitizedLine(_ line: String) -> String? {
+        let (head, value) = split(line)
+        let name = head.prefix { $0 != ";" }.uppercased()
+        if name.hasPrefix("X-CKPORT-") { return nil }
+        guard head.uppercased().contains(";X-CKPORT-") else { return line }
+        // Parameters other than ckport's own stay.
+        let kept = splitParameters(String(head.dropFirst(name.count))).filter {
+            !$0.uppercased().hasPrefix("X-CKPORT-")
+        }
+        return String(head.prefix(name.count)) + kept.map { ";" + $0 }.joined() + (value.map { ":" + $0 } ?? "")
     }
 
     /// A content line's name and parameters, and its value (after the first colon outside quotes).
@@ -392,11 +528,13 @@ public enum CalendarPulling {
         var depth = 0
         var topLevel = false
         var found: [String] = []
-        for line in text.split(separator: "\r\n") {
-            let upper = line.uppercased()
+        for bytes in unfoldedLines(text) {
+            // Only the start of a line is compared: its first few characters, in upper case.
+            var line: String { String(decoding: bytes, as: UTF8.self) }
+            let upper = String(decoding: bytes.prefix(16), as: UTF8.self).uppercased()
             if upper.hasPrefix("BEGIN:") {
                 depth += 1
-                if depth == 2 { topLevel = upper != "BEGIN:VTIMEZONE" }
+                if depth == 2 { topLevel = line.uppercased() != "BEGIN:VTIMEZONE" }
                 continue
             }
             if upper.hasPrefix("END:") {
@@ -404,7 +542,7 @@ public enum CalendarPulling {
                 continue
             }
             if depth == 2, topLevel, upper.hasPrefix("UID:") || upper.hasPrefix("UID;") {
-                let uid = split(String(line)).value ?? ""
+                let uid = split(line).value ?? ""
                 if !found.contains(uid) { found.append(uid) }
             }
         }
@@ -413,8 +551,8 @@ public enum CalendarPulling {
 
     /// The record type the mapping gives the resource's first component.
     static func recordType(of text: String, mapping: CalendarMapping) -> String? {
-        for line in text.split(separator: "\r\n") where line.hasPrefix("BEGIN:") {
-            let component = String(line.dropFirst(6))
+        for bytes in unfoldedLines(text) where bytes.starts(with: Array("BEGIN:".utf8)) {
+            let component = String(decoding: bytes.dropFirst(6), as: UTF8.self)
             if let match = mapping.components.first(where: { $0.component == component }) { return match.recordType }
         }
         return nil

@@ -57,6 +57,12 @@ public struct ImportRequest {
     /// rolls the whole import back): what must commit with the records, such as where a pull
     /// got to.
     public var finishing: ((any RecordSession) throws -> Void)?
+    /// Read the inputs one after another, each reader made when the one before is done: for
+    /// many small inputs (memory stays that of one reader). The readers after the first are
+    /// made inside the import's transaction, so their format must look up what it needs from
+    /// the store once per import (iCalendar does) and add no record types of its own (a
+    /// calendar archive does).
+    public var oneReaderAtATime = false
 
     public init(
         inputs: [ImportInput], schema: Schema? = nil, options: ImportOptions = ImportOptions(),
@@ -94,12 +100,15 @@ extension Imports {
             schema: schema, defaultRecordType: request.defaultRecordType, defaultZone: request.defaultZone,
             timeZone: request.timeZone, allowNewFields: request.options.allowNewFields, store: store,
             settings: request.settings)
-        let sources: [RecordSource] = try request.inputs.map { input in
+        let makers = try request.inputs.map { input -> () throws -> RecordSource in
             guard let make = input.format.makeReader else {
                 throw FormatNotReadable(format: input.format.title, file: input.input.name)
             }
-            return try make(input.input, context)
+            return { try make(input.input, context) }
         }
+        let sources: [RecordSource] =
+            request.oneReaderAtATime && makers.count > 1
+            ? [try ChainedSource(name: request.inputs[0].input.name, makers: makers)] : try makers.map { try $0() }
         // Records need a schema to be checked against, unless they bring their own types.
         var added: [RecordTypeDefinition] = []
         for case let source as SchemaExtendingSource in sources {

@@ -98,7 +98,10 @@ extension RecordFormat {
                 throw CalendarFixedFieldUnknown(field: field, text: text, recordTypes: types)
             }
             // Attendees become links to the people the store knows by e-mail address.
-            let people = try context.store?.readSession { try ICalendarRecordReader.people(mapping, in: $0) } ?? [:]
+            // Looked up once for all of an import's inputs.
+            let people = try context.memo.value("iCalendar.people") {
+                try context.store?.readSession { try ICalendarRecordReader.people(mapping, in: $0) } ?? [:]
+            }
             var options = ICalImportOptions(
                 timeZone: context.timeZone, expand: settings.expand, zone: context.defaultZone,
                 fixedFields: settings.fixedFields, people: people)
@@ -109,8 +112,10 @@ extension RecordFormat {
                 in: try source.open(), timeZone: context.timeZone, overrides: settings.expand != nil)
             options.overrides = found.overrides
             options.superseded = found.superseded
-            options.nameOnExport = try ICalendarRecordReader.nameOnExport(
-                mapping, fixedFields: settings.fixedFields, zone: context.defaultZone, store: context.store)
+            options.nameOnExport = try context.memo.value("iCalendar.nameOnExport") {
+                try ICalendarRecordReader.nameOnExport(
+                    mapping, fixedFields: settings.fixedFields, zone: context.defaultZone, store: context.store)
+            }
             let reader = ICalendarRecordReader(
                 input: try source.open(), mapping: mapping, schema: context.schema, options: options)
             reader.spool = source.spool

@@ -157,7 +157,7 @@ public final class ByteInput {
     /// The bytes stay valid until the next call. A line longer than ``maximumLineBytes`` is
     /// skipped as it is read, never held whole: the result is then empty and ``overlongLine``
     /// says how long the line was.
-    func nextLine() throws -> UnsafeRawBufferPointer? {
+    public func nextLine() throws -> UnsafeRawBufferPointer? {
         overlongLine = nil
         var searchFrom = position
         var skipped: Int64 = 0

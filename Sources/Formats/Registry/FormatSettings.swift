@@ -49,6 +49,9 @@ public struct RecordReadContext {
     /// attendees by e-mail address). Nil: nothing is looked up.
     public var store: (any RecordStoring)?
     public var settings: FormatSettings
+    /// What readers of one import look up in the store once and share (a calendar's people by
+    /// e-mail address), so that a reader made during the import's transaction reads nothing.
+    public let memo = ReadMemo()
 
     public init(
         schema: Schema, defaultRecordType: String? = nil, defaultZone: ZoneID = .defaultZone, timeZone: TimeZone? = nil,
@@ -61,6 +64,22 @@ public struct RecordReadContext {
         self.allowNewFields = allowNewFields
         self.store = store
         self.settings = settings
+    }
+}
+
+/// Values the readers of one import compute once and share, by key.
+public final class ReadMemo: @unchecked Sendable {
+    private var values: [String: Any] = [:]
+    private let lock = NSLock()
+
+    public init() {}
+
+    /// The value kept under `key`, made by `make` the first time it is asked for.
+    public func value<T>(_ key: String, _ make: () throws -> T) rethrows -> T {
+        if let kept = lock.withLock({ values[key] }) { return kept as! T }
+        let made = try make()
+        lock.withLock { values[key] = made }
+        return made
     }
 }
 

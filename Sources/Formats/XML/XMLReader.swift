@@ -308,9 +308,29 @@ public final class XMLReader {
     /// Refuses a document whose DOCTYPE declares entities, before libxml2 reads it: the prolog
     /// (what comes before the root element) is scanned for an internal subset with `<!ENTITY`.
     /// Cautious on purpose: the same text inside a comment of the subset refuses too.
+    /// Where `needle` first occurs in `haystack` at or after `start` (memchr and memcmp: a
+    /// prolog is searched whole, up to a megabyte).
+    static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int = 0) -> Int? {
+        guard start < haystack.count else { return nil }
+        guard let lead = needle.first, haystack.count - start >= needle.count else { return nil }
+        return haystack.withUnsafeBytes { hay in
+            needle.withUnsafeBytes { pin in
+                var offset = start
+                while offset <= hay.count - pin.count {
+                    guard let hit = memchr(hay.baseAddress! + offset, Int32(lead), hay.count - pin.count - offset + 1)
+                    else { return nil }
+                    let at = hay.baseAddress!.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(hit, pin.baseAddress!, pin.count) == 0 { return at }
+                    offset = at + 1
+                }
+                return nil
+            }
+        }
+    }
+
     static func checkProlog(_ head: [UInt8], name: String) throws {
-        guard let doctype = head.firstRange(of: Array("<!DOCTYPE".utf8)) else { return }
-        var index = doctype.upperBound
+        guard let doctype = find(Array("<!DOCTYPE".utf8), in: head) else { return }
+        var index = doctype + 9
         var quote: UInt8?
         while index < head.count {
             let byte = head[index]
@@ -321,8 +341,7 @@ public final class XMLReader {
             } else if byte == UInt8(ascii: ">") {
                 return
             } else if byte == UInt8(ascii: "[") {
-                let subset = head[index...]
-                if subset.firstRange(of: Array("<!ENTITY".utf8)) != nil {
+                if find(Array("<!ENTITY".utf8), in: head, from: index) != nil {
                     let line = head[..<index].reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
                     throw XMLInputError(
                         file: name, line: line, column: 0,

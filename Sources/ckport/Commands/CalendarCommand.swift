@@ -271,7 +271,7 @@ struct PublishCommand: AsyncParsableCommand {
         let store = try storeOptions.open(create: false)
         defer { try? store.closeConnections() }
         _ = try selection.filter.query()
-        let credentials = try signIn.credentials()
+        let credentials = try signIn.credentials(for: caldav)
         var definition: Feeds.Definition?
         let url = URL(string: caldav)!
         // A publication of this address (or, with --calendar, of any: the address is found
@@ -380,6 +380,24 @@ struct CalDAVSignInOptions: ParsableArguments {
             throw ValidationError(
                 "--caldav: put the user in --user and the password in a file (--password-file), not in the address")
         }
+    }
+
+    /// The user and password for `caldav`, with a warning when they would cross the network
+    /// unencrypted (http:// to another machine).
+    func credentials(for caldav: String) throws -> CalDAVClient.Credentials? {
+        let credentials = try credentials()
+        if credentials != nil, let url = URL(string: caldav), url.scheme == "http", let host = url.host,
+            !Self.isLoopback(host)
+        {
+            Console.error(
+                "warning: --caldav is http://, so the password goes to \(host) unencrypted: use the server's https:// address"
+            )
+        }
+        return credentials
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
     }
 
     func credentials() throws -> CalDAVClient.Credentials? {
@@ -545,7 +563,7 @@ struct PullCalendarCommand: AsyncParsableCommand {
     func run() async throws {
         let store = try storeOptions.open(create: false)
         defer { try? store.closeConnections() }
-        let credentials = try signIn.credentials()
+        let credentials = try signIn.credentials(for: caldav)
         let (text, source) = try CalendarSelectionOptions.mappingText(mapping, store: store, quiet: storeOptions.quiet)
         let fixed = fixedFields.map { entry in
             let parts = entry.split(separator: "=", maxSplits: 1)
