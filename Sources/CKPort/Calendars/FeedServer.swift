@@ -99,7 +99,10 @@ public final class FeedResponder: Sendable {
             guard let feed = try Feeds.feed(named: name, in: session) else { return nil }
             return (feed, session.currentToken)
         }
-        guard let (feed, current) = found, Feeds.admits(token, feed.tokens) else { return Self.notFoundAnswer }
+        // The token is hashed and compared whether or not the feed exists: an unknown name takes
+        // the time a wrong token does.
+        let admitted = Feeds.admits(token, found?.0.tokens ?? [])
+        guard let (feed, current) = found, admitted else { return Self.notFoundAnswer }
         let etag = try Self.etag(store: store.storeID, token: current, definition: feed.definition)
         if let ifNoneMatch {
             // RFC 9110 §13.1.2: a list of entity tags, weak ones compared weakly, or "*".
