@@ -15,6 +15,7 @@ final class PostgresLoader: RecordLoader {
     /// than one of pairs: a batch's records then go on as one array, not copied out one by one).
     private var heldRecords: [Record] = []
     private var heldModes: [WriteMode] = []
+    var replacesOtherTypes = false
     /// How many records are held before they are saved together.
     static let batchSize = 4000
     /// How many records' rows under new names wait before they go to the server, as one COPY
@@ -138,7 +139,7 @@ final class PostgresLoader: RecordLoader {
             try queue(prepared, records: records.count, wait: false)
             return Array(repeating: .success(.inserted), count: records.count)
         }
-        var state = Decisions(current: try storedRecords(registry.live))
+        var state = Decisions(current: try storedRecords(registry.live), replacesOtherTypes: replacesOtherTypes)
         let results = state.decide(records, modes, keys: keys)
         try write(state, registry: registry)
         return results
@@ -209,6 +210,7 @@ final class PostgresLoader: RecordLoader {
         var current: [Key: Record]
         var lastChange: [Key: Int] = [:]
         var lastType: [Key: String] = [:]
+        var replacesOtherTypes = false
 
         mutating func decide(_ records: [Record], _ modes: [WriteMode], keys: [Key]) -> [Result<
             SaveOutcome, SaveRefusal
@@ -236,6 +238,14 @@ final class PostgresLoader: RecordLoader {
                 lastType[key] = record.recordType
                 lastChange[key] = index
                 return .success(.inserted)
+            }
+            if existing.recordType != record.recordType, replacesOtherTypes {
+                // The other type's row goes when the batch is written (its type differs from
+                // what the registry says), and this record goes in as new.
+                current[key] = record
+                lastType[key] = record.recordType
+                lastChange[key] = index
+                return .success(.updated)
             }
             guard existing.recordType == record.recordType else {
                 return .failure(

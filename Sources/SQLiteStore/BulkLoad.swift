@@ -14,6 +14,7 @@ final class BulkLoad: RecordLoader {
     private var decided: Set<String> = []
     /// Index statements to run at the end: table name → CREATE INDEX statements.
     private var deferred: [(table: String, statements: [String])] = []
+    var replacesOtherTypes = false
 
     init(session: StoreSession) throws {
         self.session = session
@@ -44,7 +45,7 @@ final class BulkLoad: RecordLoader {
 
     /// Saves each record at once: SQLite's inserts are prepared statements in this process.
     func save(_ record: consuming Record, mode: WriteMode) throws -> SaveOutcome? {
-        try session.save(record, mode: mode)
+        try session.save(record, mode: mode, replacingOtherType: replacesOtherTypes)
     }
 
     var wantsFlush: Bool { false }

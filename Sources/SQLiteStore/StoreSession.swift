@@ -232,6 +232,13 @@ public final class StoreSession {
     ///   is unharmed and may go on.
     @discardableResult
     public func save(_ incoming: Record, mode: WriteMode) throws -> SaveOutcome {
+        try save(incoming, mode: mode, replacingOtherType: false)
+    }
+
+    /// The same; with `replacingOtherType`, a record under a name another type holds takes its
+    /// place (``ImportOptions/replacesOtherTypes``): the other type's row goes, as a deletion
+    /// would take it, and the record goes in as new.
+    func save(_ incoming: Record, mode: WriteMode, replacingOtherType: Bool) throws -> SaveOutcome {
         precondition(writable, "save(_:mode:) needs a write transaction")
         let zone = try zoneRow(incoming.zone, create: true)!
         if incoming.isDeleted {
@@ -263,6 +270,12 @@ public final class StoreSession {
             try setRegistry(zone: zone, name: incoming.recordName, type: incoming.recordType, deleted: false)
             try insertRow(incoming, zone: zone, layout: layout)
             return .inserted
+        }
+        if entry.recordType != incoming.recordType, replacingOtherType {
+            try removeRow(zone: zone, name: incoming.recordName, type: entry.recordType)
+            try setRegistry(zone: zone, name: incoming.recordName, type: incoming.recordType, deleted: false)
+            try insertRow(incoming, zone: zone, layout: layout)
+            return .updated
         }
         guard entry.recordType == incoming.recordType else {
             throw SaveRefusal(

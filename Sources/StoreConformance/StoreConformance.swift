@@ -658,6 +658,34 @@ public struct StoreConformance<Store: RecordStoring> {
         } catch is Failure {}
         try require(heard == 3, "the finishing hook sees the load's records: \(heard)")
         try require(try names(store) == ["n-1", "n-3"], "a load its hook refused left records")
+        // A name held by another type: refused, unless the load replaces other types (a chain
+        // of bundles restored), where the record takes the other one's place, whether that one
+        // is in the store or earlier in the load.
+        try store.write(dryRun: false) { _ = try $0.save(Self.folder("f-9"), mode: .insert) }
+        let retyped = [Self.note("f-9", "Was a folder"), Self.note("n-8", "Soon a folder"), Self.folder("n-8")]
+        let refused = try store.importRecords(
+            [ArrayRecordSource(retyped)], schema: nil, options: ImportOptions(mode: .replace, skipInvalid: true),
+            hooks: ImportHooks())
+        try require(
+            refused.totals.rejected == 2 && refused.issues.allSatisfy { $0.message.description.contains("already used") },
+            "a name another type holds is refused: \(refused.totals)")
+        try store.write(dryRun: false) { _ = try $0.delete([RecordID(recordName: "n-8", zone: Self.zone)]) }
+        var replacing = ImportOptions(mode: .replace)
+        replacing.replacesOtherTypes = true
+        let replaced = try store.importRecords(
+            [ArrayRecordSource(retyped)], schema: nil, options: replacing, hooks: ImportHooks())
+        try require(replaced.totals.rejected == 0, "replacing other types: \(replaced.totals)")
+        let types = try store.read { session in
+            var found: [String: String] = [:]
+            try session.forEach(RecordQuery()) { found[$0.recordName] = $0.recordType }
+            return found
+        }
+        try require(
+            types["f-9"] == "Note" && types["n-8"] == "Folder" && types.count == 4,
+            "a record of another type takes the name's place, and only one record holds it: \(types)")
+        let folders = try store.read { try $0.count(RecordQuery(recordTypes: ["Folder"])) }
+        let notes = try store.read { try $0.count(RecordQuery(recordTypes: ["Note"])) }
+        try require(folders == 1 && notes == 3, "each type's rows: \(folders) folders, \(notes) notes")
     }
 
     /// Parent and share links and a share's details are kept as given, by saves and bulk

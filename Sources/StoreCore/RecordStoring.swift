@@ -258,6 +258,9 @@ public protocol RecordLoader: AnyObject {
     func flush() throws -> [Result<SaveOutcome, SaveRefusal>]
     /// The end of the load: indexes rebuilt, statistics refreshed, as the store needs.
     func finish(inserted: Int) throws
+    /// A record under a name the store holds as another type replaces it (the row of the other
+    /// type goes) instead of being refused: ``ImportOptions/replacesOtherTypes``.
+    var replacesOtherTypes: Bool { get set }
 }
 
 extension RecordStoring where Session: LoadingSession {

@@ -115,6 +115,18 @@ struct OperationsTests {
         }
         let deleted = try Deletes.records(named: tasks, in: store)
         #expect(Set(deleted.map(\.id.recordName)).isSuperset(of: tasks))
+        // A deleted task's name made again, as a household: the increment holds only the
+        // household, and the restore of the chain must still leave no task under that name.
+        var household = try store.read { session in
+            var found: [Record] = []
+            try session.forEach(RecordQuery(recordTypes: ["Household"], limit: 1)) { found.append($0) }
+            return found[0]
+        }
+        household.id = try #require(deleted.first { $0.id.recordName == tasks[0] }).id
+        _ = try RecordImporter(store: store, options: ImportOptions(mode: .insert)).run([
+            ArrayRecordSource([household])
+        ])
+        #expect(try store.read { try $0.record(household.id)?.recordType } == "Household")
         let incremental = try Backups.write(store, to: tuesday, options: BackupOptions(since: monday))
         #expect(incremental.isIncremental && incremental.manifest.baseToken != nil)
 
@@ -125,6 +137,7 @@ struct OperationsTests {
         let restored = try RecordStore(path: scratch.path("restored.sqlite"))
         let summary = try Backups.restore([monday, tuesday], into: restored)
         #expect(summary.totals.inserted == 2_000)
+        #expect(try restored.read { try $0.record(household.id)?.recordType } == "Household")
         #expect(
             try exportText(restored, scratch, "restored.jsonl") == (try exportText(store, scratch, "original.jsonl")))
 

@@ -350,10 +350,13 @@ extension Backups {
             }
         }
         // A bundle holds whole records: into a store that was empty, a later bundle's record
-        // replaces an earlier one's, so a field or link it no longer has goes too.
+        // replaces an earlier one's, so a field or link it no longer has goes too; and one of
+        // another type under the same name too (the earlier record was deleted between the two
+        // bundles and its name used again: a bundle holds each record's last state only).
+        var importOptions = ImportOptions(mode: options.mode ?? .replace)
+        importOptions.replacesOtherTypes = options.mode == nil
         do {
-            return try store.importRecords(
-                sources, schema: schema, options: ImportOptions(mode: options.mode ?? .replace), hooks: hooks)
+            return try store.importRecords(sources, schema: schema, options: importOptions, hooks: hooks)
         } catch {
             // Records refused by a bundle whose member turns out damaged: the damage is the news.
             if let damage = damage() { throw damage }

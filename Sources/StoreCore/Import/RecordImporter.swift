@@ -16,6 +16,12 @@ public struct ImportOptions: Sendable {
     /// `<dir>/<sha256>`, one with only a `localPath` from that path (relative paths inside
     /// `<dir>`), and the bytes are stored with the record. Nil leaves asset values as given.
     public var assetDirectory: String?
+    /// A record whose name the store holds as another type takes that record's place, instead
+    /// of being refused. Only for a chain of bundles restored into a store that was empty: a
+    /// later bundle's record under a name an earlier one gave another type says that, between
+    /// the two, the earlier record was deleted and its name used again (a bundle holds each
+    /// record's last state, not the deletion before it).
+    public var replacesOtherTypes = false
 
     public init(
         mode: WriteMode = .upsert, allowNewFields: Bool = false, skipInvalid: Bool = false, dryRun: Bool = false,
@@ -214,6 +220,7 @@ public final class RecordImporter {
                 var validator = RecordValidator(schema: session.schema)
                 var read = 0
                 let loader = try session.makeLoader()
+                loader.replacesOtherTypes = options.replacesOtherTypes
                 var held: [Held] = []
                 // The items whose records the loader holds (copies sharing their strings and
                 // arrays): handed back to a reading thread only once the loader has saved and
