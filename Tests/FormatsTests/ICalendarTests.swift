@@ -348,6 +348,29 @@ struct ICalendarExportTests {
         #expect(text.components(separatedBy: "BEGIN:VALARM\r\nACTION:DISPLAY\r\n").count - 1 == reminders.count)
     }
 
+    @Test(
+        "an empty selection fails, or, where empty calendars are allowed (a feed), is a calendar of one VTIMEZONE that RFC 5545 readers take"
+    )
+    func emptySelection() throws {
+        let scratch = Scratch()
+        let store = try scratch.sampleStore(.familyCalendar)
+        let nobody = RecordQuery(predicate: try RecordPredicate.parse("familyID == 'nobody'"))
+        #expect(throws: StoreError.self) { _ = try export(store, .familyCalendar, to: scratch.path("no.ics"), query: nobody) }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("no.ics")))
+        for zone in [nil, "Europe/Berlin"] {
+            let path = scratch.path("empty-\(zone?.replacingOccurrences(of: "/", with: "-") ?? "utc").ics")
+            let summary = try export(
+                store, .familyCalendar, to: path, query: nobody,
+                options: ICalExportOptions(
+                    timeZone: zone.flatMap(TimeZone.init(identifier:)), dtstamp: 1_767_225_600_000, allowsEmpty: true))
+            #expect(summary.written.isEmpty)
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n") && text.hasSuffix("END:VCALENDAR\r\n"))
+            #expect(text.contains("BEGIN:VTIMEZONE\r\nTZID:\(zone ?? "GMT")\r\n") && !text.contains("VEVENT"), "\(text)")
+            if let (status, report) = try Conformance.check(path) { #expect(status == 0, "\(report)") }
+        }
+    }
+
     @Test("--tz writes local times with TZID and a VTIMEZONE; reading them back gives the same instants")
     func timeZoneRoundTrip() throws {
         let scratch = Scratch()

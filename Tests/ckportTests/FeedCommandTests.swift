@@ -172,6 +172,23 @@ struct FeedCommandTests {
         #expect((new["event-1-00002"] ?? 0) > (old["event-1-00002"] ?? 0), "\(old) \(new)")
         #expect(old.filter { $0.key != "event-1-00002" } == new.filter { $0.key != "event-1-00002" })
 
+        // Every event gone from the selection: a calendar of no events (and one RFC 5545
+        // readers take), so that the phones drop the last ones too, not an error that leaves
+        // them showing what they fetched before.
+        let emptied = try ckport(
+            ["delete", "--type", "Event", "--where", selection, "--store", "cal.sqlite", "-q"], in: folder.url)
+        #expect(emptied.status == 0, "\(emptied.stderr)")
+        let empty = try get(annaURL, headers: ["If-None-Match": try #require(after.headers["etag"])])
+        #expect(empty.status == 200 && empty.headers["etag"] != after.headers["etag"], "\(empty.status)")
+        #expect(
+            empty.body.hasPrefix("BEGIN:VCALENDAR\r\n") && empty.body.hasSuffix("END:VCALENDAR\r\n")
+                && empty.body.contains("BEGIN:VTIMEZONE\r\nTZID:Europe/Berlin") && !empty.body.contains("VEVENT"),
+            "\(empty.body)")
+        try Data(empty.body.utf8).write(to: folder.url.appendingPathComponent("empty.ics"))
+        if let (status, output) = try Conformance.check(folder.url.appendingPathComponent("empty.ics").path) {
+            #expect(status == 0, "\(output)")
+        }
+
         // Revoked: refused from the next request, by the server already running; Ben's still opens.
         let revoke = try ckport(
             ["calendar", "feed", "revoke", "family", annaID, "--store", "cal.sqlite"], in: folder.url)

@@ -142,38 +142,27 @@ public enum CalendarPublishing {
         let (descriptor, path) = try PrivateFiles.create("publish", in: folder)
         close(descriptor)
         defer { unlink(path) }
-        var token = current
-        var exported = false
-        do {
-            token = try Feeds.write(definition, from: store, to: path).token.description
-            exported = true
-        } catch let error as StoreError {
-            // An empty selection publishes an empty calendar: every published event goes.
-            guard case .badQuery(let message) = error, message.description.hasPrefix("nothing to export") else {
-                throw error
-            }
-        }
+        // An empty selection is a calendar of no events: every published event goes.
+        let token = try Feeds.write(definition, from: store, to: path).token.description
         // The file is read twice, a component at a time: for the UIDs it holds (what is not
         // among them goes), then for the requests.
         var wanted = Set<String>()
         var count = 0
-        if exported {
-            let reader = try CalendarResource.Reader(path: path)
-            while let resource = try reader.next() {
-                wanted.insert(resource.uid)
-                count += 1
-            }
+        let reader = try CalendarResource.Reader(path: path)
+        while let resource = try reader.next() {
+            wanted.insert(resource.uid)
+            count += 1
         }
         let goneUIDs = published.keys.filter { !wanted.contains($0) }.sorted()
         let total = count + goneUIDs.count
         var done = 0
         let saver = StateSaver(store: store, name: name)
         // Each event's outcome, a few requests in flight at once.
-        let pending = exported ? try CalendarResource.Reader(path: path) : nil
+        let pending = try CalendarResource.Reader(path: path)
         try await withThrowingTaskGroup(of: Outcome.self) { group in
             var gone = goneUIDs.makeIterator()
             func next() throws -> Bool {
-                if let resource = try pending?.next() {
+                if let resource = try pending.next() {
                     let before = published[resource.uid]
                     if let before, before.hash == resource.hash {
                         group.addTask { .unchanged }

@@ -124,20 +124,13 @@ public final class FeedResponder: Sendable {
         let folder = try PrivateFiles.folder()
         let (descriptor, path) = try PrivateFiles.create("feed", in: folder)
         close(descriptor)
+        // A feed whose selection is empty today is a calendar of no events: its subscribers
+        // see the last one go.
         let result: ExportResult
         do {
             result = try Feeds.write(feed.definition, from: store, to: path)
         } catch {
             unlink(path)
-            if case StoreError.badQuery(let message)? = error as? StoreError,
-                message.description.hasPrefix("nothing to export")
-            {
-                // A feed whose selection is empty today is an empty calendar, which RFC 5545
-                // readers refuse: say so plainly, not as a failure of the server.
-                return CloudKitHTTPResponse(
-                    status: 404, headers: [("Content-Type", "text/plain; charset=utf-8")],
-                    body: Data("the feed holds no events today\n".utf8))
-            }
             throw error
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0

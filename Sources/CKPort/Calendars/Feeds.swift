@@ -268,7 +268,7 @@ public enum Feeds {
             mapping: mapping,
             options: ICalExportOptions(
                 timeZone: definition.timeZone.flatMap(TimeZone.init(identifier:)), dtstamp: definition.created,
-                includeCancelled: definition.includeCancelled, revisionsFromRecords: true))
+                includeCancelled: definition.includeCancelled, revisionsFromRecords: true, allowsEmpty: true))
         return ExportRequest(query: query, format: .iCalendar, settings: settings)
     }
 

@@ -18,17 +18,24 @@ public struct ICalExportOptions: Sendable {
     /// the same store gives the same bytes at any time, and a subscriber sees which events
     /// changed.
     public var revisionsFromRecords: Bool
+    /// A selection without records writes a calendar of no events, holding only a VTIMEZONE
+    /// (RFC 5545 wants one component at least; GMT's when no zone is named), instead of
+    /// failing. A feed is written so: when its last event goes, subscribers must see it go,
+    /// where an error would leave them showing the last calendar they fetched.
+    public var allowsEmpty: Bool
 
     public init(
         timeZone: TimeZone? = nil, dtstamp: Int64 = Int64(Date().timeIntervalSince1970 * 1000),
         includeCancelled: Bool = false,
-        productID: String = "-//ckport//ckport \(CKPortVersion.current)//EN", revisionsFromRecords: Bool = false
+        productID: String = "-//ckport//ckport \(CKPortVersion.current)//EN", revisionsFromRecords: Bool = false,
+        allowsEmpty: Bool = false
     ) {
         self.timeZone = timeZone
         self.dtstamp = dtstamp
         self.includeCancelled = includeCancelled
         self.productID = productID
         self.revisionsFromRecords = revisionsFromRecords
+        self.allowsEmpty = allowsEmpty
     }
 
     /// The SEQUENCE of `record` under ``revisionsFromRecords``: the whole seconds from its
@@ -152,7 +159,8 @@ public final class ICalendarExporter {
             }
             for (name, value) in VTimeZoneBuilder.lines(for: zone, from: from, to: to) { writer.line(name, value) }
         }
-        if options.timeZone == nil { try writeKeptZones(plan) }
+        var wroteZone = options.timeZone != nil
+        if options.timeZone == nil { wroteZone = try writeKeptZones(plan) }
         try output.write(writer.take())
         for (component, query) in plan {
             guard let type = session.schema.recordType(named: component.recordType) else { continue }
@@ -168,6 +176,18 @@ public final class ICalendarExporter {
                 summary.written[component.recordType, default: 0] += 1
                 if writer.bytes.count >= 1 << 18 { try output.write(writer.take()) }
             }
+        }
+        if summary.written.isEmpty, options.allowsEmpty {
+            if !wroteZone {
+                let utc = TimeZone(identifier: "UTC")!
+                for (name, value) in VTimeZoneBuilder.lines(for: utc, from: options.dtstamp, to: options.dtstamp) {
+                    writer.line(name, value)
+                }
+            }
+            writer.line("END", "VCALENDAR")
+            try output.write(writer.take())
+            try output.commit()
+            return summary
         }
         guard !summary.written.isEmpty else {
             // An empty VCALENDAR is not a calendar RFC 5545 readers accept.
@@ -187,7 +207,8 @@ public final class ICalendarExporter {
     }
 
     /// A VTIMEZONE for every zone the records' `timeZone` fields keep, covering their times.
-    private func writeKeptZones(_ plan: [(CalendarMapping.Component, RecordQuery)]) throws {
+    /// - Returns: whether it wrote any.
+    private func writeKeptZones(_ plan: [(CalendarMapping.Component, RecordQuery)]) throws -> Bool {
         var spans: [String: (low: Int64, high: Int64, repeats: Bool)] = [:]
         for (component, query) in plan {
             guard let field = component.timeZone else { continue }
@@ -211,6 +232,7 @@ public final class ICalendarExporter {
             if span.repeats { to += Int64(ICalendarExporter.recurrenceHorizonYears) * 366 * 86_400_000 }
             for (name, value) in VTimeZoneBuilder.lines(for: zone, from: span.low, to: to) { writer.line(name, value) }
         }
+        return !spans.isEmpty
     }
 
     /// X-WR-CALNAME: a fixed text, or read through the first record's reference when every
