@@ -667,7 +667,8 @@ public struct StoreConformance<Store: RecordStoring> {
             [ArrayRecordSource(retyped)], schema: nil, options: ImportOptions(mode: .replace, skipInvalid: true),
             hooks: ImportHooks())
         try require(
-            refused.totals.rejected == 2 && refused.issues.allSatisfy { $0.message.description.contains("already used") },
+            refused.totals.rejected == 2
+                && refused.issues.allSatisfy { $0.message.description.contains("already used") },
             "a name another type holds is refused: \(refused.totals)")
         try store.write(dryRun: false) { _ = try $0.delete([RecordID(recordName: "n-8", zone: Self.zone)]) }
         var replacing = ImportOptions(mode: .replace)

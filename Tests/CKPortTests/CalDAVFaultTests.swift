@@ -41,7 +41,7 @@ struct CalDAVFaultTests {
     }
 
     @Test(
-        "503s are retried with backoff and the publish completes; a 507 that stays is a clear error naming the request, with what was published noted"
+        "503s and 423s (Xandikos's answer while its own git index is locked) are retried with backoff and the publish completes; a 507 that stays is a clear error naming the request, with what was published noted"
     )
     func retries() async throws {
         let scratch = Scratch()
@@ -52,16 +52,17 @@ struct CalDAVFaultTests {
             guard request.method == "PUT" else { return nil }
             return busy.withLock { count in
                 count += 1
-                // Every third PUT is answered 503 once.
+                // Every third PUT is answered 503 once, the fifth 423.
                 return count % 3 == 0
-                    ? CloudKitHTTPResponse(status: 503, headers: [("Retry-After", "0")], body: Data()) : nil
+                    ? CloudKitHTTPResponse(status: 503, headers: [("Retry-After", "0")], body: Data())
+                    : count == 5 ? CloudKitHTTPResponse(status: 423, body: Data()) : nil
             }
         }
         let client = CalDAVClient(transport: flaky, credentials: nil, retry: Self.quick)
         let result = try await CalendarPublishing.publish(
             from: store, request: .init(url: calendar, definition: try definition()), client: client)
         #expect(result.created == 9 && result.conflicts.isEmpty)
-        #expect(client.methodsSent.filter { $0 == "PUT" }.count > 9, "the 503s were sent again")
+        #expect(client.methodsSent.filter { $0 == "PUT" }.count >= 9 + 5, "the 503s and the 423 were sent again")
 
         // A full server: 507 to every PUT, after the retries a clear error.
         _ = try store.write(dryRun: false) { session in

@@ -355,7 +355,9 @@ struct ICalendarExportTests {
         let scratch = Scratch()
         let store = try scratch.sampleStore(.familyCalendar)
         let nobody = RecordQuery(predicate: try RecordPredicate.parse("familyID == 'nobody'"))
-        #expect(throws: StoreError.self) { _ = try export(store, .familyCalendar, to: scratch.path("no.ics"), query: nobody) }
+        #expect(throws: StoreError.self) {
+            _ = try export(store, .familyCalendar, to: scratch.path("no.ics"), query: nobody)
+        }
         #expect(!FileManager.default.fileExists(atPath: scratch.path("no.ics")))
         for zone in [nil, "Europe/Berlin"] {
             let path = scratch.path("empty-\(zone?.replacingOccurrences(of: "/", with: "-") ?? "utc").ics")
@@ -366,7 +368,8 @@ struct ICalendarExportTests {
             #expect(summary.written.isEmpty)
             let text = try String(contentsOfFile: path, encoding: .utf8)
             #expect(text.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n") && text.hasSuffix("END:VCALENDAR\r\n"))
-            #expect(text.contains("BEGIN:VTIMEZONE\r\nTZID:\(zone ?? "GMT")\r\n") && !text.contains("VEVENT"), "\(text)")
+            #expect(
+                text.contains("BEGIN:VTIMEZONE\r\nTZID:\(zone ?? "GMT")\r\n") && !text.contains("VEVENT"), "\(text)")
             if let (status, report) = try Conformance.check(path) { #expect(status == 0, "\(report)") }
         }
     }

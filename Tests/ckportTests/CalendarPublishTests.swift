@@ -96,11 +96,13 @@ struct CalendarPublishTests {
                 #expect(status == 0, "\(file): \(output)")
             }
         }
-        // Nothing changed: nothing asked of the server.
+        // Nothing changed: nothing sent.
         let again = try publish(calendar, server: server, in: folder)
         #expect(
             again.status == 0
-                && again.stdout.contains("nothing changed in the store since the last publish (9 events)"), "\(again)")
+                && again.stdout.contains(
+                    "nothing changed in the store or the calendar since the last publish (9 events)"),
+            "\(again)")
 
         // One event changed in the store: one PUT (its ETag alone moves on the server).
         try changeEvent("event-1-00002", title: "School play (moved)", in: folder)
@@ -154,6 +156,32 @@ struct CalendarPublishTests {
             publications.count == 1 && publications[0]["collection"] as? String == calendar.absoluteString
                 && publications[0]["events"] as? Int == 8 && publications[0]["conflicts"] as? Int == 0,
             "\(publications)")
+        // Edited on the server alone, and deleted there alone: found through the calendar's
+        // sync token, reported and kept on every publish, until the store is preferred.
+        let swimming = try #require(published["event-1-00005"]?["summary"] as? String)
+        _ = try client(
+            ["edit", calendar.absoluteString, "event-1-00005", "Swimming (pool closed)"], server: server, in: folder)
+        _ = try client(["delete", calendar.absoluteString, "event-1-00006"], server: server, in: folder)
+        for _ in 0..<2 {
+            let serverOnly = try publish(calendar, server: server, in: folder)
+            #expect(serverOnly.status == 3, "\(serverOnly)")
+            #expect(
+                serverOnly.stderr.contains("kept the server's: event-1-00005")
+                    && serverOnly.stderr.contains("changed on the server since the last publish")
+                    && serverOnly.stderr.contains("event-1-00006")
+                    && serverOnly.stderr.contains("deleted on the server since the last publish"),
+                "\(serverOnly.stderr)")
+            let onServer = try client(["list", calendar.absoluteString], server: server, in: folder)
+            #expect(onServer["event-1-00005"]?["summary"] as? String == "Swimming (pool closed)")
+            #expect(onServer["event-1-00006"] == nil && onServer.count == 7)
+        }
+        let storeWins = try publish(calendar, ["--prefer", "store"], server: server, in: folder)
+        #expect(storeWins.status == 0 && storeWins.stdout.contains("2 changed"), "\(storeWins)")
+        let restoredOnServer = try client(["list", calendar.absoluteString], server: server, in: folder)
+        #expect(restoredOnServer["event-1-00005"]?["summary"] as? String == swimming && restoredOnServer.count == 8)
+        let settled = try publish(calendar, server: server, in: folder)
+        #expect(settled.status == 0 && settled.stdout.contains("nothing changed"), "\(settled)")
+
         // What was published where moves with a backup: the store restored from a repository
         // publishes on from where the original left off, sending nothing.
         #expect(try ckport(["repo", "init", "backups", "-q"], in: folder.url).status == 0)

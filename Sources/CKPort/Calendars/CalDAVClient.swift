@@ -110,7 +110,8 @@ public final class CalDAVClient: Sendable {
     }
 
     /// Sends a request: with the credentials, retried with backoff while the server answers
-    /// 5xx or 507 or cannot be reached; 401 and 403 are ``CalDAVError/Kind/refused``.
+    /// 5xx, 429 or 423 (Locked: Xandikos says so while another request holds its git index) or
+    /// cannot be reached; 401 and 403 are ``CalDAVError/Kind/refused``.
     public func send(
         _ method: String, _ url: URL, headers: [(String, String)] = [], body: Data = Data(),
         forbiddenIsAnswer: Bool = false
@@ -149,7 +150,9 @@ public final class CalDAVClient: Sendable {
                     detail: answer.status == 401 ? "not signed in" : "not allowed")
             }
             // 501 (not implemented) and 505 (version) do not pass; the others may.
-            if (answer.status >= 500 && answer.status != 501 && answer.status != 505) || answer.status == 429 {
+            if (answer.status >= 500 && answer.status != 501 && answer.status != 505) || answer.status == 429
+                || answer.status == 423
+            {
                 let retryAfter = answer.header("Retry-After").flatMap { Self.retryAfter($0) }
                 guard
                     let delay = retry.delay(
@@ -253,6 +256,48 @@ public final class CalDAVClient: Sendable {
                 detail: "the sync-collection answer has no sync-token")
         }
         return .changes(resources, token: newToken)
+    }
+
+    /// How many parts a server may hand its changes out in (``syncChanges(_:token:)``).
+    static let maximumParts = 1000
+
+    /// sync-collection, whole: a server that hands its changes out in parts (RFC 6578 §3.6:
+    /// the collection itself answers 507) is asked for the rest with each part's token, up to
+    /// ``maximumParts``. Only members of `url` are in the answer, each once, as the last part
+    /// that names it says.
+    public func syncChanges(_ url: URL, token: String?) async throws -> SyncAnswer {
+        let answer = try await syncCollection(url, token: token)
+        guard case .changes(var resources, var next) = answer else { return answer }
+        var parts = 1
+        while resources.contains(where: { !Self.isMember($0.href, of: url) && $0.status == 507 }) {
+            guard parts < Self.maximumParts else {
+                throw CalDAVError(
+                    kind: .badAnswer, request: "REPORT \(Self.shown(url))", status: 207,
+                    detail: "the server handed out its changes in more than \(Self.maximumParts) parts")
+            }
+            guard case .changes(let more, let after) = try await syncCollection(url, token: next) else {
+                throw CalDAVError(
+                    kind: .badAnswer, request: "REPORT \(Self.shown(url))", status: nil,
+                    detail: "the server refused the sync token it had just handed out")
+            }
+            resources = resources.filter { Self.isMember($0.href, of: url) } + more
+            next = after
+            parts += 1
+        }
+        var seen = Set<String>()
+        var members: [Resource] = []
+        for resource in resources.reversed() where Self.isMember(resource.href, of: url) {
+            guard seen.insert(Self.canonicalPath(resource.href, base: url)).inserted else { continue }
+            members.append(resource)
+        }
+        return .changes(members.reversed(), token: next)
+    }
+
+    /// Whether `href` names something inside the collection `collection`, not the collection.
+    public static func isMember(_ href: String, of collection: URL) -> Bool {
+        guard let url = resolve(href, against: collection) else { return false }
+        let collectionPath = collection.path
+        return url.path != collectionPath && url.path != collectionPath + "/" && url.path + "/" != collectionPath
     }
 
     public enum SyncAnswer: Sendable {

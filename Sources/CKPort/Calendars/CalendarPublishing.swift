@@ -10,7 +10,9 @@ import StoreCore
 /// server gave it, a deleted or cancelled one deleted. An event changed or deleted on the
 /// server since the last publish is never overwritten silently: the server answers 412 to the
 /// conditional request, and the event is reported and left as the server has it, unless the
-/// store is preferred.
+/// store is preferred. An event changed on the server alone is found through the collection's
+/// sync token (RFC 6578) and reported the same way, on every publish until the store is
+/// preferred or a pull takes the server's version in.
 ///
 /// What was published where (the collection, the selection, the store's change token, each
 /// event's address, ETag, content hash and SEQUENCE) is connector state of kind
@@ -56,6 +58,9 @@ public enum CalendarPublishing {
         public var definition: Feeds.Definition
         /// The store's change token the last publish read.
         public var token: String?
+        /// The collection's sync token when the last publish began: what changed on the server
+        /// since is asked for from it. Nil where the server has no sync-collection.
+        public var syncToken: String?
         public var published: Int64
         public var events: Int
         public var conflicts: Int
@@ -68,6 +73,9 @@ public enum CalendarPublishing {
         /// SHA-256 of the event as published, its DTSTAMP and SEQUENCE aside.
         public var hash: String
         public var sequence: Int64
+        /// Found changed (or deleted) on the server since it was published: reported, and
+        /// never written over, until the store is preferred or a pull takes it in.
+        public var editedOnServer: Bool?
     }
 
     /// An event left as the server has it.
@@ -92,7 +100,7 @@ public enum CalendarPublishing {
         public var deleted = 0
         public var unchanged = 0
         public var conflicts: [Conflict] = []
-        /// The store had not changed since the last publish: nothing was asked of the server.
+        /// Neither the store nor the calendar had changed since the last publish: nothing was sent.
         public var upToDate = false
     }
 
@@ -115,9 +123,21 @@ public enum CalendarPublishing {
         if let known, let asked = request.definition, !asked.selectsSame(as: known.definition) {
             throw PublishError.definedOtherwise(collection: name)
         }
-        if let known, known.token == current, !made, known.conflicts == 0 {
+        // What changed on the server since the last publish began (all of it, the first time
+        // or when the server forgot the token): an event whose ETag is not the one published
+        // was changed there by someone else.
+        let onServer = try await serverChanges(collection, since: made ? nil : known?.syncToken, client: client)
+        let storeUnchanged = known.map { $0.token == current && !made && $0.conflicts == 0 } ?? false
+        if let known, storeUnchanged, onServer.changes.isEmpty, !onServer.listedAll {
             result.upToDate = true
             result.unchanged = known.events
+            if onServer.token != known.syncToken {
+                var moved = known
+                moved.syncToken = onServer.token
+                try await store.writeSession(dryRun: false) { session in
+                    try session.saveConnectorState(try Feeds.json(moved), kind: stateKind, name: name, key: "")
+                }
+            }
             return result
         }
         // What was published, by UID; and what a pull of the same calendar brought, by UID
@@ -136,6 +156,20 @@ public enum CalendarPublishing {
             {
                 pulled[member.uid] = (href, member.etag)
             }
+        }
+        let saver = StateSaver(store: store, name: name)
+        let edited = editedOnServer(published, onServer, collection: collection)
+        for (uid, state) in edited {
+            published[uid] = state
+            try saver.save(uid: uid, state: state)
+        }
+        if let known, storeUnchanged, edited.isEmpty {
+            result.upToDate = true
+            result.unchanged = known.events
+            var moved = known
+            moved.syncToken = onServer.token
+            try saver.finish(moved)
+            return result
         }
         // The calendar as export writes it, one resource per component.
         let folder = try PrivateFiles.folder()
@@ -156,7 +190,6 @@ public enum CalendarPublishing {
         let goneUIDs = published.keys.filter { !wanted.contains($0) }.sorted()
         let total = count + goneUIDs.count
         var done = 0
-        let saver = StateSaver(store: store, name: name)
         // Each event's outcome, a few requests in flight at once.
         let pending = try CalendarResource.Reader(path: path)
         try await withThrowingTaskGroup(of: Outcome.self) { group in
@@ -164,7 +197,7 @@ public enum CalendarPublishing {
             func next() throws -> Bool {
                 if let resource = try pending.next() {
                     let before = published[resource.uid]
-                    if let before, before.hash == resource.hash {
+                    if let before, before.hash == resource.hash, before.editedOnServer != true {
                         group.addTask { .unchanged }
                     } else if let before, before.hash == CalendarPulling.pulledMark {
                         // The server's version, as a pull took it into the store: published
@@ -235,7 +268,7 @@ public enum CalendarPublishing {
         }
         result.conflicts.sort { $0.uid < $1.uid }
         let publication = Publication(
-            collection: name, definition: definition, token: token,
+            collection: name, definition: definition, token: token, syncToken: onServer.token,
             published: Int64(Date().timeIntervalSince1970 * 1000),
             events: result.created + result.updated + result.unchanged
                 + result.conflicts.filter { $0.reason != .deletedOnServer }.count,
@@ -331,6 +364,69 @@ public enum CalendarPublishing {
                 detail: CalDAVClient.excerpt(answer.body))
         }
         return .deleted(uid: uid, href: state.href)
+    }
+
+    /// What changed in a collection since a sync token: members changed or gone, the token to
+    /// ask from next time, and whether the answer lists every member (no token was sent, or the
+    /// server forgot it), so that a member it does not list is gone. Nothing, and no token,
+    /// where the server has no sync-collection.
+    struct ServerChanges: Sendable {
+        struct Change: Sendable {
+            var href: String
+            var etag: String?
+            var gone: Bool
+        }
+
+        var token: String?
+        var changes: [Change] = []
+        var listedAll = false
+    }
+
+    static func serverChanges(_ collection: URL, since token: String?, client: CalDAVClient) async throws
+        -> ServerChanges
+    {
+        var sent = token
+        var answer = try await client.syncChanges(collection, token: sent)
+        if case .tokenExpired = answer {
+            sent = nil
+            answer = try await client.syncChanges(collection, token: nil)
+        }
+        guard case .changes(let resources, let next) = answer else { return ServerChanges() }
+        return ServerChanges(
+            token: next,
+            changes: resources.map {
+                .init(
+                    href: CalDAVClient.canonicalPath($0.href, base: collection), etag: $0.etag,
+                    gone: $0.status == 404 || $0.status == 410)
+            }, listedAll: sent == nil)
+    }
+
+    /// The published events the server changed or deleted since they were published (their
+    /// ETag is not the one published, or they are gone), marked so: by UID.
+    static func editedOnServer(_ published: [String: EventState], _ server: ServerChanges, collection: URL)
+        -> [(uid: String, state: EventState)]
+    {
+        guard !server.changes.isEmpty || server.listedAll else { return [] }
+        var byHref: [String: String] = [:]
+        for (uid, state) in published { byHref[CalDAVClient.canonicalPath(state.href, base: collection)] = uid }
+        var edited: [(uid: String, state: EventState)] = []
+        var listed = Set<String>()
+        // An event a pull took in is as the server has it; one already marked stays marked.
+        func mark(_ uid: String) {
+            guard var state = published[uid], state.editedOnServer != true, state.hash != CalendarPulling.pulledMark
+            else { return }
+            state.editedOnServer = true
+            edited.append((uid, state))
+        }
+        for change in server.changes {
+            listed.insert(change.href)
+            guard let uid = byHref[change.href], let state = published[uid] else { continue }
+            if change.gone || change.etag != state.etag { mark(uid) }
+        }
+        if server.listedAll {
+            for (href, uid) in byHref where !listed.contains(href) { mark(uid) }
+        }
+        return edited.sorted { $0.uid < $1.uid }
     }
 
     /// The resource at `url` and its ETag; nil when there is none.

@@ -135,47 +135,19 @@ public enum CalendarPulling {
             throw PullError.otherZone(collection: name, pulledInto: zone.description, asked: request.zone.description)
         }
         var sentToken = known?.syncToken
-        var answer = try await client.syncCollection(collection, token: sentToken)
+        var answer = try await client.syncChanges(collection, token: sentToken)
         if case .tokenExpired = answer {
             // The server forgot the token: everything again, and what it no longer lists goes.
             sentToken = nil
-            answer = try await client.syncCollection(collection, token: nil)
-        }
-        let collectionPath = collection.path
-        func isMember(_ href: String) -> Bool {
-            guard let url = CalDAVClient.resolve(href, against: collection) else { return false }
-            return url.path != collectionPath && url.path != collectionPath + "/"
-                && url.path + "/" != collectionPath
+            answer = try await client.syncChanges(collection, token: nil)
         }
         switch answer {
-        case .changes(var resources, var token):
-            // A server may hand its changes out in parts (RFC 6578 §3.6: the collection itself
-            // answers 507): the rest is asked for with the token each part ends with.
-            var parts = 1
-            while resources.contains(where: { !isMember($0.href) && $0.status == 507 }) {
-                guard parts < Self.maximumParts else {
-                    throw CalDAVError(
-                        kind: .badAnswer, request: "REPORT \(name)", status: 207,
-                        detail: "the server handed out its changes in more than \(Self.maximumParts) parts")
-                }
-                guard case .changes(let more, let next) = try await client.syncCollection(collection, token: token)
-                else {
-                    throw CalDAVError(
-                        kind: .badAnswer, request: "REPORT \(name)", status: nil,
-                        detail: "the server refused the sync token it had just handed out")
-                }
-                resources = resources.filter { isMember($0.href) } + more
-                token = next
-                parts += 1
-            }
+        case .changes(let resources, let token):
             newToken = token
             full = sentToken == nil
             result.bySyncToken = !full
-            // A member in two parts: the later says how it is.
-            var seen = Set<String>()
-            for resource in resources.reversed() where isMember(resource.href) {
+            for resource in resources {
                 let href = Self.path(resource.href, collection)
-                guard seen.insert(href).inserted else { continue }
                 if resource.status == 404 || resource.status == 410 {
                     removed.append(href)
                 } else {
@@ -190,7 +162,7 @@ public enum CalendarPulling {
                 throw CalDAVError(
                     kind: .notACalendar, request: "PROPFIND \(name)", status: 404, detail: "the calendar is gone")
             }
-            for resource in resources where isMember(resource.href) {
+            for resource in resources where CalDAVClient.isMember(resource.href, of: collection) {
                 listed.append((Self.path(resource.href, collection), resource.etag))
             }
         }
@@ -293,6 +265,7 @@ public enum CalendarPulling {
                 if var mine = published[item.href] {
                     mine.etag = item.etag
                     mine.hash = Self.pulledMark
+                    mine.editedOnServer = nil
                     try session.saveConnectorState(
                         try Feeds.json(mine), kind: CalendarPublishing.stateKind, name: name,
                         key: CalendarPublishing.eventPrefix + item.uid)
@@ -349,9 +322,6 @@ public enum CalendarPulling {
     /// megabytes, enough that a server's cost for each request (Xandikos reads its whole index)
     /// does not dominate.
     static let multigetBatch = 500
-
-    /// The most parts a server may hand its changes out in, in one pull.
-    static let maximumParts = 1000
 
     /// Fetched calendar data in a private file, each member's bytes read back when the import
     /// opens it; the file goes with the last reference.

@@ -294,7 +294,9 @@ struct PublishCommand: AsyncParsableCommand {
         let collection = CalDAVClient.shown(result.collection)
         if result.madeCollection { Console.error("made the calendar \(collection)") }
         if result.upToDate {
-            print("\(collection): nothing changed in the store since the last publish (\(result.unchanged) events)")
+            print(
+                "\(collection): nothing changed in the store or the calendar since the last publish (\(result.unchanged) events)"
+            )
             return
         }
         print(
