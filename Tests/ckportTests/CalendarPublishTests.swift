@@ -311,6 +311,62 @@ struct CalendarPublishTests {
         #expect(inline.status == 1 && !inline.stderr.contains("secret"), "\(inline.stderr)")
     }
 
+    @Test(
+        "the right password reaches no output and no file: publish, pull and status, from the file and from the environment; the store holds no trace of it"
+    )
+    func passwordStaysOut() throws {
+        let server = Server.radicale
+        let folder = Scratch()
+        try importSample("family-calendar", into: "cal.sqlite", in: folder)
+        let calendar = try server.newCalendar("secret")
+        let file = try #require(server.passwordFile)
+        let password = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(password.count >= 8)
+        let user = try #require(try server.user())
+        let signIn = ["--user", user, "--password-file", file]
+        var runs: [(String, Run)] = []
+        runs.append(
+            (
+                "publish",
+                try ckport(
+                    ["calendar", "publish", "--caldav", calendar.absoluteString, "--store", "cal.sqlite"]
+                        + signIn + ["--where", "familyID == 'family-1'"], in: folder.url)
+            ))
+        runs.append(
+            (
+                "pull",
+                try ckport(
+                    [
+                        "calendar", "pull", "--caldav", calendar.absoluteString, "--store", "cal.sqlite",
+                        "--set", "familyID=family-1",
+                    ] + CalendarPullTests.zone + signIn, in: folder.url)
+            ))
+        runs.append(
+            (
+                "publish, password from the environment",
+                try ckport(
+                    [
+                        "calendar", "publish", "--caldav", calendar.absoluteString, "--store", "cal.sqlite",
+                        "--user", user,
+                    ],
+                    in: folder.url, environment: ["CKPORT_CALDAV_PASSWORD": password])
+            ))
+        runs.append(("status", try ckport(["calendar", "status", "--json", "--store", "cal.sqlite"], in: folder.url)))
+        runs.append(("backup", try ckport(["backup", "--store", "cal.sqlite", "-o", "cal.ckbundle"], in: folder.url)))
+        for (name, run) in runs {
+            #expect(run.status == 0, "\(name): \(run)")
+            #expect(!run.stdout.isEmpty || !run.stderr.isEmpty, "\(name) said nothing")
+            #expect(!run.stdout.contains(password) && !run.stderr.contains(password), "\(name) showed the password")
+        }
+        #expect(runs[3].1.stdout.contains(calendar.absoluteString), "\(runs[3].1.stdout)")
+        // The state lives in the store as text (in its log, too, until a checkpoint): the
+        // calendar's address is there, the password is not.
+        let store = ["cal.sqlite", "cal.sqlite-wal"].filter { FileManager.default.fileExists(atPath: folder.path($0)) }
+            .reduce(Data()) { $0 + folder.data($1) }
+        #expect(store.range(of: Data(calendar.path.utf8)) != nil, "the publication is in the store")
+        #expect(store.range(of: Data(password.utf8)) == nil, "the store holds the password")
+    }
+
     /// The record `name` with a new title and a later modification time, imported as the app
     /// would bring it.
     func changeEvent(_ name: String, title: String, in folder: Scratch) throws {
