@@ -255,6 +255,52 @@ struct CalDAVFaultTests {
     }
 }
 
+/// An event a server hands back, compared with the one ckport put there: the same, whatever
+/// the server's folds and order (RFC 4791 §5.3.4 lets a server rewrite what it stores).
+@Suite("An event as a server hands it back")
+struct ServerRewriteTests {
+    @Test("other folds, another order and a new DTSTAMP are the same event; another SUMMARY or one more line is not")
+    func sameEvent() throws {
+        let long = "DESCRIPTION:" + String(repeating: "Bring the costume, the script and the snacks. ", count: 4)
+        var folded: [String] = []
+        var rest = Substring(long)
+        while !rest.isEmpty {
+            folded.append((folded.isEmpty ? "" : " ") + rest.prefix(folded.isEmpty ? 75 : 74))
+            rest = rest.dropFirst(folded.count == 1 ? 75 : 74)
+        }
+        let component =
+            ["BEGIN:VEVENT", "UID:event-1-00002", "DTSTAMP:20260101T000000Z", "SEQUENCE:3", "SUMMARY:School play"]
+            + folded + ["DTSTART:20260320T180000Z", "END:VEVENT"]
+        let resource = CalendarResource(
+            uid: "event-1-00002", header: ["VERSION:2.0", "PRODID:-//ckport//test//EN"], zones: [],
+            component: component,
+            sequence: 3, hash: CalendarResource.hash(of: component))
+        #expect(resource.isSame(asResource: resource.text(sequence: 4)))
+        // Folded at 60 octets, its properties in another order, a DTSTAMP of its own, LF ends.
+        var refolded: [String] = []
+        rest = Substring(long)
+        while !rest.isEmpty {
+            refolded.append((refolded.isEmpty ? "" : " ") + rest.prefix(60))
+            rest = rest.dropFirst(60)
+        }
+        func server(_ lines: [String]) -> String {
+            (["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Server//EN"] + lines + ["END:VCALENDAR"])
+                .joined(separator: "\n") + "\n"
+        }
+        let rewritten = server(
+            ["BEGIN:VEVENT", "DTSTART:20260320T180000Z", "SUMMARY:School play"] + refolded + [
+                "UID:event-1-00002", "DTSTAMP:20261207T101500Z", "SEQUENCE:4", "END:VEVENT",
+            ])
+        #expect(refolded.count > folded.count && refolded != folded)
+        #expect(resource.isSame(asResource: rewritten))
+        #expect(!resource.isSame(asResource: rewritten.replacingOccurrences(of: "School play", with: "Play")))
+        #expect(
+            !resource.isSame(
+                asResource: rewritten.replacingOccurrences(of: "END:VEVENT", with: "LOCATION:Hall\nEND:VEVENT")))
+        #expect(!resource.isSame(asResource: server([])))
+    }
+}
+
 /// What a pull imports of a server's calendar data: lines unfolded with CRLF ends, ckport's own
 /// properties and parameters gone in any case, and everything else byte for byte.
 @Suite("Calendar data as a pull takes it")

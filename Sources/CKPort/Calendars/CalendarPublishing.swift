@@ -305,7 +305,7 @@ public enum CalendarPublishing {
             forbiddenIsAnswer: true)
         if answer.status == 412 || (answer.status == 404 && before != nil) {
             let (onServer, serverTag) = try await fetch(url, client: client)
-            if let onServer, let serverTag, CalendarResource.hash(ofResource: onServer) == resource.hash {
+            if let onServer, let serverTag, resource.isSame(asResource: onServer) {
                 let state = EventState(href: href, etag: serverTag, hash: resource.hash, sequence: sequence)
                 return .written(uid: resource.uid, state: state, created: before == nil)
             }
@@ -628,24 +628,36 @@ struct CalendarResource: Sendable {
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The hash of a resource as a server hands it back: its first component's lines.
-    static func hash(ofResource text: String) -> String? {
-        var inside = 0
+    /// The lines of a resource's first component (not a VTIMEZONE), as they are.
+    static func componentLines(ofResource text: String) -> [String]? {
+        var inside = false
         var name = ""
         var lines: [String] = []
         for line in text.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" }).map(String.init) {
-            if inside == 0, line.hasPrefix("BEGIN:"), line != "BEGIN:VCALENDAR", line != "BEGIN:VTIMEZONE" {
+            if !inside, line.hasPrefix("BEGIN:"), line != "BEGIN:VCALENDAR", line != "BEGIN:VTIMEZONE" {
                 name = String(line.dropFirst(6))
-                inside = 1
+                inside = true
                 lines.append(line)
                 continue
             }
-            if inside == 1 {
+            if inside {
                 lines.append(line)
-                if line == "END:\(name)" { return hash(of: lines) }
+                if line == "END:\(name)" { return lines }
             }
         }
         return nil
+    }
+
+    /// Whether the resource a server hands back is this event: the same lines, or, where the
+    /// server rewrote what it stored (RFC 4791 §5.3.4 lets it: other folds, other order), the
+    /// same unfolded lines in any order. DTSTAMP and SEQUENCE aside, either way.
+    func isSame(asResource text: String) -> Bool {
+        guard let theirs = Self.componentLines(ofResource: text) else { return false }
+        if Self.hash(of: theirs) == hash { return true }
+        func normalized(_ lines: [String]) -> [String] {
+            Self.unfolded(lines).filter { !$0.hasPrefix("DTSTAMP") && !$0.hasPrefix("SEQUENCE") }.sorted()
+        }
+        return normalized(theirs) == normalized(component)
     }
 
     /// Reads an exported calendar file a component at a time, each as a resource: the file is
