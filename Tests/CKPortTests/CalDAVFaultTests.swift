@@ -270,7 +270,10 @@ struct ServerRewriteTests {
         }
         let component =
             ["BEGIN:VEVENT", "UID:event-1-00002", "DTSTAMP:20260101T000000Z", "SEQUENCE:3", "SUMMARY:School play"]
-            + folded + ["DTSTART:20260320T180000Z", "END:VEVENT"]
+            + folded + [
+                "DTSTART:20260320T180000Z", #"ATTENDEE;CN="Hana; Theo";PARTSTAT=ACCEPTED:mailto:hana@example.org"#,
+                "END:VEVENT",
+            ]
         let resource = CalendarResource(
             uid: "event-1-00002", header: ["VERSION:2.0", "PRODID:-//ckport//test//EN"], zones: [],
             component: component,
@@ -283,12 +286,21 @@ struct ServerRewriteTests {
             refolded.append((refolded.isEmpty ? "" : " ") + rest.prefix(60))
             rest = rest.dropFirst(60)
         }
+        // Its VTIMEZONE first, as ckport writes it (what is inside one is not the event).
         func server(_ lines: [String]) -> String {
-            (["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Server//EN"] + lines + ["END:VCALENDAR"])
+            let zone = [
+                "BEGIN:VTIMEZONE", "TZID:Europe/Zurich", "BEGIN:STANDARD", "DTSTART:20251026T030000",
+                "TZOFFSETFROM:+0200", "TZOFFSETTO:+0100", "END:STANDARD", "END:VTIMEZONE",
+            ]
+            return (["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Server//EN"] + zone + lines + ["END:VCALENDAR"])
                 .joined(separator: "\n") + "\n"
         }
         let rewritten = server(
-            ["BEGIN:VEVENT", "DTSTART:20260320T180000Z", "SUMMARY:School play"] + refolded + [
+            [
+                "BEGIN:VEVENT", "DTSTART:20260320T180000Z",
+                #"attendee;PARTSTAT=ACCEPTED;CN="Hana; Theo":mailto:hana@example.org"#,
+                "SUMMARY:School play",
+            ] + refolded + [
                 "UID:event-1-00002", "DTSTAMP:20261207T101500Z", "SEQUENCE:4", "END:VEVENT",
             ])
         #expect(refolded.count > folded.count && refolded != folded)
@@ -298,6 +310,12 @@ struct ServerRewriteTests {
             !resource.isSame(
                 asResource: rewritten.replacingOccurrences(of: "END:VEVENT", with: "LOCATION:Hall\nEND:VEVENT")))
         #expect(!resource.isSame(asResource: server([])))
+        #expect(
+            !resource.isSame(
+                asResource: rewritten.replacingOccurrences(of: "PARTSTAT=ACCEPTED", with: "PARTSTAT=DECLINED")))
+        #expect(
+            CalendarResource.normalized(#"x-a;B="1;2:3";a=b:v:w;x"#) == #"X-A;B="1;2:3";a=b:v:w;x"#
+                && CalendarResource.normalized(#"X-A;a=b;B="1;2:3":v:w;x"#) == #"X-A;B="1;2:3";a=b:v:w;x"#)
     }
 }
 

@@ -367,6 +367,76 @@ struct CalendarPublishTests {
         #expect(store.range(of: Data(password.utf8)) == nil, "the store holds the password")
     }
 
+    @Test(
+        "two publishes of one PostgreSQL store into one calendar at once: both finish, each event is on the server once and noted once, and a third publish sends nothing",
+        .enabled(if: PostgresTestServer.enabled))
+    func twoWritersOnPostgres() throws {
+        let server = Server.xandikos
+        let folder = Scratch()
+        let store = try #require(
+            PostgresTestServer.store("twopublish"),
+            "CI runs the PostgreSQL tests: set CKPORT_TEST_POSTGRES (see scripts/postgres-cluster.sh)")
+        for arguments in [
+            ["generate", "--app", "family-calendar", "--schema", "-o", "schema.ckdb", "-q"],
+            ["generate", "--app", "family-calendar", "--records", "1200", "-o", "records.jsonl", "-q"],
+            ["import", "schema.ckdb", "records.jsonl", "--store", store, "-q"],
+        ] {
+            let run = try ckport(arguments, in: folder.url)
+            #expect(run.status == 0, "\(arguments): \(run.stderr)")
+        }
+        let calendar = try server.newCalendar("two")
+        #expect(try client(["mkcalendar", calendar.absoluteString], server: server, in: folder).isEmpty)
+        let processes = (0..<2).map { _ in
+            let process = ckportProcess(
+                [
+                    "calendar", "publish", "--caldav", calendar.absoluteString, "--store", store, "--tz",
+                    "Europe/Berlin",
+                ],
+                in: folder.url)
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            return (process, output, errors)
+        }
+        for (process, _, _) in processes { try process.run() }
+        var said: [String] = []
+        for (process, output, errors) in processes {
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(text) \(problems)")
+            said.append(text)
+        }
+        let exported = try ckport(
+            ["export", "--store", store, "--type", "Event", "--tz", "Europe/Berlin", "-o", "all.ics", "-q"],
+            in: folder.url)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let events = try client(["file", "all.ics"], server: server, in: folder)
+        let published = try client(["list", calendar.absoluteString], server: server, in: folder)
+        #expect(events.count > 100 && Set(published.keys) == Set(events.keys), "\(events.count) \(published.count)")
+        #expect(content(published) == content(events))
+        // Each event went in once: new in one run, found there (as itself) by the other.
+        let counts = said.map { line -> (new: Int, unchanged: Int) in
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\n" })
+            let number = { (word: String) in
+                words.firstIndex { $0 == word || $0 == word + "," }.flatMap { Int(words[words.index(before: $0)]) }
+                    ?? -1
+            }
+            return (number("new"), number("unchanged"))
+        }
+        #expect(counts.allSatisfy { $0.new >= 0 && $0.new + $0.unchanged == events.count }, "\(said)")
+        #expect(counts.reduce(0) { $0 + $1.new } == events.count, "\(said)")
+        let third = try ckport(
+            ["calendar", "publish", "--caldav", calendar.absoluteString, "--store", store], in: folder.url)
+        #expect(
+            third.status == 0 && third.stdout.contains("nothing changed in the store or the calendar"), "\(third)")
+        let status = try ckport(["calendar", "status", "--json", "--store", store], in: folder.url)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        let publications = try #require(json["publications"] as? [[String: Any]])
+        #expect(publications.first?["events"] as? Int == events.count, "\(publications)")
+    }
+
     /// The record `name` with a new title and a later modification time, imported as the app
     /// would bring it.
     func changeEvent(_ name: String, title: String, in folder: Scratch) throws {

@@ -306,8 +306,10 @@ public enum CalendarPublishing {
         if answer.status == 412 || (answer.status == 404 && before != nil) {
             let (onServer, serverTag) = try await fetch(url, client: client)
             if let onServer, let serverTag, resource.isSame(asResource: onServer) {
+                // There already, as this store has it (another publish of the same store, or one
+                // stopped before it noted the ETag): counted as unchanged.
                 let state = EventState(href: href, etag: serverTag, hash: resource.hash, sequence: sequence)
-                return .written(uid: resource.uid, state: state, created: before == nil)
+                return .adopted(uid: resource.uid, state: state)
             }
             let reason: Conflict.Reason =
                 before == nil ? .existsOnServer : onServer == nil ? .deletedOnServer : .changedOnServer
@@ -472,17 +474,25 @@ public enum CalendarPublishing {
 
         func flush() throws {
             guard !batch.isEmpty else { return }
-            let entries = batch
+            // In one order, kind and key, whoever writes: two publishes of one store at once
+            // (PostgreSQL locks each entry it writes until the end of the transaction) then wait
+            // for each other instead of meeting in a deadlock.
+            var writes: [(kind: String, key: String, value: String?)] = []
+            for (uid, state, href) in batch {
+                writes.append((stateKind, eventPrefix + uid, try state.map { try Feeds.json($0) }))
+                if state == nil, let href {
+                    writes.append((CalendarPulling.stateKind, CalendarPulling.memberPrefix + href, nil))
+                }
+            }
+            // An entry written twice in a batch: the later write is the one.
+            var seen = Set<[String]>()
+            writes = writes.reversed().filter { seen.insert([$0.kind, $0.key]).inserted }
+            writes.sort { ($0.kind, $0.key) < ($1.kind, $1.key) }
             batch = []
             last = Date()
             try store.writeSession(dryRun: false) { session in
-                for (uid, state, href) in entries {
-                    try session.saveConnectorState(
-                        try state.map { try Feeds.json($0) }, kind: stateKind, name: name, key: eventPrefix + uid)
-                    if state == nil, let href {
-                        try session.saveConnectorState(
-                            nil, kind: CalendarPulling.stateKind, name: name, key: CalendarPulling.memberPrefix + href)
-                    }
+                for write in writes {
+                    try session.saveConnectorState(write.value, kind: write.kind, name: name, key: write.key)
                 }
             }
         }
@@ -628,13 +638,19 @@ struct CalendarResource: Sendable {
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The lines of a resource's first component (not a VTIMEZONE), as they are.
+    /// The lines of a resource's first component (not a VTIMEZONE, nor what is inside one), as
+    /// they are.
     static func componentLines(ofResource text: String) -> [String]? {
         var inside = false
+        var inZone = false
         var name = ""
         var lines: [String] = []
         for line in text.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" }).map(String.init) {
-            if !inside, line.hasPrefix("BEGIN:"), line != "BEGIN:VCALENDAR", line != "BEGIN:VTIMEZONE" {
+            if !inside, line == "BEGIN:VTIMEZONE" || inZone {
+                inZone = line != "END:VTIMEZONE"
+                continue
+            }
+            if !inside, line.hasPrefix("BEGIN:"), line != "BEGIN:VCALENDAR" {
                 name = String(line.dropFirst(6))
                 inside = true
                 lines.append(line)
@@ -649,15 +665,41 @@ struct CalendarResource: Sendable {
     }
 
     /// Whether the resource a server hands back is this event: the same lines, or, where the
-    /// server rewrote what it stored (RFC 4791 §5.3.4 lets it: other folds, other order), the
-    /// same unfolded lines in any order. DTSTAMP and SEQUENCE aside, either way.
+    /// server rewrote what it stored (RFC 4791 §5.3.4 lets it; Xandikos 0.4.10 writes every
+    /// event again, its properties and their parameters in another order and folded anew),
+    /// the same properties with the same parameters and values, in any order. DTSTAMP and
+    /// SEQUENCE aside, either way.
     func isSame(asResource text: String) -> Bool {
         guard let theirs = Self.componentLines(ofResource: text) else { return false }
         if Self.hash(of: theirs) == hash { return true }
         func normalized(_ lines: [String]) -> [String] {
-            Self.unfolded(lines).filter { !$0.hasPrefix("DTSTAMP") && !$0.hasPrefix("SEQUENCE") }.sorted()
+            Self.unfolded(lines).map(Self.normalized).filter { !$0.hasPrefix("DTSTAMP") && !$0.hasPrefix("SEQUENCE") }
+                .sorted()
         }
         return normalized(theirs) == normalized(component)
+    }
+
+    /// A content line with its name in capitals and its parameters sorted (RFC 5545 §3.2: their
+    /// order carries no meaning); the value as it is.
+    static func normalized(_ line: String) -> String {
+        let bytes = Array(line.utf8)
+        var parts: [String] = []
+        var start = 0
+        var quoted = false
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "\""): quoted.toggle()
+            case UInt8(ascii: ";") where !quoted:
+                parts.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                start = index + 1
+            case UInt8(ascii: ":") where !quoted:
+                parts.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                let value = String(decoding: bytes[(index + 1)...], as: UTF8.self)
+                return ([parts[0].uppercased()] + parts.dropFirst().sorted()).joined(separator: ";") + ":" + value
+            default: break
+            }
+        }
+        return line
     }
 
     /// Reads an exported calendar file a component at a time, each as a resource: the file is
