@@ -61,3 +61,19 @@ public enum Base64 {
         return out
     }
 }
+
+extension Sequence where Element == UInt8 {
+    /// The bytes as lower-case hexadecimal digits, two a byte (a digest as `sha256sum` prints it).
+    public var hexDigits: String {
+        let digits: StaticString = "0123456789abcdef"
+        var out: [UInt8] = []
+        out.reserveCapacity(underestimatedCount * 2)
+        digits.withUTF8Buffer { table in
+            for byte in self {
+                out.append(table[Int(byte >> 4)])
+                out.append(table[Int(byte & 15)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -183,7 +183,7 @@ public enum CalendarPublishing {
         var wanted = Set<String>()
         var count = 0
         let reader = try CalendarResource.Reader(path: path)
-        while let resource = try reader.next() {
+        while let resource = try reader.next(full: false) {
             wanted.insert(resource.uid)
             count += 1
         }
@@ -195,10 +195,14 @@ public enum CalendarPublishing {
         try await withThrowingTaskGroup(of: Outcome.self) { group in
             var gone = goneUIDs.makeIterator()
             func next() throws -> Bool {
-                if let resource = try pending.next() {
+                while let resource = try pending.next() {
                     let before = published[resource.uid]
                     if let before, before.hash == resource.hash, before.editedOnServer != true {
-                        group.addTask { .unchanged }
+                        // Nothing to ask: counted here, no task (most events, most nights).
+                        result.unchanged += 1
+                        done += 1
+                        progress?(done, total)
+                        continue
                     } else if let before, before.hash == CalendarPulling.pulledMark {
                         // The server's version, as a pull took it into the store: published
                         // as it is, nothing sent (writing the store's words back would drop
@@ -234,7 +238,6 @@ public enum CalendarPublishing {
                 for _ in 0..<max(1, request.concurrency) where try next() {}
                 while let outcome = try await group.next() {
                     switch outcome {
-                    case .unchanged: result.unchanged += 1
                     case .adopted(let uid, let state):
                         result.unchanged += 1
                         try saver.save(uid: uid, state: state)
@@ -259,7 +262,7 @@ public enum CalendarPublishing {
                     case .written(let uid, let state, _), .adopted(let uid, let state):
                         try? saver.save(uid: uid, state: state)
                     case .deleted(let uid, let href): try? saver.save(uid: uid, state: nil, href: href)
-                    case .unchanged, .conflict: break
+                    case .conflict: break
                     }
                 }
                 try? saver.flush()
@@ -278,7 +281,6 @@ public enum CalendarPublishing {
     }
 
     enum Outcome: Sendable {
-        case unchanged
         case adopted(uid: String, state: EventState)
         case written(uid: String, state: EventState, created: Bool)
         case deleted(uid: String, href: String)
@@ -635,7 +637,7 @@ struct CalendarResource: Sendable {
             hasher.update(data: Data(line.utf8))
             hasher.update(data: Data([0x0A]))
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hasher.finalize().hexDigits
     }
 
     /// The lines of a resource's first component (not a VTIMEZONE, nor what is inside one), as
@@ -715,8 +717,9 @@ struct CalendarResource: Sendable {
 
         init(path: String) throws { input = try ByteInput(path: path) }
 
-        /// The next component's resource; nil at the end of the file.
-        func next() throws -> CalendarResource? {
+        /// The next component's resource; nil at the end of the file. Without `full`, its UID
+        /// alone (no hash, zones or lines).
+        func next(full: Bool = true) throws -> CalendarResource? {
             var block: [String] = []
             var blockName: String?
             while let bytes = try input.nextLine() {
@@ -735,11 +738,10 @@ struct CalendarResource: Sendable {
                     }
                     let lines = unfolded(block)
                     let uid = lines.first { $0.hasPrefix("UID:") }.map { String($0.dropFirst(4)) } ?? ""
-                    let named = Set(
-                        lines.compactMap { line -> String? in
-                            guard let range = line.range(of: ";TZID=") else { return nil }
-                            return String(line[range.upperBound...].prefix { $0 != ":" && $0 != ";" })
-                        })
+                    guard full else {
+                        return CalendarResource(uid: uid, header: [], zones: [], component: [], sequence: 0, hash: "")
+                    }
+                    let named = Set(lines.compactMap(CalendarResource.zoneNamed))
                     let sequence = block.first { $0.hasPrefix("SEQUENCE:") }.flatMap { Int64($0.dropFirst(9)) } ?? 0
                     return CalendarResource(
                         uid: uid, header: header,
@@ -756,6 +758,25 @@ struct CalendarResource: Sendable {
                 if !seenComponent && zoneOrder.isEmpty { header.append(line) }
             }
             return nil
+        }
+    }
+
+    static let tzidPattern: [UInt8] = Array(";TZID=".utf8)
+
+    /// The zone a content line's TZID parameter names, if any.
+    static func zoneNamed(in line: String) -> String? {
+        var line = line
+        let pattern = tzidPattern
+        return line.withUTF8 { bytes -> String? in
+            guard bytes.count > pattern.count,
+                let found = (0...(bytes.count - pattern.count)).first(where: { at in
+                    bytes[at] == pattern[0] && pattern.indices.allSatisfy { bytes[at + $0] == pattern[$0] }
+                })
+            else { return nil }
+            let start = found + pattern.count
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: ":"), bytes[end] != UInt8(ascii: ";") { end += 1 }
+            return String(decoding: bytes[start..<end], as: UTF8.self)
         }
     }
 

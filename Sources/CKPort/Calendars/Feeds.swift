@@ -301,7 +301,7 @@ public enum Feeds {
     }
 
     static func sha256Hex(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(text.utf8)).hexDigits
     }
 
     /// Whether `presented` is one of `tokens`, comparing its hash with every token's hash in
