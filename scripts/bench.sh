@@ -1012,20 +1012,22 @@ caldav_prepare() {
   "$ckport" import "$work/cal.ckdb" "$work/cal.jsonl" --store "$work/cal.sqlite" -q
   "$ckport" export --store "$work/cal.sqlite" --type Event -o "$work/cal.ics" -q
   caldav_events=$(grep -c '^BEGIN:VEVENT' "$work/cal.ics")
-  # The same events as vdirsyncer's folder holds them: one calendar file per event.
+  # The same events as vdirsyncer's folder holds them: one calendar file per event, named as
+  # a publish names its resources (UID.ics).
   rm -rf "$work/vdir" && mkdir -p "$work/vdir"
   "$venv/bin/python" - "$work/cal.ics" "$work/vdir" <<'PY'
-import sys, icalendar
+import sys, urllib.parse, icalendar
 calendar = icalendar.Calendar.from_ical(open(sys.argv[1], "rb").read())
 zones = [c for c in calendar.subcomponents if c.name == "VTIMEZONE"]
-for number, event in enumerate(c for c in calendar.subcomponents if c.name != "VTIMEZONE"):
+for event in (c for c in calendar.subcomponents if c.name != "VTIMEZONE"):
     one = icalendar.Calendar()
     for key in ("VERSION", "PRODID", "CALSCALE"):
         one[key] = calendar[key]
     for zone in zones:
         one.add_component(zone)
     one.add_component(event)
-    open(f"{sys.argv[2]}/{number}.ics", "wb").write(one.to_ical())
+    name = urllib.parse.quote(str(event["UID"]), safe="-._~")
+    open(f"{sys.argv[2]}/{name}.ics", "wb").write(one.to_ical())
 PY
   caldav_url=$(scripts/caldav-server.sh start xandikos "$caldav_dir")
   trap 'scripts/caldav-server.sh stop "$caldav_dir" >/dev/null 2>&1 || true; charts; [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"' EXIT
@@ -1141,20 +1143,7 @@ measure_caldav_found() {
   caldav_prepare "$1"
   local url=$caldav_url path="$caldav_dir/data/user/calendars/found-1"
   curl -sf -X MKCALENDAR "${url}user/calendars/found-1/" > /dev/null
-  "$venv/bin/python" - "$work/cal.ics" "$path" <<'PY'
-import sys, urllib.parse, icalendar
-calendar = icalendar.Calendar.from_ical(open(sys.argv[1], "rb").read())
-zones = [c for c in calendar.subcomponents if c.name == "VTIMEZONE"]
-for event in (c for c in calendar.subcomponents if c.name != "VTIMEZONE"):
-    one = icalendar.Calendar()
-    for key in ("VERSION", "PRODID", "CALSCALE"):
-        one[key] = calendar[key]
-    for zone in zones:
-        one.add_component(zone)
-    one.add_component(event)
-    name = urllib.parse.quote(str(event["UID"]), safe="-._~")
-    open(f"{sys.argv[2]}/{name}.ics", "wb").write(one.to_ical())
-PY
+  find "$work/vdir" -name '*.ics' -exec cp -t "$path" {} +
   git -C "$path" add -A
   git -C "$path" -c user.name=bench -c user.email=bench@localhost commit -q -m "the events"
   sync

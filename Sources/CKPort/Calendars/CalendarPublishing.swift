@@ -113,7 +113,6 @@ public enum CalendarPublishing {
         let (found, made) = try await findCollection(request.url, calendar: request.calendar, client: client)
         let collection = CalDAVClient.canonical(found)
         let name = CalDAVClient.shown(collection)
-        var result = Result(collection: collection, madeCollection: made)
         let (known, current) = try await store.readSession { session -> (Publication?, String) in
             (try session.connectorHead(Publication.self, kind: stateKind, name: name), session.currentToken.description)
         }
@@ -123,11 +122,50 @@ public enum CalendarPublishing {
         if let known, let asked = request.definition, !asked.selectsSame(as: known.definition) {
             throw PublishError.definedOtherwise(collection: name)
         }
+        let storeUnchanged = known.map { $0.token == current && !made && $0.conflicts == 0 } ?? false
+        // The calendar as export writes it, one resource per component; when the store changed,
+        // made while the server answers what changed on its side.
+        let folder = try PrivateFiles.folder()
+        let (descriptor, path) = try PrivateFiles.create("publish", in: folder)
+        close(descriptor)
+        defer { unlink(path) }
+        let exporting: Task<Exported, any Error>? =
+            storeUnchanged ? nil : Task.detached { try Exported(Feeds.write(definition, from: store, to: path)) }
+        do {
+            return try await publish(
+                from: store, definition: definition, known: known, storeUnchanged: storeUnchanged,
+                exporting: exporting, path: path, collection: collection, made: made, request: request,
+                client: client, progress: progress)
+        } catch {
+            // The export is done with before its file goes.
+            _ = try? await exporting?.value
+            throw error
+        }
+    }
+
+    /// What the export of a publish wrote: the store's change token it read, and how many events.
+    struct Exported: Sendable {
+        var token: String
+        var events: Int
+
+        init(_ result: ExportResult) {
+            token = result.token.description
+            events = result.records
+        }
+    }
+
+    /// The rest of a publish, once its collection and what the store last published are known.
+    private static func publish(
+        from store: some RecordStoring, definition: Feeds.Definition, known: Publication?, storeUnchanged: Bool,
+        exporting: Task<Exported, any Error>?, path: String, collection: URL, made: Bool, request: Request,
+        client: CalDAVClient, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)?
+    ) async throws -> Result {
+        let name = CalDAVClient.shown(collection)
+        var result = Result(collection: collection, madeCollection: made)
         // What changed on the server since the last publish began (all of it, the first time
         // or when the server forgot the token): an event whose ETag is not the one published
         // was changed there by someone else.
         let onServer = try await serverChanges(collection, since: made ? nil : known?.syncToken, client: client)
-        let storeUnchanged = known.map { $0.token == current && !made && $0.conflicts == 0 } ?? false
         if let known, storeUnchanged, onServer.changes.isEmpty, !onServer.listedAll {
             result.upToDate = true
             result.unchanged = known.events
@@ -171,31 +209,22 @@ public enum CalendarPublishing {
             try saver.finish(moved)
             return result
         }
-        // The calendar as export writes it, one resource per component.
-        let folder = try PrivateFiles.folder()
-        let (descriptor, path) = try PrivateFiles.create("publish", in: folder)
-        close(descriptor)
-        defer { unlink(path) }
         // An empty selection is a calendar of no events: every published event goes.
-        let token = try Feeds.write(definition, from: store, to: path).token.description
-        // The file is read twice, a component at a time: for the UIDs it holds (what is not
-        // among them goes), then for the requests.
-        var wanted = Set<String>()
-        var count = 0
-        let reader = try CalendarResource.Reader(path: path)
-        while let resource = try reader.next(full: false) {
-            wanted.insert(resource.uid)
-            count += 1
-        }
-        let goneUIDs = published.keys.filter { !wanted.contains($0) }.sorted()
-        let total = count + goneUIDs.count
+        let exported = try await exporting?.value ?? Exported(Feeds.write(definition, from: store, to: path))
+        let token = exported.token
+        // The file is read a component at a time; what was published and is not among them
+        // goes, once they are all read.
+        var seen = Set<String>()
+        seen.reserveCapacity(exported.events)
+        var total = exported.events
         var done = 0
         // Each event's outcome, a few requests in flight at once.
         let pending = try CalendarResource.Reader(path: path)
         try await withThrowingTaskGroup(of: Outcome.self) { group in
-            var gone = goneUIDs.makeIterator()
+            var gone: IndexingIterator<[String]>?
             func next() throws -> Bool {
                 while let resource = try pending.next() {
+                    seen.insert(resource.uid)
                     let before = published[resource.uid]
                     if let before, before.hash == resource.hash, before.editedOnServer != true {
                         // Nothing to ask: counted here, no task (most events, most nights).
@@ -225,7 +254,12 @@ public enum CalendarPublishing {
                     }
                     return true
                 }
-                if let uid = gone.next(), let state = published[uid] {
+                if gone == nil {
+                    let goneUIDs = published.keys.filter { !seen.contains($0) }.sorted()
+                    total = seen.count + goneUIDs.count
+                    gone = goneUIDs.makeIterator()
+                }
+                if let uid = gone?.next(), let state = published[uid] {
                     group.addTask {
                         try await delete(
                             uid: uid, state: state, collection: collection, client: client, prefer: request.prefer)
@@ -411,8 +445,11 @@ public enum CalendarPublishing {
         -> [(uid: String, state: EventState)]
     {
         guard !server.changes.isEmpty || server.listedAll else { return [] }
+        // Published addresses are kept in their canonical form (``CalDAVClient/canonicalPath(_:base:)``,
+        // as the changes' are): compared as they are.
         var byHref: [String: String] = [:]
-        for (uid, state) in published { byHref[CalDAVClient.canonicalPath(state.href, base: collection)] = uid }
+        byHref.reserveCapacity(published.count)
+        for (uid, state) in published { byHref[state.href] = uid }
         var edited: [(uid: String, state: EventState)] = []
         var listed = Set<String>()
         // An event a pull took in is as the server has it; one already marked stays marked.
