@@ -160,6 +160,19 @@ struct CalDAVFaultTests {
         let second = try await CalendarPulling.pull(into: store, request: request, client: client)
         #expect(second.fetched == 0 && second.deleted == 0, "\(second)")
         #expect(try CalendarPulling.pulls(in: store).first?.syncToken == nil)
+        // A publish into a server without sync-collection, or one that forbids it (403), goes
+        // on without it: what changed on the server alone is then not asked for.
+        for status in [501, 403] {
+            let refusing = FaultyTransport { request, _ in
+                request.method == "REPORT" && String(decoding: request.body, as: UTF8.self).contains("sync-collection")
+                    ? CloudKitHTTPResponse(status: status, body: Data("no".utf8)) : nil
+            }
+            let target = try CalDAVTestServers.Server.xandikos.newCalendar("nosync-publish-\(status)")
+            let published = try await CalendarPublishing.publish(
+                from: source, request: .init(url: target, definition: try definition()),
+                client: CalDAVClient(transport: refusing, credentials: nil, retry: Self.quick))
+            #expect(published.created == 9 && published.conflicts.isEmpty, "\(status): \(published)")
+        }
 
         // A multistatus cut in the middle of an element.
         let before = try CalendarPulling.pulls(in: store)

@@ -424,10 +424,17 @@ public enum CalendarPublishing {
         -> ServerChanges
     {
         var sent = token
-        var answer = try await client.syncChanges(collection, token: sent)
-        if case .tokenExpired = answer {
-            sent = nil
-            answer = try await client.syncChanges(collection, token: nil)
+        var answer: CalDAVClient.SyncAnswer
+        do {
+            answer = try await client.syncChanges(collection, token: sent)
+            if case .tokenExpired = answer {
+                sent = nil
+                answer = try await client.syncChanges(collection, token: nil)
+            }
+        } catch let error as CalDAVError where error.kind == .refused && error.status == 403 {
+            // A server that lets this account write but not ask for its changes: publish as
+            // without sync-collection (a wrong password is 401, and stops the publish).
+            return ServerChanges()
         }
         guard case .changes(let resources, let next) = answer else { return ServerChanges() }
         return ServerChanges(
