@@ -258,12 +258,12 @@ public final class CalDAVClient: Sendable {
         return .changes(resources, token: newToken)
     }
 
-    /// How many parts a server may hand its changes out in (``syncChanges(_:token:)``).
+    /// How many parts a server may hand its changes out in (`syncChanges(_:token:)`).
     static let maximumParts = 1000
 
     /// sync-collection, whole: a server that hands its changes out in parts (RFC 6578 §3.6:
     /// the collection itself answers 507) is asked for the rest with each part's token, up to
-    /// ``maximumParts``. Only members of `url` are in the answer, each once, as the last part
+    /// a thousand parts. Only members of `url` are in the answer, each once, as the last part
     /// that names it says.
     public func syncChanges(_ url: URL, token: String?) async throws -> SyncAnswer {
         let answer = try await syncCollection(url, token: token)
