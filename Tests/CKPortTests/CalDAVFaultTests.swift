@@ -41,6 +41,28 @@ struct CalDAVFaultTests {
     }
 
     @Test(
+        "a DELETE answered 412 for an event gone from the server too is a deletion both sides agree on, not a conflict")
+    func deletedOnBothSides() async throws {
+        let store = try Scratch().sampleStore(.familyCalendar)
+        let calendar = try CalDAVTestServers.Server.xandikos.newCalendar("bothgone")
+        _ = try await CalendarPublishing.publish(
+            from: store, request: .init(url: calendar, definition: try definition()),
+            client: CalDAVClient(credentials: nil))
+        _ = try Deletes.records(named: ["event-1-00004"], in: store)
+        // RFC 9110 lets If-Match on nothing answer 412: the event is gone from the server too.
+        let gone = FaultyTransport { request, _ in
+            guard request.url.path.hasSuffix("/event-1-00004.ics") else { return nil }
+            return request.method == "DELETE"
+                ? CloudKitHTTPResponse(status: 412, body: Data())
+                : request.method == "GET" ? CloudKitHTTPResponse(status: 404, body: Data()) : nil
+        }
+        let result = try await CalendarPublishing.publish(
+            from: store, request: .init(url: calendar, definition: nil),
+            client: CalDAVClient(transport: gone, credentials: nil, retry: Self.quick))
+        #expect(result.deleted == 1 && result.conflicts.isEmpty, "\(result)")
+    }
+
+    @Test(
         "503s and 423s (Xandikos's answer while its own git index is locked) are retried with backoff and the publish completes; a 507 that stays is a clear error naming the request, with what was published noted"
     )
     func retries() async throws {
@@ -285,7 +307,8 @@ struct ServerRewriteTests {
             ["BEGIN:VEVENT", "UID:event-1-00002", "DTSTAMP:20260101T000000Z", "SEQUENCE:3", "SUMMARY:School play"]
             + folded + [
                 "DTSTART:20260320T180000Z", #"ATTENDEE;CN="Hana; Theo";PARTSTAT=ACCEPTED:mailto:hana@example.org"#,
-                "END:VEVENT",
+                "BEGIN:VALARM", "ACTION:DISPLAY", "TRIGGER:-PT30M", "DESCRIPTION:Leave", "END:VALARM",
+                "BEGIN:VALARM", "ACTION:AUDIO", "TRIGGER:-PT5M", "END:VALARM", "END:VEVENT",
             ]
         let resource = CalendarResource(
             uid: "event-1-00002", header: ["VERSION:2.0", "PRODID:-//ckport//test//EN"], zones: [],
@@ -314,7 +337,9 @@ struct ServerRewriteTests {
                 #"attendee;PARTSTAT=ACCEPTED;CN="Hana; Theo":mailto:hana@example.org"#,
                 "SUMMARY:School play",
             ] + refolded + [
-                "UID:event-1-00002", "DTSTAMP:20261207T101500Z", "SEQUENCE:4", "END:VEVENT",
+                "UID:event-1-00002", "BEGIN:VALARM", "TRIGGER:-PT5M", "ACTION:AUDIO", "END:VALARM",
+                "BEGIN:VALARM", "DESCRIPTION:Leave", "ACTION:DISPLAY", "TRIGGER:-PT30M", "END:VALARM",
+                "DTSTAMP:20261207T101500Z", "SEQUENCE:4", "END:VEVENT",
             ])
         #expect(refolded.count > folded.count && refolded != folded)
         #expect(resource.isSame(asResource: rewritten))
@@ -323,6 +348,18 @@ struct ServerRewriteTests {
             !resource.isSame(
                 asResource: rewritten.replacingOccurrences(of: "END:VEVENT", with: "LOCATION:Hall\nEND:VEVENT")))
         #expect(!resource.isSame(asResource: server([])))
+        // The alarms' triggers swapped: each alarm's lines are its own.
+        let swapped = rewritten.replacingOccurrences(of: "TRIGGER:-PT5M", with: "TRIGGER:-PTX")
+            .replacingOccurrences(of: "TRIGGER:-PT30M", with: "TRIGGER:-PT5M").replacingOccurrences(
+                of: "TRIGGER:-PTX", with: "TRIGGER:-PT30M")
+        #expect(swapped != rewritten && !resource.isSame(asResource: swapped))
+        // One occurrence moved on a phone: a second component, the first as it was.
+        let moved = rewritten.replacingOccurrences(
+            of: "END:VCALENDAR",
+            with:
+                "BEGIN:VEVENT\nUID:event-1-00002\nRECURRENCE-ID:20260327T180000Z\nDTSTART:20260328T180000Z\nSUMMARY:School play\nEND:VEVENT\nEND:VCALENDAR"
+        )
+        #expect(!resource.isSame(asResource: moved))
         #expect(
             !resource.isSame(
                 asResource: rewritten.replacingOccurrences(of: "PARTSTAT=ACCEPTED", with: "PARTSTAT=DECLINED")))

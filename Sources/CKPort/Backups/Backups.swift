@@ -352,9 +352,11 @@ extension Backups {
         // A bundle holds whole records: into a store that was empty, a later bundle's record
         // replaces an earlier one's, so a field or link it no longer has goes too; and one of
         // another type under the same name too (the earlier record was deleted between the two
-        // bundles and its name used again: a bundle holds each record's last state only).
+        // bundles and its name used again: a bundle holds each record's last state only). Not
+        // when zones are renamed: two zones merged into one may hold one name twice, and that
+        // is a clash to name, not a deletion.
         var importOptions = ImportOptions(mode: options.mode ?? .replace)
-        importOptions.replacesOtherTypes = options.mode == nil
+        importOptions.replacesOtherTypes = options.mode == nil && options.zoneRenames.isEmpty
         do {
             return try store.importRecords(sources, schema: schema, options: importOptions, hooks: hooks)
         } catch {

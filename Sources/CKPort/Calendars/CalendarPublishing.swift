@@ -201,7 +201,7 @@ public enum CalendarPublishing {
             published[uid] = state
             try saver.save(uid: uid, state: state)
         }
-        if let known, storeUnchanged, edited.isEmpty {
+        if let known, storeUnchanged, !published.values.contains(where: { $0.editedOnServer == true }) {
             result.upToDate = true
             result.unchanged = known.events
             var moved = known
@@ -232,7 +232,7 @@ public enum CalendarPublishing {
                         done += 1
                         progress?(done, total)
                         continue
-                    } else if let before, before.hash == CalendarPulling.pulledMark {
+                    } else if let before, before.hash == CalendarPulling.pulledMark, before.editedOnServer != true {
                         // The server's version, as a pull took it into the store: published
                         // as it is, nothing sent (writing the store's words back would drop
                         // what the mapping does not keep).
@@ -391,6 +391,9 @@ public enum CalendarPublishing {
         var answer = try await client.send(
             "DELETE", url, headers: state.etag.map { [("If-Match", $0)] } ?? [])
         if answer.status == 412 {
+            // Deleted on the server too (RFC 9110 lets If-Match on nothing answer 412): both
+            // sides agree.
+            if try await fetch(url, client: client).0 == nil { return .deleted(uid: uid, href: state.href) }
             guard prefer == .store else {
                 return .conflict(Conflict(uid: uid, href: state.href, reason: .changedOnServer))
             }
@@ -459,10 +462,10 @@ public enum CalendarPublishing {
         for (uid, state) in published { byHref[state.href] = uid }
         var edited: [(uid: String, state: EventState)] = []
         var listed = Set<String>()
-        // An event a pull took in is as the server has it; one already marked stays marked.
+        // One already marked stays marked. (One a pull took in has the ETag the pull saw: a
+        // change since is the server's too.)
         func mark(_ uid: String) {
-            guard var state = published[uid], state.editedOnServer != true, state.hash != CalendarPulling.pulledMark
-            else { return }
+            guard var state = published[uid], state.editedOnServer != true else { return }
             state.editedOnServer = true
             edited.append((uid, state))
         }
@@ -684,8 +687,9 @@ struct CalendarResource: Sendable {
         return hasher.finalize().hexDigits
     }
 
-    /// The lines of a resource's first component (not a VTIMEZONE, nor what is inside one), as
-    /// they are.
+    /// The lines of a resource's components (not its VTIMEZONEs, nor what is inside them), as
+    /// they are: every one of them (a phone that moves one occurrence of a repeating event adds
+    /// a component with RECURRENCE-ID beside the first). Nil when there is none.
     static func componentLines(ofResource text: String) -> [String]? {
         var inside = false
         var inZone = false
@@ -704,25 +708,48 @@ struct CalendarResource: Sendable {
             }
             if inside {
                 lines.append(line)
-                if line == "END:\(name)" { return lines }
+                if line == "END:\(name)" { inside = false }
             }
         }
-        return nil
+        return lines.isEmpty ? nil : lines
     }
 
     /// Whether the resource a server hands back is this event: the same lines, or, where the
     /// server rewrote what it stored (RFC 4791 §5.3.4 lets it; Xandikos 0.4.10 writes every
     /// event again, its properties and their parameters in another order and folded anew),
-    /// the same properties with the same parameters and values, in any order. DTSTAMP and
-    /// SEQUENCE aside, either way.
+    /// the same properties with the same parameters and values, in any order within each
+    /// component, and the same components inside (an alarm's lines stay its own). DTSTAMP and
+    /// SEQUENCE aside, either way. A resource with a component more (an occurrence moved on a
+    /// phone) is not the same.
     func isSame(asResource text: String) -> Bool {
         guard let theirs = Self.componentLines(ofResource: text) else { return false }
         if Self.hash(of: theirs) == hash { return true }
-        func normalized(_ lines: [String]) -> [String] {
-            Self.unfolded(lines).map(Self.normalized).filter { !$0.hasPrefix("DTSTAMP") && !$0.hasPrefix("SEQUENCE") }
-                .sorted()
+        return Self.canonical(theirs) == Self.canonical(component)
+    }
+
+    /// Components as one text that is the same whatever the order of their properties and of
+    /// their inner components, their folding and their parameters' order: each component's
+    /// normalized lines sorted, its inner components (each so made) sorted after them.
+    static func canonical(_ lines: [String]) -> String {
+        var stack: [(lines: [String], inner: [String])] = [([], [])]
+        for line in unfolded(lines).map(normalized) {
+            if line.hasPrefix("BEGIN:") {
+                stack.append(([line], []))
+            } else if line.hasPrefix("END:"), stack.count > 1 {
+                let done = stack.removeLast()
+                let text = ([done.lines[0]] + done.lines.dropFirst().sorted() + done.inner.sorted() + [line])
+                    .joined(separator: "\n")
+                stack[stack.count - 1].inner.append(text)
+            } else if !line.hasPrefix("DTSTAMP:"), !line.hasPrefix("DTSTAMP;"), !line.hasPrefix("SEQUENCE:") {
+                stack[stack.count - 1].lines.append(line)
+            }
         }
-        return normalized(theirs) == normalized(component)
+        // Unclosed components count as they stand.
+        while stack.count > 1 {
+            let open = stack.removeLast()
+            stack[stack.count - 1].inner.append((open.lines + open.inner).joined(separator: "\n"))
+        }
+        return (stack[0].lines.sorted() + stack[0].inner.sorted()).joined(separator: "\n")
     }
 
     /// A content line with its name in capitals and its parameters sorted (RFC 5545 §3.2: their
