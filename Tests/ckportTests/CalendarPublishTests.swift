@@ -115,14 +115,7 @@ struct CalendarPublishTests {
         published = afterChange
 
         // One deleted in the store: one DELETE.
-        #expect(
-            try ckport(
-                [
-                    "delete", "--store", "cal.sqlite", "--type", "Event", "--where", "recordName == 'event-1-00003'",
-                    "-q",
-                ],
-                in: folder.url
-            ).status == 0)
+        try deleteEvent("event-1-00003", in: folder)
         let deleted = try publish(calendar, server: server, in: folder)
         #expect(deleted.stdout.contains(": 0 new, 0 changed, 1 deleted, 8 unchanged"), "\(deleted)")
         let afterDelete = try client(["list", calendar.absoluteString], server: server, in: folder)
@@ -183,14 +176,7 @@ struct CalendarPublishTests {
         #expect(settled.status == 0 && settled.stdout.contains("nothing changed"), "\(settled)")
         // Deleted on the server and then in the store: both sides agree, nothing is reported.
         _ = try client(["delete", calendar.absoluteString, "event-1-00007"], server: server, in: folder)
-        #expect(
-            try ckport(
-                [
-                    "delete", "--store", "cal.sqlite", "--type", "Event", "--where", "recordName == 'event-1-00007'",
-                    "-q",
-                ],
-                in: folder.url
-            ).status == 0)
+        try deleteEvent("event-1-00007", in: folder)
         let bothGone = try publish(calendar, server: server, in: folder)
         #expect(
             bothGone.status == 0 && bothGone.stdout.contains(": 0 new, 0 changed, 1 deleted, 7 unchanged"),
@@ -449,6 +435,14 @@ struct CalendarPublishTests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         let publications = try #require(json["publications"] as? [[String: Any]])
         #expect(publications.first?["events"] as? Int == events.count, "\(publications)")
+    }
+
+    /// Deletes the event `name` from the store, as `ckport delete` does.
+    func deleteEvent(_ name: String, in folder: Scratch) throws {
+        let deleted = try ckport(
+            ["delete", "--store", "cal.sqlite", "--type", "Event", "--where", "recordName == '\(name)'", "-q"],
+            in: folder.url)
+        #expect(deleted.status == 0, "\(deleted.stderr)")
     }
 
     /// The record `name` with a new title and a later modification time, imported as the app
